@@ -1,0 +1,1 @@
+//! Generates typed Rust launch functions from Phobos kernel metadata.

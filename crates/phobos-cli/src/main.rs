@@ -1,0 +1,53 @@
+//! The `phobos` command-line tool. Each subcommand lives in its own module
+//! with its own arguments; this file only dispatches. Exit codes: 0 success,
+//! 1 errors in the user's kernels (or a failed check), 2 usage and IO errors.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod check;
+mod explain;
+mod ptx;
+mod sim;
+
+#[derive(Parser)]
+#[command(name = "phobos", version, about = "The Phobos GPU kernel compiler")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Parse and check .pho files; report diagnostics.
+    Check(check::Args),
+    /// Print the PTX of a file's kernels.
+    Ptx(ptx::PtxArgs),
+    /// Write .ptx, .ron and (with ptxas) .cubin files for each target.
+    Build(ptx::BuildArgs),
+    /// Print each load's alignment and width, the shared plan and the barriers.
+    Report(ptx::ReportArgs),
+    /// Run a kernel on the CPU simulator with .npy inputs.
+    Sim(sim::Args),
+    /// Draw a kernel stepped through as the compiler built it.
+    Explain(explain::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let code = match cli.command {
+        Command::Check(a) => check::run(a),
+        Command::Ptx(a) => ptx::run_ptx(a),
+        Command::Build(a) => ptx::run_build(a),
+        Command::Report(a) => ptx::run_report(a),
+        Command::Sim(a) => sim::run(a),
+        Command::Explain(a) => explain::run(a),
+    };
+    ExitCode::from(code)
+}

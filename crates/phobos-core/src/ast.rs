@@ -1,0 +1,352 @@
+//! The syntax tree produced by the parser: every node carries a byte span
+//! into the source. The AST is untyped and unresolved; `check` turns it into
+//! the typed `hir`. Contract between the parser and the checker.
+
+use serde::Serialize;
+
+/// A half-open byte range `start..end` into the source text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        Span {
+            start: start as u32,
+            end: end as u32,
+        }
+    }
+    /// The smallest span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct File {
+    pub items: Vec<Item>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Item {
+    Fn(FnItem),
+    Kernel(Kernel),
+}
+
+/// `fn name(a, b) = expr`: untyped parameters, inlined at each use.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FnItem {
+    pub name: Ident,
+    pub params: Vec<Ident>,
+    pub body: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Kernel {
+    pub name: Ident,
+    pub attrs: Vec<Attr>,
+    pub params: Vec<Param>,
+    pub body: Block,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Attr {
+    pub kind: AttrKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum AttrKind {
+    /// `@launch(T)`
+    Launch(Expr),
+    /// `@aligned(K = 128, N = 4)`
+    Aligned(Vec<(Ident, Expr)>),
+    /// `@autotune(K in [256, 512], BLOCK in [64])`
+    Autotune(Vec<(Ident, Vec<Expr>)>),
+    /// `@grid(x[, y[, z]])`
+    Grid(Vec<Expr>),
+    /// Any other `@name(...)`, kept so the checker can report it.
+    Unknown(Ident),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Param {
+    pub name: Ident,
+    pub ty: ParamTy,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum ParamTy {
+    /// `tensor<f32>[N, K]`
+    Tensor {
+        elem: ScalarTy,
+        elem_span: Span,
+        dims: Vec<Dim>,
+    },
+    /// `alpha: f32`
+    Scalar(ScalarTy),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Dim {
+    Name(Ident),
+    Const(u64, Span),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScalarTy {
+    Bool,
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+impl ScalarTy {
+    pub const ALL: [ScalarTy; 13] = [
+        ScalarTy::Bool,
+        ScalarTy::I8,
+        ScalarTy::U8,
+        ScalarTy::I16,
+        ScalarTy::U16,
+        ScalarTy::I32,
+        ScalarTy::U32,
+        ScalarTy::I64,
+        ScalarTy::U64,
+        ScalarTy::F16,
+        ScalarTy::BF16,
+        ScalarTy::F32,
+        ScalarTy::F64,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarTy::Bool => "bool",
+            ScalarTy::I8 => "i8",
+            ScalarTy::U8 => "u8",
+            ScalarTy::I16 => "i16",
+            ScalarTy::U16 => "u16",
+            ScalarTy::I32 => "i32",
+            ScalarTy::U32 => "u32",
+            ScalarTy::I64 => "i64",
+            ScalarTy::U64 => "u64",
+            ScalarTy::F16 => "f16",
+            ScalarTy::BF16 => "bf16",
+            ScalarTy::F32 => "f32",
+            ScalarTy::F64 => "f64",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<ScalarTy> {
+        ScalarTy::ALL.iter().copied().find(|t| t.name() == s)
+    }
+    /// Size in bytes of one element in memory (`bool` is one byte).
+    pub fn size(self) -> u32 {
+        match self {
+            ScalarTy::Bool | ScalarTy::I8 | ScalarTy::U8 => 1,
+            ScalarTy::I16 | ScalarTy::U16 | ScalarTy::F16 | ScalarTy::BF16 => 2,
+            ScalarTy::I32 | ScalarTy::U32 | ScalarTy::F32 => 4,
+            ScalarTy::I64 | ScalarTy::U64 | ScalarTy::F64 => 8,
+        }
+    }
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            ScalarTy::F16 | ScalarTy::BF16 | ScalarTy::F32 | ScalarTy::F64
+        )
+    }
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != ScalarTy::Bool
+    }
+    pub fn is_signed(self) -> bool {
+        matches!(
+            self,
+            ScalarTy::I8 | ScalarTy::I16 | ScalarTy::I32 | ScalarTy::I64
+        ) || self.is_float()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum StmtKind {
+    /// `let x = e`, `var x: f32 = e` (`mutable` for `var`).
+    Let {
+        mutable: bool,
+        name: Ident,
+        ty: Option<(ScalarTy, Span)>,
+        init: Expr,
+    },
+    /// `x = e`, `x += e`, `y[0, row] = e`, `A[r :+ R, :] = t`.
+    /// `op` is the operator of a compound assignment.
+    Assign {
+        target: Expr,
+        op: Option<BinOp>,
+        value: Expr,
+    },
+    /// `if c { } else { }`; `else if` is an `If` alone in the else block.
+    If {
+        cond: Expr,
+        then: Block,
+        els: Option<Block>,
+    },
+    /// `for i in range(a, b[, step]) { }`
+    For {
+        var: Ident,
+        start: Expr,
+        end: Expr,
+        step: Option<Expr>,
+        range_span: Span,
+        body: Block,
+    },
+    /// A call used as a statement, e.g. `store(Y[0, k :+ 4], 0, v)`.
+    Expr(Expr),
+    /// A statement that failed to parse (already reported).
+    Error,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum ExprKind {
+    /// Integer literal (untyped until checked).
+    Int(u64),
+    /// Float literal (untyped until checked).
+    Float(f64),
+    Bool(bool),
+    Name(String),
+    /// `ctx.lane`, `ctx.block.x`, ...
+    Ctx(CtxField),
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `f(args)`: conversions (`f32(x)`), built-ins (`max`, `sum(e)`,
+    /// `elem`, ...) and `fn` items.
+    Call {
+        callee: Ident,
+        args: Vec<Expr>,
+    },
+    /// `A[i, j]`, `W[row, at :+ 4]`, `x[0 :+ 1, :]`.
+    Index {
+        base: Box<Expr>,
+        subs: Vec<Subscript>,
+    },
+    /// `sum<over ctx.lane, width 8>(x)`, `shfl<xor 16>(v)`, `reduce<over ctx.lane>(x, mx)`.
+    Collective {
+        op: Ident,
+        config: Vec<ConfigItem>,
+        config_span: Span,
+        args: Vec<Expr>,
+    },
+    /// An expression that failed to parse (already reported).
+    Error,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Subscript {
+    /// An index: `i`.
+    Point(Expr),
+    /// A span `start :+ len`.
+    Span { start: Expr, len: Expr, span: Span },
+    /// `:`, the whole dim.
+    Full(Span),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConfigItem {
+    pub key: ConfigKey,
+    pub key_span: Span,
+    pub value: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum ConfigKey {
+    Over,
+    Width,
+    From,
+    Xor,
+    Down,
+    Up,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+pub enum CtxField {
+    Thread,
+    Threads,
+    Warp,
+    Warps,
+    Lane,
+    Lanes,
+    BlockX,
+    BlockY,
+    BlockZ,
+    GridX,
+    GridY,
+    GridZ,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+}

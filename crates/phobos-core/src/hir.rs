@@ -1,0 +1,321 @@
+//! The checked kernel: names resolved, every expression typed, `fn` items
+//! inlined, `@autotune` values substituted (one `hir::Kernel` per variant),
+//! subscripts classified as point / run / tile. Produced by `check`,
+//! consumed by `lower`. Contract between the front end and the backend:
+//! anything that reaches the HIR is well-typed and uniformity-checked, so
+//! lowering never reports user errors except resource limits (shared memory).
+
+use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct ParamId(pub u32);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct LocalId(pub u32);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct DimId(pub u32);
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Kernel {
+    pub name: String,
+    pub span: Span,
+    /// Threads per CTA (`@launch`), after autotune substitution.
+    pub threads: u32,
+    pub params: Vec<Param>,
+    /// Named dims in order of first appearance.
+    pub dims: Vec<DimInfo>,
+    /// `@aligned` facts: the dim is a multiple of the number.
+    pub aligned: Vec<(DimId, u64)>,
+    /// The `@autotune` values this variant was built with, in declaration order.
+    pub variant: Vec<(String, i64)>,
+    /// `@grid(...)`, 1 to 3 expressions (uniform, over dims and constants).
+    pub grid: Option<Vec<Expr>>,
+    pub locals: Vec<Local>,
+    pub body: Block,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Param {
+    pub name: String,
+    pub span: Span,
+    pub kind: ParamKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum ParamKind {
+    Tensor {
+        elem: ScalarTy,
+        dims: Vec<DimRef>,
+        written: bool,
+    },
+    Scalar(ScalarTy),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum DimRef {
+    Named(DimId),
+    Const(u64),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DimInfo {
+    pub name: String,
+    /// Every (tensor parameter, axis) that has this dim.
+    pub defined_by: Vec<(ParamId, usize)>,
+    /// `Some(v)` when the dim is autotuned: compiled as the constant `v`
+    /// (the launch must check the actual dim equals it).
+    pub constant: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Local {
+    pub name: String,
+    pub span: Span,
+    pub mutable: bool,
+    pub kind: LocalKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum LocalKind {
+    Scalar(ScalarTy),
+    /// A shared-memory tile made by `var t = x[...]` (row-major, constant shape).
+    Tile {
+        elem: ScalarTy,
+        shape: Vec<u32>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Ty {
+    Scalar(ScalarTy),
+    /// A thread's run of `len` elements (elementwise run expressions).
+    Run {
+        elem: ScalarTy,
+        len: u32,
+    },
+    /// Statements-only calls (`store`).
+    Unit,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Memory {
+    Tensor(ParamId),
+    /// A shared tile local.
+    Tile(LocalId),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum StmtKind {
+    /// `let`/`var` of a scalar local.
+    Let {
+        local: LocalId,
+        init: Expr,
+    },
+    /// Assignment to a scalar local (compound assignment already desugared).
+    Assign {
+        local: LocalId,
+        value: Expr,
+    },
+    /// `A[i, j] = v`, one element (not masked).
+    Store {
+        dst: Memory,
+        index: Vec<Expr>,
+        value: Expr,
+    },
+    /// `A[r, k :+ L] = run` or `store(A[r, k :+ L], i, v)` with `only = Some(i)`.
+    RunStore {
+        dst: Memory,
+        index: Vec<Expr>,
+        axis: usize,
+        len: u32,
+        value: Expr,
+        only: Option<Box<Expr>>,
+    },
+    /// `var t = A[s0 :+ L0, :]`: CTA-wide copy into shared memory, zero fill
+    /// outside the tensor's bounds. `starts[i]` is the first element along
+    /// axis i; the tile shape is in the local.
+    TileCopy {
+        dst: LocalId,
+        src: ParamId,
+        starts: Vec<Expr>,
+    },
+    /// `A[s0 :+ L0, :] = t`: CTA-wide store of a tile, masked at the bounds.
+    TileStore {
+        dst: ParamId,
+        starts: Vec<Expr>,
+        src: LocalId,
+    },
+    If {
+        cond: Expr,
+        then: Block,
+        els: Block,
+    },
+    /// `for var in range(start, end, step)`; `step` is a positive or negative i32.
+    For {
+        var: LocalId,
+        start: Expr,
+        end: Expr,
+        step: Expr,
+        body: Block,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Ty,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum ConstVal {
+    Int(i128),
+    Float(f64),
+    Bool(bool),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Builtin {
+    Min,
+    Max,
+    Abs,
+    Sqrt,
+    Rsqrt,
+    Exp,
+    Exp2,
+    Log,
+    Log2,
+    Sin,
+    Cos,
+    Tanh,
+    Fma,
+    Floor,
+    Ceil,
+    /// `select(c, a, b)`
+    Select,
+    /// `cdiv(a, b)` = ceil(a / b) for non-negative integers.
+    Cdiv,
+    /// `dp4a(a, b, c)`: four byte products of the packed words a and b added to c.
+    /// Signedness of each word from its type (i32 signed, u32 unsigned). Result i32 (u32 if both unsigned).
+    Dp4a,
+    /// `byteperm(a, b, sel)`: PTX `prmt.b32`.
+    Byteperm,
+    /// `popcount(x)`: number of set bits, i32.
+    Popcount,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum CollOp {
+    Sum,
+    Max,
+    Min,
+    Any,
+    All,
+    Argmax,
+    Reduce,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Group {
+    /// Over the lanes of a warp, in pieces of `width` lanes (32 = whole warp).
+    Lane { width: u32 },
+    /// Over the CTA.
+    Thread,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ShflMode {
+    From,
+    Xor,
+    Down,
+    Up,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum ExprKind {
+    /// A literal, already given its type in `Expr::ty`.
+    Const(ConstVal),
+    /// A scalar local (tiles are only reached through `Load`/`RunLoad`).
+    Local(LocalId),
+    /// A scalar parameter.
+    Param(ParamId),
+    /// A named dim's value (i32). Autotuned dims appear as `Const` instead.
+    Dim(DimId),
+    Ctx(CtxField),
+    Unary(UnOp, Box<Expr>),
+    /// Both operands have the same type (run operands: same run length;
+    /// a scalar operand of a run op is broadcast). Comparisons give bool.
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// Explicit conversion to `Expr::ty` (elementwise on runs).
+    Convert(Box<Expr>),
+    Builtin(Builtin, Vec<Expr>),
+    /// A point load `A[i, j]` from a tensor or a tile (not masked).
+    Load {
+        src: Memory,
+        index: Vec<Expr>,
+    },
+    /// A run `A[r, k :+ L]`: `index[axis]` is the start of the span.
+    RunLoad {
+        src: Memory,
+        index: Vec<Expr>,
+        axis: usize,
+        len: u32,
+    },
+    /// `sum(e)` within a thread over a run expression.
+    RunSum(Box<Expr>),
+    /// `elem(run, i)`: element `i` of a run (i a constant).
+    Elem {
+        run: Box<Expr>,
+        i: u32,
+    },
+    /// `word(run, i)`: bytes 4i..4i+3 of an i8/u8 run as one packed i32/u32.
+    Word {
+        run: Box<Expr>,
+        i: u32,
+    },
+    /// `op<over ...>(arg)`. For `Reduce`, `combine` is the inlined body of the
+    /// combine function over the locals `a` and `b`. `Any`/`All` take bool.
+    /// `Argmax` gives the lane (or thread) index as i32.
+    Collective {
+        op: CollOp,
+        group: Group,
+        arg: Box<Expr>,
+        combine: Option<Combine>,
+    },
+    /// `shfl<mode s, width w>(value)`.
+    Shuffle {
+        mode: ShflMode,
+        width: u32,
+        lane: Box<Expr>,
+        value: Box<Expr>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Combine {
+    pub a: LocalId,
+    pub b: LocalId,
+    pub body: Box<Expr>,
+}
+
+/// A kernel after checking: one `hir::Kernel` per `@autotune` combination
+/// (exactly one when the kernel has no `@autotune`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckedKernel {
+    pub name: String,
+    pub span: Span,
+    /// `@autotune` names with their candidate values, in declaration order.
+    pub autotune: Vec<(String, Vec<i64>)>,
+    pub variants: Vec<Kernel>,
+}

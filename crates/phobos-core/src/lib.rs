@@ -1,0 +1,17 @@
+//! phobos-core: the Phobos compiler, `.pho` source text → PTX text and
+//! kernel metadata. IO-free: no files, processes or environment variables
+//! (those belong to phobos-build and the CLI). See `pipeline.rs` for the
+//! stages in order and ARCHITECTURE.md for the whole picture.
+
+pub mod ast;
+pub mod backend;
+pub mod check;
+pub mod diag;
+pub mod hir;
+pub mod meta;
+pub mod parser;
+pub mod pipeline;
+pub mod source;
+
+pub use diag::{Diagnostic, Severity};
+pub use pipeline::{check_source, compile, CompileOptions, CompiledKernel, ARCHES};

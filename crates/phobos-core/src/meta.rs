@@ -1,0 +1,135 @@
+//! Kernel metadata: everything bindgen, the runtime, the simulator front end
+//! and `explain` need to know about a compiled kernel, serialized with `ron`.
+//! Contract between phobos-core and the other crates: change additively.
+
+use crate::ast::{BinOp, ScalarTy};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelMeta {
+    pub name: String,
+    /// The .pho file the kernel came from (as given to the compiler).
+    pub source_file: String,
+    pub params: Vec<ParamMeta>,
+    pub dims: Vec<DimMeta>,
+    /// `@aligned` facts: (dim name, multiple).
+    pub aligned: Vec<(String, u64)>,
+    /// Threads per CTA. For autotuned `@launch` see each variant.
+    pub threads: u32,
+    /// `@grid(...)` if the kernel has one.
+    pub grid: Option<Vec<GridExpr>>,
+    /// The kernel's `@autotune` names and their candidate values.
+    pub autotune: Vec<(String, Vec<i64>)>,
+    /// One compiled variant per autotune combination (one variant when the
+    /// kernel has no `@autotune`).
+    pub variants: Vec<VariantMeta>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParamMeta {
+    pub name: String,
+    pub kind: ParamKindMeta,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ParamKindMeta {
+    Tensor {
+        elem: ScalarTy,
+        /// Each axis: a named dim or a constant.
+        dims: Vec<DimRefMeta>,
+        /// False when the kernel never stores to it (shared reference, `ld.global.nc`).
+        written: bool,
+        /// Largest vector access width in bytes the compiled code makes into
+        /// this tensor (the base pointer must be aligned to it; 16 is assumed).
+        vector_bytes: u32,
+    },
+    Scalar(ScalarTy),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum DimRefMeta {
+    Named(String),
+    Const(u64),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DimMeta {
+    pub name: String,
+    /// (parameter name, axis) pairs that carry this dim.
+    pub defined_by: Vec<(String, usize)>,
+    /// True when the dim is an `@autotune` name: each variant fixes its value.
+    pub autotuned: bool,
+}
+
+/// The `@grid` expression, evaluated by the launcher over the actual dims.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum GridExpr {
+    Const(i64),
+    Dim(String),
+    Binary(BinOp, Box<GridExpr>, Box<GridExpr>),
+    Cdiv(Box<GridExpr>, Box<GridExpr>),
+    Min(Box<GridExpr>, Box<GridExpr>),
+    Max(Box<GridExpr>, Box<GridExpr>),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantMeta {
+    /// The PTX `.entry` name of this variant (`name` or `name__K256`).
+    pub entry: String,
+    /// The autotune values of this variant, in declaration order.
+    pub values: Vec<(String, i64)>,
+    pub threads: u32,
+    /// The `.param` list of the entry, in order.
+    pub ptx_params: Vec<PtxParam>,
+    pub shared_bytes: u32,
+    pub shared_plan: Vec<SharedBuffer>,
+    pub barriers: Vec<BarrierMeta>,
+    pub loads: Vec<AccessMeta>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum PtxParam {
+    /// `.param .u64` base address of the named tensor parameter.
+    TensorPtr(String),
+    /// A scalar parameter, passed as its PTX type.
+    Scalar(String, ScalarTy),
+    /// A runtime dim, passed as `.s32`.
+    Dim(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharedBuffer {
+    /// The tile's name, or e.g. `sum@12:9` for CTA-collective scratch.
+    pub name: String,
+    pub offset: u32,
+    pub bytes: u32,
+    /// Source line range over which the buffer is live.
+    pub live_lines: (u32, u32),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BarrierMeta {
+    /// Source line the barrier belongs to.
+    pub line: u32,
+    pub kept: bool,
+    /// Why it is needed, or why it was elided.
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AccessMeta {
+    /// Source line and column of the subscript.
+    pub line: u32,
+    pub col: u32,
+    /// Tensor parameter or tile name.
+    pub target: String,
+    pub store: bool,
+    /// Elements in the run (1 for a point access).
+    pub elems: u32,
+    /// Bytes moved by each instruction (e.g. 16 for `v4.f32`).
+    pub width_bytes: u32,
+    /// Proven alignment of the address in bytes.
+    pub align_bytes: u32,
+    /// Why not wider (empty when the widest possible was used).
+    pub reason: String,
+}

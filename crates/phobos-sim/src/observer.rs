@@ -1,0 +1,67 @@
+//! Hooks through which a caller watches a launch instruction by instruction
+//! (used by phobos-explain to draw kernels). Observation is passive: an
+//! observer cannot change execution.
+
+/// Memory space of an access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Space {
+    Global,
+    Shared,
+    Local,
+    Param,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessKind {
+    Load,
+    Store,
+    Atomic,
+}
+
+/// One thread's memory access made by one instruction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Access {
+    /// Thread index within the CTA (linear).
+    pub thread: u32,
+    pub space: Space,
+    pub kind: AccessKind,
+    /// Global: virtual address; shared: byte offset into the CTA's shared window.
+    pub addr: u64,
+    /// Bytes accessed (e.g. 16 for `ld.v4.f32`).
+    pub bytes: u32,
+    /// For global accesses, the buffer (allocation) index it falls in, if any.
+    pub buffer: Option<usize>,
+}
+
+/// What one warp did in one executed instruction.
+#[derive(Clone, Debug)]
+pub struct StepInfo<'a> {
+    /// CTA index (linear over the grid: x + y*gx + z*gx*gy) and its 3-D id.
+    pub cta: u32,
+    pub cta_id: [u32; 3],
+    pub warp: u32,
+    /// Lanes that executed the instruction (bit i = lane i).
+    pub active: u32,
+    /// Index of the instruction in the entry's body, and its PTX text.
+    pub pc: usize,
+    pub opcode: &'a str,
+    /// Source position from the nearest preceding `.loc`: (file index, line, column).
+    pub loc: Option<(u32, u32, u32)>,
+    /// Memory accesses of the active lanes.
+    pub accesses: &'a [Access],
+    /// For `shfl.sync`: (lane, source lane) for each active lane whose
+    /// source was inside its segment.
+    pub shuffles: &'a [(u32, u32)],
+    /// True for `bar.sync` / `barrier.sync`.
+    pub barrier: bool,
+}
+
+/// A launch observer. All methods have empty defaults.
+pub trait Observer {
+    /// Called once per executed warp instruction, in execution order.
+    fn step(&mut self, _info: &StepInfo<'_>) {}
+    /// Which CTAs to observe (others still run, unobserved). Default: all.
+    fn wants_cta(&mut self, _cta: u32) -> bool {
+        true
+    }
+}

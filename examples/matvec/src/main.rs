@@ -1,0 +1,3 @@
+fn main() {
+    println!("the example is not written yet");
+}
