@@ -1,1 +1,32 @@
-//! The Phobos runtime: tensors, launch checks, and one device abstraction over CUDA (cudarc) and the CPU simulator.
+//! The Phobos runtime: what the generated launch functions call.
+//!
+//! - [`Device`]: one handle over two backends, an NVIDIA GPU through the
+//!   CUDA driver (loaded dynamically with cudarc, so a machine without a GPU
+//!   still builds and runs) and the CPU simulator, which executes the
+//!   emitted PTX itself. [`Device::auto`] picks the GPU when one works, else
+//!   the simulator; `PHOBOS_BACKEND=sim|cuda` forces one.
+//! - [`Tensor`]: typed, shaped views of device memory.
+//! - [`Kernel::launch`]: the checks every launch passes before it reaches a
+//!   backend, and the [`LaunchError`] for each way it can be refused.
+//!
+//! It must not panic on a missing driver or a bad launch: both are errors.
+
+mod cuda;
+mod device;
+mod elem;
+mod error;
+mod launch;
+mod sim;
+mod tensor;
+
+pub use device::{BackendKind, Device, Limits};
+pub use elem::{Elem, ScalarArg};
+pub use error::{AxisValue, DeviceError, LaunchError, Site};
+pub use launch::{cdiv, Arg, Grid, Kernel, KernelSource, TensorArg};
+pub use tensor::Tensor;
+
+/// Half-precision element types (`f16`, `bf16`), as tensors of them are typed.
+pub use half;
+
+/// The metadata types the embedded kernel descriptions deserialize into.
+pub use phobos_core::meta;

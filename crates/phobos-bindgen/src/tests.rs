@@ -1,0 +1,141 @@
+use super::*;
+use phobos_core::meta::{
+    DimMeta, DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, ParamMeta, PtxParam, VariantMeta,
+};
+
+fn tensor(name: &str, elem: ScalarTy, dims: &[&str], written: bool) -> ParamMeta {
+    ParamMeta {
+        name: name.to_string(),
+        kind: ParamKindMeta::Tensor {
+            elem,
+            dims: dims
+                .iter()
+                .map(|d| match d.parse() {
+                    Ok(c) => DimRefMeta::Const(c),
+                    Err(_) => DimRefMeta::Named(d.to_string()),
+                })
+                .collect(),
+            written,
+            vector_bytes: 16,
+        },
+    }
+}
+
+fn lanes_matvec() -> KernelMeta {
+    KernelMeta {
+        name: "lanes_matvec".into(),
+        source_file: "kernels/matvec.pho".into(),
+        params: vec![
+            tensor("W", ScalarTy::F32, &["N", "K"], false),
+            tensor("x", ScalarTy::F32, &["1", "K"], false),
+            tensor("y", ScalarTy::F32, &["1", "N"], true),
+        ],
+        dims: vec![
+            DimMeta {
+                name: "N".into(),
+                defined_by: vec![("W".into(), 0), ("y".into(), 1)],
+                autotuned: false,
+            },
+            DimMeta {
+                name: "K".into(),
+                defined_by: vec![("W".into(), 1), ("x".into(), 1)],
+                autotuned: false,
+            },
+        ],
+        aligned: vec![("K".into(), 128)],
+        threads: 128,
+        grid: None,
+        autotune: vec![],
+        variants: vec![VariantMeta {
+            entry: "lanes_matvec".into(),
+            values: vec![],
+            threads: 128,
+            ptx_params: vec![
+                PtxParam::TensorPtr("W".into()),
+                PtxParam::TensorPtr("x".into()),
+                PtxParam::TensorPtr("y".into()),
+                PtxParam::Dim("N".into()),
+                PtxParam::Dim("K".into()),
+            ],
+            shared_bytes: 0,
+            shared_plan: vec![],
+            barriers: vec![],
+            loads: vec![],
+        }],
+    }
+}
+
+fn assets(meta: KernelMeta) -> KernelAssets {
+    let n = meta.name.clone();
+    KernelAssets {
+        meta,
+        meta_file: format!("{n}.meta.ron"),
+        ptx_files: vec![
+            (75, format!("{n}.sm_75.ptx")),
+            (90, format!("{n}.sm_90.ptx")),
+        ],
+        cubin_files: vec![(90, format!("{n}.sm_90.cubin"))],
+    }
+}
+
+#[test]
+fn read_tensors_are_shared_written_are_mut_and_grid_is_an_argument() {
+    let code = generate_kernel(&assets(lanes_matvec()), &AssetRoot::OutDir("phobos".into()));
+    assert!(code.contains("pub fn lanes_matvec(\n    device: &::phobos::Device,\n    grid: impl ::core::convert::Into<::phobos::Grid>,\n"));
+    assert!(code.contains("    W: &::phobos::Tensor<f32>,\n    x: &::phobos::Tensor<f32>,\n    y: &mut ::phobos::Tensor<f32>,\n"));
+    assert!(code.contains("::core::result::Result<(), ::phobos::LaunchError>"));
+    assert!(code.contains(
+        "meta: include_str!(concat!(env!(\"OUT_DIR\"), \"/phobos/lanes_matvec.meta.ron\"))"
+    ));
+    assert!(code.contains(
+        "(90, include_bytes!(concat!(env!(\"OUT_DIR\"), \"/phobos/lanes_matvec.sm_90.cubin\")))"
+    ));
+    assert!(code.contains("KERNEL.launch(device, ::core::option::Option::Some(grid.into()), &[::phobos::Arg::from(W), ::phobos::Arg::from(x), ::phobos::Arg::from(y)])"));
+}
+
+#[test]
+fn docs_carry_the_kernel_signature() {
+    let code = generate_kernel(&assets(lanes_matvec()), &AssetRoot::OutDir(String::new()));
+    assert!(code.contains("/// @launch(128)\n/// @aligned(K = 128)\n/// kernel lanes_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[1, N])\n"));
+    assert!(code.contains("/// Reads `W`, `x`.\n/// Writes `y`.\n"));
+    assert!(code.contains("concat!(env!(\"OUT_DIR\"), \"/lanes_matvec.meta.ron\")"));
+}
+
+#[test]
+fn a_kernel_with_grid_takes_no_grid_and_scalars_go_by_value() {
+    let mut meta = lanes_matvec();
+    meta.name = "type".into();
+    meta.grid = Some(vec![GridExpr::Cdiv(
+        Box::new(GridExpr::Dim("N".into())),
+        Box::new(GridExpr::Const(4)),
+    )]);
+    meta.params.push(ParamMeta {
+        name: "alpha".into(),
+        kind: ParamKindMeta::Scalar(ScalarTy::F16),
+    });
+    meta.params.push(ParamMeta {
+        name: "grid".into(),
+        kind: ParamKindMeta::Scalar(ScalarTy::I32),
+    });
+    let code = generate_kernel(&assets(meta), &AssetRoot::Path("/tmp/x/".into()));
+    assert!(code.contains("pub fn r#type(\n    device: &::phobos::Device,\n    W:"));
+    assert!(code.contains("    alpha: ::phobos::half::f16,\n    grid_: i32,\n"));
+    assert!(code.contains("::core::option::Option::None, &["));
+    assert!(code.contains("::phobos::Arg::scalar(alpha), ::phobos::Arg::scalar(grid_)]"));
+    assert!(code.contains("/// @grid(cdiv(N, 4))"));
+    assert!(code.contains("include_str!(\"/tmp/x/type.meta.ron\")"));
+}
+
+#[test]
+fn identifiers_that_rust_reserves_are_renamed() {
+    assert_eq!(rust_ident("match"), "r#match");
+    assert_eq!(rust_ident("self"), "self_");
+    assert_eq!(rust_ident("row"), "row");
+}
+
+#[test]
+fn autotune_is_documented() {
+    let mut meta = lanes_matvec();
+    meta.autotune = vec![("K".into(), vec![256, 512])];
+    assert!(kernel_signature(&meta).starts_with("@autotune(K in [256, 512])\n@launch(128)"));
+}

@@ -1,0 +1,259 @@
+//! `Device`: one handle over the two backends, an NVIDIA GPU through the CUDA
+//! driver (`cuda.rs`) and the CPU simulator (`sim.rs`). Owns backend choice
+//! (`Device::auto`, `PHOBOS_BACKEND`), allocation and host transfers, and the
+//! per-device caches (loaded modules live in the backends, autotune winners
+//! here). Launch checks live in `launch.rs`, not here.
+
+use crate::elem::{to_bytes, Elem};
+use crate::error::{DeviceError, LaunchError, Site};
+use crate::launch::{KernelSource, PtxArg};
+use crate::tensor::{elem_size, Buffer, Tensor};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Which backend a device runs kernels on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// An NVIDIA GPU, through the CUDA driver.
+    Cuda,
+    /// The CPU simulator, which runs the emitted PTX itself.
+    Sim,
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BackendKind::Cuda => "cuda",
+            BackendKind::Sim => "sim",
+        })
+    }
+}
+
+/// The launch limits a device enforces; launches that exceed them are
+/// refused before they reach the backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_threads_per_block: u32,
+    pub max_grid: [u32; 3],
+    pub max_shared_bytes_per_block: u32,
+}
+
+impl Limits {
+    /// The limits every architecture from sm_75 on guarantees.
+    pub const SM75: Limits = Limits {
+        max_threads_per_block: 1024,
+        max_grid: [i32::MAX as u32, 65535, 65535],
+        max_shared_bytes_per_block: 48 * 1024,
+    };
+}
+
+pub(crate) enum Backend {
+    Cuda(crate::cuda::CudaBackend),
+    Sim(crate::sim::SimBackend),
+}
+
+/// The key of a cached autotune decision: the kernel (by the address of its
+/// embedded PTX) and the values of its dims.
+pub(crate) type TuneKey = (usize, Vec<usize>);
+
+pub(crate) struct DeviceInner {
+    id: u64,
+    pub(crate) backend: Backend,
+    pub(crate) tuned: Mutex<HashMap<TuneKey, usize>>,
+}
+
+/// A device kernels run on: a GPU or the simulator. Cheap to clone; clones
+/// share allocations, loaded modules and autotune decisions.
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) inner: Arc<DeviceInner>,
+}
+
+static NEXT_DEVICE_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Device {
+    fn new(backend: Backend) -> Device {
+        Device {
+            inner: Arc::new(DeviceInner {
+                id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
+                backend,
+                tuned: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The device to run on: `PHOBOS_BACKEND=sim` or `=cuda` forces one
+    /// backend (`cuda` fails when no GPU works); otherwise the first GPU
+    /// when the CUDA driver finds one, else the simulator.
+    pub fn auto() -> Result<Device, DeviceError> {
+        match std::env::var("PHOBOS_BACKEND") {
+            Ok(v) if v == "sim" => Ok(Device::sim()),
+            Ok(v) if v == "cuda" => Device::cuda(0),
+            Ok(v) if v.is_empty() || v == "auto" => {
+                Ok(Device::cuda(0).unwrap_or_else(|_| Device::sim()))
+            }
+            Ok(v) => Err(DeviceError::BadBackendVariable(v)),
+            Err(std::env::VarError::NotPresent) => {
+                Ok(Device::cuda(0).unwrap_or_else(|_| Device::sim()))
+            }
+            Err(std::env::VarError::NotUnicode(v)) => Err(DeviceError::BadBackendVariable(
+                v.to_string_lossy().into_owned(),
+            )),
+        }
+    }
+
+    /// The GPU with the given ordinal. Returns `DeviceError::NoDriver` on a
+    /// machine without libcuda (it never panics for lack of a driver).
+    pub fn cuda(ordinal: usize) -> Result<Device, DeviceError> {
+        Ok(Device::new(Backend::Cuda(crate::cuda::CudaBackend::open(
+            ordinal,
+        )?)))
+    }
+
+    /// The CPU simulator.
+    pub fn sim() -> Device {
+        Device::new(Backend::Sim(crate::sim::SimBackend::new()))
+    }
+
+    pub fn kind(&self) -> BackendKind {
+        match &self.inner.backend {
+            Backend::Cuda(_) => BackendKind::Cuda,
+            Backend::Sim(_) => BackendKind::Sim,
+        }
+    }
+
+    /// A human-readable name: the GPU's name and architecture, or `simulator`.
+    pub fn name(&self) -> String {
+        match &self.inner.backend {
+            Backend::Cuda(c) => format!("{} (sm_{})", c.name(), c.arch()),
+            Backend::Sim(_) => "simulator".to_string(),
+        }
+    }
+
+    /// The compute capability as a number (`86` for sm_86); `None` for the
+    /// simulator, which runs any architecture's PTX.
+    pub fn arch(&self) -> Option<u32> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => Some(c.arch()),
+            Backend::Sim(_) => None,
+        }
+    }
+
+    /// `sm_86`, or `sim`: the architecture as error messages name it.
+    pub fn arch_label(&self) -> String {
+        match self.arch() {
+            Some(a) => format!("sm_{a}"),
+            None => "sim".to_string(),
+        }
+    }
+
+    pub fn limits(&self) -> Limits {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.limits(),
+            Backend::Sim(_) => Limits::SM75,
+        }
+    }
+
+    /// True when both handles are the same device (clones of one `Device`).
+    pub fn same_as(&self, other: &Device) -> bool {
+        self.inner.id == other.inner.id
+    }
+
+    /// Copies host data to a new tensor of the given shape.
+    pub fn upload<T: Elem>(&self, data: &[T], shape: &[usize]) -> Result<Tensor<T>, DeviceError> {
+        if shape.iter().product::<usize>() != data.len() {
+            return Err(DeviceError::Shape {
+                shape: shape.to_vec(),
+                len: data.len(),
+            });
+        }
+        let buf = self.alloc_buffer(data.len() * elem_size::<T>())?;
+        self.upload_bytes(buf.addr, &to_bytes(data))?;
+        Ok(Tensor::from_buffer(buf, 0, shape.to_vec()))
+    }
+
+    /// A new tensor of the given shape with every element zero.
+    pub fn zeros<T: Elem>(&self, shape: &[usize]) -> Result<Tensor<T>, DeviceError> {
+        let bytes = shape.iter().product::<usize>() * elem_size::<T>();
+        let buf = self.alloc_buffer(bytes)?;
+        self.upload_bytes(buf.addr, &vec![0u8; bytes])?;
+        Ok(Tensor::from_buffer(buf, 0, shape.to_vec()))
+    }
+
+    /// Waits until every launch made so far has finished.
+    pub fn synchronize(&self) -> Result<(), DeviceError> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.synchronize(),
+            Backend::Sim(_) => Ok(()),
+        }
+    }
+
+    pub(crate) fn alloc_buffer(&self, bytes: usize) -> Result<Arc<Buffer>, DeviceError> {
+        let addr = match &self.inner.backend {
+            Backend::Cuda(c) => c.alloc(bytes)?,
+            Backend::Sim(s) => s.alloc(bytes),
+        };
+        Ok(Arc::new(Buffer {
+            device: self.clone(),
+            addr,
+            bytes,
+        }))
+    }
+
+    pub(crate) fn free(&self, addr: u64) {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.free(addr),
+            Backend::Sim(s) => s.free(addr),
+        }
+    }
+
+    pub(crate) fn upload_bytes(&self, addr: u64, bytes: &[u8]) -> Result<(), DeviceError> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.write(addr, bytes),
+            Backend::Sim(s) => s.write(addr, bytes),
+        }
+    }
+
+    pub(crate) fn download(&self, addr: u64, len: usize) -> Result<Vec<u8>, DeviceError> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.read(addr, len),
+            Backend::Sim(s) => s.read(addr, len),
+        }
+    }
+
+    pub(crate) fn copy_within(&self, dst: u64, src: u64, len: usize) -> Result<(), DeviceError> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.copy(dst, src, len),
+            Backend::Sim(s) => {
+                let bytes = s.read(src, len)?;
+                s.write(dst, &bytes)
+            }
+        }
+    }
+
+    /// Runs one entry of a kernel's module (loaded on first use).
+    pub(crate) fn launch_entry(&self, call: &EntryCall<'_>) -> Result<(), LaunchError> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.launch(call),
+            Backend::Sim(s) => s.launch(call),
+        }
+    }
+}
+
+/// One checked launch, as the backends receive it.
+pub(crate) struct EntryCall<'a> {
+    pub site: &'a Site,
+    pub source: &'a KernelSource,
+    pub entry: &'a str,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub args: &'a [PtxArg],
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Device({})", self.name())
+    }
+}

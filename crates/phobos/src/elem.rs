@@ -1,0 +1,115 @@
+//! Element types: the Rust types a tensor can hold, each tied to the Phobos
+//! scalar type it stands for. Owns the byte encoding of elements and scalar
+//! arguments; knows nothing about devices.
+
+use phobos_core::ast::ScalarTy;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type that is a Phobos element type (`f32` is `f32`, `half::f16`
+/// is `f16`, `bool` is `bool`, stored as one byte).
+///
+/// Sealed: the set of element types is the language's, not the user's.
+pub trait Elem: sealed::Sealed + Copy + Send + Sync + 'static {
+    /// The Phobos type this Rust type stands for.
+    const TY: ScalarTy;
+    /// Appends the little-endian bytes of `self` (as stored on the device).
+    fn write_bytes(self, out: &mut Vec<u8>);
+    /// Reads one element from exactly `TY.size()` little-endian bytes.
+    fn read_bytes(bytes: &[u8]) -> Self;
+}
+
+macro_rules! numeric_elem {
+    ($($t:ty => $ty:ident),* $(,)?) => {$(
+        impl sealed::Sealed for $t {}
+        impl Elem for $t {
+            const TY: ScalarTy = ScalarTy::$ty;
+            fn write_bytes(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn read_bytes(bytes: &[u8]) -> Self {
+                let mut raw = [0u8; std::mem::size_of::<$t>()];
+                raw.copy_from_slice(&bytes[..std::mem::size_of::<$t>()]);
+                <$t>::from_le_bytes(raw)
+            }
+        }
+    )*};
+}
+
+numeric_elem!(
+    i8 => I8, u8 => U8, i16 => I16, u16 => U16, i32 => I32, u32 => U32,
+    i64 => I64, u64 => U64, f32 => F32, f64 => F64,
+    half::f16 => F16, half::bf16 => BF16,
+);
+
+impl sealed::Sealed for bool {}
+impl Elem for bool {
+    const TY: ScalarTy = ScalarTy::Bool;
+    fn write_bytes(self, out: &mut Vec<u8>) {
+        out.push(u8::from(self));
+    }
+    fn read_bytes(bytes: &[u8]) -> Self {
+        bytes[0] != 0
+    }
+}
+
+/// Encodes a slice of elements as device bytes.
+pub(crate) fn to_bytes<T: Elem>(data: &[T]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() * T::TY.size() as usize);
+    for &x in data {
+        x.write_bytes(&mut out);
+    }
+    out
+}
+
+/// Decodes device bytes (a whole number of elements) into elements.
+pub(crate) fn from_bytes<T: Elem>(bytes: &[u8]) -> Vec<T> {
+    bytes
+        .chunks_exact(T::TY.size() as usize)
+        .map(T::read_bytes)
+        .collect()
+}
+
+/// A scalar kernel argument, already encoded for the device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScalarArg {
+    pub(crate) ty: ScalarTy,
+    /// Little-endian bytes, `ty.size()` of them.
+    pub(crate) bytes: Vec<u8>,
+}
+
+impl ScalarArg {
+    pub fn new<T: Elem>(value: T) -> ScalarArg {
+        let mut bytes = Vec::with_capacity(8);
+        value.write_bytes(&mut bytes);
+        ScalarArg { ty: T::TY, bytes }
+    }
+    pub fn ty(&self) -> ScalarTy {
+        self.ty
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_element_type() {
+        assert_eq!(
+            from_bytes::<f32>(&to_bytes(&[1.5f32, -2.0])),
+            vec![1.5, -2.0]
+        );
+        assert_eq!(from_bytes::<i8>(&to_bytes(&[-3i8, 127])), vec![-3, 127]);
+        assert_eq!(
+            from_bytes::<bool>(&to_bytes(&[true, false])),
+            vec![true, false]
+        );
+        let h = half::f16::from_f32(0.5);
+        assert_eq!(from_bytes::<half::f16>(&to_bytes(&[h])), vec![h]);
+        assert_eq!(to_bytes(&[1u64]).len(), 8);
+        assert_eq!(ScalarArg::new(2.0f64).bytes.len(), 8);
+        assert_eq!(ScalarArg::new(true).ty(), ScalarTy::Bool);
+    }
+}

@@ -1,0 +1,675 @@
+//! The generic launcher that every generated launch function calls. It owns
+//! all launch-time checks — shapes against the metadata, dims that must agree,
+//! buffer lengths, `@aligned` facts, vector base alignment, autotune variant
+//! choice, grid and block against device limits — so that the generated code
+//! stays a thin typed wrapper and a bad launch never reaches a backend.
+
+use crate::device::{Device, EntryCall};
+use crate::elem::{Elem, ScalarArg};
+use crate::error::{AxisValue, LaunchError, Site};
+use crate::tensor::Tensor;
+use phobos_core::ast::{BinOp, ScalarTy};
+use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Everything a build embeds for one kernel: its metadata (RON text, as
+/// `phobos_core::meta::KernelMeta` serializes it), its PTX per architecture
+/// and, when ptxas was found at build time, its cubins per architecture.
+#[derive(Debug)]
+pub struct KernelSource {
+    pub name: &'static str,
+    /// The `.pho` file the kernel came from, as error messages name it.
+    pub module: &'static str,
+    pub meta: &'static str,
+    /// `(arch, ptx)`, e.g. `(75, "...")` for sm_75, in ascending arch order.
+    pub ptx: &'static [(u32, &'static str)],
+    /// `(arch, cubin)`, in ascending arch order.
+    pub cubins: &'static [(u32, &'static [u8])],
+}
+
+/// A kernel as generated bindings hold it: its embedded source and its
+/// metadata, parsed on first use.
+#[derive(Debug)]
+pub struct Kernel {
+    source: KernelSource,
+    meta: OnceLock<Result<KernelMeta, String>>,
+}
+
+/// The grid of CTAs, `[x, y, z]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grid(pub [u32; 3]);
+
+impl From<u32> for Grid {
+    fn from(x: u32) -> Grid {
+        Grid([x, 1, 1])
+    }
+}
+impl From<(u32, u32)> for Grid {
+    fn from((x, y): (u32, u32)) -> Grid {
+        Grid([x, y, 1])
+    }
+}
+impl From<(u32, u32, u32)> for Grid {
+    fn from((x, y, z): (u32, u32, u32)) -> Grid {
+        Grid([x, y, z])
+    }
+}
+impl From<[u32; 3]> for Grid {
+    fn from(g: [u32; 3]) -> Grid {
+        Grid(g)
+    }
+}
+impl From<[u32; 2]> for Grid {
+    fn from([x, y]: [u32; 2]) -> Grid {
+        Grid([x, y, 1])
+    }
+}
+
+/// `ceil(a / b)`, the usual grid computation (`cdiv(n, 4)` CTAs of 4 warps
+/// for `n` rows). Returns 0 when `b` is 0.
+pub fn cdiv(a: usize, b: usize) -> u32 {
+    if b == 0 {
+        return 0;
+    }
+    u32::try_from(a.div_ceil(b)).unwrap_or(u32::MAX)
+}
+
+/// One argument of a launch, in the kernel's parameter order.
+pub enum Arg<'a> {
+    Tensor(TensorArg<'a>),
+    Scalar(ScalarArg),
+}
+
+/// A tensor argument: what the checks need to know about a `Tensor<T>`.
+pub struct TensorArg<'a> {
+    device: &'a Device,
+    elem: ScalarTy,
+    shape: &'a [usize],
+    address: u64,
+    capacity: usize,
+}
+
+impl<'a, T: Elem> From<&'a Tensor<T>> for Arg<'a> {
+    fn from(t: &'a Tensor<T>) -> Arg<'a> {
+        Arg::Tensor(TensorArg {
+            device: t.device(),
+            elem: T::TY,
+            shape: t.shape(),
+            address: t.address(),
+            capacity: t.capacity(),
+        })
+    }
+}
+
+impl<'a, T: Elem> From<&'a mut Tensor<T>> for Arg<'a> {
+    fn from(t: &'a mut Tensor<T>) -> Arg<'a> {
+        Arg::from(&*t)
+    }
+}
+
+impl Arg<'static> {
+    /// A scalar argument.
+    pub fn scalar<T: Elem>(value: T) -> Arg<'static> {
+        Arg::Scalar(ScalarArg::new(value))
+    }
+}
+
+/// One entry argument, encoded for the backend.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum PtxArg {
+    /// A tensor's base address (`.u64`).
+    Ptr(u64),
+    /// A runtime dim (`.s32`).
+    Dim(i32),
+    Scalar(ScalarArg),
+}
+
+impl PtxArg {
+    /// The little-endian bytes of the `.param` value.
+    pub(crate) fn bytes(&self) -> Vec<u8> {
+        match self {
+            PtxArg::Ptr(a) => a.to_le_bytes().to_vec(),
+            PtxArg::Dim(d) => d.to_le_bytes().to_vec(),
+            PtxArg::Scalar(s) => s.bytes.clone(),
+        }
+    }
+}
+
+/// The values of a kernel's dims, each with the axis it was first read from.
+type DimValues = HashMap<String, AxisValue>;
+
+impl Kernel {
+    pub const fn new(source: KernelSource) -> Kernel {
+        Kernel {
+            source,
+            meta: OnceLock::new(),
+        }
+    }
+
+    pub fn source(&self) -> &KernelSource {
+        &self.source
+    }
+
+    fn site(&self, device: &Device) -> Site {
+        Site {
+            kernel: self.source.name.to_string(),
+            module: self.source.module.to_string(),
+            arch: device.arch_label(),
+        }
+    }
+
+    /// The kernel's metadata (parsed from the embedded RON on first use).
+    pub fn meta(&self) -> Result<&KernelMeta, String> {
+        self.meta
+            .get_or_init(|| ron::from_str(self.source.meta).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Checks a launch against the metadata and the device, then runs it.
+    /// `grid` is required exactly when the kernel has no `@grid`.
+    pub fn launch(
+        &self,
+        device: &Device,
+        grid: Option<Grid>,
+        args: &[Arg<'_>],
+    ) -> Result<(), LaunchError> {
+        let site = self.site(device);
+        let meta = self.meta().map_err(|message| LaunchError::Metadata {
+            site: Box::new(site.clone()),
+            message,
+        })?;
+        let checker = Checker {
+            site: &site,
+            meta,
+            device,
+            args,
+        };
+        checker.check_kinds()?;
+        let dims = checker.check_tensors()?;
+        checker.check_aligned(&dims)?;
+        let candidates = checker.matching_variants(&dims)?;
+        let grid_for = |variant: &VariantMeta| checker.grid(grid, &dims, variant);
+        let variant = if candidates.len() == 1 {
+            candidates[0]
+        } else {
+            self.tuned_variant(&checker, &candidates, &dims, &grid_for)?
+        };
+        let call_grid = grid_for(variant)?;
+        checker.check_block(variant)?;
+        let ptx_args = checker.ptx_args(variant, &dims, &HashMap::new())?;
+        device.launch_entry(&EntryCall {
+            site: &site,
+            source: &self.source,
+            entry: &variant.entry,
+            grid: call_grid,
+            block: [variant.threads, 1, 1],
+            args: &ptx_args,
+        })
+    }
+
+    /// Picks among variants that differ only in free tuning constants: on a
+    /// GPU by timing each once per device and dims (on scratch copies of the
+    /// written tensors, so the real outputs are written exactly once), on the
+    /// simulator the first one, since simulated time says nothing about a GPU.
+    fn tuned_variant<'m>(
+        &self,
+        checker: &Checker<'_, 'm>,
+        candidates: &[&'m VariantMeta],
+        dims: &DimValues,
+        grid_for: &dyn Fn(&VariantMeta) -> Result<[u32; 3], LaunchError>,
+    ) -> Result<&'m VariantMeta, LaunchError> {
+        let device = checker.device;
+        if device.arch().is_none() {
+            return Ok(candidates[0]);
+        }
+        let key = (
+            self.source.ptx.as_ptr() as usize,
+            checker
+                .meta
+                .dims
+                .iter()
+                .map(|d| dims.get(&d.name).map_or(0, |a| a.value))
+                .collect::<Vec<_>>(),
+        );
+        let cached = lock(&device.inner.tuned).get(&key).copied();
+        if let Some(index) = cached {
+            if let Some(v) = candidates.get(index) {
+                return Ok(v);
+            }
+        }
+        let backend_err = |message: String| LaunchError::Backend {
+            site: Box::new(checker.site.clone()),
+            message,
+        };
+        // Scratch copies of every written tensor, keyed by parameter name.
+        let mut scratch = HashMap::new();
+        let mut keep_alive = Vec::new();
+        for (param, arg) in checker.meta.params.iter().zip(checker.args) {
+            if let (
+                ParamKindMeta::Tensor {
+                    written: true,
+                    elem,
+                    ..
+                },
+                Arg::Tensor(t),
+            ) = (&param.kind, arg)
+            {
+                let bytes = t.shape.iter().product::<usize>() * elem.size() as usize;
+                let buf = device
+                    .alloc_buffer(bytes)
+                    .map_err(|e| backend_err(format!("autotune scratch: {e}")))?;
+                device
+                    .copy_within(buf.addr, t.address, bytes)
+                    .map_err(|e| backend_err(format!("autotune scratch: {e}")))?;
+                scratch.insert(param.name.clone(), buf.addr);
+                keep_alive.push(buf);
+            }
+        }
+        let mut best: Option<(Duration, usize)> = None;
+        for (index, variant) in candidates.iter().enumerate() {
+            if checker.check_block(variant).is_err() {
+                continue;
+            }
+            let call = EntryCall {
+                site: checker.site,
+                source: &self.source,
+                entry: &variant.entry,
+                grid: grid_for(variant)?,
+                block: [variant.threads, 1, 1],
+                args: &checker.ptx_args(variant, dims, &scratch)?,
+            };
+            let mut fastest = Duration::MAX;
+            for _ in 0..4 {
+                let start = Instant::now();
+                device.launch_entry(&call)?;
+                device
+                    .synchronize()
+                    .map_err(|e| backend_err(format!("autotune run of {}: {e}", variant.entry)))?;
+                fastest = fastest.min(start.elapsed());
+            }
+            if best.is_none_or(|(t, _)| fastest < t) {
+                best = Some((fastest, index));
+            }
+        }
+        drop(keep_alive);
+        let index = best.map_or(0, |(_, i)| i);
+        lock(&device.inner.tuned).insert(key, index);
+        Ok(candidates[index])
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+struct Checker<'a, 'm> {
+    site: &'a Site,
+    meta: &'m KernelMeta,
+    device: &'a Device,
+    args: &'a [Arg<'a>],
+}
+
+impl<'m> Checker<'_, 'm> {
+    fn arguments(&self, message: String) -> LaunchError {
+        LaunchError::Arguments {
+            site: Box::new(self.site.clone()),
+            message,
+        }
+    }
+
+    /// The arguments have the kernel's parameter kinds and element types.
+    fn check_kinds(&self) -> Result<(), LaunchError> {
+        if self.args.len() != self.meta.params.len() {
+            return Err(self.arguments(format!(
+                "{} arguments given, the kernel has {} parameters",
+                self.args.len(),
+                self.meta.params.len()
+            )));
+        }
+        for (param, arg) in self.meta.params.iter().zip(self.args) {
+            match (&param.kind, arg) {
+                (ParamKindMeta::Tensor { elem, .. }, Arg::Tensor(t)) if *elem == t.elem => {}
+                (ParamKindMeta::Scalar(ty), Arg::Scalar(s)) if *ty == s.ty => {}
+                (kind, _) => {
+                    let expected = match kind {
+                        ParamKindMeta::Tensor { elem, .. } => format!("tensor<{}>", elem.name()),
+                        ParamKindMeta::Scalar(ty) => ty.name().to_string(),
+                    };
+                    let given = match arg {
+                        Arg::Tensor(t) => format!("tensor<{}>", t.elem.name()),
+                        Arg::Scalar(s) => s.ty.name().to_string(),
+                    };
+                    return Err(self.arguments(format!(
+                        "parameter `{}` is {expected}, the argument is {given}",
+                        param.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Device, rank, constant axes, agreeing dims, dim range and buffer
+    /// length of every tensor; returns the dims' values.
+    fn check_tensors(&self) -> Result<DimValues, LaunchError> {
+        let site = || Box::new(self.site.clone());
+        let mut dims = DimValues::new();
+        for (param, arg) in self.meta.params.iter().zip(self.args) {
+            let (ParamKindMeta::Tensor { dims: axes, .. }, Arg::Tensor(t)) = (&param.kind, arg)
+            else {
+                continue;
+            };
+            if !t.device.same_as(self.device) {
+                return Err(LaunchError::WrongDevice {
+                    site: site(),
+                    param: param.name.clone(),
+                });
+            }
+            if t.shape.len() != axes.len() {
+                return Err(LaunchError::Rank {
+                    site: site(),
+                    param: param.name.clone(),
+                    expected: axes.len(),
+                    actual: t.shape.len(),
+                });
+            }
+            for (axis, (dim, &value)) in axes.iter().zip(t.shape).enumerate() {
+                match dim {
+                    DimRefMeta::Const(c) if *c as usize != value => {
+                        return Err(LaunchError::ConstDim {
+                            site: site(),
+                            param: param.name.clone(),
+                            axis,
+                            expected: *c,
+                            actual: value,
+                        })
+                    }
+                    DimRefMeta::Const(_) => {}
+                    DimRefMeta::Named(name) => {
+                        let here = AxisValue {
+                            param: param.name.clone(),
+                            axis,
+                            value,
+                        };
+                        match dims.get(name) {
+                            Some(first) if first.value != value => {
+                                return Err(LaunchError::DimMismatch {
+                                    site: site(),
+                                    dim: name.clone(),
+                                    first: first.clone(),
+                                    second: here,
+                                })
+                            }
+                            Some(_) => {}
+                            None => {
+                                if value > i32::MAX as usize {
+                                    return Err(LaunchError::DimTooLarge {
+                                        site: site(),
+                                        dim: name.clone(),
+                                        value,
+                                    });
+                                }
+                                dims.insert(name.clone(), here);
+                            }
+                        }
+                    }
+                }
+            }
+            let needed = t
+                .shape
+                .iter()
+                .try_fold(1usize, |n, &d| n.checked_mul(d))
+                .unwrap_or(usize::MAX);
+            if needed > t.capacity {
+                return Err(LaunchError::BufferTooShort {
+                    site: site(),
+                    param: param.name.clone(),
+                    shape: t.shape.to_vec(),
+                    needed,
+                    available: t.capacity,
+                });
+            }
+        }
+        Ok(dims)
+    }
+
+    /// `@aligned` facts and the base alignment of vector-accessed tensors.
+    fn check_aligned(&self, dims: &DimValues) -> Result<(), LaunchError> {
+        for (dim, multiple) in &self.meta.aligned {
+            if let Some(v) = dims.get(dim) {
+                if *multiple != 0 && !(v.value as u64).is_multiple_of(*multiple) {
+                    return Err(LaunchError::AlignedViolated {
+                        site: Box::new(self.site.clone()),
+                        dim: dim.clone(),
+                        value: v.value,
+                        multiple: *multiple,
+                    });
+                }
+            }
+        }
+        for (param, arg) in self.meta.params.iter().zip(self.args) {
+            if let (
+                ParamKindMeta::Tensor {
+                    vector_bytes, elem, ..
+                },
+                Arg::Tensor(t),
+            ) = (&param.kind, arg)
+            {
+                let required = (*vector_bytes).max(elem.size());
+                if required > 1 && !t.address.is_multiple_of(u64::from(required)) {
+                    return Err(LaunchError::UnalignedBase {
+                        site: Box::new(self.site.clone()),
+                        param: param.name.clone(),
+                        address: t.address,
+                        required,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The variants whose autotuned dims equal the actual dims.
+    fn matching_variants(&self, dims: &DimValues) -> Result<Vec<&'m VariantMeta>, LaunchError> {
+        for (name, values) in &self.meta.autotune {
+            if let Some(actual) = dims.get(name) {
+                if !values.iter().any(|&v| v >= 0 && v as usize == actual.value) {
+                    return Err(LaunchError::NoVariant {
+                        site: Box::new(self.site.clone()),
+                        dim: name.clone(),
+                        value: actual.value,
+                        candidates: values.clone(),
+                    });
+                }
+            }
+        }
+        let matching: Vec<_> = self
+            .meta
+            .variants
+            .iter()
+            .filter(|v| {
+                v.values.iter().all(|(name, value)| {
+                    dims.get(name)
+                        .is_none_or(|a| *value >= 0 && *value as usize == a.value)
+                })
+            })
+            .collect();
+        if matching.is_empty() {
+            return Err(self.arguments(
+                "the metadata lists no variant for these dims (the bindings are inconsistent)"
+                    .to_string(),
+            ));
+        }
+        Ok(matching)
+    }
+
+    /// The grid: the argument, or `@grid` evaluated over the dims; checked
+    /// against the device limits.
+    fn grid(
+        &self,
+        given: Option<Grid>,
+        dims: &DimValues,
+        variant: &VariantMeta,
+    ) -> Result<[u32; 3], LaunchError> {
+        let invalid = |message: String| LaunchError::InvalidGrid {
+            site: Box::new(self.site.clone()),
+            message,
+        };
+        let grid: [u64; 3] = match (given, &self.meta.grid) {
+            (Some(Grid(g)), _) => g.map(u64::from),
+            (None, Some(exprs)) => {
+                if exprs.is_empty() || exprs.len() > 3 {
+                    return Err(invalid(format!("@grid has {} expressions", exprs.len())));
+                }
+                let mut g = [1u64; 3];
+                for (slot, expr) in g.iter_mut().zip(exprs) {
+                    let v = eval_grid(expr, dims, variant).map_err(&invalid)?;
+                    *slot = u64::try_from(v).map_err(|_| invalid(format!("@grid gives {v}")))?;
+                }
+                g
+            }
+            (None, None) => {
+                return Err(self.arguments(
+                    "the kernel has no @grid, so the launch needs a grid argument".to_string(),
+                ))
+            }
+        };
+        if grid.contains(&0) {
+            return Err(invalid(format!("{grid:?} has an empty direction")));
+        }
+        let limit = self.device.limits().max_grid;
+        if grid.iter().zip(limit).any(|(&g, l)| g > u64::from(l)) {
+            return Err(LaunchError::GridTooLarge {
+                site: Box::new(self.site.clone()),
+                grid,
+                limit,
+            });
+        }
+        Ok(grid.map(|g| g as u32))
+    }
+
+    fn check_block(&self, variant: &VariantMeta) -> Result<(), LaunchError> {
+        let limits = self.device.limits();
+        if variant.threads == 0 || variant.threads > limits.max_threads_per_block {
+            return Err(LaunchError::BlockTooLarge {
+                site: Box::new(self.site.clone()),
+                threads: variant.threads,
+                limit: limits.max_threads_per_block,
+            });
+        }
+        if variant.shared_bytes > limits.max_shared_bytes_per_block {
+            return Err(LaunchError::SharedMemoryTooLarge {
+                site: Box::new(self.site.clone()),
+                bytes: variant.shared_bytes,
+                limit: limits.max_shared_bytes_per_block,
+            });
+        }
+        Ok(())
+    }
+
+    /// The entry's `.param` values in `ptx_params` order. `redirect` replaces
+    /// some tensors' addresses (autotune scratch copies).
+    fn ptx_args(
+        &self,
+        variant: &VariantMeta,
+        dims: &DimValues,
+        redirect: &HashMap<String, u64>,
+    ) -> Result<Vec<PtxArg>, LaunchError> {
+        let find = |name: &str| {
+            self.meta
+                .params
+                .iter()
+                .position(|p| p.name == name)
+                .map(|i| &self.args[i])
+                .ok_or_else(|| {
+                    self.arguments(format!("the entry names an unknown parameter `{name}`"))
+                })
+        };
+        variant
+            .ptx_params
+            .iter()
+            .map(|p| match p {
+                PtxParam::TensorPtr(name) => match find(name)? {
+                    Arg::Tensor(t) => Ok(PtxArg::Ptr(
+                        redirect.get(name).copied().unwrap_or(t.address),
+                    )),
+                    Arg::Scalar(_) => Err(self.arguments(format!("`{name}` is not a tensor"))),
+                },
+                PtxParam::Scalar(name, _) => match find(name)? {
+                    Arg::Scalar(s) => Ok(PtxArg::Scalar(s.clone())),
+                    Arg::Tensor(_) => Err(self.arguments(format!("`{name}` is not a scalar"))),
+                },
+                PtxParam::Dim(name) => dims
+                    .get(name)
+                    .map(|a| PtxArg::Dim(a.value as i32))
+                    .ok_or_else(|| self.arguments(format!("no tensor carries dim `{name}`"))),
+            })
+            .collect()
+    }
+}
+
+/// Evaluates one `@grid` expression. Besides dims, the names `ctx.warps`,
+/// `ctx.threads` and `ctx.lanes` stand for the variant's CTA shape.
+fn eval_grid(expr: &GridExpr, dims: &DimValues, variant: &VariantMeta) -> Result<i64, String> {
+    let overflow = || "@grid overflows 64 bits".to_string();
+    Ok(match expr {
+        GridExpr::Const(c) => *c,
+        GridExpr::Dim(name) => match name.as_str() {
+            "ctx.warps" => i64::from(variant.threads / 32),
+            "ctx.threads" => i64::from(variant.threads),
+            "ctx.lanes" => 32,
+            _ => {
+                if let Some((_, v)) = variant.values.iter().find(|(n, _)| n == name) {
+                    *v
+                } else {
+                    let a = dims
+                        .get(name)
+                        .ok_or_else(|| format!("@grid names `{name}`, which no tensor carries"))?;
+                    a.value as i64
+                }
+            }
+        },
+        GridExpr::Cdiv(a, b) => {
+            let (a, b) = (eval_grid(a, dims, variant)?, eval_grid(b, dims, variant)?);
+            if b <= 0 {
+                return Err(format!("@grid divides by {b}"));
+            }
+            a.checked_add(b - 1).ok_or_else(overflow)?.div_euclid(b)
+        }
+        GridExpr::Min(a, b) => eval_grid(a, dims, variant)?.min(eval_grid(b, dims, variant)?),
+        GridExpr::Max(a, b) => eval_grid(a, dims, variant)?.max(eval_grid(b, dims, variant)?),
+        GridExpr::Binary(op, a, b) => {
+            let (a, b) = (eval_grid(a, dims, variant)?, eval_grid(b, dims, variant)?);
+            let by_zero = || format!("@grid divides by zero ({op:?})");
+            match op {
+                BinOp::Add => a.checked_add(b).ok_or_else(overflow)?,
+                BinOp::Sub => a.checked_sub(b).ok_or_else(overflow)?,
+                BinOp::Mul => a.checked_mul(b).ok_or_else(overflow)?,
+                BinOp::Div => a.checked_div(b).ok_or_else(by_zero)?,
+                BinOp::Rem => a.checked_rem(b).ok_or_else(by_zero)?,
+                BinOp::BitAnd => a & b,
+                BinOp::BitOr => a | b,
+                BinOp::BitXor => a ^ b,
+                BinOp::Shl => u32::try_from(b)
+                    .ok()
+                    .and_then(|s| a.checked_shl(s))
+                    .ok_or_else(overflow)?,
+                BinOp::Shr => u32::try_from(b)
+                    .ok()
+                    .and_then(|s| a.checked_shr(s))
+                    .ok_or_else(overflow)?,
+                BinOp::Eq => i64::from(a == b),
+                BinOp::Ne => i64::from(a != b),
+                BinOp::Lt => i64::from(a < b),
+                BinOp::Le => i64::from(a <= b),
+                BinOp::Gt => i64::from(a > b),
+                BinOp::Ge => i64::from(a >= b),
+                BinOp::And => i64::from(a != 0 && b != 0),
+                BinOp::Or => i64::from(a != 0 || b != 0),
+            }
+        }
+    })
+}
