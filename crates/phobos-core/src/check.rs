@@ -1,9 +1,221 @@
-//! Name resolution, types, subscripts, collective configuration and
-//! uniformity (to be written): `ast::File` → `hir::CheckedKernel`s.
-use crate::ast::File;
-use crate::diag::Diagnostic;
-use crate::hir::CheckedKernel;
+//! The checker: `ast::File` → `hir::CheckedKernel`s + diagnostics. Names
+//! and scopes, types, subscripts, collective configuration and uniformity.
+//! Each kernel is checked once per `@autotune` combination, with the tuned
+//! values as constants; a diagnostic that several variants share is
+//! reported once. Only kernels without errors are returned.
+//!
+//! The passes live in `check/`: `header` (params, dims, attributes),
+//! `types` (expressions), `calls` (built-ins and `fn` inlining),
+//! `subscripts`, `collectives`, `stmts`, and `uniformity`, which runs on
+//! the finished HIR.
 
-pub fn check_file(_file: &File, _src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
-    (vec![], vec![])
+mod calls;
+mod collectives;
+mod consts;
+mod cx;
+mod fns;
+mod header;
+mod stmts;
+mod subscripts;
+mod types;
+pub mod uniformity;
+
+use crate::ast::{self, File, Item};
+use crate::diag::Diagnostic;
+use crate::hir::{self, CheckedKernel, ParamKind};
+use cx::{Binding, Cx, FnTable};
+use header::Header;
+use std::collections::HashMap;
+
+/// Check every kernel of a parsed file.
+pub fn check_file(file: &File, src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    let fns = fns::fn_table(file, &mut diags);
+    let mut kernel_names: HashMap<&str, ast::Span> = HashMap::new();
+    let mut out = Vec::new();
+    for item in &file.items {
+        let Item::Kernel(k) = item else { continue };
+        if let Some(first) = kernel_names.insert(&k.name.name, k.name.span) {
+            diags.push(
+                Diagnostic::error(
+                    "P0201",
+                    format!("kernel `{}` is defined twice", k.name.name),
+                )
+                .primary(k.name.span, "second definition")
+                .secondary(first, "first definition"),
+            );
+            continue;
+        }
+        if let Some(checked) = check_kernel(k, src, &fns, &mut diags) {
+            out.push(checked);
+        }
+    }
+    (out, diags)
+}
+
+fn check_kernel(
+    k: &ast::Kernel,
+    src: &str,
+    fns: &FnTable,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<CheckedKernel> {
+    let mut header_diags = Vec::new();
+    let header = header::check_header(k, &mut header_diags);
+    let variants = header.variants();
+    let mut per_variant = Vec::with_capacity(variants.len());
+    let mut kernels = Vec::with_capacity(variants.len());
+    for values in &variants {
+        let mut vd = Vec::new();
+        kernels.push(check_variant(k, src, fns, &header, values, &mut vd));
+        per_variant.push(vd);
+    }
+    let failed = header_diags
+        .iter()
+        .chain(per_variant.iter().flatten())
+        .any(Diagnostic::is_error);
+    diags.extend(header_diags);
+    merge_variant_diags(&variants, per_variant, diags);
+    if failed {
+        return None;
+    }
+    Some(CheckedKernel {
+        name: k.name.name.clone(),
+        span: k.span,
+        autotune: header
+            .autotune
+            .iter()
+            .map(|(n, v, _)| (n.clone(), v.clone()))
+            .collect(),
+        variants: kernels,
+    })
+}
+
+/// Report each distinct diagnostic once; one that only some variants have
+/// gets a note naming the first variant it came from.
+fn merge_variant_diags(
+    variants: &[Vec<(String, i64)>],
+    per_variant: Vec<Vec<Diagnostic>>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let n = per_variant.len();
+    let mut merged: Vec<(Diagnostic, usize, usize)> = Vec::new();
+    for (vi, vd) in per_variant.into_iter().enumerate() {
+        for d in vd {
+            match merged.iter_mut().find(|(m, _, _)| *m == d) {
+                Some(entry) => entry.1 += 1,
+                None => merged.push((d, 1, vi)),
+            }
+        }
+    }
+    for (mut d, count, first) in merged {
+        if count < n {
+            let values: Vec<String> = variants[first]
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
+            d.notes
+                .push(format!("in the variant with {}", values.join(", ")));
+        }
+        diags.push(d);
+    }
+}
+
+fn check_variant(
+    k: &ast::Kernel,
+    src: &str,
+    fns: &FnTable,
+    header: &Header,
+    values: &[(String, i64)],
+    diags: &mut Vec<Diagnostic>,
+) -> hir::Kernel {
+    let threads = header::launch_threads(header, values, diags);
+    let mut cx = Cx::new(src, fns, header, threads.unwrap_or(32));
+    let mut dims = header.dims.clone();
+    for (name, v) in values {
+        if let Some(id) = header.dim_id(name) {
+            cx.dim_consts[id.0 as usize] = Some(*v);
+            dims[id.0 as usize].constant = Some(*v);
+        }
+        cx.bind(name, Binding::Const(*v));
+    }
+    let grid = header
+        .grid
+        .as_ref()
+        .and_then(|(es, _)| grid_exprs(&mut cx, es));
+    let body = cx.block(&k.body);
+    let params = header
+        .params
+        .iter()
+        .zip(&cx.written)
+        .map(|(p, &w)| {
+            let mut p = p.clone();
+            if let ParamKind::Tensor { written, .. } = &mut p.kind {
+                *written = w;
+            }
+            p
+        })
+        .collect();
+    let kernel = hir::Kernel {
+        name: k.name.name.clone(),
+        span: k.span,
+        threads: threads.unwrap_or(32),
+        params,
+        dims,
+        aligned: header.aligned.clone(),
+        variant: values.to_vec(),
+        grid,
+        locals: cx.locals,
+        body,
+    };
+    diags.append(&mut cx.diags);
+    diags.extend(uniformity::check(&kernel));
+    kernel
+}
+
+/// `@grid(...)`: i32 expressions over dims and constants only.
+fn grid_exprs(cx: &mut Cx, es: &[ast::Expr]) -> Option<Vec<hir::Expr>> {
+    cx.grid_mode = true;
+    let scope = grid_scope(cx);
+    let saved = std::mem::replace(&mut cx.scopes, vec![scope]);
+    let out: Vec<Option<hir::Expr>> = es
+        .iter()
+        .map(|e| {
+            let x = cx.expr_of(e, ast::ScalarTy::I32, "a grid size")?;
+            if grid_expr_ok(&x) {
+                return Some(x);
+            }
+            cx.report(
+                Diagnostic::error(
+                    "P0308",
+                    "`@grid` can only use dims, constants, + - * / %, cdiv, min and max",
+                )
+                .primary(e.span, "computed before the launch, on the host"),
+            );
+            None
+        })
+        .collect();
+    cx.scopes = saved;
+    cx.grid_mode = false;
+    out.into_iter().collect()
+}
+
+/// Dims and autotuned constants: what `@grid` may name.
+fn grid_scope(cx: &Cx) -> HashMap<String, Binding> {
+    cx.scopes
+        .iter()
+        .flat_map(|s| s.iter())
+        .filter(|(_, b)| matches!(b, Binding::Dim(_) | Binding::Const(_)))
+        .map(|(n, b)| (n.clone(), b.clone()))
+        .collect()
+}
+
+fn grid_expr_ok(e: &hir::Expr) -> bool {
+    use crate::ast::BinOp::*;
+    use hir::{Builtin, ExprKind as K};
+    match &e.kind {
+        K::Const(_) | K::Dim(_) => true,
+        K::Binary(Add | Sub | Mul | Div | Rem, a, b) => grid_expr_ok(a) && grid_expr_ok(b),
+        K::Builtin(Builtin::Cdiv | Builtin::Min | Builtin::Max, xs) => xs.iter().all(grid_expr_ok),
+        _ => false,
+    }
 }

@@ -8,9 +8,11 @@ pub mod backend;
 pub mod check;
 pub mod diag;
 pub mod hir;
+pub mod lexer;
 pub mod meta;
 pub mod parser;
 pub mod pipeline;
+pub mod render;
 pub mod source;
 
 pub use diag::{Diagnostic, Severity};

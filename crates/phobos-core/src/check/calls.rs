@@ -1,0 +1,545 @@
+//! Calls: conversions (`f32(x)`), the math and run built-ins, run sums
+//! `sum(e)`, and `fn` items, which are inlined at each call with their
+//! parameters bound to the checked arguments (so a fn is generic: its
+//! type follows its arguments).
+
+use super::consts::const_int;
+use super::cx::{elem_of, mk, ty_name, Binding, Cx, Ex, MAX_INLINE_DEPTH};
+use super::types::is_untyped;
+use crate::ast::{self, FnItem, Ident, ScalarTy, Span};
+use crate::diag::Diagnostic;
+use crate::hir::{self, Builtin, Ty};
+
+/// How a built-in's arguments are typed.
+#[derive(Clone, Copy)]
+enum Sig {
+    /// All arguments share one numeric type; the result has it.
+    Numeric(usize),
+    /// All arguments share one float type.
+    Float(usize),
+    /// All arguments share one integer type.
+    Int(usize),
+}
+
+fn builtin(name: &str) -> Option<(Builtin, Sig)> {
+    use Builtin::*;
+    Some(match name {
+        "min" => (Min, Sig::Numeric(2)),
+        "max" => (Max, Sig::Numeric(2)),
+        "abs" => (Abs, Sig::Numeric(1)),
+        "sqrt" => (Sqrt, Sig::Float(1)),
+        "rsqrt" => (Rsqrt, Sig::Float(1)),
+        "exp" => (Exp, Sig::Float(1)),
+        "exp2" => (Exp2, Sig::Float(1)),
+        "log" => (Log, Sig::Float(1)),
+        "log2" => (Log2, Sig::Float(1)),
+        "sin" => (Sin, Sig::Float(1)),
+        "cos" => (Cos, Sig::Float(1)),
+        "tanh" => (Tanh, Sig::Float(1)),
+        "fma" => (Fma, Sig::Float(3)),
+        "floor" => (Floor, Sig::Float(1)),
+        "ceil" => (Ceil, Sig::Float(1)),
+        "cdiv" => (Cdiv, Sig::Int(2)),
+        _ => return None,
+    })
+}
+
+/// Names a `fn` item may not take.
+pub(crate) fn is_builtin_name(name: &str) -> bool {
+    builtin(name).is_some()
+        || ScalarTy::from_name(name).is_some()
+        || matches!(
+            name,
+            "select"
+                | "dp4a"
+                | "byteperm"
+                | "popcount"
+                | "elem"
+                | "word"
+                | "store"
+                | "sum"
+                | "any"
+                | "all"
+                | "argmax"
+                | "reduce"
+                | "shfl"
+                | "range"
+                | "ctx"
+        )
+}
+
+impl Cx<'_> {
+    pub fn call(
+        &mut self,
+        callee: &Ident,
+        args: &[ast::Expr],
+        want: Option<ScalarTy>,
+        span: Span,
+    ) -> Ex {
+        let name = callee.name.as_str();
+        if let Some(t) = ScalarTy::from_name(name) {
+            return self.convert(t, args, span);
+        }
+        if let Some((b, sig)) = builtin(name) {
+            return self.math(b, sig, callee, args, want, span);
+        }
+        match name {
+            "select" => self.select(callee, args, want, span),
+            "dp4a" => self.dp4a(callee, args, span),
+            "byteperm" => self.byteperm(callee, args, want, span),
+            "popcount" => self.popcount(callee, args, span),
+            "sum" => self.run_sum(callee, args, span),
+            "elem" | "word" => self.elem_or_word(callee, args, span),
+            "store" => {
+                self.report(
+                    Diagnostic::error("P0412", "`store(run, i, v)` is a statement, not a value")
+                        .primary(span, "used as a value"),
+                );
+                None
+            }
+            "any" | "all" | "argmax" | "reduce" | "shfl" => {
+                self.report(
+                    Diagnostic::error(
+                        "P0601",
+                        format!("`{name}` needs its configuration in angle brackets"),
+                    )
+                    .primary(callee.span, "no `<...>`")
+                    .note(format!(
+                        "write `{name}<over ctx.lane>(...)`, or `shfl<xor 1>(v)` for a shuffle"
+                    )),
+                );
+                None
+            }
+            _ => self.call_fn(callee, args, want, span),
+        }
+    }
+
+    pub fn arity(&mut self, callee: &Ident, args: &[ast::Expr], n: usize, span: Span) -> bool {
+        if args.len() == n {
+            return true;
+        }
+        self.report(
+            Diagnostic::error(
+                "P0204",
+                format!(
+                    "`{}` takes {n} argument{}, found {}",
+                    callee.name,
+                    if n == 1 { "" } else { "s" },
+                    args.len()
+                ),
+            )
+            .primary(span, format!("expected {n}")),
+        );
+        false
+    }
+
+    fn convert(&mut self, t: ScalarTy, args: &[ast::Expr], span: Span) -> Ex {
+        if args.len() != 1 {
+            self.report(
+                Diagnostic::error(
+                    "P0204",
+                    format!(
+                        "`{}(...)` converts one value, found {}",
+                        t.name(),
+                        args.len()
+                    ),
+                )
+                .primary(span, "expected one argument"),
+            );
+            return None;
+        }
+        let want = if is_untyped(&args[0]) { Some(t) } else { None };
+        let x = self.expr(&args[0], want)?;
+        let from = elem_of(x.ty)?;
+        if t == ScalarTy::Bool && from != ScalarTy::Bool {
+            self.report(
+                Diagnostic::error("P0404", format!("cannot convert {} to bool", from.name()))
+                    .primary(span, "no conversion to bool")
+                    .note("compare instead, as in `x != 0`"),
+            );
+            return None;
+        }
+        let ty = match x.ty {
+            Ty::Run { len, .. } => Ty::Run { elem: t, len },
+            _ => Ty::Scalar(t),
+        };
+        if x.ty == ty {
+            return Some(hir::Expr { span, ..x });
+        }
+        Some(mk(hir::ExprKind::Convert(Box::new(x)), ty, span))
+    }
+
+    /// Check arguments that share one scalar type: typed ones first, so
+    /// untyped literals among them take that type.
+    fn same_type_args(
+        &mut self,
+        args: &[ast::Expr],
+        want: Option<ScalarTy>,
+    ) -> Option<Vec<hir::Expr>> {
+        let mut out: Vec<Option<hir::Expr>> = vec![None; args.len()];
+        let mut common = None;
+        for (i, a) in args.iter().enumerate().filter(|(_, a)| !is_untyped(a)) {
+            out[i] = self.scalar_expr(a, common.or(want));
+            common = common.or_else(|| out[i].as_ref().and_then(|x| elem_of(x.ty)));
+        }
+        let lit_want = common
+            .or(want)
+            .or_else(|| args.first().map(super::types::literal_default));
+        for (i, a) in args.iter().enumerate().filter(|(_, a)| is_untyped(a)) {
+            out[i] = self.scalar_expr(a, lit_want);
+        }
+        let out: Option<Vec<_>> = out.into_iter().collect();
+        let out = out?;
+        let first = out.first().map(|x| x.ty);
+        if let Some(bad) = out.iter().find(|x| Some(x.ty) != first) {
+            let (t0, t1) = (first.map(ty_name).unwrap_or_default(), ty_name(bad.ty));
+            self.report(
+                Diagnostic::error("P0400", format!("mismatched argument types: {t0} and {t1}"))
+                    .primary(
+                        bad.span,
+                        format!("this is {t1}, the first argument is {t0}"),
+                    )
+                    .note("the arguments of this built-in must have one type"),
+            );
+            return None;
+        }
+        Some(out)
+    }
+
+    fn math(
+        &mut self,
+        b: Builtin,
+        sig: Sig,
+        callee: &Ident,
+        args: &[ast::Expr],
+        want: Option<ScalarTy>,
+        span: Span,
+    ) -> Ex {
+        let n = match sig {
+            Sig::Numeric(n) | Sig::Float(n) | Sig::Int(n) => n,
+        };
+        if !self.arity(callee, args, n, span) {
+            return None;
+        }
+        let want = match sig {
+            Sig::Float(_) => want.filter(|t| t.is_float()).or(Some(ScalarTy::F32)),
+            _ => want,
+        };
+        let xs = self.same_type_args(args, want)?;
+        let t = elem_of(xs[0].ty)?;
+        let ok = match sig {
+            Sig::Numeric(_) => t.is_int() || t.is_float(),
+            Sig::Float(_) => t.is_float(),
+            Sig::Int(_) => t.is_int(),
+        };
+        if !ok {
+            let kind = match sig {
+                Sig::Numeric(_) => "numbers",
+                Sig::Float(_) => "floats",
+                Sig::Int(_) => "integers",
+            };
+            self.report(
+                Diagnostic::error(
+                    "P0407",
+                    format!("`{}` takes {kind}, found {}", callee.name, t.name()),
+                )
+                .primary(span, format!("called with {}", t.name())),
+            );
+            return None;
+        }
+        Some(mk(hir::ExprKind::Builtin(b, xs), Ty::Scalar(t), span))
+    }
+
+    fn select(
+        &mut self,
+        callee: &Ident,
+        args: &[ast::Expr],
+        want: Option<ScalarTy>,
+        span: Span,
+    ) -> Ex {
+        if !self.arity(callee, args, 3, span) {
+            return None;
+        }
+        let c = self.expr_of(&args[0], ScalarTy::Bool, "the condition of `select`");
+        let ab = self.same_type_args(&args[1..], want);
+        let (c, ab) = (c?, ab?);
+        let ty = ab[0].ty;
+        let mut xs = vec![c];
+        xs.extend(ab);
+        Some(mk(hir::ExprKind::Builtin(Builtin::Select, xs), ty, span))
+    }
+
+    /// A packed 32-bit word argument: i32 or u32.
+    fn word_arg(&mut self, e: &ast::Expr, want: ScalarTy, what: &str) -> Ex {
+        let x = self.scalar_expr(e, Some(want))?;
+        if matches!(x.ty, Ty::Scalar(ScalarTy::I32 | ScalarTy::U32)) {
+            return Some(x);
+        }
+        self.report(
+            Diagnostic::error(
+                "P0407",
+                format!(
+                    "{what} must be a packed word, i32 or u32, found {}",
+                    ty_name(x.ty)
+                ),
+            )
+            .primary(e.span, format!("this is {}", ty_name(x.ty)))
+            .note("`word(run, i)` packs four bytes of an i8 or u8 run into one word"),
+        );
+        None
+    }
+
+    fn dp4a(&mut self, callee: &Ident, args: &[ast::Expr], span: Span) -> Ex {
+        if !self.arity(callee, args, 3, span) {
+            return None;
+        }
+        let a = self.word_arg(&args[0], ScalarTy::I32, "the first argument of `dp4a`");
+        let b = self.word_arg(&args[1], ScalarTy::I32, "the second argument of `dp4a`");
+        let (a, b) = (a?, b?);
+        let both_unsigned = a.ty == Ty::Scalar(ScalarTy::U32) && b.ty == Ty::Scalar(ScalarTy::U32);
+        let acc = if both_unsigned {
+            ScalarTy::U32
+        } else {
+            ScalarTy::I32
+        };
+        let c = self.expr_of(&args[2], acc, "the accumulator of `dp4a`")?;
+        Some(mk(
+            hir::ExprKind::Builtin(Builtin::Dp4a, vec![a, b, c]),
+            Ty::Scalar(acc),
+            span,
+        ))
+    }
+
+    fn byteperm(
+        &mut self,
+        callee: &Ident,
+        args: &[ast::Expr],
+        want: Option<ScalarTy>,
+        span: Span,
+    ) -> Ex {
+        if !self.arity(callee, args, 3, span) {
+            return None;
+        }
+        let want = want.filter(|t| matches!(t, ScalarTy::I32 | ScalarTy::U32));
+        let ab = self.same_type_args(&args[..2], want.or(Some(ScalarTy::U32)));
+        let sel = self.word_arg(&args[2], ScalarTy::U32, "the selector of `byteperm`");
+        let (ab, sel) = (ab?, sel?);
+        if !matches!(ab[0].ty, Ty::Scalar(ScalarTy::I32 | ScalarTy::U32)) {
+            return self.word_arg(&args[0], ScalarTy::U32, "the first argument of `byteperm`");
+        }
+        let ty = ab[0].ty;
+        let mut xs = ab;
+        xs.push(sel);
+        Some(mk(hir::ExprKind::Builtin(Builtin::Byteperm, xs), ty, span))
+    }
+
+    fn popcount(&mut self, callee: &Ident, args: &[ast::Expr], span: Span) -> Ex {
+        if !self.arity(callee, args, 1, span) {
+            return None;
+        }
+        let x = self.scalar_expr(&args[0], None)?;
+        if !elem_of(x.ty).is_some_and(ScalarTy::is_int) {
+            self.report(
+                Diagnostic::error(
+                    "P0407",
+                    format!("`popcount` takes an integer, found {}", ty_name(x.ty)),
+                )
+                .primary(args[0].span, "not an integer"),
+            );
+            return None;
+        }
+        Some(mk(
+            hir::ExprKind::Builtin(Builtin::Popcount, vec![x]),
+            Ty::Scalar(ScalarTy::I32),
+            span,
+        ))
+    }
+
+    /// `sum(e)` within a thread: `e` is a run expression.
+    fn run_sum(&mut self, callee: &Ident, args: &[ast::Expr], span: Span) -> Ex {
+        if !self.arity(callee, args, 1, span) {
+            return None;
+        }
+        let run = self.expr(&args[0], None)?;
+        match run.ty {
+            Ty::Run { elem, .. } if elem != ScalarTy::Bool => Some(mk(
+                hir::ExprKind::RunSum(Box::new(run)),
+                Ty::Scalar(elem),
+                span,
+            )),
+            t => {
+                self.report(
+                    Diagnostic::error("P0506", format!("`sum(e)` sums a run of numbers, found {}", ty_name(t)))
+                        .primary(args[0].span, "not a run of numbers")
+                        .note("a run is a slice with one span, as in `sum(W[row, k :+ 4] * x[0, k :+ 4])`; to fold across threads write `sum<over ctx.lane>(x)`"),
+                );
+                None
+            }
+        }
+    }
+
+    /// A constant index into a run, checked against `limit`.
+    pub fn const_index(&mut self, e: &ast::Expr, limit: u32, what: &str) -> Option<u32> {
+        let x = self.expr(e, Some(ScalarTy::I32))?;
+        match const_int(&x) {
+            Some(v) if (0..i128::from(limit)).contains(&v) => Some(v as u32),
+            Some(v) => {
+                self.report(
+                    Diagnostic::error("P0507", format!("{what} {v} is out of range")).primary(
+                        e.span,
+                        format!("must be from 0 to {}", limit.saturating_sub(1)),
+                    ),
+                );
+                None
+            }
+            None => {
+                self.report(
+                    Diagnostic::error("P0507", format!("{what} must be a compile-time constant"))
+                        .primary(e.span, "not a constant")
+                        .note(
+                            "a run lives in registers, so its elements are picked at compile time",
+                        ),
+                );
+                None
+            }
+        }
+    }
+
+    fn elem_or_word(&mut self, callee: &Ident, args: &[ast::Expr], span: Span) -> Ex {
+        if !self.arity(callee, args, 2, span) {
+            return None;
+        }
+        let run = self.expr(&args[0], None)?;
+        let Ty::Run { elem, len } = run.ty else {
+            self.report(
+                Diagnostic::error(
+                    "P0409",
+                    format!("`{}` takes a run, found {}", callee.name, ty_name(run.ty)),
+                )
+                .primary(args[0].span, "not a run")
+                .note("a run is a slice with one span, as in `A[0, k :+ 16]`"),
+            );
+            return None;
+        };
+        if callee.name == "elem" {
+            let i = self.const_index(&args[1], len, "the element index")?;
+            return Some(mk(
+                hir::ExprKind::Elem {
+                    run: Box::new(run),
+                    i,
+                },
+                Ty::Scalar(elem),
+                span,
+            ));
+        }
+        let word_ty = match elem {
+            ScalarTy::I8 => ScalarTy::I32,
+            ScalarTy::U8 => ScalarTy::U32,
+            _ => {
+                self.report(
+                    Diagnostic::error(
+                        "P0508",
+                        format!("`word` packs bytes, found a run of {}", elem.name()),
+                    )
+                    .primary(args[0].span, "not an i8 or u8 run"),
+                );
+                return None;
+            }
+        };
+        if len % 4 != 0 {
+            self.report(
+                Diagnostic::error(
+                    "P0508",
+                    format!("`word` needs a run whose length is a multiple of 4, found {len}"),
+                )
+                .primary(args[0].span, format!("a run of {len}")),
+            );
+            return None;
+        }
+        let i = self.const_index(&args[1], len / 4, "the word index")?;
+        Some(mk(
+            hir::ExprKind::Word {
+                run: Box::new(run),
+                i,
+            },
+            Ty::Scalar(word_ty),
+            span,
+        ))
+    }
+
+    fn call_fn(
+        &mut self,
+        callee: &Ident,
+        args: &[ast::Expr],
+        want: Option<ScalarTy>,
+        span: Span,
+    ) -> Ex {
+        let Some(f) = self.fns.items.get(callee.name.as_str()).copied() else {
+            self.report(
+                Diagnostic::error("P0205", format!("cannot find fn `{}`", callee.name))
+                    .primary(callee.span, "not a fn, built-in or conversion"),
+            );
+            return None;
+        };
+        if self.fns.broken.contains(callee.name.as_str()) {
+            return None;
+        }
+        if !self.arity(callee, args, f.params.len(), span) {
+            return None;
+        }
+        let xs = self.fn_args(args)?;
+        self.inline(f, xs, want, span)
+    }
+
+    /// Typed arguments first; untyped literals then take the first typed
+    /// argument's type.
+    fn fn_args(&mut self, args: &[ast::Expr]) -> Option<Vec<hir::Expr>> {
+        let mut out: Vec<Option<hir::Expr>> = vec![None; args.len()];
+        let mut common = None;
+        for (i, a) in args.iter().enumerate().filter(|(_, a)| !is_untyped(a)) {
+            out[i] = self.scalar_expr(a, None);
+            common = common.or_else(|| out[i].as_ref().and_then(|x| elem_of(x.ty)));
+        }
+        for (i, a) in args.iter().enumerate().filter(|(_, a)| is_untyped(a)) {
+            out[i] = self.scalar_expr(a, common);
+        }
+        out.into_iter().collect()
+    }
+
+    /// Check `f`'s body with its parameters bound to `args`.
+    pub fn inline(
+        &mut self,
+        f: &FnItem,
+        args: Vec<hir::Expr>,
+        want: Option<ScalarTy>,
+        span: Span,
+    ) -> Ex {
+        if self.inline_stack.len() >= MAX_INLINE_DEPTH || self.inline_budget == 0 {
+            self.report(
+                Diagnostic::error(
+                    "P0211",
+                    format!(
+                        "inlining `{}` goes too deep or grows too large",
+                        f.name.name
+                    ),
+                )
+                .primary(span, "in this call")
+                .note(format!("fn calls may nest {MAX_INLINE_DEPTH} deep")),
+            );
+            return None;
+        }
+        self.inline_budget -= 1;
+        let mut scope = std::collections::HashMap::new();
+        for (p, a) in f.params.iter().zip(args) {
+            scope.insert(p.name.clone(), Binding::Inline(a));
+        }
+        // A fn body sees only its parameters (and other fns): not the
+        // caller's locals.
+        let saved = std::mem::replace(&mut self.scopes, vec![scope]);
+        self.inline_stack.push((f.name.name.clone(), span));
+        let body = self.expr(&f.body, want);
+        self.inline_stack.pop();
+        self.scopes = saved;
+        body.map(|b| hir::Expr { span, ..b })
+    }
+}

@@ -1,0 +1,397 @@
+//! Collectives and shuffles: `op<over ..., width w>(x)` and
+//! `shfl<from|xor|down|up s, width w>(v)`. Checks every configuration the
+//! language page rejects, with the page's words as the message, and types
+//! the operands. Where they may appear (uniformity) is `uniformity.rs`'s job.
+
+use super::consts::const_int;
+use super::cx::{elem_of, mk, ty_name, Binding, Cx, Ex};
+use crate::ast::{self, ConfigItem, ConfigKey, CtxField, ExprKind, Ident, ScalarTy, Span};
+use crate::diag::Diagnostic;
+use crate::hir::{self, CollOp, Combine, Group, LocalKind, ShflMode, Ty};
+
+fn key_name(k: ConfigKey) -> &'static str {
+    match k {
+        ConfigKey::Over => "over",
+        ConfigKey::Width => "width",
+        ConfigKey::From => "from",
+        ConfigKey::Xor => "xor",
+        ConfigKey::Down => "down",
+        ConfigKey::Up => "up",
+    }
+}
+
+fn coll_op(name: &str) -> Option<CollOp> {
+    Some(match name {
+        "sum" => CollOp::Sum,
+        "max" => CollOp::Max,
+        "min" => CollOp::Min,
+        "any" => CollOp::Any,
+        "all" => CollOp::All,
+        "argmax" => CollOp::Argmax,
+        "reduce" => CollOp::Reduce,
+        _ => return None,
+    })
+}
+
+impl Cx<'_> {
+    pub fn collective(
+        &mut self,
+        op: &Ident,
+        config: &[ConfigItem],
+        config_span: Span,
+        args: &[ast::Expr],
+        want: Option<ScalarTy>,
+        span: Span,
+    ) -> Ex {
+        let items = self.config_items(config)?;
+        if op.name == "shfl" {
+            return self.shuffle(&items, config_span, args, want, span);
+        }
+        let Some(cop) = coll_op(&op.name) else {
+            return None;
+        };
+        let group = self.group(&op.name, &items, config_span);
+        let arg = self.collective_args(cop, op, args, want, span);
+        let (group, (arg, combine)) = (group?, arg?);
+        let ty = match cop {
+            CollOp::Any | CollOp::All => Ty::Scalar(ScalarTy::Bool),
+            CollOp::Argmax => Ty::Scalar(ScalarTy::I32),
+            _ => arg.ty,
+        };
+        Some(mk(
+            hir::ExprKind::Collective {
+                op: cop,
+                group,
+                arg: Box::new(arg),
+                combine,
+            },
+            ty,
+            span,
+        ))
+    }
+
+    /// The configuration by key; a key given twice is an error.
+    fn config_items<'c>(&mut self, config: &'c [ConfigItem]) -> Option<Vec<&'c ConfigItem>> {
+        let mut out: Vec<&ConfigItem> = Vec::new();
+        for item in config {
+            if let Some(first) = out.iter().find(|i| i.key == item.key) {
+                self.report(
+                    Diagnostic::error("P0609", format!("`{}` is given twice", key_name(item.key)))
+                        .primary(item.span, "second one")
+                        .secondary(first.span, "first one"),
+                );
+                return None;
+            }
+            out.push(item);
+        }
+        Some(out)
+    }
+
+    /// `over` and `width` of a collective.
+    fn group(&mut self, op: &str, items: &[&ConfigItem], config_span: Span) -> Option<Group> {
+        if let Some(bad) = items
+            .iter()
+            .find(|i| !matches!(i.key, ConfigKey::Over | ConfigKey::Width))
+        {
+            self.report(
+                Diagnostic::error(
+                    "P0616",
+                    format!(
+                        "`{}` configures a shuffle, not a collective",
+                        key_name(bad.key)
+                    ),
+                )
+                .primary(bad.key_span, format!("`{op}` takes over and width"))
+                .note("from, xor, down and up belong to `shfl<...>(v)`"),
+            );
+            return None;
+        }
+        let width = items.iter().find(|i| i.key == ConfigKey::Width);
+        let Some(over) = items.iter().find(|i| i.key == ConfigKey::Over) else {
+            self.report(
+                Diagnostic::error("P0601", "a collective needs over ctx.lane or over ctx.thread")
+                    .primary(config_span, "no `over`")
+                    .note(format!("write `{op}<over ctx.lane>(x)` to fold over the warp's lanes, `{op}<over ctx.thread>(x)` over the CTA")),
+            );
+            return None;
+        };
+        match over.value.kind {
+            ExprKind::Ctx(CtxField::Lane) => {
+                let w = match width {
+                    Some(w) => self.width(w)?,
+                    None => 32,
+                };
+                Some(Group::Lane { width: w })
+            }
+            ExprKind::Ctx(CtxField::Thread) => match width {
+                Some(w) => {
+                    self.report(
+                        Diagnostic::error("P0602", "a CTA collective takes no width")
+                            .primary(w.span, "a width")
+                            .secondary(over.value.span, "this folds over the whole CTA")
+                            .note("for pieces of a warp write `over ctx.lane, width w`"),
+                    );
+                    None
+                }
+                None => Some(Group::Thread),
+            },
+            _ => {
+                self.report(
+                    Diagnostic::error("P0600", "over takes ctx.lane or ctx.thread")
+                        .primary(over.value.span, "nothing else is a group")
+                        .note("`over ctx.lane` folds over the lanes of a warp, `over ctx.thread` over the threads of the CTA"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `width w`: a constant power of two dividing ctx.lanes.
+    fn width(&mut self, item: &ConfigItem) -> Option<u32> {
+        let x = self.expr(&item.value, Some(ScalarTy::I32))?;
+        let Some(w) = const_int(&x) else {
+            self.report(
+                Diagnostic::error("P0604", "width must fold to a constant")
+                    .primary(item.value.span, "not a compile-time constant")
+                    .note("use a number, an autotuned name or an expression of them"),
+            );
+            return None;
+        };
+        if w <= 0 || w & (w - 1) != 0 {
+            self.report(
+                Diagnostic::error("P0603", "width must be a power of two")
+                    .primary(item.value.span, format!("{w} is not a power of two"))
+                    .note("width must fold to a constant power of two that divides ctx.lanes (32): 1, 2, 4, 8, 16 or 32"),
+            );
+            return None;
+        }
+        if w > 32 {
+            self.report(
+                Diagnostic::error("P0605", "width must divide ctx.lanes (32)")
+                    .primary(item.value.span, format!("{w} lanes is more than a warp")),
+            );
+            return None;
+        }
+        Some(w as u32)
+    }
+
+    fn collective_args(
+        &mut self,
+        op: CollOp,
+        callee: &Ident,
+        args: &[ast::Expr],
+        want: Option<ScalarTy>,
+        span: Span,
+    ) -> Option<(hir::Expr, Option<Combine>)> {
+        let n = if op == CollOp::Reduce { 2 } else { 1 };
+        if !self.arity(callee, args, n, span) {
+            if op == CollOp::Reduce {
+                self.diags.last_mut().map(|d| {
+                    d.notes.push(
+                        "write `reduce<over ctx.lane>(x, f)` with a `fn f(a, b) = ...`".into(),
+                    )
+                });
+            }
+            return None;
+        }
+        let want = match op {
+            CollOp::Any | CollOp::All => Some(ScalarTy::Bool),
+            CollOp::Argmax => None,
+            _ => want,
+        };
+        let arg = self.scalar_collective_arg(&args[0], want)?;
+        let t = elem_of(arg.ty)?;
+        let is_bool = t == ScalarTy::Bool;
+        match op {
+            CollOp::Any | CollOp::All if !is_bool => {
+                self.report(
+                    Diagnostic::error("P0607", "any and all fold conditions")
+                        .primary(args[0].span, format!("this is {}, not bool", t.name()))
+                        .note("compare to make a condition, as in `any<over ctx.lane>(x > 0.0)`"),
+                );
+                None
+            }
+            CollOp::Sum | CollOp::Max | CollOp::Min | CollOp::Argmax if is_bool => {
+                self.report(
+                    Diagnostic::error(
+                        "P0613",
+                        format!("`{}` folds numbers, found bool", callee.name),
+                    )
+                    .primary(args[0].span, "a condition")
+                    .note("fold conditions with `any` or `all`"),
+                );
+                None
+            }
+            CollOp::Reduce => {
+                let combine = self.combine(&args[1], t)?;
+                Some((arg, Some(combine)))
+            }
+            _ => Some((arg, None)),
+        }
+    }
+
+    fn scalar_collective_arg(&mut self, e: &ast::Expr, want: Option<ScalarTy>) -> Ex {
+        let x = self.expr(e, want)?;
+        if let Ty::Scalar(_) = x.ty {
+            return Some(x);
+        }
+        self.report(
+            Diagnostic::error(
+                "P0615",
+                format!(
+                    "a collective moves one scalar per thread, found {}",
+                    ty_name(x.ty)
+                ),
+            )
+            .primary(e.span, "not a scalar")
+            .note("sum the thread's run first with `sum(run)`"),
+        );
+        None
+    }
+
+    /// The combine fn of `reduce`: a `fn f(a, b)` whose body, with a and b
+    /// of the value's type, has that type too.
+    fn combine(&mut self, f: &ast::Expr, t: ScalarTy) -> Option<Combine> {
+        let item = match &f.kind {
+            ExprKind::Name(n)
+                if !matches!(self.lookup(n), Some(Binding::Local(_) | Binding::Inline(_))) =>
+            {
+                self.fns.items.get(n.as_str()).copied()
+            }
+            _ => None,
+        };
+        let Some(item) = item.filter(|i| i.params.len() == 2) else {
+            self.report(
+                Diagnostic::error("P0612", "reduce combines with a fn of two parameters")
+                    .primary(f.span, "not a `fn f(a, b)`")
+                    .note("declare `fn f(a, b) = max(a, b)` at the top level and write `reduce<over ctx.lane>(x, f)`"),
+            );
+            return None;
+        };
+        if self.fns.broken.contains(item.name.name.as_str()) {
+            return None;
+        }
+        let a = self.new_local(
+            &item.params[0].name,
+            item.params[0].span,
+            false,
+            LocalKind::Scalar(t),
+        );
+        let b = self.new_local(
+            &item.params[1].name,
+            item.params[1].span,
+            false,
+            LocalKind::Scalar(t),
+        );
+        let args = vec![
+            mk(hir::ExprKind::Local(a), Ty::Scalar(t), item.params[0].span),
+            mk(hir::ExprKind::Local(b), Ty::Scalar(t), item.params[1].span),
+        ];
+        let body = self.inline(item, args, Some(t), f.span)?;
+        if body.ty != Ty::Scalar(t) {
+            self.report(
+                Diagnostic::error(
+                    "P0612",
+                    format!(
+                        "`{}` must combine two {} into one, found {}",
+                        item.name.name,
+                        t.name(),
+                        ty_name(body.ty)
+                    ),
+                )
+                .primary(f.span, "the combine fn")
+                .secondary(item.body.span, format!("this is {}", ty_name(body.ty))),
+            );
+            return None;
+        }
+        Some(Combine {
+            a,
+            b,
+            body: Box::new(body),
+        })
+    }
+
+    fn shuffle(
+        &mut self,
+        items: &[&ConfigItem],
+        config_span: Span,
+        args: &[ast::Expr],
+        want: Option<ScalarTy>,
+        span: Span,
+    ) -> Ex {
+        if let Some(over) = items.iter().find(|i| i.key == ConfigKey::Over) {
+            self.report(
+                Diagnostic::error("P0610", "a shuffle takes no over")
+                    .primary(
+                        over.span,
+                        "a shuffle always moves values between the lanes of a warp",
+                    )
+                    .note("use `width w` to shuffle within pieces of w lanes"),
+            );
+            return None;
+        }
+        let modes: Vec<&&ConfigItem> = items.iter().filter(|i| i.key != ConfigKey::Width).collect();
+        let [mode] = modes.as_slice() else {
+            let mut d = Diagnostic::error(
+                "P0606",
+                "a shuffle takes exactly one of from, xor, down and up",
+            )
+            .primary(config_span, format!("{} given", modes.len()));
+            for m in &modes {
+                d = d.secondary(m.key_span, format!("`{}`", key_name(m.key)));
+            }
+            self.report(d);
+            return None;
+        };
+        let width = match items.iter().find(|i| i.key == ConfigKey::Width) {
+            Some(w) => self.width(w),
+            None => Some(32),
+        };
+        let lane = self.expr_of(&mode.value, ScalarTy::I32, "a shuffle's lane operand");
+        let value = if args.len() == 1 {
+            self.scalar_collective_arg(&args[0], want)
+        } else {
+            self.report(
+                Diagnostic::error(
+                    "P0204",
+                    format!("`shfl` moves one value, found {} arguments", args.len()),
+                )
+                .primary(span, "expected one argument"),
+            );
+            None
+        };
+        let (width, lane, value) = (width?, lane?, value?);
+        let mode_kind = match mode.key {
+            ConfigKey::From => ShflMode::From,
+            ConfigKey::Xor => ShflMode::Xor,
+            ConfigKey::Down => ShflMode::Down,
+            _ => ShflMode::Up,
+        };
+        if mode_kind == ShflMode::Xor {
+            if let Some(m) = const_int(&lane).filter(|&m| m < 0 || m >= i128::from(width)) {
+                self.report(
+                    Diagnostic::error(
+                        "P0608",
+                        format!("shfl<xor {m}> needs m below the width ({width})"),
+                    )
+                    .primary(
+                        mode.value.span,
+                        format!("lane ^ {m} leaves the {width}-lane piece"),
+                    ),
+                );
+                return None;
+            }
+        }
+        let ty = value.ty;
+        Some(mk(
+            hir::ExprKind::Shuffle {
+                mode: mode_kind,
+                width,
+                lane: Box::new(lane),
+                value: Box::new(value),
+            },
+            ty,
+            span,
+        ))
+    }
+}

@@ -1,0 +1,308 @@
+//! Statements: `let`/`var`, assignment (compound assignment desugared),
+//! stores, `store(run, i, v)`, `if`/`else` and `for ... in range(...)`.
+
+use super::cx::{const_i32, elem_of, mk, ty_name, Binding, Cx};
+use super::types::conversion_note;
+use crate::ast::{self, BinOp, ExprKind, ScalarTy, Span, StmtKind};
+use crate::diag::Diagnostic;
+use crate::hir::{self, LocalKind, Ty};
+
+impl Cx<'_> {
+    pub fn block(&mut self, b: &ast::Block) -> hir::Block {
+        self.push_scope();
+        let stmts = b.stmts.iter().filter_map(|s| self.stmt(s)).collect();
+        self.pop_scope();
+        hir::Block { stmts }
+    }
+
+    fn stmt(&mut self, s: &ast::Stmt) -> Option<hir::Stmt> {
+        let kind = match &s.kind {
+            StmtKind::Let {
+                mutable,
+                name,
+                ty,
+                init,
+            } => self.let_stmt(*mutable, name, *ty, init),
+            StmtKind::Assign { target, op, value } => self.assign(target, *op, value, s.span),
+            StmtKind::If { cond, then, els } => {
+                let cond = self.expr_of(cond, ScalarTy::Bool, "a condition");
+                let then = self.block(then);
+                let els = els
+                    .as_ref()
+                    .map_or(hir::Block { stmts: vec![] }, |b| self.block(b));
+                Some(hir::StmtKind::If {
+                    cond: cond?,
+                    then,
+                    els,
+                })
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+                ..
+            } => self.for_stmt(var, start, end, step.as_ref(), body),
+            StmtKind::Expr(e) => self.expr_stmt(e),
+            StmtKind::Error => None,
+        }?;
+        Some(hir::Stmt { kind, span: s.span })
+    }
+
+    fn let_stmt(
+        &mut self,
+        mutable: bool,
+        name: &ast::Ident,
+        ty: Option<(ScalarTy, Span)>,
+        init: &ast::Expr,
+    ) -> Option<hir::StmtKind> {
+        if let Some(tile) = self.tile_copy(name, mutable, init) {
+            if let Some(copy) = tile {
+                if let Some((_, span)) = ty {
+                    self.report(
+                        Diagnostic::error("P0401", "a tile copy takes no scalar type")
+                            .primary(span, "the tile's type is the tensor's"),
+                    );
+                }
+                return Some(copy);
+            }
+        } else {
+            self.poison(name);
+            return None;
+        }
+        let x = self.expr(init, ty.map(|t| t.0));
+        let Some(x) = x else {
+            self.poison(name);
+            return None;
+        };
+        let t = match (x.ty, ty) {
+            (Ty::Scalar(t), None) => t,
+            (Ty::Scalar(t), Some((want, _))) if t == want => t,
+            (found, Some((want, span))) if matches!(found, Ty::Scalar(_)) => {
+                self.report(
+                    Diagnostic::error(
+                        "P0401",
+                        format!(
+                            "`{}` is declared {}, but its value is {}",
+                            name.name,
+                            want.name(),
+                            ty_name(found)
+                        ),
+                    )
+                    .primary(init.span, format!("this is {}", ty_name(found)))
+                    .secondary(span, "declared here")
+                    .note(conversion_note(want)),
+                );
+                self.poison(name);
+                return None;
+            }
+            (found, _) => {
+                self.report(
+                    Diagnostic::error(
+                        "P0409",
+                        format!("a variable holds a scalar, found {}", ty_name(found)),
+                    )
+                    .primary(init.span, "a run cannot be kept in a variable")
+                    .note("use a run inside `sum(...)`, `elem(run, i)` or `word(run, i)`"),
+                );
+                self.poison(name);
+                return None;
+            }
+        };
+        let local = self.new_local(&name.name, name.span, mutable, LocalKind::Scalar(t));
+        self.bind(&name.name, Binding::Local(local));
+        Some(hir::StmtKind::Let { local, init: x })
+    }
+
+    /// A variable whose declaration failed: later uses stay quiet.
+    fn poison(&mut self, name: &ast::Ident) {
+        self.bind(&name.name, Binding::Poisoned);
+    }
+
+    fn assign(
+        &mut self,
+        target: &ast::Expr,
+        op: Option<BinOp>,
+        value: &ast::Expr,
+        span: Span,
+    ) -> Option<hir::StmtKind> {
+        match &target.kind {
+            ExprKind::Index { base, subs } => self.store(base, subs, op, value, span),
+            ExprKind::Name(n) => self.assign_local(n, target.span, op, value, span),
+            ExprKind::Error => None,
+            _ => {
+                self.report(
+                    Diagnostic::error("P0207", "cannot assign to this expression")
+                        .primary(target.span, "not a variable or a subscript"),
+                );
+                None
+            }
+        }
+    }
+
+    fn assign_local(
+        &mut self,
+        n: &str,
+        target_span: Span,
+        op: Option<BinOp>,
+        value: &ast::Expr,
+        span: Span,
+    ) -> Option<hir::StmtKind> {
+        let local = match self.lookup(n).cloned() {
+            Some(Binding::Local(id)) => id,
+            Some(Binding::Poisoned) => return None,
+            None => {
+                self.expr(
+                    &ast::Expr {
+                        kind: ExprKind::Name(n.into()),
+                        span: target_span,
+                    },
+                    None,
+                );
+                return None;
+            }
+            Some(_) => {
+                self.report(
+                    Diagnostic::error("P0207", format!("cannot assign to `{n}`"))
+                        .primary(target_span, "a parameter, dim or constant")
+                        .note("declare a variable with `var` to change it"),
+                );
+                return None;
+            }
+        };
+        let info = &self.locals[local.0 as usize];
+        if !info.mutable || matches!(info.kind, LocalKind::Tile { .. }) {
+            let decl = info.span;
+            self.report(
+                Diagnostic::error("P0207", format!("cannot assign twice to `{n}`"))
+                    .primary(target_span, "assigned here")
+                    .secondary(decl, "declared with `let` (or a loop variable or tile)")
+                    .note(format!("declare it with `var {n}` to change it")),
+            );
+            return None;
+        }
+        let ty = self.local_ty(local)?;
+        let old = mk(hir::ExprKind::Local(local), ty, target_span);
+        let v = match op {
+            Some(op) => self.compound(op, old, value, span)?,
+            None => self.expr(value, elem_of(ty))?,
+        };
+        if v.ty != ty {
+            self.report(
+                Diagnostic::error(
+                    "P0401",
+                    format!(
+                        "`{n}` holds {}, the value is {}",
+                        ty_name(ty),
+                        ty_name(v.ty)
+                    ),
+                )
+                .primary(value.span, format!("this is {}", ty_name(v.ty)))
+                .note(elem_of(ty).map_or_else(String::new, conversion_note)),
+            );
+            return None;
+        }
+        Some(hir::StmtKind::Assign { local, value: v })
+    }
+
+    fn for_stmt(
+        &mut self,
+        var: &ast::Ident,
+        start: &ast::Expr,
+        end: &ast::Expr,
+        step: Option<&ast::Expr>,
+        body: &ast::Block,
+    ) -> Option<hir::StmtKind> {
+        let s = self.index(start);
+        let e = self.index(end);
+        let st = match step {
+            Some(x) => self.index(x),
+            None => Some(const_i32(1, end.span)),
+        };
+        if let Some(0) = st.as_ref().and_then(super::consts::const_int) {
+            self.report(
+                Diagnostic::error("P0413", "a loop's step cannot be 0").primary(
+                    step.map_or(end.span, |x| x.span),
+                    "the loop would never end",
+                ),
+            );
+        }
+        self.push_scope();
+        let local = self.new_local(&var.name, var.span, false, LocalKind::Scalar(ScalarTy::I32));
+        self.bind(&var.name, Binding::Local(local));
+        let body = self.block(body);
+        self.pop_scope();
+        Some(hir::StmtKind::For {
+            var: local,
+            start: s?,
+            end: e?,
+            step: st?,
+            body,
+        })
+    }
+
+    fn expr_stmt(&mut self, e: &ast::Expr) -> Option<hir::StmtKind> {
+        if let ExprKind::Call { callee, args } = &e.kind {
+            if callee.name == "store" && self.lookup("store").is_none() {
+                return self.store_call(callee, args, e.span);
+            }
+        }
+        self.expr(e, None)?;
+        self.report(
+            Diagnostic::error("P0411", "this expression does nothing")
+                .primary(e.span, "its value is dropped")
+                .note("assign it, as in `let v = ...` or `A[i] = ...`"),
+        );
+        None
+    }
+
+    /// `store(A[r, k :+ L], i, v)`: write element `i` of a run.
+    fn store_call(
+        &mut self,
+        callee: &ast::Ident,
+        args: &[ast::Expr],
+        span: Span,
+    ) -> Option<hir::StmtKind> {
+        if !self.arity(callee, args, 3, span) {
+            return None;
+        }
+        let ExprKind::Index { base, subs } = &args[0].kind else {
+            self.report(
+                Diagnostic::error("P0409", "`store` writes into a run of a tensor or tile")
+                    .primary(args[0].span, "not a run subscript")
+                    .note("write `store(Y[0, k :+ 4], i, v)`"),
+            );
+            return None;
+        };
+        let mem = self.memory(base)?;
+        let Some(super::subscripts::Shape::Run { index, axis, len }) =
+            self.shape(&mem, subs, args[0].span)
+        else {
+            self.report(
+                Diagnostic::error("P0409", "`store` writes into a run")
+                    .primary(args[0].span, "not a run: use one span `k :+ L`"),
+            );
+            return None;
+        };
+        self.mark_written(mem.memory);
+        let i = self.index(&args[1]);
+        let v = self.expr_of(&args[2], mem.elem, "the stored value");
+        let (i, v) = (i?, v?);
+        if let Some(c) = super::consts::const_int(&i).filter(|&c| c < 0 || c >= i128::from(len)) {
+            self.report(
+                Diagnostic::error("P0507", format!("the element index {c} is out of range"))
+                    .primary(args[1].span, format!("must be from 0 to {}", len - 1)),
+            );
+            return None;
+        }
+        Some(hir::StmtKind::RunStore {
+            dst: mem.memory,
+            index,
+            axis,
+            len,
+            value: v,
+            only: Some(Box::new(i)),
+        })
+    }
+}

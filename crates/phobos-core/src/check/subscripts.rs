@@ -1,0 +1,482 @@
+//! Subscripts, told apart by shape: point (`A[i, j]`), run (exactly one
+//! span `k :+ L` with `L` a constant, `W[row, at :+ 4]`) and tile (every
+//! subscript a span or `:`, `x[0 :+ 1, :]`). Point and run subscripts read
+//! and write tensors and shared tiles; tile subscripts only copy a tensor
+//! into a tile (`var t = x[...]`) and store one back (`A[...] = t`).
+
+use super::consts::const_int;
+use super::cx::{const_i32, mk, ty_name, Binding, Cx, Ex};
+use crate::ast::{self, ExprKind, ScalarTy, Span, Subscript};
+use crate::diag::Diagnostic;
+use crate::hir::{self, DimRef, LocalKind, Memory, ParamKind, Ty};
+
+/// Longest run a thread may hold in registers.
+pub(crate) const MAX_RUN: i128 = 1024;
+
+/// What a subscripted name refers to.
+pub(crate) struct Mem {
+    pub memory: Memory,
+    pub elem: ScalarTy,
+    /// Each axis' size when known at compile time.
+    pub dims: Vec<Option<i64>>,
+    pub name: String,
+}
+
+/// A checked subscript list, classified.
+pub(crate) enum Shape {
+    Point(Vec<hir::Expr>),
+    Run {
+        index: Vec<hir::Expr>,
+        axis: usize,
+        len: u32,
+    },
+    Tile {
+        starts: Vec<hir::Expr>,
+        shape: Vec<u32>,
+    },
+}
+
+impl Cx<'_> {
+    /// Resolve the base of a subscript to a tensor parameter or tile.
+    pub fn memory(&mut self, base: &ast::Expr) -> Option<Mem> {
+        let ExprKind::Name(name) = &base.kind else {
+            return self.not_subscriptable(base.span);
+        };
+        match self.lookup(name).cloned() {
+            Some(Binding::Param(id)) => match &self.header.params[id.0 as usize].kind {
+                ParamKind::Tensor { elem, dims, .. } => Some(Mem {
+                    memory: Memory::Tensor(id),
+                    elem: *elem,
+                    dims: dims.iter().map(|d| self.dim_value(*d)).collect(),
+                    name: name.clone(),
+                }),
+                ParamKind::Scalar(_) => self.not_subscriptable(base.span),
+            },
+            Some(Binding::Local(id)) => match &self.locals[id.0 as usize].kind {
+                LocalKind::Tile { elem, shape } => Some(Mem {
+                    memory: Memory::Tile(id),
+                    elem: *elem,
+                    dims: shape.iter().map(|&s| Some(i64::from(s))).collect(),
+                    name: name.clone(),
+                }),
+                LocalKind::Scalar(_) => self.not_subscriptable(base.span),
+            },
+            None => {
+                self.expr(base, None);
+                None
+            }
+            Some(Binding::Poisoned) => None,
+            Some(_) => self.not_subscriptable(base.span),
+        }
+    }
+
+    fn not_subscriptable(&mut self, span: Span) -> Option<Mem> {
+        self.report(
+            Diagnostic::error("P0510", "only tensors and shared tiles can be subscripted")
+                .primary(span, "not a tensor or a tile"),
+        );
+        None
+    }
+
+    /// A dim's size when this variant knows it: a constant or autotuned dim.
+    pub fn dim_value(&self, d: DimRef) -> Option<i64> {
+        match d {
+            DimRef::Const(v) => i64::try_from(v).ok(),
+            DimRef::Named(id) => self.dim_consts.get(id.0 as usize).copied().flatten(),
+        }
+    }
+
+    /// Check and classify a subscript list against `mem`.
+    pub fn shape(&mut self, mem: &Mem, subs: &[Subscript], span: Span) -> Option<Shape> {
+        if subs.len() != mem.dims.len() {
+            self.report(
+                Diagnostic::error(
+                    "P0500",
+                    format!(
+                        "`{}` has {} dims, found {} subscripts",
+                        mem.name,
+                        mem.dims.len(),
+                        subs.len()
+                    ),
+                )
+                .primary(span, format!("expected {} subscripts", mem.dims.len())),
+            );
+            return None;
+        }
+        let spans = subs
+            .iter()
+            .filter(|s| !matches!(s, Subscript::Point(_)))
+            .count();
+        let full = subs.iter().any(|s| matches!(s, Subscript::Full(_)));
+        if spans == 0 {
+            let index = self.indices(subs)?;
+            return Some(Shape::Point(index));
+        }
+        if spans == 1 && !full {
+            return self.run_shape(subs);
+        }
+        self.tile_shape(mem, subs)
+    }
+
+    fn indices(&mut self, subs: &[Subscript]) -> Option<Vec<hir::Expr>> {
+        let out: Vec<Ex> = subs
+            .iter()
+            .map(|s| match s {
+                Subscript::Point(e) | Subscript::Span { start: e, .. } => self.index(e),
+                Subscript::Full(span) => Some(const_i32(0, *span)),
+            })
+            .collect();
+        out.into_iter().collect()
+    }
+
+    /// An index: i32.
+    pub fn index(&mut self, e: &ast::Expr) -> Ex {
+        self.expr_of(e, ScalarTy::I32, "an index")
+    }
+
+    fn run_shape(&mut self, subs: &[Subscript]) -> Option<Shape> {
+        let index = self.indices(subs);
+        let mut run = None;
+        for (axis, s) in subs.iter().enumerate() {
+            if let Subscript::Span { len, .. } = s {
+                run = self.span_len(len, "run").map(|l| (axis, l));
+            }
+        }
+        let (axis, len) = run?;
+        Some(Shape::Run {
+            index: index?,
+            axis,
+            len,
+        })
+    }
+
+    /// The length of a span: a positive compile-time constant.
+    fn span_len(&mut self, len: &ast::Expr, what: &str) -> Option<u32> {
+        let x = self.expr(len, Some(ScalarTy::I32))?;
+        match const_int(&x) {
+            Some(v)
+                if (1..=MAX_RUN).contains(&v)
+                    || (what == "tile" && v >= 1 && v <= i128::from(u32::MAX)) =>
+            {
+                Some(v as u32)
+            }
+            Some(v) => {
+                self.report(
+                    Diagnostic::error(
+                        "P0501",
+                        format!("a {what} length must be from 1 to {MAX_RUN}, found {v}"),
+                    )
+                    .primary(len.span, "out of range"),
+                );
+                None
+            }
+            None => {
+                self.report(
+                    Diagnostic::error(
+                        "P0501",
+                        format!("a {what} length must be a compile-time constant"),
+                    )
+                    .primary(
+                        len.span,
+                        format!("`{}` is not a constant", self.text(len.span)),
+                    )
+                    .note("use a number, an autotuned name or a constant dim"),
+                );
+                None
+            }
+        }
+    }
+
+    fn tile_shape(&mut self, mem: &Mem, subs: &[Subscript]) -> Option<Shape> {
+        let mut starts = Vec::new();
+        let mut shape = Vec::new();
+        let mut ok = true;
+        for (axis, s) in subs.iter().enumerate() {
+            let (start, len) = match s {
+                Subscript::Point(e) => {
+                    self.report(
+                        Diagnostic::error("P0504", "a tile takes a span or `:` on every axis")
+                            .primary(e.span, "an index where a span is needed")
+                            .note("a run has exactly one span; a tile has spans or `:` everywhere, as in `x[0 :+ 1, :]`"),
+                    );
+                    ok = false;
+                    continue;
+                }
+                Subscript::Span { start, len, .. } => {
+                    (self.index(start), self.span_len(len, "tile"))
+                }
+                Subscript::Full(span) => {
+                    (Some(const_i32(0, *span)), self.full_dim(mem, axis, *span))
+                }
+            };
+            match (start, len) {
+                (Some(s), Some(l)) => {
+                    starts.push(s);
+                    shape.push(l);
+                }
+                _ => ok = false,
+            }
+        }
+        ok.then_some(Shape::Tile { starts, shape })
+    }
+
+    fn full_dim(&mut self, mem: &Mem, axis: usize, span: Span) -> Option<u32> {
+        match mem.dims.get(axis).copied().flatten() {
+            Some(v) if v > 0 && v <= i64::from(u32::MAX) => Some(v as u32),
+            _ => {
+                self.report(
+                    Diagnostic::error("P0502", format!("`:` needs a dim known at compile time; axis {axis} of `{}` is not", mem.name))
+                        .primary(span, "the whole dim")
+                        .note("give the axis a constant size, autotune its dim (`@autotune(K in [256])`), or use a span `start :+ L`"),
+                );
+                None
+            }
+        }
+    }
+
+    /// A subscript in an expression: a point or run load.
+    pub fn index_expr(&mut self, base: &ast::Expr, subs: &[Subscript], span: Span) -> Ex {
+        let mem = self.memory(base)?;
+        match self.shape(&mem, subs, span)? {
+            Shape::Point(index) => Some(mk(
+                hir::ExprKind::Load {
+                    src: mem.memory,
+                    index,
+                },
+                Ty::Scalar(mem.elem),
+                span,
+            )),
+            Shape::Run { index, axis, len } => Some(mk(
+                hir::ExprKind::RunLoad {
+                    src: mem.memory,
+                    index,
+                    axis,
+                    len,
+                },
+                Ty::Run {
+                    elem: mem.elem,
+                    len,
+                },
+                span,
+            )),
+            Shape::Tile { .. } => {
+                self.report(
+                    Diagnostic::error("P0503", "a tile subscript cannot be used as a value")
+                        .primary(span, "a whole tile")
+                        .note("copy it into shared memory with `var t = x[...]`, or store a tile with `A[...] = t`; inside expressions use point or run subscripts"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `var t = x[0 :+ 1, :]`: when `init` has a tile's shape, the tile
+    /// local and its copy statement. `None` when `init` is not a tile.
+    pub fn tile_copy(
+        &mut self,
+        name: &ast::Ident,
+        mutable: bool,
+        init: &ast::Expr,
+    ) -> Option<Option<hir::StmtKind>> {
+        let ExprKind::Index { base, subs } = &init.kind else {
+            return Some(None);
+        };
+        let spans = subs
+            .iter()
+            .filter(|s| !matches!(s, Subscript::Point(_)))
+            .count();
+        let is_tile = subs.iter().any(|s| matches!(s, Subscript::Full(_)))
+            || spans >= 2
+            || (spans == 1 && subs.len() == 1);
+        if !is_tile {
+            return Some(None);
+        }
+        let mem = self.memory(base)?;
+        let Memory::Tensor(src) = mem.memory else {
+            self.report(
+                Diagnostic::error("P0509", "a tile is copied from a tensor")
+                    .primary(base.span, "a shared tile")
+                    .note("read a tile's elements with point or run subscripts instead"),
+            );
+            return None;
+        };
+        let Shape::Tile { starts, shape } = self.tile_shape(&mem, subs)? else {
+            return None;
+        };
+        let kind = LocalKind::Tile {
+            elem: mem.elem,
+            shape,
+        };
+        let dst = self.new_local(&name.name, name.span, mutable, kind);
+        self.bind(&name.name, Binding::Local(dst));
+        Some(Some(hir::StmtKind::TileCopy { dst, src, starts }))
+    }
+
+    /// `target = value` where `target` is a subscript.
+    pub fn store(
+        &mut self,
+        base: &ast::Expr,
+        subs: &[Subscript],
+        op: Option<crate::ast::BinOp>,
+        value: &ast::Expr,
+        span: Span,
+    ) -> Option<hir::StmtKind> {
+        let mem = self.memory(base)?;
+        let shape = self.shape(&mem, subs, span)?;
+        self.mark_written(mem.memory);
+        match shape {
+            Shape::Point(index) => {
+                let value = self.store_value(&mem, &index, None, op, value, span)?;
+                Some(hir::StmtKind::Store {
+                    dst: mem.memory,
+                    index,
+                    value,
+                })
+            }
+            Shape::Run { index, axis, len } => {
+                let value = self.store_value(&mem, &index, Some((axis, len)), op, value, span)?;
+                Some(hir::StmtKind::RunStore {
+                    dst: mem.memory,
+                    index,
+                    axis,
+                    len,
+                    value,
+                    only: None,
+                })
+            }
+            Shape::Tile { starts, shape } => self.tile_store(&mem, starts, &shape, op, value),
+        }
+    }
+
+    pub fn mark_written(&mut self, memory: Memory) {
+        if let Memory::Tensor(id) = memory {
+            if let Some(w) = self.written.get_mut(id.0 as usize) {
+                *w = true;
+            }
+        }
+    }
+
+    /// The value stored by a point or run store (a compound assignment reads
+    /// the old value first). A scalar stored to a run is broadcast.
+    fn store_value(
+        &mut self,
+        mem: &Mem,
+        index: &[hir::Expr],
+        run: Option<(usize, u32)>,
+        op: Option<crate::ast::BinOp>,
+        value: &ast::Expr,
+        span: Span,
+    ) -> Ex {
+        let old = match run {
+            None => hir::ExprKind::Load {
+                src: mem.memory,
+                index: index.to_vec(),
+            },
+            Some((axis, len)) => hir::ExprKind::RunLoad {
+                src: mem.memory,
+                index: index.to_vec(),
+                axis,
+                len,
+            },
+        };
+        let target_ty = match run {
+            None => Ty::Scalar(mem.elem),
+            Some((_, len)) => Ty::Run {
+                elem: mem.elem,
+                len,
+            },
+        };
+        let v = match op {
+            Some(op) => self.compound(op, mk(old, target_ty, span), value, span)?,
+            None => self.expr(value, Some(mem.elem))?,
+        };
+        let ok = v.ty == target_ty || (run.is_some() && v.ty == Ty::Scalar(mem.elem));
+        if ok {
+            return Some(v);
+        }
+        self.report(
+            Diagnostic::error(
+                "P0401",
+                format!(
+                    "cannot store {} into `{}`, which holds {}",
+                    ty_name(v.ty),
+                    mem.name,
+                    ty_name(target_ty)
+                ),
+            )
+            .primary(value.span, format!("this is {}", ty_name(v.ty)))
+            .note(super::types::conversion_note(mem.elem)),
+        );
+        None
+    }
+
+    fn tile_store(
+        &mut self,
+        mem: &Mem,
+        starts: Vec<hir::Expr>,
+        shape: &[u32],
+        op: Option<crate::ast::BinOp>,
+        value: &ast::Expr,
+    ) -> Option<hir::StmtKind> {
+        let tile = match (&value.kind, self.value_tile(value)) {
+            (_, Some(t)) if op.is_none() => t,
+            _ => {
+                self.report(
+                    Diagnostic::error("P0509", "a tile subscript is stored to from a whole tile")
+                        .primary(value.span, "not a tile")
+                        .note("write `A[r :+ R, :] = t` with `t` made by `var t = x[...]`"),
+                );
+                return None;
+            }
+        };
+        let Memory::Tensor(dst) = mem.memory else {
+            self.report(
+                Diagnostic::error("P0509", "a tile is stored to a tensor")
+                    .primary(value.span, "cannot copy a tile into a tile"),
+            );
+            return None;
+        };
+        if let LocalKind::Tile {
+            elem,
+            shape: tshape,
+        } = &self.locals[tile.0 as usize].kind
+        {
+            if tshape.as_slice() != shape || *elem != mem.elem {
+                let msg = format!(
+                    "the tile holds {:?} {}, the target is {:?} {}",
+                    tshape,
+                    elem.name(),
+                    shape,
+                    mem.elem.name()
+                );
+                self.report(
+                    Diagnostic::error(
+                        "P0509",
+                        "the tile does not match the target's shape and type",
+                    )
+                    .primary(value.span, msg),
+                );
+                return None;
+            }
+        }
+        Some(hir::StmtKind::TileStore {
+            dst,
+            starts,
+            src: tile,
+        })
+    }
+
+    fn value_tile(&self, value: &ast::Expr) -> Option<hir::LocalId> {
+        let ExprKind::Name(n) = &value.kind else {
+            return None;
+        };
+        match self.lookup(n) {
+            Some(Binding::Local(id))
+                if matches!(self.locals[id.0 as usize].kind, LocalKind::Tile { .. }) =>
+            {
+                Some(*id)
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,454 @@
+//! Expression typing: names, literals, operators and conversions. Typing
+//! is bidirectional: `expr(e, want)` takes the type the context needs, and
+//! an untyped literal takes it (integer literals default to i32, float
+//! literals to f32). Nothing else converts implicitly.
+
+use super::consts::{fits, fold_binary};
+use super::cx::{const_i32, elem_of, mk, ty_name, Binding, Cx, Ex};
+use crate::ast::{self, BinOp, CtxField, ExprKind, ScalarTy, Span, UnOp};
+use crate::diag::Diagnostic;
+use crate::hir::{self, ConstVal, Ty};
+
+/// True for expressions made only of literals (`2`, `-1.5`, `(4 * 8)`):
+/// they have no type of their own until their use gives them one.
+pub(crate) fn is_untyped(e: &ast::Expr) -> bool {
+    match &e.kind {
+        ExprKind::Int(_) | ExprKind::Float(_) => true,
+        ExprKind::Unary(UnOp::Neg, x) => is_untyped(x),
+        ExprKind::Binary(op, a, b) => is_arith(*op) && is_untyped(a) && is_untyped(b),
+        _ => false,
+    }
+}
+
+fn has_float_literal(e: &ast::Expr) -> bool {
+    match &e.kind {
+        ExprKind::Float(_) => true,
+        ExprKind::Unary(_, x) => has_float_literal(x),
+        ExprKind::Binary(_, a, b) => has_float_literal(a) || has_float_literal(b),
+        _ => false,
+    }
+}
+
+/// The type an untyped literal expression takes when nothing asks for one.
+pub(crate) fn literal_default(e: &ast::Expr) -> ScalarTy {
+    if has_float_literal(e) {
+        ScalarTy::F32
+    } else {
+        ScalarTy::I32
+    }
+}
+
+fn is_arith(op: BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem
+    )
+}
+
+fn is_bitwise(op: BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
+    )
+}
+
+fn is_compare(op: BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+    )
+}
+
+pub(crate) fn op_text(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::Rem => "%",
+        BinOp::BitAnd => "&",
+        BinOp::BitOr => "|",
+        BinOp::BitXor => "^",
+        BinOp::Shl => "<<",
+        BinOp::Shr => ">>",
+        BinOp::Eq => "==",
+        BinOp::Ne => "!=",
+        BinOp::Lt => "<",
+        BinOp::Le => "<=",
+        BinOp::Gt => ">",
+        BinOp::Ge => ">=",
+        BinOp::And => "&&",
+        BinOp::Or => "||",
+    }
+}
+
+impl Cx<'_> {
+    /// Check an expression; `want` is the scalar type the context needs, if any.
+    pub fn expr(&mut self, e: &ast::Expr, want: Option<ScalarTy>) -> Ex {
+        match &e.kind {
+            ExprKind::Int(v) => self.int_literal(*v as i128, want, e.span),
+            ExprKind::Float(v) => self.float_literal(*v, want, e.span),
+            ExprKind::Bool(b) => Some(mk(
+                hir::ExprKind::Const(ConstVal::Bool(*b)),
+                Ty::Scalar(ScalarTy::Bool),
+                e.span,
+            )),
+            ExprKind::Name(n) => self.name(n, e.span, want),
+            ExprKind::Ctx(f) => self.ctx(*f, e.span),
+            ExprKind::Unary(op, x) => self.unary(*op, x, want, e.span),
+            ExprKind::Binary(op, a, b) => self.binary(*op, a, b, want, e.span),
+            ExprKind::Call { callee, args } => self.call(callee, args, want, e.span),
+            ExprKind::Index { base, subs } => self.index_expr(base, subs, e.span),
+            ExprKind::Collective {
+                op,
+                config,
+                config_span,
+                args,
+            } => self.collective(op, config, *config_span, args, want, e.span),
+            ExprKind::Error => None,
+        }
+    }
+
+    /// Check an expression that must have type `t` exactly.
+    pub fn expr_of(&mut self, e: &ast::Expr, t: ScalarTy, what: &str) -> Ex {
+        let x = self.expr(e, Some(t))?;
+        if x.ty == Ty::Scalar(t) {
+            return Some(x);
+        }
+        self.report(
+            Diagnostic::error(
+                "P0401",
+                format!("{what} must be {}, found {}", t.name(), ty_name(x.ty)),
+            )
+            .primary(e.span, format!("this is {}", ty_name(x.ty)))
+            .note(conversion_note(t)),
+        );
+        None
+    }
+
+    /// A scalar expression (not a run).
+    pub fn scalar_expr(&mut self, e: &ast::Expr, want: Option<ScalarTy>) -> Ex {
+        let x = self.expr(e, want)?;
+        match x.ty {
+            Ty::Scalar(_) => Some(x),
+            t => {
+                self.report(
+                    Diagnostic::error("P0409", format!("expected a scalar, found {}", ty_name(t)))
+                        .primary(e.span, "a run is not a value on its own")
+                        .note("use a run inside `sum(...)`, `elem(run, i)`, `word(run, i)` or store it with `A[r, k :+ L] = run`"),
+                );
+                None
+            }
+        }
+    }
+
+    fn int_literal(&mut self, v: i128, want: Option<ScalarTy>, span: Span) -> Ex {
+        let t = match want {
+            Some(t) if t.is_float() => return self.float_literal(v as f64, Some(t), span),
+            Some(t) if t.is_int() => t,
+            _ => ScalarTy::I32,
+        };
+        if !fits(v, t) {
+            self.report(
+                Diagnostic::error(
+                    "P0403",
+                    format!("the literal {v} does not fit in {}", t.name()),
+                )
+                .primary(span, format!("out of range for {}", t.name())),
+            );
+            return None;
+        }
+        Some(mk(
+            hir::ExprKind::Const(ConstVal::Int(v)),
+            Ty::Scalar(t),
+            span,
+        ))
+    }
+
+    fn float_literal(&mut self, v: f64, want: Option<ScalarTy>, span: Span) -> Ex {
+        let t = match want {
+            Some(t) if t.is_float() => t,
+            Some(t) if t.is_int() => {
+                self.report(
+                    Diagnostic::error(
+                        "P0403",
+                        format!("a float literal where {} is needed", t.name()),
+                    )
+                    .primary(span, format!("expected {}", t.name()))
+                    .note(format!(
+                        "write an integer, or convert with `{}(...)`",
+                        t.name()
+                    )),
+                );
+                return None;
+            }
+            _ => ScalarTy::F32,
+        };
+        Some(mk(
+            hir::ExprKind::Const(ConstVal::Float(v)),
+            Ty::Scalar(t),
+            span,
+        ))
+    }
+
+    fn name(&mut self, n: &str, span: Span, want: Option<ScalarTy>) -> Ex {
+        let Some(b) = self.lookup(n).cloned() else {
+            return self.unknown_name(n, span);
+        };
+        match b {
+            Binding::Local(id) => match self.local_ty(id) {
+                Some(ty) => Some(mk(hir::ExprKind::Local(id), ty, span)),
+                None => {
+                    self.report(
+                        Diagnostic::error("P0408", format!("the tile `{n}` is not a value"))
+                            .primary(span, "a shared tile")
+                            .note(format!("read it with a subscript, as in `{n}[0, i]`")),
+                    );
+                    None
+                }
+            },
+            Binding::Param(id) => match self.header.params[id.0 as usize].kind {
+                hir::ParamKind::Scalar(t) => {
+                    Some(mk(hir::ExprKind::Param(id), Ty::Scalar(t), span))
+                }
+                hir::ParamKind::Tensor { .. } => {
+                    self.report(
+                        Diagnostic::error("P0408", format!("the tensor `{n}` is not a value"))
+                            .primary(span, "a tensor")
+                            .note(format!("read it with a subscript, as in `{n}[i, j]`")),
+                    );
+                    None
+                }
+            },
+            Binding::Dim(id) => Some(mk(hir::ExprKind::Dim(id), Ty::Scalar(ScalarTy::I32), span)),
+            Binding::Const(v) => {
+                let t = want.filter(|t| t.is_int()).unwrap_or(ScalarTy::I32);
+                self.int_literal(v as i128, Some(t), span)
+            }
+            Binding::Inline(x) => Some(hir::Expr { span, ..x }),
+            Binding::Poisoned => None,
+        }
+    }
+
+    fn unknown_name(&mut self, n: &str, span: Span) -> Ex {
+        let d = if self.fns.items.contains_key(n) {
+            Diagnostic::error("P0206", format!("`{n}` is a fn, not a value"))
+                .primary(span, "call it with arguments")
+        } else if self.grid_mode {
+            Diagnostic::error("P0308", format!("`@grid` cannot use `{n}`"))
+                .primary(span, "not a dim or an autotuned constant")
+                .note("`@grid` is computed before the launch from dims, constants and ctx.threads/ctx.warps")
+        } else {
+            Diagnostic::error("P0200", format!("cannot find `{n}` in this scope"))
+                .primary(span, "not declared")
+        };
+        self.report(d);
+        None
+    }
+
+    fn ctx(&mut self, f: CtxField, span: Span) -> Ex {
+        let warps = i64::from(self.threads / 32);
+        let value = match f {
+            CtxField::Lanes => Some(32),
+            CtxField::Threads => Some(i64::from(self.threads)),
+            CtxField::Warps => Some(warps),
+            _ => None,
+        };
+        if let Some(v) = value {
+            return Some(const_i32(v, span));
+        }
+        if self.grid_mode {
+            self.report(
+                Diagnostic::error(
+                    "P0308",
+                    "`@grid` can only use dims, constants and ctx.threads/ctx.warps",
+                )
+                .primary(span, "not known before the launch"),
+            );
+            return None;
+        }
+        Some(mk(hir::ExprKind::Ctx(f), Ty::Scalar(ScalarTy::I32), span))
+    }
+
+    fn unary(&mut self, op: UnOp, x: &ast::Expr, want: Option<ScalarTy>, span: Span) -> Ex {
+        if let (UnOp::Neg, ExprKind::Int(v)) = (op, &x.kind) {
+            return self.int_literal(-(*v as i128), want, span);
+        }
+        let inner = self.expr(x, want)?;
+        let elem = elem_of(inner.ty)?;
+        let ok = match op {
+            UnOp::Neg => elem.is_float() || elem.is_int(),
+            UnOp::Not => elem == ScalarTy::Bool || elem.is_int(),
+        };
+        if !ok {
+            let sym = if op == UnOp::Neg { "-" } else { "!" };
+            self.report(
+                Diagnostic::error(
+                    "P0402",
+                    format!("`{sym}` does not apply to {}", ty_name(inner.ty)),
+                )
+                .primary(x.span, format!("this is {}", ty_name(inner.ty))),
+            );
+            return None;
+        }
+        if let (UnOp::Neg, hir::ExprKind::Const(ConstVal::Float(v))) = (op, &inner.kind) {
+            return Some(mk(
+                hir::ExprKind::Const(ConstVal::Float(-v)),
+                inner.ty,
+                span,
+            ));
+        }
+        let ty = inner.ty;
+        Some(mk(hir::ExprKind::Unary(op, Box::new(inner)), ty, span))
+    }
+
+    /// Check two operands that must share a type: the typed one first, so
+    /// an untyped literal on the other side takes its type.
+    pub fn operand_pair(
+        &mut self,
+        a: &ast::Expr,
+        b: &ast::Expr,
+        want: Option<ScalarTy>,
+    ) -> Option<(hir::Expr, hir::Expr)> {
+        if is_untyped(a) && !is_untyped(b) {
+            let y = self.expr(b, want)?;
+            let x = self.expr(a, elem_of(y.ty))?;
+            return Some((x, y));
+        }
+        let want = match (is_untyped(a), want) {
+            (true, None) => Some(literal_default(a).max_literal(literal_default(b))),
+            _ => want,
+        };
+        let x = self.expr(a, want);
+        let y = self.expr(b, x.as_ref().and_then(|x| elem_of(x.ty)).or(want));
+        Some((x?, y?))
+    }
+
+    fn binary(
+        &mut self,
+        op: BinOp,
+        a: &ast::Expr,
+        b: &ast::Expr,
+        want: Option<ScalarTy>,
+        span: Span,
+    ) -> Ex {
+        let operand_want = if is_compare(op) || matches!(op, BinOp::And | BinOp::Or) {
+            None
+        } else {
+            want
+        };
+        let (x, y) = self.operand_pair(a, b, operand_want)?;
+        let ty = self.binary_type(op, &x, &y, span)?;
+        if let Some(folded) = fold_binary(op, &x, &y, ty, span) {
+            return Some(folded);
+        }
+        Some(mk(
+            hir::ExprKind::Binary(op, Box::new(x), Box::new(y)),
+            ty,
+            span,
+        ))
+    }
+
+    /// `old op value` for a compound assignment: `value` takes `old`'s type.
+    pub fn compound(&mut self, op: BinOp, old: hir::Expr, value: &ast::Expr, span: Span) -> Ex {
+        let y = self.expr(value, elem_of(old.ty))?;
+        let ty = self.binary_type(op, &old, &y, span)?;
+        Some(mk(
+            hir::ExprKind::Binary(op, Box::new(old), Box::new(y)),
+            ty,
+            span,
+        ))
+    }
+
+    /// The result type of `x op y`, or a reported error.
+    pub(crate) fn binary_type(
+        &mut self,
+        op: BinOp,
+        x: &hir::Expr,
+        y: &hir::Expr,
+        span: Span,
+    ) -> Option<Ty> {
+        let (ex, ey) = (elem_of(x.ty)?, elem_of(y.ty)?);
+        let run_len = match (x.ty, y.ty) {
+            (Ty::Run { len: l1, .. }, Ty::Run { len: l2, .. }) if l1 != l2 => {
+                self.report(
+                    Diagnostic::error("P0505", format!("runs of different lengths: {l1} and {l2}"))
+                        .primary(x.span, format!("a run of {l1}"))
+                        .secondary(y.span, format!("a run of {l2}"))
+                        .note("elementwise run expressions combine runs of one length"),
+                );
+                return None;
+            }
+            (Ty::Run { len, .. }, _) | (_, Ty::Run { len, .. }) => Some(len),
+            _ => None,
+        };
+        if ex != ey {
+            self.report(
+                Diagnostic::error(
+                    "P0400",
+                    format!(
+                        "mismatched types: {} {} {}",
+                        ex.name(),
+                        op_text(op),
+                        ey.name()
+                    ),
+                )
+                .primary(span, "the operands of a binary operator must have one type")
+                .secondary(x.span, format!("this is {}", ex.name()))
+                .secondary(y.span, format!("this is {}", ey.name()))
+                .note(format!(
+                    "convert one side explicitly, as in `{}(...)`",
+                    ex.name()
+                )),
+            );
+            return None;
+        }
+        let ok = if is_arith(op) {
+            ex.is_int() || ex.is_float()
+        } else if is_bitwise(op) {
+            ex.is_int() || (ex == ScalarTy::Bool && !matches!(op, BinOp::Shl | BinOp::Shr))
+        } else if is_compare(op) {
+            ex != ScalarTy::Bool || matches!(op, BinOp::Eq | BinOp::Ne)
+        } else {
+            ex == ScalarTy::Bool
+        };
+        if !ok {
+            self.report(
+                Diagnostic::error(
+                    "P0402",
+                    format!("`{}` does not apply to {}", op_text(op), ex.name()),
+                )
+                .primary(span, format!("operands of type {}", ex.name())),
+            );
+            return None;
+        }
+        let res = if is_compare(op) { ScalarTy::Bool } else { ex };
+        Some(match run_len {
+            Some(len) => Ty::Run { elem: res, len },
+            None => Ty::Scalar(res),
+        })
+    }
+}
+
+/// The fix for a type mismatch.
+pub(crate) fn conversion_note(t: ScalarTy) -> String {
+    format!(
+        "Phobos converts only untyped literals implicitly; convert explicitly with `{}(...)`",
+        t.name()
+    )
+}
+
+/// Join of literal defaults: a float anywhere makes the whole f32.
+trait LiteralJoin {
+    fn max_literal(self, other: Self) -> Self;
+}
+
+impl LiteralJoin for ScalarTy {
+    fn max_literal(self, other: ScalarTy) -> ScalarTy {
+        if self.is_float() || other.is_float() {
+            ScalarTy::F32
+        } else {
+            ScalarTy::I32
+        }
+    }
+}
