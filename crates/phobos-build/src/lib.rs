@@ -1,1 +1,549 @@
-//! Build-script helper: compile a directory of .pho kernels into PTX, cubins and typed Rust bindings.
+//! Build-script helper: compiles a directory of `.pho` kernels into PTX,
+//! cubins (when NVIDIA's `ptxas` is found) and the typed Rust bindings that
+//! the crate includes with
+//! `mod kernels { include!(concat!(env!("OUT_DIR"), "/kernels.rs")); }`.
+//!
+//! ```text
+//! // build.rs
+//! fn main() {
+//!     phobos_build::compile_dir("kernels");
+//! }
+//! ```
+//!
+//! It owns files, processes and the environment for the compiler (which is
+//! IO-free): walking the directory, `cargo:` directives, ptxas and its cache,
+//! atomic writes into `OUT_DIR`. It decides nothing about what kernels mean.
+
+mod config;
+mod output;
+mod ptxas;
+
+pub use config::DEFAULT_ARCHES;
+pub use ptxas::Ptxas;
+
+use config::{parse_arch_list, ConfigFile, Env};
+use output::write_if_changed;
+use phobos_bindgen::{AssetRoot, KernelAssets};
+use phobos_core::meta::KernelMeta;
+use phobos_core::{CompileOptions, Diagnostic};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Compiles every `.pho` file under `dir` (relative to the crate's
+/// manifest directory) with the default settings, for use as the whole body
+/// of a build script. On any error it prints the rendered diagnostics and a
+/// one-line summary to stderr and exits the build script with status 1.
+pub fn compile_dir(dir: impl AsRef<Path>) -> BuildOutput {
+    Builder::new(dir).build_or_exit()
+}
+
+/// Options for compiling a directory of kernels.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    dir: PathBuf,
+    arches: Option<Vec<u32>>,
+    ptxas: Option<PathBuf>,
+    ptx_only: Option<bool>,
+    config: Option<PathBuf>,
+    out_dir: Option<PathBuf>,
+    manifest_dir: Option<PathBuf>,
+    cargo_directives: bool,
+}
+
+/// What a build produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildOutput {
+    /// Kernel names, in the order the bindings declare them.
+    pub kernels: Vec<String>,
+    /// The architectures PTX (and cubins, with ptxas) were built for.
+    pub arches: Vec<u32>,
+    /// The ptxas used; `None` when the build embedded PTX only.
+    pub ptxas: Option<Ptxas>,
+    /// Cubins assembled by running ptxas, and cubins taken from the cache.
+    pub cubins_assembled: usize,
+    pub cubins_cached: usize,
+    /// The generated bindings (`OUT_DIR/kernels.rs`).
+    pub bindings: PathBuf,
+    /// Warnings, one line each (also printed as `cargo:warning`).
+    pub warnings: Vec<String>,
+}
+
+/// Why a build failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BuildError {
+    /// Kernels with errors: the rendered diagnostics and a one-line summary.
+    Diagnostics {
+        rendered: String,
+        summary: String,
+    },
+    /// Two files define a kernel of the same name.
+    DuplicateKernel {
+        name: String,
+        first: String,
+        second: String,
+    },
+    Io {
+        path: PathBuf,
+        message: String,
+    },
+    Config {
+        path: PathBuf,
+        message: String,
+    },
+    /// An environment variable holds a bad value, or a needed one is missing.
+    Env {
+        var: String,
+        message: String,
+    },
+    Ptxas {
+        message: String,
+    },
+}
+
+impl BuildError {
+    fn io(path: &Path, e: impl fmt::Display) -> BuildError {
+        BuildError::Io {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::Diagnostics { rendered, summary } => {
+                write!(f, "{}\n{summary}", rendered.trim_end())
+            }
+            BuildError::DuplicateKernel {
+                name,
+                first,
+                second,
+            } => write!(
+                f,
+                "error: kernel `{name}` is defined in both {first} and {second}; \
+                 kernel names must be unique in a crate (each becomes a function of the bindings)"
+            ),
+            BuildError::Io { path, message } => {
+                write!(f, "error: {}: {message}", path.display())
+            }
+            BuildError::Config { path, message } => {
+                write!(f, "error: {}: {message}", path.display())
+            }
+            BuildError::Env { var, message } => write!(f, "error: {var}: {message}"),
+            BuildError::Ptxas { message } => write!(f, "error: ptxas: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// One `.pho` file, compiled for every architecture.
+struct CompiledFile {
+    display: String,
+    /// Per architecture, ascending: the kernels.
+    per_arch: Vec<(u32, Vec<phobos_core::CompiledKernel>)>,
+}
+
+impl Builder {
+    /// Compile the `.pho` files under `dir`, relative to the manifest
+    /// directory (`CARGO_MANIFEST_DIR`) unless absolute.
+    pub fn new(dir: impl AsRef<Path>) -> Builder {
+        Builder {
+            dir: dir.as_ref().to_path_buf(),
+            arches: None,
+            ptxas: None,
+            ptx_only: None,
+            config: None,
+            out_dir: None,
+            manifest_dir: None,
+            cargo_directives: true,
+        }
+    }
+
+    /// The architectures to build for, as numbers (`80` for sm_80).
+    /// `PHOBOS_ARCHES` (e.g. `sm_80,sm_90`) overrides this.
+    pub fn arches(mut self, arches: &[u32]) -> Builder {
+        self.arches = Some(arches.to_vec());
+        self
+    }
+
+    /// The ptxas to use (otherwise `PHOBOS_PTXAS`, `PATH`, `CUDA_PATH`,
+    /// `CUDA_HOME`).
+    pub fn ptxas(mut self, path: impl AsRef<Path>) -> Builder {
+        self.ptxas = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Embed PTX only, never running ptxas (the driver JITs on first use).
+    pub fn ptx_only(mut self, yes: bool) -> Builder {
+        self.ptx_only = Some(yes);
+        self
+    }
+
+    /// Read options from this file instead of `phobos.toml` in the
+    /// manifest directory.
+    pub fn config_file(mut self, path: impl AsRef<Path>) -> Builder {
+        self.config = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Write into this directory instead of `OUT_DIR`.
+    pub fn out_dir(mut self, path: impl AsRef<Path>) -> Builder {
+        self.out_dir = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Resolve relative paths against this directory instead of
+    /// `CARGO_MANIFEST_DIR`.
+    pub fn manifest_dir(mut self, path: impl AsRef<Path>) -> Builder {
+        self.manifest_dir = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Print `cargo:` directives on stdout (on by default; off for use
+    /// outside build scripts).
+    pub fn cargo_directives(mut self, yes: bool) -> Builder {
+        self.cargo_directives = yes;
+        self
+    }
+
+    /// Builds, or prints the error to stderr and exits with status 1 (the
+    /// way a build script should fail: no panic, no backtrace).
+    pub fn build_or_exit(self) -> BuildOutput {
+        match self.build() {
+            Ok(out) => out,
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(1);
+            }
+        }
+    }
+
+    /// Compiles the directory and writes PTX, cubins and bindings.
+    pub fn build(self) -> Result<BuildOutput, BuildError> {
+        let mut env = Env::default();
+        let result = self.build_inner(&mut env);
+        // Print even on failure: fixing the variable must rerun the script.
+        if self.cargo_directives {
+            for var in &env.read {
+                println!("cargo:rerun-if-env-changed={var}");
+            }
+        }
+        result
+    }
+
+    fn build_inner(&self, env: &mut Env) -> Result<BuildOutput, BuildError> {
+        let manifest_dir = match &self.manifest_dir {
+            Some(d) => d.clone(),
+            None => env
+                .var("CARGO_MANIFEST_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(".")),
+        };
+        let out_dir = match &self.out_dir {
+            Some(d) => d.clone(),
+            None => env
+                .var("OUT_DIR")
+                .map(PathBuf::from)
+                .ok_or(BuildError::Env {
+                    var: "OUT_DIR".to_string(),
+                    message:
+                        "not set; phobos-build runs from a build script (or give Builder::out_dir)"
+                            .to_string(),
+                })?,
+        };
+        let config_path = self
+            .config
+            .clone()
+            .map(|p| manifest_dir.join(p))
+            .unwrap_or_else(|| manifest_dir.join("phobos.toml"));
+        let config = if config_path.is_file() {
+            self.directive(&format!("cargo:rerun-if-changed={}", config_path.display()));
+            ConfigFile::read(&config_path)?
+        } else if self.config.is_some() {
+            return Err(BuildError::io(&config_path, "no such file"));
+        } else {
+            ConfigFile::default()
+        };
+
+        let arches = match env.var("PHOBOS_ARCHES") {
+            Some(v) => parse_arch_list(&v).map_err(|message| BuildError::Env {
+                var: "PHOBOS_ARCHES".to_string(),
+                message,
+            })?,
+            None => match (&self.arches, config.arches(&config_path)?) {
+                (Some(a), _) => {
+                    let text: Vec<String> = a.iter().map(u32::to_string).collect();
+                    parse_arch_list(&text.join(",")).map_err(|message| BuildError::Config {
+                        path: PathBuf::from("Builder::arches"),
+                        message,
+                    })?
+                }
+                (None, Some(a)) => a,
+                (None, None) => DEFAULT_ARCHES.to_vec(),
+            },
+        };
+        let mut arches = arches;
+        arches.sort_unstable();
+        arches.dedup();
+
+        let dir = manifest_dir.join(&self.dir);
+        let files = self.walk(&dir, &manifest_dir)?;
+        let compiled = compile_files(&files, &arches)?;
+        let warnings = self.report_warnings(&compiled.1);
+        let compiled = compiled.0;
+        check_unique_names(&compiled)?;
+
+        let ptx_only = self.ptx_only.or(config.build.ptx_only).unwrap_or(false);
+        let ptxas = if ptx_only {
+            None
+        } else {
+            let explicit = self
+                .ptxas
+                .clone()
+                .or_else(|| config.build.ptxas.clone().map(|p| manifest_dir.join(p)));
+            let found = ptxas::find(explicit, env)?;
+            if found.is_none() {
+                self.directive(
+                    "cargo:warning=phobos: ptxas not found (looked at PHOBOS_PTXAS, PATH, \
+                     CUDA_PATH, CUDA_HOME); embedding PTX only, which the driver compiles on \
+                     first use. Set PHOBOS_PTXAS to ship cubins.",
+                );
+            }
+            found
+        };
+        self.write_outputs(&out_dir, &compiled, &arches, ptxas, warnings)
+    }
+
+    fn directive(&self, line: &str) {
+        if self.cargo_directives {
+            println!("{line}");
+        }
+    }
+
+    /// The `.pho` files under `dir`, sorted; prints `rerun-if-changed` for
+    /// every directory (so a new file reruns the script) and every file.
+    fn walk(&self, dir: &Path, manifest_dir: &Path) -> Result<Vec<(PathBuf, String)>, BuildError> {
+        if !dir.is_dir() {
+            return Err(BuildError::io(dir, "no such directory of kernels"));
+        }
+        let mut files = Vec::new();
+        for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+            let entry = entry.map_err(|e| {
+                let path = e.path().unwrap_or(dir).to_path_buf();
+                BuildError::io(&path, e)
+            })?;
+            let path = entry.path();
+            if entry.file_type().is_dir() {
+                self.directive(&format!("cargo:rerun-if-changed={}", path.display()));
+            } else if path.extension().is_some_and(|e| e == "pho") {
+                self.directive(&format!("cargo:rerun-if-changed={}", path.display()));
+                let display = path
+                    .strip_prefix(manifest_dir)
+                    .unwrap_or(path)
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                files.push((path.to_path_buf(), display));
+            }
+        }
+        Ok(files)
+    }
+
+    fn report_warnings(&self, warnings: &[String]) -> Vec<String> {
+        for w in warnings {
+            self.directive(&format!("cargo:warning={w}"));
+        }
+        warnings.to_vec()
+    }
+
+    fn write_outputs(
+        &self,
+        out_dir: &Path,
+        compiled: &[CompiledFile],
+        arches: &[u32],
+        ptxas: Option<Ptxas>,
+        warnings: Vec<String>,
+    ) -> Result<BuildOutput, BuildError> {
+        let assets_dir = out_dir.join("phobos");
+        let mut written = BTreeSet::new();
+        let mut write = |name: String, bytes: &[u8]| -> Result<(), BuildError> {
+            write_if_changed(&assets_dir.join(&name), bytes)?;
+            written.insert(name);
+            Ok(())
+        };
+
+        // Kernels in file order, then source order.
+        let mut assets: Vec<KernelAssets> = Vec::new();
+        let mut jobs = Vec::new();
+        for file in compiled {
+            let Some((_, first)) = file.per_arch.first() else {
+                continue;
+            };
+            for (index, kernel) in first.iter().enumerate() {
+                let name = &kernel.meta.name;
+                let meta_file = format!("{name}.meta.ron");
+                write(meta_file.clone(), meta_ron(&kernel.meta)?.as_bytes())?;
+                let mut ptx_files = Vec::new();
+                for (arch, kernels) in &file.per_arch {
+                    let Some(k) = kernels.get(index) else {
+                        continue;
+                    };
+                    let ptx_file = format!("{name}.sm_{arch}.ptx");
+                    write(ptx_file.clone(), k.ptx.as_bytes())?;
+                    ptx_files.push((*arch, ptx_file));
+                    jobs.push(ptxas::Job {
+                        kernel: name,
+                        arch: *arch,
+                        ptx: &k.ptx,
+                    });
+                }
+                assets.push(KernelAssets {
+                    meta: kernel.meta.clone(),
+                    meta_file,
+                    ptx_files,
+                    cubin_files: Vec::new(),
+                });
+            }
+        }
+
+        let (mut assembled, mut cached) = (0, 0);
+        if let Some(ptxas) = &ptxas {
+            let (cubins, hits) = ptxas::assemble_all(ptxas, &jobs, &out_dir.join("phobos-cache"))?;
+            cached = hits;
+            assembled = jobs.len() - hits;
+            for (job, cubin) in jobs.iter().zip(&cubins) {
+                let file = format!("{}.sm_{}.cubin", job.kernel, job.arch);
+                write(file.clone(), cubin)?;
+                if let Some(a) = assets.iter_mut().find(|a| a.meta.name == job.kernel) {
+                    a.cubin_files.push((job.arch, file));
+                }
+            }
+        }
+
+        remove_stale(&assets_dir, &written)?;
+        let bindings = out_dir.join("kernels.rs");
+        let code = phobos_bindgen::generate(&assets, &AssetRoot::OutDir("phobos".to_string()));
+        write_if_changed(&bindings, code.as_bytes())?;
+        Ok(BuildOutput {
+            kernels: assets.iter().map(|a| a.meta.name.clone()).collect(),
+            arches: arches.to_vec(),
+            ptxas,
+            cubins_assembled: assembled,
+            cubins_cached: cached,
+            bindings,
+            warnings,
+        })
+    }
+}
+
+fn meta_ron(meta: &KernelMeta) -> Result<String, BuildError> {
+    ron::ser::to_string_pretty(meta, ron::ser::PrettyConfig::default()).map_err(|e| {
+        BuildError::Ptxas {
+            message: format!("cannot serialize the metadata of `{}`: {e}", meta.name),
+        }
+    })
+}
+
+/// Compiles every file for every architecture. Returns the compiled files
+/// and the warnings (one line each), or every error rendered.
+fn compile_files(
+    files: &[(PathBuf, String)],
+    arches: &[u32],
+) -> Result<(Vec<CompiledFile>, Vec<String>), BuildError> {
+    let mut compiled = Vec::new();
+    let mut rendered = String::new();
+    let mut warnings = Vec::new();
+    let (mut n_errors, mut failed_files) = (0usize, 0usize);
+    for (path, display) in files {
+        let src = std::fs::read_to_string(path).map_err(|e| BuildError::io(path, e))?;
+        let mut per_arch = Vec::new();
+        // Diagnostics are reported once per file, however many architectures
+        // produce them.
+        let mut seen: Vec<Diagnostic> = Vec::new();
+        for &arch in arches {
+            let (kernels, diags) = phobos_core::compile(&src, display, &CompileOptions { arch });
+            for d in diags {
+                if !seen.contains(&d) {
+                    seen.push(d);
+                }
+            }
+            per_arch.push((arch, kernels));
+        }
+        let errors: Vec<Diagnostic> = seen.iter().filter(|d| d.is_error()).cloned().collect();
+        for w in seen.iter().filter(|d| !d.is_error()) {
+            warnings.push(one_line(w, display, &src));
+        }
+        if errors.is_empty() {
+            compiled.push(CompiledFile {
+                display: display.clone(),
+                per_arch,
+            });
+        } else {
+            n_errors += errors.len();
+            failed_files += 1;
+            rendered.push_str(&phobos_core::render::render(&errors, display, &src, false));
+        }
+    }
+    if n_errors > 0 {
+        let summary = format!(
+            "error: could not compile the Phobos kernels: {n_errors} error{} in {failed_files} file{}",
+            if n_errors == 1 { "" } else { "s" },
+            if failed_files == 1 { "" } else { "s" },
+        );
+        return Err(BuildError::Diagnostics { rendered, summary });
+    }
+    Ok((compiled, warnings))
+}
+
+/// `file:line:col: warning[code]: message`, for a `cargo:warning` line.
+fn one_line(d: &Diagnostic, display: &str, src: &str) -> String {
+    let index = phobos_core::source::LineIndex::new(src);
+    let at = d
+        .labels
+        .iter()
+        .find(|l| l.primary)
+        .or(d.labels.first())
+        .map(|l| {
+            let (line, col) = index.line_col((l.span.start as usize).min(src.len()));
+            format!("{display}:{line}:{col}")
+        })
+        .unwrap_or_else(|| display.to_string());
+    let kind = if d.is_error() { "error" } else { "warning" };
+    format!("{at}: {kind}[{}]: {}", d.code, d.message.replace('\n', " "))
+}
+
+fn check_unique_names(files: &[CompiledFile]) -> Result<(), BuildError> {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for file in files {
+        let Some((_, kernels)) = file.per_arch.first() else {
+            continue;
+        };
+        for k in kernels {
+            if let Some(first) = seen.insert(&k.meta.name, &file.display) {
+                return Err(BuildError::DuplicateKernel {
+                    name: k.meta.name.clone(),
+                    first: first.to_string(),
+                    second: file.display.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes files of kernels that no longer exist, so a renamed kernel's
+/// old PTX does not linger.
+fn remove_stale(dir: &Path, keep: &BTreeSet<String>) -> Result<(), BuildError> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.path().is_file() && !keep.contains(&name) {
+            std::fs::remove_file(entry.path()).map_err(|e| BuildError::io(&entry.path(), e))?;
+        }
+    }
+    Ok(())
+}

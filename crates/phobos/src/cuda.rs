@@ -376,3 +376,43 @@ impl Drop for CudaBackend {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static SOURCE: KernelSource = KernelSource {
+        name: "k",
+        module: "k.pho",
+        meta: "",
+        ptx: &[(75, "ptx75"), (80, "ptx80"), (90, "ptx90")],
+        cubins: &[(75, b"c75"), (80, b"c80"), (86, b"c86"), (90, b"c90")],
+    };
+
+    fn archs(images: &[Image]) -> Vec<String> {
+        images
+            .iter()
+            .map(|i| match i {
+                Image::Cubin { arch, .. } => format!("cubin{arch}"),
+                Image::Ptx { arch, .. } => format!("ptx{arch}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_matching_cubin_comes_first_then_compatible_ones_then_ptx() {
+        assert_eq!(
+            archs(&images_for(&SOURCE, 86)),
+            ["cubin86", "cubin80", "ptx80"]
+        );
+        assert_eq!(archs(&images_for(&SOURCE, 89)), ["cubin86", "ptx80"]);
+        assert_eq!(archs(&images_for(&SOURCE, 90)), ["cubin90", "ptx90"]);
+        // A newer GPU than any build target: the newest PTX, JIT-compiled.
+        assert_eq!(archs(&images_for(&SOURCE, 120)), ["ptx90"]);
+        assert_eq!(archs(&images_for(&SOURCE, 70)), Vec::<String>::new());
+        assert_eq!(
+            Image::Ptx { arch: 80, text: "" }.label("k.pho"),
+            "the sm_80 PTX of `k.pho` (JIT)"
+        );
+    }
+}

@@ -673,3 +673,73 @@ fn eval_grid(expr: &GridExpr, dims: &DimValues, variant: &VariantMeta) -> Result
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dims(pairs: &[(&str, usize)]) -> DimValues {
+        pairs
+            .iter()
+            .map(|&(n, v)| {
+                (
+                    n.to_string(),
+                    AxisValue {
+                        param: "A".into(),
+                        axis: 0,
+                        value: v,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn variant(threads: u32) -> VariantMeta {
+        VariantMeta {
+            entry: "k".into(),
+            values: vec![("BLOCK".into(), 64)],
+            threads,
+            ptx_params: vec![],
+            shared_bytes: 0,
+            shared_plan: vec![],
+            barriers: vec![],
+            loads: vec![],
+        }
+    }
+
+    fn b(e: GridExpr) -> Box<GridExpr> {
+        Box::new(e)
+    }
+
+    #[test]
+    fn grid_expressions_evaluate_over_dims_tuning_values_and_the_cta_shape() {
+        let d = dims(&[("N", 1000)]);
+        let cdiv = GridExpr::Cdiv(
+            b(GridExpr::Dim("N".into())),
+            b(GridExpr::Dim("ctx.warps".into())),
+        );
+        assert_eq!(eval_grid(&cdiv, &d, &variant(128)), Ok(250));
+        assert_eq!(eval_grid(&cdiv, &d, &variant(96)), Ok(334));
+        let tuned = GridExpr::Binary(
+            BinOp::Div,
+            b(GridExpr::Dim("N".into())),
+            b(GridExpr::Dim("BLOCK".into())),
+        );
+        assert_eq!(eval_grid(&tuned, &d, &variant(32)), Ok(15));
+        let min = GridExpr::Min(
+            b(GridExpr::Const(7)),
+            b(GridExpr::Dim("ctx.threads".into())),
+        );
+        assert_eq!(eval_grid(&min, &d, &variant(32)), Ok(7));
+        let missing = GridExpr::Dim("M".into());
+        assert!(eval_grid(&missing, &d, &variant(32))
+            .unwrap_err()
+            .contains("`M`"));
+        let overflow = GridExpr::Binary(
+            BinOp::Mul,
+            b(GridExpr::Const(i64::MAX)),
+            b(GridExpr::Const(2)),
+        );
+        assert!(eval_grid(&overflow, &d, &variant(32)).is_err());
+    }
+}

@@ -1,0 +1,161 @@
+//! Build options: what the builder API sets, what `phobos.toml` says and
+//! what the environment overrides, resolved into one `Settings`. Every
+//! environment variable read here is reported so the build script can print
+//! `cargo:rerun-if-env-changed` for it.
+
+use crate::BuildError;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// The architectures built when nothing says otherwise: every target Phobos
+/// supports, so a release binary runs on any of them without a JIT.
+pub const DEFAULT_ARCHES: [u32; 5] = phobos_core::ARCHES;
+
+/// `phobos.toml`, next to the crate's Cargo.toml:
+///
+/// ```toml
+/// [build]
+/// arches = ["sm_80", "sm_90"]   # or [80, 90]
+/// ptxas = "/usr/local/cuda/bin/ptxas"
+/// ptx-only = false
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConfigFile {
+    #[serde(default)]
+    pub build: BuildSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(crate) struct BuildSection {
+    pub arches: Option<Vec<ArchValue>>,
+    pub ptxas: Option<PathBuf>,
+    pub ptx_only: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum ArchValue {
+    Number(u32),
+    Name(String),
+}
+
+impl ConfigFile {
+    pub(crate) fn read(path: &Path) -> Result<ConfigFile, BuildError> {
+        let text = std::fs::read_to_string(path).map_err(|e| BuildError::Io {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        toml::from_str(&text).map_err(|e| BuildError::Config {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+
+    pub(crate) fn arches(&self, path: &Path) -> Result<Option<Vec<u32>>, BuildError> {
+        let Some(values) = &self.build.arches else {
+            return Ok(None);
+        };
+        let mut out = Vec::new();
+        for v in values {
+            let arch = match v {
+                ArchValue::Number(n) => check_arch(*n, &n.to_string()),
+                ArchValue::Name(s) => parse_arch(s),
+            }
+            .map_err(|message| BuildError::Config {
+                path: path.to_path_buf(),
+                message,
+            })?;
+            out.push(arch);
+        }
+        Ok(Some(out))
+    }
+}
+
+fn check_arch(arch: u32, text: &str) -> Result<u32, String> {
+    if phobos_core::ARCHES.contains(&arch) {
+        Ok(arch)
+    } else {
+        let known: Vec<String> = phobos_core::ARCHES
+            .iter()
+            .map(|a| format!("sm_{a}"))
+            .collect();
+        Err(format!(
+            "unknown architecture `{text}`; Phobos targets {}",
+            known.join(", ")
+        ))
+    }
+}
+
+/// `sm_86`, `86` or `compute_86` → 86.
+pub(crate) fn parse_arch(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    let digits = t
+        .strip_prefix("sm_")
+        .or_else(|| t.strip_prefix("compute_"))
+        .unwrap_or(t);
+    match digits.parse::<u32>() {
+        Ok(n) => check_arch(n, t),
+        Err(_) => check_arch(0, t),
+    }
+}
+
+/// A comma- or space-separated list, as `PHOBOS_ARCHES` holds it.
+pub(crate) fn parse_arch_list(text: &str) -> Result<Vec<u32>, String> {
+    let mut out: Vec<u32> = Vec::new();
+    for item in text.split([',', ' ']).filter(|s| !s.trim().is_empty()) {
+        let arch = parse_arch(item)?;
+        if !out.contains(&arch) {
+            out.push(arch);
+        }
+    }
+    if out.is_empty() {
+        return Err("no architecture given".to_string());
+    }
+    Ok(out)
+}
+
+/// Reads environment variables and remembers which ones were read.
+#[derive(Default)]
+pub(crate) struct Env {
+    pub read: Vec<String>,
+}
+
+impl Env {
+    pub(crate) fn var(&mut self, name: &str) -> Option<String> {
+        if !self.read.iter().any(|n| n == name) {
+            self.read.push(name.to_string());
+        }
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_names_parse_and_unknown_ones_are_refused() {
+        assert_eq!(
+            parse_arch_list("sm_80, 90 compute_75"),
+            Ok(vec![80, 90, 75])
+        );
+        assert!(parse_arch_list("sm_70")
+            .unwrap_err()
+            .contains("unknown architecture `sm_70`"));
+        assert!(parse_arch_list(" , ").is_err());
+    }
+
+    #[test]
+    fn config_file_takes_names_or_numbers_and_refuses_unknown_keys() {
+        let c: ConfigFile =
+            toml::from_str("[build]\narches = [\"sm_86\", 90]\nptx-only = true\n").unwrap();
+        assert_eq!(
+            c.arches(Path::new("phobos.toml")).unwrap(),
+            Some(vec![86, 90])
+        );
+        assert_eq!(c.build.ptx_only, Some(true));
+        assert!(toml::from_str::<ConfigFile>("[build]\narch = 3\n").is_err());
+    }
+}
