@@ -2,9 +2,87 @@
 //! compute-sanitizer would. It knows nothing of the Phobos language: it reads
 //! PTX (plus `.file`/`.loc` line info) and runs launches.
 //!
-//! Public API (contract with the runtime crate, the CLI and phobos-explain):
-//! see the items below. Everything here is to be written; signatures may
-//! grow but not break.
+//! # Using it
+//!
+//! ```
+//! use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
+//!
+//! let ptx = r#"
+//! .version 7.5
+//! .target sm_75
+//! .address_size 64
+//! .visible .entry twice(.param .u64 p_x, .param .s32 p_n)
+//! {
+//!   .reg .pred %p<2>;
+//!   .reg .b32 %r<4>;
+//!   .reg .f32 %f<2>;
+//!   .reg .b64 %rd<4>;
+//!   ld.param.u64 %rd1, [p_x];
+//!   ld.param.u32 %r1, [p_n];
+//!   mov.u32 %r2, %tid.x;
+//!   setp.ge.s32 %p1, %r2, %r1;
+//!   @%p1 bra $done;
+//!   mul.wide.s32 %rd2, %r2, 4;
+//!   add.s64 %rd3, %rd1, %rd2;
+//!   ld.global.f32 %f1, [%rd3];
+//!   add.f32 %f1, %f1, %f1;
+//!   st.global.f32 [%rd3], %f1;
+//! $done:
+//!   ret;
+//! }
+//! "#;
+//! let module = Module::parse(ptx)?;
+//! let mut dev = Device::new();
+//! let data: Vec<u8> = [1.0f32, 2.0, 3.0].iter().flat_map(|f| f.to_le_bytes()).collect();
+//! let x = dev.alloc_from("x", &data)?;
+//! let args = [KernelArg::Buffer(x), KernelArg::I32(3)];
+//! let stats = dev.launch(&module, "twice", [1, 1, 1], [32, 1, 1], &args, &LaunchOptions::default(), None)?;
+//! let out = dev.to_vec(x)?;
+//! assert_eq!(f32::from_le_bytes(out[8..12].try_into().unwrap()), 6.0);
+//! assert!(stats.thread_instructions > 0);
+//! # Ok::<(), phobos_sim::SimError>(())
+//! ```
+//!
+//! - [`Module::parse`] reads PTX; anything outside the supported subset
+//!   (`docs/simulator.md`) is `unsupported instruction X at line N`.
+//! - [`Device`] owns named global buffers ([`Device::alloc`],
+//!   [`Device::write`], [`Device::read`]); each is its own allocation with
+//!   exact bounds, so memcheck names the tensor an access missed.
+//! - [`Device::launch`] runs an entry over a grid with [`KernelArg`]s in
+//!   `.param` order and [`LaunchOptions`]; it returns [`LaunchStats`] or a
+//!   [`SimError`], whose `Check` variant is a [`CheckReport`] (memcheck,
+//!   racecheck, synccheck, initcheck, step limit) naming kernel, source
+//!   line, CTA, thread, address and tensor.
+//! - An [`Observer`] sees every executed warp instruction (used by
+//!   `phobos explain`); observing runs CTAs on the calling thread.
+//!
+//! # How it runs
+//!
+//! PTX is parsed (`parse`) and decoded once (`decode`) into instructions
+//! whose operands are slots of a warp's value file. A warp (`warp`) keeps a
+//! PC per lane and runs the lanes at the smallest PC together, executing
+//! each instruction once for all of them (`exec`); divergent lanes meet
+//! again where their paths join, and warp-synchronous instructions wait for
+//! their member mask. CTAs (`launch`) run their warps to each barrier and
+//! release it when every thread has arrived, or report the deadlock. CTAs
+//! run in parallel on host threads. Shared-memory checks live in `checks`,
+//! numeric semantics (cvt rounding, prmt, dp4a, ...) in `numeric`.
 
+mod checks;
+mod decode;
+mod error;
+mod exec;
+mod launch;
+mod memory;
+mod module;
+mod numeric;
 pub mod observer;
+mod parse;
+mod warp;
+
+pub use decode::ParamInfo;
+pub use error::{CheckKind, CheckReport, SimError, SourceLoc};
+pub use launch::{KernelArg, LaunchOptions, LaunchStats};
+pub use memory::{BufferId, Device, MAX_BUFFER_BYTES};
+pub use module::Module;
 pub use observer::{Access, AccessKind, Observer, Space, StepInfo};

@@ -1,0 +1,655 @@
+//! Launching a kernel: argument marshalling, the CTA scheduler (warps, the
+//! CTA barrier, deadlock detection), parallel execution of CTAs on host
+//! threads, and turning faults into located reports.
+
+use crate::checks::{Hazard, Shadow};
+use crate::decode::{Entry, ParamInfo};
+use crate::error::{CheckKind, CheckReport, SimError, SourceLoc};
+use crate::exec::Fault;
+use crate::memory::{base_of, BufferId, Device, GlobalFault};
+use crate::module::Module;
+use crate::observer::{Access, Observer, Space};
+use crate::warp::{lane_list, lanes, Warp};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// One kernel argument, matched against the entry's `.param` list in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelArg {
+    /// A buffer's device address, for a `.u64`/`.s64`/`.b64` parameter.
+    Buffer(BufferId),
+    U8(u8),
+    I8(i8),
+    U16(u16),
+    I16(i16),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    I64(i64),
+    /// An `f16`/`bf16` passed as its bits, for a `.b16`/`.f16`/`.bf16` parameter.
+    Bits16(u16),
+    F32(f32),
+    F64(f64),
+    /// Raw bytes for any parameter of exactly that size.
+    Bytes(Vec<u8>),
+}
+
+/// How to run a launch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchOptions {
+    /// Run racecheck, initcheck and the warp-synchronous source checks
+    /// (default on). Out-of-bounds and misaligned accesses, barrier
+    /// deadlocks and the step limit are errors either way: the simulator
+    /// cannot continue past them.
+    pub checks: bool,
+    /// The most instructions one warp may issue before the launch fails
+    /// with a step-limit report (default 50 million).
+    pub max_steps: u64,
+    /// Host threads to run CTAs on; 0 means all cores. An observer forces 1.
+    pub threads: usize,
+}
+
+impl Default for LaunchOptions {
+    fn default() -> Self {
+        LaunchOptions {
+            checks: true,
+            max_steps: 50_000_000,
+            threads: 0,
+        }
+    }
+}
+
+/// What a launch did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaunchStats {
+    /// Instructions executed, counted once per active thread.
+    pub thread_instructions: u64,
+    /// Instructions issued, counted once per warp.
+    pub warp_instructions: u64,
+    pub ctas: u64,
+    /// The buffers the launch stored to (or updated atomically), in id order.
+    pub written: Vec<BufferId>,
+}
+
+/// Read-only facts of one launch, shared by every worker thread.
+pub(crate) struct Ctx<'a> {
+    pub module: &'a Module,
+    pub entry: &'a Entry,
+    pub dev: &'a Device,
+    pub params: Vec<u8>,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub threads_per_cta: u32,
+    pub n_warps: u32,
+    pub checks: bool,
+    pub max_steps: u64,
+    /// The initial value file of a warp: immediates filled in.
+    pub template: Vec<u64>,
+}
+
+/// Per-CTA mutable state, reused from CTA to CTA by one worker.
+pub(crate) struct CtaState {
+    pub id: [u32; 3],
+    pub linear: u32,
+    pub shared: Vec<u8>,
+    pub shadow: Shadow,
+    /// Number of completed CTA barriers.
+    pub epoch: u32,
+    pub written: Vec<bool>,
+    pub observing: bool,
+    pub accesses: Vec<Access>,
+    pub shuffles: Vec<(u32, u32)>,
+}
+
+impl Ctx<'_> {
+    pub(crate) fn thread_xyz(&self, tid: u32) -> [u32; 3] {
+        let [bx, by, _] = self.block;
+        [tid % bx, (tid / bx) % by, tid / (bx * by)]
+    }
+
+    fn source(&self, pc: u32) -> Option<SourceLoc> {
+        let (f, line, col) = self.entry.info.get(pc as usize)?.loc?;
+        Some(SourceLoc {
+            file: self.module.file_name(f),
+            line,
+            col,
+        })
+    }
+
+    /// `k.pho:12:5 (PTX line 40)` or `PTX line 40`.
+    pub(crate) fn where_is(&self, pc: u32) -> String {
+        let line = self.entry.info.get(pc as usize).map_or(0, |i| i.line);
+        match self.source(pc) {
+            Some(s) => format!("{s} (PTX line {line})"),
+            None => format!("PTX line {line}"),
+        }
+    }
+
+    fn opcode(&self, pc: u32) -> String {
+        self.entry
+            .info
+            .get(pc as usize)
+            .map_or_else(String::new, |i| i.opcode.clone())
+    }
+
+    /// Attaches kernel, location, CTA and thread to a fault.
+    pub(crate) fn report(&self, cta: &CtaState, pc: u32, tid: u32, f: Fault) -> SimError {
+        SimError::Check(Box::new(CheckReport {
+            kind: f.kind,
+            kernel: self.entry.name.clone(),
+            message: f.message,
+            source: self.source(pc),
+            ptx_line: self.entry.info.get(pc as usize).map_or(0, |i| i.line),
+            instruction: self.opcode(pc),
+            cta: cta.id,
+            thread: Some(self.thread_xyz(tid)),
+            address: f.address,
+            space: f.space,
+            tensor: f.tensor,
+            notes: f.notes,
+        }))
+    }
+
+    /// The shared or local variable holding `addr`, or the global buffer.
+    pub(crate) fn region_name(&self, space: Space, addr: u64) -> Option<String> {
+        match space {
+            Space::Shared => self
+                .entry
+                .shared
+                .iter()
+                .find(|r| {
+                    u64::from(r.offset) <= addr
+                        && addr < u64::from(r.offset) + u64::from(r.bytes).max(1)
+                })
+                .map(|r| r.name.clone()),
+            Space::Global => self
+                .dev
+                .nearest(addr)
+                .map(|i| self.dev.buffers[i].name.clone()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn global_fault(&self, e: GlobalFault, addr: u64, bytes: u32, store: bool) -> Fault {
+        let kind = if store { "store" } else { "load" };
+        let GlobalFault::OutOfBounds { buffer } = e;
+        let mut f = Fault::new(
+            CheckKind::Memcheck,
+            format!("out-of-bounds global {kind} of {bytes} bytes"),
+        );
+        match buffer {
+            Some(i) => {
+                let b = &self.dev.buffers[i];
+                let off = addr - base_of(i);
+                f.tensor = Some(b.name.clone());
+                f.notes.push(format!(
+                    "the access covers bytes {off}..{} of tensor `{}`, which has {} bytes ({} bytes past its end)",
+                    off + u64::from(bytes),
+                    b.name,
+                    b.len,
+                    off + u64::from(bytes) - b.len
+                ));
+            }
+            None => match self.dev.nearest(addr) {
+                Some(i) => {
+                    let b = &self.dev.buffers[i];
+                    let base = base_of(i);
+                    f.tensor = Some(b.name.clone());
+                    let rel = if addr < base {
+                        format!("{} bytes before the start of", base - addr)
+                    } else {
+                        format!("{} bytes after the end of", addr - base - b.len)
+                    };
+                    f.notes.push(format!(
+                        "the address is in no tensor; it is {rel} `{}` (at {base:#x}, {} bytes)",
+                        b.name, b.len
+                    ));
+                }
+                None => f.notes.push("no tensor is allocated".into()),
+            },
+        }
+        f
+    }
+
+    pub(crate) fn hazard_fault(&self, h: Hazard, store: bool) -> Fault {
+        let _ = store;
+        let (kind, msg, other, verb) = match h {
+            Hazard::Uninit { offset } => {
+                let mut f = Fault::new(CheckKind::Initcheck, "read of uninitialized shared memory");
+                f.notes.push(format!(
+                    "no thread of this CTA has written shared byte {offset} before this read"
+                ));
+                return f;
+            }
+            Hazard::ReadAfterWrite {
+                other, other_pc, ..
+            } => (
+                CheckKind::Racecheck,
+                "read-after-write hazard on shared memory",
+                (other, other_pc),
+                "wrote",
+            ),
+            Hazard::WriteAfterRead {
+                other, other_pc, ..
+            } => (
+                CheckKind::Racecheck,
+                "write-after-read hazard on shared memory",
+                (other, other_pc),
+                "read",
+            ),
+            Hazard::WriteAfterWrite {
+                other, other_pc, ..
+            } => (
+                CheckKind::Racecheck,
+                "write-after-write hazard on shared memory",
+                (other, other_pc),
+                "wrote",
+            ),
+        };
+        let mut f = Fault::new(kind, msg);
+        let who = match other.0 {
+            Some(t) => {
+                let [x, y, z] = self.thread_xyz(t);
+                format!("thread ({x}, {y}, {z})")
+            }
+            None if verb == "read" => "several other threads".to_string(),
+            None => "an atomic of another thread".to_string(),
+        };
+        f.notes.push(format!(
+            "{who} {verb} these bytes at {} with no barrier between the two accesses",
+            self.where_is(other.1)
+        ));
+        f
+    }
+}
+
+fn arg_fits(arg: &KernelArg, p: &ParamInfo) -> bool {
+    let t = p.ty.as_str();
+    let int = |bits: u32| p.size == bits / 8 && matches!(t.as_bytes()[0], b'u' | b's' | b'b');
+    match arg {
+        KernelArg::Buffer(_) | KernelArg::U64(_) | KernelArg::I64(_) => int(64),
+        KernelArg::U32(_) | KernelArg::I32(_) => int(32),
+        KernelArg::U16(_) | KernelArg::I16(_) => int(16),
+        KernelArg::U8(_) | KernelArg::I8(_) => int(8),
+        KernelArg::Bits16(_) => p.size == 2,
+        KernelArg::F32(_) => matches!(t, "f32" | "b32"),
+        KernelArg::F64(_) => matches!(t, "f64" | "b64"),
+        KernelArg::Bytes(b) => b.len() == p.size as usize,
+    }
+}
+
+fn arg_bytes(dev: &Device, arg: &KernelArg) -> Result<Vec<u8>, SimError> {
+    Ok(match arg {
+        KernelArg::Buffer(id) => dev.address(*id)?.to_le_bytes().to_vec(),
+        KernelArg::U8(v) => vec![*v],
+        KernelArg::I8(v) => v.to_le_bytes().to_vec(),
+        KernelArg::U16(v) | KernelArg::Bits16(v) => v.to_le_bytes().to_vec(),
+        KernelArg::I16(v) => v.to_le_bytes().to_vec(),
+        KernelArg::U32(v) => v.to_le_bytes().to_vec(),
+        KernelArg::I32(v) => v.to_le_bytes().to_vec(),
+        KernelArg::U64(v) => v.to_le_bytes().to_vec(),
+        KernelArg::I64(v) => v.to_le_bytes().to_vec(),
+        KernelArg::F32(v) => v.to_le_bytes().to_vec(),
+        KernelArg::F64(v) => v.to_le_bytes().to_vec(),
+        KernelArg::Bytes(b) => b.clone(),
+    })
+}
+
+fn marshal(dev: &Device, entry: &Entry, args: &[KernelArg]) -> Result<Vec<u8>, SimError> {
+    let err = |message: String| SimError::Args {
+        kernel: entry.name.clone(),
+        message,
+    };
+    if args.len() != entry.params.len() {
+        return Err(err(format!(
+            "the kernel takes {} parameters ({}), {} arguments given",
+            entry.params.len(),
+            entry
+                .params
+                .iter()
+                .map(|p| format!(".{} {}", p.ty, p.name))
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.len()
+        )));
+    }
+    let mut buf = vec![0u8; entry.param_bytes as usize];
+    for (i, (a, p)) in args.iter().zip(&entry.params).enumerate() {
+        if !arg_fits(a, p) {
+            return Err(err(format!(
+                "parameter {i} `{}` is .{} ({} bytes), but the argument is {a:?}",
+                p.name, p.ty, p.size
+            )));
+        }
+        let bytes = arg_bytes(dev, a)?;
+        let o = p.offset as usize;
+        buf[o..o + bytes.len()].copy_from_slice(&bytes);
+    }
+    Ok(buf)
+}
+
+impl Device {
+    /// Runs `entry` of `module` over a `grid` of CTAs of `block` threads.
+    ///
+    /// The launch fails with the first check report (of the lowest CTA
+    /// index that failed, so the result does not depend on thread timing).
+    /// With an observer, CTAs run on the calling thread in order and the
+    /// observer sees every instruction of the CTAs it wants.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch(
+        &self,
+        module: &Module,
+        entry: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        args: &[KernelArg],
+        opts: &LaunchOptions,
+        mut observer: Option<&mut dyn Observer>,
+    ) -> Result<LaunchStats, SimError> {
+        let e = module.entry(entry)?;
+        let launch_err = |message: String| SimError::Launch {
+            kernel: e.name.clone(),
+            message,
+        };
+        if grid.contains(&0) || block.contains(&0) {
+            return Err(launch_err(format!(
+                "grid {grid:?} and block {block:?} must not have a zero dimension"
+            )));
+        }
+        let threads = u64::from(block[0]) * u64::from(block[1]) * u64::from(block[2]);
+        if threads > 1024 {
+            return Err(launch_err(format!(
+                "a CTA of {threads} threads exceeds the limit of 1024"
+            )));
+        }
+        if let Some(r) = e.reqntid {
+            if r != block {
+                return Err(launch_err(format!(
+                    "the kernel requires a block of {r:?} (.reqntid), got {block:?}"
+                )));
+            }
+        }
+        if let Some(m) = e.maxntid {
+            let max = u64::from(m[0]) * u64::from(m[1]) * u64::from(m[2]);
+            if threads > max {
+                return Err(launch_err(format!(
+                    "the kernel allows at most {max} threads per CTA (.maxntid), got {threads}"
+                )));
+            }
+        }
+        if e.shared_bytes > 228 * 1024 {
+            return Err(launch_err(format!(
+                "{} bytes of shared memory exceed the limit",
+                e.shared_bytes
+            )));
+        }
+        let params = marshal(self, e, args)?;
+        let mut template = vec![0u64; e.n_slots as usize * 32];
+        for &(slot, v) in &e.consts {
+            let b = slot as usize * 32;
+            template[b..b + 32].fill(v);
+        }
+        let threads_per_cta = threads as u32;
+        let cx = Ctx {
+            module,
+            entry: e,
+            dev: self,
+            params,
+            grid,
+            block,
+            threads_per_cta,
+            n_warps: threads_per_cta.div_ceil(32),
+            checks: opts.checks,
+            max_steps: opts.max_steps,
+            template,
+        };
+        let n_ctas = u64::from(grid[0]) * u64::from(grid[1]) * u64::from(grid[2]);
+        let workers = if observer.is_some() {
+            1
+        } else if opts.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            opts.threads
+        };
+        let workers = (workers as u64).min(n_ctas).max(1) as usize;
+        let mut stats = LaunchStats {
+            ctas: n_ctas,
+            ..LaunchStats::default()
+        };
+        let mut written = vec![false; self.buffers.len()];
+        if workers == 1 {
+            let mut w = Worker::new(&cx);
+            for c in 0..n_ctas {
+                w.run_cta(&cx, c, observer.as_deref_mut())?;
+            }
+            w.finish(&mut stats, &mut written);
+        } else {
+            let next = AtomicU64::new(0);
+            let stop = AtomicU64::new(u64::MAX);
+            let failure: Mutex<Option<(u64, SimError)>> = Mutex::new(None);
+            let results: Vec<Worker> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..workers)
+                    .map(|_| {
+                        s.spawn(|| {
+                            let mut w = Worker::new(&cx);
+                            loop {
+                                let c = next.fetch_add(1, Ordering::Relaxed);
+                                if c >= n_ctas || c >= stop.load(Ordering::Relaxed) {
+                                    break;
+                                }
+                                if let Err(err) = w.run_cta(&cx, c, None) {
+                                    stop.fetch_min(c, Ordering::Relaxed);
+                                    let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
+                                    if f.as_ref().is_none_or(|(fc, _)| c < *fc) {
+                                        *f = Some((c, err));
+                                    }
+                                    break;
+                                }
+                            }
+                            w
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            });
+            if let Some((_, err)) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                return Err(err);
+            }
+            for w in results {
+                w.finish(&mut stats, &mut written);
+            }
+        }
+        stats.written = written
+            .iter()
+            .enumerate()
+            .filter(|(_, &w)| w)
+            .map(|(i, _)| BufferId(i as u32))
+            .collect();
+        Ok(stats)
+    }
+}
+
+/// One host thread's reusable state.
+struct Worker {
+    cta: CtaState,
+    warps: Vec<Warp>,
+}
+
+impl Worker {
+    fn new(cx: &Ctx) -> Worker {
+        Worker {
+            cta: CtaState {
+                id: [0; 3],
+                linear: 0,
+                shared: Vec::new(),
+                shadow: Shadow::default(),
+                epoch: 0,
+                written: vec![false; cx.dev.buffers.len()],
+                observing: false,
+                accesses: Vec::new(),
+                shuffles: Vec::new(),
+            },
+            warps: (0..cx.n_warps).map(|_| Warp::new()).collect(),
+        }
+    }
+
+    fn finish(self, stats: &mut LaunchStats, written: &mut [bool]) {
+        for w in &self.warps {
+            stats.thread_instructions += w.thread_instructions;
+            stats.warp_instructions += w.warp_instructions;
+        }
+        for (a, b) in written.iter_mut().zip(&self.cta.written) {
+            *a |= *b;
+        }
+    }
+
+    fn run_cta<'o>(
+        &mut self,
+        cx: &Ctx,
+        linear: u64,
+        mut obs: Option<&mut (dyn Observer + 'o)>,
+    ) -> Result<(), SimError> {
+        let [gx, gy, _] = cx.grid;
+        let (gx, gy) = (u64::from(gx), u64::from(gy));
+        let cta = &mut self.cta;
+        cta.id = [
+            (linear % gx) as u32,
+            ((linear / gx) % gy) as u32,
+            (linear / (gx * gy)) as u32,
+        ];
+        cta.linear = u32::try_from(linear).unwrap_or(u32::MAX);
+        cta.shared.clear();
+        cta.shared.resize(cx.entry.shared_bytes as usize, 0);
+        if cx.checks {
+            cta.shadow.reset(cx.entry.shared_bytes as usize);
+        }
+        cta.epoch = 0;
+        cta.observing = match obs.as_deref_mut() {
+            Some(o) => o.wants_cta(cta.linear),
+            None => false,
+        };
+        for (i, w) in self.warps.iter_mut().enumerate() {
+            w.reset(cx, cta, i as u32);
+        }
+        loop {
+            for w in &mut self.warps {
+                if w.runnable() {
+                    w.run(cx, cta, obs.as_deref_mut())?;
+                }
+            }
+            if self.warps.iter().all(|w| w.live == 0) {
+                return Ok(());
+            }
+            if let Some(w) = self.warps.iter().find(|w| w.waiting != 0) {
+                return Err(warp_sync_deadlock(cx, cta, w));
+            }
+            release_barrier(cx, cta, &mut self.warps)?;
+        }
+    }
+}
+
+/// Every live thread waits at a `bar.sync`: release it, or report why it
+/// can never complete.
+fn release_barrier(cx: &Ctx, cta: &mut CtaState, warps: &mut [Warp]) -> Result<(), SimError> {
+    let mut arrived = 0u32;
+    let mut pcs: Vec<(u32, u32, u32)> = Vec::new(); // (pc, threads, first tid)
+    let mut first_exited = None;
+    for w in warps.iter() {
+        arrived += w.at_bar.count_ones();
+        for l in lanes(w.at_bar) {
+            let pc = w.pc_of(l);
+            match pcs.iter_mut().find(|p| p.0 == pc) {
+                Some(p) => p.1 += 1,
+                None => pcs.push((pc, 1, w.first_tid + l as u32)),
+            }
+        }
+        let exited = w.exists & !w.live;
+        if exited != 0 && first_exited.is_none() {
+            first_exited = Some((w.index, exited, w.first_tid + exited.trailing_zeros()));
+        }
+    }
+    let Some(&(pc, _, first)) = pcs.first() else {
+        return Ok(());
+    };
+    if let Some((warp, exited, tid)) = first_exited {
+        let exited_total: u32 = warps
+            .iter()
+            .map(|w| (w.exists & !w.live).count_ones())
+            .sum();
+        let mut f = Fault::new(
+                CheckKind::Synccheck,
+                format!(
+                    "bar.sync is reached by {arrived} of the CTA's {} threads; the other {exited_total} exited without reaching it, so the barrier can never complete",
+                    cx.threads_per_cta
+                ),
+            );
+        f.notes.push(format!(
+                "for example lanes {} of warp {warp} exited; a barrier must not sit under control that differs between threads",
+                lane_list(exited)
+            ));
+        let [x, y, z] = cx.thread_xyz(tid);
+        f.notes
+            .push(format!("thread ({x}, {y}, {z}) is one that never arrived"));
+        return Err(cx.report(cta, pc, first, f));
+    }
+    if pcs.len() > 1 {
+        let mut f = Fault::new(
+            CheckKind::Synccheck,
+            "the CTA's threads wait at different bar.sync instructions, so no barrier can complete",
+        );
+        for &(p, n, _) in &pcs {
+            f.notes
+                .push(format!("{n} threads wait at {}", cx.where_is(p)));
+        }
+        return Err(cx.report(cta, pc, first, f));
+    }
+    for w in warps.iter_mut() {
+        w.release_barrier();
+    }
+    cta.epoch += 1;
+    Ok(())
+}
+
+fn warp_sync_deadlock(cx: &Ctx, cta: &CtaState, w: &Warp) -> SimError {
+    let l = w.waiting.trailing_zeros() as usize;
+    let pc = w.pc_of(l);
+    let here: u32 = lanes(w.waiting)
+        .filter(|&k| w.pc_of(k) == pc)
+        .fold(0, |m, k| m | (1 << k));
+    let mask = match cx.entry.insts.get(pc as usize).map(|i| i.op) {
+        Some(crate::decode::Op::Shfl { mask, .. })
+        | Some(crate::decode::Op::Vote { mask, .. })
+        | Some(crate::decode::Op::WarpSync { mask }) => w.regs[mask as usize * 32 + l] as u32,
+        _ => u32::MAX,
+    };
+    let missing = mask & !here;
+    let mut f = Fault::new(
+        CheckKind::Synccheck,
+        format!(
+            "{} can never complete: lanes {} of warp {} arrived, but lanes {} named in the member mask {mask:#010x} never reach it",
+            cx.opcode(pc),
+            lane_list(here),
+            w.index,
+            lane_list(missing)
+        ),
+    );
+    let mut seen = Vec::new();
+    for k in lanes(missing) {
+        let what = if w.live & (1 << k) == 0 {
+            "exited".to_string()
+        } else if w.at_bar & (1 << k) != 0 {
+            format!("wait at bar.sync at {}", cx.where_is(w.pc_of(k)))
+        } else {
+            format!("wait at {}", cx.where_is(w.pc_of(k)))
+        };
+        if !seen.contains(&what) {
+            f.notes.push(format!("lane {k} and others like it {what}"));
+            seen.push(what);
+        }
+    }
+    f.notes.push("a warp-synchronous instruction must not sit under control that differs between the lanes of its mask".into());
+    cx.report(cta, pc, w.first_tid + l as u32, f)
+}

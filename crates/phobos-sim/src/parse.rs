@@ -1,0 +1,782 @@
+//! PTX text → a raw module: directives, entries, their declarations and
+//! their instruction statements with operands still as text-level values.
+//!
+//! This module owns the lexical and structural grammar of PTX (the subset in
+//! `docs/ptx-subset.md`). It does not know what any instruction means: that
+//! is `decode`'s job. Every error carries the 1-based PTX line.
+
+use crate::error::SimError;
+
+/// One lexical token with the line it starts on.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Tok {
+    /// Identifiers, opcodes with their modifiers, directives, registers,
+    /// numbers: any run of `[A-Za-z0-9_$%.]`.
+    Word(String),
+    Str(String),
+    Punct(char),
+}
+
+#[derive(Clone, Debug)]
+struct Token {
+    tok: Tok,
+    line: usize,
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.')
+}
+
+fn lex(src: &str) -> Result<Vec<Token>, SimError> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = src.chars().collect();
+    let mut i = 0;
+    let mut line = 1;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\n' {
+            line += 1;
+            i += 1;
+        } else if c.is_whitespace() {
+            i += 1;
+        } else if c == '/' && chars.get(i + 1) == Some(&'/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && chars.get(i + 1) == Some(&'*') {
+            let start = line;
+            i += 2;
+            loop {
+                if i + 1 >= chars.len() {
+                    return Err(SimError::parse(start, "unterminated `/*` comment"));
+                }
+                if chars[i] == '*' && chars[i + 1] == '/' {
+                    i += 2;
+                    break;
+                }
+                if chars[i] == '\n' {
+                    line += 1;
+                }
+                i += 1;
+            }
+        } else if c == '"' {
+            let start = i + 1;
+            i += 1;
+            while i < chars.len() && chars[i] != '"' && chars[i] != '\n' {
+                i += 1;
+            }
+            if i >= chars.len() || chars[i] != '"' {
+                return Err(SimError::parse(line, "unterminated string"));
+            }
+            out.push(Token {
+                tok: Tok::Str(chars[start..i].iter().collect()),
+                line,
+            });
+            i += 1;
+        } else if is_word_char(c) {
+            let start = i;
+            while i < chars.len() && is_word_char(chars[i]) {
+                i += 1;
+            }
+            out.push(Token {
+                tok: Tok::Word(chars[start..i].iter().collect()),
+                line,
+            });
+        } else if ",;:[](){}<>+-|!@=".contains(c) {
+            out.push(Token {
+                tok: Tok::Punct(c),
+                line,
+            });
+            i += 1;
+        } else {
+            return Err(SimError::parse(line, format!("unexpected character `{c}`")));
+        }
+    }
+    Ok(out)
+}
+
+/// A parsed operand, before registers and symbols are resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum RawOperand {
+    /// A register, special register, symbol, label or numeric literal (the
+    /// decoder tells them apart), optionally negated with `!`.
+    Word { text: String, negated: bool },
+    /// A negative literal written `-5`.
+    Neg(String),
+    /// `d|p`: a result and its predicate.
+    Pair(String, String),
+    /// `[base+offset]`; `base` is `None` for `[1024]`.
+    Address { base: Option<String>, offset: i64 },
+    /// `{a, b, c, d}`.
+    Vector(Vec<String>),
+}
+
+/// One instruction statement.
+#[derive(Clone, Debug)]
+pub(crate) struct RawInst {
+    pub line: usize,
+    /// Guard predicate: (register, negated).
+    pub guard: Option<(String, bool)>,
+    /// The full opcode with modifiers, e.g. `ld.global.nc.v4.f32`.
+    pub opcode: String,
+    pub operands: Vec<RawOperand>,
+    /// The nearest preceding `.loc`: (file, line, column).
+    pub loc: Option<(u32, u32, u32)>,
+}
+
+/// A `.reg` declaration: one register or a `%r<N>` range.
+#[derive(Clone, Debug)]
+pub(crate) struct RegDecl {
+    pub ty: String,
+    pub name: String,
+    /// `Some(n)` for the parameterized form `%r<n>`.
+    pub count: Option<u32>,
+    pub line: usize,
+}
+
+/// A `.shared`, `.local` or `.param` variable.
+#[derive(Clone, Debug)]
+pub(crate) struct VarDecl {
+    pub name: String,
+    pub ty: String,
+    pub align: u32,
+    /// Element count (1 for a scalar).
+    pub elems: u64,
+    pub line: usize,
+}
+
+/// A statement of an entry body in order.
+#[derive(Clone, Debug)]
+pub(crate) enum Stmt {
+    Label(String, usize),
+    Inst(RawInst),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct RawEntry {
+    pub name: String,
+    pub line: usize,
+    pub params: Vec<VarDecl>,
+    pub regs: Vec<RegDecl>,
+    pub shared: Vec<VarDecl>,
+    pub local: Vec<VarDecl>,
+    pub body: Vec<Stmt>,
+    pub reqntid: Option<[u32; 3]>,
+    pub maxntid: Option<[u32; 3]>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RawModule {
+    pub files: Vec<(u32, String)>,
+    pub shared: Vec<VarDecl>,
+    pub entries: Vec<RawEntry>,
+}
+
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
+    loc: Option<(u32, u32, u32)>,
+    files: Vec<(u32, String)>,
+}
+
+/// Parses PTX text into its raw structure.
+pub(crate) fn parse(src: &str) -> Result<RawModule, SimError> {
+    let mut p = Parser {
+        toks: lex(src)?,
+        pos: 0,
+        loc: None,
+        files: Vec::new(),
+    };
+    let mut module = RawModule::default();
+    while let Some(t) = p.peek().cloned() {
+        let line = t.line;
+        match &t.tok {
+            Tok::Word(w) => match w.as_str() {
+                ".version" | ".target" | ".address_size" => p.skip_line(line),
+                ".file" => p.file_directive()?,
+                ".loc" => p.loc_directive()?,
+                ".visible" | ".weak" => {
+                    p.pos += 1;
+                }
+                ".entry" => {
+                    p.pos += 1;
+                    let e = p.entry(line)?;
+                    module.entries.push(e);
+                }
+                ".shared" => {
+                    p.pos += 1;
+                    let v = p.var_decl(line)?;
+                    p.expect_punct(';')?;
+                    module.shared.push(v);
+                }
+                ".func" | ".extern" | ".global" | ".const" | ".tex" | ".surfref" | ".texref"
+                | ".samplerref" => {
+                    return Err(SimError::Unsupported {
+                        instruction: w.clone(),
+                        line,
+                    })
+                }
+                _ => {
+                    return Err(SimError::parse(
+                        line,
+                        format!("unexpected `{w}` at module level"),
+                    ))
+                }
+            },
+            Tok::Punct(';') => p.pos += 1,
+            other => {
+                return Err(SimError::parse(
+                    line,
+                    format!("unexpected {} at module level", describe(other)),
+                ))
+            }
+        }
+    }
+    module.files = p.files;
+    Ok(module)
+}
+
+fn describe(t: &Tok) -> String {
+    match t {
+        Tok::Word(w) => format!("`{w}`"),
+        Tok::Str(s) => format!("string \"{s}\""),
+        Tok::Punct(c) => format!("`{c}`"),
+    }
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Token> {
+        self.toks.get(self.pos)
+    }
+
+    fn peek_tok(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|t| &t.tok)
+    }
+
+    fn line(&self) -> usize {
+        self.toks
+            .get(self.pos)
+            .or_else(|| self.toks.last())
+            .map_or(1, |t| t.line)
+    }
+
+    fn next(&mut self) -> Result<Token, SimError> {
+        let t = self
+            .toks
+            .get(self.pos)
+            .cloned()
+            .ok_or_else(|| SimError::parse(self.line(), "unexpected end of PTX"))?;
+        self.pos += 1;
+        Ok(t)
+    }
+
+    fn skip_line(&mut self, line: usize) {
+        while self.peek().is_some_and(|t| t.line == line) {
+            self.pos += 1;
+        }
+    }
+
+    fn is_punct(&self, c: char) -> bool {
+        self.peek_tok() == Some(&Tok::Punct(c))
+    }
+
+    fn eat_punct(&mut self, c: char) -> bool {
+        if self.is_punct(c) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect_punct(&mut self, c: char) -> Result<(), SimError> {
+        let t = self.next()?;
+        if t.tok == Tok::Punct(c) {
+            Ok(())
+        } else {
+            Err(SimError::parse(
+                t.line,
+                format!("expected `{c}`, found {}", describe(&t.tok)),
+            ))
+        }
+    }
+
+    fn word(&mut self) -> Result<(String, usize), SimError> {
+        let t = self.next()?;
+        match t.tok {
+            Tok::Word(w) => Ok((w, t.line)),
+            other => Err(SimError::parse(
+                t.line,
+                format!("expected a name, found {}", describe(&other)),
+            )),
+        }
+    }
+
+    fn number(&mut self) -> Result<u64, SimError> {
+        let (w, line) = self.word()?;
+        parse_uint(&w)
+            .ok_or_else(|| SimError::parse(line, format!("expected a number, found `{w}`")))
+    }
+
+    fn file_directive(&mut self) -> Result<(), SimError> {
+        let t = self.next()?;
+        let idx = self.number()?;
+        let name = match self.next()? {
+            Token {
+                tok: Tok::Str(s), ..
+            } => s,
+            other => {
+                return Err(SimError::parse(
+                    other.line,
+                    format!(
+                        "expected a file name string, found {}",
+                        describe(&other.tok)
+                    ),
+                ))
+            }
+        };
+        self.skip_line(t.line);
+        let idx =
+            u32::try_from(idx).map_err(|_| SimError::parse(t.line, "file index too large"))?;
+        self.files.push((idx, name));
+        Ok(())
+    }
+
+    fn loc_directive(&mut self) -> Result<(), SimError> {
+        let t = self.next()?;
+        let mut vals = [0u32; 3];
+        for v in &mut vals {
+            let n = self.number()?;
+            *v = u32::try_from(n).map_err(|_| SimError::parse(t.line, "`.loc` value too large"))?;
+        }
+        self.skip_line(t.line);
+        self.loc = Some((vals[0], vals[1], vals[2]));
+        Ok(())
+    }
+
+    /// `[.align N] .type name[[N]]` after `.shared`/`.local`/`.param`.
+    fn var_decl(&mut self, line: usize) -> Result<VarDecl, SimError> {
+        let mut align = 0;
+        let mut ty = None;
+        loop {
+            let (w, wl) = self.word()?;
+            if w == ".align" {
+                let a = self.number()?;
+                align = u32::try_from(a).map_err(|_| SimError::parse(wl, "alignment too large"))?;
+            } else if w == ".ptr"
+                || w == ".global"
+                || w == ".shared"
+                || w == ".const"
+                || w == ".local"
+            {
+                // `.param .u64 .ptr .global .align 16 name`: pointer attributes.
+            } else if w.starts_with('.') {
+                ty = Some(w);
+            } else {
+                let ty =
+                    ty.ok_or_else(|| SimError::parse(wl, format!("variable `{w}` has no type")))?;
+                let mut elems = 1;
+                if self.eat_punct('[') {
+                    elems = if self.is_punct(']') {
+                        0
+                    } else {
+                        self.number()?
+                    };
+                    self.expect_punct(']')?;
+                }
+                let size = type_size(&ty).ok_or_else(|| {
+                    SimError::parse(wl, format!("unknown type `{ty}` of variable `{w}`"))
+                })?;
+                if align == 0 {
+                    align = size;
+                }
+                return Ok(VarDecl {
+                    name: w,
+                    ty,
+                    align,
+                    elems,
+                    line,
+                });
+            }
+        }
+    }
+
+    fn entry(&mut self, line: usize) -> Result<RawEntry, SimError> {
+        let (name, _) = self.word()?;
+        let mut e = RawEntry {
+            name,
+            line,
+            params: Vec::new(),
+            regs: Vec::new(),
+            shared: Vec::new(),
+            local: Vec::new(),
+            body: Vec::new(),
+            reqntid: None,
+            maxntid: None,
+        };
+        if self.eat_punct('(') {
+            if !self.eat_punct(')') {
+                loop {
+                    let (w, wl) = self.word()?;
+                    if w != ".param" {
+                        return Err(SimError::parse(
+                            wl,
+                            format!("expected `.param`, found `{w}`"),
+                        ));
+                    }
+                    e.params.push(self.var_decl(wl)?);
+                    if self.eat_punct(')') {
+                        break;
+                    }
+                    self.expect_punct(',')?;
+                }
+            }
+        }
+        // Performance directives before the body.
+        while let Some(Tok::Word(w)) = self.peek_tok().cloned() {
+            self.pos += 1;
+            let dims = match w.as_str() {
+                ".maxntid" | ".reqntid" => Some(self.dims()?),
+                ".minnctapersm" | ".maxnreg" | ".maxnctapersm" => {
+                    self.number()?;
+                    None
+                }
+                _ => {
+                    return Err(SimError::parse(
+                        self.line(),
+                        format!("unexpected `{w}` before the body of `{}`", e.name),
+                    ))
+                }
+            };
+            if w == ".maxntid" {
+                e.maxntid = dims;
+            } else if w == ".reqntid" {
+                e.reqntid = dims;
+            }
+        }
+        self.expect_punct('{')?;
+        self.body(&mut e)?;
+        Ok(e)
+    }
+
+    fn dims(&mut self) -> Result<[u32; 3], SimError> {
+        let mut d = [1u32; 3];
+        for (i, slot) in d.iter_mut().enumerate() {
+            if i > 0 && !self.eat_punct(',') {
+                break;
+            }
+            let n = self.number()?;
+            *slot = u32::try_from(n)
+                .map_err(|_| SimError::parse(self.line(), "dimension too large"))?;
+        }
+        Ok(d)
+    }
+
+    fn body(&mut self, e: &mut RawEntry) -> Result<(), SimError> {
+        let mut depth = 1;
+        loop {
+            let t = self.next()?;
+            let line = t.line;
+            match t.tok {
+                Tok::Punct('{') => depth += 1,
+                Tok::Punct('}') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Ok(());
+                    }
+                }
+                Tok::Punct(';') => {}
+                Tok::Punct('@') => {
+                    let negated = self.eat_punct('!');
+                    let (p, _) = self.word()?;
+                    let (op, _) = self.word()?;
+                    let mut inst = self.instruction(op, line)?;
+                    inst.guard = Some((p, negated));
+                    e.body.push(Stmt::Inst(inst));
+                }
+                Tok::Word(w) => match w.as_str() {
+                    ".reg" => self.reg_decl(e, line)?,
+                    ".shared" => {
+                        let v = self.var_decl(line)?;
+                        self.expect_punct(';')?;
+                        e.shared.push(v);
+                    }
+                    ".local" => {
+                        let v = self.var_decl(line)?;
+                        self.expect_punct(';')?;
+                        e.local.push(v);
+                    }
+                    ".loc" => {
+                        self.pos -= 1;
+                        self.loc_directive()?;
+                    }
+                    ".file" => {
+                        self.pos -= 1;
+                        self.file_directive()?;
+                    }
+                    ".pragma" => {
+                        while !self.eat_punct(';') {
+                            self.next()?;
+                        }
+                    }
+                    _ if w.starts_with('.') => {
+                        return Err(SimError::Unsupported {
+                            instruction: w,
+                            line,
+                        })
+                    }
+                    _ if self.is_punct(':') => {
+                        self.pos += 1;
+                        e.body.push(Stmt::Label(w, line));
+                    }
+                    _ => {
+                        let inst = self.instruction(w, line)?;
+                        e.body.push(Stmt::Inst(inst));
+                    }
+                },
+                other => {
+                    return Err(SimError::parse(
+                        line,
+                        format!(
+                            "unexpected {} in the body of `{}`",
+                            describe(&other),
+                            e.name
+                        ),
+                    ))
+                }
+            }
+        }
+    }
+
+    fn reg_decl(&mut self, e: &mut RawEntry, line: usize) -> Result<(), SimError> {
+        let (ty, _) = self.word()?;
+        if ty == ".v2" || ty == ".v4" {
+            return Err(SimError::Unsupported {
+                instruction: format!(".reg {ty}"),
+                line,
+            });
+        }
+        if !ty.starts_with('.') {
+            return Err(SimError::parse(
+                line,
+                format!("expected a register type, found `{ty}`"),
+            ));
+        }
+        loop {
+            let (name, _) = self.word()?;
+            let mut count = None;
+            if self.eat_punct('<') {
+                let n = self.number()?;
+                count = Some(
+                    u32::try_from(n).map_err(|_| SimError::parse(line, "too many registers"))?,
+                );
+                self.expect_punct('>')?;
+            }
+            e.regs.push(RegDecl {
+                ty: ty.clone(),
+                name,
+                count,
+                line,
+            });
+            if self.eat_punct(';') {
+                return Ok(());
+            }
+            self.expect_punct(',')?;
+        }
+    }
+
+    fn instruction(&mut self, opcode: String, line: usize) -> Result<RawInst, SimError> {
+        let mut operands = Vec::new();
+        if !self.eat_punct(';') {
+            loop {
+                operands.push(self.operand()?);
+                if self.eat_punct(';') {
+                    break;
+                }
+                let t = self.next()?;
+                if t.tok != Tok::Punct(',') {
+                    return Err(SimError::parse(
+                        t.line,
+                        format!(
+                            "expected `,` or `;` after an operand of `{opcode}`, found {}",
+                            describe(&t.tok)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(RawInst {
+            line,
+            guard: None,
+            opcode,
+            operands,
+            loc: self.loc,
+        })
+    }
+
+    fn operand(&mut self) -> Result<RawOperand, SimError> {
+        let t = self.next()?;
+        match t.tok {
+            Tok::Punct('!') => {
+                let (w, _) = self.word()?;
+                Ok(RawOperand::Word {
+                    text: w,
+                    negated: true,
+                })
+            }
+            Tok::Punct('-') => {
+                let (w, _) = self.word()?;
+                Ok(RawOperand::Neg(w))
+            }
+            Tok::Punct('[') => {
+                let mut base = None;
+                let mut offset: i64 = 0;
+                let mut sign = 1i64;
+                let mut first = true;
+                loop {
+                    let t = self.next()?;
+                    match t.tok {
+                        Tok::Punct(']') => break,
+                        Tok::Punct('+') => sign = 1,
+                        Tok::Punct('-') => sign = -sign,
+                        Tok::Word(w) => {
+                            if let Some(v) = parse_int(&w) {
+                                offset = offset.wrapping_add(sign.wrapping_mul(v));
+                            } else if first && base.is_none() {
+                                base = Some(w);
+                            } else {
+                                return Err(SimError::parse(
+                                    t.line,
+                                    format!("unsupported address part `{w}`"),
+                                ));
+                            }
+                            sign = 1;
+                        }
+                        other => {
+                            return Err(SimError::parse(
+                                t.line,
+                                format!("unexpected {} in an address", describe(&other)),
+                            ))
+                        }
+                    }
+                    first = false;
+                }
+                Ok(RawOperand::Address { base, offset })
+            }
+            Tok::Punct('{') => {
+                let mut items = Vec::new();
+                loop {
+                    let (w, _) = self.word()?;
+                    items.push(w);
+                    if self.eat_punct('}') {
+                        break;
+                    }
+                    self.expect_punct(',')?;
+                }
+                Ok(RawOperand::Vector(items))
+            }
+            Tok::Word(w) => {
+                if self.eat_punct('|') {
+                    let (p, _) = self.word()?;
+                    Ok(RawOperand::Pair(w, p))
+                } else {
+                    Ok(RawOperand::Word {
+                        text: w,
+                        negated: false,
+                    })
+                }
+            }
+            other => Err(SimError::parse(
+                t.line,
+                format!("expected an operand, found {}", describe(&other)),
+            )),
+        }
+    }
+}
+
+/// Size in bytes of a PTX fundamental type such as `.f32` or `.b8`.
+pub(crate) fn type_size(ty: &str) -> Option<u32> {
+    Some(match ty {
+        ".b8" | ".u8" | ".s8" => 1,
+        ".b16" | ".u16" | ".s16" | ".f16" | ".bf16" => 2,
+        ".b32" | ".u32" | ".s32" | ".f32" | ".f16x2" | ".bf16x2" => 4,
+        ".b64" | ".u64" | ".s64" | ".f64" => 8,
+        ".pred" => 1,
+        _ => return None,
+    })
+}
+
+/// Parses an unsigned PTX integer literal: decimal, `0x` hex, `0b` binary,
+/// octal with a leading `0`, optionally suffixed `U`.
+pub(crate) fn parse_uint(w: &str) -> Option<u64> {
+    let w = w.strip_suffix('U').unwrap_or(w);
+    if let Some(h) = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else if let Some(b) = w.strip_prefix("0b").or_else(|| w.strip_prefix("0B")) {
+        u64::from_str_radix(b, 2).ok()
+    } else if w.len() > 1 && w.starts_with('0') && w.bytes().all(|b| b.is_ascii_digit()) {
+        u64::from_str_radix(&w[1..], 8).ok()
+    } else if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) {
+        w.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// Parses a signed integer literal as its 64-bit two's complement value.
+pub(crate) fn parse_int(w: &str) -> Option<i64> {
+    parse_uint(w).map(|v| v as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexes_and_parses_an_entry() {
+        let src = r#"
+.version 7.5
+.target sm_75
+.address_size 64
+.file 1 "k.pho"
+.visible .entry k(.param .u64 k_param_0, .param .s32 n)
+.reqntid 128, 1, 1
+{
+  .reg .b32 %r<4>;
+  .reg .pred %p<2>;
+  .shared .align 16 .b8 smem[64];
+  .loc 1 3 5
+  mov.u32 %r1, %tid.x;
+  @!%p1 bra $L_end;
+  ld.global.nc.v4.f32 {%r0, %r1, %r2, %r3}, [%rd1+-16];
+$L_end:
+  ret;
+}
+"#;
+        let m = parse(src).expect("parses");
+        assert_eq!(m.files, vec![(1, "k.pho".to_string())]);
+        let e = &m.entries[0];
+        assert_eq!(e.name, "k");
+        assert_eq!(e.params.len(), 2);
+        assert_eq!(e.reqntid, Some([128, 1, 1]));
+        assert_eq!(e.shared[0].elems, 64);
+        assert_eq!(e.body.len(), 5);
+        let Stmt::Inst(ld) = &e.body[2] else {
+            panic!("expected an instruction")
+        };
+        assert_eq!(ld.loc, Some((1, 3, 5)));
+        assert_eq!(
+            ld.operands[1],
+            RawOperand::Address {
+                base: Some("%rd1".into()),
+                offset: -16
+            }
+        );
+    }
+
+    #[test]
+    fn reports_the_line_of_a_bad_token() {
+        let err = parse(".version 7.5\n.entry k() {\n  mov.u32 %r1, #3;\n}").unwrap_err();
+        assert!(err.to_string().contains("line 3"), "{err}");
+    }
+}
