@@ -24,7 +24,7 @@ pub enum BackendKind {
 
 impl fmt::Display for BackendKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             BackendKind::Cuda => "cuda",
             BackendKind::Sim => "sim",
         })
@@ -169,7 +169,7 @@ impl Device {
                 len: data.len(),
             });
         }
-        let buf = self.alloc_buffer(data.len() * elem_size::<T>())?;
+        let buf = self.alloc_buffer(data.len() * elem_size::<T>(), &label::<T>(shape))?;
         self.upload_bytes(buf.addr, &to_bytes(data))?;
         Ok(Tensor::from_buffer(buf, 0, shape.to_vec()))
     }
@@ -177,7 +177,7 @@ impl Device {
     /// A new tensor of the given shape with every element zero.
     pub fn zeros<T: Elem>(&self, shape: &[usize]) -> Result<Tensor<T>, DeviceError> {
         let bytes = shape.iter().product::<usize>() * elem_size::<T>();
-        let buf = self.alloc_buffer(bytes)?;
+        let buf = self.alloc_buffer(bytes, &label::<T>(shape))?;
         self.upload_bytes(buf.addr, &vec![0u8; bytes])?;
         Ok(Tensor::from_buffer(buf, 0, shape.to_vec()))
     }
@@ -190,10 +190,15 @@ impl Device {
         }
     }
 
-    pub(crate) fn alloc_buffer(&self, bytes: usize) -> Result<Arc<Buffer>, DeviceError> {
+    /// A new allocation; `label` names it in the simulator's reports.
+    pub(crate) fn alloc_buffer(
+        &self,
+        bytes: usize,
+        label: &str,
+    ) -> Result<Arc<Buffer>, DeviceError> {
         let addr = match &self.inner.backend {
             Backend::Cuda(c) => c.alloc(bytes)?,
-            Backend::Sim(s) => s.alloc(bytes),
+            Backend::Sim(s) => s.alloc(bytes, label)?,
         };
         Ok(Arc::new(Buffer {
             device: self.clone(),
@@ -240,6 +245,12 @@ impl Device {
             Backend::Sim(s) => s.launch(call),
         }
     }
+}
+
+/// `f32[300, 512]`: how the simulator's reports name a tensor's buffer.
+fn label<T: Elem>(shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    format!("{}[{}]", T::TY.name(), dims.join(", "))
 }
 
 /// One checked launch, as the backends receive it.

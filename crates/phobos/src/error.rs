@@ -139,6 +139,10 @@ pub enum LaunchError {
         message: String,
         log: String,
     },
+    /// The simulator's checks (memcheck, racecheck, synccheck, initcheck)
+    /// failed: `report` says what, where in the source, in which CTA and
+    /// thread, at which address of which tensor.
+    Check { site: Box<Site>, report: String },
     /// The driver or the simulator failed the launch itself.
     Backend { site: Box<Site>, message: String },
 }
@@ -163,6 +167,7 @@ impl LaunchError {
             | LaunchError::BlockTooLarge { site, .. }
             | LaunchError::SharedMemoryTooLarge { site, .. }
             | LaunchError::ModuleLoad { site, .. }
+            | LaunchError::Check { site, .. }
             | LaunchError::Backend { site, .. } => site,
         }
     }
@@ -276,6 +281,7 @@ impl fmt::Display for LaunchError {
                 }
                 Ok(())
             }
+            LaunchError::Check { report, .. } => write!(f, "the simulator's checks failed:\n{report}"),
             LaunchError::Backend { message, .. } => write!(f, "launch failed: {message}"),
         }
     }
@@ -301,6 +307,8 @@ pub enum DeviceError {
         len: usize,
         buffer_len: usize,
     },
+    /// The simulator refused a memory operation.
+    Simulator(String),
     /// The device reports an architecture Phobos cannot target.
     UnsupportedArch { name: String, arch: u32 },
 }
@@ -332,6 +340,7 @@ impl fmt::Display for DeviceError {
                 "elements {offset}..{} are outside the buffer of {buffer_len} elements",
                 offset + len
             ),
+            DeviceError::Simulator(message) => write!(f, "simulator: {message}"),
             DeviceError::UnsupportedArch { name, arch } => {
                 write!(f, "{name} is sm_{arch}; Phobos targets sm_75 and newer")
             }

@@ -259,7 +259,7 @@ impl Kernel {
             {
                 let bytes = t.shape.iter().product::<usize>() * elem.size() as usize;
                 let buf = device
-                    .alloc_buffer(bytes)
+                    .alloc_buffer(bytes, &format!("autotune scratch for {}", param.name))
                     .map_err(|e| backend_err(format!("autotune scratch: {e}")))?;
                 device
                     .copy_within(buf.addr, t.address, bytes)

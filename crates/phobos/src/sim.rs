@@ -1,95 +1,212 @@
-//! The simulator backend: device memory is host memory at simulated
-//! addresses, and a launch hands the kernel's PTX and the buffers to
-//! `phobos-sim`, which runs it warp-exactly and reports what
-//! compute-sanitizer would (out-of-bounds accesses, races, divergent
-//! barriers) as a launch error.
+//! The simulator backend: device memory is `phobos-sim`'s (each tensor
+//! buffer its own allocation with exact bounds, so memcheck names the tensor
+//! an access missed), and a launch hands the kernel's PTX to the simulator,
+//! which runs it warp-exactly and reports what compute-sanitizer would
+//! (out-of-bounds accesses, races, divergent barriers) as
+//! `LaunchError::Check`.
 
 use crate::device::EntryCall;
 use crate::error::{DeviceError, LaunchError};
-use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use crate::launch::PtxArg;
+use phobos_sim::{BufferId, KernelArg, LaunchOptions, Module, SimError};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// Simulated allocations start here and are 256-byte aligned, like
-/// `cudaMalloc`'s, so alignment checks behave as on a GPU.
-const BASE: u64 = 0x7f00_0000_0000;
-const ALIGN: u64 = 256;
-
-#[derive(Default)]
-pub(crate) struct SimMemory {
-    next: u64,
-    /// Allocations by start address.
-    pub(crate) allocs: BTreeMap<u64, Vec<u8>>,
+struct Allocation {
+    id: BufferId,
+    bytes: usize,
+    label: String,
 }
 
-impl SimMemory {
-    /// The allocation holding `addr..addr + len`, and the offset of `addr` in it.
-    fn find(&mut self, addr: u64, len: usize) -> Result<(&mut Vec<u8>, usize), DeviceError> {
-        let out_of_bounds = DeviceError::OutOfBounds {
+#[derive(Default)]
+struct SimState {
+    device: phobos_sim::Device,
+    /// Live allocations by base address.
+    live: BTreeMap<u64, Allocation>,
+    /// Freed allocations, reused for requests of exactly their size (the
+    /// simulator never shrinks, and exact sizes keep memcheck exact).
+    free: Vec<Allocation>,
+    /// Parsed modules by the address of the kernel's embedded PTX table.
+    modules: HashMap<usize, Arc<Module>>,
+}
+
+impl SimState {
+    /// The live allocation holding `addr..addr + len`, and the offset in it.
+    fn find(&self, addr: u64, len: usize) -> Result<(&Allocation, usize), DeviceError> {
+        let out_of_bounds = |buffer_len| DeviceError::OutOfBounds {
             offset: addr as usize,
             len,
-            buffer_len: 0,
+            buffer_len,
         };
-        let (&start, buf) = self
-            .allocs
-            .range_mut(..=addr)
+        let (&base, alloc) = self
+            .live
+            .range(..=addr)
             .next_back()
-            .ok_or(out_of_bounds.clone())?;
-        let offset = (addr - start) as usize;
-        if offset + len > buf.len() {
-            return Err(out_of_bounds);
+            .ok_or(out_of_bounds(0))?;
+        let offset = (addr - base) as usize;
+        if offset + len > alloc.bytes {
+            return Err(out_of_bounds(alloc.bytes));
         }
-        Ok((buf, offset))
+        Ok((alloc, offset))
     }
 }
 
+fn memory_error(e: SimError) -> DeviceError {
+    DeviceError::Simulator(e.to_string())
+}
+
 pub(crate) struct SimBackend {
-    memory: Mutex<SimMemory>,
+    state: Mutex<SimState>,
 }
 
 impl SimBackend {
     pub(crate) fn new() -> SimBackend {
         SimBackend {
-            memory: Mutex::new(SimMemory {
-                next: BASE,
-                allocs: BTreeMap::new(),
+            state: Mutex::new(SimState::default()),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, SimState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn alloc(&self, bytes: usize, label: &str) -> Result<u64, DeviceError> {
+        let mut state = self.state();
+        let alloc = match state.free.iter().position(|a| a.bytes == bytes) {
+            Some(i) => {
+                let mut a = state.free.swap_remove(i);
+                state
+                    .device
+                    .write(a.id, 0, &vec![0; bytes])
+                    .map_err(memory_error)?;
+                a.label = label.to_string();
+                a
+            }
+            None => Allocation {
+                id: state.device.alloc(label, bytes).map_err(memory_error)?,
+                bytes,
+                label: label.to_string(),
+            },
+        };
+        let addr = state.device.address(alloc.id).map_err(memory_error)?;
+        state.live.insert(addr, alloc);
+        Ok(addr)
+    }
+
+    pub(crate) fn free(&self, addr: u64) {
+        let mut state = self.state();
+        if let Some(a) = state.live.remove(&addr) {
+            state.free.push(a);
+        }
+    }
+
+    pub(crate) fn write(&self, addr: u64, bytes: &[u8]) -> Result<(), DeviceError> {
+        let mut state = self.state();
+        let (alloc, offset) = state.find(addr, bytes.len())?;
+        let id = alloc.id;
+        state.device.write(id, offset, bytes).map_err(memory_error)
+    }
+
+    pub(crate) fn read(&self, addr: u64, len: usize) -> Result<Vec<u8>, DeviceError> {
+        let state = self.state();
+        let (alloc, offset) = state.find(addr, len)?;
+        let mut out = vec![0u8; len];
+        state
+            .device
+            .read(alloc.id, offset, &mut out)
+            .map_err(memory_error)?;
+        Ok(out)
+    }
+
+    pub(crate) fn launch(&self, call: &EntryCall<'_>) -> Result<(), LaunchError> {
+        let mut state = self.state();
+        let module = Self::module(&mut state, call)?;
+        let args: Vec<KernelArg> = call
+            .args
+            .iter()
+            .map(|a| match a {
+                PtxArg::Ptr(addr) => KernelArg::U64(*addr),
+                PtxArg::Dim(d) => KernelArg::I32(*d),
+                PtxArg::Scalar(s) => KernelArg::Bytes(s.bytes.clone()),
+            })
+            .collect();
+        let result = state.device.launch(
+            &module,
+            call.entry,
+            call.grid,
+            call.block,
+            &args,
+            &LaunchOptions::default(),
+            None,
+        );
+        match result {
+            Ok(_) => Ok(()),
+            Err(SimError::Check(report)) => Err(LaunchError::Check {
+                site: Box::new(call.site.clone()),
+                report: format!("{report}{}", argument_note(&state, call)),
+            }),
+            Err(e) => Err(LaunchError::Backend {
+                site: Box::new(call.site.clone()),
+                message: e.to_string(),
             }),
         }
     }
 
-    pub(crate) fn memory(&self) -> MutexGuard<'_, SimMemory> {
-        self.memory.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn alloc(&self, bytes: usize) -> u64 {
-        let mut mem = self.memory();
-        let addr = mem.next;
-        let span = (bytes as u64).max(1).div_ceil(ALIGN) * ALIGN;
-        mem.next += span;
-        mem.allocs.insert(addr, vec![0; bytes]);
-        addr
-    }
-
-    pub(crate) fn free(&self, addr: u64) {
-        self.memory().allocs.remove(&addr);
-    }
-
-    pub(crate) fn write(&self, addr: u64, bytes: &[u8]) -> Result<(), DeviceError> {
-        let mut mem = self.memory();
-        let (buf, offset) = mem.find(addr, bytes.len())?;
-        buf[offset..offset + bytes.len()].copy_from_slice(bytes);
-        Ok(())
-    }
-
-    pub(crate) fn read(&self, addr: u64, len: usize) -> Result<Vec<u8>, DeviceError> {
-        let mut mem = self.memory();
-        let (buf, offset) = mem.find(addr, len)?;
-        Ok(buf[offset..offset + len].to_vec())
-    }
-
-    pub(crate) fn launch(&self, call: &EntryCall<'_>) -> Result<(), LaunchError> {
-        Err(LaunchError::Backend {
+    /// The kernel's module, parsed on first use. The simulator runs any
+    /// architecture's PTX; it takes the lowest one built (sm_75 by default,
+    /// the architecture the language's drawings are made for).
+    fn module(state: &mut SimState, call: &EntryCall<'_>) -> Result<Arc<Module>, LaunchError> {
+        let key = call.source.ptx.as_ptr() as usize;
+        if let Some(m) = state.modules.get(&key) {
+            return Ok(Arc::clone(m));
+        }
+        let Some(&(arch, ptx)) = call.source.ptx.first() else {
+            return Err(LaunchError::ModuleLoad {
+                site: Box::new(call.site.clone()),
+                artifact: format!("`{}`", call.source.module),
+                message: "the build embedded no PTX".to_string(),
+                log: String::new(),
+            });
+        };
+        let module = Module::parse(ptx).map_err(|e| LaunchError::ModuleLoad {
             site: Box::new(call.site.clone()),
-            message: "the simulator is not available in this build".to_string(),
+            artifact: format!("the sm_{arch} PTX of `{}`", call.source.module),
+            message: e.to_string(),
+            log: String::new(),
+        })?;
+        let module = Arc::new(module);
+        state.modules.insert(key, Arc::clone(&module));
+        Ok(module)
+    }
+}
+
+/// Which buffer each tensor argument was, so a report that names a buffer
+/// can be read in terms of the kernel's parameters.
+fn argument_note(state: &SimState, call: &EntryCall<'_>) -> String {
+    let Ok(meta) = ron::from_str::<phobos_core::meta::KernelMeta>(call.source.meta) else {
+        return String::new();
+    };
+    let Some(variant) = meta.variants.iter().find(|v| v.entry == call.entry) else {
+        return String::new();
+    };
+    let parts: Vec<String> = variant
+        .ptx_params
+        .iter()
+        .zip(call.args)
+        .filter_map(|(p, a)| match (p, a) {
+            (phobos_core::meta::PtxParam::TensorPtr(name), PtxArg::Ptr(addr)) => {
+                let label = state
+                    .find(*addr, 0)
+                    .map(|(alloc, _)| alloc.label.clone())
+                    .unwrap_or_else(|_| "?".to_string());
+                Some(format!("{name} = `{label}`"))
+            }
+            _ => None,
         })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("\n  note: the tensor arguments were {}", parts.join(", "))
     }
 }
