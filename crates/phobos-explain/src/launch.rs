@@ -11,6 +11,7 @@ use crate::{ExplainError, Input, Request};
 use phobos_core::ast::ScalarTy;
 use phobos_core::meta::{DimRefMeta, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
 use phobos_core::{CompileOptions, CompiledKernel};
+use phobos_sim::{Device, KernelArg, LaunchOptions, Module, SimError};
 use std::collections::BTreeMap;
 
 /// Events recorded per CTA at most; beyond it the trace is cut short.
@@ -426,13 +427,66 @@ fn random_bytes(elem: ScalarTy, len: usize, rng: &mut XorShift) -> Vec<u8> {
 }
 
 /// Run the variant on the simulator; returns each tensor's base address.
+/// Tensors are allocated in `bound.tensors` order, so a buffer index is a
+/// tensor index.
 fn simulate(
-    _ptx: &str,
+    ptx: &str,
     variant: &VariantMeta,
-    _grid: [u32; 3],
+    grid: [u32; 3],
     bound: &Bound,
-    _recorder: &mut Recorder,
+    recorder: &mut Recorder,
 ) -> Result<Vec<u64>, ExplainError> {
-    let _ = (variant.ptx_params.iter().filter(|p| matches!(p, PtxParam::TensorPtr(_))).count(), bound.data.len());
-    Err(ExplainError::Run("the simulator's launch API is not available yet".into()))
+    let run_err = |e: SimError| ExplainError::Run(e.to_string());
+    let module = Module::parse(ptx).map_err(run_err)?;
+    let mut device = Device::new();
+    let mut ids = Vec::with_capacity(bound.tensors.len());
+    let mut bases = Vec::with_capacity(bound.tensors.len());
+    for (t, data) in bound.tensors.iter().zip(&bound.data) {
+        let id = device.alloc_from(&t.name, data).map_err(run_err)?;
+        bases.push(device.address(id).map_err(run_err)?);
+        ids.push(id);
+    }
+    let mut args = Vec::with_capacity(variant.ptx_params.len());
+    for p in &variant.ptx_params {
+        args.push(match p {
+            PtxParam::TensorPtr(name) => {
+                let i = bound.tensors.iter().position(|t| &t.name == name).ok_or_else(|| {
+                    ExplainError::Run(format!("the PTX takes tensor `{name}`, which the kernel does not declare"))
+                })?;
+                KernelArg::Buffer(ids[i])
+            }
+            PtxParam::Dim(name) => {
+                let v = bound.dims.get(name).copied().unwrap_or(0);
+                let v = i32::try_from(v).map_err(|_| {
+                    ExplainError::Usage(format!("dim {name} = {v} does not fit the kernel's 32-bit index arithmetic"))
+                })?;
+                KernelArg::I32(v)
+            }
+            PtxParam::Scalar(name, ty) => scalar_arg(*ty, bound.scalars.get(name).copied().unwrap_or(0.0)),
+        });
+    }
+    let block = [variant.threads, 1, 1];
+    device
+        .launch(&module, &variant.entry, grid, block, &args, &LaunchOptions::default(), Some(recorder))
+        .map_err(run_err)?;
+    Ok(bases)
+}
+
+/// A scalar parameter's value as the PTX parameter type wants it.
+fn scalar_arg(ty: ScalarTy, v: f64) -> KernelArg {
+    match ty {
+        ScalarTy::Bool => KernelArg::U8(u8::from(v != 0.0)),
+        ScalarTy::I8 => KernelArg::I8(v as i8),
+        ScalarTy::U8 => KernelArg::U8(v as u8),
+        ScalarTy::I16 => KernelArg::I16(v as i16),
+        ScalarTy::U16 => KernelArg::U16(v as u16),
+        ScalarTy::I32 => KernelArg::I32(v as i32),
+        ScalarTy::U32 => KernelArg::U32(v as u32),
+        ScalarTy::I64 => KernelArg::I64(v as i64),
+        ScalarTy::U64 => KernelArg::U64(v as u64),
+        ScalarTy::F16 => KernelArg::Bits16(half::f16::from_f64(v).to_bits()),
+        ScalarTy::BF16 => KernelArg::Bits16(half::bf16::from_f64(v).to_bits()),
+        ScalarTy::F32 => KernelArg::F32(v as f32),
+        ScalarTy::F64 => KernelArg::F64(v),
+    }
 }

@@ -1,0 +1,211 @@
+//! The explain page in a real browser (headless Chromium over the DevTools
+//! protocol): it loads with no console errors and no network requests,
+//! next/previous and the arrow keys change the step and the drawing, the
+//! butterfly's arcs appear, screenshots are saved to
+//! `target/explain-artifacts/`, and a 4096 × 4096 tensor gives a page under
+//! 3 MB that opens in under 2 s.
+//!
+//! Without Chromium the test is skipped with a message, except when
+//! `CI=true`, where a missing browser fails it.
+
+#[path = "support/cdp.rs"]
+mod cdp;
+#[path = "support/kernels.rs"]
+mod kernels;
+
+use phobos_explain::{Input, Request, Trace};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn artifacts() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let dir = target.join("explain-artifacts");
+    std::fs::create_dir_all(&dir).expect("create the artifacts directory");
+    dir
+}
+
+fn browser() -> Option<cdp::Browser> {
+    match cdp::find_chromium() {
+        Some(bin) => Some(cdp::Browser::launch(&bin).expect("start headless Chromium")),
+        None if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("Chromium is not installed, and CI=true requires the browser test to run (apt-get install chromium)")
+        }
+        None => {
+            eprintln!("skipping the browser test: no chromium on PATH (install Debian's `chromium` package, or set PHOBOS_CHROMIUM)");
+            None
+        }
+    }
+}
+
+fn trace(src: &str, kernel: &str, grid: u32, inputs: Vec<(&str, Input)>) -> Trace {
+    let mut req = Request::new(src.into(), format!("{kernel}.pho"), kernel.into(), 75, [grid, 1, 1]);
+    req.inputs = inputs.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+    phobos_explain::trace(&req).unwrap_or_else(|e| panic!("explain {kernel}: {e}"))
+}
+
+fn shape(dims: &[u64]) -> Input {
+    Input::Random { shape: dims.to_vec() }
+}
+
+/// Everything the page has drawn, to tell one step's drawing from another's.
+const DRAWING: &str = "['tensors','ruler','barrier-list','threads-svg','lanes-svg','readout-list'].map(id => document.getElementById(id).innerHTML).join('|')";
+
+/// Open a page; returns the time until its script finished the first drawing.
+fn open(b: &mut cdp::Browser, page: &Path) -> Duration {
+    for domain in ["Runtime.enable", "Log.enable", "Network.enable", "Page.enable"] {
+        b.call(domain, json!({})).expect(domain);
+    }
+    let url = format!("file://{}", page.display());
+    let start = std::time::Instant::now();
+    b.call("Page.navigate", json!({"url": url})).expect("navigate");
+    b.wait_for(
+        &format!("location.href === {url:?} && document.readyState === 'complete' && document.body.dataset.ready === 'true'"),
+        Duration::from_secs(20),
+    )
+    .expect("the page finishes drawing");
+    start.elapsed()
+}
+
+/// Console errors, uncaught exceptions and requests for anything but the
+/// page itself, seen so far.
+fn problems(b: &mut cdp::Browser, page_url: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in b.events.drain(..) {
+        let p = &e["params"];
+        match e["method"].as_str().unwrap_or("") {
+            "Runtime.exceptionThrown" => out.push(format!("exception: {}", p["exceptionDetails"])),
+            "Runtime.consoleAPICalled" if p["type"] == "error" || p["type"] == "warning" => {
+                out.push(format!("console {}: {}", p["type"], p["args"]))
+            }
+            "Log.entryAdded" if p["entry"]["level"] == "error" || p["entry"]["level"] == "warning" => {
+                out.push(format!("log: {}", p["entry"]["text"]))
+            }
+            "Network.requestWillBeSent" => {
+                let url = p["request"]["url"].as_str().unwrap_or("");
+                if url != page_url {
+                    out.push(format!("network request: {url}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn step(b: &mut cdp::Browser) -> i64 {
+    let v = b.eval("Number(document.body.dataset.step)").expect("read the step");
+    v.as_i64().unwrap_or(-1)
+}
+
+fn key(b: &mut cdp::Browser, name: &str, code: i64) {
+    for kind in ["keyDown", "keyUp"] {
+        b.call(
+            "Input.dispatchKeyEvent",
+            json!({"type": kind, "key": name, "code": name, "windowsVirtualKeyCode": code}),
+        )
+        .expect("key event");
+    }
+}
+
+#[test]
+fn the_page_steps_through_staged_matvec_in_chromium() {
+    let Some(mut b) = browser() else { return };
+    let t = trace(
+        kernels::STAGED_MATVEC,
+        "staged_matvec",
+        2,
+        vec![("W", shape(&[8, 256])), ("x", shape(&[1, 256])), ("y", shape(&[1, 8]))],
+    );
+    let dir = artifacts();
+    let page = dir.join("staged_matvec.html");
+    std::fs::write(&page, phobos_explain::html::render(&t)).expect("write the page");
+    let url = format!("file://{}", page.display());
+    open(&mut b, &page);
+    assert_eq!(problems(&mut b, &url), Vec::<String>::new());
+
+    let n = t.picked_cta().steps.len() as i64;
+    let label = b.eval("document.getElementById('step-label').textContent").expect("label");
+    assert_eq!(label, json!(format!("step 1 of {n}")));
+    let header = b.eval("document.querySelector('header').textContent").expect("header");
+    let header = header.as_str().unwrap_or_default();
+    assert!(header.contains("stepped through as the compiler built it for sm_75"), "{header}");
+    assert!(header.contains("a byte ruler of 1024 bytes"), "{header}");
+
+    // Next and previous buttons change the step and the drawing.
+    let first = b.eval(DRAWING).expect("drawing");
+    b.eval("document.getElementById('next').click()").expect("click next");
+    assert_eq!(step(&mut b), 1);
+    let second = b.eval(DRAWING).expect("drawing");
+    assert_ne!(first, second, "next did not change the drawing");
+    b.eval("document.getElementById('prev').click()").expect("click prev");
+    assert_eq!(step(&mut b), 0);
+    assert_eq!(b.eval(DRAWING).expect("drawing"), first);
+    // So do the arrow keys.
+    key(&mut b, "ArrowRight", 39);
+    key(&mut b, "ArrowRight", 39);
+    assert_eq!(step(&mut b), 2);
+    key(&mut b, "ArrowLeft", 37);
+    assert_eq!(step(&mut b), 1);
+
+    // The step where the warps read W: screenshot it.
+    let w_step = t
+        .picked_cta()
+        .steps
+        .iter()
+        .position(|s| s.boxes.iter().any(|bx| bx.tensor == 0))
+        .expect("a step reads W");
+    b.eval(&format!("(() => {{ const s = document.getElementById('slider'); s.value = '{w_step}'; s.dispatchEvent(new Event('input')); }})()"))
+        .expect("move the slider");
+    assert_eq!(step(&mut b), w_step as i64);
+    let boxes = b.eval("document.querySelectorAll('#tensors .box').length").expect("boxes");
+    assert!(boxes.as_i64().unwrap_or(0) >= 4, "W's boxes are drawn: {boxes}");
+    let png = b.screenshot().expect("screenshot");
+    assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+    std::fs::write(dir.join("staged_matvec.png"), &png).expect("save the screenshot");
+
+    // The first butterfly step draws 16 arcs, each lane to lane ^ 16 and back.
+    let shuffle_step = t
+        .picked_cta()
+        .steps
+        .iter()
+        .position(|s| matches!(s.kind, phobos_explain::StepKind::Shuffle { n: 1, .. }))
+        .expect("a butterfly");
+    b.eval(&format!("(() => {{ const s = document.getElementById('slider'); s.value = '{shuffle_step}'; s.dispatchEvent(new Event('input')); }})()"))
+        .expect("move the slider");
+    let arcs = b.eval("document.querySelectorAll('#lanes-svg .arc').length").expect("arcs");
+    assert_eq!(arcs, json!(16));
+    std::fs::write(dir.join("staged_matvec_butterfly.png"), b.screenshot().expect("screenshot")).expect("save");
+
+    // The CTA picker switches to the other CTA's steps.
+    b.eval("(() => { const p = document.getElementById('cta'); p.value = '1'; p.dispatchEvent(new Event('change')); })()")
+        .expect("pick CTA 1");
+    assert_eq!(b.eval("document.body.dataset.cta").expect("cta"), json!("1"));
+    assert_eq!(problems(&mut b, &url), Vec::<String>::new());
+}
+
+#[test]
+fn a_4096_square_tensor_makes_a_small_page_that_opens_fast() {
+    let Some(mut b) = browser() else { return };
+    let t = trace(
+        kernels::LANES_MATVEC,
+        "lanes_matvec",
+        2,
+        vec![("W", shape(&[4096, 4096])), ("x", shape(&[1, 4096])), ("y", shape(&[1, 4096]))],
+    );
+    let page = artifacts().join("lanes_matvec_4096.html");
+    let html = phobos_explain::html::render(&t);
+    assert!(html.len() < 3_000_000, "the page is {} bytes", html.len());
+    std::fs::write(&page, &html).expect("write the page");
+    let url = format!("file://{}", page.display());
+    let took = open(&mut b, &page);
+    assert!(took < Duration::from_secs(2), "the page took {took:?} to open");
+    assert_eq!(problems(&mut b, &url), Vec::<String>::new());
+    // Stepping a large page stays quick: walk to the end.
+    let last = t.picked_cta().steps.len() as i64 - 1;
+    key(&mut b, "End", 35);
+    assert_eq!(step(&mut b), last);
+    eprintln!("4096 × 4096 page: {} bytes, opened in {took:?}", html.len());
+}
