@@ -197,12 +197,14 @@ impl Warp {
                 ftz,
             } => {
                 if !src.is_float() && !dst.is_float() && !sat {
+                    // Truncate to the destination type, then extend to the
+                    // register by the destination's signedness.
                     let (sb, db) = (src.bits(), dst.bits());
-                    let dm = mask(db);
-                    if src.is_signed() {
-                        self.map1(active, d, a, |x| (sx(x, sb) as u64) & dm);
-                    } else {
-                        self.map1(active, d, a, |x| zx(x, sb) & dm);
+                    let w = sb.min(db);
+                    match (src.is_signed() && sb <= db, dst.is_signed()) {
+                        (true, _) => self.map1(active, d, a, |x| sx(x, w) as u64),
+                        (false, true) if db <= sb => self.map1(active, d, a, |x| sx(x, db) as u64),
+                        _ => self.map1(active, d, a, |x| zx(x, w)),
                     }
                 } else {
                     self.map1(active, d, a, |x| cvt(x, dst, src, rnd, sat, ftz));

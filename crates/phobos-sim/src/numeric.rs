@@ -354,6 +354,16 @@ fn int_range(ty: Ty) -> (i128, i128) {
     }
 }
 
+/// An integer result of type `dst`, extended to the register as PTX does:
+/// sign-extended for signed types, zero-extended for unsigned ones.
+fn int_result(v: i128, dst: Ty) -> u64 {
+    if dst.is_signed() {
+        sx(v as u64, dst.bits()) as u64
+    } else {
+        zx(v as u64, dst.bits())
+    }
+}
+
 /// `cvt.rnd.sat.ftz.dst.src` on one value.
 pub(crate) fn cvt(x: u64, dst: Ty, src: Ty, rnd: Round, sat: bool, ftz: bool) -> u64 {
     match (src.is_float(), dst.is_float()) {
@@ -369,7 +379,7 @@ pub(crate) fn cvt(x: u64, dst: Ty, src: Ty, rnd: Round, sat: bool, ftz: bool) ->
             } else {
                 v
             };
-            zx(v as u64, dst.bits())
+            int_result(v, dst)
         }
         (false, true) => {
             let v: i128 = if src.is_signed() {
@@ -401,7 +411,7 @@ pub(crate) fn cvt(x: u64, dst: Ty, src: Ty, rnd: Round, sat: bool, ftz: bool) ->
             } else {
                 r as i128
             };
-            zx(v as u64, dst.bits())
+            int_result(v, dst)
         }
         (true, true) => {
             let f = read_float(x, src, ftz);
