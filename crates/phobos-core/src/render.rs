@@ -12,7 +12,11 @@ use codespan_reporting::term::{self, termcolor};
 /// Render diagnostics as text, optionally with ANSI colours.
 pub fn render(diags: &[Diagnostic], file_name: &str, src: &str, color: bool) -> String {
     let file = SimpleFile::new(file_name, src);
-    let config = term::Config::default();
+    // ASCII borders give rustc's `-->` and `|`.
+    let config = term::Config {
+        chars: term::Chars::ascii(),
+        ..term::Config::default()
+    };
     let mut out = if color {
         termcolor::Buffer::ansi()
     } else {

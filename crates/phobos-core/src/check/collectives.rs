@@ -332,15 +332,24 @@ impl Cx<'_> {
         }
         let modes: Vec<&&ConfigItem> = items.iter().filter(|i| i.key != ConfigKey::Width).collect();
         let [mode] = modes.as_slice() else {
-            let mut d = Diagnostic::error(
-                "P0606",
-                "a shuffle takes exactly one of from, xor, down and up",
-            )
-            .primary(config_span, format!("{} given", modes.len()));
-            for m in &modes {
-                d = d.secondary(m.key_span, format!("`{}`", key_name(m.key)));
-            }
-            self.report(d);
+            let given: Vec<String> = modes
+                .iter()
+                .map(|m| format!("`{}`", key_name(m.key)))
+                .collect();
+            let label = match given.len() {
+                0 => "none of them given".to_string(),
+                _ => format!("{} given; choose one", given.join(" and ")),
+            };
+            self.report(
+                Diagnostic::error(
+                    "P0606",
+                    "a shuffle takes exactly one of from, xor, down and up",
+                )
+                .primary(config_span, label)
+                .note(
+                    "`from s` reads lane s, `xor m` lane ^ m, `down d` lane + d, `up d` lane - d",
+                ),
+            );
             return None;
         };
         let width = match items.iter().find(|i| i.key == ConfigKey::Width) {

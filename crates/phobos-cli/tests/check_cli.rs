@@ -1,0 +1,120 @@
+//! `phobos check` as a user runs it: exit codes, human and JSON output.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn phobos(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_phobos"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run phobos")
+}
+
+fn seed_dir() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../phobos-core/tests/seed")
+        .display()
+        .to_string()
+}
+
+fn write(dir: &Path, name: &str, src: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, src).expect("write");
+    p.display().to_string()
+}
+
+const BAD: &str = "@launch(128)
+kernel k(A: tensor<f32>[1, 128], O: tensor<f32>[1, 1]) {
+  let x = A[0, ctx.thread]
+  var r = 0.0
+  if ctx.lane == 0 {
+    r = sum<over ctx.lane>(x)
+  }
+  O[0, 0] = r
+}
+";
+
+#[test]
+fn seed_directory_checks_clean() {
+    let out = phobos(&["check", &seed_dir()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("no errors"), "{err}");
+}
+
+#[test]
+fn an_error_exits_1_with_a_rustc_style_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = write(dir.path(), "bad.pho", BAD);
+    let out = phobos(&["check", &bad]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error[P0700]: `sum<over ctx.lane>` needs every lane of its warp"),
+        "{err}"
+    );
+    assert!(err.contains("bad.pho:6:9"), "{err}");
+    assert!(
+        err.contains("this condition differs between lanes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn json_is_one_object_per_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = write(dir.path(), "bad.pho", BAD);
+    let out = phobos(&["check", "--message-format", "json", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).expect("json");
+    assert_eq!(v["code"], "P0700");
+    assert_eq!(v["line"], 6);
+    assert_eq!(v["col"], 9);
+    assert_eq!(v["labels"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn a_missing_file_is_one_line_and_exit_2() {
+    let out = phobos(&["check", "/definitely/not/here.pho"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: cannot read `/definitely/not/here.pho`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(phobos(&["check"]).status.code(), Some(2));
+    assert_eq!(
+        phobos(&["check", "--message-format", "xml", "a.pho"])
+            .status
+            .code(),
+        Some(2)
+    );
+    let empty = tempfile::tempdir().expect("tempdir");
+    assert_eq!(
+        phobos(&["check", &empty.path().display().to_string()])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn directories_are_walked_for_pho_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+    write(&dir.path().join("sub"), "bad.pho", BAD);
+    write(dir.path(), "notes.txt", "not a kernel");
+    let out = phobos(&["check", &dir.path().display().to_string()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("1 error in 1 file"), "{err}");
+}

@@ -1,0 +1,252 @@
+//! The kernels the language page rejects, each rejected at the right line
+//! with the page's words, as snapshots of the rendered diagnostics (the
+//! source is in the snapshot beside them). Update with `cargo insta review`
+//! or `INSTA_UPDATE=always`; CI fails on any difference.
+
+use phobos_core::render::render;
+
+/// Check `src`: exactly one error, with `code`, `message`, at `line`.
+fn rejected(name: &str, src: &str, code: &str, message: &str, line: u32) {
+    let (kernels, diags) = phobos_core::check_source(src);
+    let text = render(&diags, &format!("{name}.pho"), src, false);
+    assert!(kernels.is_empty(), "{name}: a kernel was accepted");
+    assert_eq!(diags.len(), 1, "{name}: expected one diagnostic:\n{text}");
+    assert_eq!(diags[0].code, code, "{name}:\n{text}");
+    assert_eq!(diags[0].message, message, "{name}:\n{text}");
+    let primary = diags[0]
+        .labels
+        .iter()
+        .find(|l| l.primary)
+        .expect("a primary label");
+    let at = phobos_core::source::LineIndex::new(src).line(primary.span.start as usize);
+    assert_eq!(at, line, "{name}: wrong line:\n{text}");
+    insta::assert_snapshot!(name, format!("{src}\n---\n{text}"));
+}
+
+/// The page's lane-divergent kernel, exactly as printed.
+#[test]
+fn lane_divergent_sum() {
+    let src = "@launch(128)
+kernel k(A: tensor<f32>[1, 128], O: tensor<f32>[1, 1]) {
+  let x = A[0, ctx.thread]
+  var r = 0.0
+  if ctx.lane == 0 {
+    r = sum<over ctx.lane>(x)
+  }
+  if ctx.thread == 0 {
+    O[0, 0] = r
+  }
+}
+";
+    rejected(
+        "lane_divergent_sum",
+        src,
+        "P0700",
+        "`sum<over ctx.lane>` needs every lane of its warp",
+        6,
+    );
+}
+
+/// One row of the page's configuration table, inside a small kernel.
+fn table_row(name: &str, x_ty: &str, expr: &str, code: &str, message: &str) {
+    let src = format!(
+        "@launch(64)
+kernel k(A: tensor<{x_ty}>[1, 64], O: tensor<{x_ty}>[1, 64]) {{
+  let x = A[0, ctx.thread]
+  let r = {expr}
+  O[0, ctx.thread] = r
+}}
+"
+    );
+    rejected(name, &src, code, message, 4);
+}
+
+#[test]
+fn table_over_a_warp() {
+    table_row(
+        "table_over_warp",
+        "f32",
+        "sum<over ctx.warp>(x)",
+        "P0600",
+        "over takes ctx.lane or ctx.thread",
+    );
+}
+
+#[test]
+fn table_width_without_over() {
+    table_row(
+        "table_width_without_over",
+        "f32",
+        "sum<width 8>(x)",
+        "P0601",
+        "a collective needs over ctx.lane or over ctx.thread",
+    );
+}
+
+#[test]
+fn table_cta_width() {
+    table_row(
+        "table_cta_width",
+        "f32",
+        "sum<over ctx.thread, width 8>(x)",
+        "P0602",
+        "a CTA collective takes no width",
+    );
+}
+
+#[test]
+fn table_width_three() {
+    table_row(
+        "table_width_three",
+        "f32",
+        "sum<over ctx.lane, width 3>(x)",
+        "P0603",
+        "width must be a power of two",
+    );
+}
+
+#[test]
+fn table_two_shuffle_modes() {
+    table_row(
+        "table_two_shuffle_modes",
+        "f32",
+        "shfl<xor 1, down 2>(x)",
+        "P0606",
+        "a shuffle takes exactly one of from, xor, down and up",
+    );
+}
+
+#[test]
+fn table_any_of_a_float() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[1, 64], O: tensor<i32>[1, 64]) {
+  let x = A[0, ctx.thread]
+  let r = any<over ctx.lane>(x)
+  O[0, ctx.thread] = select(r, 1, 0)
+}
+";
+    rejected(
+        "table_any_of_float",
+        src,
+        "P0607",
+        "any and all fold conditions",
+        4,
+    );
+}
+
+#[test]
+fn width_must_divide_the_warp() {
+    table_row(
+        "width_sixty_four",
+        "f32",
+        "max<over ctx.lane, width 64>(x)",
+        "P0605",
+        "width must divide ctx.lanes (32)",
+    );
+}
+
+#[test]
+fn width_must_be_constant() {
+    table_row(
+        "width_not_constant",
+        "i32",
+        "sum<over ctx.lane, width x>(x)",
+        "P0604",
+        "width must fold to a constant",
+    );
+}
+
+#[test]
+fn xor_below_the_width() {
+    table_row(
+        "xor_beyond_width",
+        "f32",
+        "shfl<xor 8, width 8>(x)",
+        "P0608",
+        "shfl<xor 8> needs m below the width (8)",
+    );
+}
+
+#[test]
+fn cta_collective_under_warp_control() {
+    let src = "@launch(128)
+kernel k(A: tensor<f32>[N, 128], O: tensor<f32>[1, N]) {
+  let row = ctx.block.x * ctx.warps + ctx.warp
+  var t = 0.0
+  if row < N {
+    t = sum<over ctx.thread>(A[row, ctx.thread])
+  }
+  O[0, 0] = t
+}
+";
+    rejected(
+        "cta_under_warp_control",
+        src,
+        "P0701",
+        "`sum<over ctx.thread>` needs uniform control",
+        6,
+    );
+}
+
+#[test]
+fn shuffle_under_a_variable_assigned_per_lane() {
+    let src = "@launch(32)
+kernel k(A: tensor<f32>[1, 32], O: tensor<f32>[1, 32]) {
+  var go = false
+  if ctx.lane < 4 {
+    go = true
+  }
+  var v = A[0, ctx.lane]
+  if go {
+    v = shfl<down 1>(v)
+  }
+  O[0, ctx.lane] = v
+}
+";
+    rejected(
+        "shuffle_under_assigned_var",
+        src,
+        "P0700",
+        "a shuffle needs every lane of its warp",
+        9,
+    );
+}
+
+#[test]
+fn lane_collective_in_a_per_lane_loop() {
+    let src = "@launch(32)
+kernel k(A: tensor<f32>[1, N], O: tensor<f32>[1, 1]) {
+  var acc = 0.0
+  for i in range(0, ctx.lane) {
+    acc += max<over ctx.lane>(A[0, i])
+  }
+  O[0, 0] = acc
+}
+";
+    rejected(
+        "collective_in_lane_loop",
+        src,
+        "P0700",
+        "`max<over ctx.lane>` needs every lane of its warp",
+        5,
+    );
+}
+
+#[test]
+fn tile_copy_under_a_condition() {
+    let src = "@launch(64)
+kernel k(x: tensor<f32>[1, 64], y: tensor<f32>[1, 64]) {
+  if ctx.warp == 0 {
+    var xs = x[0 :+ 1, :]
+    y[0, ctx.thread] = xs[0, ctx.thread]
+  }
+}
+";
+    rejected(
+        "tile_copy_under_condition",
+        src,
+        "P0702",
+        "a tile copy needs uniform control",
+        4,
+    );
+}
