@@ -15,7 +15,9 @@ fn bytes(v: &[f32]) -> Vec<u8> {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let module = Module::parse(include_str!("../tests/ptx/lanes_matvec.ptx"))?;
-    let w: Vec<f32> = (0..N * K).map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0).collect();
+    let w: Vec<f32> = (0..N * K)
+        .map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0)
+        .collect();
     let x: Vec<f32> = (0..K).map(|i| ((i * 5 % 11) as f32 - 5.0) / 4.0).collect();
     let mut dev = Device::new();
     let wb = dev.alloc_from("W", &bytes(&w))?;
@@ -29,7 +31,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         KernelArg::I32(K as i32),
     ];
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("lanes_matvec N = K = {N}, 128 threads per CTA, {} CTAs", N / 4);
+    println!(
+        "lanes_matvec N = K = {N}, 128 threads per CTA, {} CTAs",
+        N / 4
+    );
     println!(
         "{:>8} {:>7} {:>14} {:>10} {:>16} {:>16}",
         "checks", "threads", "thread-instrs", "seconds", "M instr/s", "M instr/s/core"
@@ -46,7 +51,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut instrs = 0;
             for _ in 0..4 {
                 let t = Instant::now();
-                let stats = dev.launch(&module, "lanes_matvec", [(N / 4) as u32, 1, 1], [128, 1, 1], &args, &opts, None)?;
+                let stats = dev.launch(
+                    &module,
+                    "lanes_matvec",
+                    [(N / 4) as u32, 1, 1],
+                    [128, 1, 1],
+                    &args,
+                    &opts,
+                    None,
+                )?;
                 best = best.min(t.elapsed().as_secs_f64());
                 instrs = stats.thread_instructions;
             }
@@ -64,7 +77,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let y = dev.to_vec(yb)?;
     for r in 0..N {
-        let want: f64 = (0..K).map(|k| f64::from(w[r * K + k]) * f64::from(x[k])).sum();
+        let want: f64 = (0..K)
+            .map(|k| f64::from(w[r * K + k]) * f64::from(x[k]))
+            .sum();
         let got = f32::from_le_bytes([y[4 * r], y[4 * r + 1], y[4 * r + 2], y[4 * r + 3]]);
         if (f64::from(got) - want).abs() > 1e-3 * want.abs().max(1.0) {
             return Err(format!("row {r}: got {got}, want {want}").into());

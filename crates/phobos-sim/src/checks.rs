@@ -45,8 +45,6 @@ pub(crate) struct Stamp {
 /// What went wrong with one access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Hazard {
-    /// Read of a byte never written in this CTA.
-    Uninit { offset: u32 },
     /// Read after a write by `other` (or after an atomic when `other` is None).
     ReadAfterWrite {
         offset: u32,
@@ -87,21 +85,18 @@ impl Shadow {
     }
 
     /// Records a plain read of `[off, off + len)`; `off + len` is in bounds.
-    pub(crate) fn read(
-        &mut self,
-        off: u32,
-        len: u32,
-        s: &Stamp,
-        racecheck: bool,
-    ) -> Result<(), Hazard> {
+    /// Returns the first byte that no thread has written yet, if any: the
+    /// caller decides later whether that is an initcheck error or the first
+    /// half of a race (another thread writing it in the same epoch).
+    pub(crate) fn read(&mut self, off: u32, len: u32, s: &Stamp) -> Result<Option<u32>, Hazard> {
+        let mut uninit = None;
         for o in off..off + len {
             let Some(c) = self.cells.get_mut(o as usize) else {
                 continue;
             };
             if c.w_tid == NONE {
-                return Err(Hazard::Uninit { offset: o });
-            }
-            if racecheck {
+                uninit = uninit.or(Some(o));
+            } else {
                 let atomic = c.w_tid == ATOMIC;
                 let writer = c.w_tid.wrapping_sub(1);
                 if (atomic && c.w_epoch == s.epoch)
@@ -115,65 +110,53 @@ impl Shadow {
                 }
             }
             let same_epoch = c.r_tid != NONE && c.r_epoch == s.epoch;
-            if same_epoch && (c.r_tid & !MANY) != s.tid + 1 {
-                c.r_tid |= MANY;
-            } else if !same_epoch {
+            if !same_epoch {
                 c.r_tid = s.tid + 1;
-            }
-            if c.r_tid & MANY == 0 || !same_epoch {
                 c.r_pc = s.pc;
+            } else if (c.r_tid & !MANY) != s.tid + 1 {
+                c.r_tid |= MANY;
             }
             c.r_epoch = s.epoch;
             c.r_wep = s.wep;
         }
-        Ok(())
+        Ok(uninit)
     }
 
     /// Records a plain write of `[off, off + len)`.
-    pub(crate) fn write(
-        &mut self,
-        off: u32,
-        len: u32,
-        s: &Stamp,
-        racecheck: bool,
-    ) -> Result<(), Hazard> {
+    pub(crate) fn write(&mut self, off: u32, len: u32, s: &Stamp) -> Result<(), Hazard> {
         for o in off..off + len {
             let Some(c) = self.cells.get_mut(o as usize) else {
                 continue;
             };
-            if racecheck {
-                if c.w_tid == ATOMIC && c.w_epoch == s.epoch {
-                    return Err(Hazard::WriteAfterWrite {
+            if c.w_tid == ATOMIC && c.w_epoch == s.epoch {
+                return Err(Hazard::WriteAfterWrite {
+                    offset: o,
+                    other: None,
+                    other_pc: c.w_pc,
+                });
+            }
+            if c.w_tid != NONE && c.w_tid != ATOMIC && unordered(c.w_tid - 1, c.w_epoch, c.w_wep, s)
+            {
+                return Err(Hazard::WriteAfterWrite {
+                    offset: o,
+                    other: Some(c.w_tid - 1),
+                    other_pc: c.w_pc,
+                });
+            }
+            if c.r_tid != NONE {
+                let many = c.r_tid & MANY != 0;
+                let reader = (c.r_tid & !MANY) - 1;
+                let hazard = if many {
+                    c.r_epoch == s.epoch
+                } else {
+                    unordered(reader, c.r_epoch, c.r_wep, s)
+                };
+                if hazard {
+                    return Err(Hazard::WriteAfterRead {
                         offset: o,
-                        other: None,
-                        other_pc: c.w_pc,
+                        other: (!many).then_some(reader),
+                        other_pc: c.r_pc,
                     });
-                }
-                if c.w_tid != NONE
-                    && c.w_tid != ATOMIC
-                    && unordered(c.w_tid - 1, c.w_epoch, c.w_wep, s)
-                {
-                    return Err(Hazard::WriteAfterWrite {
-                        offset: o,
-                        other: Some(c.w_tid - 1),
-                        other_pc: c.w_pc,
-                    });
-                }
-                if c.r_tid != NONE {
-                    let many = c.r_tid & MANY != 0;
-                    let reader = (c.r_tid & !MANY) - 1;
-                    let hazard = if many {
-                        c.r_epoch == s.epoch
-                    } else {
-                        unordered(reader, c.r_epoch, c.r_wep, s)
-                    };
-                    if hazard {
-                        return Err(Hazard::WriteAfterRead {
-                            offset: o,
-                            other: (!many).then_some(reader),
-                            other_pc: c.r_pc,
-                        });
-                    }
                 }
             }
             *c = Cell {
@@ -187,22 +170,17 @@ impl Shadow {
         Ok(())
     }
 
-    /// Records an atomic read-modify-write of `[off, off + len)`.
-    pub(crate) fn atomic(
-        &mut self,
-        off: u32,
-        len: u32,
-        s: &Stamp,
-        racecheck: bool,
-    ) -> Result<(), Hazard> {
+    /// Records an atomic read-modify-write of `[off, off + len)`. Returns
+    /// the first byte not yet written, as [`Shadow::read`] does.
+    pub(crate) fn atomic(&mut self, off: u32, len: u32, s: &Stamp) -> Result<Option<u32>, Hazard> {
+        let mut uninit = None;
         for o in off..off + len {
             let Some(c) = self.cells.get_mut(o as usize) else {
                 continue;
             };
             if c.w_tid == NONE {
-                return Err(Hazard::Uninit { offset: o });
-            }
-            if racecheck && c.w_tid != ATOMIC && unordered(c.w_tid - 1, c.w_epoch, c.w_wep, s) {
+                uninit = uninit.or(Some(o));
+            } else if c.w_tid != ATOMIC && unordered(c.w_tid - 1, c.w_epoch, c.w_wep, s) {
                 return Err(Hazard::WriteAfterWrite {
                     offset: o,
                     other: Some(c.w_tid - 1),
@@ -217,7 +195,7 @@ impl Shadow {
                 ..Cell::default()
             };
         }
-        Ok(())
+        Ok(uninit)
     }
 }
 
@@ -238,28 +216,30 @@ mod tests {
     fn barrier_epochs_order_accesses() {
         let mut s = Shadow::default();
         s.reset(8);
-        assert_eq!(
-            s.read(0, 4, &st(0, 0), true),
-            Err(Hazard::Uninit { offset: 0 })
-        );
-        s.write(0, 4, &st(0, 0), true).unwrap();
+        assert_eq!(s.read(4, 4, &st(0, 0)), Ok(Some(4)));
+        s.write(0, 4, &st(0, 0)).unwrap();
         assert!(matches!(
-            s.read(0, 4, &st(40, 0), true),
+            s.read(0, 4, &st(40, 0)),
             Err(Hazard::ReadAfterWrite { other: Some(0), .. })
         ));
-        s.read(0, 4, &st(40, 1), true).unwrap();
-        s.read(0, 4, &st(41, 1), true).unwrap();
+        assert_eq!(s.read(0, 4, &st(40, 1)), Ok(None));
+        s.read(0, 4, &st(41, 1)).unwrap();
         assert!(matches!(
-            s.write(0, 4, &st(40, 1), true),
+            s.write(0, 4, &st(40, 1)),
             Err(Hazard::WriteAfterRead { other: None, .. })
         ));
-        s.write(0, 4, &st(40, 2), true).unwrap();
+        s.write(0, 4, &st(40, 2)).unwrap();
         assert!(matches!(
-            s.write(2, 1, &st(7, 2), true),
+            s.write(2, 1, &st(7, 2)),
             Err(Hazard::WriteAfterWrite {
                 other: Some(40),
                 ..
             })
+        ));
+        // A read of unwritten bytes followed by another thread's write is a race.
+        assert!(matches!(
+            s.write(4, 4, &st(9, 0)),
+            Err(Hazard::WriteAfterRead { other: Some(0), .. })
         ));
     }
 
@@ -267,13 +247,26 @@ mod tests {
     fn warp_sync_orders_lanes_of_one_warp() {
         let mut s = Shadow::default();
         s.reset(4);
-        s.write(0, 4, &st(1, 0), true).unwrap();
+        s.write(0, 4, &st(1, 0)).unwrap();
         let later = Stamp {
             tid: 2,
             epoch: 0,
             wep: 1,
             pc: 0,
         };
-        s.read(0, 4, &later, true).unwrap();
+        s.read(0, 4, &later).unwrap();
+    }
+
+    #[test]
+    fn atomics_do_not_race_each_other() {
+        let mut s = Shadow::default();
+        s.reset(4);
+        s.write(0, 4, &st(0, 0)).unwrap();
+        assert_eq!(s.atomic(0, 4, &st(3, 1)), Ok(None));
+        assert_eq!(s.atomic(0, 4, &st(40, 1)), Ok(None));
+        assert!(matches!(
+            s.read(0, 4, &st(5, 1)),
+            Err(Hazard::ReadAfterWrite { other: None, .. })
+        ));
     }
 }

@@ -345,7 +345,7 @@ pub(crate) enum Op {
         c: PredSrc,
         bits: u32,
     },
-    PredOp {
+    PredBool {
         op: PredLogic,
         d: PredId,
         a: PredSrc,
@@ -1031,7 +1031,7 @@ impl Decoder {
                 }
             }
             let a = self.pred_src(&ops[1], line)?;
-            return Ok(Op::PredOp {
+            return Ok(Op::PredBool {
                 op: PredLogic::Mov,
                 d,
                 a,
@@ -1219,7 +1219,7 @@ impl Decoder {
             } else {
                 self.pred_src(&ops[2], line)?
             };
-            return Ok(Op::PredOp { op, d, a, b });
+            return Ok(Op::PredBool { op, d, a, b });
         }
         let op = match base {
             "and" => IntOp::And,

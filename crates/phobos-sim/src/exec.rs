@@ -262,7 +262,7 @@ impl Warp {
                 }
                 self.put(d, active, &out);
             }
-            Op::PredOp { op, d, a, b } => {
+            Op::PredBool { op, d, a, b } => {
                 let (x, y) = (self.pred_mask(a), self.pred_mask(b));
                 let v = match op {
                     PredLogic::And => x & y,
@@ -659,7 +659,7 @@ impl Warp {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
     fn memory(
         &mut self,
         store: bool,
@@ -741,11 +741,21 @@ impl Warp {
                     if cx.checks {
                         let st = self.stamp(l, cta.epoch, pc);
                         let r = if store {
-                            cta.shadow.write(off, total, &st, true)
+                            cta.shadow.write(off, total, &st).map(|()| None)
                         } else {
-                            cta.shadow.read(off, total, &st, true)
+                            cta.shadow.read(off, total, &st)
                         };
-                        r.map_err(|h| cx.hazard_fault(h, store).at(l, addr, sp))?;
+                        match r {
+                            Ok(None) => {}
+                            Ok(Some(byte)) => {
+                                cta.note_uninit(cx, pc, self.first_tid + l as u32, byte, addr)
+                            }
+                            Err(h) => {
+                                let mut f = cx.hazard_fault(h).at(l, addr, sp);
+                                f.tensor = cx.region_name(sp, addr);
+                                return Err(f);
+                            }
+                        }
                     }
                     for k in 0..n {
                         let o = off as usize + k * size as usize;
@@ -903,9 +913,17 @@ impl Warp {
                     }
                     if cx.checks {
                         let st = self.stamp(l, cta.epoch, pc);
-                        cta.shadow
-                            .atomic(addr as u32, size, &st, true)
-                            .map_err(|h| cx.hazard_fault(h, true).at(l, addr, sp))?;
+                        match cta.shadow.atomic(addr as u32, size, &st) {
+                            Ok(None) => {}
+                            Ok(Some(byte)) => {
+                                cta.note_uninit(cx, pc, self.first_tid + l as u32, byte, addr)
+                            }
+                            Err(h) => {
+                                let mut f = cx.hazard_fault(h).at(l, addr, sp);
+                                f.tensor = cx.region_name(sp, addr);
+                                return Err(f);
+                            }
+                        }
                     }
                     let o = addr as usize;
                     let bytes = &mut cta.shared[o..o + size as usize];

@@ -99,6 +99,34 @@ pub(crate) struct CtaState {
     pub observing: bool,
     pub accesses: Vec<Access>,
     pub shuffles: Vec<(u32, u32)>,
+    /// The first read of never-written shared memory in this barrier epoch:
+    /// (instruction, thread, report). It becomes an initcheck error at the
+    /// next barrier or at the CTA's end, unless another thread's write to
+    /// the same bytes turns it into a race report first.
+    pub pending_init: Option<(u32, u32, Fault)>,
+}
+
+impl CtaState {
+    pub(crate) fn note_uninit(&mut self, cx: &Ctx, pc: u32, tid: u32, byte: u32, addr: u64) {
+        if self.pending_init.is_some() {
+            return;
+        }
+        let mut f = Fault::new(CheckKind::Initcheck, "read of uninitialized shared memory");
+        f.address = Some(addr);
+        f.space = Some(Space::Shared);
+        f.tensor = cx.region_name(Space::Shared, u64::from(byte));
+        f.notes.push(format!(
+            "no thread of this CTA wrote shared byte {byte} before this read (nor later in the same barrier interval)"
+        ));
+        self.pending_init = Some((pc, tid, f));
+    }
+
+    fn take_pending(&mut self, cx: &Ctx) -> Result<(), SimError> {
+        match self.pending_init.take() {
+            Some((pc, tid, f)) => Err(cx.report(self, pc, tid, f)),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Ctx<'_> {
@@ -211,16 +239,8 @@ impl Ctx<'_> {
         f
     }
 
-    pub(crate) fn hazard_fault(&self, h: Hazard, store: bool) -> Fault {
-        let _ = store;
+    pub(crate) fn hazard_fault(&self, h: Hazard) -> Fault {
         let (kind, msg, other, verb) = match h {
-            Hazard::Uninit { offset } => {
-                let mut f = Fault::new(CheckKind::Initcheck, "read of uninitialized shared memory");
-                f.notes.push(format!(
-                    "no thread of this CTA has written shared byte {offset} before this read"
-                ));
-                return f;
-            }
             Hazard::ReadAfterWrite {
                 other, other_pc, ..
             } => (
@@ -491,6 +511,7 @@ impl Worker {
                 observing: false,
                 accesses: Vec::new(),
                 shuffles: Vec::new(),
+                pending_init: None,
             },
             warps: (0..cx.n_warps).map(|_| Warp::new()).collect(),
         }
@@ -527,6 +548,7 @@ impl Worker {
             cta.shadow.reset(cx.entry.shared_bytes as usize);
         }
         cta.epoch = 0;
+        cta.pending_init = None;
         cta.observing = match obs.as_deref_mut() {
             Some(o) => o.wants_cta(cta.linear),
             None => false,
@@ -540,6 +562,7 @@ impl Worker {
                     w.run(cx, cta, obs.as_deref_mut())?;
                 }
             }
+            cta.take_pending(cx)?;
             if self.warps.iter().all(|w| w.live == 0) {
                 return Ok(());
             }

@@ -414,22 +414,20 @@ impl Parser {
             reqntid: None,
             maxntid: None,
         };
-        if self.eat_punct('(') {
-            if !self.eat_punct(')') {
-                loop {
-                    let (w, wl) = self.word()?;
-                    if w != ".param" {
-                        return Err(SimError::parse(
-                            wl,
-                            format!("expected `.param`, found `{w}`"),
-                        ));
-                    }
-                    e.params.push(self.var_decl(wl)?);
-                    if self.eat_punct(')') {
-                        break;
-                    }
-                    self.expect_punct(',')?;
+        if self.eat_punct('(') && !self.eat_punct(')') {
+            loop {
+                let (w, wl) = self.word()?;
+                if w != ".param" {
+                    return Err(SimError::parse(
+                        wl,
+                        format!("expected `.param`, found `{w}`"),
+                    ));
                 }
+                e.params.push(self.var_decl(wl)?);
+                if self.eat_punct(')') {
+                    break;
+                }
+                self.expect_punct(',')?;
             }
         }
         // Performance directives before the body.

@@ -94,7 +94,10 @@ fn wide_and_64_bit_arithmetic() {
     mov.b64 {%r9, %r10}, %rd11;
 ";
     let mut b = body.to_string();
-    for (i, r) in ["%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r10"].iter().enumerate() {
+    for (i, r) in ["%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r10"]
+        .iter()
+        .enumerate()
+    {
         b += &store(i, 32, r);
     }
     let inp = inputs();
@@ -140,7 +143,9 @@ fn shifts_and_bit_operations() {
     bfe.s32 %r12, %r1, 4, %r0;
     bfi.b32 %r13, %r0, %r1, 3, 5;
 ";
-    let regs = ["%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r10", "%r11", "%r12", "%r13"];
+    let regs = [
+        "%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r10", "%r11", "%r12", "%r13",
+    ];
     let mut b = body.to_string();
     for (i, r) in regs.iter().enumerate() {
         b += &store(i, 32, r);
@@ -149,9 +154,17 @@ fn shifts_and_bit_operations() {
     let out = run32(&b, &inp, regs.len());
     let bfe_ref = |a: u32, pos: u32, len: u32, signed: bool| -> u32 {
         let mut d = 0u32;
-        let sbit = if signed && len > 0 { (a >> (pos + len - 1).min(31)) & 1 } else { 0 };
+        let sbit = if signed && len > 0 {
+            (a >> (pos + len - 1).min(31)) & 1
+        } else {
+            0
+        };
         for i in 0..32 {
-            let bit = if i < len && pos + i <= 31 { (a >> (pos + i)) & 1 } else { sbit };
+            let bit = if i < len && pos + i <= 31 {
+                (a >> (pos + i)) & 1
+            } else {
+                sbit
+            };
             d |= bit << i;
         }
         d
@@ -194,7 +207,9 @@ fn prmt_dp4a_dp2a() {
     dp2a.lo.s32.s32 %r11, %r1, %r2, 1;
     dp2a.hi.u32.u32 %r12, %r1, %r2, 1;
 ";
-    let regs = ["%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9", "%r10", "%r11", "%r12"];
+    let regs = [
+        "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9", "%r10", "%r11", "%r12",
+    ];
     let mut b = body.to_string();
     for (i, r) in regs.iter().enumerate() {
         b += &store(i, 32, r);
@@ -207,7 +222,15 @@ fn prmt_dp4a_dp2a() {
         for i in 0..4 {
             let sel = (c >> (4 * i)) & 15;
             let byte = bytes[(sel & 7) as usize];
-            let v = if sel & 8 != 0 { if byte >= 0x80 { 0xFF } else { 0 } } else { byte };
+            let v = if sel & 8 != 0 {
+                if byte >= 0x80 {
+                    0xFF
+                } else {
+                    0
+                }
+            } else {
+                byte
+            };
             r |= u32::from(v) << (8 * i);
         }
         r
@@ -215,19 +238,31 @@ fn prmt_dp4a_dp2a() {
     let dp4 = |a: u32, b: u32, c: i64, sa: bool, sb: bool| -> u32 {
         let ext = |x: u32, i: u32, s: bool| {
             let v = (x >> (8 * i)) & 0xFF;
-            if s { i64::from(v as u8 as i8) } else { i64::from(v) }
+            if s {
+                i64::from(v as u8 as i8)
+            } else {
+                i64::from(v)
+            }
         };
         (c + (0..4).map(|i| ext(a, i, sa) * ext(b, i, sb)).sum::<i64>()) as u32
     };
     let dp2 = |a: u32, b: u32, c: i64, hi: bool, s: bool| -> u32 {
         let h = |i: u32| {
             let v = (a >> (16 * i)) & 0xFFFF;
-            if s { i64::from(v as u16 as i16) } else { i64::from(v) }
+            if s {
+                i64::from(v as u16 as i16)
+            } else {
+                i64::from(v)
+            }
         };
         let k = if hi { 2 } else { 0 };
         let by = |i: u32| {
             let v = (b >> (8 * i)) & 0xFF;
-            if s { i64::from(v as u8 as i8) } else { i64::from(v) }
+            if s {
+                i64::from(v as u8 as i8)
+            } else {
+                i64::from(v)
+            }
         };
         (c + h(0) * by(k) + h(1) * by(k + 1)) as u32
     };
@@ -278,7 +313,8 @@ fn float_arithmetic() {
     cvt.rn.f32.f64 %f16, %fd4;
 ";
     let regs = [
-        "%f3", "%f4", "%f5", "%f6", "%f7", "%f8", "%f9", "%f10", "%f11", "%f12", "%f13", "%f14", "%f15", "%f16",
+        "%f3", "%f4", "%f5", "%f6", "%f7", "%f8", "%f9", "%f10", "%f11", "%f12", "%f13", "%f14",
+        "%f15", "%f16",
     ];
     let mut b = body.to_string();
     for (i, r) in regs.iter().enumerate() {
@@ -360,7 +396,9 @@ fn float_special_values_and_ftz() {
     mov.b32 %r4, %f7;
     mov.b32 %r9, %f8;
 ";
-    let regs = ["%r1", "%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9"];
+    let regs = [
+        "%r1", "%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9",
+    ];
     let mut b = body.to_string();
     for (i, r) in regs.iter().enumerate() {
         b += &store(i, 32, r);
@@ -402,16 +440,17 @@ fn conversions_with_rounding_modes() {
     cvt.sat.s8.s32 %r14, %r4;
 ";
     let regs = [
-        "%r1", "%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9", "%r10", "%r11", "%r13", "%r14",
+        "%r1", "%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9", "%r10", "%r11", "%r13",
+        "%r14",
     ];
     let mut b = body.to_string();
     for (i, r) in regs.iter().enumerate() {
         b += &store(i, 32, r);
     }
     let vals: Vec<f32> = vec![
-        2.5, -2.5, 3.5, -0.5, 0.49999997, 255.7, 300.0, -7.25, 1e10, -1e10, 65519.0, 65520.0, 1.0009766, 1.0004883,
-        3.14159, 200.5, -200.5, 0.0, -0.0, 1e-8, 127.5, -128.6, 1.5, 7.5, 8.5, -1.5, 1234.567, 0.1, 0.2, 0.3, 100000.0,
-        -3.0,
+        2.5, -2.5, 3.5, -0.5, 0.49999997, 255.7, 300.0, -7.25, 1e10, -1e10, 65519.0, 65520.0,
+        1.0009766, 1.0004883, 3.14159, 200.5, -200.5, 0.0, -0.0, 1e-8, 127.5, -128.6, 1.5, 7.5,
+        8.5, -1.5, 1234.567, 0.1, 0.2, 0.3, 100000.0, -3.0,
     ];
     let inp: Vec<u32> = vals.iter().map(|v| f(*v)).collect();
     let out = run32(&b, &inp, regs.len());
@@ -473,7 +512,9 @@ fn compare_select_and_predicate_logic() {
     @%p2 mov.u32 %r10, 200;
     @!%p1 add.u32 %r10, %r10, 1;
 ";
-    let regs = ["%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9", "%r10"];
+    let regs = [
+        "%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9", "%r10",
+    ];
     let mut b = body.to_string();
     for (i, r) in regs.iter().enumerate() {
         b += &store(i, 32, r);
@@ -521,7 +562,9 @@ fn loads_and_stores_of_every_width() {
     st.global.u16 [%rd12+22], %r9;
     st.global.v2.f32 [%rd12+24], {%f1, %f1};
 ";
-    let regs = ["%r1", "%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9", "%r10", "%r11", "%r12"];
+    let regs = [
+        "%r1", "%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9", "%r10", "%r11", "%r12",
+    ];
     let mut b = format!("    setp.ne.u32 %p1, %r0, 0;\n    @%p1 bra $skip;\n{body}");
     for (i, r) in regs.iter().enumerate() {
         b += &store(i, 32, r);
@@ -575,7 +618,10 @@ fn shared_local_param_and_generic_memory() {
     ld.param.u32 %r12, [p_in];
 ";
     let mut b = body.to_string();
-    for (i, r) in ["%r7", "%r8", "%r9", "%r10", "%r11", "%r12"].iter().enumerate() {
+    for (i, r) in ["%r7", "%r8", "%r9", "%r10", "%r11", "%r12"]
+        .iter()
+        .enumerate()
+    {
         b += &store(i, 64, r);
     }
     let out = run_n(decls, &b, 64, &[0], 6);
@@ -616,7 +662,15 @@ fn special_registers_in_3d() {
     st.global.v2.u32 [%rd11+32], {%r9, %r10};
 ";
     let ptx = kernel("", body);
-    let r = run_grid(&ptx, [2, 3, 1], [4, 8, 2], &[0], 6 * 64 * 12, &Default::default()).expect("runs");
+    let r = run_grid(
+        &ptx,
+        [2, 3, 1],
+        [4, 8, 2],
+        &[0],
+        6 * 64 * 12,
+        &Default::default(),
+    )
+    .expect("runs");
     for cy in 0..3u32 {
         for cx in 0..2u32 {
             for z in 0..2u32 {
@@ -624,7 +678,10 @@ fn special_registers_in_3d() {
                     for x in 0..4u32 {
                         let t = x + y * 4 + z * 32;
                         let i = ((cx + cy * 2) * 64 + t) as usize * 12;
-                        assert_eq!(&r.out[i..i + 10], &[x, y, z, 4, cx, cy, 3, t % 32, t / 32, 8]);
+                        assert_eq!(
+                            &r.out[i..i + 10],
+                            &[x, y, z, 4, cx, cy, 3, t % 32, t / 32, 8]
+                        );
                     }
                 }
             }
@@ -662,8 +719,13 @@ fn atomics_across_ctas_and_in_shared() {
         threads: 2,
         ..Default::default()
     };
-    let args = [phobos_sim::KernelArg::Buffer(out), phobos_sim::KernelArg::Buffer(inp)];
-    let stats = dev.launch(&module, "k", [8, 1, 1], [64, 1, 1], &args, &opts, None).expect("runs");
+    let args = [
+        phobos_sim::KernelArg::Buffer(out),
+        phobos_sim::KernelArg::Buffer(inp),
+    ];
+    let stats = dev
+        .launch(&module, "k", [8, 1, 1], [64, 1, 1], &args, &opts, None)
+        .expect("runs");
     let w = bytes_to_words(&dev.to_vec(inp).expect("read"));
     assert_eq!(w[0], 8 * 64, "every thread of every CTA added 1");
     assert_eq!(w[1], 63);
@@ -713,7 +775,15 @@ fn partial_warps_and_multiple_ctas() {
     st.global.u32 [%rd11], %r3;
 ";
     let ptx = kernel("", body);
-    let r = run_grid(&ptx, [5, 1, 1], [48, 1, 1], &[0], 5 * 48, &Default::default()).expect("runs");
+    let r = run_grid(
+        &ptx,
+        [5, 1, 1],
+        [48, 1, 1],
+        &[0],
+        5 * 48,
+        &Default::default(),
+    )
+    .expect("runs");
     assert_eq!(r.out, (0..240).collect::<Vec<u32>>());
     assert_eq!(r.stats.ctas, 5);
 }

@@ -47,8 +47,21 @@ pub struct Run {
 
 /// Runs `ptx` entry `k` on one CTA of `threads` threads with `input` and an
 /// output of `threads * n_out` words.
-pub fn run_with(ptx: &str, threads: u32, input: &[u32], n_out: usize, opts: &LaunchOptions) -> Result<Run, SimError> {
-    run_grid(ptx, [1, 1, 1], [threads, 1, 1], input, threads as usize * n_out, opts)
+pub fn run_with(
+    ptx: &str,
+    threads: u32,
+    input: &[u32],
+    n_out: usize,
+    opts: &LaunchOptions,
+) -> Result<Run, SimError> {
+    run_grid(
+        ptx,
+        [1, 1, 1],
+        [threads, 1, 1],
+        input,
+        threads as usize * n_out,
+        opts,
+    )
 }
 
 pub fn run_grid(
@@ -111,7 +124,9 @@ pub fn words_to_bytes(w: &[u32]) -> Vec<u8> {
 }
 
 pub fn bytes_to_words(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 pub fn f(x: f32) -> u32 {

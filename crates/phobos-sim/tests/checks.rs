@@ -1,0 +1,381 @@
+//! Planted bugs, each caught by the right check with a report that names
+//! kernel, source line, CTA, thread, address and tensor; and the same
+//! kernels fixed, passing.
+
+mod common;
+use common::*;
+use phobos_sim::{
+    CheckKind, CheckReport, Device, KernelArg, LaunchOptions, Module, SimError, Space,
+};
+
+fn report(e: SimError) -> CheckReport {
+    match e {
+        SimError::Check(r) => *r,
+        other => panic!("expected a check report, got: {other}"),
+    }
+}
+
+#[test]
+fn unguarded_global_read_is_caught_by_memcheck() {
+    // 64 threads read in[tid] but `in` holds 40 words.
+    let body = "
+    .loc 1 7 3
+    ld.global.u32 %r1, [%rd5];
+    st.global.u32 [%rd4], %r1;
+";
+    let ptx = kernel("", body);
+    let err = run_with(&ptx, 64, &[1; 40], 1, &LaunchOptions::default())
+        .map(|_| ())
+        .unwrap_err();
+    let r = report(err);
+    assert_eq!(r.kind, CheckKind::Memcheck);
+    assert_eq!(r.kernel, "k");
+    assert_eq!(r.thread, Some([40, 0, 0]), "the first thread past the end");
+    assert_eq!(r.cta, [0, 0, 0]);
+    assert_eq!(r.tensor.as_deref(), Some("in"));
+    assert_eq!(r.space, Some(Space::Global));
+    let src = r.source.clone().expect("a source position");
+    assert_eq!((src.file.as_str(), src.line, src.col), ("t.pho", 7, 3));
+    let text = r.to_string();
+    assert!(
+        text.starts_with("memcheck: out-of-bounds global load of 4 bytes in kernel `k`"),
+        "{text}"
+    );
+    assert!(text.contains("at t.pho:7:3"), "{text}");
+    assert!(text.contains("thread (40, 0, 0)"), "{text}");
+    assert!(text.contains("tensor `in`, which has 160 bytes"), "{text}");
+}
+
+#[test]
+fn guarded_read_passes() {
+    let body = "
+    setp.ge.u32 %p1, %r0, 40;
+    @%p1 bra $out;
+    ld.global.u32 %r1, [%rd5];
+    st.global.u32 [%rd4], %r1;
+$out:
+";
+    let r = run_with(
+        &kernel("", body),
+        64,
+        &[7; 40],
+        1,
+        &LaunchOptions::default(),
+    )
+    .expect("runs");
+    assert_eq!(&r.out[..40], &[7; 40]);
+    assert_eq!(&r.out[40..], &[POISON; 24]);
+}
+
+#[test]
+fn misaligned_vector_load_is_caught() {
+    let body = "    ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd2+4];\n";
+    let r = report(fail32("", body, 32, &[0; 16]));
+    assert_eq!(r.kind, CheckKind::Memcheck);
+    assert!(
+        r.message.contains("misaligned global load of 16 bytes"),
+        "{}",
+        r.message
+    );
+    assert_eq!(r.tensor.as_deref(), Some("in"));
+}
+
+#[test]
+fn shared_out_of_bounds_is_caught() {
+    let decls = "    .shared .align 4 .b8 buf[128];";
+    let body = "
+    shl.b32 %r1, %r0, 2;
+    mov.u32 %r2, buf;
+    add.u32 %r3, %r2, %r1;
+    st.shared.u32 [%r3], %r0;
+";
+    let r = report(fail32(decls, body, 64, &[0]));
+    assert_eq!(r.kind, CheckKind::Memcheck);
+    assert_eq!(r.thread, Some([32, 0, 0]));
+    assert_eq!(r.space, Some(Space::Shared));
+    assert_eq!(r.address, Some(128));
+    assert!(
+        r.message.contains("out-of-bounds shared store"),
+        "{}",
+        r.message
+    );
+    // 32 threads fit.
+    run_n(decls, body, 32, &[0], 1);
+}
+
+const EXCHANGE: &str = "
+    shl.b32 %r1, %r0, 2;
+    mov.u32 %r2, tile;
+    add.u32 %r3, %r2, %r1;
+    .loc 1 3 5
+    st.shared.u32 [%r3], %r0;
+    BARRIER
+    add.u32 %r4, %r0, 32;
+    and.b32 %r4, %r4, 63;
+    shl.b32 %r4, %r4, 2;
+    add.u32 %r5, %r2, %r4;
+    .loc 1 5 5
+    ld.shared.u32 %r6, [%r5];
+    st.global.u32 [%rd4], %r6;
+";
+const TILE: &str = "    .shared .align 4 .b8 tile[256];";
+
+#[test]
+fn shared_write_without_barrier_is_a_race() {
+    let body = EXCHANGE.replace("BARRIER", "");
+    // Warp 0 reads warp 1's slots before warp 1 writes them: whichever
+    // order the hardware picks, the pair is a race.
+    let r = report(fail32(TILE, &body, 64, &[0]));
+    assert_eq!(r.kind, CheckKind::Racecheck);
+    assert!(r.message.contains("write-after-read"), "{}", r.message);
+    assert_eq!(r.tensor.as_deref(), Some("tile"));
+    assert_eq!(r.thread, Some([32, 0, 0]));
+    let text = r.to_string();
+    assert!(text.contains("at t.pho:3:5"), "{text}");
+    assert!(
+        text.contains("thread (0, 0, 0) read these bytes at t.pho:5:5"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_same_exchange_with_a_barrier_passes() {
+    let body = EXCHANGE.replace("BARRIER", "bar.sync 0;");
+    let out = run_n(TILE, &body, 64, &[0], 1);
+    for t in 0..64u32 {
+        assert_eq!(out[0][t as usize], (t + 32) % 64);
+    }
+}
+
+#[test]
+fn checks_off_runs_the_racy_kernel() {
+    let body = EXCHANGE.replace("BARRIER", "");
+    let opts = LaunchOptions {
+        checks: false,
+        ..LaunchOptions::default()
+    };
+    run_with(&kernel(TILE, &body), 64, &[0], 1, &opts).expect("no racecheck without checks");
+}
+
+#[test]
+fn write_after_read_without_barrier_is_a_race() {
+    let body = "
+    shl.b32 %r1, %r0, 2;
+    mov.u32 %r2, tile;
+    add.u32 %r3, %r2, %r1;
+    st.shared.u32 [%r3], %r0;
+    bar.sync 0;
+    setp.ge.u32 %p1, %r0, 32;
+    @%p1 bra $write;
+    add.u32 %r5, %r3, 128;
+    ld.shared.u32 %r6, [%r5];
+    bra.uni $end;
+$write:
+    st.shared.u32 [%r3], 5;
+$end:
+";
+    let r = report(fail32(TILE, body, 64, &[0]));
+    assert_eq!(r.kind, CheckKind::Racecheck);
+    assert!(r.message.contains("write-after-read"), "{}", r.message);
+}
+
+#[test]
+fn lanes_of_one_warp_race_without_a_warp_sync() {
+    let body = "
+    shl.b32 %r1, %r0, 2;
+    mov.u32 %r2, tile;
+    add.u32 %r3, %r2, %r1;
+    st.shared.u32 [%r3], %r0;
+    xor.b32 %r4, %r1, 4;
+    add.u32 %r5, %r2, %r4;
+    SYNC
+    ld.shared.u32 %r6, [%r5];
+";
+    let r = report(fail32(TILE, &body.replace("SYNC", ""), 32, &[0]));
+    assert_eq!(r.kind, CheckKind::Racecheck);
+    run_n(
+        TILE,
+        &body.replace("SYNC", "bar.warp.sync 0xffffffff;"),
+        32,
+        &[0],
+        1,
+    );
+}
+
+#[test]
+fn barrier_under_divergent_control_is_a_deadlock_report() {
+    let body = "
+    setp.lt.u32 %p1, %r0, 16;
+    @!%p1 bra $skip;
+    .loc 1 9 7
+    bar.sync 0;
+$skip:
+";
+    let r = report(fail32("", body, 64, &[0]));
+    assert_eq!(r.kind, CheckKind::Synccheck);
+    assert!(
+        r.message.contains("reached by 16 of the CTA's 64 threads"),
+        "{}",
+        r.message
+    );
+    assert_eq!(r.source.as_ref().map(|s| s.line), Some(9));
+    let text = r.to_string();
+    assert!(text.contains("lanes 16-31 of warp 0 exited"), "{text}");
+}
+
+#[test]
+fn warps_at_different_barriers_are_reported() {
+    let body = "
+    setp.lt.u32 %p1, %r0, 32;
+    @%p1 bra $a;
+    bar.sync 0;
+    bra.uni $end;
+$a:
+    bar.sync 0;
+$end:
+";
+    let r = report(fail32("", body, 64, &[0]));
+    assert_eq!(r.kind, CheckKind::Synccheck);
+    assert!(r.message.contains("different bar.sync"), "{}", r.message);
+    assert_eq!(r.notes.len(), 2);
+}
+
+#[test]
+fn shuffle_under_divergent_control_is_caught() {
+    // Lanes 16-31 leave; lanes 0-15 shuffle with a full mask.
+    let body = "
+    setp.ge.u32 %p1, %r0, 16;
+    @%p1 bra $end;
+    shfl.sync.bfly.b32 %r1, %r0, 1, 31, 0xffffffff;
+$end:
+";
+    let r = report(fail32("", body, 32, &[0]));
+    assert_eq!(r.kind, CheckKind::Synccheck);
+    assert!(
+        r.message
+            .contains("lanes 0-15 of warp 0 arrived, but lanes 16-31"),
+        "{}",
+        r.message
+    );
+    assert!(
+        r.to_string().contains("lane 16 and others like it exited"),
+        "{r}"
+    );
+
+    // Lanes 16-31 wait at a barrier instead: a deadlock, reported.
+    let body = "
+    setp.ge.u32 %p1, %r0, 16;
+    @%p1 bra $bar;
+    shfl.sync.bfly.b32 %r1, %r0, 1, 31, 0xffffffff;
+$bar:
+    bar.sync 0;
+";
+    let r = report(fail32("", body, 32, &[0]));
+    assert_eq!(r.kind, CheckKind::Synccheck);
+    assert!(r.message.contains("never reach it"), "{}", r.message);
+    assert!(r.to_string().contains("wait at bar.sync"), "{r}");
+}
+
+#[test]
+fn shuffle_reading_a_lane_outside_the_mask_is_caught() {
+    let body = "
+    setp.ge.u32 %p1, %r0, 16;
+    @%p1 bra $end;
+    shfl.sync.bfly.b32 %r1, %r0, 16, 31, 0x0000ffff;
+$end:
+";
+    let r = report(fail32("", body, 32, &[0]));
+    assert_eq!(r.kind, CheckKind::Synccheck);
+    assert!(r.message.contains("reads lane 16"), "{}", r.message);
+}
+
+#[test]
+fn lane_outside_its_own_mask_is_caught() {
+    let body = "    shfl.sync.bfly.b32 %r1, %r0, 1, 31, 0x0000ffff;\n";
+    let r = report(fail32("", body, 32, &[0]));
+    assert_eq!(r.kind, CheckKind::Synccheck);
+    assert!(
+        r.message.contains("does not include the lane itself"),
+        "{}",
+        r.message
+    );
+}
+
+#[test]
+fn read_of_unwritten_shared_memory_is_caught_by_initcheck() {
+    let body = "
+    shl.b32 %r1, %r0, 2;
+    mov.u32 %r2, tile;
+    add.u32 %r3, %r2, %r1;
+    setp.lt.u32 %p1, %r0, 32;
+    @%p1 st.shared.u32 [%r3], %r0;
+    bar.sync 0;
+    ld.shared.u32 %r4, [%r3];
+";
+    let r = report(fail32(TILE, body, 64, &[0]));
+    assert_eq!(r.kind, CheckKind::Initcheck);
+    assert_eq!(r.thread, Some([32, 0, 0]));
+    assert_eq!(r.address, Some(128));
+    assert_eq!(r.tensor.as_deref(), Some("tile"));
+}
+
+#[test]
+fn a_loop_that_never_ends_hits_the_step_limit() {
+    let body = "
+$spin:
+    add.u32 %r1, %r1, 1;
+    bra.uni $spin;
+";
+    let opts = LaunchOptions {
+        max_steps: 10_000,
+        ..LaunchOptions::default()
+    };
+    let err = run_with(&kernel("", body), 32, &[0], 1, &opts)
+        .map(|_| ())
+        .unwrap_err();
+    let r = report(err);
+    assert_eq!(r.kind, CheckKind::StepLimit);
+    assert!(
+        r.message.contains("more than 10000 instructions"),
+        "{}",
+        r.message
+    );
+}
+
+#[test]
+fn the_lowest_failing_cta_is_reported_whatever_the_thread_count() {
+    // CTAs 5 and up read past the end of `in`.
+    let ptx = kernel(
+        "",
+        "
+    mov.u32 %r1, %ctaid.x;
+    shl.b32 %r2, %r1, 5;
+    add.u32 %r3, %r2, %r0;
+    mul.wide.u32 %rd10, %r3, 4;
+    add.s64 %rd11, %rd2, %rd10;
+    ld.global.u32 %r4, [%rd11];
+",
+    );
+    let module = Module::parse(&ptx).expect("parses");
+    for threads in [1, 2, 4] {
+        let mut dev = Device::new();
+        let out = dev.alloc("out", 4).expect("alloc");
+        let inp = dev.alloc("in", 5 * 32 * 4).expect("alloc");
+        let opts = LaunchOptions {
+            threads,
+            ..LaunchOptions::default()
+        };
+        let err = dev
+            .launch(
+                &module,
+                "k",
+                [16, 1, 1],
+                [32, 1, 1],
+                &[KernelArg::Buffer(out), KernelArg::Buffer(inp)],
+                &opts,
+                None,
+            )
+            .unwrap_err();
+        assert_eq!(report(err).cta, [5, 0, 0], "with {threads} threads");
+    }
+}
