@@ -2,6 +2,8 @@
 //! kernel, source line, CTA, thread, address and tensor; and the same
 //! kernels fixed, passing.
 
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 use common::*;
 use phobos_sim::{

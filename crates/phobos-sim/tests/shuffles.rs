@@ -2,6 +2,8 @@
 //! `vote.sync`, and lanes that diverge and meet again at a warp-synchronous
 //! instruction.
 
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 use common::*;
 
@@ -46,7 +48,7 @@ fn full_warp_modes() {
     check("down", "3", 0x1F, |l| (l + 3 < 32).then_some(l + 3));
     check("up", "3", 0, |l| (l >= 3).then(|| l - 3));
     check("idx", "7", 0x1F, |_| Some(7));
-    check("idx", "%r0", 0x1F, |l| Some(l));
+    check("idx", "%r0", 0x1F, Some);
 }
 
 #[test]
