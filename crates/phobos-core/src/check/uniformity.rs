@@ -261,7 +261,7 @@ impl Uni<'_> {
         visit_locals(e, &mut |id| {
             if found.is_none()
                 && self.level[id.0 as usize] == level
-                && self.cause[id.0 as usize].is_some_and(|c| c.under_control)
+                && self.cause[id.0 as usize].is_some()
             {
                 found = Some(id);
             }

@@ -1,0 +1,230 @@
+//! The uniformity suite: small kernels, accepted and rejected. Control that
+//! differs only between warps admits lane collectives and shuffles but not
+//! CTA collectives or tile statements; control that differs between lanes
+//! admits none of them.
+
+/// Wrap `body` in a kernel; its first line is line 3 of the file.
+fn kernel(body: &str) -> String {
+    format!(
+        "@launch(128)
+kernel k(A: tensor<f32>[N, 128], x: tensor<f32>[1, 128], O: tensor<f32>[1, N]) {{
+{body}
+}}
+"
+    )
+}
+
+fn accepted(body: &str) {
+    let src = kernel(body);
+    let (kernels, diags) = phobos_core::check_source(&src);
+    let text = phobos_core::render::render(&diags, "k.pho", &src, false);
+    assert!(diags.is_empty(), "rejected:\n{text}");
+    assert_eq!(kernels.len(), 1);
+}
+
+/// Rejected with `code`, primary label on `line` (of the whole file), and
+/// a secondary label pointing at the cause.
+fn rejected(body: &str, code: &str, line: u32) {
+    let src = kernel(body);
+    let (kernels, diags) = phobos_core::check_source(&src);
+    let text = phobos_core::render::render(&diags, "k.pho", &src, false);
+    assert!(kernels.is_empty(), "accepted:\n{src}");
+    assert_eq!(diags.len(), 1, "{text}");
+    assert_eq!(diags[0].code, code, "{text}");
+    let index = phobos_core::source::LineIndex::new(&src);
+    let primary = diags[0]
+        .labels
+        .iter()
+        .find(|l| l.primary)
+        .expect("primary label");
+    assert_eq!(index.line(primary.span.start as usize), line, "{text}");
+    if code != "P0703" {
+        assert!(
+            diags[0].labels.iter().any(|l| !l.primary),
+            "no cause label:\n{text}"
+        );
+    }
+}
+
+const ROW: &str = "  let row = ctx.block.x * ctx.warps + ctx.warp\n  let v = A[0, ctx.thread]\n";
+
+#[test]
+fn lane_collective_at_top_level() {
+    accepted(&format!("{ROW}  O[0, 0] = sum<over ctx.lane>(v)"));
+}
+
+#[test]
+fn lane_collective_under_warp_condition() {
+    accepted(&format!(
+        "{ROW}  if row < N {{\n    O[0, row] = sum<over ctx.lane>(v)\n  }}"
+    ));
+}
+
+#[test]
+fn shuffle_under_ctx_warp_condition() {
+    accepted(&format!(
+        "{ROW}  if ctx.warp == 0 {{\n    O[0, 0] = shfl<xor 1>(v)\n  }}"
+    ));
+}
+
+#[test]
+fn lane_collective_in_uniform_loop() {
+    accepted(&format!("{ROW}  var acc = 0.0\n  for i in range(0, N) {{\n    acc += sum<over ctx.lane>(A[i, ctx.thread])\n  }}\n  O[0, 0] = acc"));
+}
+
+#[test]
+fn lane_collective_in_warp_strided_loop() {
+    accepted(&format!("{ROW}  for r in range(ctx.warp, N, ctx.warps) {{\n    O[0, r] = sum<over ctx.lane>(A[r, ctx.thread])\n  }}"));
+}
+
+#[test]
+fn cta_collective_at_top_level_and_in_uniform_loop() {
+    accepted(&format!("{ROW}  for i in range(0, 4) {{\n    O[0, i] = sum<over ctx.thread>(A[i, ctx.thread])\n  }}"));
+}
+
+#[test]
+fn cta_collective_under_uniform_condition() {
+    accepted(&format!(
+        "{ROW}  if N > 4 && ctx.block.x == 0 {{\n    O[0, 0] = max<over ctx.thread>(v)\n  }}"
+    ));
+}
+
+#[test]
+fn full_warp_result_steers_a_lane_collective() {
+    accepted(&format!("{ROW}  let t = sum<over ctx.lane>(v)\n  if t > 0.0 {{\n    O[0, row] = max<over ctx.lane>(v)\n  }}"));
+}
+
+#[test]
+fn cta_result_steers_a_cta_collective() {
+    accepted(&format!("{ROW}  let t = sum<over ctx.thread>(v)\n  if t > 0.0 {{\n    O[0, 0] = min<over ctx.thread>(v)\n  }}"));
+}
+
+#[test]
+fn broadcast_shuffle_steers_a_lane_collective() {
+    accepted(&format!("{ROW}  let first = shfl<from 0>(v)\n  if first > 0.0 {{\n    O[0, row] = sum<over ctx.lane>(v)\n  }}"));
+}
+
+#[test]
+fn variable_assigned_under_warp_control_is_warp_uniform() {
+    accepted(&format!("{ROW}  var go = false\n  if ctx.warp == 1 {{\n    go = true\n  }}\n  if go {{\n    O[0, 0] = sum<over ctx.lane>(v)\n  }}"));
+}
+
+#[test]
+fn shuffle_with_a_varying_source_lane() {
+    accepted(&format!(
+        "{ROW}  O[0, 0] = shfl<from ctx.lane ^ 3>(v) + shfl<down ctx.lane % 4>(v)"
+    ));
+}
+
+#[test]
+fn tile_copy_from_the_block_index() {
+    accepted("  var xs = A[ctx.block.x :+ 1, :]\n  O[0, 0] = xs[0, ctx.thread]");
+}
+
+#[test]
+fn rejects_lane_collective_under_lane_condition() {
+    rejected(
+        &format!("{ROW}  if ctx.lane == 0 {{\n    O[0, 0] = sum<over ctx.lane>(v)\n  }}"),
+        "P0700",
+        6,
+    );
+}
+
+#[test]
+fn rejects_lane_collective_under_thread_condition() {
+    rejected(
+        &format!("{ROW}  if ctx.thread < 64 {{\n    O[0, 0] = sum<over ctx.lane>(v)\n  }}"),
+        "P0700",
+        6,
+    );
+}
+
+#[test]
+fn rejects_lane_collective_in_the_else_of_a_lane_condition() {
+    rejected(&format!("{ROW}  if ctx.lane == 0 {{\n    O[0, 0] = v\n  }} else {{\n    O[0, 1] = sum<over ctx.lane>(v)\n  }}"), "P0700", 8);
+}
+
+#[test]
+fn rejects_shuffle_in_loop_with_lane_bounds() {
+    rejected(&format!("{ROW}  var acc = v\n  for i in range(0, ctx.lane) {{\n    acc = shfl<xor 1>(acc)\n  }}\n  O[0, 0] = acc"), "P0700", 7);
+}
+
+#[test]
+fn rejects_lane_collective_under_condition_on_a_load() {
+    rejected(
+        &format!("{ROW}  if v > 0.0 {{\n    O[0, 0] = sum<over ctx.lane>(v)\n  }}"),
+        "P0700",
+        6,
+    );
+}
+
+#[test]
+fn rejects_condition_on_a_width_limited_result() {
+    rejected(&format!("{ROW}  let p = sum<over ctx.lane, width 8>(v)\n  if p > 0.0 {{\n    O[0, 0] = sum<over ctx.lane>(v)\n  }}"), "P0700", 7);
+}
+
+#[test]
+fn rejects_condition_on_a_varying_shuffle() {
+    rejected(&format!("{ROW}  let n = shfl<down 1>(v)\n  if n > 0.0 {{\n    O[0, 0] = select(any<over ctx.lane>(v > n), 1.0, 0.0)\n  }}"), "P0700", 7);
+}
+
+#[test]
+fn rejects_cta_collective_under_warp_condition() {
+    rejected(
+        &format!("{ROW}  if ctx.warp == 0 {{\n    O[0, 0] = sum<over ctx.thread>(v)\n  }}"),
+        "P0701",
+        6,
+    );
+}
+
+#[test]
+fn rejects_cta_collective_in_warp_varying_loop() {
+    rejected(
+        &format!(
+            "{ROW}  for i in range(0, ctx.warp) {{\n    O[0, i] = sum<over ctx.thread>(v)\n  }}"
+        ),
+        "P0701",
+        6,
+    );
+}
+
+#[test]
+fn rejects_cta_collective_under_warp_collective_result() {
+    rejected(&format!("{ROW}  let t = sum<over ctx.lane>(v)\n  if t > 0.0 {{\n    O[0, 0] = sum<over ctx.thread>(v)\n  }}"), "P0701", 7);
+}
+
+#[test]
+fn rejects_a_variable_made_varying_later_in_a_loop() {
+    rejected(
+        &format!("{ROW}  var go = true\n  for i in range(0, 4) {{\n    if go {{\n      O[0, i] = sum<over ctx.lane>(v)\n    }}\n    go = v > 0.0\n  }}"),
+        "P0700",
+        8,
+    );
+}
+
+#[test]
+fn rejects_tile_copy_in_a_lane_loop() {
+    rejected(
+        "  for i in range(0, ctx.lane) {\n    var xs = A[i :+ 1, :]\n    O[0, 0] = xs[0, 0]\n  }",
+        "P0702",
+        4,
+    );
+}
+
+#[test]
+fn rejects_tile_copy_from_a_warp_start() {
+    rejected(
+        "  var xs = A[ctx.warp :+ 1, :]\n  O[0, 0] = xs[0, ctx.thread]",
+        "P0703",
+        3,
+    );
+}
+
+#[test]
+fn rejects_tile_store_under_lane_condition() {
+    rejected(
+        "  var xs = A[0 :+ 1, :]\n  if ctx.lane == 0 {\n    A[1 :+ 1, :] = xs\n  }",
+        "P0702",
+        5,
+    );
+}
