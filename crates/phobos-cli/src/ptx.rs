@@ -1,25 +1,329 @@
-//! `phobos ptx`, `phobos build`, `phobos report` (to be written).
+//! `phobos ptx`, `phobos build` and `phobos report`: compile .pho files and
+//! print the PTX, write the build outputs (.ptx, .ron and, with ptxas,
+//! .cubin per target), or print what the backend decided (each access's
+//! proven alignment and width, the shared plan, the barriers). Compile
+//! errors are rendered with the source and exit 1; usage and IO errors
+//! exit 2.
+
+use phobos_core::meta::KernelMeta;
+use phobos_core::{CompileOptions, CompiledKernel};
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
 #[derive(clap::Args)]
 pub struct PtxArgs {
-    pub file: std::path::PathBuf,
+    /// The .pho file.
+    pub file: PathBuf,
+    /// Print only this kernel.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Target, e.g. sm_75 (the default) or sm_90.
+    #[arg(long, default_value = "sm_75")]
+    pub arch: String,
 }
+
 #[derive(clap::Args)]
 pub struct BuildArgs {
-    pub paths: Vec<std::path::PathBuf>,
+    /// .pho files or directories holding them.
+    pub paths: Vec<PathBuf>,
+    /// Output directory (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Targets, comma-separated (e.g. sm_75,sm_90); default all supported.
+    #[arg(long, value_delimiter = ',')]
+    pub arch: Vec<String>,
+    /// Also assemble cubins with ptxas (an error if ptxas is not found).
+    #[arg(long)]
+    pub cubin: bool,
 }
+
 #[derive(clap::Args)]
 pub struct ReportArgs {
-    pub file: std::path::PathBuf,
+    /// The .pho file.
+    pub file: PathBuf,
+    /// Report only this kernel.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Target, e.g. sm_75 (the default).
+    #[arg(long, default_value = "sm_75")]
+    pub arch: String,
 }
-pub fn run_ptx(_a: PtxArgs) -> u8 {
-    eprintln!("error: `phobos ptx` is not written yet");
-    2
+
+/// A failure with its exit code.
+struct Fail(u8, String);
+
+fn parse_arch(s: &str) -> Result<u32, Fail> {
+    let n = s
+        .strip_prefix("sm_")
+        .and_then(|d| d.parse::<u32>().ok())
+        .filter(|n| phobos_core::ARCHES.contains(n));
+    n.ok_or_else(|| {
+        let list: Vec<String> = phobos_core::ARCHES
+            .iter()
+            .map(|a| format!("sm_{a}"))
+            .collect();
+        Fail(
+            2,
+            format!("unknown target `{s}`; supported: {}", list.join(", ")),
+        )
+    })
 }
-pub fn run_build(_a: BuildArgs) -> u8 {
-    eprintln!("error: `phobos build` is not written yet");
-    2
+
+/// Read and compile one file; render diagnostics to stderr.
+fn compile_file(path: &Path, arch: u32) -> Result<Vec<CompiledKernel>, Fail> {
+    let src = std::fs::read_to_string(path)
+        .map_err(|e| Fail(2, format!("cannot read `{}`: {e}", path.display())))?;
+    let name = path.display().to_string();
+    let (kernels, diags) = phobos_core::compile(&src, &name, &CompileOptions { arch });
+    if !diags.is_empty() {
+        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        eprint!(
+            "{}",
+            phobos_core::render::render(&diags, &name, &src, color)
+        );
+    }
+    if diags.iter().any(|d| d.is_error()) {
+        return Err(Fail(1, format!("could not compile `{name}`")));
+    }
+    Ok(kernels)
 }
-pub fn run_report(_a: ReportArgs) -> u8 {
-    eprintln!("error: `phobos report` is not written yet");
-    2
+
+fn select(
+    kernels: Vec<CompiledKernel>,
+    name: &Option<String>,
+    file: &Path,
+) -> Result<Vec<CompiledKernel>, Fail> {
+    match name {
+        None => Ok(kernels),
+        Some(n) => {
+            let names: Vec<String> = kernels.iter().map(|k| k.meta.name.clone()).collect();
+            let picked: Vec<CompiledKernel> =
+                kernels.into_iter().filter(|k| &k.meta.name == n).collect();
+            if picked.is_empty() {
+                Err(Fail(
+                    2,
+                    format!(
+                        "no kernel `{n}` in `{}` (it has: {})",
+                        file.display(),
+                        names.join(", ")
+                    ),
+                ))
+            } else {
+                Ok(picked)
+            }
+        }
+    }
+}
+
+fn finish(r: Result<(), Fail>) -> u8 {
+    match r {
+        Ok(()) => 0,
+        Err(Fail(code, msg)) => {
+            eprintln!("error: {msg}");
+            code
+        }
+    }
+}
+
+pub fn run_ptx(a: PtxArgs) -> u8 {
+    finish((|| {
+        let arch = parse_arch(&a.arch)?;
+        let kernels = select(compile_file(&a.file, arch)?, &a.kernel, &a.file)?;
+        for k in kernels {
+            print!("{}", k.ptx);
+        }
+        Ok(())
+    })())
+}
+
+pub fn run_report(a: ReportArgs) -> u8 {
+    finish((|| {
+        let arch = parse_arch(&a.arch)?;
+        let kernels = select(compile_file(&a.file, arch)?, &a.kernel, &a.file)?;
+        for k in kernels {
+            print!("{}", report(&k.meta));
+        }
+        Ok(())
+    })())
+}
+
+/// The human-readable report of one kernel's backend decisions.
+pub fn report(m: &KernelMeta) -> String {
+    let mut s = String::new();
+    for v in &m.variants {
+        let _ = writeln!(
+            s,
+            "kernel {} (entry {}, {} threads)",
+            m.name, v.entry, v.threads
+        );
+        let _ = writeln!(s, "  accesses:");
+        for l in &v.loads {
+            let what = if l.store { "store" } else { "load" };
+            let why = if l.reason.is_empty() {
+                String::new()
+            } else {
+                format!(" — not wider: {}", l.reason)
+            };
+            let _ = writeln!(
+                s,
+                "    {}:{} {what} {} ({} elem{}): {} bytes per instruction, proven {}-byte aligned{why}",
+                l.line,
+                l.col,
+                l.target,
+                l.elems,
+                if l.elems == 1 { "" } else { "s" },
+                l.width_bytes,
+                l.align_bytes
+            );
+        }
+        let _ = writeln!(s, "  shared memory: {} bytes", v.shared_bytes);
+        for b in &v.shared_plan {
+            let _ = writeln!(
+                s,
+                "    {} at offset {}, {} bytes, live lines {}-{}",
+                b.name, b.offset, b.bytes, b.live_lines.0, b.live_lines.1
+            );
+        }
+        let _ = writeln!(s, "  barriers:");
+        if v.barriers.is_empty() {
+            let _ = writeln!(s, "    (none needed: no shared memory)");
+        }
+        for b in &v.barriers {
+            let kept = if b.kept { "kept  " } else { "elided" };
+            let _ = writeln!(s, "    line {}: {kept} {}", b.line, b.reason);
+        }
+    }
+    s
+}
+
+fn collect(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), Fail> {
+    let meta =
+        std::fs::metadata(p).map_err(|e| Fail(2, format!("cannot read `{}`: {e}", p.display())))?;
+    if meta.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| Fail(2, format!("cannot read `{}`: {e}", p.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for e in entries {
+            if e.is_dir() || e.extension().is_some_and(|x| x == "pho") {
+                collect(&e, out)?;
+            }
+        }
+    } else {
+        out.push(p.to_path_buf());
+    }
+    Ok(())
+}
+
+/// Find ptxas: `PHOBOS_PTXAS`, then `CUDA_PATH`/`CUDA_HOME` `bin/ptxas`, then `PATH`.
+pub fn find_ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PHOBOS_PTXAS") {
+        let p = PathBuf::from(p);
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(root) = std::env::var_os(var) {
+            let p = Path::new(&root).join("bin").join("ptxas");
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    which::which("ptxas").ok()
+}
+
+pub fn run_build(a: BuildArgs) -> u8 {
+    finish(build(&a))
+}
+
+fn build(a: &BuildArgs) -> Result<(), Fail> {
+    if a.paths.is_empty() {
+        return Err(Fail(
+            2,
+            "give at least one .pho file or directory to build".into(),
+        ));
+    }
+    let arches: Vec<u32> = if a.arch.is_empty() {
+        phobos_core::ARCHES.to_vec()
+    } else {
+        a.arch
+            .iter()
+            .map(|s| parse_arch(s))
+            .collect::<Result<_, _>>()?
+    };
+    let ptxas = if a.cubin {
+        Some(find_ptxas().ok_or_else(|| {
+            Fail(
+                2,
+                "--cubin needs NVIDIA's ptxas, which was not found (set PHOBOS_PTXAS, CUDA_PATH or CUDA_HOME, or put ptxas on PATH)".into(),
+            )
+        })?)
+    } else {
+        None
+    };
+    let mut files = Vec::new();
+    for p in &a.paths {
+        collect(p, &mut files)?;
+    }
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| Fail(2, format!("cannot create `{}`: {e}", a.out.display())))?;
+    let mut failed = false;
+    for f in &files {
+        for &arch in &arches {
+            let kernels = match compile_file(f, arch) {
+                Ok(k) => k,
+                Err(Fail(1, _)) => {
+                    failed = true;
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            for k in kernels {
+                let stem = a.out.join(format!("{}.sm_{arch}", k.meta.name));
+                let ptx_path = stem.with_extension(format!("sm_{arch}.ptx"));
+                write(&ptx_path, k.ptx.as_bytes())?;
+                let ron_text =
+                    ron::ser::to_string_pretty(&k.meta, ron::ser::PrettyConfig::default())
+                        .map_err(|e| Fail(2, format!("cannot serialize metadata: {e}")))?;
+                write(
+                    &a.out.join(format!("{}.ron", k.meta.name)),
+                    ron_text.as_bytes(),
+                )?;
+                if let Some(ptxas) = &ptxas {
+                    let cubin = stem.with_extension(format!("sm_{arch}.cubin"));
+                    let out = Command::new(ptxas)
+                        .arg(format!("-arch=sm_{arch}"))
+                        .arg("-o")
+                        .arg(&cubin)
+                        .arg(&ptx_path)
+                        .output()
+                        .map_err(|e| Fail(2, format!("cannot run `{}`: {e}", ptxas.display())))?;
+                    if !out.status.success() {
+                        return Err(Fail(
+                            1,
+                            format!(
+                                "ptxas rejected `{}`:\n{}",
+                                ptx_path.display(),
+                                String::from_utf8_lossy(&out.stderr)
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if failed {
+        return Err(Fail(1, "some files did not compile".into()));
+    }
+    Ok(())
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), Fail> {
+    std::fs::write(path, bytes)
+        .map_err(|e| Fail(2, format!("cannot write `{}`: {e}", path.display())))
 }

@@ -1,0 +1,457 @@
+//! PTX emission for one kernel variant: the `.entry` with its parameters,
+//! register declarations, `.loc` line info and body. Reads the IR and the
+//! analyses' side tables; decides nothing the analyses decided (vector
+//! widths come from `divisibility`, offsets from `shared_plan`, barriers
+//! from `barriers`).
+//!
+//! Registers are virtual and never reused (ptxas allocates): `%p` predicates,
+//! `%rs` 16-bit (f16/bf16 bits), `%r` 32-bit integers (i8..u32, kept
+//! sign- or zero-extended), `%rd` 64-bit integers, `%f` f32, `%fd` f64.
+//! f16 and bf16 arithmetic is computed in f32 and rounded back after each
+//! operation, which gives the same result as the native instructions.
+//!
+//! The instruction-level helpers live in the submodules: `values` (scalar
+//! arithmetic and conversions), `memory` (addresses, loads, stores, tiles),
+//! `collective` (shuffles, lane and CTA collectives).
+
+mod collective;
+mod memory;
+mod values;
+
+use super::barriers::BarrierDecision;
+use super::divisibility::Divisibility;
+use super::ir::{ExprId, Func, StmtId, StmtKind};
+use super::shared_plan::SharedPlan;
+use crate::ast::{ScalarTy, Span};
+use crate::hir::{self, ParamKind, Ty};
+use crate::source::LineIndex;
+use std::fmt::Write as _;
+
+/// The analyses `emit` reads.
+pub struct Analyses<'a> {
+    pub div: &'a Divisibility,
+    pub plan: &'a SharedPlan,
+    pub barriers: &'a [BarrierDecision],
+}
+
+/// One emitted entry and the lowest PTX ISA version its instructions need
+/// (as major * 10 + minor).
+pub struct EntryText {
+    pub text: String,
+    pub min_version: u32,
+}
+
+/// Emit the `.entry` of one variant for target `sm_<arch>`.
+pub fn emit_entry(
+    f: &Func,
+    k: &hir::Kernel,
+    an: &Analyses,
+    arch: u32,
+    lines: &LineIndex,
+) -> EntryText {
+    let mut e = Emitter {
+        f,
+        k,
+        an,
+        arch,
+        lines,
+        body: String::new(),
+        counts: [0; 6],
+        labels: 0,
+        line: 0,
+        min_version: 0,
+        var_regs: Vec::new(),
+        params: vec![None; k.params.len()],
+        dims: vec![None; k.dims.len()],
+        tid: Reg::new(RegClass::B32, 0),
+        lane: Reg::new(RegClass::B32, 0),
+        warp: Reg::new(RegClass::B32, 0),
+        smem: format!("{}_smem", f.entry),
+    };
+    e.prologue();
+    e.block(&f.body);
+    e.ins("ret;");
+    e.finish()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RegClass {
+    Pred,
+    B16,
+    B32,
+    B64,
+    F32,
+    F64,
+}
+
+impl RegClass {
+    fn prefix(self) -> &'static str {
+        match self {
+            RegClass::Pred => "%p",
+            RegClass::B16 => "%rs",
+            RegClass::B32 => "%r",
+            RegClass::B64 => "%rd",
+            RegClass::F32 => "%f",
+            RegClass::F64 => "%fd",
+        }
+    }
+    fn decl(self) -> &'static str {
+        match self {
+            RegClass::Pred => ".pred",
+            RegClass::B16 => ".b16",
+            RegClass::B32 => ".b32",
+            RegClass::B64 => ".b64",
+            RegClass::F32 => ".f32",
+            RegClass::F64 => ".f64",
+        }
+    }
+    fn slot(self) -> usize {
+        self as usize
+    }
+    pub(crate) fn of(t: ScalarTy) -> RegClass {
+        match t {
+            ScalarTy::Bool => RegClass::Pred,
+            ScalarTy::F16 | ScalarTy::BF16 => RegClass::B16,
+            ScalarTy::I64 | ScalarTy::U64 => RegClass::B64,
+            ScalarTy::F32 => RegClass::F32,
+            ScalarTy::F64 => RegClass::F64,
+            _ => RegClass::B32,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Reg {
+    pub class: RegClass,
+    pub n: u32,
+}
+
+impl Reg {
+    fn new(class: RegClass, n: u32) -> Reg {
+        Reg { class, n }
+    }
+}
+
+impl std::fmt::Display for Reg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", self.class.prefix(), self.n)
+    }
+}
+
+/// A scalar operand: a register or an immediate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum V {
+    R(Reg),
+    /// An integer immediate of the given type.
+    I(i128, ScalarTy),
+    /// A float immediate of the given type.
+    F(f64, ScalarTy),
+}
+
+pub(crate) struct Emitter<'a> {
+    pub f: &'a Func,
+    pub k: &'a hir::Kernel,
+    pub an: &'a Analyses<'a>,
+    pub arch: u32,
+    lines: &'a LineIndex,
+    body: String,
+    counts: [u32; 6],
+    labels: u32,
+    line: u32,
+    pub min_version: u32,
+    pub var_regs: Vec<Reg>,
+    /// Tensor parameters: the global base address; scalars: the value.
+    pub params: Vec<Option<Reg>>,
+    /// Runtime dims as i32.
+    pub dims: Vec<Option<Reg>>,
+    pub tid: Reg,
+    pub lane: Reg,
+    pub warp: Reg,
+    /// The name of this entry's `.shared` array.
+    pub smem: String,
+}
+
+impl<'a> Emitter<'a> {
+    pub fn reg(&mut self, class: RegClass) -> Reg {
+        let c = &mut self.counts[class.slot()];
+        *c += 1;
+        Reg::new(class, *c)
+    }
+
+    pub fn label(&mut self, what: &str) -> String {
+        self.labels += 1;
+        format!("$L{}_{what}", self.labels)
+    }
+
+    /// Emit one instruction line.
+    pub fn ins(&mut self, s: &str) {
+        self.body.push('\t');
+        self.body.push_str(s);
+        self.body.push('\n');
+    }
+
+    pub fn place_label(&mut self, l: &str) {
+        let _ = writeln!(self.body, "{l}:");
+    }
+
+    pub fn comment(&mut self, s: &str) {
+        let _ = writeln!(self.body, "\t// {s}");
+    }
+
+    /// Note that an instruction needs at least PTX ISA `v` (major*10+minor).
+    pub fn need_version(&mut self, v: u32) {
+        self.min_version = self.min_version.max(v);
+    }
+
+    /// Point the following instructions at a source position.
+    pub fn loc(&mut self, span: Span) {
+        let (line, col) = self.lines.line_col(span.start as usize);
+        if line != self.line {
+            self.line = line;
+            let _ = writeln!(self.body, "\t.loc 1 {line} {col}");
+        }
+    }
+
+    fn prologue(&mut self) {
+        self.loc(self.k.span);
+        for (i, p) in self.k.params.iter().enumerate() {
+            match &p.kind {
+                ParamKind::Tensor { .. } => {
+                    let raw = self.reg(RegClass::B64);
+                    let g = self.reg(RegClass::B64);
+                    self.ins(&format!("ld.param.u64 {raw}, [p_{}];", p.name));
+                    self.ins(&format!("cvta.to.global.u64 {g}, {raw};"));
+                    self.params[i] = Some(g);
+                }
+                ParamKind::Scalar(t) => {
+                    let r = if *t == ScalarTy::Bool {
+                        let raw = self.reg(RegClass::B32);
+                        self.ins(&format!("ld.param.u8 {raw}, [p_{}];", p.name));
+                        let p2 = self.reg(RegClass::Pred);
+                        self.ins(&format!("setp.ne.u32 {p2}, {raw}, 0;"));
+                        p2
+                    } else {
+                        let r = self.reg(RegClass::of(*t));
+                        self.ins(&format!("ld.param{} {r}, [p_{}];", param_ty(*t), p.name));
+                        r
+                    };
+                    self.params[i] = Some(r);
+                }
+            }
+        }
+        for (i, d) in self.k.dims.iter().enumerate() {
+            if d.constant.is_none() {
+                let r = self.reg(RegClass::B32);
+                self.ins(&format!("ld.param.u32 {r}, [d_{}];", d.name));
+                self.dims[i] = Some(r);
+            }
+        }
+        self.tid = self.reg(RegClass::B32);
+        self.lane = self.reg(RegClass::B32);
+        self.warp = self.reg(RegClass::B32);
+        let (t, l, w) = (self.tid, self.lane, self.warp);
+        self.ins(&format!("mov.u32 {t}, %tid.x;"));
+        self.ins(&format!("and.b32 {l}, {t}, 31;"));
+        self.ins(&format!("shr.u32 {w}, {t}, 5;"));
+        for (_, v) in self.f.vars.iter() {
+            let r = self.reg(RegClass::of(v.ty));
+            self.var_regs.push(r);
+        }
+    }
+
+    pub fn var_reg(&self, v: super::ir::VarId) -> Reg {
+        self.var_regs[v.0 as usize]
+    }
+
+    fn finish(self) -> EntryText {
+        let mut out = String::new();
+        let k = self.k;
+        let mut params = Vec::new();
+        for p in &k.params {
+            params.push(match &p.kind {
+                ParamKind::Tensor { .. } => format!("\t.param .u64 p_{}", p.name),
+                ParamKind::Scalar(t) => format!("\t.param {} p_{}", param_ty(*t), p.name),
+            });
+        }
+        for d in &k.dims {
+            if d.constant.is_none() {
+                params.push(format!("\t.param .s32 d_{}", d.name));
+            }
+        }
+        if self.an.plan.total > 0 {
+            let _ = writeln!(
+                out,
+                ".shared .align 16 .b8 {}[{}];\n",
+                self.smem, self.an.plan.total
+            );
+        }
+        let _ = writeln!(out, ".visible .entry {}(", self.f.entry);
+        let _ = writeln!(out, "{}", params.join(",\n"));
+        let _ = writeln!(out, ")\n.reqntid {}, 1, 1\n{{", self.f.threads);
+        let classes = [
+            RegClass::Pred,
+            RegClass::B16,
+            RegClass::B32,
+            RegClass::B64,
+            RegClass::F32,
+            RegClass::F64,
+        ];
+        for c in classes {
+            let n = self.counts[c.slot()];
+            if n > 0 {
+                let _ = writeln!(out, "\t.reg {} {}<{}>;", c.decl(), c.prefix(), n + 1);
+            }
+        }
+        out.push('\n');
+        out.push_str(&self.body);
+        out.push_str("}\n");
+        EntryText {
+            text: out,
+            min_version: self.min_version,
+        }
+    }
+
+    fn block(&mut self, b: &[StmtId]) {
+        for &s in b {
+            self.stmt(s);
+        }
+    }
+
+    fn stmt(&mut self, s: StmtId) {
+        let span = self.f.stmt_span(s);
+        self.loc(span);
+        match &self.f.stmts[s].kind {
+            StmtKind::Set(v, e) => {
+                let val = self.expr(*e);
+                let r = self.var_reg(*v);
+                let ty = self.f.vars[*v].ty;
+                self.mov_to(r, val, ty);
+            }
+            StmtKind::Store(acc, e) => {
+                let val = self.expr(*e);
+                self.loc(span);
+                self.store_point(*acc, val);
+            }
+            StmtKind::RunStore {
+                access,
+                value,
+                only,
+            } => self.store_run(*access, *value, *only),
+            StmtKind::TileCopy { access, buffer } => self.tile_copy(*access, *buffer),
+            StmtKind::TileStore { access, buffer } => self.tile_store(*access, *buffer),
+            StmtKind::If { cond, then, els } => {
+                let c = self.expr(*cond);
+                let p = self.to_reg(c, ScalarTy::Bool);
+                let l_else = self.label("else");
+                let l_end = self.label("endif");
+                self.ins(&format!("@!{p} bra {l_else};"));
+                self.block(then);
+                if !els.is_empty() {
+                    self.ins(&format!("bra {l_end};"));
+                }
+                self.place_label(&l_else);
+                self.block(els);
+                if !els.is_empty() {
+                    self.place_label(&l_end);
+                }
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => self.for_loop(span, *var, *start, *end, *step, body),
+            StmtKind::CtaColl { .. } => self.cta_collective(s),
+            StmtKind::Barrier(b) => self.barrier(*b),
+        }
+    }
+
+    fn for_loop(
+        &mut self,
+        span: Span,
+        var: super::ir::VarId,
+        start: ExprId,
+        end: ExprId,
+        step: ExprId,
+        body: &[StmtId],
+    ) {
+        let ty = self.f.vars[var].ty;
+        let i = self.var_reg(var);
+        let s = self.expr(start);
+        self.mov_to(i, s, ty);
+        let e = self.expr(end);
+        let e = self.to_reg(e, ty);
+        let st = self.expr(step);
+        let st = match st {
+            V::R(r) => {
+                // A step known only at run time: evaluate it once.
+                let c = self.reg(RegClass::of(ty));
+                self.ins(&format!("mov{} {c}, {r};", values::mov_ty(ty)));
+                V::R(c)
+            }
+            other => other,
+        };
+        let head = self.label("for");
+        let done = self.label("endfor");
+        let suffix = values::int_suffix(ty);
+        self.place_label(&head);
+        self.loc(span);
+        let p = self.reg(RegClass::Pred);
+        match st {
+            V::I(v, _) if v < 0 => self.ins(&format!("setp.le{suffix} {p}, {i}, {e};")),
+            V::I(..) => self.ins(&format!("setp.ge{suffix} {p}, {i}, {e};")),
+            _ => {
+                // Sign of the step unknown: stop when (step > 0 ? i >= end : i <= end).
+                let up = self.reg(RegClass::Pred);
+                let ge = self.reg(RegClass::Pred);
+                let le = self.reg(RegClass::Pred);
+                let sv = self.operand(st);
+                self.ins(&format!("setp.gt{suffix} {up}, {sv}, 0;"));
+                self.ins(&format!("setp.ge{suffix} {ge}, {i}, {e};"));
+                self.ins(&format!("setp.le{suffix} {le}, {i}, {e};"));
+                self.ins(&format!("and.pred {ge}, {ge}, {up};"));
+                self.ins(&format!("not.pred {up}, {up};"));
+                self.ins(&format!("and.pred {le}, {le}, {up};"));
+                self.ins(&format!("or.pred {p}, {ge}, {le};"));
+            }
+        }
+        self.ins(&format!("@{p} bra {done};"));
+        self.block(body);
+        self.loc(span);
+        let sv = self.operand(st);
+        self.ins(&format!("add{suffix} {i}, {i}, {sv};"));
+        self.ins(&format!("bra {head};"));
+        self.place_label(&done);
+    }
+
+    /// Evaluate a scalar expression.
+    pub fn expr(&mut self, e: ExprId) -> V {
+        self.scalar_expr(e)
+    }
+
+    /// The type of a scalar expression.
+    pub fn ty(&self, e: ExprId) -> ScalarTy {
+        match self.f.exprs[e].ty {
+            Ty::Scalar(t) | Ty::Run { elem: t, .. } => t,
+            Ty::Unit => ScalarTy::I32,
+        }
+    }
+}
+
+/// The `.param` / `ld.param` type of a scalar parameter.
+fn param_ty(t: ScalarTy) -> &'static str {
+    match t {
+        ScalarTy::Bool | ScalarTy::U8 => ".u8",
+        ScalarTy::I8 => ".s8",
+        ScalarTy::I16 => ".s16",
+        ScalarTy::U16 => ".u16",
+        ScalarTy::I32 => ".s32",
+        ScalarTy::U32 => ".u32",
+        ScalarTy::I64 => ".s64",
+        ScalarTy::U64 => ".u64",
+        ScalarTy::F16 | ScalarTy::BF16 => ".b16",
+        ScalarTy::F32 => ".f32",
+        ScalarTy::F64 => ".f64",
+    }
+}

@@ -1,0 +1,978 @@
+//! Memory: 64-bit global addresses (index math in i32, widened with
+//! `mul.wide`), 32-bit shared addresses, point and run loads and stores at
+//! the widths `divisibility` decided, packed bytes for dp4a, and the
+//! CTA-wide tile copies and stores (all threads together, vectorized where
+//! aligned, masked at the tensor's bounds).
+
+use super::{Emitter, Reg, RegClass, V};
+use crate::ast::ScalarTy;
+use crate::backend::ir::{AccessId, BufferId, BufferKind, ExprId, ExprKind, Mem, Shape};
+use crate::hir::{DimRef, ParamKind};
+
+/// A run as loaded: elements, or packed words of sub-word elements.
+pub(crate) enum RunData {
+    Elems(Vec<V>),
+    /// `bytes` bytes of the run per register (4, or 2 for a 2-byte run).
+    Words {
+        words: Vec<Reg>,
+        bytes: u32,
+    },
+}
+
+/// The `ld`/`st` type of an element.
+fn mem_ty(t: ScalarTy) -> &'static str {
+    match t {
+        ScalarTy::Bool | ScalarTy::U8 => ".u8",
+        ScalarTy::I8 => ".s8",
+        ScalarTy::I16 => ".s16",
+        ScalarTy::U16 => ".u16",
+        ScalarTy::I32 | ScalarTy::U32 => ".u32",
+        ScalarTy::I64 | ScalarTy::U64 => ".u64",
+        ScalarTy::F16 | ScalarTy::BF16 => ".b16",
+        ScalarTy::F32 => ".f32",
+        ScalarTy::F64 => ".f64",
+    }
+}
+
+/// The store type of an element (no sign for stores).
+fn st_ty(t: ScalarTy) -> &'static str {
+    match t {
+        ScalarTy::Bool | ScalarTy::U8 | ScalarTy::I8 => ".u8",
+        ScalarTy::I16 | ScalarTy::U16 => ".u16",
+        _ => mem_ty(t),
+    }
+}
+
+/// Where an address points.
+#[derive(Clone)]
+pub(crate) struct Addr {
+    /// `ld.global.nc`, `ld.global`, `ld.shared` ... (without the `ld`/`st`).
+    space: &'static str,
+    store_space: &'static str,
+    reg: Reg,
+}
+
+impl Addr {
+    fn at(&self, off: i64) -> String {
+        if off == 0 {
+            format!("[{}]", self.reg)
+        } else {
+            format!("[{}+{off}]", self.reg)
+        }
+    }
+}
+
+impl Emitter<'_> {
+    fn const_or_reg64(&mut self, v: V, signed: bool) -> V {
+        match v {
+            V::I(i, _) => V::I(i, ScalarTy::I64),
+            V::R(r) if r.class == RegClass::B64 => v,
+            V::R(r) => {
+                let d = self.reg(RegClass::B64);
+                let s = if signed { "s" } else { "u" };
+                self.ins(&format!("cvt.{s}64.{s}32 {d}, {r};"));
+                V::R(d)
+            }
+            V::F(..) => V::I(0, ScalarTy::I64),
+        }
+    }
+
+    fn add64(&mut self, a: V, b: V) -> V {
+        match (a, b) {
+            (V::I(x, _), V::I(y, _)) => V::I(x + y, ScalarTy::I64),
+            (V::I(0, _), o) | (o, V::I(0, _)) => o,
+            (V::I(..), V::R(r)) | (V::R(r), V::I(..)) => {
+                let c = if let V::I(x, _) = a {
+                    x
+                } else if let V::I(y, _) = b {
+                    y
+                } else {
+                    0
+                };
+                let d = self.reg(RegClass::B64);
+                self.ins(&format!("add.s64 {d}, {r}, {c};"));
+                V::R(d)
+            }
+            (V::R(x), V::R(y)) => {
+                let d = self.reg(RegClass::B64);
+                self.ins(&format!("add.s64 {d}, {x}, {y};"));
+                V::R(d)
+            }
+            _ => a,
+        }
+    }
+
+    fn mul64(&mut self, a: V, b: V) -> V {
+        match (a, b) {
+            (V::I(x, _), V::I(y, _)) => V::I(x * y, ScalarTy::I64),
+            (V::I(0, _), _) | (_, V::I(0, _)) => V::I(0, ScalarTy::I64),
+            (V::I(1, _), o) | (o, V::I(1, _)) => o,
+            (V::R(r), o) | (o, V::R(r)) => {
+                let d = self.reg(RegClass::B64);
+                let ob = self.operand(o);
+                self.ins(&format!("mul.lo.s64 {d}, {r}, {ob};"));
+                V::R(d)
+            }
+            _ => a,
+        }
+    }
+
+    /// `a * b` of two 32-bit signed values as a 64-bit product.
+    fn mul_wide(&mut self, a: V, b: V) -> V {
+        match (a, b) {
+            (V::I(x, _), V::I(y, _)) => V::I(x * y, ScalarTy::I64),
+            (V::I(0, _), _) | (_, V::I(0, _)) => V::I(0, ScalarTy::I64),
+            (V::R(r), o) | (o, V::R(r)) if r.class == RegClass::B32 => {
+                if let V::I(1, _) = o {
+                    return self.const_or_reg64(V::R(r), true);
+                }
+                let d = self.reg(RegClass::B64);
+                let ob = match o {
+                    V::R(x) if x.class != RegClass::B32 => {
+                        let c = self.reg(RegClass::B32);
+                        self.ins(&format!("cvt.u32.u64 {c}, {x};"));
+                        c.to_string()
+                    }
+                    _ => self.operand(o),
+                };
+                self.ins(&format!("mul.wide.s32 {d}, {r}, {ob};"));
+                V::R(d)
+            }
+            _ => {
+                let a64 = self.const_or_reg64(a, true);
+                let b64 = self.const_or_reg64(b, true);
+                self.mul64(a64, b64)
+            }
+        }
+    }
+
+    /// A tensor dim as a value (constant or the `.param` register).
+    fn dim_value(&self, r: &DimRef) -> V {
+        match r {
+            DimRef::Const(c) => V::I(*c as i128, ScalarTy::I32),
+            DimRef::Named(d) => match (self.dims[d.0 as usize], self.k.dims[d.0 as usize].constant)
+            {
+                (Some(reg), _) => V::R(reg),
+                (None, c) => V::I(c.unwrap_or(0) as i128, ScalarTy::I32),
+            },
+        }
+    }
+
+    fn tensor_dims(&self, p: crate::hir::ParamId) -> (Vec<V>, bool) {
+        match &self.k.params[p.0 as usize].kind {
+            ParamKind::Tensor { dims, written, .. } => {
+                (dims.iter().map(|d| self.dim_value(d)).collect(), *written)
+            }
+            ParamKind::Scalar(_) => (vec![], true),
+        }
+    }
+
+    /// Linear element offset (64-bit) of `idx` in a row-major array with
+    /// the given dims.
+    fn linear64(&mut self, idx: &[V], idx_signed: &[bool], dims: &[V]) -> V {
+        let r = idx.len();
+        if r == 0 {
+            return V::I(0, ScalarTy::I64);
+        }
+        let mut lin = self.const_or_reg64(idx[r - 1], idx_signed[r - 1]);
+        // The stride of the axis below, in 64 bits (None: the last dim, 32-bit).
+        let mut stride: Option<V> = None;
+        for axis in (0..r - 1).rev() {
+            let term = match stride {
+                None => {
+                    let t = self.mul_wide(idx[axis], dims[axis + 1]);
+                    stride = Some(dims[axis + 1]);
+                    t
+                }
+                Some(s) => {
+                    let s64 = self.const_or_reg64(s, true);
+                    let d64 = self.const_or_reg64(dims[axis + 1], true);
+                    let s2 = self.mul64(s64, d64);
+                    stride = Some(s2);
+                    let i64v = self.const_or_reg64(idx[axis], idx_signed[axis]);
+                    self.mul64(i64v, s2)
+                }
+            };
+            lin = self.add64(lin, term);
+        }
+        lin
+    }
+
+    fn index_values(&mut self, acc: AccessId) -> (Vec<V>, Vec<bool>) {
+        let index = self.f.accesses[acc].index.clone();
+        let signed = index.iter().map(|e| self.ty(*e).is_signed()).collect();
+        let vals = index.iter().map(|e| self.scalar_expr(*e)).collect();
+        (vals, signed)
+    }
+
+    /// The address of the first element of an access, and the byte stride
+    /// between consecutive elements of a run.
+    pub(crate) fn address(&mut self, acc: AccessId) -> (Addr, V) {
+        let a = self.f.accesses[acc].clone();
+        let size = a.elem.size() as i128;
+        let (idx, signed) = self.index_values(acc);
+        self.loc(a.span);
+        match a.mem {
+            Mem::Tensor(p) => {
+                let (dims, written) = self.tensor_dims(p);
+                let lin = self.linear64(&idx, &signed, &dims);
+                let bytes = self.mul64(lin, V::I(size, ScalarTy::I64));
+                let base = self.params[p.0 as usize].unwrap_or(Reg::new(RegClass::B64, 0));
+                let addr = match self.add64(V::R(base), bytes) {
+                    V::R(r) => r,
+                    _ => base,
+                };
+                let stride = match a.shape {
+                    Shape::Run { axis, .. } if axis + 1 < dims.len() => {
+                        let mut s = V::I(size, ScalarTy::I64);
+                        for d in &dims[axis + 1..] {
+                            let d64 = self.const_or_reg64(*d, true);
+                            s = self.mul64(s, d64);
+                        }
+                        s
+                    }
+                    _ => V::I(size, ScalarTy::I64),
+                };
+                let space = if written { ".global" } else { ".global.nc" };
+                (
+                    Addr {
+                        space,
+                        store_space: ".global",
+                        reg: addr,
+                    },
+                    stride,
+                )
+            }
+            Mem::Buffer(b) => {
+                let shape: Vec<i128> = match &self.f.buffers[b].kind {
+                    BufferKind::Tile { shape, .. } => shape.iter().map(|&s| s as i128).collect(),
+                    BufferKind::Scratch { .. } => vec![],
+                };
+                let strides = row_major_strides(&shape);
+                let off = self.an.plan.offset[b.0 as usize] as i128;
+                let base = self.reg(RegClass::B32);
+                self.ins(&format!("mov.u32 {base}, {};", self.smem));
+                let mut cur = if off == 0 {
+                    base
+                } else {
+                    let d = self.reg(RegClass::B32);
+                    self.ins(&format!("add.s32 {d}, {base}, {off};"));
+                    d
+                };
+                for (i, v) in idx.iter().enumerate() {
+                    let scale = strides.get(i).copied().unwrap_or(1) * size;
+                    match v {
+                        V::I(c, _) => {
+                            if c * scale != 0 {
+                                let d = self.reg(RegClass::B32);
+                                self.ins(&format!("add.s32 {d}, {cur}, {};", c * scale));
+                                cur = d;
+                            }
+                        }
+                        _ => {
+                            let r = self.to_reg(*v, ScalarTy::I32);
+                            let r = if r.class == RegClass::B64 {
+                                let c = self.reg(RegClass::B32);
+                                self.ins(&format!("cvt.u32.u64 {c}, {r};"));
+                                c
+                            } else {
+                                r
+                            };
+                            let d = self.reg(RegClass::B32);
+                            self.ins(&format!("mad.lo.s32 {d}, {r}, {scale}, {cur};"));
+                            cur = d;
+                        }
+                    }
+                }
+                let stride = match a.shape {
+                    Shape::Run { axis, .. } => V::I(
+                        strides.get(axis).copied().unwrap_or(1) * size,
+                        ScalarTy::I64,
+                    ),
+                    _ => V::I(size, ScalarTy::I64),
+                };
+                (
+                    Addr {
+                        space: ".shared",
+                        store_space: ".shared",
+                        reg: cur,
+                    },
+                    stride,
+                )
+            }
+        }
+    }
+
+    /// The address of element `i` of a run with a runtime stride.
+    fn elem_addr(&mut self, base: &Addr, stride: V, i: u32) -> (Addr, i64) {
+        match stride {
+            V::I(s, _) => (base.clone(), (s * i as i128) as i64),
+            _ => {
+                let off = self.mul64(stride, V::I(i as i128, ScalarTy::I64));
+                let r = match self.add64(V::R(base.reg), off) {
+                    V::R(r) => r,
+                    _ => base.reg,
+                };
+                (
+                    Addr {
+                        reg: r,
+                        ..base.clone()
+                    },
+                    0,
+                )
+            }
+        }
+    }
+
+    fn load_elem(&mut self, addr: &Addr, off: i64, t: ScalarTy) -> V {
+        if t == ScalarTy::Bool {
+            let r = self.reg(RegClass::B32);
+            self.ins(&format!("ld{}.u8 {r}, {};", addr.space, addr.at(off)));
+            let p = self.reg(RegClass::Pred);
+            self.ins(&format!("setp.ne.u32 {p}, {r}, 0;"));
+            return V::R(p);
+        }
+        let r = self.reg(RegClass::of(t));
+        self.ins(&format!(
+            "ld{}{} {r}, {};",
+            addr.space,
+            mem_ty(t),
+            addr.at(off)
+        ));
+        V::R(r)
+    }
+
+    fn store_elem(&mut self, addr: &Addr, off: i64, t: ScalarTy, v: V) {
+        let r = if t == ScalarTy::Bool {
+            let p = self.to_reg(v, t);
+            let r = self.reg(RegClass::B32);
+            self.ins(&format!("selp.u32 {r}, 1, 0, {p};"));
+            r
+        } else {
+            self.to_reg(v, t)
+        };
+        self.ins(&format!(
+            "st{}{} {}, {r};",
+            addr.store_space,
+            st_ty(t),
+            addr.at(off)
+        ));
+    }
+
+    pub(crate) fn load_point(&mut self, acc: AccessId) -> V {
+        let t = self.f.accesses[acc].elem;
+        let (addr, _) = self.address(acc);
+        self.load_elem(&addr, 0, t)
+    }
+
+    pub(crate) fn store_point(&mut self, acc: AccessId, v: V) {
+        let t = self.f.accesses[acc].elem;
+        let (addr, _) = self.address(acc);
+        self.store_elem(&addr, 0, t, v);
+    }
+
+    /// Load a run at the decided width.
+    fn load_run(&mut self, acc: AccessId) -> RunData {
+        let a = self.f.accesses[acc].clone();
+        let t = a.elem;
+        let size = t.size();
+        let len = match a.shape {
+            Shape::Run { len, .. } => len,
+            _ => 1,
+        };
+        let width = self.an.div.access[acc.0 as usize].width;
+        let (addr, stride) = self.address(acc);
+        if width <= size {
+            let mut elems = Vec::new();
+            for i in 0..len {
+                let (ea, off) = self.elem_addr(&addr, stride, i);
+                elems.push(self.load_elem(&ea, off, t));
+            }
+            return RunData::Elems(elems);
+        }
+        let chunks = (len * size) / width;
+        if size >= 4 {
+            let per = width / size;
+            let mut elems = Vec::new();
+            for c in 0..chunks {
+                let regs: Vec<Reg> = (0..per).map(|_| self.reg(RegClass::of(t))).collect();
+                let list = regs
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let at = addr.at((c * width) as i64);
+                self.ins(&format!(
+                    "ld{}.v{per}{} {{{list}}}, {at};",
+                    addr.space,
+                    mem_ty(t)
+                ));
+                elems.extend(regs.into_iter().map(V::R));
+            }
+            return RunData::Elems(elems);
+        }
+        let mut words = Vec::new();
+        if width < 4 {
+            for c in 0..chunks {
+                let r = self.reg(RegClass::B32);
+                let at = addr.at((c * width) as i64);
+                self.ins(&format!("ld{}.u16 {r}, {at};", addr.space));
+                words.push(r);
+            }
+            return RunData::Words { words, bytes: 2 };
+        }
+        let per = width / 4;
+        for c in 0..chunks {
+            let regs: Vec<Reg> = (0..per).map(|_| self.reg(RegClass::B32)).collect();
+            let at = addr.at((c * width) as i64);
+            if per == 1 {
+                self.ins(&format!("ld{}.u32 {}, {at};", addr.space, regs[0]));
+            } else {
+                let list = regs
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                self.ins(&format!("ld{}.v{per}.u32 {{{list}}}, {at};", addr.space));
+            }
+            words.extend(regs);
+        }
+        RunData::Words { words, bytes: 4 }
+    }
+
+    /// Unpack words of sub-word elements.
+    fn unpack(&mut self, words: &[Reg], bytes: u32, t: ScalarTy) -> Vec<V> {
+        let size = t.size();
+        let per = bytes / size;
+        let mut out = Vec::new();
+        for w in words {
+            if matches!(t, ScalarTy::F16 | ScalarTy::BF16) {
+                let hs: Vec<Reg> = (0..per).map(|_| self.reg(RegClass::B16)).collect();
+                if per == 2 {
+                    self.ins(&format!("mov.b32 {{{}, {}}}, {w};", hs[0], hs[1]));
+                } else {
+                    self.ins(&format!("cvt.u16.u32 {}, {w};", hs[0]));
+                }
+                out.extend(hs.into_iter().map(V::R));
+                continue;
+            }
+            for j in 0..per {
+                let d = self.reg(RegClass::B32);
+                let s = if t.is_signed() { "s32" } else { "u32" };
+                self.ins(&format!(
+                    "bfe.{s} {d}, {w}, {}, {};",
+                    j * size * 8,
+                    size * 8
+                ));
+                if t == ScalarTy::Bool {
+                    let p = self.reg(RegClass::Pred);
+                    self.ins(&format!("setp.ne.u32 {p}, {d}, 0;"));
+                    out.push(V::R(p));
+                } else {
+                    out.push(V::R(d));
+                }
+            }
+        }
+        out
+    }
+
+    /// Pack sub-word elements (4 bytes or 2 halves per word).
+    fn pack(&mut self, elems: &[V], t: ScalarTy) -> Vec<Reg> {
+        let size = t.size() as usize;
+        let per = (4 / size).max(1);
+        let mut words = Vec::new();
+        for chunk in elems.chunks(per) {
+            let regs: Vec<Reg> = chunk
+                .iter()
+                .map(|v| {
+                    if t == ScalarTy::Bool {
+                        let p = self.to_reg(*v, t);
+                        let r = self.reg(RegClass::B32);
+                        self.ins(&format!("selp.u32 {r}, 1, 0, {p};"));
+                        r
+                    } else {
+                        self.to_reg(*v, t)
+                    }
+                })
+                .collect();
+            let w = self.reg(RegClass::B32);
+            if matches!(t, ScalarTy::F16 | ScalarTy::BF16) {
+                let hi = regs.get(1).copied().unwrap_or(regs[0]);
+                self.ins(&format!("mov.b32 {w}, {{{}, {hi}}};", regs[0]));
+            } else if size == 2 {
+                let hi = regs.get(1).copied().unwrap_or(regs[0]);
+                self.ins(&format!("prmt.b32 {w}, {}, {hi}, 0x5410;", regs[0]));
+            } else {
+                let g = |i: usize| regs.get(i).copied().unwrap_or(regs[0]);
+                let (lo, hi) = (self.reg(RegClass::B32), self.reg(RegClass::B32));
+                self.ins(&format!("prmt.b32 {lo}, {}, {}, 0x0040;", g(0), g(1)));
+                self.ins(&format!("prmt.b32 {hi}, {}, {}, 0x0040;", g(2), g(3)));
+                self.ins(&format!("prmt.b32 {w}, {lo}, {hi}, 0x5410;"));
+            }
+            words.push(w);
+        }
+        words
+    }
+
+    pub(crate) fn load_run_elems(&mut self, acc: AccessId) -> Vec<V> {
+        let t = self.f.accesses[acc].elem;
+        match self.load_run(acc) {
+            RunData::Elems(e) => e,
+            RunData::Words { words, bytes } => self.unpack(&words, bytes, t),
+        }
+    }
+
+    /// The packed words of a byte run expression (`word(run, i)`).
+    pub(crate) fn run_words(&mut self, e: ExprId) -> Vec<Reg> {
+        if let ExprKind::RunLoad(acc) = self.f.exprs[e].kind {
+            let t = self.f.accesses[acc].elem;
+            return match self.load_run(acc) {
+                RunData::Words { words, bytes: 4 } => words,
+                RunData::Words { words, bytes } => {
+                    let elems = self.unpack(&words, bytes, t);
+                    self.pack(&elems, t)
+                }
+                RunData::Elems(elems) => self.pack(&elems, t),
+            };
+        }
+        let t = self.ty(e);
+        let elems = self.run_elems(e);
+        self.pack(&elems, t)
+    }
+
+    /// `sum(i32(a) * i32(b))` / `sum(i32(a))` over byte runs: one dp4a per word.
+    pub(crate) fn dp4a_sum(&mut self, a: ExprId, b: Option<ExprId>) -> V {
+        let (wa, sa) = self.packed_words(a);
+        let (wb, sb) = match b {
+            Some(b) => {
+                let (w, s) = self.packed_words(b);
+                (w.into_iter().map(V::R).collect::<Vec<_>>(), s)
+            }
+            None => (vec![V::I(0x0101_0101, ScalarTy::U32); wa.len()], false),
+        };
+        let (sa, sb) = (
+            if sa { "s32" } else { "u32" },
+            if sb { "s32" } else { "u32" },
+        );
+        let mut acc = V::I(0, ScalarTy::I32);
+        for (x, y) in wa.iter().zip(wb) {
+            let d = self.reg(RegClass::B32);
+            let yo = self.operand(y);
+            let c = self.operand(acc);
+            self.ins(&format!("dp4a.{sa}.{sb} {d}, {x}, {yo}, {c};"));
+            acc = V::R(d);
+        }
+        acc
+    }
+
+    /// Words of a packed-byte operand and whether its bytes are signed.
+    fn packed_words(&mut self, e: ExprId) -> (Vec<Reg>, bool) {
+        let Some((acc, shr, mask)) = crate::backend::ir::packed_parts(self.f, e) else {
+            return (vec![], true);
+        };
+        let signed = self.f.accesses[acc].elem == ScalarTy::I8;
+        let t = self.f.accesses[acc].elem;
+        let mut words = match self.load_run(acc) {
+            RunData::Words { words, bytes: 4 } => words,
+            RunData::Words { words, bytes } => {
+                let elems = self.unpack(&words, bytes, t);
+                self.pack(&elems, t)
+            }
+            RunData::Elems(elems) => self.pack(&elems, t),
+        };
+        if let Some(s) = shr {
+            words = words
+                .into_iter()
+                .map(|w| {
+                    let d = self.reg(RegClass::B32);
+                    self.ins(&format!("shr.b32 {d}, {w}, {s};"));
+                    d
+                })
+                .collect();
+        }
+        if let Some(m) = mask {
+            let rep = (m as u64) * 0x0101_0101;
+            words = words
+                .into_iter()
+                .map(|w| {
+                    let d = self.reg(RegClass::B32);
+                    self.ins(&format!("and.b32 {d}, {w}, {rep};"));
+                    d
+                })
+                .collect();
+        }
+        // Masked bytes are below 128: signed and unsigned agree.
+        (words, signed || mask.is_some())
+    }
+
+    pub(crate) fn store_run(&mut self, acc: AccessId, value: ExprId, only: Option<ExprId>) {
+        let a = self.f.accesses[acc].clone();
+        let t = a.elem;
+        let size = t.size();
+        if let Some(i) = only {
+            let v = self.scalar_expr(value);
+            let iv = self.scalar_expr(i);
+            let (addr, stride) = self.address(acc);
+            match iv {
+                V::I(c, _) => {
+                    let (ea, off) = self.elem_addr(&addr, stride, c as u32);
+                    self.store_elem(&ea, off, t, v);
+                }
+                _ => {
+                    let i64v = self.const_or_reg64(iv, true);
+                    let off = self.mul64(i64v, stride);
+                    let r = match self.add64(V::R(addr.reg), off) {
+                        V::R(r) => r,
+                        _ => addr.reg,
+                    };
+                    let ea = Addr { reg: r, ..addr };
+                    self.store_elem(&ea, 0, t, v);
+                }
+            }
+            return;
+        }
+        let elems = if matches!(self.f.exprs[value].ty, crate::hir::Ty::Run { .. }) {
+            self.run_elems(value)
+        } else {
+            let v = self.scalar_expr(value);
+            let len = match a.shape {
+                Shape::Run { len, .. } => len,
+                _ => 1,
+            };
+            vec![v; len as usize]
+        };
+        let width = self.an.div.access[acc.0 as usize].width;
+        let (addr, stride) = self.address(acc);
+        if width <= size {
+            for (i, v) in elems.iter().enumerate() {
+                let (ea, off) = self.elem_addr(&addr, stride, i as u32);
+                self.store_elem(&ea, off, t, *v);
+            }
+            return;
+        }
+        let per_bytes = width as usize;
+        if size >= 4 {
+            let per = per_bytes / size as usize;
+            for (c, chunk) in elems.chunks(per).enumerate() {
+                let regs: Vec<Reg> = chunk.iter().map(|v| self.to_reg(*v, t)).collect();
+                let list = regs
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let at = addr.at((c * per_bytes) as i64);
+                self.ins(&format!(
+                    "st{}.v{per}{} {at}, {{{list}}};",
+                    addr.store_space,
+                    mem_ty(t)
+                ));
+            }
+            return;
+        }
+        let words = self.pack(&elems, t);
+        if width < 4 {
+            for (c, w) in words.iter().enumerate() {
+                let at = addr.at((c * per_bytes) as i64);
+                self.ins(&format!("st{}.u16 {at}, {w};", addr.store_space));
+            }
+            return;
+        }
+        let per = per_bytes / 4;
+        for (c, chunk) in words.chunks(per).enumerate() {
+            let at = addr.at((c * per_bytes) as i64);
+            if per == 1 {
+                self.ins(&format!("st{}.u32 {at}, {};", addr.store_space, chunk[0]));
+            } else {
+                let list = chunk
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                self.ins(&format!(
+                    "st{}.v{per}.u32 {at}, {{{list}}};",
+                    addr.store_space
+                ));
+            }
+        }
+    }
+
+    pub(crate) fn tile_copy(&mut self, acc: AccessId, buffer: BufferId) {
+        self.tile_transfer(acc, buffer, false);
+    }
+
+    pub(crate) fn tile_store(&mut self, acc: AccessId, buffer: BufferId) {
+        self.tile_transfer(acc, buffer, true);
+    }
+
+    /// Move a tile between global memory and shared memory, all threads
+    /// together: chunk `c` (of `v` elements along the last axis) goes to
+    /// thread `c % threads`. Chunks wholly inside the tensor move with one
+    /// vector instruction; the others element by element, masked (zero
+    /// fill on copies, no store on stores).
+    fn tile_transfer(&mut self, acc: AccessId, buffer: BufferId, to_global: bool) {
+        let a = self.f.accesses[acc].clone();
+        let Mem::Tensor(p) = a.mem else { return };
+        let Shape::Tile { shape } = a.shape.clone() else {
+            return;
+        };
+        let t = a.elem;
+        let size = t.size();
+        let width = self.an.div.access[acc.0 as usize].width.max(size);
+        let v = width / size;
+        let rank = shape.len();
+        let last = shape[rank - 1];
+        let chunks_per_row = last / v;
+        let rows: u32 = shape[..rank - 1].iter().product();
+        let total = rows * chunks_per_row;
+        let (dims, written) = self.tensor_dims(p);
+        let starts: Vec<V> = a.index.iter().map(|e| self.scalar_expr(*e)).collect();
+        self.loc(a.span);
+        let threads = self.f.threads;
+        let iters = total.div_ceil(threads);
+        let smem_base = self.an.plan.offset[buffer.0 as usize];
+        let base = self.params[p.0 as usize].unwrap_or(Reg::new(RegClass::B64, 0));
+        let gspace = if to_global || written {
+            ".global"
+        } else {
+            ".global.nc"
+        };
+        let ctx = TileCtx {
+            shape: shape.clone(),
+            v,
+            t,
+            chunks_per_row,
+            dims,
+            starts,
+            smem_base,
+            base,
+            gspace,
+            to_global,
+        };
+        if iters <= 4 {
+            for it in 0..iters {
+                let c = self.reg(RegClass::B32);
+                let tid = self.tid;
+                self.ins(&format!("add.s32 {c}, {tid}, {};", it * threads));
+                let skip = self.label("tile_skip");
+                if (it + 1) * threads > total {
+                    let p2 = self.reg(RegClass::Pred);
+                    self.ins(&format!("setp.ge.u32 {p2}, {c}, {total};"));
+                    self.ins(&format!("@{p2} bra {skip};"));
+                }
+                self.tile_chunk(&ctx, c);
+                self.place_label(&skip);
+            }
+        } else {
+            let c = self.reg(RegClass::B32);
+            let tid = self.tid;
+            self.ins(&format!("mov.u32 {c}, {tid};"));
+            let head = self.label("tile_loop");
+            let done = self.label("tile_done");
+            self.place_label(&head);
+            let p2 = self.reg(RegClass::Pred);
+            self.ins(&format!("setp.ge.u32 {p2}, {c}, {total};"));
+            self.ins(&format!("@{p2} bra {done};"));
+            self.tile_chunk(&ctx, c);
+            self.ins(&format!("add.s32 {c}, {c}, {threads};"));
+            self.ins(&format!("bra {head};"));
+            self.place_label(&done);
+        }
+    }
+
+    /// One chunk `c` of a tile transfer.
+    fn tile_chunk(&mut self, x: &TileCtx, c: Reg) {
+        let rank = x.shape.len();
+        let size = x.t.size();
+        // Tile coordinates of the chunk.
+        let mut coords = vec![V::I(0, ScalarTy::I32); rank];
+        let col = self.reg(RegClass::B32);
+        if x.chunks_per_row == 1 {
+            self.ins(&format!("mov.u32 {col}, 0;"));
+        } else {
+            self.ins(&format!("rem.u32 {col}, {c}, {};", x.chunks_per_row));
+            if x.v > 1 {
+                self.ins(&format!("mul.lo.s32 {col}, {col}, {};", x.v));
+            }
+        }
+        coords[rank - 1] = V::R(col);
+        let mut rest = self.reg(RegClass::B32);
+        self.ins(&format!("div.u32 {rest}, {c}, {};", x.chunks_per_row));
+        for axis in (0..rank - 1).rev() {
+            let ix = self.reg(RegClass::B32);
+            if axis == 0 {
+                self.ins(&format!("mov.u32 {ix}, {rest};"));
+            } else {
+                self.ins(&format!("rem.u32 {ix}, {rest}, {};", x.shape[axis]));
+                let r2 = self.reg(RegClass::B32);
+                self.ins(&format!("div.u32 {r2}, {rest}, {};", x.shape[axis]));
+                rest = r2;
+            }
+            coords[axis] = V::R(ix);
+        }
+        // Global coordinates and the in-bounds test of the non-last axes.
+        let mut g = Vec::new();
+        for axis in 0..rank {
+            let sum = self.binary(
+                crate::ast::BinOp::Add,
+                ScalarTy::I32,
+                ScalarTy::I32,
+                coords[axis],
+                x.starts[axis],
+            );
+            g.push(sum);
+        }
+        let inb = self.reg(RegClass::Pred);
+        let zero = self.reg(RegClass::B32);
+        self.ins(&format!("mov.u32 {zero}, 0;"));
+        self.ins(&format!("setp.eq.u32 {inb}, {zero}, 0;"));
+        for axis in 0..rank - 1 {
+            let gr = self.to_reg(g[axis], ScalarTy::I32);
+            let d = self.operand(x.dims[axis]);
+            let q = self.reg(RegClass::Pred);
+            self.ins(&format!("setp.lt.u32 {q}, {gr}, {d};"));
+            self.ins(&format!("and.pred {inb}, {inb}, {q};"));
+        }
+        // Shared address: base + c * v * size.
+        let s = self.reg(RegClass::B32);
+        self.ins(&format!("mov.u32 {s}, {};", self.smem));
+        let saddr = self.reg(RegClass::B32);
+        self.ins(&format!("mad.lo.s32 {saddr}, {c}, {}, {s};", x.v * size));
+        if x.smem_base != 0 {
+            self.ins(&format!("add.s32 {saddr}, {saddr}, {};", x.smem_base));
+        }
+        let sh = Addr {
+            space: ".shared",
+            store_space: ".shared",
+            reg: saddr,
+        };
+        // Global address of the chunk's first element.
+        let signed = vec![true; rank];
+        let lin = self.linear64(&g, &signed, &x.dims);
+        let bytes = self.mul64(lin, V::I(size as i128, ScalarTy::I64));
+        let gaddr = match self.add64(V::R(x.base), bytes) {
+            V::R(r) => r,
+            _ => x.base,
+        };
+        let gl = Addr {
+            space: x.gspace,
+            store_space: ".global",
+            reg: gaddr,
+        };
+        let gcol = self.to_reg(g[rank - 1], ScalarTy::I32);
+        let dlast = self.operand(x.dims[rank - 1]);
+        let done = self.label("chunk_done");
+        if x.v > 1 {
+            // Whole chunk inside: 0 <= gcol && gcol + v <= D.
+            let full = self.reg(RegClass::Pred);
+            let end = self.reg(RegClass::B32);
+            let q = self.reg(RegClass::Pred);
+            self.ins(&format!("add.s32 {end}, {gcol}, {};", x.v));
+            self.ins(&format!("setp.le.s32 {full}, {end}, {dlast};"));
+            self.ins(&format!("setp.ge.s32 {q}, {gcol}, 0;"));
+            self.ins(&format!("and.pred {full}, {full}, {q};"));
+            self.ins(&format!("and.pred {full}, {full}, {inb};"));
+            let slow = self.label("chunk_masked");
+            self.ins(&format!("@!{full} bra {slow};"));
+            self.vector_move(x, &gl, &sh);
+            self.ins(&format!("bra {done};"));
+            self.place_label(&slow);
+        }
+        for e in 0..x.v {
+            let q = self.reg(RegClass::Pred);
+            let ge = self.reg(RegClass::B32);
+            self.ins(&format!("add.s32 {ge}, {gcol}, {e};"));
+            self.ins(&format!("setp.lt.u32 {q}, {ge}, {dlast};"));
+            self.ins(&format!("and.pred {q}, {q}, {inb};"));
+            let off = (e * size) as i64;
+            let raw = raw_ty(size);
+            let r = self.reg(if size == 8 {
+                RegClass::B64
+            } else {
+                RegClass::B32
+            });
+            if x.to_global {
+                self.ins(&format!("ld.shared{raw} {r}, {};", sh.at(off)));
+                self.ins(&format!("@{q} st.global{raw} {}, {r};", gl.at(off)));
+            } else {
+                let b = if size == 8 { ".b64" } else { ".b32" };
+                self.ins(&format!("mov{b} {r}, 0;"));
+                self.ins(&format!("@{q} ld{}{raw} {r}, {};", gl.space, gl.at(off)));
+                self.ins(&format!("st.shared{raw} {}, {r};", sh.at(off)));
+            }
+        }
+        if x.v > 1 {
+            self.place_label(&done);
+        }
+    }
+
+    /// One vector instruction each way for a whole chunk.
+    fn vector_move(&mut self, x: &TileCtx, gl: &Addr, sh: &Addr) {
+        let size = x.t.size();
+        let bytes = x.v * size;
+        let (n, ty, class) = if size == 8 {
+            (bytes / 8, ".u64", RegClass::B64)
+        } else if bytes >= 4 {
+            (bytes / 4, ".u32", RegClass::B32)
+        } else {
+            (1, ".u16", RegClass::B32)
+        };
+        let regs: Vec<Reg> = (0..n).map(|_| self.reg(class)).collect();
+        let list = regs
+            .iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let vec = if n == 1 {
+            String::new()
+        } else {
+            format!(".v{n}")
+        };
+        let regs_text = if n == 1 {
+            list.clone()
+        } else {
+            format!("{{{list}}}")
+        };
+        let (src, dst) = if x.to_global { (sh, gl) } else { (gl, sh) };
+        self.ins(&format!(
+            "ld{}{vec}{ty} {regs_text}, {};",
+            src.space,
+            src.at(0)
+        ));
+        self.ins(&format!(
+            "st{}{vec}{ty} {}, {regs_text};",
+            dst.store_space,
+            dst.at(0)
+        ));
+    }
+}
+
+/// Everything one tile transfer's chunks share.
+struct TileCtx {
+    shape: Vec<u32>,
+    v: u32,
+    t: ScalarTy,
+    chunks_per_row: u32,
+    dims: Vec<V>,
+    starts: Vec<V>,
+    smem_base: u32,
+    base: Reg,
+    gspace: &'static str,
+    to_global: bool,
+}
+
+fn raw_ty(size: u32) -> &'static str {
+    match size {
+        1 => ".u8",
+        2 => ".u16",
+        4 => ".u32",
+        _ => ".u64",
+    }
+}
+
+fn row_major_strides(shape: &[i128]) -> Vec<i128> {
+    let mut s = vec![1i128; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}

@@ -1,0 +1,843 @@
+//! Scalar values: constants, operands, arithmetic, comparisons, conversions
+//! and math built-ins, for every scalar type. Run expressions are evaluated
+//! element by element through the same `apply`.
+
+use super::{Emitter, Reg, RegClass, V};
+use crate::ast::{BinOp, CtxField, ScalarTy, UnOp};
+use crate::backend::ir::{ExprId, ExprKind};
+use crate::hir::{Builtin, ConstVal, Ty};
+
+/// `.s32`, `.u32`, `.s64`, `.u64` for integer types (and their registers).
+pub(crate) fn int_suffix(t: ScalarTy) -> &'static str {
+    match t {
+        ScalarTy::I8 | ScalarTy::I16 | ScalarTy::I32 => ".s32",
+        ScalarTy::I64 => ".s64",
+        ScalarTy::U64 => ".u64",
+        ScalarTy::F32 => ".f32",
+        ScalarTy::F64 => ".f64",
+        _ => ".u32",
+    }
+}
+
+/// The `mov` type of a register holding a value of type `t`.
+pub(crate) fn mov_ty(t: ScalarTy) -> &'static str {
+    match RegClass::of(t) {
+        RegClass::Pred => ".pred",
+        RegClass::B16 => ".b16",
+        RegClass::B32 => ".b32",
+        RegClass::B64 => ".b64",
+        RegClass::F32 => ".f32",
+        RegClass::F64 => ".f64",
+    }
+}
+
+fn bits_suffix(t: ScalarTy) -> &'static str {
+    if t.size() == 8 {
+        ".b64"
+    } else {
+        ".b32"
+    }
+}
+
+fn is_half(t: ScalarTy) -> bool {
+    matches!(t, ScalarTy::F16 | ScalarTy::BF16)
+}
+
+/// f32 → IEEE half bits, round to nearest even.
+pub(crate) fn f16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xff) as i32;
+    let man = b & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        let m = man | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let rest = m & ((1 << shift) - 1);
+        let mut r = m >> shift;
+        if rest > half || (rest == half && r & 1 == 1) {
+            r += 1;
+        }
+        return sign | r as u16;
+    }
+    let mut r = ((e as u32) << 10) | (man >> 13);
+    let rest = man & 0x1fff;
+    if rest > 0x1000 || (rest == 0x1000 && r & 1 == 1) {
+        r += 1;
+    }
+    sign | r as u16
+}
+
+/// f32 → bfloat16 bits, round to nearest even.
+pub(crate) fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    if x.is_nan() {
+        return ((b >> 16) as u16) | 0x40;
+    }
+    let r = b.wrapping_add(0x7fff + ((b >> 16) & 1));
+    (r >> 16) as u16
+}
+
+impl Emitter<'_> {
+    /// Text of an operand (registers, or immediates in positions that take them).
+    pub(crate) fn operand(&self, v: V) -> String {
+        match v {
+            V::R(r) => r.to_string(),
+            V::I(i, t) => {
+                if t.size() == 8 || i >= 0 {
+                    format!("{i}")
+                } else {
+                    // Negative 32-bit immediates as two's complement bits.
+                    format!("{}", i as i32)
+                }
+            }
+            V::F(x, ScalarTy::F64) => format!("0d{:016X}", x.to_bits()),
+            V::F(x, _) => format!("0f{:08X}", (x as f32).to_bits()),
+        }
+    }
+
+    /// Put a value of type `t` into a register of its class.
+    pub(crate) fn to_reg(&mut self, v: V, t: ScalarTy) -> Reg {
+        match v {
+            V::R(r) => r,
+            V::I(i, _) if t == ScalarTy::Bool => {
+                let r = self.reg(RegClass::B32);
+                self.ins(&format!("mov.u32 {r}, {};", (i != 0) as u32));
+                let p = self.reg(RegClass::Pred);
+                self.ins(&format!("setp.ne.u32 {p}, {r}, 0;"));
+                p
+            }
+            V::I(i, _) if t.is_float() => self.to_reg(V::F(i as f64, t), t),
+            V::F(x, _) if t.is_int() => self.to_reg(V::I(x as i128, t), t),
+            V::I(i, _) => {
+                let r = self.reg(RegClass::of(t));
+                let imm = self.operand(V::I(i, t));
+                self.ins(&format!("mov{} {r}, {imm};", bits_suffix(t)));
+                r
+            }
+            V::F(x, t2) if is_half(t) || is_half(t2) => {
+                let bits = if t == ScalarTy::BF16 {
+                    bf16_bits(x as f32)
+                } else {
+                    f16_bits(x as f32)
+                };
+                let r = self.reg(RegClass::B16);
+                self.ins(&format!("mov.b16 {r}, 0x{bits:04X};"));
+                r
+            }
+            V::F(x, _) => {
+                let r = self.reg(RegClass::of(t));
+                let imm = self.operand(V::F(x, t));
+                self.ins(&format!("mov{} {r}, {imm};", mov_ty(t)));
+                r
+            }
+        }
+    }
+
+    /// `mov` a value into an existing register.
+    pub(crate) fn mov_to(&mut self, dst: Reg, v: V, t: ScalarTy) {
+        let src = match v {
+            V::R(r) => r,
+            _ if t == ScalarTy::Bool || is_half(t) => self.to_reg(v, t),
+            _ => {
+                let imm = self.operand(match v {
+                    V::I(i, _) if t.is_float() => V::F(i as f64, t),
+                    V::F(x, _) if t.is_int() => V::I(x as i128, t),
+                    V::I(i, _) => V::I(i, t),
+                    V::F(x, _) => V::F(x, t),
+                    V::R(_) => v,
+                });
+                self.ins(&format!("mov{} {dst}, {imm};", mov_ty(t)));
+                return;
+            }
+        };
+        if src != dst {
+            self.ins(&format!("mov{} {dst}, {src};", mov_ty(t)));
+        }
+    }
+
+    /// Re-extend a sub-word integer after an operation that may overflow it.
+    pub(crate) fn normalize(&mut self, r: Reg, t: ScalarTy) -> Reg {
+        let d = match t {
+            ScalarTy::I8 | ScalarTy::I16 | ScalarTy::U8 | ScalarTy::U16 => self.reg(RegClass::B32),
+            _ => return r,
+        };
+        match t {
+            ScalarTy::I8 => self.ins(&format!("bfe.s32 {d}, {r}, 0, 8;")),
+            ScalarTy::I16 => self.ins(&format!("bfe.s32 {d}, {r}, 0, 16;")),
+            ScalarTy::U8 => self.ins(&format!("and.b32 {d}, {r}, 255;")),
+            _ => self.ins(&format!("and.b32 {d}, {r}, 65535;")),
+        }
+        d
+    }
+
+    /// f16/bf16 bits → f32.
+    pub(crate) fn half_to_f32(&mut self, r: Reg, t: ScalarTy) -> Reg {
+        let f = self.reg(RegClass::F32);
+        if t == ScalarTy::F16 {
+            self.ins(&format!("cvt.f32.f16 {f}, {r};"));
+        } else {
+            let w = self.reg(RegClass::B32);
+            self.ins(&format!("cvt.u32.u16 {w}, {r};"));
+            self.ins(&format!("shl.b32 {w}, {w}, 16;"));
+            self.ins(&format!("mov.b32 {f}, {w};"));
+        }
+        f
+    }
+
+    /// f32 → f16/bf16 bits, round to nearest even.
+    pub(crate) fn f32_to_half(&mut self, f: Reg, t: ScalarTy) -> Reg {
+        let h = self.reg(RegClass::B16);
+        if t == ScalarTy::F16 {
+            self.ins(&format!("cvt.rn.f16.f32 {h}, {f};"));
+        } else if self.arch >= 80 {
+            self.ins(&format!("cvt.rn.bf16.f32 {h}, {f};"));
+        } else {
+            // sm_75 has no bf16 conversion: round to nearest even by hand.
+            let (b, t1, r, nan) = (
+                self.reg(RegClass::B32),
+                self.reg(RegClass::B32),
+                self.reg(RegClass::B32),
+                self.reg(RegClass::Pred),
+            );
+            self.ins(&format!("mov.b32 {b}, {f};"));
+            self.ins(&format!("shr.u32 {t1}, {b}, 16;"));
+            self.ins(&format!("and.b32 {t1}, {t1}, 1;"));
+            self.ins(&format!("add.u32 {t1}, {t1}, 32767;"));
+            self.ins(&format!("add.u32 {r}, {b}, {t1};"));
+            self.ins(&format!("shr.u32 {r}, {r}, 16;"));
+            self.ins(&format!("setp.nan.f32 {nan}, {f}, {f};"));
+            self.ins(&format!("selp.b32 {r}, 32704, {r}, {nan};"));
+            self.ins(&format!("cvt.u16.u32 {h}, {r};"));
+        }
+        h
+    }
+
+    /// A float value as f32 (or f64) for computing; half types go to f32.
+    fn float_in(&mut self, v: V, t: ScalarTy) -> (Reg, ScalarTy) {
+        let r = self.to_reg(v, t);
+        if is_half(t) {
+            (self.half_to_f32(r, t), ScalarTy::F32)
+        } else {
+            (r, t)
+        }
+    }
+
+    fn float_in_operand(&mut self, v: V, t: ScalarTy) -> (String, ScalarTy) {
+        match v {
+            V::F(x, _) if !is_half(t) => (self.operand(V::F(x, t)), t),
+            V::I(i, _) if !is_half(t) => (self.operand(V::F(i as f64, t)), t),
+            _ => {
+                let (r, ct) = self.float_in(v, t);
+                (r.to_string(), ct)
+            }
+        }
+    }
+
+    fn float_out(&mut self, r: Reg, t: ScalarTy) -> V {
+        if is_half(t) {
+            V::R(self.f32_to_half(r, t))
+        } else {
+            V::R(r)
+        }
+    }
+
+    pub(crate) fn scalar_expr(&mut self, e: ExprId) -> V {
+        let t = self.ty(e);
+        let span = self.f.expr_span(e);
+        self.loc(span);
+        match &self.f.exprs[e].kind {
+            ExprKind::Const(ConstVal::Int(v)) => V::I(*v, t),
+            ExprKind::Const(ConstVal::Float(x)) => V::F(*x, t),
+            ExprKind::Const(ConstVal::Bool(b)) => {
+                V::R(self.to_reg(V::I(*b as i128, t), ScalarTy::Bool))
+            }
+            ExprKind::Var(v) => V::R(self.var_reg(*v)),
+            ExprKind::Param(p) => match self.params[p.0 as usize] {
+                Some(r) => V::R(r),
+                None => V::I(0, t),
+            },
+            ExprKind::Dim(d) => match (self.dims[d.0 as usize], self.k.dims[d.0 as usize].constant)
+            {
+                (Some(r), _) => V::R(r),
+                (None, c) => V::I(c.unwrap_or(0) as i128, t),
+            },
+            ExprKind::Ctx(c) => self.ctx(*c),
+            ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b) if self.f.reads_memory(*b) => {
+                self.short_circuit(*op, *a, *b)
+            }
+            ExprKind::Unary(..)
+            | ExprKind::Binary(..)
+            | ExprKind::Convert(_)
+            | ExprKind::Builtin(..) => {
+                let args: Vec<V> = self
+                    .f
+                    .operands(e)
+                    .into_iter()
+                    .map(|o| self.scalar_expr(o))
+                    .collect();
+                self.loc(span);
+                self.apply(e, &args)
+            }
+            ExprKind::Load(acc) => self.load_point(*acc),
+            ExprKind::RunLoad(_) => {
+                // A run where a scalar is expected: only one-element runs.
+                let elems = self.run_elems(e);
+                elems.first().copied().unwrap_or(V::I(0, t))
+            }
+            ExprKind::RunSum(inner) => {
+                let elems = self.run_elems(*inner);
+                self.loc(span);
+                self.fold_sum(&elems, t)
+            }
+            ExprKind::Dp4aSum { a, b } => self.dp4a_sum(*a, *b),
+            ExprKind::Elem(run, i) => {
+                let elems = self.run_elems(*run);
+                elems.get(*i as usize).copied().unwrap_or(V::I(0, t))
+            }
+            ExprKind::Word(run, i) => {
+                let words = self.run_words(*run);
+                words
+                    .get(*i as usize)
+                    .map(|r| V::R(*r))
+                    .unwrap_or(V::I(0, t))
+            }
+            ExprKind::LaneColl { .. } => self.lane_collective(e),
+            ExprKind::Shuffle { .. } => self.shuffle(e),
+        }
+    }
+
+    fn ctx(&mut self, c: CtxField) -> V {
+        let special = match c {
+            CtxField::Thread => return V::R(self.tid),
+            CtxField::Lane => return V::R(self.lane),
+            CtxField::Warp => return V::R(self.warp),
+            CtxField::Lanes => return V::I(32, ScalarTy::I32),
+            CtxField::Threads => return V::I(self.f.threads as i128, ScalarTy::I32),
+            CtxField::Warps => return V::I((self.f.threads / 32) as i128, ScalarTy::I32),
+            CtxField::BlockX => "%ctaid.x",
+            CtxField::BlockY => "%ctaid.y",
+            CtxField::BlockZ => "%ctaid.z",
+            CtxField::GridX => "%nctaid.x",
+            CtxField::GridY => "%nctaid.y",
+            CtxField::GridZ => "%nctaid.z",
+        };
+        let r = self.reg(RegClass::B32);
+        self.ins(&format!("mov.u32 {r}, {special};"));
+        V::R(r)
+    }
+
+    /// `a && b` / `a || b` where `b` reads memory: `b` only runs when needed.
+    fn short_circuit(&mut self, op: BinOp, a: ExprId, b: ExprId) -> V {
+        let av = self.scalar_expr(a);
+        let pa = self.to_reg(av, ScalarTy::Bool);
+        let out = self.reg(RegClass::Pred);
+        self.ins(&format!("mov.pred {out}, {pa};"));
+        let skip = self.label("sc");
+        let guard = if op == BinOp::And { "!" } else { "" };
+        self.ins(&format!("@{guard}{pa} bra {skip};"));
+        let bv = self.scalar_expr(b);
+        let pb = self.to_reg(bv, ScalarTy::Bool);
+        self.ins(&format!("mov.pred {out}, {pb};"));
+        self.place_label(&skip);
+        V::R(out)
+    }
+
+    /// Apply the operation of `e` (unary, binary, conversion or built-in) to
+    /// evaluated operands. Used for scalars and for each element of a run.
+    pub(crate) fn apply(&mut self, e: ExprId, args: &[V]) -> V {
+        let t = self.ty(e);
+        let ops = self.f.operands(e);
+        let ot = |i: usize, s: &Self| s.ty(ops[i]);
+        match &self.f.exprs[e].kind {
+            ExprKind::Unary(op, _) => self.unary(*op, t, args[0]),
+            ExprKind::Binary(op, _, _) => self.binary(*op, ot(0, self), t, args[0], args[1]),
+            ExprKind::Convert(_) => self.convert(args[0], ot(0, self), t),
+            ExprKind::Builtin(b, _) => {
+                let tys: Vec<ScalarTy> = (0..ops.len()).map(|i| ot(i, self)).collect();
+                self.builtin(*b, t, &tys, args)
+            }
+            _ => args.first().copied().unwrap_or(V::I(0, t)),
+        }
+    }
+
+    pub(crate) fn unary(&mut self, op: UnOp, t: ScalarTy, a: V) -> V {
+        match (op, t) {
+            (UnOp::Not, ScalarTy::Bool) => {
+                let p = self.to_reg(a, t);
+                let d = self.reg(RegClass::Pred);
+                self.ins(&format!("not.pred {d}, {p};"));
+                V::R(d)
+            }
+            (UnOp::Not, _) => {
+                let r = self.to_reg(a, t);
+                let d = self.reg(RegClass::of(t));
+                self.ins(&format!("not{} {d}, {r};", bits_suffix(t)));
+                V::R(self.normalize(d, t))
+            }
+            (UnOp::Neg, _) if t.is_float() => {
+                let (r, ct) = self.float_in(a, t);
+                let d = self.reg(RegClass::of(ct));
+                self.ins(&format!("neg{} {d}, {r};", int_suffix(ct)));
+                self.float_out(d, t)
+            }
+            (UnOp::Neg, _) => {
+                let r = self.to_reg(a, t);
+                let d = self.reg(RegClass::of(t));
+                let s = if t.size() == 8 { ".s64" } else { ".s32" };
+                self.ins(&format!("neg{s} {d}, {r};"));
+                V::R(self.normalize(d, t))
+            }
+        }
+    }
+
+    /// A binary operation on operands of type `t` with result type `rt`.
+    pub(crate) fn binary(&mut self, op: BinOp, t: ScalarTy, rt: ScalarTy, a: V, b: V) -> V {
+        if t == ScalarTy::Bool {
+            return self.bool_binary(op, a, b);
+        }
+        if let Some(cmp) = cmp_name(op, t) {
+            let p = self.reg(RegClass::Pred);
+            if t.is_float() {
+                let (ra, ct) = self.float_in(a, t);
+                let (rb, _) = self.float_in_operand(b, t);
+                self.ins(&format!("setp.{cmp}{} {p}, {ra}, {rb};", int_suffix(ct)));
+            } else {
+                let ra = self.to_reg(a, t);
+                let rb = self.operand(b);
+                self.ins(&format!("setp.{cmp}{} {p}, {ra}, {rb};", int_suffix(t)));
+            }
+            return V::R(p);
+        }
+        if t.is_float() {
+            let (ra, ct) = self.float_in(a, t);
+            let (rb, _) = self.float_in_operand(b, t);
+            let sfx = int_suffix(ct);
+            let d = self.reg(RegClass::of(ct));
+            match op {
+                BinOp::Add => self.ins(&format!("add{sfx} {d}, {ra}, {rb};")),
+                BinOp::Sub => self.ins(&format!("sub{sfx} {d}, {ra}, {rb};")),
+                BinOp::Mul => self.ins(&format!("mul{sfx} {d}, {ra}, {rb};")),
+                BinOp::Div => self.ins(&format!("div.rn{sfx} {d}, {ra}, {rb};")),
+                _ => {
+                    // Remainder with the sign of the dividend: a - trunc(a / b) * b.
+                    let q = self.reg(RegClass::of(ct));
+                    self.ins(&format!("div.rn{sfx} {q}, {ra}, {rb};"));
+                    self.ins(&format!("cvt.rzi{sfx}{sfx} {q}, {q};"));
+                    self.ins(&format!("neg{sfx} {q}, {q};"));
+                    self.ins(&format!("fma.rn{sfx} {d}, {q}, {rb}, {ra};"));
+                }
+            }
+            return self.float_out(d, rt);
+        }
+        if matches!(
+            (op, b),
+            (
+                BinOp::Add | BinOp::Sub | BinOp::Shl | BinOp::Shr | BinOp::BitOr | BinOp::BitXor,
+                V::I(0, _)
+            )
+        ) {
+            return a;
+        }
+        let ra = self.to_reg(a, t);
+        let sfx = int_suffix(t);
+        let bits = bits_suffix(t);
+        let d = self.reg(RegClass::of(t));
+        let rb = match (op, b) {
+            // Shift amounts are always .u32.
+            (BinOp::Shl | BinOp::Shr, V::R(r)) if r.class == RegClass::B64 => {
+                let c = self.reg(RegClass::B32);
+                self.ins(&format!("cvt.u32.u64 {c}, {r};"));
+                c.to_string()
+            }
+            _ => self.operand(b),
+        };
+        let text = match op {
+            BinOp::Add => format!("add{sfx} {d}, {ra}, {rb};"),
+            BinOp::Sub => format!("sub{sfx} {d}, {ra}, {rb};"),
+            BinOp::Mul => format!("mul.lo{sfx} {d}, {ra}, {rb};"),
+            BinOp::Div => format!("div{sfx} {d}, {ra}, {rb};"),
+            BinOp::Rem => format!("rem{sfx} {d}, {ra}, {rb};"),
+            BinOp::BitAnd => format!("and{bits} {d}, {ra}, {rb};"),
+            BinOp::BitOr => format!("or{bits} {d}, {ra}, {rb};"),
+            BinOp::BitXor => format!("xor{bits} {d}, {ra}, {rb};"),
+            BinOp::Shl => format!("shl{bits} {d}, {ra}, {rb};"),
+            BinOp::Shr => format!("shr{sfx} {d}, {ra}, {rb};"),
+            _ => format!("mov{bits} {d}, {ra};"),
+        };
+        self.ins(&text);
+        V::R(self.normalize(d, t))
+    }
+
+    fn bool_binary(&mut self, op: BinOp, a: V, b: V) -> V {
+        let pa = self.to_reg(a, ScalarTy::Bool);
+        let pb = self.to_reg(b, ScalarTy::Bool);
+        let d = self.reg(RegClass::Pred);
+        match op {
+            BinOp::And | BinOp::BitAnd => self.ins(&format!("and.pred {d}, {pa}, {pb};")),
+            BinOp::Or | BinOp::BitOr => self.ins(&format!("or.pred {d}, {pa}, {pb};")),
+            BinOp::Ne | BinOp::BitXor => self.ins(&format!("xor.pred {d}, {pa}, {pb};")),
+            _ => {
+                self.ins(&format!("xor.pred {d}, {pa}, {pb};"));
+                self.ins(&format!("not.pred {d}, {d};"));
+            }
+        }
+        V::R(d)
+    }
+
+    /// Convert a value of type `from` to type `to`.
+    pub(crate) fn convert(&mut self, v: V, from: ScalarTy, to: ScalarTy) -> V {
+        if from == to {
+            return v;
+        }
+        if let (V::I(i, _), true) = (v, to.is_int()) {
+            if from.is_int() {
+                return V::I(wrap_to(i, to), to);
+            }
+        }
+        if from == ScalarTy::Bool {
+            let p = self.to_reg(v, from);
+            if to.is_float() {
+                let f = self.reg(RegClass::F32);
+                self.ins(&format!("selp.f32 {f}, 0f3F800000, 0f00000000, {p};"));
+                return self.convert(V::R(f), ScalarTy::F32, to);
+            }
+            let d = self.reg(RegClass::of(to));
+            self.ins(&format!("selp{} {d}, 1, 0, {p};", bits_suffix(to)));
+            return V::R(d);
+        }
+        if to == ScalarTy::Bool {
+            let d = self.reg(RegClass::Pred);
+            if from.is_float() {
+                let (r, ct) = self.float_in(v, from);
+                let zero = self.operand(V::F(0.0, ct));
+                self.ins(&format!("setp.neu{} {d}, {r}, {zero};", int_suffix(ct)));
+            } else {
+                let r = self.to_reg(v, from);
+                self.ins(&format!("setp.ne{} {d}, {r}, 0;", bits_suffix(from)));
+            }
+            return V::R(d);
+        }
+        if from.is_int() && to.is_int() {
+            let r = self.to_reg(v, from);
+            return V::R(match (from.size() == 8, to.size() == 8) {
+                (false, false) => self.normalize(r, to),
+                (false, true) => {
+                    let d = self.reg(RegClass::B64);
+                    let s = if from.is_signed() { "s" } else { "u" };
+                    self.ins(&format!("cvt.{s}64.{s}32 {d}, {r};"));
+                    d
+                }
+                (true, false) => {
+                    let d = self.reg(RegClass::B32);
+                    self.ins(&format!("cvt.u32.u64 {d}, {r};"));
+                    self.normalize(d, to)
+                }
+                (true, true) => r,
+            });
+        }
+        if from.is_int() {
+            let r = self.to_reg(v, from);
+            let (ft, fsfx) = if to == ScalarTy::F64 {
+                (ScalarTy::F64, "f64")
+            } else {
+                (ScalarTy::F32, "f32")
+            };
+            let d = self.reg(RegClass::of(ft));
+            let src = &int_suffix(from)[1..];
+            self.ins(&format!("cvt.rn.{fsfx}.{src} {d}, {r};"));
+            return self.float_out(d, to);
+        }
+        if to.is_int() {
+            let (r, ct) = self.float_in(v, from);
+            let wide = to.size() == 8;
+            let dst = if wide {
+                &int_suffix(to)[1..]
+            } else if to.is_signed() {
+                "s32"
+            } else {
+                "u32"
+            };
+            let d = self.reg(if wide { RegClass::B64 } else { RegClass::B32 });
+            self.ins(&format!("cvt.rzi.{dst}{} {d}, {r};", int_suffix(ct)));
+            return V::R(self.normalize(d, to));
+        }
+        // Float to float.
+        let (r, ct) = self.float_in(v, from);
+        match (ct, to) {
+            (ScalarTy::F32, ScalarTy::F64) => {
+                let d = self.reg(RegClass::F64);
+                self.ins(&format!("cvt.f64.f32 {d}, {r};"));
+                V::R(d)
+            }
+            (ScalarTy::F64, _) => {
+                let d = self.reg(RegClass::F32);
+                self.ins(&format!("cvt.rn.f32.f64 {d}, {r};"));
+                self.float_out(d, to)
+            }
+            _ => self.float_out(r, to),
+        }
+    }
+
+    /// Sum the elements of a run in order: ((e0 + e1) + e2) + ...
+    pub(crate) fn fold_sum(&mut self, elems: &[V], t: ScalarTy) -> V {
+        let mut acc = match elems.first() {
+            Some(v) => *v,
+            None => return V::I(0, t),
+        };
+        for v in &elems[1..] {
+            acc = self.binary(BinOp::Add, t, t, acc, *v);
+        }
+        acc
+    }
+
+    /// Evaluate a run expression element by element.
+    pub(crate) fn run_elems(&mut self, e: ExprId) -> Vec<V> {
+        let len = match self.f.exprs[e].ty {
+            Ty::Run { len, .. } => len as usize,
+            _ => 1,
+        };
+        let t = self.ty(e);
+        match &self.f.exprs[e].kind {
+            ExprKind::RunLoad(acc) => self.load_run_elems(*acc),
+            ExprKind::Unary(..)
+            | ExprKind::Binary(..)
+            | ExprKind::Convert(_)
+            | ExprKind::Builtin(..) => {
+                let ops = self.f.operands(e);
+                let cols: Vec<Vec<V>> = ops
+                    .iter()
+                    .map(|&o| {
+                        if matches!(self.f.exprs[o].ty, Ty::Run { .. }) {
+                            self.run_elems(o)
+                        } else {
+                            vec![self.scalar_expr(o)]
+                        }
+                    })
+                    .collect();
+                self.loc(self.f.expr_span(e));
+                (0..len)
+                    .map(|i| {
+                        let args: Vec<V> = cols
+                            .iter()
+                            .map(|c| if c.len() == 1 { c[0] } else { c[i] })
+                            .collect();
+                        self.apply(e, &args)
+                    })
+                    .collect()
+            }
+            _ => {
+                let v = self.scalar_expr(e);
+                let _ = t;
+                vec![v; len]
+            }
+        }
+    }
+
+    fn builtin(&mut self, b: Builtin, t: ScalarTy, tys: &[ScalarTy], args: &[V]) -> V {
+        let at = tys.first().copied().unwrap_or(t);
+        match b {
+            Builtin::Min | Builtin::Max => {
+                let name = if b == Builtin::Min { "min" } else { "max" };
+                if at.is_float() {
+                    let (ra, ct) = self.float_in(args[0], at);
+                    let (rb, _) = self.float_in_operand(args[1], at);
+                    let d = self.reg(RegClass::of(ct));
+                    self.ins(&format!("{name}{} {d}, {ra}, {rb};", int_suffix(ct)));
+                    self.float_out(d, t)
+                } else {
+                    let ra = self.to_reg(args[0], at);
+                    let rb = self.operand(args[1]);
+                    let d = self.reg(RegClass::of(at));
+                    self.ins(&format!("{name}{} {d}, {ra}, {rb};", int_suffix(at)));
+                    V::R(d)
+                }
+            }
+            Builtin::Abs => {
+                if at.is_float() {
+                    let (r, ct) = self.float_in(args[0], at);
+                    let d = self.reg(RegClass::of(ct));
+                    self.ins(&format!("abs{} {d}, {r};", int_suffix(ct)));
+                    self.float_out(d, t)
+                } else if !at.is_signed() {
+                    args[0]
+                } else {
+                    let r = self.to_reg(args[0], at);
+                    let d = self.reg(RegClass::of(at));
+                    let s = if at.size() == 8 { ".s64" } else { ".s32" };
+                    self.ins(&format!("abs{s} {d}, {r};"));
+                    V::R(self.normalize(d, at))
+                }
+            }
+            Builtin::Fma => {
+                if at.is_float() {
+                    let (ra, ct) = self.float_in(args[0], at);
+                    let (rb, _) = self.float_in(args[1], at);
+                    let (rc, _) = self.float_in(args[2], at);
+                    let d = self.reg(RegClass::of(ct));
+                    self.ins(&format!("fma.rn{} {d}, {ra}, {rb}, {rc};", int_suffix(ct)));
+                    self.float_out(d, t)
+                } else {
+                    let ra = self.to_reg(args[0], at);
+                    let rb = self.to_reg(args[1], at);
+                    let rc = self.to_reg(args[2], at);
+                    let d = self.reg(RegClass::of(at));
+                    self.ins(&format!("mad.lo{} {d}, {ra}, {rb}, {rc};", int_suffix(at)));
+                    V::R(self.normalize(d, at))
+                }
+            }
+            Builtin::Select => {
+                let c = self.to_reg(args[0], ScalarTy::Bool);
+                let vt = tys.get(1).copied().unwrap_or(t);
+                if vt == ScalarTy::Bool {
+                    let a = self.to_reg(args[1], vt);
+                    let bb = self.to_reg(args[2], vt);
+                    let (x, y, d) = (
+                        self.reg(RegClass::Pred),
+                        self.reg(RegClass::Pred),
+                        self.reg(RegClass::Pred),
+                    );
+                    self.ins(&format!("and.pred {x}, {c}, {a};"));
+                    self.ins(&format!("not.pred {y}, {c};"));
+                    self.ins(&format!("and.pred {y}, {y}, {bb};"));
+                    self.ins(&format!("or.pred {d}, {x}, {y};"));
+                    return V::R(d);
+                }
+                let a = self.to_reg(args[1], vt);
+                let bb = self.to_reg(args[2], vt);
+                let d = self.reg(RegClass::of(vt));
+                let sfx = match RegClass::of(vt) {
+                    RegClass::B16 => ".b16",
+                    RegClass::B64 => ".b64",
+                    RegClass::F32 => ".f32",
+                    RegClass::F64 => ".f64",
+                    _ => ".b32",
+                };
+                self.ins(&format!("selp{sfx} {d}, {a}, {bb}, {c};"));
+                V::R(d)
+            }
+            Builtin::Cdiv => {
+                let a = self.to_reg(args[0], at);
+                let bb = self.to_reg(args[1], at);
+                let sfx = int_suffix(at);
+                let (s, d) = (self.reg(RegClass::of(at)), self.reg(RegClass::of(at)));
+                self.ins(&format!("add{sfx} {s}, {a}, {bb};"));
+                self.ins(&format!("sub{sfx} {s}, {s}, 1;"));
+                self.ins(&format!("div{sfx} {d}, {s}, {bb};"));
+                V::R(d)
+            }
+            Builtin::Dp4a => {
+                let a = self.to_reg(args[0], tys[0]);
+                let bb = self.operand(args[1]);
+                let c = self.operand(args[2]);
+                let sa = if tys[0].is_signed() { "s32" } else { "u32" };
+                let sb = if tys[1].is_signed() { "s32" } else { "u32" };
+                let d = self.reg(RegClass::B32);
+                self.ins(&format!("dp4a.{sa}.{sb} {d}, {a}, {bb}, {c};"));
+                V::R(d)
+            }
+            Builtin::Byteperm => {
+                let a = self.to_reg(args[0], tys[0]);
+                let bb = self.to_reg(args[1], tys[1]);
+                let sel = self.operand(args[2]);
+                let d = self.reg(RegClass::B32);
+                self.ins(&format!("prmt.b32 {d}, {a}, {bb}, {sel};"));
+                V::R(d)
+            }
+            Builtin::Popcount => {
+                let a = self.to_reg(args[0], at);
+                let d = self.reg(RegClass::B32);
+                self.ins(&format!("popc{} {d}, {a};", bits_suffix(at)));
+                V::R(d)
+            }
+            _ => self.math(b, t, at, args[0]),
+        }
+    }
+
+    /// Transcendental and rounding built-ins on floats. f64 goes through the
+    /// f32 approximations except where PTX has an exact f64 instruction.
+    fn math(&mut self, b: Builtin, t: ScalarTy, at: ScalarTy, a: V) -> V {
+        let (r, ct) = self.float_in(a, at);
+        let sfx = int_suffix(ct);
+        let d = self.reg(RegClass::of(ct));
+        match b {
+            Builtin::Sqrt => self.ins(&format!("sqrt.rn{sfx} {d}, {r};")),
+            Builtin::Floor => self.ins(&format!("cvt.rmi{sfx}{sfx} {d}, {r};")),
+            Builtin::Ceil => self.ins(&format!("cvt.rpi{sfx}{sfx} {d}, {r};")),
+            Builtin::Rsqrt if ct == ScalarTy::F64 => {
+                self.ins(&format!("sqrt.rn.f64 {d}, {r};"));
+                self.ins(&format!("rcp.rn.f64 {d}, {d};"));
+            }
+            _ => {
+                // Through f32 for f64 operands.
+                let x = if ct == ScalarTy::F64 {
+                    let x = self.reg(RegClass::F32);
+                    self.ins(&format!("cvt.rn.f32.f64 {x}, {r};"));
+                    x
+                } else {
+                    r
+                };
+                let y = self.reg(RegClass::F32);
+                match b {
+                    Builtin::Rsqrt => self.ins(&format!("rsqrt.approx.f32 {y}, {x};")),
+                    Builtin::Exp2 => self.ins(&format!("ex2.approx.f32 {y}, {x};")),
+                    Builtin::Exp => {
+                        self.ins(&format!("mul.f32 {y}, {x}, 0f3FB8AA3B;"));
+                        self.ins(&format!("ex2.approx.f32 {y}, {y};"));
+                    }
+                    Builtin::Log2 => self.ins(&format!("lg2.approx.f32 {y}, {x};")),
+                    Builtin::Log => {
+                        self.ins(&format!("lg2.approx.f32 {y}, {x};"));
+                        self.ins(&format!("mul.f32 {y}, {y}, 0f3F317218;"));
+                    }
+                    Builtin::Sin => self.ins(&format!("sin.approx.f32 {y}, {x};")),
+                    Builtin::Cos => self.ins(&format!("cos.approx.f32 {y}, {x};")),
+                    _ => {
+                        self.need_version(70);
+                        self.ins(&format!("tanh.approx.f32 {y}, {x};"));
+                    }
+                }
+                if ct == ScalarTy::F64 {
+                    self.ins(&format!("cvt.f64.f32 {d}, {y};"));
+                } else {
+                    return self.float_out(y, t);
+                }
+            }
+        }
+        self.float_out(d, t)
+    }
+}
+
+fn cmp_name(op: BinOp, t: ScalarTy) -> Option<&'static str> {
+    Some(match op {
+        BinOp::Eq => "eq",
+        BinOp::Ne if t.is_float() => "neu",
+        BinOp::Ne => "ne",
+        BinOp::Lt => "lt",
+        BinOp::Le => "le",
+        BinOp::Gt => "gt",
+        BinOp::Ge => "ge",
+        _ => return None,
+    })
+}
+
+/// Wrap an integer constant to the range of `t`.
+pub(crate) fn wrap_to(v: i128, t: ScalarTy) -> i128 {
+    let bits = t.size() * 8;
+    let m = v & ((1i128 << bits) - 1);
+    if t.is_signed() && m >= 1i128 << (bits - 1) {
+        m - (1i128 << bits)
+    } else {
+        m
+    }
+}

@@ -1,0 +1,422 @@
+//! The backend IR: one kernel variant after lowering, with every node in an
+//! arena addressed by a typed handle. Expressions are trees (each expression
+//! has exactly one user), statements are structured (`If`, `For`), memory
+//! accesses, shared buffers and candidate barriers are separate arenas so the
+//! analyses can key their side tables by handle. Spans live in side tables
+//! beside the arenas, not inside the nodes.
+//!
+//! This module only defines the data; `lower` builds it, `verify` checks its
+//! invariants, `print` writes its text form, and the analyses and `emit`
+//! read it without mutating it.
+
+use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
+use crate::hir::{Builtin, CollOp, ConstVal, DimId, ParamId, ShflMode, Ty};
+use std::marker::PhantomData;
+
+/// A typed index into an [`Arena`].
+pub trait Handle: Copy {
+    fn from_index(i: usize) -> Self;
+    fn index(self) -> usize;
+}
+
+macro_rules! handle {
+    ($name:ident, $prefix:literal) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub u32);
+        impl Handle for $name {
+            fn from_index(i: usize) -> Self {
+                $name(i as u32)
+            }
+            fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, concat!($prefix, "{}"), self.0)
+            }
+        }
+    };
+}
+
+handle!(ExprId, "e");
+handle!(StmtId, "s");
+handle!(VarId, "v");
+handle!(AccessId, "a");
+handle!(BufferId, "buf");
+handle!(BarrierId, "bar");
+
+/// A growable vector addressed by one handle type.
+#[derive(Clone, Debug)]
+pub struct Arena<H, T> {
+    items: Vec<T>,
+    _h: PhantomData<H>,
+}
+
+impl<H: Handle, T> Default for Arena<H, T> {
+    fn default() -> Self {
+        Arena {
+            items: Vec::new(),
+            _h: PhantomData,
+        }
+    }
+}
+
+impl<H: Handle, T> Arena<H, T> {
+    pub fn push(&mut self, item: T) -> H {
+        self.items.push(item);
+        H::from_index(self.items.len() - 1)
+    }
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    pub fn contains(&self, h: H) -> bool {
+        h.index() < self.items.len()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (H, &T)> {
+        self.items
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (H::from_index(i), t))
+    }
+}
+
+impl<H: Handle, T> std::ops::Index<H> for Arena<H, T> {
+    type Output = T;
+    fn index(&self, h: H) -> &T {
+        &self.items[h.index()]
+    }
+}
+
+impl<H: Handle, T> std::ops::IndexMut<H> for Arena<H, T> {
+    fn index_mut(&mut self, h: H) -> &mut T {
+        &mut self.items[h.index()]
+    }
+}
+
+/// One kernel variant.
+#[derive(Clone, Debug, Default)]
+pub struct Func {
+    /// The PTX entry name (`name` or `name__K256`).
+    pub entry: String,
+    pub threads: u32,
+    pub exprs: Arena<ExprId, Expr>,
+    pub stmts: Arena<StmtId, Stmt>,
+    pub vars: Arena<VarId, Var>,
+    pub accesses: Arena<AccessId, Access>,
+    pub buffers: Arena<BufferId, Buffer>,
+    pub barriers: Arena<BarrierId, Barrier>,
+    /// Side tables: the source span of each expression and statement.
+    pub expr_spans: Vec<Span>,
+    pub stmt_spans: Vec<Span>,
+    pub body: Vec<StmtId>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Ty,
+}
+
+#[derive(Clone, Debug)]
+pub enum ExprKind {
+    Const(ConstVal),
+    Var(VarId),
+    /// A scalar kernel parameter.
+    Param(ParamId),
+    /// A runtime dim (`.param .s32`).
+    Dim(DimId),
+    /// A `ctx` value that is not a compile-time constant.
+    Ctx(CtxField),
+    Unary(UnOp, ExprId),
+    /// `&&` and `||` whose right side loads memory are short-circuited by
+    /// `emit`; the others evaluate both sides.
+    Binary(BinOp, ExprId, ExprId),
+    Convert(ExprId),
+    Builtin(Builtin, Vec<ExprId>),
+    /// A point load (`Access::shape` is `Point`).
+    Load(AccessId),
+    /// A run load (`Access::shape` is `Run`).
+    RunLoad(AccessId),
+    /// `sum(e)` within the thread, element by element.
+    RunSum(ExprId),
+    /// `sum(i32(a) * i32(b))` (or `sum(i32(a))` with `b = None`) over i8/u8
+    /// runs whose length is a multiple of four: one dp4a per packed word.
+    /// The operands are packed-byte expressions (see [`is_packed_operand`]).
+    Dp4aSum {
+        a: ExprId,
+        b: Option<ExprId>,
+    },
+    Elem(ExprId, u32),
+    Word(ExprId, u32),
+    /// A lane collective over pieces of `width` lanes.
+    LaneColl {
+        op: CollOp,
+        width: u32,
+        arg: ExprId,
+        combine: Option<Combine>,
+    },
+    Shuffle {
+        mode: ShflMode,
+        width: u32,
+        lane: ExprId,
+        value: ExprId,
+    },
+}
+
+/// The inlined combine function of `reduce`: `body` over the vars `a`, `b`.
+#[derive(Clone, Copy, Debug)]
+pub struct Combine {
+    pub a: VarId,
+    pub b: VarId,
+    pub body: ExprId,
+}
+
+#[derive(Clone, Debug)]
+pub struct Stmt {
+    pub kind: StmtKind,
+}
+
+#[derive(Clone, Debug)]
+pub enum StmtKind {
+    /// Set a scalar var (`let`, `var`, assignment).
+    Set(VarId, ExprId),
+    /// A point store.
+    Store(AccessId, ExprId),
+    /// A run store; `only` stores one element (`store(run, i, v)`).
+    RunStore {
+        access: AccessId,
+        value: ExprId,
+        only: Option<ExprId>,
+    },
+    /// CTA-wide copy of a tensor box into a tile buffer, zero fill outside.
+    TileCopy { access: AccessId, buffer: BufferId },
+    /// CTA-wide masked store of a tile buffer into a tensor box.
+    TileStore { access: AccessId, buffer: BufferId },
+    If {
+        cond: ExprId,
+        then: Vec<StmtId>,
+        els: Vec<StmtId>,
+    },
+    For {
+        var: VarId,
+        start: ExprId,
+        end: ExprId,
+        step: ExprId,
+        body: Vec<StmtId>,
+    },
+    /// A CTA collective, hoisted out of its expression into `dst`:
+    /// barrier `before`, butterfly per warp, lane 0 writes the warp's result
+    /// into `scratch`, barrier `written`, every warp folds the scratch,
+    /// barrier `read`.
+    CtaColl {
+        dst: VarId,
+        op: CollOp,
+        arg: ExprId,
+        combine: Option<Combine>,
+        scratch: BufferId,
+        before: BarrierId,
+        written: BarrierId,
+        read: BarrierId,
+    },
+    /// A candidate CTA barrier; the barrier analysis keeps or elides it.
+    Barrier(BarrierId),
+}
+
+#[derive(Clone, Debug)]
+pub struct Var {
+    pub name: String,
+    pub ty: ScalarTy,
+}
+
+/// Where an access goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mem {
+    Tensor(ParamId),
+    Buffer(BufferId),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Point,
+    /// `index[axis]` is the first element of `len` elements along `axis`.
+    Run {
+        axis: usize,
+        len: u32,
+    },
+    /// A box of the given shape starting at `index` (tile copies and stores).
+    Tile {
+        shape: Vec<u32>,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Access {
+    pub mem: Mem,
+    pub elem: ScalarTy,
+    pub index: Vec<ExprId>,
+    pub shape: Shape,
+    pub store: bool,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum BufferKind {
+    /// A tile local: row-major, constant shape.
+    Tile { elem: ScalarTy, shape: Vec<u32> },
+    /// CTA-collective scratch: one slot per warp.
+    Scratch { slot_bytes: u32, slots: u32 },
+}
+
+#[derive(Clone, Debug)]
+pub struct Buffer {
+    pub name: String,
+    pub kind: BufferKind,
+    pub bytes: u32,
+    pub span: Span,
+}
+
+/// Why lowering put a candidate barrier where it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarrierRole {
+    /// Before a tile copy or store rewrites or reads a buffer.
+    BeforeTile(BufferId),
+    /// After a tile copy, before threads read what others copied.
+    AfterTileCopy(BufferId),
+    /// After a statement that stores single elements into a tile.
+    AfterTileWrite(BufferId),
+    /// The three barriers of a CTA collective.
+    CtaBefore(BufferId),
+    CtaWritten(BufferId),
+    CtaRead(BufferId),
+}
+
+#[derive(Clone, Debug)]
+pub struct Barrier {
+    pub role: BarrierRole,
+    pub span: Span,
+}
+
+impl Func {
+    pub fn expr(&self, e: ExprId) -> &Expr {
+        &self.exprs[e]
+    }
+    pub fn expr_span(&self, e: ExprId) -> Span {
+        self.expr_spans[e.index()]
+    }
+    pub fn stmt_span(&self, s: StmtId) -> Span {
+        self.stmt_spans[s.index()]
+    }
+    /// The scalar type of a scalar expression (the element type of a run).
+    pub fn scalar_ty(&self, e: ExprId) -> ScalarTy {
+        match self.exprs[e].ty {
+            Ty::Scalar(t) | Ty::Run { elem: t, .. } => t,
+            Ty::Unit => ScalarTy::I32,
+        }
+    }
+    /// The integer value of a constant expression.
+    pub fn const_int(&self, e: ExprId) -> Option<i128> {
+        match self.exprs[e].kind {
+            ExprKind::Const(ConstVal::Int(v)) => Some(v),
+            _ => None,
+        }
+    }
+    /// The direct operands of an expression, in evaluation order.
+    pub fn operands(&self, e: ExprId) -> Vec<ExprId> {
+        match &self.exprs[e].kind {
+            ExprKind::Const(_)
+            | ExprKind::Var(_)
+            | ExprKind::Param(_)
+            | ExprKind::Dim(_)
+            | ExprKind::Ctx(_) => vec![],
+            ExprKind::Unary(_, a)
+            | ExprKind::Convert(a)
+            | ExprKind::RunSum(a)
+            | ExprKind::Elem(a, _)
+            | ExprKind::Word(a, _) => vec![*a],
+            ExprKind::Binary(_, a, b) => vec![*a, *b],
+            ExprKind::Builtin(_, args) => args.clone(),
+            ExprKind::Load(acc) | ExprKind::RunLoad(acc) => self.accesses[*acc].index.clone(),
+            ExprKind::Dp4aSum { a, b } => std::iter::once(*a).chain(*b).collect(),
+            ExprKind::LaneColl { arg, combine, .. } => std::iter::once(*arg)
+                .chain(combine.map(|c| c.body))
+                .collect(),
+            ExprKind::Shuffle { lane, value, .. } => vec![*lane, *value],
+        }
+    }
+    /// True when evaluating `e` reads memory (so `&&`/`||` must not
+    /// evaluate it speculatively).
+    pub fn reads_memory(&self, e: ExprId) -> bool {
+        matches!(self.exprs[e].kind, ExprKind::Load(_) | ExprKind::RunLoad(_))
+            || self.operands(e).into_iter().any(|o| self.reads_memory(o))
+    }
+}
+
+/// True for an expression `emit` can compute on packed bytes: an i8/u8 run
+/// load, `x & c` with `0 <= c < 128`, or `(x >> s) & c` with the kept bits
+/// inside the byte (`c < 2^(8-s)`), possibly under conversions to i32.
+pub fn is_packed_operand(f: &Func, e: ExprId) -> bool {
+    packed_parts(f, e).is_some()
+}
+
+/// The pieces of a packed-byte operand: the run load, an optional right
+/// shift and an optional mask.
+pub fn packed_parts(f: &Func, e: ExprId) -> Option<(AccessId, Option<u32>, Option<u32>)> {
+    let e = strip_converts(f, e);
+    match &f.exprs[e].kind {
+        ExprKind::RunLoad(acc) => {
+            let a = &f.accesses[*acc];
+            let byte = matches!(a.elem, ScalarTy::I8 | ScalarTy::U8);
+            match a.shape {
+                Shape::Run { len, .. } if byte && len % 4 == 0 => Some((*acc, None, None)),
+                _ => None,
+            }
+        }
+        ExprKind::Binary(BinOp::BitAnd, x, c) => {
+            let mask = f.const_int(*c)?;
+            if !(0..128).contains(&mask) {
+                return None;
+            }
+            let x = strip_converts(f, *x);
+            match &f.exprs[x].kind {
+                ExprKind::Binary(BinOp::Shr, y, s) => {
+                    let s = f.const_int(*s)?;
+                    if !(0..8).contains(&s) || mask >= (1 << (8 - s)) {
+                        return None;
+                    }
+                    let (acc, None, None) = packed_parts(f, *y)? else {
+                        return None;
+                    };
+                    Some((acc, Some(s as u32), Some(mask as u32)))
+                }
+                _ => {
+                    let (acc, None, None) = packed_parts(f, x)? else {
+                        return None;
+                    };
+                    Some((acc, None, Some(mask as u32)))
+                }
+            }
+        }
+        _ => None,
+    }
+}
+
+fn strip_converts(f: &Func, mut e: ExprId) -> ExprId {
+    while let ExprKind::Convert(inner) = f.exprs[e].kind {
+        let from = f.scalar_ty(inner);
+        let to = f.scalar_ty(e);
+        // Only widening integer conversions keep the byte values.
+        let keeps = from.is_int()
+            && to.is_int()
+            && (to.size() > from.size() || to == from)
+            && (from.is_signed() || !matches!(to, ScalarTy::I8 | ScalarTy::I16));
+        if !keeps {
+            break;
+        }
+        e = inner;
+    }
+    e
+}

@@ -1,0 +1,575 @@
+//! Lowering: one `hir::Kernel` variant → the backend IR (`ir::Func`).
+//!
+//! What lowering decides (and nothing else does): `ctx` values that are
+//! compile-time constants (`lanes`, `threads`, `warps`) become constants and
+//! integer constant expressions are folded; CTA collectives are hoisted out
+//! of their expressions into `CtaColl` statements with their scratch buffer
+//! and their three candidate barriers; `sum(i32(a) * i32(b))` over byte runs
+//! becomes `Dp4aSum`; tile copies, tile stores and element stores into tiles
+//! get candidate barriers around them at the nearest uniform control point.
+//! Whether a candidate barrier is kept is decided later by `barriers`.
+
+use super::ir::{
+    Access, Barrier, BarrierId, BarrierRole, Buffer, BufferId, BufferKind, Combine, Expr, ExprId,
+    ExprKind, Func, Mem, Shape, Stmt, StmtId, StmtKind, Var, VarId,
+};
+use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
+use crate::hir::{self, CollOp, ConstVal, Group, LocalKind, Ty};
+use std::collections::{HashMap, HashSet};
+
+/// Lower one variant. `entry` is the PTX entry name.
+pub fn lower(kernel: &hir::Kernel, entry: &str) -> Func {
+    let mut cx = Lower {
+        k: kernel,
+        f: Func {
+            entry: entry.to_string(),
+            threads: kernel.threads,
+            ..Func::default()
+        },
+        locals: HashMap::new(),
+        tiles: HashMap::new(),
+        uniform_vars: HashSet::new(),
+        pre: Vec::new(),
+        uniform: true,
+        pending_tile_writes: Vec::new(),
+        cta_count: 0,
+    };
+    for (i, local) in kernel.locals.iter().enumerate() {
+        let id = hir::LocalId(i as u32);
+        match &local.kind {
+            LocalKind::Scalar(ty) => {
+                let v = cx.f.vars.push(Var {
+                    name: local.name.clone(),
+                    ty: *ty,
+                });
+                cx.locals.insert(id, v);
+            }
+            LocalKind::Tile { elem, shape } => {
+                let bytes = shape.iter().product::<u32>().saturating_mul(elem.size());
+                let b = cx.f.buffers.push(Buffer {
+                    name: local.name.clone(),
+                    kind: BufferKind::Tile {
+                        elem: *elem,
+                        shape: shape.clone(),
+                    },
+                    bytes,
+                    span: local.span,
+                });
+                cx.tiles.insert(id, b);
+            }
+        }
+    }
+    let body = cx.block(&kernel.body);
+    cx.f.body = body;
+    cx.f
+}
+
+struct Lower<'k> {
+    k: &'k hir::Kernel,
+    f: Func,
+    locals: HashMap<hir::LocalId, VarId>,
+    tiles: HashMap<hir::LocalId, BufferId>,
+    /// `let` locals and loop variables known to be uniform over the CTA.
+    uniform_vars: HashSet<VarId>,
+    /// Statements hoisted out of the expression being lowered (CTA collectives).
+    pre: Vec<StmtId>,
+    /// Whether control at the current point is uniform over the CTA.
+    uniform: bool,
+    /// Tiles written by element stores since the last uniform control point.
+    pending_tile_writes: Vec<(BufferId, Span)>,
+    cta_count: u32,
+}
+
+impl Lower<'_> {
+    fn block(&mut self, b: &hir::Block) -> Vec<StmtId> {
+        let mut out = Vec::new();
+        for s in &b.stmts {
+            let at_uniform = self.uniform;
+            let mut lowered = self.stmt(s);
+            let mut pre = std::mem::take(&mut self.pre);
+            if at_uniform && !self.pending_tile_writes.is_empty() {
+                // Element stores into tiles under this statement: fence them
+                // from earlier readers and from later readers in other threads.
+                let writes = std::mem::take(&mut self.pending_tile_writes);
+                let mut seen = HashSet::new();
+                for (buf, span) in writes {
+                    if seen.insert(buf) {
+                        let before = self.barrier(BarrierRole::BeforeTile(buf), span);
+                        pre.push(before);
+                        let after = self.barrier(BarrierRole::AfterTileWrite(buf), span);
+                        lowered.push(after);
+                    }
+                }
+            }
+            out.extend(pre);
+            out.extend(lowered);
+        }
+        out
+    }
+
+    fn push_stmt(&mut self, kind: StmtKind, span: Span) -> StmtId {
+        self.f.stmt_spans.push(span);
+        self.f.stmts.push(Stmt { kind })
+    }
+
+    fn barrier(&mut self, role: BarrierRole, span: Span) -> StmtId {
+        let b = self.f.barriers.push(Barrier { role, span });
+        self.push_stmt(StmtKind::Barrier(b), span)
+    }
+
+    /// Lower one statement into zero or more IR statements (hoisted ones go
+    /// to `self.pre`).
+    fn stmt(&mut self, s: &hir::Stmt) -> Vec<StmtId> {
+        let span = s.span;
+        match &s.kind {
+            hir::StmtKind::Let { local, init } => {
+                let v = self.locals[local];
+                let e = self.expr(init);
+                let mutable = self.k.locals[local.0 as usize].mutable;
+                if !mutable && self.uniform && self.is_uniform(e) {
+                    self.uniform_vars.insert(v);
+                }
+                vec![self.push_stmt(StmtKind::Set(v, e), span)]
+            }
+            hir::StmtKind::Assign { local, value } => {
+                let v = self.locals[local];
+                let e = self.expr(value);
+                vec![self.push_stmt(StmtKind::Set(v, e), span)]
+            }
+            hir::StmtKind::Store { dst, index, value } => {
+                let acc = self.access(*dst, index, Shape::Point, true, span);
+                let e = self.expr(value);
+                self.note_tile_write(*dst, span);
+                vec![self.push_stmt(StmtKind::Store(acc, e), span)]
+            }
+            hir::StmtKind::RunStore {
+                dst,
+                index,
+                axis,
+                len,
+                value,
+                only,
+            } => {
+                let shape = Shape::Run {
+                    axis: *axis,
+                    len: *len,
+                };
+                let access = self.access(*dst, index, shape, true, span);
+                let value = self.expr(value);
+                let only = only.as_ref().map(|i| self.expr(i));
+                self.note_tile_write(*dst, span);
+                vec![self.push_stmt(
+                    StmtKind::RunStore {
+                        access,
+                        value,
+                        only,
+                    },
+                    span,
+                )]
+            }
+            hir::StmtKind::TileCopy { dst, src, starts } => {
+                let buffer = self.tiles[dst];
+                let shape = match &self.f.buffers[buffer].kind {
+                    BufferKind::Tile { shape, .. } => shape.clone(),
+                    BufferKind::Scratch { .. } => vec![],
+                };
+                let access = self.access(
+                    hir::Memory::Tensor(*src),
+                    starts,
+                    Shape::Tile { shape },
+                    false,
+                    span,
+                );
+                let before = self.barrier(BarrierRole::BeforeTile(buffer), span);
+                let copy = self.push_stmt(StmtKind::TileCopy { access, buffer }, span);
+                let after = self.barrier(BarrierRole::AfterTileCopy(buffer), span);
+                vec![before, copy, after]
+            }
+            hir::StmtKind::TileStore { dst, starts, src } => {
+                let buffer = self.tiles[src];
+                let shape = match &self.f.buffers[buffer].kind {
+                    BufferKind::Tile { shape, .. } => shape.clone(),
+                    BufferKind::Scratch { .. } => vec![],
+                };
+                let access = self.access(
+                    hir::Memory::Tensor(*dst),
+                    starts,
+                    Shape::Tile { shape },
+                    true,
+                    span,
+                );
+                let before = self.barrier(BarrierRole::BeforeTile(buffer), span);
+                let store = self.push_stmt(StmtKind::TileStore { access, buffer }, span);
+                vec![before, store]
+            }
+            hir::StmtKind::If { cond, then, els } => {
+                let cond = self.expr(cond);
+                let outer = self.uniform;
+                self.uniform = outer && self.is_uniform(cond);
+                let pre = std::mem::take(&mut self.pre);
+                let then = self.block(then);
+                let els = self.block(els);
+                self.pre = pre;
+                self.uniform = outer;
+                vec![self.push_stmt(StmtKind::If { cond, then, els }, span)]
+            }
+            hir::StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
+                let v = self.locals[var];
+                let start = self.expr(start);
+                let end = self.expr(end);
+                let step = self.expr(step);
+                let outer = self.uniform;
+                let uniform_bounds =
+                    self.is_uniform(start) && self.is_uniform(end) && self.is_uniform(step);
+                self.uniform = outer && uniform_bounds;
+                if self.uniform {
+                    self.uniform_vars.insert(v);
+                }
+                let pre = std::mem::take(&mut self.pre);
+                let body = self.block(body);
+                self.pre = pre;
+                self.uniform = outer;
+                vec![self.push_stmt(
+                    StmtKind::For {
+                        var: v,
+                        start,
+                        end,
+                        step,
+                        body,
+                    },
+                    span,
+                )]
+            }
+        }
+    }
+
+    fn note_tile_write(&mut self, dst: hir::Memory, span: Span) {
+        if let hir::Memory::Tile(l) = dst {
+            let b = self.tiles[&l];
+            self.pending_tile_writes.push((b, span));
+        }
+    }
+
+    fn access(
+        &mut self,
+        mem: hir::Memory,
+        index: &[hir::Expr],
+        shape: Shape,
+        store: bool,
+        span: Span,
+    ) -> super::ir::AccessId {
+        let index = index.iter().map(|e| self.expr(e)).collect();
+        let (mem, elem) = match mem {
+            hir::Memory::Tensor(p) => {
+                let elem = match &self.k.params[p.0 as usize].kind {
+                    hir::ParamKind::Tensor { elem, .. } => *elem,
+                    hir::ParamKind::Scalar(t) => *t,
+                };
+                (Mem::Tensor(p), elem)
+            }
+            hir::Memory::Tile(l) => {
+                let b = self.tiles[&l];
+                let elem = match &self.f.buffers[b].kind {
+                    BufferKind::Tile { elem, .. } => *elem,
+                    BufferKind::Scratch { .. } => ScalarTy::U32,
+                };
+                (Mem::Buffer(b), elem)
+            }
+        };
+        self.f.accesses.push(Access {
+            mem,
+            elem,
+            index,
+            shape,
+            store,
+            span,
+        })
+    }
+
+    fn push_expr(&mut self, kind: ExprKind, ty: Ty, span: Span) -> ExprId {
+        self.f.expr_spans.push(span);
+        self.f.exprs.push(Expr { kind, ty })
+    }
+
+    fn int_const(&mut self, v: i128, ty: ScalarTy, span: Span) -> ExprId {
+        self.push_expr(ExprKind::Const(ConstVal::Int(v)), Ty::Scalar(ty), span)
+    }
+
+    /// Whether an expression is the same in every thread of the CTA.
+    fn is_uniform(&self, e: ExprId) -> bool {
+        let own = match &self.f.exprs[e].kind {
+            ExprKind::Const(_) | ExprKind::Param(_) | ExprKind::Dim(_) => true,
+            ExprKind::Ctx(c) => !matches!(c, CtxField::Thread | CtxField::Warp | CtxField::Lane),
+            ExprKind::Var(v) => self.uniform_vars.contains(v),
+            ExprKind::Load(_)
+            | ExprKind::RunLoad(_)
+            | ExprKind::LaneColl { .. }
+            | ExprKind::Shuffle { .. } => false,
+            _ => true,
+        };
+        own && self.f.operands(e).into_iter().all(|o| self.is_uniform(o))
+    }
+
+    fn expr(&mut self, e: &hir::Expr) -> ExprId {
+        let span = e.span;
+        let ty = e.ty;
+        match &e.kind {
+            hir::ExprKind::Const(c) => self.push_expr(ExprKind::Const(c.clone()), ty, span),
+            hir::ExprKind::Local(l) => {
+                let v = self.locals[l];
+                self.push_expr(ExprKind::Var(v), ty, span)
+            }
+            hir::ExprKind::Param(p) => self.push_expr(ExprKind::Param(*p), ty, span),
+            hir::ExprKind::Dim(d) => match self.k.dims[d.0 as usize].constant {
+                Some(v) => self.int_const(v as i128, ScalarTy::I32, span),
+                None => self.push_expr(ExprKind::Dim(*d), ty, span),
+            },
+            hir::ExprKind::Ctx(c) => {
+                let threads = self.k.threads as i128;
+                match c {
+                    CtxField::Lanes => self.int_const(32, ScalarTy::I32, span),
+                    CtxField::Threads => self.int_const(threads, ScalarTy::I32, span),
+                    CtxField::Warps => self.int_const(threads / 32, ScalarTy::I32, span),
+                    _ => self.push_expr(ExprKind::Ctx(*c), ty, span),
+                }
+            }
+            hir::ExprKind::Unary(op, a) => {
+                let a = self.expr(a);
+                if let (UnOp::Neg, Some(v), Ty::Scalar(t)) = (op, self.f.const_int(a), ty) {
+                    if t.is_int() {
+                        return self.int_const(wrap(-v, t), t, span);
+                    }
+                }
+                self.push_expr(ExprKind::Unary(*op, a), ty, span)
+            }
+            hir::ExprKind::Binary(op, a, b) => {
+                let a = self.expr(a);
+                let b = self.expr(b);
+                if let (Some(x), Some(y), Ty::Scalar(t)) =
+                    (self.f.const_int(a), self.f.const_int(b), ty)
+                {
+                    if let Some(v) = fold(*op, x, y, t) {
+                        return self.int_const(v, t, span);
+                    }
+                }
+                self.push_expr(ExprKind::Binary(*op, a, b), ty, span)
+            }
+            hir::ExprKind::Convert(a) => {
+                let a = self.expr(a);
+                if let (Some(v), Ty::Scalar(t)) = (self.f.const_int(a), ty) {
+                    if t.is_int() && self.f.scalar_ty(a).is_int() {
+                        return self.int_const(wrap(v, t), t, span);
+                    }
+                }
+                self.push_expr(ExprKind::Convert(a), ty, span)
+            }
+            hir::ExprKind::Builtin(b, args) => {
+                let args = args.iter().map(|a| self.expr(a)).collect();
+                self.push_expr(ExprKind::Builtin(*b, args), ty, span)
+            }
+            hir::ExprKind::Load { src, index } => {
+                let acc = self.access(*src, index, Shape::Point, false, span);
+                self.push_expr(ExprKind::Load(acc), ty, span)
+            }
+            hir::ExprKind::RunLoad {
+                src,
+                index,
+                axis,
+                len,
+            } => {
+                let shape = Shape::Run {
+                    axis: *axis,
+                    len: *len,
+                };
+                let acc = self.access(*src, index, shape, false, span);
+                self.push_expr(ExprKind::RunLoad(acc), ty, span)
+            }
+            hir::ExprKind::RunSum(inner) => {
+                let inner = self.expr(inner);
+                self.run_sum(inner, ty, span)
+            }
+            hir::ExprKind::Elem { run, i } => {
+                let r = self.expr(run);
+                self.push_expr(ExprKind::Elem(r, *i), ty, span)
+            }
+            hir::ExprKind::Word { run, i } => {
+                let r = self.expr(run);
+                self.push_expr(ExprKind::Word(r, *i), ty, span)
+            }
+            hir::ExprKind::Collective {
+                op,
+                group,
+                arg,
+                combine,
+            } => {
+                let arg = self.expr(arg);
+                let combine = combine.as_ref().map(|c| self.combine(c));
+                match group {
+                    Group::Lane { width } => self.push_expr(
+                        ExprKind::LaneColl {
+                            op: *op,
+                            width: *width,
+                            arg,
+                            combine,
+                        },
+                        ty,
+                        span,
+                    ),
+                    Group::Thread => self.cta_collective(*op, arg, combine, ty, span),
+                }
+            }
+            hir::ExprKind::Shuffle {
+                mode,
+                width,
+                lane,
+                value,
+            } => {
+                let lane = self.expr(lane);
+                let value = self.expr(value);
+                self.push_expr(
+                    ExprKind::Shuffle {
+                        mode: *mode,
+                        width: *width,
+                        lane,
+                        value,
+                    },
+                    ty,
+                    span,
+                )
+            }
+        }
+    }
+
+    fn combine(&mut self, c: &hir::Combine) -> Combine {
+        let a = self.locals[&c.a];
+        let b = self.locals[&c.b];
+        let body = self.expr(&c.body);
+        Combine { a, b, body }
+    }
+
+    /// `sum(e)`: one dp4a per packed word where the page allows it.
+    fn run_sum(&mut self, inner: ExprId, ty: Ty, span: Span) -> ExprId {
+        if ty == Ty::Scalar(ScalarTy::I32) {
+            if let ExprKind::Binary(BinOp::Mul, a, b) = self.f.exprs[inner].kind {
+                if super::ir::is_packed_operand(&self.f, a)
+                    && super::ir::is_packed_operand(&self.f, b)
+                {
+                    return self.push_expr(ExprKind::Dp4aSum { a, b: Some(b) }, ty, span);
+                }
+            }
+            if super::ir::is_packed_operand(&self.f, inner) {
+                return self.push_expr(ExprKind::Dp4aSum { a: inner, b: None }, ty, span);
+            }
+        }
+        self.push_expr(ExprKind::RunSum(inner), ty, span)
+    }
+
+    fn cta_collective(
+        &mut self,
+        op: CollOp,
+        arg: ExprId,
+        combine: Option<Combine>,
+        ty: Ty,
+        span: Span,
+    ) -> ExprId {
+        let value_ty = self.f.scalar_ty(arg);
+        let word = if value_ty.size() == 8 { 8 } else { 4 };
+        let slot_bytes = if op == CollOp::Argmax { word * 2 } else { word };
+        let slots = (self.k.threads / 32).max(1);
+        self.cta_count += 1;
+        let name = format!("{}@{}", coll_name(op), self.cta_count);
+        let scratch = self.f.buffers.push(Buffer {
+            name,
+            kind: BufferKind::Scratch { slot_bytes, slots },
+            bytes: slot_bytes * slots,
+            span,
+        });
+        let result_ty = match ty {
+            Ty::Scalar(t) => t,
+            _ => value_ty,
+        };
+        let dst = self.f.vars.push(Var {
+            name: format!("cta{}", self.cta_count),
+            ty: result_ty,
+        });
+        let mk = |s: &mut Self, role| s.f.barriers.push(Barrier { role, span });
+        let before = mk(self, BarrierRole::CtaBefore(scratch));
+        let written = mk(self, BarrierRole::CtaWritten(scratch));
+        let read = mk(self, BarrierRole::CtaRead(scratch));
+        let stmt = self.push_stmt(
+            StmtKind::CtaColl {
+                dst,
+                op,
+                arg,
+                combine,
+                scratch,
+                before,
+                written,
+                read,
+            },
+            span,
+        );
+        self.pre.push(stmt);
+        self.uniform_vars.insert(dst);
+        self.push_expr(ExprKind::Var(dst), ty, span)
+    }
+}
+
+fn coll_name(op: CollOp) -> &'static str {
+    match op {
+        CollOp::Sum => "sum",
+        CollOp::Max => "max",
+        CollOp::Min => "min",
+        CollOp::Any => "any",
+        CollOp::All => "all",
+        CollOp::Argmax => "argmax",
+        CollOp::Reduce => "reduce",
+    }
+}
+
+/// Wrap an integer to the range of `t` (two's complement).
+fn wrap(v: i128, t: ScalarTy) -> i128 {
+    let bits = t.size() * 8;
+    let m = v & ((1i128 << bits) - 1);
+    if t.is_signed() && m >= 1i128 << (bits - 1) {
+        m - (1i128 << bits)
+    } else {
+        m
+    }
+}
+
+/// Fold an integer operation on constants, as the target computes it.
+fn fold(op: BinOp, x: i128, y: i128, t: ScalarTy) -> Option<i128> {
+    if !t.is_int() {
+        return None;
+    }
+    let bits = (t.size() * 8) as i128;
+    let v = match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x.checked_mul(y)?,
+        BinOp::Div if y != 0 => x / y,
+        BinOp::Rem if y != 0 => x % y,
+        BinOp::BitAnd => x & y,
+        BinOp::BitOr => x | y,
+        BinOp::BitXor => x ^ y,
+        BinOp::Shl if (0..bits).contains(&y) => x << y,
+        BinOp::Shr if (0..bits).contains(&y) => x >> y,
+        _ => return None,
+    };
+    Some(wrap(v, t))
+}
+
+/// The barrier handle a `Barrier` statement refers to (for tests).
+pub fn barrier_of(f: &Func, s: StmtId) -> Option<BarrierId> {
+    match f.stmts[s].kind {
+        StmtKind::Barrier(b) => Some(b),
+        _ => None,
+    }
+}

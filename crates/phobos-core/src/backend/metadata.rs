@@ -1,0 +1,207 @@
+//! Kernel metadata (`meta::KernelMeta`) from the checked kernel and the
+//! analyses of its compiled variants: parameters with their vector widths,
+//! dims and where they come from, `@aligned`, `@grid`, autotune variants
+//! with their entries and `.param` lists, shared plans, barriers and the
+//! decision for every memory access.
+
+use super::ir::{Mem, Shape};
+use super::CompiledVariant;
+use crate::ast::BinOp;
+use crate::hir::{self, Builtin, CheckedKernel, ConstVal, DimRef, ExprKind, ParamKind};
+use crate::meta::{
+    AccessMeta, BarrierMeta, DimMeta, DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, ParamMeta,
+    PtxParam, SharedBuffer, VariantMeta,
+};
+use crate::source::LineIndex;
+
+/// Describe a compiled kernel.
+pub fn build(
+    kernel: &CheckedKernel,
+    variants: &[CompiledVariant],
+    file_name: &str,
+    lines: &LineIndex,
+) -> KernelMeta {
+    let first = &kernel.variants[0];
+    let tuned: Vec<&str> = kernel.autotune.iter().map(|(n, _)| n.as_str()).collect();
+    let dim_name = |k: &hir::Kernel, d: hir::DimId| k.dims[d.0 as usize].name.clone();
+    let params = first
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| ParamMeta {
+            name: p.name.clone(),
+            kind: match &p.kind {
+                ParamKind::Tensor {
+                    elem,
+                    dims,
+                    written,
+                } => ParamKindMeta::Tensor {
+                    elem: *elem,
+                    dims: dims
+                        .iter()
+                        .map(|d| match d {
+                            DimRef::Named(id) => DimRefMeta::Named(dim_name(first, *id)),
+                            DimRef::Const(c) => DimRefMeta::Const(*c),
+                        })
+                        .collect(),
+                    written: *written,
+                    vector_bytes: vector_bytes(variants, i as u32),
+                },
+                ParamKind::Scalar(t) => ParamKindMeta::Scalar(*t),
+            },
+        })
+        .collect();
+    let dims = first
+        .dims
+        .iter()
+        .map(|d| DimMeta {
+            name: d.name.clone(),
+            defined_by: d
+                .defined_by
+                .iter()
+                .map(|(p, axis)| (first.params[p.0 as usize].name.clone(), *axis))
+                .collect(),
+            autotuned: tuned.contains(&d.name.as_str()),
+        })
+        .collect();
+    KernelMeta {
+        name: kernel.name.clone(),
+        source_file: file_name.to_string(),
+        params,
+        dims,
+        aligned: first
+            .aligned
+            .iter()
+            .map(|(d, m)| (dim_name(first, *d), *m))
+            .collect(),
+        threads: first.threads,
+        grid: first
+            .grid
+            .as_ref()
+            .map(|g| g.iter().map(|e| grid_expr(first, e)).collect()),
+        autotune: kernel.autotune.clone(),
+        variants: kernel
+            .variants
+            .iter()
+            .zip(variants)
+            .map(|(k, v)| variant(k, v, lines))
+            .collect(),
+    }
+}
+
+/// The widest access any variant makes into tensor parameter `p`.
+fn vector_bytes(variants: &[CompiledVariant], p: u32) -> u32 {
+    let mut w = 0;
+    for v in variants {
+        for (id, a) in v.func.accesses.iter() {
+            if a.mem == Mem::Tensor(hir::ParamId(p)) {
+                w = w.max(v.div.access[id.0 as usize].width);
+            }
+        }
+    }
+    w
+}
+
+fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMeta {
+    let mut ptx_params: Vec<PtxParam> = k
+        .params
+        .iter()
+        .map(|p| match &p.kind {
+            ParamKind::Tensor { .. } => PtxParam::TensorPtr(p.name.clone()),
+            ParamKind::Scalar(t) => PtxParam::Scalar(p.name.clone(), *t),
+        })
+        .collect();
+    ptx_params.extend(
+        k.dims
+            .iter()
+            .filter(|d| d.constant.is_none())
+            .map(|d| PtxParam::Dim(d.name.clone())),
+    );
+    let shared_plan = v
+        .func
+        .buffers
+        .iter()
+        .map(|(id, b)| SharedBuffer {
+            name: b.name.clone(),
+            offset: v.plan.offset[id.0 as usize],
+            bytes: b.bytes,
+            live_lines: v.plan.lines[id.0 as usize],
+        })
+        .collect();
+    let barriers = v
+        .barriers
+        .iter()
+        .map(|b| BarrierMeta {
+            line: b.line,
+            kept: b.kept,
+            reason: b.reason.clone(),
+        })
+        .collect();
+    let loads = v
+        .func
+        .accesses
+        .iter()
+        .map(|(id, a)| {
+            let (line, col) = lines.line_col(a.span.start as usize);
+            let info = &v.div.access[id.0 as usize];
+            let target = match a.mem {
+                Mem::Tensor(p) => k.params[p.0 as usize].name.clone(),
+                Mem::Buffer(b) => v.func.buffers[b].name.clone(),
+            };
+            let elems = match &a.shape {
+                Shape::Point => 1,
+                Shape::Run { len, .. } => *len,
+                Shape::Tile { shape } => shape.iter().product(),
+            };
+            AccessMeta {
+                line,
+                col,
+                target,
+                store: a.store,
+                elems,
+                width_bytes: info.width,
+                align_bytes: info.align,
+                reason: info.reason.clone(),
+            }
+        })
+        .collect();
+    VariantMeta {
+        entry: v.func.entry.clone(),
+        values: k.variant.clone(),
+        threads: k.threads,
+        ptx_params,
+        shared_bytes: v.plan.total,
+        shared_plan,
+        barriers,
+        loads,
+    }
+}
+
+/// A `@grid` expression over dims and constants, for the launcher.
+fn grid_expr(k: &hir::Kernel, e: &hir::Expr) -> GridExpr {
+    let warps = (k.threads / 32) as i64;
+    match &e.kind {
+        ExprKind::Const(ConstVal::Int(v)) => GridExpr::Const(*v as i64),
+        ExprKind::Dim(d) => GridExpr::Dim(k.dims[d.0 as usize].name.clone()),
+        ExprKind::Ctx(crate::ast::CtxField::Warps) => GridExpr::Const(warps),
+        ExprKind::Ctx(crate::ast::CtxField::Threads) => GridExpr::Const(k.threads as i64),
+        ExprKind::Ctx(crate::ast::CtxField::Lanes) => GridExpr::Const(32),
+        ExprKind::Convert(a) => grid_expr(k, a),
+        ExprKind::Binary(op, a, b) => {
+            GridExpr::Binary(*op, Box::new(grid_expr(k, a)), Box::new(grid_expr(k, b)))
+        }
+        ExprKind::Builtin(b, args) if args.len() == 2 => {
+            let (x, y) = (
+                Box::new(grid_expr(k, &args[0])),
+                Box::new(grid_expr(k, &args[1])),
+            );
+            match b {
+                Builtin::Cdiv => GridExpr::Cdiv(x, y),
+                Builtin::Min => GridExpr::Min(x, y),
+                Builtin::Max => GridExpr::Max(x, y),
+                _ => GridExpr::Binary(BinOp::Add, x, y),
+            }
+        }
+        _ => GridExpr::Const(1),
+    }
+}

@@ -1,0 +1,201 @@
+//! The text form of the IR, for fixtures and debugging:
+//!
+//! ```text
+//! func lanes_matvec threads=128
+//!   buffers: ...
+//!   v1 = add.i32(mul.i32(ctx.block.x, 4), ctx.warp)
+//!   for v3 in range(0, d0, 128) { ... }
+//! ```
+//!
+//! Expressions print as nested calls; accesses print as `load.<a>` with the
+//! target and subscripts; candidate barriers print with their role.
+
+use super::ir::{
+    AccessId, BarrierRole, BufferKind, ExprId, ExprKind, Func, Mem, Shape, StmtId, StmtKind,
+};
+use crate::hir::{ConstVal, Ty};
+use std::fmt::Write as _;
+
+/// Print a whole function.
+pub fn print(f: &Func) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "func {} threads={}", f.entry, f.threads);
+    for (id, b) in f.buffers.iter() {
+        let kind = match &b.kind {
+            BufferKind::Tile { elem, shape } => format!("tile {}{:?}", elem.name(), shape),
+            BufferKind::Scratch { slot_bytes, slots } => format!("scratch {slots}x{slot_bytes}B"),
+        };
+        let _ = writeln!(out, "  {id} `{}`: {kind}, {} bytes", b.name, b.bytes);
+    }
+    for (id, v) in f.vars.iter() {
+        let _ = writeln!(out, "  {id} `{}`: {}", v.name, v.ty.name());
+    }
+    block(f, &f.body, 1, &mut out);
+    out
+}
+
+fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    for &s in b {
+        match &f.stmts[s].kind {
+            StmtKind::Set(v, e) => {
+                let _ = writeln!(out, "{pad}{v} = {}", expr(f, *e));
+            }
+            StmtKind::Store(a, e) => {
+                let _ = writeln!(out, "{pad}{} = {}", access(f, *a), expr(f, *e));
+            }
+            StmtKind::RunStore {
+                access: a,
+                value,
+                only,
+            } => {
+                let only = only
+                    .map(|o| format!(" only {}", expr(f, o)))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "{pad}{}{only} = {}", access(f, *a), expr(f, *value));
+            }
+            StmtKind::TileCopy { access: a, buffer } => {
+                let _ = writeln!(out, "{pad}{buffer} = tile_copy {}", access(f, *a));
+            }
+            StmtKind::TileStore { access: a, buffer } => {
+                let _ = writeln!(out, "{pad}{} = tile_store {buffer}", access(f, *a));
+            }
+            StmtKind::If { cond, then, els } => {
+                let _ = writeln!(out, "{pad}if {} {{", expr(f, *cond));
+                block(f, then, depth + 1, out);
+                if !els.is_empty() {
+                    let _ = writeln!(out, "{pad}}} else {{");
+                    block(f, els, depth + 1, out);
+                }
+                let _ = writeln!(out, "{pad}}}");
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                body,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}for {var} in range({}, {}, {}) {{",
+                    expr(f, *start),
+                    expr(f, *end),
+                    expr(f, *step)
+                );
+                block(f, body, depth + 1, out);
+                let _ = writeln!(out, "{pad}}}");
+            }
+            StmtKind::CtaColl {
+                dst,
+                op,
+                arg,
+                scratch,
+                before,
+                written,
+                read,
+                ..
+            } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}{dst} = cta.{op:?}({}) scratch={scratch} barriers=[{before}, {written}, {read}]",
+                    expr(f, *arg)
+                );
+            }
+            StmtKind::Barrier(b) => {
+                let role = match f.barriers[*b].role {
+                    BarrierRole::BeforeTile(x) => format!("before-tile {x}"),
+                    BarrierRole::AfterTileCopy(x) => format!("after-copy {x}"),
+                    BarrierRole::AfterTileWrite(x) => format!("after-write {x}"),
+                    BarrierRole::CtaBefore(x) => format!("cta-before {x}"),
+                    BarrierRole::CtaWritten(x) => format!("cta-written {x}"),
+                    BarrierRole::CtaRead(x) => format!("cta-read {x}"),
+                };
+                let _ = writeln!(out, "{pad}barrier {b} ({role})");
+            }
+        }
+    }
+}
+
+fn ty(f: &Func, e: ExprId) -> String {
+    match f.exprs[e].ty {
+        Ty::Scalar(t) => t.name().to_string(),
+        Ty::Run { elem, len } => format!("{}x{len}", elem.name()),
+        Ty::Unit => "unit".to_string(),
+    }
+}
+
+fn access(f: &Func, a: AccessId) -> String {
+    let acc = &f.accesses[a];
+    let target = match acc.mem {
+        Mem::Tensor(p) => format!("param{}", p.0),
+        Mem::Buffer(b) => b.to_string(),
+    };
+    let subs: Vec<String> = acc
+        .index
+        .iter()
+        .enumerate()
+        .map(|(i, e)| match &acc.shape {
+            Shape::Run { axis, len } if *axis == i => format!("{} :+ {len}", expr(f, *e)),
+            Shape::Tile { shape } => format!("{} :+ {}", expr(f, *e), shape[i]),
+            _ => expr(f, *e),
+        })
+        .collect();
+    format!("{a}:{target}[{}]", subs.join(", "))
+}
+
+/// Print one expression.
+pub fn expr(f: &Func, e: ExprId) -> String {
+    let t = ty(f, e);
+    let args = |ids: &[ExprId]| {
+        ids.iter()
+            .map(|&x| expr(f, x))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match &f.exprs[e].kind {
+        ExprKind::Const(ConstVal::Int(v)) => format!("{v}"),
+        ExprKind::Const(ConstVal::Float(x)) => format!("{x:?}"),
+        ExprKind::Const(ConstVal::Bool(b)) => format!("{b}"),
+        ExprKind::Var(v) => v.to_string(),
+        ExprKind::Param(p) => format!("param{}", p.0),
+        ExprKind::Dim(d) => format!("d{}", d.0),
+        ExprKind::Ctx(c) => format!("ctx.{c:?}").to_lowercase(),
+        ExprKind::Unary(op, a) => format!("{op:?}.{t}({})", expr(f, *a)).to_lowercase(),
+        ExprKind::Binary(op, a, b) => format!(
+            "{}.{t}({}, {})",
+            format!("{op:?}").to_lowercase(),
+            expr(f, *a),
+            expr(f, *b)
+        ),
+        ExprKind::Convert(a) => format!("{t}({})", expr(f, *a)),
+        ExprKind::Builtin(b, xs) => format!("{}({})", format!("{b:?}").to_lowercase(), args(xs)),
+        ExprKind::Load(a) => format!("load {}", access(f, *a)),
+        ExprKind::RunLoad(a) => format!("load_run {}", access(f, *a)),
+        ExprKind::RunSum(a) => format!("sum.{t}({})", expr(f, *a)),
+        ExprKind::Dp4aSum { a, b } => match b {
+            Some(b) => format!("dp4a_sum({}, {})", expr(f, *a), expr(f, *b)),
+            None => format!("dp4a_sum({}, ones)", expr(f, *a)),
+        },
+        ExprKind::Elem(r, i) => format!("elem({}, {i})", expr(f, *r)),
+        ExprKind::Word(r, i) => format!("word({}, {i})", expr(f, *r)),
+        ExprKind::LaneColl { op, width, arg, .. } => {
+            format!(
+                "lane.{}<{width}>({})",
+                format!("{op:?}").to_lowercase(),
+                expr(f, *arg)
+            )
+        }
+        ExprKind::Shuffle {
+            mode,
+            width,
+            lane,
+            value,
+        } => format!(
+            "shfl.{}<{width}>({}, {})",
+            format!("{mode:?}").to_lowercase(),
+            expr(f, *lane),
+            expr(f, *value)
+        ),
+    }
+}

@@ -1,0 +1,270 @@
+//! The IR verifier. Invariants of a well-formed `ir::Func`:
+//!
+//! 1. Every handle (expression, statement, var, access, buffer, barrier)
+//!    refers to an existing arena entry, and the span side tables are as long
+//!    as their arenas.
+//! 2. Every expression has at most one user (expressions are trees), and so
+//!    does every statement (blocks are trees).
+//! 3. Operands come before their users in the expression arena (the arena
+//!    order is an evaluation order; analyses rely on it).
+//! 4. Binary operands have equal element types; comparisons and `&&`/`||`
+//!    produce `bool`; `If` conditions are `bool`.
+//! 5. A run access has `axis < rank` and `len >= 1`; a tile access has one
+//!    start per axis of its shape; a point access indexes every axis of a
+//!    buffer.
+//! 6. Every candidate barrier appears exactly once (as a `Barrier`
+//!    statement or inside one `CtaColl`).
+//! 7. A `Dp4aSum`'s operands are packed-byte operands.
+//!
+//! Run after `lower` in debug builds and in the tests.
+
+use super::ir::{
+    is_packed_operand, BufferKind, ExprId, ExprKind, Func, Handle, Mem, Shape, StmtId, StmtKind,
+};
+use crate::ast::{BinOp, ScalarTy};
+use crate::hir::Ty;
+
+/// Check every invariant; return all violations.
+pub fn verify(f: &Func) -> Result<(), Vec<String>> {
+    let mut v = Verifier {
+        f,
+        errors: Vec::new(),
+        expr_users: vec![0; f.exprs.len()],
+        stmt_users: vec![0; f.stmts.len()],
+        barrier_uses: vec![0; f.barriers.len()],
+    };
+    if f.expr_spans.len() != f.exprs.len() || f.stmt_spans.len() != f.stmts.len() {
+        v.errors
+            .push("span side tables do not match their arenas".into());
+    }
+    v.block(&f.body);
+    for (i, n) in v.expr_users.iter().enumerate() {
+        if *n > 1 {
+            v.errors.push(format!("e{i} has {n} users"));
+        }
+    }
+    for (i, n) in v.stmt_users.iter().enumerate() {
+        if *n > 1 {
+            v.errors.push(format!("s{i} appears {n} times"));
+        }
+    }
+    for (i, n) in v.barrier_uses.iter().enumerate() {
+        if *n != 1 {
+            v.errors.push(format!("bar{i} appears {n} times"));
+        }
+    }
+    if v.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(v.errors)
+    }
+}
+
+struct Verifier<'f> {
+    f: &'f Func,
+    errors: Vec<String>,
+    expr_users: Vec<u32>,
+    stmt_users: Vec<u32>,
+    barrier_uses: Vec<u32>,
+}
+
+impl Verifier<'_> {
+    fn block(&mut self, b: &[StmtId]) {
+        for &s in b {
+            if !self.f.stmts.contains(s) {
+                self.errors.push(format!("{s} out of range"));
+                continue;
+            }
+            self.stmt_users[s.index()] += 1;
+            self.stmt(s);
+        }
+    }
+
+    fn use_expr(&mut self, e: ExprId) {
+        if !self.f.exprs.contains(e) {
+            self.errors.push(format!("{e} out of range"));
+            return;
+        }
+        self.expr_users[e.index()] += 1;
+        self.expr(e);
+    }
+
+    fn use_barrier(&mut self, b: super::ir::BarrierId) {
+        match self.barrier_uses.get_mut(b.index()) {
+            Some(n) => *n += 1,
+            None => self.errors.push(format!("{b} out of range")),
+        }
+    }
+
+    fn stmt(&mut self, s: StmtId) {
+        match &self.f.stmts[s].kind {
+            StmtKind::Set(var, e) => {
+                if !self.f.vars.contains(*var) {
+                    self.errors.push(format!("{s}: {var} out of range"));
+                }
+                self.use_expr(*e);
+            }
+            StmtKind::Store(a, e) => {
+                self.access(*a);
+                self.use_expr(*e);
+            }
+            StmtKind::RunStore {
+                access,
+                value,
+                only,
+            } => {
+                self.access(*access);
+                self.use_expr(*value);
+                if let Some(o) = only {
+                    self.use_expr(*o);
+                }
+            }
+            StmtKind::TileCopy { access, buffer } | StmtKind::TileStore { access, buffer } => {
+                self.access(*access);
+                if !self.f.buffers.contains(*buffer) {
+                    self.errors.push(format!("{s}: {buffer} out of range"));
+                }
+            }
+            StmtKind::If { cond, then, els } => {
+                self.use_expr(*cond);
+                if self.f.exprs.contains(*cond)
+                    && self.f.exprs[*cond].ty != Ty::Scalar(ScalarTy::Bool)
+                {
+                    self.errors
+                        .push(format!("{s}: if condition {cond} is not bool"));
+                }
+                self.block(then);
+                self.block(els);
+            }
+            StmtKind::For {
+                start,
+                end,
+                step,
+                body,
+                ..
+            } => {
+                self.use_expr(*start);
+                self.use_expr(*end);
+                self.use_expr(*step);
+                self.block(body);
+            }
+            StmtKind::CtaColl {
+                arg,
+                combine,
+                scratch,
+                before,
+                written,
+                read,
+                ..
+            } => {
+                self.use_expr(*arg);
+                if let Some(c) = combine {
+                    self.use_expr(c.body);
+                }
+                if !self.f.buffers.contains(*scratch) {
+                    self.errors.push(format!("{s}: {scratch} out of range"));
+                }
+                self.use_barrier(*before);
+                self.use_barrier(*written);
+                self.use_barrier(*read);
+            }
+            StmtKind::Barrier(b) => self.use_barrier(*b),
+        }
+    }
+
+    fn access(&mut self, a: super::ir::AccessId) {
+        if !self.f.accesses.contains(a) {
+            self.errors.push(format!("{a} out of range"));
+            return;
+        }
+        let acc = &self.f.accesses[a];
+        for &ix in &acc.index {
+            self.use_expr(ix);
+        }
+        let rank = acc.index.len();
+        match &acc.shape {
+            Shape::Run { axis, len } if *axis >= rank || *len == 0 => {
+                self.errors.push(format!(
+                    "{a}: run axis {axis} / len {len} invalid for rank {rank}"
+                ));
+            }
+            Shape::Tile { shape } if shape.len() != rank => {
+                self.errors.push(format!(
+                    "{a}: tile of rank {} with {rank} starts",
+                    shape.len()
+                ));
+            }
+            _ => {}
+        }
+        if let Mem::Buffer(b) = acc.mem {
+            match self.f.buffers.iter().find(|(id, _)| *id == b) {
+                Some((_, buf)) => {
+                    if let BufferKind::Tile { shape, .. } = &buf.kind {
+                        if shape.len() != rank {
+                            self.errors.push(format!(
+                                "{a}: {rank} subscripts into a tile of rank {}",
+                                shape.len()
+                            ));
+                        }
+                    }
+                }
+                None => self.errors.push(format!("{a}: {b} out of range")),
+            }
+        }
+    }
+
+    fn expr(&mut self, e: ExprId) {
+        let ops = match &self.f.exprs[e].kind {
+            ExprKind::Load(a) | ExprKind::RunLoad(a) => {
+                self.access(*a);
+                return;
+            }
+            _ => self.f.operands(e),
+        };
+        for &o in &ops {
+            if o.index() >= e.index() {
+                self.errors
+                    .push(format!("{e}: operand {o} does not come before it"));
+            }
+        }
+        match &self.f.exprs[e].kind {
+            ExprKind::Binary(op, a, b) => {
+                let (ta, tb) = (self.f.scalar_ty(*a), self.f.scalar_ty(*b));
+                let shift = matches!(op, BinOp::Shl | BinOp::Shr);
+                if ta != tb && !shift {
+                    self.errors.push(format!(
+                        "{e}: operands {} and {} differ",
+                        ta.name(),
+                        tb.name()
+                    ));
+                }
+                let cmp = matches!(
+                    op,
+                    BinOp::Eq
+                        | BinOp::Ne
+                        | BinOp::Lt
+                        | BinOp::Le
+                        | BinOp::Gt
+                        | BinOp::Ge
+                        | BinOp::And
+                        | BinOp::Or
+                );
+                if cmp && self.f.scalar_ty(e) != ScalarTy::Bool {
+                    self.errors.push(format!("{e}: comparison is not bool"));
+                }
+            }
+            ExprKind::Dp4aSum { a, b } => {
+                let bad = !is_packed_operand(self.f, *a)
+                    || b.is_some_and(|b| !is_packed_operand(self.f, b));
+                if bad {
+                    self.errors
+                        .push(format!("{e}: dp4a operand is not packed bytes"));
+                }
+            }
+            _ => {}
+        }
+        for o in ops {
+            self.use_expr(o);
+        }
+    }
+}
