@@ -641,6 +641,34 @@ fn decode_entry(e: &RawEntry, module_shared: &[VarDecl]) -> Result<Entry, SimErr
     })
 }
 
+/// The opcodes the decoder handles (each still checks its modifiers).
+const KNOWN_OPCODES: &[&str] = &[
+    "mov", "cvta", "add", "sub", "mul", "mad", "div", "rem", "min", "max", "abs", "neg", "fma",
+    "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "and", "or", "xor", "not", "cnot",
+    "shl", "shr", "popc", "clz", "brev", "bfe", "bfi", "prmt", "dp4a", "dp2a", "setp", "selp",
+    "cvt", "ld", "st", "atom", "red", "bra", "ret", "exit", "bar", "barrier", "shfl", "vote",
+    "membar", "fence",
+];
+
+/// Special registers that exist in PTX but that the simulator does not model.
+const UNMODELED_SPECIALS: &[&str] = &[
+    "%clock",
+    "%clock64",
+    "%smid",
+    "%nsmid",
+    "%gridid",
+    "%globaltimer",
+    "%pm",
+    "%envreg",
+    "%dynamic_smem_size",
+    "%total_smem_size",
+    "%aggr_smem_size",
+    "%reserved_smem",
+    "%cluster",
+    "%is_explicit_cluster",
+    "%current_graph_exec",
+];
+
 fn special(name: &str) -> Option<Special> {
     let dim = |s: &str| match s {
         "x" => Some(0u8),
@@ -848,7 +876,11 @@ impl Decoder {
                 self.specials.insert(sp, s);
                 return Ok(s);
             }
-            if name.starts_with('%') && !name.starts_with("%r") {
+            if UNMODELED_SPECIALS.iter().any(|s| name.starts_with(s))
+                || ["%tid", "%ntid", "%ctaid", "%nctaid"]
+                    .iter()
+                    .any(|s| name.starts_with(s))
+            {
                 return Err(unsupported(format!("special register {name}"), line));
             }
         }
@@ -958,6 +990,12 @@ impl Decoder {
         let parts: Vec<&str> = i.opcode.split('.').collect();
         let base = parts[0];
         let mods = &parts[1..];
+        if !KNOWN_OPCODES.contains(&base) {
+            return Err(unsupported(&i.opcode, i.line));
+        }
+        if let Some(e) = &i.bad_operands {
+            return Err(e.clone());
+        }
         let ops = &i.operands;
         let line = i.line;
         match base {

@@ -122,6 +122,9 @@ pub(crate) struct RawInst {
     pub operands: Vec<RawOperand>,
     /// The nearest preceding `.loc`: (file, line, column).
     pub loc: Option<(u32, u32, u32)>,
+    /// Why the operands did not parse, reported unless the opcode itself
+    /// is unsupported.
+    pub bad_operands: Option<SimError>,
 }
 
 /// A `.reg` declaration: one register or a `%r<N>` range.
@@ -584,32 +587,59 @@ impl Parser {
     }
 
     fn instruction(&mut self, opcode: String, line: usize) -> Result<RawInst, SimError> {
-        let mut operands = Vec::new();
-        if !self.eat_punct(';') {
-            loop {
-                operands.push(self.operand()?);
-                if self.eat_punct(';') {
-                    break;
+        let (operands, bad_operands) = match self.operands(&opcode) {
+            Ok(ops) => (ops, None),
+            Err(e) => {
+                // Keep going to the end of the statement: the decoder reports
+                // an unknown opcode as unsupported before blaming its operands.
+                let mut depth = 0i32;
+                while let Some(tok) = self.peek_tok().cloned() {
+                    match tok {
+                        Tok::Punct('{') => depth += 1,
+                        Tok::Punct('}') if depth == 0 => break,
+                        Tok::Punct('}') => depth -= 1,
+                        Tok::Punct(';') if depth == 0 => {
+                            self.pos += 1;
+                            break;
+                        }
+                        _ => {}
+                    }
+                    self.pos += 1;
                 }
-                let t = self.next()?;
-                if t.tok != Tok::Punct(',') {
-                    return Err(SimError::parse(
-                        t.line,
-                        format!(
-                            "expected `,` or `;` after an operand of `{opcode}`, found {}",
-                            describe(&t.tok)
-                        ),
-                    ));
-                }
+                (Vec::new(), Some(e))
             }
-        }
+        };
         Ok(RawInst {
             line,
             guard: None,
             opcode,
             operands,
             loc: self.loc,
+            bad_operands,
         })
+    }
+
+    fn operands(&mut self, opcode: &str) -> Result<Vec<RawOperand>, SimError> {
+        let mut operands = Vec::new();
+        if self.eat_punct(';') {
+            return Ok(operands);
+        }
+        loop {
+            operands.push(self.operand()?);
+            if self.eat_punct(';') {
+                return Ok(operands);
+            }
+            let t = self.next()?;
+            if t.tok != Tok::Punct(',') {
+                return Err(SimError::parse(
+                    t.line,
+                    format!(
+                        "expected `,` or `;` after an operand of `{opcode}`, found {}",
+                        describe(&t.tok)
+                    ),
+                ));
+            }
+        }
     }
 
     fn operand(&mut self) -> Result<RawOperand, SimError> {
