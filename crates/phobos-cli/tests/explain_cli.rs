@@ -1,0 +1,147 @@
+//! `phobos explain` from the command line: the three formats, .npy inputs,
+//! and clear errors with exit code 2 for usage and IO, 1 for kernels that
+//! do not compile.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const STAGED: &str = "@autotune(K in [256])
+@launch(128)
+kernel staged_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[1, N]) {
+  var xs = x[0 :+ 1, :]
+  let row = ctx.block.x * ctx.warps + ctx.warp
+  var acc: f32 = 0.0
+  if row < N {
+    for k in range(0, K, ctx.lanes * 4) {
+      let at = k + ctx.lane * 4
+      acc += sum(W[row, at :+ 4] * xs[0, at :+ 4])
+    }
+  }
+  let total = sum<over ctx.lane>(acc)
+  if ctx.lane == 0 && row < N {
+    y[0, row] = total
+  }
+}
+";
+
+fn phobos(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_phobos"))
+        .current_dir(dir)
+        .arg("explain")
+        .args(args)
+        .output()
+        .expect("run phobos")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A version 1.0 .npy file of little-endian f32 values.
+fn write_npy_f32(path: &Path, shape: &[usize], values: &[f32]) {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let shape_text = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape_text}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    for v in values {
+        bytes.extend(v.to_le_bytes());
+    }
+    std::fs::write(path, bytes).expect("write the .npy");
+}
+
+fn setup() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("staged.pho"), STAGED).expect("write the kernel");
+    dir
+}
+
+const INPUTS: [&str; 3] = ["W=shape:8x256", "x=shape:1x256", "y=shape:1x8"];
+
+#[test]
+fn html_json_and_text() {
+    let dir = setup();
+    let mut args = vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "-o", "page.html"];
+    args.extend(INPUTS);
+    let o = phobos(dir.path(), &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(dir.path().join("page.html")).expect("the page");
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains("stepped through as the compiler built it for sm_75"));
+    assert!(stderr(&o).contains("wrote page.html"));
+
+    let mut args = vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "--format", "json", "--cta", "1"];
+    args.extend(INPUTS);
+    let o = phobos(dir.path(), &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(v["kernel"], "staged_matvec");
+    assert_eq!(v["ctas"][v["picked"].as_u64().unwrap_or(0) as usize]["cta"], 1);
+
+    let mut args = vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "--format", "text"];
+    args.extend(INPUTS);
+    let o = phobos(dir.path(), &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("shuffle step 5 of 5"), "{text}");
+}
+
+#[test]
+fn npy_inputs_are_read() {
+    let dir = setup();
+    let w: Vec<f32> = (0..8 * 256).map(|i| i as f32).collect();
+    write_npy_f32(&dir.path().join("w.npy"), &[8, 256], &w);
+    write_npy_f32(&dir.path().join("x.npy"), &[1, 256], &[1.0; 256]);
+    let o = phobos(
+        dir.path(),
+        &["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "--format", "json", "W=w.npy", "x=x.npy", "y=shape:1x8"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["tensors"][0]["shape"], serde_json::json!([8, 256]));
+
+    // A .npy of the wrong shape names the dim it contradicts.
+    write_npy_f32(&dir.path().join("x2.npy"), &[1, 128], &[1.0; 128]);
+    let o = phobos(
+        dir.path(),
+        &["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "W=w.npy", "x=x2.npy", "y=shape:1x8"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("dim K"), "{}", stderr(&o));
+}
+
+#[test]
+fn usage_and_io_errors_exit_2() {
+    let dir = setup();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["missing.pho", "--kernel", "k", "--grid", "1"], "cannot read missing.pho"),
+        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "0"], "not a count of at least 1"),
+        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "--arch", "sm_61"], "not supported"),
+        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "W"], "not PARAM=VALUE"),
+        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "W=nope.npy"], "cannot read nope.npy"),
+        (vec!["staged.pho", "--kernel", "nope", "--grid", "2"], "no kernel `nope`"),
+        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "W=shape:8x256", "x=shape:1x256"], "no value for parameter `y`"),
+        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "--cta", "5", "W=shape:8x256", "x=shape:1x256", "y=shape:1x8"], "outside the grid"),
+        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "W=shape:8x256", "x=shape:1x256", "y=shape:1x8", "z=1"], "no parameter `z`"),
+    ];
+    for (args, message) in cases {
+        let o = phobos(dir.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(message), "{args:?}: expected {message:?} in {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn a_kernel_that_does_not_compile_exits_1_with_the_diagnostic() {
+    let dir = setup();
+    std::fs::write(dir.path().join("bad.pho"), "@launch(128)\nkernel k(A: tensor<f32>[1, 128]) {\n  let x = A[0, nope]\n}\n").expect("write");
+    let o = phobos(dir.path(), &["bad.pho", "--kernel", "k", "--grid", "1", "A=shape:1x128"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("bad.pho:3"), "{}", stderr(&o));
+}
