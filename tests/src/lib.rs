@@ -1,1 +1,148 @@
-//! Shared helpers for the conformance tests.
+//! Shared helpers for the conformance tests: the kernel corpus under
+//! `tests/in`, compiling it, the snapshot files under `tests/snapshots`
+//! (rewritten only with `PHOBOS_BLESS=1`), and finding NVIDIA's ptxas.
+//!
+//! Every corpus file starts with header comments saying what the kernel
+//! computes, its intended grid and its parameter shapes
+//! (`// grid: ...; shapes: ...`), for the simulator tests.
+
+use phobos_core::{CompileOptions, CompiledKernel};
+use std::path::{Path, PathBuf};
+
+/// One corpus file.
+pub struct CorpusFile {
+    /// The file stem, e.g. `lanes_matvec`.
+    pub name: String,
+    pub path: PathBuf,
+    pub src: String,
+}
+
+/// The root of the conformance crate (`tests/`).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `tests/in/*.pho`, sorted by name.
+pub fn corpus() -> Vec<CorpusFile> {
+    let dir = root().join("in");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pho"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| CorpusFile {
+            name: path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            src: std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display())),
+            path,
+        })
+        .collect()
+}
+
+/// One corpus file by name.
+pub fn corpus_file(name: &str) -> CorpusFile {
+    corpus()
+        .into_iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no corpus file {name}.pho"))
+}
+
+/// Compile a corpus file for `sm_<arch>`, panicking with the rendered
+/// diagnostics if it does not compile.
+pub fn compile(file: &CorpusFile, arch: u32) -> Vec<CompiledKernel> {
+    let name = format!("{}.pho", file.name);
+    let (kernels, diags) = phobos_core::compile(&file.src, &name, &CompileOptions { arch });
+    if diags.iter().any(|d| d.is_error()) || kernels.is_empty() {
+        panic!(
+            "{name} did not compile for sm_{arch}:\n{}",
+            phobos_core::render::render(&diags, &name, &file.src, false)
+        );
+    }
+    kernels
+}
+
+/// Whether snapshots are being rewritten (`PHOBOS_BLESS=1`).
+pub fn blessing() -> bool {
+    std::env::var("PHOBOS_BLESS").is_ok_and(|v| v == "1")
+}
+
+/// Compare `actual` with the snapshot file, or rewrite it when blessing.
+/// Returns a description of the difference, if any.
+pub fn check_snapshot(path: &Path, actual: &str) -> Option<String> {
+    if blessing() {
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        if let Err(e) = std::fs::write(path, actual) {
+            return Some(format!("cannot write {}: {e}", path.display()));
+        }
+        return None;
+    }
+    let expected = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(_) => {
+            return Some(format!(
+                "{} is missing; run `PHOBOS_BLESS=1 cargo test -p phobos-conformance` and review it",
+                path.display()
+            ))
+        }
+    };
+    if expected == actual {
+        return None;
+    }
+    let first = expected
+        .lines()
+        .zip(actual.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
+    let show = |s: &str| s.lines().nth(first).unwrap_or("<end of file>").to_string();
+    Some(format!(
+        "{} differs at line {}:\n  expected: {}\n  actual:   {}\n(rerun with PHOBOS_BLESS=1 to accept the new output after reviewing it)",
+        path.display(),
+        first + 1,
+        show(&expected),
+        show(&actual)
+    ))
+}
+
+/// NVIDIA's ptxas: `PHOBOS_PTXAS`, `CUDA_PATH`/`CUDA_HOME` `bin/ptxas`, or
+/// `PATH`.
+pub fn find_ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PHOBOS_PTXAS").map(PathBuf::from) {
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(root) = std::env::var_os(var) {
+            let p = Path::new(&root).join("bin/ptxas");
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("ptxas"))
+        .find(|p| p.is_file())
+}
+
+/// Whether this run is CI (`CI=true`), where missing tools fail tests.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The header comment line of a corpus file that starts with `// grid:`.
+pub fn grid_comment(file: &CorpusFile) -> Option<String> {
+    file.src
+        .lines()
+        .take_while(|l| l.starts_with("//"))
+        .find(|l| l.trim_start_matches("//").trim_start().starts_with("grid:"))
+        .map(|l| l.trim_start_matches("//").trim().to_string())
+}

@@ -1,0 +1,58 @@
+//! Every corpus kernel, compiled for each supported target, is accepted by
+//! NVIDIA's ptxas for that target. Without ptxas the test is skipped with a
+//! message, except under `CI=true`, where a missing ptxas fails it.
+
+use phobos_conformance::{compile, corpus, find_ptxas, in_ci};
+use std::process::Command;
+
+#[test]
+fn ptxas_accepts_every_corpus_kernel_for_every_target() {
+    let Some(ptxas) = find_ptxas() else {
+        assert!(
+            !in_ci(),
+            "ptxas not found (set PHOBOS_PTXAS); CI=true requires it"
+        );
+        eprintln!("skipping: ptxas not found (set PHOBOS_PTXAS to run this test)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut jobs = Vec::new();
+    for f in corpus() {
+        for arch in phobos_core::ARCHES {
+            let ptx: String = compile(&f, arch).iter().map(|k| k.ptx.as_str()).collect();
+            let path = dir.path().join(format!("{}.sm_{arch}.ptx", f.name));
+            std::fs::write(&path, ptx).expect("write ptx");
+            jobs.push((f.name.clone(), arch, path));
+        }
+    }
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let chunks: Vec<_> = jobs.chunks(jobs.len().div_ceil(4).max(1)).collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                let ptxas = &ptxas;
+                s.spawn(move || {
+                    let mut bad = Vec::new();
+                    for (name, arch, path) in chunk {
+                        let out = Command::new(ptxas)
+                            .arg(format!("-arch=sm_{arch}"))
+                            .arg("-o")
+                            .arg(path.with_extension("cubin"))
+                            .arg(path)
+                            .output()
+                            .expect("run ptxas");
+                        if !out.status.success() {
+                            bad.push(format!(
+                                "{name} sm_{arch}:\n{}",
+                                String::from_utf8_lossy(&out.stderr)
+                            ));
+                        }
+                    }
+                    bad
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("thread")).collect()
+    });
+    assert!(failures.is_empty(), "ptxas rejected:\n{}", failures.join("\n"));
+}
