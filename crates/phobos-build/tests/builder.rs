@@ -1,0 +1,191 @@
+//! `Builder` on temporary kernel directories, without cargo: what it
+//! writes, what it refuses, and how it reports errors.
+
+use phobos_build::{BuildError, Builder};
+use std::fs;
+use std::path::Path;
+
+const AXPY: &str = "@launch(256)
+@grid(cdiv(N, ctx.threads))
+kernel axpy(alpha: f32, x: tensor<f32>[N], y: tensor<f32>[N]) {
+  let i = ctx.block.x * ctx.threads + ctx.thread
+  if i < N {
+    y[i] = alpha * x[i] + y[i]
+  }
+}
+";
+
+fn crate_dir(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+fn builder(dir: &Path, out: &Path) -> Builder {
+    Builder::new("kernels")
+        .manifest_dir(dir)
+        .out_dir(out)
+        .cargo_directives(false)
+        .ptx_only(true)
+        .arches(&[75, 90])
+}
+
+fn read_all(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = walk(dir);
+    files.sort();
+    files
+}
+
+fn walk(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        if e.path().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push((e.path().display().to_string(), fs::read(e.path()).unwrap()));
+        }
+    }
+    out
+}
+
+#[test]
+fn writes_ptx_per_arch_metadata_and_bindings_byte_identically() {
+    let dir = crate_dir(&[("kernels/axpy.pho", AXPY)]);
+    let out = tempfile::tempdir().unwrap();
+    let built = builder(dir.path(), out.path()).build().unwrap();
+    assert_eq!(built.kernels, ["axpy"]);
+    assert_eq!(built.arches, [75, 90]);
+    assert_eq!(built.ptxas, None);
+    let phobos = out.path().join("phobos");
+    assert!(fs::read_to_string(phobos.join("axpy.sm_75.ptx"))
+        .unwrap()
+        .contains(".target sm_75"));
+    assert!(fs::read_to_string(phobos.join("axpy.sm_90.ptx"))
+        .unwrap()
+        .contains(".entry axpy"));
+    let meta = fs::read_to_string(phobos.join("axpy.meta.ron")).unwrap();
+    assert!(meta.contains("name: \"axpy\""), "{meta}");
+    let bindings = fs::read_to_string(out.path().join("kernels.rs")).unwrap();
+    assert!(bindings.contains("pub fn axpy(\n    device: &::phobos::Device,\n    alpha: f32,\n    x: &::phobos::Tensor<f32>,\n    y: &mut ::phobos::Tensor<f32>,\n)"), "{bindings}");
+    // Building again, or elsewhere, gives the same bytes.
+    let first = read_all(out.path());
+    builder(dir.path(), out.path()).build().unwrap();
+    assert_eq!(first, read_all(out.path()));
+    let out2 = tempfile::tempdir().unwrap();
+    builder(dir.path(), out2.path()).build().unwrap();
+    let strip = |v: Vec<(String, Vec<u8>)>, p: &Path| -> Vec<(String, Vec<u8>)> {
+        v.into_iter()
+            .map(|(n, b)| (n.replace(&p.display().to_string(), ""), b))
+            .collect()
+    };
+    assert_eq!(
+        strip(first, out.path()),
+        strip(read_all(out2.path()), out2.path())
+    );
+}
+
+#[test]
+fn errors_are_rendered_with_file_line_and_column() {
+    let dir = crate_dir(&[
+        ("kernels/axpy.pho", AXPY),
+        (
+            "kernels/nested/bad.pho",
+            "@launch(128)\nkernel bad(A: tensor<f32>[1, 128]) {\n  let x = A[0, ctx.thread]\n  let y = sum<over ctx.warp>(x)\n}\n",
+        ),
+    ]);
+    let out = tempfile::tempdir().unwrap();
+    let err = builder(dir.path(), out.path()).build().unwrap_err();
+    let BuildError::Diagnostics { rendered, summary } = &err else {
+        panic!("{err:?}");
+    };
+    assert!(rendered.contains("kernels/nested/bad.pho:4:"), "{rendered}");
+    assert!(rendered.contains("sum<over ctx.warp>(x)"), "{rendered}");
+    assert_eq!(
+        summary,
+        "error: could not compile the Phobos kernels: 1 error in 1 file"
+    );
+    assert!(!out.path().join("kernels.rs").exists());
+}
+
+#[test]
+fn two_kernels_with_one_name_are_refused() {
+    let dir = crate_dir(&[("kernels/a.pho", AXPY), ("kernels/b.pho", AXPY)]);
+    let out = tempfile::tempdir().unwrap();
+    let err = builder(dir.path(), out.path()).build().unwrap_err();
+    assert_eq!(
+        err,
+        BuildError::DuplicateKernel {
+            name: "axpy".into(),
+            first: "kernels/a.pho".into(),
+            second: "kernels/b.pho".into(),
+        }
+    );
+    assert!(err
+        .to_string()
+        .contains("kernel `axpy` is defined in both kernels/a.pho and kernels/b.pho"));
+}
+
+#[test]
+fn phobos_toml_sets_arches_and_bad_values_are_errors() {
+    let dir = crate_dir(&[
+        ("kernels/axpy.pho", AXPY),
+        (
+            "phobos.toml",
+            "[build]\narches = [\"sm_86\"]\nptx-only = true\n",
+        ),
+    ]);
+    let out = tempfile::tempdir().unwrap();
+    let built = Builder::new("kernels")
+        .manifest_dir(dir.path())
+        .out_dir(out.path())
+        .cargo_directives(false)
+        .build()
+        .unwrap();
+    assert_eq!(built.arches, [86]);
+    assert!(out.path().join("phobos/axpy.sm_86.ptx").exists());
+    fs::write(
+        dir.path().join("phobos.toml"),
+        "[build]\narches = [\"sm_61\"]\n",
+    )
+    .unwrap();
+    let err = Builder::new("kernels")
+        .manifest_dir(dir.path())
+        .out_dir(out.path())
+        .cargo_directives(false)
+        .build()
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("unknown architecture `sm_61`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_kernel_directory_is_an_error() {
+    let dir = crate_dir(&[]);
+    let out = tempfile::tempdir().unwrap();
+    let err = builder(dir.path(), out.path()).build().unwrap_err();
+    assert!(
+        err.to_string().contains("no such directory of kernels"),
+        "{err}"
+    );
+}
+
+#[test]
+fn removed_kernels_leave_no_stale_files() {
+    let dir = crate_dir(&[("kernels/axpy.pho", AXPY)]);
+    let out = tempfile::tempdir().unwrap();
+    builder(dir.path(), out.path()).build().unwrap();
+    fs::write(
+        dir.path().join("kernels/axpy.pho"),
+        AXPY.replace("axpy", "axpy2"),
+    )
+    .unwrap();
+    builder(dir.path(), out.path()).build().unwrap();
+    assert!(!out.path().join("phobos/axpy.sm_75.ptx").exists());
+    assert!(out.path().join("phobos/axpy2.sm_75.ptx").exists());
+}
