@@ -99,11 +99,16 @@ fn merge_variant_diags(
 ) {
     let n = per_variant.len();
     let mut merged: Vec<(Diagnostic, usize, usize)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
     for (vi, vd) in per_variant.into_iter().enumerate() {
         for d in vd {
-            match merged.iter_mut().find(|(m, _, _)| *m == d) {
-                Some(entry) => entry.1 += 1,
-                None => merged.push((d, 1, vi)),
+            // Diagnostics hold no floats or pointers: their debug text is a faithful key.
+            match index.entry(format!("{d:?}")) {
+                std::collections::hash_map::Entry::Occupied(e) => merged[*e.get()].1 += 1,
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(merged.len());
+                    merged.push((d, 1, vi));
+                }
             }
         }
     }

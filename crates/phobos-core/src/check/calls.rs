@@ -4,7 +4,7 @@
 //! type follows its arguments).
 
 use super::consts::const_int;
-use super::cx::{elem_of, mk, ty_name, Binding, Cx, Ex, MAX_INLINE_DEPTH};
+use super::cx::{elem_of, mk, ty_name, Binding, Cx, Ex, INLINE_BUDGET, MAX_INLINE_DEPTH};
 use super::types::is_untyped;
 use crate::ast::{self, FnItem, Ident, ScalarTy, Span};
 use crate::diag::Diagnostic;
@@ -515,17 +515,20 @@ impl Cx<'_> {
         span: Span,
     ) -> Ex {
         if self.inline_stack.len() >= MAX_INLINE_DEPTH || self.inline_budget == 0 {
-            self.report(
-                Diagnostic::error(
-                    "P0211",
-                    format!(
-                        "inlining `{}` goes too deep or grows too large",
-                        f.name.name
-                    ),
-                )
-                .primary(span, "in this call")
-                .note(format!("fn calls may nest {MAX_INLINE_DEPTH} deep")),
-            );
+            // Reported once per kernel variant: every later call would fail too.
+            if !self.inline_exhausted {
+                self.inline_exhausted = true;
+                self.report(
+                    Diagnostic::error(
+                        "P0211",
+                        format!("inlining `{}` goes too deep or grows too large", f.name.name),
+                    )
+                    .primary(span, "in this call")
+                    .note(format!(
+                        "fn calls may nest {MAX_INLINE_DEPTH} deep and inline {INLINE_BUDGET} calls per kernel"
+                    )),
+                );
+            }
             return None;
         }
         self.inline_budget -= 1;

@@ -54,6 +54,8 @@ pub(crate) struct Cx<'a> {
     /// The `fn` calls being inlined, innermost last: (fn name, call span).
     pub inline_stack: Vec<(String, Span)>,
     pub inline_budget: usize,
+    /// Set once inlining hit a limit, so the limit is reported once.
+    pub inline_exhausted: bool,
     /// Inside `@grid(...)`: only dims and constants may be named.
     pub grid_mode: bool,
     pub diags: Vec<Diagnostic>,
@@ -72,6 +74,7 @@ impl<'a> Cx<'a> {
             written: vec![false; header.params.len()],
             inline_stack: Vec::new(),
             inline_budget: INLINE_BUDGET,
+            inline_exhausted: false,
             grid_mode: false,
             diags: Vec::new(),
         }

@@ -1,0 +1,268 @@
+//! Names, types, subscripts, attributes and `fn` items: what is accepted,
+//! and what is rejected with which code. Several errors in one file are all
+//! reported; nothing panics or overflows the stack.
+
+use phobos_core::hir::{self, ExprKind, ParamKind, StmtKind};
+
+fn codes(src: &str) -> Vec<&'static str> {
+    phobos_core::check_source(src)
+        .1
+        .iter()
+        .map(|d| d.code)
+        .collect()
+}
+
+fn accepted(src: &str) -> Vec<hir::CheckedKernel> {
+    let (kernels, diags) = phobos_core::check_source(src);
+    let text = phobos_core::render::render(&diags, "k.pho", src, false);
+    assert!(diags.is_empty(), "rejected:\n{text}");
+    kernels
+}
+
+/// A kernel with a few handy parameters around `body`.
+fn k(body: &str) -> String {
+    format!(
+        "@launch(64)
+kernel k(A: tensor<f32>[M, N], B: tensor<i8>[1, 64], C: tensor<i32>[1, 64], s: f32) {{
+  let i = ctx.thread
+{body}
+}}
+"
+    )
+}
+
+#[test]
+fn literals_adapt_to_their_use() {
+    accepted(&k("  var acc: f32 = 0\n  acc += A[0, i] * 2 + s\n  let h: u8 = 255\n  let big: i64 = 3_000_000_000\n  C[0, i] = 0x10 + i32(h) + i32(big)\n  A[0, i] = acc"));
+}
+
+#[test]
+fn no_implicit_conversions() {
+    assert_eq!(
+        codes(&k(
+            "  let a: f32 = 1.0\n  let b: i32 = 2\n  C[0, i] = a + b"
+        )),
+        ["P0400"]
+    );
+    assert_eq!(codes(&k("  let a = i + 1.5\n  C[0, i] = a")), ["P0403"]);
+    assert_eq!(
+        codes(&k("  let h: u8 = 300\n  C[0, i] = i32(h)")),
+        ["P0403"]
+    );
+    assert_eq!(codes(&k("  A[0, i] = C[0, i]")), ["P0401"]);
+    assert_eq!(
+        codes(&k("  let c = bool(s)\n  C[0, i] = select(c, 1, 0)")),
+        ["P0404"]
+    );
+}
+
+#[test]
+fn conversions_and_math_builtins() {
+    accepted(&k("  let x = A[0, i]\n  let y = fma(x, 2.0, sqrt(abs(x))) + exp2(floor(x)) + tanh(ceil(x))\n  let n = cdiv(N, 64) + min(i, 3) + max(1, i)\n  A[0, i] = select(y > 0.0, y, f32(n))\n  C[0, i] = i32(y) + popcount(u32(n))"));
+    assert_eq!(codes(&k("  A[0, i] = sqrt(i)")), ["P0407"]);
+    assert_eq!(codes(&k("  A[0, i] = max(s, 1.0, 2.0)")), ["P0204"]);
+}
+
+#[test]
+fn names_and_assignment() {
+    assert_eq!(codes(&k("  A[0, i] = missing")), ["P0200"]);
+    assert_eq!(codes(&k("  let x = 1\n  x = 2\n  C[0, i] = x")), ["P0207"]);
+    assert_eq!(codes(&k("  N = 3")), ["P0207"]);
+    assert_eq!(codes(&k("  A + 1.0")), ["P0408"]);
+    assert_eq!(codes(&k("  i + 1")), ["P0411"]);
+}
+
+#[test]
+fn several_errors_in_one_file() {
+    let src = k(
+        "  let a = nope\n  let b: i32 = 1.5\n  C[0, i] = a + b\n  let = 4\n  A[0, i] = s + other",
+    );
+    assert_eq!(codes(&src), ["P0100", "P0200", "P0403", "P0200"]);
+}
+
+#[test]
+fn runs_and_run_builtins() {
+    let ks = accepted(&k("  let k = i * 8\n  let w = word(B[0, k :+ 8], 1)\n  let d = dp4a(w, word(B[0, k :+ 8], 0), 0)\n  let e = elem(i32(B[0, k :+ 8]), 7)\n  store(C[0, k :+ 4], 2, d + e + sum(i32(B[0, k :+ 4])))\n  A[0, k :+ 4] = A[1, k :+ 4] * 2.0"));
+    let body = &ks[0].variants[0].body.stmts;
+    assert!(body.iter().any(|s| matches!(
+        &s.kind,
+        StmtKind::RunStore {
+            only: Some(_),
+            len: 4,
+            ..
+        }
+    )));
+    assert!(body
+        .iter()
+        .any(|s| matches!(&s.kind, StmtKind::RunStore { only: None, .. })));
+    assert_eq!(
+        codes(&k("  let n = i\n  A[0, 0] = sum(A[0, 0 :+ n])")),
+        ["P0501"]
+    );
+    assert_eq!(
+        codes(&k("  A[0, 0] = sum(A[0, 0 :+ 4] * A[1, 0 :+ 8])")),
+        ["P0505"]
+    );
+    assert_eq!(codes(&k("  A[0, 0] = sum(A[0, i])")), ["P0506"]);
+    assert_eq!(codes(&k("  A[0, 0] = elem(A[0, 0 :+ 4], 4)")), ["P0507"]);
+    assert_eq!(codes(&k("  C[0, 0] = word(A[0, 0 :+ 4], 0)")), ["P0508"]);
+    assert_eq!(codes(&k("  let r = A[0, 0 :+ 4]")), ["P0409"]);
+}
+
+#[test]
+fn subscript_shapes() {
+    assert_eq!(codes(&k("  A[0, 0] = A[0]")), ["P0500"]);
+    assert_eq!(codes(&k("  var t = A[0 :+ 1, :]")), ["P0502"]);
+    assert_eq!(codes(&k("  A[0, 0] = sum(A[0 :+ 2, 0 :+ 2])")), ["P0503"]);
+    assert_eq!(codes(&k("  A[0, 0] = s[0]")), ["P0510"]);
+}
+
+#[test]
+fn tiles_copy_and_store() {
+    let src = "@launch(128)
+kernel t(x: tensor<f32>[R, 256], y: tensor<f32>[R, 256]) {
+  var xs = x[ctx.block.x :+ 2, :]
+  y[ctx.block.x :+ 2, :] = xs
+}
+";
+    let ks = accepted(src);
+    let v = &ks[0].variants[0];
+    assert!(matches!(v.body.stmts[1].kind, StmtKind::TileStore { .. }));
+    let written: Vec<bool> = v
+        .params
+        .iter()
+        .map(|p| matches!(p.kind, ParamKind::Tensor { written: true, .. }))
+        .collect();
+    assert_eq!(written, [false, true]);
+    let bad = "@launch(128)
+kernel t(x: tensor<f32>[R, 256], y: tensor<f32>[R, 256]) {
+  var xs = x[0 :+ 2, :]
+  y[0 :+ 1, :] = xs
+}
+";
+    assert_eq!(codes(bad), ["P0509"]);
+}
+
+#[test]
+fn attributes() {
+    let body = "kernel k(A: tensor<f32>[N, K]) {\n  A[0, 0] = 1.0\n}\n";
+    assert_eq!(codes(&format!("@launch(100)\n{body}")), ["P0302"]);
+    assert_eq!(codes(body), ["P0301"]);
+    assert_eq!(
+        codes(&format!("@launch(64)\n@aligned(Q = 4)\n{body}")),
+        ["P0304"]
+    );
+    assert_eq!(
+        codes(&format!("@launch(64)\n@autotune(K in [N])\n{body}")),
+        ["P0306"]
+    );
+    assert_eq!(codes(&format!("@launch(64)\n@tile(4)\n{body}")), ["P0300"]);
+    assert_eq!(
+        codes(&format!("@launch(64)\n@launch(64)\n{body}")),
+        ["P0307"]
+    );
+    assert_eq!(
+        codes(&format!("@launch(64)\n@grid(ctx.lane)\n{body}")),
+        ["P0308"]
+    );
+    let ks = accepted(&format!(
+        "@launch(64)\n@grid(cdiv(N, ctx.warps), K / 4)\n{body}"
+    ));
+    let grid = ks[0].variants[0].grid.clone().unwrap_or_default();
+    assert!(matches!(
+        grid[0].kind,
+        ExprKind::Builtin(hir::Builtin::Cdiv, _)
+    ));
+}
+
+#[test]
+fn autotune_variants() {
+    let src = "@autotune(BLOCK in [4, 8], T in [64, 128])
+@launch(T)
+kernel k(A: tensor<f32>[1, K], O: tensor<f32>[1, 1]) {
+  var acc = 0.0
+  for k in range(ctx.thread * BLOCK, K, ctx.threads * BLOCK) {
+    acc += sum(A[0, k :+ BLOCK])
+  }
+  O[0, 0] = sum<over ctx.thread>(acc)
+}
+";
+    let ks = accepted(src);
+    let vs = &ks[0].variants;
+    assert_eq!(vs.len(), 4);
+    assert_eq!(
+        vs.iter().map(|v| v.threads).collect::<Vec<_>>(),
+        [64, 128, 64, 128]
+    );
+    assert_eq!(
+        vs[3].variant,
+        vec![("BLOCK".to_string(), 8), ("T".to_string(), 128)]
+    );
+    // An error in only one variant says which.
+    let bad = src.replace("[4, 8]", "[4, 2000]");
+    let (_, diags) = phobos_core::check_source(&bad);
+    assert_eq!(diags.len(), 1);
+    assert_eq!(diags[0].code, "P0501");
+    assert!(
+        diags[0].notes.iter().any(|n| n.contains("BLOCK = 2000")),
+        "{:?}",
+        diags[0].notes
+    );
+}
+
+#[test]
+fn fns_are_generic_and_not_recursive() {
+    let src = "fn sq(a) = a * a
+fn mx(a, b) = max(a, b)
+@launch(32)
+kernel k(A: tensor<f32>[1, 32], C: tensor<i32>[1, 32]) {
+  A[0, ctx.lane] = sq(A[0, ctx.lane]) + mx(A[0, 0], 1.0)
+  C[0, ctx.lane] = sq(ctx.lane) + mx(2, C[0, 0])
+}
+";
+    accepted(src);
+    assert_eq!(codes("fn f(a) = g(a)\nfn g(a) = f(a) + 1\n"), ["P0210"]);
+    assert_eq!(codes("fn f(a) = f(a)\n"), ["P0210"]);
+    assert_eq!(codes("fn f(a) = a + b\n"), ["P0200"]);
+    assert_eq!(codes("fn max(a, b) = a\n"), ["P0201"]);
+}
+
+#[test]
+fn reduce_needs_a_two_parameter_fn() {
+    let src = "fn one(a) = a
+@launch(32)
+kernel k(A: tensor<f32>[1, 32]) {
+  A[0, ctx.lane] = reduce<over ctx.lane>(A[0, ctx.lane], one)
+}
+";
+    assert_eq!(codes(src), ["P0612"]);
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let parens = format!(
+        "@launch(32)\nkernel k(A: tensor<f32>[1, 1]) {{\n  A[0, 0] = {}1.0{}\n}}\n",
+        "(".repeat(10_000),
+        ")".repeat(10_000)
+    );
+    assert_eq!(codes(&parens), ["P0101"]);
+    let ifs = format!(
+        "@launch(32)\nkernel k(A: tensor<f32>[1, 1]) {{\n{}{}\n}}\n",
+        "if true {\n".repeat(5_000),
+        "}\n".repeat(5_000)
+    );
+    assert!(codes(&ifs).contains(&"P0101"));
+    let negs = format!("fn f(a) = {}a\n", "-".repeat(50_000));
+    assert_eq!(codes(&negs), ["P0101"]);
+}
+
+#[test]
+fn inlining_that_explodes_is_an_error() {
+    let mut src = String::from("fn g0(a) = a\n");
+    for i in 1..40 {
+        src.push_str(&format!("fn g{i}(a) = g{}(a) + g{}(a)\n", i - 1, i - 1));
+    }
+    src.push_str("@launch(32)\nkernel k(A: tensor<f32>[1, 1]) {\n  A[0, 0] = g39(1.0)\n}\n");
+    let c = codes(&src);
+    assert!(c.contains(&"P0211"), "{c:?}");
+}
