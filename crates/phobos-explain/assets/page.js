@@ -197,12 +197,13 @@
     }
   }
   const lanesSvg = $("lanes-svg");
-  const LANE_DX = 17, LANE_Y = 120;
+  const LANE_DX = 17, LANE_Y = 104;
   lanesSvg.setAttribute("width", 32 * LANE_DX + 30);
   lanesSvg.setAttribute("height", LANE_Y + 24);
   lanesSvg.setAttribute("viewBox", `0 0 ${32 * LANE_DX + 30} ${LANE_Y + 24}`);
   const arrow = svg("marker", { id: "arrow", viewBox: "0 0 8 8", refX: 7, refY: 4, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" }, svg("defs", {}, lanesSvg));
   svg("path", { d: "M0 0L8 4L0 8z", fill: "#1d232b" }, arrow);
+  svg("text", { x: 0, y: 12 }, lanesSvg, "warp 0's lanes, shuffles as arcs from the source lane");
   svg("line", { x1: 10, y1: LANE_Y, x2: 32 * LANE_DX + 10, y2: LANE_Y, stroke: "#aab2bc" }, lanesSvg);
   const arcLayer = svg("g", {}, lanesSvg);
   const laneX = (l) => 20 + l * LANE_DX;
@@ -224,7 +225,7 @@
       const both = pairs.has(`${src},${lane}`);
       if (both && lane > src) continue; // drawn once, with two heads
       const x1 = laneX(src), x2 = laneX(lane);
-      const h = Math.min(LANE_Y - 8, 10 + Math.abs(x2 - x1) * 0.45);
+      const h = Math.min(LANE_Y - 14, 10 + Math.abs(x2 - x1) * 0.4);
       const attrs = { d: `M${x1} ${LANE_Y - 6} C${x1} ${LANE_Y - h} ${x2} ${LANE_Y - h} ${x2} ${LANE_Y - 6}`, fill: "none", stroke: "#1d232b", "stroke-width": 1.1, "marker-end": "url(#arrow)", class: "arc" };
       if (both) attrs["marker-start"] = "url(#arrow)";
       svg("path", attrs, arcLayer);
@@ -336,6 +337,7 @@
       step = 0;
       draw();
     });
+    $("cta-label").hidden = true;
   } else {
     picker.hidden = true;
   }

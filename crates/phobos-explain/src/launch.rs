@@ -77,9 +77,9 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         })
         .collect();
     let source_lines: Vec<String> = req.source.lines().map(str::to_string).collect();
-    let (loops, tile_stmts, dim_ids, param_ids) = match &info {
-        Some((si, dims, params)) => (si.loops.clone(), si.tiles.clone(), dims.clone(), params.clone()),
-        None => (vec![], vec![], vec![], vec![]),
+    let (loops, statement_lines, tile_stmts, dim_ids, param_ids) = match info {
+        Some((si, dims, params)) => (si.loops, si.statement_lines, si.tiles, dims, params),
+        None => Default::default(),
     };
     let dim_values: Vec<i64> = dim_ids
         .iter()
@@ -115,6 +115,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
             shared: &shared,
             barriers: &barriers,
             loops: &loops,
+            statement_lines: &statement_lines,
             tiles: &tiles,
             threads: variant.threads,
             opcodes: &recorder.opcodes,

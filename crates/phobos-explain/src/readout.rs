@@ -313,11 +313,18 @@ fn global_what(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String {
             if t.rows == 1 {
                 let lo = boxes.iter().filter_map(|b| b.ranges.first()).map(|r| r[0]).min().unwrap_or(0);
                 let hi = boxes.iter().filter_map(|b| b.ranges.last()).map(|r| r[1]).max().unwrap_or(1);
-                return format!(
-                    "elements {lo}–{} of {}, a part per warp",
-                    hi.saturating_sub(1),
-                    t.name
-                );
+                let sizes: Vec<u64> = boxes.iter().map(|b| b.ranges.iter().map(|r| r[1] - r[0]).sum()).collect();
+                let each = match sizes.as_slice() {
+                    [first, rest @ ..] if rest.iter().all(|n| n == first) => {
+                        if *first == 1 {
+                            "one per warp".to_string()
+                        } else {
+                            format!("{first} per warp")
+                        }
+                    }
+                    _ => "a part per warp".to_string(),
+                };
+                return format!("elements {lo}–{} of {} ({each})", hi.saturating_sub(1), t.name);
             }
             let single_rows: Option<Vec<u64>> = many
                 .iter()

@@ -11,6 +11,7 @@ use phobos_core::hir::{
     Block, Builtin, ConstVal, DimId, Expr, ExprKind, Kernel, LocalKind, ParamId, StmtKind,
 };
 use phobos_core::source::LineIndex;
+use std::collections::BTreeSet;
 
 /// A tile statement before evaluation.
 #[derive(Clone, Debug)]
@@ -26,6 +27,8 @@ pub struct TileStmt {
 #[derive(Clone, Debug, Default)]
 pub struct SourceInfo {
     pub loops: Vec<LoopInfo>,
+    /// Lines on which a statement starts.
+    pub statement_lines: BTreeSet<u32>,
     pub tiles: Vec<TileStmt>,
 }
 
@@ -41,6 +44,7 @@ pub fn collect(kernel: &Kernel, src: &str) -> SourceInfo {
 fn walk(kernel: &Kernel, block: &Block, index: &LineIndex, info: &mut SourceInfo) {
     for stmt in &block.stmts {
         let line = index.line(stmt.span.start as usize);
+        info.statement_lines.insert(line);
         match &stmt.kind {
             StmtKind::For { body, .. } => {
                 let end = index.line((stmt.span.end as usize).saturating_sub(1));

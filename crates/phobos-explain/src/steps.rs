@@ -46,6 +46,10 @@ pub struct Layout<'a> {
     pub shared: &'a SharedPlan,
     pub barriers: &'a [Barrier],
     pub loops: &'a [LoopInfo],
+    /// Lines on which a source statement starts; instructions on other
+    /// lines (the kernel's prologue, a closing brace) join a neighbouring
+    /// step. Empty: every line is a statement's.
+    pub statement_lines: &'a BTreeSet<u32>,
     pub tiles: &'a [TileOp],
     pub threads: u32,
     pub opcodes: &'a BTreeMap<u32, String>,
@@ -127,6 +131,7 @@ pub fn build_cta(layout: &Layout<'_>, cta: &CtaEvents, max_steps: usize) -> CtaT
     let mut members: HashMap<StepKey, Vec<(u32, Piece)>> = HashMap::new();
     for (&warp, events) in &by_warp {
         let pieces = cut_pieces(&cta.events, events);
+        let pieces = merge_off_statement_lines(layout.statement_lines, pieces);
         let pieces = assign_iterations(layout.loops, pieces);
         let pieces = merge_loop_headers(layout.loops, &cta.events, pieces);
         let keyed = key_pieces(pieces);
@@ -222,6 +227,35 @@ fn cut_pieces(all: &[RawEvent], events: &[usize]) -> Vec<Piece> {
         }
     }
     pieces
+}
+
+/// Pieces on lines where no statement starts join the piece before them,
+/// or the one after when they come first (the kernel's prologue).
+fn merge_off_statement_lines(lines: &BTreeSet<u32>, pieces: Vec<Piece>) -> Vec<Piece> {
+    if lines.is_empty() {
+        return pieces;
+    }
+    let mut out: Vec<Piece> = Vec::with_capacity(pieces.len());
+    let mut pending: Vec<usize> = Vec::new();
+    for mut piece in pieces {
+        let off = !lines.contains(&piece.line) && piece.kind != PieceKind::Barrier;
+        if off {
+            match out.last_mut() {
+                Some(prev) if prev.kind != PieceKind::Barrier => prev.events.extend(piece.events),
+                _ => pending.extend(piece.events),
+            }
+            continue;
+        }
+        if !pending.is_empty() {
+            pending.append(&mut piece.events);
+            piece.events = std::mem::take(&mut pending);
+        }
+        out.push(piece);
+    }
+    if let (Some(last), false) = (out.last_mut(), pending.is_empty()) {
+        last.events.extend(pending);
+    }
+    out
 }
 
 /// A shuffle's pattern relative to the lane, so the same butterfly step
@@ -398,14 +432,36 @@ fn summarize(
         .iter()
         .flat_map(|(_, p)| p.events.iter().map(|&i| &all[i]))
         .collect();
+    // The threads taking part: those that moved data (made a memory
+    // access or shuffled) when any did, since a guarded store reaches every
+    // lane but only the lanes whose guard holds execute it; else every lane
+    // that ran the step's instructions.
+    let acts = |e: &RawEvent| e.shuffle || !e.accesses.is_empty();
+    let acting = events.iter().any(|e| acts(e));
     let mut thread_set = BTreeSet::new();
     let mut warps = BTreeSet::new();
     let mut lanes0 = 0u32;
     let mut shuffles0 = BTreeSet::new();
     for e in &events {
-        warps.insert(e.warp);
+        if e.warp == 0 {
+            shuffles0.extend(e.shuffles.iter().map(|&(l, s)| [l, s]));
+        }
+        if acting && !acts(e) {
+            continue;
+        }
+        let lanes = if e.shuffle || e.accesses.is_empty() {
+            e.active
+        } else {
+            e.accesses
+                .iter()
+                .filter(|a| a.thread / 32 == e.warp)
+                .fold(0u32, |m, a| m | 1 << (a.thread % 32))
+        };
+        if lanes != 0 {
+            warps.insert(e.warp);
+        }
         for lane in 0..32 {
-            if e.active & (1 << lane) != 0 {
+            if lanes & (1 << lane) != 0 {
                 let t = e.warp * 32 + lane;
                 if t < layout.threads {
                     thread_set.insert(t);
@@ -413,8 +469,7 @@ fn summarize(
             }
         }
         if e.warp == 0 {
-            lanes0 |= e.active;
-            shuffles0.extend(e.shuffles.iter().map(|&(l, s)| [l, s]));
+            lanes0 |= lanes;
         }
     }
     let shuffles0: Vec<[u32; 2]> = shuffles0.into_iter().collect();

@@ -158,6 +158,7 @@ fn staged_trace(events: CtaEvents, tiles: Vec<TileOp>) -> Trace {
         shared: &shared,
         barriers: &barriers,
         loops: &loops,
+        statement_lines: &Default::default(),
         tiles: &tiles,
         threads: 128,
         opcodes: &opcodes,

@@ -62,11 +62,12 @@ fn lanes_matvec_has_no_ruler_and_a_five_step_butterfly() {
     for (i, s) in butterfly.iter().enumerate() {
         assert_eq!(s["kind"]["shuffle"]["n"], i as u64 + 1);
         assert_eq!(s["kind"]["shuffle"]["of"], 5);
-        assert_eq!(s["line"], 11, "the butterfly is line 11's `sum<over ctx.lane>`");
+        assert_eq!(s["line"], 12, "the butterfly is line 12's `sum<over ctx.lane>`");
     }
     // K = 256 with 32 lanes × 4 elements: the loop body runs twice.
-    let body: Vec<&Value> = steps(&v).iter().filter(|s| s["line"] == 8).collect();
+    let body: Vec<&Value> = steps(&v).iter().filter(|s| s["line"] == 9).collect();
     assert_eq!(body.len(), 2, "one step per iteration");
+    assert_eq!(body[0]["iterations"][0]["iteration"], 0);
     assert_eq!(body[1]["iterations"][0]["iteration"], 1);
 }
 
@@ -116,7 +117,7 @@ fn staged_matvec_has_a_1024_byte_ruler_a_kept_barrier_and_a_row_of_w_per_warp() 
 fn i8_matvec_makes_two_16_byte_loads_per_lane_per_step() {
     let v = trace_json(kernels::I8_MATVEC, "i8_matvec", 1, &[("A", &[1, 1024]), ("W", &[8, 1024]), ("C", &[1, 8])]);
     let st = steps(&v);
-    let body: Vec<&Value> = st.iter().filter(|s| s["line"] == 7).collect();
+    let body: Vec<&Value> = st.iter().filter(|s| s["line"] == 8).collect();
     // K = 1024 bytes, 32 lanes × 16 bytes a step: two iterations.
     assert_eq!(body.len(), 2);
     for s in body {
