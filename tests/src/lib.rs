@@ -6,6 +6,8 @@
 //! computes, its intended grid and its parameter shapes
 //! (`// grid: ...; shapes: ...`), for the simulator tests.
 
+pub mod sim_support;
+
 use phobos_core::{CompileOptions, CompiledKernel};
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,246 @@
+//! The language page's stated behaviours of collectives and shuffles,
+//! checked by running small dedicated kernels in the simulator:
+//!
+//! - a shuffle whose source lies outside the lane's piece reads the lane's
+//!   own value (`from`, `down`, `up`, `xor`, with and without `width`);
+//! - `argmax` ties go to the smallest lane (and the smallest thread over
+//!   the CTA);
+//! - `width w` folds each w-lane piece independently;
+//! - a CTA collective gives every thread the same total.
+//!
+//! The kernels live here, not in `tests/in`, so the PTX snapshot tests do
+//! not pick them up.
+
+use phobos_conformance::sim_support::{Case, Gen, Tensor};
+
+const OUTSIDE: &str = r#"
+@launch(64)
+kernel outside(A: tensor<f32>[64], M: tensor<i32>[64], F: tensor<f32>[64], D: tensor<f32>[64], U: tensor<f32>[64], X: tensor<f32>[64], FW: tensor<f32>[64], DW: tensor<f32>[64], UW: tensor<f32>[64], XW: tensor<f32>[64]) {
+  let t = ctx.thread
+  let x = A[t]
+  let m = M[t]
+  F[t] = shfl<from m>(x)
+  D[t] = shfl<down 20>(x)
+  U[t] = shfl<up 7>(x)
+  X[t] = shfl<xor m>(x)
+  FW[t] = shfl<from 5, width 4>(x)
+  DW[t] = shfl<down 2, width 8>(x)
+  UW[t] = shfl<up 3, width 16>(x)
+  XW[t] = shfl<xor m, width 8>(x)
+}
+"#;
+
+#[test]
+fn a_shuffle_from_outside_the_piece_reads_the_lanes_own_value() {
+    // M: lane 0..15 of each warp get an index inside 0..8, the others one
+    // outside every piece (32..40, or negative).
+    let mut c = Case::source(OUTSIDE, "outside.pho", "outside");
+    c.prepare();
+    let m = c.tensors.get_mut("M").unwrap();
+    for t in 0..64 {
+        let lane = t % 32;
+        let v = match lane {
+            0..=15 => (lane as i64 * 5) % 8,
+            16..=23 => 32 + lane as i64 % 8,
+            _ => -1 - (lane as i64 % 3),
+        };
+        m.set_i(t, v);
+    }
+    let o = c.run([1, 1, 1]);
+    let (a, m) = (o.input("A"), o.input("M"));
+    // For each output: the lane read from, or None when outside the piece.
+    let cases: [(&str, &dyn Fn(usize) -> Option<usize>); 8] = [
+        ("F", &|l| usize::try_from(m.i(l)).ok().filter(|s| *s < 32)),
+        ("D", &|l| Some(l + 20).filter(|s| *s < 32)),
+        ("U", &|l| l.checked_sub(7)),
+        ("X", &|l| {
+            usize::try_from(m.i(l))
+                .ok()
+                .map(|s| l ^ s)
+                .filter(|s| *s < 32)
+        }),
+        ("FW", &|_| None),
+        ("DW", &|l| Some(l + 2).filter(|s| s / 8 == l / 8)),
+        ("UW", &|l| l.checked_sub(3).filter(|s| s / 16 == l / 16)),
+        ("XW", &|l| {
+            usize::try_from(m.i(l))
+                .ok()
+                .filter(|s| *s < 8)
+                .map(|s| l ^ s)
+        }),
+    ];
+    for (name, src) in cases {
+        let mut want = o.expect(name);
+        let mut own = 0;
+        for t in 0..64 {
+            let base = t / 32 * 32;
+            let from = match src(t % 32) {
+                Some(s) => base + s,
+                None => {
+                    own += 1;
+                    t
+                }
+            };
+            want.set_f(t, a.f(from));
+        }
+        assert!(own > 0 && own < 64 || name == "FW", "{name}: {own}");
+        o.check(name, &want);
+    }
+}
+
+const ARGMAX: &str = r#"
+@launch(128)
+kernel ties(A: tensor<f32>[128], B: tensor<i32>[128], W: tensor<i32>[128], P: tensor<i32>[128], T: tensor<i32>[128]) {
+  let t = ctx.thread
+  W[t] = argmax<over ctx.lane>(A[t])
+  P[t] = argmax<over ctx.lane, width 8>(B[t])
+  T[t] = argmax<over ctx.thread>(A[t])
+}
+"#;
+
+#[test]
+fn argmax_ties_go_to_the_smallest_lane() {
+    let mut c = Case::source(ARGMAX, "ties.pho", "ties").gen("A", Gen::Float(-1.0, 1.0));
+    c.prepare();
+    let a = c.tensors.get_mut("A").unwrap();
+    // Warp 0: the maximum 2.0 at lanes 29, 7 and 12. Warp 1: every lane
+    // equal. Warp 2: 4.0 at lanes 31, 30 and 6. Warp 3: 4.0 at lanes 5 and
+    // 4. Over the CTA the maximum 4.0 sits at threads 70, 94, 95, 100, 101.
+    for t in [29, 7, 12] {
+        a.set_f(t, 2.0);
+    }
+    for t in 32..64 {
+        a.set_f(t, 0.5);
+    }
+    for t in [64 + 31, 64 + 30, 64 + 6, 101, 100] {
+        a.set_f(t, 4.0);
+    }
+    // B: every 8-lane piece holds its maximum twice or more (or is constant).
+    let b = c.tensors.get_mut("B").unwrap();
+    for t in 0..128 {
+        let piece = t / 8;
+        let l = t % 8;
+        let v = match piece % 4 {
+            0 => 9,                           // constant: lane 0
+            1 => i64::from(l == 3 || l == 6), // tie at 3 and 6
+            2 => i64::from(l >= 5) * 4,       // tie at 5, 6, 7
+            _ => -(l as i64),                 // descending: lane 0
+        };
+        b.set_i(t, v);
+    }
+    let o = c.run([1, 1, 1]);
+    let mut w = o.expect("W");
+    let mut p = o.expect("P");
+    let mut th = o.expect("T");
+    let lane_want = [7, 0, 6, 4];
+    let piece_want = [0, 3, 5, 0];
+    for t in 0..128 {
+        w.set_i(t, lane_want[t / 32]);
+        p.set_i(t, piece_want[(t / 8) % 4]);
+        th.set_i(t, 70);
+    }
+    o.check("W", &w);
+    o.check("P", &p);
+    o.check("T", &th);
+}
+
+const WIDTHS: &str = r#"
+@launch(64)
+kernel widths(A: tensor<i32>[64], S: tensor<i32>[64, 6], X: tensor<i32>[64, 6], N: tensor<i32>[64, 6]) {
+  let t = ctx.thread
+  let x = A[t]
+  S[t, 0] = sum<over ctx.lane, width 1>(x)
+  S[t, 1] = sum<over ctx.lane, width 2>(x)
+  S[t, 2] = sum<over ctx.lane, width 4>(x)
+  S[t, 3] = sum<over ctx.lane, width 8>(x)
+  S[t, 4] = sum<over ctx.lane, width 16>(x)
+  S[t, 5] = sum<over ctx.lane, width 32>(x)
+  X[t, 0] = max<over ctx.lane, width 1>(x)
+  X[t, 1] = max<over ctx.lane, width 2>(x)
+  X[t, 2] = max<over ctx.lane, width 4>(x)
+  X[t, 3] = max<over ctx.lane, width 8>(x)
+  X[t, 4] = max<over ctx.lane, width 16>(x)
+  X[t, 5] = max<over ctx.lane, width 32>(x)
+  N[t, 0] = min<over ctx.lane, width 1>(x)
+  N[t, 1] = min<over ctx.lane, width 2>(x)
+  N[t, 2] = min<over ctx.lane, width 4>(x)
+  N[t, 3] = min<over ctx.lane, width 8>(x)
+  N[t, 4] = min<over ctx.lane, width 16>(x)
+  N[t, 5] = min<over ctx.lane, width 32>(x)
+}
+"#;
+
+#[test]
+fn width_folds_each_piece_independently() {
+    let o = Case::source(WIDTHS, "widths.pho", "widths")
+        .gen("A", Gen::Int(-1_000_000, 1_000_000))
+        .run([1, 1, 1]);
+    let a = o.input("A");
+    let (mut s, mut x, mut n) = (o.expect("S"), o.expect("X"), o.expect("N"));
+    for t in 0..64 {
+        for (j, w) in [1usize, 2, 4, 8, 16, 32].into_iter().enumerate() {
+            let piece: Vec<i64> = (t / w * w..t / w * w + w).map(|k| a.i(k)).collect();
+            s.set_i(t * 6 + j, piece.iter().sum());
+            x.set_i(t * 6 + j, *piece.iter().max().unwrap());
+            n.set_i(t * 6 + j, *piece.iter().min().unwrap());
+        }
+    }
+    // The pieces really differ: a fold leaking across pieces would show.
+    assert_ne!(s.i(3), s.i(9 * 6 + 3));
+    o.check("S", &s);
+    o.check("X", &x);
+    o.check("N", &n);
+}
+
+const CTA: &str = r#"
+@launch(256)
+kernel cta_total(A: tensor<f32>[G, 256], B: tensor<i32>[G, 256], S: tensor<f32>[G, 256], I: tensor<i32>[G, 256], M: tensor<f32>[G, 256], T: tensor<i32>[G, 256]) {
+  let g = ctx.block.x
+  let t = ctx.thread
+  S[g, t] = sum<over ctx.thread>(A[g, t])
+  I[g, t] = sum<over ctx.thread>(B[g, t])
+  M[g, t] = max<over ctx.thread>(A[g, t])
+  T[g, t] = argmax<over ctx.thread>(B[g, t])
+}
+"#;
+
+#[test]
+fn a_cta_collective_gives_every_thread_the_same_total() {
+    let g = 3;
+    let o = Case::source(CTA, "cta_total.pho", "cta_total")
+        .dims(&[("G", g)])
+        .gen("B", Gen::Int(-1000, 1000))
+        .run([g as u32, 1, 1]);
+    let (a, b) = (o.input("A"), o.input("B"));
+    let (mut s, mut i, mut m, mut t) = (o.expect("S"), o.expect("I"), o.expect("M"), o.expect("T"));
+    for blk in 0..g as usize {
+        let r = blk * 256..blk * 256 + 256;
+        let total: f64 = r.clone().map(|k| a.f(k)).sum();
+        let itotal: i64 = r.clone().map(|k| b.i(k)).sum();
+        let hi = r.clone().map(|k| a.f(k)).fold(f64::MIN, f64::max);
+        let bmax = r.clone().map(|k| b.i(k)).max().unwrap();
+        let at = r.clone().position(|k| b.i(k) == bmax).unwrap();
+        for k in r {
+            s.set_f(k, total);
+            i.set_i(k, itotal);
+            m.set_f(k, hi);
+            t.set_i(k, at as i64);
+        }
+    }
+    o.check("S", &s);
+    o.check("I", &i);
+    o.check("M", &m);
+    o.check("T", &t);
+    // The same total in every thread: bit for bit, not only within tolerance.
+    let got: &Tensor = &o.after["S"];
+    for blk in 0..g as usize {
+        let first = got.f(blk * 256).to_bits();
+        for k in 0..256 {
+            assert_eq!(
+                got.f(blk * 256 + k).to_bits(),
+                first,
+                "CTA {blk}: thread {k} holds a different sum"
+            );
+        }
+    }
+}
