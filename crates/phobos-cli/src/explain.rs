@@ -86,7 +86,13 @@ fn explain(a: &Args) -> Result<(), Failure> {
     let grid = parse_triple(&a.grid, "--grid")?;
     let cta = parse_cta(&a.cta, grid)?;
     let file_name = a.file.display().to_string();
-    let mut req = Request::new(source.clone(), file_name.clone(), a.kernel.clone(), arch, grid);
+    let mut req = Request::new(
+        source.clone(),
+        file_name.clone(),
+        a.kernel.clone(),
+        arch,
+        grid,
+    );
     req.cta = cta;
     req.seed = a.seed;
     req.max_steps = a.max_steps.max(1);
@@ -143,7 +149,10 @@ fn parse_arch(s: &str) -> Result<u32, Failure> {
         .parse()
         .map_err(|_| usage(format!("error: --arch {s} is not a target like sm_75")))?;
     if !phobos_core::ARCHES.contains(&arch) {
-        let known: Vec<String> = phobos_core::ARCHES.iter().map(|a| format!("sm_{a}")).collect();
+        let known: Vec<String> = phobos_core::ARCHES
+            .iter()
+            .map(|a| format!("sm_{a}"))
+            .collect();
         return Err(usage(format!(
             "error: --arch {s} is not supported; the targets are {}",
             known.join(", ")
@@ -160,11 +169,11 @@ fn parse_triple(s: &str, what: &str) -> Result<[u32; 3], Failure> {
     }
     let mut out = [1u32; 3];
     for (i, p) in parts.iter().enumerate() {
-        out[i] = p
-            .parse()
-            .ok()
-            .filter(|&v: &u32| v >= 1)
-            .ok_or_else(|| usage(format!("error: {what} {s}: `{p}` is not a count of at least 1")))?;
+        out[i] = p.parse().ok().filter(|&v: &u32| v >= 1).ok_or_else(|| {
+            usage(format!(
+                "error: {what} {s}: `{p}` is not a count of at least 1"
+            ))
+        })?;
     }
     Ok(out)
 }
@@ -208,11 +217,18 @@ fn parse_input(spec: &str) -> Result<(String, Input), Failure> {
         return Err(usage(format!("error: `{spec}` has no parameter name")));
     }
     if let Some(dims) = value.strip_prefix("shape:") {
-        let shape: Result<Vec<u64>, _> = dims.split(['x', 'X', ',']).map(|d| d.trim().parse::<u64>()).collect();
+        let shape: Result<Vec<u64>, _> = dims
+            .split(['x', 'X', ','])
+            .map(|d| d.trim().parse::<u64>())
+            .collect();
         let shape = shape
             .ok()
             .filter(|s| !s.is_empty() && s.iter().all(|&d| d >= 1))
-            .ok_or_else(|| usage(format!("error: {name}: `{value}` is not a shape like shape:8x256")))?;
+            .ok_or_else(|| {
+                usage(format!(
+                    "error: {name}: `{value}` is not a shape like shape:8x256"
+                ))
+            })?;
         return Ok((name.to_string(), Input::Random { shape }));
     }
     if let Ok(v) = value.trim().parse::<f64>() {
@@ -229,11 +245,19 @@ fn parse_input(spec: &str) -> Result<(String, Input), Failure> {
 
 /// A .npy file as tensor data: C order, little-endian, a dtype Phobos has.
 fn read_npy(name: &str, path: &Path) -> Result<Input, Failure> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| usage(format!("error: {name}: cannot read {}: {e}", path.display())))?;
+    let bytes = std::fs::read(path).map_err(|e| {
+        usage(format!(
+            "error: {name}: cannot read {}: {e}",
+            path.display()
+        ))
+    })?;
     let mut rest: &[u8] = &bytes;
-    let header = npyz::NpyHeader::from_reader(&mut rest)
-        .map_err(|e| usage(format!("error: {name}: {} is not a .npy file: {e}", path.display())))?;
+    let header = npyz::NpyHeader::from_reader(&mut rest).map_err(|e| {
+        usage(format!(
+            "error: {name}: {} is not a .npy file: {e}",
+            path.display()
+        ))
+    })?;
     if header.order() != npyz::Order::C {
         return Err(usage(format!(
             "error: {name}: {} is in Fortran order; save it in C order (np.ascontiguousarray)",

@@ -40,7 +40,11 @@ fn stderr(o: &Output) -> String {
 /// A version 1.0 .npy file of little-endian f32 values.
 fn write_npy_f32(path: &Path, shape: &[usize], values: &[f32]) {
     let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
-    let shape_text = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let shape_text = if dims.len() == 1 {
+        format!("({},)", dims[0])
+    } else {
+        format!("({})", dims.join(", "))
+    };
     let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape_text}, }}");
     while (10 + header.len() + 1) % 64 != 0 {
         header.push(' ');
@@ -66,7 +70,15 @@ const INPUTS: [&str; 3] = ["W=shape:8x256", "x=shape:1x256", "y=shape:1x8"];
 #[test]
 fn html_json_and_text() {
     let dir = setup();
-    let mut args = vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "-o", "page.html"];
+    let mut args = vec![
+        "staged.pho",
+        "--kernel",
+        "staged_matvec",
+        "--grid",
+        "2",
+        "-o",
+        "page.html",
+    ];
     args.extend(INPUTS);
     let o = phobos(dir.path(), &args);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -75,15 +87,36 @@ fn html_json_and_text() {
     assert!(page.contains("stepped through as the compiler built it for sm_75"));
     assert!(stderr(&o).contains("wrote page.html"));
 
-    let mut args = vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "--format", "json", "--cta", "1"];
+    let mut args = vec![
+        "staged.pho",
+        "--kernel",
+        "staged_matvec",
+        "--grid",
+        "2",
+        "--format",
+        "json",
+        "--cta",
+        "1",
+    ];
     args.extend(INPUTS);
     let o = phobos(dir.path(), &args);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
     assert_eq!(v["kernel"], "staged_matvec");
-    assert_eq!(v["ctas"][v["picked"].as_u64().unwrap_or(0) as usize]["cta"], 1);
+    assert_eq!(
+        v["ctas"][v["picked"].as_u64().unwrap_or(0) as usize]["cta"],
+        1
+    );
 
-    let mut args = vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "--format", "text"];
+    let mut args = vec![
+        "staged.pho",
+        "--kernel",
+        "staged_matvec",
+        "--grid",
+        "2",
+        "--format",
+        "text",
+    ];
     args.extend(INPUTS);
     let o = phobos(dir.path(), &args);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -99,7 +132,18 @@ fn npy_inputs_are_read() {
     write_npy_f32(&dir.path().join("x.npy"), &[1, 256], &[1.0; 256]);
     let o = phobos(
         dir.path(),
-        &["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "--format", "json", "W=w.npy", "x=x.npy", "y=shape:1x8"],
+        &[
+            "staged.pho",
+            "--kernel",
+            "staged_matvec",
+            "--grid",
+            "2",
+            "--format",
+            "json",
+            "W=w.npy",
+            "x=x.npy",
+            "y=shape:1x8",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
@@ -109,7 +153,16 @@ fn npy_inputs_are_read() {
     write_npy_f32(&dir.path().join("x2.npy"), &[1, 128], &[1.0; 128]);
     let o = phobos(
         dir.path(),
-        &["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "W=w.npy", "x=x2.npy", "y=shape:1x8"],
+        &[
+            "staged.pho",
+            "--kernel",
+            "staged_matvec",
+            "--grid",
+            "2",
+            "W=w.npy",
+            "x=x2.npy",
+            "y=shape:1x8",
+        ],
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("dim K"), "{}", stderr(&o));
@@ -119,20 +172,102 @@ fn npy_inputs_are_read() {
 fn usage_and_io_errors_exit_2() {
     let dir = setup();
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec!["missing.pho", "--kernel", "k", "--grid", "1"], "cannot read missing.pho"),
-        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "0"], "not a count of at least 1"),
-        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "--arch", "sm_61"], "not supported"),
-        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "W"], "not PARAM=VALUE"),
-        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "W=nope.npy"], "cannot read nope.npy"),
-        (vec!["staged.pho", "--kernel", "nope", "--grid", "2"], "no kernel `nope`"),
-        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "W=shape:8x256", "x=shape:1x256"], "no value for parameter `y`"),
-        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "--cta", "5", "W=shape:8x256", "x=shape:1x256", "y=shape:1x8"], "outside the grid"),
-        (vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2", "W=shape:8x256", "x=shape:1x256", "y=shape:1x8", "z=1"], "no parameter `z`"),
+        (
+            vec!["missing.pho", "--kernel", "k", "--grid", "1"],
+            "cannot read missing.pho",
+        ),
+        (
+            vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "0"],
+            "not a count of at least 1",
+        ),
+        (
+            vec![
+                "staged.pho",
+                "--kernel",
+                "staged_matvec",
+                "--grid",
+                "2",
+                "--arch",
+                "sm_61",
+            ],
+            "not supported",
+        ),
+        (
+            vec![
+                "staged.pho",
+                "--kernel",
+                "staged_matvec",
+                "--grid",
+                "2",
+                "W",
+            ],
+            "not PARAM=VALUE",
+        ),
+        (
+            vec![
+                "staged.pho",
+                "--kernel",
+                "staged_matvec",
+                "--grid",
+                "2",
+                "W=nope.npy",
+            ],
+            "cannot read nope.npy",
+        ),
+        (
+            vec!["staged.pho", "--kernel", "nope", "--grid", "2"],
+            "no kernel `nope`",
+        ),
+        (
+            vec![
+                "staged.pho",
+                "--kernel",
+                "staged_matvec",
+                "--grid",
+                "2",
+                "W=shape:8x256",
+                "x=shape:1x256",
+            ],
+            "no value for parameter `y`",
+        ),
+        (
+            vec![
+                "staged.pho",
+                "--kernel",
+                "staged_matvec",
+                "--grid",
+                "2",
+                "--cta",
+                "5",
+                "W=shape:8x256",
+                "x=shape:1x256",
+                "y=shape:1x8",
+            ],
+            "outside the grid",
+        ),
+        (
+            vec![
+                "staged.pho",
+                "--kernel",
+                "staged_matvec",
+                "--grid",
+                "2",
+                "W=shape:8x256",
+                "x=shape:1x256",
+                "y=shape:1x8",
+                "z=1",
+            ],
+            "no parameter `z`",
+        ),
     ];
     for (args, message) in cases {
         let o = phobos(dir.path(), &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains(message), "{args:?}: expected {message:?} in {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(message),
+            "{args:?}: expected {message:?} in {}",
+            stderr(&o)
+        );
         assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     }
 }
@@ -140,8 +275,15 @@ fn usage_and_io_errors_exit_2() {
 #[test]
 fn a_kernel_that_does_not_compile_exits_1_with_the_diagnostic() {
     let dir = setup();
-    std::fs::write(dir.path().join("bad.pho"), "@launch(128)\nkernel k(A: tensor<f32>[1, 128]) {\n  let x = A[0, nope]\n}\n").expect("write");
-    let o = phobos(dir.path(), &["bad.pho", "--kernel", "k", "--grid", "1", "A=shape:1x128"]);
+    std::fs::write(
+        dir.path().join("bad.pho"),
+        "@launch(128)\nkernel k(A: tensor<f32>[1, 128]) {\n  let x = A[0, nope]\n}\n",
+    )
+    .expect("write");
+    let o = phobos(
+        dir.path(),
+        &["bad.pho", "--kernel", "k", "--grid", "1", "A=shape:1x128"],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("bad.pho:3"), "{}", stderr(&o));
 }

@@ -29,7 +29,10 @@ pub fn render(trace: &Trace) -> String {
     out.push_str(CSS);
     out.push_str("</style>\n</head>\n<body>\n<header>\n");
     out.push_str(&format!("<h1>{}</h1>\n", title(trace)));
-    out.push_str(&format!("<p class=\"caption\">{}</p>\n", escape(&caption(trace))));
+    out.push_str(&format!(
+        "<p class=\"caption\">{}</p>\n",
+        escape(&caption(trace))
+    ));
     out.push_str("</header>\n");
     out.push_str(CONTROLS);
     out.push_str(PANELS);
@@ -79,7 +82,10 @@ pub fn grid_words(grid: [u32; 3]) -> String {
     if grid[1] == 1 && grid[2] == 1 {
         format!("A grid of {total} {plural}")
     } else if grid[2] == 1 {
-        format!("A grid of {} × {} {plural} ({total} in all)", grid[0], grid[1])
+        format!(
+            "A grid of {} × {} {plural} ({total} in all)",
+            grid[0], grid[1]
+        )
     } else {
         format!(
             "A grid of {} × {} × {} {plural} ({total} in all)",

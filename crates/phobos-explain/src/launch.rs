@@ -21,7 +21,9 @@ const MAX_EVENTS_PER_CTA: usize = 300_000;
 pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
     let total_ctas = u64::from(req.grid[0]) * u64::from(req.grid[1]) * u64::from(req.grid[2]);
     if total_ctas == 0 {
-        return Err(ExplainError::Usage("the grid has no CTAs: every dimension must be at least 1".into()));
+        return Err(ExplainError::Usage(
+            "the grid has no CTAs: every dimension must be at least 1".into(),
+        ));
     }
     if u64::from(req.cta) >= total_ctas {
         return Err(ExplainError::Usage(format!(
@@ -231,7 +233,19 @@ fn bind(meta: &KernelMeta, inputs: &[(String, Input)], seed: u64) -> Result<Boun
             )));
         };
         match (&p.kind, given) {
-            (ParamKindMeta::Tensor { elem, dims, written, .. }, Input::Data { shape, elem: given_elem, bytes }) => {
+            (
+                ParamKindMeta::Tensor {
+                    elem,
+                    dims,
+                    written,
+                    ..
+                },
+                Input::Data {
+                    shape,
+                    elem: given_elem,
+                    bytes,
+                },
+            ) => {
                 if given_elem != elem {
                     return Err(ExplainError::Usage(format!(
                         "`{}` is a {} but its data holds {} elements",
@@ -250,20 +264,37 @@ fn bind(meta: &KernelMeta, inputs: &[(String, Input)], seed: u64) -> Result<Boun
                         shape
                     )));
                 }
-                bound.tensors.push(tensor_info(&p.name, *elem, shape, *written));
+                bound
+                    .tensors
+                    .push(tensor_info(&p.name, *elem, shape, *written));
                 bound.data.push(bytes.clone());
             }
-            (ParamKindMeta::Tensor { elem, dims, written, .. }, Input::Random { shape }) => {
+            (
+                ParamKindMeta::Tensor {
+                    elem,
+                    dims,
+                    written,
+                    ..
+                },
+                Input::Random { shape },
+            ) => {
                 bind_dims(&p.name, &p.kind, dims, shape, &mut bound.dims)?;
                 let count = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
                 let bytes = count
                     .and_then(|c| c.checked_mul(u64::from(elem.size())))
                     .filter(|&b| b <= (1 << 34))
                     .ok_or_else(|| {
-                        ExplainError::Usage(format!("`{}` of shape {:?} is too large to simulate", p.name, shape))
+                        ExplainError::Usage(format!(
+                            "`{}` of shape {:?} is too large to simulate",
+                            p.name, shape
+                        ))
                     })?;
-                bound.tensors.push(tensor_info(&p.name, *elem, shape, *written));
-                bound.data.push(random_bytes(*elem, bytes as usize, &mut rng));
+                bound
+                    .tensors
+                    .push(tensor_info(&p.name, *elem, shape, *written));
+                bound
+                    .data
+                    .push(random_bytes(*elem, bytes as usize, &mut rng));
             }
             (ParamKindMeta::Scalar(_), Input::Scalar(v)) => {
                 bound.scalars.insert(p.name.clone(), *v);
@@ -311,8 +342,8 @@ fn bind_dims(
             DimRefMeta::Named(dim) => match known.get(dim) {
                 Some(&prev) if prev != n => {
                     return Err(ExplainError::Usage(format!(
-                        "dim {dim} is {prev} from an earlier tensor but {n} on axis {axis} of `{name}`"
-                    )))
+                    "dim {dim} is {prev} from an earlier tensor but {n} on axis {axis} of `{name}`"
+                )))
                 }
                 _ => {
                     known.insert(dim.clone(), n);
@@ -325,7 +356,9 @@ fn bind_dims(
 
 fn tensor_info(name: &str, elem: ScalarTy, shape: &[u64], written: bool) -> TensorInfo {
     let cols = shape.last().copied().unwrap_or(1);
-    let rows = shape[..shape.len().saturating_sub(1)].iter().product::<u64>();
+    let rows = shape[..shape.len().saturating_sub(1)]
+        .iter()
+        .product::<u64>();
     TensorInfo {
         name: name.to_string(),
         elem: elem.name().to_string(),
@@ -339,7 +372,10 @@ fn tensor_info(name: &str, elem: ScalarTy, shape: &[u64], written: bool) -> Tens
 
 /// The variant whose autotuned dims equal the launch's dims; free tuning
 /// constants take their first candidate.
-fn pick_variant<'m>(meta: &'m KernelMeta, dims: &BTreeMap<String, u64>) -> Result<&'m VariantMeta, ExplainError> {
+fn pick_variant<'m>(
+    meta: &'m KernelMeta,
+    dims: &BTreeMap<String, u64>,
+) -> Result<&'m VariantMeta, ExplainError> {
     let fits = |v: &VariantMeta| {
         v.values.iter().all(|(name, value)| match dims.get(name) {
             Some(&d) => d as i64 == *value,
@@ -353,7 +389,11 @@ fn pick_variant<'m>(meta: &'m KernelMeta, dims: &BTreeMap<String, u64>) -> Resul
             .filter(|(n, _)| dims.contains_key(n))
             .map(|(n, vals)| {
                 let vals: Vec<String> = vals.iter().map(i64::to_string).collect();
-                format!("{n} = {} (compiled for {n} in [{}])", dims.get(n).copied().unwrap_or(0), vals.join(", "))
+                format!(
+                    "{n} = {} (compiled for {n} in [{}])",
+                    dims.get(n).copied().unwrap_or(0),
+                    vals.join(", ")
+                )
             })
             .collect();
         ExplainError::Usage(format!(
@@ -451,24 +491,42 @@ fn simulate(
     for p in &variant.ptx_params {
         args.push(match p {
             PtxParam::TensorPtr(name) => {
-                let i = bound.tensors.iter().position(|t| &t.name == name).ok_or_else(|| {
-                    ExplainError::Run(format!("the PTX takes tensor `{name}`, which the kernel does not declare"))
-                })?;
+                let i = bound
+                    .tensors
+                    .iter()
+                    .position(|t| &t.name == name)
+                    .ok_or_else(|| {
+                        ExplainError::Run(format!(
+                            "the PTX takes tensor `{name}`, which the kernel does not declare"
+                        ))
+                    })?;
                 KernelArg::Buffer(ids[i])
             }
             PtxParam::Dim(name) => {
                 let v = bound.dims.get(name).copied().unwrap_or(0);
                 let v = i32::try_from(v).map_err(|_| {
-                    ExplainError::Usage(format!("dim {name} = {v} does not fit the kernel's 32-bit index arithmetic"))
+                    ExplainError::Usage(format!(
+                        "dim {name} = {v} does not fit the kernel's 32-bit index arithmetic"
+                    ))
                 })?;
                 KernelArg::I32(v)
             }
-            PtxParam::Scalar(name, ty) => scalar_arg(*ty, bound.scalars.get(name).copied().unwrap_or(0.0)),
+            PtxParam::Scalar(name, ty) => {
+                scalar_arg(*ty, bound.scalars.get(name).copied().unwrap_or(0.0))
+            }
         });
     }
     let block = [variant.threads, 1, 1];
     device
-        .launch(&module, &variant.entry, grid, block, &args, &LaunchOptions::default(), Some(recorder))
+        .launch(
+            &module,
+            &variant.entry,
+            grid,
+            block,
+            &args,
+            &LaunchOptions::default(),
+            Some(recorder),
+        )
         .map_err(run_err)?;
     Ok(bases)
 }

@@ -11,15 +11,15 @@
 //! and the inputs and write the output.
 
 pub mod html;
-pub mod model;
 mod launch;
+pub mod model;
 mod readout;
 mod record;
 mod source_info;
 mod steps;
-pub mod text;
 #[cfg(test)]
 mod tests;
+pub mod text;
 
 pub use launch::trace;
 pub use model::*;
@@ -69,7 +69,13 @@ pub struct Request {
 impl Request {
     /// A request with the defaults: every CTA of grids up to 8, at most
     /// 4000 steps per CTA, seed 1.
-    pub fn new(source: String, file_name: String, kernel: String, arch: u32, grid: [u32; 3]) -> Request {
+    pub fn new(
+        source: String,
+        file_name: String,
+        kernel: String,
+        arch: u32,
+        grid: [u32; 3],
+    ) -> Request {
         Request {
             source,
             file_name,

@@ -25,7 +25,11 @@ pub fn describe(layout: &Layout<'_>, step: &Step) -> Vec<String> {
     }
     for m in &step.masked {
         let t = &layout.tensors[m.tensor];
-        let verb = if step.boxes.iter().any(|b| b.kind == AccessKind::Write && b.tensor == m.tensor) {
+        let verb = if step
+            .boxes
+            .iter()
+            .any(|b| b.kind == AccessKind::Write && b.tensor == m.tensor)
+        {
             "are not stored"
         } else {
             "read as 0"
@@ -206,7 +210,11 @@ fn box_words(t: &TensorInfo, ranges: &[[u64; 2]]) -> Option<(String, Option<(u64
         ));
     }
     Some((
-        format!("{} in rows {r0}–{r1} of {}", count(elems, "element", "elements"), t.name),
+        format!(
+            "{} in rows {r0}–{r1} of {}",
+            count(elems, "element", "elements"),
+            t.name
+        ),
         Some((r0, r1)),
     ))
 }
@@ -217,9 +225,7 @@ fn lines_words(lines: u32, min_lines: u32) -> String {
     if extra == 0 {
         format!("{base} of 128 bytes, none extra")
     } else {
-        format!(
-            "{base} of 128 bytes where {min_lines} would do, {extra} extra"
-        )
+        format!("{base} of 128 bytes where {min_lines} would do, {extra} extra")
     }
 }
 
@@ -231,14 +237,20 @@ fn access_sentence(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String 
     let n = g.warps.len();
     let w0 = &g.warps[0];
     let uniform = g.warps.iter().all(|w| {
-        w.lanes == w0.lanes && w.lines == w0.lines && w.executions == w0.executions && w.bytes == w0.bytes
+        w.lanes == w0.lanes
+            && w.lines == w0.lines
+            && w.executions == w0.executions
+            && w.bytes == w0.bytes
     });
     let subject = if n == 1 {
         format!("warp {}", w0.warp)
     } else if uniform && n as u32 == layout.warp_count() {
         format!("each of the {n} warps")
     } else if uniform {
-        format!("each of {}", warp_list(&g.warps.iter().map(|w| w.warp).collect::<Vec<_>>()))
+        format!(
+            "each of {}",
+            warp_list(&g.warps.iter().map(|w| w.warp).collect::<Vec<_>>())
+        )
     } else {
         format!("{n} warps")
     };
@@ -271,7 +283,10 @@ fn access_sentence(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String 
             }
         }
         Space::Shared => {
-            let target = g.target.clone().unwrap_or_else(|| "shared memory".to_string());
+            let target = g
+                .target
+                .clone()
+                .unwrap_or_else(|| "shared memory".to_string());
             let bytes = if uniform {
                 format!("{} of {target}", count(w0.bytes, "byte", "bytes"))
             } else {
@@ -311,9 +326,22 @@ fn global_what(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String {
                 return format!("the same {}", many[0].0.trim_start_matches("the "));
             }
             if t.rows == 1 {
-                let lo = boxes.iter().filter_map(|b| b.ranges.first()).map(|r| r[0]).min().unwrap_or(0);
-                let hi = boxes.iter().filter_map(|b| b.ranges.last()).map(|r| r[1]).max().unwrap_or(1);
-                let sizes: Vec<u64> = boxes.iter().map(|b| b.ranges.iter().map(|r| r[1] - r[0]).sum()).collect();
+                let lo = boxes
+                    .iter()
+                    .filter_map(|b| b.ranges.first())
+                    .map(|r| r[0])
+                    .min()
+                    .unwrap_or(0);
+                let hi = boxes
+                    .iter()
+                    .filter_map(|b| b.ranges.last())
+                    .map(|r| r[1])
+                    .max()
+                    .unwrap_or(1);
+                let sizes: Vec<u64> = boxes
+                    .iter()
+                    .map(|b| b.ranges.iter().map(|r| r[1] - r[0]).sum())
+                    .collect();
                 let each = match sizes.as_slice() {
                     [first, rest @ ..] if rest.iter().all(|n| n == first) => {
                         if *first == 1 {
@@ -324,7 +352,11 @@ fn global_what(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String {
                     }
                     _ => "a part per warp".to_string(),
                 };
-                return format!("elements {lo}–{} of {} ({each})", hi.saturating_sub(1), t.name);
+                return format!(
+                    "elements {lo}–{} of {} ({each})",
+                    hi.saturating_sub(1),
+                    t.name
+                );
             }
             let single_rows: Option<Vec<u64>> = many
                 .iter()

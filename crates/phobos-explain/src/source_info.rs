@@ -4,8 +4,8 @@
 //! masked elements). Start subscripts are uniform, so they can be evaluated
 //! per CTA from the launch's dims, scalars and block index.
 
-use crate::steps::TileOp;
 use crate::model::LoopInfo;
+use crate::steps::TileOp;
 use phobos_core::ast::{BinOp, CtxField, UnOp};
 use phobos_core::hir::{
     Block, Builtin, ConstVal, DimId, Expr, ExprKind, Kernel, LocalKind, ParamId, StmtKind,

@@ -178,10 +178,7 @@ pub fn build_cta(layout: &Layout<'_>, cta: &CtaEvents, max_steps: usize) -> CtaT
 /// each barrier. Instructions with no line info join the current piece.
 fn cut_pieces(all: &[RawEvent], events: &[usize]) -> Vec<Piece> {
     let mut pieces: Vec<Piece> = Vec::new();
-    let mut line = events
-        .iter()
-        .find_map(|&i| all[i].line)
-        .unwrap_or_default();
+    let mut line = events.iter().find_map(|&i| all[i].line).unwrap_or_default();
     for &i in events {
         let e = &all[i];
         line = e.line.unwrap_or(line);
@@ -629,11 +626,7 @@ fn access_groups(layout: &Layout<'_>, events: &[&RawEvent]) -> Vec<AccessGroup> 
             } else {
                 (0, 0)
             };
-            let lanes = accs
-                .iter()
-                .map(|a| a.thread)
-                .collect::<BTreeSet<_>>()
-                .len() as u32;
+            let lanes = accs.iter().map(|a| a.thread).collect::<BTreeSet<_>>().len() as u32;
             match group.warps.iter_mut().find(|w| w.warp == e.warp) {
                 Some(w) => {
                     w.executions += 1;
@@ -686,12 +679,18 @@ fn tensor_boxes(layout: &Layout<'_>, events: &[&RawEvent]) -> (Vec<TensorBox>, V
                 .push([first, first + count]);
         }
         for write in [false, true] {
-            let accs: Vec<&RawAccess> = global.iter().copied().filter(|a| a.write == write).collect();
+            let accs: Vec<&RawAccess> = global
+                .iter()
+                .copied()
+                .filter(|a| a.write == write)
+                .collect();
             if accs.is_empty() {
                 continue;
             }
             let (per_line, distinct) = lines_of(&accs);
-            let extra_count = per_line.len().saturating_sub(distinct.div_ceil(LINE_BYTES) as usize);
+            let extra_count = per_line
+                .len()
+                .saturating_sub(distinct.div_ceil(LINE_BYTES) as usize);
             if extra_count == 0 {
                 continue;
             }

@@ -49,7 +49,14 @@ impl Events {
     }
 }
 
-fn access(thread: u32, space: RawSpace, write: bool, addr: u64, bytes: u32, buffer: Option<usize>) -> RawAccess {
+fn access(
+    thread: u32,
+    space: RawSpace,
+    write: bool,
+    addr: u64,
+    bytes: u32,
+    buffer: Option<usize>,
+) -> RawAccess {
     RawAccess {
         thread,
         space,
@@ -70,7 +77,11 @@ fn tensors() -> Vec<TensorInfo> {
         shape,
         written,
     };
-    vec![t("W", vec![8, 256], false), t("x", vec![1, 256], false), t("y", vec![1, 8], true)]
+    vec![
+        t("W", vec![8, 256], false),
+        t("x", vec![1, 256], false),
+        t("y", vec![1, 8], true),
+    ]
 }
 
 /// CTA 0 of staged_matvec with N = 8, K = 256 as the simulator would
@@ -83,12 +94,26 @@ fn staged_events(x_stride: u64) -> CtaEvents {
         let ev = e.op(w, full, 10, 4);
         for l in 0..32 {
             let t = w * 32 + l;
-            ev.accesses.push(access(t, RawSpace::Global, false, X_BASE + u64::from(t) * 16 * x_stride, 16, Some(1)));
+            ev.accesses.push(access(
+                t,
+                RawSpace::Global,
+                false,
+                X_BASE + u64::from(t) * 16 * x_stride,
+                16,
+                Some(1),
+            ));
         }
         let ev = e.op(w, full, 11, 4);
         for l in 0..32 {
             let t = w * 32 + l;
-            ev.accesses.push(access(t, RawSpace::Shared, true, u64::from(t) * 16, 16, None));
+            ev.accesses.push(access(
+                t,
+                RawSpace::Shared,
+                true,
+                u64::from(t) * 16,
+                16,
+                None,
+            ));
         }
     }
     for w in 0..4 {
@@ -105,11 +130,25 @@ fn staged_events(x_stride: u64) -> CtaEvents {
             for l in 0..32u64 {
                 let col = k * 128 + l * 4;
                 let addr = W_BASE + (u64::from(w) * 256 + col) * 4;
-                ev.accesses.push(access(w * 32 + l as u32, RawSpace::Global, false, addr, 16, Some(0)));
+                ev.accesses.push(access(
+                    w * 32 + l as u32,
+                    RawSpace::Global,
+                    false,
+                    addr,
+                    16,
+                    Some(0),
+                ));
             }
             let ev = e.op(w, full, 19, 10);
             for l in 0..32u64 {
-                ev.accesses.push(access(w * 32 + l as u32, RawSpace::Shared, false, (k * 128 + l * 4) * 4, 16, None));
+                ev.accesses.push(access(
+                    w * 32 + l as u32,
+                    RawSpace::Shared,
+                    false,
+                    (k * 128 + l * 4) * 4,
+                    16,
+                    None,
+                ));
             }
             e.op(w, full, 20, 8);
         }
@@ -121,7 +160,14 @@ fn staged_events(x_stride: u64) -> CtaEvents {
         }
         e.op(w, full, 31, 14);
         let ev = e.op(w, 1, 32, 15);
-        ev.accesses.push(access(w * 32, RawSpace::Global, true, Y_BASE + u64::from(w) * 4, 4, Some(2)));
+        ev.accesses.push(access(
+            w * 32,
+            RawSpace::Global,
+            true,
+            Y_BASE + u64::from(w) * 4,
+            4,
+            Some(2),
+        ));
     }
     CtaEvents {
         cta: 0,
@@ -134,24 +180,48 @@ fn staged_events(x_stride: u64) -> CtaEvents {
 fn staged_trace(events: CtaEvents, tiles: Vec<TileOp>) -> Trace {
     let tensors = tensors();
     let buffers = vec![
-        BufferMap { tensor: 0, base: W_BASE, len_bytes: 8 * 256 * 4 },
-        BufferMap { tensor: 1, base: X_BASE, len_bytes: 256 * 4 },
-        BufferMap { tensor: 2, base: Y_BASE, len_bytes: 8 * 4 },
+        BufferMap {
+            tensor: 0,
+            base: W_BASE,
+            len_bytes: 8 * 256 * 4,
+        },
+        BufferMap {
+            tensor: 1,
+            base: X_BASE,
+            len_bytes: 256 * 4,
+        },
+        BufferMap {
+            tensor: 2,
+            base: Y_BASE,
+            len_bytes: 8 * 4,
+        },
     ];
     let shared = SharedPlan {
         bytes: 1024,
-        buffers: vec![SharedBuffer { name: "xs".into(), offset: 0, bytes: 1024, live_lines: (4, 10) }],
+        buffers: vec![SharedBuffer {
+            name: "xs".into(),
+            offset: 0,
+            bytes: 1024,
+            live_lines: (4, 10),
+        }],
     };
     let barriers = vec![Barrier {
         line: 4,
         kept: true,
         reason: "Each lane then reads elements of xs that other threads copied".into(),
     }];
-    let loops = vec![LoopInfo { line: 8, end_line: 11 }];
-    let opcodes: BTreeMap<u32, String> = [(10, "ld.global.nc.v4.f32"), (11, "st.shared.v4.f32"), (18, "ld.global.nc.v4.f32")]
-        .into_iter()
-        .map(|(k, v)| (k, v.to_string()))
-        .collect();
+    let loops = vec![LoopInfo {
+        line: 8,
+        end_line: 11,
+    }];
+    let opcodes: BTreeMap<u32, String> = [
+        (10, "ld.global.nc.v4.f32"),
+        (11, "st.shared.v4.f32"),
+        (18, "ld.global.nc.v4.f32"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.to_string()))
+    .collect();
     let layout = Layout {
         tensors: &tensors,
         buffers: &buffers,
@@ -185,7 +255,13 @@ fn staged_trace(events: CtaEvents, tiles: Vec<TileOp>) -> Trace {
 }
 
 fn x_tile(origin: i64) -> Vec<TileOp> {
-    vec![TileOp { line: 4, tensor: 1, origin: Some(vec![0, origin]), shape: vec![1, 256], store: false }]
+    vec![TileOp {
+        line: 4,
+        tensor: 1,
+        origin: Some(vec![0, origin]),
+        shape: vec![1, 256],
+        store: false,
+    }]
 }
 
 #[test]
@@ -194,11 +270,17 @@ fn statements_loops_barriers_and_butterflies_become_steps() {
     let steps = &trace.ctas[0].steps;
     let lines: Vec<u32> = steps.iter().map(|s| s.line).collect();
     // copy, barrier, 5 6 7 8, two iterations of 9 10, five shuffles, 14, 15.
-    assert_eq!(lines, vec![4, 4, 5, 6, 7, 8, 9, 10, 9, 10, 13, 13, 13, 13, 13, 14, 15]);
+    assert_eq!(
+        lines,
+        vec![4, 4, 5, 6, 7, 8, 9, 10, 9, 10, 13, 13, 13, 13, 13, 14, 15]
+    );
     assert_eq!(steps[1].kind, StepKind::Barrier);
     assert_eq!(steps[1].barrier, Some(0));
     assert_eq!(steps[1].warps, vec![0, 1, 2, 3]);
-    let iters: Vec<u32> = steps[6..10].iter().map(|s| s.iterations[0].iteration).collect();
+    let iters: Vec<u32> = steps[6..10]
+        .iter()
+        .map(|s| s.iterations[0].iteration)
+        .collect();
     assert_eq!(iters, vec![0, 0, 1, 1]);
     let masks: Vec<u32> = steps[10..15]
         .iter()
@@ -210,7 +292,10 @@ fn statements_loops_barriers_and_butterflies_become_steps() {
     assert_eq!(masks, vec![16, 8, 4, 2, 1]);
     assert_eq!(steps[12].kind, StepKind::Shuffle { n: 3, of: 5 });
     assert!(steps[10].shuffles0.contains(&[3, 19]));
-    assert_eq!(steps[16].threads, vec![[0, 1], [32, 33], [64, 65], [96, 97]]);
+    assert_eq!(
+        steps[16].threads,
+        vec![[0, 1], [32, 33], [64, 65], [96, 97]]
+    );
 }
 
 #[test]
@@ -231,12 +316,25 @@ fn boxes_lines_and_shared_bytes_per_step() {
         .collect();
     assert_eq!(
         w_boxes,
-        (0..4u64).map(|w| (w as u32, vec![[w * 256 + 128, w * 256 + 256]])).collect::<Vec<_>>()
+        (0..4u64)
+            .map(|w| (w as u32, vec![[w * 256 + 128, w * 256 + 256]]))
+            .collect::<Vec<_>>()
     );
-    let load = body.accesses.iter().find(|a| a.space == Space::Global).expect("a global load");
+    let load = body
+        .accesses
+        .iter()
+        .find(|a| a.space == Space::Global)
+        .expect("a global load");
     assert_eq!(load.bytes_per_lane, 16);
-    assert!(load.warps.iter().all(|w| w.lines == 4 && w.extra_lines == 0));
-    let sentence = body.readout.iter().find(|s| s.contains(" of W")).expect("a W sentence");
+    assert!(load
+        .warps
+        .iter()
+        .all(|w| w.lines == 4 && w.extra_lines == 0));
+    let sentence = body
+        .readout
+        .iter()
+        .find(|s| s.contains(" of W"))
+        .expect("a W sentence");
     assert_eq!(
         sentence,
         "Each of the 4 warps reads one row of W (rows 0–3, one per warp) with 32 lanes × 16 bytes: 4 lines of 128 bytes, none extra."
@@ -252,7 +350,13 @@ fn strided_lanes_show_extra_lines() {
     assert_eq!(load.warps[0].lines, 8);
     assert_eq!(load.warps[0].extra_lines, 4);
     assert!(!copy.extra_lines.is_empty());
-    assert!(copy.readout.iter().any(|s| s.contains("8 lines of 128 bytes where 4 would do, 4 extra")), "{:?}", copy.readout);
+    assert!(
+        copy.readout
+            .iter()
+            .any(|s| s.contains("8 lines of 128 bytes where 4 would do, 4 extra")),
+        "{:?}",
+        copy.readout
+    );
 }
 
 #[test]
@@ -261,9 +365,17 @@ fn a_tile_past_the_end_is_masked() {
     let copy = &trace.ctas[0].steps[0];
     assert_eq!(
         copy.masked,
-        vec![MaskedBox { tensor: 1, rows: [0, 1], cols: [256, 320], elements: 64 }]
+        vec![MaskedBox {
+            tensor: 1,
+            rows: [0, 1],
+            cols: [256, 320],
+            elements: 64
+        }]
     );
-    assert!(copy.readout.iter().any(|s| s.starts_with("64 elements of the tile lie past the end of x")));
+    assert!(copy
+        .readout
+        .iter()
+        .any(|s| s.starts_with("64 elements of the tile lie past the end of x")));
 }
 
 #[test]
@@ -277,9 +389,14 @@ fn the_page_is_self_contained() {
         let hits: Vec<&str> = page.matches(forbidden).collect();
         // The SVG namespace URI is an identifier, never fetched.
         let allowed = usize::from(forbidden == "http://");
-        assert!(hits.len() <= allowed, "{forbidden} appears {} times", hits.len());
+        assert!(
+            hits.len() <= allowed,
+            "{forbidden} appears {} times",
+            hits.len()
+        );
     }
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/explain-artifacts");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/explain-artifacts");
     if std::fs::create_dir_all(&dir).is_ok() {
         let _ = std::fs::write(dir.join("synthetic_staged_matvec.html"), &page);
     }
@@ -289,6 +406,11 @@ fn the_page_is_self_contained() {
 fn the_text_format_lists_every_step() {
     let trace = staged_trace(staged_events(1), x_tile(0));
     let text = crate::text::render(&trace);
-    assert!(text.contains("step 11 of 17 · line 13, shuffle step 1 of 5: let total = sum<over ctx.lane>(acc)"), "{text}");
+    assert!(
+        text.contains(
+            "step 11 of 17 · line 13, shuffle step 1 of 5: let total = sum<over ctx.lane>(acc)"
+        ),
+        "{text}"
+    );
     assert!(text.contains("Shuffle step 1 of 5: each lane of warp 0 takes the value of lane ^ 16"));
 }

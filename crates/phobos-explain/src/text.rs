@@ -71,10 +71,7 @@ pub fn render(trace: &Trace) -> String {
         }
     }
     if cta.truncated {
-        let _ = writeln!(
-            out,
-            "\n(the trace stops here: the step limit was reached)"
-        );
+        let _ = writeln!(out, "\n(the trace stops here: the step limit was reached)");
     }
     out
 }

@@ -41,13 +41,24 @@ fn browser() -> Option<cdp::Browser> {
 }
 
 fn trace(src: &str, kernel: &str, grid: u32, inputs: Vec<(&str, Input)>) -> Trace {
-    let mut req = Request::new(src.into(), format!("{kernel}.pho"), kernel.into(), 75, [grid, 1, 1]);
-    req.inputs = inputs.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+    let mut req = Request::new(
+        src.into(),
+        format!("{kernel}.pho"),
+        kernel.into(),
+        75,
+        [grid, 1, 1],
+    );
+    req.inputs = inputs
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect();
     phobos_explain::trace(&req).unwrap_or_else(|e| panic!("explain {kernel}: {e}"))
 }
 
 fn shape(dims: &[u64]) -> Input {
-    Input::Random { shape: dims.to_vec() }
+    Input::Random {
+        shape: dims.to_vec(),
+    }
 }
 
 /// Everything the page has drawn, to tell one step's drawing from another's.
@@ -55,12 +66,18 @@ const DRAWING: &str = "['tensors','ruler','barrier-list','threads-svg','lanes-sv
 
 /// Open a page; returns the time until its script finished the first drawing.
 fn open(b: &mut cdp::Browser, page: &Path) -> Duration {
-    for domain in ["Runtime.enable", "Log.enable", "Network.enable", "Page.enable"] {
+    for domain in [
+        "Runtime.enable",
+        "Log.enable",
+        "Network.enable",
+        "Page.enable",
+    ] {
         b.call(domain, json!({})).expect(domain);
     }
     let url = format!("file://{}", page.display());
     let start = std::time::Instant::now();
-    b.call("Page.navigate", json!({"url": url})).expect("navigate");
+    b.call("Page.navigate", json!({"url": url}))
+        .expect("navigate");
     b.wait_for(
         &format!("location.href === {url:?} && document.readyState === 'complete' && document.body.dataset.ready === 'true'"),
         Duration::from_secs(20),
@@ -80,7 +97,9 @@ fn problems(b: &mut cdp::Browser, page_url: &str) -> Vec<String> {
             "Runtime.consoleAPICalled" if p["type"] == "error" || p["type"] == "warning" => {
                 out.push(format!("console {}: {}", p["type"], p["args"]))
             }
-            "Log.entryAdded" if p["entry"]["level"] == "error" || p["entry"]["level"] == "warning" => {
+            "Log.entryAdded"
+                if p["entry"]["level"] == "error" || p["entry"]["level"] == "warning" =>
+            {
                 out.push(format!("log: {}", p["entry"]["text"]))
             }
             "Network.requestWillBeSent" => {
@@ -96,7 +115,9 @@ fn problems(b: &mut cdp::Browser, page_url: &str) -> Vec<String> {
 }
 
 fn step(b: &mut cdp::Browser) -> i64 {
-    let v = b.eval("Number(document.body.dataset.step)").expect("read the step");
+    let v = b
+        .eval("Number(document.body.dataset.step)")
+        .expect("read the step");
     v.as_i64().unwrap_or(-1)
 }
 
@@ -117,7 +138,11 @@ fn the_page_steps_through_staged_matvec_in_chromium() {
         kernels::STAGED_MATVEC,
         "staged_matvec",
         2,
-        vec![("W", shape(&[8, 256])), ("x", shape(&[1, 256])), ("y", shape(&[1, 8]))],
+        vec![
+            ("W", shape(&[8, 256])),
+            ("x", shape(&[1, 256])),
+            ("y", shape(&[1, 8])),
+        ],
     );
     let dir = artifacts();
     let page = dir.join("staged_matvec.html");
@@ -127,20 +152,29 @@ fn the_page_steps_through_staged_matvec_in_chromium() {
     assert_eq!(problems(&mut b, &url), Vec::<String>::new());
 
     let n = t.picked_cta().steps.len() as i64;
-    let label = b.eval("document.getElementById('step-label').textContent").expect("label");
+    let label = b
+        .eval("document.getElementById('step-label').textContent")
+        .expect("label");
     assert_eq!(label, json!(format!("step 1 of {n}")));
-    let header = b.eval("document.querySelector('header').textContent").expect("header");
+    let header = b
+        .eval("document.querySelector('header').textContent")
+        .expect("header");
     let header = header.as_str().unwrap_or_default();
-    assert!(header.contains("stepped through as the compiler built it for sm_75"), "{header}");
+    assert!(
+        header.contains("stepped through as the compiler built it for sm_75"),
+        "{header}"
+    );
     assert!(header.contains("a byte ruler of 1024 bytes"), "{header}");
 
     // Next and previous buttons change the step and the drawing.
     let first = b.eval(DRAWING).expect("drawing");
-    b.eval("document.getElementById('next').click()").expect("click next");
+    b.eval("document.getElementById('next').click()")
+        .expect("click next");
     assert_eq!(step(&mut b), 1);
     let second = b.eval(DRAWING).expect("drawing");
     assert_ne!(first, second, "next did not change the drawing");
-    b.eval("document.getElementById('prev').click()").expect("click prev");
+    b.eval("document.getElementById('prev').click()")
+        .expect("click prev");
     assert_eq!(step(&mut b), 0);
     assert_eq!(b.eval(DRAWING).expect("drawing"), first);
     // So do the arrow keys.
@@ -160,8 +194,13 @@ fn the_page_steps_through_staged_matvec_in_chromium() {
     b.eval(&format!("(() => {{ const s = document.getElementById('slider'); s.value = '{w_step}'; s.dispatchEvent(new Event('input')); }})()"))
         .expect("move the slider");
     assert_eq!(step(&mut b), w_step as i64);
-    let boxes = b.eval("document.querySelectorAll('#tensors .box').length").expect("boxes");
-    assert!(boxes.as_i64().unwrap_or(0) >= 4, "W's boxes are drawn: {boxes}");
+    let boxes = b
+        .eval("document.querySelectorAll('#tensors .box').length")
+        .expect("boxes");
+    assert!(
+        boxes.as_i64().unwrap_or(0) >= 4,
+        "W's boxes are drawn: {boxes}"
+    );
     let png = b.screenshot().expect("screenshot");
     assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
     std::fs::write(dir.join("staged_matvec.png"), &png).expect("save the screenshot");
@@ -175,14 +214,23 @@ fn the_page_steps_through_staged_matvec_in_chromium() {
         .expect("a butterfly");
     b.eval(&format!("(() => {{ const s = document.getElementById('slider'); s.value = '{shuffle_step}'; s.dispatchEvent(new Event('input')); }})()"))
         .expect("move the slider");
-    let arcs = b.eval("document.querySelectorAll('#lanes-svg .arc').length").expect("arcs");
+    let arcs = b
+        .eval("document.querySelectorAll('#lanes-svg .arc').length")
+        .expect("arcs");
     assert_eq!(arcs, json!(16));
-    std::fs::write(dir.join("staged_matvec_butterfly.png"), b.screenshot().expect("screenshot")).expect("save");
+    std::fs::write(
+        dir.join("staged_matvec_butterfly.png"),
+        b.screenshot().expect("screenshot"),
+    )
+    .expect("save");
 
     // The CTA picker switches to the other CTA's steps.
     b.eval("(() => { const p = document.getElementById('cta'); p.value = '1'; p.dispatchEvent(new Event('change')); })()")
         .expect("pick CTA 1");
-    assert_eq!(b.eval("document.body.dataset.cta").expect("cta"), json!("1"));
+    assert_eq!(
+        b.eval("document.body.dataset.cta").expect("cta"),
+        json!("1")
+    );
     assert_eq!(problems(&mut b, &url), Vec::<String>::new());
 }
 
@@ -193,7 +241,11 @@ fn a_4096_square_tensor_makes_a_small_page_that_opens_fast() {
         kernels::LANES_MATVEC,
         "lanes_matvec",
         2,
-        vec![("W", shape(&[4096, 4096])), ("x", shape(&[1, 4096])), ("y", shape(&[1, 4096]))],
+        vec![
+            ("W", shape(&[4096, 4096])),
+            ("x", shape(&[1, 4096])),
+            ("y", shape(&[1, 4096])),
+        ],
     );
     let page = artifacts().join("lanes_matvec_4096.html");
     let html = phobos_explain::html::render(&t);
@@ -201,7 +253,10 @@ fn a_4096_square_tensor_makes_a_small_page_that_opens_fast() {
     std::fs::write(&page, &html).expect("write the page");
     let url = format!("file://{}", page.display());
     let took = open(&mut b, &page);
-    assert!(took < Duration::from_secs(2), "the page took {took:?} to open");
+    assert!(
+        took < Duration::from_secs(2),
+        "the page took {took:?} to open"
+    );
     assert_eq!(problems(&mut b, &url), Vec::<String>::new());
     // Stepping a large page stays quick: walk to the end.
     let last = t.picked_cta().steps.len() as i64 - 1;

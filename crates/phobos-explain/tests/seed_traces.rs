@@ -11,7 +11,13 @@ use phobos_explain::{Input, Request};
 use serde_json::Value;
 
 fn trace_json(src: &str, kernel: &str, grid: u32, inputs: &[(&str, &[u64])]) -> Value {
-    let mut req = Request::new(src.into(), format!("{kernel}.pho"), kernel.into(), 75, [grid, 1, 1]);
+    let mut req = Request::new(
+        src.into(),
+        format!("{kernel}.pho"),
+        kernel.into(),
+        75,
+        [grid, 1, 1],
+    );
     req.inputs = inputs
         .iter()
         .map(|(n, s)| (n.to_string(), Input::Random { shape: s.to_vec() }))
@@ -33,7 +39,10 @@ fn tensor(v: &Value, name: &str) -> u64 {
 }
 
 fn shuffle_steps(v: &Value) -> Vec<&Value> {
-    steps(v).iter().filter(|s| s["kind"].get("shuffle").is_some()).collect()
+    steps(v)
+        .iter()
+        .filter(|s| s["kind"].get("shuffle").is_some())
+        .collect()
 }
 
 /// The xor mask of a butterfly step, checked on every arc of warp 0.
@@ -51,7 +60,12 @@ fn xor_mask(step: &Value) -> u64 {
 
 #[test]
 fn lanes_matvec_has_no_ruler_and_a_five_step_butterfly() {
-    let v = trace_json(kernels::LANES_MATVEC, "lanes_matvec", 2, &[("W", &[8, 256]), ("x", &[1, 256]), ("y", &[1, 8])]);
+    let v = trace_json(
+        kernels::LANES_MATVEC,
+        "lanes_matvec",
+        2,
+        &[("W", &[8, 256]), ("x", &[1, 256]), ("y", &[1, 8])],
+    );
     assert_eq!(v["shared"]["bytes"], 0);
     assert_eq!(v["shared"]["buffers"].as_array().map(Vec::len), Some(0));
     assert_eq!(v["arch"], "sm_75");
@@ -62,7 +76,10 @@ fn lanes_matvec_has_no_ruler_and_a_five_step_butterfly() {
     for (i, s) in butterfly.iter().enumerate() {
         assert_eq!(s["kind"]["shuffle"]["n"], i as u64 + 1);
         assert_eq!(s["kind"]["shuffle"]["of"], 5);
-        assert_eq!(s["line"], 12, "the butterfly is line 12's `sum<over ctx.lane>`");
+        assert_eq!(
+            s["line"], 12,
+            "the butterfly is line 12's `sum<over ctx.lane>`"
+        );
     }
     // K = 256 with 32 lanes × 4 elements: the loop body runs twice.
     let body: Vec<&Value> = steps(&v).iter().filter(|s| s["line"] == 9).collect();
@@ -73,49 +90,86 @@ fn lanes_matvec_has_no_ruler_and_a_five_step_butterfly() {
 
 #[test]
 fn staged_matvec_has_a_1024_byte_ruler_a_kept_barrier_and_a_row_of_w_per_warp() {
-    let v = trace_json(kernels::STAGED_MATVEC, "staged_matvec", 2, &[("W", &[8, 256]), ("x", &[1, 256]), ("y", &[1, 8])]);
+    let v = trace_json(
+        kernels::STAGED_MATVEC,
+        "staged_matvec",
+        2,
+        &[("W", &[8, 256]), ("x", &[1, 256]), ("y", &[1, 8])],
+    );
     assert_eq!(v["shared"]["bytes"], 1024);
     let xs = &v["shared"]["buffers"][0];
     assert_eq!(xs["name"], "xs");
     assert_eq!(xs["offset"], 0);
     assert_eq!(xs["bytes"], 1024);
-    let kept: Vec<&Value> = v["barriers"].as_array().expect("barriers").iter().filter(|b| b["kept"] == true).collect();
+    let kept: Vec<&Value> = v["barriers"]
+        .as_array()
+        .expect("barriers")
+        .iter()
+        .filter(|b| b["kept"] == true)
+        .collect();
     assert_eq!(kept.len(), 1, "one kept barrier: {:?}", v["barriers"]);
     assert_eq!(kept[0]["line"], 4, "after the tile copy on line 4");
     // The barrier step comes right after the copy, and every warp waits.
     let st = steps(&v);
-    let bar = st.iter().position(|s| s["kind"] == "barrier").expect("a barrier step");
+    let bar = st
+        .iter()
+        .position(|s| s["kind"] == "barrier")
+        .expect("a barrier step");
     assert_eq!(st[bar]["warps"].as_array().map(Vec::len), Some(4));
-    assert!(st[..bar].iter().any(|s| s["line"] == 4 && !s["shared"].as_array().is_none_or(Vec::is_empty)));
+    assert!(st[..bar]
+        .iter()
+        .any(|s| s["line"] == 4 && s["shared"].as_array().is_some_and(|a| !a.is_empty())));
     // Each warp reads its own row of W: warp w, row w (CTA 0), 128 columns a step.
     let w = tensor(&v, "W");
     let reads: Vec<&Value> = st
         .iter()
-        .filter(|s| s["boxes"].as_array().is_some_and(|b| b.iter().any(|b| b["tensor"] == w)))
+        .filter(|s| {
+            s["boxes"]
+                .as_array()
+                .is_some_and(|b| b.iter().any(|b| b["tensor"] == w))
+        })
         .collect();
     assert_eq!(reads.len(), 2, "two iterations read W");
     for (it, s) in reads.iter().enumerate() {
-        let boxes: Vec<&Value> = s["boxes"].as_array().expect("boxes").iter().filter(|b| b["tensor"] == w).collect();
+        let boxes: Vec<&Value> = s["boxes"]
+            .as_array()
+            .expect("boxes")
+            .iter()
+            .filter(|b| b["tensor"] == w)
+            .collect();
         assert_eq!(boxes.len(), 4, "a box per warp");
         for b in boxes {
             let warp = b["warp"].as_u64().expect("warp");
             let start = warp * 256 + it as u64 * 128;
-            assert_eq!(b["ranges"], serde_json::json!([[start, start + 128]]), "warp {warp}");
+            assert_eq!(
+                b["ranges"],
+                serde_json::json!([[start, start + 128]]),
+                "warp {warp}"
+            );
         }
         let readout = s["readout"].as_array().expect("readout");
         assert!(
-            readout.iter().any(|r| r.as_str().is_some_and(|r| r.contains("each of the 4 warps") || r.contains("Each of the 4 warps"))),
+            readout.iter().any(|r| r.as_str().is_some_and(
+                |r| r.contains("each of the 4 warps") || r.contains("Each of the 4 warps")
+            )),
             "{readout:?}"
         );
     }
     // The shared tile is read, not global x, in the loop.
     let x = tensor(&v, "x");
-    assert!(reads.iter().all(|s| s["boxes"].as_array().is_some_and(|b| b.iter().all(|b| b["tensor"] != x))));
+    assert!(reads.iter().all(|s| s["boxes"]
+        .as_array()
+        .is_some_and(|b| b.iter().all(|b| b["tensor"] != x))));
 }
 
 #[test]
 fn i8_matvec_makes_two_16_byte_loads_per_lane_per_step() {
-    let v = trace_json(kernels::I8_MATVEC, "i8_matvec", 1, &[("A", &[1, 1024]), ("W", &[8, 1024]), ("C", &[1, 8])]);
+    let v = trace_json(
+        kernels::I8_MATVEC,
+        "i8_matvec",
+        1,
+        &[("A", &[1, 1024]), ("W", &[8, 1024]), ("C", &[1, 8])],
+    );
     let st = steps(&v);
     let body: Vec<&Value> = st.iter().filter(|s| s["line"] == 8).collect();
     // K = 1024 bytes, 32 lanes × 16 bytes a step: two iterations.
@@ -141,11 +195,27 @@ fn i8_matvec_makes_two_16_byte_loads_per_lane_per_step() {
 
 #[test]
 fn a_tile_past_the_end_shows_masked_elements() {
-    let mut req = Request::new(kernels::TAIL_TILE.into(), "tail.pho".into(), "tail_tile".into(), 75, [2, 1, 1]);
+    let mut req = Request::new(
+        kernels::TAIL_TILE.into(),
+        "tail.pho".into(),
+        "tail_tile".into(),
+        75,
+        [2, 1, 1],
+    );
     req.cta = 1;
     req.inputs = vec![
-        ("x".into(), Input::Random { shape: vec![1, 300] }),
-        ("y".into(), Input::Random { shape: vec![1, 300] }),
+        (
+            "x".into(),
+            Input::Random {
+                shape: vec![1, 300],
+            },
+        ),
+        (
+            "y".into(),
+            Input::Random {
+                shape: vec![1, 300],
+            },
+        ),
     ];
     let trace = phobos_explain::trace(&req).unwrap_or_else(|e| panic!("{e}"));
     let v: Value = serde_json::from_str(&phobos_explain::to_json(&trace)).expect("json");
@@ -168,12 +238,21 @@ fn a_tile_past_the_end_shows_masked_elements() {
 
 #[test]
 fn a_strided_access_shows_extra_lines() {
-    let v = trace_json(kernels::COLUMN_READ, "column_read", 1, &[("A", &[32, 32]), ("y", &[1, 32])]);
+    let v = trace_json(
+        kernels::COLUMN_READ,
+        "column_read",
+        1,
+        &[("A", &[32, 32]), ("y", &[1, 32])],
+    );
     let a = tensor(&v, "A");
     let st = steps(&v);
     let read = st
         .iter()
-        .find(|s| s["boxes"].as_array().is_some_and(|b| b.iter().any(|b| b["tensor"] == a)))
+        .find(|s| {
+            s["boxes"]
+                .as_array()
+                .is_some_and(|b| b.iter().any(|b| b["tensor"] == a))
+        })
         .expect("a step reads A");
     let load = read["accesses"]
         .as_array()
@@ -191,5 +270,7 @@ fn a_strided_access_shows_extra_lines() {
         .as_array()
         .expect("readout")
         .iter()
-        .any(|r| r.as_str().is_some_and(|r| r.contains("32 lines of 128 bytes where 1 would do, 31 extra"))));
+        .any(|r| r
+            .as_str()
+            .is_some_and(|r| r.contains("32 lines of 128 bytes where 1 would do, 31 extra"))));
 }

@@ -20,7 +20,12 @@ pub fn find_chromium() -> Option<PathBuf> {
     }
     let path = std::env::var_os("PATH")?;
     for dir in std::env::split_paths(&path) {
-        for name in ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"] {
+        for name in [
+            "chromium",
+            "chromium-browser",
+            "google-chrome",
+            "google-chrome-stable",
+        ] {
             let candidate = dir.join(name);
             if candidate.is_file() {
                 return Some(candidate);
@@ -83,7 +88,8 @@ impl Browser {
         };
         let ws_url = loop {
             let list = http_get(port, "/json/list")?;
-            let targets: Value = serde_json::from_str(&list).map_err(|e| format!("/json/list: {e}"))?;
+            let targets: Value =
+                serde_json::from_str(&list).map_err(|e| format!("/json/list: {e}"))?;
             let page = targets
                 .as_array()
                 .and_then(|a| a.iter().find(|t| t["type"] == "page"))
@@ -154,7 +160,10 @@ impl Browser {
 
     /// Evaluate a JavaScript expression in the page; returns its value.
     pub fn eval(&mut self, expr: &str) -> Result<Value, String> {
-        let r = self.call("Runtime.evaluate", json!({"expression": expr, "returnByValue": true, "awaitPromise": true}))?;
+        let r = self.call(
+            "Runtime.evaluate",
+            json!({"expression": expr, "returnByValue": true, "awaitPromise": true}),
+        )?;
         if let Some(ex) = r.get("exceptionDetails") {
             return Err(format!("`{expr}` threw: {ex}"));
         }
@@ -163,7 +172,21 @@ impl Browser {
 
     /// A PNG screenshot of the whole page.
     pub fn screenshot(&mut self) -> Result<Vec<u8>, String> {
-        let r = self.call("Page.captureScreenshot", json!({"format": "png", "captureBeyondViewport": true}))?;
+        // Fit the viewport to the page, so the image holds all of it and
+        // nothing below it.
+        let height = self
+            .eval("Math.ceil(document.body.getBoundingClientRect().bottom + window.scrollY)")?
+            .as_u64()
+            .unwrap_or(1400)
+            .clamp(200, 4000);
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1280, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+        )?;
+        let r = self.call(
+            "Page.captureScreenshot",
+            json!({"format": "png", "captureBeyondViewport": true}),
+        )?;
         let data = r["data"].as_str().ok_or("no screenshot data")?;
         base64_decode(data)
     }
@@ -190,25 +213,34 @@ impl Drop for KillOnDrop {
 
 fn http_get(port: u16, path: &str) -> Result<String, String> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n")
+        .map_err(|e| e.to_string())?;
     // The DevTools server keeps the connection open: read by Content-Length.
     let mut reader = BufReader::new(s);
     let mut length = 0usize;
     loop {
         let mut line = String::new();
-        reader.read_line(&mut line).map_err(|e| format!("read: {e}"))?;
+        reader
+            .read_line(&mut line)
+            .map_err(|e| format!("read: {e}"))?;
         if line == "\r\n" || line.is_empty() {
             break;
         }
         if let Some((name, value)) = line.split_once(':') {
             if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().map_err(|e| format!("Content-Length: {e}"))?;
+                length = value
+                    .trim()
+                    .parse()
+                    .map_err(|e| format!("Content-Length: {e}"))?;
             }
         }
     }
     let mut body = vec![0u8; length];
-    reader.read_exact(&mut body).map_err(|e| format!("read: {e}"))?;
+    reader
+        .read_exact(&mut body)
+        .map_err(|e| format!("read: {e}"))?;
     String::from_utf8(body).map_err(|e| e.to_string())
 }
 
@@ -221,7 +253,8 @@ struct WebSocket {
 
 impl WebSocket {
     fn connect(port: u16, path: &str) -> Result<WebSocket, String> {
-        let stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
+        let stream =
+            TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
         let mut w = stream.try_clone().map_err(|e| e.to_string())?;
         write!(
             w,
@@ -265,7 +298,9 @@ impl WebSocket {
         let mask = [0x37u8, 0xA1, 0x5C, 0x02];
         frame.extend(mask);
         frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-        self.stream.write_all(&frame).map_err(|e| format!("send: {e}"))
+        self.stream
+            .write_all(&frame)
+            .map_err(|e| format!("send: {e}"))
     }
 
     /// The next whole text message.
@@ -273,7 +308,9 @@ impl WebSocket {
         let mut message = Vec::new();
         loop {
             let mut head = [0u8; 2];
-            self.reader.read_exact(&mut head).map_err(|e| format!("recv: {e}"))?;
+            self.reader
+                .read_exact(&mut head)
+                .map_err(|e| format!("recv: {e}"))?;
             let fin = head[0] & 0x80 != 0;
             let opcode = head[0] & 0x0F;
             let masked = head[1] & 0x80 != 0;
@@ -289,10 +326,14 @@ impl WebSocket {
             }
             let mut mask = [0u8; 4];
             if masked {
-                self.reader.read_exact(&mut mask).map_err(|e| e.to_string())?;
+                self.reader
+                    .read_exact(&mut mask)
+                    .map_err(|e| e.to_string())?;
             }
             let mut payload = vec![0u8; len as usize];
-            self.reader.read_exact(&mut payload).map_err(|e| e.to_string())?;
+            self.reader
+                .read_exact(&mut payload)
+                .map_err(|e| e.to_string())?;
             if masked {
                 for (i, b) in payload.iter_mut().enumerate() {
                     *b ^= mask[i % 4];
