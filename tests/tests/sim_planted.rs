@@ -1,0 +1,320 @@
+//! Planted bugs, each caught by the right simulator check, on kernels
+//! compiled from `.pho`:
+//!
+//! - memcheck: a missing bounds guard (an out-of-bounds global read, and an
+//!   out-of-bounds global store);
+//! - synccheck: a barrier under lane-divergent control, and a warp shuffle
+//!   that only some lanes of its member mask reach (the front end rejects
+//!   both in source, so the emitted PTX is edited to branch around them on
+//!   odd lanes);
+//! - initcheck: a read of a tile that was never written (the language
+//!   always fills a tile, so the tile copy's shared stores are deleted
+//!   from the PTX);
+//! - racecheck: `staged_matvec` with the barrier after its tile copy
+//!   deleted from the PTX, so lanes read `xs` elements other warps are
+//!   still to write.
+//!
+//! Each report must name the check, the kernel, the `.pho` line, the CTA
+//! and thread and, for memory, the tensor or shared buffer. Each planted
+//! kernel also has its unplanted twin run clean, so a check that fires on
+//! everything would fail here too.
+
+use phobos_conformance::sim_support::{cdiv, Case, Outcome};
+use phobos_sim::{CheckKind, CheckReport, SimError, Space};
+
+/// Runs `case`, expecting a check report.
+fn report(case: Case, grid: [u32; 3]) -> CheckReport {
+    match case.launch(grid) {
+        Ok(o) => panic!(
+            "{} ({}) ran clean; a check should have fired",
+            o.name, o.entry
+        ),
+        Err((_, SimError::Check(r))) => *r,
+        Err((_, e)) => panic!("expected a check report, got: {e}"),
+    }
+}
+
+fn clean(case: Case, grid: [u32; 3]) -> Outcome {
+    case.run(grid)
+}
+
+/// Replaces the PTX of a case's kernel.
+fn with_ptx(mut case: Case, edit: impl Fn(&str) -> String) -> Case {
+    let new = edit(&case.kernel.ptx);
+    assert_ne!(new, case.kernel.ptx, "the PTX edit changed nothing");
+    case.kernel.ptx = new;
+    case
+}
+
+fn line_of(r: &CheckReport) -> u32 {
+    r.source
+        .as_ref()
+        .unwrap_or_else(|| panic!("the report has no source line:\n{r}"))
+        .line
+}
+
+const NO_GUARD: &str = "@launch(128)
+kernel no_guard(A: tensor<f32>[N], B: tensor<f32>[N], C: tensor<f32>[N]) {
+  let i = ctx.block.x * ctx.threads + ctx.thread
+  C[i] = A[i] + B[i]
+}
+";
+
+#[test]
+fn a_missing_bounds_guard_is_an_out_of_bounds_read() {
+    let n = 1000;
+    let case = || Case::source(NO_GUARD, "no_guard.pho", "no_guard").dims(&[("N", n)]);
+    // The grid overshoots N: thread 104 of CTA 7 is the first at i = N.
+    let r = report(case(), [cdiv(n as usize, 128), 1, 1]);
+    assert_eq!(r.kind, CheckKind::Memcheck, "{r}");
+    assert_eq!(r.kernel, "no_guard");
+    assert_eq!(
+        r.source.as_ref().map(|s| s.file.as_str()),
+        Some("no_guard.pho")
+    );
+    assert_eq!(line_of(&r), 4, "{r}");
+    assert_eq!(r.cta, [7, 0, 0], "{r}");
+    assert_eq!(r.thread, Some([104, 0, 0]), "{r}");
+    assert!(r.instruction.starts_with("ld.global"), "{r}");
+    assert_eq!(r.space, Some(Space::Global), "{r}");
+    // The first load of the line is A[i]; the address is A's end.
+    assert_eq!(r.tensor.as_deref(), Some("A"), "{r}");
+    let text = r.to_string();
+    assert!(
+        text.starts_with("memcheck: out-of-bounds global load"),
+        "{text}"
+    );
+    // Exactly covering N, the same kernel runs clean.
+    clean(case().dims(&[("N", 1024)]), [8, 1, 1]);
+}
+
+const NO_GUARD_STORE: &str = "@launch(128)
+kernel short_out(A: tensor<f32>[N], C: tensor<f32>[M]) {
+  let i = ctx.block.x * ctx.threads + ctx.thread
+  if i < N {
+    C[i] = 2.0 * A[i]
+  }
+}
+";
+
+#[test]
+fn a_guard_on_the_wrong_tensor_is_an_out_of_bounds_store() {
+    let case = |m| {
+        Case::source(NO_GUARD_STORE, "short_out.pho", "short_out").dims(&[("N", 256), ("M", m)])
+    };
+    // C has 200 elements; thread 72 of CTA 1 stores C[200].
+    let r = report(case(200), [2, 1, 1]);
+    assert_eq!(r.kind, CheckKind::Memcheck, "{r}");
+    assert_eq!(r.kernel, "short_out");
+    assert_eq!(line_of(&r), 5, "{r}");
+    assert_eq!(r.cta, [1, 0, 0], "{r}");
+    assert_eq!(r.thread, Some([72, 0, 0]), "{r}");
+    assert!(r.instruction.starts_with("st.global"), "{r}");
+    assert_eq!(r.tensor.as_deref(), Some("C"), "{r}");
+    assert!(r.to_string().contains("out-of-bounds global store"), "{r}");
+    clean(case(256), [2, 1, 1]);
+}
+
+/// Puts the first `instr` line of the PTX under a branch that odd threads
+/// take around it.
+fn skip_on_odd_threads(ptx: &str, instr: &str) -> String {
+    let mut out = String::new();
+    let mut declared = false;
+    let mut done = false;
+    for line in ptx.lines() {
+        let t = line.trim_start();
+        if !done && t.starts_with(instr) {
+            out.push_str("\tmov.u32 %planted_r, %tid.x;\n");
+            out.push_str("\tand.b32 %planted_r, %planted_r, 1;\n");
+            out.push_str("\tsetp.ne.u32 %planted_p, %planted_r, 0;\n");
+            out.push_str("\t@%planted_p bra $planted_skip;\n");
+            out.push_str(line);
+            out.push_str("\n$planted_skip:\n");
+            done = true;
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+        if !declared && t.starts_with(".reg") {
+            out.push_str("\t.reg .pred %planted_p;\n\t.reg .b32 %planted_r;\n");
+            declared = true;
+        }
+    }
+    assert!(done, "no `{instr}` in the PTX");
+    out
+}
+
+const PLAIN: &str = "@launch(128)
+kernel plain(A: tensor<f32>[N], C: tensor<f32>[N]) {
+  let i = ctx.block.x * ctx.threads + ctx.thread
+  if i < N {
+    C[i] = A[i] + 1.0
+  }
+}
+";
+
+#[test]
+fn a_barrier_under_lane_divergent_control_is_a_synccheck_error() {
+    // A barrier planted before the store of line 5, which odd threads
+    // branch around: the even threads wait for them forever.
+    let case = || Case::source(PLAIN, "plain.pho", "plain").dims(&[("N", 256)]);
+    clean(case(), [2, 1, 1]);
+    let planted = with_ptx(case(), |p| {
+        let p = p.replacen("\tst.global", "\tbar.sync 0;\n\tst.global", 1);
+        skip_on_odd_threads(&p, "bar.sync")
+    });
+    let r = report(planted, [2, 1, 1]);
+    assert_eq!(r.kind, CheckKind::Synccheck, "{r}");
+    assert_eq!(r.kernel, "plain");
+    assert_eq!(
+        r.source.as_ref().map(|s| s.file.as_str()),
+        Some("plain.pho")
+    );
+    assert_eq!(line_of(&r), 5, "{r}");
+    assert!(r.thread.is_some(), "{r}");
+    assert!(r.instruction.starts_with("bar"), "{r}");
+    assert!(
+        r.notes.iter().any(|n| n.contains("thread (1, 0, 0)")),
+        "the report names a thread that never arrived:\n{r}"
+    );
+}
+
+#[test]
+fn a_cta_collective_barrier_skipped_by_odd_threads_is_caught() {
+    // row_sum's CTA collective (line 10) exchanges warp totals through
+    // shared scratch behind a barrier; odd threads now branch around it.
+    // They then read the scratch that even threads wrote with no barrier
+    // between: racecheck fires first. With racecheck off, the barrier the
+    // odd threads never reach is still reported, by synccheck.
+    let case = || {
+        let mut c = Case::corpus("row_sum").dims(&[("N", 2), ("M", 300)]);
+        c.opts.threads = 1;
+        c
+    };
+    clean(case(), [2, 1, 1]);
+    let planted = || with_ptx(case(), |p| skip_on_odd_threads(p, "bar.sync"));
+    let r = report(planted(), [2, 1, 1]);
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+    assert_eq!(r.kernel, "row_sum");
+    assert_eq!(line_of(&r), 10, "{r}");
+    assert_eq!(r.cta, [0, 0, 0], "{r}");
+    assert_eq!(r.tensor.as_deref(), Some("row_sum_smem"), "{r}");
+    let mut unchecked = planted();
+    unchecked.opts.checks = false;
+    let r = report(unchecked, [2, 1, 1]);
+    assert_eq!(r.kind, CheckKind::Synccheck, "{r}");
+    assert_eq!(r.kernel, "row_sum");
+    assert_eq!(line_of(&r), 10, "{r}");
+    assert_eq!(r.cta, [0, 0, 0], "{r}");
+    assert!(
+        r.notes.iter().any(|n| n.contains("thread (1, 0, 0)")),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_shuffle_that_odd_lanes_skip_is_a_synccheck_error() {
+    // lanes_matvec's butterfly (line 14) with its first shfl.sync skipped
+    // by odd lanes: the full member mask never arrives.
+    let case = || Case::corpus("lanes_matvec").dims(&[("N", 8), ("K", 256)]);
+    clean(case(), [2, 1, 1]);
+    let r = report(
+        with_ptx(case(), |p| skip_on_odd_threads(p, "shfl.sync")),
+        [2, 1, 1],
+    );
+    assert_eq!(r.kind, CheckKind::Synccheck, "{r}");
+    assert_eq!(r.kernel, "lanes_matvec");
+    assert_eq!(line_of(&r), 14, "{r}");
+    assert!(r.instruction.starts_with("shfl.sync"), "{r}");
+    assert!(r.thread.is_some(), "{r}");
+}
+
+#[test]
+fn a_read_of_a_tile_never_written_is_an_initcheck_error() {
+    // staged_matvec with the tile copy's shared stores deleted: line 12
+    // reads `xs`, which no thread wrote.
+    let case = || {
+        let mut c = Case::corpus("staged_matvec").dims(&[("N", 8), ("K", 256)]);
+        c.opts.threads = 1;
+        c
+    };
+    clean(case(), [2, 1, 1]);
+    let planted = with_ptx(case(), |p| {
+        p.lines()
+            .filter(|l| !l.trim_start().starts_with("st.shared"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    });
+    let r = report(planted, [2, 1, 1]);
+    assert_eq!(r.kind, CheckKind::Initcheck, "{r}");
+    assert_eq!(r.kernel, "staged_matvec__K256");
+    assert_eq!(line_of(&r), 12, "{r}");
+    assert_eq!(r.cta, [0, 0, 0], "{r}");
+    assert!(r.thread.is_some(), "{r}");
+    assert!(r.instruction.starts_with("ld.shared"), "{r}");
+    assert_eq!(r.space, Some(Space::Shared), "{r}");
+    assert!(
+        r.tensor.is_some(),
+        "the report names the shared buffer:\n{r}"
+    );
+    assert_in_tile(&planted_plan(), &r, "xs");
+}
+
+#[test]
+fn a_tile_copy_without_its_barrier_is_a_race() {
+    // staged_matvec with the barrier after `var xs = x[0 :+ 1, :]` (line 6)
+    // deleted: line 12 reads elements of `xs` that other threads write.
+    let case = || {
+        let mut c = Case::corpus("staged_matvec").dims(&[("N", 8), ("K", 256)]);
+        c.opts.threads = 1;
+        c
+    };
+    clean(case(), [2, 1, 1]);
+    let planted = with_ptx(case(), |p| {
+        assert_eq!(p.matches("bar.sync").count(), 1, "{p}");
+        p.replace("\tbar.sync 0;\n", "")
+    });
+    let r = report(planted, [2, 1, 1]);
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+    assert_eq!(r.kernel, "staged_matvec__K256");
+    assert!([6, 12].contains(&line_of(&r)), "{r}");
+    assert_eq!(r.cta, [0, 0, 0], "{r}");
+    assert!(r.thread.is_some(), "{r}");
+    assert_eq!(r.space, Some(Space::Shared), "{r}");
+    assert!(
+        r.tensor.is_some(),
+        "the report names the shared buffer:\n{r}"
+    );
+    // One side of the race is the copy (line 6), the other the read
+    // (line 12), named in a note.
+    let other = if line_of(&r) == 6 { 12 } else { 6 };
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains(&format!("staged_matvec.pho:{other}:"))),
+        "{r}"
+    );
+    assert_in_tile(&planted_plan(), &r, "xs");
+}
+
+/// staged_matvec's shared plan.
+fn planted_plan() -> Vec<phobos_core::meta::SharedBuffer> {
+    Case::corpus("staged_matvec")
+        .dims(&[("K", 256)])
+        .variant()
+        .shared_plan
+        .clone()
+}
+
+/// The report's shared address falls inside the planned buffer `tile`.
+fn assert_in_tile(plan: &[phobos_core::meta::SharedBuffer], r: &CheckReport, tile: &str) {
+    let b = plan
+        .iter()
+        .find(|b| b.name == tile)
+        .unwrap_or_else(|| panic!("no buffer {tile} in {plan:?}"));
+    let addr = r.address.expect("a shared address");
+    assert!(
+        (u64::from(b.offset)..u64::from(b.offset + b.bytes)).contains(&addr),
+        "shared offset {addr:#x} is outside `{tile}` ({b:?}):\n{r}"
+    );
+}
