@@ -88,12 +88,10 @@ pub fn check_snapshot(path: &Path, actual: &str) -> Option<String> {
     }
     let expected = match std::fs::read_to_string(path) {
         Ok(s) => s,
-        Err(_) => {
-            return Some(format!(
-                "{} is missing; run `PHOBOS_BLESS=1 cargo test -p phobos-conformance` and review it",
-                path.display()
-            ))
-        }
+        Err(_) => return Some(format!(
+            "{} is missing; run `PHOBOS_BLESS=1 cargo test -p phobos-conformance` and review it",
+            path.display()
+        )),
     };
     if expected == actual {
         return None;

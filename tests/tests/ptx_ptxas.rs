@@ -52,7 +52,14 @@ fn ptxas_accepts_every_corpus_kernel_for_every_target() {
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("thread")).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("thread"))
+            .collect()
     });
-    assert!(failures.is_empty(), "ptxas rejected:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "ptxas rejected:\n{}",
+        failures.join("\n")
+    );
 }

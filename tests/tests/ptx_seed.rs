@@ -25,21 +25,39 @@ fn count(hay: &str, needle: &str) -> usize {
 fn lanes_matvec_loads_four_floats_twice_per_step_and_folds_in_five_shuffles() {
     let (ptx, meta) = ptx_of("lanes_matvec");
     let body = loop_body(&ptx);
-    assert_eq!(count(&body, "ld.global.nc.v4.f32"), 2, "one v4 load of W and one of x:\n{body}");
-    assert_eq!(count(&body, "ld.global"), 2, "no other loads in the loop:\n{body}");
+    assert_eq!(
+        count(&body, "ld.global.nc.v4.f32"),
+        2,
+        "one v4 load of W and one of x:\n{body}"
+    );
+    assert_eq!(
+        count(&body, "ld.global"),
+        2,
+        "no other loads in the loop:\n{body}"
+    );
     assert_eq!(count(&ptx, "shfl.sync.bfly.b32"), 5);
     for off in [16, 8, 4, 2, 1] {
         assert!(
-            ptx.lines().any(|l| l.contains("shfl.sync.bfly.b32") && l.contains(&format!(", {off}, 31, -1;"))),
+            ptx.lines()
+                .any(|l| l.contains("shfl.sync.bfly.b32")
+                    && l.contains(&format!(", {off}, 31, -1;"))),
             "a butterfly step with offset {off}"
         );
     }
     assert_eq!(count(&ptx, "bar.sync"), 0);
     let v = &meta.variants[0];
     assert_eq!(v.shared_bytes, 0);
-    let w = v.loads.iter().find(|l| l.target == "W").expect("a load of W");
+    let w = v
+        .loads
+        .iter()
+        .find(|l| l.target == "W")
+        .expect("a load of W");
     assert_eq!((w.width_bytes, w.align_bytes), (16, 16));
-    let x = v.loads.iter().find(|l| l.target == "x").expect("a load of x");
+    let x = v
+        .loads
+        .iter()
+        .find(|l| l.target == "x")
+        .expect("a load of x");
     assert_eq!((x.width_bytes, x.align_bytes), (16, 16));
 }
 
@@ -47,12 +65,20 @@ fn lanes_matvec_loads_four_floats_twice_per_step_and_folds_in_five_shuffles() {
 fn i8_matvec_loads_sixteen_bytes_twice_and_runs_four_dp4a_per_step() {
     let (ptx, meta) = ptx_of("i8_matvec");
     let body = loop_body(&ptx);
-    assert_eq!(count(&body, "ld.global.nc.v4.u32"), 2, "two 16-byte loads:\n{body}");
+    assert_eq!(
+        count(&body, "ld.global.nc.v4.u32"),
+        2,
+        "two 16-byte loads:\n{body}"
+    );
     assert_eq!(count(&body, "ld.global"), 2);
     assert_eq!(count(&body, "dp4a.s32.s32"), 4, "four dp4a:\n{body}");
     assert_eq!(count(&ptx, "shfl.sync.bfly.b32"), 5);
     let v = &meta.variants[0];
-    for l in v.loads.iter().filter(|l| l.target == "A" || l.target == "W") {
+    for l in v
+        .loads
+        .iter()
+        .filter(|l| l.target == "A" || l.target == "W")
+    {
         assert_eq!((l.width_bytes, l.align_bytes), (16, 16), "{l:?}");
     }
 }
@@ -64,10 +90,19 @@ fn staged_matvec_copies_the_tile_then_one_barrier_and_plans_1024_bytes() {
     assert_eq!(v.entry, "staged_matvec__K256");
     assert_eq!(v.shared_bytes, 1024);
     assert_eq!(v.shared_plan.len(), 1);
-    assert_eq!((v.shared_plan[0].name.as_str(), v.shared_plan[0].offset, v.shared_plan[0].bytes), ("xs", 0, 1024));
+    assert_eq!(
+        (
+            v.shared_plan[0].name.as_str(),
+            v.shared_plan[0].offset,
+            v.shared_plan[0].bytes
+        ),
+        ("xs", 0, 1024)
+    );
     assert!(ptx.contains(".shared .align 16 .b8 staged_matvec__K256_smem[1024];"));
     // The copy: 16-byte chunks from x into shared memory, then one barrier.
-    let copy = ptx.find("st.shared.v4.u32").expect("a vectorized tile copy");
+    let copy = ptx
+        .find("st.shared.v4.u32")
+        .expect("a vectorized tile copy");
     let bar = ptx.find("bar.sync 0;").expect("a barrier");
     assert!(copy < bar, "the barrier comes after the copy");
     assert_eq!(count(&ptx, "bar.sync"), 1, "exactly one barrier");
@@ -78,7 +113,11 @@ fn staged_matvec_copies_the_tile_then_one_barrier_and_plans_1024_bytes() {
     let body = loop_body(&ptx);
     assert_eq!(count(&body, "ld.global.nc.v4.f32"), 1, "{body}");
     assert_eq!(count(&body, "ld.shared.v4.f32"), 1, "{body}");
-    let xs = v.loads.iter().find(|l| l.target == "xs").expect("a read of xs");
+    let xs = v
+        .loads
+        .iter()
+        .find(|l| l.target == "xs")
+        .expect("a read of xs");
     assert_eq!(xs.width_bytes, 16);
 }
 
@@ -95,9 +134,18 @@ fn cta_sum_shows_its_barriers_and_why_two_are_elided() {
     let v = &meta.variants[0];
     assert_eq!(v.barriers.len(), 3, "{:?}", v.barriers);
     let [before, written, read] = [&v.barriers[0], &v.barriers[1], &v.barriers[2]];
-    assert!(!before.kept && before.reason.contains("nothing before it"), "{before:?}");
-    assert!(written.kept && written.reason.contains("read by other threads"), "{written:?}");
-    assert!(!read.kept && read.reason.contains("nothing after it"), "{read:?}");
+    assert!(
+        !before.kept && before.reason.contains("nothing before it"),
+        "{before:?}"
+    );
+    assert!(
+        written.kept && written.reason.contains("read by other threads"),
+        "{written:?}"
+    );
+    assert!(
+        !read.kept && read.reason.contains("nothing after it"),
+        "{read:?}"
+    );
     assert_eq!(count(&ptx, "bar.sync"), 1);
     assert!(ptx.contains("// barrier elided: nothing before it"));
     // Eight warps: a slot of 4 bytes each.

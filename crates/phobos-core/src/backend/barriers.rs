@@ -82,6 +82,7 @@ pub fn place(f: &Func, plan: &SharedPlan, lines: &LineIndex) -> Vec<BarrierDecis
             }
         }
     }
+    let kept: Vec<bool> = decisions.iter().map(Option::is_some).collect();
     f.barriers
         .iter()
         .map(|(id, b)| {
@@ -90,7 +91,7 @@ pub fn place(f: &Func, plan: &SharedPlan, lines: &LineIndex) -> Vec<BarrierDecis
                 Some(d) => BarrierDecision { line, ..d },
                 None => BarrierDecision {
                     kept: false,
-                    reason: elision_reason(f, plan, &events, id),
+                    reason: elision_reason(f, plan, &events, &kept, lines, id),
                     line,
                 },
             }
@@ -154,30 +155,48 @@ fn role_buffer(role: BarrierRole) -> (BufferId, bool) {
     }
 }
 
-fn elision_reason(f: &Func, plan: &SharedPlan, events: &[Event], id: BarrierId) -> String {
+fn elision_reason(
+    f: &Func,
+    plan: &SharedPlan,
+    events: &[Event],
+    kept: &[bool],
+    lines: &LineIndex,
+    id: BarrierId,
+) -> String {
     let (buf, before_kind) = role_buffer(f.barriers[id].role);
     let name = &f.buffers[buf].name;
-    let pos = events
+    let Some(pos) = events
         .iter()
-        .position(|e| matches!(e, Event::Candidate(b) if *b == id));
-    let Some(pos) = pos else {
+        .position(|e| matches!(e, Event::Candidate(b) if *b == id))
+    else {
         return "unreachable".to_string();
     };
     let touches = |e: &Event| match e {
         Event::Access { buffer, .. } => plan.overlap(f, *buffer, buf),
         _ => false,
     };
+    let kept_line = |e: &Event| match e {
+        Event::Candidate(b) if kept[b.0 as usize] => {
+            Some(lines.line(f.barriers[*b].span.start as usize))
+        }
+        _ => None,
+    };
     if before_kind {
-        if !events[..pos].iter().any(touches) {
+        let Some(last) = events[..pos].iter().rposition(touches) else {
             return format!("nothing before it touched the bytes of `{name}`");
+        };
+        if let Some(l) = events[last..pos].iter().find_map(kept_line) {
+            return format!("the barrier kept at line {l} already separates the earlier accesses to the bytes of `{name}`");
         }
-        format!("every earlier access to the bytes of `{name}` is already fenced by a kept barrier or is by the same thread")
+        format!("the earlier accesses to the bytes of `{name}` do not conflict with the later ones")
     } else {
-        let later = events[pos + 1..].iter().any(touches);
-        if !later {
+        let Some(next) = events[pos + 1..].iter().position(touches) else {
             return format!("nothing after it touches the bytes of `{name}`");
+        };
+        if let Some(l) = events[pos + 1..pos + 1 + next].iter().find_map(kept_line) {
+            return format!("the barrier kept at line {l} comes first, before the next access to the bytes of `{name}`");
         }
-        format!("no thread touches the bytes of `{name}` after it in a way that conflicts before the next kept barrier")
+        format!("no later access to the bytes of `{name}` conflicts with the ones before it")
     }
 }
 

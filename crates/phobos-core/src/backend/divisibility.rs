@@ -157,12 +157,12 @@ fn expr_divisor(f: &Func, k: &hir::Kernel, d: &Divisibility, e: ExprId) -> u64 {
             _ => 1,
         },
         ExprKind::Unary(crate::ast::UnOp::Neg, a) => of(a),
-        ExprKind::Convert(a) if f.scalar_ty(e).is_int() && f.scalar_ty(*a).is_int() => {
-            if f.scalar_ty(e).size() >= f.scalar_ty(*a).size() {
-                of(a)
-            } else {
-                1
-            }
+        ExprKind::Convert(a)
+            if f.scalar_ty(e).is_int()
+                && f.scalar_ty(*a).is_int()
+                && f.scalar_ty(e).size() >= f.scalar_ty(*a).size() =>
+        {
+            of(a)
         }
         ExprKind::Builtin(Builtin::Min | Builtin::Max, args) if args.len() == 2 => {
             gcd(of(&args[0]), of(&args[1]))
@@ -251,7 +251,7 @@ fn decide(f: &Func, k: &hir::Kernel, d: &Divisibility, id: AccessId) -> AccessIn
                 per_elem(format!("the run's {bytes} bytes are not a power of two"))
             } else {
                 let want = bytes.min(16);
-                if bytes > 16 && bytes % 16 != 0 {
+                if bytes > 16 && !bytes.is_multiple_of(16) {
                     per_elem(format!(
                         "the run's {bytes} bytes do not split into 16-byte pieces"
                     ))

@@ -341,7 +341,7 @@ impl<'a> Emitter<'a> {
             StmtKind::TileStore { access, buffer } => self.tile_store(*access, *buffer),
             StmtKind::If { cond, then, els } => {
                 let c = self.expr(*cond);
-                let p = self.to_reg(c, ScalarTy::Bool);
+                let p = self.in_reg(c, ScalarTy::Bool);
                 let l_else = self.label("else");
                 let l_end = self.label("endif");
                 self.ins(&format!("@!{p} bra {l_else};"));
@@ -381,7 +381,7 @@ impl<'a> Emitter<'a> {
         let s = self.expr(start);
         self.mov_to(i, s, ty);
         let e = self.expr(end);
-        let e = self.to_reg(e, ty);
+        let e = self.in_reg(e, ty);
         let st = self.expr(step);
         let st = match st {
             V::R(r) => {

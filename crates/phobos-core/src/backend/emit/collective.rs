@@ -17,8 +17,8 @@ const FULL: &str = "-1";
 
 impl Emitter<'_> {
     /// A value as the bits that move: a B32 register, or a B64 one.
-    fn to_word(&mut self, v: V, t: ScalarTy) -> Reg {
-        let r = self.to_reg(v, t);
+    fn word_bits(&mut self, v: V, t: ScalarTy) -> Reg {
+        let r = self.in_reg(v, t);
         match r.class {
             RegClass::Pred => {
                 let w = self.reg(RegClass::B32);
@@ -45,7 +45,7 @@ impl Emitter<'_> {
     }
 
     /// Bits back into a value of type `t`.
-    fn from_word(&mut self, w: Reg, t: ScalarTy) -> V {
+    fn bits_to_value(&mut self, w: Reg, t: ScalarTy) -> V {
         let d = self.reg(RegClass::of(t));
         match d.class {
             RegClass::Pred => self.ins(&format!("setp.ne.u32 {d}, {w}, 0;")),
@@ -59,7 +59,7 @@ impl Emitter<'_> {
 
     /// One `shfl.sync` of a value of any type.
     fn shfl(&mut self, mode: &str, v: V, t: ScalarTy, b: &str, c: u32) -> V {
-        let w = self.to_word(v, t);
+        let w = self.word_bits(v, t);
         if w.class == RegClass::B64 {
             let (lo, hi) = (self.reg(RegClass::B32), self.reg(RegClass::B32));
             self.ins(&format!("mov.b64 {{{lo}, {hi}}}, {w};"));
@@ -72,17 +72,17 @@ impl Emitter<'_> {
             ));
             let d = self.reg(RegClass::B64);
             self.ins(&format!("mov.b64 {d}, {{{slo}, {shi}}};"));
-            return self.from_word(d, t);
+            return self.bits_to_value(d, t);
         }
         let d = self.reg(RegClass::B32);
         self.ins(&format!("shfl.sync.{mode}.b32 {d}, {w}, {b}, {c}, {FULL};"));
-        self.from_word(d, t)
+        self.bits_to_value(d, t)
     }
 
     /// `selp` for any type.
     fn select(&mut self, t: ScalarTy, c: Reg, a: V, b: V) -> V {
         if t == ScalarTy::Bool {
-            let (pa, pb) = (self.to_reg(a, t), self.to_reg(b, t));
+            let (pa, pb) = (self.in_reg(a, t), self.in_reg(b, t));
             let (x, y, d) = (
                 self.reg(RegClass::Pred),
                 self.reg(RegClass::Pred),
@@ -94,7 +94,7 @@ impl Emitter<'_> {
             self.ins(&format!("or.pred {d}, {x}, {y};"));
             return V::R(d);
         }
-        let (ra, rb) = (self.to_reg(a, t), self.to_reg(b, t));
+        let (ra, rb) = (self.in_reg(a, t), self.in_reg(b, t));
         let d = self.reg(RegClass::of(t));
         let sfx = match d.class {
             RegClass::B16 => ".b16",
@@ -137,15 +137,15 @@ impl Emitter<'_> {
     fn builtin_pub(&mut self, b: Builtin, t: ScalarTy, x: V, y: V) -> V {
         let name = if b == Builtin::Min { "min" } else { "max" };
         if matches!(t, ScalarTy::F16 | ScalarTy::BF16) {
-            let rx = self.to_reg(x, t);
-            let ry = self.to_reg(y, t);
+            let rx = self.in_reg(x, t);
+            let ry = self.in_reg(y, t);
             let fx = self.half_to_f32(rx, t);
             let fy = self.half_to_f32(ry, t);
             let d = self.reg(RegClass::F32);
             self.ins(&format!("{name}.f32 {d}, {fx}, {fy};"));
             return V::R(self.f32_to_half(d, t));
         }
-        let rx = self.to_reg(x, t);
+        let rx = self.in_reg(x, t);
         let oy = self.operand(y);
         let d = self.reg(RegClass::of(t));
         self.ins(&format!(
@@ -163,7 +163,7 @@ impl Emitter<'_> {
         let lt = self.binary(BinOp::Lt, ScalarTy::I32, ScalarTy::Bool, oi, i);
         let tie = self.binary(BinOp::And, ScalarTy::Bool, ScalarTy::Bool, eq, lt);
         let take = self.binary(BinOp::Or, ScalarTy::Bool, ScalarTy::Bool, gt, tie);
-        let take = self.to_reg(take, ScalarTy::Bool);
+        let take = self.in_reg(take, ScalarTy::Bool);
         let nv = self.select(t, take, ov, v);
         let ni = self.select(ScalarTy::I32, take, oi, i);
         (nv, ni)
@@ -201,7 +201,7 @@ impl Emitter<'_> {
 
     /// any/all over pieces of `width` lanes through `vote.sync`.
     fn vote(&mut self, op: CollOp, v: V, width: u32) -> V {
-        let p = self.to_reg(v, ScalarTy::Bool);
+        let p = self.in_reg(v, ScalarTy::Bool);
         let d = self.reg(RegClass::Pred);
         let mode = if op == CollOp::Any { "any" } else { "all" };
         if width == 32 {
@@ -306,7 +306,7 @@ impl Emitter<'_> {
         // A varying operand: compute the source's position in the piece,
         // read it with shfl.idx (which wraps), and keep the own value where
         // the position is outside the piece.
-        let sr = self.to_reg(s, ScalarTy::I32);
+        let sr = self.in_reg(s, ScalarTy::I32);
         let lip = if width == 32 {
             self.lane
         } else {
@@ -376,10 +376,10 @@ impl Emitter<'_> {
         let lane = self.lane;
         self.ins(&format!("setp.eq.u32 {lane0}, {lane}, 0;"));
         let bits = if word == 8 { ".b64" } else { ".b32" };
-        let w = self.to_word(wv, t);
+        let w = self.word_bits(wv, t);
         self.ins(&format!("@{lane0} st.shared{bits} [{my}], {w};"));
         if op == CollOp::Argmax {
-            let wi = self.to_reg(wi, ScalarTy::I32);
+            let wi = self.in_reg(wi, ScalarTy::I32);
             self.ins(&format!("@{lane0} st.shared.b32 [{my}+{word}], {wi};"));
         }
         self.barrier(written);
@@ -393,7 +393,7 @@ impl Emitter<'_> {
                 RegClass::B32
             });
             self.ins(&format!("ld.shared{bits} {r}, [{base}+{}];", w * slot));
-            let x = self.from_word(r, t);
+            let x = self.bits_to_value(r, t);
             let xi = if op == CollOp::Argmax {
                 let ri = self.reg(RegClass::B32);
                 self.ins(&format!(
@@ -409,7 +409,7 @@ impl Emitter<'_> {
             } else if op == CollOp::Argmax {
                 // Later warps hold larger thread indices: take only a larger value.
                 let gt = self.binary(BinOp::Gt, t, ScalarTy::Bool, x, acc.0);
-                let gt = self.to_reg(gt, ScalarTy::Bool);
+                let gt = self.in_reg(gt, ScalarTy::Bool);
                 let nv = self.select(t, gt, x, acc.0);
                 let ni = self.select(ScalarTy::I32, gt, xi, acc.1);
                 (nv, ni)

@@ -270,7 +270,7 @@ impl Emitter<'_> {
                             }
                         }
                         _ => {
-                            let r = self.to_reg(*v, ScalarTy::I32);
+                            let r = self.in_reg(*v, ScalarTy::I32);
                             let r = if r.class == RegClass::B64 {
                                 let c = self.reg(RegClass::B32);
                                 self.ins(&format!("cvt.u32.u64 {c}, {r};"));
@@ -344,12 +344,12 @@ impl Emitter<'_> {
 
     fn store_elem(&mut self, addr: &Addr, off: i64, t: ScalarTy, v: V) {
         let r = if t == ScalarTy::Bool {
-            let p = self.to_reg(v, t);
+            let p = self.in_reg(v, t);
             let r = self.reg(RegClass::B32);
             self.ins(&format!("selp.u32 {r}, 1, 0, {p};"));
             r
         } else {
-            self.to_reg(v, t)
+            self.in_reg(v, t)
         };
         self.ins(&format!(
             "st{}{} {}, {r};",
@@ -486,12 +486,12 @@ impl Emitter<'_> {
                 .iter()
                 .map(|v| {
                     if t == ScalarTy::Bool {
-                        let p = self.to_reg(*v, t);
+                        let p = self.in_reg(*v, t);
                         let r = self.reg(RegClass::B32);
                         self.ins(&format!("selp.u32 {r}, 1, 0, {p};"));
                         r
                     } else {
-                        self.to_reg(*v, t)
+                        self.in_reg(*v, t)
                     }
                 })
                 .collect();
@@ -654,7 +654,7 @@ impl Emitter<'_> {
         if size >= 4 {
             let per = per_bytes / size as usize;
             for (c, chunk) in elems.chunks(per).enumerate() {
-                let regs: Vec<Reg> = chunk.iter().map(|v| self.to_reg(*v, t)).collect();
+                let regs: Vec<Reg> = chunk.iter().map(|v| self.in_reg(*v, t)).collect();
                 let list = regs
                     .iter()
                     .map(|r| r.to_string())
@@ -811,13 +811,13 @@ impl Emitter<'_> {
         }
         // Global coordinates and the in-bounds test of the non-last axes.
         let mut g = Vec::new();
-        for axis in 0..rank {
+        for (coord, start) in coords.iter().zip(&x.starts) {
             let sum = self.binary(
                 crate::ast::BinOp::Add,
                 ScalarTy::I32,
                 ScalarTy::I32,
-                coords[axis],
-                x.starts[axis],
+                *coord,
+                *start,
             );
             g.push(sum);
         }
@@ -825,9 +825,9 @@ impl Emitter<'_> {
         let zero = self.reg(RegClass::B32);
         self.ins(&format!("mov.u32 {zero}, 0;"));
         self.ins(&format!("setp.eq.u32 {inb}, {zero}, 0;"));
-        for axis in 0..rank - 1 {
-            let gr = self.to_reg(g[axis], ScalarTy::I32);
-            let d = self.operand(x.dims[axis]);
+        for (gv, dim) in g.iter().zip(&x.dims).take(rank - 1) {
+            let gr = self.in_reg(*gv, ScalarTy::I32);
+            let d = self.operand(*dim);
             let q = self.reg(RegClass::Pred);
             self.ins(&format!("setp.lt.u32 {q}, {gr}, {d};"));
             self.ins(&format!("and.pred {inb}, {inb}, {q};"));
@@ -858,7 +858,7 @@ impl Emitter<'_> {
             store_space: ".global",
             reg: gaddr,
         };
-        let gcol = self.to_reg(g[rank - 1], ScalarTy::I32);
+        let gcol = self.in_reg(g[rank - 1], ScalarTy::I32);
         let dlast = self.operand(x.dims[rank - 1]);
         let done = self.label("chunk_done");
         if x.v > 1 {

@@ -107,7 +107,7 @@ impl Emitter<'_> {
     }
 
     /// Put a value of type `t` into a register of its class.
-    pub(crate) fn to_reg(&mut self, v: V, t: ScalarTy) -> Reg {
+    pub(crate) fn in_reg(&mut self, v: V, t: ScalarTy) -> Reg {
         match v {
             V::R(r) => r,
             V::I(i, _) if t == ScalarTy::Bool => {
@@ -117,8 +117,8 @@ impl Emitter<'_> {
                 self.ins(&format!("setp.ne.u32 {p}, {r}, 0;"));
                 p
             }
-            V::I(i, _) if t.is_float() => self.to_reg(V::F(i as f64, t), t),
-            V::F(x, _) if t.is_int() => self.to_reg(V::I(x as i128, t), t),
+            V::I(i, _) if t.is_float() => self.in_reg(V::F(i as f64, t), t),
+            V::F(x, _) if t.is_int() => self.in_reg(V::I(x as i128, t), t),
             V::I(i, _) => {
                 let r = self.reg(RegClass::of(t));
                 let imm = self.operand(V::I(i, t));
@@ -148,7 +148,7 @@ impl Emitter<'_> {
     pub(crate) fn mov_to(&mut self, dst: Reg, v: V, t: ScalarTy) {
         let src = match v {
             V::R(r) => r,
-            _ if t == ScalarTy::Bool || is_half(t) => self.to_reg(v, t),
+            _ if t == ScalarTy::Bool || is_half(t) => self.in_reg(v, t),
             _ => {
                 let imm = self.operand(match v {
                     V::I(i, _) if t.is_float() => V::F(i as f64, t),
@@ -225,7 +225,7 @@ impl Emitter<'_> {
 
     /// A float value as f32 (or f64) for computing; half types go to f32.
     fn float_in(&mut self, v: V, t: ScalarTy) -> (Reg, ScalarTy) {
-        let r = self.to_reg(v, t);
+        let r = self.in_reg(v, t);
         if is_half(t) {
             (self.half_to_f32(r, t), ScalarTy::F32)
         } else {
@@ -260,7 +260,7 @@ impl Emitter<'_> {
             ExprKind::Const(ConstVal::Int(v)) => V::I(*v, t),
             ExprKind::Const(ConstVal::Float(x)) => V::F(*x, t),
             ExprKind::Const(ConstVal::Bool(b)) => {
-                V::R(self.to_reg(V::I(*b as i128, t), ScalarTy::Bool))
+                V::R(self.in_reg(V::I(*b as i128, t), ScalarTy::Bool))
             }
             ExprKind::Var(v) => V::R(self.var_reg(*v)),
             ExprKind::Param(p) => match self.params[p.0 as usize] {
@@ -273,7 +273,9 @@ impl Emitter<'_> {
                 (None, c) => V::I(c.unwrap_or(0) as i128, t),
             },
             ExprKind::Ctx(c) => self.ctx(*c),
-            ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b) if self.f.reads_memory(*b) => {
+            ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b)
+                if self.f.reads_memory(*b) && !self.f.exchanges(*b) =>
+            {
                 self.short_circuit(*op, *a, *b)
             }
             ExprKind::Unary(..)
@@ -340,14 +342,14 @@ impl Emitter<'_> {
     /// `a && b` / `a || b` where `b` reads memory: `b` only runs when needed.
     fn short_circuit(&mut self, op: BinOp, a: ExprId, b: ExprId) -> V {
         let av = self.scalar_expr(a);
-        let pa = self.to_reg(av, ScalarTy::Bool);
+        let pa = self.in_reg(av, ScalarTy::Bool);
         let out = self.reg(RegClass::Pred);
         self.ins(&format!("mov.pred {out}, {pa};"));
         let skip = self.label("sc");
         let guard = if op == BinOp::And { "!" } else { "" };
         self.ins(&format!("@{guard}{pa} bra {skip};"));
         let bv = self.scalar_expr(b);
-        let pb = self.to_reg(bv, ScalarTy::Bool);
+        let pb = self.in_reg(bv, ScalarTy::Bool);
         self.ins(&format!("mov.pred {out}, {pb};"));
         self.place_label(&skip);
         V::R(out)
@@ -374,13 +376,13 @@ impl Emitter<'_> {
     pub(crate) fn unary(&mut self, op: UnOp, t: ScalarTy, a: V) -> V {
         match (op, t) {
             (UnOp::Not, ScalarTy::Bool) => {
-                let p = self.to_reg(a, t);
+                let p = self.in_reg(a, t);
                 let d = self.reg(RegClass::Pred);
                 self.ins(&format!("not.pred {d}, {p};"));
                 V::R(d)
             }
             (UnOp::Not, _) => {
-                let r = self.to_reg(a, t);
+                let r = self.in_reg(a, t);
                 let d = self.reg(RegClass::of(t));
                 self.ins(&format!("not{} {d}, {r};", bits_suffix(t)));
                 V::R(self.normalize(d, t))
@@ -392,7 +394,7 @@ impl Emitter<'_> {
                 self.float_out(d, t)
             }
             (UnOp::Neg, _) => {
-                let r = self.to_reg(a, t);
+                let r = self.in_reg(a, t);
                 let d = self.reg(RegClass::of(t));
                 let s = if t.size() == 8 { ".s64" } else { ".s32" };
                 self.ins(&format!("neg{s} {d}, {r};"));
@@ -413,7 +415,7 @@ impl Emitter<'_> {
                 let (rb, _) = self.float_in_operand(b, t);
                 self.ins(&format!("setp.{cmp}{} {p}, {ra}, {rb};", int_suffix(ct)));
             } else {
-                let ra = self.to_reg(a, t);
+                let ra = self.in_reg(a, t);
                 let rb = self.operand(b);
                 self.ins(&format!("setp.{cmp}{} {p}, {ra}, {rb};", int_suffix(t)));
             }
@@ -449,7 +451,7 @@ impl Emitter<'_> {
         ) {
             return a;
         }
-        let ra = self.to_reg(a, t);
+        let ra = self.in_reg(a, t);
         let sfx = int_suffix(t);
         let bits = bits_suffix(t);
         let d = self.reg(RegClass::of(t));
@@ -480,8 +482,8 @@ impl Emitter<'_> {
     }
 
     fn bool_binary(&mut self, op: BinOp, a: V, b: V) -> V {
-        let pa = self.to_reg(a, ScalarTy::Bool);
-        let pb = self.to_reg(b, ScalarTy::Bool);
+        let pa = self.in_reg(a, ScalarTy::Bool);
+        let pb = self.in_reg(b, ScalarTy::Bool);
         let d = self.reg(RegClass::Pred);
         match op {
             BinOp::And | BinOp::BitAnd => self.ins(&format!("and.pred {d}, {pa}, {pb};")),
@@ -506,7 +508,7 @@ impl Emitter<'_> {
             }
         }
         if from == ScalarTy::Bool {
-            let p = self.to_reg(v, from);
+            let p = self.in_reg(v, from);
             if to.is_float() {
                 let f = self.reg(RegClass::F32);
                 self.ins(&format!("selp.f32 {f}, 0f3F800000, 0f00000000, {p};"));
@@ -523,13 +525,13 @@ impl Emitter<'_> {
                 let zero = self.operand(V::F(0.0, ct));
                 self.ins(&format!("setp.neu{} {d}, {r}, {zero};", int_suffix(ct)));
             } else {
-                let r = self.to_reg(v, from);
+                let r = self.in_reg(v, from);
                 self.ins(&format!("setp.ne{} {d}, {r}, 0;", bits_suffix(from)));
             }
             return V::R(d);
         }
         if from.is_int() && to.is_int() {
-            let r = self.to_reg(v, from);
+            let r = self.in_reg(v, from);
             return V::R(match (from.size() == 8, to.size() == 8) {
                 (false, false) => self.normalize(r, to),
                 (false, true) => {
@@ -547,7 +549,7 @@ impl Emitter<'_> {
             });
         }
         if from.is_int() {
-            let r = self.to_reg(v, from);
+            let r = self.in_reg(v, from);
             let (ft, fsfx) = if to == ScalarTy::F64 {
                 (ScalarTy::F64, "f64")
             } else {
@@ -656,7 +658,7 @@ impl Emitter<'_> {
                     self.ins(&format!("{name}{} {d}, {ra}, {rb};", int_suffix(ct)));
                     self.float_out(d, t)
                 } else {
-                    let ra = self.to_reg(args[0], at);
+                    let ra = self.in_reg(args[0], at);
                     let rb = self.operand(args[1]);
                     let d = self.reg(RegClass::of(at));
                     self.ins(&format!("{name}{} {d}, {ra}, {rb};", int_suffix(at)));
@@ -672,7 +674,7 @@ impl Emitter<'_> {
                 } else if !at.is_signed() {
                     args[0]
                 } else {
-                    let r = self.to_reg(args[0], at);
+                    let r = self.in_reg(args[0], at);
                     let d = self.reg(RegClass::of(at));
                     let s = if at.size() == 8 { ".s64" } else { ".s32" };
                     self.ins(&format!("abs{s} {d}, {r};"));
@@ -688,20 +690,20 @@ impl Emitter<'_> {
                     self.ins(&format!("fma.rn{} {d}, {ra}, {rb}, {rc};", int_suffix(ct)));
                     self.float_out(d, t)
                 } else {
-                    let ra = self.to_reg(args[0], at);
-                    let rb = self.to_reg(args[1], at);
-                    let rc = self.to_reg(args[2], at);
+                    let ra = self.in_reg(args[0], at);
+                    let rb = self.in_reg(args[1], at);
+                    let rc = self.in_reg(args[2], at);
                     let d = self.reg(RegClass::of(at));
                     self.ins(&format!("mad.lo{} {d}, {ra}, {rb}, {rc};", int_suffix(at)));
                     V::R(self.normalize(d, at))
                 }
             }
             Builtin::Select => {
-                let c = self.to_reg(args[0], ScalarTy::Bool);
+                let c = self.in_reg(args[0], ScalarTy::Bool);
                 let vt = tys.get(1).copied().unwrap_or(t);
                 if vt == ScalarTy::Bool {
-                    let a = self.to_reg(args[1], vt);
-                    let bb = self.to_reg(args[2], vt);
+                    let a = self.in_reg(args[1], vt);
+                    let bb = self.in_reg(args[2], vt);
                     let (x, y, d) = (
                         self.reg(RegClass::Pred),
                         self.reg(RegClass::Pred),
@@ -713,8 +715,8 @@ impl Emitter<'_> {
                     self.ins(&format!("or.pred {d}, {x}, {y};"));
                     return V::R(d);
                 }
-                let a = self.to_reg(args[1], vt);
-                let bb = self.to_reg(args[2], vt);
+                let a = self.in_reg(args[1], vt);
+                let bb = self.in_reg(args[2], vt);
                 let d = self.reg(RegClass::of(vt));
                 let sfx = match RegClass::of(vt) {
                     RegClass::B16 => ".b16",
@@ -727,8 +729,8 @@ impl Emitter<'_> {
                 V::R(d)
             }
             Builtin::Cdiv => {
-                let a = self.to_reg(args[0], at);
-                let bb = self.to_reg(args[1], at);
+                let a = self.in_reg(args[0], at);
+                let bb = self.in_reg(args[1], at);
                 let sfx = int_suffix(at);
                 let (s, d) = (self.reg(RegClass::of(at)), self.reg(RegClass::of(at)));
                 self.ins(&format!("add{sfx} {s}, {a}, {bb};"));
@@ -737,7 +739,7 @@ impl Emitter<'_> {
                 V::R(d)
             }
             Builtin::Dp4a => {
-                let a = self.to_reg(args[0], tys[0]);
+                let a = self.in_reg(args[0], tys[0]);
                 let bb = self.operand(args[1]);
                 let c = self.operand(args[2]);
                 let sa = if tys[0].is_signed() { "s32" } else { "u32" };
@@ -747,15 +749,15 @@ impl Emitter<'_> {
                 V::R(d)
             }
             Builtin::Byteperm => {
-                let a = self.to_reg(args[0], tys[0]);
-                let bb = self.to_reg(args[1], tys[1]);
+                let a = self.in_reg(args[0], tys[0]);
+                let bb = self.in_reg(args[1], tys[1]);
                 let sel = self.operand(args[2]);
                 let d = self.reg(RegClass::B32);
                 self.ins(&format!("prmt.b32 {d}, {a}, {bb}, {sel};"));
                 V::R(d)
             }
             Builtin::Popcount => {
-                let a = self.to_reg(args[0], at);
+                let a = self.in_reg(args[0], at);
                 let d = self.reg(RegClass::B32);
                 self.ins(&format!("popc{} {d}, {a};", bits_suffix(at)));
                 V::R(d)
