@@ -25,8 +25,8 @@
 //!   does). An expected NaN (poison) needs a NaN.
 
 use half::{bf16, f16};
-use phobos_core::ast::ScalarTy;
-use phobos_core::meta::{DimRefMeta, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
+use phobos_core::ast::{BinOp, ScalarTy};
+use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
 use phobos_core::{CompileOptions, CompiledKernel};
 use phobos_sim::{Device, KernelArg, LaunchOptions, LaunchStats, Module, SimError};
 use rand::rngs::StdRng;
@@ -441,6 +441,45 @@ impl Case {
             })
     }
 
+    /// The launch grid from the kernel's `@grid` attribute, evaluated over
+    /// the dims (panics when the kernel has none).
+    pub fn meta_grid(&self) -> [u32; 3] {
+        let g = self
+            .meta()
+            .grid
+            .clone()
+            .unwrap_or_else(|| panic!("{} has no @grid", self.meta().name));
+        let mut out = [1u32; 3];
+        for (o, e) in out.iter_mut().zip(&g) {
+            *o = u32::try_from(self.eval_grid(e)).expect("a positive grid");
+        }
+        out
+    }
+
+    fn eval_grid(&self, e: &GridExpr) -> i64 {
+        match e {
+            GridExpr::Const(c) => *c,
+            GridExpr::Dim(d) => self.dims[d],
+            GridExpr::Cdiv(a, b) => {
+                let (a, b) = (self.eval_grid(a), self.eval_grid(b));
+                (a + b - 1).div_euclid(b)
+            }
+            GridExpr::Min(a, b) => self.eval_grid(a).min(self.eval_grid(b)),
+            GridExpr::Max(a, b) => self.eval_grid(a).max(self.eval_grid(b)),
+            GridExpr::Binary(op, a, b) => {
+                let (a, b) = (self.eval_grid(a), self.eval_grid(b));
+                match op {
+                    BinOp::Add => a + b,
+                    BinOp::Sub => a - b,
+                    BinOp::Mul => a * b,
+                    BinOp::Div => a / b,
+                    BinOp::Rem => a % b,
+                    other => panic!("unexpected operator {other:?} in @grid"),
+                }
+            }
+        }
+    }
+
     /// Fills every tensor not given: random if read-only, poisoned if written.
     pub fn prepare(&mut self) {
         let params: Vec<(String, ScalarTy, bool)> = self
@@ -472,7 +511,7 @@ impl Case {
     }
 
     /// Runs the kernel on `grid` (CTAs; the block is the variant's threads).
-    pub fn launch(mut self, grid: [u32; 3]) -> Result<Outcome, (Outcome, SimError)> {
+    pub fn launch(mut self, grid: [u32; 3]) -> Result<Outcome, Box<(Outcome, SimError)>> {
         self.prepare();
         let variant = self.variant().clone();
         let module = Module::parse(&self.kernel.ptx)
@@ -540,7 +579,7 @@ impl Case {
                 stats: Some(stats),
                 ..out
             }),
-            Err(e) => Err((out, e)),
+            Err(e) => Err(Box::new((out, e))),
         }
     }
 
@@ -548,7 +587,10 @@ impl Case {
     pub fn run(self, grid: [u32; 3]) -> Outcome {
         match self.launch(grid) {
             Ok(o) => o,
-            Err((o, e)) => panic!("{} ({}) failed in the simulator:\n{e}", o.name, o.entry),
+            Err(b) => {
+                let (o, e) = *b;
+                panic!("{} ({}) failed in the simulator:\n{e}", o.name, o.entry)
+            }
         }
     }
 }

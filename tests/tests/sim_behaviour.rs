@@ -13,6 +13,9 @@
 
 use phobos_conformance::sim_support::{Case, Gen, Tensor};
 
+/// The lane (within the warp) a lane reads from, or None when outside.
+type SourceLane<'a> = dyn Fn(usize) -> Option<usize> + 'a;
+
 const OUTSIDE: &str = r#"
 @launch(64)
 kernel outside(A: tensor<f32>[64], M: tensor<i32>[64], F: tensor<f32>[64], D: tensor<f32>[64], U: tensor<f32>[64], X: tensor<f32>[64], FW: tensor<f32>[64], DW: tensor<f32>[64], UW: tensor<f32>[64], XW: tensor<f32>[64]) {
@@ -49,7 +52,7 @@ fn a_shuffle_from_outside_the_piece_reads_the_lanes_own_value() {
     let o = c.run([1, 1, 1]);
     let (a, m) = (o.input("A"), o.input("M"));
     // For each output: the lane read from, or None when outside the piece.
-    let cases: [(&str, &dyn Fn(usize) -> Option<usize>); 8] = [
+    let cases: [(&str, &SourceLane); 8] = [
         ("F", &|l| usize::try_from(m.i(l)).ok().filter(|s| *s < 32)),
         ("D", &|l| Some(l + 20).filter(|s| *s < 32)),
         ("U", &|l| l.checked_sub(7)),

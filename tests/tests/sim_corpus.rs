@@ -183,8 +183,8 @@ fn cta_softmax() {
             let row: Vec<f64> = (0..m).map(|c| x.f(r * m + c)).collect();
             let mx = row.iter().cloned().fold(f64::MIN, f64::max);
             let total: f64 = row.iter().map(|v| (v - mx).exp()).sum();
-            for c in 0..m {
-                y.set_f(r * m + c, (row[c] - mx).exp() / total);
+            for (c, v) in row.iter().enumerate() {
+                y.set_f(r * m + c, (v - mx).exp() / total);
             }
         }
         o.check("Y", &y);
@@ -305,16 +305,19 @@ fn grid_2d() {
 }
 
 fn grid_attr() {
-    let (n, k) = (37, 100);
-    let o = Case::corpus("grid_attr")
-        .dims(&[("N", n as i64), ("K", k as i64)])
-        .run(g1(cdiv(n, 4)));
-    let a = o.input("A");
-    let mut y = o.expect("y");
-    for r in 0..n {
-        y.set_f(r, (0..k).map(|c| a.f(r * k + c)).fold(f64::MIN, f64::max));
+    for (n, k) in [(37, 100), (4, 31)] {
+        let case = Case::corpus("grid_attr").dims(&[("N", n as i64), ("K", k as i64)]);
+        // The grid comes from the kernel's @grid(cdiv(N, ctx.warps)).
+        let grid = case.meta_grid();
+        assert_eq!(grid, g1(cdiv(n, 4)));
+        let o = case.run(grid);
+        let a = o.input("A");
+        let mut y = o.expect("y");
+        for r in 0..n {
+            y.set_f(r, (0..k).map(|c| a.f(r * k + c)).fold(f64::MIN, f64::max));
+        }
+        o.check("y", &y);
     }
-    o.check("y", &y);
 }
 
 fn int_ops() {
@@ -888,9 +891,10 @@ fn tile_lut() {
 
 fn tile_ragged() {
     let (n, m) = (37, 70);
+    // One CTA column and row past the end: their tiles lie wholly outside.
     let o = Case::corpus("tile_ragged")
         .dims(&[("N", n as i64), ("M", m as i64)])
-        .run([cdiv(m, 32), cdiv(n, 16), 1]);
+        .run([cdiv(m, 32) + 1, cdiv(n, 16) + 1, 1]);
     let a = o.input("A");
     let mut b = o.expect("B");
     for i in 0..n * m {
@@ -913,7 +917,7 @@ fn tile_transpose() {
     let (n, m) = (45, 70);
     let o = Case::corpus("tile_transpose")
         .dims(&[("N", n as i64), ("M", m as i64)])
-        .run([cdiv(m, 32), cdiv(n, 32), 1]);
+        .run([cdiv(m, 32) + 1, cdiv(n, 32) + 1, 1]);
     let a = o.input("A");
     let mut b = o.expect("B");
     for r in 0..n {

@@ -29,8 +29,10 @@ fn report(case: Case, grid: [u32; 3]) -> CheckReport {
             "{} ({}) ran clean; a check should have fired",
             o.name, o.entry
         ),
-        Err((_, SimError::Check(r))) => *r,
-        Err((_, e)) => panic!("expected a check report, got: {e}"),
+        Err(b) => match b.1 {
+            SimError::Check(r) => *r,
+            e => panic!("expected a check report, got: {e}"),
+        },
     }
 }
 
