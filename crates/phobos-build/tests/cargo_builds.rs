@@ -194,18 +194,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 ";
 
 /// A stand-in for ptxas that logs each assembly (not `--version`) and
-/// writes a placeholder cubin.
+/// writes a placeholder cubin. Its version is new for every test run: the
+/// nested crate's `OUT_DIR` (and so its cubin cache, keyed by the version)
+/// is the same from one run to the next.
 fn fake_ptxas(dir: &Path) -> (PathBuf, PathBuf) {
     let log = dir.join("ptxas.log");
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     let script = dir.join("fake-ptxas");
     fs::write(
         &script,
         format!(
-            "#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then echo 'fake ptxas 1.0'; exit 0; fi\n\
+            "#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then echo 'fake ptxas {nonce}'; exit 0; fi\n\
              echo \"$@\" >> {log:?}\nout=''\nprev=''\nfor a in \"$@\"; do\n  \
              if [ \"$prev\" = \"-o\" ]; then out=\"$a\"; fi\n  prev=\"$a\"\ndone\n\
              printf 'cubin' > \"$out\"\n",
-            log = log.display().to_string()
+            log = log.display().to_string(),
         ),
     )
     .expect("write the fake ptxas");

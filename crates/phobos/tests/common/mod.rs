@@ -1,0 +1,105 @@
+//! Kernels compiled at test time with phobos-core, wrapped the way the
+//! generated bindings wrap them, so runtime tests run real compiler output.
+
+#![allow(dead_code)]
+
+use phobos::{Kernel, KernelSource};
+
+pub const LANES_MATVEC: &str = "@launch(128)
+@aligned(K = 128)
+kernel lanes_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[1, N]) {
+  let row = ctx.block.x * ctx.warps + ctx.warp
+  var acc: f32 = 0.0
+  if row < N {
+    for k in range(0, K, ctx.lanes * 4) {
+      let at = k + ctx.lane * 4
+      acc += sum(W[row, at :+ 4] * x[0, at :+ 4])
+    }
+  }
+  let total = sum<over ctx.lane>(acc)
+  if ctx.lane == 0 && row < N {
+    y[0, row] = total
+  }
+}
+";
+
+/// Writes past the end of `y` when the grid has more CTAs than `N` needs:
+/// the store is a point subscript, which is not masked.
+pub const UNGUARDED: &str = "@launch(32)
+kernel unguarded(y: tensor<f32>[1, N]) {
+  y[0, ctx.block.x * ctx.threads + ctx.thread] = 1.0
+}
+";
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// The first kernel of `src` with its PTX for `arches` (none: no PTX at
+/// all) and `cubins` given as `(arch, bytes)`.
+pub fn compile(src: &str, arches: &[u32], cubins: Vec<(u32, Vec<u8>)>) -> Kernel {
+    let mut ptx = Vec::new();
+    let mut meta = None;
+    let for_meta = [75];
+    let compile_for = if arches.is_empty() {
+        &for_meta[..]
+    } else {
+        arches
+    };
+    for &arch in compile_for {
+        let (kernels, diags) =
+            phobos_core::compile(src, "test.pho", &phobos_core::CompileOptions { arch });
+        assert!(
+            !diags.iter().any(|d| d.is_error()),
+            "{}",
+            phobos_core::render::render(&diags, "test.pho", src, false)
+        );
+        let k = kernels.into_iter().next().expect("one kernel");
+        if !arches.is_empty() {
+            ptx.push((arch, leak(k.ptx)));
+        }
+        meta = Some(k.meta);
+    }
+    let meta = meta.expect("compiled once");
+    let cubins: Vec<(u32, &'static [u8])> = cubins
+        .into_iter()
+        .map(|(a, b)| (a, &*Box::leak(b.into_boxed_slice())))
+        .collect();
+    Kernel::new(KernelSource {
+        name: leak(meta.name.clone()),
+        module: "test.pho",
+        meta: leak(ron::to_string(&meta).expect("metadata serializes")),
+        ptx: Box::leak(ptx.into_boxed_slice()),
+        cubins: Box::leak(cubins.into_boxed_slice()),
+    })
+}
+
+/// Deterministic values in [-1, 1).
+pub fn values(len: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    (0..len)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+pub fn matvec(w: &[f32], x: &[f32], n: usize, k: usize) -> Vec<f64> {
+    (0..n)
+        .map(|r| {
+            (0..k)
+                .map(|c| f64::from(w[r * k + c]) * f64::from(x[c]))
+                .sum()
+        })
+        .collect()
+}
+
+pub fn max_error(got: &[f32], want: &[f64]) -> f64 {
+    got.iter()
+        .zip(want)
+        .map(|(&g, &w)| (f64::from(g) - w).abs())
+        .fold(0.0, f64::max)
+}

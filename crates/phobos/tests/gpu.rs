@@ -1,0 +1,162 @@
+//! GPU tests: the same kernels on an NVIDIA GPU through the CUDA backend.
+//! They are ignored by default (this needs a GPU); `scripts/gpu-check.sh`
+//! runs every ignored test whose name starts with `gpu_`, across the
+//! workspace. Set `PHOBOS_PTXAS` to also test cubin loading.
+
+mod common;
+
+use common::*;
+use phobos::{cdiv, Arg, Device, Grid, LaunchError};
+use std::process::Command;
+
+fn gpu() -> Device {
+    match Device::cuda(0) {
+        Ok(d) => d,
+        Err(e) => panic!("this test needs an NVIDIA GPU: {e}"),
+    }
+}
+
+fn run_matvec(dev: &Device, kernel: &phobos::Kernel, n: usize, k: usize) -> f64 {
+    let (w, x) = (values(n * k, 11), values(k, 12));
+    let wt = dev.upload(&w, &[n, k]).unwrap();
+    let xt = dev.upload(&x, &[1, k]).unwrap();
+    let mut yt = dev.zeros::<f32>(&[1, n]).unwrap();
+    kernel
+        .launch(
+            dev,
+            Some(Grid::from(cdiv(n, 4))),
+            &[Arg::from(&wt), Arg::from(&xt), Arg::from(&mut yt)],
+        )
+        .unwrap();
+    max_error(&yt.to_vec().unwrap(), &matvec(&w, &x, n, k))
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU; run by scripts/gpu-check.sh"]
+fn gpu_ptx_is_jit_compiled_and_runs() {
+    let dev = gpu();
+    let kernel = compile(LANES_MATVEC, &phobos_core::ARCHES, vec![]);
+    let err = run_matvec(&dev, &kernel, 1000, 1024);
+    assert!(err < 1e-3, "max error {err}");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU and PHOBOS_PTXAS; run by scripts/gpu-check.sh"]
+fn gpu_the_cubin_for_the_device_is_loaded() {
+    let dev = gpu();
+    let arch = dev.arch().unwrap();
+    let ptxas = std::env::var("PHOBOS_PTXAS").expect("PHOBOS_PTXAS names ptxas");
+    let (kernels, _) = phobos_core::compile(
+        LANES_MATVEC,
+        "test.pho",
+        &phobos_core::CompileOptions { arch: arch.min(90) },
+    );
+    let dir = tempfile_dir();
+    let ptx_path = dir.join("k.ptx");
+    let cubin_path = dir.join("k.cubin");
+    std::fs::write(&ptx_path, &kernels[0].ptx).unwrap();
+    let status = Command::new(ptxas)
+        .arg(format!("-arch=sm_{arch}"))
+        .arg(&ptx_path)
+        .arg("-o")
+        .arg(&cubin_path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let cubin = std::fs::read(&cubin_path).unwrap();
+    // Only a cubin, no PTX to fall back on: the launch works only if the
+    // cubin loads.
+    let kernel = compile(LANES_MATVEC, &[], vec![(arch, cubin)]);
+    let err = run_matvec(&dev, &kernel, 512, 512);
+    assert!(err < 1e-3, "max error {err}");
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("phobos-gpu-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU; run by scripts/gpu-check.sh"]
+fn gpu_a_bad_module_reports_the_jit_log() {
+    let dev = gpu();
+    let good = compile(LANES_MATVEC, &[75], vec![]);
+    let broken = good.source().ptx[0].1.replace("ret;", "ret_broken;");
+    let kernel = phobos::Kernel::new(phobos::KernelSource {
+        name: "lanes_matvec",
+        module: "broken.pho",
+        meta: good.source().meta,
+        ptx: Box::leak(vec![(75, &*Box::leak(broken.into_boxed_str()))].into_boxed_slice()),
+        cubins: &[],
+    });
+    let w = dev.zeros::<f32>(&[4, 128]).unwrap();
+    let x = dev.zeros::<f32>(&[1, 128]).unwrap();
+    let mut y = dev.zeros::<f32>(&[1, 4]).unwrap();
+    let e = kernel
+        .launch(
+            &dev,
+            Some(Grid::from(1)),
+            &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
+        )
+        .unwrap_err();
+    let LaunchError::ModuleLoad { log, artifact, .. } = &e else {
+        panic!("{e:?}");
+    };
+    assert!(artifact.contains("PTX"), "{e}");
+    assert!(!log.is_empty(), "{e}");
+    assert!(e.to_string().contains("broken.pho"), "{e}");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU; run by scripts/gpu-check.sh"]
+fn gpu_launch_checks_use_the_device_limits() {
+    let dev = gpu();
+    let kernel = compile(LANES_MATVEC, &[75], vec![]);
+    let w = dev.zeros::<f32>(&[4, 128]).unwrap();
+    let x = dev.zeros::<f32>(&[1, 128]).unwrap();
+    let mut y = dev.zeros::<f32>(&[1, 4]).unwrap();
+    let e = kernel
+        .launch(
+            &dev,
+            Some(Grid([1, 1 << 20, 1])),
+            &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
+        )
+        .unwrap_err();
+    assert!(matches!(e, LaunchError::GridTooLarge { .. }), "{e:?}");
+    assert!(
+        e.to_string()
+            .contains(&format!("sm_{}", dev.arch().unwrap())),
+        "{e}"
+    );
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU; run by scripts/gpu-check.sh"]
+fn gpu_and_simulator_agree() {
+    let kernel = compile(LANES_MATVEC, &phobos_core::ARCHES, vec![]);
+    let (n, k) = (64, 256);
+    let (w, x) = (values(n * k, 21), values(k, 22));
+    let mut out = Vec::new();
+    for dev in [gpu(), Device::sim()] {
+        let wt = dev.upload(&w, &[n, k]).unwrap();
+        let xt = dev.upload(&x, &[1, k]).unwrap();
+        let mut yt = dev.zeros::<f32>(&[1, n]).unwrap();
+        kernel
+            .launch(
+                &dev,
+                Some(Grid::from(cdiv(n, 4))),
+                &[Arg::from(&wt), Arg::from(&xt), Arg::from(&mut yt)],
+            )
+            .unwrap();
+        out.push(yt.to_vec().unwrap());
+    }
+    // Same PTX, same order of additions; ptxas may contract a multiply
+    // and an add into one fma, so allow rounding differences.
+    let diff = out[0]
+        .iter()
+        .zip(&out[1])
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(diff < 1e-5, "GPU and simulator differ by {diff}");
+}

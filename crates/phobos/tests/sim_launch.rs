@@ -1,0 +1,77 @@
+//! Launches of real compiler output on the simulator backend: a good launch
+//! computes the right thing, a second launch reuses the loaded module, and a
+//! kernel that writes out of bounds is stopped by the simulator's memcheck.
+
+mod common;
+
+use common::*;
+use phobos::{cdiv, Arg, Device, Grid, LaunchError};
+
+#[test]
+fn a_good_launch_succeeds_and_matches_the_reference() {
+    let dev = Device::sim();
+    let kernel = compile(LANES_MATVEC, &[75], vec![]);
+    let (n, k) = (10, 256);
+    let (w, x) = (values(n * k, 1), values(k, 2));
+    let wt = dev.upload(&w, &[n, k]).unwrap();
+    let xt = dev.upload(&x, &[1, k]).unwrap();
+    for _ in 0..2 {
+        let mut yt = dev.zeros::<f32>(&[1, n]).unwrap();
+        kernel
+            .launch(
+                &dev,
+                Some(Grid::from(cdiv(n, 4))),
+                &[Arg::from(&wt), Arg::from(&xt), Arg::from(&mut yt)],
+            )
+            .unwrap();
+        let err = max_error(&yt.to_vec().unwrap(), &matvec(&w, &x, n, k));
+        assert!(err < 1e-4, "max error {err}");
+    }
+}
+
+#[test]
+fn an_out_of_bounds_store_is_reported_by_the_simulator() {
+    let dev = Device::sim();
+    let kernel = compile(UNGUARDED, &[75], vec![]);
+    let mut y = dev.zeros::<f32>(&[1, 40]).unwrap();
+    let e = kernel
+        .launch(&dev, Some(Grid::from(2)), &[Arg::from(&mut y)])
+        .unwrap_err();
+    let LaunchError::Check { report, .. } = &e else {
+        panic!("{e:?}");
+    };
+    assert!(report.contains("memcheck"), "{report}");
+    assert!(report.contains("y = `f32[1, 40]`"), "{report}");
+    assert!(
+        e.to_string()
+            .starts_with("kernel `unguarded` (module `test.pho`, sim): "),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_compiled_metadata_drives_the_checks() {
+    let dev = Device::sim();
+    let kernel = compile(LANES_MATVEC, &[75], vec![]);
+    let w = dev.zeros::<f32>(&[4, 100]).unwrap();
+    let x = dev.zeros::<f32>(&[1, 100]).unwrap();
+    let mut y = dev.zeros::<f32>(&[1, 4]).unwrap();
+    let e = kernel
+        .launch(
+            &dev,
+            Some(Grid::from(1)),
+            &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LaunchError::AlignedViolated {
+                value: 100,
+                multiple: 128,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
