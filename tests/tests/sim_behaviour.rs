@@ -247,3 +247,29 @@ fn a_cta_collective_gives_every_thread_the_same_total() {
         }
     }
 }
+
+const CONSTANT_OUTSIDE: &str = r#"
+@launch(64)
+kernel constant_outside(A: tensor<f32>[64], D: tensor<f32>[64], U: tensor<f32>[64], F: tensor<f32>[64], DW: tensor<f32>[64], FW: tensor<f32>[64], UW: tensor<f32>[64]) {
+  let t = ctx.thread
+  let x = A[t]
+  D[t] = shfl<down 40>(x)
+  U[t] = shfl<up 33>(x)
+  F[t] = shfl<from 40>(x)
+  DW[t] = shfl<down 9, width 8>(x)
+  FW[t] = shfl<from 9, width 8>(x)
+  UW[t] = shfl<up 16, width 16>(x)
+}
+"#;
+
+#[test]
+fn a_constant_source_beyond_the_piece_reads_the_lanes_own_value() {
+    // PTX's shfl takes the source lane modulo 32 (b[4:0]); the page's rule
+    // wants the lane's own value for every source outside the piece.
+    let o =
+        Case::source(CONSTANT_OUTSIDE, "constant_outside.pho", "constant_outside").run([1, 1, 1]);
+    let a = o.input("A").clone();
+    for name in ["D", "U", "F", "DW", "FW", "UW"] {
+        o.check(name, &a);
+    }
+}

@@ -320,3 +320,25 @@ fn assert_in_tile(plan: &[phobos_core::meta::SharedBuffer], r: &CheckReport, til
         "shared offset {addr:#x} is outside `{tile}` ({b:?}):\n{r}"
     );
 }
+
+#[test]
+fn a_launch_that_breaks_aligned_is_a_misaligned_vector_access() {
+    // run_store promises @aligned(K = 4) and moves each 4-run with one
+    // 16-byte access. With K = 66 the rows start 8 bytes off: thread 16 of
+    // CTA 0 (row 1, k = 0) makes the first misaligned access, at line 10.
+    let case = |k| {
+        Case::corpus("run_store")
+            .dims(&[("N", 4), ("K", k)])
+            .scalar("alpha", phobos_conformance::sim_support::Scalar::F32(0.5))
+    };
+    clean(case(64), [1, 1, 1]);
+    let r = report(case(66), [1, 1, 1]);
+    assert_eq!(r.kind, CheckKind::Memcheck, "{r}");
+    assert_eq!(r.kernel, "run_store");
+    assert_eq!(line_of(&r), 10, "{r}");
+    assert_eq!(r.cta, [0, 0, 0], "{r}");
+    assert_eq!(r.thread, Some([16, 0, 0]), "{r}");
+    assert!(r.message.contains("misaligned"), "{r}");
+    assert!(r.instruction.contains("v4"), "{r}");
+    assert_eq!(r.tensor.as_deref(), Some("X"), "{r}");
+}
