@@ -273,3 +273,72 @@ fn a_constant_source_beyond_the_piece_reads_the_lanes_own_value() {
         o.check(name, &a);
     }
 }
+
+/// A CTA collective over `threads` threads (any number of warps, not only
+/// a power of two).
+fn cta_source(threads: usize) -> String {
+    format!(
+        "@launch({threads})
+kernel cta_n(A: tensor<f32>[G, {threads}], B: tensor<i32>[G, {threads}], S: tensor<f32>[G, {threads}], I: tensor<i32>[G, {threads}], T: tensor<i32>[G, {threads}], L: tensor<i32>[G, {threads}]) {{
+  let g = ctx.block.x
+  let t = ctx.thread
+  S[g, t] = sum<over ctx.thread>(A[g, t])
+  I[g, t] = min<over ctx.thread>(B[g, t])
+  T[g, t] = argmax<over ctx.thread>(B[g, t])
+  L[g, t] = i32(all<over ctx.thread>(B[g, t] > -1000)) + 2 * i32(any<over ctx.thread>(B[g, t] == 7))
+}}
+"
+    )
+}
+
+#[test]
+fn cta_collectives_over_any_number_of_warps() {
+    for threads in [32usize, 96, 160, 224, 1024] {
+        let g = 3;
+        let src = cta_source(threads);
+        let mut c = Case::source(&src, "cta_n.pho", "cta_n")
+            .dims(&[("G", g as i64)])
+            .gen("B", Gen::Int(-999, 999));
+        c.prepare();
+        let b = c.tensors.get_mut("B").unwrap();
+        // CTA 0: the maximum 5000 tied in the last warp and the first;
+        // CTA 1: one -5000 (all false), a 7 (any true); CTA 2: the maximum
+        // only in the last thread.
+        b.set_i(threads - 1, 5000);
+        b.set_i(3, 5000);
+        b.set_i(threads + threads / 2, -5000);
+        b.set_i(threads + 1, 7);
+        b.set_i(2 * threads + threads - 1, 6000);
+        for k in 0..3 * threads {
+            if b.i(k) == 7 && k != threads + 1 {
+                b.set_i(k, 8);
+            }
+        }
+        let o = c.run([g as u32, 1, 1]);
+        let (a, b) = (o.input("A"), o.input("B"));
+        let (mut s, mut i, mut t, mut l) =
+            (o.expect("S"), o.expect("I"), o.expect("T"), o.expect("L"));
+        for blk in 0..g {
+            let r = blk * threads..(blk + 1) * threads;
+            let total: f64 = r.clone().map(|k| a.f(k)).sum();
+            let lo = r.clone().map(|k| b.i(k)).min().unwrap();
+            let hi = r.clone().map(|k| b.i(k)).max().unwrap();
+            let at = r.clone().position(|k| b.i(k) == hi).unwrap();
+            let all = r.clone().all(|k| b.i(k) > -1000);
+            let any = r.clone().any(|k| b.i(k) == 7);
+            for k in r {
+                s.set_f(k, total);
+                i.set_i(k, lo);
+                t.set_i(k, at as i64);
+                l.set_i(k, i64::from(all) + 2 * i64::from(any));
+            }
+        }
+        assert_eq!(t.i(0), 3);
+        assert_eq!(l.i(threads), 2);
+        for (name, want) in [("S", &s), ("I", &i), ("T", &t), ("L", &l)] {
+            if let Err(e) = o.compare(name, want) {
+                panic!("@launch({threads}): {e}");
+            }
+        }
+    }
+}
