@@ -1,0 +1,219 @@
+//! `phobos ptx`, `phobos build` and `phobos report` as a user runs them:
+//! output, files written, exit codes (0 ok, 1 compile errors, 2 usage/IO).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn corpus(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/in")
+        .join(name)
+}
+
+fn phobos(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_phobos"))
+        .args(args)
+        .env_remove("PHOBOS_PTXAS")
+        .env_remove("CUDA_PATH")
+        .env_remove("CUDA_HOME")
+        .output()
+        .expect("run phobos")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn ptx_prints_the_module_for_the_default_and_a_chosen_target() {
+    let file = corpus("lanes_matvec.pho");
+    let out = phobos(&["ptx", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let ptx = text(&out.stdout);
+    assert!(
+        ptx.contains(".version 6.3\n.target sm_75\n.address_size 64"),
+        "{ptx}"
+    );
+    assert!(ptx.contains(".visible .entry lanes_matvec("));
+    assert!(ptx.contains(".loc 1 11 7"), "line info of the run sum");
+    let out = phobos(&["ptx", "--arch", "sm_90", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).contains(".version 7.8\n.target sm_90"));
+}
+
+#[test]
+fn ptx_picks_one_kernel_and_names_the_others_when_asked_for_a_missing_one() {
+    let file = corpus("autotune_block.pho");
+    let out = phobos(&["ptx", "--kernel", "autotune_block", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let ptx = text(&out.stdout);
+    assert!(
+        ptx.contains(".entry autotune_block__BLOCK64(")
+            && ptx.contains(".entry autotune_block__BLOCK128(")
+    );
+    let out = phobos(&["ptx", "--kernel", "nope", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no kernel `nope`")
+            && text(&out.stderr).contains("autotune_block")
+    );
+}
+
+#[test]
+fn bad_target_and_missing_file_are_usage_errors() {
+    let file = corpus("lanes_matvec.pho");
+    let out = phobos(&["ptx", "--arch", "sm_70", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("unknown target `sm_70`"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = phobos(&["ptx", "/nonexistent/k.pho"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("cannot read"));
+}
+
+#[test]
+fn a_compile_error_is_rendered_with_its_location_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.pho");
+    std::fs::write(
+        &path,
+        "@launch(32)\nkernel k(A: tensor<f32>[N]) {\n  A[0] = undefined_name\n}\n",
+    )
+    .unwrap();
+    let out = phobos(&["ptx", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("bad.pho:3:"), "{err}");
+    assert!(err.contains("undefined_name"), "{err}");
+}
+
+#[test]
+fn too_much_shared_memory_is_a_compile_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.pho");
+    std::fs::write(
+        &path,
+        "@launch(256)\nkernel big(A: tensor<f32>[64, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 64, :]\n  y[0, ctx.thread] = a[1, ctx.thread]\n}\n",
+    )
+    .unwrap();
+    let out = phobos(&["ptx", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("P0801") && err.contains("65536 bytes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn build_writes_ptx_per_target_and_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = phobos(&[
+        "build",
+        corpus("staged_matvec.pho").to_str().unwrap(),
+        corpus("lane_max.pho").to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--arch",
+        "sm_75,sm_90",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for f in [
+        "staged_matvec.sm_75.ptx",
+        "staged_matvec.sm_90.ptx",
+        "staged_matvec.ron",
+        "lane_max.sm_75.ptx",
+        "lane_max.ron",
+    ] {
+        assert!(out_dir.join(f).is_file(), "{f} was not written");
+    }
+    assert!(!out_dir.join("lane_max.sm_80.ptx").exists());
+    let meta: phobos_core::meta::KernelMeta =
+        ron::from_str(&std::fs::read_to_string(out_dir.join("staged_matvec.ron")).unwrap())
+            .unwrap();
+    assert_eq!(meta.variants[0].shared_bytes, 1024);
+}
+
+#[test]
+fn build_with_cubin_and_no_ptxas_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_phobos"))
+        .args(["build", corpus("lane_max.pho").to_str().unwrap(), "--out"])
+        .arg(dir.path())
+        .arg("--cubin")
+        .env("PATH", "")
+        .env("PHOBOS_PTXAS", dir.path().join("no-such-ptxas"))
+        .env_remove("CUDA_PATH")
+        .env_remove("CUDA_HOME")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--cubin needs NVIDIA's ptxas") && err.contains("PHOBOS_PTXAS"),
+        "{err}"
+    );
+}
+
+#[test]
+fn build_with_cubin_assembles_when_ptxas_is_present() {
+    let ptxas = std::env::var_os("PHOBOS_PTXAS")
+        .map(PathBuf::from)
+        .filter(|p| p.is_file());
+    let Some(ptxas) = ptxas else {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "CI needs ptxas"
+        );
+        eprintln!("skipping: set PHOBOS_PTXAS to test cubin output");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_phobos"))
+        .args([
+            "build",
+            corpus("i8_matvec.pho").to_str().unwrap(),
+            "--arch",
+            "sm_86",
+            "--cubin",
+            "--out",
+        ])
+        .arg(dir.path())
+        .env("PHOBOS_PTXAS", ptxas)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let cubin = std::fs::read(dir.path().join("i8_matvec.sm_86.cubin")).unwrap();
+    assert_eq!(&cubin[..4], b"\x7fELF");
+}
+
+#[test]
+fn report_shows_widths_alignment_plan_and_barriers() {
+    let out = phobos(&["report", corpus("staged_matvec.pho").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r = text(&out.stdout);
+    assert!(
+        r.contains("load W (4 elems): 16 bytes per instruction, proven 16-byte aligned"),
+        "{r}"
+    );
+    assert!(
+        r.contains("load xs (4 elems): 16 bytes per instruction"),
+        "{r}"
+    );
+    assert!(r.contains("shared memory: 1024 bytes"), "{r}");
+    assert!(r.contains("xs at offset 0, 1024 bytes"), "{r}");
+    assert!(
+        r.contains("elided nothing before it touched the bytes of `xs`"),
+        "{r}"
+    );
+    assert!(
+        r.contains("kept   `xs` copied into at line 6 is then read by other threads at line 12"),
+        "{r}"
+    );
+    let out = phobos(&["report", corpus("run_unaligned.pho").to_str().unwrap()]);
+    assert!(text(&out.stdout).contains("not wider: the address is only proven 4-byte aligned"));
+}
