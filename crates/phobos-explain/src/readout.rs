@@ -18,9 +18,9 @@ pub fn describe(layout: &Layout<'_>, step: &Step) -> Vec<String> {
             }
         }
     }
-    for group in &step.accesses {
+    for group in merged_groups(&step.accesses) {
         if group.space != Space::Local {
-            out.push(access_sentence(layout, step, group));
+            out.push(access_sentence(layout, step, &group));
         }
     }
     for m in &step.masked {
@@ -62,6 +62,37 @@ fn span_text(what: &str, r: [u64; 2]) -> String {
     } else {
         format!("{what} {}–{}", r[0], r[1] - 1)
     }
+}
+
+/// The step's memory instructions merged by (space, kind, target): a tile
+/// copy unrolled into several instructions reads as one sentence.
+fn merged_groups(groups: &[AccessGroup]) -> Vec<AccessGroup> {
+    let mut out: Vec<AccessGroup> = Vec::new();
+    for g in groups {
+        let same =
+            |o: &&mut AccessGroup| o.space == g.space && o.kind == g.kind && o.target == g.target;
+        match out.iter_mut().find(|o| same(o)) {
+            None => out.push(g.clone()),
+            Some(o) => {
+                o.bytes_per_lane = o.bytes_per_lane.max(g.bytes_per_lane);
+                for w in &g.warps {
+                    match o.warps.iter_mut().find(|x| x.warp == w.warp) {
+                        Some(x) => {
+                            x.executions += w.executions;
+                            x.lanes += w.lanes;
+                            x.bytes += w.bytes;
+                            x.lines += w.lines;
+                            x.min_lines += w.min_lines;
+                            x.extra_lines += w.extra_lines;
+                        }
+                        None => o.warps.push(w.clone()),
+                    }
+                }
+                o.warps.sort_by_key(|w| w.warp);
+            }
+        }
+    }
+    out
 }
 
 /// "All 128 threads (4 warps) take part." and the like.
@@ -193,6 +224,14 @@ fn box_words(t: &TensorInfo, ranges: &[[u64; 2]]) -> Option<(String, Option<(u64
     let cols = t.cols.max(1);
     let (r0, r1) = (first / cols, last / cols);
     let elems: u64 = ranges.iter().map(|r| r[1] - r[0]).sum();
+    if first == last {
+        let place = if t.rows == 1 {
+            format!("element {first}")
+        } else {
+            format!("row {r0}, column {}", first % cols)
+        };
+        return Some((format!("{place} of {}", t.name), Some((r0, r1))));
+    }
     if t.rows == 1 {
         return Some((
             format!("elements {}–{} of {}", first, last, t.name),
@@ -254,30 +293,49 @@ fn access_sentence(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String 
     } else {
         format!("{n} warps")
     };
-    let lanes_per = w0.lanes / w0.executions.max(1);
-    let shape = format!(
-        "{} × {}",
-        count(u64::from(lanes_per), "lane", "lanes"),
-        count(u64::from(g.bytes_per_lane), "byte", "bytes")
-    );
-    let times = if w0.executions > 1 {
-        format!(", {} times", w0.executions)
+    let lanes_per = w0.lanes.div_ceil(w0.executions.max(1));
+    let shape = if w0.executions > 1 {
+        format!(
+            "{} instructions of about {} × {}",
+            w0.executions,
+            count(u64::from(lanes_per), "lane", "lanes"),
+            count(u64::from(g.bytes_per_lane), "byte", "bytes")
+        )
     } else {
-        String::new()
+        format!(
+            "{} × {}",
+            count(u64::from(lanes_per), "lane", "lanes"),
+            count(u64::from(g.bytes_per_lane), "byte", "bytes")
+        )
     };
     let sentence = match g.space {
         Space::Global => {
             let what = global_what(layout, step, g);
             if uniform {
                 format!(
-                    "{subject} {verb} {what} with {shape}{times}: {}.",
+                    "{subject} {verb} {what} with {shape}: {}.",
                     lines_words(w0.lines, w0.min_lines)
                 )
             } else {
                 let lines: u32 = g.warps.iter().map(|w| w.lines).sum();
                 let min: u32 = g.warps.iter().map(|w| w.min_lines).sum();
+                let executions: u32 = g.warps.iter().map(|w| w.executions).sum();
+                let most = g
+                    .warps
+                    .iter()
+                    .map(|w| w.lanes.div_ceil(w.executions.max(1)))
+                    .max()
+                    .unwrap_or(0);
+                let plural = if g.kind == AccessKind::Read {
+                    "read"
+                } else {
+                    "write"
+                };
                 format!(
-                    "{subject} {verb} {what} with up to {shape}: {} in all.",
+                    "{subject} {plural} {what} in {} of up to {} × {}: {} in all.",
+                    count(u64::from(executions), "instruction", "instructions"),
+                    count(u64::from(most), "lane", "lanes"),
+                    count(u64::from(g.bytes_per_lane), "byte", "bytes"),
                     lines_words(lines, min)
                 )
             }
@@ -292,7 +350,7 @@ fn access_sentence(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String 
             } else {
                 format!("bytes of {target}")
             };
-            format!("{subject} {verb} {bytes} in shared memory with {shape}{times}.")
+            format!("{subject} {verb} {bytes} in shared memory with {shape}.")
         }
         Space::Local => format!("{subject} {verb} local memory."),
     };
@@ -369,6 +427,23 @@ fn global_what(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String {
                     let hi = rows.iter().max().copied().unwrap_or(0);
                     if distinct {
                         format!("one row of {} (rows {lo}–{hi}, one per warp)", t.name)
+                    } else if lo == hi {
+                        let c0 = boxes
+                            .iter()
+                            .filter_map(|b| b.ranges.first())
+                            .map(|r| r[0] % t.cols)
+                            .min()
+                            .unwrap_or(0);
+                        let c1 = boxes
+                            .iter()
+                            .filter_map(|b| b.ranges.last())
+                            .map(|r| (r[1] - 1) % t.cols)
+                            .max()
+                            .unwrap_or(0);
+                        format!(
+                            "row {lo}, columns {c0}–{c1} of {} (a part per warp)",
+                            t.name
+                        )
                     } else {
                         format!("parts of rows {lo}–{hi} of {}", t.name)
                     }

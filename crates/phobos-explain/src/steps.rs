@@ -275,7 +275,11 @@ fn assign_iterations(loops: &[LoopInfo], mut pieces: Vec<Piece>) -> Vec<Piece> {
     let mut prev_line = 0;
     for piece in &mut pieces {
         let line = piece.line;
-        for (li, lp) in loops.iter().enumerate() {
+        // A barrier carries the line of the access it protects, which may
+        // be inside a loop it precedes: it takes the loops' state as it is
+        // and does not move it.
+        let moves = piece.kind != PieceKind::Barrier;
+        for (li, lp) in loops.iter().enumerate().filter(|_| moves) {
             let state = &mut states[li];
             if line == lp.line {
                 let s = state.get_or_insert(State {
@@ -314,13 +318,22 @@ fn assign_iterations(loops: &[LoopInfo], mut pieces: Vec<Piece>) -> Vec<Piece> {
             .filter(|(_, lp)| line > lp.line && line <= lp.end_line)
             .filter_map(|(li, _)| {
                 let s = states[li]?;
+                // A barrier between a loop's header and its body waits
+                // for the iteration about to start.
+                let iteration = if s.in_body {
+                    s.iteration?
+                } else {
+                    s.iteration.map_or(0, |i| i + 1)
+                };
                 Some(LoopIteration {
                     r#loop: li,
-                    iteration: s.iteration?,
+                    iteration,
                 })
             })
             .collect();
-        prev_line = line;
+        if moves {
+            prev_line = line;
+        }
     }
     pieces
 }
@@ -335,7 +348,8 @@ fn merge_loop_headers(loops: &[LoopInfo], all: &[RawEvent], pieces: Vec<Piece>) 
         let quiet = piece.kind == PieceKind::Statement
             && piece.events.iter().all(|&i| all[i].accesses.is_empty());
         if let (Some(lp), true, Some(prev)) = (header, quiet, out.last_mut()) {
-            if prev.line > lp.line && prev.line <= lp.end_line {
+            let li = loops.iter().position(|l| l.line == lp.line);
+            if prev.iterations.iter().any(|it| Some(it.r#loop) == li) {
                 prev.events.extend(piece.events);
                 continue;
             }
@@ -474,7 +488,7 @@ fn summarize(
         .then(|| shuffle_pattern(&shuffles0))
         .flatten();
     let barrier = if kind == StepKind::Barrier {
-        find_barrier(layout.barriers, key.line)
+        find_barrier(layout.barriers, key.line, key.sub as usize)
     } else {
         None
     };
@@ -506,12 +520,16 @@ fn summarize(
     }
 }
 
-/// The barrier a step waits at: the kept barrier of its line, else the
-/// nearest kept barrier before it.
-fn find_barrier(barriers: &[Barrier], line: u32) -> Option<usize> {
-    barriers
-        .iter()
-        .position(|b| b.kept && b.line == line)
+/// The barrier a step waits at: the `nth` kept barrier of its line (a CTA
+/// collective has several on one line), else the nearest kept barrier
+/// before it.
+fn find_barrier(barriers: &[Barrier], line: u32, nth: usize) -> Option<usize> {
+    let on_line: Vec<usize> = (0..barriers.len())
+        .filter(|&i| barriers[i].kept && barriers[i].line == line)
+        .collect();
+    on_line
+        .get(nth.min(on_line.len().saturating_sub(1)))
+        .copied()
         .or_else(|| {
             barriers
                 .iter()
