@@ -342,3 +342,141 @@ fn cta_collectives_over_any_number_of_warps() {
         }
     }
 }
+
+/// A 2-D tile with a halo that starts before the tensor (row -1, column
+/// -H) and ends past it, of element type `ty`: O[r, c] = A[r-1, c-H] +
+/// A[r+1, c+H], elements outside the tensor reading as zero.
+fn halo_source(ty: &str, h: usize) -> String {
+    let (br, bc) = (6, 40);
+    format!(
+        "@launch(128)
+kernel tile_box(A: tensor<{ty}>[N, M], O: tensor<{ty}>[N, M]) {{
+  let r0 = ctx.block.y * {br}
+  let c0 = ctx.block.x * {bc}
+  var t = A[r0 - 1 :+ {}, c0 - {h} :+ {}]
+  for e in range(ctx.thread, {}, ctx.threads) {{
+    let i = e / {bc}
+    let j = e % {bc}
+    if r0 + i < N && c0 + j < M {{
+      O[r0 + i, c0 + j] = t[i, j] + t[i + 2, j + {}]
+    }}
+  }}
+}}
+",
+        br + 2,
+        bc + 2 * h,
+        br * bc,
+        2 * h
+    )
+}
+
+#[test]
+fn tiles_with_halos_are_zero_filled_outside_the_tensor() {
+    use phobos_conformance::sim_support::cdiv;
+    use phobos_core::ast::ScalarTy;
+    let (n, m) = (13usize, 70usize);
+    for (ty, elem) in [
+        ("i8", ScalarTy::I8),
+        ("u8", ScalarTy::U8),
+        ("i16", ScalarTy::I16),
+        ("f16", ScalarTy::F16),
+        ("f32", ScalarTy::F32),
+        ("i64", ScalarTy::I64),
+        ("f64", ScalarTy::F64),
+    ] {
+        for h in [0usize, 1, 3, 4] {
+            let src = halo_source(ty, h);
+            let o = Case::source(&src, "tile_box.pho", "tile_box")
+                .dims(&[("N", n as i64), ("M", m as i64)])
+                .run([cdiv(m, 40) + 1, cdiv(n, 6), 1]);
+            let a = o.input("A");
+            let get = |r: i64, c: i64| -> (f64, i64) {
+                if (0..n as i64).contains(&r) && (0..m as i64).contains(&c) {
+                    let k = r as usize * m + c as usize;
+                    (a.f(k), a.i(k))
+                } else {
+                    (0.0, 0)
+                }
+            };
+            let mut want = o.expect("O");
+            let hh = h as i64;
+            for r in 0..n as i64 {
+                for c in 0..m as i64 {
+                    let (x, xi) = get(r - 1, c - hh);
+                    let (y, yi) = get(r + 1, c + hh);
+                    let k = r as usize * m + c as usize;
+                    match elem {
+                        ScalarTy::F16 => want.set_f(k, half::f16::from_f64(x + y).to_f64()),
+                        ScalarTy::F32 | ScalarTy::F64 => want.set_f(k, x + y),
+                        _ => want.set_i(k, xi.wrapping_add(yi)),
+                    }
+                }
+            }
+            if let Err(e) = o.compare("O", &want) {
+                panic!("{ty} tile, halo {h}: {e}");
+            }
+        }
+    }
+}
+
+const RECONVERGE: &str = r#"
+@launch(128)
+kernel reconverge(A: tensor<f32>[128], O: tensor<f32>[128], P: tensor<f32>[128]) {
+  let t = ctx.thread
+  var v = A[t]
+  if ctx.lane % 3 == 0 {
+    v = v * 2.0
+  } else if ctx.lane % 3 == 1 {
+    v = v + 1.0
+  }
+  for k in range(0, ctx.lane % 5) {
+    v += 0.25
+  }
+  let s = sum<over ctx.lane>(v)
+  var acc = 0.0
+  for k in range(0, ctx.warp + 1) {
+    acc += max<over ctx.lane, width 4>(v) * f32(k + 1)
+  }
+  O[t] = s
+  if ctx.warp != 2 {
+    P[t] = acc
+  } else {
+    P[t] = shfl<from 31>(acc)
+  }
+}
+"#;
+
+#[test]
+fn lanes_that_diverge_meet_again_at_a_later_collective() {
+    // Lanes split three ways and loop a lane-dependent number of times, then
+    // meet at a warp sum; warps loop a warp-dependent number of times over
+    // a width-4 max; warp 2 alone runs a shuffle.
+    let o = Case::source(RECONVERGE, "reconverge.pho", "reconverge").run([1, 1, 1]);
+    let a = o.input("A");
+    let v: Vec<f64> = (0..128)
+        .map(|t| {
+            let lane = t % 32;
+            let x = a.f(t);
+            let x = match lane % 3 {
+                0 => x * 2.0,
+                1 => x + 1.0,
+                _ => x,
+            };
+            x + 0.25 * (lane % 5) as f64
+        })
+        .collect();
+    let (mut out, mut p) = (o.expect("O"), o.expect("P"));
+    let acc = |t: usize| {
+        let m4 = (t / 4 * 4..t / 4 * 4 + 4)
+            .map(|k| v[k])
+            .fold(f64::MIN, f64::max);
+        (0..=t / 32).map(|k| m4 * (k + 1) as f64).sum::<f64>()
+    };
+    for t in 0..128 {
+        let w = t / 32 * 32;
+        out.set_f(t, (w..w + 32).map(|k| v[k]).sum());
+        p.set_f(t, if t / 32 == 2 { acc(w + 31) } else { acc(t) });
+    }
+    o.check("O", &out);
+    o.check("P", &p);
+}
