@@ -1,9 +1,693 @@
-//! `phobos sim` (to be written).
+//! `phobos sim FILE [--kernel NAME] [--grid X[,Y[,Z]]] PARAM=PATH.npy ...
+//! PARAM=VALUE ... --out DIR [--no-check] [--max-steps N] [--threads N]`:
+//! compile a kernel, run it on the CPU simulator with `.npy` tensors and
+//! scalar values, and write every tensor the kernel writes to `DIR/PARAM.npy`.
+//!
+//! Dims are inferred from the `.npy` shapes (two tensors that disagree on a
+//! dim are an error naming both); each `.npy` dtype must match its tensor's
+//! element type (`bf16` tensors are read and written as `uint16` bits, since
+//! numpy has no bfloat16). The grid is `--grid` or the kernel's `@grid`.
+//! Exit codes: 0 success, 1 a compile error, a failed check or a simulator
+//! error in the kernel, 2 usage and IO errors.
+
+use phobos_core::ast::ScalarTy;
+use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
+use phobos_core::render::render;
+use phobos_sim::{Device, KernelArg, LaunchOptions, Module, SimError};
+use std::collections::BTreeMap;
+use std::io::{BufReader, BufWriter, IsTerminal};
+use std::path::{Path, PathBuf};
+
 #[derive(clap::Args)]
 pub struct Args {
-    pub file: std::path::PathBuf,
+    /// The .pho file.
+    pub file: PathBuf,
+    /// Parameter bindings: `TENSOR=PATH.npy` for every tensor parameter
+    /// (outputs carry their initial contents) and `SCALAR=VALUE`.
+    pub bindings: Vec<String>,
+    /// The kernel to run; may be left out when the file has one kernel.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// CTAs in the grid, `X`, `X,Y` or `X,Y,Z`; defaults to the kernel's `@grid`.
+    #[arg(long, value_parser = parse_grid)]
+    pub grid: Option<[u32; 3]>,
+    /// Directory for the written tensors (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Turn off racecheck, initcheck and the warp-synchronous checks.
+    #[arg(long)]
+    pub no_check: bool,
+    /// The most instructions one warp may issue before the run fails.
+    #[arg(long, default_value_t = LaunchOptions::default().max_steps)]
+    pub max_steps: u64,
+    /// Host threads to simulate on (0: all cores).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Target compute capability to compile for.
+    #[arg(long, default_value_t = 75)]
+    pub arch: u32,
 }
-pub fn run(_a: Args) -> u8 {
-    eprintln!("error: `phobos sim` is not written yet");
-    2
+
+fn parse_grid(s: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!("`{s}` is not a grid: give X, X,Y or X,Y,Z"));
+    }
+    let mut g = [1u32; 3];
+    for (i, p) in parts.iter().enumerate() {
+        g[i] = match p.parse::<u32>() {
+            Ok(v) if v > 0 => v,
+            _ => return Err(format!("`{p}` is not a positive grid size")),
+        };
+    }
+    Ok(g)
+}
+
+/// Why the command failed, and so its exit code.
+enum Failure {
+    /// Usage and IO errors: exit 2.
+    Usage(String),
+    /// The kernel failed to compile or run: exit 1. The message is printed as is.
+    Kernel(String),
+}
+
+fn usage(m: impl Into<String>) -> Failure {
+    Failure::Usage(m.into())
+}
+
+pub fn run(a: Args) -> u8 {
+    match run_inner(&a) {
+        Ok(summary) => {
+            println!("{summary}");
+            0
+        }
+        Err(Failure::Usage(m)) => {
+            eprintln!("error: {m}");
+            2
+        }
+        Err(Failure::Kernel(m)) => {
+            eprintln!("{m}");
+            1
+        }
+    }
+}
+
+/// A tensor argument read from its `.npy`.
+struct TensorArg {
+    elem: ScalarTy,
+    shape: Vec<u64>,
+    bytes: Vec<u8>,
+    written: bool,
+}
+
+fn run_inner(a: &Args) -> Result<String, Failure> {
+    let src = std::fs::read_to_string(&a.file)
+        .map_err(|e| usage(format!("cannot read `{}`: {e}", a.file.display())))?;
+    let file_name = a.file.display().to_string();
+    let opts = phobos_core::CompileOptions { arch: a.arch };
+    let (kernels, diags) = phobos_core::compile(&src, &file_name, &opts);
+    if !diags.is_empty() {
+        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        eprint!("{}", render(&diags, &file_name, &src, color));
+    }
+    if diags.iter().any(|d| d.is_error()) {
+        return Err(Failure::Kernel(format!(
+            "error: could not compile `{file_name}`"
+        )));
+    }
+    let names: Vec<&str> = kernels.iter().map(|k| k.meta.name.as_str()).collect();
+    let kernel = match &a.kernel {
+        Some(n) => kernels.iter().find(|k| &k.meta.name == n).ok_or_else(|| {
+            usage(format!(
+                "`{file_name}` has no kernel `{n}` (it has: {})",
+                names.join(", ")
+            ))
+        })?,
+        None if kernels.len() == 1 => &kernels[0],
+        None => {
+            return Err(usage(format!(
+                "`{file_name}` has {} kernels; choose one with --kernel ({})",
+                kernels.len(),
+                names.join(", ")
+            )))
+        }
+    };
+    let meta = &kernel.meta;
+    let bindings = parse_bindings(&a.bindings, meta)?;
+    let mut tensors: BTreeMap<String, TensorArg> = BTreeMap::new();
+    let mut scalars: BTreeMap<String, KernelArg> = BTreeMap::new();
+    let missing: Vec<String> = meta
+        .params
+        .iter()
+        .filter(|p| !bindings.contains_key(&p.name))
+        .map(|p| format!("`{}` ({})", p.name, describe_param(&p.kind)))
+        .collect();
+    if !missing.is_empty() {
+        return Err(usage(format!(
+            "missing a value for parameter{} {}",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", ")
+        )));
+    }
+    for p in &meta.params {
+        let Some(value) = bindings.get(&p.name) else {
+            continue;
+        };
+        match &p.kind {
+            ParamKindMeta::Tensor { elem, written, .. } => {
+                let (shape, bytes) = read_npy(Path::new(value), &p.name, *elem)?;
+                tensors.insert(
+                    p.name.clone(),
+                    TensorArg {
+                        elem: *elem,
+                        shape,
+                        bytes,
+                        written: *written,
+                    },
+                );
+            }
+            ParamKindMeta::Scalar(ty) => {
+                scalars.insert(p.name.clone(), parse_scalar(&p.name, *ty, value)?);
+            }
+        }
+    }
+    let dims = infer_dims(meta, &tensors)?;
+    let variant = pick_variant(meta, &dims)?;
+    let grid = match a.grid {
+        Some(g) => g,
+        None => match &meta.grid {
+            Some(exprs) => eval_grid(exprs, &dims)?,
+            None => {
+                return Err(usage(format!(
+                    "kernel `{}` has no @grid; give the grid with --grid X[,Y[,Z]]",
+                    meta.name
+                )))
+            }
+        },
+    };
+    let module = Module::parse(&kernel.ptx).map_err(|e| {
+        Failure::Kernel(format!(
+            "error: the simulator cannot load the compiled PTX: {e}"
+        ))
+    })?;
+    let mut dev = Device::new();
+    let mut buffers = BTreeMap::new();
+    for (name, t) in &tensors {
+        let id = dev
+            .alloc_from(name, &t.bytes)
+            .map_err(|e| usage(e.to_string()))?;
+        buffers.insert(name.clone(), id);
+    }
+    let mut args = Vec::new();
+    let entry_params = module
+        .params(&variant.entry)
+        .map_err(|e| Failure::Kernel(format!("error: {e}")))?;
+    for (i, p) in variant.ptx_params.iter().enumerate() {
+        args.push(match p {
+            PtxParam::TensorPtr(n) => KernelArg::Buffer(*buffers.get(n).ok_or_else(|| {
+                Failure::Kernel(format!("error: the metadata names an unknown tensor `{n}`"))
+            })?),
+            PtxParam::Scalar(n, ty) => {
+                let v = scalars.get(n).cloned().ok_or_else(|| {
+                    Failure::Kernel(format!("error: the metadata names an unknown scalar `{n}`"))
+                })?;
+                // A bool travels as whatever integer width the entry declares.
+                match (ty, &v, entry_params.get(i)) {
+                    (ScalarTy::Bool, KernelArg::U8(b), Some(pi)) if pi.size != 1 => {
+                        KernelArg::Bytes(pad(&[*b], pi.size as usize))
+                    }
+                    _ => v,
+                }
+            }
+            PtxParam::Dim(n) => {
+                let v = dims.get(n).copied().ok_or_else(|| {
+                    Failure::Kernel(format!("error: the metadata names an unknown dim `{n}`"))
+                })?;
+                let v = i32::try_from(v).map_err(|_| {
+                    usage(format!(
+                        "dim `{n}` = {v} does not fit the kernel's 32-bit index"
+                    ))
+                })?;
+                KernelArg::I32(v)
+            }
+        });
+    }
+    let opts = LaunchOptions {
+        checks: !a.no_check,
+        max_steps: a.max_steps,
+        threads: a.threads,
+    };
+    let stats = dev
+        .launch(
+            &module,
+            &variant.entry,
+            grid,
+            [variant.threads, 1, 1],
+            &args,
+            &opts,
+            None,
+        )
+        .map_err(|e| match e {
+            SimError::Check(r) => Failure::Kernel(r.to_string()),
+            other => Failure::Kernel(format!("error: {other}")),
+        })?;
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| usage(format!("cannot create `{}`: {e}", a.out.display())))?;
+    let mut wrote = Vec::new();
+    for (name, t) in &tensors {
+        let id = buffers[name];
+        if !(t.written || stats.written.contains(&id)) {
+            continue;
+        }
+        let bytes = dev.to_vec(id).map_err(|e| usage(e.to_string()))?;
+        let path = a.out.join(format!("{name}.npy"));
+        write_npy(&path, &t.shape, t.elem, &bytes)
+            .map_err(|e| usage(format!("cannot write `{}`: {e}", path.display())))?;
+        wrote.push(path.display().to_string());
+    }
+    Ok(format!(
+        "{}: grid ({}, {}, {}) x {} threads, {} thread instructions, checks {}; wrote {}",
+        variant.entry,
+        grid[0],
+        grid[1],
+        grid[2],
+        variant.threads,
+        stats.thread_instructions,
+        if a.no_check { "off" } else { "passed" },
+        if wrote.is_empty() {
+            "nothing".to_string()
+        } else {
+            wrote.join(", ")
+        }
+    ))
+}
+
+fn pad(b: &[u8], n: usize) -> Vec<u8> {
+    let mut v = b.to_vec();
+    v.resize(n, 0);
+    v
+}
+
+fn describe_param(k: &ParamKindMeta) -> String {
+    match k {
+        ParamKindMeta::Tensor { elem, dims, .. } => {
+            let d: Vec<String> = dims
+                .iter()
+                .map(|d| match d {
+                    DimRefMeta::Named(n) => n.clone(),
+                    DimRefMeta::Const(c) => c.to_string(),
+                })
+                .collect();
+            format!(
+                "a tensor<{}>[{}], given as PATH.npy",
+                elem.name(),
+                d.join(", ")
+            )
+        }
+        ParamKindMeta::Scalar(t) => format!("a {} scalar", t.name()),
+    }
+}
+
+fn parse_bindings(
+    items: &[String],
+    meta: &KernelMeta,
+) -> Result<BTreeMap<String, String>, Failure> {
+    let mut out = BTreeMap::new();
+    for b in items {
+        let (name, value) = b.split_once('=').ok_or_else(|| {
+            usage(format!(
+                "`{b}` is not a binding: write PARAM=PATH.npy or PARAM=VALUE"
+            ))
+        })?;
+        if !meta.params.iter().any(|p| p.name == name) {
+            let known: Vec<&str> = meta.params.iter().map(|p| p.name.as_str()).collect();
+            return Err(usage(format!(
+                "kernel `{}` has no parameter `{name}` (its parameters: {})",
+                meta.name,
+                known.join(", ")
+            )));
+        }
+        if out.insert(name.to_string(), value.to_string()).is_some() {
+            return Err(usage(format!("parameter `{name}` is given twice")));
+        }
+    }
+    Ok(out)
+}
+
+/// The numpy type code (without byte order) that holds `elem`.
+fn npy_code(elem: ScalarTy) -> &'static str {
+    match elem {
+        ScalarTy::Bool => "b1",
+        ScalarTy::I8 => "i1",
+        ScalarTy::U8 => "u1",
+        ScalarTy::I16 => "i2",
+        ScalarTy::U16 | ScalarTy::BF16 => "u2",
+        ScalarTy::I32 => "i4",
+        ScalarTy::U32 => "u4",
+        ScalarTy::I64 => "i8",
+        ScalarTy::U64 => "u8",
+        ScalarTy::F16 => "f2",
+        ScalarTy::F32 => "f4",
+        ScalarTy::F64 => "f8",
+    }
+}
+
+fn numpy_name(code: &str) -> &'static str {
+    match code {
+        "b1" => "bool",
+        "i1" => "int8",
+        "u1" => "uint8",
+        "i2" => "int16",
+        "u2" => "uint16",
+        "i4" => "int32",
+        "u4" => "uint32",
+        "i8" => "int64",
+        "u8" => "uint64",
+        "f2" => "float16",
+        "f4" => "float32",
+        "f8" => "float64",
+        _ => "another type",
+    }
+}
+
+fn to_bytes<T: Copy, const N: usize>(v: Vec<T>, f: fn(T) -> [u8; N]) -> Vec<u8> {
+    v.into_iter().flat_map(f).collect()
+}
+
+/// Reads a C-ordered, little-endian `.npy` whose dtype holds `elem`; returns
+/// its shape and its data as device bytes.
+fn read_npy(path: &Path, param: &str, elem: ScalarTy) -> Result<(Vec<u64>, Vec<u8>), Failure> {
+    let shown = path.display();
+    let file = std::fs::File::open(path)
+        .map_err(|e| usage(format!("cannot open `{shown}` for tensor `{param}`: {e}")))?;
+    let npy = npyz::NpyFile::new(BufReader::new(file)).map_err(|e| {
+        usage(format!(
+            "`{shown}` (tensor `{param}`) is not a readable .npy file: {e}"
+        ))
+    })?;
+    if npy.order() != npyz::Order::C {
+        return Err(usage(format!(
+            "`{shown}` (tensor `{param}`) is in Fortran order; save a C-contiguous array"
+        )));
+    }
+    let descr = match npy.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        _ => {
+            return Err(usage(format!(
+                "`{shown}` (tensor `{param}`) holds a structured array; give a plain {} array",
+                numpy_name(npy_code(elem))
+            )))
+        }
+    };
+    let (order, code) = descr.split_at(1.min(descr.len()));
+    let want = npy_code(elem);
+    let bf16_note = if elem == ScalarTy::BF16 {
+        " (bf16 tensors are given as uint16 bits)"
+    } else {
+        ""
+    };
+    if code != want {
+        return Err(usage(format!(
+            "tensor `{param}` is {}, so `{shown}` must hold {} (dtype {want}){bf16_note}, but it holds {} (dtype {code})",
+            elem.name(),
+            numpy_name(want),
+            numpy_name(code)
+        )));
+    }
+    if order == ">" && !want.ends_with('1') {
+        return Err(usage(format!(
+            "`{shown}` (tensor `{param}`) is big-endian; save it little-endian"
+        )));
+    }
+    let shape = npy.shape().to_vec();
+    let read_err = |e: std::io::Error| usage(format!("cannot read the data of `{shown}`: {e}"));
+    let bytes = match elem {
+        ScalarTy::Bool => to_bytes(npy.into_vec::<bool>().map_err(read_err)?, |b| [u8::from(b)]),
+        ScalarTy::I8 => to_bytes(npy.into_vec::<i8>().map_err(read_err)?, i8::to_le_bytes),
+        ScalarTy::U8 => npy.into_vec::<u8>().map_err(read_err)?,
+        ScalarTy::I16 => to_bytes(npy.into_vec::<i16>().map_err(read_err)?, i16::to_le_bytes),
+        ScalarTy::U16 | ScalarTy::BF16 => {
+            to_bytes(npy.into_vec::<u16>().map_err(read_err)?, u16::to_le_bytes)
+        }
+        ScalarTy::I32 => to_bytes(npy.into_vec::<i32>().map_err(read_err)?, i32::to_le_bytes),
+        ScalarTy::U32 => to_bytes(npy.into_vec::<u32>().map_err(read_err)?, u32::to_le_bytes),
+        ScalarTy::I64 => to_bytes(npy.into_vec::<i64>().map_err(read_err)?, i64::to_le_bytes),
+        ScalarTy::U64 => to_bytes(npy.into_vec::<u64>().map_err(read_err)?, u64::to_le_bytes),
+        ScalarTy::F16 => to_bytes(
+            npy.into_vec::<half::f16>().map_err(read_err)?,
+            half::f16::to_le_bytes,
+        ),
+        ScalarTy::F32 => to_bytes(npy.into_vec::<f32>().map_err(read_err)?, f32::to_le_bytes),
+        ScalarTy::F64 => to_bytes(npy.into_vec::<f64>().map_err(read_err)?, f64::to_le_bytes),
+    };
+    Ok((shape, bytes))
+}
+
+fn write_typed<T: npyz::AutoSerialize>(
+    path: &Path,
+    shape: &[u64],
+    items: impl Iterator<Item = T>,
+) -> std::io::Result<()> {
+    use npyz::WriterBuilder;
+    let file = BufWriter::new(std::fs::File::create(path)?);
+    let mut w = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(file)
+        .begin_nd()?;
+    w.extend(items)?;
+    w.finish()
+}
+
+fn write_npy(path: &Path, shape: &[u64], elem: ScalarTy, bytes: &[u8]) -> std::io::Result<()> {
+    macro_rules! chunks {
+        ($t:ty, $n:literal) => {
+            bytes.chunks_exact($n).map(|c| {
+                let mut a = [0u8; $n];
+                a.copy_from_slice(c);
+                <$t>::from_le_bytes(a)
+            })
+        };
+    }
+    match elem {
+        ScalarTy::Bool => write_typed(path, shape, bytes.iter().map(|&b| b != 0)),
+        ScalarTy::I8 => write_typed(path, shape, chunks!(i8, 1)),
+        ScalarTy::U8 => write_typed(path, shape, bytes.iter().copied()),
+        ScalarTy::I16 => write_typed(path, shape, chunks!(i16, 2)),
+        ScalarTy::U16 | ScalarTy::BF16 => write_typed(path, shape, chunks!(u16, 2)),
+        ScalarTy::I32 => write_typed(path, shape, chunks!(i32, 4)),
+        ScalarTy::U32 => write_typed(path, shape, chunks!(u32, 4)),
+        ScalarTy::I64 => write_typed(path, shape, chunks!(i64, 8)),
+        ScalarTy::U64 => write_typed(path, shape, chunks!(u64, 8)),
+        ScalarTy::F16 => write_typed(path, shape, chunks!(half::f16, 2)),
+        ScalarTy::F32 => write_typed(path, shape, chunks!(f32, 4)),
+        ScalarTy::F64 => write_typed(path, shape, chunks!(f64, 8)),
+    }
+}
+
+fn parse_scalar(name: &str, ty: ScalarTy, text: &str) -> Result<KernelArg, Failure> {
+    let bad = || {
+        usage(format!(
+            "`{text}` is not a {} value for scalar `{name}`",
+            ty.name()
+        ))
+    };
+    let int = || -> Result<i128, Failure> {
+        let t = text.trim().replace('_', "");
+        let (neg, digits) = match t.strip_prefix('-') {
+            Some(d) => (true, d.to_string()),
+            None => (false, t),
+        };
+        let v = match digits.strip_prefix("0x") {
+            Some(h) => i128::from_str_radix(h, 16),
+            None => digits.parse::<i128>(),
+        }
+        .map_err(|_| bad())?;
+        Ok(if neg { -v } else { v })
+    };
+    let ranged = |lo: i128, hi: i128| -> Result<i128, Failure> {
+        let v = int()?;
+        if v < lo || v > hi {
+            Err(usage(format!(
+                "{v} is out of range for scalar `{name}` of type {} ({lo} to {hi})",
+                ty.name()
+            )))
+        } else {
+            Ok(v)
+        }
+    };
+    let float = || text.trim().parse::<f64>().map_err(|_| bad());
+    Ok(match ty {
+        ScalarTy::Bool => match text.trim() {
+            "true" | "1" => KernelArg::U8(1),
+            "false" | "0" => KernelArg::U8(0),
+            _ => return Err(bad()),
+        },
+        ScalarTy::I8 => KernelArg::I8(ranged(i8::MIN.into(), i8::MAX.into())? as i8),
+        ScalarTy::U8 => KernelArg::U8(ranged(0, u8::MAX.into())? as u8),
+        ScalarTy::I16 => KernelArg::I16(ranged(i16::MIN.into(), i16::MAX.into())? as i16),
+        ScalarTy::U16 => KernelArg::U16(ranged(0, u16::MAX.into())? as u16),
+        ScalarTy::I32 => KernelArg::I32(ranged(i32::MIN.into(), i32::MAX.into())? as i32),
+        ScalarTy::U32 => KernelArg::U32(ranged(0, u32::MAX.into())? as u32),
+        ScalarTy::I64 => KernelArg::I64(ranged(i64::MIN.into(), i64::MAX.into())? as i64),
+        ScalarTy::U64 => KernelArg::U64(ranged(0, u64::MAX.into())? as u64),
+        ScalarTy::F16 => KernelArg::Bits16(half::f16::from_f64(float()?).to_bits()),
+        ScalarTy::BF16 => KernelArg::Bits16(half::bf16::from_f64(float()?).to_bits()),
+        ScalarTy::F32 => KernelArg::F32(float()? as f32),
+        ScalarTy::F64 => KernelArg::F64(float()?),
+    })
+}
+
+/// Each named dim's value from the tensors' shapes; each constant dim checked.
+fn infer_dims(
+    meta: &KernelMeta,
+    tensors: &BTreeMap<String, TensorArg>,
+) -> Result<BTreeMap<String, u64>, Failure> {
+    let mut dims: BTreeMap<String, (u64, String, usize)> = BTreeMap::new();
+    for p in &meta.params {
+        let ParamKindMeta::Tensor { dims: axes, .. } = &p.kind else {
+            continue;
+        };
+        let Some(t) = tensors.get(&p.name) else {
+            continue;
+        };
+        if t.shape.len() != axes.len() {
+            return Err(usage(format!(
+                "tensor `{}` has {} dimensions ({}), but its .npy has shape {}",
+                p.name,
+                axes.len(),
+                describe_param(&p.kind),
+                shape_text(&t.shape)
+            )));
+        }
+        for (axis, (d, &n)) in axes.iter().zip(&t.shape).enumerate() {
+            match d {
+                DimRefMeta::Const(c) if *c != n => {
+                    return Err(usage(format!(
+                        "axis {axis} of tensor `{}` must be {c}, but its .npy has shape {}",
+                        p.name,
+                        shape_text(&t.shape)
+                    )))
+                }
+                DimRefMeta::Const(_) => {}
+                DimRefMeta::Named(name) => match dims.get(name) {
+                    Some((v, other, other_axis)) if *v != n => {
+                        return Err(usage(format!(
+                            "dim `{name}` disagrees: it is {v} from `{other}` (axis {other_axis}) but {n} from `{}` (axis {axis})",
+                            p.name
+                        )))
+                    }
+                    Some(_) => {}
+                    None => {
+                        dims.insert(name.clone(), (n, p.name.clone(), axis));
+                    }
+                },
+            }
+        }
+    }
+    for (dim, multiple) in &meta.aligned {
+        if let Some((v, from, _)) = dims.get(dim) {
+            if *multiple > 0 && v % multiple != 0 {
+                return Err(usage(format!(
+                    "kernel `{}` requires dim `{dim}` to be a multiple of {multiple} (@aligned), but `{from}` gives {v}",
+                    meta.name
+                )));
+            }
+        }
+    }
+    Ok(dims.into_iter().map(|(k, (v, _, _))| (k, v)).collect())
+}
+
+fn shape_text(shape: &[u64]) -> String {
+    let s: Vec<String> = shape.iter().map(u64::to_string).collect();
+    if s.len() == 1 {
+        format!("({},)", s[0])
+    } else {
+        format!("({})", s.join(", "))
+    }
+}
+
+/// The variant whose autotuned dims equal the actual dims; free tuning
+/// constants take the first candidate.
+fn pick_variant<'m>(
+    meta: &'m KernelMeta,
+    dims: &BTreeMap<String, u64>,
+) -> Result<&'m VariantMeta, Failure> {
+    meta.variants
+        .iter()
+        .find(|v| {
+            v.values.iter().all(|(n, val)| {
+                dims.get(n)
+                    .is_none_or(|d| i64::try_from(*d).is_ok_and(|d| d == *val))
+            })
+        })
+        .ok_or_else(|| {
+            let tuned: Vec<String> = meta
+                .autotune
+                .iter()
+                .filter(|(n, _)| dims.contains_key(n))
+                .map(|(n, vals)| format!("`{n}` = {} (compiled for {vals:?})", dims[n]))
+                .collect();
+            usage(format!(
+                "kernel `{}` has no variant for these dims: {}",
+                meta.name,
+                tuned.join(", ")
+            ))
+        })
+}
+
+fn eval(e: &GridExpr, dims: &BTreeMap<String, u64>) -> Result<i64, Failure> {
+    use phobos_core::ast::BinOp;
+    Ok(match e {
+        GridExpr::Const(c) => *c,
+        GridExpr::Dim(d) => {
+            let v = dims
+                .get(d)
+                .ok_or_else(|| usage(format!("the @grid uses dim `{d}`, which no tensor gives")))?;
+            i64::try_from(*v).map_err(|_| usage(format!("dim `{d}` is too large")))?
+        }
+        GridExpr::Binary(op, a, b) => {
+            let (x, y) = (eval(a, dims)?, eval(b, dims)?);
+            let div0 = || usage("the @grid divides by zero for these dims");
+            match op {
+                BinOp::Add => x.saturating_add(y),
+                BinOp::Sub => x.saturating_sub(y),
+                BinOp::Mul => x.saturating_mul(y),
+                BinOp::Div => x.checked_div(y).ok_or_else(div0)?,
+                BinOp::Rem => x.checked_rem(y).ok_or_else(div0)?,
+                BinOp::BitAnd => x & y,
+                BinOp::BitOr => x | y,
+                BinOp::BitXor => x ^ y,
+                BinOp::Shl => x.checked_shl(y as u32).unwrap_or(0),
+                BinOp::Shr => x.checked_shr(y as u32).unwrap_or(0),
+                _ => {
+                    return Err(usage(
+                        "the @grid uses a comparison, which cannot size a grid",
+                    ))
+                }
+            }
+        }
+        GridExpr::Cdiv(a, b) => {
+            let (x, y) = (eval(a, dims)?, eval(b, dims)?);
+            if y == 0 {
+                return Err(usage("the @grid divides by zero for these dims"));
+            }
+            (x + y - 1).div_euclid(y)
+        }
+        GridExpr::Min(a, b) => eval(a, dims)?.min(eval(b, dims)?),
+        GridExpr::Max(a, b) => eval(a, dims)?.max(eval(b, dims)?),
+    })
+}
+
+fn eval_grid(exprs: &[GridExpr], dims: &BTreeMap<String, u64>) -> Result<[u32; 3], Failure> {
+    let mut g = [1u32; 3];
+    for (i, e) in exprs.iter().take(3).enumerate() {
+        let v = eval(e, dims)?;
+        g[i] = u32::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
+            usage(format!(
+                "the @grid gives {v} CTAs in dimension {i}; give --grid"
+            ))
+        })?;
+    }
+    Ok(g)
 }

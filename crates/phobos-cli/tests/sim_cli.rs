@@ -1,0 +1,470 @@
+//! `phobos sim` as a user runs it: the seed page's kernels compiled and run
+//! on random `.npy` inputs against a float64 (or exact integer) reference,
+//! ragged shapes, poisoned outputs, and every usage error with its exit code.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const LANES_MATVEC: &str = "@launch(128)
+@aligned(K = 128)
+kernel lanes_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[1, N]) {
+  let row = ctx.block.x * ctx.warps + ctx.warp
+  var acc: f32 = 0.0
+  if row < N {
+    for k in range(0, K, ctx.lanes * 4) {
+      let at = k + ctx.lane * 4
+      acc += sum(W[row, at :+ 4] * x[0, at :+ 4])
+    }
+  }
+  let total = sum<over ctx.lane>(acc)
+  if ctx.lane == 0 && row < N {
+    y[0, row] = total
+  }
+}
+";
+
+const I8_MATVEC: &str = "@launch(256)
+@aligned(K = 32)
+kernel i8_matvec(A: tensor<i8>[1, K], W: tensor<i8>[N, K], C: tensor<f32>[1, N]) {
+  let col = ctx.block.x * ctx.warps + ctx.warp
+  var acc: f32 = 0.0
+  if col < N {
+    for k in range(ctx.lane * 16, K, ctx.lanes * 16) {
+      acc += f32(sum(i32(A[0, k :+ 16]) * i32(W[col, k :+ 16])))
+    }
+  }
+  let total = sum<over ctx.lane>(acc)
+  if ctx.lane == 0 && col < N {
+    C[0, col] = total
+  }
+}
+";
+
+const LANE_MAX: &str = "fn mx(a, b) = max(a, b)
+
+@launch(128)
+kernel lane_max(A: tensor<f32>[1, 128], O: tensor<f32>[1, 1]) {
+  let x = A[0, ctx.thread]
+  let r = reduce<over ctx.lane>(x, mx)
+  if ctx.thread == 0 {
+    O[0, 0] = f32(r)
+  }
+}
+";
+
+const STAGED_MATVEC: &str = "@autotune(K in [256])
+@launch(128)
+kernel staged_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[1, N]) {
+  var xs = x[0 :+ 1, :]
+  let row = ctx.block.x * ctx.warps + ctx.warp
+  var acc: f32 = 0.0
+  if row < N {
+    for k in range(0, K, ctx.lanes * 4) {
+      let at = k + ctx.lane * 4
+      acc += sum(W[row, at :+ 4] * xs[0, at :+ 4])
+    }
+  }
+  let total = sum<over ctx.lane>(acc)
+  if ctx.lane == 0 && row < N {
+    y[0, row] = total
+  }
+}
+";
+
+/// Reads every element of a tensor, with no bounds guard: a planted bug
+/// when the tensor is shorter than the CTA.
+const UNGUARDED: &str = "@launch(128)
+kernel copy(A: tensor<f32>[1, M], B: tensor<f32>[1, 128]) {
+  B[0, ctx.thread] = A[0, ctx.thread]
+}
+";
+
+fn phobos(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_phobos"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run phobos")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A small deterministic generator, so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn f32(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    }
+    fn i8(&mut self) -> i8 {
+        self.next() as i8
+    }
+}
+
+fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) {
+    use npyz::WriterBuilder;
+    let file = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    let mut w = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(file)
+        .begin_nd()
+        .expect("npy header");
+    w.extend(data.iter().copied()).expect("npy data");
+    w.finish().expect("npy finish");
+}
+
+fn read_npy<T: npyz::Deserialize>(path: &Path) -> (Vec<u64>, Vec<T>) {
+    let f = std::fs::File::open(path).expect("open output");
+    let npy = npyz::NpyFile::new(std::io::BufReader::new(f)).expect("npy");
+    let shape = npy.shape().to_vec();
+    (shape, npy.into_vec().expect("data"))
+}
+
+struct Case {
+    dir: tempfile::TempDir,
+}
+
+impl Case {
+    fn new(name: &str, src: &str) -> (Case, String) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join(name);
+        std::fs::write(&p, src).expect("write source");
+        (Case { dir }, p.display().to_string())
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn arg(&self, param: &str, file: &str) -> String {
+        format!("{param}={}", self.path(file).display())
+    }
+    fn out(&self) -> String {
+        self.path("out").display().to_string()
+    }
+}
+
+fn close(got: f32, want: f64) -> bool {
+    (f64::from(got) - want).abs() <= 1e-5 * want.abs().max(1.0)
+}
+
+fn matvec_inputs(c: &Case, n: usize, k: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let mut r = Rng(seed);
+    let w: Vec<f32> = (0..n * k).map(|_| r.f32()).collect();
+    let x: Vec<f32> = (0..k).map(|_| r.f32()).collect();
+    write_npy(&c.path("W.npy"), &[n as u64, k as u64], &w);
+    write_npy(&c.path("x.npy"), &[1, k as u64], &x);
+    write_npy(&c.path("y.npy"), &[1, n as u64], &vec![f32::NAN; n]);
+    (w, x)
+}
+
+fn check_matvec(c: &Case, w: &[f32], x: &[f32], n: usize, k: usize) {
+    let (shape, y) = read_npy::<f32>(&c.path("out/y.npy"));
+    assert_eq!(shape, vec![1, n as u64]);
+    for r in 0..n {
+        let want: f64 = (0..k)
+            .map(|j| f64::from(w[r * k + j]) * f64::from(x[j]))
+            .sum();
+        assert!(close(y[r], want), "row {r}: {} vs {want}", y[r]);
+    }
+}
+
+#[test]
+fn lanes_matvec_with_ragged_rows() {
+    // N = 10 rows over CTAs of 4 warps: the third CTA has two idle warps.
+    let (n, k) = (10, 256);
+    let (c, file) = Case::new("lanes_matvec.pho", LANES_MATVEC);
+    let (w, x) = matvec_inputs(&c, n, k, 7);
+    let out = phobos(&[
+        "sim",
+        &file,
+        "--kernel",
+        "lanes_matvec",
+        "--grid",
+        "3",
+        &c.arg("W", "W.npy"),
+        &c.arg("x", "x.npy"),
+        &c.arg("y", "y.npy"),
+        "--out",
+        &c.out(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("checks passed"), "{stdout}");
+    check_matvec(&c, &w, &x, n, k);
+    assert!(
+        !c.path("out/W.npy").exists(),
+        "read-only tensors are not written"
+    );
+}
+
+#[test]
+fn staged_matvec_through_shared_memory() {
+    let (n, k) = (9, 256);
+    let (c, file) = Case::new("staged.pho", STAGED_MATVEC);
+    let (w, x) = matvec_inputs(&c, n, k, 11);
+    let out = phobos(&[
+        "sim",
+        &file,
+        "--grid",
+        "3",
+        &c.arg("W", "W.npy"),
+        &c.arg("x", "x.npy"),
+        &c.arg("y", "y.npy"),
+        "--out",
+        &c.out(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    check_matvec(&c, &w, &x, n, k);
+}
+
+#[test]
+fn i8_matvec_matches_exact_integers() {
+    let (n, k) = (13, 96);
+    let (c, file) = Case::new("i8.pho", I8_MATVEC);
+    let mut r = Rng(3);
+    let a: Vec<i8> = (0..k).map(|_| r.i8()).collect();
+    let w: Vec<i8> = (0..n * k).map(|_| r.i8()).collect();
+    write_npy(&c.path("A.npy"), &[1, k as u64], &a);
+    write_npy(&c.path("W.npy"), &[n as u64, k as u64], &w);
+    write_npy(&c.path("C.npy"), &[1, n as u64], &vec![f32::NAN; n]);
+    let out = phobos(&[
+        "sim",
+        &file,
+        "--grid",
+        "2",
+        &c.arg("A", "A.npy"),
+        &c.arg("W", "W.npy"),
+        &c.arg("C", "C.npy"),
+        "--out",
+        &c.out(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, got) = read_npy::<f32>(&c.path("out/C.npy"));
+    for col in 0..n {
+        let want: i64 = (0..k)
+            .map(|j| i64::from(a[j]) * i64::from(w[col * k + j]))
+            .sum();
+        assert_eq!(got[col], want as f32, "column {col}");
+    }
+}
+
+#[test]
+fn lane_max_folds_warp_zero() {
+    let (c, file) = Case::new("lane_max.pho", LANE_MAX);
+    let mut r = Rng(5);
+    let a: Vec<f32> = (0..128).map(|_| r.f32()).collect();
+    write_npy(&c.path("A.npy"), &[1, 128], &a);
+    write_npy(&c.path("O.npy"), &[1, 1], &[f32::NAN]);
+    let out = phobos(&[
+        "sim",
+        &file,
+        "--grid",
+        "1",
+        &c.arg("A", "A.npy"),
+        &c.arg("O", "O.npy"),
+        "--out",
+        &c.out(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, o) = read_npy::<f32>(&c.path("out/O.npy"));
+    let want = a[..32].iter().copied().fold(f32::MIN, f32::max);
+    assert_eq!(o, vec![want]);
+}
+
+#[test]
+fn a_missing_bounds_guard_fails_memcheck_with_exit_1() {
+    let (c, file) = Case::new("copy.pho", UNGUARDED);
+    write_npy(&c.path("A.npy"), &[1, 100], &vec![1.0f32; 100]);
+    write_npy(&c.path("B.npy"), &[1, 128], &vec![0.0f32; 128]);
+    let out = phobos(&[
+        "sim",
+        &file,
+        "--grid",
+        "1",
+        &c.arg("A", "A.npy"),
+        &c.arg("B", "B.npy"),
+        "--out",
+        &c.out(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("memcheck: out-of-bounds global load of 4 bytes in kernel `copy`"),
+        "{err}"
+    );
+    assert!(err.contains("copy.pho:3:"), "{err}");
+    assert!(err.contains("thread (100, 0, 0)"), "{err}");
+    assert!(err.contains("tensor `A`, which has 400 bytes"), "{err}");
+}
+
+#[test]
+fn dims_that_disagree_name_both_tensors() {
+    let (c, file) = Case::new("lanes_matvec.pho", LANES_MATVEC);
+    write_npy(&c.path("W.npy"), &[4, 256], &vec![0.0f32; 1024]);
+    write_npy(&c.path("x.npy"), &[1, 128], &vec![0.0f32; 128]);
+    write_npy(&c.path("y.npy"), &[1, 4], &[0.0f32; 4]);
+    let out = phobos(&[
+        "sim",
+        &file,
+        "--grid",
+        "1",
+        &c.arg("W", "W.npy"),
+        &c.arg("x", "x.npy"),
+        &c.arg("y", "y.npy"),
+        "--out",
+        &c.out(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim(),
+        "error: dim `K` disagrees: it is 256 from `W` (axis 1) but 128 from `x` (axis 1)"
+    );
+}
+
+#[test]
+fn a_dtype_that_does_not_match_is_refused() {
+    let (c, file) = Case::new("lanes_matvec.pho", LANES_MATVEC);
+    write_npy(&c.path("W.npy"), &[4, 128], &vec![0.0f32; 512]);
+    write_npy(&c.path("x.npy"), &[1, 128], &vec![0.0f64; 128]);
+    write_npy(&c.path("y.npy"), &[1, 4], &[0.0f32; 4]);
+    let out = phobos(&[
+        "sim",
+        &file,
+        "--grid",
+        "1",
+        &c.arg("W", "W.npy"),
+        &c.arg("x", "x.npy"),
+        &c.arg("y", "y.npy"),
+        "--out",
+        &c.out(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("tensor `x` is f32, so")
+            && err.contains("must hold float32 (dtype f4), but it holds float64 (dtype f8)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn shapes_and_alignment_are_checked() {
+    let (c, file) = Case::new("lanes_matvec.pho", LANES_MATVEC);
+    write_npy(&c.path("W.npy"), &[4, 100], &vec![0.0f32; 400]);
+    write_npy(&c.path("x.npy"), &[1, 100], &vec![0.0f32; 100]);
+    write_npy(&c.path("y.npy"), &[4], &[0.0f32; 4]);
+    let args = |y: &str| {
+        vec![
+            "sim".to_string(),
+            file.clone(),
+            "--grid".into(),
+            "1".into(),
+            c.arg("W", "W.npy"),
+            c.arg("x", "x.npy"),
+            c.arg("y", y),
+            "--out".into(),
+            c.out(),
+        ]
+    };
+    let run = |a: Vec<String>| phobos(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = run(args("y.npy"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("tensor `y` has 2 dimensions"),
+        "{}",
+        stderr(&out)
+    );
+    write_npy(&c.path("y2.npy"), &[1, 4], &[0.0f32; 4]);
+    let out = run(args("y2.npy"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("multiple of 128 (@aligned), but `W` gives 100"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let (c, file) = Case::new("lanes_matvec.pho", LANES_MATVEC);
+    let out = phobos(&["sim", &file, "--kernel", "nope", "--out", &c.out()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("has no kernel `nope` (it has: lanes_matvec)"),
+        "{}",
+        stderr(&out)
+    );
+    let out = phobos(&["sim", &file, "--out", &c.out(), "W=w.npy"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(
+            "missing a value for parameters `x` (a tensor<f32>[1, K], given as PATH.npy), `y`"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = phobos(&["sim", &file, "--out", &c.out(), "Q=1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("has no parameter `Q`"),
+        "{}",
+        stderr(&out)
+    );
+    let out = phobos(&[
+        "sim",
+        &file,
+        "--out",
+        &c.out(),
+        &c.arg("W", "missing.npy"),
+        "x=a",
+        "y=b",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot open"), "{}", stderr(&out));
+    let out = phobos(&["sim", "/nonexistent/k.pho", "--out", &c.out()]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = phobos(&["sim", &file, "--grid", "0", "--out", &c.out()]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_kernel_without_a_grid_needs_one() {
+    let (c, file) = Case::new("lane_max.pho", LANE_MAX);
+    write_npy(&c.path("A.npy"), &[1, 128], &vec![0.0f32; 128]);
+    write_npy(&c.path("O.npy"), &[1, 1], &[0.0f32]);
+    let out = phobos(&[
+        "sim",
+        &file,
+        &c.arg("A", "A.npy"),
+        &c.arg("O", "O.npy"),
+        "--out",
+        &c.out(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("has no @grid; give the grid with --grid"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn compile_errors_exit_1_with_the_diagnostic() {
+    let (c, file) = Case::new(
+        "bad.pho",
+        "kernel k(A: tensor<f32>[1, 4]) {\n  A[0, 0] = nope\n}\n",
+    );
+    let out = phobos(&["sim", &file, "--out", &c.out()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("bad.pho:2"), "{err}");
+    assert!(err.contains("could not compile"), "{err}");
+}
