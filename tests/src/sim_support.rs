@@ -284,6 +284,22 @@ pub fn compile_src(src: &str, file_name: &str) -> Vec<CompiledKernel> {
     kernels
 }
 
+thread_local! {
+    static SEED: std::cell::Cell<u64> = const { std::cell::Cell::new(0x5eed_0001) };
+}
+
+/// Runs `f` with every [`Case`] it creates seeded from `seed` (on this
+/// thread), so a whole table of tests can be rerun on other inputs.
+pub fn with_seed<R>(seed: u64, f: impl FnOnce() -> R) -> R {
+    let old = SEED.with(|s| s.replace(seed));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    SEED.with(|s| s.set(old));
+    match r {
+        Ok(r) => r,
+        Err(p) => std::panic::resume_unwind(p),
+    }
+}
+
 /// One launch of one kernel being prepared: dims, tensors, scalars.
 pub struct Case {
     pub kernel: CompiledKernel,
@@ -327,7 +343,7 @@ impl Case {
             tensors: BTreeMap::new(),
             scalars: BTreeMap::new(),
             tune: Vec::new(),
-            rng: StdRng::seed_from_u64(0x5eed_0001),
+            rng: StdRng::seed_from_u64(SEED.with(|s| s.get())),
             gens: BTreeMap::new(),
             floor: 1.0,
             rel: 1e-5,

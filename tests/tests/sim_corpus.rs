@@ -16,7 +16,9 @@
 
 use half::{bf16, f16};
 use phobos_conformance::corpus;
-use phobos_conformance::sim_support::{butterfly, cdiv, Case, Gen, Outcome, Scalar, Tensor};
+use phobos_conformance::sim_support::{
+    butterfly, cdiv, with_seed, Case, Gen, Outcome, Scalar, Tensor,
+};
 use phobos_core::ast::ScalarTy;
 
 fn g1(x: u32) -> [u32; 3] {
@@ -1102,6 +1104,17 @@ corpus_table! {
     staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
     tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,
     types_i16_u16, types_i64_u64, types_i8_u8, vec_add,
+}
+
+#[test]
+fn every_corpus_kernel_on_more_seeds() {
+    // The same references on three more sets of random inputs.
+    for seed in [11, 12, 13] {
+        for (name, f) in TABLE {
+            let r = std::panic::catch_unwind(|| with_seed(seed, f));
+            assert!(r.is_ok(), "{name} failed with seed {seed}");
+        }
+    }
 }
 
 #[test]
