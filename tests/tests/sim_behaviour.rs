@@ -480,3 +480,69 @@ fn lanes_that_diverge_meet_again_at_a_later_collective() {
     o.check("O", &out);
     o.check("P", &p);
 }
+
+const SCALARS: &str = "@launch(32)
+kernel scalars_all(O: tensor<f64>[13], a: bool, b: i8, c: u8, d: i16, e: u16, f: i32, g: u32, h: i64, i: u64, j: f16, k: bf16, l: f32, m: f64) {
+  if ctx.thread == 0 {
+    O[0] = select(a, 1.0, 0.0)
+    O[1] = f64(b)
+    O[2] = f64(c)
+    O[3] = f64(d)
+    O[4] = f64(e)
+    O[5] = f64(f)
+    O[6] = f64(g)
+    O[7] = f64(h)
+    O[8] = f64(i)
+    O[9] = f64(j)
+    O[10] = f64(k)
+    O[11] = f64(l)
+    O[12] = m
+  }
+}
+";
+
+#[test]
+fn scalar_parameters_of_every_type_arrive_whole() {
+    use half::{bf16, f16};
+    use phobos_conformance::sim_support::Scalar;
+    let l = f32::from_bits(0x0001_2345); // a subnormal survives the trip
+    let o = Case::source(SCALARS, "scalars_all.pho", "scalars_all")
+        .scalar("a", Scalar::Bool(true))
+        .scalar("b", Scalar::I8(-128))
+        .scalar("c", Scalar::U8(255))
+        .scalar("d", Scalar::I16(-32768))
+        .scalar("e", Scalar::U16(65535))
+        .scalar("f", Scalar::I32(i32::MIN))
+        .scalar("g", Scalar::U32(u32::MAX))
+        .scalar("h", Scalar::I64(-(1 << 53)))
+        .scalar("i", Scalar::U64(1 << 63))
+        .scalar("j", Scalar::F16(f16::MAX))
+        .scalar("k", Scalar::BF16(bf16::from_f32(-3.0e38)))
+        .scalar("l", Scalar::F32(l))
+        .scalar("m", Scalar::F64(1e300))
+        .run([1, 1, 1]);
+    let want = [
+        1.0,
+        -128.0,
+        255.0,
+        -32768.0,
+        65535.0,
+        f64::from(i32::MIN),
+        f64::from(u32::MAX),
+        -(2f64.powi(53)),
+        2f64.powi(63),
+        f16::MAX.to_f64(),
+        bf16::from_f32(-3.0e38).to_f64(),
+        f64::from(l),
+        1e300,
+    ];
+    let got = &o.after["O"];
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(
+            got.f(i).to_bits(),
+            w.to_bits(),
+            "O[{i}]: got {}, want {w}",
+            got.f(i)
+        );
+    }
+}
