@@ -546,3 +546,49 @@ fn scalar_parameters_of_every_type_arrive_whole() {
         );
     }
 }
+
+/// Tiles and CTA-collective scratch sharing bytes (the plan reuses offset
+/// 0 for `t`, `a`, `max` scratch and `b`), a tile rewritten on every trip
+/// of a loop, and the barriers the plan keeps or elides between them.
+const REUSE: &str = "@launch(128)
+kernel reuse(A: tensor<f32>[R, 128], B: tensor<f32>[1, 256], y: tensor<f32>[R, 128], z: tensor<f32>[1, 128]) {
+  for r in range(0, R) {
+    var t = A[r :+ 1, :]
+    let s = sum<over ctx.thread>(t[0, ctx.thread])
+    y[r, ctx.thread] = t[0, 127 - ctx.thread] + s
+  }
+  var a = B[0 :+ 1, :]
+  let x = a[0, (ctx.thread * 2 + 1) % 256]
+  let m = max<over ctx.thread>(x)
+  var b = A[0 :+ 1, :]
+  let s2 = sum<over ctx.thread>(b[0, (ctx.thread + 5) % 128])
+  z[0, ctx.thread] = b[0, 127 - ctx.thread] + m + s2
+}
+";
+
+#[test]
+fn shared_bytes_reused_between_tiles_and_collectives() {
+    let r = 4;
+    // Several CTAs run the same work: each must see only its own shared
+    // memory.
+    let o = Case::source(REUSE, "reuse.pho", "reuse")
+        .dims(&[("R", r as i64)])
+        .run([3, 1, 1]);
+    let (a, b) = (o.input("A"), o.input("B"));
+    let (mut y, mut z) = (o.expect("y"), o.expect("z"));
+    for i in 0..r {
+        let s: f64 = (0..128).map(|k| a.f(i * 128 + k)).sum();
+        for t in 0..128 {
+            y.set_f(i * 128 + t, a.f(i * 128 + 127 - t) + s);
+        }
+    }
+    let m = (0..128)
+        .map(|t| b.f((t * 2 + 1) % 256))
+        .fold(f64::MIN, f64::max);
+    let s2: f64 = (0..128).map(|k| a.f(k)).sum();
+    for t in 0..128 {
+        z.set_f(t, a.f(127 - t) + m + s2);
+    }
+    o.check("y", &y);
+    o.check("z", &z);
+}
