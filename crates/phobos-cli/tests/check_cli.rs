@@ -118,3 +118,47 @@ fn directories_are_walked_for_pho_files() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("1 error in 1 file"), "{err}");
 }
+
+/// Mutated seed kernels: `phobos check` exits 0 or 1, never crashes.
+#[test]
+fn mutated_kernels_exit_0_or_1() {
+    let seed =
+        std::fs::read_to_string(Path::new(&seed_dir()).join("lanes_matvec.pho")).expect("seed");
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A small deterministic generator: the test must be reproducible.
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    for case in 0..24 {
+        let mut bytes = seed.as_bytes().to_vec();
+        for _ in 0..=case % 4 {
+            let i = next(bytes.len());
+            match next(3) {
+                0 => {
+                    let end = (i + next(30)).min(bytes.len());
+                    bytes.drain(i..end);
+                }
+                1 => bytes
+                    .splice(i..i, b"<(]{ :+ ".iter().copied().take(1 + next(8)))
+                    .for_each(drop),
+                _ => {
+                    let j = next(bytes.len());
+                    bytes.swap(i, j);
+                }
+            }
+        }
+        let path = dir.path().join(format!("m{case}.pho"));
+        std::fs::write(&path, &bytes).expect("write");
+        let out = phobos(&["check", &path.display().to_string()]);
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0 | 1)),
+            "case {case}: exit {code:?}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -205,7 +205,7 @@ fn grid_exprs(cx: &mut Cx, es: &[ast::Expr]) -> Option<Vec<hir::Expr>> {
 }
 
 /// Dims and autotuned constants: what `@grid` may name.
-fn grid_scope(cx: &Cx) -> HashMap<String, Binding> {
+fn grid_scope(cx: &Cx) -> cx::Scope {
     cx.scopes
         .iter()
         .flat_map(|s| s.iter())

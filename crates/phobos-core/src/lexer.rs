@@ -292,14 +292,11 @@ impl Lexer<'_> {
 
     /// Digits accepted by `ok`, with `_` separators dropped.
     fn take_digits(&mut self, ok: impl Fn(u8) -> bool) -> String {
-        let mut s = String::new();
-        while ok(self.peek(0)) || (self.peek(0) == b'_' && !s.is_empty()) {
-            if self.peek(0) != b'_' {
-                s.push(self.peek(0) as char);
-            }
+        let start = self.pos;
+        while ok(self.peek(0)) || (self.peek(0) == b'_' && self.pos > start) {
             self.pos += 1;
         }
-        s
+        self.text[start..self.pos].replace('_', "")
     }
 
     fn finish_int(&mut self, start: usize, value: Option<u64>, empty: bool) {

@@ -132,7 +132,7 @@ mod tests {
         let d = Diagnostic::error("P0200", "cannot find `oops` in this scope")
             .primary(Span::new(18, 22), "not declared")
             .note("declare it first");
-        let text = render(&[d.clone()], "k.pho", src, false);
+        let text = render(std::slice::from_ref(&d), "k.pho", src, false);
         assert!(
             text.starts_with("error[P0200]: cannot find `oops` in this scope"),
             "{text}"

@@ -532,7 +532,7 @@ impl Cx<'_> {
             return None;
         }
         self.inline_budget -= 1;
-        let mut scope = std::collections::HashMap::new();
+        let mut scope = super::cx::Scope::default();
         for (p, a) in f.params.iter().zip(args) {
             scope.insert(p.name.clone(), Binding::Inline(a));
         }

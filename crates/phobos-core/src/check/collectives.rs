@@ -47,9 +47,7 @@ impl Cx<'_> {
         if op.name == "shfl" {
             return self.shuffle(&items, config_span, args, want, span);
         }
-        let Some(cop) = coll_op(&op.name) else {
-            return None;
-        };
+        let cop = coll_op(&op.name)?;
         let group = self.group(&op.name, &items, config_span);
         let arg = self.collective_args(cop, op, args, want, span);
         let (group, (arg, combine)) = (group?, arg?);
@@ -186,11 +184,11 @@ impl Cx<'_> {
         let n = if op == CollOp::Reduce { 2 } else { 1 };
         if !self.arity(callee, args, n, span) {
             if op == CollOp::Reduce {
-                self.diags.last_mut().map(|d| {
+                if let Some(d) = self.diags.last_mut() {
                     d.notes.push(
                         "write `reduce<over ctx.lane>(x, f)` with a `fn f(a, b) = ...`".into(),
-                    )
-                });
+                    );
+                }
             }
             return None;
         }

@@ -18,6 +18,31 @@ pub(crate) const MAX_INLINE_DEPTH: usize = 32;
 /// Most `fn` calls inlined into one kernel variant.
 pub(crate) const INLINE_BUDGET: usize = 50_000;
 
+/// FNV-1a: names are short, and SipHash's protection against crafted keys
+/// buys nothing in a compiler's scope table.
+#[derive(Default)]
+pub(crate) struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// Names bound in one scope.
+pub(crate) type Scope = HashMap<String, Binding, std::hash::BuildHasherDefault<Fnv>>;
+
 /// What a name means at one point of a kernel.
 #[derive(Clone, Debug)]
 pub(crate) enum Binding {
@@ -47,7 +72,7 @@ pub(crate) struct Cx<'a> {
     pub threads: u32,
     /// Each dim's value when this variant knows it (autotuned dims).
     pub dim_consts: Vec<Option<i64>>,
-    pub scopes: Vec<HashMap<String, Binding>>,
+    pub scopes: Vec<Scope>,
     pub locals: Vec<hir::Local>,
     /// `let` locals and loop variables cannot be assigned.
     pub written: Vec<bool>,
@@ -100,7 +125,7 @@ impl<'a> Cx<'a> {
     }
 
     pub fn push_scope(&mut self) {
-        self.scopes.push(HashMap::new());
+        self.scopes.push(Scope::default());
     }
 
     pub fn pop_scope(&mut self) {

@@ -15,7 +15,7 @@ pub(crate) struct Header {
     pub params: Vec<hir::Param>,
     pub dims: Vec<DimInfo>,
     /// Params and dims by name.
-    pub bindings: HashMap<String, Binding>,
+    pub bindings: super::cx::Scope,
     /// `@autotune` names, values and the span of the name.
     pub autotune: Vec<(String, Vec<i64>, Span)>,
     pub aligned: Vec<(DimId, u64)>,
@@ -54,7 +54,7 @@ pub(crate) fn check_header(k: &ast::Kernel, diags: &mut Vec<Diagnostic>) -> Head
     let mut h = Header {
         params: Vec::new(),
         dims: Vec::new(),
-        bindings: HashMap::new(),
+        bindings: super::cx::Scope::default(),
         autotune: Vec::new(),
         aligned: Vec::new(),
         launch: None,
