@@ -301,6 +301,7 @@ pub fn with_seed<R>(seed: u64, f: impl FnOnce() -> R) -> R {
 }
 
 /// One launch of one kernel being prepared: dims, tensors, scalars.
+#[derive(Clone)]
 pub struct Case {
     pub kernel: CompiledKernel,
     pub dims: BTreeMap<String, i64>,
