@@ -311,6 +311,12 @@
     $("cta-label").textContent = `CTA ${T.ctas[cta].cta}`;
     document.body.dataset.step = String(step);
     document.body.dataset.cta = String(T.ctas[cta].cta);
+    try {
+      history.replaceState(null, "", `#cta=${T.ctas[cta].cta}&step=${step + 1}`);
+    } catch (e) {
+      // Some browsers refuse history changes on file:// pages; links then
+      // just do not follow the step.
+    }
   }
 
   function go(i) {
@@ -357,6 +363,17 @@
     if (i >= 0 && i < steps().length) go(i);
     e.preventDefault();
   });
+
+  // A link may name the CTA and step: #cta=1&step=8 (steps count from 1).
+  const wanted = new URLSearchParams(location.hash.slice(1));
+  if (wanted.has("cta")) {
+    const i = T.ctas.findIndex((c) => String(c.cta) === wanted.get("cta"));
+    if (i >= 0) {
+      cta = i;
+      picker.value = String(i);
+    }
+  }
+  if (wanted.has("step")) step = Math.max(0, (Number(wanted.get("step")) || 1) - 1);
 
   draw();
   document.body.dataset.ready = "true";

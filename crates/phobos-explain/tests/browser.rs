@@ -79,7 +79,7 @@ fn open(b: &mut cdp::Browser, page: &Path) -> Duration {
     b.call("Page.navigate", json!({"url": url}))
         .expect("navigate");
     b.wait_for(
-        &format!("location.href === {url:?} && document.readyState === 'complete' && document.body.dataset.ready === 'true'"),
+        &format!("location.href.split('#')[0] === {url:?} && document.readyState === 'complete' && document.body.dataset.ready === 'true'"),
         Duration::from_secs(20),
     )
     .expect("the page finishes drawing");
@@ -204,6 +204,25 @@ fn the_page_steps_through_staged_matvec_in_chromium() {
     let png = b.screenshot().expect("screenshot");
     assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
     std::fs::write(dir.join("staged_matvec.png"), &png).expect("save the screenshot");
+
+    // From the first iteration, "iteration ▶" jumps to the start of the
+    // next iteration, and the address bar follows the step.
+    let it = t.picked_cta().steps[w_step].iterations[0];
+    let next_iteration = t
+        .picked_cta()
+        .steps
+        .iter()
+        .position(|s| {
+            s.iterations
+                .iter()
+                .any(|i| i.r#loop == it.r#loop && i.iteration == it.iteration + 1)
+        })
+        .expect("a second iteration");
+    b.eval("document.getElementById('iter-next').click()")
+        .expect("click iteration");
+    assert_eq!(step(&mut b), next_iteration as i64);
+    let hash = b.eval("location.hash").expect("hash");
+    assert_eq!(hash, json!(format!("#cta=0&step={}", next_iteration + 1)));
 
     // The first butterfly step draws 16 arcs, each lane to lane ^ 16 and back.
     let shuffle_step = t
