@@ -34,6 +34,13 @@ pub fn check_source(src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
     let (file, mut diags) = crate::parser::parse(src);
     let (kernels, check_diags) = crate::check::check_file(&file, src);
     diags.extend(check_diags);
+    // Stable: diagnostics at one position keep the order they were found in.
+    diags.sort_by_key(|d| {
+        d.labels
+            .iter()
+            .find(|l| l.primary)
+            .map_or(0, |l| l.span.start)
+    });
     (kernels, diags)
 }
 

@@ -77,7 +77,7 @@ fn several_errors_in_one_file() {
     let src = k(
         "  let a = nope\n  let b: i32 = 1.5\n  C[0, i] = a + b\n  let = 4\n  A[0, i] = s + other",
     );
-    assert_eq!(codes(&src), ["P0100", "P0200", "P0403", "P0200"]);
+    assert_eq!(codes(&src), ["P0200", "P0403", "P0100", "P0200"]);
 }
 
 #[test]
