@@ -83,37 +83,64 @@ impl Warp {
         }
     }
 
+    /// `d = f(a)` in the active lanes, in place in the value file. Slots
+    /// come from the decoder, so they are in range; an out-of-range slot
+    /// would be a decoder bug and leaves the file untouched.
     #[inline(always)]
     fn map1(&mut self, active: u32, d: Slot, a: Slot, f: impl Fn(u64) -> u64) {
-        let a = self.row(a);
-        let mut out = [0u64; 32];
-        for l in 0..32 {
-            out[l] = f(a[l]);
+        let (d, a) = (d as usize * 32, a as usize * 32);
+        let r = &mut self.regs[..];
+        if d.max(a) + 32 > r.len() {
+            return;
         }
-        self.put(d, active, &out);
+        if active == FULL {
+            for l in 0..32 {
+                r[d + l] = f(r[a + l]);
+            }
+        } else {
+            for l in lanes(active) {
+                r[d + l] = f(r[a + l]);
+            }
+        }
     }
 
+    /// `d = f(a, b)` in the active lanes.
     #[inline(always)]
     fn map2(&mut self, active: u32, d: Slot, a: Slot, b: Slot, f: impl Fn(u64, u64) -> u64) {
-        let a = self.row(a);
-        let b = self.row(b);
-        let mut out = [0u64; 32];
-        for l in 0..32 {
-            out[l] = f(a[l], b[l]);
+        let (d, a, b) = (d as usize * 32, a as usize * 32, b as usize * 32);
+        let r = &mut self.regs[..];
+        if d.max(a).max(b) + 32 > r.len() {
+            return;
         }
-        self.put(d, active, &out);
+        if active == FULL {
+            for l in 0..32 {
+                r[d + l] = f(r[a + l], r[b + l]);
+            }
+        } else {
+            for l in lanes(active) {
+                r[d + l] = f(r[a + l], r[b + l]);
+            }
+        }
     }
 
+    /// `d = f(a, b, c)` in the active lanes.
     #[inline(always)]
     fn map3(&mut self, active: u32, d: Slot, s: [Slot; 3], f: impl Fn(u64, u64, u64) -> u64) {
-        let a = self.row(s[0]);
-        let b = self.row(s[1]);
-        let c = self.row(s[2]);
-        let mut out = [0u64; 32];
-        for l in 0..32 {
-            out[l] = f(a[l], b[l], c[l]);
+        let d = d as usize * 32;
+        let [a, b, c] = s.map(|x| x as usize * 32);
+        let r = &mut self.regs[..];
+        if d.max(a).max(b).max(c) + 32 > r.len() {
+            return;
         }
-        self.put(d, active, &out);
+        if active == FULL {
+            for l in 0..32 {
+                r[d + l] = f(r[a + l], r[b + l], r[c + l]);
+            }
+        } else {
+            for l in lanes(active) {
+                r[d + l] = f(r[a + l], r[b + l], r[c + l]);
+            }
+        }
     }
 
     fn set_pred(&mut self, p: u32, active: u32, value: u32) {
@@ -184,7 +211,14 @@ impl Warp {
                 if wide {
                     self.float64(op, sat, d, s, active);
                 } else {
-                    self.float32(op, ftz, sat, d, s, active);
+                    // Resolve the modifiers at compile time: the plain form
+                    // is the hot one.
+                    match (ftz, sat) {
+                        (false, false) => self.float32::<false, false>(op, d, s, active),
+                        (true, false) => self.float32::<true, false>(op, d, s, active),
+                        (false, true) => self.float32::<false, true>(op, d, s, active),
+                        (true, true) => self.float32::<true, true>(op, d, s, active),
+                    }
                 }
             }
             Op::Cvt {
@@ -494,18 +528,24 @@ impl Warp {
         }
     }
 
-    fn float32(&mut self, op: FloatOp, ftz: bool, sat: bool, d: Slot, s: [Slot; 3], active: u32) {
+    fn float32<const FTZ: bool, const SAT: bool>(
+        &mut self,
+        op: FloatOp,
+        d: Slot,
+        s: [Slot; 3],
+        active: u32,
+    ) {
         let fin = move |x: u64| {
             let f = f32_of(x);
-            if ftz {
+            if FTZ {
                 ftz32(f)
             } else {
                 f
             }
         };
         let fout = move |f: f32| {
-            let f = if ftz { ftz32(f) } else { f };
-            let f = if sat {
+            let f = if FTZ { ftz32(f) } else { f };
+            let f = if SAT {
                 if f.is_nan() {
                     0.0
                 } else {
@@ -679,12 +719,15 @@ impl Warp {
         let n = n as usize;
         let signed = ty.is_signed();
         let bits = ty.bits();
+        if space == MemSpace::Global && !store {
+            return self.global_load(size, n, signed, bits, regs, base, offset, active, cx, cta);
+        }
         for l in lanes(active) {
             let raw = base
                 .map_or(0, |b| self.regs[b as usize * 32 + l])
                 .wrapping_add(offset as u64);
             let (sp, addr) = Self::resolve(space, raw);
-            if addr % u64::from(total) != 0 {
+            if addr & (u64::from(total) - 1) != 0 {
                 let mut f = Fault::new(
                     CheckKind::Memcheck,
                     format!(
@@ -836,6 +879,60 @@ impl Warp {
         Ok(())
     }
 
+    /// The common case of `memory`: a load from global space.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn global_load(
+        &mut self,
+        size: u32,
+        n: usize,
+        signed: bool,
+        bits: u32,
+        regs: [Slot; 4],
+        base: Option<Slot>,
+        offset: i64,
+        active: u32,
+        cx: &Ctx,
+        cta: &mut CtaState,
+    ) -> Result<(), Fault> {
+        let total = size * n as u32;
+        let dst = regs.map(|r| r as usize * 32);
+        for l in lanes(active) {
+            let addr = base
+                .map_or(0, |b| self.regs[b as usize * 32 + l])
+                .wrapping_add(offset as u64);
+            if addr & (u64::from(total) - 1) != 0 {
+                let mut f = Fault::new(
+                    CheckKind::Memcheck,
+                    format!("misaligned global load of {total} bytes (the address must be a multiple of {total})"),
+                )
+                .at(l, addr, Space::Global);
+                f.tensor = cx.region_name(Space::Global, addr);
+                return Err(f);
+            }
+            let (bi, off) = cx.dev.locate(addr, total).map_err(|e| {
+                cx.global_fault(e, addr, total, false)
+                    .at(l, addr, Space::Global)
+            })?;
+            let buf = &cx.dev.buffers[bi];
+            for (k, &d) in dst.iter().enumerate().take(n) {
+                let v = buf.load(off + u64::from(k as u32 * size), size);
+                self.regs[d + l] = if signed { sx(v, bits) as u64 } else { v };
+            }
+            if cta.observing {
+                cta.accesses.push(Access {
+                    thread: self.first_tid + l as u32,
+                    space: Space::Global,
+                    kind: AccessKind::Load,
+                    addr,
+                    bytes: total,
+                    buffer: Some(bi),
+                });
+            }
+        }
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn atom(
         &mut self,
@@ -860,7 +957,7 @@ impl Warp {
             let (sp, addr) = Self::resolve(space, raw);
             let bv = self.regs[b as usize * 32 + l];
             let cv = self.regs[c as usize * 32 + l];
-            if addr % u64::from(size) != 0 {
+            if addr & (u64::from(size) - 1) != 0 {
                 let mut f = Fault::new(
                     CheckKind::Memcheck,
                     format!("misaligned {} atomic of {size} bytes", space_word(sp)),

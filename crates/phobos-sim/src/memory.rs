@@ -185,8 +185,17 @@ impl Device {
     /// Copies `data` into the buffer at byte `offset`.
     pub fn write(&mut self, id: BufferId, offset: usize, data: &[u8]) -> Result<(), SimError> {
         let b = self.range(id, offset, data.len())?;
-        for (i, &byte) in data.iter().enumerate() {
-            b.store((offset + i) as u64, 1, u64::from(byte));
+        let mut i = 0;
+        while i < data.len() {
+            let at = offset + i;
+            if at % 4 == 0 && i + 4 <= data.len() {
+                let w = [data[i], data[i + 1], data[i + 2], data[i + 3]];
+                b.store(at as u64, 4, u64::from(u32::from_le_bytes(w)));
+                i += 4;
+            } else {
+                b.store(at as u64, 1, u64::from(data[i]));
+                i += 1;
+            }
         }
         Ok(())
     }
@@ -194,8 +203,17 @@ impl Device {
     /// Copies bytes from the buffer at `offset` into `out`.
     pub fn read(&self, id: BufferId, offset: usize, out: &mut [u8]) -> Result<(), SimError> {
         let b = self.range(id, offset, out.len())?;
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = b.load((offset + i) as u64, 1) as u8;
+        let mut i = 0;
+        while i < out.len() {
+            let at = offset + i;
+            if at % 4 == 0 && i + 4 <= out.len() {
+                let w = (b.load(at as u64, 4) as u32).to_le_bytes();
+                out[i..i + 4].copy_from_slice(&w);
+                i += 4;
+            } else {
+                out[i] = b.load(at as u64, 1) as u8;
+                i += 1;
+            }
         }
         Ok(())
     }
