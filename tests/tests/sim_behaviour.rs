@@ -592,3 +592,70 @@ fn shared_bytes_reused_between_tiles_and_collectives() {
     o.check("y", &y);
     o.check("z", &z);
 }
+
+/// Narrow integer arithmetic wraps to the type after every operation.
+fn narrow_source(ty: &str) -> String {
+    format!(
+        "@launch(32)
+kernel narrow(A: tensor<{ty}>[N], B: tensor<{ty}>[N], O: tensor<{ty}>[N, 8]) {{
+  let i = ctx.block.x * ctx.threads + ctx.thread
+  if i < N {{
+    let a = A[i]
+    let b = B[i]
+    O[i, 0] = (a * b) >> {ty}(2)
+    O[i, 1] = (a + b) / {ty}(3)
+    O[i, 2] = (a * b) % {ty}(7)
+    O[i, 3] = max(a * b, a + b)
+    O[i, 4] = select(a * b < a - b, {ty}(1), {ty}(0))
+    O[i, 5] = (a << {ty}(3)) >> {ty}(3)
+    O[i, 6] = (a - b) / (b | {ty}(1))
+    O[i, 7] = (a ^ b) * {ty}(3) - {ty}(5)
+  }}
+}}
+"
+    )
+}
+
+macro_rules! narrow_ref {
+    ($t:ty, $a:expr, $b:expr) => {{
+        let (a, b) = ($a as $t, $b as $t);
+        [
+            a.wrapping_mul(b) >> 2,
+            a.wrapping_add(b).wrapping_div(3),
+            a.wrapping_mul(b).wrapping_rem(7),
+            a.wrapping_mul(b).max(a.wrapping_add(b)),
+            <$t>::from(a.wrapping_mul(b) < a.wrapping_sub(b)),
+            a.wrapping_shl(3) >> 3,
+            a.wrapping_sub(b).wrapping_div(b | 1),
+            (a ^ b).wrapping_mul(3).wrapping_sub(5),
+        ]
+        .map(|v| v as i64)
+    }};
+}
+
+#[test]
+fn narrow_integers_wrap_after_every_operation() {
+    let n = 200;
+    for ty in ["i8", "u8", "i16", "u16"] {
+        let o = Case::source(&narrow_source(ty), "narrow.pho", "narrow")
+            .dims(&[("N", n as i64)])
+            .run([7, 1, 1]);
+        let (a, b) = (o.input("A"), o.input("B"));
+        let mut want = o.expect("O");
+        for i in 0..n {
+            let (x, y) = (a.i(i), b.i(i));
+            let row = match ty {
+                "i8" => narrow_ref!(i8, x, y),
+                "u8" => narrow_ref!(u8, x, y),
+                "i16" => narrow_ref!(i16, x, y),
+                _ => narrow_ref!(u16, x, y),
+            };
+            for (j, v) in row.iter().enumerate() {
+                want.set_i(i * 8 + j, *v);
+            }
+        }
+        if let Err(e) = o.compare("O", &want) {
+            panic!("{ty}: {e}");
+        }
+    }
+}
