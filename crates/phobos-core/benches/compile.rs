@@ -1,0 +1,98 @@
+//! `cargo bench -p phobos-core --bench compile`: compile the whole
+//! conformance corpus (`tests/in/*.pho`) to PTX for sm_75 and print a table
+//! of the times per stage. The goal is under 20 ms for the whole corpus on
+//! a 2-core machine (ptxas excluded). Plain `std::time`, no framework.
+
+use std::time::{Duration, Instant};
+
+const RUNS: usize = 30;
+
+fn corpus() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/in");
+    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .expect("the corpus under tests/in")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pho"))
+        .map(|p| {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let src = std::fs::read_to_string(&p).expect("read a corpus file");
+            (name, src)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// The best and the median of `RUNS` timings of `f`.
+fn time(mut f: impl FnMut()) -> (Duration, Duration) {
+    let mut t: Vec<Duration> = (0..RUNS)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    t.sort();
+    (t[0], t[RUNS / 2])
+}
+
+fn main() {
+    let files = corpus();
+    let opts = phobos_core::CompileOptions { arch: 75 };
+    let mut kernels = 0;
+    let mut ptx_bytes = 0;
+    for (name, src) in &files {
+        let (ks, diags) = phobos_core::compile(src, name, &opts);
+        assert!(
+            diags.iter().all(|d| !d.is_error()),
+            "{name} does not compile"
+        );
+        kernels += ks.len();
+        ptx_bytes += ks.iter().map(|k| k.ptx.len()).sum::<usize>();
+    }
+    let (check_best, check_median) = time(|| {
+        for (_, src) in &files {
+            std::hint::black_box(phobos_core::check_source(src));
+        }
+    });
+    let (all_best, all_median) = time(|| {
+        for (name, src) in &files {
+            std::hint::black_box(phobos_core::compile(src, name, &opts));
+        }
+    });
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "compile the corpus: {} files, {kernels} kernels, {ptx_bytes} bytes of PTX, {RUNS} runs",
+        files.len()
+    );
+    println!("{:<34} {:>10} {:>10}", "stage", "best ms", "median ms");
+    println!(
+        "{:<34} {:>10.2} {:>10.2}",
+        "parse + check",
+        ms(check_best),
+        ms(check_median)
+    );
+    println!(
+        "{:<34} {:>10.2} {:>10.2}",
+        "backend (lower .. PTX + metadata)",
+        ms(all_best.saturating_sub(check_best)),
+        ms(all_median.saturating_sub(check_median))
+    );
+    println!(
+        "{:<34} {:>10.2} {:>10.2}",
+        "total, source to PTX",
+        ms(all_best),
+        ms(all_median)
+    );
+    println!(
+        "goal: under 20 ms in total — {}",
+        if ms(all_median) < 20.0 {
+            "met"
+        } else {
+            "NOT met"
+        }
+    );
+}
