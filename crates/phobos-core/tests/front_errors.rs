@@ -266,3 +266,14 @@ fn inlining_that_explodes_is_an_error() {
     let c = codes(&src);
     assert!(c.contains(&"P0211"), "{c:?}");
 }
+
+#[test]
+fn inlining_cannot_deepen_expressions_without_bound() {
+    let negs = "-".repeat(100);
+    let mut src = String::from("fn g0(a) = a\n");
+    for i in 1..30 {
+        src.push_str(&format!("fn g{i}(a) = {negs}g{}(a)\n", i - 1));
+    }
+    src.push_str("@launch(32)\nkernel k(A: tensor<f32>[1, 1]) {\n  A[0, 0] = g29(1.0)\n}\n");
+    assert_eq!(codes(&src), ["P0211"]);
+}

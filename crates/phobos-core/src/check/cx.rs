@@ -15,6 +15,8 @@ pub(crate) type Ex = Option<hir::Expr>;
 
 /// Deepest chain of `fn` calls inlined into one another.
 pub(crate) const MAX_INLINE_DEPTH: usize = 32;
+/// Deepest checked expression, counting the bodies of inlined fns.
+pub(crate) const MAX_EXPR_DEPTH: usize = 384;
 /// Most `fn` calls inlined into one kernel variant.
 pub(crate) const INLINE_BUDGET: usize = 50_000;
 
@@ -81,6 +83,8 @@ pub(crate) struct Cx<'a> {
     pub inline_budget: usize,
     /// Set once inlining hit a limit, so the limit is reported once.
     pub inline_exhausted: bool,
+    /// Current depth of `expr` calls.
+    pub expr_depth: usize,
     /// Inside `@grid(...)`: only dims and constants may be named.
     pub grid_mode: bool,
     pub diags: Vec<Diagnostic>,
@@ -100,6 +104,7 @@ impl<'a> Cx<'a> {
             inline_stack: Vec::new(),
             inline_budget: INLINE_BUDGET,
             inline_exhausted: false,
+            expr_depth: 0,
             grid_mode: false,
             diags: Vec::new(),
         }

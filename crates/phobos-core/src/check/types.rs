@@ -4,7 +4,7 @@
 //! literals to f32). Nothing else converts implicitly.
 
 use super::consts::{fits, fold_binary};
-use super::cx::{const_i32, elem_of, mk, ty_name, Binding, Cx, Ex};
+use super::cx::{const_i32, elem_of, mk, ty_name, Binding, Cx, Ex, MAX_EXPR_DEPTH};
 use crate::ast::{self, BinOp, CtxField, ExprKind, ScalarTy, Span, UnOp};
 use crate::diag::Diagnostic;
 use crate::hir::{self, ConstVal, Ty};
@@ -85,6 +85,26 @@ pub(crate) fn op_text(op: BinOp) -> &'static str {
 impl Cx<'_> {
     /// Check an expression; `want` is the scalar type the context needs, if any.
     pub fn expr(&mut self, e: &ast::Expr, want: Option<ScalarTy>) -> Ex {
+        // The parser bounds the depth of what was written; inlining fns into
+        // each other can multiply it, so the checked depth is bounded too.
+        if self.expr_depth >= MAX_EXPR_DEPTH {
+            if !self.inline_exhausted {
+                self.inline_exhausted = true;
+                self.report(
+                    Diagnostic::error("P0211", "expression nests too deep after inlining fns")
+                        .primary(e.span, format!("more than {MAX_EXPR_DEPTH} levels deep"))
+                        .note("split the computation with `let`"),
+                );
+            }
+            return None;
+        }
+        self.expr_depth += 1;
+        let x = self.expr_inner(e, want);
+        self.expr_depth -= 1;
+        x
+    }
+
+    fn expr_inner(&mut self, e: &ast::Expr, want: Option<ScalarTy>) -> Ex {
         match &e.kind {
             ExprKind::Int(v) => self.int_literal(*v as i128, want, e.span),
             ExprKind::Float(v) => self.float_literal(*v, want, e.span),
