@@ -659,3 +659,108 @@ fn narrow_integers_wrap_after_every_operation() {
         }
     }
 }
+
+/// Lane and CTA folds of every element type: unsigned values with the high
+/// bit set, 64-bit values (two words per shuffle), 8- and 16-bit values.
+fn typed_folds_source(ty: &str) -> String {
+    format!(
+        "@launch(64)
+kernel typed(A: tensor<{ty}>[64], X: tensor<{ty}>[64], N: tensor<{ty}>[64], W: tensor<i32>[64], P: tensor<i32>[64], T: tensor<i32>[64], C: tensor<{ty}>[64]) {{
+  let t = ctx.thread
+  let a = A[t]
+  X[t] = max<over ctx.lane>(a)
+  N[t] = min<over ctx.lane, width 8>(a)
+  W[t] = argmax<over ctx.lane>(a)
+  P[t] = argmax<over ctx.lane, width 4>(a)
+  T[t] = argmax<over ctx.thread>(a)
+  C[t] = max<over ctx.thread>(a)
+}}
+"
+    )
+}
+
+#[test]
+fn folds_of_every_element_type() {
+    for (ty, float) in [
+        ("i8", false),
+        ("u8", false),
+        ("i16", false),
+        ("u16", false),
+        ("i32", false),
+        ("u32", false),
+        ("i64", false),
+        ("u64", false),
+        ("f16", true),
+        ("bf16", true),
+        ("f32", true),
+        ("f64", true),
+    ] {
+        let mut c = Case::source(&typed_folds_source(ty), "typed.pho", "typed");
+        c.prepare();
+        // Ties: a few repeated values in every warp.
+        let a = c.tensors.get_mut("A").unwrap();
+        for t in (0..64).step_by(5) {
+            let v = a.bytes[(t + 2) * a.bytes.len() / 64..(t + 3) * a.bytes.len() / 64].to_vec();
+            let w = a.bytes.len() / 64;
+            a.bytes[t * w..(t + 1) * w].copy_from_slice(&v);
+        }
+        let o = c.run([1, 1, 1]);
+        let a = o.input("A");
+        let ikey = |k: usize| -> i128 {
+            if ty == "u64" {
+                i128::from(a.i(k) as u64)
+            } else {
+                i128::from(a.i(k))
+            }
+        };
+        let better = |x: usize, y: usize| {
+            if float {
+                a.f(x) > a.f(y)
+            } else {
+                ikey(x) > ikey(y)
+            }
+        };
+        let arg = |r: std::ops::Range<usize>| {
+            let s = r.start;
+            r.fold(s, |m, k| if better(k, m) { k } else { m })
+        };
+        let (mut x, mut n, mut w, mut p, mut th, mut cm) = (
+            o.expect("X"),
+            o.expect("N"),
+            o.expect("W"),
+            o.expect("P"),
+            o.expect("T"),
+            o.expect("C"),
+        );
+        let copy = |dst: &mut phobos_conformance::sim_support::Tensor, t: usize, k: usize| {
+            let wd = dst.bytes.len() / 64;
+            dst.bytes[t * wd..(t + 1) * wd].copy_from_slice(&a.bytes[k * wd..(k + 1) * wd]);
+        };
+        let all = arg(0..64);
+        for t in 0..64 {
+            let wb = t / 32 * 32;
+            let best = arg(wb..wb + 32);
+            copy(&mut x, t, best);
+            let nb = t / 8 * 8;
+            let lo = (nb..nb + 8).fold(nb, |m, k| if better(m, k) { k } else { m });
+            copy(&mut n, t, lo);
+            w.set_i(t, (best - wb) as i64);
+            let pb = t / 4 * 4;
+            p.set_i(t, (arg(pb..pb + 4) - pb) as i64);
+            th.set_i(t, all as i64);
+            copy(&mut cm, t, all);
+        }
+        for (name, want) in [
+            ("X", &x),
+            ("N", &n),
+            ("W", &w),
+            ("P", &p),
+            ("T", &th),
+            ("C", &cm),
+        ] {
+            if let Err(e) = o.compare(name, want) {
+                panic!("{ty}: {e}");
+            }
+        }
+    }
+}
