@@ -200,11 +200,36 @@ fn write_docs(s: &mut String, meta: &KernelMeta) {
     if !written.is_empty() {
         let _ = writeln!(s, "/// Writes {}.", written.join(", "));
     }
+    let free: Vec<&(String, Vec<i64>)> = meta
+        .autotune
+        .iter()
+        .filter(|(name, _)| !meta.dims.iter().any(|d| &d.name == name))
+        .collect();
     if meta.grid.is_none() {
         let _ = writeln!(
             s,
             "/// The kernel has no `@grid`: `grid` is the number of CTAs of {} threads.",
-            meta.threads
+            meta.variants.first().map_or(meta.threads, |v| v.threads)
+        );
+        if !free.is_empty() {
+            let first: Vec<String> = free
+                .iter()
+                .filter_map(|(name, values)| values.first().map(|v| format!("{name} = {v}")))
+                .collect();
+            let _ = writeln!(
+                s,
+                "/// Without `@grid` the grid cannot follow a tuned variant, so the launch \
+                 runs the first one: {}.",
+                first.join(", ")
+            );
+        }
+    } else if !free.is_empty() {
+        let names: Vec<&str> = free.iter().map(|(n, _)| n.as_str()).collect();
+        let _ = writeln!(
+            s,
+            "/// On a GPU, the first launch for each set of dims times every value of {} \
+             and keeps the fastest.",
+            names.join(", ")
         );
     }
     s.push_str(

@@ -139,3 +139,20 @@ fn autotune_is_documented() {
     meta.autotune = vec![("K".into(), vec![256, 512])];
     assert!(kernel_signature(&meta).starts_with("@autotune(K in [256, 512])\n@launch(128)"));
 }
+
+#[test]
+fn free_tuning_constants_are_documented() {
+    let mut meta = lanes_matvec();
+    meta.autotune = vec![("BLOCK".into(), vec![64, 128])];
+    let code = generate_kernel(&assets(meta.clone()), &AssetRoot::OutDir(String::new()));
+    assert!(
+        code.contains("so the launch runs the first one: BLOCK = 64."),
+        "{code}"
+    );
+    meta.grid = Some(vec![GridExpr::Dim("N".into())]);
+    let code = generate_kernel(&assets(meta), &AssetRoot::OutDir(String::new()));
+    assert!(
+        code.contains("times every value of BLOCK and keeps the fastest"),
+        "{code}"
+    );
+}

@@ -126,13 +126,31 @@ fn the_starter_template_builds_and_runs() {
     manifest.push_str("\n[workspace]\n");
     write(dir.path(), "Cargo.toml", &manifest);
     copy_lock(dir.path());
-    let out = cargo(dir.path(), &["run", "--quiet"], &[]);
+    // Without ptxas anywhere, the build says so exactly once and embeds PTX.
+    let path = path_without_ptxas();
+    let env = [("PATH", path.as_str())];
+    let out = cargo(dir.path(), &["build"], &env);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert_eq!(all.matches("ptxas not found").count(), 1, "{all}");
+    let out = cargo(dir.path(), &["run", "--quiet"], &env);
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(
         all.contains("axpy on simulator: 1000 elements, 0 wrong"),
         "{all}"
     );
+}
+
+/// `PATH` without the directories that hold a `ptxas`.
+fn path_without_ptxas() -> String {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|d| !d.join("ptxas").exists())
+        .collect();
+    std::env::join_paths(kept)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 #[test]

@@ -192,7 +192,10 @@ impl Kernel {
         checker.check_aligned(&dims)?;
         let candidates = checker.matching_variants(&dims)?;
         let grid_for = |variant: &VariantMeta| checker.grid(grid, &dims, variant);
-        let variant = if candidates.len() == 1 {
+        // Without `@grid` the caller's grid was computed for one variant and
+        // cannot follow another, so only a kernel with `@grid` is tuned; the
+        // others run their first variant (the generated docs name it).
+        let variant = if candidates.len() == 1 || meta.grid.is_none() {
             candidates[0]
         } else {
             self.tuned_variant(&checker, &candidates, &dims, &grid_for)?

@@ -75,3 +75,50 @@ fn the_compiled_metadata_drives_the_checks() {
         "{e:?}"
     );
 }
+
+#[test]
+fn a_free_tuning_constant_with_grid_runs_a_variant_with_its_own_grid() {
+    let dev = Device::sim();
+    let kernel = compile(TUNED_DOUBLE, &[75], vec![]);
+    let n = 1000;
+    let x = values(n, 5);
+    let xt = dev.upload(&x, &[n]).unwrap();
+    let mut yt = dev.zeros::<f32>(&[n]).unwrap();
+    kernel
+        .launch(&dev, None, &[Arg::from(&xt), Arg::from(&mut yt)])
+        .unwrap();
+    let want: Vec<f64> = x.iter().map(|&v| 2.0 * f64::from(v)).collect();
+    assert_eq!(max_error(&yt.to_vec().unwrap(), &want), 0.0);
+}
+
+#[test]
+fn a_tuned_dim_picks_its_variant_or_is_refused() {
+    let dev = Device::sim();
+    let kernel = compile(STAGED_MATVEC, &[75], vec![]);
+    let (n, k) = (6, 256);
+    let (w, x) = (values(n * k, 8), values(k, 9));
+    let wt = dev.upload(&w, &[n, k]).unwrap();
+    let xt = dev.upload(&x, &[1, k]).unwrap();
+    let mut yt = dev.zeros::<f32>(&[1, n]).unwrap();
+    kernel
+        .launch(
+            &dev,
+            Some(Grid::from(cdiv(n, 4))),
+            &[Arg::from(&wt), Arg::from(&xt), Arg::from(&mut yt)],
+        )
+        .unwrap();
+    assert!(max_error(&yt.to_vec().unwrap(), &matvec(&w, &x, n, k)) < 1e-4);
+    let w2 = dev.zeros::<f32>(&[n, 512]).unwrap();
+    let x2 = dev.zeros::<f32>(&[1, 512]).unwrap();
+    let e = kernel
+        .launch(
+            &dev,
+            Some(Grid::from(2)),
+            &[Arg::from(&w2), Arg::from(&x2), Arg::from(&mut yt)],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(e, LaunchError::NoVariant { value: 512, .. }),
+        "{e:?}"
+    );
+}

@@ -103,3 +103,35 @@ pub fn max_error(got: &[f32], want: &[f64]) -> f64 {
         .map(|(&g, &w)| (f64::from(g) - w).abs())
         .fold(0.0, f64::max)
 }
+
+/// A free tuning constant with `@grid` following it.
+pub const TUNED_DOUBLE: &str = "@autotune(BLOCK in [64, 128])
+@launch(BLOCK)
+@grid(cdiv(N, BLOCK))
+kernel tuned_double(x: tensor<f32>[N], y: tensor<f32>[N]) {
+  let i = ctx.block.x * BLOCK + ctx.thread
+  if i < N {
+    y[i] = 2.0 * x[i]
+  }
+}
+";
+
+/// The seed page's staged matvec: `K` is tuned, only 256 is compiled.
+pub const STAGED_MATVEC: &str = "@autotune(K in [256])
+@launch(128)
+kernel staged_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[1, N]) {
+  var xs = x[0 :+ 1, :]
+  let row = ctx.block.x * ctx.warps + ctx.warp
+  var acc: f32 = 0.0
+  if row < N {
+    for k in range(0, K, ctx.lanes * 4) {
+      let at = k + ctx.lane * 4
+      acc += sum(W[row, at :+ 4] * xs[0, at :+ 4])
+    }
+  }
+  let total = sum<over ctx.lane>(acc)
+  if ctx.lane == 0 && row < N {
+    y[0, row] = total
+  }
+}
+";
