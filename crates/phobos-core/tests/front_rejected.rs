@@ -250,3 +250,30 @@ kernel k(x: tensor<f32>[1, 64], y: tensor<f32>[1, 64]) {
         4,
     );
 }
+
+/// Several mistakes in one file: every one reported, in source order.
+#[test]
+fn several_errors_in_one_report() {
+    let src = "fn sq(a) = a * b
+
+@launch(128)
+kernel k(A: tensor<f32>[N, K], C: tensor<i32>[1, N]) {
+  let x = A[0, ctx.thread]
+  let n: i32 = x
+  var t = x[0]
+  let r = sum(A[0, 0 :+ 4] * A[1, 0 :+ 8])
+  if x {
+    C[0, 0] = 1
+  }
+  let q = (1 +
+}
+";
+    let (_, diags) = phobos_core::check_source(src);
+    let codes: Vec<&str> = diags.iter().map(|d| d.code).collect();
+    assert_eq!(
+        codes,
+        ["P0200", "P0401", "P0510", "P0505", "P0401", "P0100"]
+    );
+    let text = render(&diags, "several.pho", src, false);
+    insta::assert_snapshot!("several_errors", format!("{src}\n---\n{text}"));
+}

@@ -452,6 +452,9 @@ impl Cx<'_> {
 
 /// The fix for a type mismatch.
 pub(crate) fn conversion_note(t: ScalarTy) -> String {
+    if t == ScalarTy::Bool {
+        return "a condition is a comparison, as in `x != 0` or `x > 0.0`".to_string();
+    }
     format!(
         "Phobos converts only untyped literals implicitly; convert explicitly with `{}(...)`",
         t.name()
