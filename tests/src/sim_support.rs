@@ -736,3 +736,76 @@ pub fn butterfly<T: Copy>(vals: &[T], width: usize, f: impl Fn(T, T) -> T) -> Ve
     }
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(got: Tensor, before: Tensor) -> Outcome {
+        Outcome {
+            name: "k".into(),
+            entry: "k".into(),
+            before: [("y".to_string(), before)].into_iter().collect(),
+            after: [("y".to_string(), got)].into_iter().collect(),
+            floor: 1.0,
+            rel: 1e-5,
+            stats: None,
+        }
+    }
+
+    #[test]
+    fn floats_compare_within_relative_error_with_an_absolute_floor() {
+        let want = Tensor::from_f32(&[4], &[1000.0, 0.001, -5.0, 0.0]);
+        let ok = Tensor::from_f32(&[4], &[1000.009, 0.001_009, -5.000_04, 9e-6]);
+        let o = outcome(ok, want.clone());
+        assert!(o.compare("y", &want).is_ok());
+        let bad = Tensor::from_f32(&[4], &[1000.02, 0.001, -5.0, 0.0]);
+        let o = outcome(bad, want.clone());
+        let e = o.compare("y", &want).unwrap_err();
+        assert!(e.contains("1 of 4") && e.contains("y[0]"), "{e}");
+        let bad = Tensor::from_f32(&[4], &[1000.0, 0.001 + 2e-5, -5.0, 0.0]);
+        assert!(outcome(bad, want.clone()).compare("y", &want).is_err());
+    }
+
+    #[test]
+    fn poison_must_stay_where_the_reference_leaves_it() {
+        let poison = Tensor::poisoned(ScalarTy::I32, &[3]);
+        let mut want = poison.clone();
+        want.set_i(0, 7);
+        let mut got = poison.clone();
+        got.set_i(0, 7);
+        assert!(outcome(got.clone(), poison.clone())
+            .compare("y", &want)
+            .is_ok());
+        // An extra write where the reference keeps the poison is caught.
+        got.set_i(2, 0);
+        let e = outcome(got, poison.clone())
+            .compare("y", &want)
+            .unwrap_err();
+        assert!(e.contains("y[2]: got 0, want poison"), "{e}");
+        // So is a float output left poisoned (NaN) where a value is due.
+        let fp = Tensor::poisoned(ScalarTy::F32, &[2]);
+        let mut want = fp.clone();
+        want.set_f(1, 1.5);
+        let e = outcome(fp.clone(), fp).compare("y", &want).unwrap_err();
+        assert!(e.contains("poison (unwritten)"), "{e}");
+    }
+
+    #[test]
+    fn elements_round_trip_through_every_type() {
+        let mut t = Tensor::zeros(ScalarTy::I8, &[2]);
+        t.set_i(0, 200);
+        assert_eq!(t.i(0), -56);
+        let mut t = Tensor::zeros(ScalarTy::U16, &[1]);
+        t.set_i(0, -1);
+        assert_eq!(t.i(0), 65535);
+        let mut t = Tensor::zeros(ScalarTy::F16, &[1]);
+        t.set_f(0, 1.0 / 3.0);
+        assert_eq!(t.f(0), f16::from_f64(1.0 / 3.0).to_f64());
+        let mut t = Tensor::zeros(ScalarTy::U64, &[1]);
+        t.set_i(0, -1);
+        assert_eq!(t.f(0), u64::MAX as f64);
+        assert_eq!(butterfly(&[1, 2, 3, 4], 2, |a, b| a + b), vec![3, 3, 7, 7]);
+        assert_eq!(unflatten(7, &[2, 2, 2]), vec![1, 1, 1]);
+    }
+}
