@@ -1,4 +1,4 @@
-//! `phobos explain FILE --kernel NAME --grid X[,Y,Z] [PARAM=VALUE ...]`:
+//! `phobos explain FILE --kernel NAME [--grid X[,Y,Z]] [PARAM=VALUE ...]`:
 //! the kernel stepped through as the compiler built it, as a self-contained
 //! web page (default), the JSON trace the page is drawn from, or the
 //! readout as text. This module reads the files and parses the arguments;
@@ -8,7 +8,7 @@
 //! simulator stops, 2 usage and IO errors.
 
 use phobos_core::ast::ScalarTy;
-use phobos_explain::{ExplainError, Input, Request};
+use phobos_explain::{Cta, ExplainError, Input, Request};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -29,9 +29,10 @@ pub struct Args {
     /// The kernel to explain.
     #[arg(long)]
     pub kernel: String,
-    /// CTAs along x, y and z: `8`, `4,2` or `4,2,1`.
+    /// CTAs along x, y and z: `8`, `4,2` or `4,2,1` (default: the
+    /// kernel's `@grid`).
     #[arg(long)]
-    pub grid: String,
+    pub grid: Option<String>,
     /// The target.
     #[arg(long, default_value = "sm_75")]
     pub arch: String,
@@ -83,8 +84,12 @@ fn explain(a: &Args) -> Result<(), Failure> {
     let source = std::fs::read_to_string(&a.file)
         .map_err(|e| usage(format!("error: cannot read {}: {e}", a.file.display())))?;
     let arch = parse_arch(&a.arch)?;
-    let grid = parse_triple(&a.grid, "--grid")?;
-    let cta = parse_cta(&a.cta, grid)?;
+    let grid = a
+        .grid
+        .as_deref()
+        .map(|g| parse_triple(g, "--grid"))
+        .transpose()?;
+    let cta = parse_cta(&a.cta)?;
     let file_name = a.file.display().to_string();
     let mut req = Request::new(
         source.clone(),
@@ -178,12 +183,13 @@ fn parse_triple(s: &str, what: &str) -> Result<[u32; 3], Failure> {
     Ok(out)
 }
 
-/// A linear CTA index, or `x,y[,z]` within the grid.
-fn parse_cta(s: &str, grid: [u32; 3]) -> Result<u32, Failure> {
+/// A linear CTA index, or `x,y[,z]`.
+fn parse_cta(s: &str) -> Result<Cta, Failure> {
     if !s.contains(',') {
         return s
             .trim()
             .parse()
+            .map(Cta::Linear)
             .map_err(|_| usage(format!("error: --cta {s} is not a CTA index")));
     }
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
@@ -195,14 +201,8 @@ fn parse_cta(s: &str, grid: [u32; 3]) -> Result<u32, Failure> {
         id[i] = p
             .parse()
             .map_err(|_| usage(format!("error: --cta {s}: `{p}` is not a number")))?;
-        if id[i] >= grid[i] {
-            return Err(usage(format!(
-                "error: --cta {s} is outside the grid {}×{}×{}",
-                grid[0], grid[1], grid[2]
-            )));
-        }
     }
-    Ok(id[0] + id[1] * grid[0] + id[2] * grid[0] * grid[1])
+    Ok(Cta::Xyz(id))
 }
 
 /// `NAME=path.npy`, `NAME=shape:AxB` or `NAME=number`.

@@ -287,3 +287,41 @@ fn a_kernel_that_does_not_compile_exits_1_with_the_diagnostic() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("bad.pho:3"), "{}", stderr(&o));
 }
+
+#[test]
+fn the_grid_comes_from_at_grid_when_not_given() {
+    let dir = setup();
+    std::fs::write(
+        dir.path().join("scale.pho"),
+        "@launch(64)\n@grid(cdiv(N, 64))\nkernel scale(x: tensor<f32>[1, N], y: tensor<f32>[1, N]) {\n  let i = ctx.block.x * 64 + ctx.thread\n  if i < N {\n    y[0, i] = 2.0 * x[0, i]\n  }\n}\n",
+    )
+    .expect("write");
+    let o = phobos(
+        dir.path(),
+        &[
+            "scale.pho",
+            "--kernel",
+            "scale",
+            "--format",
+            "json",
+            "--cta",
+            "3,0",
+            "x=shape:1x200",
+            "y=shape:1x200",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["grid"], serde_json::json!([4, 1, 1]));
+    assert_eq!(
+        v["ctas"][v["picked"].as_u64().unwrap_or(0) as usize]["cta"],
+        3
+    );
+
+    // Without @grid, the grid must be given.
+    let mut args = vec!["staged.pho", "--kernel", "staged_matvec"];
+    args.extend(INPUTS);
+    let o = phobos(dir.path(), &args);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("has no @grid"), "{}", stderr(&o));
+}

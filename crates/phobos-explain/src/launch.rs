@@ -7,9 +7,9 @@ use crate::model::*;
 use crate::record::{CtaEvents, Recorder};
 use crate::source_info::{self, Env};
 use crate::steps::{self, BufferMap, Layout};
-use crate::{ExplainError, Input, Request};
-use phobos_core::ast::ScalarTy;
-use phobos_core::meta::{DimRefMeta, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
+use crate::{Cta, ExplainError, Input, Request};
+use phobos_core::ast::{BinOp, ScalarTy};
+use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
 use phobos_core::{CompileOptions, CompiledKernel};
 use phobos_sim::{Device, KernelArg, LaunchOptions, Module, SimError};
 use std::collections::BTreeMap;
@@ -19,32 +19,47 @@ const MAX_EVENTS_PER_CTA: usize = 300_000;
 
 /// Compile, run and step through the kernel as the request says.
 pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
-    let total_ctas = u64::from(req.grid[0]) * u64::from(req.grid[1]) * u64::from(req.grid[2]);
+    let compiled = compile(req)?;
+    let meta = &compiled.meta;
+    let bound = bind(meta, &req.inputs, req.seed)?;
+    let variant = pick_variant(meta, &bound.dims)?;
+    let grid = match req.grid {
+        Some(g) => g,
+        None => grid_of(meta, &bound.dims)?,
+    };
+    let total_ctas = u64::from(grid[0]) * u64::from(grid[1]) * u64::from(grid[2]);
     if total_ctas == 0 {
         return Err(ExplainError::Usage(
             "the grid has no CTAs: every dimension must be at least 1".into(),
         ));
     }
-    if u64::from(req.cta) >= total_ctas {
-        return Err(ExplainError::Usage(format!(
-            "CTA {} is outside the grid of {total_ctas} CTAs (pick 0 to {})",
-            req.cta,
-            total_ctas - 1
-        )));
-    }
-    let compiled = compile(req)?;
-    let meta = &compiled.meta;
-    let bound = bind(meta, &req.inputs, req.seed)?;
-    let variant = pick_variant(meta, &bound.dims)?;
+    let picked_cta = match req.cta {
+        Cta::Linear(c) if u64::from(c) < total_ctas => c,
+        Cta::Linear(c) => {
+            return Err(ExplainError::Usage(format!(
+                "CTA {c} is outside the grid of {total_ctas} CTAs (pick 0 to {})",
+                total_ctas - 1
+            )))
+        }
+        Cta::Xyz(id) if (0..3).all(|i| id[i] < grid[i]) => {
+            id[0] + id[1] * grid[0] + id[2] * grid[0] * grid[1]
+        }
+        Cta::Xyz(id) => {
+            return Err(ExplainError::Usage(format!(
+                "CTA ({}, {}, {}) is outside the grid of {} × {} × {} CTAs",
+                id[0], id[1], id[2], grid[0], grid[1], grid[2]
+            )))
+        }
+    };
     let info = hir_info(req, meta, variant);
 
     let traced: Vec<u32> = if total_ctas <= u64::from(req.max_ctas.max(1)) {
         (0..total_ctas as u32).collect()
     } else {
-        vec![req.cta]
+        vec![picked_cta]
     };
     let mut recorder = Recorder::new(traced.clone(), MAX_EVENTS_PER_CTA);
-    let bases = simulate(&compiled.ptx, variant, req.grid, &bound, &mut recorder)?;
+    let bases = simulate(&compiled.ptx, variant, grid, &bound, &mut recorder)?;
 
     let tensors = bound.tensors.clone();
     let buffers: Vec<BufferMap> = bases
@@ -100,14 +115,14 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
     for &c in &traced {
         let events = recorder.ctas.remove(&c).unwrap_or_else(|| CtaEvents {
             cta: c,
-            cta_id: cta_id(c, req.grid),
+            cta_id: cta_id(c, grid),
             ..CtaEvents::default()
         });
         let env = Env {
             dims: &dim_values,
             scalars: &scalar_values,
             block: events.cta_id,
-            grid: req.grid,
+            grid: grid,
             threads: variant.threads,
         };
         let tiles = source_info::tiles_for_cta(&tile_stmts, &env, &tensor_of);
@@ -124,7 +139,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         };
         ctas.push(steps::build_cta(&layout, &events, req.max_steps));
     }
-    let picked = traced.iter().position(|&c| c == req.cta).unwrap_or(0);
+    let picked = traced.iter().position(|&c| c == picked_cta).unwrap_or(0);
     Ok(Trace {
         version: TRACE_VERSION,
         kernel: meta.name.clone(),
@@ -132,7 +147,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         arch: format!("sm_{}", req.arch),
         source_file: req.file_name.clone(),
         source_lines,
-        grid: req.grid,
+        grid: grid,
         threads: variant.threads,
         warps: variant.threads.div_ceil(32),
         dims: bound.dims.iter().map(|(k, &v)| (k.clone(), v)).collect(),
@@ -142,6 +157,61 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         loops,
         ctas,
         picked,
+    })
+}
+
+/// The grid from the kernel's `@grid`, over the launch's dims.
+fn grid_of(meta: &KernelMeta, dims: &BTreeMap<String, u64>) -> Result<[u32; 3], ExplainError> {
+    let exprs = meta.grid.as_ref().ok_or_else(|| {
+        ExplainError::Usage(format!(
+            "`{}` has no @grid: give the grid with --grid X[,Y,Z]",
+            meta.name
+        ))
+    })?;
+    let mut grid = [1u32; 3];
+    for (axis, e) in exprs.iter().take(3).enumerate() {
+        let v = eval_grid(e, dims).ok_or_else(|| {
+            ExplainError::Usage(format!(
+                "the @grid of `{}` cannot be evaluated for these dims",
+                meta.name
+            ))
+        })?;
+        grid[axis] = u32::try_from(v).ok().filter(|&g| g >= 1).ok_or_else(|| {
+            ExplainError::Usage(format!(
+                "the @grid of `{}` gives {v} CTAs along axis {axis} for these dims",
+                meta.name
+            ))
+        })?;
+    }
+    Ok(grid)
+}
+
+fn eval_grid(e: &GridExpr, dims: &BTreeMap<String, u64>) -> Option<i64> {
+    Some(match e {
+        GridExpr::Const(c) => *c,
+        GridExpr::Dim(d) => i64::try_from(*dims.get(d)?).ok()?,
+        GridExpr::Binary(op, a, b) => {
+            let (a, b) = (eval_grid(a, dims)?, eval_grid(b, dims)?);
+            match op {
+                BinOp::Add => a.checked_add(b)?,
+                BinOp::Sub => a.checked_sub(b)?,
+                BinOp::Mul => a.checked_mul(b)?,
+                BinOp::Div => a.checked_div(b)?,
+                BinOp::Rem => a.checked_rem(b)?,
+                BinOp::Shl => a.checked_shl(u32::try_from(b).ok()?)?,
+                BinOp::Shr => a.checked_shr(u32::try_from(b).ok()?)?,
+                _ => return None,
+            }
+        }
+        GridExpr::Cdiv(a, b) => {
+            let (a, b) = (eval_grid(a, dims)?, eval_grid(b, dims)?);
+            if b <= 0 {
+                return None;
+            }
+            a.checked_add(b - 1)? / b
+        }
+        GridExpr::Min(a, b) => eval_grid(a, dims)?.min(eval_grid(b, dims)?),
+        GridExpr::Max(a, b) => eval_grid(a, dims)?.max(eval_grid(b, dims)?),
     })
 }
 

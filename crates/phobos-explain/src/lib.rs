@@ -43,6 +43,15 @@ pub enum Input {
     Scalar(f64),
 }
 
+/// A CTA of the grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cta {
+    /// Linear index `x + y*gx + z*gx*gy`.
+    Linear(u32),
+    /// Its `ctx.block` coordinates.
+    Xyz([u32; 3]),
+}
+
 /// What to explain.
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -52,9 +61,10 @@ pub struct Request {
     pub kernel: String,
     /// Target compute capability, e.g. 75.
     pub arch: u32,
-    pub grid: [u32; 3],
-    /// The picked CTA, linear over the grid.
-    pub cta: u32,
+    /// CTAs along x, y and z; `None` takes the kernel's `@grid`.
+    pub grid: Option<[u32; 3]>,
+    /// The picked CTA.
+    pub cta: Cta,
     /// A value for every parameter, by name.
     pub inputs: Vec<(String, Input)>,
     /// When the grid has at most this many CTAs, every CTA is traced (the
@@ -74,7 +84,7 @@ impl Request {
         file_name: String,
         kernel: String,
         arch: u32,
-        grid: [u32; 3],
+        grid: Option<[u32; 3]>,
     ) -> Request {
         Request {
             source,
@@ -82,7 +92,7 @@ impl Request {
             kernel,
             arch,
             grid,
-            cta: 0,
+            cta: Cta::Linear(0),
             inputs: vec![],
             max_ctas: 8,
             max_steps: 4000,

@@ -46,7 +46,7 @@ fn trace(src: &str, kernel: &str, grid: u32, inputs: Vec<(&str, Input)>) -> Trac
         format!("{kernel}.pho"),
         kernel.into(),
         75,
-        [grid, 1, 1],
+        Some([grid, 1, 1]),
     );
     req.inputs = inputs
         .into_iter()

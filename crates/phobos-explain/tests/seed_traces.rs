@@ -7,7 +7,7 @@
 #[path = "support/kernels.rs"]
 mod kernels;
 
-use phobos_explain::{Input, Request};
+use phobos_explain::{Cta, Input, Request};
 use serde_json::Value;
 
 fn trace_json(src: &str, kernel: &str, grid: u32, inputs: &[(&str, &[u64])]) -> Value {
@@ -16,7 +16,7 @@ fn trace_json(src: &str, kernel: &str, grid: u32, inputs: &[(&str, &[u64])]) -> 
         format!("{kernel}.pho"),
         kernel.into(),
         75,
-        [grid, 1, 1],
+        Some([grid, 1, 1]),
     );
     req.inputs = inputs
         .iter()
@@ -200,9 +200,9 @@ fn a_tile_past_the_end_shows_masked_elements() {
         "tail.pho".into(),
         "tail_tile".into(),
         75,
-        [2, 1, 1],
+        Some([2, 1, 1]),
     );
-    req.cta = 1;
+    req.cta = Cta::Linear(1);
     req.inputs = vec![
         (
             "x".into(),
