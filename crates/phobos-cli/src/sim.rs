@@ -616,9 +616,9 @@ fn pick_variant<'m>(
     meta.variants
         .iter()
         .find(|v| {
-            v.values.iter().all(|(n, val)| {
-                dims.get(n)
-                    .is_none_or(|d| i64::try_from(*d).is_ok_and(|d| d == *val))
+            v.values.iter().all(|(n, val)| match dims.get(n) {
+                Some(d) => i64::try_from(*d).is_ok_and(|d| d == *val),
+                None => true,
             })
         })
         .ok_or_else(|| {

@@ -460,7 +460,7 @@ impl Device {
                                 if let Err(err) = w.run_cta(&cx, c, None) {
                                     stop.fetch_min(c, Ordering::Relaxed);
                                     let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
-                                    if f.as_ref().is_none_or(|(fc, _)| c < *fc) {
+                                    if !matches!(f.as_ref(), Some((fc, _)) if *fc <= c) {
                                         *f = Some((c, err));
                                     }
                                     break;

@@ -168,10 +168,8 @@ impl Device {
 
     fn range(&self, id: BufferId, offset: usize, len: usize) -> Result<&Buffer, SimError> {
         let b = self.buffer(id)?;
-        if (offset as u64)
-            .checked_add(len as u64)
-            .is_none_or(|end| end > b.len)
-        {
+        let end = (offset as u64).checked_add(len as u64);
+        if !matches!(end, Some(end) if end <= b.len) {
             return Err(SimError::Memory {
                 message: format!(
                     "copy of {len} bytes at offset {offset} is outside buffer `{}` of {} bytes",
@@ -188,7 +186,7 @@ impl Device {
         let mut i = 0;
         while i < data.len() {
             let at = offset + i;
-            if at % 4 == 0 && i + 4 <= data.len() {
+            if at & 3 == 0 && i + 4 <= data.len() {
                 let w = [data[i], data[i + 1], data[i + 2], data[i + 3]];
                 b.store(at as u64, 4, u64::from(u32::from_le_bytes(w)));
                 i += 4;
@@ -206,7 +204,7 @@ impl Device {
         let mut i = 0;
         while i < out.len() {
             let at = offset + i;
-            if at % 4 == 0 && i + 4 <= out.len() {
+            if at & 3 == 0 && i + 4 <= out.len() {
                 let w = (b.load(at as u64, 4) as u32).to_le_bytes();
                 out[i..i + 4].copy_from_slice(&w);
                 i += 4;
