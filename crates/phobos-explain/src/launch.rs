@@ -122,7 +122,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
             dims: &dim_values,
             scalars: &scalar_values,
             block: events.cta_id,
-            grid: grid,
+            grid,
             threads: variant.threads,
         };
         let tiles = source_info::tiles_for_cta(&tile_stmts, &env, &tensor_of);
@@ -147,7 +147,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         arch: format!("sm_{}", req.arch),
         source_file: req.file_name.clone(),
         source_lines,
-        grid: grid,
+        grid,
         threads: variant.threads,
         warps: variant.threads.div_ceil(32),
         dims: bound.dims.iter().map(|(k, &v)| (k.clone(), v)).collect(),
