@@ -107,7 +107,7 @@ pub fn check_snapshot(path: &Path, actual: &str) -> Option<String> {
         path.display(),
         first + 1,
         show(&expected),
-        show(&actual)
+        show(actual)
     ))
 }
 
