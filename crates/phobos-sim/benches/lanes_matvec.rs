@@ -53,8 +53,14 @@ fn bench(label: &str, ptx: &str) -> Result<(), Box<dyn std::error::Error>> {
         N / 4
     );
     println!(
-        "{:>8} {:>7} {:>14} {:>10} {:>16} {:>16}",
-        "checks", "threads", "thread-instrs", "seconds", "M instr/s", "M instr/s/core"
+        "{:>8} {:>7} {:>14} {:>10} {:>12} {:>16} {:>18}",
+        "checks",
+        "threads",
+        "thread-instrs",
+        "seconds",
+        "M instr/s",
+        "M instr/s/core",
+        "M instr/CPU-second"
     );
     for checks in [true, false] {
         for threads in [1, cores] {
@@ -66,6 +72,7 @@ fn bench(label: &str, ptx: &str) -> Result<(), Box<dyn std::error::Error>> {
             // One warm-up run, then the best of ten (the host may be busy).
             let mut best = f64::MAX;
             let mut instrs = 0;
+            let cpu_start = cpu_seconds();
             for _ in 0..11 {
                 let t = Instant::now();
                 let stats = dev.launch(
@@ -81,14 +88,22 @@ fn bench(label: &str, ptx: &str) -> Result<(), Box<dyn std::error::Error>> {
                 instrs = stats.thread_instructions;
             }
             let rate = instrs as f64 / best / 1e6;
+            // CPU time is immune to other processes taking the cores.
+            let cpu = match (cpu_start, cpu_seconds()) {
+                (Some(a), Some(b)) if b > a => {
+                    format!("{:.1}", 11.0 * instrs as f64 / (b - a) / 1e6)
+                }
+                _ => "n/a".to_string(),
+            };
             println!(
-                "{:>8} {:>7} {:>14} {:>10.4} {:>16.1} {:>16.1}",
+                "{:>8} {:>7} {:>14} {:>10.4} {:>12.1} {:>16.1} {:>18}",
                 if checks { "on" } else { "off" },
                 threads,
                 instrs,
                 best,
                 rate,
-                rate / threads as f64
+                rate / threads as f64,
+                cpu
             );
         }
     }
@@ -104,4 +119,17 @@ fn bench(label: &str, ptx: &str) -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("result verified against a float64 reference\n");
     Ok(())
+}
+
+/// User plus system CPU time of this process, from `/proc/self/stat`
+/// (Linux; clock ticks of 1/100 s). `None` elsewhere.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesized command name; utime and stime are the
+    // 14th and 15th fields of the whole line.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }

@@ -449,6 +449,10 @@ pub(crate) struct Entry {
     pub insts: Vec<Inst>,
     pub info: Vec<InstInfo>,
     pub n_slots: u32,
+    /// Slots `0..n_declared` are the declared registers; the rest hold
+    /// immediates, special registers and the `_` sink.
+    pub n_declared: u32,
+    pub sink: Option<Slot>,
     pub n_preds: u32,
     pub consts: Vec<(Slot, u64)>,
     pub specials: Vec<(Slot, Special)>,
@@ -602,6 +606,7 @@ fn decode_entry(e: &RawEntry, module_shared: &[VarDecl]) -> Result<Entry, SimErr
             Stmt::Inst(_) => n += 1,
         }
     }
+    let n_declared = d.n_slots;
     let mut insts = Vec::new();
     let mut info = Vec::new();
     for s in &e.body {
@@ -629,6 +634,8 @@ fn decode_entry(e: &RawEntry, module_shared: &[VarDecl]) -> Result<Entry, SimErr
         insts,
         info,
         n_slots: d.n_slots,
+        n_declared,
+        sink: d.sink,
         n_preds: d.n_preds,
         consts: d.const_list,
         specials: d.specials.into_iter().map(|(s, slot)| (slot, s)).collect(),

@@ -87,8 +87,18 @@ impl Warp {
     /// Prepares the warp to run warp `index` of CTA `cta`.
     pub(crate) fn reset(&mut self, cx: &Ctx, cta: &CtaState, index: u32) {
         let e = cx.entry;
-        self.regs.clear();
-        self.regs.extend_from_slice(&cx.template);
+        if self.regs.len() == cx.template.len() {
+            // Immediates never change: clear only what instructions write.
+            let declared = e.n_declared as usize * 32;
+            self.regs[..declared].fill(0);
+            if let Some(s) = e.sink {
+                let b = s as usize * 32;
+                self.regs[b..b + 32].fill(0);
+            }
+        } else {
+            self.regs.clear();
+            self.regs.extend_from_slice(&cx.template);
+        }
         self.preds.clear();
         self.preds.resize(e.n_preds as usize, 0);
         self.local.clear();
