@@ -529,6 +529,9 @@ struct Decoder {
     params: HashMap<String, u64>,
 }
 
+/// Most registers one `.reg` line may declare (ptxas allows far fewer).
+const MAX_REGISTERS: u32 = 1 << 16;
+
 fn decode_entry(e: &RawEntry, module_shared: &[VarDecl]) -> Result<Entry, SimError> {
     let mut d = Decoder {
         names: HashMap::new(),
@@ -547,6 +550,15 @@ fn decode_entry(e: &RawEntry, module_shared: &[VarDecl]) -> Result<Entry, SimErr
             return Err(unsupported(format!(".reg {}", r.ty), r.line));
         }
         let names: Vec<String> = match r.count {
+            Some(n) if n > MAX_REGISTERS => {
+                return Err(SimError::parse(
+                    r.line,
+                    format!(
+                        "`{}<{n}>` declares more than {MAX_REGISTERS} registers",
+                        r.name
+                    ),
+                ))
+            }
             Some(n) => (0..n).map(|i| format!("{}{i}", r.name)).collect(),
             None => vec![r.name.clone()],
         };

@@ -13,6 +13,13 @@ use crate::warp::{lane_list, lanes, Warp};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+/// Largest static shared memory per CTA (the sm_90 limit).
+const MAX_SHARED_BYTES: u32 = 228 * 1024;
+/// Largest local memory per thread (CUDA's limit).
+const MAX_LOCAL_BYTES: u32 = 512 * 1024;
+/// Largest parameter block (CUDA 12.1's limit).
+const MAX_PARAM_BYTES: u32 = 32764;
+
 /// One kernel argument, matched against the entry's `.param` list in order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum KernelArg {
@@ -397,10 +404,22 @@ impl Device {
                 )));
             }
         }
-        if e.shared_bytes > 228 * 1024 {
+        if e.shared_bytes > MAX_SHARED_BYTES {
             return Err(launch_err(format!(
-                "{} bytes of shared memory exceed the limit",
+                "{} bytes of shared memory exceed the limit of {MAX_SHARED_BYTES}",
                 e.shared_bytes
+            )));
+        }
+        if e.local_bytes > MAX_LOCAL_BYTES {
+            return Err(launch_err(format!(
+                "{} bytes of local memory per thread exceed the limit of {MAX_LOCAL_BYTES}",
+                e.local_bytes
+            )));
+        }
+        if e.param_bytes > MAX_PARAM_BYTES {
+            return Err(launch_err(format!(
+                "{} bytes of parameters exceed the limit of {MAX_PARAM_BYTES}",
+                e.param_bytes
             )));
         }
         let params = marshal(self, e, args)?;
