@@ -256,6 +256,10 @@
     const ul = $("readout-list");
     ul.textContent = "";
     for (const sentence of s.readout) html("li", "", ul, sentence);
+    const c = T.ctas[cta];
+    if (c.truncated && step === c.steps.length - 1) {
+      html("li", "empty", ul, "The trace stops here: the step limit was reached (phobos explain --max-steps).");
+    }
   }
 
   function innermostLoop(s) {

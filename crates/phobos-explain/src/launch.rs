@@ -14,6 +14,9 @@ use phobos_core::{CompileOptions, CompiledKernel};
 use phobos_sim::{Device, KernelArg, LaunchOptions, Module, SimError};
 use std::collections::BTreeMap;
 
+/// The largest tensor `shape:` inputs may ask for (2 GiB).
+const MAX_RANDOM_BYTES: u64 = 1 << 31;
+
 /// Events recorded per CTA at most; beyond it the trace is cut short.
 const MAX_EVENTS_PER_CTA: usize = 300_000;
 
@@ -352,7 +355,7 @@ fn bind(meta: &KernelMeta, inputs: &[(String, Input)], seed: u64) -> Result<Boun
                 let count = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
                 let bytes = count
                     .and_then(|c| c.checked_mul(u64::from(elem.size())))
-                    .filter(|&b| b <= (1 << 34))
+                    .filter(|&b| b <= MAX_RANDOM_BYTES)
                     .ok_or_else(|| {
                         ExplainError::Usage(format!(
                             "`{}` of shape {:?} is too large to simulate",

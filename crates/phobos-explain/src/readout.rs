@@ -42,7 +42,13 @@ pub fn describe(layout: &Layout<'_>, step: &Step) -> Vec<String> {
             span_text("columns", m.cols),
         ));
     }
-    if step.accesses.is_empty() && step.kind == StepKind::Statement && step.shuffle.is_none() {
+    let quiet =
+        step.accesses.is_empty() && step.kind == StepKind::Statement && step.shuffle.is_none();
+    if quiet && layout.loops.iter().any(|l| l.line == step.line) {
+        out.push(
+            "The loop starts; each iteration's statements follow as their own steps.".to_string(),
+        );
+    } else if quiet {
         out.push("It computes in registers and touches no memory.".to_string());
     }
     out

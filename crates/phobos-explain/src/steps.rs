@@ -812,7 +812,8 @@ fn masked_boxes(layout: &Layout<'_>, line: u32, boxes: &[TensorBox]) -> Vec<Mask
             continue;
         }
         let origin: Vec<i64> = match &tile.origin {
-            Some(o) => o.clone(),
+            Some(o) if o.len() == rank => o.clone(),
+            Some(_) => continue,
             None => {
                 let first = touched
                     .iter()

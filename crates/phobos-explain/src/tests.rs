@@ -178,6 +178,10 @@ fn staged_events(x_stride: u64) -> CtaEvents {
 }
 
 fn staged_trace(events: CtaEvents, tiles: Vec<TileOp>) -> Trace {
+    staged_trace_limited(events, tiles, 1000)
+}
+
+fn staged_trace_limited(events: CtaEvents, tiles: Vec<TileOp>, max_steps: usize) -> Trace {
     let tensors = tensors();
     let buffers = vec![
         BufferMap {
@@ -233,7 +237,7 @@ fn staged_trace(events: CtaEvents, tiles: Vec<TileOp>) -> Trace {
         threads: 128,
         opcodes: &opcodes,
     };
-    let cta = build_cta(&layout, &events, 1000);
+    let cta = build_cta(&layout, &events, max_steps);
     Trace {
         version: TRACE_VERSION,
         kernel: "staged_matvec".into(),
@@ -413,4 +417,20 @@ fn the_text_format_lists_every_step() {
         "{text}"
     );
     assert!(text.contains("Shuffle step 1 of 5: each lane of warp 0 takes the value of lane ^ 16"));
+}
+
+#[test]
+fn the_json_trace_reads_back() {
+    let trace = staged_trace(staged_events(1), x_tile(64));
+    let json = crate::to_json(&trace);
+    let back: Trace = serde_json::from_str(&json).expect("the JSON trace deserializes");
+    assert_eq!(back, trace);
+}
+
+#[test]
+fn a_long_trace_is_cut_and_marked() {
+    let trace = staged_trace_limited(staged_events(1), x_tile(0), 3);
+    assert_eq!(trace.ctas[0].steps.len(), 3);
+    assert!(trace.ctas[0].truncated);
+    assert!(crate::text::render(&trace).contains("the step limit was reached"));
 }
