@@ -1,0 +1,998 @@
+//! The emitted PTX computes what the language says: the seed kernels and the
+//! riskiest corpus kernels (tiles with ragged edges and negative starts,
+//! shared-byte reuse, shuffles with out-of-piece sources, argmax ties,
+//! any/all pieces, dp4a forms, sub-word and half types, short-circuit
+//! loads) run in the simulator, with its memory, race and sync checks on,
+//! against references computed here.
+
+// The references index inputs and outputs by the same position.
+#![allow(clippy::needless_range_loop)]
+
+use phobos_conformance::{compile, corpus_file};
+use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
+
+fn f32s(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
+fn to_f32(b: &[u8]) -> Vec<f32> {
+    b.chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+fn to_i32(b: &[u8]) -> Vec<i32> {
+    b.chunks(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn run(
+    name: &str,
+    entry: &str,
+    grid: [u32; 3],
+    threads: u32,
+    dev: &mut Device,
+    args: &[KernelArg],
+) {
+    let k = compile(&corpus_file(name), 75);
+    let m = Module::parse(&k[0].ptx).unwrap_or_else(|e| panic!("{e}"));
+    dev.launch(
+        &m,
+        entry,
+        grid,
+        [threads, 1, 1],
+        args,
+        &LaunchOptions::default(),
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e}"));
+}
+
+#[test]
+fn seeds() {
+    let (n, k) = (100usize, 256usize);
+    let w: Vec<f32> = (0..n * k).map(|i| ((i * 7 % 13) as f32) - 6.0).collect();
+    let x: Vec<f32> = (0..k).map(|i| (i % 5) as f32 * 0.5).collect();
+    let want: Vec<f32> = (0..n)
+        .map(|r| (0..k).map(|c| w[r * k + c] * x[c]).sum())
+        .collect();
+    for (name, entry, dims) in [
+        ("lanes_matvec", "lanes_matvec", true),
+        ("staged_matvec", "staged_matvec__K256", false),
+    ] {
+        let mut dev = Device::new();
+        let wb = dev.alloc_from("W", &f32s(&w)).unwrap();
+        let xb = dev.alloc_from("x", &f32s(&x)).unwrap();
+        let yb = dev.alloc("y", n * 4).unwrap();
+        let mut args = vec![
+            KernelArg::Buffer(wb),
+            KernelArg::Buffer(xb),
+            KernelArg::Buffer(yb),
+            KernelArg::I32(n as i32),
+        ];
+        if dims {
+            args.push(KernelArg::I32(k as i32));
+        }
+        run(
+            name,
+            entry,
+            [n.div_ceil(4) as u32, 1, 1],
+            128,
+            &mut dev,
+            &args,
+        );
+        let y = to_f32(&dev.to_vec(yb).unwrap());
+        for r in 0..n {
+            assert!(
+                (y[r] - want[r]).abs() < 1e-2,
+                "{name} row {r}: {} vs {}",
+                y[r],
+                want[r]
+            );
+        }
+    }
+    // i8
+    let (n, k) = (50usize, 512usize);
+    let a: Vec<i8> = (0..k)
+        .map(|i| ((i * 31 % 255) as i32 - 127) as i8)
+        .collect();
+    let wq: Vec<i8> = (0..n * k)
+        .map(|i| ((i * 17 % 251) as i32 - 125) as i8)
+        .collect();
+    let want: Vec<f32> = (0..n)
+        .map(|r| {
+            (0..k)
+                .map(|c| a[c] as i32 * wq[r * k + c] as i32)
+                .sum::<i32>() as f32
+        })
+        .collect();
+    let mut dev = Device::new();
+    let ab = dev
+        .alloc_from("A", &a.iter().map(|v| *v as u8).collect::<Vec<_>>())
+        .unwrap();
+    let wb = dev
+        .alloc_from("W", &wq.iter().map(|v| *v as u8).collect::<Vec<_>>())
+        .unwrap();
+    let cb = dev.alloc("C", n * 4).unwrap();
+    run(
+        "i8_matvec",
+        "i8_matvec",
+        [n.div_ceil(8) as u32, 1, 1],
+        256,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(wb),
+            KernelArg::Buffer(cb),
+            KernelArg::I32(k as i32),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let c = to_f32(&dev.to_vec(cb).unwrap());
+    assert_eq!(c, want);
+    // lane_max
+    let av: Vec<f32> = (0..128).map(|i| (i * 37 % 101) as f32).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
+    let ob = dev.alloc("O", 4).unwrap();
+    run(
+        "lane_max",
+        "lane_max",
+        [1, 1, 1],
+        128,
+        &mut dev,
+        &[KernelArg::Buffer(ab), KernelArg::Buffer(ob)],
+    );
+    let o = to_f32(&dev.to_vec(ob).unwrap());
+    assert_eq!(o[0], av[..32].iter().cloned().fold(f32::MIN, f32::max));
+    // row_sum
+    let (n, m) = (7usize, 1000usize);
+    let av: Vec<f32> = (0..n * m).map(|i| (i % 3) as f32).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
+    let yb = dev.alloc("y", n * 4).unwrap();
+    run(
+        "row_sum",
+        "row_sum",
+        [n as u32, 1, 1],
+        256,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(yb),
+            KernelArg::I32(n as i32),
+            KernelArg::I32(m as i32),
+        ],
+    );
+    let y = to_f32(&dev.to_vec(yb).unwrap());
+    for r in 0..n {
+        assert_eq!(y[r], av[r * m..(r + 1) * m].iter().sum::<f32>(), "row {r}");
+    }
+    // cta_forms
+    let g = 3usize;
+    let av: Vec<f32> = (0..g * 128)
+        .map(|i| ((i * 37 % 101) as f32) - 50.0)
+        .collect();
+    let bv: Vec<i32> = (0..g * 128).map(|i| (i % 7) as i32).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
+    let bb = dev
+        .alloc_from(
+            "B",
+            &bv.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+        )
+        .unwrap();
+    let ob = dev.alloc("O", g * 8 * 4).unwrap();
+    run(
+        "cta_forms",
+        "cta_forms",
+        [g as u32, 1, 1],
+        128,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(bb),
+            KernelArg::Buffer(ob),
+            KernelArg::I32(g as i32),
+        ],
+    );
+    let o = to_f32(&dev.to_vec(ob).unwrap());
+    for gi in 0..g {
+        let row = &av[gi * 128..(gi + 1) * 128];
+        let mx = row.iter().cloned().fold(f32::MIN, f32::max);
+        let at = row.iter().position(|v| *v == mx).unwrap();
+        assert_eq!(o[gi * 8 + 1], mx);
+        assert_eq!(o[gi * 8 + 2], row.iter().cloned().fold(f32::MAX, f32::min));
+        assert_eq!(o[gi * 8 + 5], at as f32, "argmax");
+        assert_eq!(
+            o[gi * 8 + 7],
+            bv[gi * 128..(gi + 1) * 128].iter().sum::<i32>() as f32
+        );
+        assert!((o[gi * 8] - row.iter().sum::<f32>()).abs() < 1e-3);
+    }
+    // shuffles
+    let av: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let sv: Vec<i32> = (0..64).map(|i| (i * 7 % 45) - 6).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
+    let sb = dev
+        .alloc_from(
+            "S",
+            &sv.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+        )
+        .unwrap();
+    let outs: Vec<_> = (0..5)
+        .map(|i| dev.alloc(&format!("o{i}"), 256).unwrap())
+        .collect();
+    let mut args = vec![KernelArg::Buffer(ab), KernelArg::Buffer(sb)];
+    args.extend(outs.iter().map(|b| KernelArg::Buffer(*b)));
+    run(
+        "shfl_down_up",
+        "shfl_down_up",
+        [1, 1, 1],
+        64,
+        &mut dev,
+        &args,
+    );
+    let get = |d: &Device, i: usize| to_f32(&d.to_vec(outs[i]).unwrap());
+    let (d3, u5, dw, uv, dv) = (
+        get(&dev, 0),
+        get(&dev, 1),
+        get(&dev, 2),
+        get(&dev, 3),
+        get(&dev, 4),
+    );
+    for t in 0..64usize {
+        let lane = (t % 32) as i64;
+        let base = (t - t % 32) as i64;
+        let s = sv[t] as i64;
+        let src = |p: i64, w: i64| {
+            let start = lane - lane % w;
+            let rel = p - start;
+            if (0..w).contains(&rel) {
+                (base + p) as f32
+            } else {
+                t as f32
+            }
+        };
+        assert_eq!(d3[t], src(lane + 3, 32), "d3 {t}");
+        assert_eq!(u5[t], src(lane - 5, 32), "u5 {t}");
+        assert_eq!(dw[t], src(lane + 1, 8), "dw {t}");
+        assert_eq!(uv[t], src(lane - s, 16), "uv {t}");
+        assert_eq!(dv[t], src(lane + s, 32), "dv {t}");
+    }
+    let _ = to_i32;
+}
+
+#[test]
+fn tiles() {
+    let (n, m) = (37usize, 70usize);
+    let a: Vec<f32> = (0..n * m).map(|i| i as f32).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&a)).unwrap();
+    let bb = dev.alloc_from("B", &f32s(&vec![-1.0; n * m])).unwrap();
+    run(
+        "tile_ragged",
+        "tile_ragged",
+        [m.div_ceil(32) as u32, n.div_ceil(16) as u32, 1],
+        128,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(bb),
+            KernelArg::I32(n as i32),
+            KernelArg::I32(m as i32),
+        ],
+    );
+    let b = to_f32(&dev.to_vec(bb).unwrap());
+    for i in 0..n * m {
+        assert_eq!(b[i], 2.0 * a[i], "ragged {i}");
+    }
+    let (n, m) = (45usize, 70usize);
+    let a: Vec<f32> = (0..n * m).map(|i| i as f32).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&a)).unwrap();
+    let bb = dev.alloc("B", n * m * 4).unwrap();
+    run(
+        "tile_transpose",
+        "tile_transpose",
+        [m.div_ceil(32) as u32, n.div_ceil(32) as u32, 1],
+        256,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(bb),
+            KernelArg::I32(n as i32),
+            KernelArg::I32(m as i32),
+        ],
+    );
+    let b = to_f32(&dev.to_vec(bb).unwrap());
+    for r in 0..n {
+        for c in 0..m {
+            assert_eq!(b[c * n + r], a[r * m + c]);
+        }
+    }
+    let av: Vec<f32> = (0..256).map(|i| i as f32).collect();
+    let bv: Vec<f32> = (0..256).map(|i| 1000.0 * i as f32).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
+    let bb = dev.alloc_from("B", &f32s(&bv)).unwrap();
+    let yb = dev.alloc("y", 1024).unwrap();
+    run(
+        "tile_reuse",
+        "tile_reuse",
+        [1, 1, 1],
+        256,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(bb),
+            KernelArg::Buffer(yb),
+        ],
+    );
+    let y = to_f32(&dev.to_vec(yb).unwrap());
+    for i in 0..256 {
+        assert_eq!(y[i], av[(i + 255) % 256] + bv[(i + 1) % 256]);
+    }
+    let xv: Vec<f32> = (0..128).map(|i| i as f32).collect();
+    let mut dev = Device::new();
+    let xb = dev.alloc_from("X", &f32s(&xv)).unwrap();
+    let yb = dev.alloc("y", 512).unwrap();
+    run(
+        "tile_write",
+        "tile_write",
+        [1, 1, 1],
+        128,
+        &mut dev,
+        &[KernelArg::Buffer(xb), KernelArg::Buffer(yb)],
+    );
+    let y = to_f32(&dev.to_vec(yb).unwrap());
+    for i in 0..128 {
+        assert_eq!(y[i], 3.0 * xv[(i + 7) % 128]);
+    }
+    // halo f16
+    let n = 300usize;
+    let xs: Vec<u16> = (0..n).map(|i| half_bits((i % 10) as f32)).collect();
+    let mut dev = Device::new();
+    let xb = dev
+        .alloc_from(
+            "x",
+            &xs.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+        )
+        .unwrap();
+    let yb = dev.alloc("y", n * 2).unwrap();
+    run(
+        "tile_f16_halo",
+        "tile_f16_halo",
+        [n.div_ceil(128) as u32, 1, 1],
+        128,
+        &mut dev,
+        &[
+            KernelArg::Buffer(xb),
+            KernelArg::Buffer(yb),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let y: Vec<u16> = dev
+        .to_vec(yb)
+        .unwrap()
+        .chunks(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    for (i, got) in y.iter().enumerate() {
+        let v = |j: i64| {
+            if (0..n as i64).contains(&j) {
+                (j % 10) as f32
+            } else {
+                0.0
+            }
+        };
+        let w = v(i as i64 - 1) + v(i as i64) + v(i as i64 + 1);
+        assert_eq!(*got, half_bits(w), "halo {i}");
+    }
+}
+
+fn half_bits(x: f32) -> u16 {
+    // exact small integers only
+    if x == 0.0 {
+        return 0;
+    }
+    let e = x.log2().floor() as i32;
+    let m = x / 2f32.powi(e) - 1.0;
+    (((e + 15) as u16) << 10) | ((m * 1024.0) as u16)
+}
+
+fn bytes_i32(v: &[i32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[test]
+fn lanes_more() {
+    // lane_argmax
+    let av: Vec<f32> = (0..64).map(|i| (i * 37 % 11) as f32).collect();
+    let bv: Vec<i32> = (0..64).map(|i| i * 13 % 5).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
+    let bb = dev.alloc_from("B", &bytes_i32(&bv)).unwrap();
+    let wb = dev.alloc("W", 256).unwrap();
+    let pb = dev.alloc("P", 256).unwrap();
+    run(
+        "lane_argmax",
+        "lane_argmax",
+        [1, 1, 1],
+        64,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(bb),
+            KernelArg::Buffer(wb),
+            KernelArg::Buffer(pb),
+        ],
+    );
+    let w = to_i32(&dev.to_vec(wb).unwrap());
+    let p = to_i32(&dev.to_vec(pb).unwrap());
+    for t in 0..64 {
+        let ws = t - t % 32;
+        let mx = av[ws..ws + 32].iter().cloned().fold(f32::MIN, f32::max);
+        assert_eq!(
+            w[t] as usize,
+            av[ws..ws + 32].iter().position(|v| *v == mx).unwrap(),
+            "W {t}"
+        );
+        let ps = t - t % 4;
+        let mx = *bv[ps..ps + 4].iter().max().unwrap();
+        assert_eq!(
+            p[t] as usize,
+            bv[ps..ps + 4].iter().position(|v| *v == mx).unwrap(),
+            "P {t}"
+        );
+    }
+    // lane_any_all
+    let av: Vec<f32> = (0..96)
+        .map(|i| if i % 7 == 0 || i >= 64 { 1.0 } else { -1.0 })
+        .collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
+    let ob = dev.alloc("O", 96 * 4).unwrap();
+    run(
+        "lane_any_all",
+        "lane_any_all",
+        [1, 1, 1],
+        96,
+        &mut dev,
+        &[KernelArg::Buffer(ab), KernelArg::Buffer(ob)],
+    );
+    let o = to_i32(&dev.to_vec(ob).unwrap());
+    for t in 0..96 {
+        let c = |i: usize| av[i] > 0.0;
+        let piece = |w: usize| (t - t % w)..(t - t % w + w);
+        let a = piece(32).any(c) as i32;
+        let b = piece(32).all(c) as i32;
+        let d = piece(4).any(c) as i32;
+        let e = piece(8).all(c) as i32;
+        assert_eq!(o[t], a + 2 * b + 4 * d + 8 * e, "any/all {t}");
+    }
+    // shfl_from / xor
+    let av: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let sv: Vec<i32> = (0..64).map(|i| (i * 7 % 45) - 6).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
+    let sb = dev.alloc_from("S", &bytes_i32(&sv)).unwrap();
+    let outs: Vec<_> = (0..4)
+        .map(|i| dev.alloc(&format!("o{i}"), 256).unwrap())
+        .collect();
+    let mut args = vec![KernelArg::Buffer(ab), KernelArg::Buffer(sb)];
+    args.extend(outs.iter().map(|b| KernelArg::Buffer(*b)));
+    run("shfl_from", "shfl_from", [1, 1, 1], 64, &mut dev, &args);
+    let o: Vec<Vec<f32>> = outs
+        .iter()
+        .map(|b| to_f32(&dev.to_vec(*b).unwrap()))
+        .collect();
+    for t in 0..64usize {
+        let from = |s: i64, w: usize| {
+            let start = (t - t % w) as i64;
+            if (0..w as i64).contains(&s) {
+                (start + s) as f32
+            } else {
+                t as f32
+            }
+        };
+        assert_eq!(o[0][t], from(0, 32));
+        assert_eq!(o[1][t], from(3, 4));
+        assert_eq!(o[2][t], from(sv[t] as i64, 32), "V {t}");
+        assert_eq!(o[3][t], from(sv[t] as i64, 8), "W {t}");
+    }
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
+    let sb = dev.alloc_from("M", &bytes_i32(&sv)).unwrap();
+    let outs: Vec<_> = (0..4)
+        .map(|i| dev.alloc(&format!("o{i}"), 256).unwrap())
+        .collect();
+    let mut args = vec![KernelArg::Buffer(ab), KernelArg::Buffer(sb)];
+    args.extend(outs.iter().map(|b| KernelArg::Buffer(*b)));
+    run("shfl_xor", "shfl_xor", [1, 1, 1], 64, &mut dev, &args);
+    let o: Vec<Vec<f32>> = outs
+        .iter()
+        .map(|b| to_f32(&dev.to_vec(*b).unwrap()))
+        .collect();
+    for t in 0..64usize {
+        let lane = (t % 32) as i64;
+        let xr = |m: i64, w: i64| {
+            let lip = lane % w;
+            let p = lip ^ m;
+            if (0..w).contains(&p) {
+                (t as i64 - lip + p) as f32
+            } else {
+                t as f32
+            }
+        };
+        assert_eq!(o[0][t], xr(1, 32));
+        assert_eq!(o[1][t], xr(16, 32));
+        assert_eq!(o[2][t], xr(2, 4));
+        assert_eq!(o[3][t], xr(sv[t] as i64, 8), "xor V {t}");
+    }
+    // lane_reduce
+    let av: Vec<f32> = (0..64).map(|i| ((i % 5) as f32) - 2.0 + 0.5).collect();
+    let bv: Vec<i32> = (0..64).map(|i| 1 << (i % 31)).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
+    let bb = dev.alloc_from("B", &bytes_i32(&bv)).unwrap();
+    let outs: Vec<_> = (0..3)
+        .map(|i| dev.alloc(&format!("o{i}"), 256).unwrap())
+        .collect();
+    let mut args = vec![KernelArg::Buffer(ab), KernelArg::Buffer(bb)];
+    args.extend(outs.iter().map(|b| KernelArg::Buffer(*b)));
+    run("lane_reduce", "lane_reduce", [1, 1, 1], 64, &mut dev, &args);
+    let r = to_f32(&dev.to_vec(outs[0]).unwrap());
+    let q = to_f32(&dev.to_vec(outs[1]).unwrap());
+    let ii = to_i32(&dev.to_vec(outs[2]).unwrap());
+    for t in 0..64 {
+        let p4 = t - t % 4;
+        let w = t - t % 32;
+        assert_eq!(r[t], av[p4..p4 + 4].iter().product::<f32>(), "R {t}");
+        assert_eq!(
+            q[t],
+            av[w..w + 32].iter().map(|v| v.abs()).fold(0.0, f32::max)
+        );
+        assert_eq!(ii[t], bv[w..w + 32].iter().fold(0, |a, b| a | b));
+    }
+}
+
+#[test]
+fn bytes_and_runs() {
+    // dp4a_u8
+    let n = 33usize;
+    let a: Vec<u8> = (0..n * 32).map(|i| (i * 37 % 256) as u8).collect();
+    let b: Vec<u8> = (0..n * 32).map(|i| (i * 91 % 256) as u8).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &a).unwrap();
+    let bb = dev.alloc_from("B", &b).unwrap();
+    let db = dev.alloc("D", n * 4).unwrap();
+    let sb = dev.alloc("S", n * 4).unwrap();
+    run(
+        "dp4a_u8",
+        "dp4a_u8",
+        [2, 1, 1],
+        32,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(bb),
+            KernelArg::Buffer(db),
+            KernelArg::Buffer(sb),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let d = to_i32(&dev.to_vec(db).unwrap());
+    let s = to_i32(&dev.to_vec(sb).unwrap());
+    for i in 0..n {
+        let r = i * 32..(i + 1) * 32;
+        assert_eq!(
+            d[i],
+            r.clone().map(|k| a[k] as i32 * b[k] as i32).sum::<i32>()
+        );
+        assert_eq!(s[i], r.map(|k| a[k] as i32).sum::<i32>());
+    }
+    // dp4a_nibble
+    let n = 40usize;
+    let q: Vec<i8> = (0..n * 16).map(|i| (i * 53 % 256) as u8 as i8).collect();
+    let x: Vec<i8> = (0..n * 16).map(|i| (i * 29 % 256) as u8 as i8).collect();
+    let x2: Vec<i8> = (0..n * 16).map(|i| (i * 71 % 256) as u8 as i8).collect();
+    let mut dev = Device::new();
+    let u = |v: &[i8]| v.iter().map(|x| *x as u8).collect::<Vec<_>>();
+    let qb = dev.alloc_from("Q", &u(&q)).unwrap();
+    let xb = dev.alloc_from("X", &u(&x)).unwrap();
+    let x2b = dev.alloc_from("X2", &u(&x2)).unwrap();
+    let db = dev.alloc("D", n * 4).unwrap();
+    run(
+        "dp4a_nibble",
+        "dp4a_nibble",
+        [2, 1, 1],
+        32,
+        &mut dev,
+        &[
+            KernelArg::Buffer(qb),
+            KernelArg::Buffer(xb),
+            KernelArg::Buffer(x2b),
+            KernelArg::Buffer(db),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let d = to_i32(&dev.to_vec(db).unwrap());
+    for i in 0..n {
+        let want: i32 = (i * 16..(i + 1) * 16)
+            .map(|k| (q[k] as i32 & 15) * x[k] as i32 + ((q[k] as i32 >> 4) & 15) * x2[k] as i32)
+            .sum();
+        assert_eq!(d[i], want, "nibble {i}");
+    }
+    // run_store
+    let (n, k) = (8usize, 64usize);
+    let xv: Vec<f32> = (0..n * k).map(|i| i as f32).collect();
+    let mut dev = Device::new();
+    let xb = dev.alloc_from("X", &f32s(&xv)).unwrap();
+    let yb = dev.alloc("Y", n * k * 4).unwrap();
+    let y2b = dev.alloc("Y2", n * k * 4).unwrap();
+    run(
+        "run_store",
+        "run_store",
+        [(n * k / 4 / 64) as u32, 1, 1],
+        64,
+        &mut dev,
+        &[
+            KernelArg::Buffer(xb),
+            KernelArg::Buffer(yb),
+            KernelArg::Buffer(y2b),
+            KernelArg::F32(0.5),
+            KernelArg::I32(n as i32),
+            KernelArg::I32(k as i32),
+        ],
+    );
+    let y = to_f32(&dev.to_vec(yb).unwrap());
+    let y2 = to_f32(&dev.to_vec(y2b).unwrap());
+    for i in 0..n * k {
+        assert_eq!(y[i], xv[i] * 0.5 + 1.0);
+        assert_eq!(y2[i], if i % 4 == 2 { 0.5 } else { 0.0 });
+    }
+    // run_long
+    let n = 50usize;
+    let av: Vec<f32> = (0..n * 16).map(|i| i as f32).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
+    let yb = dev.alloc("y", n * 4).unwrap();
+    let zb = dev.alloc("Z", n * 64).unwrap();
+    run(
+        "run_long",
+        "run_long",
+        [2, 1, 1],
+        32,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(yb),
+            KernelArg::Buffer(zb),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let y = to_f32(&dev.to_vec(yb).unwrap());
+    let z = to_f32(&dev.to_vec(zb).unwrap());
+    for i in 0..n {
+        assert_eq!(
+            y[i],
+            av[i * 16..(i + 1) * 16]
+                .iter()
+                .map(|v| v * 0.5)
+                .fold(0.0, |a, b| a + b)
+        );
+    }
+    for i in 0..n * 16 {
+        assert_eq!(z[i], av[i] * 2.0);
+    }
+    // loops
+    let n = 70usize;
+    let mut dev = Device::new();
+    let ob = dev.alloc("O", n * 4).unwrap();
+    run(
+        "loops",
+        "loops",
+        [3, 1, 1],
+        32,
+        &mut dev,
+        &[KernelArg::Buffer(ob), KernelArg::I32(n as i32)],
+    );
+    let o = to_i32(&dev.to_vec(ob).unwrap());
+    for i in 0..n as i32 {
+        let mut s: i32 = (0..=i).rev().step_by(3).sum();
+        for a in 0..3 {
+            for b in 0..i % 4 {
+                s += a * b;
+            }
+        }
+        if i % 3 == 0 {
+            s += 100
+        } else if i % 3 == 1 {
+            s -= 100
+        } else {
+            s *= 2
+        }
+        assert_eq!(o[i as usize], s, "loops {i}");
+    }
+    // short circuit: 128 threads over N=100
+    let n = 100usize;
+    let av: Vec<f32> = (0..n).map(|i| (i as f32) - 50.0).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
+    let ob = dev.alloc("O", n * 4).unwrap();
+    run(
+        "short_circuit",
+        "short_circuit",
+        [2, 1, 1],
+        64,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(ob),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let o = to_i32(&dev.to_vec(ob).unwrap());
+    for i in 0..n {
+        let mut w = 0;
+        if av[i] > 0.0 {
+            w = 1
+        }
+        if av[i] < -5.0 {
+            w = 2
+        }
+        assert_eq!(o[i], w, "sc {i}");
+    }
+}
+
+fn f16b(x: f32) -> u16 {
+    // round-to-nearest-even via f64 search of nearest half (small range)
+    let mut best = 0u16;
+    let mut bd = f64::MAX;
+    for b in 0..=0xffffu16 {
+        let v = h2f(b);
+        if v.is_finite() {
+            let d = (v as f64 - x as f64).abs();
+            if d < bd || (d == bd && b & 1 == 0) {
+                bd = d;
+                best = b;
+            }
+        }
+    }
+    best
+}
+fn h2f(b: u16) -> f32 {
+    let s = if b & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let e = ((b >> 10) & 31) as i32;
+    let m = (b & 1023) as f32;
+    if e == 0 {
+        s * m * 2f32.powi(-24)
+    } else if e == 31 {
+        if m == 0.0 {
+            s * f32::INFINITY
+        } else {
+            f32::NAN
+        }
+    } else {
+        s * (1.0 + m / 1024.0) * 2f32.powi(e - 15)
+    }
+}
+fn bf(x: f32) -> u16 {
+    let b = x.to_bits();
+    ((b.wrapping_add(0x7fff + ((b >> 16) & 1))) >> 16) as u16
+}
+fn bf2f(b: u16) -> f32 {
+    f32::from_bits((b as u32) << 16)
+}
+
+#[test]
+fn types() {
+    let n = 300usize;
+    let a: Vec<i8> = (0..n).map(|i| (i * 37 % 256) as u8 as i8).collect();
+    let b: Vec<u8> = (0..n).map(|i| (i * 91 % 256) as u8).collect();
+    let mut dev = Device::new();
+    let ab = dev
+        .alloc_from("A", &a.iter().map(|x| *x as u8).collect::<Vec<_>>())
+        .unwrap();
+    let bb = dev.alloc_from("B", &b).unwrap();
+    let sb = dev.alloc("S", n).unwrap();
+    let ub = dev.alloc("U", n).unwrap();
+    let wb = dev.alloc("W", n * 4).unwrap();
+    run(
+        "types_i8_u8",
+        "types_i8_u8",
+        [10, 1, 1],
+        32,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(bb),
+            KernelArg::Buffer(sb),
+            KernelArg::Buffer(ub),
+            KernelArg::Buffer(wb),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let s = dev.to_vec(sb).unwrap();
+    let u = dev.to_vec(ub).unwrap();
+    let w = to_i32(&dev.to_vec(wb).unwrap());
+    for i in 0..n {
+        assert_eq!(s[i] as i8, a[i].wrapping_mul(3).wrapping_add(100), "S {i}");
+        assert_eq!(u[i], b[i].wrapping_mul(7).wrapping_add(200), "U {i}");
+        assert_eq!(
+            w[i],
+            a[i] as i32 + b[i] as i32 + (a[i] >> 2) as i32 + (b[i] >> 3) as i32,
+            "W {i}"
+        );
+    }
+    // f16
+    let n = 500usize;
+    let av: Vec<u16> = (0..n).map(|i| f16b((i as f32 - 250.0) * 0.37)).collect();
+    let bv: Vec<u16> = (0..n).map(|i| f16b((i % 17) as f32 * 0.13)).collect();
+    let mut dev = Device::new();
+    let bytes16 = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>();
+    let ab = dev.alloc_from("A", &bytes16(&av)).unwrap();
+    let bb = dev.alloc_from("B", &bytes16(&bv)).unwrap();
+    let ob = dev.alloc("O", n * 2).unwrap();
+    let fb = dev.alloc("F", n * 4).unwrap();
+    run(
+        "types_f16",
+        "types_f16",
+        [4, 1, 1],
+        128,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(bb),
+            KernelArg::Buffer(ob),
+            KernelArg::Buffer(fb),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let o: Vec<u16> = dev
+        .to_vec(ob)
+        .unwrap()
+        .chunks(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    for i in 0..n {
+        let p = f16b(h2f(av[i]) * h2f(bv[i]));
+        let want = f16b(h2f(p) + 1.5);
+        assert_eq!(o[i], want, "f16 {i}");
+    }
+    // bf16
+    let n = 300usize;
+    let av: Vec<u16> = (0..n).map(|i| bf((i as f32 - 150.0) * 1.37)).collect();
+    let bv: Vec<u16> = (0..n).map(|i| bf((i % 23) as f32 * 3.1)).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &bytes16(&av)).unwrap();
+    let bb = dev.alloc_from("B", &bytes16(&bv)).unwrap();
+    let ob = dev.alloc("O", n * 2).unwrap();
+    let fb = dev.alloc("F", n * 4).unwrap();
+    run(
+        "types_bf16",
+        "types_bf16",
+        [3, 1, 1],
+        128,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(bb),
+            KernelArg::Buffer(ob),
+            KernelArg::Buffer(fb),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let o: Vec<u16> = dev
+        .to_vec(ob)
+        .unwrap()
+        .chunks(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    let f = to_f32(&dev.to_vec(fb).unwrap());
+    for i in 0..n {
+        assert_eq!(o[i], bf(bf2f(av[i]).max(bf2f(bv[i])) * 2.0), "bf16 {i}");
+        assert_eq!(f[i], bf2f(bf(bf2f(av[i]) + bf2f(bv[i]))), "bf16 F {i}");
+    }
+    // i64
+    let n = 100usize;
+    let av: Vec<i64> = (0..n).map(|i| (i as i64 - 50) * 123_456_789).collect();
+    let mut dev = Device::new();
+    let ab = dev
+        .alloc_from(
+            "A",
+            &av.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>(),
+        )
+        .unwrap();
+    let sb = dev.alloc("S", n * 8).unwrap();
+    let ub = dev.alloc("U", n * 8).unwrap();
+    let lb = dev.alloc("L", n * 4).unwrap();
+    run(
+        "types_i64_u64",
+        "types_i64_u64",
+        [4, 1, 1],
+        32,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(sb),
+            KernelArg::Buffer(ub),
+            KernelArg::Buffer(lb),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let s: Vec<i64> = dev
+        .to_vec(sb)
+        .unwrap()
+        .chunks(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let u: Vec<u64> = dev
+        .to_vec(ub)
+        .unwrap()
+        .chunks(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let l = to_i32(&dev.to_vec(lb).unwrap());
+    for i in 0..n {
+        let a = av[i];
+        assert_eq!(
+            s[i],
+            a.wrapping_mul(a)
+                .wrapping_add((i as i64) << 33)
+                .wrapping_sub(a / 7)
+                .wrapping_add(a % 5),
+            "S {i}"
+        );
+        assert_eq!(u[i], ((a as u64) >> 3) ^ 255);
+        assert_eq!(l[i], (a as i32).wrapping_add((a > 0) as i32));
+    }
+    // elem_word
+    let n = 20usize;
+    let av: Vec<i8> = (0..n * 16).map(|i| (i * 53 % 256) as u8 as i8).collect();
+    let mut dev = Device::new();
+    let ab = dev
+        .alloc_from("A", &av.iter().map(|x| *x as u8).collect::<Vec<_>>())
+        .unwrap();
+    let ob = dev.alloc("O", n * 4).unwrap();
+    let sb = dev.alloc("S", n * 16).unwrap();
+    let fb = dev.alloc("F", n * 16).unwrap();
+    run(
+        "elem_word",
+        "elem_word",
+        [1, 1, 1],
+        32,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(ob),
+            KernelArg::Buffer(sb),
+            KernelArg::Buffer(fb),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let o = to_i32(&dev.to_vec(ob).unwrap());
+    let s = to_i32(&dev.to_vec(sb).unwrap());
+    let f = to_f32(&dev.to_vec(fb).unwrap());
+    for i in 0..n {
+        let word = |j: usize| {
+            i32::from_le_bytes([
+                av[i * 16 + 4 * j] as u8,
+                av[i * 16 + 4 * j + 1] as u8,
+                av[i * 16 + 4 * j + 2] as u8,
+                av[i * 16 + 4 * j + 3] as u8,
+            ])
+        };
+        let dp: i32 = (0..4)
+            .map(|b| ((word(0) >> (8 * b)) as i8) as i32 * ((word(1) >> (8 * b)) as i8) as i32)
+            .sum();
+        assert_eq!(
+            o[i],
+            av[i * 16 + 3] as i32 + dp + word(3).wrapping_mul(0).wrapping_add(word(2)),
+            "O {i}"
+        );
+        assert_eq!(&s[i * 4..i * 4 + 4], &[word(3), word(2), word(1), word(0)]);
+        assert_eq!(f[i * 4], word(0).count_ones() as f32);
+    }
+}
