@@ -10,8 +10,8 @@
 //! Whether a candidate barrier is kept is decided later by `barriers`.
 
 use super::ir::{
-    Access, Barrier, BarrierId, BarrierRole, Buffer, BufferId, BufferKind, Combine, Expr, ExprId,
-    ExprKind, Func, Mem, Shape, Stmt, StmtId, StmtKind, Var, VarId,
+    Access, Barrier, BarrierRole, Buffer, BufferId, BufferKind, Combine, Expr, ExprId, ExprKind,
+    Func, Mem, Shape, Stmt, StmtId, StmtKind, Var, VarId,
 };
 use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
 use crate::hir::{self, CollOp, ConstVal, Group, LocalKind, Ty};
@@ -564,12 +564,4 @@ fn fold(op: BinOp, x: i128, y: i128, t: ScalarTy) -> Option<i128> {
         _ => return None,
     };
     Some(wrap(v, t))
-}
-
-/// The barrier handle a `Barrier` statement refers to (for tests).
-pub fn barrier_of(f: &Func, s: StmtId) -> Option<BarrierId> {
-    match f.stmts[s].kind {
-        StmtKind::Barrier(b) => Some(b),
-        _ => None,
-    }
 }
