@@ -103,6 +103,16 @@ pub fn compile_kernel(
     opts: &CompileOptions,
 ) -> Result<CompiledKernel, Diagnostic> {
     let lines = LineIndex::new(src);
+    if kernel.variants.is_empty() {
+        return Err(Diagnostic::error(
+            "P0901",
+            format!(
+                "internal compiler error: kernel `{}` has no variant to compile",
+                kernel.name
+            ),
+        )
+        .primary(kernel.span, "while compiling this kernel"));
+    }
     let mut variants = Vec::new();
     for v in &kernel.variants {
         variants.push(compile_variant(v, &lines, opts.arch)?);
