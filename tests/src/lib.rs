@@ -88,10 +88,12 @@ pub fn check_snapshot(path: &Path, actual: &str) -> Option<String> {
     }
     let expected = match std::fs::read_to_string(path) {
         Ok(s) => s,
-        Err(_) => return Some(format!(
+        Err(_) => {
+            return Some(format!(
             "{} is missing; run `PHOBOS_BLESS=1 cargo test -p phobos-conformance` and review it",
             path.display()
-        )),
+        ))
+        }
     };
     if expected == actual {
         return None;
