@@ -468,3 +468,54 @@ fn compile_errors_exit_1_with_the_diagnostic() {
     assert!(err.contains("bad.pho:2"), "{err}");
     assert!(err.contains("could not compile"), "{err}");
 }
+
+const SCALE: &str = "@launch(128)
+@grid(cdiv(N, ctx.threads))
+kernel scale(A: tensor<f32>[1, N], alpha: f32, B: tensor<f32>[1, N]) {
+  let i = ctx.block.x * ctx.threads + ctx.thread
+  if i < N {
+    B[0, i] = A[0, i] * alpha
+  }
+}
+";
+
+#[test]
+fn scalars_and_the_kernels_own_grid() {
+    let (c, file) = Case::new("scale.pho", SCALE);
+    let n = 300;
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    write_npy(&c.path("A.npy"), &[1, n as u64], &a);
+    write_npy(&c.path("B.npy"), &[1, n as u64], &vec![f32::NAN; n]);
+    let out = phobos(&[
+        "sim",
+        &file,
+        &c.arg("A", "A.npy"),
+        "alpha=2.5",
+        &c.arg("B", "B.npy"),
+        "--out",
+        &c.out(),
+        "--no-check",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("grid (3, 1, 1) x 128 threads"), "{stdout}");
+    assert!(stdout.contains("checks off"), "{stdout}");
+    let (_, b) = read_npy::<f32>(&c.path("out/B.npy"));
+    assert_eq!(b, a.iter().map(|v| v * 2.5).collect::<Vec<_>>());
+
+    let out = phobos(&[
+        "sim",
+        &file,
+        &c.arg("A", "A.npy"),
+        "alpha=fast",
+        &c.arg("B", "B.npy"),
+        "--out",
+        &c.out(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("`fast` is not a f32 value for scalar `alpha`"),
+        "{}",
+        stderr(&out)
+    );
+}
