@@ -1,3 +1,5 @@
+//! Unit tests of the generated code, on hand-made metadata.
+
 use super::*;
 use phobos_core::meta::{
     DimMeta, DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, ParamMeta, PtxParam, VariantMeta,

@@ -331,3 +331,66 @@ fn editing_a_kernel_rebuilds_it_and_nothing_else_reruns_ptxas() {
         ["neg -arch=sm_75", "neg -arch=sm_90"]
     );
 }
+
+/// Eight parameters, one a Rust keyword, scalars of several types, a kernel
+/// with and one without `@grid`: the generated code must still be clean.
+const MANY: &str = "@launch(64)
+@grid(cdiv(N, ctx.threads))
+kernel many(a: f32, b: i32, c: u32, A: tensor<f32>[N], B: tensor<i8>[N], match: tensor<f32>[N], d: f32, e: i32) {
+  let i = ctx.block.x * ctx.threads + ctx.thread
+  if i < N {
+    match[i] = a * A[i] + f32(B[i]) + d + f32(b + e) + f32(c)
+  }
+}
+";
+
+const CLIPPY_MAIN: &str = "mod kernels {
+    include!(concat!(env!(\"OUT_DIR\"), \"/kernels.rs\"));
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dev = phobos::Device::sim();
+    let a = dev.upload(&[1.0f32; 8], &[8])?;
+    let b = dev.upload(&[2i8; 8], &[8])?;
+    let mut out = dev.zeros::<f32>(&[8])?;
+    kernels::many(&dev, 2.0, 1, 1, &a, &b, &mut out, 0.5, 1)?;
+    let x = dev.upload(&[1.0f32], &[1])?;
+    let mut y = dev.zeros::<f32>(&[1])?;
+    kernels::plain(&dev, 1, &x, &mut y)?;
+    println!(\"{:?} {:?}\", out.to_vec()?, y.to_vec()?);
+    Ok(())
+}
+";
+
+const PLAIN: &str = "@launch(32)
+kernel plain(x: tensor<f32>[N], y: tensor<f32>[N]) {
+  if ctx.thread < N {
+    y[ctx.thread] = x[ctx.thread]
+  }
+}
+";
+
+#[test]
+fn the_generated_bindings_are_clippy_clean() {
+    let dir = new_crate(
+        "clippy-clean",
+        &[
+            ("src/main.rs", CLIPPY_MAIN),
+            ("kernels/many.pho", MANY),
+            ("kernels/plain.pho", PLAIN),
+        ],
+    );
+    let out = cargo(
+        dir.path(),
+        &["clippy", "--quiet", "--", "-D", "warnings"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let out = cargo(dir.path(), &["run", "--quiet"], &[]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("[7.5, 7.5, 7.5, 7.5, 7.5, 7.5, 7.5, 7.5] [1.0]"),
+        "{all}"
+    );
+}
