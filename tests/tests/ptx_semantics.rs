@@ -996,3 +996,149 @@ fn types() {
         assert_eq!(f[i * 4], word(0).count_ones() as f32);
     }
 }
+
+#[test]
+fn more_kernels() {
+    // run_f16: 8 halves per lane per step, summed in f16.
+    let (n, k) = (10usize, 512usize);
+    let w: Vec<u16> = (0..n * k).map(|i| f16b(((i % 7) as f32) * 0.25)).collect();
+    let mut dev = Device::new();
+    let wb = dev
+        .alloc_from(
+            "W",
+            &w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>(),
+        )
+        .unwrap();
+    let yb = dev.alloc("y", n * 4).unwrap();
+    run(
+        "run_f16",
+        "run_f16",
+        [n.div_ceil(4) as u32, 1, 1],
+        128,
+        &mut dev,
+        &[
+            KernelArg::Buffer(wb),
+            KernelArg::Buffer(yb),
+            KernelArg::I32(n as i32),
+            KernelArg::I32(k as i32),
+        ],
+    );
+    let y = to_f32(&dev.to_vec(yb).unwrap());
+    for r in 0..n {
+        let want: f32 = (0..k).map(|c| h2f(w[r * k + c])).sum();
+        assert!(
+            (y[r] - want).abs() < 0.5,
+            "run_f16 row {r}: {} vs {want}",
+            y[r]
+        );
+    }
+    // cta_softmax
+    let (n, m) = (4usize, 1000usize);
+    let x: Vec<f32> = (0..n * m).map(|i| ((i * 13 % 29) as f32) * 0.1).collect();
+    let mut dev = Device::new();
+    let xb = dev.alloc_from("X", &f32s(&x)).unwrap();
+    let yb = dev.alloc("Y", n * m * 4).unwrap();
+    run(
+        "cta_softmax",
+        "cta_softmax",
+        [n as u32, 1, 1],
+        256,
+        &mut dev,
+        &[
+            KernelArg::Buffer(xb),
+            KernelArg::Buffer(yb),
+            KernelArg::I32(n as i32),
+            KernelArg::I32(m as i32),
+        ],
+    );
+    let y = to_f32(&dev.to_vec(yb).unwrap());
+    for r in 0..n {
+        let row = &x[r * m..(r + 1) * m];
+        let mx = row.iter().cloned().fold(f32::MIN, f32::max);
+        let s: f32 = row.iter().map(|v| (v - mx).exp()).sum();
+        for c in 0..m {
+            let want = (row[c] - mx).exp() / s;
+            assert!((y[r * m + c] - want).abs() < 1e-5, "softmax {r} {c}");
+        }
+    }
+    // grid_2d
+    let (n, m) = (50usize, 70usize);
+    let a: Vec<f32> = (0..n * m).map(|i| i as f32).collect();
+    let b: Vec<f32> = (0..n * m).map(|i| (i % 9) as f32).collect();
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &f32s(&a)).unwrap();
+    let bb = dev.alloc_from("B", &f32s(&b)).unwrap();
+    let cb = dev.alloc("C", n * m * 4).unwrap();
+    run(
+        "grid_2d",
+        "grid_2d",
+        [m.div_ceil(32) as u32, n.div_ceil(8) as u32, 1],
+        256,
+        &mut dev,
+        &[
+            KernelArg::Buffer(ab),
+            KernelArg::Buffer(bb),
+            KernelArg::Buffer(cb),
+            KernelArg::I32(n as i32),
+            KernelArg::I32(m as i32),
+        ],
+    );
+    let c = to_f32(&dev.to_vec(cb).unwrap());
+    for i in 0..n * m {
+        assert_eq!(c[i], a[i] + 2.0 * b[i]);
+    }
+    // tile_i8: a byte tile read as 16-byte runs into dp4a.
+    let n = 70usize;
+    let q: Vec<u8> = (0..n * 64).map(|i| (i * 37 % 256) as u8).collect();
+    let v: Vec<u8> = (0..64).map(|i| (i * 11 % 256) as u8).collect();
+    let mut dev = Device::new();
+    let qb = dev.alloc_from("Q", &q).unwrap();
+    let vb = dev.alloc_from("V", &v).unwrap();
+    let yb = dev.alloc("y", n * 4).unwrap();
+    run(
+        "tile_i8",
+        "tile_i8",
+        [n.div_ceil(64) as u32, 1, 1],
+        64,
+        &mut dev,
+        &[
+            KernelArg::Buffer(qb),
+            KernelArg::Buffer(vb),
+            KernelArg::Buffer(yb),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let y = to_i32(&dev.to_vec(yb).unwrap());
+    for r in 0..n {
+        let want: i32 = (0..64)
+            .map(|k| q[r * 64 + k] as i8 as i32 * v[k] as i8 as i32)
+            .sum();
+        assert_eq!(y[r], want, "tile_i8 {r}");
+    }
+    // autotune_dim: the K = 128 variant.
+    let (n, k) = (9usize, 128usize);
+    let w: Vec<f32> = (0..n * k).map(|i| (i % 5) as f32).collect();
+    let mut dev = Device::new();
+    let wb = dev.alloc_from("W", &f32s(&w)).unwrap();
+    let yb = dev.alloc("y", n * 4).unwrap();
+    run(
+        "autotune_dim",
+        "autotune_dim__K128",
+        [n.div_ceil(2) as u32, 1, 1],
+        64,
+        &mut dev,
+        &[
+            KernelArg::Buffer(wb),
+            KernelArg::Buffer(yb),
+            KernelArg::I32(n as i32),
+        ],
+    );
+    let y = to_f32(&dev.to_vec(yb).unwrap());
+    for r in 0..n {
+        assert_eq!(
+            y[r],
+            w[r * k..(r + 1) * k].iter().sum::<f32>(),
+            "autotune {r}"
+        );
+    }
+}
