@@ -519,3 +519,27 @@ fn scalars_and_the_kernels_own_grid() {
         stderr(&out)
     );
 }
+
+#[test]
+fn an_autotuned_dim_without_a_variant_is_refused() {
+    let (n, k) = (4, 128);
+    let (c, file) = Case::new("staged.pho", STAGED_MATVEC);
+    matvec_inputs(&c, n, k, 1);
+    let out = phobos(&[
+        "sim",
+        &file,
+        "--grid",
+        "1",
+        &c.arg("W", "W.npy"),
+        &c.arg("x", "x.npy"),
+        &c.arg("y", "y.npy"),
+        "--out",
+        &c.out(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("has no variant for these dims: `K` = 128 (compiled for [256])"),
+        "{}",
+        stderr(&out)
+    );
+}
