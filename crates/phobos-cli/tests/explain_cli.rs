@@ -325,3 +325,40 @@ fn the_grid_comes_from_at_grid_when_not_given() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("has no @grid"), "{}", stderr(&o));
 }
+
+#[test]
+fn an_autotune_constant_picks_the_variant() {
+    let dir = setup();
+    std::fs::write(
+        dir.path().join("block.pho"),
+        "@autotune(BLOCK in [64, 128])\n@launch(BLOCK)\n@grid(cdiv(N, BLOCK))\nkernel block(x: tensor<f32>[N], y: tensor<f32>[N]) {\n  let i = ctx.block.x * BLOCK + ctx.thread\n  if i < N {\n    y[i] = 2.0 * x[i]\n  }\n}\n",
+    )
+    .expect("write");
+    let run = |block: &'static str| {
+        phobos(
+            dir.path(),
+            &[
+                "block.pho",
+                "--kernel",
+                "block",
+                "--format",
+                "json",
+                block,
+                "x=shape:1000",
+                "y=shape:1000",
+            ],
+        )
+    };
+    let o = run("BLOCK=128");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["threads"], 128);
+    assert_eq!(v["grid"], serde_json::json!([8, 1, 1]));
+    let o = run("BLOCK=100");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("compiled for BLOCK in [64, 128]"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -5,7 +5,7 @@
 
 use crate::model::*;
 use crate::record::{CtaEvents, Recorder};
-use crate::source_info::{self, Env};
+use crate::source_info::{self, Env, SourceInfo};
 use crate::steps::{self, BufferMap, Layout};
 use crate::{Cta, ExplainError, Input, Request};
 use phobos_core::ast::{BinOp, ScalarTy};
@@ -24,11 +24,58 @@ const MAX_EVENTS_PER_CTA: usize = 300_000;
 pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
     let compiled = compile(req)?;
     let meta = &compiled.meta;
-    let bound = bind(meta, &req.inputs, req.seed)?;
-    let variant = pick_variant(meta, &bound.dims)?;
+    // Inputs named after a free `@autotune` constant pick its variant.
+    let (tuning, inputs): (Vec<_>, Vec<_>) = req.inputs.iter().cloned().partition(|(name, _)| {
+        meta.autotune.iter().any(|(n, _)| n == name) && !meta.params.iter().any(|p| &p.name == name)
+    });
+    let bound = bind(meta, &inputs, req.seed)?;
+    let mut wanted = bound.dims.clone();
+    for (name, value) in tuning {
+        match value {
+            Input::Scalar(v) if v >= 0.0 && v.fract() == 0.0 => {
+                wanted.insert(name, v as u64);
+            }
+            _ => {
+                return Err(ExplainError::Usage(format!(
+                    "`{name}` is an @autotune constant of `{}`: give one of its values, {name}=N",
+                    meta.name
+                )))
+            }
+        }
+    }
+    let variant = pick_variant(meta, &wanted)?;
+    let (source, dim_ids, param_ids) = hir_info(req, meta, variant).unwrap_or_default();
+    let SourceInfo {
+        loops,
+        statement_lines,
+        tiles: tile_stmts,
+        grid: hir_grid,
+    } = source;
+    let dim_values: Vec<i64> = dim_ids
+        .iter()
+        .map(|name| bound.dims.get(name).map_or(0, |&v| v as i64))
+        .collect();
+    let scalar_values: Vec<Option<f64>> = param_ids
+        .iter()
+        .map(|name| bound.scalars.get(name).copied())
+        .collect();
     let grid = match req.grid {
         Some(g) => g,
-        None => grid_of(meta, &bound.dims)?,
+        None => {
+            // The variant's own @grid: the metadata's is the first
+            // variant's, which is wrong when a free tuning constant sizes it.
+            let env = Env {
+                dims: &dim_values,
+                scalars: &scalar_values,
+                block: [0; 3],
+                grid: [1; 3],
+                threads: variant.threads,
+            };
+            match hir_grid.as_ref().map(|g| grid_from_hir(meta, g, &env)) {
+                Some(g) => g?,
+                None => grid_of(meta, &bound.dims)?,
+            }
+        }
     };
     let total_ctas = u64::from(grid[0]) * u64::from(grid[1]) * u64::from(grid[2]);
     if total_ctas == 0 {
@@ -54,7 +101,6 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
             )))
         }
     };
-    let info = hir_info(req, meta, variant);
 
     let traced: Vec<u32> = if total_ctas <= u64::from(req.max_ctas.max(1)) {
         (0..total_ctas as u32).collect()
@@ -97,18 +143,6 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         })
         .collect();
     let source_lines: Vec<String> = req.source.lines().map(str::to_string).collect();
-    let (loops, statement_lines, tile_stmts, dim_ids, param_ids) = match info {
-        Some((si, dims, params)) => (si.loops, si.statement_lines, si.tiles, dims, params),
-        None => Default::default(),
-    };
-    let dim_values: Vec<i64> = dim_ids
-        .iter()
-        .map(|name| bound.dims.get(name).map_or(0, |&v| v as i64))
-        .collect();
-    let scalar_values: Vec<Option<f64>> = param_ids
-        .iter()
-        .map(|name| bound.scalars.get(name).copied())
-        .collect();
     let tensor_of = |p: phobos_core::hir::ParamId| {
         let name = param_ids.get(p.0 as usize)?;
         tensors.iter().position(|t| &t.name == name)
@@ -163,7 +197,32 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
     })
 }
 
-/// The grid from the kernel's `@grid`, over the launch's dims.
+/// The grid from the variant's `@grid` expressions.
+fn grid_from_hir(
+    meta: &KernelMeta,
+    exprs: &[phobos_core::hir::Expr],
+    env: &Env<'_>,
+) -> Result<[u32; 3], ExplainError> {
+    let mut grid = [1u32; 3];
+    for (axis, e) in exprs.iter().take(3).enumerate() {
+        let v = source_info::eval(e, env).ok_or_else(|| {
+            ExplainError::Usage(format!(
+                "the @grid of `{}` cannot be evaluated for these dims",
+                meta.name
+            ))
+        })?;
+        grid[axis] = u32::try_from(v).ok().filter(|&g| g >= 1).ok_or_else(|| {
+            ExplainError::Usage(format!(
+                "the @grid of `{}` gives {v} CTAs along axis {axis} for these dims",
+                meta.name
+            ))
+        })?;
+    }
+    Ok(grid)
+}
+
+/// The grid from the kernel's `@grid` in the metadata, over the launch's
+/// dims.
 fn grid_of(meta: &KernelMeta, dims: &BTreeMap<String, u64>) -> Result<[u32; 3], ExplainError> {
     let exprs = meta.grid.as_ref().ok_or_else(|| {
         ExplainError::Usage(format!(
@@ -443,8 +502,9 @@ fn tensor_info(name: &str, elem: ScalarTy, shape: &[u64], written: bool) -> Tens
     }
 }
 
-/// The variant whose autotuned dims equal the launch's dims; free tuning
-/// constants take their first candidate.
+/// The variant whose autotuned dims equal the launch's dims and whose free
+/// tuning constants equal the values asked for (`BLOCK=128`); a constant
+/// not asked for takes its first candidate.
 fn pick_variant<'m>(
     meta: &'m KernelMeta,
     dims: &BTreeMap<String, u64>,
