@@ -69,7 +69,8 @@ impl Default for LaunchOptions {
 /// What a launch did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LaunchStats {
-    /// Instructions executed, counted once per active thread.
+    /// Instructions executed, counted once per thread that reached them,
+    /// predicated-off threads included (like NVIDIA's `thread_inst_executed`).
     pub thread_instructions: u64,
     /// Instructions issued, counted once per warp.
     pub warp_instructions: u64,

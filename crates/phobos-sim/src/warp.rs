@@ -238,8 +238,13 @@ impl Warp {
                 None => self.group,
                 Some(g) => self.pred_mask(g) & self.group,
             };
-            self.warp_instructions += 1;
-            self.thread_instructions += u64::from(active.count_ones());
+            // Warp-synchronous instructions count when they execute, not
+            // for each group that arrives and waits.
+            let syncs = matches!(inst.op, Op::Shfl { .. } | Op::Vote { .. } | Op::WarpSync { .. });
+            if !syncs {
+                self.warp_instructions += 1;
+                self.thread_instructions += u64::from(self.group.count_ones());
+            }
             let mut barrier = false;
             let mut observed_active = active;
             match inst.op {
@@ -378,6 +383,8 @@ impl Warp {
                 return Err(cx.report(cta, pc, self.first_tid + lane, f));
             }
         }
+        self.warp_instructions += 1;
+        self.thread_instructions += u64::from(arrived.count_ones());
         self.sync_epoch = self.sync_epoch.wrapping_add(1);
         self.pc = pc + 1;
         Ok(Some(active))

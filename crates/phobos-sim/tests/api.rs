@@ -364,3 +364,19 @@ fn observer_sees_barriers() {
     assert_eq!(obs.0, 4, "two barriers, two warps");
     assert_eq!(obs.1, u32::MAX);
 }
+
+#[test]
+fn instruction_counts() {
+    // Prologue of 6, then setp, a guarded add (counted for every lane that
+    // reached it), a divergent branch, an add for lanes 16-31, and ret.
+    let body = "
+    setp.lt.u32 %p1, %r0, 16;
+    @%p1 add.u32 %r1, %r1, 1;
+    @%p1 bra $x;
+    add.u32 %r2, %r2, 1;
+$x:
+";
+    let r = run_with(&kernel("", body), 32, &[0], 1, &LaunchOptions::default()).expect("runs");
+    assert_eq!(r.stats.thread_instructions, 32 * 10 + 16);
+    assert_eq!(r.stats.warp_instructions, 11);
+}
