@@ -24,26 +24,7 @@ const MAX_EVENTS_PER_CTA: usize = 300_000;
 pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
     let compiled = compile(req)?;
     let meta = &compiled.meta;
-    // Inputs named after a free `@autotune` constant pick its variant.
-    let (tuning, inputs): (Vec<_>, Vec<_>) = req.inputs.iter().cloned().partition(|(name, _)| {
-        meta.autotune.iter().any(|(n, _)| n == name) && !meta.params.iter().any(|p| &p.name == name)
-    });
-    let bound = bind(meta, &inputs, req.seed)?;
-    let mut wanted = bound.dims.clone();
-    for (name, value) in tuning {
-        match value {
-            Input::Scalar(v) if v >= 0.0 && v.fract() == 0.0 => {
-                wanted.insert(name, v as u64);
-            }
-            _ => {
-                return Err(ExplainError::Usage(format!(
-                    "`{name}` is an @autotune constant of `{}`: give one of its values, {name}=N",
-                    meta.name
-                )))
-            }
-        }
-    }
-    let variant = pick_variant(meta, &wanted)?;
+    let (bound, variant) = bind_and_pick(meta, req)?;
     let (source, dim_ids, param_ids) = hir_info(req, meta, variant).unwrap_or_default();
     let SourceInfo {
         loops,
@@ -77,30 +58,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
             }
         }
     };
-    let total_ctas = u64::from(grid[0]) * u64::from(grid[1]) * u64::from(grid[2]);
-    if total_ctas == 0 {
-        return Err(ExplainError::Usage(
-            "the grid has no CTAs: every dimension must be at least 1".into(),
-        ));
-    }
-    let picked_cta = match req.cta {
-        Cta::Linear(c) if u64::from(c) < total_ctas => c,
-        Cta::Linear(c) => {
-            return Err(ExplainError::Usage(format!(
-                "CTA {c} is outside the grid of {total_ctas} CTAs (pick 0 to {})",
-                total_ctas - 1
-            )))
-        }
-        Cta::Xyz(id) if (0..3).all(|i| id[i] < grid[i]) => {
-            id[0] + id[1] * grid[0] + id[2] * grid[0] * grid[1]
-        }
-        Cta::Xyz(id) => {
-            return Err(ExplainError::Usage(format!(
-                "CTA ({}, {}, {}) is outside the grid of {} × {} × {} CTAs",
-                id[0], id[1], id[2], grid[0], grid[1], grid[2]
-            )))
-        }
-    };
+    let (picked_cta, total_ctas) = resolve_cta(req.cta, grid)?;
 
     let traced: Vec<u32> = if total_ctas <= u64::from(req.max_ctas.max(1)) {
         (0..total_ctas as u32).collect()
@@ -120,28 +78,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
             len_bytes: bound.data[i].len() as u64,
         })
         .collect();
-    let shared = SharedPlan {
-        bytes: variant.shared_bytes,
-        buffers: variant
-            .shared_plan
-            .iter()
-            .map(|b| SharedBuffer {
-                name: b.name.clone(),
-                offset: b.offset,
-                bytes: b.bytes,
-                live_lines: b.live_lines,
-            })
-            .collect(),
-    };
-    let barriers: Vec<Barrier> = variant
-        .barriers
-        .iter()
-        .map(|b| Barrier {
-            line: b.line,
-            kept: b.kept,
-            reason: b.reason.clone(),
-        })
-        .collect();
+    let (shared, barriers) = plan_of(variant);
     let source_lines: Vec<String> = req.source.lines().map(str::to_string).collect();
     let tensor_of = |p: phobos_core::hir::ParamId| {
         let name = param_ids.get(p.0 as usize)?;
@@ -195,6 +132,90 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         ctas,
         picked,
     })
+}
+
+/// Bind the inputs to the parameters and pick the variant: inputs named
+/// after a free `@autotune` constant choose its value.
+fn bind_and_pick<'m>(
+    meta: &'m KernelMeta,
+    req: &Request,
+) -> Result<(Bound, &'m VariantMeta), ExplainError> {
+    let (tuning, inputs): (Vec<_>, Vec<_>) = req.inputs.iter().cloned().partition(|(name, _)| {
+        meta.autotune.iter().any(|(n, _)| n == name) && !meta.params.iter().any(|p| &p.name == name)
+    });
+    let bound = bind(meta, &inputs, req.seed)?;
+    let mut wanted = bound.dims.clone();
+    for (name, value) in tuning {
+        match value {
+            Input::Scalar(v) if v >= 0.0 && v.fract() == 0.0 => {
+                wanted.insert(name, v as u64);
+            }
+            _ => {
+                return Err(ExplainError::Usage(format!(
+                    "`{name}` is an @autotune constant of `{}`: give one of its values, {name}=N",
+                    meta.name
+                )))
+            }
+        }
+    }
+    let variant = pick_variant(meta, &wanted)?;
+    Ok((bound, variant))
+}
+
+/// The picked CTA's linear index, and the number of CTAs in the grid.
+fn resolve_cta(cta: Cta, grid: [u32; 3]) -> Result<(u32, u64), ExplainError> {
+    let total_ctas = u64::from(grid[0]) * u64::from(grid[1]) * u64::from(grid[2]);
+    if total_ctas == 0 {
+        return Err(ExplainError::Usage(
+            "the grid has no CTAs: every dimension must be at least 1".into(),
+        ));
+    }
+    let picked_cta = match cta {
+        Cta::Linear(c) if u64::from(c) < total_ctas => c,
+        Cta::Linear(c) => {
+            return Err(ExplainError::Usage(format!(
+                "CTA {c} is outside the grid of {total_ctas} CTAs (pick 0 to {})",
+                total_ctas - 1
+            )))
+        }
+        Cta::Xyz(id) if (0..3).all(|i| id[i] < grid[i]) => {
+            id[0] + id[1] * grid[0] + id[2] * grid[0] * grid[1]
+        }
+        Cta::Xyz(id) => {
+            return Err(ExplainError::Usage(format!(
+                "CTA ({}, {}, {}) is outside the grid of {} × {} × {} CTAs",
+                id[0], id[1], id[2], grid[0], grid[1], grid[2]
+            )))
+        }
+    };
+    Ok((picked_cta, total_ctas))
+}
+
+/// The variant's shared-memory plan and barriers, as the trace shows them.
+fn plan_of(variant: &VariantMeta) -> (SharedPlan, Vec<Barrier>) {
+    let shared = SharedPlan {
+        bytes: variant.shared_bytes,
+        buffers: variant
+            .shared_plan
+            .iter()
+            .map(|b| SharedBuffer {
+                name: b.name.clone(),
+                offset: b.offset,
+                bytes: b.bytes,
+                live_lines: b.live_lines,
+            })
+            .collect(),
+    };
+    let barriers: Vec<Barrier> = variant
+        .barriers
+        .iter()
+        .map(|b| Barrier {
+            line: b.line,
+            kept: b.kept,
+            reason: b.reason.clone(),
+        })
+        .collect();
+    (shared, barriers)
 }
 
 /// The grid from the variant's `@grid` expressions.
