@@ -152,6 +152,15 @@ fn free_tuning_constants_are_documented() {
         "{code}"
     );
     meta.grid = Some(vec![GridExpr::Dim("N".into())]);
+    let code = generate_kernel(&assets(meta.clone()), &AssetRoot::OutDir(String::new()));
+    assert!(
+        code.contains("so the launch runs the first one: BLOCK = 64."),
+        "{code}"
+    );
+    meta.grid = Some(vec![GridExpr::Cdiv(
+        Box::new(GridExpr::Dim("N".into())),
+        Box::new(GridExpr::Dim("BLOCK".into())),
+    )]);
     let code = generate_kernel(&assets(meta), &AssetRoot::OutDir(String::new()));
     assert!(
         code.contains("times every value of BLOCK and keeps the fastest"),

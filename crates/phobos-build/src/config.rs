@@ -18,6 +18,9 @@ pub const DEFAULT_ARCHES: [u32; 5] = phobos_core::ARCHES;
 /// arches = ["sm_80", "sm_90"]   # or [80, 90]
 /// ptxas = "/usr/local/cuda/bin/ptxas"
 /// ptx-only = false
+///
+/// [build.defines]
+/// BLOCK = 128                   # pins @autotune(BLOCK in [...]) to 128
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,6 +35,9 @@ pub(crate) struct BuildSection {
     pub arches: Option<Vec<ArchValue>>,
     pub ptxas: Option<PathBuf>,
     pub ptx_only: Option<bool>,
+    /// Pins `@autotune` constants: `[build.defines] BLOCK = 128`.
+    #[serde(default)]
+    pub defines: std::collections::BTreeMap<String, i64>,
 }
 
 #[derive(Debug, Deserialize)]

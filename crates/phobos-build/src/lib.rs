@@ -45,6 +45,7 @@ pub struct Builder {
     arches: Option<Vec<u32>>,
     ptxas: Option<PathBuf>,
     ptx_only: Option<bool>,
+    defines: Vec<(String, i64)>,
     config: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     manifest_dir: Option<PathBuf>,
@@ -99,6 +100,10 @@ pub enum BuildError {
     Ptxas {
         message: String,
     },
+    /// A define pins a constant to a value the kernel does not offer.
+    Define {
+        message: String,
+    },
 }
 
 impl BuildError {
@@ -133,6 +138,7 @@ impl fmt::Display for BuildError {
             }
             BuildError::Env { var, message } => write!(f, "error: {var}: {message}"),
             BuildError::Ptxas { message } => write!(f, "error: ptxas: {message}"),
+            BuildError::Define { message } => write!(f, "error: define: {message}"),
         }
     }
 }
@@ -155,6 +161,7 @@ impl Builder {
             arches: None,
             ptxas: None,
             ptx_only: None,
+            defines: Vec::new(),
             config: None,
             out_dir: None,
             manifest_dir: None,
@@ -179,6 +186,18 @@ impl Builder {
     /// Embed PTX only, never running ptxas (the driver JITs on first use).
     pub fn ptx_only(mut self, yes: bool) -> Builder {
         self.ptx_only = Some(yes);
+        self
+    }
+
+    /// Pins the compile-time constant `name` — an `@autotune` name — to
+    /// `value` in every kernel that declares it: only that variant is kept,
+    /// so a launch never times the others, and a tuned dim must then equal
+    /// it. A value outside the kernel's candidates is a build error; a name
+    /// no kernel declares is a warning. Overrides `[build.defines]` of
+    /// `phobos.toml`.
+    pub fn define(mut self, name: &str, value: i64) -> Builder {
+        self.defines.retain(|(n, _)| n != name);
+        self.defines.push((name.to_string(), value));
         self
     }
 
@@ -291,9 +310,11 @@ impl Builder {
 
         let dir = manifest_dir.join(&self.dir);
         let files = self.walk(&dir, &manifest_dir)?;
-        let compiled = compile_files(&files, &arches)?;
-        let warnings = self.report_warnings(&compiled.1);
-        let compiled = compiled.0;
+        let (mut compiled, mut warnings) = compile_files(&files, &arches)?;
+        let mut defines: BTreeMap<String, i64> = config.build.defines.clone();
+        defines.extend(self.defines.iter().cloned());
+        warnings.extend(apply_defines(&mut compiled, &defines)?);
+        let warnings = self.report_warnings(&warnings);
         check_unique_names(&compiled)?;
 
         let ptx_only = self.ptx_only.or(config.build.ptx_only).unwrap_or(false);
@@ -512,6 +533,45 @@ fn one_line(d: &Diagnostic, display: &str, src: &str) -> String {
         .unwrap_or_else(|| display.to_string());
     let kind = if d.is_error() { "error" } else { "warning" };
     format!("{at}: {kind}[{}]: {}", d.code, d.message.replace('\n', " "))
+}
+
+/// Keeps, in every kernel that declares a defined `@autotune` name, only the
+/// variants with the defined value. Returns a warning per unused define.
+fn apply_defines(
+    files: &mut [CompiledFile],
+    defines: &BTreeMap<String, i64>,
+) -> Result<Vec<String>, BuildError> {
+    let mut used = BTreeSet::new();
+    for file in files.iter_mut() {
+        for (_, kernels) in &mut file.per_arch {
+            for kernel in kernels.iter_mut() {
+                let meta = &mut kernel.meta;
+                for (name, candidates) in &mut meta.autotune {
+                    let Some(&value) = defines.get(name) else {
+                        continue;
+                    };
+                    if !candidates.contains(&value) {
+                        return Err(BuildError::Define {
+                            message: format!(
+                                "{name} = {value} is not a candidate of kernel `{}` in {} \
+                                 (@autotune({name} in {candidates:?}))",
+                                meta.name, file.display
+                            ),
+                        });
+                    }
+                    used.insert(name.clone());
+                    *candidates = vec![value];
+                    meta.variants
+                        .retain(|v| v.values.iter().all(|(n, v)| n != name || *v == value));
+                }
+            }
+        }
+    }
+    Ok(defines
+        .keys()
+        .filter(|name| !used.contains(*name))
+        .map(|name| format!("phobos: define {name} is not an @autotune name of any kernel"))
+        .collect())
 }
 
 fn check_unique_names(files: &[CompiledFile]) -> Result<(), BuildError> {

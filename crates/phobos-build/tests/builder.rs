@@ -189,3 +189,50 @@ fn removed_kernels_leave_no_stale_files() {
     assert!(!out.path().join("phobos/axpy.sm_75.ptx").exists());
     assert!(out.path().join("phobos/axpy2.sm_75.ptx").exists());
 }
+
+const TUNED: &str = "@autotune(BLOCK in [64, 128])
+@launch(BLOCK)
+@grid(cdiv(N, BLOCK))
+kernel tuned(x: tensor<f32>[N], y: tensor<f32>[N]) {
+  let i = ctx.block.x * BLOCK + ctx.thread
+  if i < N {
+    y[i] = 2.0 * x[i]
+  }
+}
+";
+
+#[test]
+fn defines_pin_autotune_constants() {
+    let dir = crate_dir(&[("kernels/tuned.pho", TUNED)]);
+    let out = tempfile::tempdir().unwrap();
+    let built = builder(dir.path(), out.path())
+        .define("BLOCK", 128)
+        .define("UNUSED", 1)
+        .build()
+        .unwrap();
+    assert_eq!(
+        built.warnings,
+        ["phobos: define UNUSED is not an @autotune name of any kernel"]
+    );
+    let meta = fs::read_to_string(out.path().join("phobos/tuned.meta.ron")).unwrap();
+    assert!(meta.contains("entry: \"tuned__BLOCK128\""), "{meta}");
+    assert!(!meta.contains("entry: \"tuned__BLOCK64\""), "{meta}");
+    let err = builder(dir.path(), out.path())
+        .define("BLOCK", 96)
+        .build()
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("BLOCK = 96 is not a candidate of kernel `tuned` in kernels/tuned.pho"),
+        "{err}"
+    );
+    fs::write(
+        dir.path().join("phobos.toml"),
+        "[build.defines]\nBLOCK = 64\n",
+    )
+    .unwrap();
+    builder(dir.path(), out.path()).build().unwrap();
+    let meta = fs::read_to_string(out.path().join("phobos/tuned.meta.ron")).unwrap();
+    assert!(meta.contains("entry: \"tuned__BLOCK64\""), "{meta}");
+    assert!(!meta.contains("entry: \"tuned__BLOCK128\""), "{meta}");
+}

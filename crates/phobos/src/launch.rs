@@ -193,9 +193,10 @@ impl Kernel {
         let candidates = checker.matching_variants(&dims)?;
         let grid_for = |variant: &VariantMeta| checker.grid(grid, &dims, variant);
         // Without `@grid` the caller's grid was computed for one variant and
-        // cannot follow another, so only a kernel with `@grid` is tuned; the
-        // others run their first variant (the generated docs name it).
-        let variant = if candidates.len() == 1 || meta.grid.is_none() {
+        // cannot follow another, so only a kernel whose `@grid` names the
+        // tuning constants (or the CTA shape) is tuned; the others run their
+        // first variant (the generated docs name it).
+        let variant = if candidates.len() == 1 || !grid_follows_variants(meta) {
             candidates[0]
         } else {
             self.tuned_variant(&checker, &candidates, &dims, &grid_for)?
@@ -612,6 +613,31 @@ impl<'m> Checker<'_, 'm> {
             })
             .collect()
     }
+}
+
+/// True when the kernel's `@grid` refers to a free tuning constant or to
+/// the CTA shape, so that it gives each variant its own grid.
+fn grid_follows_variants(meta: &KernelMeta) -> bool {
+    fn mentions(e: &GridExpr, names: &[&str]) -> bool {
+        match e {
+            GridExpr::Const(_) => false,
+            GridExpr::Dim(d) => names.contains(&d.as_str()),
+            GridExpr::Binary(_, a, b)
+            | GridExpr::Cdiv(a, b)
+            | GridExpr::Min(a, b)
+            | GridExpr::Max(a, b) => mentions(a, names) || mentions(b, names),
+        }
+    }
+    let mut names: Vec<&str> = meta
+        .autotune
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| !meta.dims.iter().any(|d| d.name == *n))
+        .collect();
+    names.extend(["ctx.warps", "ctx.threads"]);
+    meta.grid
+        .as_ref()
+        .is_some_and(|g| g.iter().any(|e| mentions(e, &names)))
 }
 
 /// Evaluates one `@grid` expression. Besides dims, the names `ctx.warps`,
