@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 /// names on `PATH`.
 pub fn find_chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("PHOBOS_CHROMIUM") {
-        return Some(PathBuf::from(p));
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
     }
     let path = std::env::var_os("PATH")?;
     for dir in std::env::split_paths(&path) {
