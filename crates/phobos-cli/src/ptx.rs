@@ -1,6 +1,6 @@
 //! `phobos ptx`, `phobos build` and `phobos report`: compile .pho files and
-//! print the PTX, write the build outputs (.ptx, .ron and, with ptxas,
-//! .cubin per target), or print what the backend decided (each access's
+//! print the PTX, write the build outputs (.ptx, .ron and, when ptxas is
+//! found, .cubin per target), or print what the backend decided (each access's
 //! proven alignment and width, the shared plan, the barriers). Compile
 //! errors are rendered with the source and exit 1; usage and IO errors
 //! exit 2.
@@ -34,7 +34,8 @@ pub struct BuildArgs {
     /// Targets, comma-separated (e.g. sm_75,sm_90); default all supported.
     #[arg(long, value_delimiter = ',')]
     pub arch: Vec<String>,
-    /// Also assemble cubins with ptxas (an error if ptxas is not found).
+    /// Require cubins: an error if ptxas is not found (without this flag,
+    /// cubins are written whenever ptxas is found).
     #[arg(long)]
     pub cubin: bool,
 }
@@ -256,16 +257,14 @@ fn build(a: &BuildArgs) -> Result<(), Fail> {
             .map(|s| parse_arch(s))
             .collect::<Result<_, _>>()?
     };
-    let ptxas = if a.cubin {
-        Some(find_ptxas().ok_or_else(|| {
-            Fail(
-                2,
-                "--cubin needs NVIDIA's ptxas, which was not found (set PHOBOS_PTXAS, CUDA_PATH or CUDA_HOME, or put ptxas on PATH)".into(),
-            )
-        })?)
-    } else {
-        None
-    };
+    // Cubins are written whenever ptxas is found; `--cubin` makes it required.
+    let ptxas = find_ptxas();
+    if a.cubin && ptxas.is_none() {
+        return Err(Fail(
+            2,
+            "--cubin needs NVIDIA's ptxas, which was not found (set PHOBOS_PTXAS, CUDA_PATH or CUDA_HOME, or put ptxas on PATH)".into(),
+        ));
+    }
     let mut files = Vec::new();
     for p in &a.paths {
         collect(p, &mut files)?;
