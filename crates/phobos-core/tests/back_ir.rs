@@ -108,3 +108,20 @@ fn verifier_reports_a_shared_expression_and_a_misplaced_barrier() {
     assert!(text.contains(&format!("{cond} has 2 users")), "{text}");
     assert!(text.contains("bar0 appears 2 times"), "{text}");
 }
+
+#[test]
+fn every_snippet_of_the_page_compiles_for_every_target() {
+    let src = include_str!("seed/snippets.pho");
+    for arch in phobos_core::ARCHES {
+        let opts = phobos_core::CompileOptions { arch };
+        let (kernels, diags) = phobos_core::compile(src, "snippets.pho", &opts);
+        assert!(diags.iter().all(|d| !d.is_error()), "sm_{arch}: {diags:?}");
+        assert!(kernels.len() >= 4);
+        for k in &kernels {
+            assert!(k.ptx.contains(&format!(".target sm_{arch}")));
+            assert!(k
+                .ptx
+                .contains(&format!(".visible .entry {}(", k.meta.variants[0].entry)));
+        }
+    }
+}

@@ -715,6 +715,9 @@ impl Emitter<'_> {
         let Shape::Tile { shape } = a.shape.clone() else {
             return;
         };
+        if shape.is_empty() || shape.contains(&0) {
+            return;
+        }
         let t = a.elem;
         let size = t.size();
         let width = self.an.div.access[acc.0 as usize].width.max(size);
