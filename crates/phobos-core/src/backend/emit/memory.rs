@@ -215,8 +215,16 @@ impl Emitter<'_> {
         match a.mem {
             Mem::Tensor(p) => {
                 let (dims, written) = self.tensor_dims(p);
-                let lin = self.linear64(&idx, &signed, &dims);
-                let bytes = self.mul64(lin, V::I(size, ScalarTy::I64));
+                let bytes = match (idx.as_slice(), signed.as_slice()) {
+                    // One 32-bit signed index: the byte offset is one mul.wide.
+                    ([V::R(r)], [true]) if r.class == RegClass::B32 && size > 1 => {
+                        self.mul_wide(idx[0], V::I(size, ScalarTy::I32))
+                    }
+                    _ => {
+                        let lin = self.linear64(&idx, &signed, &dims);
+                        self.mul64(lin, V::I(size, ScalarTy::I64))
+                    }
+                };
                 let base = self.params[p.0 as usize].unwrap_or(Reg::new(RegClass::B64, 0));
                 let addr = match self.add64(V::R(base), bytes) {
                     V::R(r) => r,
