@@ -52,6 +52,7 @@ fn lanes_matvec() -> KernelMeta {
             entry: "lanes_matvec".into(),
             values: vec![],
             threads: 128,
+            grid: None,
             ptx_params: vec![
                 PtxParam::TensorPtr("W".into()),
                 PtxParam::TensorPtr("x".into()),

@@ -175,7 +175,7 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
     let variant = pick_variant(meta, &dims)?;
     let grid = match a.grid {
         Some(g) => g,
-        None => match &meta.grid {
+        None => match variant.grid.as_ref().or(meta.grid.as_ref()) {
             Some(exprs) => eval_grid(exprs, &dims)?,
             None => {
                 return Err(usage(format!(

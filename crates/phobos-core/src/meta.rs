@@ -79,6 +79,11 @@ pub struct VariantMeta {
     /// The autotune values of this variant, in declaration order.
     pub values: Vec<(String, i64)>,
     pub threads: u32,
+    /// This variant's `@grid`, with its `@autotune` values folded in (the
+    /// kernel-level `grid` is the first variant's). Absent in metadata
+    /// written before per-variant grids existed.
+    #[serde(default)]
+    pub grid: Option<Vec<GridExpr>>,
     /// The `.param` list of the entry, in order.
     pub ptx_params: Vec<PtxParam>,
     pub shared_bytes: u32,

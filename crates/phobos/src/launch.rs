@@ -522,7 +522,8 @@ impl<'m> Checker<'_, 'm> {
             site: Box::new(self.site.clone()),
             message,
         };
-        let grid: [u64; 3] = match (given, &self.meta.grid) {
+        let exprs = variant.grid.as_ref().or(self.meta.grid.as_ref());
+        let grid: [u64; 3] = match (given, exprs) {
             (Some(Grid(g)), _) => g.map(u64::from),
             (None, Some(exprs)) => {
                 if exprs.is_empty() || exprs.len() > 3 {
@@ -615,9 +616,13 @@ impl<'m> Checker<'_, 'm> {
     }
 }
 
-/// True when the kernel's `@grid` refers to a free tuning constant or to
-/// the CTA shape, so that it gives each variant its own grid.
+/// True when each variant carries its own `@grid` (metadata from this
+/// compiler), or when the kernel's `@grid` refers to a free tuning constant
+/// or to the CTA shape, so that it gives each variant its own grid.
 fn grid_follows_variants(meta: &KernelMeta) -> bool {
+    if meta.grid.is_some() && meta.variants.iter().all(|v| v.grid.is_some()) {
+        return true;
+    }
     fn mentions(e: &GridExpr, names: &[&str]) -> bool {
         match e {
             GridExpr::Const(_) => false,
@@ -728,6 +733,7 @@ mod tests {
             entry: "k".into(),
             values: vec![("BLOCK".into(), 64)],
             threads,
+            grid: None,
             ptx_params: vec![],
             shared_bytes: 0,
             shared_plan: vec![],

@@ -38,6 +38,7 @@ fn variant(entry: &str, values: Vec<(String, i64)>, threads: u32) -> VariantMeta
         entry: entry.to_string(),
         values,
         threads,
+        grid: None,
         ptx_params: vec![
             PtxParam::TensorPtr("W".into()),
             PtxParam::TensorPtr("x".into()),

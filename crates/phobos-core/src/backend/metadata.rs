@@ -169,6 +169,10 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
         entry: v.func.entry.clone(),
         values: k.variant.clone(),
         threads: k.threads,
+        grid: k
+            .grid
+            .as_ref()
+            .map(|g| g.iter().map(|e| grid_expr(k, e)).collect()),
         ptx_params,
         shared_bytes: v.plan.total,
         shared_plan,
