@@ -24,7 +24,9 @@ fn artifacts() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
     let dir = target.join("explain-artifacts");
     std::fs::create_dir_all(&dir).expect("create the artifacts directory");
-    dir
+    // The page's URL is compared with `location.href`, which Chromium
+    // normalizes: a path with `..` in it would never match.
+    std::fs::canonicalize(&dir).expect("resolve the artifacts directory")
 }
 
 fn browser() -> Option<cdp::Browser> {

@@ -240,7 +240,10 @@ impl Warp {
             };
             // Warp-synchronous instructions count when they execute, not
             // for each group that arrives and waits.
-            let syncs = matches!(inst.op, Op::Shfl { .. } | Op::Vote { .. } | Op::WarpSync { .. });
+            let syncs = matches!(
+                inst.op,
+                Op::Shfl { .. } | Op::Vote { .. } | Op::WarpSync { .. }
+            );
             if !syncs {
                 self.warp_instructions += 1;
                 self.thread_instructions += u64::from(self.group.count_ones());
