@@ -636,53 +636,12 @@ fn pick_variant<'m>(
         })
 }
 
-fn eval(e: &GridExpr, dims: &BTreeMap<String, u64>) -> Result<i64, Failure> {
-    use phobos_core::ast::BinOp;
-    Ok(match e {
-        GridExpr::Const(c) => *c,
-        GridExpr::Dim(d) => {
-            let v = dims
-                .get(d)
-                .ok_or_else(|| usage(format!("the @grid uses dim `{d}`, which no tensor gives")))?;
-            i64::try_from(*v).map_err(|_| usage(format!("dim `{d}` is too large")))?
-        }
-        GridExpr::Binary(op, a, b) => {
-            let (x, y) = (eval(a, dims)?, eval(b, dims)?);
-            let div0 = || usage("the @grid divides by zero for these dims");
-            match op {
-                BinOp::Add => x.saturating_add(y),
-                BinOp::Sub => x.saturating_sub(y),
-                BinOp::Mul => x.saturating_mul(y),
-                BinOp::Div => x.checked_div(y).ok_or_else(div0)?,
-                BinOp::Rem => x.checked_rem(y).ok_or_else(div0)?,
-                BinOp::BitAnd => x & y,
-                BinOp::BitOr => x | y,
-                BinOp::BitXor => x ^ y,
-                BinOp::Shl => x.checked_shl(y as u32).unwrap_or(0),
-                BinOp::Shr => x.checked_shr(y as u32).unwrap_or(0),
-                _ => {
-                    return Err(usage(
-                        "the @grid uses a comparison, which cannot size a grid",
-                    ))
-                }
-            }
-        }
-        GridExpr::Cdiv(a, b) => {
-            let (x, y) = (eval(a, dims)?, eval(b, dims)?);
-            if y == 0 {
-                return Err(usage("the @grid divides by zero for these dims"));
-            }
-            (x + y - 1).div_euclid(y)
-        }
-        GridExpr::Min(a, b) => eval(a, dims)?.min(eval(b, dims)?),
-        GridExpr::Max(a, b) => eval(a, dims)?.max(eval(b, dims)?),
-    })
-}
-
 fn eval_grid(exprs: &[GridExpr], dims: &BTreeMap<String, u64>) -> Result<[u32; 3], Failure> {
     let mut g = [1u32; 3];
     for (i, e) in exprs.iter().take(3).enumerate() {
-        let v = eval(e, dims)?;
+        let v = e
+            .eval(&|d| dims.get(d).and_then(|v| i64::try_from(*v).ok()))
+            .map_err(usage)?;
         g[i] = u32::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
             usage(format!(
                 "the @grid gives {v} CTAs in dimension {i}; give --grid"

@@ -72,6 +72,58 @@ pub enum GridExpr {
     Max(Box<GridExpr>, Box<GridExpr>),
 }
 
+impl GridExpr {
+    /// Evaluates the expression; `lookup` gives the value of each name
+    /// (`None`: nothing carries that name, an error). Arithmetic that
+    /// overflows 64 bits or divides by zero is an error, never a panic.
+    pub fn eval(&self, lookup: &dyn Fn(&str) -> Option<i64>) -> Result<i64, String> {
+        let overflow = || "@grid overflows 64 bits".to_string();
+        Ok(match self {
+            GridExpr::Const(c) => *c,
+            GridExpr::Dim(name) => lookup(name)
+                .ok_or_else(|| format!("@grid names `{name}`, which no tensor carries"))?,
+            GridExpr::Cdiv(a, b) => {
+                let (a, b) = (a.eval(lookup)?, b.eval(lookup)?);
+                if b <= 0 {
+                    return Err(format!("@grid divides by {b}"));
+                }
+                a.checked_add(b - 1).ok_or_else(overflow)?.div_euclid(b)
+            }
+            GridExpr::Min(a, b) => a.eval(lookup)?.min(b.eval(lookup)?),
+            GridExpr::Max(a, b) => a.eval(lookup)?.max(b.eval(lookup)?),
+            GridExpr::Binary(op, a, b) => {
+                let (a, b) = (a.eval(lookup)?, b.eval(lookup)?);
+                let by_zero = || format!("@grid divides by zero ({op:?})");
+                let shift = |b: i64| u32::try_from(b).ok();
+                match op {
+                    BinOp::Add => a.checked_add(b).ok_or_else(overflow)?,
+                    BinOp::Sub => a.checked_sub(b).ok_or_else(overflow)?,
+                    BinOp::Mul => a.checked_mul(b).ok_or_else(overflow)?,
+                    BinOp::Div => a.checked_div(b).ok_or_else(by_zero)?,
+                    BinOp::Rem => a.checked_rem(b).ok_or_else(by_zero)?,
+                    BinOp::BitAnd => a & b,
+                    BinOp::BitOr => a | b,
+                    BinOp::BitXor => a ^ b,
+                    BinOp::Shl => shift(b)
+                        .and_then(|s| a.checked_shl(s))
+                        .ok_or_else(overflow)?,
+                    BinOp::Shr => shift(b)
+                        .and_then(|s| a.checked_shr(s))
+                        .ok_or_else(overflow)?,
+                    BinOp::Eq => i64::from(a == b),
+                    BinOp::Ne => i64::from(a != b),
+                    BinOp::Lt => i64::from(a < b),
+                    BinOp::Le => i64::from(a <= b),
+                    BinOp::Gt => i64::from(a > b),
+                    BinOp::Ge => i64::from(a >= b),
+                    BinOp::And => i64::from(a != 0 && b != 0),
+                    BinOp::Or => i64::from(a != 0 || b != 0),
+                }
+            }
+        })
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VariantMeta {
     /// The PTX `.entry` name of this variant (`name` or `name__K256`).

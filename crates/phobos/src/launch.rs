@@ -8,7 +8,7 @@ use crate::device::{Device, EntryCall};
 use crate::elem::{Elem, ScalarArg};
 use crate::error::{AxisValue, LaunchError, Site};
 use crate::tensor::Tensor;
-use phobos_core::ast::{BinOp, ScalarTy};
+use phobos_core::ast::ScalarTy;
 use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -648,69 +648,23 @@ fn grid_follows_variants(meta: &KernelMeta) -> bool {
 /// Evaluates one `@grid` expression. Besides dims, the names `ctx.warps`,
 /// `ctx.threads` and `ctx.lanes` stand for the variant's CTA shape.
 fn eval_grid(expr: &GridExpr, dims: &DimValues, variant: &VariantMeta) -> Result<i64, String> {
-    let overflow = || "@grid overflows 64 bits".to_string();
-    Ok(match expr {
-        GridExpr::Const(c) => *c,
-        GridExpr::Dim(name) => match name.as_str() {
-            "ctx.warps" => i64::from(variant.threads / 32),
-            "ctx.threads" => i64::from(variant.threads),
-            "ctx.lanes" => 32,
-            _ => {
-                if let Some((_, v)) = variant.values.iter().find(|(n, _)| n == name) {
-                    *v
-                } else {
-                    let a = dims
-                        .get(name)
-                        .ok_or_else(|| format!("@grid names `{name}`, which no tensor carries"))?;
-                    a.value as i64
-                }
-            }
-        },
-        GridExpr::Cdiv(a, b) => {
-            let (a, b) = (eval_grid(a, dims, variant)?, eval_grid(b, dims, variant)?);
-            if b <= 0 {
-                return Err(format!("@grid divides by {b}"));
-            }
-            a.checked_add(b - 1).ok_or_else(overflow)?.div_euclid(b)
-        }
-        GridExpr::Min(a, b) => eval_grid(a, dims, variant)?.min(eval_grid(b, dims, variant)?),
-        GridExpr::Max(a, b) => eval_grid(a, dims, variant)?.max(eval_grid(b, dims, variant)?),
-        GridExpr::Binary(op, a, b) => {
-            let (a, b) = (eval_grid(a, dims, variant)?, eval_grid(b, dims, variant)?);
-            let by_zero = || format!("@grid divides by zero ({op:?})");
-            match op {
-                BinOp::Add => a.checked_add(b).ok_or_else(overflow)?,
-                BinOp::Sub => a.checked_sub(b).ok_or_else(overflow)?,
-                BinOp::Mul => a.checked_mul(b).ok_or_else(overflow)?,
-                BinOp::Div => a.checked_div(b).ok_or_else(by_zero)?,
-                BinOp::Rem => a.checked_rem(b).ok_or_else(by_zero)?,
-                BinOp::BitAnd => a & b,
-                BinOp::BitOr => a | b,
-                BinOp::BitXor => a ^ b,
-                BinOp::Shl => u32::try_from(b)
-                    .ok()
-                    .and_then(|s| a.checked_shl(s))
-                    .ok_or_else(overflow)?,
-                BinOp::Shr => u32::try_from(b)
-                    .ok()
-                    .and_then(|s| a.checked_shr(s))
-                    .ok_or_else(overflow)?,
-                BinOp::Eq => i64::from(a == b),
-                BinOp::Ne => i64::from(a != b),
-                BinOp::Lt => i64::from(a < b),
-                BinOp::Le => i64::from(a <= b),
-                BinOp::Gt => i64::from(a > b),
-                BinOp::Ge => i64::from(a >= b),
-                BinOp::And => i64::from(a != 0 && b != 0),
-                BinOp::Or => i64::from(a != 0 || b != 0),
-            }
-        }
+    expr.eval(&|name| match name {
+        "ctx.warps" => Some(i64::from(variant.threads / 32)),
+        "ctx.threads" => Some(i64::from(variant.threads)),
+        "ctx.lanes" => Some(32),
+        _ => variant
+            .values
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+            .or_else(|| dims.get(name).map(|a| a.value as i64)),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use phobos_core::ast::BinOp;
 
     fn dims(pairs: &[(&str, usize)]) -> DimValues {
         pairs
