@@ -804,10 +804,7 @@ impl Emitter<'_> {
                     }
                     Builtin::Sin => self.ins(&format!("sin.approx.f32 {y}, {x};")),
                     Builtin::Cos => self.ins(&format!("cos.approx.f32 {y}, {x};")),
-                    _ => {
-                        self.need_version(70);
-                        self.ins(&format!("tanh.approx.f32 {y}, {x};"));
-                    }
+                    _ => self.tanh(y, x),
                 }
                 if ct == ScalarTy::F64 {
                     self.ins(&format!("cvt.f64.f32 {d}, {y};"));
@@ -817,6 +814,39 @@ impl Emitter<'_> {
             }
         }
         self.float_out(d, t)
+    }
+}
+
+impl Emitter<'_> {
+    /// `y = tanh(x)` in f32, accurate to about 1e-6 relative: PTX's
+    /// `tanh.approx.f32` is only good to 2^-11. For |x| < 0.125 the odd
+    /// Taylor series to x^9 (the next term is below 1e-11 relative); above,
+    /// 1 - 2 / (e^(2|x|) + 1) with the sign of x (e^(2|x|) overflowing to
+    /// infinity gives exactly 1).
+    fn tanh(&mut self, y: Reg, x: Reg) {
+        let f = |s: &mut Self| s.reg(RegClass::F32);
+        let (a, big, x2, poly, small) = (f(self), f(self), f(self), f(self), f(self));
+        let (bits, sign) = (self.reg(RegClass::B32), self.reg(RegClass::B32));
+        let p = self.reg(RegClass::Pred);
+        self.ins(&format!("abs.f32 {a}, {x};"));
+        self.ins(&format!("mul.f32 {big}, {a}, 0f4038AA3B;"));
+        self.ins(&format!("ex2.approx.f32 {big}, {big};"));
+        self.ins(&format!("add.f32 {big}, {big}, 0f3F800000;"));
+        self.ins(&format!("rcp.rn.f32 {big}, {big};"));
+        self.ins(&format!("fma.rn.f32 {big}, {big}, 0fC0000000, 0f3F800000;"));
+        self.ins(&format!("mov.b32 {bits}, {big};"));
+        self.ins(&format!("mov.b32 {sign}, {x};"));
+        self.ins(&format!("and.b32 {sign}, {sign}, -2147483648;"));
+        self.ins(&format!("or.b32 {bits}, {bits}, {sign};"));
+        self.ins(&format!("mov.b32 {big}, {bits};"));
+        self.ins(&format!("mul.f32 {x2}, {x}, {x};"));
+        self.ins(&format!("fma.rn.f32 {poly}, {x2}, 0f3CB327A4, 0fBD5D0DD1;"));
+        self.ins(&format!("fma.rn.f32 {poly}, {x2}, {poly}, 0f3E088889;"));
+        self.ins(&format!("fma.rn.f32 {poly}, {x2}, {poly}, 0fBEAAAAAB;"));
+        self.ins(&format!("mul.f32 {small}, {x2}, {x};"));
+        self.ins(&format!("fma.rn.f32 {small}, {small}, {poly}, {x};"));
+        self.ins(&format!("setp.lt.f32 {p}, {a}, 0f3E000000;"));
+        self.ins(&format!("selp.f32 {y}, {small}, {big}, {p};"));
     }
 }
 
