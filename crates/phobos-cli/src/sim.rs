@@ -248,7 +248,10 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
             None,
         )
         .map_err(|e| match e {
-            SimError::Check(r) => Failure::Kernel(r.to_string()),
+            SimError::Check(mut r) => {
+                phobos::name_shared_buffer(&mut r, variant);
+                Failure::Kernel(r.to_string())
+            }
             other => Failure::Kernel(format!("error: {other}")),
         })?;
     std::fs::create_dir_all(&a.out)

@@ -144,6 +144,22 @@ pub struct VariantMeta {
     pub loads: Vec<AccessMeta>,
 }
 
+impl VariantMeta {
+    /// The planned shared buffer that holds byte `offset`, preferring the
+    /// one live at source `line` where buffers share bytes.
+    pub fn shared_buffer_at(&self, offset: u64, line: Option<u32>) -> Option<&SharedBuffer> {
+        let holds = |b: &&SharedBuffer| {
+            offset >= u64::from(b.offset) && offset < u64::from(b.offset) + u64::from(b.bytes)
+        };
+        let live = |b: &&SharedBuffer| match line {
+            Some(l) => b.live_lines.0 <= l && l <= b.live_lines.1,
+            None => true,
+        };
+        let mut holding = self.shared_plan.iter().filter(holds);
+        holding.clone().find(live).or_else(|| holding.next())
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum PtxParam {
     /// `.param .u64` base address of the named tensor parameter.

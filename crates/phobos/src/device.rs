@@ -8,6 +8,7 @@ use crate::elem::{to_bytes, Elem};
 use crate::error::{DeviceError, LaunchError, Site};
 use crate::launch::{KernelSource, PtxArg};
 use crate::tensor::{elem_size, Buffer, Tensor};
+use phobos_core::meta::VariantMeta;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -258,6 +259,8 @@ pub(crate) struct EntryCall<'a> {
     pub site: &'a Site,
     pub source: &'a KernelSource,
     pub entry: &'a str,
+    /// The variant's metadata (the shared plan names tiles in reports).
+    pub variant: &'a VariantMeta,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub args: &'a [PtxArg],

@@ -23,6 +23,7 @@ pub use device::{BackendKind, Device, Limits};
 pub use elem::{Elem, ScalarArg};
 pub use error::{AxisValue, DeviceError, LaunchError, Site};
 pub use launch::{cdiv, Arg, Grid, Kernel, KernelSource, TensorArg};
+pub use sim::name_shared_buffer;
 pub use tensor::Tensor;
 
 /// Half-precision element types (`f16`, `bf16`), as tensors of them are typed.

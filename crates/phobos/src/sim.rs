@@ -8,7 +8,8 @@
 use crate::device::EntryCall;
 use crate::error::{DeviceError, LaunchError};
 use crate::launch::PtxArg;
-use phobos_sim::{BufferId, KernelArg, LaunchOptions, Module, SimError};
+use phobos_core::meta::VariantMeta;
+use phobos_sim::{BufferId, CheckReport, KernelArg, LaunchOptions, Module, SimError, Space};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -119,6 +120,7 @@ impl SimBackend {
     }
 
     pub(crate) fn launch(&self, call: &EntryCall<'_>) -> Result<(), LaunchError> {
+        let variant = call.variant;
         let mut state = self.state();
         let module = Self::module(&mut state, call)?;
         let args: Vec<KernelArg> = call
@@ -141,9 +143,12 @@ impl SimBackend {
         );
         match result {
             Ok(_) => Ok(()),
-            Err(SimError::Check(report)) => Err(LaunchError::Check {
+            Err(SimError::Check(mut report)) => Err(LaunchError::Check {
+                report: {
+                    name_shared_buffer(&mut report, variant);
+                    format!("{report}{}", argument_note(&state, call))
+                },
                 site: Box::new(call.site.clone()),
-                report: format!("{report}{}", argument_note(&state, call)),
             }),
             Err(e) => Err(LaunchError::Backend {
                 site: Box::new(call.site.clone()),
@@ -208,5 +213,24 @@ fn argument_note(state: &SimState, call: &EntryCall<'_>) -> String {
         String::new()
     } else {
         format!("\n  note: the tensor arguments were {}", parts.join(", "))
+    }
+}
+
+/// Names the shared tile (or CTA-collective scratch) a check report's shared
+/// address falls in, from the variant's shared-memory plan: the simulator
+/// knows only the PTX's one shared array.
+pub fn name_shared_buffer(report: &mut CheckReport, variant: &VariantMeta) {
+    if report.space != Some(Space::Shared) {
+        return;
+    }
+    let Some(offset) = report.address else { return };
+    let line = report.source.as_ref().map(|s| s.line);
+    if let Some(b) = variant.shared_buffer_at(offset, line) {
+        report.tensor = Some(format!(
+            "shared `{}` (bytes {}..{} of the plan)",
+            b.name,
+            b.offset,
+            b.offset + b.bytes
+        ));
     }
 }
