@@ -217,3 +217,40 @@ fn report_shows_widths_alignment_plan_and_barriers() {
     let out = phobos(&["report", corpus("run_unaligned.pho").to_str().unwrap()]);
     assert!(text(&out.stdout).contains("not wider: the address is only proven 4-byte aligned"));
 }
+
+#[test]
+fn ptx_of_a_file_with_several_kernels_is_one_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two.pho");
+    std::fs::write(
+        &file,
+        "@launch(32)\nkernel first(A: tensor<f32>[N]) {\n  if ctx.thread < N {\n    A[ctx.thread] = 1.0\n  }\n}\n\n\
+         @launch(64)\nkernel second(B: tensor<i32>[M]) {\n  let t = sum<over ctx.thread>(ctx.thread)\n  if ctx.thread < M {\n    B[ctx.thread] = t\n  }\n}\n",
+    )
+    .unwrap();
+    let out = phobos(&["ptx", "--arch", "sm_80", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let ptx = text(&out.stdout);
+    assert_eq!(ptx.matches(".version ").count(), 1, "{ptx}");
+    assert_eq!(ptx.matches(".target sm_80").count(), 1, "{ptx}");
+    assert_eq!(ptx.matches(".file 1 ").count(), 1, "{ptx}");
+    assert!(ptx.contains(".entry first(") && ptx.contains(".entry second("));
+    let Some(ptxas) = std::env::var_os("PHOBOS_PTXAS").filter(|p| Path::new(p).is_file()) else {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "CI needs ptxas"
+        );
+        eprintln!("skipping the ptxas half: set PHOBOS_PTXAS");
+        return;
+    };
+    let ptx_file = dir.path().join("two.ptx");
+    std::fs::write(&ptx_file, &ptx).unwrap();
+    let cubin = dir.path().join("two.cubin");
+    let run = Command::new(ptxas)
+        .args(["-arch=sm_80", "-o"])
+        .arg(&cubin)
+        .arg(&ptx_file)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "ptxas: {}", text(&run.stderr));
+}
