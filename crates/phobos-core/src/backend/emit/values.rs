@@ -797,13 +797,10 @@ impl Emitter<'_> {
                         self.ins(&format!("mul.f32 {y}, {x}, 0f3FB8AA3B;"));
                         self.ins(&format!("ex2.approx.f32 {y}, {y};"));
                     }
-                    Builtin::Log2 => self.ins(&format!("lg2.approx.f32 {y}, {x};")),
-                    Builtin::Log => {
-                        self.ins(&format!("lg2.approx.f32 {y}, {x};"));
-                        self.ins(&format!("mul.f32 {y}, {y}, 0f3F317218;"));
-                    }
-                    Builtin::Sin => self.ins(&format!("sin.approx.f32 {y}, {x};")),
-                    Builtin::Cos => self.ins(&format!("cos.approx.f32 {y}, {x};")),
+                    Builtin::Log2 => self.log(y, x, true),
+                    Builtin::Log => self.log(y, x, false),
+                    Builtin::Sin => self.sin_cos(y, x, false),
+                    Builtin::Cos => self.sin_cos(y, x, true),
                     _ => self.tanh(y, x),
                 }
                 if ct == ScalarTy::F64 {
@@ -818,6 +815,122 @@ impl Emitter<'_> {
 }
 
 impl Emitter<'_> {
+    /// `y = ln(x)` (or `log2(x)` with `base2`) in f32, accurate to a few
+    /// ulp: `lg2.approx.f32` is only good to 2^-22 absolute, which is no
+    /// relative accuracy at all near x = 1. x = m * 2^e with m in
+    /// [sqrt(1/2), sqrt(2)); ln(m) = 2 atanh(s), s = (m - 1) / (m + 1), by
+    /// its odd series to s^9 (|s| <= 0.172: the next term is below 4e-10).
+    /// Zero, negative, subnormal, infinite and NaN inputs take `lg2.approx`,
+    /// which gives -inf, NaN, and (subnormals) a result of large magnitude
+    /// whose relative error is tiny.
+    fn log(&mut self, y: Reg, x: Reg, base2: bool) {
+        let f = |s: &mut Self| s.reg(RegClass::F32);
+        let (m, ef, s, s2, poly, exact, rough) = (
+            f(self),
+            f(self),
+            f(self),
+            f(self),
+            f(self),
+            f(self),
+            f(self),
+        );
+        let (bits, e) = (self.reg(RegClass::B32), self.reg(RegClass::B32));
+        let (big, normal, upper) = (
+            self.reg(RegClass::Pred),
+            self.reg(RegClass::Pred),
+            self.reg(RegClass::Pred),
+        );
+        self.ins(&format!("mov.b32 {bits}, {x};"));
+        self.ins(&format!("shr.u32 {e}, {bits}, 23;"));
+        self.ins(&format!("and.b32 {e}, {e}, 255;"));
+        self.ins(&format!("and.b32 {bits}, {bits}, 8388607;"));
+        self.ins(&format!("or.b32 {bits}, {bits}, 1065353216;"));
+        self.ins(&format!("mov.b32 {m}, {bits};"));
+        self.ins(&format!("setp.gt.f32 {big}, {m}, 0f3FB504F3;"));
+        self.ins(&format!("@{big} mul.f32 {m}, {m}, 0f3F000000;"));
+        self.ins(&format!("@{big} add.s32 {e}, {e}, 1;"));
+        self.ins(&format!("sub.s32 {e}, {e}, 127;"));
+        self.ins(&format!("cvt.rn.f32.s32 {ef}, {e};"));
+        self.ins(&format!("sub.f32 {s}, {m}, 0f3F800000;"));
+        self.ins(&format!("add.f32 {m}, {m}, 0f3F800000;"));
+        self.ins(&format!("div.rn.f32 {s}, {s}, {m};"));
+        self.ins(&format!("mul.f32 {s2}, {s}, {s};"));
+        self.ins(&format!("fma.rn.f32 {poly}, {s2}, 0f3E638E39, 0f3E924925;"));
+        self.ins(&format!("fma.rn.f32 {poly}, {s2}, {poly}, 0f3ECCCCCD;"));
+        self.ins(&format!("fma.rn.f32 {poly}, {s2}, {poly}, 0f3F2AAAAB;"));
+        self.ins(&format!("fma.rn.f32 {poly}, {s2}, {poly}, 0f40000000;"));
+        self.ins(&format!("mul.f32 {poly}, {s}, {poly};"));
+        self.ins(&format!("fma.rn.f32 {exact}, {ef}, 0f3F317218, {poly};"));
+        self.ins(&format!("lg2.approx.f32 {rough}, {x};"));
+        if base2 {
+            self.ins(&format!("mul.f32 {exact}, {exact}, 0f3FB8AA3B;"));
+        } else {
+            self.ins(&format!("mul.f32 {rough}, {rough}, 0f3F317218;"));
+        }
+        self.ins(&format!("setp.ge.f32 {normal}, {x}, 0f00800000;"));
+        self.ins(&format!("setp.lt.f32 {upper}, {x}, 0f7F800000;"));
+        self.ins(&format!("and.pred {normal}, {normal}, {upper};"));
+        self.ins(&format!("selp.f32 {y}, {exact}, {rough}, {normal};"));
+    }
+
+    /// `y = sin(x)` (or `cos(x)`) in f32, accurate to about 1e-7 relative
+    /// for |x| < 1e5: `sin.approx.f32` is good to only 2^-21 absolute, with
+    /// no range reduction. Cody-Waite reduction by pi/2 in three parts
+    /// (exact products inside `fma`), then the Taylor series of sin (to r^9)
+    /// and cos (to r^10) on |r| <= pi/4, picked and signed by the quadrant.
+    /// Larger |x|, infinities and NaN take the `.approx` instruction.
+    fn sin_cos(&mut self, y: Reg, x: Reg, cos: bool) {
+        let f = |s: &mut Self| s.reg(RegClass::F32);
+        let (kf, r, r2, sn, cs, v, rough) = (
+            f(self),
+            f(self),
+            f(self),
+            f(self),
+            f(self),
+            f(self),
+            f(self),
+        );
+        let (k, q) = (self.reg(RegClass::B32), self.reg(RegClass::B32));
+        let (odd, neg, small) = (
+            self.reg(RegClass::Pred),
+            self.reg(RegClass::Pred),
+            self.reg(RegClass::Pred),
+        );
+        self.ins(&format!("mul.f32 {kf}, {x}, 0f3F22F983;"));
+        self.ins(&format!("cvt.rni.f32.f32 {kf}, {kf};"));
+        self.ins(&format!("fma.rn.f32 {r}, {kf}, 0fBFC90FDA, {x};"));
+        self.ins(&format!("fma.rn.f32 {r}, {kf}, 0fB3A22168, {r};"));
+        self.ins(&format!("fma.rn.f32 {r}, {kf}, 0fA7C234C4, {r};"));
+        self.ins(&format!("cvt.rzi.s32.f32 {k}, {kf};"));
+        self.ins(&format!("mul.f32 {r2}, {r}, {r};"));
+        self.ins(&format!("fma.rn.f32 {sn}, {r2}, 0f3638EF1D, 0fB9500D01;"));
+        self.ins(&format!("fma.rn.f32 {sn}, {r2}, {sn}, 0f3C088889;"));
+        self.ins(&format!("fma.rn.f32 {sn}, {r2}, {sn}, 0fBE2AAAAB;"));
+        self.ins(&format!("mul.f32 {sn}, {sn}, {r2};"));
+        self.ins(&format!("fma.rn.f32 {sn}, {sn}, {r}, {r};"));
+        self.ins(&format!("fma.rn.f32 {cs}, {r2}, 0fB493F27E, 0f37D00D01;"));
+        self.ins(&format!("fma.rn.f32 {cs}, {r2}, {cs}, 0fBAB60B61;"));
+        self.ins(&format!("fma.rn.f32 {cs}, {r2}, {cs}, 0f3D2AAAAB;"));
+        self.ins(&format!("fma.rn.f32 {cs}, {r2}, {cs}, 0fBF000000;"));
+        self.ins(&format!("fma.rn.f32 {cs}, {r2}, {cs}, 0f3F800000;"));
+        // Quadrant q: sin(x) is sin r, cos r, -sin r, -cos r for q = 0..3;
+        // cos(x) is sin(x + pi/2), one quadrant on.
+        if cos {
+            self.ins(&format!("add.s32 {k}, {k}, 1;"));
+        }
+        self.ins(&format!("and.b32 {q}, {k}, 1;"));
+        self.ins(&format!("setp.ne.u32 {odd}, {q}, 0;"));
+        self.ins(&format!("selp.f32 {v}, {cs}, {sn}, {odd};"));
+        self.ins(&format!("and.b32 {q}, {k}, 2;"));
+        self.ins(&format!("setp.ne.u32 {neg}, {q}, 0;"));
+        self.ins(&format!("@{neg} neg.f32 {v}, {v};"));
+        let approx = if cos { "cos" } else { "sin" };
+        self.ins(&format!("{approx}.approx.f32 {rough}, {x};"));
+        self.ins(&format!("abs.f32 {r}, {x};"));
+        self.ins(&format!("setp.lt.f32 {small}, {r}, 0f47C35000;"));
+        self.ins(&format!("selp.f32 {y}, {v}, {rough}, {small};"));
+    }
+
     /// `y = tanh(x)` in f32, accurate to about 1e-6 relative: PTX's
     /// `tanh.approx.f32` is only good to 2^-11. For |x| < 0.125 the odd
     /// Taylor series to x^9 (the next term is below 1e-11 relative); above,
