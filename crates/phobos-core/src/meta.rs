@@ -93,32 +93,9 @@ impl GridExpr {
             GridExpr::Max(a, b) => a.eval(lookup)?.max(b.eval(lookup)?),
             GridExpr::Binary(op, a, b) => {
                 let (a, b) = (a.eval(lookup)?, b.eval(lookup)?);
-                let by_zero = || format!("@grid divides by zero ({op:?})");
-                let shift = |b: i64| u32::try_from(b).ok();
-                match op {
-                    BinOp::Add => a.checked_add(b).ok_or_else(overflow)?,
-                    BinOp::Sub => a.checked_sub(b).ok_or_else(overflow)?,
-                    BinOp::Mul => a.checked_mul(b).ok_or_else(overflow)?,
-                    BinOp::Div => a.checked_div(b).ok_or_else(by_zero)?,
-                    BinOp::Rem => a.checked_rem(b).ok_or_else(by_zero)?,
-                    BinOp::BitAnd => a & b,
-                    BinOp::BitOr => a | b,
-                    BinOp::BitXor => a ^ b,
-                    BinOp::Shl => shift(b)
-                        .and_then(|s| a.checked_shl(s))
-                        .ok_or_else(overflow)?,
-                    BinOp::Shr => shift(b)
-                        .and_then(|s| a.checked_shr(s))
-                        .ok_or_else(overflow)?,
-                    BinOp::Eq => i64::from(a == b),
-                    BinOp::Ne => i64::from(a != b),
-                    BinOp::Lt => i64::from(a < b),
-                    BinOp::Le => i64::from(a <= b),
-                    BinOp::Gt => i64::from(a > b),
-                    BinOp::Ge => i64::from(a >= b),
-                    BinOp::And => i64::from(a != 0 && b != 0),
-                    BinOp::Or => i64::from(a != 0 || b != 0),
-                }
+                op.eval_i64(a, b).ok_or_else(|| {
+                    format!("@grid overflows 64 bits or divides by zero ({a} {op:?} {b})")
+                })?
             }
         })
     }

@@ -6,7 +6,7 @@
 
 use crate::model::LoopInfo;
 use crate::steps::TileOp;
-use phobos_core::ast::{BinOp, CtxField, UnOp};
+use phobos_core::ast::{CtxField, UnOp};
 use phobos_core::hir::{
     Block, Builtin, ConstVal, DimId, Expr, ExprKind, Kernel, LocalKind, ParamId, StmtKind,
 };
@@ -158,29 +158,7 @@ pub fn eval(e: &Expr, env: &Env<'_>) -> Option<i64> {
         ExprKind::Unary(UnOp::Neg, a) => eval(a, env)?.checked_neg()?,
         ExprKind::Unary(UnOp::Not, a) => i64::from(eval(a, env)? == 0),
         ExprKind::Convert(a) => eval(a, env)?,
-        ExprKind::Binary(op, a, b) => {
-            let (a, b) = (eval(a, env)?, eval(b, env)?);
-            match op {
-                BinOp::Add => a.checked_add(b)?,
-                BinOp::Sub => a.checked_sub(b)?,
-                BinOp::Mul => a.checked_mul(b)?,
-                BinOp::Div => a.checked_div(b)?,
-                BinOp::Rem => a.checked_rem(b)?,
-                BinOp::BitAnd => a & b,
-                BinOp::BitOr => a | b,
-                BinOp::BitXor => a ^ b,
-                BinOp::Shl => a.checked_shl(u32::try_from(b).ok()?)?,
-                BinOp::Shr => a.checked_shr(u32::try_from(b).ok()?)?,
-                BinOp::Eq => i64::from(a == b),
-                BinOp::Ne => i64::from(a != b),
-                BinOp::Lt => i64::from(a < b),
-                BinOp::Le => i64::from(a <= b),
-                BinOp::Gt => i64::from(a > b),
-                BinOp::Ge => i64::from(a >= b),
-                BinOp::And => i64::from(a != 0 && b != 0),
-                BinOp::Or => i64::from(a != 0 || b != 0),
-            }
-        }
+        ExprKind::Binary(op, a, b) => op.eval_i64(eval(a, env)?, eval(b, env)?)?,
         ExprKind::Builtin(f, args) => {
             let v: Option<Vec<i64>> = args.iter().map(|a| eval(a, env)).collect();
             let v = v?;

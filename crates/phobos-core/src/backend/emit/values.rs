@@ -815,6 +815,11 @@ impl Emitter<'_> {
 }
 
 impl Emitter<'_> {
+    /// `N` fresh registers of one class.
+    fn regs<const N: usize>(&mut self, class: RegClass) -> [Reg; N] {
+        std::array::from_fn(|_| self.reg(class))
+    }
+
     /// `y = ln(x)` (or `log2(x)` with `base2`) in f32, accurate to a few
     /// ulp: `lg2.approx.f32` is only good to 2^-22 absolute, which is no
     /// relative accuracy at all near x = 1. x = m * 2^e with m in
@@ -824,22 +829,9 @@ impl Emitter<'_> {
     /// which gives -inf, NaN, and (subnormals) a result of large magnitude
     /// whose relative error is tiny.
     fn log(&mut self, y: Reg, x: Reg, base2: bool) {
-        let f = |s: &mut Self| s.reg(RegClass::F32);
-        let (m, ef, s, s2, poly, exact, rough) = (
-            f(self),
-            f(self),
-            f(self),
-            f(self),
-            f(self),
-            f(self),
-            f(self),
-        );
-        let (bits, e) = (self.reg(RegClass::B32), self.reg(RegClass::B32));
-        let (big, normal, upper) = (
-            self.reg(RegClass::Pred),
-            self.reg(RegClass::Pred),
-            self.reg(RegClass::Pred),
-        );
+        let [m, ef, s, s2, poly, exact, rough] = self.regs(RegClass::F32);
+        let [bits, e] = self.regs(RegClass::B32);
+        let [big, normal, upper] = self.regs(RegClass::Pred);
         self.ins(&format!("mov.b32 {bits}, {x};"));
         self.ins(&format!("shr.u32 {e}, {bits}, 23;"));
         self.ins(&format!("and.b32 {e}, {e}, 255;"));
@@ -880,22 +872,9 @@ impl Emitter<'_> {
     /// and cos (to r^10) on |r| <= pi/4, picked and signed by the quadrant.
     /// Larger |x|, infinities and NaN take the `.approx` instruction.
     fn sin_cos(&mut self, y: Reg, x: Reg, cos: bool) {
-        let f = |s: &mut Self| s.reg(RegClass::F32);
-        let (kf, r, r2, sn, cs, v, rough) = (
-            f(self),
-            f(self),
-            f(self),
-            f(self),
-            f(self),
-            f(self),
-            f(self),
-        );
-        let (k, q) = (self.reg(RegClass::B32), self.reg(RegClass::B32));
-        let (odd, neg, small) = (
-            self.reg(RegClass::Pred),
-            self.reg(RegClass::Pred),
-            self.reg(RegClass::Pred),
-        );
+        let [kf, r, r2, sn, cs, v, rough] = self.regs(RegClass::F32);
+        let [k, q] = self.regs(RegClass::B32);
+        let [odd, neg, small] = self.regs(RegClass::Pred);
         self.ins(&format!("mul.f32 {kf}, {x}, 0f3F22F983;"));
         self.ins(&format!("cvt.rni.f32.f32 {kf}, {kf};"));
         self.ins(&format!("fma.rn.f32 {r}, {kf}, 0fBFC90FDA, {x};"));
@@ -937,9 +916,8 @@ impl Emitter<'_> {
     /// 1 - 2 / (e^(2|x|) + 1) with the sign of x (e^(2|x|) overflowing to
     /// infinity gives exactly 1).
     fn tanh(&mut self, y: Reg, x: Reg) {
-        let f = |s: &mut Self| s.reg(RegClass::F32);
-        let (a, big, x2, poly, small) = (f(self), f(self), f(self), f(self), f(self));
-        let (bits, sign) = (self.reg(RegClass::B32), self.reg(RegClass::B32));
+        let [a, big, x2, poly, small] = self.regs(RegClass::F32);
+        let [bits, sign] = self.regs(RegClass::B32);
         let p = self.reg(RegClass::Pred);
         self.ins(&format!("abs.f32 {a}, {x};"));
         self.ins(&format!("mul.f32 {big}, {a}, 0f4038AA3B;"));
