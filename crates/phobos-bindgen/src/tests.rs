@@ -84,16 +84,16 @@ fn assets(meta: KernelMeta) -> KernelAssets {
 #[test]
 fn read_tensors_are_shared_written_are_mut_and_grid_is_an_argument() {
     let code = generate_kernel(&assets(lanes_matvec()), &AssetRoot::OutDir("phobos".into()));
-    assert!(code.contains("pub fn lanes_matvec(\n    device: &::phobos::Device,\n    grid: impl ::core::convert::Into<::phobos::Grid>,\n"));
-    assert!(code.contains("    W: &::phobos::Tensor<f32>,\n    x: &::phobos::Tensor<f32>,\n    y: &mut ::phobos::Tensor<f32>,\n"));
-    assert!(code.contains("::core::result::Result<(), ::phobos::LaunchError>"));
+    assert!(code.contains("pub fn lanes_matvec(\n    device: &phobos_rt::Device,\n    grid: impl ::core::convert::Into<phobos_rt::Grid>,\n"));
+    assert!(code.contains("    W: &phobos_rt::Tensor<f32>,\n    x: &phobos_rt::Tensor<f32>,\n    y: &mut phobos_rt::Tensor<f32>,\n"));
+    assert!(code.contains("::core::result::Result<(), phobos_rt::LaunchError>"));
     assert!(code.contains(
         "meta: include_str!(concat!(env!(\"OUT_DIR\"), \"/phobos/lanes_matvec.meta.ron\"))"
     ));
     assert!(code.contains(
         "(90, include_bytes!(concat!(env!(\"OUT_DIR\"), \"/phobos/lanes_matvec.sm_90.cubin\")))"
     ));
-    assert!(code.contains("KERNEL.launch(device, ::core::option::Option::Some(grid.into()), &[::phobos::Arg::from(W), ::phobos::Arg::from(x), ::phobos::Arg::from(y)])"));
+    assert!(code.contains("KERNEL.launch(device, ::core::option::Option::Some(grid.into()), &[phobos_rt::Arg::from(W), phobos_rt::Arg::from(x), phobos_rt::Arg::from(y)])"));
 }
 
 #[test]
@@ -121,10 +121,10 @@ fn a_kernel_with_grid_takes_no_grid_and_scalars_go_by_value() {
         kind: ParamKindMeta::Scalar(ScalarTy::I32),
     });
     let code = generate_kernel(&assets(meta), &AssetRoot::Path("/tmp/x/".into()));
-    assert!(code.contains("pub fn r#type(\n    device: &::phobos::Device,\n    W:"));
-    assert!(code.contains("    alpha: ::phobos::half::f16,\n    grid_: i32,\n"));
+    assert!(code.contains("pub fn r#type(\n    device: &phobos_rt::Device,\n    W:"));
+    assert!(code.contains("    alpha: phobos_rt::half::f16,\n    grid_: i32,\n"));
     assert!(code.contains("::core::option::Option::None, &["));
-    assert!(code.contains("::phobos::Arg::scalar(alpha), ::phobos::Arg::scalar(grid_)]"));
+    assert!(code.contains("phobos_rt::Arg::scalar(alpha), phobos_rt::Arg::scalar(grid_)]"));
     assert!(code.contains("/// @grid(cdiv(N, 4))"));
     assert!(code.contains("include_str!(\"/tmp/x/type.meta.ron\")"));
 }

@@ -50,6 +50,7 @@ pub struct Builder {
     out_dir: Option<PathBuf>,
     manifest_dir: Option<PathBuf>,
     cargo_directives: bool,
+    runtime_crate: String,
 }
 
 /// What a build produced.
@@ -104,6 +105,10 @@ pub enum BuildError {
     Define {
         message: String,
     },
+    /// The name given to [`Builder::runtime_crate`] is not a crate name.
+    RuntimeCrate {
+        name: String,
+    },
 }
 
 impl BuildError {
@@ -139,6 +144,11 @@ impl fmt::Display for BuildError {
             BuildError::Env { var, message } => write!(f, "error: {var}: {message}"),
             BuildError::Ptxas { message } => write!(f, "error: ptxas: {message}"),
             BuildError::Define { message } => write!(f, "error: define: {message}"),
+            BuildError::RuntimeCrate { name } => write!(
+                f,
+                "error: runtime crate name {name:?} is not a Rust identifier \
+                 (give the name the runtime has in `use` paths, e.g. `phobos_runtime`)"
+            ),
         }
     }
 }
@@ -166,7 +176,18 @@ impl Builder {
             out_dir: None,
             manifest_dir: None,
             cargo_directives: true,
+            runtime_crate: phobos_bindgen::DEFAULT_RUNTIME_CRATE.to_string(),
         }
+    }
+
+    /// The name under which the crate depends on the runtime, for a crate
+    /// that renames the dependency in its `Cargo.toml`
+    /// (`gpu = { package = "phobos-runtime", version = "0.1" }` →
+    /// `.runtime_crate("gpu")`). Hyphens become underscores, as in Cargo.
+    /// The default is `phobos_runtime`.
+    pub fn runtime_crate(mut self, name: &str) -> Builder {
+        self.runtime_crate = name.replace('-', "_");
+        self
     }
 
     /// The architectures to build for, as numbers (`80` for sm_80).
@@ -254,6 +275,11 @@ impl Builder {
     }
 
     fn build_inner(&self, env: &mut Env) -> Result<BuildOutput, BuildError> {
+        if !is_rust_identifier(&self.runtime_crate) {
+            return Err(BuildError::RuntimeCrate {
+                name: self.runtime_crate.clone(),
+            });
+        }
         let manifest_dir = match &self.manifest_dir {
             Some(d) => d.clone(),
             None => env
@@ -445,7 +471,11 @@ impl Builder {
 
         remove_stale(&assets_dir, &written)?;
         let bindings = out_dir.join("kernels.rs");
-        let code = phobos_bindgen::generate(&assets, &AssetRoot::OutDir("phobos".to_string()));
+        let code = phobos_bindgen::generate(
+            &assets,
+            &AssetRoot::OutDir("phobos".to_string()),
+            &self.runtime_crate,
+        );
         write_if_changed(&bindings, code.as_bytes())?;
         Ok(BuildOutput {
             kernels: assets.iter().map(|a| a.meta.name.clone()).collect(),
@@ -606,4 +636,15 @@ fn remove_stale(dir: &Path, keep: &BTreeSet<String>) -> Result<(), BuildError> {
         }
     }
     Ok(())
+}
+
+/// Whether `name` can stand in a `use ::name` path: an ASCII identifier
+/// that is not a keyword Rust reserves for paths.
+fn is_rust_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    let starts_well = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_');
+    starts_well
+        && name != "_"
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !matches!(name, "crate" | "self" | "super" | "Self")
 }

@@ -70,7 +70,13 @@ fn writes_ptx_per_arch_metadata_and_bindings_byte_identically() {
     let meta = fs::read_to_string(phobos.join("axpy.meta.ron")).unwrap();
     assert!(meta.contains("name: \"axpy\""), "{meta}");
     let bindings = fs::read_to_string(out.path().join("kernels.rs")).unwrap();
-    assert!(bindings.contains("pub fn axpy(\n    device: &::phobos::Device,\n    alpha: f32,\n    x: &::phobos::Tensor<f32>,\n    y: &mut ::phobos::Tensor<f32>,\n)"), "{bindings}");
+    assert!(bindings.contains("pub fn axpy(\n    device: &phobos_rt::Device,\n    alpha: f32,\n    x: &phobos_rt::Tensor<f32>,\n    y: &mut phobos_rt::Tensor<f32>,\n)"), "{bindings}");
+    // The runtime crate is named in exactly one place.
+    assert_eq!(bindings.matches("phobos_runtime").count(), 1, "{bindings}");
+    assert!(
+        bindings.contains("\nuse ::phobos_runtime as phobos_rt;\n"),
+        "{bindings}"
+    );
     // Building again, or elsewhere, gives the same bytes.
     let first = read_all(out.path());
     builder(dir.path(), out.path()).build().unwrap();
@@ -86,6 +92,33 @@ fn writes_ptx_per_arch_metadata_and_bindings_byte_identically() {
         strip(first, out.path()),
         strip(read_all(out2.path()), out2.path())
     );
+}
+
+#[test]
+fn a_renamed_runtime_dependency_is_named_once() {
+    let dir = crate_dir(&[("kernels/axpy.pho", AXPY)]);
+    let out = tempfile::tempdir().unwrap();
+    builder(dir.path(), out.path())
+        .runtime_crate("my-gpu")
+        .build()
+        .unwrap();
+    let bindings = fs::read_to_string(out.path().join("kernels.rs")).unwrap();
+    assert!(
+        bindings.contains("\nuse ::my_gpu as phobos_rt;\n"),
+        "{bindings}"
+    );
+    assert!(!bindings.contains("phobos_runtime"), "{bindings}");
+    for bad in ["", "9lives", "a b", "crate", "_"] {
+        let err = builder(dir.path(), out.path())
+            .runtime_crate(bad)
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(&err, BuildError::RuntimeCrate { name } if name == bad),
+            "{bad:?}: {err:?}"
+        );
+        assert!(err.to_string().contains("not a Rust identifier"), "{err}");
+    }
 }
 
 #[test]

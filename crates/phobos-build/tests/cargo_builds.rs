@@ -40,7 +40,7 @@ fn new_crate(name: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
     let manifest = format!(
         "[package]\nname = {name:?}\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
          [dependencies]\n{}\n\n[build-dependencies]\n{}\n\n[workspace]\n",
-        path_dep("phobos"),
+        path_dep("phobos-runtime"),
         path_dep("phobos-build")
     );
     write(dir.path(), "Cargo.toml", &manifest);
@@ -118,7 +118,7 @@ fn the_starter_template_builds_and_runs() {
         // dependencies pointed at this workspace.
         let text = text
             .replace("{{project-name}}", "starter-test")
-            .replace("phobos = \"0.1\"", &path_dep("phobos"))
+            .replace("phobos-runtime = \"0.1\"", &path_dep("phobos-runtime"))
             .replace("phobos-build = \"0.1\"", &path_dep("phobos-build"));
         write(dir.path(), rel, &text);
     }
@@ -177,6 +177,42 @@ fn a_kernel_error_fails_the_build_with_its_position_and_no_panic() {
     assert!(!all.contains("RUST_BACKTRACE"), "{all}");
 }
 
+#[test]
+fn a_crate_that_renames_the_runtime_dependency_builds_and_runs() {
+    let dir = new_crate(
+        "renamed-runtime",
+        &[
+            (
+                "build.rs",
+                "fn main() {\n    phobos_build::Builder::new(\"kernels\").runtime_crate(\"gpu\").build_or_exit();\n}\n",
+            ),
+            ("kernels/scale.pho", SCALE),
+            (
+                "src/main.rs",
+                "mod kernels {\n    include!(concat!(env!(\"OUT_DIR\"), \"/kernels.rs\"));\n}\n\n\
+                 fn main() -> Result<(), Box<dyn std::error::Error>> {\n    \
+                 let dev = gpu::Device::auto()?;\n    \
+                 let mut x = dev.upload(&[1.0f32, 2.0, 3.0], &[3])?;\n    \
+                 kernels::scale(&dev, 2.0, &mut x)?;\n    \
+                 println!(\"{:?}\", x.to_vec()?);\n    Ok(())\n}\n",
+            ),
+        ],
+    );
+    let manifest_path = dir.path().join("Cargo.toml");
+    let manifest = fs::read_to_string(&manifest_path).expect("manifest");
+    let renamed = manifest.replacen(
+        "phobos-runtime = {",
+        "gpu = { package = \"phobos-runtime\",",
+        1,
+    );
+    assert_ne!(manifest, renamed);
+    fs::write(&manifest_path, renamed).expect("write manifest");
+    let out = cargo(dir.path(), &["run", "--quiet"], &[]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("[2.0, 4.0, 6.0]"), "{all}");
+}
+
 const SCALE: &str = "@launch(128)
 @grid(cdiv(N, ctx.threads))
 kernel scale(alpha: f32, x: tensor<f32>[N]) {
@@ -202,7 +238,7 @@ const MAIN: &str = "mod kernels {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dev = phobos::Device::auto()?;
+    let dev = phobos_runtime::Device::auto()?;
     let mut x = dev.upload(&[1.0f32, 2.0, 3.0], &[3])?;
     kernels::scale(&dev, 2.0, &mut x)?;
     kernels::shift(&dev, 1.0, &mut x)?;
@@ -349,7 +385,7 @@ const CLIPPY_MAIN: &str = "mod kernels {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dev = phobos::Device::sim();
+    let dev = phobos_runtime::Device::sim();
     let a = dev.upload(&[1.0f32; 8], &[8])?;
     let b = dev.upload(&[2i8; 8], &[8])?;
     let mut out = dev.zeros::<f32>(&[8])?;

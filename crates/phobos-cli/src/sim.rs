@@ -249,7 +249,7 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
         )
         .map_err(|e| match e {
             SimError::Check(mut r) => {
-                phobos::name_shared_buffer(&mut r, variant);
+                phobos_runtime::name_shared_buffer(&mut r, variant);
                 Failure::Kernel(r.to_string())
             }
             other => Failure::Kernel(format!("error: {other}")),

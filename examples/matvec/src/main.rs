@@ -8,7 +8,7 @@ mod kernels {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 }
 
-use phobos::{cdiv, BackendKind, Device, Tensor};
+use phobos_runtime::{cdiv, BackendKind, Device, Tensor};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -58,7 +58,7 @@ fn max_error(got: &[f32], want: &[f64]) -> f64 {
 /// Times `launch` from the call to the device being idle again.
 fn timed(
     dev: &Device,
-    launch: impl FnOnce() -> Result<(), phobos::LaunchError>,
+    launch: impl FnOnce() -> Result<(), phobos_runtime::LaunchError>,
 ) -> Result<Duration, String> {
     let start = Instant::now();
     launch().map_err(|e| e.to_string())?;

@@ -9,7 +9,7 @@ mod kernels {
 use std::error::Error;
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let dev = phobos::Device::auto()?;
+    let dev = phobos_runtime::Device::auto()?;
     let n = 1000;
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let y: Vec<f32> = (0..n).map(|i| (n - i) as f32).collect();

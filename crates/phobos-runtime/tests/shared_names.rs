@@ -3,7 +3,7 @@
 //! one shared array); where buffers reuse bytes, the one live at the
 //! reported line wins.
 
-use phobos::meta::{SharedBuffer, VariantMeta};
+use phobos_runtime::meta::{SharedBuffer, VariantMeta};
 use phobos_sim::{CheckKind, CheckReport, SourceLoc, Space};
 
 fn variant() -> VariantMeta {
@@ -54,14 +54,14 @@ fn report(space: Space, addr: u64, line: u32) -> CheckReport {
 fn a_shared_report_names_the_buffer_live_at_its_line() {
     let v = variant();
     let mut r = report(Space::Shared, 8, 12);
-    phobos::name_shared_buffer(&mut r, &v);
+    phobos_runtime::name_shared_buffer(&mut r, &v);
     assert_eq!(
         r.tensor.as_deref(),
         Some("shared `sum@12:15` (bytes 0..16 of the plan)")
     );
 
     let mut r = report(Space::Shared, 8, 10);
-    phobos::name_shared_buffer(&mut r, &v);
+    phobos_runtime::name_shared_buffer(&mut r, &v);
     assert_eq!(
         r.tensor.as_deref(),
         Some("shared `xs` (bytes 0..1024 of the plan)")
@@ -73,10 +73,10 @@ fn a_shared_report_names_the_buffer_live_at_its_line() {
 fn global_reports_and_addresses_outside_the_plan_keep_their_names() {
     let v = variant();
     let mut r = report(Space::Global, 8, 12);
-    phobos::name_shared_buffer(&mut r, &v);
+    phobos_runtime::name_shared_buffer(&mut r, &v);
     assert_eq!(r.tensor.as_deref(), Some("k_smem"));
 
     let mut r = report(Space::Shared, 4096, 12);
-    phobos::name_shared_buffer(&mut r, &v);
+    phobos_runtime::name_shared_buffer(&mut r, &v);
     assert_eq!(r.tensor.as_deref(), Some("k_smem"));
 }

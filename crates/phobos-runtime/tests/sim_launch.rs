@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use phobos::{cdiv, Arg, Device, Grid, LaunchError};
+use phobos_runtime::{cdiv, Arg, Device, Grid, LaunchError};
 
 #[test]
 fn a_good_launch_succeeds_and_matches_the_reference() {

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use phobos::{Kernel, KernelSource};
+use phobos_runtime::{Kernel, KernelSource};
 
 pub const LANES_MATVEC: &str = "@launch(128)
 @aligned(K = 128)

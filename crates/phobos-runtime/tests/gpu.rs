@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use phobos::{cdiv, Arg, Device, Grid, LaunchError};
+use phobos_runtime::{cdiv, Arg, Device, Grid, LaunchError};
 use std::process::Command;
 
 fn gpu() -> Device {
@@ -16,7 +16,7 @@ fn gpu() -> Device {
     }
 }
 
-fn run_matvec(dev: &Device, kernel: &phobos::Kernel, n: usize, k: usize) -> f64 {
+fn run_matvec(dev: &Device, kernel: &phobos_runtime::Kernel, n: usize, k: usize) -> f64 {
     let (w, x) = (values(n * k, 11), values(k, 12));
     let wt = dev.upload(&w, &[n, k]).unwrap();
     let xt = dev.upload(&x, &[1, k]).unwrap();
@@ -83,7 +83,7 @@ fn gpu_a_bad_module_reports_the_jit_log() {
     let dev = gpu();
     let good = compile(LANES_MATVEC, &[75], vec![]);
     let broken = good.source().ptx[0].1.replace("ret;", "ret_broken;");
-    let kernel = phobos::Kernel::new(phobos::KernelSource {
+    let kernel = phobos_runtime::Kernel::new(phobos_runtime::KernelSource {
         name: "lanes_matvec",
         module: "broken.pho",
         meta: good.source().meta,

@@ -3,11 +3,11 @@
 //! module and architecture. (A refused launch never reaches the backend, so
 //! these need no PTX that runs.)
 
-use phobos::meta::{
+use phobos_core::ast::ScalarTy;
+use phobos_runtime::meta::{
     DimMeta, DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, ParamMeta, PtxParam, VariantMeta,
 };
-use phobos::{Arg, Device, DeviceError, Grid, Kernel, KernelSource, LaunchError, Tensor};
-use phobos_core::ast::ScalarTy;
+use phobos_runtime::{Arg, Device, DeviceError, Grid, Kernel, KernelSource, LaunchError, Tensor};
 
 fn tensor(
     name: &str,
