@@ -1,3 +1,7 @@
+#![doc = include_str!("../README.md")]
+//!
+//! # Inside this crate
+//!
 //! Generates the Rust module of typed launch functions from Phobos kernel
 //! metadata: one function per kernel, documented with the kernel's
 //! signature, taking a device, the grid when the kernel has no `@grid`, and

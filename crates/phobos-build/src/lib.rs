@@ -1,3 +1,7 @@
+#![doc = include_str!("../README.md")]
+//!
+//! # Inside this crate
+//!
 //! Build-script helper: compiles a directory of `.pho` kernels into PTX,
 //! cubins (when NVIDIA's `ptxas` is found) and the typed Rust bindings that
 //! the crate includes with

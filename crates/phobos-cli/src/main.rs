@@ -1,3 +1,7 @@
+#![doc = include_str!("../README.md")]
+//!
+//! # Inside this crate
+//!
 //! The `phobos` command-line tool. Each subcommand lives in its own module
 //! with its own arguments; this file only dispatches. Exit codes: 0 success,
 //! 1 errors in the user's kernels (or a failed check), 2 usage and IO errors.

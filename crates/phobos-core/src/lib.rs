@@ -1,3 +1,7 @@
+#![doc = include_str!("../README.md")]
+//!
+//! # Inside this crate
+//!
 //! phobos-core: the Phobos compiler, `.pho` source text → PTX text and
 //! kernel metadata. IO-free: no files, processes or environment variables
 //! (those belong to phobos-build and the CLI). See `pipeline.rs` for the

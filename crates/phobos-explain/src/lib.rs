@@ -1,3 +1,7 @@
+#![doc = include_str!("../README.md")]
+//!
+//! # Inside this crate
+//!
 //! phobos-explain: the step-through drawing of a Phobos kernel, "stepped
 //! through as the compiler built it". [`trace`] compiles a kernel for one
 //! target, runs it on the CPU simulator with an observer on the picked CTA

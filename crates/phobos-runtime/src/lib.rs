@@ -1,3 +1,7 @@
+#![doc = include_str!("../README.md")]
+//!
+//! # Inside this crate
+//!
 //! The Phobos runtime: what the generated launch functions call.
 //!
 //! - [`Device`]: one handle over two backends, an NVIDIA GPU through the
