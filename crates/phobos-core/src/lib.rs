@@ -9,6 +9,7 @@
 
 pub mod ast;
 pub mod backend;
+pub mod binding;
 pub mod check;
 pub mod diag;
 pub mod hir;

@@ -1,0 +1,708 @@
+//! Launch binding: from a kernel's metadata and the shapes of a launch's
+//! arguments to everything a backend needs — the dims' values, the
+//! `@autotune` variants that fit, each variant's grid and the entry's
+//! `.param` values in order — or the reason the launch cannot happen.
+//!
+//! This is the one owner of that computation. The runtime
+//! (`phobos_runtime::Kernel::launch`), `phobos sim`, `phobos explain` and the
+//! test harness all call [`bind`]; none of them evaluates `@grid`, matches
+//! variants or orders `.param`s itself. It is pure: no device, no memory,
+//! no IO. Callers describe their arguments as [`ArgShape`]s and map a
+//! [`BindError`] onto their own error type.
+
+use crate::ast::ScalarTy;
+use crate::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
+use std::fmt;
+
+/// What a device allows one launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_threads_per_block: u32,
+    pub max_grid: [u32; 3],
+    pub max_shared_bytes_per_block: u32,
+}
+
+impl Limits {
+    /// The limits every architecture from sm_75 on guarantees (static
+    /// shared memory).
+    pub const SM75: Limits = Limits {
+        max_threads_per_block: 1024,
+        max_grid: [i32::MAX as u32, 65535, 65535],
+        max_shared_bytes_per_block: 48 * 1024,
+    };
+}
+
+/// One argument of a launch, as far as binding needs to know it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgShape<'a> {
+    Tensor {
+        elem: ScalarTy,
+        shape: &'a [u64],
+        /// Elements the buffer holds; `None` when the caller allocates
+        /// exactly the shape.
+        capacity: Option<u64>,
+        /// The buffer's device address; `None` when the caller allocates it
+        /// with whatever alignment the kernel needs.
+        address: Option<u64>,
+    },
+    Scalar(ScalarTy),
+}
+
+/// A launch to bind: arguments in the kernel's parameter order.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchRequest<'a> {
+    pub args: &'a [ArgShape<'a>],
+    /// The caller's grid; required exactly when the kernel has no `@grid`.
+    pub grid: Option<[u32; 3]>,
+    /// Values asked for free `@autotune` constants (not dims), by name.
+    pub picked: &'a [(String, i64)],
+    pub limits: Limits,
+}
+
+/// The value of one dim and the first tensor axis that carried it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundDim {
+    pub name: String,
+    pub value: u64,
+    pub param: String,
+    pub axis: usize,
+}
+
+/// One `.param` value of an entry, in `ptx_params` order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PtxValue {
+    /// The base address of the tensor argument at this parameter index.
+    Tensor(usize),
+    /// The scalar argument at this parameter index.
+    Scalar(usize),
+    /// A runtime dim, passed as `.s32`.
+    Dim(i32),
+}
+
+/// A bound launch.
+#[derive(Clone, Debug)]
+pub struct Binding<'m> {
+    meta: &'m KernelMeta,
+    pub dims: Vec<BoundDim>,
+    /// The variants that fit the dims and the picked constants, in the
+    /// metadata's order; never empty.
+    pub candidates: Vec<&'m VariantMeta>,
+    given_grid: Option<[u32; 3]>,
+    limits: Limits,
+}
+
+/// Why a launch cannot be bound. Each variant carries what a message needs;
+/// `Display` gives the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BindError {
+    Arity {
+        given: usize,
+        expected: usize,
+    },
+    Kind {
+        param: String,
+        expected: String,
+        given: String,
+    },
+    Rank {
+        param: String,
+        expected: usize,
+        actual: usize,
+    },
+    ConstDim {
+        param: String,
+        axis: usize,
+        expected: u64,
+        actual: u64,
+    },
+    DimMismatch {
+        dim: String,
+        first: BoundDim,
+        second: BoundDim,
+    },
+    DimTooLarge {
+        dim: String,
+        value: u64,
+    },
+    BufferTooShort {
+        param: String,
+        shape: Vec<u64>,
+        needed: u64,
+        available: u64,
+    },
+    AlignedViolated {
+        dim: String,
+        value: u64,
+        multiple: u64,
+    },
+    UnalignedBase {
+        param: String,
+        address: u64,
+        required: u32,
+    },
+    NoVariant {
+        dim: String,
+        value: u64,
+        candidates: Vec<i64>,
+    },
+    UnknownConstant {
+        name: String,
+        constants: Vec<String>,
+    },
+    NoPickedVariant {
+        name: String,
+        value: i64,
+        candidates: Vec<i64>,
+    },
+    Inconsistent(String),
+    MissingGrid,
+    InvalidGrid(String),
+    GridTooLarge {
+        grid: [u64; 3],
+        limit: [u32; 3],
+    },
+    BlockTooLarge {
+        threads: u32,
+        limit: u32,
+    },
+    SharedMemoryTooLarge {
+        bytes: u32,
+        limit: u32,
+    },
+}
+
+impl fmt::Display for BindError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BindError::Arity { given, expected } => write!(
+                f,
+                "{given} arguments given, the kernel has {expected} parameters"
+            ),
+            BindError::Kind {
+                param,
+                expected,
+                given,
+            } => write!(f, "parameter `{param}` is {expected}, the argument is {given}"),
+            BindError::Rank {
+                param,
+                expected,
+                actual,
+            } => write!(
+                f,
+                "`{param}` has {expected} dims, the argument has shape of rank {actual}"
+            ),
+            BindError::ConstDim {
+                param,
+                axis,
+                expected,
+                actual,
+            } => write!(f, "axis {axis} of `{param}` must be {expected}, not {actual}"),
+            BindError::DimMismatch { dim, first, second } => write!(
+                f,
+                "dim {dim} is {} (axis {} of `{}`) but {} on axis {} of `{}`",
+                first.value, first.axis, first.param, second.value, second.axis, second.param
+            ),
+            BindError::DimTooLarge { dim, value } => write!(
+                f,
+                "dim {dim} = {value} does not fit the kernel's 32-bit index arithmetic (at most {})",
+                i32::MAX
+            ),
+            BindError::BufferTooShort {
+                param,
+                shape,
+                needed,
+                available,
+            } => write!(
+                f,
+                "`{param}` of shape {shape:?} needs {needed} elements, its buffer holds {available}"
+            ),
+            BindError::AlignedViolated {
+                dim,
+                value,
+                multiple,
+            } => write!(
+                f,
+                "@aligned({dim} = {multiple}) does not hold: {dim} = {value}"
+            ),
+            BindError::UnalignedBase {
+                param,
+                address,
+                required,
+            } => write!(
+                f,
+                "`{param}` starts at {address:#x}, which is not a multiple of the {required} bytes its vector accesses need"
+            ),
+            BindError::NoVariant {
+                dim,
+                value,
+                candidates,
+            } => write!(
+                f,
+                "no variant is compiled for {dim} = {value} (compiled for {dim} in {candidates:?})"
+            ),
+            BindError::UnknownConstant { name, constants } if constants.is_empty() => {
+                write!(f, "`{name}` is not an @autotune constant: the kernel has none")
+            }
+            BindError::UnknownConstant { name, constants } => write!(
+                f,
+                "`{name}` is not an @autotune constant of the kernel (it has {})",
+                constants.join(", ")
+            ),
+            BindError::NoPickedVariant {
+                name,
+                value,
+                candidates,
+            } => write!(
+                f,
+                "no variant is compiled for {name} = {value} (compiled for {name} in {candidates:?})"
+            ),
+            BindError::Inconsistent(message) => {
+                write!(f, "the metadata is inconsistent: {message}")
+            }
+            BindError::MissingGrid => {
+                f.write_str("the kernel has no @grid, so the launch needs a grid")
+            }
+            BindError::InvalidGrid(message) => write!(f, "invalid grid: {message}"),
+            BindError::GridTooLarge { grid, limit } => write!(
+                f,
+                "grid {grid:?} exceeds the device's limit {limit:?}"
+            ),
+            BindError::BlockTooLarge { threads, limit } => write!(
+                f,
+                "{threads} threads per CTA, the device allows 1 to {limit}"
+            ),
+            BindError::SharedMemoryTooLarge { bytes, limit } => write!(
+                f,
+                "{bytes} bytes of shared memory per CTA, the device allows {limit}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BindError {}
+
+/// The type of a parameter as the language writes it, e.g.
+/// `tensor<f32>[N, 4]` or `i32`.
+pub fn describe_param(kind: &ParamKindMeta) -> String {
+    match kind {
+        ParamKindMeta::Tensor { elem, dims, .. } => {
+            let dims: Vec<String> = dims
+                .iter()
+                .map(|d| match d {
+                    DimRefMeta::Named(n) => n.clone(),
+                    DimRefMeta::Const(c) => c.to_string(),
+                })
+                .collect();
+            format!("tensor<{}>[{}]", elem.name(), dims.join(", "))
+        }
+        ParamKindMeta::Scalar(t) => t.name().to_string(),
+    }
+}
+
+/// Binds a launch of `meta`.
+pub fn bind<'m>(meta: &'m KernelMeta, req: &LaunchRequest<'_>) -> Result<Binding<'m>, BindError> {
+    check_kinds(meta, req.args)?;
+    let dims = bind_dims(meta, req.args)?;
+    check_aligned(meta, req.args, &dims)?;
+    let candidates = matching_variants(meta, &dims, req.picked)?;
+    if req.grid.is_none() && meta.grid.is_none() {
+        return Err(BindError::MissingGrid);
+    }
+    Ok(Binding {
+        meta,
+        dims,
+        candidates,
+        given_grid: req.grid,
+        limits: req.limits,
+    })
+}
+
+impl<'m> Binding<'m> {
+    /// The value of a dim.
+    pub fn dim(&self, name: &str) -> Option<u64> {
+        self.dims.iter().find(|d| d.name == name).map(|d| d.value)
+    }
+
+    /// The first candidate: what runs when nothing is timed.
+    pub fn first(&self) -> &'m VariantMeta {
+        self.candidates[0]
+    }
+
+    /// Whether timing could choose among the candidates: more than one fits
+    /// and each gets a grid of its own (a grid given by the caller was
+    /// computed for one variant and cannot follow another).
+    pub fn tunable(&self) -> bool {
+        self.candidates.len() > 1 && self.given_grid.is_none() && grid_follows_variants(self.meta)
+    }
+
+    /// The grid of `variant`: the caller's, or its `@grid` over the dims;
+    /// checked against the device limits.
+    pub fn grid(&self, variant: &VariantMeta) -> Result<[u32; 3], BindError> {
+        let grid: [u64; 3] = match (
+            self.given_grid,
+            variant.grid.as_ref().or(self.meta.grid.as_ref()),
+        ) {
+            (Some(g), _) => g.map(u64::from),
+            (None, Some(exprs)) => {
+                if exprs.is_empty() || exprs.len() > 3 {
+                    return Err(BindError::InvalidGrid(format!(
+                        "@grid has {} expressions",
+                        exprs.len()
+                    )));
+                }
+                let mut g = [1u64; 3];
+                for (slot, expr) in g.iter_mut().zip(exprs) {
+                    let v = self
+                        .eval_grid(expr, variant)
+                        .map_err(BindError::InvalidGrid)?;
+                    *slot = u64::try_from(v)
+                        .map_err(|_| BindError::InvalidGrid(format!("@grid gives {v}")))?;
+                }
+                g
+            }
+            (None, None) => return Err(BindError::MissingGrid),
+        };
+        if grid.contains(&0) {
+            return Err(BindError::InvalidGrid(format!(
+                "{grid:?} has an empty direction"
+            )));
+        }
+        let limit = self.limits.max_grid;
+        if grid.iter().zip(limit).any(|(&g, l)| g > u64::from(l)) {
+            return Err(BindError::GridTooLarge { grid, limit });
+        }
+        Ok(grid.map(|g| g as u32))
+    }
+
+    /// Evaluates one `@grid` expression. Besides dims, the names
+    /// `ctx.warps`, `ctx.threads` and `ctx.lanes` stand for the variant's CTA
+    /// shape, and a tuning constant for the variant's value.
+    pub fn eval_grid(&self, expr: &GridExpr, variant: &VariantMeta) -> Result<i64, String> {
+        expr.eval(&|name| match name {
+            "ctx.warps" => Some(i64::from(variant.threads / 32)),
+            "ctx.threads" => Some(i64::from(variant.threads)),
+            "ctx.lanes" => Some(32),
+            _ => variant
+                .values
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| *v)
+                .or_else(|| self.dim(name).and_then(|v| i64::try_from(v).ok())),
+        })
+    }
+
+    /// The CTA shape and shared memory of `variant` against the device.
+    pub fn check_block(&self, variant: &VariantMeta) -> Result<(), BindError> {
+        let limits = &self.limits;
+        if variant.threads == 0 || variant.threads > limits.max_threads_per_block {
+            return Err(BindError::BlockTooLarge {
+                threads: variant.threads,
+                limit: limits.max_threads_per_block,
+            });
+        }
+        if variant.shared_bytes > limits.max_shared_bytes_per_block {
+            return Err(BindError::SharedMemoryTooLarge {
+                bytes: variant.shared_bytes,
+                limit: limits.max_shared_bytes_per_block,
+            });
+        }
+        Ok(())
+    }
+
+    /// The entry's `.param` values in `ptx_params` order.
+    pub fn ptx_args(&self, variant: &VariantMeta) -> Result<Vec<PtxValue>, BindError> {
+        let find = |name: &str| {
+            self.meta
+                .params
+                .iter()
+                .position(|p| p.name == name)
+                .ok_or_else(|| {
+                    BindError::Inconsistent(format!(
+                        "the entry names an unknown parameter `{name}`"
+                    ))
+                })
+        };
+        variant
+            .ptx_params
+            .iter()
+            .map(|p| match p {
+                PtxParam::TensorPtr(name) => {
+                    let i = find(name)?;
+                    match self.meta.params[i].kind {
+                        ParamKindMeta::Tensor { .. } => Ok(PtxValue::Tensor(i)),
+                        ParamKindMeta::Scalar(_) => {
+                            Err(BindError::Inconsistent(format!("`{name}` is not a tensor")))
+                        }
+                    }
+                }
+                PtxParam::Scalar(name, _) => {
+                    let i = find(name)?;
+                    match self.meta.params[i].kind {
+                        ParamKindMeta::Scalar(_) => Ok(PtxValue::Scalar(i)),
+                        ParamKindMeta::Tensor { .. } => {
+                            Err(BindError::Inconsistent(format!("`{name}` is not a scalar")))
+                        }
+                    }
+                }
+                PtxParam::Dim(name) => self
+                    .dim(name)
+                    .and_then(|v| i32::try_from(v).ok())
+                    .map(PtxValue::Dim)
+                    .ok_or_else(|| {
+                        BindError::Inconsistent(format!("no tensor carries dim `{name}`"))
+                    }),
+            })
+            .collect()
+    }
+}
+
+/// True when each variant carries its own `@grid` (metadata from this
+/// compiler), or when the kernel's `@grid` refers to a free tuning constant
+/// or to the CTA shape, so that it gives each variant its own grid.
+pub fn grid_follows_variants(meta: &KernelMeta) -> bool {
+    if meta.grid.is_none() {
+        return false;
+    }
+    if meta.variants.iter().all(|v| v.grid.is_some()) {
+        return true;
+    }
+    fn mentions(e: &GridExpr, names: &[&str]) -> bool {
+        match e {
+            GridExpr::Const(_) => false,
+            GridExpr::Dim(d) => names.contains(&d.as_str()),
+            GridExpr::Binary(_, a, b)
+            | GridExpr::Cdiv(a, b)
+            | GridExpr::Min(a, b)
+            | GridExpr::Max(a, b) => mentions(a, names) || mentions(b, names),
+        }
+    }
+    let mut names: Vec<&str> = free_constants(meta).collect();
+    names.extend(["ctx.warps", "ctx.threads"]);
+    meta.grid
+        .as_ref()
+        .is_some_and(|g| g.iter().any(|e| mentions(e, &names)))
+}
+
+/// The `@autotune` names that are not dims.
+fn free_constants(meta: &KernelMeta) -> impl Iterator<Item = &str> {
+    meta.autotune
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| !meta.dims.iter().any(|d| d.name == *n))
+}
+
+fn type_text(kind: &ParamKindMeta) -> String {
+    match kind {
+        ParamKindMeta::Tensor { elem, .. } => format!("tensor<{}>", elem.name()),
+        ParamKindMeta::Scalar(ty) => ty.name().to_string(),
+    }
+}
+
+fn check_kinds(meta: &KernelMeta, args: &[ArgShape<'_>]) -> Result<(), BindError> {
+    if args.len() != meta.params.len() {
+        return Err(BindError::Arity {
+            given: args.len(),
+            expected: meta.params.len(),
+        });
+    }
+    for (param, arg) in meta.params.iter().zip(args) {
+        match (&param.kind, arg) {
+            (ParamKindMeta::Tensor { elem, .. }, ArgShape::Tensor { elem: given, .. })
+                if elem == given => {}
+            (ParamKindMeta::Scalar(ty), ArgShape::Scalar(given)) if ty == given => {}
+            (kind, _) => {
+                let given = match arg {
+                    ArgShape::Tensor { elem, .. } => format!("tensor<{}>", elem.name()),
+                    ArgShape::Scalar(ty) => ty.name().to_string(),
+                };
+                return Err(BindError::Kind {
+                    param: param.name.clone(),
+                    expected: type_text(kind),
+                    given,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Rank, constant axes, agreeing dims, dim range and buffer length of every
+/// tensor; returns the dims' values in the order they were first carried.
+fn bind_dims(meta: &KernelMeta, args: &[ArgShape<'_>]) -> Result<Vec<BoundDim>, BindError> {
+    let mut dims: Vec<BoundDim> = Vec::new();
+    for (param, arg) in meta.params.iter().zip(args) {
+        let (
+            ParamKindMeta::Tensor { dims: axes, .. },
+            ArgShape::Tensor {
+                shape, capacity, ..
+            },
+        ) = (&param.kind, arg)
+        else {
+            continue;
+        };
+        if shape.len() != axes.len() {
+            return Err(BindError::Rank {
+                param: param.name.clone(),
+                expected: axes.len(),
+                actual: shape.len(),
+            });
+        }
+        for (axis, (dim, &value)) in axes.iter().zip(shape.iter()).enumerate() {
+            match dim {
+                DimRefMeta::Const(c) if *c != value => {
+                    return Err(BindError::ConstDim {
+                        param: param.name.clone(),
+                        axis,
+                        expected: *c,
+                        actual: value,
+                    })
+                }
+                DimRefMeta::Const(_) => {}
+                DimRefMeta::Named(name) => {
+                    let here = BoundDim {
+                        name: name.clone(),
+                        value,
+                        param: param.name.clone(),
+                        axis,
+                    };
+                    match dims.iter().find(|d| &d.name == name) {
+                        Some(first) if first.value != value => {
+                            return Err(BindError::DimMismatch {
+                                dim: name.clone(),
+                                first: first.clone(),
+                                second: here,
+                            })
+                        }
+                        Some(_) => {}
+                        None if value > i32::MAX as u64 => {
+                            return Err(BindError::DimTooLarge {
+                                dim: name.clone(),
+                                value,
+                            })
+                        }
+                        None => dims.push(here),
+                    }
+                }
+            }
+        }
+        if let Some(available) = capacity {
+            let needed = shape
+                .iter()
+                .try_fold(1u64, |n, &d| n.checked_mul(d))
+                .unwrap_or(u64::MAX);
+            if needed > *available {
+                return Err(BindError::BufferTooShort {
+                    param: param.name.clone(),
+                    shape: shape.to_vec(),
+                    needed,
+                    available: *available,
+                });
+            }
+        }
+    }
+    Ok(dims)
+}
+
+/// `@aligned` facts and the base alignment of vector-accessed tensors.
+fn check_aligned(
+    meta: &KernelMeta,
+    args: &[ArgShape<'_>],
+    dims: &[BoundDim],
+) -> Result<(), BindError> {
+    for (dim, multiple) in &meta.aligned {
+        if let Some(d) = dims.iter().find(|d| &d.name == dim) {
+            if *multiple != 0 && !d.value.is_multiple_of(*multiple) {
+                return Err(BindError::AlignedViolated {
+                    dim: dim.clone(),
+                    value: d.value,
+                    multiple: *multiple,
+                });
+            }
+        }
+    }
+    for (param, arg) in meta.params.iter().zip(args) {
+        if let (
+            ParamKindMeta::Tensor {
+                vector_bytes, elem, ..
+            },
+            ArgShape::Tensor {
+                address: Some(address),
+                ..
+            },
+        ) = (&param.kind, arg)
+        {
+            let required = (*vector_bytes).max(elem.size());
+            if required > 1 && !address.is_multiple_of(u64::from(required)) {
+                return Err(BindError::UnalignedBase {
+                    param: param.name.clone(),
+                    address: *address,
+                    required,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The variants whose autotuned dims equal the actual dims and whose free
+/// constants equal the picked values.
+fn matching_variants<'m>(
+    meta: &'m KernelMeta,
+    dims: &[BoundDim],
+    picked: &[(String, i64)],
+) -> Result<Vec<&'m VariantMeta>, BindError> {
+    let dim_value = |name: &str| dims.iter().find(|d| d.name == name).map(|d| d.value);
+    for (name, values) in &meta.autotune {
+        if let Some(actual) = dim_value(name) {
+            if !values.iter().any(|&v| u64::try_from(v) == Ok(actual)) {
+                return Err(BindError::NoVariant {
+                    dim: name.clone(),
+                    value: actual,
+                    candidates: values.clone(),
+                });
+            }
+        }
+    }
+    let free: Vec<&str> = free_constants(meta).collect();
+    for (name, value) in picked {
+        if !free.contains(&name.as_str()) {
+            return Err(BindError::UnknownConstant {
+                name: name.clone(),
+                constants: free.iter().map(|s| s.to_string()).collect(),
+            });
+        }
+        let values = meta
+            .autotune
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        if !values.contains(value) {
+            return Err(BindError::NoPickedVariant {
+                name: name.clone(),
+                value: *value,
+                candidates: values,
+            });
+        }
+    }
+    let matching: Vec<_> = meta
+        .variants
+        .iter()
+        .filter(|v| {
+            v.values.iter().all(|(name, value)| {
+                let dim_ok = dim_value(name).is_none_or(|d| u64::try_from(*value) == Ok(d));
+                let pick_ok = picked
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .is_none_or(|(_, p)| p == value);
+                dim_ok && pick_ok
+            })
+        })
+        .collect();
+    if matching.is_empty() {
+        return Err(BindError::Inconsistent(
+            "no variant is listed for these dims".to_string(),
+        ));
+    }
+    Ok(matching)
+}
