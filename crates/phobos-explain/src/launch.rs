@@ -8,8 +8,9 @@ use crate::record::{CtaEvents, Recorder};
 use crate::source_info::{self, Env, SourceInfo};
 use crate::steps::{self, BufferMap, Layout};
 use crate::{Cta, ExplainError, Input, Request};
-use phobos_core::ast::{BinOp, ScalarTy};
-use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
+use phobos_core::ast::ScalarTy;
+use phobos_core::binding::{self, describe_param, ArgShape, BindError, LaunchRequest, Limits};
+use phobos_core::meta::{KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
 use phobos_core::{CompileOptions, CompiledKernel};
 use phobos_sim::{Device, KernelArg, LaunchOptions, Module, SimError};
 use std::collections::BTreeMap;
@@ -24,13 +25,13 @@ const MAX_EVENTS_PER_CTA: usize = 300_000;
 pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
     let compiled = compile(req)?;
     let meta = &compiled.meta;
-    let (bound, variant) = bind_and_pick(meta, req)?;
+    let (bound, variant, grid) = bind_and_pick(meta, req)?;
     let (source, dim_ids, param_ids) = hir_info(req, meta, variant).unwrap_or_default();
     let SourceInfo {
         loops,
         statement_lines,
         tiles: tile_stmts,
-        grid: hir_grid,
+        ..
     } = source;
     let dim_values: Vec<i64> = dim_ids
         .iter()
@@ -40,24 +41,6 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         .iter()
         .map(|name| bound.scalars.get(name).copied())
         .collect();
-    let grid = match req.grid {
-        Some(g) => g,
-        None => {
-            // The variant's own @grid: the metadata's is the first
-            // variant's, which is wrong when a free tuning constant sizes it.
-            let env = Env {
-                dims: &dim_values,
-                scalars: &scalar_values,
-                block: [0; 3],
-                grid: [1; 3],
-                threads: variant.threads,
-            };
-            match hir_grid.as_ref().map(|g| grid_from_hir(meta, g, &env)) {
-                Some(g) => g?,
-                None => grid_of(meta, &bound.dims)?,
-            }
-        }
-    };
     let (picked_cta, total_ctas) = resolve_cta(req.cta, grid)?;
 
     let traced: Vec<u32> = if total_ctas <= u64::from(req.max_ctas.max(1)) {
@@ -134,22 +117,20 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
     })
 }
 
-/// Bind the inputs to the parameters and pick the variant: inputs named
-/// after a free `@autotune` constant choose its value.
+/// Bind the inputs to the parameters, pick the variant and its grid with
+/// the one launch binding (`phobos_core::binding`): inputs named after a
+/// free `@autotune` constant choose its value.
 fn bind_and_pick<'m>(
     meta: &'m KernelMeta,
     req: &Request,
-) -> Result<(Bound, &'m VariantMeta), ExplainError> {
+) -> Result<(Bound, &'m VariantMeta, [u32; 3]), ExplainError> {
     let (tuning, inputs): (Vec<_>, Vec<_>) = req.inputs.iter().cloned().partition(|(name, _)| {
         meta.autotune.iter().any(|(n, _)| n == name) && !meta.params.iter().any(|p| &p.name == name)
     });
-    let bound = bind(meta, &inputs, req.seed)?;
-    let mut wanted = bound.dims.clone();
+    let mut picked = Vec::new();
     for (name, value) in tuning {
         match value {
-            Input::Scalar(v) if v >= 0.0 && v.fract() == 0.0 => {
-                wanted.insert(name, v as u64);
-            }
+            Input::Scalar(v) if v.fract() == 0.0 && v.abs() < 1e15 => picked.push((name, v as i64)),
             _ => {
                 return Err(ExplainError::Usage(format!(
                     "`{name}` is an @autotune constant of `{}`: give one of its values, {name}=N",
@@ -158,8 +139,51 @@ fn bind_and_pick<'m>(
             }
         }
     }
-    let variant = pick_variant(meta, &wanted)?;
-    Ok((bound, variant))
+    let mut bound = read_inputs(meta, &inputs)?;
+    let shapes = bound.shapes.clone();
+    let args: Vec<ArgShape<'_>> = meta
+        .params
+        .iter()
+        .zip(&shapes)
+        .map(|(p, shape)| match (&p.kind, shape) {
+            (ParamKindMeta::Tensor { elem, .. }, Some(shape)) => ArgShape::Tensor {
+                elem: *elem,
+                shape,
+                capacity: None,
+                address: None,
+            },
+            (ParamKindMeta::Scalar(ty), _) => ArgShape::Scalar(*ty),
+            (ParamKindMeta::Tensor { elem, .. }, None) => ArgShape::Scalar(*elem),
+        })
+        .collect();
+    let usage = |e: BindError| ExplainError::Usage(format!("`{}`: {e}", meta.name));
+    let binding = binding::bind(
+        meta,
+        &LaunchRequest {
+            args: &args,
+            grid: req.grid,
+            picked: &picked,
+            limits: Limits::SM75,
+        },
+    )
+    .map_err(|e| match e {
+        BindError::MissingGrid => ExplainError::Usage(format!(
+            "`{}` has no @grid: give the grid with --grid X[,Y,Z]",
+            meta.name
+        )),
+        e => usage(e),
+    })?;
+    // A constant not asked for takes its first candidate.
+    let variant = binding.first();
+    let grid = binding.grid(variant).map_err(usage)?;
+    binding.check_block(variant).map_err(usage)?;
+    bound.dims = binding
+        .dims
+        .iter()
+        .map(|d| (d.name.clone(), d.value))
+        .collect();
+    fill_random(meta, &inputs, &mut bound, req.seed)?;
+    Ok((bound, variant, grid))
 }
 
 /// The picked CTA's linear index, and the number of CTAs in the grid.
@@ -218,86 +242,6 @@ fn plan_of(variant: &VariantMeta) -> (SharedPlan, Vec<Barrier>) {
     (shared, barriers)
 }
 
-/// The grid from the variant's `@grid` expressions.
-fn grid_from_hir(
-    meta: &KernelMeta,
-    exprs: &[phobos_core::hir::Expr],
-    env: &Env<'_>,
-) -> Result<[u32; 3], ExplainError> {
-    let mut grid = [1u32; 3];
-    for (axis, e) in exprs.iter().take(3).enumerate() {
-        let v = source_info::eval(e, env).ok_or_else(|| {
-            ExplainError::Usage(format!(
-                "the @grid of `{}` cannot be evaluated for these dims",
-                meta.name
-            ))
-        })?;
-        grid[axis] = u32::try_from(v).ok().filter(|&g| g >= 1).ok_or_else(|| {
-            ExplainError::Usage(format!(
-                "the @grid of `{}` gives {v} CTAs along axis {axis} for these dims",
-                meta.name
-            ))
-        })?;
-    }
-    Ok(grid)
-}
-
-/// The grid from the kernel's `@grid` in the metadata, over the launch's
-/// dims.
-fn grid_of(meta: &KernelMeta, dims: &BTreeMap<String, u64>) -> Result<[u32; 3], ExplainError> {
-    let exprs = meta.grid.as_ref().ok_or_else(|| {
-        ExplainError::Usage(format!(
-            "`{}` has no @grid: give the grid with --grid X[,Y,Z]",
-            meta.name
-        ))
-    })?;
-    let mut grid = [1u32; 3];
-    for (axis, e) in exprs.iter().take(3).enumerate() {
-        let v = eval_grid(e, dims).ok_or_else(|| {
-            ExplainError::Usage(format!(
-                "the @grid of `{}` cannot be evaluated for these dims",
-                meta.name
-            ))
-        })?;
-        grid[axis] = u32::try_from(v).ok().filter(|&g| g >= 1).ok_or_else(|| {
-            ExplainError::Usage(format!(
-                "the @grid of `{}` gives {v} CTAs along axis {axis} for these dims",
-                meta.name
-            ))
-        })?;
-    }
-    Ok(grid)
-}
-
-fn eval_grid(e: &GridExpr, dims: &BTreeMap<String, u64>) -> Option<i64> {
-    Some(match e {
-        GridExpr::Const(c) => *c,
-        GridExpr::Dim(d) => i64::try_from(*dims.get(d)?).ok()?,
-        GridExpr::Binary(op, a, b) => {
-            let (a, b) = (eval_grid(a, dims)?, eval_grid(b, dims)?);
-            match op {
-                BinOp::Add => a.checked_add(b)?,
-                BinOp::Sub => a.checked_sub(b)?,
-                BinOp::Mul => a.checked_mul(b)?,
-                BinOp::Div => a.checked_div(b)?,
-                BinOp::Rem => a.checked_rem(b)?,
-                BinOp::Shl => a.checked_shl(u32::try_from(b).ok()?)?,
-                BinOp::Shr => a.checked_shr(u32::try_from(b).ok()?)?,
-                _ => return None,
-            }
-        }
-        GridExpr::Cdiv(a, b) => {
-            let (a, b) = (eval_grid(a, dims)?, eval_grid(b, dims)?);
-            if b <= 0 {
-                return None;
-            }
-            a.checked_add(b - 1)? / b
-        }
-        GridExpr::Min(a, b) => eval_grid(a, dims)?.min(eval_grid(b, dims)?),
-        GridExpr::Max(a, b) => eval_grid(a, dims)?.max(eval_grid(b, dims)?),
-    })
-}
-
 /// The 3-D id of a linear CTA index.
 pub fn cta_id(c: u32, grid: [u32; 3]) -> [u32; 3] {
     let gx = grid[0].max(1);
@@ -331,6 +275,8 @@ fn compile(req: &Request) -> Result<CompiledKernel, ExplainError> {
 
 /// The inputs bound to the parameters.
 struct Bound {
+    /// Each parameter's shape, `None` for scalars.
+    shapes: Vec<Option<Vec<u64>>>,
     tensors: Vec<TensorInfo>,
     /// Bytes of each tensor, in `tensors` order.
     data: Vec<Vec<u8>>,
@@ -338,23 +284,10 @@ struct Bound {
     scalars: BTreeMap<String, f64>,
 }
 
-fn describe_param(kind: &ParamKindMeta) -> String {
-    match kind {
-        ParamKindMeta::Tensor { elem, dims, .. } => {
-            let dims: Vec<String> = dims
-                .iter()
-                .map(|d| match d {
-                    DimRefMeta::Named(n) => n.clone(),
-                    DimRefMeta::Const(c) => c.to_string(),
-                })
-                .collect();
-            format!("tensor<{}>[{}]", elem.name(), dims.join(", "))
-        }
-        ParamKindMeta::Scalar(t) => t.name().to_string(),
-    }
-}
-
-fn bind(meta: &KernelMeta, inputs: &[(String, Input)], seed: u64) -> Result<Bound, ExplainError> {
+/// Reads each parameter's input: its shape and bytes (the data given; a
+/// `shape:` input gets its random values once the binding accepted the
+/// shapes, in [`fill_random`]), or its scalar value.
+fn read_inputs(meta: &KernelMeta, inputs: &[(String, Input)]) -> Result<Bound, ExplainError> {
     for (name, _) in inputs {
         if !meta.params.iter().any(|p| &p.name == name) {
             let names: Vec<&str> = meta.params.iter().map(|p| p.name.as_str()).collect();
@@ -366,12 +299,12 @@ fn bind(meta: &KernelMeta, inputs: &[(String, Input)], seed: u64) -> Result<Boun
         }
     }
     let mut bound = Bound {
+        shapes: vec![],
         tensors: vec![],
         data: vec![],
         dims: BTreeMap::new(),
         scalars: BTreeMap::new(),
     };
-    let mut rng = XorShift::new(seed);
     for p in &meta.params {
         let given = inputs.iter().find(|(n, _)| n == &p.name).map(|(_, v)| v);
         let Some(given) = given else {
@@ -387,12 +320,7 @@ fn bind(meta: &KernelMeta, inputs: &[(String, Input)], seed: u64) -> Result<Boun
         };
         match (&p.kind, given) {
             (
-                ParamKindMeta::Tensor {
-                    elem,
-                    dims,
-                    written,
-                    ..
-                },
+                ParamKindMeta::Tensor { elem, written, .. },
                 Input::Data {
                     shape,
                     elem: given_elem,
@@ -407,49 +335,31 @@ fn bind(meta: &KernelMeta, inputs: &[(String, Input)], seed: u64) -> Result<Boun
                         given_elem.name()
                     )));
                 }
-                bind_dims(&p.name, &p.kind, dims, shape, &mut bound.dims)?;
-                let want = shape.iter().product::<u64>() * u64::from(elem.size());
-                if bytes.len() as u64 != want {
+                let want = tensor_bytes(shape, *elem);
+                if want != Some(bytes.len() as u64) {
                     return Err(ExplainError::Usage(format!(
-                        "`{}` has {} bytes of data for shape {:?}, which needs {want}",
+                        "`{}` has {} bytes of data for shape {:?}, which needs {}",
                         p.name,
                         bytes.len(),
-                        shape
+                        shape,
+                        want.map_or("more than 2^64".to_string(), |w| w.to_string())
                     )));
                 }
+                bound.shapes.push(Some(shape.clone()));
                 bound
                     .tensors
                     .push(tensor_info(&p.name, *elem, shape, *written));
                 bound.data.push(bytes.clone());
             }
-            (
-                ParamKindMeta::Tensor {
-                    elem,
-                    dims,
-                    written,
-                    ..
-                },
-                Input::Random { shape },
-            ) => {
-                bind_dims(&p.name, &p.kind, dims, shape, &mut bound.dims)?;
-                let count = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-                let bytes = count
-                    .and_then(|c| c.checked_mul(u64::from(elem.size())))
-                    .filter(|&b| b <= MAX_RANDOM_BYTES)
-                    .ok_or_else(|| {
-                        ExplainError::Usage(format!(
-                            "`{}` of shape {:?} is too large to simulate",
-                            p.name, shape
-                        ))
-                    })?;
+            (ParamKindMeta::Tensor { elem, written, .. }, Input::Random { shape }) => {
+                bound.shapes.push(Some(shape.clone()));
                 bound
                     .tensors
                     .push(tensor_info(&p.name, *elem, shape, *written));
-                bound
-                    .data
-                    .push(random_bytes(*elem, bytes as usize, &mut rng));
+                bound.data.push(Vec::new());
             }
             (ParamKindMeta::Scalar(_), Input::Scalar(v)) => {
+                bound.shapes.push(None);
                 bound.scalars.insert(p.name.clone(), *v);
             }
             (kind, _) => {
@@ -468,41 +378,40 @@ fn bind(meta: &KernelMeta, inputs: &[(String, Input)], seed: u64) -> Result<Boun
     Ok(bound)
 }
 
-fn bind_dims(
-    name: &str,
-    kind: &ParamKindMeta,
-    dims: &[DimRefMeta],
-    shape: &[u64],
-    known: &mut BTreeMap<String, u64>,
+/// Bytes of a tensor of this shape, if that fits 64 bits.
+fn tensor_bytes(shape: &[u64], elem: ScalarTy) -> Option<u64> {
+    shape
+        .iter()
+        .try_fold(u64::from(elem.size()), |a, &d| a.checked_mul(d))
+}
+
+/// Random values for the tensors given as `shape:`, in parameter order.
+fn fill_random(
+    meta: &KernelMeta,
+    inputs: &[(String, Input)],
+    bound: &mut Bound,
+    seed: u64,
 ) -> Result<(), ExplainError> {
-    if dims.len() != shape.len() {
-        return Err(ExplainError::Usage(format!(
-            "`{name}` is a {} ({} dims) but was given shape {:?}",
-            describe_param(kind),
-            dims.len(),
-            shape
-        )));
-    }
-    for (axis, (d, &n)) in dims.iter().zip(shape).enumerate() {
-        match d {
-            DimRefMeta::Const(c) if *c != n => {
-                return Err(ExplainError::Usage(format!(
-                    "axis {axis} of `{name}` must be {c} ({}), not {n}",
-                    describe_param(kind)
-                )))
-            }
-            DimRefMeta::Const(_) => {}
-            DimRefMeta::Named(dim) => match known.get(dim) {
-                Some(&prev) if prev != n => {
-                    return Err(ExplainError::Usage(format!(
-                    "dim {dim} is {prev} from an earlier tensor but {n} on axis {axis} of `{name}`"
-                )))
-                }
-                _ => {
-                    known.insert(dim.clone(), n);
-                }
-            },
-        }
+    let mut rng = XorShift::new(seed);
+    let tensors = meta
+        .params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKindMeta::Tensor { .. }));
+    for (i, p) in tensors.enumerate() {
+        let (ParamKindMeta::Tensor { elem, .. }, Some((_, Input::Random { shape }))) =
+            (&p.kind, inputs.iter().find(|(n, _)| n == &p.name))
+        else {
+            continue;
+        };
+        let bytes = tensor_bytes(shape, *elem)
+            .filter(|&b| b <= MAX_RANDOM_BYTES)
+            .ok_or_else(|| {
+                ExplainError::Usage(format!(
+                    "`{}` of shape {:?} is too large to simulate",
+                    p.name, shape
+                ))
+            })?;
+        bound.data[i] = random_bytes(*elem, bytes as usize, &mut rng);
     }
     Ok(())
 }
@@ -521,41 +430,6 @@ fn tensor_info(name: &str, elem: ScalarTy, shape: &[u64], written: bool) -> Tens
         cols: cols.max(1),
         written,
     }
-}
-
-/// The variant whose autotuned dims equal the launch's dims and whose free
-/// tuning constants equal the values asked for (`BLOCK=128`); a constant
-/// not asked for takes its first candidate.
-fn pick_variant<'m>(
-    meta: &'m KernelMeta,
-    dims: &BTreeMap<String, u64>,
-) -> Result<&'m VariantMeta, ExplainError> {
-    let fits = |v: &VariantMeta| {
-        v.values.iter().all(|(name, value)| match dims.get(name) {
-            Some(&d) => d as i64 == *value,
-            None => true,
-        })
-    };
-    meta.variants.iter().find(|v| fits(v)).ok_or_else(|| {
-        let tuned: Vec<String> = meta
-            .autotune
-            .iter()
-            .filter(|(n, _)| dims.contains_key(n))
-            .map(|(n, vals)| {
-                let vals: Vec<String> = vals.iter().map(i64::to_string).collect();
-                format!(
-                    "{n} = {} (compiled for {n} in [{}])",
-                    dims.get(n).copied().unwrap_or(0),
-                    vals.join(", ")
-                )
-            })
-            .collect();
-        ExplainError::Usage(format!(
-            "no compiled variant of `{}` fits: {}",
-            meta.name,
-            tuned.join("; ")
-        ))
-    })
 }
 
 /// Loops and tiles from the checked kernel of this variant, with the dim
