@@ -25,8 +25,9 @@
 //!   does). An expected NaN (poison) needs a NaN.
 
 use half::{bf16, f16};
-use phobos_core::ast::{BinOp, ScalarTy};
-use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
+use phobos_core::ast::ScalarTy;
+use phobos_core::binding::{bind, ArgShape, Binding, LaunchRequest, Limits, PtxValue};
+use phobos_core::meta::{DimRefMeta, KernelMeta, ParamKindMeta, VariantMeta};
 use phobos_core::{CompileOptions, CompiledKernel};
 use phobos_sim::{Device, KernelArg, LaunchOptions, LaunchStats, Module, SimError};
 use rand::rngs::StdRng;
@@ -318,6 +319,9 @@ pub struct Case {
     /// Relative tolerance for f32/f64 (1e-5).
     pub rel: f64,
     pub opts: LaunchOptions,
+    /// Launch even when the dims break an `@aligned` fact (planted-bug
+    /// tests: the simulator must then catch the misaligned accesses).
+    pub break_aligned: bool,
 }
 
 impl Case {
@@ -349,6 +353,7 @@ impl Case {
             floor: 1.0,
             rel: 1e-5,
             opts: LaunchOptions::default(),
+            break_aligned: false,
         }
     }
 
@@ -433,68 +438,74 @@ impl Case {
         }
     }
 
-    /// The variant to launch: matching every free autotune value given and
-    /// every autotuned dim.
-    pub fn variant(&self) -> &VariantMeta {
-        let m = self.meta();
-        m.variants
+    /// The launch bound by the one launch binding (`phobos_core::binding`)
+    /// over the shapes the dims give, with the free autotune values picked.
+    /// Panics with the binding's message when it refuses the launch.
+    pub fn binding(&self, grid: Option<[u32; 3]>) -> Binding<'_> {
+        self.bind_meta(self.meta(), grid)
+    }
+
+    fn bind_meta<'m>(&self, meta: &'m KernelMeta, grid: Option<[u32; 3]>) -> Binding<'m> {
+        let shapes: Vec<Option<(ScalarTy, Vec<u64>)>> = meta
+            .params
             .iter()
-            .find(|v| {
-                v.values.iter().all(|(n, val)| {
-                    if let Some(d) = self.dims.get(n) {
-                        d == val
-                    } else if let Some((_, t)) = self.tune.iter().find(|(t, _)| t == n) {
-                        t == val
-                    } else {
-                        true
-                    }
-                })
+            .map(|p| match &p.kind {
+                ParamKindMeta::Tensor { elem, .. } => Some((
+                    *elem,
+                    self.shape(&p.name).iter().map(|&d| d as u64).collect(),
+                )),
+                ParamKindMeta::Scalar(_) => None,
             })
-            .unwrap_or_else(|| {
-                panic!(
-                    "no variant of {} for {:?} {:?}",
-                    m.name, self.dims, self.tune
-                )
+            .collect();
+        let args: Vec<ArgShape<'_>> = meta
+            .params
+            .iter()
+            .zip(&shapes)
+            .map(|(p, shape)| match (&p.kind, shape) {
+                (_, Some((elem, shape))) => ArgShape::Tensor {
+                    elem: *elem,
+                    shape,
+                    capacity: None,
+                    address: None,
+                },
+                (ParamKindMeta::Scalar(ty), None) => ArgShape::Scalar(*ty),
+                (ParamKindMeta::Tensor { elem, .. }, None) => ArgShape::Scalar(*elem),
             })
+            .collect();
+        let picked: Vec<(String, i64)> = self
+            .tune
+            .iter()
+            .filter(|(n, _)| !meta.dims.iter().any(|d| &d.name == n))
+            .cloned()
+            .collect();
+        let req = LaunchRequest {
+            args: &args,
+            grid,
+            picked: &picked,
+            limits: Limits::SM75,
+        };
+        bind(meta, &req).unwrap_or_else(|e| panic!("{}: {e}", meta.name))
     }
 
-    /// The launch grid from the kernel's `@grid` attribute, evaluated over
-    /// the dims (panics when the kernel has none).
+    /// Lets the launch break the kernel's `@aligned` facts, which the
+    /// binding (like the runtime) refuses otherwise.
+    pub fn break_aligned(mut self) -> Case {
+        self.break_aligned = true;
+        self
+    }
+
+    /// The variant to launch: matching every free autotune value given and
+    /// every autotuned dim (the first that fits).
+    pub fn variant(&self) -> &VariantMeta {
+        self.binding(None).first()
+    }
+
+    /// The launch grid from the variant's `@grid`, evaluated over the dims
+    /// (panics when the kernel has none).
     pub fn meta_grid(&self) -> [u32; 3] {
-        let g = self
-            .meta()
-            .grid
-            .clone()
-            .unwrap_or_else(|| panic!("{} has no @grid", self.meta().name));
-        let mut out = [1u32; 3];
-        for (o, e) in out.iter_mut().zip(&g) {
-            *o = u32::try_from(self.eval_grid(e)).expect("a positive grid");
-        }
-        out
-    }
-
-    fn eval_grid(&self, e: &GridExpr) -> i64 {
-        match e {
-            GridExpr::Const(c) => *c,
-            GridExpr::Dim(d) => self.dims[d],
-            GridExpr::Cdiv(a, b) => {
-                let (a, b) = (self.eval_grid(a), self.eval_grid(b));
-                (a + b - 1).div_euclid(b)
-            }
-            GridExpr::Min(a, b) => self.eval_grid(a).min(self.eval_grid(b)),
-            GridExpr::Max(a, b) => self.eval_grid(a).max(self.eval_grid(b)),
-            GridExpr::Binary(op, a, b) => {
-                let (a, b) = (self.eval_grid(a), self.eval_grid(b));
-                match op {
-                    BinOp::Add => a + b,
-                    BinOp::Sub => a - b,
-                    BinOp::Mul => a * b,
-                    BinOp::Div => a / b,
-                    BinOp::Rem => a % b,
-                    other => panic!("unexpected operator {other:?} in @grid"),
-                }
-            }
-        }
+        let b = self.binding(None);
+        b.grid(b.first())
+            .unwrap_or_else(|e| panic!("{}: {e}", self.meta().name))
     }
 
     /// Fills every tensor not given: random if read-only, poisoned if written.
@@ -530,7 +541,12 @@ impl Case {
     /// Runs the kernel on `grid` (CTAs; the block is the variant's threads).
     pub fn launch(mut self, grid: [u32; 3]) -> Result<Outcome, Box<(Outcome, SimError)>> {
         self.prepare();
-        let variant = self.variant().clone();
+        let mut meta = self.meta().clone();
+        if self.break_aligned {
+            meta.aligned.clear();
+        }
+        let binding = self.bind_meta(&meta, Some(grid));
+        let variant = binding.first().clone();
         let module = Module::parse(&self.kernel.ptx)
             .unwrap_or_else(|e| panic!("the PTX of {} does not load: {e}", self.meta().name));
         let mut dev = Device::new();
@@ -545,11 +561,14 @@ impl Case {
             variant.ptx_params.len(),
             "metadata and PTX disagree on the parameter count"
         );
+        let values = binding.ptx_args(&variant).unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<String> = self.meta().params.iter().map(|p| p.name.clone()).collect();
         let mut args = Vec::new();
-        for (p, info) in variant.ptx_params.iter().zip(&params) {
-            args.push(match p {
-                PtxParam::TensorPtr(n) => KernelArg::Buffer(ids[n]),
-                PtxParam::Scalar(n, _) => {
+        for (value, info) in values.iter().zip(&params) {
+            args.push(match *value {
+                PtxValue::Tensor(i) => KernelArg::Buffer(ids[&names[i]]),
+                PtxValue::Scalar(i) => {
+                    let n = &names[i];
                     let mut b = self
                         .scalars
                         .get(n)
@@ -558,14 +577,7 @@ impl Case {
                     b.resize(info.size as usize, 0);
                     KernelArg::Bytes(b)
                 }
-                PtxParam::Dim(n) => {
-                    let v = self
-                        .dims
-                        .get(n)
-                        .copied()
-                        .unwrap_or_else(|| panic!("dim {n} not given"));
-                    KernelArg::I32(i32::try_from(v).expect("dim fits i32"))
-                }
+                PtxValue::Dim(v) => KernelArg::I32(v),
             });
         }
         let before = self.tensors.clone();

@@ -302,7 +302,7 @@ fn a_tile_copy_without_its_barrier_is_a_race() {
 /// staged_matvec's shared plan.
 fn planted_plan() -> Vec<phobos_core::meta::SharedBuffer> {
     Case::corpus("staged_matvec")
-        .dims(&[("K", 256)])
+        .dims(&[("N", 8), ("K", 256)])
         .variant()
         .shared_plan
         .clone()
@@ -332,7 +332,7 @@ fn a_launch_that_breaks_aligned_is_a_misaligned_vector_access() {
             .scalar("alpha", phobos_conformance::sim_support::Scalar::F32(0.5))
     };
     clean(case(64), [1, 1, 1]);
-    let r = report(case(66), [1, 1, 1]);
+    let r = report(case(66).break_aligned(), [1, 1, 1]);
     assert_eq!(r.kind, CheckKind::Memcheck, "{r}");
     assert_eq!(r.kernel, "run_store");
     assert_eq!(line_of(&r), 10, "{r}");

@@ -305,9 +305,6 @@ pub fn bind<'m>(meta: &'m KernelMeta, req: &LaunchRequest<'_>) -> Result<Binding
     let dims = bind_dims(meta, req.args)?;
     check_aligned(meta, req.args, &dims)?;
     let candidates = matching_variants(meta, &dims, req.picked)?;
-    if req.grid.is_none() && meta.grid.is_none() {
-        return Err(BindError::MissingGrid);
-    }
     Ok(Binding {
         meta,
         dims,
@@ -336,7 +333,8 @@ impl<'m> Binding<'m> {
     }
 
     /// The grid of `variant`: the caller's, or its `@grid` over the dims;
-    /// checked against the device limits.
+    /// checked against the device limits. Without either it is
+    /// [`BindError::MissingGrid`].
     pub fn grid(&self, variant: &VariantMeta) -> Result<[u32; 3], BindError> {
         let grid: [u64; 3] = match (
             self.given_grid,
