@@ -24,7 +24,7 @@ mod names;
 mod signature;
 
 use phobos_core::ast::ScalarTy;
-use phobos_core::meta::{GridExpr, KernelMeta, ParamKindMeta};
+use phobos_core::meta::{KernelMeta, ParamKindMeta};
 use std::fmt::Write;
 
 pub use names::rust_ident;
@@ -236,7 +236,7 @@ fn write_docs(s: &mut String, meta: &KernelMeta) {
     }
     if !free.is_empty() {
         let names: Vec<&str> = free.iter().map(|(n, _)| n.as_str()).collect();
-        if grid_follows_variants(meta, &names) {
+        if phobos_core::binding::grid_follows_variants(meta) {
             let _ = writeln!(
                 s,
                 "/// On a GPU, the first launch for each set of dims times every value of {} \
@@ -260,26 +260,6 @@ fn write_docs(s: &mut String, meta: &KernelMeta) {
         "///\n/// The launch is checked first (shapes, dims, `@aligned`, alignment, autotune \
          variant, device limits) and refused with a `LaunchError` when a check fails.\n",
     );
-}
-
-/// True when `@grid` names a free tuning constant or the CTA shape, so each
-/// variant gets its own grid (the runtime's rule for timing variants).
-fn grid_follows_variants(meta: &KernelMeta, free: &[&str]) -> bool {
-    fn mentions(e: &GridExpr, names: &[&str]) -> bool {
-        match e {
-            GridExpr::Const(_) => false,
-            GridExpr::Dim(d) => names.contains(&d.as_str()),
-            GridExpr::Binary(_, a, b)
-            | GridExpr::Cdiv(a, b)
-            | GridExpr::Min(a, b)
-            | GridExpr::Max(a, b) => mentions(a, names) || mentions(b, names),
-        }
-    }
-    let mut names = free.to_vec();
-    names.extend(["ctx.warps", "ctx.threads"]);
-    meta.grid
-        .as_ref()
-        .is_some_and(|g| g.iter().any(|e| mentions(e, &names)))
 }
 
 #[cfg(test)]

@@ -2,7 +2,6 @@
 //! metadata: the attributes that matter to a caller and the parameter list.
 //! It documents each generated function.
 
-use phobos_core::ast::BinOp;
 use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta};
 
 /// `@autotune`, `@launch`, `@aligned` and `@grid` lines, then
@@ -54,35 +53,12 @@ pub fn kernel_signature(meta: &KernelMeta) -> String {
     lines.join("\n")
 }
 
-fn op(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Rem => "%",
-        BinOp::BitAnd => "&",
-        BinOp::BitOr => "|",
-        BinOp::BitXor => "^",
-        BinOp::Shl => "<<",
-        BinOp::Shr => ">>",
-        BinOp::Eq => "==",
-        BinOp::Ne => "!=",
-        BinOp::Lt => "<",
-        BinOp::Le => "<=",
-        BinOp::Gt => ">",
-        BinOp::Ge => ">=",
-        BinOp::And => "&&",
-        BinOp::Or => "||",
-    }
-}
-
 /// A grid expression as Phobos source (fully parenthesized binaries).
 pub(crate) fn grid_expr(e: &GridExpr) -> String {
     match e {
         GridExpr::Const(c) => c.to_string(),
         GridExpr::Dim(d) => d.clone(),
-        GridExpr::Binary(o, a, b) => format!("({} {} {})", grid_expr(a), op(*o), grid_expr(b)),
+        GridExpr::Binary(o, a, b) => format!("({} {} {})", grid_expr(a), o.symbol(), grid_expr(b)),
         GridExpr::Cdiv(a, b) => format!("cdiv({}, {})", grid_expr(a), grid_expr(b)),
         GridExpr::Min(a, b) => format!("min({}, {})", grid_expr(a), grid_expr(b)),
         GridExpr::Max(a, b) => format!("max({}, {})", grid_expr(a), grid_expr(b)),

@@ -162,6 +162,19 @@ fn free_tuning_constants_are_documented() {
         Box::new(GridExpr::Dim("N".into())),
         Box::new(GridExpr::Dim("BLOCK".into())),
     )]);
+    let code = generate_kernel(&assets(meta.clone()), &AssetRoot::OutDir(String::new()));
+    assert!(
+        code.contains("times every value of BLOCK and keeps the fastest"),
+        "{code}"
+    );
+    // Metadata where every variant carries its own @grid: the runtime times
+    // the variants even when the kernel-level @grid does not name BLOCK, and
+    // the docs say so (they used to claim the first variant runs).
+    meta.grid = Some(vec![GridExpr::Dim("N".into())]);
+    for v in &mut meta.variants {
+        v.grid = Some(vec![GridExpr::Dim("N".into())]);
+    }
+    assert!(phobos_core::binding::grid_follows_variants(&meta));
     let code = generate_kernel(&assets(meta), &AssetRoot::OutDir(String::new()));
     assert!(
         code.contains("times every value of BLOCK and keeps the fastest"),
