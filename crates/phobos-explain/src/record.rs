@@ -2,7 +2,7 @@
 //! picked CTAs' warp instructions into owned events, with limits so a long
 //! kernel cannot exhaust memory. It interprets nothing; `steps.rs` does.
 
-use phobos_sim::{AccessKind as SimKind, Observer, Space as SimSpace, StepInfo};
+use phobos_sim::{AccessKind as SimKind, Observer, OpKind, Space as SimSpace, StepInfo};
 use std::collections::BTreeMap;
 
 /// One memory access by one thread.
@@ -118,20 +118,8 @@ impl Observer for Recorder {
             line: info.loc.map(|(_, line, _)| line),
             accesses,
             shuffles: info.shuffles.to_vec(),
-            barrier: info.barrier,
-            shuffle: bare_opcode(info.opcode).starts_with("shfl"),
+            barrier: info.kind == OpKind::Barrier,
+            shuffle: info.kind == OpKind::Shuffle,
         });
-    }
-}
-
-/// The opcode without a leading `@p` guard.
-pub fn bare_opcode(text: &str) -> &str {
-    let text = text.trim_start();
-    if text.starts_with('@') {
-        text.split_once(char::is_whitespace)
-            .map(|(_, rest)| rest.trim_start())
-            .unwrap_or("")
-    } else {
-        text
     }
 }

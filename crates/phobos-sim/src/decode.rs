@@ -21,7 +21,7 @@ pub(crate) type PredId = u32;
 
 /// A PTX fundamental type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Ty {
+pub enum Ty {
     B8,
     B16,
     B32,
@@ -63,6 +63,34 @@ impl Ty {
             "pred" => Ty::Pred,
             _ => return None,
         })
+    }
+
+    /// The type as PTX writes it, without the dot (`u64`, `f32`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Ty::B8 => "b8",
+            Ty::B16 => "b16",
+            Ty::B32 => "b32",
+            Ty::B64 => "b64",
+            Ty::U8 => "u8",
+            Ty::U16 => "u16",
+            Ty::U32 => "u32",
+            Ty::U64 => "u64",
+            Ty::S8 => "s8",
+            Ty::S16 => "s16",
+            Ty::S32 => "s32",
+            Ty::S64 => "s64",
+            Ty::F16 => "f16",
+            Ty::Bf16 => "bf16",
+            Ty::F32 => "f32",
+            Ty::F64 => "f64",
+            Ty::Pred => "pred",
+        }
+    }
+
+    /// An untyped-bits, unsigned or signed integer type.
+    pub fn is_integer_or_bits(self) -> bool {
+        !matches!(self, Ty::F16 | Ty::Bf16 | Ty::F32 | Ty::F64 | Ty::Pred)
     }
 
     pub(crate) fn bits(self) -> u32 {
@@ -424,8 +452,9 @@ pub(crate) struct InstInfo {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamInfo {
     pub name: String,
-    /// The PTX type without the dot, e.g. `u64`, `s32`, `f32`, `b8`.
-    pub ty: String,
+    /// The PTX type, e.g. `u64`, `s32`, `f32`, `b8` (of each element for
+    /// an array parameter).
+    pub ty: Ty,
     /// Bytes (element size times array length).
     pub size: u32,
     /// Byte offset in the parameter buffer.
@@ -582,7 +611,8 @@ fn decode_entry(e: &RawEntry, module_shared: &[VarDecl]) -> Result<Entry, SimErr
         let bytes = u64::from(size) * p.elems.max(1);
         params.push(ParamInfo {
             name: p.name.clone(),
-            ty: p.ty.trim_start_matches('.').to_string(),
+            ty: Ty::parse(p.ty.trim_start_matches('.'))
+                .ok_or_else(|| unsupported(format!(".param {}", p.ty), p.line))?,
             size: bytes as u32,
             offset: off as u32,
         });
@@ -1689,5 +1719,11 @@ impl Decoder {
             a: self.pred_src(&ops[1], line)?,
             mask: self.src(&ops[2], Ty::B32, line)?,
         })
+    }
+}
+
+impl std::fmt::Display for Ty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }

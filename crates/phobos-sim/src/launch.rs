@@ -3,7 +3,7 @@
 //! threads, and turning faults into located reports.
 
 use crate::checks::{Hazard, Shadow};
-use crate::decode::{Entry, ParamInfo};
+use crate::decode::{Entry, ParamInfo, Ty};
 use crate::error::{CheckKind, CheckReport, SimError, SourceLoc};
 use crate::exec::Fault;
 use crate::memory::{base_of, BufferId, Device, GlobalFault};
@@ -292,16 +292,15 @@ impl Ctx<'_> {
 }
 
 fn arg_fits(arg: &KernelArg, p: &ParamInfo) -> bool {
-    let t = p.ty.as_str();
-    let int = |bits: u32| p.size == bits / 8 && matches!(t.as_bytes()[0], b'u' | b's' | b'b');
+    let int = |bits: u32| p.size == bits / 8 && p.ty.is_integer_or_bits();
     match arg {
         KernelArg::Buffer(_) | KernelArg::U64(_) | KernelArg::I64(_) => int(64),
         KernelArg::U32(_) | KernelArg::I32(_) => int(32),
         KernelArg::U16(_) | KernelArg::I16(_) => int(16),
         KernelArg::U8(_) | KernelArg::I8(_) => int(8),
         KernelArg::Bits16(_) => p.size == 2,
-        KernelArg::F32(_) => matches!(t, "f32" | "b32"),
-        KernelArg::F64(_) => matches!(t, "f64" | "b64"),
+        KernelArg::F32(_) => matches!(p.ty, Ty::F32 | Ty::B32),
+        KernelArg::F64(_) => matches!(p.ty, Ty::F64 | Ty::B64),
         KernelArg::Bytes(b) => b.len() == p.size as usize,
     }
 }

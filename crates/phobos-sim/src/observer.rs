@@ -18,6 +18,25 @@ pub enum AccessKind {
     Atomic,
 }
 
+/// What kind of operation an executed instruction was, so that observers
+/// never parse opcode text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    /// `bar.sync` / `barrier.sync`.
+    Barrier,
+    /// `shfl.sync`.
+    Shuffle,
+    /// `vote.sync` (and `bar.warp.sync`, a warp-wide sync).
+    WarpSync,
+    Load,
+    Store,
+    Atomic,
+    /// `bra` and `exit`.
+    Control,
+    /// Arithmetic, conversions, moves and everything else.
+    Compute,
+}
+
 /// One thread's memory access made by one instruction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Access {
@@ -52,8 +71,8 @@ pub struct StepInfo<'a> {
     /// For `shfl.sync`: (lane, source lane) for each active lane whose
     /// source was inside its segment.
     pub shuffles: &'a [(u32, u32)],
-    /// True for `bar.sync` / `barrier.sync`.
-    pub barrier: bool,
+    /// The kind of instruction.
+    pub kind: OpKind,
 }
 
 /// A launch observer. All methods have empty defaults.

@@ -15,7 +15,7 @@ use crate::decode::{Op, PredSrc, Special};
 use crate::error::{CheckKind, SimError};
 use crate::exec::Fault;
 use crate::launch::{CtaState, Ctx};
-use crate::observer::{Observer, StepInfo};
+use crate::observer::{Observer, OpKind, StepInfo};
 
 pub(crate) const FULL: u32 = u32::MAX;
 
@@ -224,7 +224,7 @@ impl Warp {
             self.steps += 1;
             if self.steps > cx.max_steps {
                 let msg = format!(
-                    "warp {} executed more than {} instructions; the kernel may never end (raise the limit with --max-steps / LaunchOptions::max_steps)",
+                    "warp {} executed more than {} instructions (LaunchOptions::max_steps); the kernel may never end",
                     self.index, cx.max_steps
                 );
                 return Err(cx.report(
@@ -248,7 +248,6 @@ impl Warp {
                 self.warp_instructions += 1;
                 self.thread_instructions += u64::from(self.group.count_ones());
             }
-            let mut barrier = false;
             let mut observed_active = active;
             match inst.op {
                 Op::Bra { target } => {
@@ -272,7 +271,6 @@ impl Warp {
                     self.pc += 1;
                 }
                 Op::Bar => {
-                    barrier = true;
                     self.at_bar |= active;
                     for l in lanes(active) {
                         self.pcs[l] = pc;
@@ -309,7 +307,7 @@ impl Warp {
                         loc: info.loc,
                         accesses: &cta.accesses,
                         shuffles: &cta.shuffles,
-                        barrier,
+                        kind: op_kind(&inst.op),
                     });
                 }
                 cta.accesses.clear();
@@ -413,4 +411,18 @@ pub(crate) fn lane_list(m: u32) -> String {
         l += 1;
     }
     parts.join(", ")
+}
+
+/// The observer's kind of an instruction.
+fn op_kind(op: &Op) -> OpKind {
+    match op {
+        Op::Bar => OpKind::Barrier,
+        Op::Shfl { .. } => OpKind::Shuffle,
+        Op::Vote { .. } | Op::WarpSync { .. } => OpKind::WarpSync,
+        Op::Ld { .. } => OpKind::Load,
+        Op::St { .. } => OpKind::Store,
+        Op::Atom { .. } => OpKind::Atomic,
+        Op::Bra { .. } | Op::Exit => OpKind::Control,
+        _ => OpKind::Compute,
+    }
 }

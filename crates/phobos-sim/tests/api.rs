@@ -53,7 +53,7 @@ fn module_introspection() {
     let p = m.params("lanes_matvec").expect("entry");
     let names: Vec<_> = p
         .iter()
-        .map(|p| (p.name.as_str(), p.ty.as_str(), p.offset))
+        .map(|p| (p.name.as_str(), p.ty.name(), p.offset))
         .collect();
     assert_eq!(
         names,
@@ -278,7 +278,7 @@ struct Recorder {
 impl Observer for Recorder {
     fn step(&mut self, info: &StepInfo<'_>) {
         self.steps += 1;
-        if info.barrier {
+        if info.kind == phobos_sim::OpKind::Barrier {
             self.barriers += 1;
         }
         if info.opcode.starts_with("shfl") && info.warp == 0 && self.shuffles.is_empty() {
@@ -340,7 +340,7 @@ fn observer_sees_barriers() {
     struct Bars(usize, u32);
     impl Observer for Bars {
         fn step(&mut self, info: &StepInfo<'_>) {
-            if info.barrier {
+            if info.kind == phobos_sim::OpKind::Barrier {
                 self.0 += 1;
                 self.1 |= info.active;
             }
