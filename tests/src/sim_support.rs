@@ -24,6 +24,7 @@
 //!   exactly (their reference rounds after every operation, as the language
 //!   does). An expected NaN (poison) needs a NaN.
 
+use crate::executor::Executor;
 use half::{bf16, f16};
 use phobos_core::ast::ScalarTy;
 use phobos_core::binding::{bind, ArgShape, Binding, LaunchRequest, Limits, PtxValue};
@@ -322,6 +323,8 @@ pub struct Case {
     /// Launch even when the dims break an `@aligned` fact (planted-bug
     /// tests: the simulator must then catch the misaligned accesses).
     pub break_aligned: bool,
+    /// Where [`Case::run`] runs the kernel (see [`crate::executor`]).
+    pub executor: Executor,
 }
 
 impl Case {
@@ -354,6 +357,7 @@ impl Case {
             rel: 1e-5,
             opts: LaunchOptions::default(),
             break_aligned: false,
+            executor: crate::executor::current(),
         }
     }
 
@@ -614,12 +618,56 @@ impl Case {
 
     /// Runs and panics on a simulator error.
     pub fn run(self, grid: [u32; 3]) -> Outcome {
+        if self.executor == Executor::Runtime {
+            return self.run_on_runtime(grid);
+        }
         match self.launch(grid) {
             Ok(o) => o,
             Err(b) => {
                 let (o, e) = *b;
                 panic!("{} ({}) failed in the simulator:\n{e}", o.name, o.entry)
             }
+        }
+    }
+}
+
+impl Case {
+    /// [`Case::run`] through the runtime (`Executor::Runtime`): the same
+    /// inputs, the same variant (the metadata the runtime sees lists only
+    /// the one this case picks), the same comparison afterwards.
+    fn run_on_runtime(mut self, grid: [u32; 3]) -> Outcome {
+        self.prepare();
+        let variant = self.binding(Some(grid)).first().clone();
+        let mut meta = self.meta().clone();
+        meta.variants.retain(|v| v.entry == variant.entry);
+        for (name, values) in &mut meta.autotune {
+            values.retain(|x| variant.values.iter().any(|(n, v)| n == name && v == x));
+        }
+        if self.break_aligned {
+            meta.aligned.clear();
+        }
+        let after = crate::executor::run_on_runtime(
+            &meta,
+            &self.kernel.ptx,
+            75,
+            grid,
+            &self.tensors,
+            &self.scalars,
+        )
+        .unwrap_or_else(|e| {
+            panic!(
+                "{} ({}) failed on the runtime: {e}",
+                meta.name, variant.entry
+            )
+        });
+        Outcome {
+            name: meta.name.clone(),
+            entry: variant.entry.clone(),
+            before: self.tensors.clone(),
+            after,
+            floor: self.floor,
+            rel: self.rel,
+            stats: None,
         }
     }
 }

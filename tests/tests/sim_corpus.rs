@@ -1084,12 +1084,19 @@ fn vec_add() {
     o.check("C", &c);
 }
 
-/// One `#[test]` per corpus file, and the table of them.
+/// One `#[test]` per corpus file on the default executor
+/// (`PHOBOS_SUITE_EXECUTOR`), one through the runtime's `Device` (its
+/// simulator backend here; the GPU or the CUDA driver stand-in when
+/// `PHOBOS_BACKEND=cuda`), and the table of them.
 macro_rules! corpus_table {
     ($($name:ident),* $(,)?) => {
         const TABLE: &[(&str, fn())] = &[$((stringify!($name), $name)),*];
         mod each {
             $(#[test] fn $name() { super::$name() })*
+        }
+        mod through_the_runtime {
+            use phobos_conformance::executor::{with_executor, Executor};
+            $(#[test] fn $name() { with_executor(Executor::Runtime, super::$name) })*
         }
     };
 }
@@ -1134,6 +1141,25 @@ fn every_corpus_file_has_a_reference() {
         "corpus files without a simulator reference in tests/tests/sim_corpus.rs: {missing:?}; \
          references without a corpus file: {stale:?}"
     );
+}
+
+#[test]
+fn the_runtime_executor_really_runs_through_the_runtime() {
+    // PTX that does not assemble: the runtime's module load refuses it
+    // with a LaunchError, which only the runtime path reports this way.
+    use phobos_conformance::executor::{with_executor, Executor};
+    let r = std::panic::catch_unwind(|| {
+        with_executor(Executor::Runtime, || {
+            let mut case = Case::corpus("vec_add").dims(&[("N", 1000)]);
+            case.kernel.ptx = case.kernel.ptx.replace(".entry", ".entri");
+            case.run(g1(8))
+        })
+    });
+    let message = r
+        .err()
+        .and_then(|p| p.downcast_ref::<String>().cloned())
+        .expect("broken PTX fails the launch");
+    assert!(message.contains("failed on the runtime"), "{message}");
 }
 
 #[test]

@@ -343,7 +343,11 @@ $spin:
         r.message
     );
     // The library names its own limit, never a command-line flag.
-    assert!(r.message.contains("LaunchOptions::max_steps"), "{}", r.message);
+    assert!(
+        r.message.contains("LaunchOptions::max_steps"),
+        "{}",
+        r.message
+    );
     assert!(!r.message.contains("--"), "{}", r.message);
 }
 
