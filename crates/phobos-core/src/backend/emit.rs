@@ -334,18 +334,21 @@ impl<'a> Emitter<'a> {
             StmtKind::Store(acc, e) => {
                 let val = self.expr(*e);
                 self.loc(span);
-                self.store_point(*acc, val);
+                self.store_point(*acc, val, self.f.fence(s));
             }
             StmtKind::RunStore {
                 access,
                 value,
                 only,
-            } => self.store_run(*access, *value, *only),
+            } => self.store_run(*access, *value, *only, self.f.fence(s)),
             StmtKind::TileCopy { access, buffer } => self.tile_copy(*access, *buffer),
             StmtKind::TileStore { access, buffer } => self.tile_store(*access, *buffer),
             StmtKind::If { cond, then, els } => {
                 let c = self.expr(*cond);
                 let p = self.in_reg(c, ScalarTy::Bool);
+                if let Some(b) = self.f.fence(s) {
+                    self.barrier(b);
+                }
                 let l_else = self.label("else");
                 let l_end = self.label("endif");
                 self.ins(&format!("@!{p} bra {l_else};"));
@@ -365,7 +368,7 @@ impl<'a> Emitter<'a> {
                 end,
                 step,
                 body,
-            } => self.for_loop(span, *var, *start, *end, *step, body),
+            } => self.for_loop(s, *var, *start, *end, *step, body),
             StmtKind::CtaColl { .. } => self.cta_collective(s),
             StmtKind::Barrier(b) => self.barrier(*b),
         }
@@ -373,7 +376,7 @@ impl<'a> Emitter<'a> {
 
     fn for_loop(
         &mut self,
-        span: Span,
+        stmt: StmtId,
         var: super::ir::VarId,
         start: ExprId,
         end: ExprId,
@@ -396,6 +399,10 @@ impl<'a> Emitter<'a> {
             }
             other => other,
         };
+        if let Some(b) = self.f.fence(stmt) {
+            self.barrier(b);
+        }
+        let span = self.f.stmt_span(stmt);
         let head = self.label("for");
         let done = self.label("endfor");
         let suffix = values::int_suffix(ty);

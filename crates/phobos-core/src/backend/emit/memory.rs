@@ -6,7 +6,7 @@
 
 use super::{Emitter, Reg, RegClass, V};
 use crate::ast::ScalarTy;
-use crate::backend::ir::{AccessId, BufferId, BufferKind, ExprId, ExprKind, Mem, Shape};
+use crate::backend::ir::{AccessId, BarrierId, BufferId, BufferKind, ExprId, ExprKind, Mem, Shape};
 use crate::hir::{DimRef, ParamKind};
 
 /// A run as loaded: elements, or packed words of sub-word elements.
@@ -373,9 +373,14 @@ impl Emitter<'_> {
         self.load_elem(&addr, 0, t)
     }
 
-    pub(crate) fn store_point(&mut self, acc: AccessId, v: V) {
+    /// Store one element; `fence` (a candidate barrier) goes after every
+    /// operand is evaluated, before the write.
+    pub(crate) fn store_point(&mut self, acc: AccessId, v: V, fence: Option<BarrierId>) {
         let t = self.f.accesses[acc].elem;
         let (addr, _) = self.address(acc);
+        if let Some(b) = fence {
+            self.barrier(b);
+        }
         self.store_elem(&addr, 0, t, v);
     }
 
@@ -613,7 +618,13 @@ impl Emitter<'_> {
         (words, signed || mask.is_some())
     }
 
-    pub(crate) fn store_run(&mut self, acc: AccessId, value: ExprId, only: Option<ExprId>) {
+    pub(crate) fn store_run(
+        &mut self,
+        acc: AccessId,
+        value: ExprId,
+        only: Option<ExprId>,
+        fence: Option<BarrierId>,
+    ) {
         let a = self.f.accesses[acc].clone();
         let t = a.elem;
         let size = t.size();
@@ -621,6 +632,9 @@ impl Emitter<'_> {
             let v = self.scalar_expr(value);
             let iv = self.scalar_expr(i);
             let (addr, stride) = self.address(acc);
+            if let Some(b) = fence {
+                self.barrier(b);
+            }
             match iv {
                 V::I(c, _) => {
                     let (ea, off) = self.elem_addr(&addr, stride, c as u32);
@@ -651,6 +665,9 @@ impl Emitter<'_> {
         };
         let width = self.an.div.access[acc.0 as usize].width;
         let (addr, stride) = self.address(acc);
+        if let Some(b) = fence {
+            self.barrier(b);
+        }
         if width <= size {
             for (i, v) in elems.iter().enumerate() {
                 let (ea, off) = self.elem_addr(&addr, stride, i as u32);
