@@ -277,3 +277,49 @@ kernel k(A: tensor<f32>[N, K], C: tensor<i32>[1, N]) {
     let text = render(&diags, "several.pho", src, false);
     insta::assert_snapshot!("several_errors", format!("{src}\n---\n{text}"));
 }
+
+/// A load at a uniform index from a tensor the kernel writes is not
+/// uniform: another thread may write the element between two threads'
+/// reads, so a CTA collective under `if F[0] == 1` could deadlock.
+#[test]
+fn condition_on_a_written_tensor() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[1, 64], F: tensor<i32>[1, 1], O: tensor<f32>[1, 1]) {
+  let x = A[0, ctx.thread]
+  if F[0, 0] == 1 {
+    O[0, 0] = sum<over ctx.thread>(x)
+  }
+  if ctx.thread == 0 {
+    F[0, 0] = 0
+  }
+}
+";
+    rejected(
+        "condition_on_a_written_tensor",
+        src,
+        "P0701",
+        "`sum<over ctx.thread>` needs uniform control",
+        5,
+    );
+}
+
+/// The same for a tile the kernel writes element by element.
+#[test]
+fn condition_on_a_written_tile() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[1, 64], O: tensor<f32>[1, 1]) {
+  var t = A[0 :+ 1, 0 :+ 64]
+  t[0, ctx.thread] = 2.0 * t[0, ctx.thread]
+  if t[0, 0] > 0.0 {
+    O[0, 0] = sum<over ctx.thread>(t[0, ctx.thread])
+  }
+}
+";
+    rejected(
+        "condition_on_a_written_tile",
+        src,
+        "P0701",
+        "`sum<over ctx.thread>` needs uniform control",
+        6,
+    );
+}

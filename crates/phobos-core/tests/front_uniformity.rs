@@ -228,3 +228,19 @@ fn rejects_tile_store_under_lane_condition() {
         5,
     );
 }
+
+#[test]
+fn a_uniform_load_from_a_tensor_the_kernel_only_reads_is_uniform() {
+    accepted(&format!(
+        "{ROW}  if x[0, 0] > 0.0 {{\n    O[0, 0] = sum<over ctx.thread>(v)\n  }}"
+    ));
+}
+
+#[test]
+fn a_uniform_load_from_a_tensor_the_kernel_writes_varies() {
+    rejected(
+        &format!("{ROW}  if O[0, 0] > 0.0 {{\n    O[0, 1] = sum<over ctx.thread>(v)\n  }}"),
+        "P0701",
+        6,
+    );
+}

@@ -4,6 +4,12 @@
 //! collectives need warp-uniform control; CTA collectives and tile
 //! statements need uniform control.
 //!
+//! A load is as varying as its subscripts, except that a load from a
+//! tensor the kernel writes, or from a tile it writes element by element,
+//! is varying whatever its subscripts: other threads may write the element
+//! between two threads' reads (`if F[0] == 1` where the kernel writes `F`
+//! is not a uniform condition).
+//!
 //! Control is as varying as the conditions and loop bounds that reach it,
 //! and a variable assigned under control is at least that varying. Because
 //! a loop can carry a variable made varying late in its body back to a
@@ -12,7 +18,10 @@
 
 use crate::ast::{CtxField, Span};
 use crate::diag::Diagnostic;
-use crate::hir::{Block, CollOp, Expr, ExprKind, Group, Kernel, LocalId, ShflMode, Stmt, StmtKind};
+use crate::hir::{
+    Block, CollOp, Expr, ExprKind, Group, Kernel, LocalId, Memory, ParamKind, ShflMode, Stmt,
+    StmtKind,
+};
 
 /// How much a value or a point of control differs between threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,6 +48,8 @@ struct Ctrl {
     is_loop: bool,
     /// The local whose level made the condition vary, when one did.
     via: Option<LocalId>,
+    /// A load from memory the kernel writes that made it vary, when one did.
+    load: Option<(Span, Memory)>,
 }
 
 /// Where a local became as varying as it is.
@@ -55,6 +66,7 @@ pub fn check(kernel: &Kernel) -> Vec<Diagnostic> {
         level: vec![Level::Uniform; kernel.locals.len()],
         cause: vec![None; kernel.locals.len()],
         ctrl: Vec::new(),
+        written: written_memory(kernel),
         report: false,
         changed: false,
         diags: Vec::new(),
@@ -78,6 +90,7 @@ pub fn local_levels(kernel: &Kernel) -> Vec<Level> {
         level: vec![Level::Uniform; kernel.locals.len()],
         cause: vec![None; kernel.locals.len()],
         ctrl: Vec::new(),
+        written: written_memory(kernel),
         report: false,
         changed: true,
         diags: Vec::new(),
@@ -94,9 +107,39 @@ struct Uni<'k> {
     level: Vec<Level>,
     cause: Vec<Option<Cause>>,
     ctrl: Vec<Ctrl>,
+    /// Tensors and tiles the kernel writes (tiles: by element or run stores).
+    written: Vec<Memory>,
     report: bool,
     changed: bool,
     diags: Vec<Diagnostic>,
+}
+
+/// The tensors the kernel writes and the tiles it writes element by element
+/// (a tile copy writes a whole tile together, fenced by barriers, so a read
+/// after it sees the same value in every thread).
+fn written_memory(kernel: &Kernel) -> Vec<Memory> {
+    fn walk(b: &Block, out: &mut Vec<Memory>) {
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Store { dst, .. } | StmtKind::RunStore { dst, .. } => out.push(*dst),
+                StmtKind::If { then, els, .. } => {
+                    walk(then, out);
+                    walk(els, out);
+                }
+                StmtKind::For { body, .. } => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out: Vec<Memory> = kernel
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.kind, ParamKind::Tensor { written: true, .. }))
+        .map(|(i, _)| Memory::Tensor(crate::hir::ParamId(i as u32)))
+        .collect();
+    walk(&kernel.body, &mut out);
+    out
 }
 
 impl Uni<'_> {
@@ -153,11 +196,13 @@ impl Uni<'_> {
             StmtKind::If { cond, then, els } => {
                 let level = self.expr(cond);
                 let via = self.varying_local(cond, level);
+                let load = self.written_load(cond);
                 self.ctrl.push(Ctrl {
                     level,
                     span: cond.span,
                     is_loop: false,
                     via,
+                    load,
                 });
                 self.block(then);
                 self.block(els);
@@ -177,12 +222,14 @@ impl Uni<'_> {
                     .max()
                     .unwrap_or(Level::Uniform);
                 let via = bounds.iter().find_map(|e| self.varying_local(e, level));
+                let load = bounds.iter().find_map(|e| self.written_load(e));
                 let span = start.span.to(end.span).to(step.span);
                 self.ctrl.push(Ctrl {
                     level,
                     span,
                     is_loop: true,
                     via,
+                    load,
                 });
                 self.raise(*var, level, span);
                 self.block(body);
@@ -248,8 +295,28 @@ impl Uni<'_> {
                 };
                 d = d.secondary(cause.span, why);
             }
+        } else if let Some((span, mem)) = c.load {
+            let name = match mem {
+                Memory::Tensor(p) => &self.kernel.params[p.0 as usize].name,
+                Memory::Tile(l) => &self.kernel.locals[l.0 as usize].name,
+            };
+            d = d.secondary(
+                span,
+                format!("this kernel writes `{name}`, so threads can read different values here"),
+            );
         }
         d
+    }
+
+    /// The first load in `e` from memory the kernel writes.
+    fn written_load(&self, e: &Expr) -> Option<(Span, Memory)> {
+        let mut found = None;
+        visit_loads(e, &mut |span, mem| {
+            if found.is_none() && self.written.contains(&mem) {
+                found = Some((span, mem));
+            }
+        });
+        found
     }
 
     /// A local in `e` at `level`, which explains why `e` is that varying.
@@ -290,7 +357,14 @@ impl Uni<'_> {
             ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => self.expr(run),
             ExprKind::Binary(_, a, b) => self.expr(a).max(self.expr(b)),
             ExprKind::Builtin(_, xs) => self.all(xs),
-            ExprKind::Load { index, .. } | ExprKind::RunLoad { index, .. } => self.all(index),
+            ExprKind::Load { src, index } | ExprKind::RunLoad { src, index, .. } => {
+                let l = self.all(index);
+                if self.written.contains(src) {
+                    Level::Varying
+                } else {
+                    l
+                }
+            }
             ExprKind::Collective { op, group, arg, .. } => {
                 self.expr(arg);
                 self.collective(*op, *group, e.span)
@@ -383,6 +457,33 @@ fn coll_name(op: CollOp) -> &'static str {
         CollOp::All => "all",
         CollOp::Argmax => "argmax",
         CollOp::Reduce => "reduce",
+    }
+}
+
+/// Every load in `e`, with its span and what it reads.
+fn visit_loads(e: &Expr, f: &mut dyn FnMut(Span, Memory)) {
+    match &e.kind {
+        ExprKind::Load { src, index } | ExprKind::RunLoad { src, index, .. } => {
+            f(e.span, *src);
+            index.iter().for_each(|x| visit_loads(x, f));
+        }
+        ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => visit_loads(x, f),
+        ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => visit_loads(run, f),
+        ExprKind::Binary(_, a, b) => {
+            visit_loads(a, f);
+            visit_loads(b, f);
+        }
+        ExprKind::Builtin(_, xs) => xs.iter().for_each(|x| visit_loads(x, f)),
+        ExprKind::Collective { arg, .. } => visit_loads(arg, f),
+        ExprKind::Shuffle { lane, value, .. } => {
+            visit_loads(lane, f);
+            visit_loads(value, f);
+        }
+        ExprKind::Const(_)
+        | ExprKind::Param(_)
+        | ExprKind::Dim(_)
+        | ExprKind::Ctx(_)
+        | ExprKind::Local(_) => {}
     }
 }
 
