@@ -44,6 +44,46 @@ pub fn check_source(src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
     (kernels, diags)
 }
 
+/// Check a source file as `compile` would for every target in `arches`:
+/// the front end's diagnostics, then every error the backend reports for
+/// a kernel that checked (the shared-memory limit P0801, hazards no
+/// barrier can separate P0802), each once even when several targets
+/// report it. Kernels are returned only when they compile for every target.
+pub fn check_for_targets(
+    src: &str,
+    file_name: &str,
+    arches: &[u32],
+) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
+    let (checked, mut diags) = check_source(src);
+    let mut ok = Vec::new();
+    for kernel in checked {
+        let mut failed = false;
+        for &arch in arches {
+            if let Err(d) =
+                crate::backend::compile_kernel(&kernel, src, file_name, &CompileOptions { arch })
+            {
+                failed = true;
+                let dup = diags
+                    .iter()
+                    .any(|x| x.code == d.code && x.message == d.message && x.labels == d.labels);
+                if !dup {
+                    diags.push(d);
+                }
+            }
+        }
+        if !failed {
+            ok.push(kernel);
+        }
+    }
+    diags.sort_by_key(|d| {
+        d.labels
+            .iter()
+            .find(|l| l.primary)
+            .map_or(0, |l| l.span.start)
+    });
+    (ok, diags)
+}
+
 /// Compile a source file for one target. `file_name` is recorded in the
 /// metadata and the PTX `.file` directive. When any diagnostic is an error
 /// no kernel is returned.
