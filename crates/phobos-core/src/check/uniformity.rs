@@ -10,14 +10,24 @@
 //! between two threads' reads (`if F[0] == 1` where the kernel writes `F`
 //! is not a uniform condition).
 //!
+//! Dividing by a multiple of 32 (or shifting right by 5 or more) a value
+//! that is `ctx.thread` plus a uniform multiple of the divisor gives the
+//! same result in every lane of a warp, because a warp's threads are 32
+//! consecutive `ctx.thread` values starting at a multiple of 32:
+//! `ctx.thread / 32`, `ctx.thread >> 5` and
+//! `(ctx.block.x * ctx.threads + ctx.thread) / 32` are warp-uniform
+//! (`ctx.threads` is a multiple of 32). Division truncates toward zero, so
+//! it needs the uniform part to be known non-negative; a shift floors.
+//!
 //! Control is as varying as the conditions and loop bounds that reach it,
 //! and a variable assigned under control is at least that varying. Because
 //! a loop can carry a variable made varying late in its body back to a
 //! condition early in it, the pass first raises every local's level to a
 //! fixpoint, then walks the kernel once more to report.
 
-use crate::ast::{CtxField, Span};
+use crate::ast::{BinOp, CtxField, Span};
 use crate::diag::Diagnostic;
+use crate::hir::ConstVal;
 use crate::hir::{
     Block, CollOp, Expr, ExprKind, Group, Kernel, LocalId, Memory, ParamKind, ShflMode, Stmt,
     StmtKind,
@@ -355,7 +365,14 @@ impl Uni<'_> {
             ExprKind::Ctx(f) => ctx_level(*f),
             ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => self.expr(x),
             ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => self.expr(run),
-            ExprKind::Binary(_, a, b) => self.expr(a).max(self.expr(b)),
+            ExprKind::Binary(op, a, b) => {
+                let level = self.expr(a).max(self.expr(b));
+                if level == Level::Varying && self.warp_block_index(*op, a, b) {
+                    Level::WarpUniform
+                } else {
+                    level
+                }
+            }
             ExprKind::Builtin(_, xs) => self.all(xs),
             ExprKind::Load { src, index } | ExprKind::RunLoad { src, index, .. } => {
                 let l = self.all(index);
@@ -387,6 +404,79 @@ impl Uni<'_> {
                 }
             }
         }
+    }
+
+    /// Whether `a / b` or `a >> b` is the same across a warp: `b` a constant
+    /// divisor `d` that is a multiple of 32 (a shift by 5 or more), and `a`
+    /// is `ctx.thread` plus a uniform multiple of `d` (non-negative for `/`).
+    fn warp_block_index(&self, op: BinOp, a: &Expr, b: &Expr) -> bool {
+        let Some(c) = const_int(b) else {
+            return false;
+        };
+        let (d, floors) = match op {
+            BinOp::Div if c > 0 && c % 32 == 0 => (c, false),
+            BinOp::Shr if (5..31).contains(&c) => (1i128 << c, true),
+            _ => return false,
+        };
+        match self.thread_plus(a, 0) {
+            Some((g, nonneg)) => (g == 0 || g % d == 0) && (floors || nonneg),
+            None => false,
+        }
+    }
+
+    /// When `e` is `ctx.thread + u` with `u` uniform: a known divisor of `u`
+    /// (0 when `u` is 0) and whether `u` is known non-negative.
+    fn thread_plus(&self, e: &Expr, depth: u32) -> Option<(i128, bool)> {
+        if depth > 32 {
+            return None;
+        }
+        match &e.kind {
+            ExprKind::Ctx(CtxField::Thread) => Some((0, true)),
+            ExprKind::Local(id) => self.thread_plus(self.let_init(*id)?, depth + 1),
+            ExprKind::Binary(BinOp::Add, x, y) => {
+                let (t, u) = match self.thread_plus(x, depth + 1) {
+                    Some(t) => (t, y),
+                    None => (self.thread_plus(y, depth + 1)?, x),
+                };
+                let (g, n) = self.uniform_divisor(u, depth + 1)?;
+                Some((gcd(t.0, g), t.1 && n))
+            }
+            _ => None,
+        }
+    }
+
+    /// For a uniform `e`: a known divisor (0 for the value 0) and whether
+    /// it is known non-negative. None when `e` is not known uniform.
+    fn uniform_divisor(&self, e: &Expr, depth: u32) -> Option<(i128, bool)> {
+        if depth > 32 {
+            return None;
+        }
+        match &e.kind {
+            ExprKind::Const(ConstVal::Int(v)) => Some((v.abs(), *v >= 0)),
+            ExprKind::Ctx(f) if ctx_level(*f) == Level::Uniform => Some((1, true)),
+            ExprKind::Dim(_) => Some((1, true)),
+            ExprKind::Param(_) => Some((1, false)),
+            ExprKind::Local(id) => self.uniform_divisor(self.let_init(*id)?, depth + 1),
+            ExprKind::Binary(BinOp::Mul, x, y) => {
+                let (a, m) = self.uniform_divisor(x, depth + 1)?;
+                let (b, n) = self.uniform_divisor(y, depth + 1)?;
+                Some((a.saturating_mul(b), m && n))
+            }
+            ExprKind::Binary(BinOp::Add, x, y) => {
+                let (a, m) = self.uniform_divisor(x, depth + 1)?;
+                let (b, n) = self.uniform_divisor(y, depth + 1)?;
+                Some((gcd(a, b), m && n))
+            }
+            _ => None,
+        }
+    }
+
+    /// The value of an immutable `let` local, found in the kernel body.
+    fn let_init(&self, id: LocalId) -> Option<&Expr> {
+        if self.kernel.locals.get(id.0 as usize)?.mutable {
+            return None;
+        }
+        find_let(&self.kernel.body, id)
     }
 
     fn all(&mut self, xs: &[Expr]) -> Level {
@@ -438,6 +528,31 @@ impl Uni<'_> {
         let d = self.with_cause(d, c);
         self.diags.push(d);
     }
+}
+
+fn const_int(e: &Expr) -> Option<i128> {
+    match e.kind {
+        ExprKind::Const(ConstVal::Int(v)) => Some(v),
+        _ => None,
+    }
+}
+
+fn gcd(a: i128, b: i128) -> i128 {
+    if b == 0 {
+        a.abs()
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The initializer of the `let` that declares `id`.
+fn find_let(b: &Block, id: LocalId) -> Option<&Expr> {
+    b.stmts.iter().find_map(|s| match &s.kind {
+        StmtKind::Let { local, init } if *local == id => Some(init),
+        StmtKind::If { then, els, .. } => find_let(then, id).or_else(|| find_let(els, id)),
+        StmtKind::For { body, .. } => find_let(body, id),
+        _ => None,
+    })
 }
 
 fn ctx_level(f: CtxField) -> Level {
