@@ -32,7 +32,19 @@ pub struct CompiledKernel {
 /// kernels are returned only for items that checked without errors.
 pub fn check_source(src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
     let (file, mut diags) = crate::parser::parse(src);
-    let (kernels, check_diags) = crate::check::check_file(&file, src);
+    let (mut kernels, check_diags) = crate::check::check_file(&file, src);
+    // A kernel with a syntax error inside it is not returned either: the
+    // parser dropped or blanked what it could not read.
+    let syntax_errors: Vec<u32> = diags
+        .iter()
+        .filter(|d| d.is_error())
+        .filter_map(|d| d.labels.iter().find(|l| l.primary).map(|l| l.span.start))
+        .collect();
+    kernels.retain(|k| {
+        !syntax_errors
+            .iter()
+            .any(|&at| k.span.start <= at && at < k.span.end)
+    });
     diags.extend(check_diags);
     // Stable: diagnostics at one position keep the order they were found in.
     diags.sort_by_key(|d| {

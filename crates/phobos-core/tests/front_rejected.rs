@@ -323,3 +323,103 @@ kernel k(A: tensor<f32>[1, 64], O: tensor<f32>[1, 1]) {
         6,
     );
 }
+
+/// A CUDA habit: Phobos places barriers itself.
+#[test]
+fn syncthreads_is_explained() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[1, 64], B: tensor<f32>[1, 64]) {
+  var t = A[0 :+ 1, 0 :+ 64]
+  __syncthreads()
+  B[0, ctx.thread] = t[0, 63 - ctx.thread]
+}
+";
+    rejected(
+        "syncthreads",
+        src,
+        "P0205",
+        "Phobos has no `__syncthreads()`: the compiler places barriers itself",
+        4,
+    );
+}
+
+/// Assigning a loop variable: the fix is not `var i`.
+#[test]
+fn assigning_a_loop_variable() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[1, 64], B: tensor<f32>[1, 64]) {
+  for i in range(0, 64) {
+    i = i + 1
+  }
+}
+";
+    rejected(
+        "assigning_a_loop_variable",
+        src,
+        "P0207",
+        "cannot assign to the loop variable `i`",
+        4,
+    );
+}
+
+/// `var acc = 0` makes `acc` an i32; adding an f32 suggests declaring it
+/// as a float, and the store of `acc` after it stays quiet.
+#[test]
+fn float_added_to_an_integer_literal_var() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[64, 64], B: tensor<f32>[1, 64]) {
+  var acc = 0
+  for i in range(0, 64) {
+    acc += A[i, ctx.thread]
+  }
+  B[0, ctx.thread] = acc
+}
+";
+    rejected(
+        "float_added_to_an_integer_literal_var",
+        src,
+        "P0400",
+        "`acc` is i32, so `acc += ...` cannot take f32",
+        5,
+    );
+}
+
+/// A declaration with an unknown type is reported once; the uses of its
+/// name after it stay quiet.
+#[test]
+fn failed_declaration_does_not_cascade() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[1, 64], B: tensor<f32>[1, 64]) {
+  var acc: f33 = 0.0
+  acc += A[0, ctx.thread]
+  B[0, ctx.thread] = acc
+}
+";
+    rejected(
+        "failed_declaration_does_not_cascade",
+        src,
+        "P0104",
+        "unknown type `f33`",
+        3,
+    );
+}
+
+/// A tile copy with the wrong number of subscripts is P0500 at the copy,
+/// and the tile's later uses (a store, element reads) stay quiet.
+#[test]
+fn failed_tile_copy_does_not_cascade() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[64, 64], B: tensor<f32>[64, 64]) {
+  var t = A[0 :+ 64, 0 :+ 64, 0 :+ 1]
+  B[0 :+ 64, 0 :+ 64] = t
+  B[0, ctx.thread] = t[0, ctx.thread]
+}
+";
+    rejected(
+        "failed_tile_copy_does_not_cascade",
+        src,
+        "P0500",
+        "`A` has 2 dims, found 3 subscripts",
+        3,
+    );
+}
