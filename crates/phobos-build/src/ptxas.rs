@@ -222,7 +222,13 @@ mod tests {
     #[test]
     fn the_hash_separates_parts_and_is_stable() {
         assert_ne!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"a", b"bc"]));
-        assert_eq!(fnv1a(&[b"x"]), fnv1a(&[b"x"]));
+        // Pinned values, so a changed hash (which would silently miss every
+        // cached cubin) fails here: FNV-1a 64 over each part's length as 8
+        // little-endian bytes followed by its bytes, computed independently
+        // (Python, checked against the published FNV-1a vector for "a",
+        // 0xaf63dc4c8601ec8c).
+        assert_eq!(fnv1a(&[b"x"]), 0x529a_64dc_8ff5_92d4);
+        assert_eq!(fnv1a(&[b"ab", b"c"]), 0x7e60_470b_f599_cad6);
         assert_eq!(fnv1a(&[]), 0xcbf2_9ce4_8422_2325);
     }
 }

@@ -1,6 +1,7 @@
 //! `phobos check FILE|DIR... [--message-format human|json]`: parse and
 //! check .pho files (directories are walked for `*.pho`) and report the
-//! diagnostics. Human diagnostics go to stderr, rendered like rustc; JSON
+//! diagnostics — every error `build` would report for the default targets,
+//! the backend's (shared-memory limit, unfenceable tile hazards) included. Human diagnostics go to stderr, rendered like rustc; JSON
 //! diagnostics go to stdout, one object per line. Exit 0 when there are no
 //! errors, 1 when any file has an error, 2 for usage and IO errors.
 
@@ -48,10 +49,12 @@ pub fn run(a: Args) -> u8 {
                 return 2;
             }
         };
-        let (checked, diags) = phobos_core::check_source(&src);
+        let name = f.display().to_string();
+        // Every error `build` would report for the default targets,
+        // the backend's included.
+        let (checked, diags) = phobos_core::check_for_targets(&src, &name, &phobos_core::ARCHES);
         kernels += checked.len();
         errors += diags.iter().filter(|d| d.is_error()).count();
-        let name = f.display().to_string();
         match a.message_format {
             MessageFormat::Human => eprint!("{}", render(&diags, &name, &src, color)),
             MessageFormat::Json => {

@@ -236,6 +236,7 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
         checks: !a.no_check,
         max_steps: a.max_steps,
         threads: a.threads,
+        ..LaunchOptions::default()
     };
     let stats = dev
         .launch(

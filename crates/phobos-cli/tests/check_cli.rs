@@ -162,3 +162,36 @@ fn mutated_kernels_exit_0_or_1() {
         );
     }
 }
+
+/// `check` reports what `ptx` and `build` would refuse: here the backend's
+/// shared-memory limit (P0801) and a tile hazard no barrier can separate
+/// (P0802), each once although every default target reports it.
+#[test]
+fn backend_errors_are_reported_by_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let big = write(
+        dir.path(),
+        "big.pho",
+        "@launch(256)\nkernel big(A: tensor<f32>[64, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 64, :]\n  y[0, ctx.thread] = a[1, ctx.thread]\n}\n",
+    );
+    let racy = write(
+        dir.path(),
+        "racy.pho",
+        "@launch(64)\nkernel racy(A: tensor<f32>[1, 64], y: tensor<f32>[1, 64]) {\n  var t = A[0 :+ 1, 0 :+ 64]\n  let i = ctx.thread\n  if i > 0 {\n    t[0, i] = t[0, i - 1]\n  }\n  y[0, i] = t[0, i]\n}\n",
+    );
+    let ptx = phobos(&["ptx", &big]);
+    assert_eq!(ptx.status.code(), Some(1));
+    let out = phobos(&["check", &big, &racy]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("error[P0801]").count(), 1, "{err}");
+    assert!(err.contains("65536 bytes"), "{err}");
+    assert_eq!(err.matches("error[P0802]").count(), 1, "{err}");
+    assert!(err.contains("racy.pho:6:5"), "{err}");
+    assert!(err.contains("error: 2 errors in 2 files"), "{err}");
+    let json = phobos(&["check", "--message-format", "json", &big]);
+    let text = String::from_utf8_lossy(&json.stdout);
+    assert_eq!(json.status.code(), Some(1));
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("\"P0801\""), "{text}");
+}

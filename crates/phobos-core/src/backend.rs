@@ -79,7 +79,7 @@ pub fn compile_variant(
     }
     let div = divisibility::analyze(&func, kernel);
     let plan = shared_plan::plan(&func, lines, kernel.span)?;
-    let barriers = barriers::place(&func, &plan, lines);
+    let barriers = barriers::place(&func, &plan, lines)?;
     let an = emit::Analyses {
         div: &div,
         plan: &plan,

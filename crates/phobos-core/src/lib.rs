@@ -21,4 +21,6 @@ pub mod render;
 pub mod source;
 
 pub use diag::{Diagnostic, Severity};
-pub use pipeline::{check_source, compile, CompileOptions, CompiledKernel, ARCHES};
+pub use pipeline::{
+    check_for_targets, check_source, compile, CompileOptions, CompiledKernel, ARCHES,
+};

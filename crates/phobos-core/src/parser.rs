@@ -466,13 +466,26 @@ impl<'a> Parser<'a> {
     fn let_stmt(&mut self) -> PResult<StmtKind> {
         let mutable = self.bump().kind == Tok::Var;
         let name = self.ident("a variable name")?;
+        // An unknown type is reported once; the declaration is kept with an
+        // erroneous value, so the checker declares the name as poisoned and
+        // later uses of it stay quiet.
+        let mut bad_ty = false;
         let ty = if self.eat(&Tok::Colon) {
-            Some(self.scalar_ty()?)
+            match self.scalar_ty() {
+                Ok(t) => Some(t),
+                Err(Reported) => {
+                    bad_ty = true;
+                    None
+                }
+            }
         } else {
             None
         };
         self.expect(&Tok::Assign)?;
-        let init = self.expr()?;
+        let mut init = self.expr()?;
+        if bad_ty {
+            init.kind = ExprKind::Error;
+        }
         Ok(StmtKind::Let {
             mutable,
             name,

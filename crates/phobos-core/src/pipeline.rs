@@ -32,7 +32,19 @@ pub struct CompiledKernel {
 /// kernels are returned only for items that checked without errors.
 pub fn check_source(src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
     let (file, mut diags) = crate::parser::parse(src);
-    let (kernels, check_diags) = crate::check::check_file(&file, src);
+    let (mut kernels, check_diags) = crate::check::check_file(&file, src);
+    // A kernel with a syntax error inside it is not returned either: the
+    // parser dropped or blanked what it could not read.
+    let syntax_errors: Vec<u32> = diags
+        .iter()
+        .filter(|d| d.is_error())
+        .filter_map(|d| d.labels.iter().find(|l| l.primary).map(|l| l.span.start))
+        .collect();
+    kernels.retain(|k| {
+        !syntax_errors
+            .iter()
+            .any(|&at| k.span.start <= at && at < k.span.end)
+    });
     diags.extend(check_diags);
     // Stable: diagnostics at one position keep the order they were found in.
     diags.sort_by_key(|d| {
@@ -42,6 +54,46 @@ pub fn check_source(src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
             .map_or(0, |l| l.span.start)
     });
     (kernels, diags)
+}
+
+/// Check a source file as `compile` would for every target in `arches`:
+/// the front end's diagnostics, then every error the backend reports for
+/// a kernel that checked (the shared-memory limit P0801, hazards no
+/// barrier can separate P0802), each once even when several targets
+/// report it. Kernels are returned only when they compile for every target.
+pub fn check_for_targets(
+    src: &str,
+    file_name: &str,
+    arches: &[u32],
+) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
+    let (checked, mut diags) = check_source(src);
+    let mut ok = Vec::new();
+    for kernel in checked {
+        let mut failed = false;
+        for &arch in arches {
+            if let Err(d) =
+                crate::backend::compile_kernel(&kernel, src, file_name, &CompileOptions { arch })
+            {
+                failed = true;
+                let dup = diags
+                    .iter()
+                    .any(|x| x.code == d.code && x.message == d.message && x.labels == d.labels);
+                if !dup {
+                    diags.push(d);
+                }
+            }
+        }
+        if !failed {
+            ok.push(kernel);
+        }
+    }
+    diags.sort_by_key(|d| {
+        d.labels
+            .iter()
+            .find(|l| l.primary)
+            .map_or(0, |l| l.span.start)
+    });
+    (ok, diags)
 }
 
 /// Compile a source file for one target. `file_name` is recorded in the

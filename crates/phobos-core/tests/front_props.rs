@@ -96,8 +96,22 @@ fn run(src: &str) {
             );
         }
     }
+    // A kernel comes back only when no error lies inside it, and `compile`
+    // returns no kernel at all once any diagnostic is an error.
+    for k in &kernels {
+        for d in diags.iter().filter(|d| d.is_error()) {
+            let at = d.labels.iter().find(|l| l.primary).map(|l| l.span.start);
+            assert!(
+                !at.is_some_and(|at| k.span.start <= at && at < k.span.end),
+                "kernel `{}` returned with an error inside it: {d:?}",
+                k.name
+            );
+        }
+    }
     if diags.iter().any(|d| d.is_error()) {
-        assert!(kernels.is_empty() || !diags.is_empty());
+        let (compiled, _) =
+            phobos_core::compile(src, "p.pho", &phobos_core::CompileOptions::default());
+        assert!(compiled.is_empty(), "compiled despite errors");
     }
     let text = phobos_core::render::render(&diags, "p.pho", src, false);
     assert_eq!(text.is_empty(), diags.is_empty());

@@ -277,3 +277,149 @@ kernel k(A: tensor<f32>[N, K], C: tensor<i32>[1, N]) {
     let text = render(&diags, "several.pho", src, false);
     insta::assert_snapshot!("several_errors", format!("{src}\n---\n{text}"));
 }
+
+/// A load at a uniform index from a tensor the kernel writes is not
+/// uniform: another thread may write the element between two threads'
+/// reads, so a CTA collective under `if F[0] == 1` could deadlock.
+#[test]
+fn condition_on_a_written_tensor() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[1, 64], F: tensor<i32>[1, 1], O: tensor<f32>[1, 1]) {
+  let x = A[0, ctx.thread]
+  if F[0, 0] == 1 {
+    O[0, 0] = sum<over ctx.thread>(x)
+  }
+  if ctx.thread == 0 {
+    F[0, 0] = 0
+  }
+}
+";
+    rejected(
+        "condition_on_a_written_tensor",
+        src,
+        "P0701",
+        "`sum<over ctx.thread>` needs uniform control",
+        5,
+    );
+}
+
+/// The same for a tile the kernel writes element by element.
+#[test]
+fn condition_on_a_written_tile() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[1, 64], O: tensor<f32>[1, 1]) {
+  var t = A[0 :+ 1, 0 :+ 64]
+  t[0, ctx.thread] = 2.0 * t[0, ctx.thread]
+  if t[0, 0] > 0.0 {
+    O[0, 0] = sum<over ctx.thread>(t[0, ctx.thread])
+  }
+}
+";
+    rejected(
+        "condition_on_a_written_tile",
+        src,
+        "P0701",
+        "`sum<over ctx.thread>` needs uniform control",
+        6,
+    );
+}
+
+/// A CUDA habit: Phobos places barriers itself.
+#[test]
+fn syncthreads_is_explained() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[1, 64], B: tensor<f32>[1, 64]) {
+  var t = A[0 :+ 1, 0 :+ 64]
+  __syncthreads()
+  B[0, ctx.thread] = t[0, 63 - ctx.thread]
+}
+";
+    rejected(
+        "syncthreads",
+        src,
+        "P0205",
+        "Phobos has no `__syncthreads()`: the compiler places barriers itself",
+        4,
+    );
+}
+
+/// Assigning a loop variable: the fix is not `var i`.
+#[test]
+fn assigning_a_loop_variable() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[1, 64], B: tensor<f32>[1, 64]) {
+  for i in range(0, 64) {
+    i = i + 1
+  }
+}
+";
+    rejected(
+        "assigning_a_loop_variable",
+        src,
+        "P0207",
+        "cannot assign to the loop variable `i`",
+        4,
+    );
+}
+
+/// `var acc = 0` makes `acc` an i32; adding an f32 suggests declaring it
+/// as a float, and the store of `acc` after it stays quiet.
+#[test]
+fn float_added_to_an_integer_literal_var() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[64, 64], B: tensor<f32>[1, 64]) {
+  var acc = 0
+  for i in range(0, 64) {
+    acc += A[i, ctx.thread]
+  }
+  B[0, ctx.thread] = acc
+}
+";
+    rejected(
+        "float_added_to_an_integer_literal_var",
+        src,
+        "P0400",
+        "`acc` is i32, so `acc += ...` cannot take f32",
+        5,
+    );
+}
+
+/// A declaration with an unknown type is reported once; the uses of its
+/// name after it stay quiet.
+#[test]
+fn failed_declaration_does_not_cascade() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[1, 64], B: tensor<f32>[1, 64]) {
+  var acc: f33 = 0.0
+  acc += A[0, ctx.thread]
+  B[0, ctx.thread] = acc
+}
+";
+    rejected(
+        "failed_declaration_does_not_cascade",
+        src,
+        "P0104",
+        "unknown type `f33`",
+        3,
+    );
+}
+
+/// A tile copy with the wrong number of subscripts is P0500 at the copy,
+/// and the tile's later uses (a store, element reads) stay quiet.
+#[test]
+fn failed_tile_copy_does_not_cascade() {
+    let src = "@launch(64)
+kernel k(A: tensor<f32>[64, 64], B: tensor<f32>[64, 64]) {
+  var t = A[0 :+ 64, 0 :+ 64, 0 :+ 1]
+  B[0 :+ 64, 0 :+ 64] = t
+  B[0, ctx.thread] = t[0, ctx.thread]
+}
+";
+    rejected(
+        "failed_tile_copy_does_not_cascade",
+        src,
+        "P0500",
+        "`A` has 2 dims, found 3 subscripts",
+        3,
+    );
+}

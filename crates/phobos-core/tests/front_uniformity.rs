@@ -228,3 +228,56 @@ fn rejects_tile_store_under_lane_condition() {
         5,
     );
 }
+
+#[test]
+fn a_uniform_load_from_a_tensor_the_kernel_only_reads_is_uniform() {
+    accepted(&format!(
+        "{ROW}  if x[0, 0] > 0.0 {{\n    O[0, 0] = sum<over ctx.thread>(v)\n  }}"
+    ));
+}
+
+#[test]
+fn a_uniform_load_from_a_tensor_the_kernel_writes_varies() {
+    rejected(
+        &format!("{ROW}  if O[0, 0] > 0.0 {{\n    O[0, 1] = sum<over ctx.thread>(v)\n  }}"),
+        "P0701",
+        6,
+    );
+}
+
+/// `ctx.thread / 32`, `ctx.thread >> 5` and a global thread index over 32
+/// are the same in every lane of a warp: `ctx.threads` is a multiple of 32.
+#[test]
+fn a_thread_index_divided_by_a_multiple_of_32_is_warp_uniform() {
+    for cond in [
+        "ctx.thread / 32 < 2",
+        "ctx.thread >> 5 == 1",
+        "ctx.thread / 64 == 0",
+        "(ctx.block.x * ctx.threads + ctx.thread) / 32 < N",
+        "(ctx.thread + ctx.block.x * 128) >> 6 < N",
+    ] {
+        accepted(&format!(
+            "{ROW}  if {cond} {{\n    O[0, 0] = sum<over ctx.lane>(v)\n  }}"
+        ));
+    }
+    accepted(&format!(
+        "{ROW}  let g = ctx.block.x * ctx.threads + ctx.thread\n  let w = g / 32\n  if w < N {{\n    O[0, w] = shfl<xor 1>(v)\n  }}"
+    ));
+}
+
+/// Divisions that do split a warp stay varying.
+#[test]
+fn a_thread_index_divided_otherwise_still_varies() {
+    for cond in [
+        "ctx.thread / 16 < 2",
+        "(ctx.thread + 16) / 32 < 2",
+        "(ctx.thread + ctx.block.x * 48) / 32 < 2",
+        "(ctx.thread - 32) / 32 < 2",
+    ] {
+        rejected(
+            &format!("{ROW}  if {cond} {{\n    O[0, 0] = sum<over ctx.lane>(v)\n  }}"),
+            "P0700",
+            6,
+        );
+    }
+}

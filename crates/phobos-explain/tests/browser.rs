@@ -32,8 +32,8 @@ fn artifacts() -> PathBuf {
 fn browser() -> Option<cdp::Browser> {
     match cdp::find_chromium() {
         Some(bin) => Some(cdp::Browser::launch(&bin).expect("start headless Chromium")),
-        None if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("Chromium is not installed, and CI=true requires the browser test to run (apt-get install chromium)")
+        None if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") => {
+            panic!("Chromium is not installed, and CI (CI=true or CI=1) requires the browser test to run (apt-get install chromium)")
         }
         None => {
             eprintln!("skipping the browser test: no chromium on PATH (install Debian's `chromium` package, or set PHOBOS_CHROMIUM)");

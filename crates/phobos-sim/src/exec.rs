@@ -213,11 +213,19 @@ impl Warp {
                 } else {
                     // Resolve the modifiers at compile time: the plain form
                     // is the hot one.
+                    // The input, kept for the worst-case `.approx` model
+                    // (the result may overwrite it in place).
+                    let approx_input = (cx.approx == crate::launch::Approx::WorstCase
+                        && crate::numeric::is_approx_f32(op))
+                    .then(|| self.row(s[0]));
                     match (ftz, sat) {
                         (false, false) => self.float32::<false, false>(op, d, s, active),
                         (true, false) => self.float32::<true, false>(op, d, s, active),
                         (false, true) => self.float32::<false, true>(op, d, s, active),
                         (true, true) => self.float32::<true, true>(op, d, s, active),
+                    }
+                    if let Some(x) = approx_input {
+                        self.worst_case_approx(op, d, &x, active);
                     }
                 }
             }
@@ -578,6 +586,17 @@ impl Warp {
             FloatOp::Min => self.map2(active, d, a, b, |x, y| fout(fin(x).min(fin(y)))),
             FloatOp::Max => self.map2(active, d, a, b, |x, y| fout(fin(x).max(fin(y)))),
         }
+    }
+
+    /// Move the result of an f32 `.approx` instruction by its documented
+    /// maximum error (`LaunchOptions::approx`).
+    fn worst_case_approx(&mut self, op: FloatOp, d: Slot, x: &Row, active: u32) {
+        let mut out = self.row(d);
+        for (o, x) in out.iter_mut().zip(x) {
+            let y = f32::from_bits(*o as u32);
+            *o = u64::from(crate::numeric::approx_f32(op, f32::from_bits(*x as u32), y).to_bits());
+        }
+        self.put(d, active, &out);
     }
 
     fn float64(&mut self, op: FloatOp, sat: bool, d: Slot, s: [Slot; 3], active: u32) {

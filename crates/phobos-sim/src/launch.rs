@@ -54,6 +54,22 @@ pub struct LaunchOptions {
     pub max_steps: u64,
     /// Host threads to run CTAs on; 0 means all cores. An observer forces 1.
     pub threads: usize,
+    /// How the f32 `.approx` instructions (`sin cos ex2 lg2 tanh rsqrt`)
+    /// compute: exactly (the default), or off by their documented maximum
+    /// error (the table is in docs/simulator.md), so a result that needs
+    /// them to be exact fails in the simulator as it could on a GPU.
+    pub approx: Approx,
+}
+
+/// See [`LaunchOptions::approx`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Approx {
+    /// The correctly rounded result.
+    #[default]
+    Exact,
+    /// The result moved by the instruction's documented maximum error, in
+    /// a direction picked deterministically from the input's bits.
+    WorstCase,
 }
 
 impl Default for LaunchOptions {
@@ -62,6 +78,7 @@ impl Default for LaunchOptions {
             checks: true,
             max_steps: 50_000_000,
             threads: 0,
+            approx: Approx::Exact,
         }
     }
 }
@@ -91,6 +108,7 @@ pub(crate) struct Ctx<'a> {
     pub n_warps: u32,
     pub checks: bool,
     pub max_steps: u64,
+    pub approx: Approx,
     /// The initial value file of a warp: immediates filled in.
     pub template: Vec<u64>,
 }
@@ -440,6 +458,7 @@ impl Device {
             n_warps: threads_per_cta.div_ceil(32),
             checks: opts.checks,
             max_steps: opts.max_steps,
+            approx: opts.approx,
             template,
         };
         let n_ctas = u64::from(grid[0]) * u64::from(grid[1]) * u64::from(grid[2]);

@@ -82,7 +82,7 @@ mod warp;
 
 pub use decode::{ParamInfo, Ty};
 pub use error::{CheckKind, CheckReport, SimError, SourceLoc};
-pub use launch::{KernelArg, LaunchOptions, LaunchStats};
+pub use launch::{Approx, KernelArg, LaunchOptions, LaunchStats};
 pub use memory::{BufferId, Device, MAX_BUFFER_BYTES};
 pub use module::Module;
 pub use observer::{Access, AccessKind, Observer, OpKind, Space, StepInfo};

@@ -11,6 +11,50 @@ use crate::decode::{Cmp, Round, Ty};
 
 /// The low `bits` bits set.
 #[inline(always)]
+/// Whether `op` on f32 exists only as an `.approx` instruction.
+pub(crate) fn is_approx_f32(op: crate::decode::FloatOp) -> bool {
+    use crate::decode::FloatOp::*;
+    matches!(op, Sin | Cos | Ex2 | Lg2 | Tanh | Rsqrt)
+}
+
+/// The worst-case model of an f32 `.approx` instruction: `exact` (the
+/// correctly computed result for input `x`) moved by the instruction's
+/// documented maximum error (PTX ISA, "Floating-Point Instructions"):
+///
+/// | instruction | maximum error | where |
+/// |---|---|---|
+/// | `sin`, `cos` | 2^-20.5 absolute | \|x\| <= 100 pi |
+/// | `ex2` | 2 ulp (2^-22 relative) | |
+/// | `lg2` | 2^-22 absolute | |
+/// | `rsqrt` | 2^-22.9 relative | |
+/// | `tanh` | 2^-11 relative | |
+///
+/// `sin` and `cos` have no documented accuracy outside |x| <= 100 pi, so
+/// there the model returns NaN: nothing may depend on it. The direction
+/// (up or down) comes from the input's bits, so runs are reproducible and
+/// neighbouring inputs err both ways. NaN and infinite results stay as
+/// they are.
+pub(crate) fn approx_f32(op: crate::decode::FloatOp, x: f32, exact: f32) -> f32 {
+    use crate::decode::FloatOp::*;
+    if !exact.is_finite() {
+        return exact;
+    }
+    // A 32-bit mix of the input's bits picks the sign.
+    let h = x.to_bits().wrapping_mul(0x9E37_79B9);
+    let sign = if h >> 31 == 0 { 1.0 } else { -1.0 };
+    let e = f64::from(exact);
+    let moved = match op {
+        Sin | Cos if f64::from(x).abs() > 100.0 * std::f64::consts::PI => return f32::NAN,
+        Sin | Cos => e + sign * 2f64.powf(-20.5),
+        Lg2 => e + sign * 2f64.powi(-22),
+        Ex2 => e * (1.0 + sign * 2f64.powi(-22)),
+        Rsqrt => e * (1.0 + sign * 2f64.powf(-22.9)),
+        Tanh => e * (1.0 + sign * 2f64.powi(-11)),
+        _ => e,
+    };
+    moved as f32
+}
+
 pub(crate) fn mask(bits: u32) -> u64 {
     if bits >= 64 {
         u64::MAX
@@ -549,5 +593,36 @@ mod tests {
         assert_eq!(bfe(0xF0, 4, 4, 32, false), 0xF);
         assert_eq!(bfe(0xF0, 4, 4, 32, true), 0xFFFF_FFFF);
         assert_eq!(bfi(0b11, 0, 4, 2, 32), 0b11_0000);
+    }
+}
+
+#[cfg(test)]
+mod approx_tests {
+    use super::approx_f32;
+    use crate::decode::FloatOp;
+
+    #[test]
+    fn the_worst_case_model_moves_each_approx_result_by_its_bound() {
+        // ex2(1) = 2 exactly; 2 ulp relative is 2^-21 absolute at 2.
+        let y = approx_f32(FloatOp::Ex2, 1.0, 2.0);
+        assert_eq!((f64::from(y) - 2.0).abs(), 2f64.powi(-21));
+        // sin within 100 pi: 2^-20.5 absolute, rounded to f32.
+        let y = approx_f32(FloatOp::Sin, 0.5, 0.5f32.sin());
+        let err = (f64::from(y) - 0.5f64.sin()).abs();
+        assert!(err > 2f64.powf(-21.0) && err < 2f64.powf(-20.0), "{err}");
+        // Beyond 100 pi sin has no documented bound.
+        assert!(approx_f32(FloatOp::Cos, 400.0, 400f32.cos()).is_nan());
+        // Both directions occur.
+        let signs: Vec<bool> = (1..=16)
+            .map(|i| approx_f32(FloatOp::Lg2, i as f32, (i as f32).log2()) > (i as f32).log2())
+            .collect();
+        assert!(signs.contains(&true) && signs.contains(&false), "{signs:?}");
+        // Non-approx ops and non-finite results are untouched.
+        assert_eq!(approx_f32(FloatOp::Add, 1.0, 3.0), 3.0);
+        assert!(approx_f32(FloatOp::Lg2, -1.0, f32::NAN).is_nan());
+        assert_eq!(
+            approx_f32(FloatOp::Ex2, 200.0, f32::INFINITY),
+            f32::INFINITY
+        );
     }
 }

@@ -4,22 +4,46 @@
 //! the reason for each decision.
 //!
 //! The program is flattened into a stream of shared-memory events in
-//! program order: a loop body appears twice (so hazards carried from one
+//! evaluation order, one per access: the reads inside a statement's
+//! operands (its value, its subscripts, an `if` condition, a loop's bounds,
+//! a collective's argument) come before the statement's own write, and a
+//! statement's fence (a candidate between its operands and its action) sits
+//! between them. A loop body appears twice (so hazards carried from one
 //! iteration to the next are seen), an `if` appears as its then-block
 //! followed by its else-block (a superset of the real orders, so the
-//! result is conservative). Every access is assumed to be by a different
-//! thread than every other access, except a tile copy rewriting a buffer
-//! it copied before (each thread writes the same elements both times).
-//! Two accesses conflict when their buffers share bytes in the plan and
-//! one of them writes. Walking the stream, an access that conflicts with an
-//! access since the last kept barrier keeps the latest candidate between
-//! the two.
+//! result is conservative).
+//!
+//! Two accesses conflict when their buffers share bytes in the plan, one of
+//! them writes, and they may be by different threads touching the same
+//! element. Every pair is assumed to be by different threads except:
+//! - a tile copy rewriting a buffer it copied before (each thread writes
+//!   the same elements both times);
+//! - two accesses of one buffer whose subscript on some axis is the same
+//!   one-to-one function of `ctx.thread` (`t[ctx.thread]`, `t[0, i + 1]`
+//!   with `let i = ctx.thread`), so different threads touch different
+//!   elements;
+//! - a read and the write of one statement with the same subscripts
+//!   (`t[i] = t[i] * 2`): another thread writing what this thread read
+//!   would also be writing what this thread writes, a race no barrier fixes.
+//!
+//! Walking the stream, an access that conflicts with an access since the
+//! last kept barrier keeps the latest candidate between the two. A conflict
+//! with no candidate between (both accesses under control that differs
+//! between threads, where no barrier can go) is an error, P0802 — except
+//! between two iterations of a loop whose bounds differ between threads
+//! (`for e in range(ctx.thread, n, ctx.threads)`), whose iterations in
+//! different threads are assumed to touch different elements: no barrier
+//! could separate them, and the grid-stride loop needs none.
 
 use super::ir::{
-    AccessId, BarrierId, BarrierRole, BufferId, ExprId, ExprKind, Func, Mem, StmtId, StmtKind,
+    AccessId, BarrierId, BarrierRole, BufferId, ExprId, ExprKind, Func, Mem, Shape, StmtId,
+    StmtKind, VarId,
 };
 use super::shared_plan::SharedPlan;
+use crate::ast::{BinOp, CtxField, Span};
+use crate::diag::Diagnostic;
 use crate::source::LineIndex;
+use std::collections::HashMap;
 
 #[derive(Clone, Debug)]
 pub struct BarrierDecision {
@@ -35,55 +59,67 @@ enum Event {
         write: bool,
         copy: bool,
         line: u32,
+        span: Span,
+        /// The point or run access, when the event is one (`None` for tile
+        /// copies, tile stores, collective scratch and one-element stores
+        /// into a run).
+        acc: Option<AccessId>,
+        /// Which flattened statement instance the event belongs to.
+        inst: u32,
     },
     Candidate(BarrierId),
 }
 
-/// Decide every candidate barrier (result indexed by `BarrierId`).
-pub fn place(f: &Func, plan: &SharedPlan, lines: &LineIndex) -> Vec<BarrierDecision> {
-    let mut events = Vec::new();
-    flatten(f, &f.body, lines, &mut events);
-    let mut decisions: Vec<Option<BarrierDecision>> = vec![None; f.barriers.len()];
-    let conflict = |p: &Event, x: &Event| match (p, x) {
-        (
-            Event::Access {
-                buffer: pb,
-                write: pw,
-                copy: pc,
-                ..
-            },
-            Event::Access {
-                buffer: xb,
-                write: xw,
-                copy: xc,
-                ..
-            },
-        ) => (*pw || *xw) && plan.overlap(f, *pb, *xb) && !(*pc && *xc && pb == xb),
-        _ => false,
+/// Decide every candidate barrier (result indexed by `BarrierId`), or
+/// report a hazard no candidate can fence (P0802).
+pub fn place(
+    f: &Func,
+    plan: &SharedPlan,
+    lines: &LineIndex,
+) -> Result<Vec<BarrierDecision>, Diagnostic> {
+    let mut flat = Flatten {
+        f,
+        lines,
+        out: Vec::new(),
+        inst: 0,
+        loops: Vec::new(),
     };
+    flat.block(&f.body);
+    let (events, loops) = (flat.out, flat.loops);
+    let across_iterations = |j: usize, i: usize| {
+        loops
+            .iter()
+            .any(|&(a, b, c)| a <= j && j < b && b <= i && i < c)
+    };
+    let threads = ThreadIndex::new(f);
+    let mut decisions: Vec<Option<BarrierDecision>> = vec![None; f.barriers.len()];
     // Events since the last kept barrier (indices into `events`).
     let mut since: usize = 0;
     for (i, x) in events.iter().enumerate() {
         if let Event::Access { .. } = x {
-            let hit = (since..i).find(|&j| conflict(&events[j], x));
+            let hit = (since..i).find(|&j| conflict(f, plan, &threads, &events[j], x));
             if let Some(j) = hit {
                 let cand = (j + 1..i).rev().find_map(|c| match events[c] {
                     Event::Candidate(b) => Some((c, b)),
                     _ => None,
                 });
-                if let Some((c, b)) = cand {
-                    decisions[b.0 as usize] = Some(BarrierDecision {
-                        kept: true,
-                        reason: hazard_reason(f, &events[j], x),
-                        line: 0,
-                    });
-                    since = c + 1;
-                }
+                let Some((c, b)) = cand else {
+                    if across_iterations(j, i) {
+                        continue;
+                    }
+                    return Err(unfenced(f, &events[j], x));
+                };
+                decisions[b.0 as usize] = Some(BarrierDecision {
+                    kept: true,
+                    reason: hazard_reason(f, &events[j], x),
+                    line: 0,
+                });
+                since = c + 1;
             }
         }
     }
     let kept: Vec<bool> = decisions.iter().map(Option::is_some).collect();
-    f.barriers
+    Ok(f.barriers
         .iter()
         .map(|(id, b)| {
             let line = lines.line(b.span.start as usize);
@@ -96,7 +132,96 @@ pub fn place(f: &Func, plan: &SharedPlan, lines: &LineIndex) -> Vec<BarrierDecis
                 },
             }
         })
-        .collect()
+        .collect())
+}
+
+/// Whether the earlier access `p` and the later access `x` may touch the
+/// same bytes from different threads with one of them writing.
+fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &Event) -> bool {
+    let (
+        Event::Access {
+            buffer: pb,
+            write: pw,
+            copy: pc,
+            acc: pa,
+            inst: pi,
+            ..
+        },
+        Event::Access {
+            buffer: xb,
+            write: xw,
+            copy: xc,
+            acc: xa,
+            inst: xi,
+            ..
+        },
+    ) = (p, x)
+    else {
+        return false;
+    };
+    if !(*pw || *xw) || !plan.overlap(f, *pb, *xb) {
+        return false;
+    }
+    if *pc && *xc && pb == xb {
+        return false;
+    }
+    if let (Some(pa), Some(xa)) = (pa, xa) {
+        if pb == xb && threads.disjoint(f, *pa, *xa) {
+            return false;
+        }
+        if pi == xi && !*pw && *xw && same_subscripts(f, *pa, *xa) {
+            return false;
+        }
+    }
+    true
+}
+
+/// The error for a conflict with no candidate barrier between the two
+/// accesses: both lie under control that differs between threads.
+fn unfenced(f: &Func, p: &Event, x: &Event) -> Diagnostic {
+    let (
+        Event::Access {
+            buffer: pb,
+            write: pw,
+            copy: pc,
+            span: ps,
+            ..
+        },
+        Event::Access {
+            buffer: xb,
+            write: xw,
+            copy: xc,
+            span: xs,
+            ..
+        },
+    ) = (p, x)
+    else {
+        return Diagnostic::error(
+            "P0901",
+            "internal compiler error: a hazard without accesses",
+        );
+    };
+    let pn = &f.buffers[*pb].name;
+    let xn = &f.buffers[*xb].name;
+    let mut d = Diagnostic::error(
+        "P0802",
+        format!(
+            "`{xn}` is {} by other threads here, after it was {}, and no barrier can go between",
+            verb(*xw, *xc),
+            verb(*pw, *pc)
+        ),
+    )
+    .primary(*xs, format!("`{xn}` {} here", verb(*xw, *xc)));
+    if ps != xs {
+        d = d.secondary(*ps, format!("`{pn}` {} here", verb(*pw, *pc)));
+    }
+    d.note(
+        "a barrier needs every thread of the CTA, so Phobos places one only where control is \
+         the same for all threads; these accesses are both under an `if` or loop that differs \
+         between threads. Read what you need into a `let` before that `if` or loop (for \
+         example `let v = select(i >= d, t[max(i - d, 0)], 0.0)`), then write under the \
+         condition",
+    )
 }
 
 fn verb(write: bool, copy: bool) -> &'static str {
@@ -115,12 +240,14 @@ fn hazard_reason(f: &Func, p: &Event, x: &Event) -> String {
                 write: pw,
                 copy: pc,
                 line: pl,
+                ..
             },
             Event::Access {
                 buffer: xb,
                 write: xw,
                 copy: xc,
                 line: xl,
+                ..
             },
         ) => {
             let pn = &f.buffers[*pb].name;
@@ -150,6 +277,7 @@ fn role_buffer(role: BarrierRole) -> (BufferId, bool) {
         BarrierRole::BeforeTile(b) | BarrierRole::CtaBefore(b) => (b, true),
         BarrierRole::AfterTileCopy(b)
         | BarrierRole::AfterTileWrite(b)
+        | BarrierRole::AfterRead(b)
         | BarrierRole::CtaWritten(b)
         | BarrierRole::CtaRead(b) => (b, false),
     }
@@ -200,125 +328,283 @@ fn elision_reason(
     }
 }
 
-fn flatten(f: &Func, block: &[StmtId], lines: &LineIndex, out: &mut Vec<Event>) {
-    let line_of = |s: crate::ast::Span| lines.line(s.start as usize);
-    for &s in block {
-        let span = f.stmt_span(s);
-        match &f.stmts[s].kind {
-            StmtKind::Set(_, e) => expr(f, *e, lines, out),
-            StmtKind::Store(acc, e) => {
-                index_exprs(f, *acc, lines, out);
-                expr(f, *e, lines, out);
-                access(f, *acc, lines, out);
-            }
-            StmtKind::RunStore {
-                access: acc,
-                value,
-                only,
-            } => {
-                index_exprs(f, *acc, lines, out);
-                expr(f, *value, lines, out);
-                if let Some(o) = only {
-                    expr(f, *o, lines, out);
+/// Builds the event stream; `inst` numbers statement instances (a loop
+/// body's two copies are different instances).
+struct Flatten<'f> {
+    f: &'f Func,
+    lines: &'f LineIndex,
+    out: Vec<Event>,
+    inst: u32,
+    /// For each loop: where its body's first copy starts, where the second
+    /// starts, where the second ends (indices into `out`).
+    loops: Vec<(usize, usize, usize)>,
+}
+
+impl Flatten<'_> {
+    fn block(&mut self, block: &[StmtId]) {
+        let f = self.f;
+        for &s in block {
+            self.inst += 1;
+            let span = f.stmt_span(s);
+            let fence = f.fence(s);
+            match &f.stmts[s].kind {
+                StmtKind::Set(_, e) => self.expr(*e),
+                StmtKind::Store(acc, e) => {
+                    self.index_exprs(*acc);
+                    self.expr(*e);
+                    self.candidate(fence);
+                    self.access(*acc, true);
                 }
-                access(f, *acc, lines, out);
+                StmtKind::RunStore {
+                    access: acc,
+                    value,
+                    only,
+                } => {
+                    self.index_exprs(*acc);
+                    self.expr(*value);
+                    if let Some(o) = only {
+                        self.expr(*o);
+                    }
+                    self.candidate(fence);
+                    self.access(*acc, only.is_none());
+                }
+                StmtKind::TileCopy {
+                    access: acc,
+                    buffer,
+                } => {
+                    self.index_exprs(*acc);
+                    self.buffer(*buffer, true, true, span);
+                }
+                StmtKind::TileStore {
+                    access: acc,
+                    buffer,
+                } => {
+                    self.index_exprs(*acc);
+                    self.buffer(*buffer, false, false, span);
+                }
+                StmtKind::If { cond, then, els } => {
+                    self.expr(*cond);
+                    self.candidate(fence);
+                    self.block(then);
+                    self.block(els);
+                }
+                StmtKind::For {
+                    start,
+                    end,
+                    step,
+                    body,
+                    ..
+                } => {
+                    self.expr(*start);
+                    self.expr(*end);
+                    self.expr(*step);
+                    self.candidate(fence);
+                    let first = self.out.len();
+                    self.block(body);
+                    let second = self.out.len();
+                    self.block(body);
+                    self.loops.push((first, second, self.out.len()));
+                }
+                StmtKind::CtaColl {
+                    arg,
+                    scratch,
+                    before,
+                    written,
+                    read,
+                    ..
+                } => {
+                    self.expr(*arg);
+                    self.out.push(Event::Candidate(*before));
+                    self.buffer(*scratch, true, false, span);
+                    self.out.push(Event::Candidate(*written));
+                    self.buffer(*scratch, false, false, span);
+                    self.out.push(Event::Candidate(*read));
+                }
+                StmtKind::Barrier(b) => self.out.push(Event::Candidate(*b)),
             }
-            StmtKind::TileCopy {
-                access: acc,
-                buffer,
-            } => {
-                index_exprs(f, *acc, lines, out);
-                out.push(Event::Access {
-                    buffer: *buffer,
-                    write: true,
-                    copy: true,
-                    line: line_of(span),
-                });
-            }
-            StmtKind::TileStore {
-                access: acc,
-                buffer,
-            } => {
-                index_exprs(f, *acc, lines, out);
-                out.push(Event::Access {
-                    buffer: *buffer,
-                    write: false,
-                    copy: false,
-                    line: line_of(span),
-                });
-            }
-            StmtKind::If { cond, then, els } => {
-                expr(f, *cond, lines, out);
-                flatten(f, then, lines, out);
-                flatten(f, els, lines, out);
-            }
-            StmtKind::For {
-                start,
-                end,
-                step,
-                body,
-                ..
-            } => {
-                expr(f, *start, lines, out);
-                expr(f, *end, lines, out);
-                expr(f, *step, lines, out);
-                flatten(f, body, lines, out);
-                flatten(f, body, lines, out);
-            }
-            StmtKind::CtaColl {
-                arg,
-                scratch,
-                before,
-                written,
-                read,
-                ..
-            } => {
-                expr(f, *arg, lines, out);
-                let line = line_of(span);
-                out.push(Event::Candidate(*before));
-                out.push(Event::Access {
-                    buffer: *scratch,
-                    write: true,
-                    copy: false,
-                    line,
-                });
-                out.push(Event::Candidate(*written));
-                out.push(Event::Access {
-                    buffer: *scratch,
-                    write: false,
-                    copy: false,
-                    line,
-                });
-                out.push(Event::Candidate(*read));
-            }
-            StmtKind::Barrier(b) => out.push(Event::Candidate(*b)),
+        }
+    }
+
+    fn candidate(&mut self, fence: Option<BarrierId>) {
+        if let Some(b) = fence {
+            self.out.push(Event::Candidate(b));
+        }
+    }
+
+    /// A whole-buffer event (tile copy, tile store, collective scratch).
+    fn buffer(&mut self, buffer: BufferId, write: bool, copy: bool, span: Span) {
+        self.out.push(Event::Access {
+            buffer,
+            write,
+            copy,
+            line: self.lines.line(span.start as usize),
+            span,
+            acc: None,
+            inst: self.inst,
+        });
+    }
+
+    fn index_exprs(&mut self, acc: AccessId) {
+        for &ix in &self.f.accesses[acc].index {
+            self.expr(ix);
+        }
+    }
+
+    /// A point or run access; `exact` is false for a one-element store into
+    /// a run, whose elements the access does not say.
+    fn access(&mut self, acc: AccessId, exact: bool) {
+        let a = &self.f.accesses[acc];
+        if let Mem::Buffer(b) = a.mem {
+            self.out.push(Event::Access {
+                buffer: b,
+                write: a.store,
+                copy: false,
+                line: self.lines.line(a.span.start as usize),
+                span: a.span,
+                acc: exact.then_some(acc),
+                inst: self.inst,
+            });
+        }
+    }
+
+    fn expr(&mut self, e: ExprId) {
+        for o in self.f.operands(e) {
+            self.expr(o);
+        }
+        if let ExprKind::Load(acc) | ExprKind::RunLoad(acc) = self.f.exprs[e].kind {
+            self.access(acc, true);
         }
     }
 }
 
-fn index_exprs(f: &Func, acc: AccessId, lines: &LineIndex, out: &mut Vec<Event>) {
-    for &ix in &f.accesses[acc].index {
-        expr(f, ix, lines, out);
+/// Which subscripts are one-to-one functions of `ctx.thread`: built from
+/// `ctx.thread`, adding or subtracting values the same in every thread,
+/// multiplying by a small nonzero constant, and vars set once outside any
+/// loop to such a value.
+struct ThreadIndex {
+    /// Vars assigned exactly once, outside every loop, with their value.
+    defs: HashMap<VarId, ExprId>,
+}
+
+impl ThreadIndex {
+    fn new(f: &Func) -> ThreadIndex {
+        let mut count: HashMap<VarId, u32> = HashMap::new();
+        let mut defs = HashMap::new();
+        fn walk(
+            f: &Func,
+            b: &[StmtId],
+            in_loop: bool,
+            count: &mut HashMap<VarId, u32>,
+            defs: &mut HashMap<VarId, ExprId>,
+        ) {
+            for &s in b {
+                match &f.stmts[s].kind {
+                    StmtKind::Set(v, e) => {
+                        *count.entry(*v).or_default() += if in_loop { 2 } else { 1 };
+                        defs.insert(*v, *e);
+                    }
+                    StmtKind::CtaColl { dst, .. } => *count.entry(*dst).or_default() += 2,
+                    StmtKind::If { then, els, .. } => {
+                        walk(f, then, in_loop, count, defs);
+                        walk(f, els, in_loop, count, defs);
+                    }
+                    StmtKind::For { var, body, .. } => {
+                        *count.entry(*var).or_default() += 2;
+                        walk(f, body, true, count, defs);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        walk(f, &f.body, false, &mut count, &mut defs);
+        defs.retain(|v, _| count.get(v) == Some(&1));
+        ThreadIndex { defs }
+    }
+
+    /// Whether `a` and `b` (of one buffer) touch different elements whenever
+    /// different threads make them: on some axis (not the axis of a run)
+    /// both subscripts are the same one-to-one function of the thread.
+    fn disjoint(&self, f: &Func, a: AccessId, b: AccessId) -> bool {
+        let (a, b) = (&f.accesses[a], &f.accesses[b]);
+        let run_axis = |s: &Shape| match s {
+            Shape::Run { axis, .. } => Some(*axis),
+            _ => None,
+        };
+        if a.index.len() != b.index.len() {
+            return false;
+        }
+        (0..a.index.len()).any(|k| {
+            run_axis(&a.shape) != Some(k)
+                && run_axis(&b.shape) != Some(k)
+                && same_expr(f, a.index[k], b.index[k])
+                && self.one_to_one(f, a.index[k])
+        })
+    }
+
+    fn one_to_one(&self, f: &Func, e: ExprId) -> bool {
+        match &f.exprs[e].kind {
+            ExprKind::Ctx(CtxField::Thread) => true,
+            ExprKind::Var(v) => self.defs.get(v).is_some_and(|d| self.one_to_one(f, *d)),
+            ExprKind::Binary(BinOp::Add, x, y) => {
+                (self.one_to_one(f, *x) && self.same_in_cta(f, *y))
+                    || (self.same_in_cta(f, *x) && self.one_to_one(f, *y))
+            }
+            ExprKind::Binary(BinOp::Sub, x, y) => self.one_to_one(f, *x) && self.same_in_cta(f, *y),
+            ExprKind::Binary(BinOp::Mul, x, y) => {
+                // Threads are fewer than 1024, so `t * c` does not wrap.
+                let small = |e: ExprId| {
+                    f.const_int(e)
+                        .is_some_and(|c| c != 0 && c.abs() < (1 << 20))
+                };
+                (self.one_to_one(f, *x) && small(*y)) || (small(*x) && self.one_to_one(f, *y))
+            }
+            _ => false,
+        }
+    }
+
+    fn same_in_cta(&self, f: &Func, e: ExprId) -> bool {
+        match &f.exprs[e].kind {
+            ExprKind::Const(_) | ExprKind::Param(_) | ExprKind::Dim(_) => true,
+            ExprKind::Ctx(c) => !matches!(c, CtxField::Thread | CtxField::Warp | CtxField::Lane),
+            ExprKind::Var(v) => self.defs.get(v).is_some_and(|d| self.same_in_cta(f, *d)),
+            ExprKind::Unary(_, x) | ExprKind::Convert(x) => self.same_in_cta(f, *x),
+            ExprKind::Binary(_, x, y) => self.same_in_cta(f, *x) && self.same_in_cta(f, *y),
+            _ => false,
+        }
     }
 }
 
-fn access(f: &Func, acc: AccessId, lines: &LineIndex, out: &mut Vec<Event>) {
-    let a = &f.accesses[acc];
-    if let Mem::Buffer(b) = a.mem {
-        out.push(Event::Access {
-            buffer: b,
-            write: a.store,
-            copy: false,
-            line: lines.line(a.span.start as usize),
-        });
-    }
+/// Whether two accesses name the same elements when evaluated in one
+/// statement by one thread: same shape, structurally equal subscripts.
+fn same_subscripts(f: &Func, a: AccessId, b: AccessId) -> bool {
+    let (a, b) = (&f.accesses[a], &f.accesses[b]);
+    a.mem == b.mem
+        && a.shape == b.shape
+        && a.index.len() == b.index.len()
+        && a.index
+            .iter()
+            .zip(&b.index)
+            .all(|(x, y)| same_expr(f, *x, *y))
 }
 
-fn expr(f: &Func, e: ExprId, lines: &LineIndex, out: &mut Vec<Event>) {
-    for o in f.operands(e) {
-        expr(f, o, lines, out);
+/// Structural equality of side-effect-free expressions built from
+/// constants, vars, parameters, dims, `ctx` and arithmetic; anything else
+/// (loads, shuffles, built-ins) is never equal.
+fn same_expr(f: &Func, a: ExprId, b: ExprId) -> bool {
+    if f.exprs[a].ty != f.exprs[b].ty {
+        return false;
     }
-    if let ExprKind::Load(acc) | ExprKind::RunLoad(acc) = f.exprs[e].kind {
-        access(f, acc, lines, out);
+    match (&f.exprs[a].kind, &f.exprs[b].kind) {
+        (ExprKind::Const(x), ExprKind::Const(y)) => format!("{x:?}") == format!("{y:?}"),
+        (ExprKind::Var(x), ExprKind::Var(y)) => x == y,
+        (ExprKind::Param(x), ExprKind::Param(y)) => x == y,
+        (ExprKind::Dim(x), ExprKind::Dim(y)) => x == y,
+        (ExprKind::Ctx(x), ExprKind::Ctx(y)) => x == y,
+        (ExprKind::Unary(o, x), ExprKind::Unary(p, y)) => o == p && same_expr(f, *x, *y),
+        (ExprKind::Convert(x), ExprKind::Convert(y)) => same_expr(f, *x, *y),
+        (ExprKind::Binary(o, x1, x2), ExprKind::Binary(p, y1, y2)) => {
+            o == p && same_expr(f, *x1, *y1) && same_expr(f, *x2, *y2)
+        }
+        _ => false,
     }
 }

@@ -39,6 +39,21 @@ pub struct Analyses<'a> {
 pub struct EntryText {
     pub text: String,
     pub min_version: u32,
+    /// What the PTX does for each access (indexed by `AccessId`), read
+    /// from the instructions as they were emitted.
+    pub accesses: Vec<EmittedAccess>,
+}
+
+/// The memory instructions emitted for one access, in the access's own
+/// state space (global for a tensor, shared for a tile): the widest and
+/// narrowest bytes per instruction, how many, and the `.loc` line of the
+/// first. A tile copy also writes shared memory, which is not counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EmittedAccess {
+    pub max_bytes: u32,
+    pub min_bytes: u32,
+    pub instructions: u32,
+    pub line: u32,
 }
 
 /// Emit the `.entry` of one variant for target `sm_<arch>`.
@@ -67,6 +82,8 @@ pub fn emit_entry(
         lane: Reg::new(RegClass::B32, 0),
         warp: Reg::new(RegClass::B32, 0),
         smem: format!("{}_smem", f.entry),
+        cur_access: None,
+        emitted: vec![EmittedAccess::default(); f.accesses.len()],
     };
     e.prologue();
     e.block(&f.body);
@@ -169,6 +186,9 @@ pub(crate) struct Emitter<'a> {
     pub warp: Reg,
     /// The name of this entry's `.shared` array.
     pub smem: String,
+    /// The access whose instructions are being emitted (see `address`).
+    pub cur_access: Option<super::ir::AccessId>,
+    emitted: Vec<EmittedAccess>,
 }
 
 impl<'a> Emitter<'a> {
@@ -185,9 +205,54 @@ impl<'a> Emitter<'a> {
 
     /// Emit one instruction line.
     pub fn ins(&mut self, s: &str) {
+        if let Some(acc) = self.cur_access {
+            self.record(acc, s);
+        }
         self.body.push('\t');
         self.body.push_str(s);
         self.body.push('\n');
+    }
+
+    /// Count `s` as one of `acc`'s instructions when it is a load or store
+    /// in the access's state space.
+    fn record(&mut self, acc: super::ir::AccessId, s: &str) {
+        let op = match s.strip_prefix('@') {
+            Some(rest) => rest.split_once(' ').map_or("", |(_, op)| op),
+            None => s,
+        };
+        let op = op.split_whitespace().next().unwrap_or("");
+        let space = match self.f.accesses[acc].mem {
+            super::ir::Mem::Tensor(_) => ".global",
+            super::ir::Mem::Buffer(_) => ".shared",
+        };
+        let mut parts = op.split('.');
+        let kind = parts.next().unwrap_or("");
+        if !(kind == "ld" || kind == "st") || !op[kind.len()..].starts_with(space) {
+            return;
+        }
+        let mut lanes = 1;
+        let mut elem = 0;
+        for p in parts {
+            if let Some(n) = p.strip_prefix('v').and_then(|n| n.parse::<u32>().ok()) {
+                lanes = n;
+            } else if let Some(bits) = p
+                .get(1..)
+                .and_then(|n| n.parse::<u32>().ok())
+                .filter(|_| matches!(p.as_bytes()[0], b'u' | b's' | b'b' | b'f'))
+            {
+                elem = bits / 8;
+            }
+        }
+        let bytes = lanes * elem;
+        let line = self.line;
+        let e = &mut self.emitted[acc.0 as usize];
+        if e.instructions == 0 {
+            e.line = line;
+            e.min_bytes = bytes;
+        }
+        e.instructions += 1;
+        e.max_bytes = e.max_bytes.max(bytes);
+        e.min_bytes = e.min_bytes.min(bytes);
     }
 
     pub fn place_label(&mut self, l: &str) {
@@ -312,6 +377,7 @@ impl<'a> Emitter<'a> {
         EntryText {
             text: out,
             min_version: self.min_version,
+            accesses: self.emitted,
         }
     }
 
@@ -334,18 +400,21 @@ impl<'a> Emitter<'a> {
             StmtKind::Store(acc, e) => {
                 let val = self.expr(*e);
                 self.loc(span);
-                self.store_point(*acc, val);
+                self.store_point(*acc, val, self.f.fence(s));
             }
             StmtKind::RunStore {
                 access,
                 value,
                 only,
-            } => self.store_run(*access, *value, *only),
+            } => self.store_run(*access, *value, *only, self.f.fence(s)),
             StmtKind::TileCopy { access, buffer } => self.tile_copy(*access, *buffer),
             StmtKind::TileStore { access, buffer } => self.tile_store(*access, *buffer),
             StmtKind::If { cond, then, els } => {
                 let c = self.expr(*cond);
                 let p = self.in_reg(c, ScalarTy::Bool);
+                if let Some(b) = self.f.fence(s) {
+                    self.barrier(b);
+                }
                 let l_else = self.label("else");
                 let l_end = self.label("endif");
                 self.ins(&format!("@!{p} bra {l_else};"));
@@ -365,7 +434,7 @@ impl<'a> Emitter<'a> {
                 end,
                 step,
                 body,
-            } => self.for_loop(span, *var, *start, *end, *step, body),
+            } => self.for_loop(s, *var, *start, *end, *step, body),
             StmtKind::CtaColl { .. } => self.cta_collective(s),
             StmtKind::Barrier(b) => self.barrier(*b),
         }
@@ -373,7 +442,7 @@ impl<'a> Emitter<'a> {
 
     fn for_loop(
         &mut self,
-        span: Span,
+        stmt: StmtId,
         var: super::ir::VarId,
         start: ExprId,
         end: ExprId,
@@ -396,6 +465,10 @@ impl<'a> Emitter<'a> {
             }
             other => other,
         };
+        if let Some(b) = self.f.fence(stmt) {
+            self.barrier(b);
+        }
+        let span = self.f.stmt_span(stmt);
         let head = self.label("for");
         let done = self.label("endfor");
         let suffix = values::int_suffix(ty);

@@ -113,6 +113,11 @@ pub struct Func {
     pub expr_spans: Vec<Span>,
     pub stmt_spans: Vec<Span>,
     pub body: Vec<StmtId>,
+    /// Candidate barriers inside a statement, between evaluating its
+    /// operands (which read a tile) and acting on them: the write of a
+    /// `Store`/`RunStore`, the branch of an `If`, the first iteration of a
+    /// `For`. At most one per statement.
+    pub fences: Vec<(StmtId, BarrierId)>,
 }
 
 #[derive(Clone, Debug)]
@@ -288,6 +293,9 @@ pub enum BarrierRole {
     AfterTileCopy(BufferId),
     /// After a statement that stores single elements into a tile.
     AfterTileWrite(BufferId),
+    /// Inside an `If` or `For`: after its condition or bounds read the
+    /// buffer, before the body runs.
+    AfterRead(BufferId),
     /// The three barriers of a CTA collective.
     CtaBefore(BufferId),
     CtaWritten(BufferId),
@@ -309,6 +317,19 @@ impl Func {
     }
     pub fn stmt_span(&self, s: StmtId) -> Span {
         self.stmt_spans[s.index()]
+    }
+    /// The candidate barrier between a statement's operands and its action.
+    pub fn fence(&self, s: StmtId) -> Option<BarrierId> {
+        self.fences.iter().find(|(x, _)| *x == s).map(|(_, b)| *b)
+    }
+    /// The first tile buffer that evaluating `e` reads.
+    pub fn tile_read(&self, e: ExprId) -> Option<BufferId> {
+        if let ExprKind::Load(acc) | ExprKind::RunLoad(acc) = self.exprs[e].kind {
+            if let Mem::Buffer(b) = self.accesses[acc].mem {
+                return Some(b);
+            }
+        }
+        self.operands(e).into_iter().find_map(|o| self.tile_read(o))
     }
     /// The scalar type of a scalar expression (the element type of a run).
     pub fn scalar_ty(&self, e: ExprId) -> ScalarTy {

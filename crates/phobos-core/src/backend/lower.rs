@@ -140,7 +140,11 @@ impl Lower<'_> {
                 let acc = self.access(*dst, index, Shape::Point, true, span);
                 let e = self.expr(value);
                 self.note_tile_write(*dst, span);
-                vec![self.push_stmt(StmtKind::Store(acc, e), span)]
+                let s = self.push_stmt(StmtKind::Store(acc, e), span);
+                let mut operands = self.f.accesses[acc].index.clone();
+                operands.push(e);
+                self.fence_store(s, *dst, &operands);
+                vec![s]
             }
             hir::StmtKind::RunStore {
                 dst,
@@ -158,14 +162,19 @@ impl Lower<'_> {
                 let value = self.expr(value);
                 let only = only.as_ref().map(|i| self.expr(i));
                 self.note_tile_write(*dst, span);
-                vec![self.push_stmt(
+                let s = self.push_stmt(
                     StmtKind::RunStore {
                         access,
                         value,
                         only,
                     },
                     span,
-                )]
+                );
+                let mut operands = self.f.accesses[access].index.clone();
+                operands.push(value);
+                operands.extend(only);
+                self.fence_store(s, *dst, &operands);
+                vec![s]
             }
             hir::StmtKind::TileCopy { dst, src, starts } => {
                 let buffer = self.tiles[dst];
@@ -211,7 +220,9 @@ impl Lower<'_> {
                 let els = self.block(els);
                 self.pre = pre;
                 self.uniform = outer;
-                vec![self.push_stmt(StmtKind::If { cond, then, els }, span)]
+                let s = self.push_stmt(StmtKind::If { cond, then, els }, span);
+                self.fence_read(s, &[cond], span);
+                vec![s]
             }
             hir::StmtKind::For {
                 var,
@@ -235,7 +246,7 @@ impl Lower<'_> {
                 let body = self.block(body);
                 self.pre = pre;
                 self.uniform = outer;
-                vec![self.push_stmt(
+                let s = self.push_stmt(
                     StmtKind::For {
                         var: v,
                         start,
@@ -244,8 +255,43 @@ impl Lower<'_> {
                         body,
                     },
                     span,
-                )]
+                );
+                self.fence_read(s, &[start, end, step], span);
+                vec![s]
             }
+        }
+    }
+
+    /// A store into a tile whose operands read a tile gets a candidate
+    /// barrier between evaluating them and writing (`t[i] = t[i] + t[i - d]`:
+    /// other threads' reads of `t` must finish before this thread writes).
+    /// Only where control is uniform; elsewhere `barriers` reports a hazard
+    /// it cannot fence.
+    fn fence_store(&mut self, s: StmtId, dst: hir::Memory, operands: &[ExprId]) {
+        let hir::Memory::Tile(l) = dst else {
+            return;
+        };
+        if self.uniform && operands.iter().any(|&e| self.f.tile_read(e).is_some()) {
+            let b = self.f.barriers.push(Barrier {
+                role: BarrierRole::BeforeTile(self.tiles[&l]),
+                span: self.f.stmt_span(s),
+            });
+            self.f.fences.push((s, b));
+        }
+    }
+
+    /// An `if` condition or `for` bounds that read a tile get a candidate
+    /// barrier after they are evaluated, before the body may write the tile.
+    fn fence_read(&mut self, s: StmtId, operands: &[ExprId], span: Span) {
+        if !self.uniform {
+            return;
+        }
+        if let Some(buf) = operands.iter().find_map(|&e| self.f.tile_read(e)) {
+            let b = self.f.barriers.push(Barrier {
+                role: BarrierRole::AfterRead(buf),
+                span,
+            });
+            self.f.fences.push((s, b));
         }
     }
 

@@ -89,13 +89,24 @@ pub fn build(
     }
 }
 
-/// The widest access any variant makes into tensor parameter `p`.
+/// Whether `acc` is the run of a `store(run, i, v)`, which writes one element.
+fn one_element_store(f: &super::ir::Func, acc: super::ir::AccessId) -> bool {
+    f.stmts.iter().any(|(_, s)| {
+        matches!(
+            s.kind,
+            super::ir::StmtKind::RunStore { access, only: Some(_), .. } if access == acc
+        )
+    })
+}
+
+/// The widest access any variant makes into tensor parameter `p`, as
+/// emitted.
 fn vector_bytes(variants: &[CompiledVariant], p: u32) -> u32 {
     let mut w = 0;
     for v in variants {
         for (id, a) in v.func.accesses.iter() {
             if a.mem == Mem::Tensor(hir::ParamId(p)) {
-                w = w.max(v.div.access[id.0 as usize].width);
+                w = w.max(v.entry.accesses[id.0 as usize].max_bytes);
             }
         }
     }
@@ -144,6 +155,27 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
         .map(|(id, a)| {
             let (line, col) = lines.line_col(a.span.start as usize);
             let info = &v.div.access[id.0 as usize];
+            // Widths and lines come from the instructions `emit` wrote.
+            let emitted = v.entry.accesses[id.0 as usize];
+            let line = if emitted.instructions > 0 {
+                emitted.line
+            } else {
+                line
+            };
+            let reason = if emitted.instructions == 0 {
+                "no memory instruction was emitted for it".to_string()
+            } else if emitted.max_bytes < info.width {
+                if one_element_store(&v.func, id) {
+                    "`store(run, i, v)` writes one element".to_string()
+                } else {
+                    format!(
+                        "emitted {} bytes per instruction where {} were allowed",
+                        emitted.max_bytes, info.width
+                    )
+                }
+            } else {
+                info.reason.clone()
+            };
             let target = match a.mem {
                 Mem::Tensor(p) => k.params[p.0 as usize].name.clone(),
                 Mem::Buffer(b) => v.func.buffers[b].name.clone(),
@@ -159,9 +191,9 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
                 target,
                 store: a.store,
                 elems,
-                width_bytes: info.width,
+                width_bytes: emitted.max_bytes,
                 align_bytes: info.align,
-                reason: info.reason.clone(),
+                reason,
             }
         })
         .collect();

@@ -37,6 +37,13 @@ pub fn print(f: &Func) -> String {
 fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
     let pad = "  ".repeat(depth);
     for &s in b {
+        if let Some(fence) = f.fence(s) {
+            let _ = writeln!(
+                out,
+                "{pad}fence {fence} ({}) after the operands of:",
+                role(f, fence)
+            );
+        }
         match &f.stmts[s].kind {
             StmtKind::Set(v, e) => {
                 let _ = writeln!(out, "{pad}{v} = {}", expr(f, *e));
@@ -103,17 +110,21 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
                 );
             }
             StmtKind::Barrier(b) => {
-                let role = match f.barriers[*b].role {
-                    BarrierRole::BeforeTile(x) => format!("before-tile {x}"),
-                    BarrierRole::AfterTileCopy(x) => format!("after-copy {x}"),
-                    BarrierRole::AfterTileWrite(x) => format!("after-write {x}"),
-                    BarrierRole::CtaBefore(x) => format!("cta-before {x}"),
-                    BarrierRole::CtaWritten(x) => format!("cta-written {x}"),
-                    BarrierRole::CtaRead(x) => format!("cta-read {x}"),
-                };
-                let _ = writeln!(out, "{pad}barrier {b} ({role})");
+                let _ = writeln!(out, "{pad}barrier {b} ({})", role(f, *b));
             }
         }
+    }
+}
+
+fn role(f: &Func, b: super::ir::BarrierId) -> String {
+    match f.barriers[b].role {
+        BarrierRole::BeforeTile(x) => format!("before-tile {x}"),
+        BarrierRole::AfterTileCopy(x) => format!("after-copy {x}"),
+        BarrierRole::AfterTileWrite(x) => format!("after-write {x}"),
+        BarrierRole::AfterRead(x) => format!("after-read {x}"),
+        BarrierRole::CtaBefore(x) => format!("cta-before {x}"),
+        BarrierRole::CtaWritten(x) => format!("cta-written {x}"),
+        BarrierRole::CtaRead(x) => format!("cta-read {x}"),
     }
 }
 

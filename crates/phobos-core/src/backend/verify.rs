@@ -13,7 +13,8 @@
 //!    start per axis of its shape; a point access indexes every axis of a
 //!    buffer.
 //! 6. Every candidate barrier appears exactly once (as a `Barrier`
-//!    statement or inside one `CtaColl`).
+//!    statement, inside one `CtaColl`, or as the fence of one `Store`,
+//!    `RunStore`, `If` or `For`), and a statement has at most one fence.
 //! 7. A `Dp4aSum`'s operands are packed-byte operands.
 //!
 //! Run after `lower` in debug builds and in the tests.
@@ -77,6 +78,23 @@ impl Verifier<'_> {
             }
             self.stmt_users[s.index()] += 1;
             self.stmt(s);
+            self.fences(s);
+        }
+    }
+
+    fn fences(&mut self, s: StmtId) {
+        let fences: Vec<_> = self.f.fences.iter().filter(|(x, _)| *x == s).collect();
+        if fences.len() > 1 {
+            self.errors.push(format!("{s} has {} fences", fences.len()));
+        }
+        for (_, b) in fences {
+            match self.f.stmts[s].kind {
+                StmtKind::Store(..)
+                | StmtKind::RunStore { .. }
+                | StmtKind::If { .. }
+                | StmtKind::For { .. } => self.use_barrier(*b),
+                _ => self.errors.push(format!("{s} cannot hold fence {b}")),
+            }
         }
     }
 

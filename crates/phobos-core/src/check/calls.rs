@@ -475,10 +475,19 @@ impl Cx<'_> {
         span: Span,
     ) -> Ex {
         let Some(f) = self.fns.items.get(callee.name.as_str()).copied() else {
-            self.report(
-                Diagnostic::error("P0205", format!("cannot find fn `{}`", callee.name))
-                    .primary(callee.span, "not a fn, built-in or conversion"),
-            );
+            let name = callee.name.as_str();
+            let d = if matches!(
+                name,
+                "__syncthreads" | "__syncwarp" | "syncthreads" | "barrier"
+            ) {
+                Diagnostic::error("P0205", format!("Phobos has no `{name}()`: the compiler places barriers itself"))
+                    .primary(callee.span, "remove this call")
+                    .note("the compiler puts a CTA barrier wherever threads read tile elements that other threads wrote, or overwrite elements others read, and a warp is synchronized by each shuffle and collective; `phobos report` lists every barrier it placed and why")
+            } else {
+                Diagnostic::error("P0205", format!("cannot find fn `{name}`"))
+                    .primary(callee.span, "not a fn, built-in or conversion")
+            };
+            self.report(d);
             return None;
         };
         if self.fns.broken.contains(callee.name.as_str()) {

@@ -87,6 +87,12 @@ pub(crate) struct Cx<'a> {
     pub expr_depth: usize,
     /// Inside `@grid(...)`: only dims and constants may be named.
     pub grid_mode: bool,
+    /// Loop variables, so assigning one is explained as such.
+    pub loop_vars: Vec<LocalId>,
+    /// `var x = 0`-style locals: declared from an integer literal without a
+    /// type, with the literal's span and value (for the `var x: f32 = 0.0`
+    /// hint when a float is added to them).
+    pub int_literal_vars: Vec<(LocalId, Span, u64)>,
     pub diags: Vec<Diagnostic>,
 }
 
@@ -106,6 +112,8 @@ impl<'a> Cx<'a> {
             inline_exhausted: false,
             expr_depth: 0,
             grid_mode: false,
+            loop_vars: Vec::new(),
+            int_literal_vars: Vec::new(),
             diags: Vec::new(),
         }
     }
@@ -121,6 +129,14 @@ impl<'a> Cx<'a> {
 
     pub fn lookup(&self, name: &str) -> Option<&Binding> {
         self.scopes.iter().rev().find_map(|s| s.get(name))
+    }
+
+    /// Rebind `name` in the scope that declared it (the innermost that has
+    /// it), not in the current scope.
+    pub fn rebind(&mut self, name: &str, b: Binding) {
+        if let Some(scope) = self.scopes.iter_mut().rev().find(|s| s.contains_key(name)) {
+            scope.insert(name.to_string(), b);
+        }
     }
 
     pub fn bind(&mut self, name: &str, b: Binding) {

@@ -112,6 +112,9 @@ impl Cx<'_> {
         };
         let local = self.new_local(&name.name, name.span, mutable, LocalKind::Scalar(t));
         self.bind(&name.name, Binding::Local(local));
+        if let (true, None, ExprKind::Int(v)) = (mutable, ty, &init.kind) {
+            self.int_literal_vars.push((local, init.span, *v));
+        }
         Some(hir::StmtKind::Let { local, init: x })
     }
 
@@ -174,13 +177,31 @@ impl Cx<'_> {
         let info = &self.locals[local.0 as usize];
         if !info.mutable || matches!(info.kind, LocalKind::Tile { .. }) {
             let decl = info.span;
-            self.report(
+            let d = if self.loop_vars.contains(&local) {
+                Diagnostic::error("P0207", format!("cannot assign to the loop variable `{n}`"))
+                    .primary(target_span, "assigned here")
+                    .secondary(decl, format!("the loop sets `{n}` on every iteration"))
+                    .note(format!("a loop variable cannot change inside its loop: choose the loop's `range(start, end, step)`, or copy it into a variable, as in `var j = {n}`"))
+            } else if matches!(info.kind, LocalKind::Tile { .. }) {
+                Diagnostic::error("P0207", format!("cannot assign to the tile `{n}`"))
+                    .primary(target_span, "assigned here")
+                    .secondary(decl, "a tile, copied here")
+                    .note(format!(
+                        "change a tile's elements with subscripts, as in `{n}[i, j] = v`"
+                    ))
+            } else {
                 Diagnostic::error("P0207", format!("cannot assign twice to `{n}`"))
                     .primary(target_span, "assigned here")
-                    .secondary(decl, "declared with `let` (or a loop variable or tile)")
-                    .note(format!("declare it with `var {n}` to change it")),
-            );
+                    .secondary(decl, "declared with `let`")
+                    .note(format!("declare it with `var {n}` to change it"))
+            };
+            self.report(d);
             return None;
+        }
+        if let Some(op) = op {
+            if self.float_into_int_literal_var(local, n, op, value) {
+                return None;
+            }
         }
         let ty = self.local_ty(local)?;
         let old = mk(hir::ExprKind::Local(local), ty, target_span);
@@ -204,6 +225,62 @@ impl Cx<'_> {
             return None;
         }
         Some(hir::StmtKind::Assign { local, value: v })
+    }
+
+    /// `var acc = 0` then `acc += <float>`: the literal made `acc` an
+    /// integer, and the fix is to declare it as a float, not to convert the
+    /// value. Reports that (once; `acc` is then poisoned so its later uses
+    /// stay quiet) and returns true.
+    fn float_into_int_literal_var(
+        &mut self,
+        local: hir::LocalId,
+        n: &str,
+        op: BinOp,
+        value: &ast::Expr,
+    ) -> bool {
+        let Some(&(_, lit_span, lit)) = self.int_literal_vars.iter().find(|(l, ..)| *l == local)
+        else {
+            return false;
+        };
+        // Type the value quietly: the usual mismatch error is replaced.
+        let before = self.diags.len();
+        let v = self.expr(value, None);
+        let value_errors = self.diags.len() > before;
+        self.diags.truncate(before);
+        let Some(Ty::Scalar(vt)) = v.map(|v| v.ty) else {
+            return false;
+        };
+        if value_errors || !vt.is_float() {
+            return false;
+        }
+        let Some(Ty::Scalar(lt)) = self.local_ty(local) else {
+            return false;
+        };
+        self.report(
+            Diagnostic::error(
+                "P0400",
+                format!(
+                    "`{n}` is {}, so `{n} {}= ...` cannot take {}",
+                    lt.name(),
+                    super::types::op_text(op),
+                    vt.name()
+                ),
+            )
+            .primary(value.span, format!("this is {}", vt.name()))
+            .secondary(
+                lit_span,
+                format!(
+                    "`{n}` is {} because `{lit}` is an integer literal",
+                    lt.name()
+                ),
+            )
+            .note(format!(
+                "declare it as a float: `var {n}: {} = {lit}.0`",
+                vt.name()
+            )),
+        );
+        self.rebind(n, Binding::Poisoned);
+        true
     }
 
     fn for_stmt(
@@ -231,6 +308,7 @@ impl Cx<'_> {
         self.push_scope();
         let local = self.new_local(&var.name, var.span, false, LocalKind::Scalar(ScalarTy::I32));
         self.bind(&var.name, Binding::Local(local));
+        self.loop_vars.push(local);
         let body = self.block(body);
         self.pop_scope();
         Some(hir::StmtKind::For {

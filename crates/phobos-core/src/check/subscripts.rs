@@ -300,6 +300,21 @@ impl Cx<'_> {
             );
             return None;
         };
+        if subs.len() != mem.dims.len() {
+            self.report(
+                Diagnostic::error(
+                    "P0500",
+                    format!(
+                        "`{}` has {} dims, found {} subscripts",
+                        mem.name,
+                        mem.dims.len(),
+                        subs.len()
+                    ),
+                )
+                .primary(init.span, format!("expected {} subscripts", mem.dims.len())),
+            );
+            return None;
+        }
         let Shape::Tile { starts, shape } = self.tile_shape(&mem, subs)? else {
             return None;
         };
@@ -420,6 +435,10 @@ impl Cx<'_> {
     ) -> Option<hir::StmtKind> {
         let tile = match (&value.kind, self.value_tile(value)) {
             (_, Some(t)) if op.is_none() => t,
+            // A tile whose declaration failed was reported there.
+            (ExprKind::Name(n), _) if matches!(self.lookup(n), Some(Binding::Poisoned)) => {
+                return None;
+            }
             _ => {
                 self.report(
                     Diagnostic::error("P0509", "a tile subscript is stored to from a whole tile")

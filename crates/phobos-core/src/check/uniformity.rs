@@ -4,15 +4,34 @@
 //! collectives need warp-uniform control; CTA collectives and tile
 //! statements need uniform control.
 //!
+//! A load is as varying as its subscripts, except that a load from a
+//! tensor the kernel writes, or from a tile it writes element by element,
+//! is varying whatever its subscripts: other threads may write the element
+//! between two threads' reads (`if F[0] == 1` where the kernel writes `F`
+//! is not a uniform condition).
+//!
+//! Dividing by a multiple of 32 (or shifting right by 5 or more) a value
+//! that is `ctx.thread` plus a uniform multiple of the divisor gives the
+//! same result in every lane of a warp, because a warp's threads are 32
+//! consecutive `ctx.thread` values starting at a multiple of 32:
+//! `ctx.thread / 32`, `ctx.thread >> 5` and
+//! `(ctx.block.x * ctx.threads + ctx.thread) / 32` are warp-uniform
+//! (`ctx.threads` is a multiple of 32). Division truncates toward zero, so
+//! it needs the uniform part to be known non-negative; a shift floors.
+//!
 //! Control is as varying as the conditions and loop bounds that reach it,
 //! and a variable assigned under control is at least that varying. Because
 //! a loop can carry a variable made varying late in its body back to a
 //! condition early in it, the pass first raises every local's level to a
 //! fixpoint, then walks the kernel once more to report.
 
-use crate::ast::{CtxField, Span};
+use crate::ast::{BinOp, CtxField, Span};
 use crate::diag::Diagnostic;
-use crate::hir::{Block, CollOp, Expr, ExprKind, Group, Kernel, LocalId, ShflMode, Stmt, StmtKind};
+use crate::hir::ConstVal;
+use crate::hir::{
+    Block, CollOp, Expr, ExprKind, Group, Kernel, LocalId, Memory, ParamKind, ShflMode, Stmt,
+    StmtKind,
+};
 
 /// How much a value or a point of control differs between threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,6 +58,8 @@ struct Ctrl {
     is_loop: bool,
     /// The local whose level made the condition vary, when one did.
     via: Option<LocalId>,
+    /// A load from memory the kernel writes that made it vary, when one did.
+    load: Option<(Span, Memory)>,
 }
 
 /// Where a local became as varying as it is.
@@ -55,6 +76,7 @@ pub fn check(kernel: &Kernel) -> Vec<Diagnostic> {
         level: vec![Level::Uniform; kernel.locals.len()],
         cause: vec![None; kernel.locals.len()],
         ctrl: Vec::new(),
+        written: written_memory(kernel),
         report: false,
         changed: false,
         diags: Vec::new(),
@@ -78,6 +100,7 @@ pub fn local_levels(kernel: &Kernel) -> Vec<Level> {
         level: vec![Level::Uniform; kernel.locals.len()],
         cause: vec![None; kernel.locals.len()],
         ctrl: Vec::new(),
+        written: written_memory(kernel),
         report: false,
         changed: true,
         diags: Vec::new(),
@@ -94,9 +117,39 @@ struct Uni<'k> {
     level: Vec<Level>,
     cause: Vec<Option<Cause>>,
     ctrl: Vec<Ctrl>,
+    /// Tensors and tiles the kernel writes (tiles: by element or run stores).
+    written: Vec<Memory>,
     report: bool,
     changed: bool,
     diags: Vec<Diagnostic>,
+}
+
+/// The tensors the kernel writes and the tiles it writes element by element
+/// (a tile copy writes a whole tile together, fenced by barriers, so a read
+/// after it sees the same value in every thread).
+fn written_memory(kernel: &Kernel) -> Vec<Memory> {
+    fn walk(b: &Block, out: &mut Vec<Memory>) {
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Store { dst, .. } | StmtKind::RunStore { dst, .. } => out.push(*dst),
+                StmtKind::If { then, els, .. } => {
+                    walk(then, out);
+                    walk(els, out);
+                }
+                StmtKind::For { body, .. } => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out: Vec<Memory> = kernel
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.kind, ParamKind::Tensor { written: true, .. }))
+        .map(|(i, _)| Memory::Tensor(crate::hir::ParamId(i as u32)))
+        .collect();
+    walk(&kernel.body, &mut out);
+    out
 }
 
 impl Uni<'_> {
@@ -153,11 +206,13 @@ impl Uni<'_> {
             StmtKind::If { cond, then, els } => {
                 let level = self.expr(cond);
                 let via = self.varying_local(cond, level);
+                let load = self.written_load(cond);
                 self.ctrl.push(Ctrl {
                     level,
                     span: cond.span,
                     is_loop: false,
                     via,
+                    load,
                 });
                 self.block(then);
                 self.block(els);
@@ -177,12 +232,14 @@ impl Uni<'_> {
                     .max()
                     .unwrap_or(Level::Uniform);
                 let via = bounds.iter().find_map(|e| self.varying_local(e, level));
+                let load = bounds.iter().find_map(|e| self.written_load(e));
                 let span = start.span.to(end.span).to(step.span);
                 self.ctrl.push(Ctrl {
                     level,
                     span,
                     is_loop: true,
                     via,
+                    load,
                 });
                 self.raise(*var, level, span);
                 self.block(body);
@@ -248,8 +305,28 @@ impl Uni<'_> {
                 };
                 d = d.secondary(cause.span, why);
             }
+        } else if let Some((span, mem)) = c.load {
+            let name = match mem {
+                Memory::Tensor(p) => &self.kernel.params[p.0 as usize].name,
+                Memory::Tile(l) => &self.kernel.locals[l.0 as usize].name,
+            };
+            d = d.secondary(
+                span,
+                format!("this kernel writes `{name}`, so threads can read different values here"),
+            );
         }
         d
+    }
+
+    /// The first load in `e` from memory the kernel writes.
+    fn written_load(&self, e: &Expr) -> Option<(Span, Memory)> {
+        let mut found = None;
+        visit_loads(e, &mut |span, mem| {
+            if found.is_none() && self.written.contains(&mem) {
+                found = Some((span, mem));
+            }
+        });
+        found
     }
 
     /// A local in `e` at `level`, which explains why `e` is that varying.
@@ -288,9 +365,23 @@ impl Uni<'_> {
             ExprKind::Ctx(f) => ctx_level(*f),
             ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => self.expr(x),
             ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => self.expr(run),
-            ExprKind::Binary(_, a, b) => self.expr(a).max(self.expr(b)),
+            ExprKind::Binary(op, a, b) => {
+                let level = self.expr(a).max(self.expr(b));
+                if level == Level::Varying && self.warp_block_index(*op, a, b) {
+                    Level::WarpUniform
+                } else {
+                    level
+                }
+            }
             ExprKind::Builtin(_, xs) => self.all(xs),
-            ExprKind::Load { index, .. } | ExprKind::RunLoad { index, .. } => self.all(index),
+            ExprKind::Load { src, index } | ExprKind::RunLoad { src, index, .. } => {
+                let l = self.all(index);
+                if self.written.contains(src) {
+                    Level::Varying
+                } else {
+                    l
+                }
+            }
             ExprKind::Collective { op, group, arg, .. } => {
                 self.expr(arg);
                 self.collective(*op, *group, e.span)
@@ -313,6 +404,79 @@ impl Uni<'_> {
                 }
             }
         }
+    }
+
+    /// Whether `a / b` or `a >> b` is the same across a warp: `b` a constant
+    /// divisor `d` that is a multiple of 32 (a shift by 5 or more), and `a`
+    /// is `ctx.thread` plus a uniform multiple of `d` (non-negative for `/`).
+    fn warp_block_index(&self, op: BinOp, a: &Expr, b: &Expr) -> bool {
+        let Some(c) = const_int(b) else {
+            return false;
+        };
+        let (d, floors) = match op {
+            BinOp::Div if c > 0 && c % 32 == 0 => (c, false),
+            BinOp::Shr if (5..31).contains(&c) => (1i128 << c, true),
+            _ => return false,
+        };
+        match self.thread_plus(a, 0) {
+            Some((g, nonneg)) => (g == 0 || g % d == 0) && (floors || nonneg),
+            None => false,
+        }
+    }
+
+    /// When `e` is `ctx.thread + u` with `u` uniform: a known divisor of `u`
+    /// (0 when `u` is 0) and whether `u` is known non-negative.
+    fn thread_plus(&self, e: &Expr, depth: u32) -> Option<(i128, bool)> {
+        if depth > 32 {
+            return None;
+        }
+        match &e.kind {
+            ExprKind::Ctx(CtxField::Thread) => Some((0, true)),
+            ExprKind::Local(id) => self.thread_plus(self.let_init(*id)?, depth + 1),
+            ExprKind::Binary(BinOp::Add, x, y) => {
+                let (t, u) = match self.thread_plus(x, depth + 1) {
+                    Some(t) => (t, y),
+                    None => (self.thread_plus(y, depth + 1)?, x),
+                };
+                let (g, n) = self.uniform_divisor(u, depth + 1)?;
+                Some((gcd(t.0, g), t.1 && n))
+            }
+            _ => None,
+        }
+    }
+
+    /// For a uniform `e`: a known divisor (0 for the value 0) and whether
+    /// it is known non-negative. None when `e` is not known uniform.
+    fn uniform_divisor(&self, e: &Expr, depth: u32) -> Option<(i128, bool)> {
+        if depth > 32 {
+            return None;
+        }
+        match &e.kind {
+            ExprKind::Const(ConstVal::Int(v)) => Some((v.abs(), *v >= 0)),
+            ExprKind::Ctx(f) if ctx_level(*f) == Level::Uniform => Some((1, true)),
+            ExprKind::Dim(_) => Some((1, true)),
+            ExprKind::Param(_) => Some((1, false)),
+            ExprKind::Local(id) => self.uniform_divisor(self.let_init(*id)?, depth + 1),
+            ExprKind::Binary(BinOp::Mul, x, y) => {
+                let (a, m) = self.uniform_divisor(x, depth + 1)?;
+                let (b, n) = self.uniform_divisor(y, depth + 1)?;
+                Some((a.saturating_mul(b), m && n))
+            }
+            ExprKind::Binary(BinOp::Add, x, y) => {
+                let (a, m) = self.uniform_divisor(x, depth + 1)?;
+                let (b, n) = self.uniform_divisor(y, depth + 1)?;
+                Some((gcd(a, b), m && n))
+            }
+            _ => None,
+        }
+    }
+
+    /// The value of an immutable `let` local, found in the kernel body.
+    fn let_init(&self, id: LocalId) -> Option<&Expr> {
+        if self.kernel.locals.get(id.0 as usize)?.mutable {
+            return None;
+        }
+        find_let(&self.kernel.body, id)
     }
 
     fn all(&mut self, xs: &[Expr]) -> Level {
@@ -366,6 +530,31 @@ impl Uni<'_> {
     }
 }
 
+fn const_int(e: &Expr) -> Option<i128> {
+    match e.kind {
+        ExprKind::Const(ConstVal::Int(v)) => Some(v),
+        _ => None,
+    }
+}
+
+fn gcd(a: i128, b: i128) -> i128 {
+    if b == 0 {
+        a.abs()
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The initializer of the `let` that declares `id`.
+fn find_let(b: &Block, id: LocalId) -> Option<&Expr> {
+    b.stmts.iter().find_map(|s| match &s.kind {
+        StmtKind::Let { local, init } if *local == id => Some(init),
+        StmtKind::If { then, els, .. } => find_let(then, id).or_else(|| find_let(els, id)),
+        StmtKind::For { body, .. } => find_let(body, id),
+        _ => None,
+    })
+}
+
 fn ctx_level(f: CtxField) -> Level {
     match f {
         CtxField::Thread | CtxField::Lane => Level::Varying,
@@ -383,6 +572,33 @@ fn coll_name(op: CollOp) -> &'static str {
         CollOp::All => "all",
         CollOp::Argmax => "argmax",
         CollOp::Reduce => "reduce",
+    }
+}
+
+/// Every load in `e`, with its span and what it reads.
+fn visit_loads(e: &Expr, f: &mut dyn FnMut(Span, Memory)) {
+    match &e.kind {
+        ExprKind::Load { src, index } | ExprKind::RunLoad { src, index, .. } => {
+            f(e.span, *src);
+            index.iter().for_each(|x| visit_loads(x, f));
+        }
+        ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => visit_loads(x, f),
+        ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => visit_loads(run, f),
+        ExprKind::Binary(_, a, b) => {
+            visit_loads(a, f);
+            visit_loads(b, f);
+        }
+        ExprKind::Builtin(_, xs) => xs.iter().for_each(|x| visit_loads(x, f)),
+        ExprKind::Collective { arg, .. } => visit_loads(arg, f),
+        ExprKind::Shuffle { lane, value, .. } => {
+            visit_loads(lane, f);
+            visit_loads(value, f);
+        }
+        ExprKind::Const(_)
+        | ExprKind::Param(_)
+        | ExprKind::Dim(_)
+        | ExprKind::Ctx(_)
+        | ExprKind::Local(_) => {}
     }
 }
 

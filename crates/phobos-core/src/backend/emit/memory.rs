@@ -6,7 +6,7 @@
 
 use super::{Emitter, Reg, RegClass, V};
 use crate::ast::ScalarTy;
-use crate::backend::ir::{AccessId, BufferId, BufferKind, ExprId, ExprKind, Mem, Shape};
+use crate::backend::ir::{AccessId, BarrierId, BufferId, BufferKind, ExprId, ExprKind, Mem, Shape};
 use crate::hir::{DimRef, ParamKind};
 
 /// A run as loaded: elements, or packed words of sub-word elements.
@@ -207,7 +207,16 @@ impl Emitter<'_> {
 
     /// The address of the first element of an access, and the byte stride
     /// between consecutive elements of a run.
+    /// The address of an access. Its subscripts are evaluated first (their
+    /// own loads recorded as theirs); from here until the access is done,
+    /// the memory instructions emitted are recorded as the access's own.
     pub(crate) fn address(&mut self, acc: AccessId) -> (Addr, V) {
+        let r = self.address_of(acc);
+        self.cur_access = Some(acc);
+        r
+    }
+
+    fn address_of(&mut self, acc: AccessId) -> (Addr, V) {
         let a = self.f.accesses[acc].clone();
         let size = a.elem.size() as i128;
         let (idx, signed) = self.index_values(acc);
@@ -370,17 +379,31 @@ impl Emitter<'_> {
     pub(crate) fn load_point(&mut self, acc: AccessId) -> V {
         let t = self.f.accesses[acc].elem;
         let (addr, _) = self.address(acc);
-        self.load_elem(&addr, 0, t)
+        let v = self.load_elem(&addr, 0, t);
+        self.cur_access = None;
+        v
     }
 
-    pub(crate) fn store_point(&mut self, acc: AccessId, v: V) {
+    /// Store one element; `fence` (a candidate barrier) goes after every
+    /// operand is evaluated, before the write.
+    pub(crate) fn store_point(&mut self, acc: AccessId, v: V, fence: Option<BarrierId>) {
         let t = self.f.accesses[acc].elem;
         let (addr, _) = self.address(acc);
+        if let Some(b) = fence {
+            self.barrier(b);
+        }
         self.store_elem(&addr, 0, t, v);
+        self.cur_access = None;
     }
 
     /// Load a run at the decided width.
     fn load_run(&mut self, acc: AccessId) -> RunData {
+        let r = self.load_run_at(acc);
+        self.cur_access = None;
+        r
+    }
+
+    fn load_run_at(&mut self, acc: AccessId) -> RunData {
         let a = self.f.accesses[acc].clone();
         let t = a.elem;
         let size = t.size();
@@ -613,7 +636,24 @@ impl Emitter<'_> {
         (words, signed || mask.is_some())
     }
 
-    pub(crate) fn store_run(&mut self, acc: AccessId, value: ExprId, only: Option<ExprId>) {
+    pub(crate) fn store_run(
+        &mut self,
+        acc: AccessId,
+        value: ExprId,
+        only: Option<ExprId>,
+        fence: Option<BarrierId>,
+    ) {
+        self.store_run_at(acc, value, only, fence);
+        self.cur_access = None;
+    }
+
+    fn store_run_at(
+        &mut self,
+        acc: AccessId,
+        value: ExprId,
+        only: Option<ExprId>,
+        fence: Option<BarrierId>,
+    ) {
         let a = self.f.accesses[acc].clone();
         let t = a.elem;
         let size = t.size();
@@ -621,6 +661,9 @@ impl Emitter<'_> {
             let v = self.scalar_expr(value);
             let iv = self.scalar_expr(i);
             let (addr, stride) = self.address(acc);
+            if let Some(b) = fence {
+                self.barrier(b);
+            }
             match iv {
                 V::I(c, _) => {
                     let (ea, off) = self.elem_addr(&addr, stride, c as u32);
@@ -651,6 +694,9 @@ impl Emitter<'_> {
         };
         let width = self.an.div.access[acc.0 as usize].width;
         let (addr, stride) = self.address(acc);
+        if let Some(b) = fence {
+            self.barrier(b);
+        }
         if width <= size {
             for (i, v) in elems.iter().enumerate() {
                 let (ea, off) = self.elem_addr(&addr, stride, i as u32);
@@ -706,10 +752,12 @@ impl Emitter<'_> {
 
     pub(crate) fn tile_copy(&mut self, acc: AccessId, buffer: BufferId) {
         self.tile_transfer(acc, buffer, false);
+        self.cur_access = None;
     }
 
     pub(crate) fn tile_store(&mut self, acc: AccessId, buffer: BufferId) {
         self.tile_transfer(acc, buffer, true);
+        self.cur_access = None;
     }
 
     /// Move a tile between global memory and shared memory, all threads
@@ -738,6 +786,7 @@ impl Emitter<'_> {
         let (dims, written) = self.tensor_dims(p);
         let starts: Vec<V> = a.index.iter().map(|e| self.scalar_expr(*e)).collect();
         self.loc(a.span);
+        self.cur_access = Some(acc);
         let threads = self.f.threads;
         let iters = total.div_ceil(threads);
         let smem_base = self.an.plan.offset[buffer.0 as usize];

@@ -1,0 +1,175 @@
+//! Barriers the compiler must place for reads of a shared tile that sit
+//! inside the expression, condition or loop bounds of a statement that
+//! writes the tile (issue 9, defect 1). Each kernel runs in the simulator
+//! with racecheck on and with it off, and its results are compared with a
+//! Rust reference; the PTX must hold a `bar.sync` between the last shared
+//! read and the shared write of the statement. A hazard no barrier can
+//! fence (both accesses under control that differs between threads) is
+//! refused with P0802.
+
+use phobos_conformance::sim_support::{compile_src, Case, Gen, Tensor};
+use phobos_core::ast::ScalarTy;
+use phobos_core::CompileOptions;
+
+/// Hillis–Steele inclusive scan over a shared tile, the read of the
+/// neighbour inside the statement that writes the tile.
+const SCAN: &str = r#"
+@launch(256)
+kernel scan(X: tensor<f32>[1, 256], Y: tensor<f32>[256]) {
+  var t = X[0 :+ 1, 0 :+ 256]
+  let i = ctx.thread
+  for k in range(0, 8) {
+    let d = 1 << k
+    t[0, i] = t[0, i] + select(i >= d, t[0, max(i - d, 0)], 0.0)
+  }
+  Y[i] = t[0, i]
+}
+"#;
+
+/// Runs `case` with checks on or off and returns the outcome.
+fn run(src: &str, file: &str, kernel: &str, checks: bool, init: &[(&str, Tensor)]) -> Case {
+    let mut c = Case::source(src, file, kernel);
+    for (n, t) in init {
+        c = c.init(n, t.clone());
+    }
+    c.opts.checks = checks;
+    c
+}
+
+/// The PTX lines of the first statement on source line `line` that writes
+/// shared memory: every `bar.sync` must come after its shared reads.
+fn barrier_between_read_and_write(ptx: &str, line: u32) -> bool {
+    let mut on_line = false;
+    let mut read = false;
+    let mut fenced = false;
+    for l in ptx.lines().map(str::trim) {
+        if let Some(rest) = l.strip_prefix(".loc") {
+            on_line = rest.split_whitespace().nth(1) == Some(&line.to_string());
+            continue;
+        }
+        if !on_line {
+            continue;
+        }
+        if l.starts_with("ld.shared") {
+            read = true;
+            fenced = false;
+        } else if l.starts_with("bar.sync") && read {
+            fenced = true;
+        } else if l.starts_with("st.shared") && read {
+            return fenced;
+        }
+    }
+    false
+}
+
+#[test]
+fn a_scan_reading_the_tile_inside_the_writing_statement_is_correct() {
+    let x: Vec<f32> = (0..256).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
+    let mut want = x.clone();
+    for i in 1..256 {
+        want[i] += want[i - 1];
+    }
+    for checks in [true, false] {
+        let c = run(SCAN, "scan.pho", "scan", checks, &[]);
+        let c = c.init("X", Tensor::from_f32(&[1, 256], &x));
+        let o = c.run([1, 1, 1]);
+        o.check("Y", &Tensor::from_f32(&[256], &want));
+    }
+    let ptx = &compile_src(SCAN, "scan.pho")[0].ptx;
+    assert!(barrier_between_read_and_write(ptx, 8), "{ptx}");
+}
+
+/// The tile is read in an `if` condition by every thread, then written in
+/// the body by thread 0: the other threads must read before the write.
+const COND: &str = r#"
+@launch(128)
+kernel cond(X: tensor<i32>[128], Y: tensor<i32>[128]) {
+  var t = X[0 :+ 128]
+  let i = ctx.thread
+  if t[0] == 7 {
+    t[i] = 100 + i
+  }
+  Y[i] = t[(i + 1) % 128]
+}
+"#;
+
+/// The tile is read in a `for` bound by every thread, then written in the
+/// body.
+const BOUND: &str = r#"
+@launch(128)
+kernel bound(X: tensor<i32>[128], Y: tensor<i32>[128]) {
+  var t = X[0 :+ 128]
+  let i = ctx.thread
+  for j in range(0, t[0]) {
+    t[i] = t[i] + 1
+  }
+  Y[i] = t[(i + 1) % 128]
+}
+"#;
+
+#[test]
+fn a_tile_read_in_a_condition_or_loop_bound_is_fenced_from_the_body() {
+    let mut x: Vec<i32> = (0..128).map(|i| i * 3).collect();
+    x[0] = 7;
+    let cond: Vec<i32> = (0..128).map(|i| 100 + (i + 1) % 128).collect();
+    let bound: Vec<i32> = (0..128).map(|i| x[(i + 1) % 128] + 7).collect();
+    for (src, name, want) in [(COND, "cond", cond), (BOUND, "bound", bound)] {
+        for checks in [true, false] {
+            let c = run(
+                src,
+                "k.pho",
+                name,
+                checks,
+                &[("X", Tensor::from_i32(&[128], &x))],
+            );
+            let o = c.run([1, 1, 1]);
+            o.check("Y", &Tensor::from_i32(&[128], &want));
+        }
+    }
+}
+
+#[test]
+fn a_scan_with_reads_and_writes_under_a_varying_if_is_refused() {
+    let src = r#"
+@launch(256)
+kernel scan(X: tensor<f32>[1, 256], Y: tensor<f32>[256]) {
+  var t = X[0 :+ 1, 0 :+ 256]
+  let i = ctx.thread
+  for k in range(0, 8) {
+    let d = 1 << k
+    if i >= d {
+      t[0, i] = t[0, i] + t[0, i - d]
+    }
+  }
+  Y[i] = t[0, i]
+}
+"#;
+    let (_, diags) = phobos_core::compile(src, "scan.pho", &CompileOptions { arch: 75 });
+    let text = phobos_core::render::render(&diags, "scan.pho", src, false);
+    assert!(diags.iter().any(|d| d.code == "P0802"), "{text}");
+    assert!(text.contains("`t` read here"), "{text}");
+}
+
+#[test]
+fn a_grid_stride_loop_over_a_tile_still_compiles_without_barriers_inside() {
+    // Each thread writes its own elements across iterations; the loop's
+    // bounds differ per thread, so no barrier could go inside it.
+    let src = r#"
+@launch(128)
+kernel stride(A: tensor<f32>[1, 512], B: tensor<f32>[1, 512]) {
+  var u = A[0 :+ 1, 0 :+ 512]
+  for e in range(ctx.thread, 512, ctx.threads) {
+    u[0, e] = 2.0 * u[0, e]
+  }
+  B[0 :+ 1, 0 :+ 512] = u
+}
+"#;
+    let c = Case::source(src, "stride.pho", "stride").gen("A", Gen::Float(-1.0, 1.0));
+    let o = c.run([1, 1, 1]);
+    let a = o.input("A");
+    let mut want = Tensor::zeros(ScalarTy::F32, &[1, 512]);
+    for i in 0..512 {
+        want.set_f(i, 2.0 * a.f(i));
+    }
+    o.check("B", &want);
+}
