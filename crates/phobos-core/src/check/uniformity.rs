@@ -289,6 +289,11 @@ impl Uni<'_> {
             ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => self.expr(x),
             ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => self.expr(run),
             ExprKind::Binary(_, a, b) => self.expr(a).max(self.expr(b)),
+            ExprKind::Let { local, value, body } => {
+                let v = self.expr(value);
+                self.raise(*local, v, value.span);
+                self.expr(body)
+            }
             ExprKind::Builtin(_, xs) => self.all(xs),
             ExprKind::Load { index, .. } | ExprKind::RunLoad { index, .. } => self.all(index),
             ExprKind::Collective { op, group, arg, .. } => {
@@ -394,6 +399,10 @@ fn visit_locals(e: &Expr, f: &mut dyn FnMut(LocalId)) {
         ExprKind::Binary(_, a, b) => {
             visit_locals(a, f);
             visit_locals(b, f);
+        }
+        ExprKind::Let { value, body, .. } => {
+            visit_locals(value, f);
+            visit_locals(body, f);
         }
         ExprKind::Builtin(_, xs)
         | ExprKind::Load { index: xs, .. }
