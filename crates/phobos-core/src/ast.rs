@@ -352,6 +352,32 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// The operator as written in source: `+`, `<<`, `&&`.
+    pub fn symbol(self) -> &'static str {
+    match self {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::Rem => "%",
+        BinOp::BitAnd => "&",
+        BinOp::BitOr => "|",
+        BinOp::BitXor => "^",
+        BinOp::Shl => "<<",
+        BinOp::Shr => ">>",
+        BinOp::Eq => "==",
+        BinOp::Ne => "!=",
+        BinOp::Lt => "<",
+        BinOp::Le => "<=",
+        BinOp::Gt => ">",
+        BinOp::Ge => ">=",
+        BinOp::And => "&&",
+        BinOp::Or => "||",
+    }
+}
+}
+
+impl BinOp {
     /// The operator on two `i64` values, as the launcher evaluates `@grid`
     /// and `explain` evaluates uniform expressions: comparisons and logic
     /// give 0 or 1; `None` on overflow, division by zero or a shift out of

@@ -224,7 +224,7 @@ impl Warp {
             self.steps += 1;
             if self.steps > cx.max_steps {
                 let msg = format!(
-                    "warp {} executed more than {} instructions; the kernel may never end (raise the limit with --max-steps / LaunchOptions::max_steps)",
+                    "warp {} executed more than {} instructions; the kernel may never end (the limit is LaunchOptions::max_steps, `--max-steps` of `phobos sim`)",
                     self.index, cx.max_steps
                 );
                 return Err(cx.report(
