@@ -239,7 +239,11 @@ fn assemble(ptxas: &Ptxas, job: &Job<'_>) -> Result<Vec<u8>, BuildError> {
                 "{} exited successfully but wrote {} for kernel `{}` (sm_{}); \
                  is it NVIDIA's ptxas? (set PHOBOS_PTXAS to the real one)",
                 ptxas.path.display(),
-                if result.is_ok() { "an empty cubin" } else { "no cubin" },
+                if result.is_ok() {
+                    "an empty cubin"
+                } else {
+                    "no cubin"
+                },
                 job.kernel,
                 job.arch
             ),

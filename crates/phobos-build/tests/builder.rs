@@ -281,6 +281,9 @@ fn a_ptxas_that_writes_no_cubin_is_named_in_the_error() {
         .build()
         .unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("/bin/true exited successfully but wrote no cubin for kernel `axpy`"), "{text}");
+    assert!(
+        text.contains("/bin/true exited successfully but wrote no cubin for kernel `axpy`"),
+        "{text}"
+    );
     assert!(!text.contains("No such file"), "{text}");
 }

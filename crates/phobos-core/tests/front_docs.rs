@@ -3,7 +3,8 @@
 
 const DOCS: &str = include_str!("../../../docs/language.md");
 
-const SOURCES: [&str; 13] = [
+const SOURCES: [&str; 14] = [
+    include_str!("../src/diag.rs"),
     include_str!("../src/lexer.rs"),
     include_str!("../src/parser.rs"),
     include_str!("../src/check.rs"),

@@ -154,3 +154,50 @@ fn a_long_flat_sum_without_fns_does_not_mention_fns() {
     let d = the_error(&fn_nest(40), "P0211");
     assert!(d.message.contains("inlining"), "{}", d.message);
 }
+
+#[test]
+fn a_float_literal_converted_to_an_integer_is_converted() {
+    // Was P0403 with the help "convert with `i32(...)`", inside `i32(...)`.
+    let text = ptx("@launch(32)\nkernel k(y: tensor<i32>[N]) {\n  y[ctx.thread] = i32(-1.5)\n}\n");
+    assert!(text.contains("cvt.rzi.s32.f32"), "{text}");
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted_and_invisible_characters_are_named() {
+    let src = "@launch(32)\nkernel k(y: tensor<i32>[N]) {\n  y[ctx.thread] = 1\n}\n";
+    ptx(&format!("\u{feff}{src}"));
+    for (bad, name) in [
+        ("\u{0}", "U+0000"),
+        ("\u{feff}", "U+FEFF"),
+        ("\u{200b}", "U+200B"),
+    ] {
+        let d = the_error(&format!("{src}{bad}\n"), "P0001");
+        assert_eq!(d.message, format!("unexpected character {name}"));
+    }
+}
+
+#[test]
+fn a_flood_of_bad_lines_gives_a_hundred_diagnostics_and_a_count() {
+    for src in ["$\n".repeat(200_000), "fn = 1\n".repeat(100_000)] {
+        flood(&src);
+    }
+}
+
+fn flood(src: &str) {
+    let (_, ds) = phobos_core::check_source(src);
+    assert_eq!(ds.len(), phobos_core::diag::MAX_DIAGNOSTICS + 1);
+    let last = ds.last().expect("the count");
+    assert_eq!(last.code, "P0006");
+    assert!(
+        last.message.contains("more diagnostics"),
+        "{}",
+        last.message
+    );
+}
+
+#[test]
+fn a_source_above_one_mebibyte_is_p0005_before_it_is_lexed() {
+    let src = " ".repeat(phobos_core::parser::MAX_SOURCE_BYTES + 1);
+    let (_, ds) = phobos_core::check_source(&src);
+    assert_eq!(ds.iter().map(|d| d.code).collect::<Vec<_>>(), ["P0005"]);
+}

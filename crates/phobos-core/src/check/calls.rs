@@ -5,7 +5,7 @@
 
 use super::consts::const_int;
 use super::cx::{elem_of, mk, ty_name, Binding, Cx, Ex, INLINE_BUDGET, MAX_INLINE_DEPTH};
-use super::types::is_untyped;
+use super::types::{has_float_literal, is_untyped};
 use crate::ast::{self, FnItem, Ident, ScalarTy, Span};
 use crate::diag::Diagnostic;
 use crate::hir::{self, Builtin, LocalKind, Ty};
@@ -148,7 +148,15 @@ impl Cx<'_> {
             );
             return None;
         }
-        let want = if is_untyped(&args[0]) { Some(t) } else { None };
+        // An untyped literal takes the target type, except a float literal
+        // converted to an integer (`i32(-1.5)`): that one is a float,
+        // converted like any other.
+        let float_to_int = t.is_int() && has_float_literal(&args[0]);
+        let want = if is_untyped(&args[0]) && !float_to_int {
+            Some(t)
+        } else {
+            None
+        };
         let x = self.expr(&args[0], want)?;
         let from = elem_of(x.ty)?;
         if t == ScalarTy::Bool && from != ScalarTy::Bool {

@@ -36,7 +36,7 @@ fn float_overflows(v: f64, t: ScalarTy) -> Option<&'static str> {
     (v.abs() >= limit).then_some(largest)
 }
 
-fn has_float_literal(e: &ast::Expr) -> bool {
+pub(crate) fn has_float_literal(e: &ast::Expr) -> bool {
     match &e.kind {
         ExprKind::Float(_) => true,
         ExprKind::Unary(_, x) => has_float_literal(x),
