@@ -201,3 +201,16 @@ fn a_source_above_one_mebibyte_is_p0005_before_it_is_lexed() {
     let (_, ds) = phobos_core::check_source(&src);
     assert_eq!(ds.iter().map(|d| d.code).collect::<Vec<_>>(), ["P0005"]);
 }
+
+#[test]
+fn a_grid_that_divides_by_zero_names_the_operator_as_written() {
+    use phobos_core::ast::BinOp;
+    use phobos_core::meta::GridExpr;
+    let e = GridExpr::Binary(
+        BinOp::Div,
+        Box::new(GridExpr::Const(100)),
+        Box::new(GridExpr::Dim("K".into())),
+    );
+    let err = e.eval(&|_| Some(0)).unwrap_err();
+    assert!(err.contains("(100 / 0)"), "{err}");
+}
