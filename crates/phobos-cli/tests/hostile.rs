@@ -533,3 +533,17 @@ fn a_file_without_kernels_says_so() {
         &["it has no kernels"],
     );
 }
+
+#[test]
+fn a_store_before_a_tensor_is_reported_against_that_tensor() {
+    let src = "@launch(32)\n@grid(1)\nkernel k(x: tensor<f32>[N], y: tensor<f32>[N]) {\n  let i = ctx.thread\n  if i < N {\n    y[i - 1] = x[i]\n  }\n}\n";
+    let x = npy_f32(&[1.0; 32]);
+    let d = dir_with(&[("k.pho", src.as_bytes()), ("x.npy", &x), ("y.npy", &x)]);
+    let out = expect(
+        d.path(),
+        &["sim", "k.pho", "x=x.npy", "y=y.npy", "--out", "o"],
+        1,
+        &["4 bytes before the start of tensor `y`"],
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("past its end"));
+}
