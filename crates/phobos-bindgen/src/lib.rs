@@ -108,22 +108,27 @@ pub fn generate(kernels: &[KernelAssets], root: &AssetRoot, runtime_crate: &str)
         out,
         "#[allow(unused_imports)]\nuse ::{runtime_crate} as {RUNTIME_ALIAS};"
     );
-    for kernel in kernels {
+    let kernel_names: Vec<&str> = kernels.iter().map(|k| k.meta.name.as_str()).collect();
+    let fn_names = names::unique_idents(&kernel_names, &[]);
+    for (kernel, fn_name) in kernels.iter().zip(&fn_names) {
         out.push('\n');
-        out.push_str(&generate_kernel(kernel, root));
+        out.push_str(&kernel_fn(kernel, root, fn_name));
     }
     out
 }
 
 /// The launch function of one kernel.
 pub fn generate_kernel(kernel: &KernelAssets, root: &AssetRoot) -> String {
+    kernel_fn(kernel, root, &rust_ident(&kernel.meta.name))
+}
+
+fn kernel_fn(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str) -> String {
     let meta = &kernel.meta;
-    let fn_name = rust_ident(&meta.name);
     let reserved = ["device", "grid", "KERNEL"];
-    let params: Vec<(String, &ParamKindMeta)> = meta
-        .params
-        .iter()
-        .map(|p| (names::param_ident(&p.name, &reserved), &p.kind))
+    let param_names: Vec<&str> = meta.params.iter().map(|p| p.name.as_str()).collect();
+    let params: Vec<(String, &ParamKindMeta)> = names::unique_idents(&param_names, &reserved)
+        .into_iter()
+        .zip(meta.params.iter().map(|p| &p.kind))
         .collect();
 
     let mut s = String::new();
@@ -201,7 +206,8 @@ fn write_docs(s: &mut String, meta: &KernelMeta) {
     let _ = writeln!(
         s,
         "/// Launches the Phobos kernel `{}` from `{}`:",
-        meta.name, meta.source_file
+        meta.name,
+        names::doc_text(&meta.source_file)
     );
     s.push_str("///\n/// ```text\n");
     for line in kernel_signature(meta).lines() {

@@ -24,12 +24,50 @@ pub fn rust_ident(name: &str) -> String {
     }
 }
 
-/// A parameter's identifier, kept clear of the generated function's own
-/// names (`device`, `grid`).
-pub(crate) fn param_ident(name: &str, reserved: &[&str]) -> String {
-    if reserved.contains(&name) {
-        format!("{name}_")
-    } else {
-        rust_ident(name)
-    }
+/// Rust identifiers for a list of Phobos names (a crate's kernels, or one
+/// kernel's parameters), distinct from each other and from `reserved` (the
+/// generated function's own names, `device`, `grid`). A name that is already
+/// a fine identifier keeps it; a mangled one (`self`, or `device` among the
+/// parameters) gets trailing underscores until it is unique, so `self` next
+/// to a kernel `self_` becomes `self__` rather than a second `self_`.
+pub(crate) fn unique_idents(names: &[&str], reserved: &[&str]) -> Vec<String> {
+    let keeps = |n: &str| rust_ident(n) == n && !reserved.contains(&n);
+    let mut taken: std::collections::HashSet<String> = names
+        .iter()
+        .filter(|n| keeps(n))
+        .map(|n| n.to_string())
+        .chain(reserved.iter().map(|r| r.to_string()))
+        .collect();
+    names
+        .iter()
+        .map(|&n| {
+            if keeps(n) {
+                return n.to_string();
+            }
+            let mut ident = if reserved.contains(&n) {
+                format!("{n}_")
+            } else {
+                rust_ident(n)
+            };
+            while taken.contains(&ident) {
+                ident.push('_');
+            }
+            taken.insert(ident.clone());
+            ident
+        })
+        .collect()
+}
+
+/// Text from the file system or the source, safe inside a `///` comment:
+/// control characters (a newline would end the comment) are escaped.
+pub(crate) fn doc_text(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }

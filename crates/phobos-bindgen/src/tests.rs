@@ -181,3 +181,45 @@ fn free_tuning_constants_are_documented() {
         "{code}"
     );
 }
+
+#[test]
+fn mangled_names_stay_distinct_from_names_that_look_mangled() {
+    // Kernels `self` and `self_`: both became `self_` (rustc E0428).
+    let mut a = lanes_matvec();
+    a.name = "self".into();
+    let mut b = lanes_matvec();
+    b.name = "self_".into();
+    let code = generate(
+        &[assets(a), assets(b)],
+        &AssetRoot::OutDir(String::new()),
+        DEFAULT_RUNTIME_CRATE,
+    );
+    assert!(code.contains("pub fn self__(\n"), "{code}");
+    assert!(code.contains("pub fn self_(\n"), "{code}");
+    // Parameters `device` and `device_`: both became `device_` (E0415).
+    let mut meta = lanes_matvec();
+    meta.params[0].name = "device".into();
+    meta.params[1].name = "device_".into();
+    let code = generate_kernel(&assets(meta), &AssetRoot::OutDir(String::new()));
+    assert!(
+        code.contains("    device__: &phobos_rt::Tensor<f32>,\n"),
+        "{code}"
+    );
+    assert!(
+        code.contains("    device_: &phobos_rt::Tensor<f32>,\n"),
+        "{code}"
+    );
+    assert_eq!(code.matches("    device_: &").count(), 1, "{code}");
+}
+
+#[test]
+fn a_newline_in_the_file_name_does_not_end_the_doc_comment() {
+    let mut meta = lanes_matvec();
+    meta.source_file = "kernels/evil\npub fn injected() {}\n.pho".into();
+    let code = generate_kernel(&assets(meta), &AssetRoot::OutDir(String::new()));
+    assert!(!code.contains("\npub fn injected"), "{code}");
+    assert!(
+        code.contains("evil\\npub fn injected() {}\\n.pho"),
+        "{code}"
+    );
+}

@@ -23,7 +23,7 @@ mod output;
 mod ptxas;
 
 pub use config::DEFAULT_ARCHES;
-pub use ptxas::Ptxas;
+pub use ptxas::{assemble_ptx, find_ptxas, Ptxas};
 
 use config::{parse_arch_list, ConfigFile, Env};
 use output::write_if_changed;

@@ -15,6 +15,26 @@ pub struct Ptxas {
     pub version: String,
 }
 
+/// Finds ptxas the way builds do, for tools outside a build script (the
+/// `phobos` CLI): `PHOBOS_PTXAS` (an error when it names a missing or
+/// broken file), then `ptxas` on `PATH`, then `$CUDA_PATH/bin/ptxas` and
+/// `$CUDA_HOME/bin/ptxas`. `Ok(None)` when none is found.
+pub fn find_ptxas() -> Result<Option<Ptxas>, BuildError> {
+    find(None, &mut crate::config::Env::default())
+}
+
+/// Assembles one PTX module for `sm_{arch}` with `ptxas` (no cache): the
+/// cubin's bytes. A ptxas that fails, or that succeeds without writing a
+/// cubin, is an error that says so.
+pub fn assemble_ptx(
+    ptxas: &Ptxas,
+    kernel: &str,
+    arch: u32,
+    ptx: &str,
+) -> Result<Vec<u8>, BuildError> {
+    assemble(ptxas, &Job { kernel, arch, ptx })
+}
+
 /// Candidate locations, in order: the builder's or phobos.toml's path (given
 /// as `explicit`), `PHOBOS_PTXAS`, `ptxas` on `PATH`, then
 /// `$CUDA_PATH/bin/ptxas` and `$CUDA_HOME/bin/ptxas`.
@@ -212,7 +232,23 @@ fn assemble(ptxas: &Ptxas, job: &Job<'_>) -> Result<Vec<u8>, BuildError> {
             ),
         });
     }
-    std::fs::read(&output).map_err(|e| BuildError::io(&output, e))
+    match std::fs::read(&output) {
+        Ok(bytes) if !bytes.is_empty() => Ok(bytes),
+        result => Err(BuildError::Ptxas {
+            message: format!(
+                "{} exited successfully but wrote {} for kernel `{}` (sm_{}); \
+                 is it NVIDIA's ptxas? (set PHOBOS_PTXAS to the real one)",
+                ptxas.path.display(),
+                if result.is_ok() {
+                    "an empty cubin"
+                } else {
+                    "no cubin"
+                },
+                job.kernel,
+                job.arch
+            ),
+        }),
+    }
 }
 
 #[cfg(test)]

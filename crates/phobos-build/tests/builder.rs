@@ -269,3 +269,21 @@ fn defines_pin_autotune_constants() {
     assert!(meta.contains("entry: \"tuned__BLOCK64\""), "{meta}");
     assert!(!meta.contains("entry: \"tuned__BLOCK128\""), "{meta}");
 }
+
+#[test]
+fn a_ptxas_that_writes_no_cubin_is_named_in_the_error() {
+    let dir = crate_dir(&[("kernels/axpy.pho", AXPY)]);
+    let out = tempfile::tempdir().unwrap();
+    // `/bin/true` answers `--version` and exits 0 without writing anything.
+    let err = builder(dir.path(), out.path())
+        .ptx_only(false)
+        .ptxas("/bin/true")
+        .build()
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("/bin/true exited successfully but wrote no cubin for kernel `axpy`"),
+        "{text}"
+    );
+    assert!(!text.contains("No such file"), "{text}");
+}

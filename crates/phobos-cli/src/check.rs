@@ -7,7 +7,7 @@
 
 use phobos_core::render::{render, to_json};
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum MessageFormat {
@@ -29,23 +29,23 @@ pub fn run(a: Args) -> u8 {
         eprintln!("error: give at least one .pho file or directory to check");
         return 2;
     }
-    let mut files = Vec::new();
-    for p in &a.paths {
-        if let Err(msg) = collect(p, &mut files) {
+    let files = match crate::files::collect(&a.paths) {
+        Ok(f) => f,
+        Err(msg) => {
             eprintln!("error: {msg}");
             return 2;
         }
-    }
+    };
     let color = a.message_format == MessageFormat::Human
         && std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
     let mut errors = 0usize;
     let mut kernels = 0usize;
     for f in &files {
-        let src = match std::fs::read_to_string(f) {
+        let src = match crate::args::read_source(f) {
             Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: cannot read `{}`: {e}", f.display());
+            Err(msg) => {
+                eprintln!("error: {msg}");
                 return 2;
             }
         };
@@ -59,8 +59,10 @@ pub fn run(a: Args) -> u8 {
             MessageFormat::Human => eprint!("{}", render(&diags, &name, &src, color)),
             MessageFormat::Json => {
                 if let serde_json::Value::Array(items) = to_json(&diags, &name, &src) {
-                    for item in items {
-                        println!("{item}");
+                    let lines: String = items.iter().map(|item| format!("{item}\n")).collect();
+                    if let Err(msg) = crate::out::print(&lines) {
+                        eprintln!("error: {msg}");
+                        return 2;
                     }
                 }
             }
@@ -87,35 +89,4 @@ fn summary(files: usize, kernels: usize, errors: usize) -> String {
             plural(files, "file")
         )
     }
-}
-
-/// A file as given, or every `*.pho` under a directory, sorted.
-fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    if !meta.is_dir() {
-        out.push(path.to_path_buf());
-        return Ok(());
-    }
-    let before = out.len();
-    walk(path, out).map_err(|e| format!("cannot read the directory `{}`: {e}", path.display()))?;
-    if out.len() == before {
-        return Err(format!("no .pho files in `{}`", path.display()));
-    }
-    Ok(())
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            walk(&p, out)?;
-        } else if p.extension().is_some_and(|e| e == "pho") {
-            out.push(p);
-        }
-    }
-    Ok(())
 }

@@ -9,7 +9,6 @@
 
 use phobos_core::ast::ScalarTy;
 use phobos_explain::{Cta, ExplainError, Input, Request};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -51,6 +50,10 @@ pub struct Args {
     /// Steps kept per CTA before the trace is cut short.
     #[arg(long, default_value_t = 4000)]
     pub max_steps: usize,
+    /// The most simulated threads (CTAs times threads per CTA): every CTA
+    /// runs, so a larger launch is refused before it starts.
+    #[arg(long, default_value_t = phobos_explain::DEFAULT_MAX_WORK)]
+    pub max_work: u64,
     /// A value per parameter: `W=w.npy` (a .npy file), `W=shape:8x256`
     /// (random values of that shape) or `alpha=0.5` (a scalar).
     #[arg(value_name = "PARAM=VALUE")]
@@ -81,14 +84,16 @@ pub fn run(a: Args) -> u8 {
 }
 
 fn explain(a: &Args) -> Result<(), Failure> {
-    let source = std::fs::read_to_string(&a.file)
-        .map_err(|e| usage(format!("error: cannot read {}: {e}", a.file.display())))?;
-    let arch = parse_arch(&a.arch)?;
+    let err = |m: String| usage(format!("error: {m}"));
+    let source = crate::args::read_source(&a.file).map_err(err)?;
+    let arch = crate::args::parse_arch(&a.arch).map_err(err)?;
     let grid = a
         .grid
         .as_deref()
-        .map(|g| parse_triple(g, "--grid"))
-        .transpose()?;
+        .map(crate::args::parse_grid)
+        .transpose()
+        .map_err(err)?;
+    let inputs = crate::args::parse_bindings(&a.inputs).map_err(err)?;
     let cta = parse_cta(&a.cta)?;
     let file_name = a.file.display().to_string();
     let mut req = Request::new(
@@ -101,8 +106,9 @@ fn explain(a: &Args) -> Result<(), Failure> {
     req.cta = cta;
     req.seed = a.seed;
     req.max_steps = a.max_steps.max(1);
-    for spec in &a.inputs {
-        req.inputs.push(parse_input(spec)?);
+    req.max_work = a.max_work;
+    for (name, value) in inputs {
+        req.inputs.push((name.clone(), input(&name, value)?));
     }
     let trace = phobos_explain::trace(&req).map_err(|e| match e {
         ExplainError::Compile(diags) => Failure {
@@ -137,50 +143,9 @@ fn explain(a: &Args) -> Result<(), Failure> {
                 trace.arch
             );
         }
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(out.as_bytes())
-                .and_then(|()| stdout.flush())
-                .map_err(|e| usage(format!("error: cannot write the output: {e}")))?;
-        }
+        None => crate::out::print(&out).map_err(err)?,
     }
     Ok(())
-}
-
-fn parse_arch(s: &str) -> Result<u32, Failure> {
-    let n = s.strip_prefix("sm_").unwrap_or(s);
-    let arch: u32 = n
-        .parse()
-        .map_err(|_| usage(format!("error: --arch {s} is not a target like sm_75")))?;
-    if !phobos_core::ARCHES.contains(&arch) {
-        let known: Vec<String> = phobos_core::ARCHES
-            .iter()
-            .map(|a| format!("sm_{a}"))
-            .collect();
-        return Err(usage(format!(
-            "error: --arch {s} is not supported; the targets are {}",
-            known.join(", ")
-        )));
-    }
-    Ok(arch)
-}
-
-/// `8`, `4,2` or `4,2,1`: each at least 1.
-fn parse_triple(s: &str, what: &str) -> Result<[u32; 3], Failure> {
-    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-    if parts.is_empty() || parts.len() > 3 {
-        return Err(usage(format!("error: {what} {s}: give X, X,Y or X,Y,Z")));
-    }
-    let mut out = [1u32; 3];
-    for (i, p) in parts.iter().enumerate() {
-        out[i] = p.parse().ok().filter(|&v: &u32| v >= 1).ok_or_else(|| {
-            usage(format!(
-                "error: {what} {s}: `{p}` is not a count of at least 1"
-            ))
-        })?;
-    }
-    Ok(out)
 }
 
 /// A linear CTA index, or `x,y[,z]`.
@@ -205,71 +170,28 @@ fn parse_cta(s: &str) -> Result<Cta, Failure> {
     Ok(Cta::Xyz(id))
 }
 
-/// `NAME=path.npy`, `NAME=shape:AxB` or `NAME=number`.
-fn parse_input(spec: &str) -> Result<(String, Input), Failure> {
-    let (name, value) = spec.split_once('=').ok_or_else(|| {
-        usage(format!(
-            "error: `{spec}` is not PARAM=VALUE (VALUE: a .npy file, shape:AxB or a number)"
-        ))
-    })?;
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(usage(format!("error: `{spec}` has no parameter name")));
+/// One binding as the explainer's input.
+fn input(name: &str, value: crate::args::Value) -> Result<Input, Failure> {
+    use crate::args::Value;
+    match value {
+        Value::Shape(shape) => Ok(Input::Random { shape }),
+        Value::Scalar(text) => match text.as_str() {
+            "true" => Ok(Input::Scalar(1.0)),
+            "false" => Ok(Input::Scalar(0.0)),
+            // The kernel's scalar type is checked when the trace binds it;
+            // here a number must at least be finite in f64.
+            _ => crate::args::parse_float(name, ScalarTy::F64, &text)
+                .map(Input::Scalar)
+                .map_err(|m| usage(format!("error: {m}"))),
+        },
+        Value::Npy(path) => read_npy(name, &path),
     }
-    if let Some(dims) = value.strip_prefix("shape:") {
-        let shape: Result<Vec<u64>, _> = dims
-            .split(['x', 'X', ','])
-            .map(|d| d.trim().parse::<u64>())
-            .collect();
-        let shape = shape
-            .ok()
-            .filter(|s| !s.is_empty() && s.iter().all(|&d| d >= 1))
-            .ok_or_else(|| {
-                usage(format!(
-                    "error: {name}: `{value}` is not a shape like shape:8x256"
-                ))
-            })?;
-        return Ok((name.to_string(), Input::Random { shape }));
-    }
-    if let Ok(v) = value.trim().parse::<f64>() {
-        return Ok((name.to_string(), Input::Scalar(v)));
-    }
-    match value.trim() {
-        "true" => return Ok((name.to_string(), Input::Scalar(1.0))),
-        "false" => return Ok((name.to_string(), Input::Scalar(0.0))),
-        _ => {}
-    }
-    let path = Path::new(value);
-    Ok((name.to_string(), read_npy(name, path)?))
 }
 
 /// A .npy file as tensor data: C order, little-endian, a dtype Phobos has.
 fn read_npy(name: &str, path: &Path) -> Result<Input, Failure> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        usage(format!(
-            "error: {name}: cannot read {}: {e}",
-            path.display()
-        ))
-    })?;
-    let mut rest: &[u8] = &bytes;
-    let header = npyz::NpyHeader::from_reader(&mut rest).map_err(|e| {
-        usage(format!(
-            "error: {name}: {} is not a .npy file: {e}",
-            path.display()
-        ))
-    })?;
-    if header.order() != npyz::Order::C {
-        return Err(usage(format!(
-            "error: {name}: {} is in Fortran order; save it in C order (np.ascontiguousarray)",
-            path.display()
-        )));
-    }
-    let npyz::DType::Plain(ts) = header.dtype() else {
-        return Err(usage(format!(
-            "error: {name}: {} holds structured records, not numbers",
-            path.display()
-        )));
-    };
+    let npy = crate::args::read_npy(path, name).map_err(|m| usage(format!("error: {m}")))?;
+    let ts = &npy.descr;
     if ts.endianness() == npyz::Endianness::Big && ts.size_field() > 1 {
         return Err(usage(format!(
             "error: {name}: {} is big-endian; save it little-endian (arr.astype('<{}{}'))",
@@ -298,25 +220,15 @@ fn read_npy(name: &str, path: &Path) -> Result<Input, Failure> {
             )))
         }
     };
-    let shape = header.shape().to_vec();
-    let want = shape
-        .iter()
-        .try_fold(u64::from(elem.size()), |a, &d| a.checked_mul(d))
-        .and_then(|b| usize::try_from(b).ok())
-        .ok_or_else(|| usage(format!("error: {name}: {} is too large", path.display())))?;
-    if rest.len() < want {
-        return Err(usage(format!(
-            "error: {name}: {} is cut short: {} bytes of data for shape {:?}, which needs {want}",
-            path.display(),
-            rest.len(),
-            shape
-        )));
-    }
     // A 0-d array is one element: a tensor of shape [1].
-    let shape = if shape.is_empty() { vec![1] } else { shape };
+    let shape = if npy.shape.is_empty() {
+        vec![1]
+    } else {
+        npy.shape
+    };
     Ok(Input::Data {
         shape,
         elem,
-        bytes: rest[..want].to_vec(),
+        bytes: npy.bytes,
     })
 }

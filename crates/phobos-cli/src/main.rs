@@ -9,8 +9,11 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod args;
 mod check;
 mod explain;
+mod files;
+mod out;
 mod ptx;
 mod sim;
 

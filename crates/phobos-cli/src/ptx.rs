@@ -7,10 +7,10 @@
 
 use phobos_core::meta::KernelMeta;
 use phobos_core::{CompileOptions, CompiledKernel};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 #[derive(clap::Args)]
 pub struct PtxArgs {
@@ -56,26 +56,12 @@ pub struct ReportArgs {
 struct Fail(u8, String);
 
 fn parse_arch(s: &str) -> Result<u32, Fail> {
-    let n = s
-        .strip_prefix("sm_")
-        .and_then(|d| d.parse::<u32>().ok())
-        .filter(|n| phobos_core::ARCHES.contains(n));
-    n.ok_or_else(|| {
-        let list: Vec<String> = phobos_core::ARCHES
-            .iter()
-            .map(|a| format!("sm_{a}"))
-            .collect();
-        Fail(
-            2,
-            format!("unknown target `{s}`; supported: {}", list.join(", ")),
-        )
-    })
+    crate::args::parse_arch(s).map_err(|m| Fail(2, m))
 }
 
 /// Read and compile one file; render diagnostics to stderr.
 fn compile_file(path: &Path, arch: u32) -> Result<Vec<CompiledKernel>, Fail> {
-    let src = std::fs::read_to_string(path)
-        .map_err(|e| Fail(2, format!("cannot read `{}`: {e}", path.display())))?;
+    let src = crate::args::read_source(path).map_err(|m| Fail(2, m))?;
     let name = path.display().to_string();
     let (kernels, diags) = phobos_core::compile(&src, &name, &CompileOptions { arch });
     if !diags.is_empty() {
@@ -103,13 +89,14 @@ fn select(
             let picked: Vec<CompiledKernel> =
                 kernels.into_iter().filter(|k| &k.meta.name == n).collect();
             if picked.is_empty() {
+                let has = if names.is_empty() {
+                    "it has no kernels".to_string()
+                } else {
+                    format!("it has: {}", names.join(", "))
+                };
                 Err(Fail(
                     2,
-                    format!(
-                        "no kernel `{n}` in `{}` (it has: {})",
-                        file.display(),
-                        names.join(", ")
-                    ),
+                    format!("no kernel `{n}` in `{}` ({has})", file.display()),
                 ))
             } else {
                 Ok(picked)
@@ -133,8 +120,7 @@ pub fn run_ptx(a: PtxArgs) -> u8 {
         let arch = parse_arch(&a.arch)?;
         let kernels = select(compile_file(&a.file, arch)?, &a.kernel, &a.file)?;
         let modules: Vec<&str> = kernels.iter().map(|k| k.ptx.as_str()).collect();
-        print!("{}", merge_modules(&modules));
-        Ok(())
+        crate::out::print(&merge_modules(&modules)).map_err(|m| Fail(2, m))
     })())
 }
 
@@ -182,10 +168,8 @@ pub fn run_report(a: ReportArgs) -> u8 {
     finish((|| {
         let arch = parse_arch(&a.arch)?;
         let kernels = select(compile_file(&a.file, arch)?, &a.kernel, &a.file)?;
-        for k in kernels {
-            print!("{}", report(&k.meta));
-        }
-        Ok(())
+        let text: String = kernels.iter().map(|k| report(&k.meta)).collect();
+        crate::out::print(&text).map_err(|m| Fail(2, m))
     })())
 }
 
@@ -238,45 +222,6 @@ pub fn report(m: &KernelMeta) -> String {
     s
 }
 
-fn collect(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), Fail> {
-    let meta =
-        std::fs::metadata(p).map_err(|e| Fail(2, format!("cannot read `{}`: {e}", p.display())))?;
-    if meta.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
-            .map_err(|e| Fail(2, format!("cannot read `{}`: {e}", p.display())))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        entries.sort();
-        for e in entries {
-            if e.is_dir() || e.extension().is_some_and(|x| x == "pho") {
-                collect(&e, out)?;
-            }
-        }
-    } else {
-        out.push(p.to_path_buf());
-    }
-    Ok(())
-}
-
-/// Find ptxas: `PHOBOS_PTXAS`, then `CUDA_PATH`/`CUDA_HOME` `bin/ptxas`, then `PATH`.
-pub fn find_ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PHOBOS_PTXAS") {
-        let p = PathBuf::from(p);
-        if p.is_file() {
-            return Some(p);
-        }
-    }
-    for var in ["CUDA_PATH", "CUDA_HOME"] {
-        if let Some(root) = std::env::var_os(var) {
-            let p = Path::new(&root).join("bin").join("ptxas");
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    which::which("ptxas").ok()
-}
-
 pub fn run_build(a: BuildArgs) -> u8 {
     finish(build(&a))
 }
@@ -296,69 +241,81 @@ fn build(a: &BuildArgs) -> Result<(), Fail> {
             .map(|s| parse_arch(s))
             .collect::<Result<_, _>>()?
     };
-    // Cubins are written whenever ptxas is found; `--cubin` makes it required.
-    let ptxas = find_ptxas();
+    // Cubins are written whenever ptxas is found; `--cubin` makes it
+    // required. A `PHOBOS_PTXAS` naming a missing file is an error, as in
+    // cargo builds (phobos-build finds ptxas for both).
+    let ptxas = phobos_build::find_ptxas().map_err(|e| Fail(2, strip_error(&e.to_string())))?;
     if a.cubin && ptxas.is_none() {
         return Err(Fail(
             2,
             "--cubin needs NVIDIA's ptxas, which was not found (set PHOBOS_PTXAS, CUDA_PATH or CUDA_HOME, or put ptxas on PATH)".into(),
         ));
     }
-    let mut files = Vec::new();
-    for p in &a.paths {
-        collect(p, &mut files)?;
-    }
-    std::fs::create_dir_all(&a.out)
-        .map_err(|e| Fail(2, format!("cannot create `{}`: {e}", a.out.display())))?;
+    let files = crate::files::collect(&a.paths).map_err(|m| Fail(2, m))?;
+    // Compile everything first: nothing is written for a build that fails.
     let mut failed = false;
+    let mut built: Vec<(u32, CompiledKernel, &Path)> = Vec::new();
     for f in &files {
         for &arch in &arches {
-            let kernels = match compile_file(f, arch) {
-                Ok(k) => k,
+            match compile_file(f, arch) {
+                Ok(kernels) => built.extend(kernels.into_iter().map(|k| (arch, k, f.as_path()))),
                 Err(Fail(1, _)) => {
                     failed = true;
                     break;
                 }
                 Err(e) => return Err(e),
-            };
-            for k in kernels {
-                let stem = a.out.join(format!("{}.sm_{arch}", k.meta.name));
-                let ptx_path = stem.with_extension(format!("sm_{arch}.ptx"));
-                write(&ptx_path, k.ptx.as_bytes())?;
-                let ron_text =
-                    ron::ser::to_string_pretty(&k.meta, ron::ser::PrettyConfig::default())
-                        .map_err(|e| Fail(2, format!("cannot serialize metadata: {e}")))?;
-                write(
-                    &a.out.join(format!("{}.ron", k.meta.name)),
-                    ron_text.as_bytes(),
-                )?;
-                if let Some(ptxas) = &ptxas {
-                    let cubin = stem.with_extension(format!("sm_{arch}.cubin"));
-                    let out = Command::new(ptxas)
-                        .arg(format!("-arch=sm_{arch}"))
-                        .arg("-o")
-                        .arg(&cubin)
-                        .arg(&ptx_path)
-                        .output()
-                        .map_err(|e| Fail(2, format!("cannot run `{}`: {e}", ptxas.display())))?;
-                    if !out.status.success() {
-                        return Err(Fail(
-                            1,
-                            format!(
-                                "ptxas rejected `{}`:\n{}",
-                                ptx_path.display(),
-                                String::from_utf8_lossy(&out.stderr)
-                            ),
-                        ));
-                    }
-                }
             }
         }
     }
     if failed {
         return Err(Fail(1, "some files did not compile".into()));
     }
+    // Outputs are named by kernel: two files with one kernel name would
+    // overwrite each other's.
+    let mut first_file: BTreeMap<&str, &Path> = BTreeMap::new();
+    for (_, k, f) in &built {
+        match first_file.get(k.meta.name.as_str()) {
+            Some(first) if first != f => {
+                return Err(Fail(
+                    1,
+                    format!(
+                        "kernel `{}` is defined in both `{}` and `{}`; kernel names must be unique in a build (outputs are named by kernel)",
+                        k.meta.name,
+                        first.display(),
+                        f.display()
+                    ),
+                ))
+            }
+            _ => {
+                first_file.insert(&k.meta.name, f);
+            }
+        }
+    }
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| Fail(2, format!("cannot create `{}`: {e}", a.out.display())))?;
+    for (arch, k, _) in &built {
+        let arch = *arch;
+        let stem = a.out.join(format!("{}.sm_{arch}", k.meta.name));
+        let ptx_path = stem.with_extension(format!("sm_{arch}.ptx"));
+        write(&ptx_path, k.ptx.as_bytes())?;
+        let ron_text = ron::ser::to_string_pretty(&k.meta, ron::ser::PrettyConfig::default())
+            .map_err(|e| Fail(2, format!("cannot serialize metadata: {e}")))?;
+        write(
+            &a.out.join(format!("{}.ron", k.meta.name)),
+            ron_text.as_bytes(),
+        )?;
+        if let Some(ptxas) = &ptxas {
+            let cubin = phobos_build::assemble_ptx(ptxas, &k.meta.name, arch, &k.ptx)
+                .map_err(|e| Fail(1, strip_error(&e.to_string())))?;
+            write(&stem.with_extension(format!("sm_{arch}.cubin")), &cubin)?;
+        }
+    }
     Ok(())
+}
+
+/// A phobos-build error's text without its own `error: ` (ours adds one).
+fn strip_error(text: &str) -> String {
+    text.strip_prefix("error: ").unwrap_or(text).to_string()
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), Fail> {

@@ -15,7 +15,7 @@ use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxPara
 use phobos_core::render::render;
 use phobos_sim::{Device, KernelArg, LaunchOptions, Module, SimError};
 use std::collections::BTreeMap;
-use std::io::{BufReader, BufWriter, IsTerminal};
+use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long)]
     pub kernel: Option<String>,
     /// CTAs in the grid, `X`, `X,Y` or `X,Y,Z`; defaults to the kernel's `@grid`.
-    #[arg(long, value_parser = parse_grid)]
+    #[arg(long, value_parser = crate::args::parse_grid)]
     pub grid: Option<[u32; 3]>,
     /// Directory for the written tensors (created if missing).
     #[arg(long)]
@@ -40,28 +40,22 @@ pub struct Args {
     /// The most instructions one warp may issue before the run fails.
     #[arg(long, default_value_t = LaunchOptions::default().max_steps)]
     pub max_steps: u64,
-    /// Host threads to simulate on (0: all cores).
+    /// Host threads to simulate on (0: all cores; more than the cores are
+    /// not used).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Target compute capability to compile for.
-    #[arg(long, default_value_t = 75)]
-    pub arch: u32,
+    /// The most simulated threads (CTAs times threads per CTA) one run may
+    /// have; a larger launch is refused before it starts.
+    #[arg(long, default_value_t = DEFAULT_MAX_WORK)]
+    pub max_work: u64,
+    /// Target, e.g. sm_75 (the default) or 90.
+    #[arg(long, default_value = "sm_75")]
+    pub arch: String,
 }
 
-fn parse_grid(s: &str) -> Result<[u32; 3], String> {
-    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-    if parts.is_empty() || parts.len() > 3 {
-        return Err(format!("`{s}` is not a grid: give X, X,Y or X,Y,Z"));
-    }
-    let mut g = [1u32; 3];
-    for (i, p) in parts.iter().enumerate() {
-        g[i] = match p.parse::<u32>() {
-            Ok(v) if v > 0 => v,
-            _ => return Err(format!("`{p}` is not a positive grid size")),
-        };
-    }
-    Ok(g)
-}
+/// The default `--max-work`: 2^22 simulated threads, about a minute of
+/// simulation for a kernel of a few hundred instructions per thread.
+pub const DEFAULT_MAX_WORK: u64 = 1 << 22;
 
 /// Why the command failed, and so its exit code.
 enum Failure {
@@ -77,10 +71,13 @@ fn usage(m: impl Into<String>) -> Failure {
 
 pub fn run(a: Args) -> u8 {
     match run_inner(&a) {
-        Ok(summary) => {
-            println!("{summary}");
-            0
-        }
+        Ok(summary) => match crate::out::print(&format!("{summary}\n")) {
+            Ok(()) => 0,
+            Err(m) => {
+                eprintln!("error: {m}");
+                2
+            }
+        },
         Err(Failure::Usage(m)) => {
             eprintln!("error: {m}");
             2
@@ -101,10 +98,13 @@ struct TensorArg {
 }
 
 fn run_inner(a: &Args) -> Result<String, Failure> {
-    let src = std::fs::read_to_string(&a.file)
-        .map_err(|e| usage(format!("cannot read `{}`: {e}", a.file.display())))?;
+    let arch = crate::args::parse_arch(&a.arch).map_err(usage)?;
+    let bindings = crate::args::parse_bindings(&a.bindings).map_err(usage)?;
+    // The output directory is checked before the simulation, not after it.
+    check_out_dir(&a.out)?;
+    let src = crate::args::read_source(&a.file).map_err(usage)?;
     let file_name = a.file.display().to_string();
-    let opts = phobos_core::CompileOptions { arch: a.arch };
+    let opts = phobos_core::CompileOptions { arch };
     let (kernels, diags) = phobos_core::compile(&src, &file_name, &opts);
     if !diags.is_empty() {
         let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
@@ -124,6 +124,9 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
             ))
         })?,
         None if kernels.len() == 1 => &kernels[0],
+        None if kernels.is_empty() => {
+            return Err(usage(format!("`{file_name}` has no kernels to run")))
+        }
         None => {
             return Err(usage(format!(
                 "`{file_name}` has {} kernels; choose one with --kernel ({})",
@@ -133,7 +136,7 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
         }
     };
     let meta = &kernel.meta;
-    let bindings = parse_bindings(&a.bindings, meta)?;
+    let bindings = bind(&bindings, meta)?;
     let mut tensors: BTreeMap<String, TensorArg> = BTreeMap::new();
     let mut scalars: BTreeMap<String, KernelArg> = BTreeMap::new();
     let missing: Vec<String> = meta
@@ -155,7 +158,7 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
         };
         match &p.kind {
             ParamKindMeta::Tensor { elem, written, .. } => {
-                let (shape, bytes) = read_npy(Path::new(value), &p.name, *elem)?;
+                let (shape, bytes) = read_npy(value, &p.name, *elem)?;
                 tensors.insert(
                     p.name.clone(),
                     TensorArg {
@@ -167,7 +170,10 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
                 );
             }
             ParamKindMeta::Scalar(ty) => {
-                scalars.insert(p.name.clone(), parse_scalar(&p.name, *ty, value)?);
+                let crate::args::Value::Scalar(text) = value else {
+                    return Err(usage(format!("scalar `{}` needs a value", p.name)));
+                };
+                scalars.insert(p.name.clone(), parse_scalar(&p.name, *ty, text)?);
             }
         }
     }
@@ -185,6 +191,15 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
             }
         },
     };
+    let ctas = grid.iter().map(|&g| u64::from(g)).product::<u64>();
+    let work = ctas.saturating_mul(u64::from(variant.threads));
+    if work > a.max_work {
+        return Err(usage(format!(
+            "this launch simulates {ctas} CTAs x {} threads = {work} threads, more than the budget of {} \
+             (give a smaller --grid, or raise the budget with --max-work {work})",
+            variant.threads, a.max_work
+        )));
+    }
     let module = Module::parse(&kernel.ptx).map_err(|e| {
         Failure::Kernel(format!(
             "error: the simulator cannot load the compiled PTX: {e}"
@@ -232,31 +247,36 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
             }
         });
     }
+    // More host threads than cores only costs memory (and 100000 of them
+    // fail to spawn).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let opts = LaunchOptions {
         checks: !a.no_check,
         max_steps: a.max_steps,
-        threads: a.threads,
+        threads: a.threads.min(cores),
         ..LaunchOptions::default()
     };
-    let stats = dev
-        .launch(
-            &module,
-            &variant.entry,
-            grid,
-            [variant.threads, 1, 1],
-            &args,
-            &opts,
-            None,
-        )
-        .map_err(|e| match e {
-            SimError::Check(mut r) => {
-                phobos_runtime::name_shared_buffer(&mut r, variant);
-                Failure::Kernel(r.to_string())
-            }
-            other => Failure::Kernel(format!("error: {other}")),
-        })?;
-    std::fs::create_dir_all(&a.out)
-        .map_err(|e| usage(format!("cannot create `{}`: {e}", a.out.display())))?;
+    let progress = Progress::start(format!(
+        "simulating `{}`: {ctas} CTAs x {} threads",
+        variant.entry, variant.threads
+    ));
+    let result = dev.launch(
+        &module,
+        &variant.entry,
+        grid,
+        [variant.threads, 1, 1],
+        &args,
+        &opts,
+        None,
+    );
+    progress.stop();
+    let stats = result.map_err(|e| match e {
+        SimError::Check(mut r) => {
+            phobos_runtime::name_shared_buffer(&mut r, variant);
+            Failure::Kernel(r.to_string())
+        }
+        other => Failure::Kernel(format!("error: {other}")),
+    })?;
     let mut wrote = Vec::new();
     for (name, t) in &tensors {
         let id = buffers[name];
@@ -312,30 +332,81 @@ fn describe_param(k: &ParamKindMeta) -> String {
     }
 }
 
-fn parse_bindings(
-    items: &[String],
+/// The command line's bindings checked against the kernel: each names a
+/// parameter, tensors get `.npy` files and scalars values.
+fn bind<'b>(
+    items: &'b [(String, crate::args::Value)],
     meta: &KernelMeta,
-) -> Result<BTreeMap<String, String>, Failure> {
+) -> Result<BTreeMap<String, &'b crate::args::Value>, Failure> {
+    use crate::args::Value;
     let mut out = BTreeMap::new();
-    for b in items {
-        let (name, value) = b.split_once('=').ok_or_else(|| {
-            usage(format!(
-                "`{b}` is not a binding: write PARAM=PATH.npy or PARAM=VALUE"
-            ))
-        })?;
-        if !meta.params.iter().any(|p| p.name == name) {
+    for (name, value) in items {
+        let Some(p) = meta.params.iter().find(|p| &p.name == name) else {
             let known: Vec<&str> = meta.params.iter().map(|p| p.name.as_str()).collect();
             return Err(usage(format!(
                 "kernel `{}` has no parameter `{name}` (its parameters: {})",
                 meta.name,
                 known.join(", ")
             )));
+        };
+        match (&p.kind, value) {
+            (ParamKindMeta::Tensor { .. }, Value::Npy(_))
+            | (ParamKindMeta::Scalar(_), Value::Scalar(_)) => {}
+            (ParamKindMeta::Tensor { .. }, Value::Shape(_)) => {
+                return Err(usage(format!(
+                    "`{name}`: sim needs the tensor's data as PATH.npy (shape: gives random data to `phobos explain` only)"
+                )))
+            }
+            (kind, _) => {
+                return Err(usage(format!(
+                    "`{name}` is {}",
+                    describe_param(kind)
+                )))
+            }
         }
-        if out.insert(name.to_string(), value.to_string()).is_some() {
-            return Err(usage(format!("parameter `{name}` is given twice")));
-        }
+        out.insert(name.clone(), value);
     }
     Ok(out)
+}
+
+/// Creates the output directory (if missing) and checks that a file can
+/// be written in it, before any simulation time is spent.
+fn check_out_dir(dir: &Path) -> Result<(), Failure> {
+    let shown = dir.display();
+    if dir.exists() && !dir.is_dir() {
+        return Err(usage(format!("--out `{shown}` is a file, not a directory")));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| usage(format!("cannot create `{shown}`: {e}")))?;
+    let probe = dir.join(format!(".phobos-sim-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| usage(format!("cannot write in --out `{shown}`: {e}")))
+}
+
+/// A line on stderr every few seconds while a run takes longer than one.
+struct Progress {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Progress {
+    fn start(what: String) -> Progress {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let mut wait = std::time::Duration::from_secs(1);
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
+                eprintln!("{what}: {} s so far", started.elapsed().as_secs());
+                wait = std::time::Duration::from_secs(5);
+            }
+        });
+        Progress { stop, thread }
+    }
+
+    fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
 }
 
 /// The numpy type code (without byte order) that holds `elem`.
@@ -374,35 +445,19 @@ fn numpy_name(code: &str) -> &'static str {
     }
 }
 
-fn to_bytes<T: Copy, const N: usize>(v: Vec<T>, f: fn(T) -> [u8; N]) -> Vec<u8> {
-    v.into_iter().flat_map(f).collect()
-}
-
 /// Reads a C-ordered, little-endian `.npy` whose dtype holds `elem`; returns
 /// its shape and its data as device bytes.
-fn read_npy(path: &Path, param: &str, elem: ScalarTy) -> Result<(Vec<u64>, Vec<u8>), Failure> {
-    let shown = path.display();
-    let file = std::fs::File::open(path)
-        .map_err(|e| usage(format!("cannot open `{shown}` for tensor `{param}`: {e}")))?;
-    let npy = npyz::NpyFile::new(BufReader::new(file)).map_err(|e| {
-        usage(format!(
-            "`{shown}` (tensor `{param}`) is not a readable .npy file: {e}"
-        ))
-    })?;
-    if npy.order() != npyz::Order::C {
-        return Err(usage(format!(
-            "`{shown}` (tensor `{param}`) is in Fortran order; save a C-contiguous array"
-        )));
-    }
-    let descr = match npy.dtype() {
-        npyz::DType::Plain(ts) => ts.to_string(),
-        _ => {
-            return Err(usage(format!(
-                "`{shown}` (tensor `{param}`) holds a structured array; give a plain {} array",
-                numpy_name(npy_code(elem))
-            )))
-        }
+fn read_npy(
+    value: &crate::args::Value,
+    param: &str,
+    elem: ScalarTy,
+) -> Result<(Vec<u64>, Vec<u8>), Failure> {
+    let crate::args::Value::Npy(path) = value else {
+        return Err(usage(format!("tensor `{param}` needs a .npy file")));
     };
+    let shown = path.display();
+    let npy = crate::args::read_npy(path, param).map_err(usage)?;
+    let descr = npy.descr.to_string();
     let (order, code) = descr.split_at(1.min(descr.len()));
     let want = npy_code(elem);
     let bf16_note = if elem == ScalarTy::BF16 {
@@ -423,28 +478,12 @@ fn read_npy(path: &Path, param: &str, elem: ScalarTy) -> Result<(Vec<u64>, Vec<u
             "`{shown}` (tensor `{param}`) is big-endian; save it little-endian"
         )));
     }
-    let shape = npy.shape().to_vec();
-    let read_err = |e: std::io::Error| usage(format!("cannot read the data of `{shown}`: {e}"));
-    let bytes = match elem {
-        ScalarTy::Bool => to_bytes(npy.into_vec::<bool>().map_err(read_err)?, |b| [u8::from(b)]),
-        ScalarTy::I8 => to_bytes(npy.into_vec::<i8>().map_err(read_err)?, i8::to_le_bytes),
-        ScalarTy::U8 => npy.into_vec::<u8>().map_err(read_err)?,
-        ScalarTy::I16 => to_bytes(npy.into_vec::<i16>().map_err(read_err)?, i16::to_le_bytes),
-        ScalarTy::U16 | ScalarTy::BF16 => {
-            to_bytes(npy.into_vec::<u16>().map_err(read_err)?, u16::to_le_bytes)
-        }
-        ScalarTy::I32 => to_bytes(npy.into_vec::<i32>().map_err(read_err)?, i32::to_le_bytes),
-        ScalarTy::U32 => to_bytes(npy.into_vec::<u32>().map_err(read_err)?, u32::to_le_bytes),
-        ScalarTy::I64 => to_bytes(npy.into_vec::<i64>().map_err(read_err)?, i64::to_le_bytes),
-        ScalarTy::U64 => to_bytes(npy.into_vec::<u64>().map_err(read_err)?, u64::to_le_bytes),
-        ScalarTy::F16 => to_bytes(
-            npy.into_vec::<half::f16>().map_err(read_err)?,
-            half::f16::to_le_bytes,
-        ),
-        ScalarTy::F32 => to_bytes(npy.into_vec::<f32>().map_err(read_err)?, f32::to_le_bytes),
-        ScalarTy::F64 => to_bytes(npy.into_vec::<f64>().map_err(read_err)?, f64::to_le_bytes),
-    };
-    Ok((shape, bytes))
+    let mut bytes = npy.bytes;
+    if elem == ScalarTy::Bool {
+        // numpy writes 0 and 1, but any nonzero byte is true.
+        bytes.iter_mut().for_each(|b| *b = u8::from(*b != 0));
+    }
+    Ok((npy.shape, bytes))
 }
 
 fn write_typed<T: npyz::AutoSerialize>(
@@ -520,7 +559,7 @@ fn parse_scalar(name: &str, ty: ScalarTy, text: &str) -> Result<KernelArg, Failu
             Ok(v)
         }
     };
-    let float = || text.trim().parse::<f64>().map_err(|_| bad());
+    let float = || crate::args::parse_float(name, ty, text).map_err(usage);
     Ok(match ty {
         ScalarTy::Bool => match text.trim() {
             "true" | "1" => KernelArg::U8(1),
@@ -646,11 +685,15 @@ fn eval_grid(exprs: &[GridExpr], dims: &BTreeMap<String, u64>) -> Result<[u32; 3
         let v = e
             .eval(&|d| dims.get(d).and_then(|v| i64::try_from(*v).ok()))
             .map_err(usage)?;
-        g[i] = u32::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
-            usage(format!(
-                "the @grid gives {v} CTAs in dimension {i}; give --grid"
-            ))
-        })?;
+        g[i] = match u64::try_from(v) {
+            Ok(v) if v > 0 => crate::args::check_grid_dim(i, v)
+                .map_err(|m| usage(format!("the @grid gives {m}; give --grid")))?,
+            _ => {
+                return Err(usage(format!(
+                    "the @grid gives {v} CTAs in dimension {i}; give --grid"
+                )))
+            }
+        };
     }
     Ok(g)
 }

@@ -174,11 +174,11 @@ fn usage_and_io_errors_exit_2() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["missing.pho", "--kernel", "k", "--grid", "1"],
-            "cannot read missing.pho",
+            "cannot read `missing.pho`",
         ),
         (
             vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "0"],
-            "not a count of at least 1",
+            "not a positive grid size",
         ),
         (
             vec![
@@ -190,7 +190,7 @@ fn usage_and_io_errors_exit_2() {
                 "--arch",
                 "sm_61",
             ],
-            "not supported",
+            "unknown target `sm_61`",
         ),
         (
             vec![
@@ -201,7 +201,7 @@ fn usage_and_io_errors_exit_2() {
                 "2",
                 "W",
             ],
-            "not PARAM=VALUE",
+            "not a binding",
         ),
         (
             vec![
@@ -212,7 +212,7 @@ fn usage_and_io_errors_exit_2() {
                 "2",
                 "W=nope.npy",
             ],
-            "cannot read nope.npy",
+            "cannot open `nope.npy`",
         ),
         (
             vec!["staged.pho", "--kernel", "nope", "--grid", "2"],

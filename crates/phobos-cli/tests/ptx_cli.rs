@@ -146,7 +146,7 @@ fn build_with_cubin_and_no_ptxas_is_a_clear_error() {
         .arg(dir.path())
         .arg("--cubin")
         .env("PATH", "")
-        .env("PHOBOS_PTXAS", dir.path().join("no-such-ptxas"))
+        .env_remove("PHOBOS_PTXAS")
         .env_remove("CUDA_PATH")
         .env_remove("CUDA_HOME")
         .output()
@@ -157,6 +157,64 @@ fn build_with_cubin_and_no_ptxas_is_a_clear_error() {
         err.contains("--cubin needs NVIDIA's ptxas") && err.contains("PHOBOS_PTXAS"),
         "{err}"
     );
+}
+
+/// `phobos build` with `PHOBOS_PTXAS` set to `ptxas` (and `--cubin`).
+fn build_with_ptxas(ptxas: &Path, out_dir: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_phobos"))
+        .args(["build", corpus("lane_max.pho").to_str().unwrap(), "--out"])
+        .arg(out_dir)
+        .args(["--arch", "sm_75", "--cubin"])
+        .env("PHOBOS_PTXAS", ptxas)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_phobos_ptxas_naming_a_missing_file_is_an_error_as_in_cargo_builds() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-ptxas");
+    let out = build_with_ptxas(&missing, &dir.path().join("out"));
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no-such-ptxas") && err.contains("cannot run"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_ptxas_that_writes_no_cubin_fails_the_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = build_with_ptxas(Path::new("/bin/true"), &dir.path().join("out"));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("wrote no cubin"), "{err}");
+}
+
+#[test]
+fn two_files_defining_one_kernel_fail_the_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(corpus("lane_max.pho")).unwrap();
+    std::fs::write(dir.path().join("a.pho"), &src).unwrap();
+    std::fs::write(dir.path().join("b.pho"), &src).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_phobos"))
+        .arg("build")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args(["--arch", "sm_75"])
+        .env_remove("PHOBOS_PTXAS")
+        .env("PATH", "")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("is defined in both") && err.contains("a.pho") && err.contains("b.pho"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out").exists(), "nothing is written");
 }
 
 #[test]

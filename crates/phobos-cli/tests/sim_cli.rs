@@ -424,8 +424,8 @@ fn usage_errors_exit_2() {
         "--out",
         &c.out(),
         &c.arg("W", "missing.npy"),
-        "x=a",
-        "y=b",
+        "x=a.npy",
+        "y=b.npy",
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("cannot open"), "{}", stderr(&out));
@@ -514,7 +514,7 @@ fn scalars_and_the_kernels_own_grid() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("`fast` is not a f32 value for scalar `alpha`"),
+        stderr(&out).contains("`alpha=fast`: `fast` is neither a number"),
         "{}",
         stderr(&out)
     );

@@ -5,6 +5,31 @@
 use crate::ast::Span;
 use serde::Serialize;
 
+/// Diagnostics kept per file; the rest are counted in one last
+/// diagnostic (P0006), so a file of a million bad lines reports quickly.
+pub const MAX_DIAGNOSTICS: usize = 100;
+
+/// Keeps the first [`MAX_DIAGNOSTICS`] of `diags` and counts the rest.
+pub fn cap(diags: &mut Vec<Diagnostic>) {
+    if diags.len() <= MAX_DIAGNOSTICS {
+        return;
+    }
+    let dropped = diags.split_off(MAX_DIAGNOSTICS);
+    let errors = dropped.iter().filter(|d| d.is_error()).count();
+    diags.push(
+        Diagnostic::error(
+            "P0006",
+            format!(
+                "{} more diagnostics ({errors} errors) not shown",
+                dropped.len()
+            ),
+        )
+        .note(format!(
+            "only the first {MAX_DIAGNOSTICS} diagnostics of a file are shown; fix those first"
+        )),
+    );
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {

@@ -293,6 +293,14 @@ pub enum ExprKind {
         arg: Box<Expr>,
         combine: Option<Combine>,
     },
+    /// A `fn` argument evaluated once: `local` takes `value`, then `body`
+    /// (the inlined fn body) reads it. Arguments that are already leaves
+    /// (constants, names, `ctx`) and runs are substituted instead.
+    Let {
+        local: LocalId,
+        value: Box<Expr>,
+        body: Box<Expr>,
+    },
     /// `shfl<mode s, width w>(value)`.
     Shuffle {
         mode: ShflMode,

@@ -143,16 +143,36 @@ fn keyword(word: &str) -> Option<Tok> {
 }
 
 /// Split `src` into tokens; the last token is always `Eof`.
+/// Characters that print as nothing: zero-width spaces and joiners, the
+/// byte-order mark, and other format characters.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{00ad}')
+}
+
+/// Diagnostics the lexer keeps; later ones are only counted.
+const LEX_DIAGNOSTICS: usize = 10 * crate::diag::MAX_DIAGNOSTICS;
+
 pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
     let mut lx = Lexer {
         src: src.as_bytes(),
         text: src,
-        pos: 0,
+        // A UTF-8 byte-order mark some editors write is not part of the text.
+        pos: if src.starts_with('\u{feff}') { 3 } else { 0 },
         nl: false,
         toks: Vec::with_capacity(src.len() / 3 + 1),
         diags: Vec::new(),
+        unreported: 0,
     };
     lx.run();
+    if lx.unreported > 0 {
+        lx.diags.push(Diagnostic::error(
+            "P0006",
+            format!(
+                "{} more bad characters or numbers not reported: the lexer stops reporting after {LEX_DIAGNOSTICS}",
+                lx.unreported
+            ),
+        ));
+    }
     (lx.toks, lx.diags)
 }
 
@@ -163,9 +183,19 @@ struct Lexer<'a> {
     nl: bool,
     toks: Vec<Token>,
     diags: Vec<Diagnostic>,
+    /// Diagnostics past [`LEX_DIAGNOSTICS`], counted only.
+    unreported: usize,
 }
 
 impl Lexer<'_> {
+    fn report(&mut self, d: Diagnostic) {
+        if self.diags.len() < LEX_DIAGNOSTICS {
+            self.diags.push(d);
+        } else {
+            self.unreported += 1;
+        }
+    }
+
     fn peek(&self, ahead: usize) -> u8 {
         self.src.get(self.pos + ahead).copied().unwrap_or(0)
     }
@@ -235,7 +265,7 @@ impl Lexer<'_> {
                 _ => self.pos += 1,
             }
         }
-        self.diags.push(
+        self.report(
             Diagnostic::error("P0002", "unterminated block comment")
                 .primary(Span::new(start, start + 2), "this comment is never closed")
                 .note("close it with `*/`"),
@@ -306,7 +336,7 @@ impl Lexer<'_> {
         match value {
             Some(v) => self.push(Tok::Int(v), start),
             None => {
-                self.diags.push(
+                self.report(
                     Diagnostic::error("P0003", "integer literal is too large")
                         .primary(Span::new(start, self.pos), "does not fit in 64 bits"),
                 );
@@ -319,7 +349,7 @@ impl Lexer<'_> {
         while matches!(self.peek(0), b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_') {
             self.pos += 1;
         }
-        self.diags.push(
+        self.report(
             Diagnostic::error("P0004", "malformed number")
                 .primary(Span::new(start, self.pos), "not a number")
                 .note("integers are written `42`, `0x2a` or `1_000`; floats `1.0` or `1e-3`"),
@@ -335,8 +365,23 @@ impl Lexer<'_> {
 
     fn report_char(&mut self, start: usize) {
         let shown = &self.text[start..self.pos];
-        self.diags.push(
-            Diagnostic::error("P0001", format!("unexpected character `{shown}`"))
+        // Name the code point: a NUL, a byte-order mark or a zero-width
+        // space is invisible between backticks.
+        let named = match shown.chars().next() {
+            Some(c) if c.is_control() || c.is_whitespace() || !c.is_ascii() => {
+                format!("U+{:04X}", u32::from(c))
+            }
+            _ => String::new(),
+        };
+        let message = match (named.is_empty(), shown.chars().next()) {
+            (true, _) => format!("unexpected character `{shown}`"),
+            (false, Some(c)) if c.is_control() || is_invisible(c) => {
+                format!("unexpected character {named}")
+            }
+            _ => format!("unexpected character `{shown}` ({named})"),
+        };
+        self.report(
+            Diagnostic::error("P0001", message)
                 .primary(Span::new(start, self.pos), "not part of the language"),
         );
     }

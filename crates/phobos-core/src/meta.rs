@@ -94,7 +94,10 @@ impl GridExpr {
             GridExpr::Binary(op, a, b) => {
                 let (a, b) = (a.eval(lookup)?, b.eval(lookup)?);
                 op.eval_i64(a, b).ok_or_else(|| {
-                    format!("@grid overflows 64 bits or divides by zero ({a} {op:?} {b})")
+                    format!(
+                        "@grid overflows 64 bits or divides by zero ({a} {} {b})",
+                        op.symbol()
+                    )
                 })?
             }
         })

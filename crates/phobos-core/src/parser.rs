@@ -21,8 +21,27 @@ pub const COLLECTIVE_OPS: [&str; 8] = [
 ];
 
 /// Parse a whole source file.
+/// Largest source file the compiler reads, in bytes: far above any
+/// kernel, and low enough that the tokens, tree and tables stay small.
+pub const MAX_SOURCE_BYTES: usize = 1 << 20;
+
 pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
-    let (toks, diags) = lex(src);
+    if src.len() > MAX_SOURCE_BYTES {
+        let d = Diagnostic::error(
+            "P0005",
+            format!(
+                "the source is {} bytes; the most Phobos compiles in one file is {MAX_SOURCE_BYTES} (1 MiB)",
+                src.len()
+            ),
+        )
+        .primary(crate::ast::Span::new(0, 0), "this file is too large")
+        .note("split the kernels over several files");
+        return (File::default(), vec![d]);
+    }
+    let (toks, mut diags) = lex(src);
+    // A file of garbage gives a diagnostic per character: keep what the
+    // report will show, and a count of the rest, not millions.
+    crate::diag::cap(&mut diags);
     let mut p = Parser {
         src,
         toks,
@@ -31,10 +50,24 @@ pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
         nest: 0,
         in_config: false,
         diags,
+        unreported: 0,
     };
     let file = p.file();
+    if p.unreported > 0 {
+        p.diags.push(Diagnostic::error(
+            "P0006",
+            format!(
+                "{} more syntax errors not reported: the parser stops reporting after {PARSE_DIAGNOSTICS}",
+                p.unreported
+            ),
+        ));
+    }
     (file, p.diags)
 }
+
+/// Diagnostics the parser keeps; later ones are only counted, so garbage
+/// input cannot fill memory with them.
+const PARSE_DIAGNOSTICS: usize = 10 * crate::diag::MAX_DIAGNOSTICS;
 
 /// A parse failure that was already reported; the caller recovers.
 struct Reported;
@@ -52,9 +85,19 @@ struct Parser<'a> {
     /// Inside a collective's `<...>`, where `>` closes the configuration.
     in_config: bool,
     diags: Vec<Diagnostic>,
+    /// Diagnostics past [`PARSE_DIAGNOSTICS`], counted only.
+    unreported: usize,
 }
 
 impl<'a> Parser<'a> {
+    fn report(&mut self, d: Diagnostic) {
+        if self.diags.len() < PARSE_DIAGNOSTICS {
+            self.diags.push(d);
+        } else {
+            self.unreported += 1;
+        }
+    }
+
     // ----- token access -------------------------------------------------
 
     fn tok(&self) -> &Token {
@@ -104,7 +147,7 @@ impl<'a> Parser<'a> {
     fn error_expected(&mut self, what: &str) -> Reported {
         let found = self.kind().describe();
         let span = self.span();
-        self.diags.push(
+        self.report(
             Diagnostic::error("P0100", format!("expected {what}, found {found}"))
                 .primary(span, format!("expected {what}")),
         );
@@ -194,7 +237,7 @@ impl<'a> Parser<'a> {
     fn enter(&mut self) -> PResult<()> {
         if self.depth >= MAX_DEPTH {
             let span = self.span();
-            self.diags.push(
+            self.report(
                 Diagnostic::error("P0101", "nesting is too deep")
                     .primary(span, format!("more than {MAX_DEPTH} levels deep"))
                     .note("split the expression or block with `let`"),
@@ -381,7 +424,7 @@ impl<'a> Parser<'a> {
         match ScalarTy::from_name(&id.name) {
             Some(t) => Ok((t, id.span)),
             None => {
-                self.diags.push(
+                self.report(
                     Diagnostic::error("P0104", format!("unknown type `{}`", id.name))
                         .primary(id.span, "not a type")
                         .note("the types are bool i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64"),
@@ -537,7 +580,7 @@ impl<'a> Parser<'a> {
             end: self.prev_end(),
         });
         if !(2..=3).contains(&args.len()) {
-            self.diags.push(
+            self.report(
                 Diagnostic::error(
                     "P0100",
                     format!("`range` takes 2 or 3 arguments, found {}", args.len()),
@@ -755,7 +798,7 @@ impl<'a> Parser<'a> {
             (Some(f), _) => f,
             (None, "block" | "grid") => self.ctx_axis(field.name == "block")?,
             _ => {
-                self.diags.push(
+                self.report(
                     Diagnostic::error("P0102", format!("`ctx` has no field `{}`", field.name))
                         .primary(field.span, "unknown field")
                         .note("the fields are thread, threads, warp, warps, lane, lanes, block.x|y|z and grid.x|y|z"),
@@ -783,7 +826,7 @@ impl<'a> Parser<'a> {
             (false, "y") => CtxField::GridY,
             (false, "z") => CtxField::GridZ,
             _ => {
-                self.diags.push(
+                self.report(
                     Diagnostic::error("P0102", format!("`ctx` has no axis `{}`", axis.name))
                         .primary(axis.span, "expected `x`, `y` or `z`"),
                 );
@@ -830,7 +873,7 @@ impl<'a> Parser<'a> {
                 Some(Some(k)) => k,
                 _ => {
                     let found = self.text(key_span).to_string();
-                    self.diags.push(
+                    self.report(
                         Diagnostic::error("P0103", format!("unknown configuration `{found}`"))
                             .primary(key_span, "expected over, width, from, xor, down or up"),
                     );

@@ -53,6 +53,7 @@ pub fn check_source(src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
             .find(|l| l.primary)
             .map_or(0, |l| l.span.start)
     });
+    crate::diag::cap(&mut diags);
     (kernels, diags)
 }
 
@@ -118,5 +119,6 @@ pub fn compile(
     if diags.iter().any(Diagnostic::is_error) {
         out.clear();
     }
+    crate::diag::cap(&mut diags);
     (out, diags)
 }

@@ -24,13 +24,201 @@ pub fn render(diags: &[Diagnostic], file_name: &str, src: &str, color: bool) -> 
     };
     for d in diags {
         let cs = to_codespan(d, src.len());
-        if term::emit(&mut out, &config, &file, &cs).is_err() {
+        // Lines longer than `MAX_SHOWN` are shown around the labels only.
+        let result = if src.lines().any(|l| l.len() > MAX_SHOWN) {
+            let elided = Elided::new(file_name, src, &cs);
+            let cs = elided.remap(cs);
+            term::emit(&mut out, &config, &elided, &cs)
+        } else {
+            term::emit(&mut out, &config, &file, &cs)
+        };
+        if result.is_err() {
             // A span codespan cannot place: fall back to the bare message.
             out.clear();
             return fallback(diags);
         }
     }
     String::from_utf8_lossy(out.as_slice()).into_owned()
+}
+
+/// Longest source line shown whole, in bytes.
+const MAX_SHOWN: usize = 160;
+/// Bytes kept on each side of the labels on a longer line.
+const CONTEXT: usize = 40;
+
+/// The source as one diagnostic shows it: each line longer than
+/// [`MAX_SHOWN`] cut to a window around that diagnostic's labels (or to its
+/// start), the cuts marked `…`. Line numbers are unchanged and the `-->`
+/// position is the original's; labels are moved into the shown text.
+struct Elided<'a> {
+    name: &'a str,
+    original: &'a str,
+    shown: String,
+    /// Per line: original start, shown start, and the window kept
+    /// (original offsets) with the bytes of the `…` before it.
+    lines: Vec<ElidedLine>,
+}
+
+#[derive(Clone, Copy)]
+struct ElidedLine {
+    orig_start: usize,
+    shown_start: usize,
+    keep: (usize, usize),
+    prefix: usize,
+}
+
+impl<'a> Elided<'a> {
+    fn new(name: &'a str, src: &'a str, d: &CsDiagnostic<()>) -> Elided<'a> {
+        let mut shown = String::with_capacity(src.len().min(1 << 16));
+        let mut lines = Vec::new();
+        let mut orig_start = 0;
+        for line in src.split_inclusive('\n') {
+            let body = line.trim_end_matches('\n');
+            let end = orig_start + body.len();
+            let in_line: Vec<&std::ops::Range<usize>> = d
+                .labels
+                .iter()
+                .map(|l| &l.range)
+                .filter(|r| r.start <= end && r.end >= orig_start)
+                .collect();
+            let (lo, hi) = if body.len() <= MAX_SHOWN {
+                (orig_start, end)
+            } else {
+                let first = in_line.iter().map(|r| r.start.max(orig_start)).min();
+                let last = in_line.iter().map(|r| r.end.min(end)).max();
+                let lo = first.map_or(orig_start, |f| f.saturating_sub(CONTEXT).max(orig_start));
+                let hi = last.map_or(lo, |l| l + CONTEXT).max(lo + CONTEXT).min(end);
+                let hi = hi.min(lo + 2 * MAX_SHOWN);
+                (floor_char(src, lo), floor_char(src, hi))
+            };
+            let prefix = if lo > orig_start { "…" } else { "" };
+            lines.push(ElidedLine {
+                orig_start,
+                shown_start: shown.len(),
+                keep: (lo, hi),
+                prefix: prefix.len(),
+            });
+            shown.push_str(prefix);
+            shown.push_str(&src[lo..hi]);
+            if hi < end {
+                shown.push('…');
+            }
+            shown.push_str(&line[body.len()..]);
+            orig_start += line.len();
+        }
+        lines.push(ElidedLine {
+            orig_start,
+            shown_start: shown.len(),
+            keep: (orig_start, orig_start),
+            prefix: 0,
+        });
+        Elided {
+            name,
+            original: src,
+            shown,
+            lines,
+        }
+    }
+
+    fn line_of_orig(&self, pos: usize) -> ElidedLine {
+        let i = self.lines.partition_point(|l| l.orig_start <= pos);
+        self.lines[i.saturating_sub(1)]
+    }
+
+    fn line_of_shown(&self, pos: usize) -> ElidedLine {
+        let i = self.lines.partition_point(|l| l.shown_start <= pos);
+        self.lines[i.saturating_sub(1)]
+    }
+
+    fn to_shown(&self, pos: usize) -> usize {
+        let l = self.line_of_orig(pos);
+        l.shown_start + l.prefix + pos.clamp(l.keep.0, l.keep.1) - l.keep.0
+    }
+
+    fn to_original(&self, pos: usize) -> usize {
+        let l = self.line_of_shown(pos);
+        let into = pos.saturating_sub(l.shown_start + l.prefix);
+        (l.keep.0 + into).min(l.keep.1.max(l.keep.0))
+    }
+
+    fn remap(&self, mut d: CsDiagnostic<()>) -> CsDiagnostic<()> {
+        for l in &mut d.labels {
+            l.range = self.to_shown(l.range.start)..self.to_shown(l.range.end);
+        }
+        d
+    }
+}
+
+/// The char boundary at or below `i`.
+fn floor_char(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+impl<'f> codespan_reporting::files::Files<'f> for Elided<'_> {
+    type FileId = ();
+    type Name = &'f str;
+    type Source = &'f str;
+
+    fn name(&'f self, (): ()) -> Result<&'f str, codespan_reporting::files::Error> {
+        Ok(self.name)
+    }
+
+    fn source(&'f self, (): ()) -> Result<&'f str, codespan_reporting::files::Error> {
+        Ok(&self.shown)
+    }
+
+    fn line_index(
+        &'f self,
+        (): (),
+        byte_index: usize,
+    ) -> Result<usize, codespan_reporting::files::Error> {
+        Ok(self
+            .lines
+            .partition_point(|l| l.shown_start <= byte_index)
+            .saturating_sub(1))
+    }
+
+    fn line_range(
+        &'f self,
+        (): (),
+        line_index: usize,
+    ) -> Result<std::ops::Range<usize>, codespan_reporting::files::Error> {
+        let start = self
+            .lines
+            .get(line_index)
+            .ok_or(codespan_reporting::files::Error::LineTooLarge {
+                given: line_index,
+                max: self.lines.len().saturating_sub(1),
+            })?
+            .shown_start;
+        let end = self
+            .lines
+            .get(line_index + 1)
+            .map_or(self.shown.len(), |l| l.shown_start);
+        Ok(start..end)
+    }
+
+    /// The position in the original text, so `-->` names the real column.
+    fn location(
+        &'f self,
+        (): (),
+        byte_index: usize,
+    ) -> Result<codespan_reporting::files::Location, codespan_reporting::files::Error> {
+        let line_index = self.line_index((), byte_index)?;
+        let original = self.to_original(byte_index);
+        let start = self.lines[line_index].orig_start;
+        let column = self
+            .original
+            .get(start..original)
+            .map_or(0, |s| s.chars().count());
+        Ok(codespan_reporting::files::Location {
+            line_number: line_index + 1,
+            column_number: column + 1,
+        })
+    }
 }
 
 fn fallback(diags: &[Diagnostic]) -> String {
@@ -142,6 +330,38 @@ mod tests {
         let json = to_json(&[d], "k.pho", src);
         assert_eq!(json[0]["line"], 2);
         assert_eq!(json[0]["col"], 9);
+    }
+
+    #[test]
+    fn long_lines_are_shown_around_the_caret() {
+        let long = format!(
+            "let a = {}oops{}\n",
+            "x + ".repeat(50_000),
+            " + y".repeat(50_000)
+        );
+        let src = format!("let z = 1\n{long}let w = 2\n");
+        let at = src.find("oops").expect("oops");
+        let d = Diagnostic::error("P0200", "cannot find `oops` in this scope")
+            .primary(Span::new(at, at + 4), "not declared");
+        let text = render(std::slice::from_ref(&d), "k.pho", &src, false);
+        assert!(
+            text.len() < 2_000,
+            "{} bytes:\n{}",
+            text.len(),
+            &text[..2_000.min(text.len())]
+        );
+        let col = at - src.find("let a").expect("line") + 1;
+        assert!(text.contains(&format!("k.pho:2:{col}")), "{text}");
+        assert!(text.contains("…"), "{text}");
+        assert!(text.contains("oops"), "{text}");
+        let caret_line = text.lines().find(|l| l.contains("^^^^")).expect("carets");
+        let source_line = text.lines().find(|l| l.starts_with("2 |")).expect("source");
+        let oops = source_line.find("oops").expect("oops");
+        assert_eq!(
+            caret_line.chars().position(|c| c == '^'),
+            Some(source_line[..oops].chars().count()),
+            "{text}"
+        );
     }
 
     #[test]

@@ -4,10 +4,11 @@
 
 const DOCS: &str = include_str!("../../../docs/language.md");
 
-const SOURCES: [&str; 16] = [
+const SOURCES: [&str; 17] = [
     include_str!("../src/backend.rs"),
     include_str!("../src/backend/shared_plan.rs"),
     include_str!("../src/backend/barriers.rs"),
+    include_str!("../src/diag.rs"),
     include_str!("../src/lexer.rs"),
     include_str!("../src/parser.rs"),
     include_str!("../src/check.rs"),

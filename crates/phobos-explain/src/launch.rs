@@ -42,6 +42,14 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         .map(|name| bound.scalars.get(name).copied())
         .collect();
     let (picked_cta, total_ctas) = resolve_cta(req.cta, grid)?;
+    let work = total_ctas.saturating_mul(u64::from(variant.threads));
+    if work > req.max_work {
+        return Err(ExplainError::Usage(format!(
+            "this launch simulates {total_ctas} CTAs x {} threads = {work} threads, more than the \
+             budget of {} (give a smaller --grid, or raise the budget with --max-work {work})",
+            variant.threads, req.max_work
+        )));
+    }
 
     let traced: Vec<u32> = if total_ctas <= u64::from(req.max_ctas.max(1)) {
         (0..total_ctas as u32).collect()

@@ -78,7 +78,13 @@ pub struct Request {
     pub max_steps: usize,
     /// Seed of the values for [`Input::Random`].
     pub seed: u64,
+    /// The most simulated threads (CTAs times threads per CTA): every CTA
+    /// runs, even when one is traced, so a larger grid is refused up front.
+    pub max_work: u64,
 }
+
+/// The default [`Request::max_work`]: 2^22 simulated threads.
+pub const DEFAULT_MAX_WORK: u64 = 1 << 22;
 
 impl Request {
     /// A request with the defaults: every CTA of grids up to 8, at most
@@ -101,6 +107,7 @@ impl Request {
             max_ctas: 8,
             max_steps: 4000,
             seed: 1,
+            max_work: DEFAULT_MAX_WORK,
         }
     }
 }

@@ -231,6 +231,26 @@ impl Ctx<'_> {
             CheckKind::Memcheck,
             format!("out-of-bounds global {kind} of {bytes} bytes"),
         );
+        // An address past the end of buffer `i` but nearer the start of the
+        // next one is most likely a negative index into the next one
+        // (`y[-1]`): report it against that tensor, not as gigabytes past
+        // the end of this one.
+        let before_next = buffer.and_then(|i| {
+            let off = addr - base_of(i);
+            let next = i + 1;
+            let after_end = off.checked_sub(self.dev.buffers[i].len)?;
+            let before = base_of(next).checked_sub(addr)?;
+            (next < self.dev.buffers.len() && before < after_end).then_some((next, before))
+        });
+        if let Some((next, before)) = before_next {
+            let b = &self.dev.buffers[next];
+            f.tensor = Some(b.name.clone());
+            f.notes.push(format!(
+                "the access starts {before} bytes before the start of tensor `{}` (a negative index?), which has {} bytes",
+                b.name, b.len
+            ));
+            return f;
+        }
         match buffer {
             Some(i) => {
                 let b = &self.dev.buffers[i];

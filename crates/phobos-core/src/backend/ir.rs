@@ -280,7 +280,9 @@ pub enum BufferKind {
 pub struct Buffer {
     pub name: String,
     pub kind: BufferKind,
-    pub bytes: u32,
+    /// In 64 bits: a tile's size is only checked against the limit in the
+    /// shared plan, and must not wrap before it gets there.
+    pub bytes: u64,
     pub span: Span,
 }
 

@@ -33,6 +33,8 @@ pub fn lower(kernel: &hir::Kernel, entry: &str) -> Func {
         uniform: true,
         pending_tile_writes: Vec::new(),
         cta_count: 0,
+        lazy: 0,
+        substituted: HashMap::new(),
     };
     for (i, local) in kernel.locals.iter().enumerate() {
         let id = hir::LocalId(i as u32);
@@ -45,7 +47,12 @@ pub fn lower(kernel: &hir::Kernel, entry: &str) -> Func {
                 cx.locals.insert(id, v);
             }
             LocalKind::Tile { elem, shape } => {
-                let bytes = shape.iter().product::<u32>().saturating_mul(elem.size());
+                // In 64 bits, saturated: a tile too large for the address
+                // space must reach the shared plan's limit, not wrap.
+                let bytes = shape
+                    .iter()
+                    .try_fold(u64::from(elem.size()), |a, &d| a.checked_mul(u64::from(d)))
+                    .unwrap_or(u64::MAX);
                 let b = cx.f.buffers.push(Buffer {
                     name: local.name.clone(),
                     kind: BufferKind::Tile {
@@ -78,6 +85,12 @@ struct Lower<'k> {
     /// Tiles written by element stores since the last uniform control point.
     pending_tile_writes: Vec<(BufferId, Span)>,
     cta_count: u32,
+    /// Inside the right side of `&&`/`||`, which `emit` may skip: a `fn`
+    /// argument there is not hoisted before the statement (that would
+    /// evaluate a guarded load unguarded) but substituted at each use.
+    lazy: u32,
+    /// The `fn` arguments substituted at their uses (see `lazy`).
+    substituted: HashMap<hir::LocalId, hir::Expr>,
 }
 
 impl Lower<'_> {
@@ -367,9 +380,27 @@ impl Lower<'_> {
         let ty = e.ty;
         match &e.kind {
             hir::ExprKind::Const(c) => self.push_expr(ExprKind::Const(c.clone()), ty, span),
-            hir::ExprKind::Local(l) => {
-                let v = self.locals[l];
-                self.push_expr(ExprKind::Var(v), ty, span)
+            hir::ExprKind::Local(l) => match self.substituted.get(l).cloned() {
+                Some(value) => self.expr(&value),
+                None => {
+                    let v = self.locals[l];
+                    self.push_expr(ExprKind::Var(v), ty, span)
+                }
+            },
+            hir::ExprKind::Let { local, value, body } => {
+                if self.lazy > 0 {
+                    self.substituted.insert(*local, (**value).clone());
+                    return self.expr(body);
+                }
+                // Evaluated once, before the statement that holds it.
+                let v = self.locals[local];
+                let e = self.expr(value);
+                if self.uniform && self.is_uniform(e) {
+                    self.uniform_vars.insert(v);
+                }
+                let set = self.push_stmt(StmtKind::Set(v, e), value.span);
+                self.pre.push(set);
+                self.expr(body)
             }
             hir::ExprKind::Param(p) => self.push_expr(ExprKind::Param(*p), ty, span),
             hir::ExprKind::Dim(d) => match self.k.dims[d.0 as usize].constant {
@@ -396,7 +427,10 @@ impl Lower<'_> {
             }
             hir::ExprKind::Binary(op, a, b) => {
                 let a = self.expr(a);
+                let lazy = matches!(op, BinOp::And | BinOp::Or);
+                self.lazy += u32::from(lazy);
                 let b = self.expr(b);
+                self.lazy -= u32::from(lazy);
                 if let (Some(x), Some(y), Ty::Scalar(t)) =
                     (self.f.const_int(a), self.f.const_int(b), ty)
                 {
@@ -495,7 +529,11 @@ impl Lower<'_> {
     fn combine(&mut self, c: &hir::Combine) -> Combine {
         let a = self.locals[&c.a];
         let b = self.locals[&c.b];
+        // The combine body runs inside the collective, once per step, so
+        // nothing in it may be hoisted before the statement.
+        self.lazy += 1;
         let body = self.expr(&c.body);
+        self.lazy -= 1;
         Combine { a, b, body }
     }
 
@@ -533,7 +571,7 @@ impl Lower<'_> {
         let scratch = self.f.buffers.push(Buffer {
             name,
             kind: BufferKind::Scratch { slot_bytes, slots },
-            bytes: slot_bytes * slots,
+            bytes: u64::from(slot_bytes) * u64::from(slots),
             span,
         });
         let result_ty = match ty {

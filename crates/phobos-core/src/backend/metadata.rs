@@ -135,7 +135,8 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
         .map(|(id, b)| SharedBuffer {
             name: b.name.clone(),
             offset: v.plan.offset[id.0 as usize],
-            bytes: b.bytes,
+            // The plan refused anything above the 48 KB limit.
+            bytes: u32::try_from(b.bytes).unwrap_or(u32::MAX),
             live_lines: v.plan.lines[id.0 as usize],
         })
         .collect();

@@ -29,8 +29,14 @@ pub struct SharedPlan {
 impl SharedPlan {
     /// Whether two buffers share at least one byte.
     pub fn overlap(&self, f: &Func, a: BufferId, b: BufferId) -> bool {
-        let (oa, ob) = (self.offset[a.0 as usize], self.offset[b.0 as usize]);
-        let (ea, eb) = (oa + f.buffers[a].bytes, ob + f.buffers[b].bytes);
+        let (oa, ob) = (
+            u64::from(self.offset[a.0 as usize]),
+            u64::from(self.offset[b.0 as usize]),
+        );
+        let (ea, eb) = (
+            oa.saturating_add(f.buffers[a].bytes),
+            ob.saturating_add(f.buffers[b].bytes),
+        );
         oa < eb && ob < ea
     }
 }
@@ -73,18 +79,23 @@ pub fn plan(
     }
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&i| (live[i].0, i));
-    let mut offset = vec![0u32; n];
+    // Offsets and the total are computed in 64 bits: a tile of 2^32 bytes
+    // must fail the limit below, not wrap to a small plan.
+    let mut offset = vec![0u64; n];
     let mut placed: Vec<usize> = Vec::new();
-    let mut total = 0u32;
+    let mut total = 0u64;
     for i in order {
         let bytes = f.buffers[BufferId(i as u32)].bytes;
-        let mut busy: Vec<(u32, u32)> = placed
+        let mut busy: Vec<(u64, u64)> = placed
             .iter()
             .filter(|&&j| live[j].0 <= live[i].1 && live[i].0 <= live[j].1)
-            .map(|&j| (offset[j], offset[j] + f.buffers[BufferId(j as u32)].bytes))
+            .map(|&j| {
+                let b = f.buffers[BufferId(j as u32)].bytes;
+                (offset[j], offset[j].saturating_add(b))
+            })
             .collect();
         busy.sort();
-        let mut at = 0u32;
+        let mut at = 0u64;
         for (s, e) in busy {
             if at.saturating_add(bytes) <= s {
                 break;
@@ -96,7 +107,7 @@ pub fn plan(
         placed.push(i);
     }
     let line_ranges: Vec<(u32, u32)> = walk.lines.iter().map(|l| l.unwrap_or((0, 0))).collect();
-    if total > STATIC_SHARED_LIMIT {
+    if total > u64::from(STATIC_SHARED_LIMIT) {
         let mut d = Diagnostic::error(
             "P0801",
             format!(
@@ -113,15 +124,17 @@ pub fn plan(
             d.note("make the tiles smaller (fewer rows or columns per CTA), or split the kernel")
         );
     }
+    // Below the limit, every offset and the total fit in 32 bits.
+    let narrow = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
     Ok(SharedPlan {
-        offset,
+        offset: offset.into_iter().map(narrow).collect(),
         live,
         lines: line_ranges,
-        total,
+        total: narrow(total),
     })
 }
 
-fn round16(x: u32) -> u32 {
+fn round16(x: u64) -> u64 {
     x.saturating_add(15) & !15
 }
 

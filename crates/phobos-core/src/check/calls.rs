@@ -5,10 +5,10 @@
 
 use super::consts::const_int;
 use super::cx::{elem_of, mk, ty_name, Binding, Cx, Ex, INLINE_BUDGET, MAX_INLINE_DEPTH};
-use super::types::is_untyped;
+use super::types::{has_float_literal, is_untyped};
 use crate::ast::{self, FnItem, Ident, ScalarTy, Span};
 use crate::diag::Diagnostic;
-use crate::hir::{self, Builtin, Ty};
+use crate::hir::{self, Builtin, LocalKind, Ty};
 
 /// How a built-in's arguments are typed.
 #[derive(Clone, Copy)]
@@ -148,7 +148,15 @@ impl Cx<'_> {
             );
             return None;
         }
-        let want = if is_untyped(&args[0]) { Some(t) } else { None };
+        // An untyped literal takes the target type, except a float literal
+        // converted to an integer (`i32(-1.5)`): that one is a float,
+        // converted like any other.
+        let float_to_int = t.is_int() && has_float_literal(&args[0]);
+        let want = if is_untyped(&args[0]) && !float_to_int {
+            Some(t)
+        } else {
+            None
+        };
         let x = self.expr(&args[0], want)?;
         let from = elem_of(x.ty)?;
         if t == ScalarTy::Bool && from != ScalarTy::Bool {
@@ -542,8 +550,21 @@ impl Cx<'_> {
         }
         self.inline_budget -= 1;
         let mut scope = super::cx::Scope::default();
+        // Each argument is evaluated once, into a local the body reads, so
+        // a fn that uses its parameter n times does not copy the argument
+        // n times (nested calls would otherwise grow exponentially).
+        let mut bound = Vec::new();
         for (p, a) in f.params.iter().zip(args) {
-            scope.insert(p.name.clone(), Binding::Inline(a));
+            match (is_leaf(&a), a.ty) {
+                (false, Ty::Scalar(t)) => {
+                    let local = self.new_local(&p.name, a.span, false, LocalKind::Scalar(t));
+                    scope.insert(p.name.clone(), Binding::Local(local));
+                    bound.push((local, a));
+                }
+                _ => {
+                    scope.insert(p.name.clone(), Binding::Inline(a));
+                }
+            }
         }
         // A fn body sees only its parameters (and other fns): not the
         // caller's locals.
@@ -552,6 +573,31 @@ impl Cx<'_> {
         let body = self.expr(&f.body, want);
         self.inline_stack.pop();
         self.scopes = saved;
-        body.map(|b| hir::Expr { span, ..b })
+        let body = body.map(|b| hir::Expr { span, ..b })?;
+        Some(bound.into_iter().rev().fold(body, |body, (local, value)| {
+            let ty = body.ty;
+            mk(
+                hir::ExprKind::Let {
+                    local,
+                    value: Box::new(value),
+                    body: Box::new(body),
+                },
+                ty,
+                span,
+            )
+        }))
     }
+}
+
+/// An argument cheap to repeat: substituting it costs nothing, and keeps a
+/// constant a constant (run lengths and `elem` indices need one).
+fn is_leaf(e: &hir::Expr) -> bool {
+    matches!(
+        e.kind,
+        hir::ExprKind::Const(_)
+            | hir::ExprKind::Local(_)
+            | hir::ExprKind::Param(_)
+            | hir::ExprKind::Dim(_)
+            | hir::ExprKind::Ctx(_)
+    )
 }

@@ -19,6 +19,9 @@ pub(crate) const MAX_INLINE_DEPTH: usize = 32;
 pub(crate) const MAX_EXPR_DEPTH: usize = 384;
 /// Most `fn` calls inlined into one kernel variant.
 pub(crate) const INLINE_BUDGET: usize = 50_000;
+/// Most expressions checked in one kernel variant, counting the bodies of
+/// inlined fns: bounds the checker's time and memory whatever the input.
+pub(crate) const MAX_EXPR_NODES: usize = 500_000;
 
 /// FNV-1a: names are short, and SipHash's protection against crafted keys
 /// buys nothing in a compiler's scope table.
@@ -85,6 +88,8 @@ pub(crate) struct Cx<'a> {
     pub inline_exhausted: bool,
     /// Current depth of `expr` calls.
     pub expr_depth: usize,
+    /// Expressions checked so far in this variant (see [`MAX_EXPR_NODES`]).
+    pub expr_nodes: usize,
     /// Inside `@grid(...)`: only dims and constants may be named.
     pub grid_mode: bool,
     /// Loop variables, so assigning one is explained as such.
@@ -111,6 +116,7 @@ impl<'a> Cx<'a> {
             inline_budget: INLINE_BUDGET,
             inline_exhausted: false,
             expr_depth: 0,
+            expr_nodes: 0,
             grid_mode: false,
             loop_vars: Vec::new(),
             int_literal_vars: Vec::new(),

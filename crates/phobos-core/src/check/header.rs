@@ -272,11 +272,33 @@ fn add_autotune(
         );
         return;
     }
-    let mut out = Vec::new();
+    // A dim is a positive extent; a free constant may be any `i32`.
+    let is_dim = matches!(h.bindings.get(&name.name), Some(Binding::Dim(_)));
+    let mut out: Vec<i64> = Vec::new();
     for v in values {
+        let bad = |label: String| {
+            Diagnostic::error(
+                "P0306",
+                format!("`{}` cannot be autotuned to this value", name.name),
+            )
+            .primary(v.span, label)
+        };
         match ast_const(v, &|_| None) {
-            Some(x) if i32::try_from(x).is_ok() => out.push(x),
-            _ => diags.push(
+            Some(x) if i32::try_from(x).is_err() => diags.push(
+                bad(format!("{x} does not fit in i32"))
+                    .note("autotune values are 32-bit: from -2147483648 to 2147483647"),
+            ),
+            Some(x) if is_dim && x < 1 => {
+                diags.push(bad(format!("{x} is not a dim size")).note(format!(
+                    "`{}` is a dim of a tensor, so each value must be at least 1",
+                    name.name
+                )))
+            }
+            Some(x) if out.contains(&x) => {
+                diags.push(bad(format!("{x} is given twice")).note("give each value once"))
+            }
+            Some(x) => out.push(x),
+            None => diags.push(
                 Diagnostic::error("P0306", "an `@autotune` value must be an integer constant")
                     .primary(v.span, "not an integer constant"),
             ),

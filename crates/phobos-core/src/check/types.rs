@@ -4,7 +4,9 @@
 //! literals to f32). Nothing else converts implicitly.
 
 use super::consts::{fits, fold_binary};
-use super::cx::{const_i32, elem_of, mk, ty_name, Binding, Cx, Ex, MAX_EXPR_DEPTH};
+use super::cx::{
+    const_i32, elem_of, mk, ty_name, Binding, Cx, Ex, INLINE_BUDGET, MAX_EXPR_DEPTH, MAX_EXPR_NODES,
+};
 use crate::ast::{self, BinOp, CtxField, ExprKind, ScalarTy, Span, UnOp};
 use crate::diag::Diagnostic;
 use crate::hir::{self, ConstVal, Ty};
@@ -20,7 +22,21 @@ pub(crate) fn is_untyped(e: &ast::Expr) -> bool {
     }
 }
 
-fn has_float_literal(e: &ast::Expr) -> bool {
+/// When `v` rounds to infinity in the float type `t`: that type's largest
+/// finite value, as text for the note.
+fn float_overflows(v: f64, t: ScalarTy) -> Option<&'static str> {
+    // The smallest magnitude that rounds to infinity is the largest finite
+    // value plus half an ulp (round to nearest even goes up from there).
+    let (limit, largest) = match t {
+        ScalarTy::F16 => (65520.0, "65504"),
+        ScalarTy::BF16 => (2f64.powi(128) - 2f64.powi(119), "3.3895314e38"),
+        ScalarTy::F32 => (2f64.powi(128) - 2f64.powi(103), "3.4028235e38"),
+        _ => (f64::INFINITY, "1.7976931348623157e308"),
+    };
+    (v.abs() >= limit).then_some(largest)
+}
+
+pub(crate) fn has_float_literal(e: &ast::Expr) -> bool {
     match &e.kind {
         ExprKind::Float(_) => true,
         ExprKind::Unary(_, x) => has_float_literal(x),
@@ -68,17 +84,33 @@ impl Cx<'_> {
     pub fn expr(&mut self, e: &ast::Expr, want: Option<ScalarTy>) -> Ex {
         // The parser bounds the depth of what was written; inlining fns into
         // each other can multiply it, so the checked depth is bounded too.
-        if self.expr_depth >= MAX_EXPR_DEPTH {
+        let too_deep = self.expr_depth >= MAX_EXPR_DEPTH;
+        if too_deep || self.expr_nodes >= MAX_EXPR_NODES {
             if !self.inline_exhausted {
                 self.inline_exhausted = true;
-                self.report(
-                    Diagnostic::error("P0211", "expression nests too deep after inlining fns")
+                // Talk about fns only when one was inlined.
+                let after = if self.inline_budget < INLINE_BUDGET {
+                    " after inlining fns"
+                } else {
+                    ""
+                };
+                let d = if too_deep {
+                    Diagnostic::error("P0211", format!("expression nests too deep{after}"))
                         .primary(e.span, format!("more than {MAX_EXPR_DEPTH} levels deep"))
-                        .note("split the computation with `let`"),
-                );
+                        .note("split the computation with `let`")
+                } else {
+                    Diagnostic::error(
+                        "P0211",
+                        format!("the kernel has more than {MAX_EXPR_NODES} expressions{after}"),
+                    )
+                    .primary(e.span, "the limit is reached here")
+                    .note("split the kernel, or compute repeated values once with `let`")
+                };
+                self.report(d);
             }
             return None;
         }
+        self.expr_nodes += 1;
         self.expr_depth += 1;
         let x = self.expr_inner(e, want);
         self.expr_depth -= 1;
@@ -185,6 +217,21 @@ impl Cx<'_> {
             }
             _ => ScalarTy::F32,
         };
+        if let Some(largest) = float_overflows(v, t) {
+            self.report(
+                Diagnostic::error(
+                    "P0403",
+                    format!(
+                        "the literal {} does not fit in {} (it would become infinity)",
+                        self.text(span).trim(),
+                        t.name()
+                    ),
+                )
+                .primary(span, format!("out of range for {}", t.name()))
+                .note(format!("the largest finite {} is {largest}", t.name())),
+            );
+            return None;
+        }
         Some(mk(
             hir::ExprKind::Const(ConstVal::Float(v)),
             Ty::Scalar(t),

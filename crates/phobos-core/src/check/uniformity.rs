@@ -373,6 +373,11 @@ impl Uni<'_> {
                     level
                 }
             }
+            ExprKind::Let { local, value, body } => {
+                let v = self.expr(value);
+                self.raise(*local, v, value.span);
+                self.expr(body)
+            }
             ExprKind::Builtin(_, xs) => self.all(xs),
             ExprKind::Load { src, index } | ExprKind::RunLoad { src, index, .. } => {
                 let l = self.all(index);
@@ -588,6 +593,10 @@ fn visit_loads(e: &Expr, f: &mut dyn FnMut(Span, Memory)) {
             visit_loads(a, f);
             visit_loads(b, f);
         }
+        ExprKind::Let { value, body, .. } => {
+            visit_loads(value, f);
+            visit_loads(body, f);
+        }
         ExprKind::Builtin(_, xs) => xs.iter().for_each(|x| visit_loads(x, f)),
         ExprKind::Collective { arg, .. } => visit_loads(arg, f),
         ExprKind::Shuffle { lane, value, .. } => {
@@ -610,6 +619,10 @@ fn visit_locals(e: &Expr, f: &mut dyn FnMut(LocalId)) {
         ExprKind::Binary(_, a, b) => {
             visit_locals(a, f);
             visit_locals(b, f);
+        }
+        ExprKind::Let { value, body, .. } => {
+            visit_locals(value, f);
+            visit_locals(body, f);
         }
         ExprKind::Builtin(_, xs)
         | ExprKind::Load { index: xs, .. }

@@ -1,0 +1,20 @@
+//! Standard output that may be closed or full: `phobos ptx k.pho | head`
+//! ends quietly when `head` stops reading, and `> /dev/full` is an error
+//! with a message, never a panic.
+
+use std::io::Write;
+
+/// Writes `text` to standard output. A closed pipe ends the process
+/// quietly (exit 0: the reader has what it wanted); any other failure is
+/// returned as a message.
+pub fn print(text: &str) -> Result<(), String> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(format!("cannot write to standard output: {e}")),
+    }
+}

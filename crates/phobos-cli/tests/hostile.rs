@@ -1,0 +1,549 @@
+//! The hostile-input suite: each case runs the built `phobos` binary as a
+//! subprocess under a memory cap and a timeout, the way a user's bad input
+//! would reach it, and asserts a clean ending: the expected exit code (1 for
+//! errors in kernels, 2 for usage and IO errors), no "panicked", no abort or
+//! signal, and a message that names the problem.
+//!
+//! The cap is `RLIMIT_AS` set with `setrlimit` in a `pre_exec` hook (Linux
+//! only; on other systems the suite does not build). An allocation beyond
+//! it fails, which Rust turns into an abort: a case that needs gigabytes
+//! fails here rather than swapping. `MALLOC_ARENA_MAX` keeps glibc's
+//! per-thread arenas from reserving address space the process never uses.
+#![cfg(target_os = "linux")]
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Address space each run may map.
+const MEMORY_CAP: u64 = 2 << 30;
+/// Wall-clock time each run may take.
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+fn capped(args: &[&str], dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_phobos"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env("MALLOC_ARENA_MAX", "2")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe and touches no Rust state.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: MEMORY_CAP as libc::rlim_t,
+                rlim_max: MEMORY_CAP as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Runs `cmd` to the end or to [`TIMEOUT`], whichever is first.
+fn run(mut cmd: Command) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("spawn phobos");
+    // Read the pipes on threads so a chatty child cannot block on them.
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut v);
+        v
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut err, &mut v);
+        v
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("phobos ran longer than {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out_reader.join().expect("stdout reader"),
+        stderr: err_reader.join().expect("stderr reader"),
+    }
+}
+
+/// Runs `phobos ARGS` in `dir` and checks a clean ending with `code` and
+/// every one of `names` in its standard error.
+fn expect(dir: &Path, args: &[&str], code: i32, names: &[&str]) -> Output {
+    let out = run(capped(args, dir));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{args:?} ended with {:?}, not exit {code} (a signal means an abort):\n{err}",
+        out.status
+    );
+    for name in names {
+        assert!(err.contains(name), "{args:?}: expected {name:?} in:\n{err}");
+    }
+    out
+}
+
+const AXPY: &str = "@launch(32)
+@grid(cdiv(N, ctx.threads))
+kernel axpy(alpha: f32, x: tensor<f32>[N], y: tensor<f32>[N]) {
+  let i = ctx.block.x * ctx.threads + ctx.thread
+  if i < N {
+    y[i] = alpha * x[i] + y[i]
+  }
+}
+";
+
+/// A `.npy` (version 1.0) of little-endian f32 values.
+fn npy_f32(values: &[f32]) -> Vec<u8> {
+    let data: Vec<u8> = values.iter().flat_map(|x| x.to_le_bytes()).collect();
+    npy_f32_shaped(&format!("({},)", values.len()), &data)
+}
+
+/// A `.npy` (version 1.0) whose header says `shape`, followed by `data`.
+fn npy_f32_shaped(shape: &str, data: &[u8]) -> Vec<u8> {
+    let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+    let mut header = dict.into_bytes();
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(b' ');
+    }
+    header.push(b'\n');
+    let mut v = b"\x93NUMPY\x01\x00".to_vec();
+    v.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    v.extend_from_slice(&header);
+    v.extend_from_slice(data);
+    v
+}
+
+/// A directory holding `files`.
+fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, bytes) in files {
+        std::fs::write(dir.path().join(name), bytes).expect("write");
+    }
+    dir
+}
+
+fn axpy_dir() -> tempfile::TempDir {
+    let x = npy_f32(&[1.0; 64]);
+    dir_with(&[("k.pho", AXPY.as_bytes()), ("x.npy", &x), ("y.npy", &x)])
+}
+
+// Wrong results or silent acceptance.
+
+#[test]
+fn a_tile_larger_than_four_gigabytes_is_refused() {
+    let src = "@launch(32)\nkernel k(A: tensor<f32>[N, 3], y: tensor<f32>[N]) {\n  var a = A[0 :+ 1431655766, :]\n  y[ctx.thread] = a[0, 0]\n}\n";
+    let d = dir_with(&[("k.pho", src.as_bytes())]);
+    expect(
+        d.path(),
+        &["report", "k.pho"],
+        1,
+        &["P0801", "shared memory"],
+    );
+    expect(d.path(), &["build", "k.pho", "--out", "o"], 1, &["P0801"]);
+}
+
+#[test]
+fn literals_that_overflow_are_refused() {
+    let src =
+        "@launch(32)\nkernel k(y: tensor<f32>[N]) {\n  let a: f32 = 1e39\n  y[ctx.thread] = a\n}\n";
+    let d = dir_with(&[("k.pho", src.as_bytes())]);
+    expect(
+        d.path(),
+        &["check", "k.pho"],
+        1,
+        &["P0403", "does not fit in f32"],
+    );
+    let d = axpy_dir();
+    expect(
+        d.path(),
+        &[
+            "sim",
+            "k.pho",
+            "alpha=1e999",
+            "x=x.npy",
+            "y=y.npy",
+            "--out",
+            "o",
+        ],
+        2,
+        &["1e999 is out of range", "`alpha`"],
+    );
+}
+
+#[test]
+fn autotune_values_that_are_not_values_are_refused() {
+    let src = |v: &str| {
+        format!("@autotune(K in [{v}])\n@launch(32)\nkernel k(W: tensor<f32>[N, K], y: tensor<f32>[N]) {{\n  y[ctx.thread] = W[ctx.thread, 0]\n}}\n")
+    };
+    let d = dir_with(&[
+        ("a.pho", src("0, -4, 64").as_bytes()),
+        ("b.pho", src("2147483648").as_bytes()),
+    ]);
+    expect(
+        d.path(),
+        &["check", "a.pho"],
+        1,
+        &["0 is not a dim size", "-4 is not a dim size"],
+    );
+    expect(
+        d.path(),
+        &["check", "b.pho"],
+        1,
+        &["2147483648 does not fit in i32"],
+    );
+}
+
+#[test]
+fn two_files_with_one_kernel_name_fail_the_build() {
+    let d = dir_with(&[("a.pho", AXPY.as_bytes()), ("b.pho", AXPY.as_bytes())]);
+    expect(
+        d.path(),
+        &["build", ".", "--out", "o", "--arch", "sm_75"],
+        1,
+        &["`axpy` is defined in both"],
+    );
+}
+
+#[test]
+fn a_missing_phobos_ptxas_and_a_ptxas_that_writes_nothing_fail_the_build() {
+    let d = dir_with(&[("k.pho", AXPY.as_bytes())]);
+    let mut cmd = capped(&["build", "k.pho", "--out", "o", "--cubin"], d.path());
+    cmd.env("PHOBOS_PTXAS", d.path().join("missing-ptxas"));
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing-ptxas"));
+    let mut cmd = capped(&["build", "k.pho", "--out", "o", "--cubin"], d.path());
+    cmd.env("PHOBOS_PTXAS", "/bin/true");
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wrote no cubin"));
+}
+
+// Panics, hangs and unbounded memory.
+
+#[test]
+fn nested_fns_check_and_compile_within_the_cap() {
+    // 123 bytes that took 4.4 GB when fn arguments were substituted.
+    let mut src = String::from("fn g0(a) = a*a*a*a*a*a*a*a\n");
+    for i in 1..=8 {
+        src += &format!("fn g{i}(a) = g{j}(g{j}(a))\n", j = i - 1);
+    }
+    src += "@launch(32)\nkernel k(x: tensor<f32>[N], y: tensor<f32>[N]) {\n  y[ctx.thread] = g8(x[ctx.thread])\n}\n";
+    let d = dir_with(&[("k.pho", src.as_bytes())]);
+    expect(d.path(), &["check", "k.pho"], 0, &["no errors"]);
+    let out = expect(d.path(), &["ptx", "k.pho"], 0, &[]);
+    assert!(
+        out.stdout.len() < 1 << 20,
+        "{} bytes of PTX",
+        out.stdout.len()
+    );
+}
+
+#[test]
+fn a_symlink_loop_is_walked_once() {
+    let d = dir_with(&[("k.pho", AXPY.as_bytes())]);
+    std::fs::create_dir(d.path().join("sub")).expect("mkdir");
+    std::os::unix::fs::symlink("..", d.path().join("sub/up")).expect("symlink");
+    std::os::unix::fs::symlink("k.pho", d.path().join("again.pho")).expect("symlink");
+    expect(d.path(), &["check", "."], 0, &["checked 1 file, 1 kernel"]);
+    expect(
+        d.path(),
+        &["build", ".", "--out", "o", "--arch", "sm_75"],
+        0,
+        &[],
+    );
+}
+
+#[test]
+fn launches_beyond_the_limits_are_refused_up_front() {
+    let d = axpy_dir();
+    let sim = |grid: &str| -> Vec<String> {
+        [
+            "sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o", "--grid", grid,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let args = sim("2147483648");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    expect(d.path(), &args, 2, &["at most 2147483647"]);
+    let args = sim("65535,65535");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    expect(d.path(), &args, 2, &["budget", "--max-work 137434759200"]);
+    expect(
+        d.path(),
+        &[
+            "explain",
+            "k.pho",
+            "--kernel",
+            "axpy",
+            "--grid",
+            "65535,65535",
+            "alpha=1",
+            "x=x.npy",
+            "y=y.npy",
+        ],
+        2,
+        &["budget", "--max-work"],
+    );
+    // Far more host threads than cores: clamped, not spawned.
+    expect(
+        d.path(),
+        &[
+            "sim",
+            "k.pho",
+            "alpha=1",
+            "x=x.npy",
+            "y=y.npy",
+            "--out",
+            "o",
+            "--threads",
+            "100000",
+        ],
+        0,
+        &[],
+    );
+}
+
+#[test]
+fn an_out_that_is_a_file_is_refused_before_the_run() {
+    let d = axpy_dir();
+    std::fs::write(d.path().join("taken"), b"").expect("write");
+    expect(
+        d.path(),
+        &[
+            "sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "taken",
+        ],
+        2,
+        &["`taken` is a file"],
+    );
+}
+
+#[test]
+fn a_full_or_closed_stdout_is_no_panic() {
+    let d = axpy_dir();
+    for args in [
+        &["ptx", "k.pho"][..],
+        &["report", "k.pho"],
+        &[
+            "sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o",
+        ],
+    ] {
+        let mut cmd = capped(args, d.path());
+        cmd.stdout(std::fs::File::create("/dev/full").expect("/dev/full"));
+        cmd.stderr(Stdio::piped());
+        let out = cmd.output().expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write to standard output"),
+            "{args:?}: {err}"
+        );
+        // A reader that stops reading: a quiet end, not exit 101.
+        let mut cmd = capped(args, d.path());
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            matches!(out.status.code(), Some(0 | 2)),
+            "{args:?}: {:?} {err}",
+            out.status
+        );
+    }
+    let bad = dir_with(&[("k.pho", b"kernel\n")]);
+    let mut cmd = capped(&["check", "k.pho", "--message-format", "json"], bad.path());
+    cmd.stdout(std::fs::File::create("/dev/full").expect("/dev/full"));
+    cmd.stderr(Stdio::piped());
+    let out = cmd.output().expect("run");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn an_npy_header_bomb_is_refused_before_allocating() {
+    // 14 bytes: version 2.0, a header of 4 GiB - 1.
+    let mut bomb = b"\x93NUMPY\x02\x00".to_vec();
+    bomb.extend_from_slice(&u32::MAX.to_le_bytes());
+    bomb.extend_from_slice(b"{'");
+    let d = axpy_dir();
+    std::fs::write(d.path().join("bomb.npy"), &bomb).expect("write");
+    expect(
+        d.path(),
+        &[
+            "sim",
+            "k.pho",
+            "alpha=1",
+            "x=bomb.npy",
+            "y=y.npy",
+            "--out",
+            "o",
+        ],
+        2,
+        &["header claims 4294967295 bytes"],
+    );
+    expect(
+        d.path(),
+        &[
+            "explain",
+            "k.pho",
+            "--kernel",
+            "axpy",
+            "alpha=1",
+            "x=bomb.npy",
+            "y=y.npy",
+        ],
+        2,
+        &["header claims 4294967295 bytes"],
+    );
+    // A shape whose dim is above i32, on a file of a few bytes: refused
+    // from the header, not after reading gigabytes.
+    let big = npy_f32_shaped("(3000000000,)", &[0; 16]);
+    std::fs::write(d.path().join("big.npy"), &big).expect("write");
+    expect(
+        d.path(),
+        &[
+            "sim",
+            "k.pho",
+            "alpha=1",
+            "x=big.npy",
+            "y=y.npy",
+            "--out",
+            "o",
+        ],
+        2,
+        &["3000000000 does not fit the kernels' 32-bit index"],
+    );
+}
+
+#[test]
+fn huge_and_endless_sources_are_refused() {
+    let d = dir_with(&[]);
+    expect(d.path(), &["check", "/dev/zero"], 2, &["larger than 1 MiB"]);
+    let flood = "$\n".repeat(400_000);
+    let d = dir_with(&[("k.pho", flood.as_bytes())]);
+    let out = expect(
+        d.path(),
+        &["check", "k.pho"],
+        1,
+        &["more diagnostics", "not shown"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.matches("error[P0001]").count() <= 100);
+}
+
+// Unclear messages.
+
+#[test]
+fn bom_and_nul_are_named() {
+    let mut with_bom = "\u{feff}".as_bytes().to_vec();
+    with_bom.extend_from_slice(AXPY.as_bytes());
+    let mut with_nul = AXPY.as_bytes().to_vec();
+    with_nul.extend_from_slice(b"\0\n");
+    let d = dir_with(&[("bom.pho", &with_bom), ("nul.pho", &with_nul)]);
+    expect(d.path(), &["check", "bom.pho"], 0, &["no errors"]);
+    expect(
+        d.path(),
+        &["check", "nul.pho"],
+        1,
+        &["unexpected character U+0000"],
+    );
+}
+
+#[test]
+fn bindings_and_targets_mean_one_thing_everywhere() {
+    let d = axpy_dir();
+    expect(
+        d.path(),
+        &[
+            "explain",
+            "k.pho",
+            "--kernel",
+            "axpy",
+            "alpha=abc",
+            "x=x.npy",
+            "y=y.npy",
+        ],
+        2,
+        &["`abc` is neither a number"],
+    );
+    expect(
+        d.path(),
+        &[
+            "explain", "k.pho", "--kernel", "axpy", "alpha=1", "alpha=2", "x=x.npy", "y=y.npy",
+        ],
+        2,
+        &["`alpha` is given twice"],
+    );
+    for arch in ["0", "999"] {
+        expect(
+            d.path(),
+            &[
+                "sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o", "--arch", arch,
+            ],
+            2,
+            &["unknown target", "supported: sm_75"],
+        );
+    }
+    for arch in ["sm_80", "80"] {
+        expect(
+            d.path(),
+            &[
+                "sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o", "--arch", arch,
+            ],
+            0,
+            &[],
+        );
+        let out = expect(d.path(), &["ptx", "k.pho", "--arch", arch], 0, &[]);
+        assert!(String::from_utf8_lossy(&out.stdout).contains(".target sm_80"));
+    }
+}
+
+#[test]
+fn a_file_without_kernels_says_so() {
+    let d = dir_with(&[("k.pho", b"fn f(a) = a\n")]);
+    expect(
+        d.path(),
+        &["sim", "k.pho", "--out", "o"],
+        2,
+        &["has no kernels"],
+    );
+    expect(
+        d.path(),
+        &["ptx", "k.pho", "--kernel", "k"],
+        2,
+        &["it has no kernels"],
+    );
+}
+
+#[test]
+fn a_store_before_a_tensor_is_reported_against_that_tensor() {
+    let src = "@launch(32)\n@grid(1)\nkernel k(x: tensor<f32>[N], y: tensor<f32>[N]) {\n  let i = ctx.thread\n  if i < N {\n    y[i - 1] = x[i]\n  }\n}\n";
+    let x = npy_f32(&[1.0; 32]);
+    let d = dir_with(&[("k.pho", src.as_bytes()), ("x.npy", &x), ("y.npy", &x)]);
+    let out = expect(
+        d.path(),
+        &["sim", "k.pho", "x=x.npy", "y=y.npy", "--out", "o"],
+        1,
+        &["4 bytes before the start of tensor `y`"],
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("past its end"));
+}

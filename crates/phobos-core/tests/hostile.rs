@@ -1,0 +1,216 @@
+//! Hostile input to the compiler itself: sizes that overflow 32 bits,
+//! literals that overflow their type, autotune values that are no values,
+//! and `fn` nests that grow exponentially when substituted. Each must end in
+//! a clear diagnostic (or a small output), never a wrap, a panic or gigabytes.
+
+use phobos_core::{compile, CompileOptions, Diagnostic};
+
+fn diags(src: &str) -> Vec<Diagnostic> {
+    compile(src, "k.pho", &CompileOptions::default()).1
+}
+
+fn the_error(src: &str, code: &str) -> Diagnostic {
+    let ds = diags(src);
+    let errors: Vec<&Diagnostic> = ds.iter().filter(|d| d.is_error()).collect();
+    assert!(
+        errors.iter().any(|d| d.code == code),
+        "expected {code}, got {:?}",
+        errors
+            .iter()
+            .map(|d| (d.code, d.message.clone()))
+            .collect::<Vec<_>>()
+    );
+    ds.into_iter()
+        .find(|d| d.code == code)
+        .expect("found above")
+}
+
+fn ptx(src: &str) -> String {
+    let (kernels, ds) = compile(src, "k.pho", &CompileOptions::default());
+    let text = phobos_core::render::render(&ds, "k.pho", src, false);
+    assert!(ds.iter().all(|d| !d.is_error()), "rejected:\n{text}");
+    kernels.iter().map(|k| k.ptx.as_str()).collect()
+}
+
+fn tile_kernel(rows: &str, cols: &str) -> String {
+    format!(
+        "@launch(32)\nkernel k(A: tensor<f32>[N, {cols}], y: tensor<f32>[N]) {{\n  var a = A[0 :+ {rows}, :]\n  y[ctx.thread] = a[0, 0]\n}}\n"
+    )
+}
+
+#[test]
+fn a_tile_of_more_than_four_gigabytes_is_p0801_not_a_wrapped_size() {
+    // 1431655766 * 3 * 4 bytes = 2^34 + 8: wrapped at 32 bits, 8 bytes.
+    let d = the_error(&tile_kernel("1431655766", "3"), "P0801");
+    assert!(d.message.contains("17179869200 bytes"), "{}", d.message);
+    // 65536 * 65536 * 4 = 2^34: wrapped, 0 bytes and no `.shared` at all.
+    let d = the_error(&tile_kernel("65536", "65536"), "P0801");
+    assert!(d.message.contains("17179869184 bytes"), "{}", d.message);
+}
+
+fn literal_kernel(decl: &str) -> String {
+    format!("@launch(32)\nkernel k(y: tensor<f32>[N]) {{\n  {decl}\n  y[ctx.thread] = f32(a)\n}}\n")
+}
+
+#[test]
+fn a_float_literal_that_rounds_to_infinity_is_p0403() {
+    for decl in [
+        "let a: f32 = 1e39",
+        "let a: f32 = -1e39",
+        "let a: f16 = 70000.0",
+        "let a: f16 = 65520",
+        "let a: bf16 = 3.4e38",
+        "let a: f64 = 1e999",
+    ] {
+        let d = the_error(&literal_kernel(decl), "P0403");
+        assert!(d.message.contains("does not fit"), "{decl}: {}", d.message);
+        assert!(
+            d.notes.iter().any(|n| n.contains("largest finite")),
+            "{decl}"
+        );
+    }
+    // The largest finite values themselves (and what rounds down to them) fit.
+    for decl in [
+        "let a: f32 = 3.4028235e38",
+        "let a: f16 = 65504.0",
+        "let a: f16 = 65519.0",
+        "let a: bf16 = 3.38e38",
+        "let a: f64 = 1e300",
+    ] {
+        ptx(&literal_kernel(decl));
+    }
+}
+
+fn autotune_kernel(values: &str) -> String {
+    format!(
+        "@autotune(K in [{values}])\n@launch(32)\nkernel k(W: tensor<f32>[N, K], y: tensor<f32>[N]) {{\n  y[ctx.thread] = W[ctx.thread, 0]\n}}\n"
+    )
+}
+
+#[test]
+fn autotune_values_a_dim_cannot_take_are_p0306() {
+    let ds = diags(&autotune_kernel("0, -4, 64"));
+    let labels: Vec<&str> = ds
+        .iter()
+        .filter(|d| d.code == "P0306")
+        .flat_map(|d| d.labels.iter().map(|l| l.message.as_str()))
+        .collect();
+    assert_eq!(labels, ["0 is not a dim size", "-4 is not a dim size"]);
+    let d = the_error(&autotune_kernel("64, 64"), "P0306");
+    assert!(d.labels[0].message.contains("given twice"));
+    // A free constant may be zero or negative.
+    ptx("@autotune(B in [0, -4])\n@launch(32)\nkernel k(y: tensor<i32>[N]) {\n  y[ctx.thread] = B\n}\n");
+}
+
+#[test]
+fn an_autotune_value_outside_i32_says_so() {
+    let d = the_error(&autotune_kernel("2147483648"), "P0306");
+    assert_eq!(d.labels[0].message, "2147483648 does not fit in i32");
+}
+
+/// `fn g0(a) = a*a*...` (8 factors) and `g{i}(a) = g{i-1}(g{i-1}(a))`:
+/// substituted, `g{depth}` is 8^depth leaves.
+fn fn_nest(depth: usize) -> String {
+    let mut s = String::from("fn g0(a) = a*a*a*a*a*a*a*a\n");
+    for i in 1..=depth {
+        s += &format!("fn g{i}(a) = g{j}(g{j}(a))\n", j = i - 1);
+    }
+    s + &format!(
+        "@launch(32)\nkernel k(x: tensor<f32>[N], y: tensor<f32>[N]) {{\n  y[ctx.thread] = g{depth}(x[ctx.thread])\n}}\n"
+    )
+}
+
+#[test]
+fn nested_fns_grow_linearly_since_arguments_are_evaluated_once() {
+    let started = std::time::Instant::now();
+    let text = ptx(&fn_nest(6));
+    // 2^6 + 1 calls of g0, each 7 multiplications: a few thousand lines,
+    // where substitution gave 34 MB.
+    assert!(text.len() < 200_000, "{} bytes of PTX", text.len());
+    assert!(started.elapsed().as_secs() < 20);
+    // The argument, a load, is loaded once.
+    assert_eq!(text.matches("ld.global").count(), 1, "{text}");
+}
+
+#[test]
+fn a_fn_on_the_right_of_and_keeps_its_guard() {
+    let src = "fn pos(a) = a * a > 0.0\n@launch(32)\nkernel k(x: tensor<f32>[N], y: tensor<f32>[N]) {\n  let i = ctx.thread\n  if i < N && pos(x[i]) {\n    y[i] = 1.0\n  }\n}\n";
+    let text = ptx(src);
+    // The load stays behind the branch that skips it.
+    let load = text.find("ld.global").expect("a load");
+    let branch = text.find("bra").expect("a branch");
+    assert!(branch < load, "{text}");
+}
+
+#[test]
+fn a_long_flat_sum_without_fns_does_not_mention_fns() {
+    let terms: Vec<String> = (0..400).map(|_| "x[0]".to_string()).collect();
+    let src = format!(
+        "@launch(32)\nkernel k(x: tensor<f32>[N], y: tensor<f32>[N]) {{\n  y[ctx.thread] = {}\n}}\n",
+        terms.join(" + ")
+    );
+    let d = the_error(&src, "P0211");
+    assert!(!d.message.contains("fn"), "{}", d.message);
+    let d = the_error(&fn_nest(40), "P0211");
+    assert!(d.message.contains("inlining"), "{}", d.message);
+}
+
+#[test]
+fn a_float_literal_converted_to_an_integer_is_converted() {
+    // Was P0403 with the help "convert with `i32(...)`", inside `i32(...)`.
+    let text = ptx("@launch(32)\nkernel k(y: tensor<i32>[N]) {\n  y[ctx.thread] = i32(-1.5)\n}\n");
+    assert!(text.contains("cvt.rzi.s32.f32"), "{text}");
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted_and_invisible_characters_are_named() {
+    let src = "@launch(32)\nkernel k(y: tensor<i32>[N]) {\n  y[ctx.thread] = 1\n}\n";
+    ptx(&format!("\u{feff}{src}"));
+    for (bad, name) in [
+        ("\u{0}", "U+0000"),
+        ("\u{feff}", "U+FEFF"),
+        ("\u{200b}", "U+200B"),
+    ] {
+        let d = the_error(&format!("{src}{bad}\n"), "P0001");
+        assert_eq!(d.message, format!("unexpected character {name}"));
+    }
+}
+
+#[test]
+fn a_flood_of_bad_lines_gives_a_hundred_diagnostics_and_a_count() {
+    for src in ["$\n".repeat(200_000), "fn = 1\n".repeat(100_000)] {
+        flood(&src);
+    }
+}
+
+fn flood(src: &str) {
+    let (_, ds) = phobos_core::check_source(src);
+    assert_eq!(ds.len(), phobos_core::diag::MAX_DIAGNOSTICS + 1);
+    let last = ds.last().expect("the count");
+    assert_eq!(last.code, "P0006");
+    assert!(
+        last.message.contains("more diagnostics"),
+        "{}",
+        last.message
+    );
+}
+
+#[test]
+fn a_source_above_one_mebibyte_is_p0005_before_it_is_lexed() {
+    let src = " ".repeat(phobos_core::parser::MAX_SOURCE_BYTES + 1);
+    let (_, ds) = phobos_core::check_source(&src);
+    assert_eq!(ds.iter().map(|d| d.code).collect::<Vec<_>>(), ["P0005"]);
+}
+
+#[test]
+fn a_grid_that_divides_by_zero_names_the_operator_as_written() {
+    use phobos_core::ast::BinOp;
+    use phobos_core::meta::GridExpr;
+    let e = GridExpr::Binary(
+        BinOp::Div,
+        Box::new(GridExpr::Const(100)),
+        Box::new(GridExpr::Dim("K".into())),
+    );
+    let err = e.eval(&|_| Some(0)).unwrap_err();
+    assert!(err.contains("(100 / 0)"), "{err}");
+}
