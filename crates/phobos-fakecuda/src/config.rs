@@ -15,6 +15,7 @@
 //! | `PHOBOS_FAKE_GPU_DRIVER_VERSION` | `cuDriverGetVersion` | `12090` |
 //! | `PHOBOS_FAKE_GPU_OOM_AT` | the Nth `cuMemAlloc` (from 1) fails with out of memory | off |
 //! | `PHOBOS_FAKE_GPU_FAIL_LAUNCH` | the Nth `cuLaunchKernel` (from 1) fails asynchronously | off |
+//! | `PHOBOS_FAKE_GPU_FAIL` | entry points (comma-separated, e.g. `cuDeviceGetName`) that fail with `CUDA_ERROR_UNKNOWN` | none |
 //! | `PHOBOS_FAKE_GPU_LAUNCH_RENDEZVOUS` | each launch waits until N launches are inside the driver at once (tests of concurrency) | off |
 //! | `PHOBOS_FAKE_GPU_LOAD_RENDEZVOUS` | the same for module loads | off |
 //! | `PHOBOS_FAKE_GPU_TRACE` | a file each driver call that does work is appended to | off |
@@ -35,6 +36,7 @@ pub(crate) struct Config {
     pub driver_version: i32,
     pub oom_at: Option<u64>,
     pub fail_launch: Option<u64>,
+    pub fail_calls: Vec<String>,
     pub launch_rendezvous: Option<usize>,
     pub load_rendezvous: Option<usize>,
     pub trace: Option<String>,
@@ -54,6 +56,7 @@ impl Default for Config {
             driver_version: 12090,
             oom_at: None,
             fail_launch: None,
+            fail_calls: Vec::new(),
             launch_rendezvous: None,
             load_rendezvous: None,
             trace: None,
@@ -114,6 +117,9 @@ impl Config {
         }
         c.oom_at = num("PHOBOS_FAKE_GPU_OOM_AT")?;
         c.fail_launch = num("PHOBOS_FAKE_GPU_FAIL_LAUNCH")?;
+        c.fail_calls = var("PHOBOS_FAKE_GPU_FAIL")
+            .map(|v| v.split(',').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect())
+            .unwrap_or_default();
         c.launch_rendezvous = num("PHOBOS_FAKE_GPU_LAUNCH_RENDEZVOUS")?.map(|n| n as usize);
         c.load_rendezvous = num("PHOBOS_FAKE_GPU_LOAD_RENDEZVOUS")?.map(|n| n as usize);
         c.trace = var("PHOBOS_FAKE_GPU_TRACE");

@@ -303,6 +303,11 @@ impl Driver {
         Ok(())
     }
 
+    /// Whether the primary context is retained (by anyone).
+    pub(crate) fn primary_active(&self) -> bool {
+        self.state().primary_refs > 0
+    }
+
     /// Destroys the primary context's resources and errors; it stays
     /// retained and is usable again at once.
     pub(crate) fn primary_reset(&self) {
@@ -810,6 +815,7 @@ impl Driver {
             .get_mut(&e)
             .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)?;
         ev.recorded = Some(now);
+        self.trace(|| format!("cuEventRecord {e:#x} at {now:.0} ns"));
         Ok(())
     }
 

@@ -35,7 +35,15 @@ type Handle = *mut c_void;
 static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
 
 /// Runs an entry point's body, turning a panic into `CUDA_ERROR_UNKNOWN`.
-fn guard(body: impl FnOnce() -> Result<(), CUresult>) -> CUresult {
+/// An entry point named in `PHOBOS_FAKE_GPU_FAIL` fails with
+/// `CUDA_ERROR_UNKNOWN` without doing anything.
+fn guard(name: &str, body: impl FnOnce() -> Result<(), CUresult>) -> CUresult {
+    if let Some(Ok(d)) = DRIVER.get() {
+        if d.config.fail_calls.iter().any(|c| c == name) {
+            d.trace(|| format!("{name}: failed (injected)"));
+            return CUresult::CUDA_ERROR_UNKNOWN;
+        }
+    }
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => CUresult::CUDA_SUCCESS,
         Ok(Err(e)) => e,
@@ -80,7 +88,7 @@ fn id(p: Handle) -> u64 {
 
 #[no_mangle]
 pub extern "C" fn cuInit(flags: c_uint) -> CUresult {
-    guard(|| {
+    guard("cuInit", || {
         if flags != 0 {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
@@ -97,7 +105,7 @@ pub extern "C" fn cuInit(flags: c_uint) -> CUresult {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CUresult {
-    guard(|| {
+    guard("cuDriverGetVersion", || {
         let v = match DRIVER.get() {
             Some(Ok(d)) => d.config.driver_version,
             _ => config::Config::default().driver_version,
@@ -108,7 +116,7 @@ pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CUresult {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CUresult {
-    guard(|| {
+    guard("cuDeviceGetCount", || {
         drv()?;
         out(count, 1)
     })
@@ -116,7 +124,7 @@ pub unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CUresult {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> CUresult {
-    guard(|| {
+    guard("cuDeviceGet", || {
         drv()?;
         device_ok(ordinal)?;
         out(device, 0)
@@ -125,7 +133,7 @@ pub unsafe extern "C" fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> CUre
 
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: c_int) -> CUresult {
-    guard(|| {
+    guard("cuDeviceGetName", || {
         let d = drv()?;
         device_ok(dev)?;
         if name.is_null() || len <= 0 {
@@ -141,7 +149,7 @@ pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: c_i
 
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: c_int) -> CUresult {
-    guard(|| {
+    guard("cuDeviceTotalMem_v2", || {
         let d = drv()?;
         device_ok(dev)?;
         out(bytes, d.config.memory_bytes as usize)
@@ -150,7 +158,7 @@ pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: c_int) -> C
 
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetAttribute(value: *mut c_int, attrib: c_uint, dev: c_int) -> CUresult {
-    guard(|| {
+    guard("cuDeviceGetAttribute", || {
         let d = drv()?;
         device_ok(dev)?;
         let c = &d.config;
@@ -191,7 +199,7 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(value: *mut c_int, attrib: c_uint,
 
 #[no_mangle]
 pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut Handle, dev: c_int) -> CUresult {
-    guard(|| {
+    guard("cuDevicePrimaryCtxRetain", || {
         let d = drv()?;
         device_ok(dev)?;
         if ctx.is_null() {
@@ -203,15 +211,25 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut Handle, dev: c_int) 
 
 #[no_mangle]
 pub extern "C" fn cuDevicePrimaryCtxRelease_v2(dev: c_int) -> CUresult {
-    guard(|| {
+    guard("cuDevicePrimaryCtxRelease_v2", || {
         device_ok(dev)?;
         drv()?.primary_release()
     })
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(dev: c_int, flags: *mut c_uint, active: *mut c_int) -> CUresult {
+    guard("cuDevicePrimaryCtxGetState", || {
+        device_ok(dev)?;
+        let retained = drv()?.primary_active();
+        out(flags, 0)?;
+        out(active, c_int::from(retained))
+    })
+}
+
+#[no_mangle]
 pub extern "C" fn cuDevicePrimaryCtxReset_v2(dev: c_int) -> CUresult {
-    guard(|| {
+    guard("cuDevicePrimaryCtxReset_v2", || {
         device_ok(dev)?;
         drv()?.primary_reset();
         Ok(())
@@ -220,7 +238,7 @@ pub extern "C" fn cuDevicePrimaryCtxReset_v2(dev: c_int) -> CUresult {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuCtxCreate_v2(ctx: *mut Handle, _flags: c_uint, dev: c_int) -> CUresult {
-    guard(|| {
+    guard("cuCtxCreate_v2", || {
         let d = drv()?;
         device_ok(dev)?;
         if ctx.is_null() {
@@ -232,27 +250,27 @@ pub unsafe extern "C" fn cuCtxCreate_v2(ctx: *mut Handle, _flags: c_uint, dev: c
 
 #[no_mangle]
 pub extern "C" fn cuCtxDestroy_v2(ctx: Handle) -> CUresult {
-    guard(|| drv()?.ctx_destroy(id(ctx)))
+    guard("cuCtxDestroy_v2", || drv()?.ctx_destroy(id(ctx)))
 }
 
 #[no_mangle]
 pub extern "C" fn cuCtxSetCurrent(ctx: Handle) -> CUresult {
-    guard(|| drv()?.set_current(id(ctx)))
+    guard("cuCtxSetCurrent", || drv()?.set_current(id(ctx)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuCtxGetCurrent(ctx: *mut Handle) -> CUresult {
-    guard(|| out(ctx, h(drv()?.get_current())))
+    guard("cuCtxGetCurrent", || out(ctx, h(drv()?.get_current())))
 }
 
 #[no_mangle]
 pub extern "C" fn cuCtxPushCurrent_v2(ctx: Handle) -> CUresult {
-    guard(|| drv()?.push_current(id(ctx)))
+    guard("cuCtxPushCurrent_v2", || drv()?.push_current(id(ctx)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuCtxPopCurrent_v2(ctx: *mut Handle) -> CUresult {
-    guard(|| {
+    guard("cuCtxPopCurrent_v2", || {
         let popped = drv()?.pop_current()?;
         if !ctx.is_null() {
             ctx.write(h(popped));
@@ -263,7 +281,7 @@ pub unsafe extern "C" fn cuCtxPopCurrent_v2(ctx: *mut Handle) -> CUresult {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuCtxGetDevice(device: *mut c_int) -> CUresult {
-    guard(|| {
+    guard("cuCtxGetDevice", || {
         if drv()?.get_current() == 0 {
             return Err(CUresult::CUDA_ERROR_INVALID_CONTEXT);
         }
@@ -273,19 +291,19 @@ pub unsafe extern "C" fn cuCtxGetDevice(device: *mut c_int) -> CUresult {
 
 #[no_mangle]
 pub extern "C" fn cuCtxSynchronize() -> CUresult {
-    guard(|| drv()?.synchronize())
+    guard("cuCtxSynchronize", || drv()?.synchronize())
 }
 
 #[no_mangle]
 pub extern "C" fn cuStreamSynchronize(_stream: Handle) -> CUresult {
-    guard(|| drv()?.synchronize())
+    guard("cuStreamSynchronize", || drv()?.synchronize())
 }
 
 // ---- memory ----
 
 #[no_mangle]
 pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut u64, bytes: usize) -> CUresult {
-    guard(|| {
+    guard("cuMemAlloc_v2", || {
         if dptr.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
@@ -295,12 +313,12 @@ pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut u64, bytes: usize) -> CUresult
 
 #[no_mangle]
 pub extern "C" fn cuMemFree_v2(dptr: u64) -> CUresult {
-    guard(|| drv()?.mem_free(dptr))
+    guard("cuMemFree_v2", || drv()?.mem_free(dptr))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CUresult {
-    guard(|| {
+    guard("cuMemGetInfo_v2", || {
         let (f, t) = drv()?.mem_info();
         out(free, f as usize)?;
         out(total, t as usize)
@@ -309,7 +327,7 @@ pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) ->
 
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpyHtoD_v2(dst: u64, src: *const c_void, bytes: usize) -> CUresult {
-    guard(|| {
+    guard("cuMemcpyHtoD_v2", || {
         let d = drv()?;
         if bytes == 0 {
             return d.write(dst, &[]);
@@ -323,7 +341,7 @@ pub unsafe extern "C" fn cuMemcpyHtoD_v2(dst: u64, src: *const c_void, bytes: us
 
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpyDtoH_v2(dst: *mut c_void, src: u64, bytes: usize) -> CUresult {
-    guard(|| {
+    guard("cuMemcpyDtoH_v2", || {
         let d = drv()?;
         if bytes == 0 {
             return d.read(src, &mut []);
@@ -337,12 +355,12 @@ pub unsafe extern "C" fn cuMemcpyDtoH_v2(dst: *mut c_void, src: u64, bytes: usiz
 
 #[no_mangle]
 pub extern "C" fn cuMemcpyDtoD_v2(dst: u64, src: u64, bytes: usize) -> CUresult {
-    guard(|| drv()?.copy(dst, src, bytes))
+    guard("cuMemcpyDtoD_v2", || drv()?.copy(dst, src, bytes))
 }
 
 #[no_mangle]
 pub extern "C" fn cuMemsetD8_v2(dst: u64, value: u8, n: usize) -> CUresult {
-    guard(|| drv()?.memset(dst, value, n))
+    guard("cuMemsetD8_v2", || drv()?.memset(dst, value, n))
 }
 
 // ---- modules and functions ----
@@ -355,7 +373,7 @@ pub unsafe extern "C" fn cuModuleLoadDataEx(
     options: *mut CUjit_option,
     values: *mut *mut c_void,
 ) -> CUresult {
-    guard(|| {
+    guard("cuModuleLoadDataEx", || {
         let d = drv()?;
         if module.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -383,12 +401,12 @@ pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_v
 
 #[no_mangle]
 pub extern "C" fn cuModuleUnload(module: Handle) -> CUresult {
-    guard(|| drv()?.module_unload(id(module)))
+    guard("cuModuleUnload", || drv()?.module_unload(id(module)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuModuleGetFunction(f: *mut Handle, module: Handle, name: *const c_char) -> CUresult {
-    guard(|| {
+    guard("cuModuleGetFunction", || {
         if f.is_null() || name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
@@ -401,7 +419,7 @@ pub unsafe extern "C" fn cuModuleGetFunction(f: *mut Handle, module: Handle, nam
 
 #[no_mangle]
 pub extern "C" fn cuFuncSetAttribute(f: Handle, attrib: c_uint, value: c_int) -> CUresult {
-    guard(|| {
+    guard("cuFuncSetAttribute", || {
         let d = drv()?;
         if attrib == CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as u32 {
             d.func_set_max_dynamic_shared(id(f), value)
@@ -413,7 +431,7 @@ pub extern "C" fn cuFuncSetAttribute(f: Handle, attrib: c_uint, value: c_int) ->
 
 #[no_mangle]
 pub unsafe extern "C" fn cuFuncGetAttribute(value: *mut c_int, attrib: c_uint, f: Handle) -> CUresult {
-    guard(|| {
+    guard("cuFuncGetAttribute", || {
         let d = drv()?;
         let (shared, dynamic) = d.func_shared_bytes(id(f))?;
         use CUfunction_attribute as F;
@@ -443,7 +461,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
-    guard(|| {
+    guard("cuLaunchKernel", || {
         let d = drv()?;
         if !extra.is_null() {
             return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
@@ -474,7 +492,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
 
 #[no_mangle]
 pub unsafe extern "C" fn cuEventCreate(event: *mut Handle, _flags: c_uint) -> CUresult {
-    guard(|| {
+    guard("cuEventCreate", || {
         if event.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
@@ -484,28 +502,28 @@ pub unsafe extern "C" fn cuEventCreate(event: *mut Handle, _flags: c_uint) -> CU
 
 #[no_mangle]
 pub extern "C" fn cuEventDestroy_v2(event: Handle) -> CUresult {
-    guard(|| drv()?.event_destroy(id(event)))
+    guard("cuEventDestroy_v2", || drv()?.event_destroy(id(event)))
 }
 
 #[no_mangle]
 pub extern "C" fn cuEventRecord(event: Handle, _stream: Handle) -> CUresult {
-    guard(|| drv()?.event_record(id(event)))
+    guard("cuEventRecord", || drv()?.event_record(id(event)))
 }
 
 #[no_mangle]
 pub extern "C" fn cuEventSynchronize(event: Handle) -> CUresult {
-    guard(|| drv()?.event_synchronize(id(event)))
+    guard("cuEventSynchronize", || drv()?.event_synchronize(id(event)))
 }
 
 #[no_mangle]
 pub extern "C" fn cuEventQuery(event: Handle) -> CUresult {
     // Work runs inside the launch, so a recorded event is always complete.
-    guard(|| drv()?.event_synchronize(id(event)))
+    guard("cuEventQuery", || drv()?.event_synchronize(id(event)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuEventElapsedTime(ms: *mut f32, start: Handle, end: Handle) -> CUresult {
-    guard(|| out(ms, drv()?.event_elapsed_ms(id(start), id(end))?))
+    guard("cuEventElapsedTime", || out(ms, drv()?.event_elapsed_ms(id(start), id(end))?))
 }
 
 #[no_mangle]
@@ -517,10 +535,10 @@ pub unsafe extern "C" fn cuEventElapsedTime_v2(ms: *mut f32, start: Handle, end:
 
 #[no_mangle]
 pub unsafe extern "C" fn cuGetErrorName(error: c_uint, s: *mut *const c_char) -> CUresult {
-    guard(|| out(s, errors::name(error).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?))
+    guard("cuGetErrorName", || out(s, errors::name(error).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuGetErrorString(error: c_uint, s: *mut *const c_char) -> CUresult {
-    guard(|| out(s, errors::string(error).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?))
+    guard("cuGetErrorString", || out(s, errors::string(error).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?))
 }

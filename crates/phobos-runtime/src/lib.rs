@@ -18,6 +18,7 @@ mod error;
 mod launch;
 mod sim;
 mod tensor;
+mod tuning;
 
 pub use device::{BackendKind, Device, Limits};
 pub use elem::{Elem, ScalarArg};
