@@ -801,6 +801,30 @@ mod tests {
         Box::new(e)
     }
 
+    fn source(name: &'static str, cubin: &'static [u8]) -> KernelSource {
+        KernelSource {
+            name,
+            module: "m.pho",
+            meta: "",
+            ptx: &[],
+            cubins: Box::leak(vec![(86, cubin)].into_boxed_slice()),
+        }
+    }
+
+    #[test]
+    fn cubin_only_kernels_have_distinct_identities() {
+        // Every cubin-only kernel has an empty PTX table; the caches once
+        // keyed by that table's address mixed them up.
+        let (a, b) = (source("a", b"cubin a"), source("b", b"cubin b"));
+        assert_ne!(a.id(), b.id());
+        // Same name, other content (a rebuilt kernel): another identity.
+        assert_ne!(source("a", b"cubin a").id(), source("a", b"cubin A").id());
+        // The same content embedded twice is one kernel, and the hash is
+        // stable across runs (persisted caches rely on it).
+        assert_eq!(source("a", b"cubin a").id(), a.id());
+        assert_eq!(a.content_hash(), 0x72dd_820e_4c9b_2573);
+    }
+
     #[test]
     fn grid_expressions_evaluate_over_dims_tuning_values_and_the_cta_shape() {
         let d = dims(&[("N", 1000)]);
