@@ -94,7 +94,8 @@ impl Config {
                     .map_err(|_| bad(k, &v, "a whole number")),
             }
         };
-        let small = |k: &str, v: u64| u32::try_from(v).map_err(|_| bad(k, &v.to_string(), "< 2^32"));
+        let small =
+            |k: &str, v: u64| u32::try_from(v).map_err(|_| bad(k, &v.to_string(), "< 2^32"));
         if let Some(v) = num("PHOBOS_FAKE_GPU_MAX_THREADS")? {
             c.max_threads_per_block = small("PHOBOS_FAKE_GPU_MAX_THREADS", v)?;
         }
@@ -118,14 +119,23 @@ impl Config {
         c.oom_at = num("PHOBOS_FAKE_GPU_OOM_AT")?;
         c.fail_launch = num("PHOBOS_FAKE_GPU_FAIL_LAUNCH")?;
         c.fail_calls = var("PHOBOS_FAKE_GPU_FAIL")
-            .map(|v| v.split(',').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect())
+            .map(|v| {
+                v.split(',')
+                    .map(|c| c.trim().to_string())
+                    .filter(|c| !c.is_empty())
+                    .collect()
+            })
             .unwrap_or_default();
         c.launch_rendezvous = num("PHOBOS_FAKE_GPU_LAUNCH_RENDEZVOUS")?.map(|n| n as usize);
         c.load_rendezvous = num("PHOBOS_FAKE_GPU_LOAD_RENDEZVOUS")?.map(|n| n as usize);
         c.trace = var("PHOBOS_FAKE_GPU_TRACE");
         c.quiet = var("PHOBOS_FAKE_GPU_QUIET").is_some_and(|v| v != "0");
         if c.arch < 30 {
-            return Err(bad("PHOBOS_FAKE_GPU_CC", &c.arch.to_string(), "3.0 or newer"));
+            return Err(bad(
+                "PHOBOS_FAKE_GPU_CC",
+                &c.arch.to_string(),
+                "3.0 or newer",
+            ));
         }
         Ok(c)
     }

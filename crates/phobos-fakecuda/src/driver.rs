@@ -414,9 +414,7 @@ impl Driver {
         let id = sim
             .alloc(&format!("allocation #{n} ({bytes} bytes)"), bytes)
             .map_err(|_| CUresult::CUDA_ERROR_OUT_OF_MEMORY)?;
-        let addr = sim
-            .address(id)
-            .map_err(|_| CUresult::CUDA_ERROR_UNKNOWN)?;
+        let addr = sim.address(id).map_err(|_| CUresult::CUDA_ERROR_UNKNOWN)?;
         s.allocations.insert(
             addr,
             Allocation {
@@ -580,7 +578,8 @@ impl Driver {
         let module = match Module::parse(text) {
             Ok(m) => m,
             Err(SimError::Parse { line, message }) => {
-                logs.error = format!("ptxas application ptx input, line {line}; error   : {message}");
+                logs.error =
+                    format!("ptxas application ptx input, line {line}; error   : {message}");
                 return Err(CUresult::CUDA_ERROR_INVALID_PTX);
             }
             Err(SimError::Unsupported { instruction, line }) => {
@@ -666,7 +665,10 @@ impl Driver {
             .get(&f)
             .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)?;
         let shared = f.sim.shared_bytes(&f.entry).unwrap_or(0);
-        Ok((i32::try_from(shared).unwrap_or(i32::MAX), f.max_dynamic_shared))
+        Ok((
+            i32::try_from(shared).unwrap_or(i32::MAX),
+            f.max_dynamic_shared,
+        ))
     }
 
     // ---- launches ----
@@ -709,7 +711,9 @@ impl Driver {
                 || threads > u64::from(c.max_threads_per_block)
                 || grid.iter().zip(c.max_grid).any(|(&g, l)| g > l)
             {
-                self.trace(|| format!("cuLaunchKernel {entry}: bad grid {grid:?} or block {block:?}"));
+                self.trace(|| {
+                    format!("cuLaunchKernel {entry}: bad grid {grid:?} or block {block:?}")
+                });
                 return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
             }
             if dynamic_shared > 0 {
@@ -721,7 +725,9 @@ impl Driver {
             let n = s.launches_made;
             let context = s.context(ctx)?;
             if context.pending.is_some() {
-                self.trace(|| format!("cuLaunchKernel #{n} {entry}: not run (the context faulted)"));
+                self.trace(|| {
+                    format!("cuLaunchKernel #{n} {entry}: not run (the context faulted)")
+                });
                 return Ok(());
             }
             if self.config.fail_launch == Some(n) {
@@ -770,12 +776,19 @@ impl Driver {
                     _ => CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
                 };
                 if !self.config.quiet {
-                    let text = format!("phobos-fakecuda: launch #{n} of `{entry}` faulted ({code:?}):\n{report}");
+                    let text = format!(
+                        "phobos-fakecuda: launch #{n} of `{entry}` faulted ({code:?}):\n{report}"
+                    );
                     for line in text.lines() {
                         eprintln!("========= {line}");
                     }
                 }
-                self.trace(|| format!("cuLaunchKernel #{n} {entry}: fault {code:?}: {}", report.message));
+                self.trace(|| {
+                    format!(
+                        "cuLaunchKernel #{n} {entry}: fault {code:?}: {}",
+                        report.message
+                    )
+                });
                 if let Ok(c) = s.context(ctx) {
                     c.pending.get_or_insert(code);
                 }

@@ -14,15 +14,24 @@ const KNOWN: &[(CUresult, &str)] = &[
     (CUresult::CUDA_SUCCESS, "no error"),
     (CUresult::CUDA_ERROR_INVALID_VALUE, "invalid argument"),
     (CUresult::CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
-    (
-        CUresult::CUDA_ERROR_NOT_INITIALIZED,
-        "initialization error",
-    ),
+    (CUresult::CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
     (CUresult::CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
-    (CUresult::CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
-    (CUresult::CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
-    (CUresult::CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
-    (CUresult::CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
+    (
+        CUresult::CUDA_ERROR_NO_DEVICE,
+        "no CUDA-capable device is detected",
+    ),
+    (
+        CUresult::CUDA_ERROR_INVALID_DEVICE,
+        "invalid device ordinal",
+    ),
+    (
+        CUresult::CUDA_ERROR_INVALID_IMAGE,
+        "device kernel image is invalid",
+    ),
+    (
+        CUresult::CUDA_ERROR_INVALID_CONTEXT,
+        "invalid device context",
+    ),
     (
         CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU,
         "no kernel image is available for execution on the device",
@@ -35,7 +44,10 @@ const KNOWN: &[(CUresult, &str)] = &[
         CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
         "the provided PTX was compiled with an unsupported toolchain.",
     ),
-    (CUresult::CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+    (
+        CUresult::CUDA_ERROR_INVALID_HANDLE,
+        "invalid resource handle",
+    ),
     (CUresult::CUDA_ERROR_NOT_FOUND, "named symbol not found"),
     (CUresult::CUDA_ERROR_NOT_READY, "device not ready"),
     (
@@ -54,8 +66,14 @@ const KNOWN: &[(CUresult, &str)] = &[
         CUresult::CUDA_ERROR_LAUNCH_TIMEOUT,
         "the launch timed out and was terminated",
     ),
-    (CUresult::CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
-    (CUresult::CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+    (
+        CUresult::CUDA_ERROR_LAUNCH_FAILED,
+        "unspecified launch failure",
+    ),
+    (
+        CUresult::CUDA_ERROR_NOT_SUPPORTED,
+        "operation not supported",
+    ),
     (CUresult::CUDA_ERROR_UNKNOWN, "unknown error"),
 ];
 
@@ -106,7 +124,10 @@ mod tests {
         let n = unsafe { CStr::from_ptr(name(code).unwrap()) };
         let s = unsafe { CStr::from_ptr(string(code).unwrap()) };
         assert_eq!(n.to_str().unwrap(), "CUDA_ERROR_ILLEGAL_ADDRESS");
-        assert_eq!(s.to_str().unwrap(), "an illegal memory access was encountered");
+        assert_eq!(
+            s.to_str().unwrap(),
+            "an illegal memory access was encountered"
+        );
         assert!(name(123_456).is_none());
     }
 }

@@ -157,7 +157,11 @@ pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: c_int) -> C
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn cuDeviceGetAttribute(value: *mut c_int, attrib: c_uint, dev: c_int) -> CUresult {
+pub unsafe extern "C" fn cuDeviceGetAttribute(
+    value: *mut c_int,
+    attrib: c_uint,
+    dev: c_int,
+) -> CUresult {
     guard("cuDeviceGetAttribute", || {
         let d = drv()?;
         device_ok(dev)?;
@@ -165,15 +169,25 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(value: *mut c_int, attrib: c_uint,
         let clamp = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
         use CUdevice_attribute as A;
         let v = match attrib {
-            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK as u32 => clamp(c.max_threads_per_block),
-            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X as u32 => clamp(c.max_threads_per_block),
-            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y as u32 => clamp(c.max_threads_per_block),
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK as u32 => {
+                clamp(c.max_threads_per_block)
+            }
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X as u32 => {
+                clamp(c.max_threads_per_block)
+            }
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y as u32 => {
+                clamp(c.max_threads_per_block)
+            }
             a if a == A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z as u32 => 64,
             a if a == A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X as u32 => clamp(c.max_grid[0]),
             a if a == A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y as u32 => clamp(c.max_grid[1]),
             a if a == A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z as u32 => clamp(c.max_grid[2]),
-            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK as u32 => clamp(c.shared_per_block),
-            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN as u32 => clamp(c.shared_per_block),
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK as u32 => {
+                clamp(c.shared_per_block)
+            }
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN as u32 => {
+                clamp(c.shared_per_block)
+            }
             a if a == A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY as u32 => 65536,
             a if a == A::CU_DEVICE_ATTRIBUTE_WARP_SIZE as u32 => 32,
             a if a == A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK as u32 => 65536,
@@ -218,7 +232,11 @@ pub extern "C" fn cuDevicePrimaryCtxRelease_v2(dev: c_int) -> CUresult {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(dev: c_int, flags: *mut c_uint, active: *mut c_int) -> CUresult {
+pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(
+    dev: c_int,
+    flags: *mut c_uint,
+    active: *mut c_int,
+) -> CUresult {
     guard("cuDevicePrimaryCtxGetState", || {
         device_ok(dev)?;
         let retained = drv()?.primary_active();
@@ -405,7 +423,11 @@ pub extern "C" fn cuModuleUnload(module: Handle) -> CUresult {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn cuModuleGetFunction(f: *mut Handle, module: Handle, name: *const c_char) -> CUresult {
+pub unsafe extern "C" fn cuModuleGetFunction(
+    f: *mut Handle,
+    module: Handle,
+    name: *const c_char,
+) -> CUresult {
     guard("cuModuleGetFunction", || {
         if f.is_null() || name.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
@@ -430,7 +452,11 @@ pub extern "C" fn cuFuncSetAttribute(f: Handle, attrib: c_uint, value: c_int) ->
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn cuFuncGetAttribute(value: *mut c_int, attrib: c_uint, f: Handle) -> CUresult {
+pub unsafe extern "C" fn cuFuncGetAttribute(
+    value: *mut c_int,
+    attrib: c_uint,
+    f: Handle,
+) -> CUresult {
     guard("cuFuncGetAttribute", || {
         let d = drv()?;
         let (shared, dynamic) = d.func_shared_bytes(id(f))?;
@@ -523,11 +549,17 @@ pub extern "C" fn cuEventQuery(event: Handle) -> CUresult {
 
 #[no_mangle]
 pub unsafe extern "C" fn cuEventElapsedTime(ms: *mut f32, start: Handle, end: Handle) -> CUresult {
-    guard("cuEventElapsedTime", || out(ms, drv()?.event_elapsed_ms(id(start), id(end))?))
+    guard("cuEventElapsedTime", || {
+        out(ms, drv()?.event_elapsed_ms(id(start), id(end))?)
+    })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn cuEventElapsedTime_v2(ms: *mut f32, start: Handle, end: Handle) -> CUresult {
+pub unsafe extern "C" fn cuEventElapsedTime_v2(
+    ms: *mut f32,
+    start: Handle,
+    end: Handle,
+) -> CUresult {
     cuEventElapsedTime(ms, start, end)
 }
 
@@ -535,10 +567,20 @@ pub unsafe extern "C" fn cuEventElapsedTime_v2(ms: *mut f32, start: Handle, end:
 
 #[no_mangle]
 pub unsafe extern "C" fn cuGetErrorName(error: c_uint, s: *mut *const c_char) -> CUresult {
-    guard("cuGetErrorName", || out(s, errors::name(error).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?))
+    guard("cuGetErrorName", || {
+        out(
+            s,
+            errors::name(error).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?,
+        )
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuGetErrorString(error: c_uint, s: *mut *const c_char) -> CUresult {
-    guard("cuGetErrorString", || out(s, errors::string(error).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?))
+    guard("cuGetErrorString", || {
+        out(
+            s,
+            errors::string(error).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?,
+        )
+    })
 }

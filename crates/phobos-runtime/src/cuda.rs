@@ -363,7 +363,11 @@ impl CudaBackend {
     }
 
     /// The kernel's module, loaded on first use in this context.
-    fn module(&self, call: &EntryCall<'_>, slot: &ModuleSlot) -> Result<sys::CUmodule, LaunchError> {
+    fn module(
+        &self,
+        call: &EntryCall<'_>,
+        slot: &ModuleSlot,
+    ) -> Result<sys::CUmodule, LaunchError> {
         let mut module = lock(&slot.module);
         if let Some(m) = *module {
             return Ok(m);

@@ -7,8 +7,8 @@
 use crate::elem::{to_bytes, Elem};
 use crate::error::{DeviceError, LaunchError, Site};
 use crate::launch::{KernelId, KernelSource, PtxArg};
-use crate::tuning::{TuneKey, Tuning};
 use crate::tensor::{elem_size, Buffer, Tensor};
+use crate::tuning::{TuneKey, Tuning};
 use phobos_core::meta::VariantMeta;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -194,10 +194,7 @@ impl Device {
     /// entries match on GPU name, compute capability, kernel content and
     /// dims, whatever the driver version. Returns how many entries it read.
     pub fn preload_tuning(&self, ron: &str) -> Result<usize, DeviceError> {
-        self.inner
-            .tuning
-            .preload(ron)
-            .map_err(DeviceError::Tuning)
+        self.inner.tuning.preload(ron).map_err(DeviceError::Tuning)
     }
 
     /// Writes every autotune decision this device knows (made in this

@@ -325,7 +325,10 @@ impl Kernel {
         for variant in candidates {
             // A variant the device cannot run is skipped, not fatal: another
             // one may fit.
-            let grid = match checker.check_block(variant).and_then(|()| grid_for(variant)) {
+            let grid = match checker
+                .check_block(variant)
+                .and_then(|()| grid_for(variant))
+            {
                 Ok(g) => g,
                 Err(e) => {
                     last_refusal = Some(e);

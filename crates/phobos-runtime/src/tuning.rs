@@ -180,7 +180,11 @@ impl Tuning {
     /// cache — as the RON text `preload` reads.
     pub(crate) fn export(&self) -> (String, usize) {
         let mut all: BTreeMap<TuneKey, String> = BTreeMap::new();
-        if let Some(text) = self.cache.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
+        if let Some(text) = self
+            .cache
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+        {
             for e in parse(&text).unwrap_or_default() {
                 all.insert(e.key, e.entry);
             }
@@ -223,7 +227,10 @@ mod tests {
         let path = temp("persist");
         Tuning::new(Some(path.clone())).decide(key(12090, "aa"), "k_BLOCK_128");
         let fresh = Tuning::new(Some(path.clone()));
-        assert_eq!(fresh.lookup(&key(12090, "aa")).as_deref(), Some("k_BLOCK_128"));
+        assert_eq!(
+            fresh.lookup(&key(12090, "aa")).as_deref(),
+            Some("k_BLOCK_128")
+        );
         // Another driver, or a rebuilt kernel, is timed again.
         assert_eq!(fresh.lookup(&key(12080, "aa")), None);
         assert_eq!(fresh.lookup(&key(12090, "bb")), None);
@@ -240,9 +247,15 @@ mod tests {
         let (text, _) = t.export();
         let user = Tuning::new(None);
         assert_eq!(user.preload(&text), Ok(1));
-        assert_eq!(user.lookup(&key(13000, "aa")).as_deref(), Some("k_BLOCK_128"));
+        assert_eq!(
+            user.lookup(&key(13000, "aa")).as_deref(),
+            Some("k_BLOCK_128")
+        );
         assert_eq!(user.lookup(&key(13000, "cc")), None);
-        assert!(user.preload("(version: 9, entries: [])").unwrap_err().contains("version 9"));
+        assert!(user
+            .preload("(version: 9, entries: [])")
+            .unwrap_err()
+            .contains("version 9"));
         assert!(user.preload("not ron").is_err());
     }
 }

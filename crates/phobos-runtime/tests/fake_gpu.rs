@@ -29,8 +29,12 @@ fn launch_out_of_bounds(dev: &Device) -> Result<(), LaunchError> {
 fn launch_matvec(dev: &Device) -> Result<Vec<f32>, String> {
     let kernel = compile(LANES_MATVEC, &[75], vec![]);
     let (n, k) = (8, 128);
-    let w = dev.upload(&values(n * k, 1), &[n, k]).map_err(|e| e.to_string())?;
-    let x = dev.upload(&values(k, 2), &[1, k]).map_err(|e| e.to_string())?;
+    let w = dev
+        .upload(&values(n * k, 1), &[n, k])
+        .map_err(|e| e.to_string())?;
+    let x = dev
+        .upload(&values(k, 2), &[1, k])
+        .map_err(|e| e.to_string())?;
     let mut y = dev.zeros::<f32>(&[1, n]).map_err(|e| e.to_string())?;
     kernel
         .launch(
@@ -78,7 +82,10 @@ fn fake_gpu_an_async_fault_names_the_launches_in_flight_and_a_new_device_recover
             let text = e.to_string();
             assert!(text.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{text}");
             assert!(text.contains("one of the 2 launches"), "{text}");
-            assert!(text.contains("sticky") && text.contains("PHOBOS_SYNC=1"), "{text}");
+            assert!(
+                text.contains("sticky") && text.contains("PHOBOS_SYNC=1"),
+                "{text}"
+            );
             // Sticky: every later call on the context fails, and a second
             // `Device` of the same GPU shares the context.
             assert!(dev.zeros::<f32>(&[4]).is_err());
@@ -132,7 +139,10 @@ fn fake_gpu_an_injected_launch_failure_is_reported_at_the_next_synchronization()
 fn fake_gpu_out_of_memory_is_an_error_not_a_panic() {
     in_fake_gpu_child(
         "fake_gpu_out_of_memory_is_an_error_not_a_panic",
-        &[("PHOBOS_FAKE_GPU_OOM_AT", "2"), ("PHOBOS_FAKE_GPU_MEMORY", "1MiB")],
+        &[
+            ("PHOBOS_FAKE_GPU_OOM_AT", "2"),
+            ("PHOBOS_FAKE_GPU_MEMORY", "1MiB"),
+        ],
         || {
             let dev = fake_gpu();
             let a = dev.upload(&[1.0f32; 16], &[16]).unwrap();
@@ -191,7 +201,11 @@ fn fake_gpu_launches_and_module_loads_from_threads_run_concurrently() {
                 let x = dev.upload(&[1.5f32; 64], &[64]).unwrap();
                 let mut y = dev.zeros::<f32>(&[64]).unwrap();
                 scale
-                    .launch(dev, Some(Grid::from(2)), &[Arg::from(&x), Arg::from(&mut y)])
+                    .launch(
+                        dev,
+                        Some(Grid::from(2)),
+                        &[Arg::from(&x), Arg::from(&mut y)],
+                    )
                     .unwrap();
                 assert_eq!(y.to_vec().unwrap(), vec![3.0; 64]);
             };
@@ -282,16 +296,25 @@ fn fake_gpu_autotune_times_with_events_and_persists_its_choice() {
             run_tuned(&dev, 1000).unwrap();
             // Two variants, each one warm-up and five timed runs between
             // events, then the real launch.
-            assert_eq!(trace_lines(&trace_path(), "cuLaunchKernel").len(), 2 * 6 + 1);
+            assert_eq!(
+                trace_lines(&trace_path(), "cuLaunchKernel").len(),
+                2 * 6 + 1
+            );
             assert_eq!(trace_lines(&trace_path(), "cuEventRecord").len(), 2 * 5 * 2);
             // Decided once per dims.
             run_tuned(&dev, 1000).unwrap();
-            assert_eq!(trace_lines(&trace_path(), "cuLaunchKernel").len(), 2 * 6 + 2);
+            assert_eq!(
+                trace_lines(&trace_path(), "cuLaunchKernel").len(),
+                2 * 6 + 2
+            );
         },
     );
     if !is_child() {
         let text = std::fs::read_to_string(&cache).expect("the cache was written");
-        assert!(text.contains("tuned_double") && text.contains("phobos-sim"), "{text}");
+        assert!(
+            text.contains("tuned_double") && text.contains("phobos-sim"),
+            "{text}"
+        );
         assert!(text.contains("12090") && text.contains("\"N\""), "{text}");
     }
     // A new process finds the decision on disk and times nothing.
@@ -339,7 +362,9 @@ fn fake_gpu_exported_tuning_is_used_without_timing() {
         },
     );
     if !is_child() {
-        assert!(std::fs::read_to_string(&exported).unwrap().contains("tuned_double"));
+        assert!(std::fs::read_to_string(&exported)
+            .unwrap()
+            .contains("tuned_double"));
     }
 }
 
@@ -358,22 +383,37 @@ fn fake_gpu_autotune_skips_a_variant_whose_grid_exceeds_the_device() {
 #[test]
 #[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
 fn fake_gpu_cubins_are_refused_so_the_ptx_is_loaded() {
-    in_fake_gpu_child("fake_gpu_cubins_are_refused_so_the_ptx_is_loaded", &[], || {
-        let dev = fake_gpu();
-        let arch = dev.arch().unwrap();
-        // A "cubin" (an ELF header) for the device's architecture, and PTX.
-        let elf = b"\x7fELF not really a cubin".to_vec();
-        let with_ptx = compile(SCALE, &[75], vec![(arch, elf.clone())]);
-        let x = dev.upload(&[1.0f32; 32], &[32]).unwrap();
-        let mut y = dev.zeros::<f32>(&[32]).unwrap();
-        with_ptx
-            .launch(&dev, Some(Grid::from(1)), &[Arg::from(&x), Arg::from(&mut y)])
-            .unwrap();
-        assert_eq!(y.to_vec().unwrap(), vec![2.0; 32]);
-        let cubin_only = compile(SCALE, &[], vec![(arch, elf)]);
-        let e = cubin_only
-            .launch(&dev, Some(Grid::from(1)), &[Arg::from(&x), Arg::from(&mut y)])
-            .unwrap_err();
-        assert!(e.to_string().contains("CUDA_ERROR_NO_BINARY_FOR_GPU"), "{e}");
-    });
+    in_fake_gpu_child(
+        "fake_gpu_cubins_are_refused_so_the_ptx_is_loaded",
+        &[],
+        || {
+            let dev = fake_gpu();
+            let arch = dev.arch().unwrap();
+            // A "cubin" (an ELF header) for the device's architecture, and PTX.
+            let elf = b"\x7fELF not really a cubin".to_vec();
+            let with_ptx = compile(SCALE, &[75], vec![(arch, elf.clone())]);
+            let x = dev.upload(&[1.0f32; 32], &[32]).unwrap();
+            let mut y = dev.zeros::<f32>(&[32]).unwrap();
+            with_ptx
+                .launch(
+                    &dev,
+                    Some(Grid::from(1)),
+                    &[Arg::from(&x), Arg::from(&mut y)],
+                )
+                .unwrap();
+            assert_eq!(y.to_vec().unwrap(), vec![2.0; 32]);
+            let cubin_only = compile(SCALE, &[], vec![(arch, elf)]);
+            let e = cubin_only
+                .launch(
+                    &dev,
+                    Some(Grid::from(1)),
+                    &[Arg::from(&x), Arg::from(&mut y)],
+                )
+                .unwrap_err();
+            assert!(
+                e.to_string().contains("CUDA_ERROR_NO_BINARY_FOR_GPU"),
+                "{e}"
+            );
+        },
+    );
 }

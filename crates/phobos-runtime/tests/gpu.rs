@@ -180,7 +180,11 @@ fn gpu_the_callers_current_context_is_restored() {
     let err = run_matvec(&dev, &compile(LANES_MATVEC, &[75], vec![]), 64, 128);
     assert!(err < 1e-3, "max error {err}");
     dev.synchronize().unwrap();
-    assert_eq!(current(), other, "a phobos call replaced the current context");
+    assert_eq!(
+        current(),
+        other,
+        "a phobos call replaced the current context"
+    );
     // The other context still works for its owner.
     let mut bytes = 0;
     unsafe { sys::cuMemGetInfo_v2(&mut bytes, &mut 0) }
@@ -198,7 +202,11 @@ fn gpu_overlapping_read_only_and_written_tensors_are_refused() {
     let x = buf.view(0, &[64]);
     let mut y = buf.view(32, &[64]);
     let e = kernel
-        .launch(&dev, Some(Grid::from(2)), &[Arg::from(&x), Arg::from(&mut y)])
+        .launch(
+            &dev,
+            Some(Grid::from(2)),
+            &[Arg::from(&x), Arg::from(&mut y)],
+        )
         .unwrap_err();
     assert!(matches!(e, LaunchError::Aliasing { .. }), "{e:?}");
     assert!(e.to_string().contains(&dev.arch_label()), "{e}");

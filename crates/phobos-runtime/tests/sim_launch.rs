@@ -147,7 +147,11 @@ fn a_read_only_tensor_overlapping_a_written_one_is_refused() {
         panic!("{e:?}");
     };
     assert_eq!((read.as_str(), written.as_str()), ("x", "y"));
-    assert!(e.to_string().contains("`x` (read-only) overlaps tensor `y`"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("`x` (read-only) overlaps tensor `y`"),
+        "{e}"
+    );
     assert!(e.to_string().contains("kernel `scale`"), "{e}");
     // The same tensor as both arguments.
     assert!(matches!(

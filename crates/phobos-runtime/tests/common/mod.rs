@@ -171,7 +171,13 @@ pub fn in_fake_gpu_child_phase(test: &str, phase: &str, env: &[(&str, &str)], bo
     );
     let exe = std::env::current_exe().expect("the test binary's path");
     let out = std::process::Command::new(exe)
-        .args([test, "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            test,
+            "--exact",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("PHOBOS_TEST_CHILD", phase)
         .env("PHOBOS_FAKE_GPU_QUIET", "1")
         .env("PHOBOS_TUNE_CACHE", "off")
