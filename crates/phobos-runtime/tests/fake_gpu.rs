@@ -48,9 +48,9 @@ fn launch_matvec(dev: &Device) -> Result<Vec<f32>, String> {
 
 #[test]
 #[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
-fn fake_gpu_an_async_fault_names_the_launches_in_flight_and_a_new_device_recovers() {
+fn stand_in_an_async_fault_names_the_launches_in_flight_and_a_new_device_recovers() {
     in_fake_gpu_child(
-        "fake_gpu_an_async_fault_names_the_launches_in_flight_and_a_new_device_recovers",
+        "stand_in_an_async_fault_names_the_launches_in_flight_and_a_new_device_recovers",
         &[],
         || {
             let dev = fake_gpu();
@@ -103,9 +103,9 @@ fn fake_gpu_an_async_fault_names_the_launches_in_flight_and_a_new_device_recover
 
 #[test]
 #[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
-fn fake_gpu_with_phobos_sync_the_faulting_launch_reports_it() {
+fn stand_in_with_phobos_sync_the_faulting_launch_reports_it() {
     in_fake_gpu_child(
-        "fake_gpu_with_phobos_sync_the_faulting_launch_reports_it",
+        "stand_in_with_phobos_sync_the_faulting_launch_reports_it",
         &[("PHOBOS_SYNC", "1")],
         || {
             let dev = fake_gpu();
@@ -121,9 +121,9 @@ fn fake_gpu_with_phobos_sync_the_faulting_launch_reports_it() {
 
 #[test]
 #[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
-fn fake_gpu_an_injected_launch_failure_is_reported_at_the_next_synchronization() {
+fn stand_in_an_injected_launch_failure_is_reported_at_the_next_synchronization() {
     in_fake_gpu_child(
-        "fake_gpu_an_injected_launch_failure_is_reported_at_the_next_synchronization",
+        "stand_in_an_injected_launch_failure_is_reported_at_the_next_synchronization",
         &[("PHOBOS_FAKE_GPU_FAIL_LAUNCH", "1")],
         || {
             let dev = fake_gpu();
@@ -136,9 +136,9 @@ fn fake_gpu_an_injected_launch_failure_is_reported_at_the_next_synchronization()
 
 #[test]
 #[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
-fn fake_gpu_out_of_memory_is_an_error_not_a_panic() {
+fn stand_in_out_of_memory_is_an_error_not_a_panic() {
     in_fake_gpu_child(
-        "fake_gpu_out_of_memory_is_an_error_not_a_panic",
+        "stand_in_out_of_memory_is_an_error_not_a_panic",
         &[
             ("PHOBOS_FAKE_GPU_OOM_AT", "2"),
             ("PHOBOS_FAKE_GPU_MEMORY", "1MiB"),
@@ -163,10 +163,10 @@ fn fake_gpu_out_of_memory_is_an_error_not_a_panic() {
 
 #[test]
 #[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
-fn fake_gpu_a_failed_device_query_leaves_no_context_retained() {
+fn stand_in_a_failed_device_query_leaves_no_context_retained() {
     for call in ["cuDeviceGetName", "cuDeviceGetAttribute"] {
         in_fake_gpu_child(
-            "fake_gpu_a_failed_device_query_leaves_no_context_retained",
+            "stand_in_a_failed_device_query_leaves_no_context_retained",
             &[("PHOBOS_FAKE_GPU_FAIL", call)],
             || {
                 let e = Device::cuda(0).unwrap_err();
@@ -184,11 +184,11 @@ fn fake_gpu_a_failed_device_query_leaves_no_context_retained() {
 
 #[test]
 #[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
-fn fake_gpu_launches_and_module_loads_from_threads_run_concurrently() {
+fn stand_in_launches_and_module_loads_from_threads_run_concurrently() {
     // Each launch (and each module load) waits inside the driver until two
     // are there at once; a lock held across either would time out.
     in_fake_gpu_child(
-        "fake_gpu_launches_and_module_loads_from_threads_run_concurrently",
+        "stand_in_launches_and_module_loads_from_threads_run_concurrently",
         &[
             ("PHOBOS_FAKE_GPU_LAUNCH_RENDEZVOUS", "2"),
             ("PHOBOS_FAKE_GPU_LOAD_RENDEZVOUS", "2"),
@@ -238,11 +238,11 @@ fn fake_gpu_launches_and_module_loads_from_threads_run_concurrently() {
 
 #[test]
 #[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
-fn fake_gpu_zeros_and_fill_set_memory_on_the_device() {
+fn stand_in_zeros_and_fill_set_memory_on_the_device() {
     let dir = scratch_dir("memset");
     let trace = dir.join("trace");
     in_fake_gpu_child(
-        "fake_gpu_zeros_and_fill_set_memory_on_the_device",
+        "stand_in_zeros_and_fill_set_memory_on_the_device",
         &[("PHOBOS_FAKE_GPU_TRACE", trace.to_str().unwrap())],
         || {
             let dev = fake_gpu();
@@ -279,13 +279,13 @@ fn tuned_kernel() -> &'static phobos_runtime::Kernel {
 
 #[test]
 #[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
-fn fake_gpu_autotune_times_with_events_and_persists_its_choice() {
+fn stand_in_autotune_times_with_events_and_persists_its_choice() {
     let dir = scratch_dir("autotune");
     let cache = dir.join("cache").join("autotune.ron");
     let first = dir.join("trace1");
     let second = dir.join("trace2");
     in_fake_gpu_child_phase(
-        "fake_gpu_autotune_times_with_events_and_persists_its_choice",
+        "stand_in_autotune_times_with_events_and_persists_its_choice",
         "first",
         &[
             ("PHOBOS_FAKE_GPU_TRACE", first.to_str().unwrap()),
@@ -319,7 +319,7 @@ fn fake_gpu_autotune_times_with_events_and_persists_its_choice() {
     }
     // A new process finds the decision on disk and times nothing.
     in_fake_gpu_child_phase(
-        "fake_gpu_autotune_times_with_events_and_persists_its_choice",
+        "stand_in_autotune_times_with_events_and_persists_its_choice",
         "second",
         &[
             ("PHOBOS_FAKE_GPU_TRACE", second.to_str().unwrap()),
@@ -336,12 +336,12 @@ fn fake_gpu_autotune_times_with_events_and_persists_its_choice() {
 
 #[test]
 #[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
-fn fake_gpu_exported_tuning_is_used_without_timing() {
+fn stand_in_exported_tuning_is_used_without_timing() {
     let dir = scratch_dir("export");
     let exported = dir.join("tuning.ron");
     let trace = dir.join("trace");
     in_fake_gpu_child(
-        "fake_gpu_exported_tuning_is_used_without_timing",
+        "stand_in_exported_tuning_is_used_without_timing",
         &[
             ("PHOBOS_FAKE_GPU_TRACE", trace.to_str().unwrap()),
             ("PHOBOS_TEST_EXPORT", exported.to_str().unwrap()),
@@ -370,11 +370,11 @@ fn fake_gpu_exported_tuning_is_used_without_timing() {
 
 #[test]
 #[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
-fn fake_gpu_autotune_skips_a_variant_whose_grid_exceeds_the_device() {
+fn stand_in_autotune_skips_a_variant_whose_grid_exceeds_the_device() {
     // N = 1000: BLOCK 64 needs 16 CTAs, more than the device's 10;
     // BLOCK 128 needs 8.
     in_fake_gpu_child(
-        "fake_gpu_autotune_skips_a_variant_whose_grid_exceeds_the_device",
+        "stand_in_autotune_skips_a_variant_whose_grid_exceeds_the_device",
         &[("PHOBOS_FAKE_GPU_MAX_GRID", "10,65535,65535")],
         || run_tuned(&fake_gpu(), 1000).unwrap(),
     );
@@ -382,9 +382,9 @@ fn fake_gpu_autotune_skips_a_variant_whose_grid_exceeds_the_device() {
 
 #[test]
 #[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
-fn fake_gpu_cubins_are_refused_so_the_ptx_is_loaded() {
+fn stand_in_cubins_are_refused_so_the_ptx_is_loaded() {
     in_fake_gpu_child(
-        "fake_gpu_cubins_are_refused_so_the_ptx_is_loaded",
+        "stand_in_cubins_are_refused_so_the_ptx_is_loaded",
         &[],
         || {
             let dev = fake_gpu();
