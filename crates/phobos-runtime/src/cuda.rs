@@ -6,7 +6,7 @@
 
 use crate::device::{EntryCall, Limits};
 use crate::error::{DeviceError, LaunchError};
-use crate::launch::KernelSource;
+use crate::launch::{KernelId, KernelSource};
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 use std::collections::HashMap;
@@ -75,9 +75,67 @@ fn driver(call: &'static str) -> impl Fn(DriverError) -> DeviceError {
     }
 }
 
-struct LoadedModule {
-    module: sys::CUmodule,
-    functions: HashMap<String, sys::CUfunction>,
+/// Errors a kernel raises on the device, which the driver reports at a
+/// later call and which leave the context unusable (sticky).
+fn is_device_fault(e: &DriverError) -> bool {
+    use sys::CUresult::*;
+    matches!(
+        e.0,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_ASSERT
+    )
+}
+
+/// How many launches since the last synchronization an error lists.
+const IN_FLIGHT_KEPT: usize = 16;
+
+/// The launches queued since the device last finished all its work: the
+/// candidates for an asynchronous fault.
+#[derive(Default)]
+struct InFlight {
+    launches: Vec<String>,
+    /// Launches beyond `IN_FLIGHT_KEPT` (the oldest are forgotten).
+    dropped: usize,
+}
+
+/// The context made current on this thread for the life of the guard, and
+/// the thread's previous current context restored when it drops
+/// (`cuCtxPushCurrent`/`cuCtxPopCurrent`), so that code sharing the thread
+/// — another library, or cudarc used directly — keeps its own context.
+struct Bound {
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        let mut previous = std::ptr::null_mut();
+        unsafe {
+            let _ = sys::cuCtxPopCurrent_v2(&mut previous);
+        }
+    }
+}
+
+/// A kernel's module in this context: loaded once, under a lock that only
+/// launches of the same kernel wait on; its functions resolved on demand.
+#[derive(Default)]
+struct ModuleSlot {
+    module: Mutex<Option<sys::CUmodule>>,
+    functions: Mutex<HashMap<String, sys::CUfunction>>,
+}
+
+/// What the device reports about itself, read before any context exists.
+struct DeviceInfo {
+    name: String,
+    arch: u32,
+    limits: Limits,
+    driver_version: i32,
 }
 
 pub(crate) struct CudaBackend {
@@ -86,16 +144,30 @@ pub(crate) struct CudaBackend {
     name: String,
     arch: u32,
     limits: Limits,
-    /// Loaded modules by the address of the kernel's embedded PTX table,
-    /// which is unique per kernel and stable for the program's life.
-    modules: Mutex<HashMap<usize, Arc<Mutex<LoadedModule>>>>,
+    driver_version: i32,
+    /// `PHOBOS_SYNC=1`: wait for every launch, so that a fault is reported
+    /// by the launch that caused it.
+    sync_each_launch: bool,
+    /// Loaded modules by kernel identity (module, name, content hash).
+    modules: Mutex<HashMap<KernelId, Arc<ModuleSlot>>>,
+    in_flight: Mutex<InFlight>,
 }
 
 // The driver API is thread-safe; the raw handles are only used with the
 // context made current on the calling thread first.
 unsafe impl Send for CudaBackend {}
 unsafe impl Sync for CudaBackend {}
-unsafe impl Send for LoadedModule {}
+unsafe impl Send for ModuleSlot {}
+unsafe impl Sync for ModuleSlot {}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `PHOBOS_SYNC=1` (any value but empty and `0`).
+fn sync_requested() -> bool {
+    std::env::var_os("PHOBOS_SYNC").is_some_and(|v| !v.is_empty() && v != "0")
+}
 
 impl CudaBackend {
     pub(crate) fn open(ordinal: usize) -> Result<CudaBackend, DeviceError> {
@@ -113,9 +185,31 @@ impl CudaBackend {
             });
         }
         let device = result::device::get(ordinal_i32).map_err(driver("cuDeviceGet"))?;
+        // Every query needs only the device, so it happens before the
+        // primary context is retained: a failure leaves nothing to release.
+        let info = Self::query(device)?;
+        if info.arch < 75 {
+            return Err(DeviceError::UnsupportedArch {
+                name: info.name,
+                arch: info.arch,
+            });
+        }
         let ctx = unsafe { result::primary_ctx::retain(device) }
             .map_err(driver("cuDevicePrimaryCtxRetain"))?;
-        unsafe { result::ctx::set_current(ctx) }.map_err(driver("cuCtxSetCurrent"))?;
+        Ok(CudaBackend {
+            device,
+            ctx,
+            name: info.name,
+            arch: info.arch,
+            limits: info.limits,
+            driver_version: info.driver_version,
+            sync_each_launch: sync_requested(),
+            modules: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(InFlight::default()),
+        })
+    }
+
+    fn query(device: sys::CUdevice) -> Result<DeviceInfo, DeviceError> {
         let attr = |a: sys::CUdevice_attribute| -> Result<u32, DeviceError> {
             let v = unsafe { result::device::get_attribute(device, a) }
                 .map_err(driver("cuDeviceGetAttribute"))?;
@@ -134,19 +228,15 @@ impl CudaBackend {
             max_shared_bytes_per_block: attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
         };
         let name = result::device::get_name(device).map_err(driver("cuDeviceGetName"))?;
-        if arch < 75 {
-            unsafe {
-                let _ = result::primary_ctx::release(device);
-            }
-            return Err(DeviceError::UnsupportedArch { name, arch });
-        }
-        Ok(CudaBackend {
-            device,
-            ctx,
+        let mut driver_version = 0;
+        unsafe { sys::cuDriverGetVersion(&mut driver_version) }
+            .result()
+            .map_err(driver("cuDriverGetVersion"))?;
+        Ok(DeviceInfo {
             name,
             arch,
             limits,
-            modules: Mutex::new(HashMap::new()),
+            driver_version,
         })
     }
 
@@ -159,20 +249,61 @@ impl CudaBackend {
     pub(crate) fn limits(&self) -> Limits {
         self.limits
     }
+    pub(crate) fn driver_version(&self) -> i32 {
+        self.driver_version
+    }
 
-    fn bind(&self) -> Result<(), DeviceError> {
-        unsafe { result::ctx::set_current(self.ctx) }.map_err(driver("cuCtxSetCurrent"))
+    /// Makes the device's context current until the guard drops.
+    fn bind(&self) -> Result<Bound, DeviceError> {
+        unsafe { sys::cuCtxPushCurrent_v2(self.ctx) }
+            .result()
+            .map_err(driver("cuCtxPushCurrent"))?;
+        Ok(Bound {
+            _not_send: std::marker::PhantomData,
+        })
+    }
+
+    /// The error for a failed driver call: a device fault names the
+    /// launches that may have caused it.
+    fn failed(&self, call: &'static str) -> impl Fn(DriverError) -> DeviceError + '_ {
+        move |e| {
+            if is_device_fault(&e) {
+                DeviceError::Fault {
+                    call,
+                    message: describe(e),
+                    launches: self.fault_candidates(),
+                }
+            } else {
+                driver(call)(e)
+            }
+        }
+    }
+
+    fn fault_candidates(&self) -> Vec<String> {
+        let f = lock(&self.in_flight);
+        let mut out = f.launches.clone();
+        if f.dropped > 0 {
+            out.insert(0, format!("... {} earlier launches", f.dropped));
+        }
+        out
+    }
+
+    /// The device finished all work without a fault: nothing is in flight.
+    fn settled(&self) {
+        let mut f = lock(&self.in_flight);
+        f.launches.clear();
+        f.dropped = 0;
     }
 
     pub(crate) fn alloc(&self, bytes: usize) -> Result<u64, DeviceError> {
-        self.bind()?;
+        let _bound = self.bind()?;
         // The driver refuses empty allocations; an empty tensor still gets a
         // distinct, aligned address.
-        unsafe { result::malloc_sync(bytes.max(256)) }.map_err(driver("cuMemAlloc"))
+        unsafe { result::malloc_sync(bytes.max(256)) }.map_err(self.failed("cuMemAlloc"))
     }
 
     pub(crate) fn free(&self, addr: u64) {
-        if self.bind().is_ok() {
+        if let Ok(_bound) = self.bind() {
             unsafe {
                 let _ = result::free_sync(addr);
             }
@@ -183,8 +314,17 @@ impl CudaBackend {
         if bytes.is_empty() {
             return Ok(());
         }
-        self.bind()?;
-        unsafe { result::memcpy_htod_sync(addr, bytes) }.map_err(driver("cuMemcpyHtoD"))
+        let _bound = self.bind()?;
+        unsafe { result::memcpy_htod_sync(addr, bytes) }.map_err(self.failed("cuMemcpyHtoD"))
+    }
+
+    /// Sets `len` bytes at `addr` to `value` on the device (no host buffer).
+    pub(crate) fn memset(&self, addr: u64, value: u8, len: usize) -> Result<(), DeviceError> {
+        if len == 0 {
+            return Ok(());
+        }
+        let _bound = self.bind()?;
+        unsafe { result::memset_d8_sync(addr, value, len) }.map_err(self.failed("cuMemsetD8"))
     }
 
     pub(crate) fn read(&self, addr: u64, len: usize) -> Result<Vec<u8>, DeviceError> {
@@ -192,8 +332,11 @@ impl CudaBackend {
         if len == 0 {
             return Ok(out);
         }
-        self.bind()?;
-        unsafe { result::memcpy_dtoh_sync(&mut out, addr) }.map_err(driver("cuMemcpyDtoH"))?;
+        let _bound = self.bind()?;
+        unsafe { result::memcpy_dtoh_sync(&mut out, addr) }.map_err(self.failed("cuMemcpyDtoH"))?;
+        // A device-to-host copy on the default stream waits for every
+        // earlier launch.
+        self.settled();
         Ok(out)
     }
 
@@ -201,21 +344,33 @@ impl CudaBackend {
         if len == 0 {
             return Ok(());
         }
-        self.bind()?;
-        unsafe { result::memcpy_dtod_sync(dst, src, len) }.map_err(driver("cuMemcpyDtoD"))
+        let _bound = self.bind()?;
+        unsafe { result::memcpy_dtod_sync(dst, src, len) }.map_err(self.failed("cuMemcpyDtoD"))
     }
 
     pub(crate) fn synchronize(&self) -> Result<(), DeviceError> {
-        self.bind()?;
-        result::ctx::synchronize().map_err(driver("cuCtxSynchronize"))
+        let _bound = self.bind()?;
+        result::ctx::synchronize().map_err(self.failed("cuCtxSynchronize"))?;
+        self.settled();
+        Ok(())
+    }
+
+    /// The kernel's slot, created on first use; the map is locked only for
+    /// the lookup, so other kernels load and launch meanwhile.
+    fn slot(&self, call: &EntryCall<'_>) -> Arc<ModuleSlot> {
+        let mut modules = lock(&self.modules);
+        Arc::clone(modules.entry(call.id.clone()).or_default())
     }
 
     /// The kernel's module, loaded on first use in this context.
-    fn module(&self, call: &EntryCall<'_>) -> Result<Arc<Mutex<LoadedModule>>, LaunchError> {
-        let key = call.source.ptx.as_ptr() as usize;
-        let mut modules = self.modules.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(m) = modules.get(&key) {
-            return Ok(Arc::clone(m));
+    fn module(
+        &self,
+        call: &EntryCall<'_>,
+        slot: &ModuleSlot,
+    ) -> Result<sys::CUmodule, LaunchError> {
+        let mut module = lock(&slot.module);
+        if let Some(m) = *module {
+            return Ok(m);
         }
         let images = images_for(call.source, self.arch);
         let mut failure = LaunchError::ModuleLoad {
@@ -231,13 +386,9 @@ impl CudaBackend {
         };
         for image in images {
             match self.load_image(&image) {
-                Ok(module) => {
-                    let loaded = Arc::new(Mutex::new(LoadedModule {
-                        module,
-                        functions: HashMap::new(),
-                    }));
-                    modules.insert(key, Arc::clone(&loaded));
-                    return Ok(loaded);
+                Ok(m) => {
+                    *module = Some(m);
+                    return Ok(m);
                 }
                 Err((message, log)) => {
                     failure = LaunchError::ModuleLoad {
@@ -254,7 +405,7 @@ impl CudaBackend {
 
     /// `cuModuleLoadDataEx` with the JIT's error and info logs captured.
     fn load_image(&self, image: &Image) -> Result<sys::CUmodule, (String, String)> {
-        self.bind().map_err(|e| (e.to_string(), String::new()))?;
+        let _bound = self.bind().map_err(|e| (e.to_string(), String::new()))?;
         let ptx_text;
         let data: *const c_void = match image {
             Image::Cubin { bytes, .. } => bytes.as_ptr().cast(),
@@ -306,25 +457,59 @@ impl CudaBackend {
         }
     }
 
-    pub(crate) fn launch(&self, call: &EntryCall<'_>) -> Result<(), LaunchError> {
+    fn function(&self, call: &EntryCall<'_>) -> Result<sys::CUfunction, LaunchError> {
         let backend = |message: String| LaunchError::Backend {
             site: Box::new(call.site.clone()),
             message,
         };
-        let module = self.module(call)?;
-        let mut module = module.lock().unwrap_or_else(PoisonError::into_inner);
-        let function = match module.functions.get(call.entry) {
-            Some(f) => *f,
-            None => {
-                let name = CString::new(call.entry)
-                    .map_err(|_| backend(format!("bad entry name {:?}", call.entry)))?;
-                let f = unsafe { result::module::get_function(module.module, name) }
-                    .map_err(|e| backend(format!("entry `{}`: {}", call.entry, describe(e))))?;
-                module.functions.insert(call.entry.to_string(), f);
-                f
-            }
+        let slot = self.slot(call);
+        let module = self.module(call, &slot)?;
+        let mut functions = lock(&slot.functions);
+        if let Some(f) = functions.get(call.entry) {
+            return Ok(*f);
+        }
+        let name = CString::new(call.entry)
+            .map_err(|_| backend(format!("bad entry name {:?}", call.entry)))?;
+        let _bound = self.bind().map_err(|e| backend(e.to_string()))?;
+        let f = unsafe { result::module::get_function(module, name) }
+            .map_err(|e| backend(format!("entry `{}`: {}", call.entry, describe(e))))?;
+        functions.insert(call.entry.to_string(), f);
+        Ok(f)
+    }
+
+    /// The error for a launch the device faulted on (or refused because an
+    /// earlier one faulted).
+    fn launch_fault(&self, call: &EntryCall<'_>, e: DriverError, waited: bool) -> LaunchError {
+        let candidates = self.fault_candidates();
+        let cause = if waited {
+            "the kernel faulted (PHOBOS_SYNC=1 waited for it)".to_string()
+        } else {
+            format!(
+                "the device faulted in an earlier launch: {}",
+                crate::error::candidates_text(&candidates)
+            )
         };
-        self.bind().map_err(|e| backend(e.to_string()))?;
+        LaunchError::Fault {
+            site: Box::new(call.site.clone()),
+            message: format!("{}; {cause}", describe(e)),
+        }
+    }
+
+    pub(crate) fn launch(&self, call: &EntryCall<'_>) -> Result<(), LaunchError> {
+        let function = self.function(call)?;
+        self.launch_function(call, function)
+    }
+
+    fn launch_function(
+        &self,
+        call: &EntryCall<'_>,
+        function: sys::CUfunction,
+    ) -> Result<(), LaunchError> {
+        let backend = |message: String| LaunchError::Backend {
+            site: Box::new(call.site.clone()),
+            message,
+        };
+        let _bound = self.bind().map_err(|e| backend(e.to_string()))?;
         // Each parameter in its own 8-byte aligned slot; the driver copies
         // as many bytes as the entry declares.
         let mut slots: Vec<u64> = call
@@ -343,7 +528,7 @@ impl CudaBackend {
             .collect();
         let [gx, gy, gz] = call.grid;
         let [bx, by, bz] = call.block;
-        unsafe {
+        let launched = unsafe {
             result::launch_kernel(
                 function,
                 (gx, gy, gz),
@@ -352,22 +537,103 @@ impl CudaBackend {
                 std::ptr::null_mut(),
                 &mut params,
             )
+        };
+        match launched {
+            Err(e) if is_device_fault(&e) => return Err(self.launch_fault(call, e, false)),
+            Err(e) => return Err(backend(describe(e))),
+            Ok(()) => {}
         }
-        .map_err(|e| backend(describe(e)))
+        {
+            let mut f = lock(&self.in_flight);
+            if f.launches.len() == IN_FLIGHT_KEPT {
+                f.launches.remove(0);
+                f.dropped += 1;
+            }
+            f.launches.push(format!(
+                "{}, entry `{}`, grid {:?}, block {:?}",
+                call.site, call.entry, call.grid, call.block
+            ));
+        }
+        if self.sync_each_launch {
+            match result::ctx::synchronize() {
+                Ok(()) => self.settled(),
+                Err(e) if is_device_fault(&e) => {
+                    let err = self.launch_fault(call, e, true);
+                    return Err(err);
+                }
+                Err(e) => return Err(backend(describe(e))),
+            }
+        }
+        Ok(())
+    }
+
+    /// Times one launch configuration with events on the launch's stream
+    /// (the default stream): `warmups` untimed launches, then `runs` timed
+    /// ones; returns the median in milliseconds.
+    pub(crate) fn time(
+        &self,
+        call: &EntryCall<'_>,
+        warmups: usize,
+        runs: usize,
+    ) -> Result<f32, LaunchError> {
+        let backend = |message: String| LaunchError::Backend {
+            site: Box::new(call.site.clone()),
+            message,
+        };
+        let function = self.function(call)?;
+        for _ in 0..warmups {
+            self.launch_function(call, function)?;
+        }
+        let _bound = self.bind().map_err(|e| backend(e.to_string()))?;
+        let flags = sys::CUevent_flags::CU_EVENT_DEFAULT;
+        let start = result::event::create(flags).map_err(|e| backend(describe(e)))?;
+        let end = match result::event::create(flags) {
+            Ok(e) => e,
+            Err(e) => {
+                unsafe {
+                    let _ = result::event::destroy(start);
+                }
+                return Err(backend(describe(e)));
+            }
+        };
+        let timed = (|| {
+            let mut times = Vec::with_capacity(runs);
+            for _ in 0..runs.max(1) {
+                let null = std::ptr::null_mut();
+                unsafe { result::event::record(start, null) }.map_err(|e| backend(describe(e)))?;
+                self.launch_function(call, function)?;
+                unsafe { result::event::record(end, null) }.map_err(|e| backend(describe(e)))?;
+                unsafe { result::event::synchronize(end) }
+                    .map_err(|e| self.launch_fault(call, e, false))?;
+                self.settled();
+                times.push(
+                    unsafe { result::event::elapsed(start, end) }
+                        .map_err(|e| backend(describe(e)))?,
+                );
+            }
+            times.sort_by(f32::total_cmp);
+            Ok(times[times.len() / 2])
+        })();
+        unsafe {
+            let _ = result::event::destroy(start);
+            let _ = result::event::destroy(end);
+        }
+        timed
     }
 }
 
 impl Drop for CudaBackend {
     fn drop(&mut self) {
-        if self.bind().is_ok() {
+        if let Ok(_bound) = self.bind() {
             let modules = self
                 .modules
                 .get_mut()
                 .unwrap_or_else(PoisonError::into_inner);
-            for m in modules.values() {
-                let m = m.lock().unwrap_or_else(PoisonError::into_inner);
-                unsafe {
-                    let _ = result::module::unload(m.module);
+            for slot in modules.values() {
+                if let Some(m) = *lock(&slot.module) {
+                    unsafe {
+                        let _ = result::module::unload(m);
+                    }
                 }
             }
         }

@@ -1,18 +1,18 @@
 //! `Device`: one handle over the two backends, an NVIDIA GPU through the CUDA
 //! driver (`cuda.rs`) and the CPU simulator (`sim.rs`). Owns backend choice
 //! (`Device::auto`, `PHOBOS_BACKEND`), allocation and host transfers, and the
-//! per-device caches (loaded modules live in the backends, autotune winners
-//! here). Launch checks live in `launch.rs`, not here.
+//! per-device caches (loaded modules live in the backends, autotune
+//! decisions in `tuning.rs`). Launch checks live in `launch.rs`, not here.
 
 use crate::elem::{to_bytes, Elem};
 use crate::error::{DeviceError, LaunchError, Site};
-use crate::launch::{KernelSource, PtxArg};
+use crate::launch::{KernelId, KernelSource, PtxArg};
 use crate::tensor::{elem_size, Buffer, Tensor};
+use crate::tuning::{TuneKey, Tuning};
 use phobos_core::meta::VariantMeta;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Which backend a device runs kernels on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,14 +55,10 @@ pub(crate) enum Backend {
     Sim(crate::sim::SimBackend),
 }
 
-/// The key of a cached autotune decision: the kernel (by the address of its
-/// embedded PTX) and the values of its dims.
-pub(crate) type TuneKey = (usize, Vec<usize>);
-
 pub(crate) struct DeviceInner {
     id: u64,
     pub(crate) backend: Backend,
-    pub(crate) tuned: Mutex<HashMap<TuneKey, usize>>,
+    pub(crate) tuning: Tuning,
 }
 
 /// A device kernels run on: a GPU or the simulator. Cheap to clone; clones
@@ -80,7 +76,7 @@ impl Device {
             inner: Arc::new(DeviceInner {
                 id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
                 backend,
-                tuned: Mutex::new(HashMap::new()),
+                tuning: Tuning::new(crate::tuning::cache_path()),
             }),
         }
     }
@@ -175,11 +171,12 @@ impl Device {
         Ok(Tensor::from_buffer(buf, 0, shape.to_vec()))
     }
 
-    /// A new tensor of the given shape with every element zero.
+    /// A new tensor of the given shape with every element zero, set on
+    /// the device (`cuMemsetD8`): no host buffer of the tensor's size.
     pub fn zeros<T: Elem>(&self, shape: &[usize]) -> Result<Tensor<T>, DeviceError> {
         let bytes = shape.iter().product::<usize>() * elem_size::<T>();
         let buf = self.alloc_buffer(bytes, &label::<T>(shape))?;
-        self.upload_bytes(buf.addr, &vec![0u8; bytes])?;
+        self.memset(buf.addr, 0, bytes)?;
         Ok(Tensor::from_buffer(buf, 0, shape.to_vec()))
     }
 
@@ -188,6 +185,64 @@ impl Device {
         match &self.inner.backend {
             Backend::Cuda(c) => c.synchronize(),
             Backend::Sim(_) => Ok(()),
+        }
+    }
+
+    /// Makes autotune decisions shipped with the program known, so that
+    /// the kernels they cover are not timed on this machine. `ron` is the
+    /// text [`Device::export_tuning`] wrote (e.g. `include_str!`-ed);
+    /// entries match on GPU name, compute capability, kernel content and
+    /// dims, whatever the driver version. Returns how many entries it read.
+    pub fn preload_tuning(&self, ron: &str) -> Result<usize, DeviceError> {
+        self.inner.tuning.preload(ron).map_err(DeviceError::Tuning)
+    }
+
+    /// Writes every autotune decision this device knows (made in this
+    /// process, or found in the on-disk cache) to `path` as RON, for
+    /// [`Device::preload_tuning`]. Returns how many entries it wrote.
+    pub fn export_tuning(&self, path: &std::path::Path) -> Result<usize, DeviceError> {
+        let (text, n) = self.inner.tuning.export();
+        crate::tuning::write_export(path, &text)
+            .map_err(|e| DeviceError::Tuning(format!("{}: {e}", path.display())))?;
+        Ok(n)
+    }
+
+    /// The key of an autotune decision on this device; `None` on the
+    /// simulator, which does not tune.
+    pub(crate) fn tune_key(&self, id: &KernelId, dims: &[(String, usize)]) -> Option<TuneKey> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => Some(TuneKey {
+                gpu: c.name().to_string(),
+                arch: c.arch(),
+                driver: c.driver_version(),
+                module: id.module.to_string(),
+                kernel: id.name.to_string(),
+                hash: format!("{:016x}", id.hash),
+                dims: dims.to_vec(),
+            }),
+            Backend::Sim(_) => None,
+        }
+    }
+
+    /// The median time of one entry call in milliseconds, measured with
+    /// CUDA events after `warmups` launches; `None` on the simulator.
+    pub(crate) fn time_entry(
+        &self,
+        call: &EntryCall<'_>,
+        warmups: usize,
+        runs: usize,
+    ) -> Result<Option<f32>, LaunchError> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.time(call, warmups, runs).map(Some),
+            Backend::Sim(_) => Ok(None),
+        }
+    }
+
+    /// Sets `len` bytes at `addr` to `value`, on the device.
+    pub(crate) fn memset(&self, addr: u64, value: u8, len: usize) -> Result<(), DeviceError> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.memset(addr, value, len),
+            Backend::Sim(s) => s.memset(addr, value, len),
         }
     }
 
@@ -257,6 +312,8 @@ fn label<T: Elem>(shape: &[usize]) -> String {
 /// One checked launch, as the backends receive it.
 pub(crate) struct EntryCall<'a> {
     pub site: &'a Site,
+    /// The kernel's identity, which keys the backends' module caches.
+    pub id: &'a KernelId,
     pub source: &'a KernelSource,
     pub entry: &'a str,
     /// The variant's metadata (the shared plan names tiles in reports).

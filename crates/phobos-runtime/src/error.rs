@@ -143,6 +143,18 @@ pub enum LaunchError {
     /// failed: `report` says what, where in the source, in which CTA and
     /// thread, at which address of which tensor.
     Check { site: Box<Site>, report: String },
+    /// A read-only tensor and a written tensor overlap in memory. Read-only
+    /// tensors are loaded through the non-coherent cache (`ld.global.nc`),
+    /// which may return stale data for bytes the same launch writes.
+    Aliasing {
+        site: Box<Site>,
+        read: String,
+        written: String,
+    },
+    /// The device faulted: this launch (`PHOBOS_SYNC=1` waits for each
+    /// one) or an earlier one, which `message` names. The CUDA context is
+    /// then unusable (see [`DeviceError::Fault`]).
+    Fault { site: Box<Site>, message: String },
     /// The driver or the simulator failed the launch itself.
     Backend { site: Box<Site>, message: String },
 }
@@ -168,6 +180,8 @@ impl LaunchError {
             | LaunchError::SharedMemoryTooLarge { site, .. }
             | LaunchError::ModuleLoad { site, .. }
             | LaunchError::Check { site, .. }
+            | LaunchError::Aliasing { site, .. }
+            | LaunchError::Fault { site, .. }
             | LaunchError::Backend { site, .. } => site,
         }
     }
@@ -282,6 +296,15 @@ impl fmt::Display for LaunchError {
                 Ok(())
             }
             LaunchError::Check { report, .. } => write!(f, "the simulator's checks failed:\n{report}"),
+            LaunchError::Aliasing { read, written, .. } => write!(
+                f,
+                "tensor `{read}` (read-only) overlaps tensor `{written}` (written); read-only \
+                 tensors are loaded through the non-coherent cache and could read stale data, \
+                 so pass a copy of `{read}` or separate buffers"
+            ),
+            LaunchError::Fault { message, .. } => {
+                write!(f, "launch failed: {message}\n  note: {STICKY_NOTE}")
+            }
             LaunchError::Backend { message, .. } => write!(f, "launch failed: {message}"),
         }
     }
@@ -311,6 +334,38 @@ pub enum DeviceError {
     Simulator(String),
     /// The device reports an architecture Phobos cannot target.
     UnsupportedArch { name: String, arch: u32 },
+    /// The GPU faulted in a kernel (an illegal address, a failed launch);
+    /// the driver reported it at this later call. `launches` are the
+    /// launches made since the device last finished all its work, one of
+    /// which caused it. The error is sticky: the CUDA context, shared by
+    /// every `Device::cuda` of that GPU in the process, refuses all further
+    /// work until every `Device` and `Tensor` on it is dropped.
+    Fault {
+        call: &'static str,
+        message: String,
+        launches: Vec<String>,
+    },
+    /// Shipped autotune decisions could not be read or written.
+    Tuning(String),
+}
+
+/// How a program recovers from a device fault, and how it finds the launch.
+pub(crate) const STICKY_NOTE: &str = "the error is sticky: this GPU's CUDA context (shared by \
+     every Device::cuda of it in the process) refuses all work from now on; drop every Device \
+     and Tensor of it and open it again to continue. Set PHOBOS_SYNC=1 to make each launch \
+     wait, so that the launch that faults reports it";
+
+/// The launches a fault may have come from, as a message lists them.
+pub(crate) fn candidates_text(launches: &[String]) -> String {
+    match launches {
+        [] => "no launch is known to be in flight".to_string(),
+        [one] => one.clone(),
+        many => format!(
+            "one of the {} launches since the last synchronization:\n    {}",
+            many.len(),
+            many.join("\n    ")
+        ),
+    }
 }
 
 impl fmt::Display for DeviceError {
@@ -344,6 +399,17 @@ impl fmt::Display for DeviceError {
             DeviceError::UnsupportedArch { name, arch } => {
                 write!(f, "{name} is sm_{arch}; Phobos targets sm_75 and newer")
             }
+            DeviceError::Fault {
+                call,
+                message,
+                launches,
+            } => write!(
+                f,
+                "CUDA {call} failed: {message}; the GPU faulted in an earlier launch: {}\n  \
+                 note: {STICKY_NOTE}",
+                candidates_text(launches)
+            ),
+            DeviceError::Tuning(message) => write!(f, "autotune decisions: {message}"),
         }
     }
 }

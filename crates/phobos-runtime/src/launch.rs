@@ -12,7 +12,6 @@ use phobos_core::ast::ScalarTy;
 use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
 use std::collections::HashMap;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 /// Everything a build embeds for one kernel: its metadata (RON text, as
 /// `phobos_core::meta::KernelMeta` serializes it), its PTX per architecture
@@ -29,12 +28,58 @@ pub struct KernelSource {
     pub cubins: &'static [(u32, &'static [u8])],
 }
 
+impl KernelSource {
+    /// A hash of everything the build embedded for the kernel (metadata,
+    /// PTX and cubins, with their architectures): stable across runs and
+    /// builds (64-bit FNV-1a), so caches on disk can be keyed by it.
+    pub fn content_hash(&self) -> u64 {
+        use std::hash::Hasher;
+        let mut h = fnv::FnvHasher::default();
+        let mut part = |bytes: &[u8]| {
+            h.write(&(bytes.len() as u64).to_le_bytes());
+            h.write(bytes);
+        };
+        part(self.name.as_bytes());
+        part(self.module.as_bytes());
+        part(self.meta.as_bytes());
+        for (arch, ptx) in self.ptx {
+            part(&arch.to_le_bytes());
+            part(ptx.as_bytes());
+        }
+        for (arch, cubin) in self.cubins {
+            part(&arch.to_le_bytes());
+            part(cubin);
+        }
+        h.finish()
+    }
+
+    /// The kernel's identity for the backends' module caches.
+    pub(crate) fn id(&self) -> KernelId {
+        KernelId {
+            module: self.module,
+            name: self.name,
+            hash: self.content_hash(),
+        }
+    }
+}
+
+/// Who a kernel is, for caches: its module path, its name and the hash of
+/// its embedded content. Two kernels share an id only when the build
+/// embedded the same thing for both.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct KernelId {
+    pub module: &'static str,
+    pub name: &'static str,
+    pub hash: u64,
+}
+
 /// A kernel as generated bindings hold it: its embedded source and its
 /// metadata, parsed on first use.
 #[derive(Debug)]
 pub struct Kernel {
     source: KernelSource,
     meta: OnceLock<Result<KernelMeta, String>>,
+    id: OnceLock<KernelId>,
 }
 
 /// The grid of CTAs, `[x, y, z]`.
@@ -145,11 +190,17 @@ impl Kernel {
         Kernel {
             source,
             meta: OnceLock::new(),
+            id: OnceLock::new(),
         }
     }
 
     pub fn source(&self) -> &KernelSource {
         &self.source
+    }
+
+    /// The kernel's identity (its content hashed once).
+    pub(crate) fn id(&self) -> &KernelId {
+        self.id.get_or_init(|| self.source.id())
     }
 
     fn site(&self, device: &Device) -> Site {
@@ -190,6 +241,7 @@ impl Kernel {
         checker.check_kinds()?;
         let dims = checker.check_tensors()?;
         checker.check_aligned(&dims)?;
+        checker.check_aliasing()?;
         let candidates = checker.matching_variants(&dims)?;
         let grid_for = |variant: &VariantMeta| checker.grid(grid, &dims, variant);
         // Without `@grid` the caller's grid was computed for one variant and
@@ -206,6 +258,7 @@ impl Kernel {
         let ptx_args = checker.ptx_args(variant, &dims, &HashMap::new())?;
         device.launch_entry(&EntryCall {
             site: &site,
+            id: self.id(),
             source: &self.source,
             entry: &variant.entry,
             variant,
@@ -215,10 +268,15 @@ impl Kernel {
         })
     }
 
-    /// Picks among variants that differ only in free tuning constants: on a
-    /// GPU by timing each once per device and dims (on scratch copies of the
-    /// written tensors, so the real outputs are written exactly once), on the
-    /// simulator the first one, since simulated time says nothing about a GPU.
+    /// Picks among variants that differ only in free tuning constants. On
+    /// the simulator: the first variant (simulated time says nothing about
+    /// a GPU). On a GPU: a decision already made for this GPU, driver,
+    /// kernel content and dims (in this process, shipped with the program
+    /// through `Device::preload_tuning`, or in the on-disk cache); else
+    /// each variant that can launch is timed with CUDA events after a
+    /// warm-up (the median of several runs, on scratch copies of the
+    /// written tensors, so the real outputs are written exactly once), and
+    /// the fastest is kept in memory and on disk.
     fn tuned_variant<'m>(
         &self,
         checker: &Checker<'_, 'm>,
@@ -227,23 +285,12 @@ impl Kernel {
         grid_for: &dyn Fn(&VariantMeta) -> Result<[u32; 3], LaunchError>,
     ) -> Result<&'m VariantMeta, LaunchError> {
         let device = checker.device;
-        if device.arch().is_none() {
+        let Some(key) = device.tune_key(self.id(), &self.named_dims(checker.meta, dims)) else {
             return Ok(candidates[0]);
-        }
-        let key = (
-            self.source.ptx.as_ptr() as usize,
-            checker
-                .meta
-                .dims
-                .iter()
-                .map(|d| dims.get(&d.name).map_or(0, |a| a.value))
-                .collect::<Vec<_>>(),
-        );
-        let cached = lock(&device.inner.tuned).get(&key).copied();
-        if let Some(index) = cached {
-            if let Some(v) = candidates.get(index) {
-                return Ok(v);
-            }
+        };
+        let by_entry = |entry: &str| candidates.iter().find(|v| v.entry == entry).copied();
+        if let Some(v) = device.inner.tuning.lookup(&key).and_then(|e| by_entry(&e)) {
+            return Ok(v);
         }
         let backend_err = |message: String| LaunchError::Backend {
             site: Box::new(checker.site.clone()),
@@ -273,43 +320,67 @@ impl Kernel {
                 keep_alive.push(buf);
             }
         }
-        let mut best: Option<(Duration, usize)> = None;
-        for (index, variant) in candidates.iter().enumerate() {
-            if checker.check_block(variant).is_err() {
-                continue;
-            }
+        let mut best: Option<(f32, &'m VariantMeta)> = None;
+        let mut last_refusal = None;
+        for variant in candidates {
+            // A variant the device cannot run is skipped, not fatal: another
+            // one may fit.
+            let grid = match checker
+                .check_block(variant)
+                .and_then(|()| grid_for(variant))
+            {
+                Ok(g) => g,
+                Err(e) => {
+                    last_refusal = Some(e);
+                    continue;
+                }
+            };
             let call = EntryCall {
                 site: checker.site,
+                id: self.id(),
                 source: &self.source,
                 entry: &variant.entry,
                 variant,
-                grid: grid_for(variant)?,
+                grid,
                 block: [variant.threads, 1, 1],
                 args: &checker.ptx_args(variant, dims, &scratch)?,
             };
-            let mut fastest = Duration::MAX;
-            for _ in 0..4 {
-                let start = Instant::now();
-                device.launch_entry(&call)?;
-                device
-                    .synchronize()
-                    .map_err(|e| backend_err(format!("autotune run of {}: {e}", variant.entry)))?;
-                fastest = fastest.min(start.elapsed());
-            }
-            if best.is_none_or(|(t, _)| fastest < t) {
-                best = Some((fastest, index));
+            match device.time_entry(&call, TUNE_WARMUPS, TUNE_RUNS) {
+                Ok(Some(ms)) => {
+                    if best.is_none_or(|(t, _)| ms < t) {
+                        best = Some((ms, variant));
+                    }
+                }
+                Ok(None) => return Ok(candidates[0]),
+                // A fault leaves the context unusable: no other variant can
+                // run either.
+                Err(e @ LaunchError::Fault { .. }) => return Err(e),
+                Err(e) => last_refusal = Some(e),
             }
         }
         drop(keep_alive);
-        let index = best.map_or(0, |(_, i)| i);
-        lock(&device.inner.tuned).insert(key, index);
-        Ok(candidates[index])
+        let Some((_, winner)) = best else {
+            return Err(last_refusal.unwrap_or_else(|| {
+                checker.arguments("no autotune variant can launch on this device".to_string())
+            }));
+        };
+        device.inner.tuning.decide(key, &winner.entry);
+        Ok(winner)
+    }
+
+    /// The dims' values by name, in the kernel's declaration order.
+    fn named_dims(&self, meta: &KernelMeta, dims: &DimValues) -> Vec<(String, usize)> {
+        meta.dims
+            .iter()
+            .map(|d| (d.name.clone(), dims.get(&d.name).map_or(0, |a| a.value)))
+            .collect()
     }
 }
 
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+/// Untimed launches before timing a variant, and timed runs (the median
+/// is kept).
+const TUNE_WARMUPS: usize = 1;
+const TUNE_RUNS: usize = 5;
 
 struct Checker<'a, 'm> {
     site: &'a Site,
@@ -440,6 +511,37 @@ impl<'m> Checker<'_, 'm> {
             }
         }
         Ok(dims)
+    }
+
+    /// No read-only tensor overlaps a written one: read-only tensors are
+    /// loaded with `ld.global.nc`, whose cache is not kept coherent with
+    /// the launch's own stores.
+    fn check_aliasing(&self) -> Result<(), LaunchError> {
+        let spans: Vec<(&str, bool, u64, u64)> = self
+            .meta
+            .params
+            .iter()
+            .zip(self.args)
+            .filter_map(|(param, arg)| match (&param.kind, arg) {
+                (ParamKindMeta::Tensor { written, elem, .. }, Arg::Tensor(t)) => {
+                    let bytes = t.shape.iter().product::<usize>() as u64 * u64::from(elem.size());
+                    Some((param.name.as_str(), *written, t.address, t.address + bytes))
+                }
+                _ => None,
+            })
+            .collect();
+        for &(read, _, r0, r1) in spans.iter().filter(|s| !s.1) {
+            for &(written, _, w0, w1) in spans.iter().filter(|s| s.1) {
+                if r0 < w1 && w0 < r1 {
+                    return Err(LaunchError::Aliasing {
+                        site: Box::new(self.site.clone()),
+                        read: read.to_string(),
+                        written: written.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `@aligned` facts and the base alignment of vector-accessed tensors.
@@ -700,6 +802,30 @@ mod tests {
 
     fn b(e: GridExpr) -> Box<GridExpr> {
         Box::new(e)
+    }
+
+    fn source(name: &'static str, cubin: &'static [u8]) -> KernelSource {
+        KernelSource {
+            name,
+            module: "m.pho",
+            meta: "",
+            ptx: &[],
+            cubins: Box::leak(vec![(86, cubin)].into_boxed_slice()),
+        }
+    }
+
+    #[test]
+    fn cubin_only_kernels_have_distinct_identities() {
+        // Every cubin-only kernel has an empty PTX table; the caches once
+        // keyed by that table's address mixed them up.
+        let (a, b) = (source("a", b"cubin a"), source("b", b"cubin b"));
+        assert_ne!(a.id(), b.id());
+        // Same name, other content (a rebuilt kernel): another identity.
+        assert_ne!(source("a", b"cubin a").id(), source("a", b"cubin A").id());
+        // The same content embedded twice is one kernel, and the hash is
+        // stable across runs (persisted caches rely on it).
+        assert_eq!(source("a", b"cubin a").id(), a.id());
+        assert_eq!(a.content_hash(), 0x72dd_820e_4c9b_2573);
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod error;
 mod launch;
 mod sim;
 mod tensor;
+mod tuning;
 
 pub use device::{BackendKind, Device, Limits};
 pub use elem::{Elem, ScalarArg};

@@ -7,7 +7,7 @@
 
 use crate::device::EntryCall;
 use crate::error::{DeviceError, LaunchError};
-use crate::launch::PtxArg;
+use crate::launch::{KernelId, PtxArg};
 use phobos_core::meta::VariantMeta;
 use phobos_sim::{BufferId, CheckReport, KernelArg, LaunchOptions, Module, SimError, Space};
 use std::collections::{BTreeMap, HashMap};
@@ -27,8 +27,8 @@ struct SimState {
     /// Freed allocations, reused for requests of exactly their size (the
     /// simulator never shrinks, and exact sizes keep memcheck exact).
     free: Vec<Allocation>,
-    /// Parsed modules by the address of the kernel's embedded PTX table.
-    modules: HashMap<usize, Arc<Module>>,
+    /// Parsed modules by kernel identity (module, name, content hash).
+    modules: HashMap<KernelId, Arc<Module>>,
 }
 
 impl SimState {
@@ -108,6 +108,25 @@ impl SimBackend {
         state.device.write(id, offset, bytes).map_err(memory_error)
     }
 
+    /// Sets `len` bytes at `addr` to `value`, a bounded chunk at a time.
+    pub(crate) fn memset(&self, addr: u64, value: u8, len: usize) -> Result<(), DeviceError> {
+        const CHUNK: usize = 1 << 20;
+        let mut state = self.state();
+        let (alloc, offset) = state.find(addr, len)?;
+        let id = alloc.id;
+        let chunk = vec![value; len.min(CHUNK)];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(CHUNK);
+            state
+                .device
+                .write(id, offset + done, &chunk[..n])
+                .map_err(memory_error)?;
+            done += n;
+        }
+        Ok(())
+    }
+
     pub(crate) fn read(&self, addr: u64, len: usize) -> Result<Vec<u8>, DeviceError> {
         let state = self.state();
         let (alloc, offset) = state.find(addr, len)?;
@@ -161,8 +180,7 @@ impl SimBackend {
     /// architecture's PTX; it takes the lowest one built (sm_75 by default,
     /// the architecture the language's drawings are made for).
     fn module(state: &mut SimState, call: &EntryCall<'_>) -> Result<Arc<Module>, LaunchError> {
-        let key = call.source.ptx.as_ptr() as usize;
-        if let Some(m) = state.modules.get(&key) {
+        if let Some(m) = state.modules.get(call.id) {
             return Ok(Arc::clone(m));
         }
         let Some(&(arch, ptx)) = call.source.ptx.first() else {
@@ -180,7 +198,7 @@ impl SimBackend {
             log: String::new(),
         })?;
         let module = Arc::new(module);
-        state.modules.insert(key, Arc::clone(&module));
+        state.modules.insert(call.id.clone(), Arc::clone(&module));
         Ok(module)
     }
 }

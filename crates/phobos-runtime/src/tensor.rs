@@ -132,6 +132,32 @@ impl<T: Elem> Tensor<T> {
     }
 }
 
+impl<T: Elem> Tensor<T> {
+    /// Sets every element of the view to `value` on the device. A value
+    /// whose bytes are all equal (zero, `-1`, ...) is one `cuMemsetD8`;
+    /// any other is uploaded a bounded chunk at a time, so filling a tensor
+    /// never needs host memory of its size.
+    pub fn fill(&mut self, value: T) -> Result<(), DeviceError> {
+        let len = self.len();
+        self.check_in_bounds(len)?;
+        let one = to_bytes(&[value]);
+        let size = one.len();
+        let device = &self.buf.device;
+        if one.iter().all(|&b| b == one[0]) {
+            return device.memset(self.address(), one[0], len * size);
+        }
+        const CHUNK_ELEMS: usize = 1 << 16;
+        let chunk = to_bytes(&vec![value; len.min(CHUNK_ELEMS)]);
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(CHUNK_ELEMS);
+            device.upload_bytes(self.address() + (done * size) as u64, &chunk[..n * size])?;
+            done += n;
+        }
+        Ok(())
+    }
+}
+
 impl<T: Elem> fmt::Debug for Tensor<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -160,3 +160,54 @@ fn gpu_and_simulator_agree() {
         .fold(0.0f32, f32::max);
     assert!(diff < 1e-5, "GPU and simulator differ by {diff}");
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU; run by scripts/gpu-check.sh"]
+fn gpu_the_callers_current_context_is_restored() {
+    use cudarc::driver::sys;
+    let dev = gpu();
+    // Another library's context, current on this thread.
+    let mut other = std::ptr::null_mut();
+    unsafe { sys::cuCtxCreate_v2(&mut other, 0, 0) }
+        .result()
+        .unwrap();
+    let current = || {
+        let mut c = std::ptr::null_mut();
+        unsafe { sys::cuCtxGetCurrent(&mut c) }.result().unwrap();
+        c
+    };
+    assert_eq!(current(), other);
+    let err = run_matvec(&dev, &compile(LANES_MATVEC, &[75], vec![]), 64, 128);
+    assert!(err < 1e-3, "max error {err}");
+    dev.synchronize().unwrap();
+    assert_eq!(
+        current(),
+        other,
+        "a phobos call replaced the current context"
+    );
+    // The other context still works for its owner.
+    let mut bytes = 0;
+    unsafe { sys::cuMemGetInfo_v2(&mut bytes, &mut 0) }
+        .result()
+        .unwrap();
+    unsafe { sys::cuCtxDestroy_v2(other) }.result().unwrap();
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU; run by scripts/gpu-check.sh"]
+fn gpu_overlapping_read_only_and_written_tensors_are_refused() {
+    let dev = gpu();
+    let kernel = compile(SCALE, &[75], vec![]);
+    let buf = dev.upload(&values(128, 3), &[128]).unwrap();
+    let x = buf.view(0, &[64]);
+    let mut y = buf.view(32, &[64]);
+    let e = kernel
+        .launch(
+            &dev,
+            Some(Grid::from(2)),
+            &[Arg::from(&x), Arg::from(&mut y)],
+        )
+        .unwrap_err();
+    assert!(matches!(e, LaunchError::Aliasing { .. }), "{e:?}");
+    assert!(e.to_string().contains(&dev.arch_label()), "{e}");
+}

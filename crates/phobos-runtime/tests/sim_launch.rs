@@ -122,3 +122,61 @@ fn a_tuned_dim_picks_its_variant_or_is_refused() {
         "{e:?}"
     );
 }
+
+/// Runs `scale` with `x` and `y` as views of one buffer at the given
+/// element offsets.
+fn scale_views(dev: &Device, x_at: usize, y_at: usize, n: usize) -> Result<Vec<f32>, LaunchError> {
+    let kernel = compile(SCALE, &[75], vec![]);
+    let buf = dev.upload(&values(3 * n, 9), &[3 * n]).unwrap();
+    let x = buf.view(x_at, &[n]);
+    let mut y = buf.view(y_at, &[n]);
+    kernel.launch(
+        dev,
+        Some(Grid::from(cdiv(n, 32))),
+        &[Arg::from(&x), Arg::from(&mut y)],
+    )?;
+    Ok(y.to_vec().unwrap())
+}
+
+#[test]
+fn a_read_only_tensor_overlapping_a_written_one_is_refused() {
+    let dev = Device::sim();
+    // y starts 8 elements into x: they share 56 elements.
+    let e = scale_views(&dev, 0, 8, 64).unwrap_err();
+    let LaunchError::Aliasing { read, written, .. } = &e else {
+        panic!("{e:?}");
+    };
+    assert_eq!((read.as_str(), written.as_str()), ("x", "y"));
+    assert!(
+        e.to_string()
+            .contains("`x` (read-only) overlaps tensor `y`"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("kernel `scale`"), "{e}");
+    // The same tensor as both arguments.
+    assert!(matches!(
+        scale_views(&dev, 64, 64, 64),
+        Err(LaunchError::Aliasing { .. })
+    ));
+    // Adjacent views of one buffer do not overlap.
+    let y = scale_views(&dev, 0, 64, 64).unwrap();
+    let want: Vec<f32> = values(3 * 64, 9)[..64].iter().map(|v| 2.0 * v).collect();
+    assert_eq!(y, want);
+}
+
+#[test]
+fn fill_sets_every_element_of_a_view() {
+    let dev = Device::sim();
+    let buf = dev.upload(&[7i32; 100], &[100]).unwrap();
+    let mut mid = buf.view(10, &[80]);
+    mid.fill(-1).unwrap();
+    mid.view(0, &[10]).fill(3).unwrap();
+    let all = buf.to_vec().unwrap();
+    assert_eq!(&all[..10], &[7; 10]);
+    assert_eq!(&all[10..20], &[3; 10]);
+    assert_eq!(&all[20..90], &[-1; 70]);
+    assert_eq!(&all[90..], &[7; 10]);
+    assert!(buf.view(90, &[20]).fill(0).is_err());
+    let z = dev.zeros::<f32>(&[0]).unwrap();
+    assert!(z.to_vec().unwrap().is_empty());
+}

@@ -151,6 +151,25 @@ impl Device {
         Ok(BufferId(id))
     }
 
+    /// Frees a buffer's storage. Its address range stays reserved and now
+    /// holds zero bytes, so a later access through a stale pointer is an
+    /// out-of-bounds access of the freed buffer (use after free), never a
+    /// read of whatever was allocated next.
+    pub fn release(&mut self, id: BufferId) -> Result<(), SimError> {
+        let b = self
+            .buffers
+            .get_mut(id.index())
+            .ok_or_else(|| SimError::Memory {
+                message: format!("no buffer with id {}", id.0),
+            })?;
+        b.len = 0;
+        b.words = Box::new([]);
+        if !b.name.ends_with(" (freed)") {
+            b.name.push_str(" (freed)");
+        }
+        Ok(())
+    }
+
     /// Allocates a buffer holding a copy of `data`.
     pub fn alloc_from(&mut self, name: &str, data: &[u8]) -> Result<BufferId, SimError> {
         let id = self.alloc(name, data.len())?;
@@ -291,5 +310,32 @@ pub(crate) fn classify_generic(addr: u64) -> Generic {
         Generic::Local(addr - LOCAL_GENERIC_BASE)
     } else {
         Generic::Global(addr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_released_buffer_keeps_its_address_and_holds_nothing() {
+        let mut dev = Device::new();
+        let a = dev.alloc("a", 64).unwrap();
+        let b = dev.alloc("b", 64).unwrap();
+        let base = dev.address(a).unwrap();
+        dev.release(a).unwrap();
+        assert_eq!(dev.address(a).unwrap(), base);
+        assert_eq!(dev.len(a).unwrap(), 0);
+        assert!(dev.read(a, 0, &mut [0u8; 4]).is_err());
+        assert!(matches!(
+            dev.locate(base, 4),
+            Err(GlobalFault::OutOfBounds { buffer: Some(0) })
+        ));
+        assert_eq!(dev.name(a).unwrap(), "a (freed)");
+        // Other buffers are untouched, and new ones get new addresses.
+        dev.write(b, 0, &[1, 2, 3, 4]).unwrap();
+        let c = dev.alloc("c", 64).unwrap();
+        assert_ne!(dev.address(c).unwrap(), base);
+        assert!(dev.release(BufferId(99)).is_err());
     }
 }

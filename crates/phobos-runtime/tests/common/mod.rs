@@ -135,3 +135,94 @@ kernel staged_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[
   }
 }
 ";
+
+/// Reads `x`, writes `y`: the smallest kernel with a read-only and a
+/// written tensor.
+pub const SCALE: &str = "@launch(32)
+kernel scale(x: tensor<f32>[N], y: tensor<f32>[N]) {
+  let i = ctx.block.x * ctx.threads + ctx.thread
+  if i < N {
+    y[i] = 2.0 * x[i]
+  }
+}
+";
+
+/// Runs a test's body in a child process of the test binary, with `env`
+/// added, under the CUDA driver stand-in (`scripts/with-fake-gpu.sh` sets
+/// `PHOBOS_FAKE_GPU_LIB`): the stand-in reads its configuration once per
+/// process, so each configuration gets its own process. In the child,
+/// runs `body`.
+pub fn in_fake_gpu_child(test: &str, env: &[(&str, &str)], body: impl FnOnce()) {
+    in_fake_gpu_child_phase(test, "main", env, body)
+}
+
+/// [`in_fake_gpu_child`] for a test with several child processes: the
+/// child runs only the body of its `phase`.
+pub fn in_fake_gpu_child_phase(test: &str, phase: &str, env: &[(&str, &str)], body: impl FnOnce()) {
+    if let Some(p) = std::env::var_os("PHOBOS_TEST_CHILD") {
+        if p == phase {
+            body();
+        }
+        return;
+    }
+    assert!(
+        std::env::var_os("PHOBOS_FAKE_GPU_LIB").is_some(),
+        "this test needs the CUDA driver stand-in: run it under scripts/with-fake-gpu.sh"
+    );
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args([
+            test,
+            "--exact",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("PHOBOS_TEST_CHILD", phase)
+        .env("PHOBOS_FAKE_GPU_QUIET", "1")
+        .env("PHOBOS_TUNE_CACHE", "off")
+        .envs(env.iter().copied())
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{test} failed in its child process:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// True in the child process of [`in_fake_gpu_child`], where the parent's
+/// own checks after the child ran must not run.
+pub fn is_child() -> bool {
+    std::env::var_os("PHOBOS_TEST_CHILD").is_some()
+}
+
+/// The device under the stand-in (the child's `PHOBOS_BACKEND=cuda`).
+pub fn fake_gpu() -> phobos_runtime::Device {
+    let dev = phobos_runtime::Device::cuda(0).expect("the CUDA driver stand-in opens");
+    assert!(
+        dev.name().contains("phobos-sim") || std::env::var_os("PHOBOS_FAKE_GPU_NAME").is_some(),
+        "not the stand-in: {}",
+        dev.name()
+    );
+    dev
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("phobos-rt-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
+
+/// The lines of the stand-in's call trace that start with `call`.
+pub fn trace_lines(path: &std::path::Path, call: &str) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with(call))
+        .map(str::to_string)
+        .collect()
+}

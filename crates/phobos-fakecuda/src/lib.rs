@@ -1,0 +1,586 @@
+//! phobos-fakecuda: a CUDA driver stand-in over `phobos-sim`. Built as a
+//! shared library and loaded in place of `libcuda.so` (by
+//! `scripts/with-fake-gpu.sh`), it lets any program that drives its PTX
+//! kernels through the CUDA driver API run them on the CPU, with the
+//! simulator's sanitizer checks, on a machine with no GPU.
+//!
+//! This file is the C ABI and nothing else: each exported entry point
+//! checks its pointers, calls into [`driver`], and turns the outcome into a
+//! `CUresult`. A panic never crosses the boundary (it becomes
+//! `CUDA_ERROR_UNKNOWN`). The exported names are the versioned symbols the
+//! CUDA 12 headers map the API to (`cuMemAlloc_v2`, `cuCtxDestroy_v2`,
+//! ...), which is what a dynamic loader such as cudarc's resolves.
+//! The device's description and the fault injection knobs are in
+//! [`config`]; the semantics (sticky faults, simulated time) in [`driver`].
+//!
+//! It must never be found where a real driver is looked for: the build
+//! produces `libphobos_fakecuda.so`, and only the script copies it to a
+//! private folder under the name `libcuda.so`.
+
+#![allow(non_snake_case)]
+#![allow(clippy::missing_safety_doc)]
+
+mod config;
+mod driver;
+mod errors;
+
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute, CUjit_option, CUresult};
+use driver::{Driver, JitLogs};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
+
+type Handle = *mut c_void;
+
+static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
+
+/// Runs an entry point's body, turning a panic into `CUDA_ERROR_UNKNOWN`.
+/// An entry point named in `PHOBOS_FAKE_GPU_FAIL` fails with
+/// `CUDA_ERROR_UNKNOWN` without doing anything.
+fn guard(name: &str, body: impl FnOnce() -> Result<(), CUresult>) -> CUresult {
+    if let Some(Ok(d)) = DRIVER.get() {
+        if d.config.fail_calls.iter().any(|c| c == name) {
+            d.trace(|| format!("{name}: failed (injected)"));
+            return CUresult::CUDA_ERROR_UNKNOWN;
+        }
+    }
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => CUresult::CUDA_SUCCESS,
+        Ok(Err(e)) => e,
+        Err(_) => CUresult::CUDA_ERROR_UNKNOWN,
+    }
+}
+
+/// The driver, once `cuInit` has succeeded.
+fn drv() -> Result<&'static Driver, CUresult> {
+    match DRIVER.get() {
+        Some(Ok(d)) => Ok(d),
+        _ => Err(CUresult::CUDA_ERROR_NOT_INITIALIZED),
+    }
+}
+
+/// Writes through an out-pointer, refusing null.
+unsafe fn out<T>(p: *mut T, v: T) -> Result<(), CUresult> {
+    if p.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    p.write(v);
+    Ok(())
+}
+
+fn device_ok(dev: c_int) -> Result<(), CUresult> {
+    if dev == 0 {
+        Ok(())
+    } else {
+        Err(CUresult::CUDA_ERROR_INVALID_DEVICE)
+    }
+}
+
+fn h(v: u64) -> Handle {
+    v as usize as Handle
+}
+
+fn id(p: Handle) -> u64 {
+    p as usize as u64
+}
+
+// ---- initialization and the device ----
+
+#[no_mangle]
+pub extern "C" fn cuInit(flags: c_uint) -> CUresult {
+    guard("cuInit", || {
+        if flags != 0 {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let d = DRIVER.get_or_init(|| {
+            config::Config::from_env()
+                .and_then(Driver::new)
+                .inspect_err(|e| eprintln!("phobos-fakecuda: {e}"))
+        });
+        d.as_ref()
+            .map(|_| ())
+            .map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CUresult {
+    guard("cuDriverGetVersion", || {
+        let v = match DRIVER.get() {
+            Some(Ok(d)) => d.config.driver_version,
+            _ => config::Config::default().driver_version,
+        };
+        out(version, v)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CUresult {
+    guard("cuDeviceGetCount", || {
+        drv()?;
+        out(count, 1)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> CUresult {
+    guard("cuDeviceGet", || {
+        drv()?;
+        device_ok(ordinal)?;
+        out(device, 0)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: c_int) -> CUresult {
+    guard("cuDeviceGetName", || {
+        let d = drv()?;
+        device_ok(dev)?;
+        if name.is_null() || len <= 0 {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let bytes = d.config.name.as_bytes();
+        let n = bytes.len().min(len as usize - 1);
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), name.cast::<u8>(), n);
+        *name.add(n) = 0;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: c_int) -> CUresult {
+    guard("cuDeviceTotalMem_v2", || {
+        let d = drv()?;
+        device_ok(dev)?;
+        out(bytes, d.config.memory_bytes as usize)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetAttribute(
+    value: *mut c_int,
+    attrib: c_uint,
+    dev: c_int,
+) -> CUresult {
+    guard("cuDeviceGetAttribute", || {
+        let d = drv()?;
+        device_ok(dev)?;
+        let c = &d.config;
+        let clamp = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+        use CUdevice_attribute as A;
+        let v = match attrib {
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK as u32 => {
+                clamp(c.max_threads_per_block)
+            }
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X as u32 => {
+                clamp(c.max_threads_per_block)
+            }
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y as u32 => {
+                clamp(c.max_threads_per_block)
+            }
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z as u32 => 64,
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X as u32 => clamp(c.max_grid[0]),
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y as u32 => clamp(c.max_grid[1]),
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z as u32 => clamp(c.max_grid[2]),
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK as u32 => {
+                clamp(c.shared_per_block)
+            }
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN as u32 => {
+                clamp(c.shared_per_block)
+            }
+            a if a == A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY as u32 => 65536,
+            a if a == A::CU_DEVICE_ATTRIBUTE_WARP_SIZE as u32 => 32,
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK as u32 => 65536,
+            a if a == A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE as u32 => 1_500_000,
+            a if a == A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT as u32 => clamp(c.sms),
+            a if a == A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR as u32 => 2048,
+            a if a == A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR as u32 => clamp(c.arch / 10),
+            a if a == A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR as u32 => clamp(c.arch % 10),
+            a if a == A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING as u32 => 1,
+            a if a == A::CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS as u32 => 1,
+            a if a == A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED as u32 => 0,
+            a if a == A::CU_DEVICE_ATTRIBUTE_INTEGRATED as u32 => 0,
+            _ => {
+                d.trace(|| format!("cuDeviceGetAttribute {attrib}: not modelled"));
+                return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+            }
+        };
+        out(value, v)
+    })
+}
+
+// ---- contexts ----
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut Handle, dev: c_int) -> CUresult {
+    guard("cuDevicePrimaryCtxRetain", || {
+        let d = drv()?;
+        device_ok(dev)?;
+        if ctx.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(ctx, h(d.primary_retain()))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuDevicePrimaryCtxRelease_v2(dev: c_int) -> CUresult {
+    guard("cuDevicePrimaryCtxRelease_v2", || {
+        device_ok(dev)?;
+        drv()?.primary_release()
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(
+    dev: c_int,
+    flags: *mut c_uint,
+    active: *mut c_int,
+) -> CUresult {
+    guard("cuDevicePrimaryCtxGetState", || {
+        device_ok(dev)?;
+        let retained = drv()?.primary_active();
+        out(flags, 0)?;
+        out(active, c_int::from(retained))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuDevicePrimaryCtxReset_v2(dev: c_int) -> CUresult {
+    guard("cuDevicePrimaryCtxReset_v2", || {
+        device_ok(dev)?;
+        drv()?.primary_reset();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxCreate_v2(ctx: *mut Handle, _flags: c_uint, dev: c_int) -> CUresult {
+    guard("cuCtxCreate_v2", || {
+        let d = drv()?;
+        device_ok(dev)?;
+        if ctx.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(ctx, h(d.ctx_create()))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxDestroy_v2(ctx: Handle) -> CUresult {
+    guard("cuCtxDestroy_v2", || drv()?.ctx_destroy(id(ctx)))
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxSetCurrent(ctx: Handle) -> CUresult {
+    guard("cuCtxSetCurrent", || drv()?.set_current(id(ctx)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetCurrent(ctx: *mut Handle) -> CUresult {
+    guard("cuCtxGetCurrent", || out(ctx, h(drv()?.get_current())))
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxPushCurrent_v2(ctx: Handle) -> CUresult {
+    guard("cuCtxPushCurrent_v2", || drv()?.push_current(id(ctx)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxPopCurrent_v2(ctx: *mut Handle) -> CUresult {
+    guard("cuCtxPopCurrent_v2", || {
+        let popped = drv()?.pop_current()?;
+        if !ctx.is_null() {
+            ctx.write(h(popped));
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetDevice(device: *mut c_int) -> CUresult {
+    guard("cuCtxGetDevice", || {
+        if drv()?.get_current() == 0 {
+            return Err(CUresult::CUDA_ERROR_INVALID_CONTEXT);
+        }
+        out(device, 0)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxSynchronize() -> CUresult {
+    guard("cuCtxSynchronize", || drv()?.synchronize())
+}
+
+#[no_mangle]
+pub extern "C" fn cuStreamSynchronize(_stream: Handle) -> CUresult {
+    guard("cuStreamSynchronize", || drv()?.synchronize())
+}
+
+// ---- memory ----
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut u64, bytes: usize) -> CUresult {
+    guard("cuMemAlloc_v2", || {
+        if dptr.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(dptr, drv()?.mem_alloc(bytes)?)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemFree_v2(dptr: u64) -> CUresult {
+    guard("cuMemFree_v2", || drv()?.mem_free(dptr))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CUresult {
+    guard("cuMemGetInfo_v2", || {
+        let (f, t) = drv()?.mem_info();
+        out(free, f as usize)?;
+        out(total, t as usize)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyHtoD_v2(dst: u64, src: *const c_void, bytes: usize) -> CUresult {
+    guard("cuMemcpyHtoD_v2", || {
+        let d = drv()?;
+        if bytes == 0 {
+            return d.write(dst, &[]);
+        }
+        if src.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        d.write(dst, std::slice::from_raw_parts(src.cast::<u8>(), bytes))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyDtoH_v2(dst: *mut c_void, src: u64, bytes: usize) -> CUresult {
+    guard("cuMemcpyDtoH_v2", || {
+        let d = drv()?;
+        if bytes == 0 {
+            return d.read(src, &mut []);
+        }
+        if dst.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        d.read(src, std::slice::from_raw_parts_mut(dst.cast::<u8>(), bytes))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoD_v2(dst: u64, src: u64, bytes: usize) -> CUresult {
+    guard("cuMemcpyDtoD_v2", || drv()?.copy(dst, src, bytes))
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemsetD8_v2(dst: u64, value: u8, n: usize) -> CUresult {
+    guard("cuMemsetD8_v2", || drv()?.memset(dst, value, n))
+}
+
+// ---- modules and functions ----
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoadDataEx(
+    module: *mut Handle,
+    image: *const c_void,
+    n_options: c_uint,
+    options: *mut CUjit_option,
+    values: *mut *mut c_void,
+) -> CUresult {
+    guard("cuModuleLoadDataEx", || {
+        let d = drv()?;
+        if module.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let want = driver::log_options(n_options, options, values);
+        let mut logs = JitLogs {
+            error: String::new(),
+            info: String::new(),
+        };
+        let result = d.module_load(image, &mut logs);
+        if let Some(buf) = want.error {
+            driver::fill_log(&logs.error, buf, values);
+        }
+        if let Some(buf) = want.info {
+            driver::fill_log(&logs.info, buf, values);
+        }
+        out(module, h(result?))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoadData(module: *mut Handle, image: *const c_void) -> CUresult {
+    cuModuleLoadDataEx(module, image, 0, std::ptr::null_mut(), std::ptr::null_mut())
+}
+
+#[no_mangle]
+pub extern "C" fn cuModuleUnload(module: Handle) -> CUresult {
+    guard("cuModuleUnload", || drv()?.module_unload(id(module)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleGetFunction(
+    f: *mut Handle,
+    module: Handle,
+    name: *const c_char,
+) -> CUresult {
+    guard("cuModuleGetFunction", || {
+        if f.is_null() || name.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let name = CStr::from_ptr(name)
+            .to_str()
+            .map_err(|_| CUresult::CUDA_ERROR_NOT_FOUND)?;
+        out(f, h(drv()?.get_function(id(module), name)?))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuFuncSetAttribute(f: Handle, attrib: c_uint, value: c_int) -> CUresult {
+    guard("cuFuncSetAttribute", || {
+        let d = drv()?;
+        if attrib == CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as u32 {
+            d.func_set_max_dynamic_shared(id(f), value)
+        } else {
+            Err(CUresult::CUDA_ERROR_NOT_SUPPORTED)
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncGetAttribute(
+    value: *mut c_int,
+    attrib: c_uint,
+    f: Handle,
+) -> CUresult {
+    guard("cuFuncGetAttribute", || {
+        let d = drv()?;
+        let (shared, dynamic) = d.func_shared_bytes(id(f))?;
+        use CUfunction_attribute as F;
+        let v = match attrib {
+            a if a == F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES as u32 => shared,
+            a if a == F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as u32 => dynamic,
+            a if a == F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK as u32 => {
+                i32::try_from(d.config.max_threads_per_block).unwrap_or(i32::MAX)
+            }
+            _ => return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED),
+        };
+        out(value, v)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuLaunchKernel(
+    f: Handle,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared_bytes: c_uint,
+    _stream: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    guard("cuLaunchKernel", || {
+        let d = drv()?;
+        if !extra.is_null() {
+            return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+        }
+        let sizes = d.param_sizes(id(f))?;
+        if !sizes.is_empty() && params.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let mut bytes = Vec::with_capacity(sizes.len());
+        for (i, &size) in sizes.iter().enumerate() {
+            let p = *params.add(i);
+            if p.is_null() {
+                return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+            }
+            bytes.push(std::slice::from_raw_parts(p.cast::<u8>(), size as usize).to_vec());
+        }
+        d.launch(
+            id(f),
+            [grid_x, grid_y, grid_z],
+            [block_x, block_y, block_z],
+            shared_bytes,
+            bytes,
+        )
+    })
+}
+
+// ---- events ----
+
+#[no_mangle]
+pub unsafe extern "C" fn cuEventCreate(event: *mut Handle, _flags: c_uint) -> CUresult {
+    guard("cuEventCreate", || {
+        if event.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(event, h(drv()?.event_create()?))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuEventDestroy_v2(event: Handle) -> CUresult {
+    guard("cuEventDestroy_v2", || drv()?.event_destroy(id(event)))
+}
+
+#[no_mangle]
+pub extern "C" fn cuEventRecord(event: Handle, _stream: Handle) -> CUresult {
+    guard("cuEventRecord", || drv()?.event_record(id(event)))
+}
+
+#[no_mangle]
+pub extern "C" fn cuEventSynchronize(event: Handle) -> CUresult {
+    guard("cuEventSynchronize", || drv()?.event_synchronize(id(event)))
+}
+
+#[no_mangle]
+pub extern "C" fn cuEventQuery(event: Handle) -> CUresult {
+    // Work runs inside the launch, so a recorded event is always complete.
+    guard("cuEventQuery", || drv()?.event_synchronize(id(event)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuEventElapsedTime(ms: *mut f32, start: Handle, end: Handle) -> CUresult {
+    guard("cuEventElapsedTime", || {
+        out(ms, drv()?.event_elapsed_ms(id(start), id(end))?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuEventElapsedTime_v2(
+    ms: *mut f32,
+    start: Handle,
+    end: Handle,
+) -> CUresult {
+    cuEventElapsedTime(ms, start, end)
+}
+
+// ---- errors ----
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGetErrorName(error: c_uint, s: *mut *const c_char) -> CUresult {
+    guard("cuGetErrorName", || {
+        out(
+            s,
+            errors::name(error).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGetErrorString(error: c_uint, s: *mut *const c_char) -> CUresult {
+    guard("cuGetErrorString", || {
+        out(
+            s,
+            errors::string(error).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?,
+        )
+    })
+}

@@ -1,0 +1,419 @@
+//! The CUDA backend on the CUDA driver stand-in (`phobos-fakecuda`): what
+//! only a driver shows — asynchronous faults and sticky contexts, the
+//! current context of other code, concurrency inside the driver, device
+//! memset, event timing and the persisted autotune cache, out-of-memory.
+//! Each test runs its body in a child process configured through the
+//! stand-in's environment variables (fault injection, a call trace).
+//!
+//! Ignored by default; run them with
+//! `scripts/with-fake-gpu.sh cargo test -p phobos-runtime --test fake_gpu -- --include-ignored`.
+
+mod common;
+
+use common::*;
+use phobos_runtime::{cdiv, Arg, Device, DeviceError, Grid, LaunchError};
+use std::path::PathBuf;
+
+fn trace_path() -> PathBuf {
+    PathBuf::from(std::env::var_os("PHOBOS_FAKE_GPU_TRACE").expect("the child has a trace"))
+}
+
+/// Launches `unguarded` over more CTAs than `y` has elements for: the
+/// stores past its end are an illegal address on the device.
+fn launch_out_of_bounds(dev: &Device) -> Result<(), LaunchError> {
+    let kernel = compile(UNGUARDED, &[75], vec![]);
+    let mut y = dev.zeros::<f32>(&[1, 32]).unwrap();
+    kernel.launch(dev, Some(Grid::from(4)), &[Arg::from(&mut y)])
+}
+
+fn launch_matvec(dev: &Device) -> Result<Vec<f32>, String> {
+    let kernel = compile(LANES_MATVEC, &[75], vec![]);
+    let (n, k) = (8, 128);
+    let w = dev
+        .upload(&values(n * k, 1), &[n, k])
+        .map_err(|e| e.to_string())?;
+    let x = dev
+        .upload(&values(k, 2), &[1, k])
+        .map_err(|e| e.to_string())?;
+    let mut y = dev.zeros::<f32>(&[1, n]).map_err(|e| e.to_string())?;
+    kernel
+        .launch(
+            dev,
+            Some(Grid::from(cdiv(n, 4))),
+            &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
+        )
+        .map_err(|e| e.to_string())?;
+    y.to_vec().map_err(|e| e.to_string())
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_an_async_fault_names_the_launches_in_flight_and_a_new_device_recovers() {
+    in_fake_gpu_child(
+        "stand_in_an_async_fault_names_the_launches_in_flight_and_a_new_device_recovers",
+        &[],
+        || {
+            let dev = fake_gpu();
+            // A good launch, then the faulting one: both are in flight when
+            // the fault is reported.
+            launch_matvec(&dev).unwrap();
+            let kernel = compile(LANES_MATVEC, &[75], vec![]);
+            let w = dev.zeros::<f32>(&[4, 128]).unwrap();
+            let x = dev.zeros::<f32>(&[1, 128]).unwrap();
+            let mut y = dev.zeros::<f32>(&[1, 4]).unwrap();
+            kernel
+                .launch(
+                    &dev,
+                    Some(Grid::from(1)),
+                    &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
+                )
+                .unwrap();
+            // The launch is queued; the fault surfaces at the next
+            // synchronizing call.
+            launch_out_of_bounds(&dev).unwrap();
+            let e = dev.synchronize().unwrap_err();
+            let DeviceError::Fault { launches, .. } = &e else {
+                panic!("{e:?}");
+            };
+            assert_eq!(launches.len(), 2, "{e}");
+            assert!(launches[0].contains("lanes_matvec"), "{e}");
+            assert!(launches[1].contains("kernel `unguarded`"), "{e}");
+            assert!(launches[1].contains("grid [4, 1, 1]"), "{e}");
+            let text = e.to_string();
+            assert!(text.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{text}");
+            assert!(text.contains("one of the 2 launches"), "{text}");
+            assert!(
+                text.contains("sticky") && text.contains("PHOBOS_SYNC=1"),
+                "{text}"
+            );
+            // Sticky: every later call on the context fails, and a second
+            // `Device` of the same GPU shares the context.
+            assert!(dev.zeros::<f32>(&[4]).is_err());
+            let second = Device::cuda(0).unwrap();
+            assert!(second.upload(&[1.0f32], &[1]).is_err());
+            drop((w, x, y, second, dev));
+            // Every handle dropped: the context is released, and the GPU
+            // opens again with a fresh one.
+            let dev = fake_gpu();
+            let y = launch_matvec(&dev).unwrap();
+            assert!(y.iter().any(|&v| v != 0.0));
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_with_phobos_sync_the_faulting_launch_reports_it() {
+    in_fake_gpu_child(
+        "stand_in_with_phobos_sync_the_faulting_launch_reports_it",
+        &[("PHOBOS_SYNC", "1")],
+        || {
+            let dev = fake_gpu();
+            launch_matvec(&dev).unwrap();
+            let e = launch_out_of_bounds(&dev).unwrap_err();
+            assert!(matches!(e, LaunchError::Fault { .. }), "{e:?}");
+            assert_eq!(e.site().kernel, "unguarded");
+            assert!(e.to_string().contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{e}");
+            assert!(e.to_string().contains("PHOBOS_SYNC=1 waited"), "{e}");
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_an_injected_launch_failure_is_reported_at_the_next_synchronization() {
+    in_fake_gpu_child(
+        "stand_in_an_injected_launch_failure_is_reported_at_the_next_synchronization",
+        &[("PHOBOS_FAKE_GPU_FAIL_LAUNCH", "1")],
+        || {
+            let dev = fake_gpu();
+            let e = launch_matvec(&dev).unwrap_err();
+            assert!(e.contains("CUDA_ERROR_LAUNCH_FAILED"), "{e}");
+            assert!(e.contains("kernel `lanes_matvec`"), "{e}");
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_out_of_memory_is_an_error_not_a_panic() {
+    in_fake_gpu_child(
+        "stand_in_out_of_memory_is_an_error_not_a_panic",
+        &[
+            ("PHOBOS_FAKE_GPU_OOM_AT", "2"),
+            ("PHOBOS_FAKE_GPU_MEMORY", "1MiB"),
+        ],
+        || {
+            let dev = fake_gpu();
+            let a = dev.upload(&[1.0f32; 16], &[16]).unwrap();
+            let e = dev.zeros::<f32>(&[16]).unwrap_err();
+            assert!(
+                matches!(&e, DeviceError::Driver { call: "cuMemAlloc", message } if message.contains("CUDA_ERROR_OUT_OF_MEMORY")),
+                "{e:?}"
+            );
+            // Only the second allocation was refused; beyond the device's
+            // memory size is refused too.
+            let b = dev.zeros::<f32>(&[16]).unwrap();
+            assert!(dev.zeros::<u8>(&[2 << 20]).is_err());
+            assert_eq!(a.to_vec().unwrap(), vec![1.0; 16]);
+            assert_eq!(b.to_vec().unwrap(), vec![0.0; 16]);
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_a_failed_device_query_leaves_no_context_retained() {
+    for call in ["cuDeviceGetName", "cuDeviceGetAttribute"] {
+        in_fake_gpu_child(
+            "stand_in_a_failed_device_query_leaves_no_context_retained",
+            &[("PHOBOS_FAKE_GPU_FAIL", call)],
+            || {
+                let e = Device::cuda(0).unwrap_err();
+                assert!(e.to_string().contains("CUDA_ERROR_UNKNOWN"), "{e}");
+                let (mut flags, mut active) = (0u32, -1i32);
+                let status = unsafe {
+                    cudarc::driver::sys::cuDevicePrimaryCtxGetState(0, &mut flags, &mut active)
+                };
+                assert_eq!(status, cudarc::driver::sys::CUresult::CUDA_SUCCESS);
+                assert_eq!(active, 0, "the primary context is still retained");
+            },
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_launches_and_module_loads_from_threads_run_concurrently() {
+    // Each launch (and each module load) waits inside the driver until two
+    // are there at once; a lock held across either would time out.
+    in_fake_gpu_child(
+        "stand_in_launches_and_module_loads_from_threads_run_concurrently",
+        &[
+            ("PHOBOS_FAKE_GPU_LAUNCH_RENDEZVOUS", "2"),
+            ("PHOBOS_FAKE_GPU_LOAD_RENDEZVOUS", "2"),
+        ],
+        || {
+            let dev = fake_gpu();
+            let matvec = compile(LANES_MATVEC, &[75], vec![]);
+            let scale = compile(SCALE, &[75], vec![]);
+            let run_scale = |dev: &Device| {
+                let x = dev.upload(&[1.5f32; 64], &[64]).unwrap();
+                let mut y = dev.zeros::<f32>(&[64]).unwrap();
+                scale
+                    .launch(
+                        dev,
+                        Some(Grid::from(2)),
+                        &[Arg::from(&x), Arg::from(&mut y)],
+                    )
+                    .unwrap();
+                assert_eq!(y.to_vec().unwrap(), vec![3.0; 64]);
+            };
+            let run_matvec = |dev: &Device| {
+                let w = dev.upload(&[1.0f32; 4 * 128], &[4, 128]).unwrap();
+                let x = dev.upload(&[1.0f32; 128], &[1, 128]).unwrap();
+                let mut y = dev.zeros::<f32>(&[1, 4]).unwrap();
+                matvec
+                    .launch(
+                        dev,
+                        Some(Grid::from(1)),
+                        &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
+                    )
+                    .unwrap();
+                assert_eq!(y.to_vec().unwrap(), vec![128.0; 4]);
+            };
+            // Two kernels loaded and launched at once, then one kernel
+            // launched from two threads at once.
+            std::thread::scope(|s| {
+                s.spawn(|| run_scale(&dev));
+                s.spawn(|| run_matvec(&dev));
+            });
+            std::thread::scope(|s| {
+                s.spawn(|| run_scale(&dev));
+                s.spawn(|| run_scale(&dev));
+            });
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_zeros_and_fill_set_memory_on_the_device() {
+    let dir = scratch_dir("memset");
+    let trace = dir.join("trace");
+    in_fake_gpu_child(
+        "stand_in_zeros_and_fill_set_memory_on_the_device",
+        &[("PHOBOS_FAKE_GPU_TRACE", trace.to_str().unwrap())],
+        || {
+            let dev = fake_gpu();
+            let mut t = dev.zeros::<f32>(&[1 << 18]).unwrap();
+            assert!(t.to_vec().unwrap().iter().all(|&v| v == 0.0));
+            assert_eq!(trace_lines(&trace_path(), "cuMemsetD8").len(), 1);
+            assert!(trace_lines(&trace_path(), "cuMemcpyHtoD").is_empty());
+            t.fill(f32::from_bits(u32::MAX)).unwrap();
+            assert_eq!(trace_lines(&trace_path(), "cuMemsetD8").len(), 2);
+            t.fill(0.5).unwrap();
+            assert!(t.to_vec().unwrap().iter().all(|&v| v == 0.5));
+            // 2^18 elements uploaded 2^16 at a time.
+            assert_eq!(trace_lines(&trace_path(), "cuMemcpyHtoD").len(), 4);
+        },
+    );
+}
+
+/// Runs `tuned_double` (two variants, BLOCK 64 and 128) over `n` elements
+/// and checks the result.
+fn run_tuned(dev: &Device, n: usize) -> Result<(), LaunchError> {
+    let kernel = tuned_kernel();
+    let x = dev.upload(&values(n, 5), &[n]).unwrap();
+    let mut y = dev.zeros::<f32>(&[n]).unwrap();
+    kernel.launch(dev, None, &[Arg::from(&x), Arg::from(&mut y)])?;
+    let want: Vec<f32> = values(n, 5).iter().map(|v| 2.0 * v).collect();
+    assert_eq!(y.to_vec().unwrap(), want);
+    Ok(())
+}
+
+fn tuned_kernel() -> &'static phobos_runtime::Kernel {
+    static K: std::sync::OnceLock<phobos_runtime::Kernel> = std::sync::OnceLock::new();
+    K.get_or_init(|| compile(TUNED_DOUBLE, &[75], vec![]))
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_autotune_times_with_events_and_persists_its_choice() {
+    let dir = scratch_dir("autotune");
+    let cache = dir.join("cache").join("autotune.ron");
+    let first = dir.join("trace1");
+    let second = dir.join("trace2");
+    in_fake_gpu_child_phase(
+        "stand_in_autotune_times_with_events_and_persists_its_choice",
+        "first",
+        &[
+            ("PHOBOS_FAKE_GPU_TRACE", first.to_str().unwrap()),
+            ("PHOBOS_TUNE_CACHE", cache.to_str().unwrap()),
+        ],
+        || {
+            let dev = fake_gpu();
+            run_tuned(&dev, 1000).unwrap();
+            // Two variants, each one warm-up and five timed runs between
+            // events, then the real launch.
+            assert_eq!(
+                trace_lines(&trace_path(), "cuLaunchKernel").len(),
+                2 * 6 + 1
+            );
+            assert_eq!(trace_lines(&trace_path(), "cuEventRecord").len(), 2 * 5 * 2);
+            // Decided once per dims.
+            run_tuned(&dev, 1000).unwrap();
+            assert_eq!(
+                trace_lines(&trace_path(), "cuLaunchKernel").len(),
+                2 * 6 + 2
+            );
+        },
+    );
+    if !is_child() {
+        let text = std::fs::read_to_string(&cache).expect("the cache was written");
+        assert!(
+            text.contains("tuned_double") && text.contains("phobos-sim"),
+            "{text}"
+        );
+        assert!(text.contains("12090") && text.contains("\"N\""), "{text}");
+    }
+    // A new process finds the decision on disk and times nothing.
+    in_fake_gpu_child_phase(
+        "stand_in_autotune_times_with_events_and_persists_its_choice",
+        "second",
+        &[
+            ("PHOBOS_FAKE_GPU_TRACE", second.to_str().unwrap()),
+            ("PHOBOS_TUNE_CACHE", cache.to_str().unwrap()),
+        ],
+        || run_tuned(&fake_gpu(), 1000).unwrap(),
+    );
+    if is_child() {
+        return;
+    }
+    assert_eq!(trace_lines(&second, "cuEventRecord").len(), 0);
+    assert_eq!(trace_lines(&second, "cuLaunchKernel").len(), 1);
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_exported_tuning_is_used_without_timing() {
+    let dir = scratch_dir("export");
+    let exported = dir.join("tuning.ron");
+    let trace = dir.join("trace");
+    in_fake_gpu_child(
+        "stand_in_exported_tuning_is_used_without_timing",
+        &[
+            ("PHOBOS_FAKE_GPU_TRACE", trace.to_str().unwrap()),
+            ("PHOBOS_TEST_EXPORT", exported.to_str().unwrap()),
+        ],
+        || {
+            let path = std::env::var("PHOBOS_TEST_EXPORT").unwrap();
+            let dev = fake_gpu();
+            run_tuned(&dev, 2000).unwrap();
+            assert_eq!(dev.export_tuning(std::path::Path::new(&path)).unwrap(), 1);
+            let timed = trace_lines(&trace_path(), "cuEventRecord").len();
+            // A device that was shipped the tuning does not time.
+            let text = std::fs::read_to_string(&path).unwrap();
+            let fresh = Device::cuda(0).unwrap();
+            assert_eq!(fresh.preload_tuning(&text).unwrap(), 1);
+            run_tuned(&fresh, 2000).unwrap();
+            assert_eq!(trace_lines(&trace_path(), "cuEventRecord").len(), timed);
+            assert!(fresh.preload_tuning("(version: 1, entries: oops)").is_err());
+        },
+    );
+    if !is_child() {
+        assert!(std::fs::read_to_string(&exported)
+            .unwrap()
+            .contains("tuned_double"));
+    }
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_autotune_skips_a_variant_whose_grid_exceeds_the_device() {
+    // N = 1000: BLOCK 64 needs 16 CTAs, more than the device's 10;
+    // BLOCK 128 needs 8.
+    in_fake_gpu_child(
+        "stand_in_autotune_skips_a_variant_whose_grid_exceeds_the_device",
+        &[("PHOBOS_FAKE_GPU_MAX_GRID", "10,65535,65535")],
+        || run_tuned(&fake_gpu(), 1000).unwrap(),
+    );
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_cubins_are_refused_so_the_ptx_is_loaded() {
+    in_fake_gpu_child(
+        "stand_in_cubins_are_refused_so_the_ptx_is_loaded",
+        &[],
+        || {
+            let dev = fake_gpu();
+            let arch = dev.arch().unwrap();
+            // A "cubin" (an ELF header) for the device's architecture, and PTX.
+            let elf = b"\x7fELF not really a cubin".to_vec();
+            let with_ptx = compile(SCALE, &[75], vec![(arch, elf.clone())]);
+            let x = dev.upload(&[1.0f32; 32], &[32]).unwrap();
+            let mut y = dev.zeros::<f32>(&[32]).unwrap();
+            with_ptx
+                .launch(
+                    &dev,
+                    Some(Grid::from(1)),
+                    &[Arg::from(&x), Arg::from(&mut y)],
+                )
+                .unwrap();
+            assert_eq!(y.to_vec().unwrap(), vec![2.0; 32]);
+            let cubin_only = compile(SCALE, &[], vec![(arch, elf)]);
+            let e = cubin_only
+                .launch(
+                    &dev,
+                    Some(Grid::from(1)),
+                    &[Arg::from(&x), Arg::from(&mut y)],
+                )
+                .unwrap_err();
+            assert!(
+                e.to_string().contains("CUDA_ERROR_NO_BINARY_FOR_GPU"),
+                "{e}"
+            );
+        },
+    );
+}
