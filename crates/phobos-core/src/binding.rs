@@ -79,6 +79,16 @@ pub enum PtxValue {
     Dim(i32),
 }
 
+impl PtxValue {
+    /// The parameter index of a tensor or scalar value.
+    pub fn index(self) -> Option<usize> {
+        match self {
+            PtxValue::Tensor(i) | PtxValue::Scalar(i) => Some(i),
+            PtxValue::Dim(_) => None,
+        }
+    }
+}
+
 /// A bound launch.
 #[derive(Clone, Debug)]
 pub struct Binding<'m> {

@@ -244,10 +244,8 @@ fn constant_axes_aligned_facts_and_vector_bases_are_checked() {
         })
     ));
     // Without @grid a grid must be given.
-    assert_eq!(
-        bind(&m, &req(&ok, None)).unwrap_err(),
-        BindError::MissingGrid
-    );
+    let b = bound(&m, &req(&ok, None));
+    assert_eq!(b.grid(b.first()), Err(BindError::MissingGrid));
 }
 
 #[test]
@@ -365,4 +363,35 @@ fn grids_and_blocks_are_checked_against_the_device() {
     let four = [ArgShape::Scalar(ScalarTy::F32), f32s(&[4]), f32s(&[4])];
     let b = bound(&axpy, &req(&four, Some([0, 1, 1])));
     assert!(matches!(b.grid(b.first()), Err(BindError::InvalidGrid(_))));
+}
+
+#[test]
+fn grid_expressions_see_dims_tuning_values_and_the_cta_shape() {
+    let m = meta(
+        "@autotune(BLOCK in [64, 128])
+@launch(BLOCK)
+@grid(cdiv(N, ctx.warps), min(7, ctx.threads), N / BLOCK)
+kernel shapes(x: tensor<f32>[N]) {
+  let i = ctx.block.x * BLOCK + ctx.thread
+  if i < N {
+    x[i] = 1.0
+  }
+}
+",
+    );
+    let args = [f32s(&[1000])];
+    let b = bound(&m, &req(&args, None));
+    let grids: Vec<_> = b.candidates.iter().map(|v| b.grid(v)).collect();
+    assert_eq!(grids, vec![Ok([500, 7, 15]), Ok([250, 7, 7])]);
+    let v = b.first();
+    use phobos_core::meta::GridExpr;
+    assert_eq!(b.eval_grid(&GridExpr::Dim("ctx.lanes".into()), v), Ok(32));
+    let missing = b.eval_grid(&GridExpr::Dim("M".into()), v).unwrap_err();
+    assert!(missing.contains("`M`"), "{missing}");
+    let overflow = GridExpr::Binary(
+        phobos_core::ast::BinOp::Mul,
+        Box::new(GridExpr::Const(i64::MAX)),
+        Box::new(GridExpr::Const(2)),
+    );
+    assert!(b.eval_grid(&overflow, v).is_err());
 }

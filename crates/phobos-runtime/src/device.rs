@@ -32,23 +32,8 @@ impl fmt::Display for BackendKind {
     }
 }
 
-/// The launch limits a device enforces; launches that exceed them are
-/// refused before they reach the backend.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    pub max_threads_per_block: u32,
-    pub max_grid: [u32; 3],
-    pub max_shared_bytes_per_block: u32,
-}
-
-impl Limits {
-    /// The limits every architecture from sm_75 on guarantees.
-    pub const SM75: Limits = Limits {
-        max_threads_per_block: 1024,
-        max_grid: [i32::MAX as u32, 65535, 65535],
-        max_shared_bytes_per_block: 48 * 1024,
-    };
-}
+/// What a device allows one launch (the launch binding's limits).
+pub use phobos_core::binding::Limits;
 
 pub(crate) enum Backend {
     Cuda(crate::cuda::CudaBackend),

@@ -9,7 +9,8 @@ use crate::elem::{Elem, ScalarArg};
 use crate::error::{AxisValue, LaunchError, Site};
 use crate::tensor::Tensor;
 use phobos_core::ast::ScalarTy;
-use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
+use phobos_core::binding::{self, ArgShape, BindError, Binding, BoundDim, LaunchRequest, PtxValue};
+use phobos_core::meta::{KernelMeta, ParamKindMeta, VariantMeta};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -183,7 +184,6 @@ impl PtxArg {
 }
 
 /// The values of a kernel's dims, each with the axis it was first read from.
-type DimValues = HashMap<String, AxisValue>;
 
 impl Kernel {
     pub const fn new(source: KernelSource) -> Kernel {
@@ -238,24 +238,25 @@ impl Kernel {
             device,
             args,
         };
-        checker.check_kinds()?;
-        let dims = checker.check_tensors()?;
-        checker.check_aligned(&dims)?;
+        checker.check_devices()?;
+        let binding = checker.bind(grid)?;
         checker.check_aliasing()?;
-        let candidates = checker.matching_variants(&dims)?;
-        let grid_for = |variant: &VariantMeta| checker.grid(grid, &dims, variant);
-        // Without `@grid` the caller's grid was computed for one variant and
-        // cannot follow another, so only a kernel whose `@grid` names the
-        // tuning constants (or the CTA shape) is tuned; the others run their
-        // first variant (the generated docs name it).
-        let variant = if candidates.len() == 1 || !grid_follows_variants(meta) {
-            candidates[0]
+        let grid_for =
+            |variant: &VariantMeta| binding.grid(variant).map_err(|e| checker.refused(e));
+        // A caller's grid (kernels without `@grid`) was computed for one
+        // variant and cannot follow another, so only a kernel whose variants
+        // each get their own `@grid` is tuned; the others run their first
+        // variant (the generated docs name it).
+        let variant = if binding.tunable() {
+            self.tuned_variant(&checker, &binding, &grid_for)?
         } else {
-            self.tuned_variant(&checker, &candidates, &dims, &grid_for)?
+            binding.first()
         };
         let call_grid = grid_for(variant)?;
-        checker.check_block(variant)?;
-        let ptx_args = checker.ptx_args(variant, &dims, &HashMap::new())?;
+        binding
+            .check_block(variant)
+            .map_err(|e| checker.refused(e))?;
+        let ptx_args = checker.ptx_args(&binding, variant, &HashMap::new())?;
         device.launch_entry(&EntryCall {
             site: &site,
             id: self.id(),
@@ -280,12 +281,12 @@ impl Kernel {
     fn tuned_variant<'m>(
         &self,
         checker: &Checker<'_, 'm>,
-        candidates: &[&'m VariantMeta],
-        dims: &DimValues,
+        binding: &Binding<'m>,
         grid_for: &dyn Fn(&VariantMeta) -> Result<[u32; 3], LaunchError>,
     ) -> Result<&'m VariantMeta, LaunchError> {
         let device = checker.device;
-        let Some(key) = device.tune_key(self.id(), &self.named_dims(checker.meta, dims)) else {
+        let candidates = &binding.candidates;
+        let Some(key) = device.tune_key(self.id(), &named_dims(checker.meta, binding)) else {
             return Ok(candidates[0]);
         };
         let by_entry = |entry: &str| candidates.iter().find(|v| v.entry == entry).copied();
@@ -325,8 +326,9 @@ impl Kernel {
         for variant in candidates {
             // A variant the device cannot run is skipped, not fatal: another
             // one may fit.
-            let grid = match checker
+            let grid = match binding
                 .check_block(variant)
+                .map_err(|e| checker.refused(e))
                 .and_then(|()| grid_for(variant))
             {
                 Ok(g) => g,
@@ -343,7 +345,7 @@ impl Kernel {
                 variant,
                 grid,
                 block: [variant.threads, 1, 1],
-                args: &checker.ptx_args(variant, dims, &scratch)?,
+                args: &checker.ptx_args(binding, variant, &scratch)?,
             };
             match device.time_entry(&call, TUNE_WARMUPS, TUNE_RUNS) {
                 Ok(Some(ms)) => {
@@ -367,14 +369,19 @@ impl Kernel {
         device.inner.tuning.decide(key, &winner.entry);
         Ok(winner)
     }
+}
 
-    /// The dims' values by name, in the kernel's declaration order.
-    fn named_dims(&self, meta: &KernelMeta, dims: &DimValues) -> Vec<(String, usize)> {
-        meta.dims
-            .iter()
-            .map(|d| (d.name.clone(), dims.get(&d.name).map_or(0, |a| a.value)))
-            .collect()
-    }
+/// The dims' values by name, in the kernel's declaration order.
+fn named_dims(meta: &KernelMeta, binding: &Binding<'_>) -> Vec<(String, usize)> {
+    meta.dims
+        .iter()
+        .map(|d| {
+            (
+                d.name.clone(),
+                binding.dim(&d.name).map_or(0, |v| v as usize),
+            )
+        })
+        .collect()
 }
 
 /// Untimed launches before timing a variant, and timed runs (the median
@@ -397,120 +404,164 @@ impl<'m> Checker<'_, 'm> {
         }
     }
 
-    /// The arguments have the kernel's parameter kinds and element types.
-    fn check_kinds(&self) -> Result<(), LaunchError> {
-        if self.args.len() != self.meta.params.len() {
-            return Err(self.arguments(format!(
-                "{} arguments given, the kernel has {} parameters",
-                self.args.len(),
-                self.meta.params.len()
-            )));
-        }
+    /// Every tensor lives on the device launched on.
+    fn check_devices(&self) -> Result<(), LaunchError> {
         for (param, arg) in self.meta.params.iter().zip(self.args) {
-            match (&param.kind, arg) {
-                (ParamKindMeta::Tensor { elem, .. }, Arg::Tensor(t)) if *elem == t.elem => {}
-                (ParamKindMeta::Scalar(ty), Arg::Scalar(s)) if *ty == s.ty => {}
-                (kind, _) => {
-                    let expected = match kind {
-                        ParamKindMeta::Tensor { elem, .. } => format!("tensor<{}>", elem.name()),
-                        ParamKindMeta::Scalar(ty) => ty.name().to_string(),
-                    };
-                    let given = match arg {
-                        Arg::Tensor(t) => format!("tensor<{}>", t.elem.name()),
-                        Arg::Scalar(s) => s.ty.name().to_string(),
-                    };
-                    return Err(self.arguments(format!(
-                        "parameter `{}` is {expected}, the argument is {given}",
-                        param.name
-                    )));
+            if let Arg::Tensor(t) = arg {
+                if !t.device.same_as(self.device) {
+                    return Err(LaunchError::WrongDevice {
+                        site: Box::new(self.site.clone()),
+                        param: param.name.clone(),
+                    });
                 }
             }
         }
         Ok(())
     }
 
-    /// Device, rank, constant axes, agreeing dims, dim range and buffer
-    /// length of every tensor; returns the dims' values.
-    fn check_tensors(&self) -> Result<DimValues, LaunchError> {
-        let site = || Box::new(self.site.clone());
-        let mut dims = DimValues::new();
-        for (param, arg) in self.meta.params.iter().zip(self.args) {
-            let (ParamKindMeta::Tensor { dims: axes, .. }, Arg::Tensor(t)) = (&param.kind, arg)
-            else {
-                continue;
-            };
-            if !t.device.same_as(self.device) {
-                return Err(LaunchError::WrongDevice {
-                    site: site(),
-                    param: param.name.clone(),
-                });
+    /// The one launch binding (`phobos_core::binding`) over the arguments'
+    /// shapes, buffer sizes and addresses and the device's limits.
+    fn bind(&self, grid: Option<Grid>) -> Result<Binding<'m>, LaunchError> {
+        let shapes: Vec<Vec<u64>> = self
+            .args
+            .iter()
+            .map(|a| match a {
+                Arg::Tensor(t) => t.shape.iter().map(|&d| d as u64).collect(),
+                Arg::Scalar(_) => Vec::new(),
+            })
+            .collect();
+        let args: Vec<ArgShape<'_>> = self
+            .args
+            .iter()
+            .zip(&shapes)
+            .map(|(a, shape)| match a {
+                Arg::Tensor(t) => ArgShape::Tensor {
+                    elem: t.elem,
+                    shape,
+                    capacity: Some(t.capacity as u64),
+                    address: Some(t.address),
+                },
+                Arg::Scalar(s) => ArgShape::Scalar(s.ty),
+            })
+            .collect();
+        let request = LaunchRequest {
+            args: &args,
+            grid: grid.map(|g| g.0),
+            picked: &[],
+            limits: self.device.limits(),
+        };
+        binding::bind(self.meta, &request).map_err(|e| self.refused(e))
+    }
+
+    /// The `LaunchError` for a refusal of the binding.
+    fn refused(&self, e: BindError) -> LaunchError {
+        let site = Box::new(self.site.clone());
+        let axis = |d: BoundDim| AxisValue {
+            param: d.param,
+            axis: d.axis,
+            value: d.value as usize,
+        };
+        match e {
+            BindError::Rank {
+                param,
+                expected,
+                actual,
+            } => LaunchError::Rank {
+                site,
+                param,
+                expected,
+                actual,
+            },
+            BindError::ConstDim {
+                param,
+                axis,
+                expected,
+                actual,
+            } => LaunchError::ConstDim {
+                site,
+                param,
+                axis,
+                expected,
+                actual: actual as usize,
+            },
+            BindError::DimMismatch { dim, first, second } => LaunchError::DimMismatch {
+                site,
+                dim,
+                first: axis(first),
+                second: axis(second),
+            },
+            BindError::DimTooLarge { dim, value } => LaunchError::DimTooLarge {
+                site,
+                dim,
+                value: value as usize,
+            },
+            BindError::BufferTooShort {
+                param,
+                shape,
+                needed,
+                available,
+            } => LaunchError::BufferTooShort {
+                site,
+                param,
+                shape: shape.iter().map(|&d| d as usize).collect(),
+                needed: usize::try_from(needed).unwrap_or(usize::MAX),
+                available: available as usize,
+            },
+            BindError::AlignedViolated {
+                dim,
+                value,
+                multiple,
+            } => LaunchError::AlignedViolated {
+                site,
+                dim,
+                value: value as usize,
+                multiple,
+            },
+            BindError::UnalignedBase {
+                param,
+                address,
+                required,
+            } => LaunchError::UnalignedBase {
+                site,
+                param,
+                address,
+                required,
+            },
+            BindError::NoVariant {
+                dim,
+                value,
+                candidates,
+            } => LaunchError::NoVariant {
+                site,
+                dim,
+                value: value as usize,
+                candidates,
+            },
+            BindError::InvalidGrid(message) => LaunchError::InvalidGrid { site, message },
+            BindError::GridTooLarge { grid, limit } => {
+                LaunchError::GridTooLarge { site, grid, limit }
             }
-            if t.shape.len() != axes.len() {
-                return Err(LaunchError::Rank {
-                    site: site(),
-                    param: param.name.clone(),
-                    expected: axes.len(),
-                    actual: t.shape.len(),
-                });
+            BindError::BlockTooLarge { threads, limit } => LaunchError::BlockTooLarge {
+                site,
+                threads,
+                limit,
+            },
+            BindError::SharedMemoryTooLarge { bytes, limit } => {
+                LaunchError::SharedMemoryTooLarge { site, bytes, limit }
             }
-            for (axis, (dim, &value)) in axes.iter().zip(t.shape).enumerate() {
-                match dim {
-                    DimRefMeta::Const(c) if *c as usize != value => {
-                        return Err(LaunchError::ConstDim {
-                            site: site(),
-                            param: param.name.clone(),
-                            axis,
-                            expected: *c,
-                            actual: value,
-                        })
-                    }
-                    DimRefMeta::Const(_) => {}
-                    DimRefMeta::Named(name) => {
-                        let here = AxisValue {
-                            param: param.name.clone(),
-                            axis,
-                            value,
-                        };
-                        match dims.get(name) {
-                            Some(first) if first.value != value => {
-                                return Err(LaunchError::DimMismatch {
-                                    site: site(),
-                                    dim: name.clone(),
-                                    first: first.clone(),
-                                    second: here,
-                                })
-                            }
-                            Some(_) => {}
-                            None => {
-                                if value > i32::MAX as usize {
-                                    return Err(LaunchError::DimTooLarge {
-                                        site: site(),
-                                        dim: name.clone(),
-                                        value,
-                                    });
-                                }
-                                dims.insert(name.clone(), here);
-                            }
-                        }
-                    }
-                }
-            }
-            let needed = t
-                .shape
-                .iter()
-                .try_fold(1usize, |n, &d| n.checked_mul(d))
-                .unwrap_or(usize::MAX);
-            if needed > t.capacity {
-                return Err(LaunchError::BufferTooShort {
-                    site: site(),
-                    param: param.name.clone(),
-                    shape: t.shape.to_vec(),
-                    needed,
-                    available: t.capacity,
-                });
-            }
+            BindError::MissingGrid => LaunchError::Arguments {
+                site,
+                message: "the kernel has no @grid, so the launch needs a grid argument".to_string(),
+            },
+            e @ (BindError::Arity { .. }
+            | BindError::Kind { .. }
+            | BindError::UnknownConstant { .. }
+            | BindError::NoPickedVariant { .. }
+            | BindError::Inconsistent(_)) => LaunchError::Arguments {
+                site,
+                message: e.to_string(),
+            },
         }
-        Ok(dims)
     }
 
     /// No read-only tensor overlaps a written one: read-only tensors are
@@ -544,265 +595,36 @@ impl<'m> Checker<'_, 'm> {
         Ok(())
     }
 
-    /// `@aligned` facts and the base alignment of vector-accessed tensors.
-    fn check_aligned(&self, dims: &DimValues) -> Result<(), LaunchError> {
-        for (dim, multiple) in &self.meta.aligned {
-            if let Some(v) = dims.get(dim) {
-                if *multiple != 0 && !(v.value as u64).is_multiple_of(*multiple) {
-                    return Err(LaunchError::AlignedViolated {
-                        site: Box::new(self.site.clone()),
-                        dim: dim.clone(),
-                        value: v.value,
-                        multiple: *multiple,
-                    });
-                }
-            }
-        }
-        for (param, arg) in self.meta.params.iter().zip(self.args) {
-            if let (
-                ParamKindMeta::Tensor {
-                    vector_bytes, elem, ..
-                },
-                Arg::Tensor(t),
-            ) = (&param.kind, arg)
-            {
-                let required = (*vector_bytes).max(elem.size());
-                if required > 1 && !t.address.is_multiple_of(u64::from(required)) {
-                    return Err(LaunchError::UnalignedBase {
-                        site: Box::new(self.site.clone()),
-                        param: param.name.clone(),
-                        address: t.address,
-                        required,
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The variants whose autotuned dims equal the actual dims.
-    fn matching_variants(&self, dims: &DimValues) -> Result<Vec<&'m VariantMeta>, LaunchError> {
-        for (name, values) in &self.meta.autotune {
-            if let Some(actual) = dims.get(name) {
-                if !values.iter().any(|&v| v >= 0 && v as usize == actual.value) {
-                    return Err(LaunchError::NoVariant {
-                        site: Box::new(self.site.clone()),
-                        dim: name.clone(),
-                        value: actual.value,
-                        candidates: values.clone(),
-                    });
-                }
-            }
-        }
-        let matching: Vec<_> = self
-            .meta
-            .variants
-            .iter()
-            .filter(|v| {
-                v.values.iter().all(|(name, value)| {
-                    dims.get(name)
-                        .is_none_or(|a| *value >= 0 && *value as usize == a.value)
-                })
-            })
-            .collect();
-        if matching.is_empty() {
-            return Err(self.arguments(
-                "the metadata lists no variant for these dims (the bindings are inconsistent)"
-                    .to_string(),
-            ));
-        }
-        Ok(matching)
-    }
-
-    /// The grid: the argument, or `@grid` evaluated over the dims; checked
-    /// against the device limits.
-    fn grid(
-        &self,
-        given: Option<Grid>,
-        dims: &DimValues,
-        variant: &VariantMeta,
-    ) -> Result<[u32; 3], LaunchError> {
-        let invalid = |message: String| LaunchError::InvalidGrid {
-            site: Box::new(self.site.clone()),
-            message,
-        };
-        let exprs = variant.grid.as_ref().or(self.meta.grid.as_ref());
-        let grid: [u64; 3] = match (given, exprs) {
-            (Some(Grid(g)), _) => g.map(u64::from),
-            (None, Some(exprs)) => {
-                if exprs.is_empty() || exprs.len() > 3 {
-                    return Err(invalid(format!("@grid has {} expressions", exprs.len())));
-                }
-                let mut g = [1u64; 3];
-                for (slot, expr) in g.iter_mut().zip(exprs) {
-                    let v = eval_grid(expr, dims, variant).map_err(&invalid)?;
-                    *slot = u64::try_from(v).map_err(|_| invalid(format!("@grid gives {v}")))?;
-                }
-                g
-            }
-            (None, None) => {
-                return Err(self.arguments(
-                    "the kernel has no @grid, so the launch needs a grid argument".to_string(),
-                ))
-            }
-        };
-        if grid.contains(&0) {
-            return Err(invalid(format!("{grid:?} has an empty direction")));
-        }
-        let limit = self.device.limits().max_grid;
-        if grid.iter().zip(limit).any(|(&g, l)| g > u64::from(l)) {
-            return Err(LaunchError::GridTooLarge {
-                site: Box::new(self.site.clone()),
-                grid,
-                limit,
-            });
-        }
-        Ok(grid.map(|g| g as u32))
-    }
-
-    fn check_block(&self, variant: &VariantMeta) -> Result<(), LaunchError> {
-        let limits = self.device.limits();
-        if variant.threads == 0 || variant.threads > limits.max_threads_per_block {
-            return Err(LaunchError::BlockTooLarge {
-                site: Box::new(self.site.clone()),
-                threads: variant.threads,
-                limit: limits.max_threads_per_block,
-            });
-        }
-        if variant.shared_bytes > limits.max_shared_bytes_per_block {
-            return Err(LaunchError::SharedMemoryTooLarge {
-                site: Box::new(self.site.clone()),
-                bytes: variant.shared_bytes,
-                limit: limits.max_shared_bytes_per_block,
-            });
-        }
-        Ok(())
-    }
-
     /// The entry's `.param` values in `ptx_params` order. `redirect` replaces
     /// some tensors' addresses (autotune scratch copies).
     fn ptx_args(
         &self,
+        binding: &Binding<'_>,
         variant: &VariantMeta,
-        dims: &DimValues,
         redirect: &HashMap<String, u64>,
     ) -> Result<Vec<PtxArg>, LaunchError> {
-        let find = |name: &str| {
-            self.meta
-                .params
-                .iter()
-                .position(|p| p.name == name)
-                .map(|i| &self.args[i])
-                .ok_or_else(|| {
-                    self.arguments(format!("the entry names an unknown parameter `{name}`"))
-                })
-        };
-        variant
-            .ptx_params
-            .iter()
-            .map(|p| match p {
-                PtxParam::TensorPtr(name) => match find(name)? {
-                    Arg::Tensor(t) => Ok(PtxArg::Ptr(
+        let values = binding.ptx_args(variant).map_err(|e| self.refused(e))?;
+        values
+            .into_iter()
+            .map(|v| match (v, v.index().map(|i| &self.args[i])) {
+                (PtxValue::Tensor(i), Some(Arg::Tensor(t))) => {
+                    let name = &self.meta.params[i].name;
+                    Ok(PtxArg::Ptr(
                         redirect.get(name).copied().unwrap_or(t.address),
-                    )),
-                    Arg::Scalar(_) => Err(self.arguments(format!("`{name}` is not a tensor"))),
-                },
-                PtxParam::Scalar(name, _) => match find(name)? {
-                    Arg::Scalar(s) => Ok(PtxArg::Scalar(s.clone())),
-                    Arg::Tensor(_) => Err(self.arguments(format!("`{name}` is not a scalar"))),
-                },
-                PtxParam::Dim(name) => dims
-                    .get(name)
-                    .map(|a| PtxArg::Dim(a.value as i32))
-                    .ok_or_else(|| self.arguments(format!("no tensor carries dim `{name}`"))),
+                    ))
+                }
+                (PtxValue::Scalar(_), Some(Arg::Scalar(s))) => Ok(PtxArg::Scalar(s.clone())),
+                (PtxValue::Dim(d), _) => Ok(PtxArg::Dim(d)),
+                _ => Err(self
+                    .arguments("the entry's parameters disagree with the arguments".to_string())),
             })
             .collect()
     }
-}
-
-/// True when each variant carries its own `@grid` (metadata from this
-/// compiler), or when the kernel's `@grid` refers to a free tuning constant
-/// or to the CTA shape, so that it gives each variant its own grid.
-fn grid_follows_variants(meta: &KernelMeta) -> bool {
-    if meta.grid.is_some() && meta.variants.iter().all(|v| v.grid.is_some()) {
-        return true;
-    }
-    fn mentions(e: &GridExpr, names: &[&str]) -> bool {
-        match e {
-            GridExpr::Const(_) => false,
-            GridExpr::Dim(d) => names.contains(&d.as_str()),
-            GridExpr::Binary(_, a, b)
-            | GridExpr::Cdiv(a, b)
-            | GridExpr::Min(a, b)
-            | GridExpr::Max(a, b) => mentions(a, names) || mentions(b, names),
-        }
-    }
-    let mut names: Vec<&str> = meta
-        .autotune
-        .iter()
-        .map(|(n, _)| n.as_str())
-        .filter(|n| !meta.dims.iter().any(|d| d.name == *n))
-        .collect();
-    names.extend(["ctx.warps", "ctx.threads"]);
-    meta.grid
-        .as_ref()
-        .is_some_and(|g| g.iter().any(|e| mentions(e, &names)))
-}
-
-/// Evaluates one `@grid` expression. Besides dims, the names `ctx.warps`,
-/// `ctx.threads` and `ctx.lanes` stand for the variant's CTA shape.
-fn eval_grid(expr: &GridExpr, dims: &DimValues, variant: &VariantMeta) -> Result<i64, String> {
-    expr.eval(&|name| match name {
-        "ctx.warps" => Some(i64::from(variant.threads / 32)),
-        "ctx.threads" => Some(i64::from(variant.threads)),
-        "ctx.lanes" => Some(32),
-        _ => variant
-            .values
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| *v)
-            .or_else(|| dims.get(name).map(|a| a.value as i64)),
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use phobos_core::ast::BinOp;
-
-    fn dims(pairs: &[(&str, usize)]) -> DimValues {
-        pairs
-            .iter()
-            .map(|&(n, v)| {
-                (
-                    n.to_string(),
-                    AxisValue {
-                        param: "A".into(),
-                        axis: 0,
-                        value: v,
-                    },
-                )
-            })
-            .collect()
-    }
-
-    fn variant(threads: u32) -> VariantMeta {
-        VariantMeta {
-            entry: "k".into(),
-            values: vec![("BLOCK".into(), 64)],
-            threads,
-            grid: None,
-            ptx_params: vec![],
-            shared_bytes: 0,
-            shared_plan: vec![],
-            barriers: vec![],
-            loads: vec![],
-        }
-    }
-
-    fn b(e: GridExpr) -> Box<GridExpr> {
-        Box::new(e)
-    }
 
     fn source(name: &'static str, cubin: &'static [u8]) -> KernelSource {
         KernelSource {
@@ -826,37 +648,5 @@ mod tests {
         // stable across runs (persisted caches rely on it).
         assert_eq!(source("a", b"cubin a").id(), a.id());
         assert_eq!(a.content_hash(), 0x72dd_820e_4c9b_2573);
-    }
-
-    #[test]
-    fn grid_expressions_evaluate_over_dims_tuning_values_and_the_cta_shape() {
-        let d = dims(&[("N", 1000)]);
-        let cdiv = GridExpr::Cdiv(
-            b(GridExpr::Dim("N".into())),
-            b(GridExpr::Dim("ctx.warps".into())),
-        );
-        assert_eq!(eval_grid(&cdiv, &d, &variant(128)), Ok(250));
-        assert_eq!(eval_grid(&cdiv, &d, &variant(96)), Ok(334));
-        let tuned = GridExpr::Binary(
-            BinOp::Div,
-            b(GridExpr::Dim("N".into())),
-            b(GridExpr::Dim("BLOCK".into())),
-        );
-        assert_eq!(eval_grid(&tuned, &d, &variant(32)), Ok(15));
-        let min = GridExpr::Min(
-            b(GridExpr::Const(7)),
-            b(GridExpr::Dim("ctx.threads".into())),
-        );
-        assert_eq!(eval_grid(&min, &d, &variant(32)), Ok(7));
-        let missing = GridExpr::Dim("M".into());
-        assert!(eval_grid(&missing, &d, &variant(32))
-            .unwrap_err()
-            .contains("`M`"));
-        let overflow = GridExpr::Binary(
-            BinOp::Mul,
-            b(GridExpr::Const(i64::MAX)),
-            b(GridExpr::Const(2)),
-        );
-        assert!(eval_grid(&overflow, &d, &variant(32)).is_err());
     }
 }
