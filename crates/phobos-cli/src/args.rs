@@ -97,6 +97,26 @@ pub enum Value {
     Scalar(String),
 }
 
+/// `--define NAME=V` arguments: values of free `@autotune` constants,
+/// each name once, each value an integer.
+pub fn parse_defines(items: &[String]) -> Result<Vec<(String, i64)>, String> {
+    let mut out: Vec<(String, i64)> = Vec::new();
+    for d in items {
+        let (name, value) = d
+            .split_once('=')
+            .ok_or_else(|| format!("`--define {d}`: give NAME=VALUE"))?;
+        let (name, value) = (name.trim(), value.trim());
+        let value: i64 = value
+            .parse()
+            .map_err(|_| format!("`--define {d}`: `{value}` is not an integer"))?;
+        if out.iter().any(|(n, _)| n == name) {
+            return Err(format!("`--define {name}` is given twice"));
+        }
+        out.push((name.to_string(), value));
+    }
+    Ok(out)
+}
+
 /// `NAME=VALUE` arguments: each name once; VALUE a number, `true`,
 /// `false`, `shape:AxB` or a path ending in `.npy`.
 pub fn parse_bindings(items: &[String]) -> Result<Vec<(String, Value)>, String> {

@@ -54,6 +54,10 @@ pub struct Args {
     /// runs, so a larger launch is refused before it starts.
     #[arg(long, default_value_t = phobos_explain::DEFAULT_MAX_WORK)]
     pub max_work: u64,
+    /// Explains the variant with this value of a free `@autotune`
+    /// constant, `NAME=V` (repeatable); otherwise each takes its first value.
+    #[arg(long = "define", value_name = "NAME=V")]
+    pub defines: Vec<String>,
     /// A value per parameter: `W=w.npy` (a .npy file), `W=shape:8x256`
     /// (random values of that shape) or `alpha=0.5` (a scalar).
     #[arg(value_name = "PARAM=VALUE")]
@@ -109,6 +113,14 @@ fn explain(a: &Args) -> Result<(), Failure> {
     req.max_work = a.max_work;
     for (name, value) in inputs {
         req.inputs.push((name.clone(), input(&name, value)?));
+    }
+    for (name, value) in crate::args::parse_defines(&a.defines).map_err(err)? {
+        if req.inputs.iter().any(|(n, _)| n == &name) {
+            return Err(usage(format!(
+                "error: `{name}` is given both as --define and as {name}=..."
+            )));
+        }
+        req.inputs.push((name, Input::Scalar(value as f64)));
     }
     let trace = phobos_explain::trace(&req).map_err(|e| match e {
         ExplainError::Compile(diags) => Failure {

@@ -11,7 +11,8 @@
 //! error in the kernel, 2 usage and IO errors.
 
 use phobos_core::ast::ScalarTy;
-use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
+use phobos_core::binding::{self, ArgShape, BindError, Binding, LaunchRequest, Limits, PtxValue};
+use phobos_core::meta::{KernelMeta, ParamKindMeta};
 use phobos_core::render::render;
 use phobos_sim::{Device, KernelArg, LaunchOptions, Module, SimError};
 use std::collections::BTreeMap;
@@ -51,6 +52,10 @@ pub struct Args {
     /// Target, e.g. sm_75 (the default) or 90.
     #[arg(long, default_value = "sm_75")]
     pub arch: String,
+    /// Runs the variant with this value of a free `@autotune` constant,
+    /// `NAME=V` (repeatable); otherwise each takes its first value.
+    #[arg(long = "define", value_name = "NAME=V")]
+    pub defines: Vec<String>,
 }
 
 /// The default `--max-work`: 2^22 simulated threads, about a minute of
@@ -177,20 +182,12 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
             }
         }
     }
-    let dims = infer_dims(meta, &tensors)?;
-    let variant = pick_variant(meta, &dims)?;
-    let grid = match a.grid {
-        Some(g) => g,
-        None => match variant.grid.as_ref().or(meta.grid.as_ref()) {
-            Some(exprs) => eval_grid(exprs, &dims)?,
-            None => {
-                return Err(usage(format!(
-                    "kernel `{}` has no @grid; give the grid with --grid X[,Y[,Z]]",
-                    meta.name
-                )))
-            }
-        },
-    };
+    let picked = crate::args::parse_defines(&a.defines).map_err(usage)?;
+    let binding = bind_launch(meta, &tensors, a.grid, &picked)?;
+    let variant = binding.first();
+    let refused = |e| refusal(meta, &tensors, e);
+    let grid = binding.grid(variant).map_err(refused)?;
+    binding.check_block(variant).map_err(refused)?;
     let ctas = grid.iter().map(|&g| u64::from(g)).product::<u64>();
     let work = ctas.saturating_mul(u64::from(variant.threads));
     if work > a.max_work {
@@ -213,37 +210,30 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
             .map_err(|e| usage(e.to_string()))?;
         buffers.insert(name.clone(), id);
     }
-    let mut args = Vec::new();
     let entry_params = module
         .params(&variant.entry)
         .map_err(|e| Failure::Kernel(format!("error: {e}")))?;
-    for (i, p) in variant.ptx_params.iter().enumerate() {
-        args.push(match p {
-            PtxParam::TensorPtr(n) => KernelArg::Buffer(*buffers.get(n).ok_or_else(|| {
-                Failure::Kernel(format!("error: the metadata names an unknown tensor `{n}`"))
-            })?),
-            PtxParam::Scalar(n, ty) => {
-                let v = scalars.get(n).cloned().ok_or_else(|| {
-                    Failure::Kernel(format!("error: the metadata names an unknown scalar `{n}`"))
-                })?;
+    let values = binding.ptx_args(variant).map_err(refused)?;
+    let mut args = Vec::new();
+    for (value, info) in values.iter().zip(entry_params) {
+        let name = value.index().map(|i| meta.params[i].name.as_str());
+        args.push(match (*value, name) {
+            (PtxValue::Tensor(_), Some(n)) => KernelArg::Buffer(buffers[n]),
+            (PtxValue::Scalar(_), Some(n)) => {
+                let v = scalars[n].clone();
                 // A bool travels as whatever integer width the entry declares.
-                match (ty, &v, entry_params.get(i)) {
-                    (ScalarTy::Bool, KernelArg::U8(b), Some(pi)) if pi.size != 1 => {
-                        KernelArg::Bytes(pad(&[*b], pi.size as usize))
+                match v {
+                    KernelArg::U8(b) if info.size != 1 => {
+                        KernelArg::Bytes(pad(&[b], info.size as usize))
                     }
-                    _ => v,
+                    v => v,
                 }
             }
-            PtxParam::Dim(n) => {
-                let v = dims.get(n).copied().ok_or_else(|| {
-                    Failure::Kernel(format!("error: the metadata names an unknown dim `{n}`"))
-                })?;
-                let v = i32::try_from(v).map_err(|_| {
-                    usage(format!(
-                        "dim `{n}` = {v} does not fit the kernel's 32-bit index"
-                    ))
-                })?;
-                KernelArg::I32(v)
+            (PtxValue::Dim(v), _) => KernelArg::I32(v),
+            _ => {
+                return Err(Failure::Kernel(
+                    "error: the metadata and the PTX disagree on the parameters".to_string(),
+                ))
             }
         });
     }
@@ -314,19 +304,8 @@ fn pad(b: &[u8], n: usize) -> Vec<u8> {
 
 fn describe_param(k: &ParamKindMeta) -> String {
     match k {
-        ParamKindMeta::Tensor { elem, dims, .. } => {
-            let d: Vec<String> = dims
-                .iter()
-                .map(|d| match d {
-                    DimRefMeta::Named(n) => n.clone(),
-                    DimRefMeta::Const(c) => c.to_string(),
-                })
-                .collect();
-            format!(
-                "a tensor<{}>[{}], given as PATH.npy",
-                elem.name(),
-                d.join(", ")
-            )
+        ParamKindMeta::Tensor { .. } => {
+            format!("a {}, given as PATH.npy", binding::describe_param(k))
         }
         ParamKindMeta::Scalar(t) => format!("a {} scalar", t.name()),
     }
@@ -582,63 +561,106 @@ fn parse_scalar(name: &str, ty: ScalarTy, text: &str) -> Result<KernelArg, Failu
 }
 
 /// Each named dim's value from the tensors' shapes; each constant dim checked.
-fn infer_dims(
-    meta: &KernelMeta,
+/// The launch bound by the one launch binding (`phobos_core::binding`),
+/// with the simulator's limits (those every GPU from sm_75 on allows).
+fn bind_launch<'m>(
+    meta: &'m KernelMeta,
     tensors: &BTreeMap<String, TensorArg>,
-) -> Result<BTreeMap<String, u64>, Failure> {
-    let mut dims: BTreeMap<String, (u64, String, usize)> = BTreeMap::new();
-    for p in &meta.params {
-        let ParamKindMeta::Tensor { dims: axes, .. } = &p.kind else {
-            continue;
-        };
-        let Some(t) = tensors.get(&p.name) else {
-            continue;
-        };
-        if t.shape.len() != axes.len() {
-            return Err(usage(format!(
-                "tensor `{}` has {} dimensions ({}), but its .npy has shape {}",
-                p.name,
-                axes.len(),
-                describe_param(&p.kind),
-                shape_text(&t.shape)
-            )));
+    grid: Option<[u32; 3]>,
+    picked: &[(String, i64)],
+) -> Result<Binding<'m>, Failure> {
+    let args: Vec<ArgShape<'_>> = meta
+        .params
+        .iter()
+        .map(|p| match (&p.kind, tensors.get(&p.name)) {
+            (ParamKindMeta::Tensor { .. }, Some(t)) => ArgShape::Tensor {
+                elem: t.elem,
+                shape: &t.shape,
+                capacity: None,
+                address: None,
+            },
+            (ParamKindMeta::Tensor { elem, .. }, None) => ArgShape::Scalar(*elem),
+            (ParamKindMeta::Scalar(ty), _) => ArgShape::Scalar(*ty),
+        })
+        .collect();
+    let request = LaunchRequest {
+        args: &args,
+        grid,
+        picked,
+        limits: Limits::SM75,
+    };
+    binding::bind(meta, &request).map_err(|e| refusal(meta, tensors, e))
+}
+
+/// What `phobos sim` says when the binding refuses a launch: in terms of
+/// the `.npy` files and flags the user gave.
+fn refusal(meta: &KernelMeta, tensors: &BTreeMap<String, TensorArg>, e: BindError) -> Failure {
+    let shape_of = |param: &str| {
+        tensors
+            .get(param)
+            .map_or(String::new(), |t| shape_text(&t.shape))
+    };
+    let kind_of = |param: &str| {
+        meta.params
+            .iter()
+            .find(|p| p.name == param)
+            .map_or(String::new(), |p| describe_param(&p.kind))
+    };
+    usage(match e {
+        BindError::Rank {
+            param, expected, ..
+        } => format!(
+            "tensor `{param}` has {expected} dimensions ({}), but its .npy has shape {}",
+            kind_of(&param),
+            shape_of(&param)
+        ),
+        BindError::ConstDim {
+            param,
+            axis,
+            expected,
+            ..
+        } => format!(
+            "axis {axis} of tensor `{param}` must be {expected}, but its .npy has shape {}",
+            shape_of(&param)
+        ),
+        BindError::DimMismatch { dim, first, second } => format!(
+            "dim `{dim}` disagrees: it is {} from `{}` (axis {}) but {} from `{}` (axis {})",
+            first.value, first.param, first.axis, second.value, second.param, second.axis
+        ),
+        BindError::AlignedViolated {
+            dim,
+            value,
+            multiple,
+        } => {
+            let from = meta
+                .dims
+                .iter()
+                .find(|d| d.name == dim)
+                .and_then(|d| d.defined_by.first())
+                .map_or(String::new(), |(p, _)| p.clone());
+            format!(
+                "kernel `{}` requires dim `{dim}` to be a multiple of {multiple} (@aligned), but `{from}` gives {value}",
+                meta.name
+            )
         }
-        for (axis, (d, &n)) in axes.iter().zip(&t.shape).enumerate() {
-            match d {
-                DimRefMeta::Const(c) if *c != n => {
-                    return Err(usage(format!(
-                        "axis {axis} of tensor `{}` must be {c}, but its .npy has shape {}",
-                        p.name,
-                        shape_text(&t.shape)
-                    )))
-                }
-                DimRefMeta::Const(_) => {}
-                DimRefMeta::Named(name) => match dims.get(name) {
-                    Some((v, other, other_axis)) if *v != n => {
-                        return Err(usage(format!(
-                            "dim `{name}` disagrees: it is {v} from `{other}` (axis {other_axis}) but {n} from `{}` (axis {axis})",
-                            p.name
-                        )))
-                    }
-                    Some(_) => {}
-                    None => {
-                        dims.insert(name.clone(), (n, p.name.clone(), axis));
-                    }
-                },
-            }
-        }
-    }
-    for (dim, multiple) in &meta.aligned {
-        if let Some((v, from, _)) = dims.get(dim) {
-            if *multiple > 0 && v % multiple != 0 {
-                return Err(usage(format!(
-                    "kernel `{}` requires dim `{dim}` to be a multiple of {multiple} (@aligned), but `{from}` gives {v}",
-                    meta.name
-                )));
-            }
-        }
-    }
-    Ok(dims.into_iter().map(|(k, (v, _, _))| (k, v)).collect())
+        BindError::NoVariant {
+            dim,
+            value,
+            candidates,
+        } => format!(
+            "kernel `{}` has no variant for these dims: `{dim}` = {value} (compiled for {candidates:?})",
+            meta.name
+        ),
+        BindError::MissingGrid => format!(
+            "kernel `{}` has no @grid; give the grid with --grid X[,Y[,Z]]",
+            meta.name
+        ),
+        BindError::InvalidGrid(m) => format!("{m}; give --grid"),
+        BindError::GridTooLarge { grid, limit } => format!(
+            "the grid {grid:?} is more than a GPU launches (at most {limit:?} CTAs); give a smaller --grid"
+        ),
+        e => e.to_string(),
+    })
 }
 
 fn shape_text(shape: &[u64]) -> String {
@@ -648,52 +670,4 @@ fn shape_text(shape: &[u64]) -> String {
     } else {
         format!("({})", s.join(", "))
     }
-}
-
-/// The variant whose autotuned dims equal the actual dims; free tuning
-/// constants take the first candidate.
-fn pick_variant<'m>(
-    meta: &'m KernelMeta,
-    dims: &BTreeMap<String, u64>,
-) -> Result<&'m VariantMeta, Failure> {
-    meta.variants
-        .iter()
-        .find(|v| {
-            v.values.iter().all(|(n, val)| match dims.get(n) {
-                Some(d) => i64::try_from(*d).is_ok_and(|d| d == *val),
-                None => true,
-            })
-        })
-        .ok_or_else(|| {
-            let tuned: Vec<String> = meta
-                .autotune
-                .iter()
-                .filter(|(n, _)| dims.contains_key(n))
-                .map(|(n, vals)| format!("`{n}` = {} (compiled for {vals:?})", dims[n]))
-                .collect();
-            usage(format!(
-                "kernel `{}` has no variant for these dims: {}",
-                meta.name,
-                tuned.join(", ")
-            ))
-        })
-}
-
-fn eval_grid(exprs: &[GridExpr], dims: &BTreeMap<String, u64>) -> Result<[u32; 3], Failure> {
-    let mut g = [1u32; 3];
-    for (i, e) in exprs.iter().take(3).enumerate() {
-        let v = e
-            .eval(&|d| dims.get(d).and_then(|v| i64::try_from(*v).ok()))
-            .map_err(usage)?;
-        g[i] = match u64::try_from(v) {
-            Ok(v) if v > 0 => crate::args::check_grid_dim(i, v)
-                .map_err(|m| usage(format!("the @grid gives {m}; give --grid")))?,
-            _ => {
-                return Err(usage(format!(
-                    "the @grid gives {v} CTAs in dimension {i}; give --grid"
-                )))
-            }
-        };
-    }
-    Ok(g)
 }

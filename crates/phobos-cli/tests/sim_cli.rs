@@ -543,3 +543,55 @@ fn an_autotuned_dim_without_a_variant_is_refused() {
         stderr(&out)
     );
 }
+
+const TUNED: &str = "@autotune(BLOCK in [64, 128])
+@launch(BLOCK)
+@grid(cdiv(N, BLOCK))
+kernel tuned(x: tensor<f32>[N], y: tensor<f32>[N]) {
+  let i = ctx.block.x * BLOCK + ctx.thread
+  if i < N {
+    y[i] = 2.0 * x[i]
+  }
+}
+";
+
+#[test]
+fn define_runs_the_variant_of_a_free_tuning_constant() {
+    let n = 1000;
+    let (c, file) = Case::new("tuned.pho", TUNED);
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    write_npy(&c.path("x.npy"), &[n as u64], &x);
+    write_npy(&c.path("y.npy"), &[n as u64], &vec![0.0f32; n]);
+    let run = |defines: &[&str]| {
+        let mut args = vec!["sim", file.as_str(), "x=x.npy", "y=y.npy", "--out", "out"];
+        args.extend_from_slice(defines);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_phobos"));
+        cmd.args(&args).current_dir(c.dir.path());
+        cmd.output().expect("phobos runs")
+    };
+    // Without --define the first value runs, with its own @grid.
+    let out = run(&[]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        stdout.contains("tuned__BLOCK64: grid (16, 1, 1) x 64 threads"),
+        "{stdout}"
+    );
+    let out = run(&["--define", "BLOCK=128"]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout.contains("tuned__BLOCK128: grid (8, 1, 1) x 128 threads"),
+        "{stdout}"
+    );
+    let (_, y) = read_npy::<f32>(&c.dir.path().join("out/y.npy"));
+    assert!(y.iter().zip(&x).all(|(y, x)| *y == 2.0 * x));
+    for (define, message) in [
+        ("BLOCK=96", "no variant is compiled for BLOCK = 96"),
+        ("N=5", "`N` is not an @autotune constant"),
+        ("BLOCK=big", "`big` is not an integer"),
+    ] {
+        let out = run(&["--define", define]);
+        assert_eq!(out.status.code(), Some(2), "{define}");
+        assert!(stderr(&out).contains(message), "{define}: {}", stderr(&out));
+    }
+}
