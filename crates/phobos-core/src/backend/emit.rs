@@ -67,6 +67,7 @@ pub fn emit_entry(
         lane: Reg::new(RegClass::B32, 0),
         warp: Reg::new(RegClass::B32, 0),
         smem: format!("{}_smem", f.entry),
+        addresses: Default::default(),
     };
     e.prologue();
     e.block(&f.body);
@@ -169,6 +170,9 @@ pub(crate) struct Emitter<'a> {
     pub warp: Reg,
     /// The name of this entry's `.shared` array.
     pub smem: String,
+    /// Tensor accesses' computed addresses and strides, for the accesses
+    /// that `Func::access_shift` places at a constant distance from them.
+    pub(crate) addresses: std::collections::HashMap<super::ir::AccessId, (memory::Addr, V)>,
 }
 
 impl<'a> Emitter<'a> {

@@ -218,6 +218,7 @@ impl Lower<'_> {
                 start,
                 end,
                 step,
+                unroll,
                 body,
             } => {
                 let v = self.locals[var];
@@ -235,7 +236,7 @@ impl Lower<'_> {
                 let body = self.block(body);
                 self.pre = pre;
                 self.uniform = outer;
-                vec![self.push_stmt(
+                let s = self.push_stmt(
                     StmtKind::For {
                         var: v,
                         start,
@@ -244,7 +245,11 @@ impl Lower<'_> {
                         body,
                     },
                     span,
-                )]
+                );
+                if let Some(n) = unroll {
+                    self.f.loop_unroll.insert(s, *n);
+                }
+                vec![s]
             }
         }
     }

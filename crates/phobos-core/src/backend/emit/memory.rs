@@ -208,6 +208,32 @@ impl Emitter<'_> {
     /// The address of the first element of an access, and the byte stride
     /// between consecutive elements of a run.
     pub(crate) fn address(&mut self, acc: AccessId) -> (Addr, V) {
+        if let Some(shifted) = self.shifted_address(acc) {
+            return shifted;
+        }
+        let computed = self.computed_address(acc);
+        if matches!(self.f.accesses[acc].mem, Mem::Tensor(_)) {
+            self.addresses.insert(acc, computed.clone());
+        }
+        computed
+    }
+
+    /// The address of an access that `Func::access_shift` places `d`
+    /// elements after an access already emitted: that address plus a
+    /// constant. (It assumes the index does not wrap around in 32 bits
+    /// between the two, which holds whenever both accesses are in bounds.)
+    fn shifted_address(&mut self, acc: AccessId) -> Option<(Addr, V)> {
+        let (base, d) = *self.f.access_shift.get(&acc)?;
+        let (addr, stride) = self.addresses.get(&base)?.clone();
+        let a = &self.f.accesses[acc];
+        let bytes = d.checked_mul(a.elem.size() as i64)?;
+        self.loc(a.span);
+        let reg = self.reg(RegClass::B64);
+        self.ins(&format!("add.s64 {reg}, {}, {bytes};", addr.reg));
+        Some((Addr { reg, ..addr }, stride))
+    }
+
+    fn computed_address(&mut self, acc: AccessId) -> (Addr, V) {
         let a = self.f.accesses[acc].clone();
         let size = a.elem.size() as i128;
         let (idx, signed) = self.index_values(acc);
