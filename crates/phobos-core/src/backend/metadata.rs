@@ -137,7 +137,10 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
             reason: b.reason.clone(),
         })
         .collect();
-    let loads = v
+    // Unrolled loops hold copies of their accesses; a copy that was decided
+    // the same way as its original is listed once.
+    let mut loads: Vec<AccessMeta> = Vec::new();
+    let all = v
         .func
         .accesses
         .iter()
@@ -163,8 +166,12 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
                 align_bytes: info.align,
                 reason: info.reason.clone(),
             }
-        })
-        .collect();
+        });
+    for m in all {
+        if !loads.contains(&m) {
+            loads.push(m);
+        }
+    }
     VariantMeta {
         entry: v.func.entry.clone(),
         values: k.variant.clone(),
