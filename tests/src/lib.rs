@@ -6,6 +6,7 @@
 //! computes, its intended grid and its parameter shapes
 //! (`// grid: ...; shapes: ...`), for the simulator tests.
 
+pub mod sass;
 pub mod sim_support;
 
 use phobos_core::{CompileOptions, CompiledKernel};
