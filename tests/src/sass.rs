@@ -30,9 +30,13 @@ fn regs(op: &str) -> Vec<u32> {
     let b = op.as_bytes();
     let mut i = 0;
     while i < b.len() {
-        let starts = b[i] == b'R' && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'));
+        let starts =
+            b[i] == b'R' && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'));
         if starts {
-            let digits: String = op[i + 1..].chars().take_while(|c| c.is_ascii_digit()).collect();
+            let digits: String = op[i + 1..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
             if let Ok(n) = digits.parse::<u32>() {
                 out.push(n);
                 if op[i + 1 + digits.len()..].starts_with(".64") {
@@ -57,7 +61,7 @@ pub fn analyze(sass: &str) -> LoadReport {
     };
     let mut pending: HashSet<u32> = HashSet::new();
     let mut count = 0;
-    let mut flush = |count: &mut usize, pending: &mut HashSet<u32>, report: &mut LoadReport| {
+    let flush = |count: &mut usize, pending: &mut HashSet<u32>, report: &mut LoadReport| {
         if *count > 0 {
             report.groups.push(*count);
             report.in_flight = report.in_flight.max(*count);
@@ -96,9 +100,11 @@ pub fn analyze(sass: &str) -> LoadReport {
         } else {
             args.split(',').map(str::trim).collect()
         };
-        let writes_nothing = ["ST", "RED", "ATOM", "BRA", "EXIT", "RET", "BAR", "WARPSYNC", "CALL"]
-            .iter()
-            .any(|p| op.starts_with(p));
+        let writes_nothing = [
+            "ST", "RED", "ATOM", "BRA", "EXIT", "RET", "BAR", "WARPSYNC", "CALL",
+        ]
+        .iter()
+        .any(|p| op.starts_with(p));
         let (dst, srcs) = if writes_nothing || ops.is_empty() {
             (None, &ops[..])
         } else {
@@ -107,7 +113,10 @@ pub fn analyze(sass: &str) -> LoadReport {
         if op == "STL" || op.starts_with("STL.") || op == "LDL" || op.starts_with("LDL.") {
             report.local += 1;
         }
-        let reads_pending = srcs.iter().flat_map(|s| regs(s)).any(|r| pending.contains(&r));
+        let reads_pending = srcs
+            .iter()
+            .flat_map(|s| regs(s))
+            .any(|r| pending.contains(&r));
         if reads_pending {
             flush(&mut count, &mut pending, &mut report);
         }

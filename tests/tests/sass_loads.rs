@@ -31,7 +31,10 @@ fn seed_matvecs_issue_several_16_byte_loads_before_the_first_use() {
     for name in ["lanes_matvec", "i8_matvec"] {
         let file = corpus_file(name);
         for arch in [80u32, 90] {
-            let ptx: String = compile(&file, arch).iter().map(|k| k.ptx.as_str()).collect();
+            let ptx: String = compile(&file, arch)
+                .iter()
+                .map(|k| k.ptx.as_str())
+                .collect();
             let ptx_path = dir.path().join(format!("{name}.sm_{arch}.ptx"));
             let cubin = ptx_path.with_extension("cubin");
             std::fs::write(&ptx_path, ptx).expect("write ptx");

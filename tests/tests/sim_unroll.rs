@@ -46,7 +46,7 @@ fn i8_matvec_is_right_with_ragged_k() {
 
 const COUNTS: &str = r#"
 @launch(32)
-kernel counts(A: tensor<i32>[1, N], Up: tensor<i32>[1, 32], Down: tensor<i32>[1, 32], Top: tensor<i32>[1, 32]) {
+kernel counts(A: tensor<i32>[1, N], Up: tensor<i32>[1, 32], Down: tensor<i32>[1, 32], Top: tensor<i32>[1, 32], Bottom: tensor<i32>[1, 32]) {
   let t = ctx.lane
   var up: i32 = 0
   for i in range(t, N, 3) unroll 4 {
@@ -59,15 +59,21 @@ kernel counts(A: tensor<i32>[1, N], Up: tensor<i32>[1, 32], Down: tensor<i32>[1,
   }
   Down[0, t] = down
   var top: i32 = 0
-  for i in range(2147483600 + t, 2147483647, 7) unroll 5 {
+  for i in range(2147483647 - t % 4, 2147483638, -3) unroll 5 {
     top += 1
   }
   Top[0, t] = top
+  var bottom: i32 = 0
+  for i in range(-2147483647 - 1 + t % 4, -2147483640, 3) unroll 5 {
+    bottom += 1
+  }
+  Bottom[0, t] = bottom
 }
 "#;
 
-/// Explicit factors, a negative step, per-lane starts and a range that
-/// ends at `i32::MAX` (where `end - (U-1)*step` must not wrap).
+/// Explicit factors, a negative step, per-lane starts, and ranges whose
+/// end sits within `(U-1)*|step|` of `i32::MAX` or `i32::MIN` (where the
+/// main loop's limit `end - (U-1)*step` would wrap without its clamp).
 #[test]
 fn explicit_unroll_counts_up_down_and_near_the_top() {
     for n in [0usize, 1, 5, 31, 64, 100] {
@@ -76,7 +82,8 @@ fn explicit_unroll_counts_up_down_and_near_the_top() {
             .gen("A", Gen::Int(-50, 50))
             .run([1, 1, 1]);
         let a = o.input("A");
-        let (mut up, mut down, mut top) = (o.expect("Up"), o.expect("Down"), o.expect("Top"));
+        let (mut up, mut down) = (o.expect("Up"), o.expect("Down"));
+        let (mut top, mut bottom) = (o.expect("Top"), o.expect("Bottom"));
         for t in 0..32i64 {
             let mut s = 0i32;
             let mut i = t;
@@ -92,11 +99,14 @@ fn explicit_unroll_counts_up_down_and_near_the_top() {
                 i -= 5;
             }
             down.set_i(t as usize, d as i64);
-            let first = 2147483600i64 + t;
-            top.set_i(t as usize, (2147483647 - first + 6) / 7);
+            let first = 2147483647 - t % 4;
+            top.set_i(t as usize, (first - 2147483638 + 2) / 3);
+            let first = -2147483648 + t % 4;
+            bottom.set_i(t as usize, (-2147483640 - first + 2) / 3);
         }
         o.check("Up", &up);
         o.check("Down", &down);
         o.check("Top", &top);
+        o.check("Bottom", &bottom);
     }
 }

@@ -140,33 +140,29 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
     // Unrolled loops hold copies of their accesses; a copy that was decided
     // the same way as its original is listed once.
     let mut loads: Vec<AccessMeta> = Vec::new();
-    let all = v
-        .func
-        .accesses
-        .iter()
-        .map(|(id, a)| {
-            let (line, col) = lines.line_col(a.span.start as usize);
-            let info = &v.div.access[id.0 as usize];
-            let target = match a.mem {
-                Mem::Tensor(p) => k.params[p.0 as usize].name.clone(),
-                Mem::Buffer(b) => v.func.buffers[b].name.clone(),
-            };
-            let elems = match &a.shape {
-                Shape::Point => 1,
-                Shape::Run { len, .. } => *len,
-                Shape::Tile { shape } => shape.iter().product(),
-            };
-            AccessMeta {
-                line,
-                col,
-                target,
-                store: a.store,
-                elems,
-                width_bytes: info.width,
-                align_bytes: info.align,
-                reason: info.reason.clone(),
-            }
-        });
+    let all = v.func.accesses.iter().map(|(id, a)| {
+        let (line, col) = lines.line_col(a.span.start as usize);
+        let info = &v.div.access[id.0 as usize];
+        let target = match a.mem {
+            Mem::Tensor(p) => k.params[p.0 as usize].name.clone(),
+            Mem::Buffer(b) => v.func.buffers[b].name.clone(),
+        };
+        let elems = match &a.shape {
+            Shape::Point => 1,
+            Shape::Run { len, .. } => *len,
+            Shape::Tile { shape } => shape.iter().product(),
+        };
+        AccessMeta {
+            line,
+            col,
+            target,
+            store: a.store,
+            elems,
+            width_bytes: info.width,
+            align_bytes: info.align,
+            reason: info.reason.clone(),
+        }
+    });
     for m in all {
         if !loads.contains(&m) {
             loads.push(m);
