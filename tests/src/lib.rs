@@ -7,6 +7,7 @@
 //! (`// grid: ...; shapes: ...`), for the simulator tests.
 
 pub mod executor;
+pub mod sass;
 pub mod sim_support;
 
 use phobos_core::{CompileOptions, CompiledKernel};

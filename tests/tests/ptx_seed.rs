@@ -10,12 +10,39 @@ fn ptx_of(name: &str) -> (String, phobos_core::meta::KernelMeta) {
     (k.ptx, k.meta)
 }
 
-/// The body of the first `for` loop (between its head label and its end label).
-fn loop_body(ptx: &str) -> String {
-    let start = ptx.find("_for:").expect("a loop");
-    let end = ptx[start..].find("_endfor:").expect("loop end") + start;
-    ptx[start..end].to_string()
+/// The bodies of the `for` loops (between each head label and its end
+/// label), in order.
+fn loop_bodies(ptx: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = ptx[from..].find("_for:") {
+        let start = from + at;
+        let end = ptx[start..].find("_endfor:").expect("loop end") + start;
+        out.push(ptx[start..end].to_string());
+        from = end;
+    }
+    out
 }
+
+/// The seed's loops are unrolled (backend `unroll`): a main loop of
+/// `factor` steps per trip, then the remainder one step per trip. Returns
+/// (main, remainder), checking that `needle` occurs `per_step` times per
+/// step in each.
+fn unrolled(ptx: &str, factor: usize, needle: &str, per_step: usize) -> (String, String) {
+    let bodies = loop_bodies(ptx);
+    assert_eq!(bodies.len(), 2, "a main loop and a remainder loop:\n{ptx}");
+    let (main, rest) = (bodies[0].clone(), bodies[1].clone());
+    assert_eq!(
+        count(&main, needle),
+        factor * per_step,
+        "{needle} in:\n{main}"
+    );
+    assert_eq!(count(&rest, needle), per_step, "{needle} in:\n{rest}");
+    (main, rest)
+}
+
+/// Steps per trip of a loop whose trip count is known only at run time.
+const AUTO: usize = phobos_core::backend::unroll::AUTO_FACTOR as usize;
 
 fn count(hay: &str, needle: &str) -> usize {
     hay.matches(needle).count()
@@ -24,17 +51,18 @@ fn count(hay: &str, needle: &str) -> usize {
 #[test]
 fn lanes_matvec_loads_four_floats_twice_per_step_and_folds_in_five_shuffles() {
     let (ptx, meta) = ptx_of("lanes_matvec");
-    let body = loop_body(&ptx);
-    assert_eq!(
-        count(&body, "ld.global.nc.v4.f32"),
-        2,
-        "one v4 load of W and one of x:\n{body}"
-    );
-    assert_eq!(
-        count(&body, "ld.global"),
-        2,
-        "no other loads in the loop:\n{body}"
-    );
+    // One v4 load of W and one of x per step, and no other loads.
+    unrolled(&ptx, AUTO, "ld.global.nc.v4.f32", 2);
+    let (main, _) = unrolled(&ptx, AUTO, "ld.global", 2);
+    // Steps after the first address W and x as the first step's address
+    // plus a constant (128 floats = 512 bytes further per step).
+    for step in 1..AUTO {
+        let shifted = main
+            .lines()
+            .filter(|l| l.contains("add.s64") && l.ends_with(&format!(", {};", 512 * step)))
+            .count();
+        assert_eq!(shifted, 2, "two addresses +{}:\n{main}", 512 * step);
+    }
     assert_eq!(count(&ptx, "shfl.sync.bfly.b32"), 5);
     for off in [16, 8, 4, 2, 1] {
         assert!(
@@ -64,14 +92,10 @@ fn lanes_matvec_loads_four_floats_twice_per_step_and_folds_in_five_shuffles() {
 #[test]
 fn i8_matvec_loads_sixteen_bytes_twice_and_runs_four_dp4a_per_step() {
     let (ptx, meta) = ptx_of("i8_matvec");
-    let body = loop_body(&ptx);
-    assert_eq!(
-        count(&body, "ld.global.nc.v4.u32"),
-        2,
-        "two 16-byte loads:\n{body}"
-    );
-    assert_eq!(count(&body, "ld.global"), 2);
-    assert_eq!(count(&body, "dp4a.s32.s32"), 4, "four dp4a:\n{body}");
+    // Two 16-byte loads and four dp4a per step.
+    unrolled(&ptx, AUTO, "ld.global.nc.v4.u32", 2);
+    unrolled(&ptx, AUTO, "ld.global", 2);
+    unrolled(&ptx, AUTO, "dp4a.s32.s32", 4);
     assert_eq!(count(&ptx, "shfl.sync.bfly.b32"), 5);
     let v = &meta.variants[0];
     for l in v
@@ -110,9 +134,9 @@ fn staged_matvec_copies_the_tile_then_one_barrier_and_plans_1024_bytes() {
     assert_eq!(kept.len(), 1);
     assert!(kept[0].reason.contains("xs"), "{}", kept[0].reason);
     // Each step: one v4 load of W from global memory, one of xs from shared.
-    let body = loop_body(&ptx);
-    assert_eq!(count(&body, "ld.global.nc.v4.f32"), 1, "{body}");
-    assert_eq!(count(&body, "ld.shared.v4.f32"), 1, "{body}");
+    // K is the constant 256: two steps in all, so two per trip.
+    unrolled(&ptx, 2, "ld.global.nc.v4.f32", 1);
+    unrolled(&ptx, 2, "ld.shared.v4.f32", 1);
     let xs = v
         .loads
         .iter()

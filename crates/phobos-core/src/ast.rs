@@ -224,13 +224,15 @@ pub enum StmtKind {
         then: Block,
         els: Option<Block>,
     },
-    /// `for i in range(a, b[, step]) { }`
+    /// `for i in range(a, b[, step]) [unroll N] { }`
     For {
         var: Ident,
         start: Expr,
         end: Expr,
         step: Option<Expr>,
         range_span: Span,
+        /// `unroll N`: the factor as written and the span of `unroll N`.
+        unroll: Option<(u64, Span)>,
         body: Block,
     },
     /// A call used as a statement, e.g. `store(Y[0, k :+ 4], 0, v)`.

@@ -3,11 +3,13 @@
 //! variant:
 //!
 //! 1. `lower`: HIR → the arena IR (`ir`), checked by `verify` in debug builds;
-//! 2. `divisibility`: known divisors and each access's width;
-//! 3. `shared_plan`: offsets of the shared buffers (the one user error the
+//! 2. `unroll`: loops that read tensors, and loops marked `unroll N`, run
+//!    several bodies per trip (checked by `verify` again);
+//! 3. `divisibility`: known divisors and each access's width;
+//! 4. `shared_plan`: offsets of the shared buffers (the one user error the
 //!    backend reports: more than 48 KB of static shared memory);
-//! 4. `barriers`: which candidate barriers are kept, and why;
-//! 5. `emit`: PTX text with `.loc` line info.
+//! 5. `barriers`: which candidate barriers are kept, and why;
+//! 6. `emit`: PTX text with `.loc` line info.
 //!
 //! `metadata` then describes the whole kernel for bindgen, the runtime,
 //! the simulator front end and `explain`. Nothing here does IO.
@@ -20,6 +22,7 @@ pub mod lower;
 pub mod metadata;
 pub mod print;
 pub mod shared_plan;
+pub mod unroll;
 pub mod verify;
 
 use crate::diag::Diagnostic;
@@ -63,20 +66,10 @@ pub fn compile_variant(
     lines: &LineIndex,
     arch: u32,
 ) -> Result<CompiledVariant, Diagnostic> {
-    let func = lower::lower(kernel, &entry_name(kernel));
-    if cfg!(debug_assertions) {
-        if let Err(errors) = verify::verify(&func) {
-            return Err(Diagnostic::error(
-                "P0901",
-                format!(
-                    "internal compiler error: the IR of `{}` is malformed: {}",
-                    func.entry,
-                    errors.join("; ")
-                ),
-            )
-            .primary(kernel.span, "while compiling this kernel"));
-        }
-    }
+    let mut func = lower::lower(kernel, &entry_name(kernel));
+    verified(&func, kernel, "lower")?;
+    unroll::unroll(&mut func);
+    verified(&func, kernel, "unroll")?;
     let div = divisibility::analyze(&func, kernel);
     let plan = shared_plan::plan(&func, lines, kernel.span)?;
     let barriers = barriers::place(&func, &plan, lines)?;
@@ -92,6 +85,24 @@ pub fn compile_variant(
         plan,
         barriers,
         entry,
+    })
+}
+
+/// In debug builds, run the IR verifier after pass `pass`.
+fn verified(func: &ir::Func, kernel: &hir::Kernel, pass: &str) -> Result<(), Diagnostic> {
+    if !cfg!(debug_assertions) {
+        return Ok(());
+    }
+    verify::verify(func).map_err(|errors| {
+        Diagnostic::error(
+            "P0901",
+            format!(
+                "internal compiler error: the IR of `{}` is malformed after `{pass}`: {}",
+                func.entry,
+                errors.join("; ")
+            ),
+        )
+        .primary(kernel.span, "while compiling this kernel")
     })
 }
 

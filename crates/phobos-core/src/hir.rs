@@ -167,6 +167,8 @@ pub enum StmtKind {
         start: Expr,
         end: Expr,
         step: Expr,
+        /// `unroll N` as written (1 to 32; above 1 only with a constant step).
+        unroll: Option<u32>,
         body: Block,
     },
 }

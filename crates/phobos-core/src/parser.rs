@@ -594,6 +594,7 @@ impl<'a> Parser<'a> {
         }
         let mut args = args.into_iter();
         let (start, end, step) = (args.next(), args.next(), args.next());
+        let unroll = self.unroll_clause()?;
         let body = self.block()?;
         match (start, end) {
             (Some(start), Some(end)) => Ok(StmtKind::For {
@@ -602,9 +603,26 @@ impl<'a> Parser<'a> {
                 end,
                 step,
                 range_span,
+                unroll,
                 body,
             }),
             _ => Err(Reported),
+        }
+    }
+
+    /// `unroll N` between a loop's `range(...)` and its body; the checker
+    /// judges the factor.
+    fn unroll_clause(&mut self) -> PResult<Option<(u64, Span)>> {
+        if !self.at_word("unroll") {
+            return Ok(None);
+        }
+        let start = self.bump().span;
+        match *self.kind() {
+            Tok::Int(n) => {
+                let end = self.bump().span;
+                Ok(Some((n, start.to(end))))
+            }
+            _ => Err(self.error_expected("an unroll factor (an integer literal)")),
         }
     }
 

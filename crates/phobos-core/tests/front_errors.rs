@@ -277,3 +277,33 @@ fn inlining_cannot_deepen_expressions_without_bound() {
     src.push_str("@launch(32)\nkernel k(A: tensor<f32>[1, 1]) {\n  A[0, 0] = g29(1.0)\n}\n");
     assert_eq!(codes(&src), ["P0211"]);
 }
+
+#[test]
+fn unroll_takes_a_factor_from_1_to_32_on_a_constant_step() {
+    accepted(&k("  var a: i32 = 0\n  for j in range(0, 64, 4) unroll 4 {\n    a += C[0, j]\n  }\n  C[0, i] = a"));
+    accepted(&k(
+        "  for j in range(0, i) unroll 1 {\n    C[0, j] = 0\n  }",
+    ));
+    assert_eq!(
+        codes(&k(
+            "  for j in range(0, 64) unroll 0 {\n    C[0, j] = 0\n  }"
+        )),
+        ["P0414"]
+    );
+    assert_eq!(
+        codes(&k(
+            "  for j in range(0, 64) unroll 33 {\n    C[0, j] = 0\n  }"
+        )),
+        ["P0414"]
+    );
+    assert_eq!(
+        codes(&k(
+            "  for j in range(0, 64, i + 1) unroll 2 {\n    C[0, j] = 0\n  }"
+        )),
+        ["P0414"]
+    );
+    assert_eq!(
+        codes(&k("  for j in range(0, 64) unroll {\n    C[0, j] = 0\n  }")),
+        ["P0100"]
+    );
+}

@@ -84,6 +84,7 @@ pub fn emit_entry(
         smem: format!("{}_smem", f.entry),
         cur_access: None,
         emitted: vec![EmittedAccess::default(); f.accesses.len()],
+        addresses: Default::default(),
     };
     e.prologue();
     e.block(&f.body);
@@ -189,6 +190,9 @@ pub(crate) struct Emitter<'a> {
     /// The access whose instructions are being emitted (see `address`).
     pub cur_access: Option<super::ir::AccessId>,
     emitted: Vec<EmittedAccess>,
+    /// Tensor accesses' computed addresses and strides, for the accesses
+    /// that `Func::access_shift` places at a constant distance from them.
+    pub(crate) addresses: std::collections::HashMap<super::ir::AccessId, (memory::Addr, V)>,
 }
 
 impl<'a> Emitter<'a> {

@@ -11,6 +11,7 @@
 
 use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
 use crate::hir::{Builtin, CollOp, ConstVal, DimId, ParamId, ShflMode, Ty};
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 /// A typed index into an [`Arena`].
@@ -112,6 +113,15 @@ pub struct Func {
     /// Side tables: the source span of each expression and statement.
     pub expr_spans: Vec<Span>,
     pub stmt_spans: Vec<Span>,
+    /// Side table: the factor of `unroll N` written on a `For`, read (and
+    /// emptied) by the `unroll` pass.
+    pub loop_unroll: BTreeMap<StmtId, u32>,
+    /// Side table filled by `unroll`: access `x` reads or writes the
+    /// elements of access `a` (same tensor, same shape), `d` elements further
+    /// along the last axis, and `a` is evaluated before `x` on every path that
+    /// reaches `x`. `emit` then computes `x`'s address as `a`'s plus a
+    /// constant, which ptxas folds into the load's immediate offset.
+    pub access_shift: BTreeMap<AccessId, (AccessId, i64)>,
     pub body: Vec<StmtId>,
     /// Candidate barriers inside a statement, between evaluating its
     /// operands (which read a tile) and acting on them: the write of a

@@ -242,6 +242,7 @@ impl Lower<'_> {
                 start,
                 end,
                 step,
+                unroll,
                 body,
             } => {
                 let v = self.locals[var];
@@ -270,6 +271,9 @@ impl Lower<'_> {
                     span,
                 );
                 self.fence_read(s, &[start, end, step], span);
+                if let Some(n) = unroll {
+                    self.f.loop_unroll.insert(s, *n);
+                }
                 vec![s]
             }
         }

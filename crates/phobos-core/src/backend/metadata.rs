@@ -149,55 +149,58 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
             reason: b.reason.clone(),
         })
         .collect();
-    let loads = v
-        .func
-        .accesses
-        .iter()
-        .map(|(id, a)| {
-            let (line, col) = lines.line_col(a.span.start as usize);
-            let info = &v.div.access[id.0 as usize];
-            // Widths and lines come from the instructions `emit` wrote.
-            let emitted = v.entry.accesses[id.0 as usize];
-            let line = if emitted.instructions > 0 {
-                emitted.line
+    // Unrolled loops hold copies of their accesses; a copy that was decided
+    // and emitted the same way as its original is listed once.
+    let mut loads: Vec<AccessMeta> = Vec::new();
+    let all = v.func.accesses.iter().map(|(id, a)| {
+        let (line, col) = lines.line_col(a.span.start as usize);
+        let info = &v.div.access[id.0 as usize];
+        // Widths and lines come from the instructions `emit` wrote.
+        let emitted = v.entry.accesses[id.0 as usize];
+        let line = if emitted.instructions > 0 {
+            emitted.line
+        } else {
+            line
+        };
+        let reason = if emitted.instructions == 0 {
+            "no memory instruction was emitted for it".to_string()
+        } else if emitted.max_bytes < info.width {
+            if one_element_store(&v.func, id) {
+                "`store(run, i, v)` writes one element".to_string()
             } else {
-                line
-            };
-            let reason = if emitted.instructions == 0 {
-                "no memory instruction was emitted for it".to_string()
-            } else if emitted.max_bytes < info.width {
-                if one_element_store(&v.func, id) {
-                    "`store(run, i, v)` writes one element".to_string()
-                } else {
-                    format!(
-                        "emitted {} bytes per instruction where {} were allowed",
-                        emitted.max_bytes, info.width
-                    )
-                }
-            } else {
-                info.reason.clone()
-            };
-            let target = match a.mem {
-                Mem::Tensor(p) => k.params[p.0 as usize].name.clone(),
-                Mem::Buffer(b) => v.func.buffers[b].name.clone(),
-            };
-            let elems = match &a.shape {
-                Shape::Point => 1,
-                Shape::Run { len, .. } => *len,
-                Shape::Tile { shape } => shape.iter().product(),
-            };
-            AccessMeta {
-                line,
-                col,
-                target,
-                store: a.store,
-                elems,
-                width_bytes: emitted.max_bytes,
-                align_bytes: info.align,
-                reason,
+                format!(
+                    "emitted {} bytes per instruction where {} were allowed",
+                    emitted.max_bytes, info.width
+                )
             }
-        })
-        .collect();
+        } else {
+            info.reason.clone()
+        };
+        let target = match a.mem {
+            Mem::Tensor(p) => k.params[p.0 as usize].name.clone(),
+            Mem::Buffer(b) => v.func.buffers[b].name.clone(),
+        };
+        let elems = match &a.shape {
+            Shape::Point => 1,
+            Shape::Run { len, .. } => *len,
+            Shape::Tile { shape } => shape.iter().product(),
+        };
+        AccessMeta {
+            line,
+            col,
+            target,
+            store: a.store,
+            elems,
+            width_bytes: emitted.max_bytes,
+            align_bytes: info.align,
+            reason,
+        }
+    });
+    for m in all {
+        if !loads.contains(&m) {
+            loads.push(m);
+        }
+    }
     VariantMeta {
         entry: v.func.entry.clone(),
         values: k.variant.clone(),

@@ -7,6 +7,9 @@ use crate::ast::{self, BinOp, ExprKind, ScalarTy, Span, StmtKind};
 use crate::diag::Diagnostic;
 use crate::hir::{self, LocalKind, Ty};
 
+/// The largest factor `unroll N` accepts.
+const MAX_UNROLL: u64 = 32;
+
 impl Cx<'_> {
     pub fn block(&mut self, b: &ast::Block) -> hir::Block {
         self.push_scope();
@@ -41,9 +44,10 @@ impl Cx<'_> {
                 start,
                 end,
                 step,
+                unroll,
                 body,
                 ..
-            } => self.for_stmt(var, start, end, step.as_ref(), body),
+            } => self.for_stmt(var, start, end, step.as_ref(), *unroll, body),
             StmtKind::Expr(e) => self.expr_stmt(e),
             StmtKind::Error => None,
         }?;
@@ -289,6 +293,7 @@ impl Cx<'_> {
         start: &ast::Expr,
         end: &ast::Expr,
         step: Option<&ast::Expr>,
+        unroll: Option<(u64, Span)>,
         body: &ast::Block,
     ) -> Option<hir::StmtKind> {
         let s = self.index(start);
@@ -305,6 +310,7 @@ impl Cx<'_> {
                 ),
             );
         }
+        let unroll = self.unroll_factor(unroll, st.as_ref(), step.map_or(end.span, |x| x.span));
         self.push_scope();
         let local = self.new_local(&var.name, var.span, false, LocalKind::Scalar(ScalarTy::I32));
         self.bind(&var.name, Binding::Local(local));
@@ -316,8 +322,43 @@ impl Cx<'_> {
             start: s?,
             end: e?,
             step: st?,
+            unroll: unroll?,
             body,
         })
+    }
+
+    /// The factor of `unroll N`: from 1 to 32, and (above 1) on a loop
+    /// whose step is a constant, so the backend knows which way it counts.
+    fn unroll_factor(
+        &mut self,
+        unroll: Option<(u64, Span)>,
+        step: Option<&hir::Expr>,
+        step_span: Span,
+    ) -> Option<Option<u32>> {
+        let Some((n, span)) = unroll else {
+            return Some(None);
+        };
+        if !(1..=MAX_UNROLL).contains(&n) {
+            self.report(
+                Diagnostic::error(
+                    "P0414",
+                    format!("an unroll factor must be from 1 to {MAX_UNROLL}, found {n}"),
+                )
+                .primary(span, "this factor")
+                .note("`unroll 1` keeps the loop as written; `unroll 4` runs four bodies per trip"),
+            );
+            return None;
+        }
+        if n > 1 && step.and_then(super::consts::const_int).is_none() {
+            self.report(
+                Diagnostic::error("P0414", "`unroll` needs a loop whose step is a constant")
+                    .primary(span, "unrolling asked for here")
+                    .secondary(step_span, "this step is known only at run time")
+                    .note("write the step as a constant expression, or remove `unroll`"),
+            );
+            return None;
+        }
+        Some(Some(n as u32))
     }
 
     fn expr_stmt(&mut self, e: &ast::Expr) -> Option<hir::StmtKind> {

@@ -224,6 +224,7 @@ impl Uni<'_> {
                 end,
                 step,
                 body,
+                ..
             } => {
                 let bounds = [start, end, step];
                 let level = bounds

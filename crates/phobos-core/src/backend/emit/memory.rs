@@ -211,9 +211,33 @@ impl Emitter<'_> {
     /// own loads recorded as theirs); from here until the access is done,
     /// the memory instructions emitted are recorded as the access's own.
     pub(crate) fn address(&mut self, acc: AccessId) -> (Addr, V) {
-        let r = self.address_of(acc);
+        let r = match self.shifted_address(acc) {
+            Some(shifted) => shifted,
+            None => {
+                let computed = self.address_of(acc);
+                if matches!(self.f.accesses[acc].mem, Mem::Tensor(_)) {
+                    self.addresses.insert(acc, computed.clone());
+                }
+                computed
+            }
+        };
         self.cur_access = Some(acc);
         r
+    }
+
+    /// The address of an access that `Func::access_shift` places `d`
+    /// elements after an access already emitted: that address plus a
+    /// constant. (It assumes the index does not wrap around in 32 bits
+    /// between the two, which holds whenever both accesses are in bounds.)
+    fn shifted_address(&mut self, acc: AccessId) -> Option<(Addr, V)> {
+        let (base, d) = *self.f.access_shift.get(&acc)?;
+        let (addr, stride) = self.addresses.get(&base)?.clone();
+        let a = &self.f.accesses[acc];
+        let bytes = d.checked_mul(a.elem.size() as i64)?;
+        self.loc(a.span);
+        let reg = self.reg(RegClass::B64);
+        self.ins(&format!("add.s64 {reg}, {}, {bytes};", addr.reg));
+        Some((Addr { reg, ..addr }, stride))
     }
 
     fn address_of(&mut self, acc: AccessId) -> (Addr, V) {
