@@ -270,23 +270,19 @@ impl Lower<'_> {
         els: &hir::Block,
         span: Span,
     ) -> Vec<StmtId> {
-        {
-            {
-                let outer = self.uniform;
-                // Under a predicate, an inner `if` runs per thread.
-                let pred = self.pred.take();
-                self.uniform = outer && pred.is_none() && self.is_uniform(cond);
-                let pre = std::mem::take(&mut self.pre);
-                let then = self.block(then);
-                let els = self.block(els);
-                self.pre = pre;
-                self.uniform = outer;
-                self.pred = pred;
-                let s = self.push_stmt(StmtKind::If { cond, then, els }, span);
-                self.fence_read(s, &[cond], span);
-                vec![s]
-            }
-        }
+        let outer = self.uniform;
+        // Under a predicate, an inner `if` runs per thread.
+        let pred = self.pred.take();
+        self.uniform = outer && pred.is_none() && self.is_uniform(cond);
+        let pre = std::mem::take(&mut self.pre);
+        let then = self.block(then);
+        let els = self.block(els);
+        self.pre = pre;
+        self.uniform = outer;
+        self.pred = pred;
+        let s = self.push_stmt(StmtKind::If { cond, then, els }, span);
+        self.fence_read(s, &[cond], span);
+        vec![s]
     }
 
     fn for_stmt(
@@ -298,37 +294,33 @@ impl Lower<'_> {
         body: &hir::Block,
         span: Span,
     ) -> Vec<StmtId> {
-        {
-            {
-                let v = self.locals[&var];
-                let start = self.expr(start);
-                let end = self.expr(end);
-                let step = self.expr(step);
-                let outer = self.uniform;
-                let uniform_bounds =
-                    self.is_uniform(start) && self.is_uniform(end) && self.is_uniform(step);
-                self.uniform = outer && uniform_bounds;
-                if self.uniform {
-                    self.uniform_vars.insert(v);
-                }
-                let pre = std::mem::take(&mut self.pre);
-                let body = self.block(body);
-                self.pre = pre;
-                self.uniform = outer;
-                let s = self.push_stmt(
-                    StmtKind::For {
-                        var: v,
-                        start,
-                        end,
-                        step,
-                        body,
-                    },
-                    span,
-                );
-                self.fence_read(s, &[start, end, step], span);
-                vec![s]
-            }
+        let v = self.locals[&var];
+        let start = self.expr(start);
+        let end = self.expr(end);
+        let step = self.expr(step);
+        let outer = self.uniform;
+        let uniform_bounds =
+            self.is_uniform(start) && self.is_uniform(end) && self.is_uniform(step);
+        self.uniform = outer && uniform_bounds;
+        if self.uniform {
+            self.uniform_vars.insert(v);
         }
+        let pre = std::mem::take(&mut self.pre);
+        let body = self.block(body);
+        self.pre = pre;
+        self.uniform = outer;
+        let s = self.push_stmt(
+            StmtKind::For {
+                var: v,
+                start,
+                end,
+                step,
+                body,
+            },
+            span,
+        );
+        self.fence_read(s, &[start, end, step], span);
+        vec![s]
     }
 
     /// An `if` whose condition differs between threads, at a uniform point,
@@ -383,15 +375,14 @@ impl Lower<'_> {
             return s;
         }
         let cond = self.push_expr(ExprKind::Var(pred), Ty::Scalar(ScalarTy::Bool), span);
-        let wrapped = self.push_stmt(
+        self.push_stmt(
             StmtKind::If {
                 cond,
                 then: vec![s],
                 els: vec![],
             },
             self.f.stmt_span(s),
-        );
-        wrapped
+        )
     }
 
     /// A point store under a predicate: when its operands read a tile and it
