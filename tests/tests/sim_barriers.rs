@@ -4,8 +4,8 @@
 //! with racecheck on and with it off, and its results are compared with a
 //! Rust reference; the PTX must hold a `bar.sync` between the last shared
 //! read and the shared write of the statement. A hazard no barrier can
-//! fence (both accesses under control that differs between threads) is
-//! refused with P0802.
+//! fence (both accesses inside a loop whose bounds differ between threads)
+//! is refused with P0802.
 
 use phobos_conformance::sim_support::{compile_src, Case, Gen, Tensor};
 use phobos_core::ast::ScalarTy;
@@ -128,9 +128,11 @@ fn a_tile_read_in_a_condition_or_loop_bound_is_fenced_from_the_body() {
     }
 }
 
-#[test]
-fn a_scan_with_reads_and_writes_under_a_varying_if_is_refused() {
-    let src = r#"
+/// The scan as a CUDA author writes it: the read of the neighbour and the
+/// write under `if i >= d`, a condition that differs between threads. The
+/// compiler evaluates the branch's operands, then places the barrier, then
+/// stores, each under the saved condition.
+const SCAN_IF: &str = r#"
 @launch(256)
 kernel scan(X: tensor<f32>[1, 256], Y: tensor<f32>[256]) {
   var t = X[0 :+ 1, 0 :+ 256]
@@ -139,13 +141,48 @@ kernel scan(X: tensor<f32>[1, 256], Y: tensor<f32>[256]) {
     let d = 1 << k
     if i >= d {
       t[0, i] = t[0, i] + t[0, i - d]
+    } else {
+      t[0, i] = t[0, i] * 1.0
     }
   }
   Y[i] = t[0, i]
 }
 "#;
-    let (_, diags) = phobos_core::compile(src, "scan.pho", &CompileOptions { arch: 75 });
-    let text = phobos_core::render::render(&diags, "scan.pho", src, false);
+
+#[test]
+fn a_scan_reading_and_writing_the_tile_under_a_varying_if_is_correct() {
+    let x: Vec<f32> = (0..256).map(|i| ((i * 29) % 13) as f32 - 6.0).collect();
+    let mut want = x.clone();
+    for i in 1..256 {
+        want[i] += want[i - 1];
+    }
+    for checks in [true, false] {
+        let c = run(SCAN_IF, "scan.pho", "scan", checks, &[]);
+        let c = c.init("X", Tensor::from_f32(&[1, 256], &x));
+        let o = c.run([1, 1, 1]);
+        o.check("Y", &Tensor::from_f32(&[256], &want));
+    }
+    let ptx = &compile_src(SCAN_IF, "scan.pho")[0].ptx;
+    assert!(barrier_between_read_and_write(ptx, 9), "{ptx}");
+}
+
+#[test]
+fn a_hazard_inside_a_loop_whose_bounds_vary_is_refused() {
+    // Each iteration reads the neighbour's element and writes its own; the
+    // loop's trip count differs per thread, so no barrier can go inside.
+    let src = r#"
+@launch(64)
+kernel shift(X: tensor<f32>[1, 64], Y: tensor<f32>[64]) {
+  var t = X[0 :+ 1, 0 :+ 64]
+  let i = ctx.thread
+  for j in range(0, i) {
+    t[0, i] = t[0, i - 1]
+  }
+  Y[i] = t[0, i]
+}
+"#;
+    let (_, diags) = phobos_core::compile(src, "shift.pho", &CompileOptions { arch: 75 });
+    let text = phobos_core::render::render(&diags, "shift.pho", src, false);
     assert!(diags.iter().any(|d| d.code == "P0802"), "{text}");
     assert!(text.contains("`t` read here"), "{text}");
 }
@@ -172,4 +209,39 @@ kernel stride(A: tensor<f32>[1, 512], B: tensor<f32>[1, 512]) {
         want.set_f(i, 2.0 * a.f(i));
     }
     o.check("B", &want);
+}
+
+/// A varying `if` that reads and writes a tile is lowered statement by
+/// statement under its condition; a `fn` argument the statement hoists
+/// (arguments are evaluated once) must stay under that condition too: here
+/// it loads `W[i - 64]`, in bounds only for the threads that take the
+/// branch.
+const PREDICATED_FN_ARG: &str = r#"
+fn twice(a) = a + a
+@launch(128)
+kernel shifted(X: tensor<f32>[1, 128], W: tensor<f32>[64], Y: tensor<f32>[128]) {
+  var t = X[0 :+ 1, 0 :+ 128]
+  let i = ctx.thread
+  if i >= 64 {
+    t[0, i] = t[0, i - 64] + twice(W[i - 64] * 3.0)
+  }
+  Y[i] = t[0, i]
+}
+"#;
+
+#[test]
+fn a_hoisted_fn_argument_under_a_varying_if_stays_under_its_condition() {
+    let x: Vec<f32> = (0..128).map(|i| i as f32).collect();
+    let w: Vec<f32> = (0..64).map(|i| (i % 7) as f32 - 3.0).collect();
+    let mut want = x.clone();
+    for i in 64..128 {
+        want[i] = x[i - 64] + 2.0 * (w[i - 64] * 3.0);
+    }
+    // Checks on: an unguarded load of W[i - 64] for i < 64 is a memcheck
+    // error (before the argument was predicated, it ran for every thread).
+    let c = run(PREDICATED_FN_ARG, "shifted.pho", "shifted", true, &[])
+        .init("X", Tensor::from_f32(&[1, 128], &x))
+        .init("W", Tensor::from_f32(&[64], &w));
+    let o = c.run([1, 1, 1]);
+    o.check("Y", &Tensor::from_f32(&[128], &want));
 }

@@ -128,8 +128,8 @@ fn the_worst_case_model_exposes_sin_beyond_its_documented_range() {
     let xs = [127_303.68f32, -127_303.68];
     let exact = run_math(&xs, Approx::Exact);
     let worst = run_math(&xs, Approx::WorstCase);
-    for i in 0..xs.len() {
-        let want = f64::from(xs[i]).sin();
+    for (i, &x) in xs.iter().enumerate() {
+        let want = f64::from(x).sin();
         assert!((exact.after["S"].f(i) - want).abs() < 1e-5, "exact model");
         assert!(worst.after["S"].f(i).is_nan(), "worst-case model");
     }

@@ -177,7 +177,7 @@ fn backend_errors_are_reported_by_check() {
     let racy = write(
         dir.path(),
         "racy.pho",
-        "@launch(64)\nkernel racy(A: tensor<f32>[1, 64], y: tensor<f32>[1, 64]) {\n  var t = A[0 :+ 1, 0 :+ 64]\n  let i = ctx.thread\n  if i > 0 {\n    t[0, i] = t[0, i - 1]\n  }\n  y[0, i] = t[0, i]\n}\n",
+        "@launch(64)\nkernel racy(A: tensor<f32>[1, 64], y: tensor<f32>[1, 64]) {\n  var t = A[0 :+ 1, 0 :+ 64]\n  let i = ctx.thread\n  for j in range(0, i) {\n    t[0, i] = t[0, i - 1]\n  }\n  y[0, i] = t[0, i]\n}\n",
     );
     let ptx = phobos(&["ptx", &big]);
     assert_eq!(ptx.status.code(), Some(1));

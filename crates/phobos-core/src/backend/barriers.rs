@@ -28,8 +28,10 @@
 //!
 //! Walking the stream, an access that conflicts with an access since the
 //! last kept barrier keeps the latest candidate between the two. A conflict
-//! with no candidate between (both accesses under control that differs
-//! between threads, where no barrier can go) is an error, P0802 — except
+//! with no candidate between (both accesses inside a loop whose bounds
+//! differ between threads, where no barrier can go; lowering predicates a
+//! varying `if` statement by statement so barriers fit between its
+//! statements) is an error, P0802 — except
 //! between two iterations of a loop whose bounds differ between threads
 //! (`for e in range(ctx.thread, n, ctx.threads)`), whose iterations in
 //! different threads are assumed to touch different elements: no barrier
@@ -217,10 +219,10 @@ fn unfenced(f: &Func, p: &Event, x: &Event) -> Diagnostic {
     }
     d.note(
         "a barrier needs every thread of the CTA, so Phobos places one only where control is \
-         the same for all threads; these accesses are both under an `if` or loop that differs \
-         between threads. Read what you need into a `let` before that `if` or loop (for \
-         example `let v = select(i >= d, t[max(i - d, 0)], 0.0)`), then write under the \
-         condition",
+         the same for all threads; these accesses are both inside a loop whose bounds differ \
+         between threads. Read what the loop needs into a `let` before it, or give the loop \
+         bounds that are the same in every thread and test the thread's own condition with \
+         an `if` inside it",
     )
 }
 

@@ -6,8 +6,13 @@
 //! of their expressions into `CtaColl` statements with their scratch buffer
 //! and their three candidate barriers; `sum(i32(a) * i32(b))` over byte runs
 //! becomes `Dp4aSum`; tile copies, tile stores and element stores into tiles
-//! get candidate barriers around them at the nearest uniform control point.
-//! Whether a candidate barrier is kept is decided later by `barriers`.
+//! get candidate barriers around them at the nearest uniform control point;
+//! a store into a tile whose operands read a tile, and an `if` or `for`
+//! whose condition or bounds read one, get a fence between operands and
+//! action; an `if` whose condition varies, at a uniform point, whose
+//! branches read and write tiles is predicated statement by statement so
+//! candidates fit between its statements. Whether a candidate barrier is
+//! kept is decided later by `barriers`.
 
 use super::ir::{
     Access, Barrier, BarrierRole, Buffer, BufferId, BufferKind, Combine, Expr, ExprId, ExprKind,
@@ -35,6 +40,7 @@ pub fn lower(kernel: &hir::Kernel, entry: &str) -> Func {
         cta_count: 0,
         lazy: 0,
         substituted: HashMap::new(),
+        pred: None,
     };
     for (i, local) in kernel.locals.iter().enumerate() {
         let id = hir::LocalId(i as u32);
@@ -91,6 +97,10 @@ struct Lower<'k> {
     lazy: u32,
     /// The `fn` arguments substituted at their uses (see `lazy`).
     substituted: HashMap<hir::LocalId, hir::Expr>,
+    /// Inside a predicated `if` (see `predicated_if`): the bool var that
+    /// says whether this thread takes the branch. Each statement is
+    /// wrapped in `if pred`, so barriers can go between them.
+    pred: Option<VarId>,
 }
 
 impl Lower<'_> {
@@ -99,7 +109,21 @@ impl Lower<'_> {
         for s in &b.stmts {
             let at_uniform = self.uniform;
             let mut lowered = self.stmt(s);
+            if let Some(p) = self.pred {
+                lowered = lowered
+                    .into_iter()
+                    .map(|x| self.wrap_in_pred(x, p, s.span))
+                    .collect();
+            }
             let mut pre = std::mem::take(&mut self.pre);
+            if let Some(p) = self.pred {
+                // `fn` arguments hoisted before the statement run under its
+                // predicate too: they may load what only taking threads may.
+                pre = pre
+                    .into_iter()
+                    .map(|x| self.wrap_in_pred(x, p, s.span))
+                    .collect();
+            }
             if at_uniform && !self.pending_tile_writes.is_empty() {
                 // Element stores into tiles under this statement: fence them
                 // from earlier readers and from later readers in other threads.
@@ -148,6 +172,9 @@ impl Lower<'_> {
                 let v = self.locals[local];
                 let e = self.expr(value);
                 vec![self.push_stmt(StmtKind::Set(v, e), span)]
+            }
+            hir::StmtKind::Store { dst, index, value } if self.pred.is_some() => {
+                self.predicated_store(*dst, index, value, span)
             }
             hir::StmtKind::Store { dst, index, value } => {
                 let acc = self.access(*dst, index, Shape::Point, true, span);
@@ -224,18 +251,28 @@ impl Lower<'_> {
                 let store = self.push_stmt(StmtKind::TileStore { access, buffer }, span);
                 vec![before, store]
             }
+            hir::StmtKind::If { cond: c, then, els }
+                if self.uniform && self.pred.is_none() && both_read_and_write_tiles(then, els) =>
+            {
+                let cond = self.expr(c);
+                if self.is_uniform(cond) {
+                    self.if_stmt(cond, then, els, span)
+                } else {
+                    self.predicated_if(cond, then, els, span)
+                }
+            }
             hir::StmtKind::If { cond, then, els } => {
                 let cond = self.expr(cond);
-                let outer = self.uniform;
-                self.uniform = outer && self.is_uniform(cond);
-                let pre = std::mem::take(&mut self.pre);
-                let then = self.block(then);
-                let els = self.block(els);
-                self.pre = pre;
+                self.if_stmt(cond, then, els, span)
+            }
+            hir::StmtKind::For { .. } if self.pred.is_some() => {
+                // A loop under a predicate: its body runs per thread.
+                let outer = std::mem::replace(&mut self.uniform, false);
+                let pred = self.pred.take();
+                let out = self.stmt(s);
+                self.pred = pred;
                 self.uniform = outer;
-                let s = self.push_stmt(StmtKind::If { cond, then, els }, span);
-                self.fence_read(s, &[cond], span);
-                vec![s]
+                out
             }
             hir::StmtKind::For {
                 var,
@@ -244,39 +281,171 @@ impl Lower<'_> {
                 step,
                 unroll,
                 body,
-            } => {
-                let v = self.locals[var];
-                let start = self.expr(start);
-                let end = self.expr(end);
-                let step = self.expr(step);
-                let outer = self.uniform;
-                let uniform_bounds =
-                    self.is_uniform(start) && self.is_uniform(end) && self.is_uniform(step);
-                self.uniform = outer && uniform_bounds;
-                if self.uniform {
-                    self.uniform_vars.insert(v);
-                }
-                let pre = std::mem::take(&mut self.pre);
-                let body = self.block(body);
-                self.pre = pre;
-                self.uniform = outer;
-                let s = self.push_stmt(
-                    StmtKind::For {
-                        var: v,
-                        start,
-                        end,
-                        step,
-                        body,
-                    },
-                    span,
-                );
-                self.fence_read(s, &[start, end, step], span);
-                if let Some(n) = unroll {
-                    self.f.loop_unroll.insert(s, *n);
-                }
-                vec![s]
-            }
+            } => self.for_stmt(*var, start, end, step, *unroll, body, span),
         }
+    }
+
+    fn if_stmt(
+        &mut self,
+        cond: ExprId,
+        then: &hir::Block,
+        els: &hir::Block,
+        span: Span,
+    ) -> Vec<StmtId> {
+        let outer = self.uniform;
+        // Under a predicate, an inner `if` runs per thread.
+        let pred = self.pred.take();
+        self.uniform = outer && pred.is_none() && self.is_uniform(cond);
+        let pre = std::mem::take(&mut self.pre);
+        let then = self.block(then);
+        let els = self.block(els);
+        self.pre = pre;
+        self.uniform = outer;
+        self.pred = pred;
+        let s = self.push_stmt(StmtKind::If { cond, then, els }, span);
+        self.fence_read(s, &[cond], span);
+        vec![s]
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn for_stmt(
+        &mut self,
+        var: hir::LocalId,
+        start: &hir::Expr,
+        end: &hir::Expr,
+        step: &hir::Expr,
+        unroll: Option<u32>,
+        body: &hir::Block,
+        span: Span,
+    ) -> Vec<StmtId> {
+        let v = self.locals[&var];
+        let start = self.expr(start);
+        let end = self.expr(end);
+        let step = self.expr(step);
+        let outer = self.uniform;
+        let uniform_bounds =
+            self.is_uniform(start) && self.is_uniform(end) && self.is_uniform(step);
+        self.uniform = outer && uniform_bounds;
+        if self.uniform {
+            self.uniform_vars.insert(v);
+        }
+        let pre = std::mem::take(&mut self.pre);
+        let body = self.block(body);
+        self.pre = pre;
+        self.uniform = outer;
+        let s = self.push_stmt(
+            StmtKind::For {
+                var: v,
+                start,
+                end,
+                step,
+                body,
+            },
+            span,
+        );
+        self.fence_read(s, &[start, end, step], span);
+        if let Some(n) = unroll {
+            self.f.loop_unroll.insert(s, n);
+        }
+        vec![s]
+    }
+
+    /// An `if` whose condition differs between threads, at a uniform point,
+    /// whose branches both read and write tiles: no barrier could go inside
+    /// it, so it is lowered statement by statement under a predicate —
+    /// `p = cond`, then each statement `s` of the then-branch as
+    /// `if p { s }` and of the else-branch as `if !p { s }` — with the
+    /// candidate barriers between them at uniform control. A store whose
+    /// operands read a tile is split into computing the operands and
+    /// storing them, with a candidate between (`t[i] = t[i] + t[i - d]`).
+    fn predicated_if(
+        &mut self,
+        cond: ExprId,
+        then: &hir::Block,
+        els: &hir::Block,
+        span: Span,
+    ) -> Vec<StmtId> {
+        let bool_ty = Ty::Scalar(ScalarTy::Bool);
+        let p = self.f.vars.push(Var {
+            name: "if".to_string(),
+            ty: ScalarTy::Bool,
+        });
+        let mut out = vec![self.push_stmt(StmtKind::Set(p, cond), span)];
+        self.fence_read(out[0], &[cond], span);
+        let branches = [(then, false), (els, true)];
+        for (b, negate) in branches {
+            if b.stmts.is_empty() {
+                continue;
+            }
+            let q = if negate {
+                let q = self.f.vars.push(Var {
+                    name: "else".to_string(),
+                    ty: ScalarTy::Bool,
+                });
+                let pv = self.push_expr(ExprKind::Var(p), bool_ty, span);
+                let not = self.push_expr(ExprKind::Unary(UnOp::Not, pv), bool_ty, span);
+                out.push(self.push_stmt(StmtKind::Set(q, not), span));
+                q
+            } else {
+                p
+            };
+            self.pred = Some(q);
+            out.extend(self.block(b));
+            self.pred = None;
+        }
+        out
+    }
+
+    /// `if pred { s }` (barriers stay outside: they are at uniform control).
+    fn wrap_in_pred(&mut self, s: StmtId, pred: VarId, span: Span) -> StmtId {
+        if matches!(self.f.stmts[s].kind, StmtKind::Barrier(_)) {
+            return s;
+        }
+        let cond = self.push_expr(ExprKind::Var(pred), Ty::Scalar(ScalarTy::Bool), span);
+        self.push_stmt(
+            StmtKind::If {
+                cond,
+                then: vec![s],
+                els: vec![],
+            },
+            self.f.stmt_span(s),
+        )
+    }
+
+    /// A point store under a predicate: when its operands read a tile and it
+    /// writes one, the operands go into vars first, then a candidate
+    /// barrier (outside the predicate), then the store of the vars.
+    fn predicated_store(
+        &mut self,
+        dst: hir::Memory,
+        index: &[hir::Expr],
+        value: &hir::Expr,
+        span: Span,
+    ) -> Vec<StmtId> {
+        let mut out = Vec::new();
+        let mut operand = |cx: &mut Self, e: &hir::Expr| {
+            let x = cx.expr(e);
+            if cx.f.tile_read(x).is_none() || !matches!(dst, hir::Memory::Tile(_)) {
+                return x;
+            }
+            let ty = cx.f.scalar_ty(x);
+            let v = cx.f.vars.push(Var {
+                name: "operand".to_string(),
+                ty,
+            });
+            out.push(cx.push_stmt(StmtKind::Set(v, x), e.span));
+            cx.push_expr(ExprKind::Var(v), Ty::Scalar(ty), e.span)
+        };
+        let index: Vec<ExprId> = index.iter().map(|e| operand(self, e)).collect();
+        let value = operand(self, value);
+        if let (hir::Memory::Tile(l), false) = (dst, out.is_empty()) {
+            let buf = self.tiles[&l];
+            out.push(self.barrier(BarrierRole::BeforeTile(buf), span));
+        }
+        let acc = self.access_of(dst, index, Shape::Point, true, span);
+        self.note_tile_write(dst, span);
+        out.push(self.push_stmt(StmtKind::Store(acc, value), span));
+        out
     }
 
     /// A store into a tile whose operands read a tile gets a candidate
@@ -288,7 +457,10 @@ impl Lower<'_> {
         let hir::Memory::Tile(l) = dst else {
             return;
         };
-        if self.uniform && operands.iter().any(|&e| self.f.tile_read(e).is_some()) {
+        // Under a predicate the statement is wrapped in `if pred`: no
+        // barrier may go inside it.
+        let at_uniform = self.uniform && self.pred.is_none();
+        if at_uniform && operands.iter().any(|&e| self.f.tile_read(e).is_some()) {
             let b = self.f.barriers.push(Barrier {
                 role: BarrierRole::BeforeTile(self.tiles[&l]),
                 span: self.f.stmt_span(s),
@@ -300,7 +472,7 @@ impl Lower<'_> {
     /// An `if` condition or `for` bounds that read a tile get a candidate
     /// barrier after they are evaluated, before the body may write the tile.
     fn fence_read(&mut self, s: StmtId, operands: &[ExprId], span: Span) {
-        if !self.uniform {
+        if !self.uniform || self.pred.is_some() {
             return;
         }
         if let Some(buf) = operands.iter().find_map(|&e| self.f.tile_read(e)) {
@@ -328,6 +500,17 @@ impl Lower<'_> {
         span: Span,
     ) -> super::ir::AccessId {
         let index = index.iter().map(|e| self.expr(e)).collect();
+        self.access_of(mem, index, shape, store, span)
+    }
+
+    fn access_of(
+        &mut self,
+        mem: hir::Memory,
+        index: Vec<ExprId>,
+        shape: Shape,
+        store: bool,
+        span: Span,
+    ) -> super::ir::AccessId {
         let (mem, elem) = match mem {
             hir::Memory::Tensor(p) => {
                 let elem = match &self.k.params[p.0 as usize].kind {
@@ -652,4 +835,72 @@ fn fold(op: BinOp, x: i128, y: i128, t: ScalarTy) -> Option<i128> {
         _ => return None,
     };
     Some(wrap(v, t))
+}
+
+/// Whether the branches write a tile with element or run stores and also
+/// read a tile (the hazards a predicated `if` lets barriers separate).
+fn both_read_and_write_tiles(then: &hir::Block, els: &hir::Block) -> bool {
+    let (mut reads, mut writes) = (false, false);
+    for b in [then, els] {
+        scan_block(b, &mut reads, &mut writes);
+    }
+    reads && writes
+}
+
+fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
+    for s in &b.stmts {
+        match &s.kind {
+            hir::StmtKind::Let { init: e, .. } | hir::StmtKind::Assign { value: e, .. } => {
+                *reads |= reads_tile(e);
+            }
+            hir::StmtKind::Store { dst, index, value }
+            | hir::StmtKind::RunStore {
+                dst, index, value, ..
+            } => {
+                *writes |= matches!(dst, hir::Memory::Tile(_));
+                *reads |= index.iter().any(reads_tile) || reads_tile(value);
+                if let hir::StmtKind::RunStore { only: Some(i), .. } = &s.kind {
+                    *reads |= reads_tile(i);
+                }
+            }
+            hir::StmtKind::If { cond, then, els } => {
+                *reads |= reads_tile(cond);
+                scan_block(then, reads, writes);
+                scan_block(els, reads, writes);
+            }
+            hir::StmtKind::For {
+                start,
+                end,
+                step,
+                body,
+                ..
+            } => {
+                *reads |= reads_tile(start) || reads_tile(end) || reads_tile(step);
+                scan_block(body, reads, writes);
+            }
+            hir::StmtKind::TileCopy { .. } | hir::StmtKind::TileStore { .. } => {
+                *reads = true;
+                *writes = true;
+            }
+        }
+    }
+}
+
+fn reads_tile(e: &hir::Expr) -> bool {
+    use hir::ExprKind as K;
+    match &e.kind {
+        K::Load { src, index } | K::RunLoad { src, index, .. } => {
+            matches!(src, hir::Memory::Tile(_)) || index.iter().any(reads_tile)
+        }
+        K::Const(_) | K::Local(_) | K::Param(_) | K::Dim(_) | K::Ctx(_) => false,
+        K::Unary(_, x) | K::Convert(x) | K::RunSum(x) => reads_tile(x),
+        K::Elem { run, .. } | K::Word { run, .. } => reads_tile(run),
+        K::Binary(_, a, b) => reads_tile(a) || reads_tile(b),
+        K::Builtin(_, xs) => xs.iter().any(reads_tile),
+        K::Collective { arg, combine, .. } => {
+            reads_tile(arg) || combine.as_ref().is_some_and(|c| reads_tile(&c.body))
+        }
+        K::Shuffle { lane, value, .. } => reads_tile(lane) || reads_tile(value),
+        K::Let { value, body, .. } => reads_tile(value) || reads_tile(body),
+    }
 }
