@@ -63,10 +63,15 @@ pub fn inputs(p: &Program, seed: u64) -> BTreeMap<String, Tensor> {
     let dims: BTreeMap<&str, i64> = p.dims.iter().map(|(n, v)| (n.as_str(), *v)).collect();
     let mut out = BTreeMap::new();
     for t in &p.tensors {
-        let len = match dims.get(t.dim.as_str()) {
-            Some(v) => *v as usize,
-            None => t.dim.parse().unwrap_or(1),
-        };
+        let shape: Vec<usize> = t
+            .dim
+            .split(", ")
+            .map(|d| match dims.get(d) {
+                Some(v) => *v as usize,
+                None => d.parse().unwrap_or(1),
+            })
+            .collect();
+        let len = shape.iter().product();
         let bits = (0..len)
             .map(|_| {
                 if t.written {
@@ -97,7 +102,7 @@ pub fn inputs(p: &Program, seed: u64) -> BTreeMap<String, Tensor> {
             t.name.clone(),
             Tensor {
                 elem: t.elem,
-                shape: vec![len],
+                shape,
                 bits,
             },
         );

@@ -53,6 +53,9 @@ struct Tile {
     name: String,
     elem: ScalarTy,
     len: u32,
+    /// A `[2, len]` tile of the 2-D input `Q` (the one a tile store writes
+    /// back), else a 1-D tile.
+    two_d: bool,
 }
 
 const INT_TYS: [ScalarTy; 8] = [
@@ -183,22 +186,26 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
         written: true,
     }));
     let mut dims = vec![("N".to_string(), n)];
-    if let Some(t) = g.tiles.first() {
-        if g.rng.gen_bool(0.8) {
-            let (name, elem, len) = (t.name.clone(), t.elem, t.len);
-            let m = i64::from(grid * len) - g.rng.gen_range(0..i64::from(len));
-            tensors.push(TensorParam {
-                name: "T".into(),
-                elem,
-                dim: "M".into(),
-                written: true,
-            });
-            dims.push(("M".into(), m));
-            body.push(St::Other(E::leaf(
-                ScalarTy::Bool,
-                format!("T[ctx.block.x * {len} :+ {len}] = {name}"),
-            )));
-        }
+    if let Some(t) = g.tiles.iter().find(|t| t.two_d) {
+        let (name, elem, len) = (t.name.clone(), t.elem, t.len);
+        let m = i64::from(grid * len) - g.rng.gen_range(0..i64::from(len));
+        tensors.push(TensorParam {
+            name: "Q".into(),
+            elem,
+            dim: "2, N".into(),
+            written: false,
+        });
+        tensors.push(TensorParam {
+            name: "T".into(),
+            elem,
+            dim: "2, M".into(),
+            written: true,
+        });
+        dims.push(("M".into(), m));
+        body.push(St::Other(E::leaf(
+            ScalarTy::Bool,
+            format!("T[0 :+ 2, ctx.block.x * {len} :+ {len}] = {name}"),
+        )));
     }
     let fns = vec![
         "fn mix(a, b) = (a * b) + a".to_string(),
@@ -221,6 +228,15 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
         scalars: g.scalars.clone(),
         dims,
         body,
+    }
+}
+
+/// The row subscript of a tile element: `1, ` for `[2, len]` tiles.
+fn row(two_d: bool) -> &'static str {
+    if two_d {
+        "1, "
+    } else {
+        ""
     }
 }
 
@@ -393,6 +409,22 @@ impl Gen {
         let (src, elem) = self.inputs[self.rng.gen_range(0..self.inputs.len())].clone();
         let len = self.pick(&[32u32, 64, 128, 256]);
         let name = self.name("t");
+        if !self.tiles.iter().any(|t| t.two_d) && self.rng.gen_bool(0.5) {
+            let elem = self.pick(&ScalarTy::ALL);
+            let a = self.rng.gen_range(0..300);
+            let b = self.rng.gen_range(-40..1100);
+            out.push(St::Other(E::leaf(
+                elem,
+                format!("var {name} = Q[0 :+ 2, ctx.block.x * {a} + {b} :+ {len}]"),
+            )));
+            self.tiles.push(Tile {
+                name,
+                elem,
+                len,
+                two_d: true,
+            });
+            return;
+        }
         // A uniform start, sometimes negative or past the end: the copy is
         // masked at both ends.
         let a = self.rng.gen_range(0..300);
@@ -401,15 +433,21 @@ impl Gen {
             elem,
             format!("var {name} = {src}[ctx.block.x * {a} + {b} :+ {len}]"),
         )));
-        self.tiles.push(Tile { name, elem, len });
+        self.tiles.push(Tile {
+            name,
+            elem,
+            len,
+            two_d: false,
+        });
     }
 
     fn tile_write(&mut self, out: &mut Vec<St>) {
         let i = self.rng.gen_range(0..self.tiles.len());
-        let (name, elem, len) = (
+        let (name, elem, len, two_d) = (
             self.tiles[i].name.clone(),
             self.tiles[i].elem,
             self.tiles[i].len,
+            self.tiles[i].two_d,
         );
         self.writing = Some(name.clone());
         let v = self.expr(elem, 2);
@@ -423,7 +461,7 @@ impl Gen {
             cond: E::leaf(ScalarTy::Bool, format!("ctx.thread < {len}")),
             then: vec![St::Other(E::node(
                 elem,
-                &[&format!("{name}[{at}] = "), ""],
+                &[&format!("{name}[{}{at}] = ", row(two_d)), ""],
                 vec![v.e],
             ))],
             els: vec![],
@@ -490,7 +528,12 @@ impl Gen {
             ScalarTy::Bool => self.pick(&["true", "false"]).to_string(),
             t if is_float(t) => {
                 let k: i32 = self.rng.gen_range(-16..=16);
-                format!("{:?}", f64::from(k) / 8.0)
+                let v = format!("{:?}", f64::from(k) / 8.0);
+                if t == ScalarTy::F32 {
+                    format!("({v})")
+                } else {
+                    format!("{}({v})", ty_name(t))
+                }
             }
             t => {
                 let n = bits(t);
@@ -512,16 +555,18 @@ impl Gen {
                         self.rng.gen_range(lo..=hi)
                     }
                 };
-                if v < 0 {
-                    // A negative literal is `-` applied to a positive one,
-                    // which for the smallest value does not fit: write it
-                    // as a difference.
-                    if v == -(1i128 << (n - 1)) {
-                        return E::leaf(t, format!("({} - 1)", v + 1));
-                    }
-                    return E::leaf(t, format!("({v})"));
+                let v = if v == -(1i128 << (n - 1)) {
+                    // The smallest value's magnitude does not fit its type.
+                    format!("({} - 1)", v + 1)
+                } else {
+                    v.to_string()
+                };
+                if t == ScalarTy::I32 {
+                    format!("({v})")
+                } else {
+                    // A conversion gives its literal the target type.
+                    format!("{}({v})", ty_name(t))
                 }
-                v.to_string()
             }
         };
         E::leaf(ty, text)
@@ -582,11 +627,12 @@ impl Gen {
                         .collect();
                     if let Some(&i) = cands.choose(&mut self.rng) {
                         let (name, len) = (self.tiles[i].name.clone(), self.tiles[i].len);
+                        let r = row(self.tiles[i].two_d);
                         let idx = self.index();
                         return X {
                             e: E::node(
                                 ty,
-                                &[&format!("{name}[("), &format!(") & {}]", len - 1)],
+                                &[&format!("{name}[{r}("), &format!(") & {}]", len - 1)],
                                 vec![idx.e],
                             ),
                             lvl: Lvl::Varying,
