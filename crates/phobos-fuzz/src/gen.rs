@@ -450,7 +450,10 @@ impl Gen {
             self.tiles[i].two_d,
         );
         self.writing = Some(name.clone());
+        // The write sits under `if ctx.thread < len`, which varies.
+        let saved = std::mem::replace(&mut self.ctrl, Lvl::Varying);
         let v = self.expr(elem, 2);
+        self.ctrl = saved;
         self.writing = None;
         let at = if self.rng.gen_bool(0.5) {
             "ctx.thread"
@@ -529,11 +532,7 @@ impl Gen {
             t if is_float(t) => {
                 let k: i32 = self.rng.gen_range(-16..=16);
                 let v = format!("{:?}", f64::from(k) / 8.0);
-                if t == ScalarTy::F32 {
-                    format!("({v})")
-                } else {
-                    format!("{}({v})", ty_name(t))
-                }
+                format!("{}({v})", ty_name(t))
             }
             t => {
                 let n = bits(t);
@@ -561,12 +560,8 @@ impl Gen {
                 } else {
                     v.to_string()
                 };
-                if t == ScalarTy::I32 {
-                    format!("({v})")
-                } else {
-                    // A conversion gives its literal the target type.
-                    format!("{}({v})", ty_name(t))
-                }
+                // A conversion gives its literal the target type.
+                format!("{}({v})", ty_name(t))
             }
         };
         E::leaf(ty, text)
@@ -1094,14 +1089,14 @@ impl Gen {
                     },
                 )
             }
-            1 => E::leaf(
-                ScalarTy::I32,
-                format!("(ctx.lane % {}) - {}", self.rng.gen_range(1..9), self.rng.gen_range(0..4)),
-            ),
-            _ => {
+            2 if mode != "xor" => {
                 let i = self.expr(ScalarTy::I32, 1);
                 E::node(ScalarTy::I32, &["((", ") & 63) - 8"], vec![i.e])
             }
+            _ => E::leaf(
+                ScalarTy::I32,
+                format!("(ctx.lane % {}) - {}", self.rng.gen_range(1..9), self.rng.gen_range(0..4)),
+            ),
         };
         Some(X {
             lvl: Lvl::Varying,
