@@ -7,6 +7,7 @@ use crate::eval::{self, Args, Tensor};
 use crate::program::Program;
 use crate::value::{self, S};
 use phobos_core::ast::ScalarTy;
+use phobos_core::hir::{DimRef, Kernel, ParamKind};
 use phobos_core::meta::PtxParam;
 use phobos_core::CompileOptions;
 use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
@@ -54,43 +55,114 @@ pub struct RunOptions {
     pub compile: CompileOptions,
 }
 
-/// Random inputs for the program's read-only tensors: floats are `k / 8`
+/// A program as text with what a run needs besides it: the seed of its
+/// inputs, the grid, the named dims' values and the autotune value. This is
+/// what a saved case in `tests/fuzz-cases/` holds (as `// key: value`
+/// header lines).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    pub src: String,
+    pub seed: u64,
+    pub grid: u32,
+    pub dims: Vec<(String, i64)>,
+    pub tune: Option<i64>,
+}
+
+impl Case {
+    pub fn of(p: &Program, seed: u64) -> Case {
+        Case {
+            src: p.render(),
+            seed,
+            grid: p.grid,
+            dims: p.dims.clone(),
+            tune: p.autotune.as_ref().map(|(_, v)| *v),
+        }
+    }
+
+    /// The text of a saved case.
+    pub fn to_file(&self, why: &str) -> String {
+        let dims: Vec<String> = self.dims.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let mut s = format!(
+            "// phobos-fuzz case: {}\n// seed: {}\n// grid: {}\n// dims: {}\n",
+            why.lines().next().unwrap_or(""),
+            self.seed,
+            self.grid,
+            dims.join(" ")
+        );
+        if let Some(t) = self.tune {
+            s.push_str(&format!("// tune: {t}\n"));
+        }
+        s + &self.src
+    }
+
+    /// Parse a saved case (see [`Case::to_file`]).
+    pub fn from_file(text: &str) -> Option<Case> {
+        let field = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("// {k}: ")))
+                .map(str::trim)
+        };
+        let dims = field("dims")?
+            .split_whitespace()
+            .filter_map(|d| {
+                let (n, v) = d.split_once('=')?;
+                Some((n.to_string(), v.parse().ok()?))
+            })
+            .collect();
+        Some(Case {
+            src: text.to_string(),
+            seed: field("seed")?.parse().ok()?,
+            grid: field("grid")?.parse().ok()?,
+            dims,
+            tune: field("tune").and_then(|t| t.parse().ok()),
+        })
+    }
+}
+
+/// Random inputs for the kernel's read-only tensors: floats are `k / 8`
 /// for `k` in -16..=16 (short dyadic values, so sums of many of them stay
-/// exact), integers random over their whole range, bools 0 or 1. Outputs are
-/// poisoned (all-ones bytes for floats, `0xA5` for the rest).
-pub fn inputs(p: &Program, seed: u64) -> BTreeMap<String, Tensor> {
+/// exact), integers random over their whole range, bools 0 or 1. Written
+/// tensors start poisoned (all-ones bytes for floats, `0xA5` for the rest).
+fn inputs(hir: &Kernel, dims: &[i64], seed: u64) -> BTreeMap<String, Tensor> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_1235);
-    let dims: BTreeMap<&str, i64> = p.dims.iter().map(|(n, v)| (n.as_str(), *v)).collect();
     let mut out = BTreeMap::new();
-    for t in &p.tensors {
-        let shape: Vec<usize> = t
-            .dim
-            .split(", ")
-            .map(|d| match dims.get(d) {
-                Some(v) => *v as usize,
-                None => d.parse().unwrap_or(1),
+    for prm in &hir.params {
+        let ParamKind::Tensor {
+            elem,
+            dims: shape,
+            written,
+        } = &prm.kind
+        else {
+            continue;
+        };
+        let elem = *elem;
+        let shape: Vec<usize> = shape
+            .iter()
+            .map(|d| match d {
+                DimRef::Named(id) => dims[id.0 as usize].max(0) as usize,
+                DimRef::Const(c) => *c as usize,
             })
             .collect();
         let len = shape.iter().product();
         let bits = (0..len)
             .map(|_| {
-                if t.written {
-                    if value::is_float(t.elem) {
+                if *written {
+                    if value::is_float(elem) {
                         u64::MAX
                     } else {
                         0xA5A5_A5A5_A5A5_A5A5
                     }
-                } else if value::is_float(t.elem) {
+                } else if value::is_float(elem) {
                     let k: i32 = rng.gen_range(-16..=16);
-                    value::to_bits(t.elem, S::F(f64::from(k) / 8.0))
-                } else if t.elem == ScalarTy::Bool {
+                    value::to_bits(elem, S::F(f64::from(k) / 8.0))
+                } else if elem == ScalarTy::Bool {
                     rng.gen_range(0..2)
                 } else {
                     rng.gen::<u64>()
                 }
             })
             .map(|b| {
-                let w = value::bits(t.elem).max(8);
+                let w = value::bits(elem).max(8);
                 if w == 64 {
                     b
                 } else {
@@ -98,44 +170,42 @@ pub fn inputs(p: &Program, seed: u64) -> BTreeMap<String, Tensor> {
                 }
             })
             .collect();
-        out.insert(
-            t.name.clone(),
-            Tensor {
-                elem: t.elem,
-                shape,
-                bits,
-            },
-        );
+        out.insert(prm.name.clone(), Tensor { elem, shape, bits });
     }
     out
 }
 
 /// Values for the scalar parameters.
-pub fn scalars(p: &Program, seed: u64) -> BTreeMap<String, (ScalarTy, u64)> {
+fn scalars(hir: &Kernel, seed: u64) -> BTreeMap<String, (ScalarTy, u64)> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5ca1_a55e);
-    p.scalars
+    hir.params
         .iter()
+        .filter_map(|prm| match prm.kind {
+            ParamKind::Scalar(t) => Some((prm.name.clone(), t)),
+            ParamKind::Tensor { .. } => None,
+        })
         .map(|(n, t)| {
-            let b = if value::is_float(*t) {
+            let b = if value::is_float(t) {
                 let k: i32 = rng.gen_range(-16..=16);
-                value::to_bits(*t, S::F(f64::from(k) / 8.0))
-            } else if *t == ScalarTy::Bool {
+                value::to_bits(t, S::F(f64::from(k) / 8.0))
+            } else if t == ScalarTy::Bool {
                 rng.gen_range(0..2)
             } else {
-                value::to_bits(*t, S::I(i128::from(rng.gen::<i64>())))
+                value::to_bits(t, S::I(i128::from(rng.gen::<i64>())))
             };
-            (n.clone(), (*t, b))
+            (n, (t, b))
         })
         .collect()
 }
 
 /// Run `p` both ways with inputs from `seed`.
 pub fn run(p: &Program, seed: u64, opts: &RunOptions) -> Verdict {
-    let src = p.render();
-    run_source(&src, p, seed, opts)
+    run_case(&Case::of(p, seed), opts)
 }
 
-fn run_source(src: &str, p: &Program, seed: u64, opts: &RunOptions) -> Verdict {
+/// Run a case both ways.
+pub fn run_case(case: &Case, opts: &RunOptions) -> Verdict {
+    let (src, seed) = (case.src.as_str(), case.seed);
     let (checked, diags) = phobos_core::check_source(src);
     if diags.iter().any(phobos_core::Diagnostic::is_error) || checked.len() != 1 {
         let msg: Vec<String> = diags
@@ -144,8 +214,8 @@ fn run_source(src: &str, p: &Program, seed: u64, opts: &RunOptions) -> Verdict {
             .collect();
         return Verdict::Rejected(msg.join("; "));
     }
-    let want_variant: Vec<(String, i64)> = match &p.autotune {
-        Some((_, v)) => vec![("U".to_string(), *v)],
+    let want_variant: Vec<(String, i64)> = match case.tune {
+        Some(v) => vec![("U".to_string(), v)],
         None => vec![],
     };
     let Some(hir) = checked[0]
@@ -155,25 +225,26 @@ fn run_source(src: &str, p: &Program, seed: u64, opts: &RunOptions) -> Verdict {
     else {
         return Verdict::Rejected("no variant for the autotune value".into());
     };
-    let tensors = inputs(p, seed);
-    let scal = scalars(p, seed);
+    let dims: Vec<i64> = hir
+        .dims
+        .iter()
+        .map(|d| {
+            d.constant.unwrap_or_else(|| {
+                case.dims
+                    .iter()
+                    .find(|(n, _)| *n == d.name)
+                    .map_or(0, |(_, v)| *v)
+            })
+        })
+        .collect();
+    let tensors = inputs(hir, &dims, seed);
+    let scal = scalars(hir, seed);
     // The evaluator's arguments, by HIR parameter and dim ids.
     let mut args = Args {
         tensors: BTreeMap::new(),
         scalars: BTreeMap::new(),
-        dims: hir
-            .dims
-            .iter()
-            .map(|d| {
-                d.constant.unwrap_or_else(|| {
-                    p.dims
-                        .iter()
-                        .find(|(n, _)| *n == d.name)
-                        .map_or(0, |(_, v)| *v)
-                })
-            })
-            .collect(),
-        grid: [p.grid, 1, 1],
+        dims,
+        grid: [case.grid, 1, 1],
     };
     for (i, prm) in hir.params.iter().enumerate() {
         if let Some(t) = tensors.get(&prm.name) {
@@ -225,7 +296,7 @@ fn run_source(src: &str, p: &Program, seed: u64, opts: &RunOptions) -> Verdict {
                 KernelArg::Bytes(b.to_le_bytes()[..size.min(8)].to_vec())
             }
             PtxParam::Dim(n) => {
-                let v = p.dims.iter().find(|(d, _)| d == n).map_or(0, |(_, v)| *v);
+                let v = case.dims.iter().find(|(d, _)| d == n).map_or(0, |(_, v)| *v);
                 KernelArg::I32(v as i32)
             }
         });
@@ -233,7 +304,7 @@ fn run_source(src: &str, p: &Program, seed: u64, opts: &RunOptions) -> Verdict {
     let launch = dev.launch(
         &module,
         &variant.entry,
-        [p.grid, 1, 1],
+        [case.grid, 1, 1],
         [variant.threads, 1, 1],
         &kargs,
         &LaunchOptions {
@@ -249,7 +320,7 @@ fn run_source(src: &str, p: &Program, seed: u64, opts: &RunOptions) -> Verdict {
         let Some(want) = args.tensors.get(&(i as u32)) else {
             continue;
         };
-        if !p.tensors.iter().any(|t| t.name == prm.name && t.written) {
+        if !matches!(prm.kind, ParamKind::Tensor { written: true, .. }) {
             continue;
         }
         let bytes = match dev.to_vec(ids[&prm.name]) {

@@ -1,29 +1,48 @@
-//! `cargo run --release -p phobos-fuzz -- --seed S --count N`
+//! `cargo run --release -p phobos-fuzz -- --seed S --count N [--save DIR]
+//! [--ptxas-every K]`: generate N programs from seed S, run each through
+//! the compiler + simulator and the reference evaluator, print each
+//! minimized finding, save it under DIR (default `tests/fuzz-cases`), and end
+//! with `N programs, M mismatches` (exit status 1 when M > 0). With
+//! `PHOBOS_PTXAS` set, every K-th program (default 10) is also assembled for
+//! every target.
+
+use std::path::PathBuf;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let get = |flag: &str, default: u64| -> u64 {
+    let get = |flag: &str| -> Option<&String> {
         args.iter()
             .position(|a| a == flag)
             .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
     };
-    let (seed, count) = (get("--seed", 0), get("--count", 100));
-    let feat = phobos_fuzz::gen::Features::default();
-    let opts = phobos_fuzz::diff::RunOptions::default();
-    let mut bad = 0;
-    let mut undefined = 0;
-    for i in 0..count {
-        let s = seed.wrapping_add(i);
-        let p = phobos_fuzz::gen::generate(s, &feat);
-        let v = phobos_fuzz::diff::run(&p, s, &opts);
-        if matches!(v, phobos_fuzz::diff::Verdict::Undefined(_)) { undefined += 1; }
-        if v.is_finding() {
-            bad += 1;
-            println!("seed {s}: {v:?}\n{}", p.render());
-        }
+    let num = |flag: &str, default: u64| get(flag).and_then(|v| v.parse().ok()).unwrap_or(default);
+    let cfg = phobos_fuzz::Config {
+        seed: num("--seed", 0),
+        count: num("--count", 100),
+        save: Some(PathBuf::from(
+            get("--save").map_or("tests/fuzz-cases", String::as_str),
+        )),
+        ptxas: std::env::var_os("PHOBOS_PTXAS").map(PathBuf::from),
+        ptxas_every: num("--ptxas-every", 10),
+        ..phobos_fuzz::Config::default()
+    };
+    let start = std::time::Instant::now();
+    let r = phobos_fuzz::fuzz(&cfg);
+    for f in &r.findings {
+        println!(
+            "seed {}: {:?}\nminimized: {:?}\n{}",
+            f.seed, f.verdict, f.minimized_verdict, f.minimized.src
+        );
     }
-    eprintln!("{undefined} undefined");
-    println!("{count} programs, {bad} mismatches");
-    if bad > 0 { std::process::exit(1); }
+    eprintln!(
+        "{:.1} s; {} undefined (refused by the evaluator), {} mutants checked, {} programs assembled by ptxas",
+        start.elapsed().as_secs_f64(),
+        r.undefined,
+        r.mutants,
+        r.ptxas_runs
+    );
+    println!("{} programs, {} mismatches", r.programs, r.findings.len());
+    if !r.findings.is_empty() {
+        std::process::exit(1);
+    }
 }
