@@ -26,6 +26,8 @@ fn main() {
         ptxas_every: num("--ptxas-every", 10),
         ..phobos_fuzz::Config::default()
     };
+    // Test-only: plant the known miscompile (see phobos_core::backend::set_planted_bug).
+    phobos_core::backend::set_planted_bug(args.iter().any(|a| a == "--planted-bug"));
     let start = std::time::Instant::now();
     let r = phobos_fuzz::fuzz(&cfg);
     for f in &r.findings {

@@ -12,7 +12,13 @@ use crate::program::{Program, St, E};
 pub fn minimize(p: &Program, seed: u64, opts: &RunOptions) -> (Program, Verdict) {
     let first = diff::run(p, seed, opts);
     let kind = first.kind();
-    let mut best = (p.clone(), first);
+    // A rejection must stay the same rejection: shrinking a program until
+    // it is just any error says nothing.
+    let same = |v: &Verdict| match (&first, v) {
+        (Verdict::Rejected(a), Verdict::Rejected(b)) => a == b,
+        _ => v.kind() == kind,
+    };
+    let mut best = (p.clone(), first.clone());
     let mut progress = true;
     while progress {
         progress = false;
@@ -21,7 +27,7 @@ pub fn minimize(p: &Program, seed: u64, opts: &RunOptions) -> (Program, Verdict)
             let Some(c) = candidate(&best.0, i) else { break };
             i += 1;
             let v = diff::run(&c, seed, opts);
-            if v.kind() == kind {
+            if same(&v) {
                 best = (c, v);
                 progress = true;
                 // Candidate numbering changed; start over on the smaller program.
