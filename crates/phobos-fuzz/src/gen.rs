@@ -893,8 +893,8 @@ impl Gen {
                 let (open, close) = self.pick(&[
                     ("exp(min(max(", ", -4.0), 4.0))"),
                     ("exp2(min(max(", ", -4.0), 4.0))"),
-                    ("sin(", ")"),
-                    ("cos(", ")"),
+                    ("sin(min(max(", ", -64.0), 64.0))"),
+                    ("cos(min(max(", ", -64.0), 64.0))"),
                     ("tanh(", ")"),
                     ("log(abs(", ") + 1.0)"),
                     ("log2(abs(", ") + 1.0)"),
@@ -927,7 +927,9 @@ impl Gen {
             78..=89 if self.feat.collectives => {
                 let x = self.expr(t, d);
                 let op = self.pick(&["sum", "max", "min", "reduce"]);
-                if op != "sum" && !x.exact {
+                // An f16/bf16 sum over a CTA rounds at every step, so its
+                // order changes the result by more than the tolerance.
+                if (op != "sum" && !x.exact) || (op == "sum" && bits(t) == 16) {
                     return None;
                 }
                 let mut c = self.collective(op, x, t)?;
