@@ -85,6 +85,12 @@ pub struct Features {
     pub collectives: bool,
     pub shuffles: bool,
     pub runs: bool,
+    /// CTA collectives inside `if`/`for` bodies. Off by default while a
+    /// known barrier-analysis bug stands: a barrier inside a branch or a
+    /// loop that may not run is taken as reached, so the barrier after an
+    /// earlier tile copy or tile write is elided
+    /// (`tests/fuzz-cases/barrier-in-*.pho`, ignored until fixed).
+    pub cta_collectives_in_branches: bool,
 }
 
 impl Default for Features {
@@ -94,6 +100,7 @@ impl Default for Features {
             collectives: true,
             shuffles: true,
             runs: true,
+            cta_collectives_in_branches: false,
         }
     }
 }
@@ -112,6 +119,8 @@ pub struct Gen {
     budget: u32,
     /// Tiles that the statement being generated writes (it must not read them).
     writing: Option<String>,
+    /// How many `if`/`for` bodies the statement being generated is in.
+    nest: u32,
 }
 
 /// Generate the program for `seed`.
@@ -153,6 +162,7 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
         autotune,
         budget: 0,
         writing: None,
+        nest: 0,
     };
     g.budget = g.rng.gen_range(4..24);
     let mut body = vec![];
@@ -265,6 +275,7 @@ impl Gen {
 
     fn stmt(&mut self, out: &mut Vec<St>, depth: u32, in_loop: bool) {
         self.budget = self.budget.saturating_sub(1);
+        self.nest = depth;
         let r = self.rng.gen_range(0..100);
         let top = depth == 0 && !in_loop && self.ctrl == Lvl::Uniform;
         match r {
@@ -1033,7 +1044,9 @@ impl Gen {
 
     /// A lane or CTA collective of `x`, or `None` where control forbids it.
     fn collective(&mut self, op: &str, x: X, t: ScalarTy) -> Option<X> {
-        let cta = self.ctrl == Lvl::Uniform && self.rng.gen_bool(0.3);
+        let cta = self.ctrl == Lvl::Uniform
+            && (self.nest == 0 || self.feat.cta_collectives_in_branches)
+            && self.rng.gen_bool(0.3);
         if !cta && self.ctrl > Lvl::Warp {
             return None;
         }
@@ -1070,6 +1083,22 @@ impl Gen {
         })
     }
 
+    /// A load of type `t` at the thread's own index, if an input has `t`.
+    fn lane_value(&mut self, t: ScalarTy) -> Option<X> {
+        let cands: Vec<String> = self
+            .inputs
+            .iter()
+            .filter(|i| i.1 == t)
+            .map(|i| i.0.clone())
+            .collect();
+        let a = cands.choose(&mut self.rng)?;
+        Some(X {
+            e: E::leaf(t, format!("{a}[{} & 1023]", Self::gid())),
+            lvl: Lvl::Varying,
+            exact: true,
+        })
+    }
+
     fn shuffle(&mut self, x: X) -> Option<X> {
         if self.ctrl > Lvl::Warp {
             return None;
@@ -1082,10 +1111,25 @@ impl Gen {
         } else {
             format!(", width {w}")
         };
-        let operand = match self.rng.gen_range(0..3) {
-            0 if mode == "xor" => E::leaf(ScalarTy::I32, self.rng.gen_range(0..w).to_string()),
-            0 => {
-                let c: i32 = self.rng.gen_range(-(w as i32) - 2..=(w as i32) + 2);
+        // Mostly a value that differs between lanes, so that reading the
+        // wrong lane shows.
+        let x = if self.rng.gen_bool(0.6) {
+            self.lane_value(t).unwrap_or(x)
+        } else {
+            x
+        };
+        let operand = match self.rng.gen_range(0..4) {
+            0 | 1 if mode == "xor" => {
+                E::leaf(ScalarTy::I32, self.rng.gen_range(0..w).to_string())
+            }
+            0 | 1 => {
+                // Constants inside the piece take the native shuffle; some
+                // lie outside it (and below zero).
+                let c: i32 = if self.rng.gen_bool(0.7) {
+                    self.rng.gen_range(0..w as i32)
+                } else {
+                    self.rng.gen_range(-(w as i32) - 2..=(w as i32) + 2)
+                };
                 E::leaf(
                     ScalarTy::I32,
                     if c < 0 {

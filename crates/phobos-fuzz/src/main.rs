@@ -4,7 +4,8 @@
 //! minimized finding, save it under DIR (default `tests/fuzz-cases`), and end
 //! with `N programs, M mismatches` (exit status 1 when M > 0). With
 //! `PHOBOS_PTXAS` set, every K-th program (default 10) is also assembled for
-//! every target.
+//! every target. `--cta-in-branches` lets CTA collectives into `if`/`for`
+//! bodies (off while the known barrier bug in tests/fuzz-cases stands).
 
 use std::path::PathBuf;
 
@@ -24,6 +25,10 @@ fn main() {
         )),
         ptxas: std::env::var_os("PHOBOS_PTXAS").map(PathBuf::from),
         ptxas_every: num("--ptxas-every", 10),
+        features: phobos_fuzz::gen::Features {
+            cta_collectives_in_branches: args.iter().any(|a| a == "--cta-in-branches"),
+            ..phobos_fuzz::gen::Features::default()
+        },
         ..phobos_fuzz::Config::default()
     };
     // Test-only: plant the known miscompile (see phobos_core::backend::set_planted_bug).
