@@ -22,7 +22,7 @@ fn fixed_seed_range_has_no_mismatches() {
     assert_eq!(r.programs, COUNT);
 }
 
-const COUNT: u64 = 450;
+const COUNT: u64 = 4000;
 
 /// With the planted bug (`shfl<down c, width w>` loses its segment clamp)
 /// the fuzzer reports a mismatch, minimized to a program with a shuffle;
