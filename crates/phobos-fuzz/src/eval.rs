@@ -446,17 +446,20 @@ impl Cta<'_> {
                 let va = self.eval(a, mask)?;
                 // `&&` and `||` short-circuit: the right side is evaluated
                 // only where it decides the result.
-                let vb = if matches!(op, BinOp::And | BinOp::Or) && matches!(a.ty, Ty::Scalar(_)) {
+                if matches!(op, BinOp::And | BinOp::Or) && at == ScalarTy::Bool {
                     let want = *op == BinOp::And;
                     let sub: Vec<bool> = (0..self.n)
                         .map(|t| mask[t] && value::as_b(va[t].s()) == want)
                         .collect();
-                    self.eval(b, &sub)?
+                    let vb = self.eval(b, &sub)?;
+                    for t in Self::active(mask) {
+                        out[t] = if sub[t] { vb[t].clone() } else { va[t].clone() };
+                    }
                 } else {
-                    self.eval(b, mask)?
-                };
-                for t in Self::active(mask) {
-                    out[t] = zip_v(&va[t], &vb[t], |x, y| value::binary(*op, at, x, y))?;
+                    let vb = self.eval(b, mask)?;
+                    for t in Self::active(mask) {
+                        out[t] = zip_v(&va[t], &vb[t], |x, y| value::binary(*op, at, x, y))?;
+                    }
                 }
             }
             ExprKind::Convert(x) => {

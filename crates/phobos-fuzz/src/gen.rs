@@ -467,9 +467,9 @@ impl Gen {
         self.ctrl = saved;
         self.writing = None;
         let at = if self.rng.gen_bool(0.5) {
-            "ctx.thread"
+            "ctx.thread".to_string()
         } else {
-            "ctx.threads - 1 - ctx.thread"
+            format!("{} - 1 - ctx.thread", len)
         };
         out.push(St::If {
             cond: E::leaf(ScalarTy::Bool, format!("ctx.thread < {len}")),
@@ -739,8 +739,19 @@ impl Gen {
                 self.bin(b, &["(", &format!(" {op} "), ")"], x, y)
             }
             40..=59 => {
-                let (x, y) = (self.expr(b, d), self.expr(b, d));
                 let op = self.pick(&["&&", "||", "&", "|", "^"]);
+                let x = self.expr(b, d);
+                // The right side of `&&`/`||` runs only where the left side
+                // does not decide: control as varying as the left side. (The
+                // checker accepts a collective there and the backend then
+                // evaluates it eagerly; docs/language.md does not say which
+                // is meant, so the generator keeps collectives out.)
+                let saved = self.ctrl;
+                if matches!(op, "&&" | "||") {
+                    self.ctrl = self.ctrl.max(x.lvl);
+                }
+                let y = self.expr(b, d);
+                self.ctrl = saved;
                 self.bin(b, &["(", &format!(" {op} "), ")"], x, y)
             }
             60..=69 => {
@@ -826,9 +837,14 @@ impl Gen {
                     e: E::node(t, &["byteperm(", ", ", ", ", ")"], vec![x.e, y.e, s.e]),
                 }
             }
-            64..=67 if t == ScalarTy::I32 => {
-                let wa = self.pick(&[ScalarTy::I32, ScalarTy::U32]);
-                let (x, y, c) = (self.expr(wa, d), self.expr(ScalarTy::I32, d), self.expr(t, d));
+            64..=67 if matches!(t, ScalarTy::I32 | ScalarTy::U32) => {
+                // Signed words give i32; u32 only when both words are u32.
+                let (wa, wb) = if t == ScalarTy::U32 {
+                    (t, t)
+                } else {
+                    (self.pick(&[ScalarTy::I32, ScalarTy::U32]), ScalarTy::I32)
+                };
+                let (x, y, c) = (self.expr(wa, d), self.expr(wb, d), self.expr(t, d));
                 X {
                     lvl: x.lvl.max(y.lvl).max(c.lvl),
                     exact: true,
@@ -837,12 +853,23 @@ impl Gen {
             }
             68..=77 if self.feat.runs => self.run_expr(t, d)?,
             78..=89 if self.feat.collectives => {
-                let x = self.expr(t, d);
                 let op = self.pick(&["sum", "max", "min", "argmax", "reduce"]);
-                let rt = if op == "argmax" { ScalarTy::I32 } else { t };
-                if rt != t {
-                    return None;
+                if op == "argmax" {
+                    // argmax of any numeric type gives an i32 index.
+                    if t != ScalarTy::I32 {
+                        return None;
+                    }
+                    let from = self.pick(&ScalarTy::ALL);
+                    if from == ScalarTy::Bool {
+                        return None;
+                    }
+                    let x = self.expr(from, d);
+                    if !x.exact {
+                        return None;
+                    }
+                    return self.collective(op, x, from);
                 }
+                let x = self.expr(t, d);
                 self.collective(op, x, t)?
             }
             90..=99 if self.feat.shuffles => {

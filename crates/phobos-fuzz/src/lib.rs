@@ -31,6 +31,8 @@ pub struct Report {
     pub programs: u64,
     /// Programs the evaluator refused (undefined results): not findings.
     pub undefined: u64,
+    /// How often each reason for refusing came up (first words of it).
+    pub undefined_reasons: std::collections::BTreeMap<String, u64>,
     pub mutants: u64,
     pub ptxas_runs: u64,
     pub findings: Vec<Finding>,
@@ -59,8 +61,10 @@ pub fn fuzz(cfg: &Config) -> Report {
         let p = gen::generate(s, &cfg.features);
         r.programs += 1;
         let mut v = diff::run(&p, s, &cfg.run);
-        if let diff::Verdict::Undefined(_) = v {
+        if let diff::Verdict::Undefined(why) = &v {
             r.undefined += 1;
+            let key: String = why.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
+            *r.undefined_reasons.entry(key).or_default() += 1;
         }
         let src = p.render();
         let mutant = mutate::mutate(&src, s);

@@ -48,6 +48,9 @@ fn main() {
         r.mutants,
         r.ptxas_runs
     );
+    for (why, n) in &r.undefined_reasons {
+        eprintln!("  undefined {n}: {why}");
+    }
     println!("{} programs, {} mismatches", r.programs, r.findings.len());
     if !r.findings.is_empty() {
         std::process::exit(1);
