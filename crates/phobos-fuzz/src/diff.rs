@@ -296,7 +296,11 @@ pub fn run_case(case: &Case, opts: &RunOptions) -> Verdict {
                 KernelArg::Bytes(b.to_le_bytes()[..size.min(8)].to_vec())
             }
             PtxParam::Dim(n) => {
-                let v = case.dims.iter().find(|(d, _)| d == n).map_or(0, |(_, v)| *v);
+                let v = case
+                    .dims
+                    .iter()
+                    .find(|(d, _)| d == n)
+                    .map_or(0, |(_, v)| *v);
                 KernelArg::I32(v as i32)
             }
         });

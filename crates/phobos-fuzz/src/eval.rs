@@ -192,7 +192,9 @@ impl Cta<'_> {
                         Some(o) => {
                             let i = value::as_i(o[t].s());
                             if !(0..i128::from(*len)).contains(&i) {
-                                return undefined(format!("store index {i} outside a run of {len}"));
+                                return undefined(format!(
+                                    "store index {i} outside a run of {len}"
+                                ));
                             }
                             vec![i as u32]
                         }
@@ -298,9 +300,7 @@ impl Cta<'_> {
 
     fn tile_shape(&self, l: u32) -> (ScalarTy, Vec<usize>) {
         match &self.k.locals[l as usize].kind {
-            LocalKind::Tile { elem, shape } => {
-                (*elem, shape.iter().map(|d| *d as usize).collect())
-            }
+            LocalKind::Tile { elem, shape } => (*elem, shape.iter().map(|d| *d as usize).collect()),
             LocalKind::Scalar(t) => (*t, vec![1]),
         }
     }
@@ -439,7 +439,9 @@ impl Cta<'_> {
             ExprKind::Unary(op, x) => {
                 let xt = scalar_ty(x.ty);
                 let v = self.eval(x, mask)?;
-                fill(&mut out, mask, |t| map_v(&v[t], |s| value::unary(*op, xt, s)));
+                fill(&mut out, mask, |t| {
+                    map_v(&v[t], |s| value::unary(*op, xt, s))
+                });
             }
             ExprKind::Binary(op, a, b) => {
                 let at = scalar_ty(a.ty);
@@ -465,7 +467,9 @@ impl Cta<'_> {
             ExprKind::Convert(x) => {
                 let from = scalar_ty(x.ty);
                 let v = self.eval(x, mask)?;
-                fill(&mut out, mask, |t| map_v(&v[t], |s| value::convert(from, ty, s)));
+                fill(&mut out, mask, |t| {
+                    map_v(&v[t], |s| value::convert(from, ty, s))
+                });
             }
             ExprKind::Builtin(b, args) => {
                 let tys: Vec<ScalarTy> = args.iter().map(|a| scalar_ty(a.ty)).collect();
@@ -672,12 +676,9 @@ fn zip_v(a: &V, b: &V, f: impl Fn(S, S) -> R<S>) -> R<V> {
         (V::S(x), V::S(y)) => V::S(f(*x, *y)?),
         (V::Run(x), V::S(y)) => V::Run(x.iter().map(|s| f(*s, *y)).collect::<R<_>>()?),
         (V::S(x), V::Run(y)) => V::Run(y.iter().map(|s| f(*x, *s)).collect::<R<_>>()?),
-        (V::Run(x), V::Run(y)) => V::Run(
-            x.iter()
-                .zip(y)
-                .map(|(p, q)| f(*p, *q))
-                .collect::<R<_>>()?,
-        ),
+        (V::Run(x), V::Run(y)) => {
+            V::Run(x.iter().zip(y).map(|(p, q)| f(*p, *q)).collect::<R<_>>()?)
+        }
     })
 }
 

@@ -268,7 +268,10 @@ impl Gen {
         let name = &self.outs[o].0;
         St::Other(E::node(
             v.ty,
-            &[&format!("{name}[{} * {SLOTS} + {slot}] = ", Self::gid()), ""],
+            &[
+                &format!("{name}[{} * {SLOTS} + {slot}] = ", Self::gid()),
+                "",
+            ],
             vec![v],
         ))
     }
@@ -404,9 +407,7 @@ impl Gen {
                 });
             }
             82..=91 if top && self.feat.tiles => self.tile_copy(out),
-            92..=99 if top && self.feat.tiles && !self.tiles.is_empty() => {
-                self.tile_write(out)
-            }
+            92..=99 if top && self.feat.tiles && !self.tiles.is_empty() => self.tile_write(out),
             _ => {
                 let ty = self.outs[0].1;
                 let v = self.expr(ty, 2);
@@ -599,8 +600,9 @@ impl Gen {
         for _ in 0..4 {
             match self.rng.gen_range(0..10) {
                 0..=2 => {
-                    let cands: Vec<usize> =
-                        (0..self.vars.len()).filter(|i| self.vars[*i].ty == ty).collect();
+                    let cands: Vec<usize> = (0..self.vars.len())
+                        .filter(|i| self.vars[*i].ty == ty)
+                        .collect();
                     if let Some(&i) = cands.choose(&mut self.rng) {
                         let v = &self.vars[i];
                         return X {
@@ -1025,7 +1027,11 @@ impl Gen {
             return Some(X {
                 lvl: idx.lvl,
                 exact: true,
-                e: E::node(t, &[&format!("word({a}[("), &format!(") & 511 :+ 8], {w})")], vec![idx.e]),
+                e: E::node(
+                    t,
+                    &[&format!("word({a}[("), &format!(") & 511 :+ 8], {w})")],
+                    vec![idx.e],
+                ),
             });
         }
         let a = src.choose(&mut self.rng)?.clone();
@@ -1094,7 +1100,11 @@ impl Gen {
             return Some(X {
                 lvl: Lvl::Uniform,
                 exact: x.exact,
-                e: E::node(rt, &[&format!("{op}<over ctx.thread>("), &format!("{f})")], vec![x.e]),
+                e: E::node(
+                    rt,
+                    &[&format!("{op}<over ctx.thread>("), &format!("{f})")],
+                    vec![x.e],
+                ),
             });
         }
         let w = self.pick(&[1u32, 2, 4, 8, 16, 32, 32]);
@@ -1146,9 +1156,7 @@ impl Gen {
             x
         };
         let operand = match self.rng.gen_range(0..4) {
-            0 | 1 if mode == "xor" => {
-                E::leaf(ScalarTy::I32, self.rng.gen_range(0..w).to_string())
-            }
+            0 | 1 if mode == "xor" => E::leaf(ScalarTy::I32, self.rng.gen_range(0..w).to_string()),
             0 | 1 => {
                 // Constants inside the piece take the native shuffle; some
                 // lie outside it (and below zero).
@@ -1172,7 +1180,11 @@ impl Gen {
             }
             _ => E::leaf(
                 ScalarTy::I32,
-                format!("(ctx.lane % {}) - {}", self.rng.gen_range(1..9), self.rng.gen_range(0..4)),
+                format!(
+                    "(ctx.lane % {}) - {}",
+                    self.rng.gen_range(1..9),
+                    self.rng.gen_range(0..4)
+                ),
             ),
         };
         Some(X {
@@ -1181,11 +1193,14 @@ impl Gen {
             e: E::node(
                 t,
                 &["shfl<", &format!("{wcfg}>("), ")"],
-                vec![E {
-                    ty: ScalarTy::I32,
-                    parts: vec![format!("{mode} "), String::new()],
-                    kids: vec![operand],
-                }, x.e],
+                vec![
+                    E {
+                        ty: ScalarTy::I32,
+                        parts: vec![format!("{mode} "), String::new()],
+                        kids: vec![operand],
+                    },
+                    x.e,
+                ],
             ),
         })
     }

@@ -24,7 +24,9 @@ pub fn minimize(p: &Program, seed: u64, opts: &RunOptions) -> (Program, Verdict)
         progress = false;
         let mut i = 0;
         loop {
-            let Some(c) = candidate(&best.0, i) else { break };
+            let Some(c) = candidate(&best.0, i) else {
+                break;
+            };
             i += 1;
             let v = diff::run(&c, seed, opts);
             if same(&v) {
@@ -70,7 +72,9 @@ fn shrink_block(b: &mut Vec<St>, n: &mut usize) -> bool {
             *n -= 1;
         }
         let done = match &mut b[k] {
-            St::Let { init: e, .. } | St::Assign { value: e, .. } | St::Other(e) => shrink_expr(e, n),
+            St::Let { init: e, .. } | St::Assign { value: e, .. } | St::Other(e) => {
+                shrink_expr(e, n)
+            }
             St::If { cond, then, els } => {
                 shrink_expr(cond, n) || shrink_block(then, n) || shrink_block(els, n)
             }
@@ -85,7 +89,9 @@ fn shrink_block(b: &mut Vec<St>, n: &mut usize) -> bool {
 
 /// Replace some sub-expression by one of its own operands of its type.
 fn shrink_expr(e: &mut E, n: &mut usize) -> bool {
-    let same: Vec<usize> = (0..e.kids.len()).filter(|k| e.kids[*k].ty == e.ty).collect();
+    let same: Vec<usize> = (0..e.kids.len())
+        .filter(|k| e.kids[*k].ty == e.ty)
+        .collect();
     for k in same {
         if *n == 0 {
             *e = e.kids[k].clone();

@@ -327,10 +327,7 @@ pub fn builtin(b: Builtin, tys: &[ScalarTy], rt: ScalarTy, args: &[S]) -> R<S> {
             if t == ScalarTy::F64 {
                 S::F(x.mul_add(y, z))
             } else {
-                S::F(round(
-                    t,
-                    f64::from((x as f32).mul_add(y as f32, z as f32)),
-                ))
+                S::F(round(t, f64::from((x as f32).mul_add(y as f32, z as f32))))
             }
         }
         Select => {
@@ -382,9 +379,7 @@ pub fn builtin(b: Builtin, tys: &[ScalarTy], rt: ScalarTy, args: &[S]) -> R<S> {
             }
             S::I(wrap(rt, i128::from(r)))
         }
-        Popcount => S::I(i128::from(
-            (to_bits(t, args[0]) & mask(t)).count_ones(),
-        )),
+        Popcount => S::I(i128::from((to_bits(t, args[0]) & mask(t)).count_ones())),
     })
 }
 
