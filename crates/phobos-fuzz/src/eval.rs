@@ -19,11 +19,10 @@
 //! an out-of-range shift or index, two threads writing one element in one
 //! step, two CTAs writing one element) is refused with [`Undefined`].
 
-use crate::value::{self, undefined, Undefined, R, S};
+use crate::value::{self, undefined, R, S};
 use phobos_core::ast::{BinOp, CtxField, ScalarTy};
 use phobos_core::hir::{
-    Builtin, CollOp, Expr, ExprKind, Group, Kernel, LocalKind, Memory, ParamId, ParamKind,
-    ShflMode, Stmt, StmtKind, Ty,
+    Builtin, CollOp, Expr, ExprKind, Group, Kernel, LocalKind, Memory, ShflMode, Stmt, StmtKind, Ty,
 };
 use std::collections::BTreeMap;
 
@@ -707,18 +706,4 @@ fn unflatten(mut i: usize, shape: &[usize], starts: &[i128]) -> Vec<i128> {
         i /= shape[ax];
     }
     at
-}
-
-/// The element type and whether the parameter is a written tensor.
-pub fn tensor_param(k: &Kernel, p: ParamId) -> Option<(ScalarTy, bool)> {
-    match &k.params[p.0 as usize].kind {
-        ParamKind::Tensor { elem, written, .. } => Some((*elem, *written)),
-        ParamKind::Scalar(_) => None,
-    }
-}
-
-impl From<Undefined> for String {
-    fn from(u: Undefined) -> String {
-        u.to_string()
-    }
 }

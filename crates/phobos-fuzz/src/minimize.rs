@@ -23,10 +23,7 @@ pub fn minimize(p: &Program, seed: u64, opts: &RunOptions) -> (Program, Verdict)
     while progress {
         progress = false;
         let mut i = 0;
-        loop {
-            let Some(c) = candidate(&best.0, i) else {
-                break;
-            };
+        while let Some(c) = candidate(&best.0, i) {
             i += 1;
             let v = diff::run(&c, seed, opts);
             if same(&v) {
