@@ -1,7 +1,9 @@
 //! Every minimized case the fuzzer saved under `tests/fuzz-cases/` runs
 //! through the compiler and simulator and through phobos-fuzz's reference
 //! evaluator, and the two must agree. A case with a `// known:` line is a
-//! finding not fixed yet; those run in the ignored test below.
+//! finding not fixed yet; those run in the ignored test below. Generated
+//! programs are also assembled by ptxas for every target (skipped without
+//! ptxas, except under CI).
 
 use phobos_fuzz::diff::{run_case, Case, RunOptions, Verdict};
 use std::path::PathBuf;
@@ -42,4 +44,23 @@ fn saved_fuzz_cases_agree() {
 #[ignore = "known findings not fixed yet: a barrier inside a loop that may run zero times is taken as reached (barrier analysis, issue 9 defect 1)"]
 fn known_fuzz_findings_agree() {
     check_all(true);
+}
+
+#[test]
+fn generated_programs_assemble_for_every_target() {
+    let Some(ptxas) = phobos_conformance::find_ptxas() else {
+        assert!(
+            !phobos_conformance::in_ci(),
+            "ptxas not found (set PHOBOS_PTXAS); CI requires it"
+        );
+        eprintln!("skipping: ptxas not found (set PHOBOS_PTXAS to run this test)");
+        return;
+    };
+    let feat = phobos_fuzz::gen::Features::default();
+    for seed in 0..24 {
+        let src = phobos_fuzz::gen::generate(seed, &feat).render();
+        if let Err(e) = phobos_fuzz::assemble_all(&ptxas, &src) {
+            panic!("seed {seed}: {e}\n{src}");
+        }
+    }
 }

@@ -17,7 +17,7 @@
 //!
 //! A program whose result the language leaves undefined (division by zero,
 //! an out-of-range shift or index, two threads writing one element in one
-//! step, two CTAs writing one element) is refused with [`Undefined`].
+//! step, two CTAs writing one element) is refused with [`crate::value::Undefined`].
 
 use crate::value::{self, undefined, R, S};
 use phobos_core::ast::{BinOp, CtxField, ScalarTy};

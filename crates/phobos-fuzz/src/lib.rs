@@ -103,8 +103,16 @@ pub fn fuzz(cfg: &Config) -> Report {
 
 /// Compile `src` for every target and assemble each PTX with ptxas.
 pub fn assemble_all(ptxas: &Path, src: &str) -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!("phobos-fuzz-{}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("phobos-fuzz-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let result = assemble_in(ptxas, src, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn assemble_in(ptxas: &Path, src: &str, dir: &Path) -> Result<(), String> {
     for arch in phobos_core::ARCHES {
         let (k, _) = phobos_core::compile(src, "fz.pho", &phobos_core::CompileOptions { arch });
         let Some(k) = k.first() else {
