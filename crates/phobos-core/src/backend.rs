@@ -153,3 +153,20 @@ pub fn compile_kernel(
     let meta = metadata::build(kernel, &variants, file_name, &lines);
     Ok(CompiledKernel { meta, ptx })
 }
+
+thread_local! {
+    static PLANTED_BUG: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Test-only: plant a known miscompile (`shfl<down c, width w>` with a
+/// constant `c` loses its segment clamp) on this thread, so that
+/// phobos-fuzz's own tests can show the fuzzer finds it. Never set outside
+/// those tests.
+#[doc(hidden)]
+pub fn set_planted_bug(on: bool) {
+    PLANTED_BUG.with(|b| b.set(on));
+}
+
+pub(crate) fn planted_bug() -> bool {
+    PLANTED_BUG.with(std::cell::Cell::get)
+}

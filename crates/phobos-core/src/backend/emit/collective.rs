@@ -287,7 +287,14 @@ impl Emitter<'_> {
                 }
                 ShflMode::Down | ShflMode::Up if c == 0 => v,
                 ShflMode::Down if (1..w).contains(&c) => {
-                    self.shfl("down", v, t, &c.to_string(), seg | 0x1f)
+                    // The planted bug drops the segment mask, so a lane near
+                    // the end of its piece reads the next piece.
+                    let clamp = if crate::backend::planted_bug() {
+                        0x1f
+                    } else {
+                        seg | 0x1f
+                    };
+                    self.shfl("down", v, t, &c.to_string(), clamp)
                 }
                 ShflMode::Up if (1..w).contains(&c) => self.shfl("up", v, t, &c.to_string(), seg),
                 ShflMode::Down if (1..w).contains(&-c) => {

@@ -757,7 +757,15 @@ impl Emitter<'_> {
                 V::R(d)
             }
             Builtin::Popcount => {
-                let a = self.in_reg(args[0], at);
+                let mut a = self.in_reg(args[0], at);
+                // Narrow integers live sign-extended in 32-bit registers:
+                // count only the type's own bits.
+                if at.size() < 4 {
+                    let m = self.reg(RegClass::B32);
+                    let mask = (1u32 << (8 * at.size())) - 1;
+                    self.ins(&format!("and.b32 {m}, {a}, {mask};"));
+                    a = m;
+                }
                 let d = self.reg(RegClass::B32);
                 self.ins(&format!("popc{} {d}, {a};", bits_suffix(at)));
                 V::R(d)

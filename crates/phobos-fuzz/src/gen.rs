@@ -1,0 +1,1207 @@
+//! The generator: a seeded (ChaCha8, so a seed means the same program on
+//! every platform and `rand` version) random kernel that is valid,
+//! race-free and deterministic by construction.
+//!
+//! - Every thread writes only its own `SLOTS` elements of each output `O*`
+//!   (at `gid * SLOTS + slot`); tiles are written at `ctx.thread` (one
+//!   element per thread) and stored back once, each CTA to its own range of
+//!   `T`, masked at the ragged dim `M`.
+//! - Indices are masked into range (`& 1023` for points of tensors with
+//!   `N >= 1024`, `& 511` for runs); divisors are `(b & 7) + 1`, float
+//!   divisors `abs(b) + 1.0`, shift amounts `b & (bits - 1)`; float products
+//!   are clamped to [-64, 64], transcendental arguments kept in range.
+//! - Uniformity is tracked conservatively (tile loads, shuffles and
+//!   width-limited collectives are varying): lane collectives and shuffles
+//!   appear only under warp-uniform control, CTA collectives and tiles only
+//!   under uniform control, and a variable is assigned only where the value
+//!   and the control are no more varying than its declared level.
+//! - Float values that may differ in their last bits between two correct
+//!   executions (transcendentals, float sums) are marked inexact and never
+//!   reach a comparison, a float → integer conversion, `floor`/`ceil`,
+//!   `max`/`min`/`argmax` collectives or a mutable variable read by those.
+
+use crate::program::{ty_name, Program, St, TensorParam, E, SLOTS};
+use phobos_core::ast::ScalarTy;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Lvl {
+    Uniform,
+    Warp,
+    Varying,
+}
+
+/// A generated expression with what the generator knows about it.
+struct X {
+    e: E,
+    lvl: Lvl,
+    /// Bitwise the same in every correct execution.
+    exact: bool,
+}
+
+struct Var {
+    name: String,
+    ty: ScalarTy,
+    mutable: bool,
+    lvl: Lvl,
+    exact: bool,
+}
+
+struct Tile {
+    name: String,
+    elem: ScalarTy,
+    len: u32,
+    /// A `[2, len]` tile of the 2-D input `Q` (the one a tile store writes
+    /// back), else a 1-D tile.
+    two_d: bool,
+}
+
+const INT_TYS: [ScalarTy; 8] = [
+    ScalarTy::I8,
+    ScalarTy::U8,
+    ScalarTy::I16,
+    ScalarTy::U16,
+    ScalarTy::I32,
+    ScalarTy::U32,
+    ScalarTy::I64,
+    ScalarTy::U64,
+];
+const FLOAT_TYS: [ScalarTy; 4] = [ScalarTy::F16, ScalarTy::BF16, ScalarTy::F32, ScalarTy::F64];
+
+fn is_float(t: ScalarTy) -> bool {
+    FLOAT_TYS.contains(&t)
+}
+
+fn bits(t: ScalarTy) -> u32 {
+    crate::value::bits(t)
+}
+
+/// What the generator may use; lets tests switch features off.
+#[derive(Clone, Debug)]
+pub struct Features {
+    pub tiles: bool,
+    pub collectives: bool,
+    pub shuffles: bool,
+    pub runs: bool,
+    /// CTA collectives inside `if`/`for` bodies. Off by default while a
+    /// known barrier-analysis bug stands: a barrier inside a branch or a
+    /// loop that may not run is taken as reached, so the barrier after an
+    /// earlier tile copy or tile write is elided
+    /// (`tests/fuzz-cases/barrier-in-*.pho`, ignored until fixed).
+    pub cta_collectives_in_branches: bool,
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        Features {
+            tiles: true,
+            collectives: true,
+            shuffles: true,
+            runs: true,
+            cta_collectives_in_branches: false,
+        }
+    }
+}
+
+pub struct Gen {
+    rng: ChaCha8Rng,
+    feat: Features,
+    vars: Vec<Var>,
+    tiles: Vec<Tile>,
+    ctrl: Lvl,
+    next: u32,
+    inputs: Vec<(String, ScalarTy)>,
+    scalars: Vec<(String, ScalarTy)>,
+    outs: Vec<(String, ScalarTy)>,
+    autotune: bool,
+    budget: u32,
+    /// Tiles that the statement being generated writes (it must not read them).
+    writing: Option<String>,
+    /// How many `if`/`for` bodies the statement being generated is in.
+    nest: u32,
+}
+
+/// Generate the program for `seed`.
+pub fn generate(seed: u64, feat: &Features) -> Program {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let threads = *[32u32, 64, 64, 128].choose(&mut rng).expect("nonempty");
+    let grid = rng.gen_range(1..=3u32);
+    let mut in_tys = vec![ScalarTy::F32, ScalarTy::I32, ScalarTy::I8];
+    for _ in 0..rng.gen_range(0..3) {
+        in_tys.push(*ScalarTy::ALL.choose(&mut rng).expect("nonempty"));
+    }
+    in_tys.dedup();
+    let inputs: Vec<(String, ScalarTy)> = in_tys
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("A{i}"), *t))
+        .collect();
+    let mut scalars = Vec::new();
+    for i in 0..rng.gen_range(0..3) {
+        let t = *ScalarTy::ALL.choose(&mut rng).expect("nonempty");
+        scalars.push((format!("s{i}"), t));
+    }
+    let mut outs = vec![];
+    for i in 0..rng.gen_range(1..4) {
+        let t = *ScalarTy::ALL.choose(&mut rng).expect("nonempty");
+        outs.push((format!("O{i}"), t));
+    }
+    let autotune = rng.gen_bool(0.3);
+    let mut g = Gen {
+        rng,
+        feat: feat.clone(),
+        vars: vec![],
+        tiles: vec![],
+        ctrl: Lvl::Uniform,
+        next: 0,
+        inputs,
+        scalars,
+        outs,
+        autotune,
+        budget: 0,
+        writing: None,
+        nest: 0,
+    };
+    g.budget = g.rng.gen_range(4..24);
+    let mut body = vec![];
+    while g.budget > 0 {
+        g.stmt(&mut body, 0, false);
+    }
+    // Every output slot is written at least once at the end, from a value
+    // that uses what came before.
+    for o in 0..g.outs.len() {
+        let ty = g.outs[o].1;
+        let v = g.expr(ty, 2);
+        let slot = g.rng.gen_range(0..SLOTS);
+        body.push(g.out_store(o, slot, v.e));
+    }
+    let n = 1024 + g.rng.gen_range(0..64i64);
+    let mut tensors: Vec<TensorParam> = g
+        .inputs
+        .iter()
+        .map(|(name, elem)| TensorParam {
+            name: name.clone(),
+            elem: *elem,
+            dim: "N".into(),
+            written: false,
+        })
+        .collect();
+    let total = grid * threads * SLOTS;
+    tensors.extend(g.outs.iter().map(|(name, elem)| TensorParam {
+        name: name.clone(),
+        elem: *elem,
+        dim: total.to_string(),
+        written: true,
+    }));
+    let mut dims = vec![("N".to_string(), n)];
+    if let Some(t) = g.tiles.iter().find(|t| t.two_d) {
+        let (name, elem, len) = (t.name.clone(), t.elem, t.len);
+        let m = i64::from(grid * len) - g.rng.gen_range(0..i64::from(len));
+        tensors.push(TensorParam {
+            name: "Q".into(),
+            elem,
+            dim: "2, N".into(),
+            written: false,
+        });
+        tensors.push(TensorParam {
+            name: "T".into(),
+            elem,
+            dim: "2, M".into(),
+            written: true,
+        });
+        dims.push(("M".into(), m));
+        body.push(St::Other(E::leaf(
+            ScalarTy::Bool,
+            format!("T[0 :+ 2, ctx.block.x * {len} :+ {len}] = {name}"),
+        )));
+    }
+    let fns = vec![
+        "fn mix(a, b) = (a * b) + a".to_string(),
+        "fn big(a, b) = max(a, b)".to_string(),
+        "fn flip(a, b) = a ^ b".to_string(),
+    ];
+    let autotune = if g.autotune {
+        let vals = vec![1, 2, 3];
+        let pick = *vals.choose(&mut g.rng).expect("nonempty");
+        Some((vals, pick))
+    } else {
+        None
+    };
+    Program {
+        threads,
+        grid,
+        fns,
+        autotune,
+        tensors,
+        scalars: g.scalars.clone(),
+        dims,
+        body,
+    }
+}
+
+/// The row subscript of a tile element: `1, ` for `[2, len]` tiles.
+fn row(two_d: bool) -> &'static str {
+    if two_d {
+        "1, "
+    } else {
+        ""
+    }
+}
+
+impl Gen {
+    fn name(&mut self, p: &str) -> String {
+        self.next += 1;
+        format!("{p}{}", self.next)
+    }
+
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        *xs.choose(&mut self.rng).expect("nonempty")
+    }
+
+    fn gid() -> &'static str {
+        "(ctx.block.x * ctx.threads + ctx.thread)"
+    }
+
+    fn out_store(&mut self, o: usize, slot: u32, v: E) -> St {
+        let name = &self.outs[o].0;
+        St::Other(E::node(
+            v.ty,
+            &[
+                &format!("{name}[{} * {SLOTS} + {slot}] = ", Self::gid()),
+                "",
+            ],
+            vec![v],
+        ))
+    }
+
+    fn stmt(&mut self, out: &mut Vec<St>, depth: u32, in_loop: bool) {
+        self.budget = self.budget.saturating_sub(1);
+        self.nest = depth;
+        let r = self.rng.gen_range(0..100);
+        let top = depth == 0 && !in_loop && self.ctrl == Lvl::Uniform;
+        match r {
+            0..=29 => {
+                let ty = self.pick(&ScalarTy::ALL);
+                let x = self.expr(ty, 3);
+                let mutable = self.rng.gen_bool(0.4);
+                let mut lvl = x.lvl.max(self.ctrl);
+                if mutable && self.rng.gen_bool(0.3) {
+                    lvl = Lvl::Varying;
+                }
+                let name = self.name("v");
+                let exact = x.exact && !(mutable && is_float(ty));
+                self.vars.push(Var {
+                    name: name.clone(),
+                    ty,
+                    mutable,
+                    lvl,
+                    exact,
+                });
+                out.push(St::Let {
+                    name,
+                    mutable,
+                    annotate: true,
+                    init: x.e,
+                });
+            }
+            30..=44 => {
+                let cands: Vec<usize> = (0..self.vars.len())
+                    .filter(|i| self.vars[*i].mutable && self.vars[*i].lvl >= self.ctrl)
+                    .collect();
+                if let Some(&i) = cands.choose(&mut self.rng) {
+                    let ty = self.vars[i].ty;
+                    let x = self.expr(ty, 3);
+                    if x.lvl <= self.vars[i].lvl {
+                        out.push(St::Assign {
+                            name: self.vars[i].name.clone(),
+                            value: x.e,
+                        });
+                    }
+                }
+            }
+            45..=59 => {
+                let ty = self.outs[self.rng.gen_range(0..self.outs.len())].1;
+                let o = self.outs.iter().position(|x| x.1 == ty).unwrap_or(0);
+                let kind = self.rng.gen_range(0..4);
+                if kind == 0 && self.feat.runs {
+                    // A run store of a broadcast scalar, or one element.
+                    let len = self.pick(&[1u32, 2, 4, 8]);
+                    let v = self.expr(ty, 2);
+                    let name = self.outs[o].0.clone();
+                    let g = Self::gid();
+                    if self.rng.gen_bool(0.5) {
+                        out.push(St::Other(E::node(
+                            ty,
+                            &[&format!("{name}[{g} * {SLOTS} :+ {len}] = "), ""],
+                            vec![v.e],
+                        )));
+                    } else {
+                        let i = self.expr(ScalarTy::I32, 1);
+                        out.push(St::Other(E::node(
+                            ty,
+                            &[
+                                &format!("store({name}[{g} * {SLOTS} :+ {len}], ("),
+                                &format!(") & {}, ", len - 1),
+                                ")",
+                            ],
+                            vec![i.e, v.e],
+                        )));
+                    }
+                } else {
+                    let v = self.expr(ty, 3);
+                    let slot = self.rng.gen_range(0..SLOTS);
+                    out.push(self.out_store(o, slot, v.e));
+                }
+            }
+            60..=71 if depth < 3 => {
+                let c = self.cond();
+                let saved = self.ctrl;
+                self.ctrl = self.ctrl.max(c.lvl);
+                let nv = self.vars.len();
+                let mut then = vec![];
+                for _ in 0..self.rng.gen_range(1..4) {
+                    self.stmt(&mut then, depth + 1, in_loop);
+                }
+                self.vars.truncate(nv);
+                let mut els = vec![];
+                if self.rng.gen_bool(0.4) {
+                    for _ in 0..self.rng.gen_range(1..3) {
+                        self.stmt(&mut els, depth + 1, in_loop);
+                    }
+                    self.vars.truncate(nv);
+                }
+                self.ctrl = saved;
+                out.push(St::If {
+                    cond: c.e,
+                    then,
+                    els,
+                });
+            }
+            72..=81 if depth < 3 => {
+                let (start, end, step, lvl) = self.bounds();
+                let var = self.name("i");
+                let saved = self.ctrl;
+                self.ctrl = self.ctrl.max(lvl);
+                let nv = self.vars.len();
+                self.vars.push(Var {
+                    name: var.clone(),
+                    ty: ScalarTy::I32,
+                    mutable: false,
+                    lvl,
+                    exact: true,
+                });
+                let mut body = vec![];
+                for _ in 0..self.rng.gen_range(1..4) {
+                    self.stmt(&mut body, depth + 1, true);
+                }
+                self.vars.truncate(nv);
+                self.ctrl = saved;
+                out.push(St::For {
+                    var,
+                    start,
+                    end,
+                    step,
+                    body,
+                });
+            }
+            82..=91 if top && self.feat.tiles => self.tile_copy(out),
+            92..=99 if top && self.feat.tiles && !self.tiles.is_empty() => self.tile_write(out),
+            _ => {
+                let ty = self.outs[0].1;
+                let v = self.expr(ty, 2);
+                let slot = self.rng.gen_range(0..SLOTS);
+                out.push(self.out_store(0, slot, v.e));
+            }
+        }
+    }
+
+    fn tile_copy(&mut self, out: &mut Vec<St>) {
+        let (src, elem) = self.inputs[self.rng.gen_range(0..self.inputs.len())].clone();
+        let len = self.pick(&[32u32, 64, 128, 256]);
+        let name = self.name("t");
+        if !self.tiles.iter().any(|t| t.two_d) && self.rng.gen_bool(0.5) {
+            let elem = self.pick(&ScalarTy::ALL);
+            let a = self.rng.gen_range(0..300);
+            let b = self.rng.gen_range(-40..1100);
+            out.push(St::Other(E::leaf(
+                elem,
+                format!("var {name} = Q[0 :+ 2, ctx.block.x * {a} + {b} :+ {len}]"),
+            )));
+            self.tiles.push(Tile {
+                name,
+                elem,
+                len,
+                two_d: true,
+            });
+            return;
+        }
+        // A uniform start, sometimes negative or past the end: the copy is
+        // masked at both ends.
+        let a = self.rng.gen_range(0..300);
+        let b = self.rng.gen_range(-40..1100);
+        out.push(St::Other(E::leaf(
+            elem,
+            format!("var {name} = {src}[ctx.block.x * {a} + {b} :+ {len}]"),
+        )));
+        self.tiles.push(Tile {
+            name,
+            elem,
+            len,
+            two_d: false,
+        });
+    }
+
+    fn tile_write(&mut self, out: &mut Vec<St>) {
+        let i = self.rng.gen_range(0..self.tiles.len());
+        let (name, elem, len, two_d) = (
+            self.tiles[i].name.clone(),
+            self.tiles[i].elem,
+            self.tiles[i].len,
+            self.tiles[i].two_d,
+        );
+        self.writing = Some(name.clone());
+        // The write sits under `if ctx.thread < len`, which varies.
+        let saved = std::mem::replace(&mut self.ctrl, Lvl::Varying);
+        let v = self.expr(elem, 2);
+        self.ctrl = saved;
+        self.writing = None;
+        let at = if self.rng.gen_bool(0.5) {
+            "ctx.thread".to_string()
+        } else {
+            format!("{} - 1 - ctx.thread", len)
+        };
+        out.push(St::If {
+            cond: E::leaf(ScalarTy::Bool, format!("ctx.thread < {len}")),
+            then: vec![St::Other(E::node(
+                elem,
+                &[&format!("{name}[{}{at}] = ", row(two_d)), ""],
+                vec![v.e],
+            ))],
+            els: vec![],
+        });
+    }
+
+    fn bounds(&mut self) -> (E, E, i32, Lvl) {
+        let s = self.rng.gen_range(0..3);
+        let n = self.rng.gen_range(0..4);
+        let step = self.pick(&[1, 1, 2, -1]);
+        let (a, b) = if step > 0 { (s, s + n) } else { (s + n, s - 1) };
+        match self.rng.gen_range(0..4) {
+            0 => (
+                E::leaf(ScalarTy::I32, a.to_string()),
+                E::leaf(ScalarTy::I32, "ctx.lane & 3".to_string()),
+                1,
+                Lvl::Varying,
+            ),
+            1 => (
+                E::leaf(ScalarTy::I32, "0".to_string()),
+                E::leaf(ScalarTy::I32, "ctx.warp + 1".to_string()),
+                1,
+                Lvl::Warp,
+            ),
+            2 if self.autotune => (
+                E::leaf(ScalarTy::I32, "0".to_string()),
+                E::leaf(ScalarTy::I32, "U".to_string()),
+                1,
+                Lvl::Uniform,
+            ),
+            _ => (
+                E::leaf(ScalarTy::I32, a.to_string()),
+                E::leaf(ScalarTy::I32, b.to_string()),
+                step,
+                Lvl::Uniform,
+            ),
+        }
+    }
+
+    fn cond(&mut self) -> X {
+        match self.rng.gen_range(0..4) {
+            0 => X {
+                e: E::leaf(
+                    ScalarTy::Bool,
+                    format!("ctx.lane < {}", self.rng.gen_range(0..33)),
+                ),
+                lvl: Lvl::Varying,
+                exact: true,
+            },
+            1 => X {
+                e: E::leaf(
+                    ScalarTy::Bool,
+                    format!("ctx.warp == {}", self.rng.gen_range(0..3)),
+                ),
+                lvl: Lvl::Warp,
+                exact: true,
+            },
+            _ => self.expr(ScalarTy::Bool, 2),
+        }
+    }
+
+    fn lit(&mut self, ty: ScalarTy) -> E {
+        let text = match ty {
+            ScalarTy::Bool => self.pick(&["true", "false"]).to_string(),
+            t if is_float(t) => {
+                let k: i32 = self.rng.gen_range(-16..=16);
+                let v = format!("{:?}", f64::from(k) / 8.0);
+                format!("{}({v})", ty_name(t))
+            }
+            t => {
+                let n = bits(t);
+                let v: i128 = match self.rng.gen_range(0..4) {
+                    0 => self.rng.gen_range(0..8),
+                    1 if crate::value::is_signed(t) => -(1i128 << (n - 1)),
+                    1 => (1i128 << n) - 1,
+                    _ => {
+                        let lo = if crate::value::is_signed(t) {
+                            -(1i128 << (n - 1))
+                        } else {
+                            0
+                        };
+                        let hi = if crate::value::is_signed(t) {
+                            (1i128 << (n - 1)) - 1
+                        } else {
+                            (1i128 << n) - 1
+                        };
+                        self.rng.gen_range(lo..=hi)
+                    }
+                };
+                let v = if v == -(1i128 << (n - 1)) {
+                    // The smallest value's magnitude does not fit its type.
+                    format!("({} - 1)", v + 1)
+                } else {
+                    v.to_string()
+                };
+                // A conversion gives its literal the target type.
+                format!("{}({v})", ty_name(t))
+            }
+        };
+        E::leaf(ty, text)
+    }
+
+    /// An `i32` index expression (any level).
+    fn index(&mut self) -> X {
+        match self.rng.gen_range(0..4) {
+            0 => X {
+                e: E::leaf(ScalarTy::I32, "ctx.thread".to_string()),
+                lvl: Lvl::Varying,
+                exact: true,
+            },
+            1 => X {
+                e: E::leaf(ScalarTy::I32, Self::gid().to_string()),
+                lvl: Lvl::Varying,
+                exact: true,
+            },
+            _ => self.expr(ScalarTy::I32, 1),
+        }
+    }
+
+    fn leaf(&mut self, ty: ScalarTy) -> X {
+        for _ in 0..4 {
+            match self.rng.gen_range(0..10) {
+                0..=2 => {
+                    let cands: Vec<usize> = (0..self.vars.len())
+                        .filter(|i| self.vars[*i].ty == ty)
+                        .collect();
+                    if let Some(&i) = cands.choose(&mut self.rng) {
+                        let v = &self.vars[i];
+                        return X {
+                            e: E::leaf(ty, v.name.clone()),
+                            lvl: v.lvl,
+                            exact: v.exact,
+                        };
+                    }
+                }
+                3..=5 => {
+                    let cands: Vec<usize> = (0..self.inputs.len())
+                        .filter(|i| self.inputs[*i].1 == ty)
+                        .collect();
+                    if let Some(&i) = cands.choose(&mut self.rng) {
+                        let name = self.inputs[i].0.clone();
+                        let idx = self.index();
+                        return X {
+                            e: E::node(ty, &[&format!("{name}[("), ") & 1023]"], vec![idx.e]),
+                            lvl: idx.lvl,
+                            exact: true,
+                        };
+                    }
+                }
+                6 => {
+                    let cands: Vec<usize> = (0..self.tiles.len())
+                        .filter(|i| {
+                            self.tiles[*i].elem == ty
+                                && self.writing.as_deref() != Some(&self.tiles[*i].name)
+                        })
+                        .collect();
+                    if let Some(&i) = cands.choose(&mut self.rng) {
+                        let (name, len) = (self.tiles[i].name.clone(), self.tiles[i].len);
+                        let r = row(self.tiles[i].two_d);
+                        let idx = self.index();
+                        return X {
+                            e: E::node(
+                                ty,
+                                &[&format!("{name}[{r}("), &format!(") & {}]", len - 1)],
+                                vec![idx.e],
+                            ),
+                            lvl: Lvl::Varying,
+                            exact: true,
+                        };
+                    }
+                }
+                7 => {
+                    let cands: Vec<usize> = (0..self.scalars.len())
+                        .filter(|i| self.scalars[*i].1 == ty)
+                        .collect();
+                    if let Some(&i) = cands.choose(&mut self.rng) {
+                        return X {
+                            e: E::leaf(ty, self.scalars[i].0.clone()),
+                            lvl: Lvl::Uniform,
+                            exact: true,
+                        };
+                    }
+                }
+                8 if ty == ScalarTy::I32 => {
+                    let (f, lvl) = self.pick(&[
+                        ("ctx.thread", Lvl::Varying),
+                        ("ctx.lane", Lvl::Varying),
+                        ("ctx.warp", Lvl::Warp),
+                        ("ctx.block.x", Lvl::Uniform),
+                        ("ctx.threads", Lvl::Uniform),
+                        ("ctx.warps", Lvl::Uniform),
+                        ("ctx.lanes", Lvl::Uniform),
+                        ("ctx.grid.x", Lvl::Uniform),
+                    ]);
+                    {
+                        return X {
+                            e: E::leaf(ty, f.to_string()),
+                            lvl,
+                            exact: true,
+                        };
+                    }
+                }
+                _ => {}
+            }
+        }
+        X {
+            e: self.lit(ty),
+            lvl: Lvl::Uniform,
+            exact: true,
+        }
+    }
+
+    fn expr(&mut self, ty: ScalarTy, depth: u32) -> X {
+        if depth == 0 || self.rng.gen_bool(0.25) {
+            return self.leaf(ty);
+        }
+        let d = depth - 1;
+        for _ in 0..4 {
+            let r = self.rng.gen_range(0..100);
+            let x = match ty {
+                ScalarTy::Bool => self.bool_node(r, d),
+                t if is_float(t) => self.float_node(t, r, d),
+                t => self.int_node(t, r, d),
+            };
+            if let Some(x) = x {
+                return x;
+            }
+        }
+        self.leaf(ty)
+    }
+
+    fn bin(&mut self, ty: ScalarTy, parts: &[&str], a: X, b: X) -> X {
+        X {
+            lvl: a.lvl.max(b.lvl),
+            exact: a.exact && b.exact,
+            e: E::node(ty, parts, vec![a.e, b.e]),
+        }
+    }
+
+    fn un(ty: ScalarTy, parts: &[&str], a: X) -> X {
+        X {
+            lvl: a.lvl,
+            exact: a.exact,
+            e: E::node(ty, parts, vec![a.e]),
+        }
+    }
+
+    fn bool_node(&mut self, r: u32, d: u32) -> Option<X> {
+        let b = ScalarTy::Bool;
+        Some(match r {
+            0..=39 => {
+                let t = self.pick(&ScalarTy::ALL);
+                let (x, y) = (self.expr(t, d), self.expr(t, d));
+                if !(x.exact && y.exact) {
+                    return None;
+                }
+                let op = if t == b {
+                    self.pick(&["==", "!="])
+                } else {
+                    self.pick(&["==", "!=", "<", "<=", ">", ">="])
+                };
+                self.bin(b, &["(", &format!(" {op} "), ")"], x, y)
+            }
+            40..=59 => {
+                let op = self.pick(&["&&", "||", "&", "|", "^"]);
+                let x = self.expr(b, d);
+                // The right side of `&&`/`||` runs only where the left side
+                // does not decide: control as varying as the left side. (The
+                // checker accepts a collective there and the backend then
+                // evaluates it eagerly; docs/language.md does not say which
+                // is meant, so the generator keeps collectives out.)
+                let saved = self.ctrl;
+                if matches!(op, "&&" | "||") {
+                    self.ctrl = self.ctrl.max(x.lvl);
+                }
+                let y = self.expr(b, d);
+                self.ctrl = saved;
+                self.bin(b, &["(", &format!(" {op} "), ")"], x, y)
+            }
+            60..=69 => {
+                let x = self.expr(b, d);
+                Self::un(b, &["!(", ")"], x)
+            }
+            70..=84 if self.feat.collectives => {
+                let x = self.expr(b, d);
+                let op = self.pick(&["any", "all"]);
+                self.collective(op, x, b)?
+            }
+            85..=99 if self.feat.shuffles => {
+                let x = self.expr(b, d);
+                self.shuffle(x)?
+            }
+            _ => return None,
+        })
+    }
+
+    fn int_node(&mut self, t: ScalarTy, r: u32, d: u32) -> Option<X> {
+        Some(match r {
+            0..=24 => {
+                let (x, y) = (self.expr(t, d), self.expr(t, d));
+                let op = self.pick(&["+", "-", "*", "&", "|", "^"]);
+                self.bin(t, &["(", &format!(" {op} "), ")"], x, y)
+            }
+            25..=29 => {
+                let (x, y) = (self.expr(t, d), self.expr(t, d));
+                let op = self.pick(&["/", "%"]);
+                self.bin(t, &["(", &format!(" {op} (("), " & 7) + 1))"], x, y)
+            }
+            30..=33 => {
+                let (x, y) = (self.expr(t, d), self.expr(t, d));
+                let op = self.pick(&["<<", ">>"]);
+                let m = bits(t) - 1;
+                self.bin(t, &["(", &format!(" {op} ("), &format!(" & {m}))")], x, y)
+            }
+            34..=41 => {
+                let (x, y) = (self.expr(t, d), self.expr(t, d));
+                let f = self.pick(&["min", "max", "mix"]);
+                self.bin(t, &[&format!("{f}("), ", ", ")"], x, y)
+            }
+            42..=44 => {
+                let x = self.expr(t, d);
+                let f = self.pick(&["abs(", "-(", "!("]);
+                Self::un(t, &[f, ")"], x)
+            }
+            45..=47 => {
+                let (c, x, y) = (
+                    self.expr(ScalarTy::Bool, d),
+                    self.expr(t, d),
+                    self.expr(t, d),
+                );
+                X {
+                    lvl: c.lvl.max(x.lvl).max(y.lvl),
+                    exact: true,
+                    e: E::node(t, &["select(", ", ", ", ", ")"], vec![c.e, x.e, y.e]),
+                }
+            }
+            48..=52 => {
+                // A conversion from another type.
+                let from = self.pick(&ScalarTy::ALL);
+                let x = self.expr(from, d);
+                if !x.exact {
+                    return None;
+                }
+                Self::un(t, &[&format!("{}(", ty_name(t)), ")"], x)
+            }
+            53..=55 => {
+                let (x, y) = (self.expr(t, d), self.expr(t, d));
+                self.bin(t, &["cdiv((", " & 63), ((", " & 7) + 1))"], x, y)
+            }
+            56..=58 if t == ScalarTy::I32 => {
+                let from = self.pick(&INT_TYS);
+                let x = self.expr(from, d);
+                Self::un(t, &["popcount(", ")"], x)
+            }
+            59..=63 if matches!(t, ScalarTy::I32 | ScalarTy::U32) => {
+                let (x, y, s) = (self.expr(t, d), self.expr(t, d), self.expr(t, d));
+                X {
+                    lvl: x.lvl.max(y.lvl).max(s.lvl),
+                    exact: true,
+                    e: E::node(t, &["byteperm(", ", ", ", ", ")"], vec![x.e, y.e, s.e]),
+                }
+            }
+            64..=67 if matches!(t, ScalarTy::I32 | ScalarTy::U32) => {
+                // Signed words give i32; u32 only when both words are u32.
+                let (wa, wb) = if t == ScalarTy::U32 {
+                    (t, t)
+                } else {
+                    (self.pick(&[ScalarTy::I32, ScalarTy::U32]), ScalarTy::I32)
+                };
+                let (x, y, c) = (self.expr(wa, d), self.expr(wb, d), self.expr(t, d));
+                X {
+                    lvl: x.lvl.max(y.lvl).max(c.lvl),
+                    exact: true,
+                    e: E::node(t, &["dp4a(", ", ", ", ", ")"], vec![x.e, y.e, c.e]),
+                }
+            }
+            68..=77 if self.feat.runs => self.run_expr(t, d)?,
+            78..=89 if self.feat.collectives => {
+                let op = self.pick(&["sum", "max", "min", "argmax", "reduce"]);
+                if op == "argmax" {
+                    // argmax of any numeric type gives an i32 index.
+                    if t != ScalarTy::I32 {
+                        return None;
+                    }
+                    let from = self.pick(&ScalarTy::ALL);
+                    if from == ScalarTy::Bool {
+                        return None;
+                    }
+                    let x = self.expr(from, d);
+                    if !x.exact {
+                        return None;
+                    }
+                    return self.collective(op, x, from);
+                }
+                let x = self.expr(t, d);
+                self.collective(op, x, t)?
+            }
+            90..=99 if self.feat.shuffles => {
+                let x = self.expr(t, d);
+                self.shuffle(x)?
+            }
+            _ => return None,
+        })
+    }
+
+    fn float_node(&mut self, t: ScalarTy, r: u32, d: u32) -> Option<X> {
+        Some(match r {
+            0..=19 => {
+                let (x, y) = (self.expr(t, d), self.expr(t, d));
+                let op = self.pick(&["+", "-"]);
+                self.bin(t, &["(", &format!(" {op} "), ")"], x, y)
+            }
+            20..=27 => {
+                let (x, y) = (self.expr(t, d), self.expr(t, d));
+                self.bin(t, &["min(max((", " * ", "), -64.0), 64.0)"], x, y)
+            }
+            28..=31 => {
+                let (x, y) = (self.expr(t, d), self.expr(t, d));
+                self.bin(t, &["(", " / (abs(", ") + 1.0))"], x, y)
+            }
+            32..=39 => {
+                let (x, y) = (self.expr(t, d), self.expr(t, d));
+                let f = self.pick(&["min", "max"]);
+                self.bin(t, &[&format!("{f}("), ", ", ")"], x, y)
+            }
+            40..=43 => {
+                let (x, y, z) = (self.expr(t, d), self.expr(t, d), self.expr(t, d));
+                X {
+                    lvl: x.lvl.max(y.lvl).max(z.lvl),
+                    exact: x.exact && y.exact && z.exact,
+                    e: E::node(
+                        t,
+                        &["min(max(fma(", ", ", ", ", "), -64.0), 64.0)"],
+                        vec![x.e, y.e, z.e],
+                    ),
+                }
+            }
+            44..=49 => {
+                let x = self.expr(t, d);
+                let f = self.pick(&["abs(", "-(", "sqrt(abs(", "floor(", "ceil("]);
+                if matches!(f, "floor(" | "ceil(") && !x.exact {
+                    return None;
+                }
+                let close = if f == "sqrt(abs(" { "))" } else { ")" };
+                Self::un(t, &[f, close], x)
+            }
+            50..=57 => {
+                let x = self.expr(t, d);
+                // A transcendental can amplify a last-bit difference of its
+                // argument (sin of a large value), so its argument is exact.
+                if !x.exact {
+                    return None;
+                }
+                let (open, close) = self.pick(&[
+                    ("exp(min(max(", ", -4.0), 4.0))"),
+                    ("exp2(min(max(", ", -4.0), 4.0))"),
+                    ("sin(min(max(", ", -64.0), 64.0))"),
+                    ("cos(min(max(", ", -64.0), 64.0))"),
+                    ("tanh(", ")"),
+                    ("log(abs(", ") + 1.0)"),
+                    ("log2(abs(", ") + 1.0)"),
+                    ("rsqrt(abs(", ") + 1.0)"),
+                ]);
+                let mut x = Self::un(t, &[open, close], x);
+                x.exact = false;
+                x
+            }
+            58..=61 => {
+                let (c, x, y) = (
+                    self.expr(ScalarTy::Bool, d),
+                    self.expr(t, d),
+                    self.expr(t, d),
+                );
+                X {
+                    lvl: c.lvl.max(x.lvl).max(y.lvl),
+                    exact: x.exact && y.exact,
+                    e: E::node(t, &["select(", ", ", ", ", ")"], vec![c.e, x.e, y.e]),
+                }
+            }
+            62..=69 => {
+                let from = self.pick(&ScalarTy::ALL);
+                let x = self.expr(from, d);
+                // A large integer or value converted to a narrow float
+                // type is fine: both sides round the same way.
+                Self::un(t, &[&format!("{}(", ty_name(t)), ")"], x)
+            }
+            70..=77 if self.feat.runs => self.run_expr(t, d)?,
+            78..=89 if self.feat.collectives => {
+                let x = self.expr(t, d);
+                let op = self.pick(&["sum", "max", "min", "reduce"]);
+                // An f16/bf16 sum over a CTA rounds at every step, so its
+                // order changes the result by more than the tolerance.
+                if (op != "sum" && !x.exact) || (op == "sum" && bits(t) == 16) {
+                    return None;
+                }
+                let mut c = self.collective(op, x, t)?;
+                c.exact = c.exact && op != "sum";
+                c
+            }
+            90..=99 if self.feat.shuffles => {
+                let x = self.expr(t, d);
+                self.shuffle(x)?
+            }
+            _ => return None,
+        })
+    }
+
+    /// A run expression reduced to a scalar of type `t`: `sum`, `elem`,
+    /// `word`, the dp4a form.
+    fn run_expr(&mut self, t: ScalarTy, d: u32) -> Option<X> {
+        let src: Vec<String> = self
+            .inputs
+            .iter()
+            .filter(|i| i.1 == t)
+            .map(|i| i.0.clone())
+            .collect();
+        let i8s: Vec<String> = self
+            .inputs
+            .iter()
+            .filter(|i| i.1 == ScalarTy::I8)
+            .map(|i| i.0.clone())
+            .collect();
+        let idx = self.index();
+        let choice = self.rng.gen_range(0..4);
+        if t == ScalarTy::I32 && choice == 0 && !i8s.is_empty() {
+            // sum(i32(a) * i32(b)) over i8 runs: the dp4a form.
+            let a = i8s.choose(&mut self.rng).cloned().unwrap_or_default();
+            let b = i8s.choose(&mut self.rng).cloned().unwrap_or_default();
+            let len = self.pick(&[4u32, 8, 16]);
+            let idx2 = self.index();
+            return Some(X {
+                lvl: Lvl::Varying.min(idx.lvl.max(idx2.lvl)),
+                exact: true,
+                e: E::node(
+                    t,
+                    &[
+                        &format!("sum(i32({a}[("),
+                        &format!(") & 511 :+ {len}]) * i32({b}[("),
+                        &format!(") & 511 :+ {len}]))"),
+                    ],
+                    vec![idx.e, idx2.e],
+                ),
+            });
+        }
+        if t == ScalarTy::I32 && choice == 1 && !i8s.is_empty() {
+            let a = i8s.choose(&mut self.rng).cloned().unwrap_or_default();
+            let w = self.rng.gen_range(0..2);
+            return Some(X {
+                lvl: idx.lvl,
+                exact: true,
+                e: E::node(
+                    t,
+                    &[&format!("word({a}[("), &format!(") & 511 :+ 8], {w})")],
+                    vec![idx.e],
+                ),
+            });
+        }
+        let a = src.choose(&mut self.rng)?.clone();
+        let len = self.pick(&[1u32, 2, 3, 4, 8]);
+        let s = self.expr(t, d.min(1));
+        let op = if is_float(t) {
+            self.pick(&["+", "-"])
+        } else {
+            self.pick(&["+", "*", "^", "-"])
+        };
+        let x = if self.rng.gen_bool(0.5) {
+            let k = self.rng.gen_range(0..len);
+            X {
+                lvl: idx.lvl.max(s.lvl),
+                exact: s.exact,
+                e: E::node(
+                    t,
+                    &[
+                        &format!("elem({a}[("),
+                        &format!(") & 511 :+ {len}] {op} "),
+                        &format!(", {k})"),
+                    ],
+                    vec![idx.e, s.e],
+                ),
+            }
+        } else {
+            X {
+                lvl: idx.lvl.max(s.lvl),
+                exact: s.exact && !is_float(t),
+                e: E::node(
+                    t,
+                    &[
+                        &format!("sum({a}[("),
+                        &format!(") & 511 :+ {len}] {op} "),
+                        ")",
+                    ],
+                    vec![idx.e, s.e],
+                ),
+            }
+        };
+        Some(x)
+    }
+
+    /// A lane or CTA collective of `x`, or `None` where control forbids it.
+    fn collective(&mut self, op: &str, x: X, t: ScalarTy) -> Option<X> {
+        let cta = self.ctrl == Lvl::Uniform
+            && (self.nest == 0 || self.feat.cta_collectives_in_branches)
+            && self.rng.gen_bool(0.3);
+        if !cta && self.ctrl > Lvl::Warp {
+            return None;
+        }
+        let rt = if op == "argmax" { ScalarTy::I32 } else { t };
+        if op == "reduce" && (t == ScalarTy::Bool || (is_float(t) && !x.exact)) {
+            return None;
+        }
+        let f = if op == "reduce" {
+            if is_float(t) {
+                ", big"
+            } else {
+                self.pick(&[", big", ", flip"])
+            }
+        } else {
+            ""
+        };
+        if cta {
+            return Some(X {
+                lvl: Lvl::Uniform,
+                exact: x.exact,
+                e: E::node(
+                    rt,
+                    &[&format!("{op}<over ctx.thread>("), &format!("{f})")],
+                    vec![x.e],
+                ),
+            });
+        }
+        let w = self.pick(&[1u32, 2, 4, 8, 16, 32, 32]);
+        let cfg = if w == 32 && self.rng.gen_bool(0.5) {
+            "over ctx.lane".to_string()
+        } else {
+            format!("over ctx.lane, width {w}")
+        };
+        Some(X {
+            lvl: if w == 32 { Lvl::Warp } else { Lvl::Varying },
+            exact: x.exact,
+            e: E::node(rt, &[&format!("{op}<{cfg}>("), &format!("{f})")], vec![x.e]),
+        })
+    }
+
+    /// A load of type `t` at the thread's own index, if an input has `t`.
+    fn lane_value(&mut self, t: ScalarTy) -> Option<X> {
+        let cands: Vec<String> = self
+            .inputs
+            .iter()
+            .filter(|i| i.1 == t)
+            .map(|i| i.0.clone())
+            .collect();
+        let a = cands.choose(&mut self.rng)?;
+        Some(X {
+            e: E::leaf(t, format!("{a}[{} & 1023]", Self::gid())),
+            lvl: Lvl::Varying,
+            exact: true,
+        })
+    }
+
+    fn shuffle(&mut self, x: X) -> Option<X> {
+        if self.ctrl > Lvl::Warp {
+            return None;
+        }
+        let t = x.e.ty;
+        let w = self.pick(&[1u32, 2, 4, 8, 16, 32, 32]);
+        let mode = self.pick(&["from", "xor", "down", "up"]);
+        let wcfg = if w == 32 && self.rng.gen_bool(0.5) {
+            String::new()
+        } else {
+            format!(", width {w}")
+        };
+        // Mostly a value that differs between lanes, so that reading the
+        // wrong lane shows.
+        let x = if self.rng.gen_bool(0.6) {
+            self.lane_value(t).unwrap_or(x)
+        } else {
+            x
+        };
+        let operand = match self.rng.gen_range(0..4) {
+            0 | 1 if mode == "xor" => E::leaf(ScalarTy::I32, self.rng.gen_range(0..w).to_string()),
+            0 | 1 => {
+                // Constants inside the piece take the native shuffle; some
+                // lie outside it (and below zero).
+                let c: i32 = if self.rng.gen_bool(0.7) {
+                    self.rng.gen_range(0..w as i32)
+                } else {
+                    self.rng.gen_range(-(w as i32) - 2..=(w as i32) + 2)
+                };
+                E::leaf(
+                    ScalarTy::I32,
+                    if c < 0 {
+                        format!("({c})")
+                    } else {
+                        c.to_string()
+                    },
+                )
+            }
+            2 if mode != "xor" => {
+                let i = self.expr(ScalarTy::I32, 1);
+                E::node(ScalarTy::I32, &["((", ") & 63) - 8"], vec![i.e])
+            }
+            _ => E::leaf(
+                ScalarTy::I32,
+                format!(
+                    "(ctx.lane % {}) - {}",
+                    self.rng.gen_range(1..9),
+                    self.rng.gen_range(0..4)
+                ),
+            ),
+        };
+        Some(X {
+            lvl: Lvl::Varying,
+            exact: x.exact,
+            e: E::node(
+                t,
+                &["shfl<", &format!("{wcfg}>("), ")"],
+                vec![
+                    E {
+                        ty: ScalarTy::I32,
+                        parts: vec![format!("{mode} "), String::new()],
+                        kids: vec![operand],
+                    },
+                    x.e,
+                ],
+            ),
+        })
+    }
+}
