@@ -11,6 +11,7 @@ pub mod ast;
 pub mod backend;
 pub mod check;
 pub mod diag;
+pub mod format;
 pub mod hir;
 pub mod lexer;
 pub mod meta;
