@@ -76,10 +76,10 @@ fn stdin(check: bool) -> Result<Outcome, String> {
         if out == src {
             return Ok(Outcome::Unchanged);
         }
-        print!("{}", unified_diff("<stdin>", &src, &out));
+        emit(&unified_diff("<stdin>", &src, &out));
         return Ok(Outcome::Changed);
     }
-    print!("{out}");
+    emit(&out);
     Ok(if out == src {
         Outcome::Unchanged
     } else {
@@ -97,11 +97,17 @@ fn file(path: &Path, check: bool) -> Result<Outcome, String> {
         return Ok(Outcome::Unchanged);
     }
     if check {
-        print!("{}", unified_diff(&name, &src, &out));
+        emit(&unified_diff(&name, &src, &out));
     } else {
         write_atomically(path, &out).map_err(|e| format!("cannot write `{name}`: {e}"))?;
     }
     Ok(Outcome::Changed)
+}
+
+/// Write to stdout; a closed pipe (`| head`) is not an error worth a panic.
+fn emit(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 /// The formatted text, or `None` after printing why there is none.

@@ -84,7 +84,9 @@ fn verify_same_meaning(
             errors[0].message
         )));
     }
-    if tree_without_spans(before) != tree_without_spans(&after) {
+    if tree_without_spans(&canonical_attr_order(before))
+        != tree_without_spans(&canonical_attr_order(&after))
+    {
         return Err(FormatError::Internal(
             "the formatted text parses to a different syntax tree".into(),
         ));
@@ -100,6 +102,32 @@ fn verify_same_meaning(
         ));
     }
     Ok(())
+}
+
+/// The tree with each kernel's attributes in the order the formatter
+/// writes them, where it reorders them.
+fn canonical_attr_order(file: &File) -> File {
+    let mut file = file.clone();
+    for item in &mut file.items {
+        if let Item::Kernel(k) = item {
+            if attrs_reorderable(&k.attrs) {
+                k.attrs.sort_by_key(|a| attr_rank(&a.kind));
+            }
+        }
+    }
+    file
+}
+
+/// Attributes are put in canonical order only when each kind appears once
+/// and all are known: then the checker reads them the same in any order.
+fn attrs_reorderable(attrs: &[Attr]) -> bool {
+    let mut seen = [false; 5];
+    attrs.iter().all(|a| {
+        let r = attr_rank(&a.kind) as usize;
+        let first = !seen[r];
+        seen[r] = true;
+        first && !matches!(a.kind, AttrKind::Unknown(_))
+    })
 }
 
 /// The tree as JSON with every span (`{start, end}`) replaced by null.
@@ -617,10 +645,7 @@ impl Formatter<'_> {
                 .map_or(self.src.len(), |n| item_span(n).start as usize);
             self.trailing_comments(span.end as usize, next);
         }
-        if !file.items.is_empty() && self.next_comment < self.comments.len() {
-            self.push_line("");
-        }
-        self.leading_comments(self.src.len() + 1, false);
+        self.leading_comments(self.src.len() + 1, !file.items.is_empty());
     }
 
     fn fn_item(&mut self, f: &FnItem) {
@@ -646,7 +671,7 @@ impl Formatter<'_> {
                 k.span.start as usize,
                 attrs.last().map_or(k.span.start, |a| a.span.start) as usize,
             );
-        if !comment_between_attrs {
+        if !comment_between_attrs && attrs_reorderable(&k.attrs) {
             attrs.sort_by_key(|a| attr_rank(&a.kind));
         }
         for a in attrs {
