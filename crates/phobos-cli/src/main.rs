@@ -38,6 +38,8 @@ enum Command {
     Explain(explain::Args),
     /// Rewrite .pho files in the canonical layout (docs/style.md).
     Fmt(fmt::Args),
+    /// Run the language server on stdin/stdout (for editors).
+    Lsp,
 }
 
 fn main() -> ExitCode {
@@ -56,6 +58,13 @@ fn main() -> ExitCode {
         Command::Sim(a) => sim::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Fmt(a) => fmt::run(a),
+        Command::Lsp => match phobos_lsp::run_stdio() {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: the language server stopped: {e}");
+                2
+            }
+        },
     };
     ExitCode::from(code)
 }

@@ -314,7 +314,7 @@ pub(crate) fn binop_text(op: BinOp) -> &'static str {
     }
 }
 
-pub(crate) fn ctx_text(f: CtxField) -> &'static str {
+pub fn ctx_text(f: CtxField) -> &'static str {
     match f {
         CtxField::Thread => "ctx.thread",
         CtxField::Threads => "ctx.threads",

@@ -89,6 +89,53 @@ pub fn local_levels(kernel: &Kernel) -> Vec<Level> {
     u.level
 }
 
+/// Uniformity as tools show it (the language server's hover): each local's
+/// level after the fixpoint, and where it became that varying — the span
+/// of the statement, and whether it was the control around it that did.
+pub struct Facts {
+    pub levels: Vec<Level>,
+    pub causes: Vec<Option<(Span, bool)>>,
+}
+
+pub fn facts(kernel: &Kernel) -> Facts {
+    let mut u = Uni {
+        kernel,
+        level: vec![Level::Uniform; kernel.locals.len()],
+        cause: vec![None; kernel.locals.len()],
+        ctrl: Vec::new(),
+        report: false,
+        changed: true,
+        diags: Vec::new(),
+    };
+    while u.changed {
+        u.changed = false;
+        u.block(&kernel.body);
+    }
+    let causes = u
+        .cause
+        .iter()
+        .map(|c| c.map(|c| (c.span, c.under_control)))
+        .collect();
+    Facts {
+        levels: u.level,
+        causes,
+    }
+}
+
+/// The level of one expression of `kernel`, given the locals' levels.
+pub fn expr_level(kernel: &Kernel, levels: &[Level], e: &Expr) -> Level {
+    let mut u = Uni {
+        kernel,
+        level: levels.to_vec(),
+        cause: vec![None; levels.len()],
+        ctrl: Vec::new(),
+        report: false,
+        changed: false,
+        diags: Vec::new(),
+    };
+    u.expr(e)
+}
+
 struct Uni<'k> {
     kernel: &'k Kernel,
     level: Vec<Level>,
