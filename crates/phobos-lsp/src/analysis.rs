@@ -291,14 +291,12 @@ impl Analysis {
                 return;
             }
             match &x.kind {
-                hir::ExprKind::Ctx(f) => {
-                    if uniformity::expr_level(k, &facts.levels, x) == level {
-                        found.push(format!(
-                            "`{}` differs between {}",
-                            phobos_core::format::ctx_text(*f),
-                            between(level)
-                        ));
-                    }
+                hir::ExprKind::Ctx(f) if uniformity::expr_level(k, &facts.levels, x) == level => {
+                    found.push(format!(
+                        "`{}` differs between {}",
+                        phobos_core::format::ctx_text(*f),
+                        between(level)
+                    ));
                 }
                 hir::ExprKind::Local(id) => {
                     let i = id.0 as usize;

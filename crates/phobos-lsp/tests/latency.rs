@@ -35,7 +35,9 @@ fn time<T>(what: &str, f: impl Fn() -> T) -> T {
 fn requests_on_a_2000_line_file() {
     let src = big_file();
     assert!(src.lines().count() >= 2000);
-    let a = time("analysis (open/change: parse, check, compile)", || Analysis::new(&src));
+    let a = time("analysis (open/change: parse, check, compile)", || {
+        Analysis::new(&src)
+    });
     assert!(a.diagnostics.is_empty());
     let last = src.rfind("acc += ").expect("a use of acc");
     let row = src.rfind("if row < N").expect("a use of row") + 3;
@@ -48,5 +50,7 @@ fn requests_on_a_2000_line_file() {
     assert!(!time("completion", || a.completions(last)).is_empty());
     assert!(time("formatting", || a.format()).is_ok());
     time("parse only", || phobos_core::parser::parse(&src));
-    time("lex with comments", || phobos_core::lexer::lex_with_comments(&src));
+    time("lex with comments", || {
+        phobos_core::lexer::lex_with_comments(&src)
+    });
 }
