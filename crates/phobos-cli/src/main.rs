@@ -13,6 +13,7 @@ mod args;
 mod check;
 mod explain;
 mod files;
+mod fmt;
 mod out;
 mod ptx;
 mod sim;
@@ -38,6 +39,10 @@ enum Command {
     Sim(sim::Args),
     /// Draw a kernel stepped through as the compiler built it.
     Explain(explain::Args),
+    /// Rewrite .pho files in the canonical layout (docs/style.md).
+    Fmt(fmt::Args),
+    /// Run the language server on stdin/stdout (for editors).
+    Lsp,
 }
 
 fn main() -> ExitCode {
@@ -55,6 +60,14 @@ fn main() -> ExitCode {
         Command::Report(a) => ptx::run_report(a),
         Command::Sim(a) => sim::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Fmt(a) => fmt::run(a),
+        Command::Lsp => match phobos_lsp::run_stdio() {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: the language server stopped: {e}");
+                2
+            }
+        },
     };
     ExitCode::from(code)
 }

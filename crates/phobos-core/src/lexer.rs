@@ -153,6 +153,22 @@ fn is_invisible(c: char) -> bool {
 const LEX_DIAGNOSTICS: usize = 10 * crate::diag::MAX_DIAGNOSTICS;
 
 pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
+    let (toks, _, diags) = lex_with_comments(src);
+    (toks, diags)
+}
+
+/// A comment the lexer skipped: `//` to the end of the line (the span ends
+/// before the line break) or a whole `/* ... */`. Trivia for the formatter
+/// and the language server; the parser never sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Comment {
+    pub span: Span,
+    /// `true` for `/* ... */`.
+    pub block: bool,
+}
+
+/// Like [`lex`], and also the comments in source order.
+pub fn lex_with_comments(src: &str) -> (Vec<Token>, Vec<Comment>, Vec<Diagnostic>) {
     let mut lx = Lexer {
         src: src.as_bytes(),
         text: src,
@@ -160,6 +176,7 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
         pos: if src.starts_with('\u{feff}') { 3 } else { 0 },
         nl: false,
         toks: Vec::with_capacity(src.len() / 3 + 1),
+        comments: Vec::new(),
         diags: Vec::new(),
         unreported: 0,
     };
@@ -173,7 +190,7 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
             ),
         ));
     }
-    (lx.toks, lx.diags)
+    (lx.toks, lx.comments, lx.diags)
 }
 
 struct Lexer<'a> {
@@ -182,6 +199,7 @@ struct Lexer<'a> {
     pos: usize,
     nl: bool,
     toks: Vec<Token>,
+    comments: Vec<Comment>,
     diags: Vec<Diagnostic>,
     /// Diagnostics past [`LEX_DIAGNOSTICS`], counted only.
     unreported: usize,
@@ -236,9 +254,14 @@ impl Lexer<'_> {
     }
 
     fn line_comment(&mut self) {
+        let start = self.pos;
         while self.pos < self.src.len() && self.src[self.pos] != b'\n' {
             self.pos += 1;
         }
+        self.comments.push(Comment {
+            span: Span::new(start, self.pos),
+            block: false,
+        });
     }
 
     /// `/* ... */`, nesting like Rust's.
@@ -255,6 +278,10 @@ impl Lexer<'_> {
                     depth -= 1;
                     self.pos += 2;
                     if depth == 0 {
+                        self.comments.push(Comment {
+                            span: Span::new(start, self.pos),
+                            block: true,
+                        });
                         return;
                     }
                 }
@@ -479,6 +506,20 @@ mod tests {
         assert_eq!(
             kinds("a :+ 4 /* x /* nested */ */ // tail\n"),
             vec![Tok::Ident, Tok::ColonPlus, Tok::Int(4), Tok::Eof]
+        );
+    }
+
+    #[test]
+    fn comments_are_kept_as_trivia() {
+        let src = "a // tail\n/* x /* y */ */ b";
+        let (toks, comments, diags) = lex_with_comments(src);
+        assert!(diags.is_empty());
+        assert_eq!(toks.len(), 3);
+        let texts: Vec<&str> = comments.iter().map(|c| &src[c.span.range()]).collect();
+        assert_eq!(texts, ["// tail", "/* x /* y */ */"]);
+        assert_eq!(
+            comments.iter().map(|c| c.block).collect::<Vec<_>>(),
+            [false, true]
         );
     }
 

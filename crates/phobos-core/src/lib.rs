@@ -12,6 +12,7 @@ pub mod backend;
 pub mod binding;
 pub mod check;
 pub mod diag;
+pub mod format;
 pub mod hir;
 pub mod lexer;
 pub mod meta;

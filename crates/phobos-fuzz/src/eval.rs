@@ -261,6 +261,8 @@ impl Cta<'_> {
                 end,
                 step,
                 body,
+                // Unrolling changes no result.
+                unroll: _,
             } => {
                 let (s0, e0, st) = (
                     self.eval(start, mask)?,
@@ -405,6 +407,15 @@ impl Cta<'_> {
             ExprKind::Local(l) => {
                 let vals = &self.locals[l.0 as usize];
                 fill(&mut out, mask, |t| V::S(vals[t]));
+            }
+            // A fn argument bound once: evaluate it, bind it, evaluate the
+            // body that reads it.
+            ExprKind::Let { local, value, body } => {
+                let v = self.eval(value, mask)?;
+                for t in Self::active(mask) {
+                    self.locals[local.0 as usize][t] = v[t].s();
+                }
+                return self.eval(body, mask);
             }
             ExprKind::Param(p) => {
                 let s = self.args.scalars[&p.0];

@@ -71,16 +71,7 @@ struct Cause {
 
 /// Check a kernel variant; returns its uniformity errors.
 pub fn check(kernel: &Kernel) -> Vec<Diagnostic> {
-    let mut u = Uni {
-        kernel,
-        level: vec![Level::Uniform; kernel.locals.len()],
-        cause: vec![None; kernel.locals.len()],
-        ctrl: Vec::new(),
-        written: written_memory(kernel),
-        report: false,
-        changed: false,
-        diags: Vec::new(),
-    };
+    let mut u = Uni::new(kernel);
     loop {
         u.changed = false;
         u.block(&kernel.body);
@@ -95,21 +86,47 @@ pub fn check(kernel: &Kernel) -> Vec<Diagnostic> {
 
 /// The level of every local after the fixpoint, for tools that show it.
 pub fn local_levels(kernel: &Kernel) -> Vec<Level> {
-    let mut u = Uni {
-        kernel,
-        level: vec![Level::Uniform; kernel.locals.len()],
-        cause: vec![None; kernel.locals.len()],
-        ctrl: Vec::new(),
-        written: written_memory(kernel),
-        report: false,
-        changed: true,
-        diags: Vec::new(),
-    };
+    let mut u = Uni::new(kernel);
+    u.changed = true;
     while u.changed {
         u.changed = false;
         u.block(&kernel.body);
     }
     u.level
+}
+
+/// Uniformity as tools show it (the language server's hover): each local's
+/// level after the fixpoint, and where it became that varying — the span
+/// of the statement, and whether it was the control around it that did.
+pub struct Facts {
+    pub levels: Vec<Level>,
+    pub causes: Vec<Option<(Span, bool)>>,
+}
+
+pub fn facts(kernel: &Kernel) -> Facts {
+    let mut u = Uni::new(kernel);
+    u.changed = true;
+    while u.changed {
+        u.changed = false;
+        u.block(&kernel.body);
+    }
+    let causes = u
+        .cause
+        .iter()
+        .map(|c| c.map(|c| (c.span, c.under_control)))
+        .collect();
+    Facts {
+        levels: u.level,
+        causes,
+    }
+}
+
+/// The level of one expression of `kernel`, given the locals' levels.
+pub fn expr_level(kernel: &Kernel, levels: &[Level], e: &Expr) -> Level {
+    let mut u = Uni::new(kernel);
+    u.cause = vec![None; levels.len()];
+    u.level = levels.to_vec();
+    u.expr(e)
 }
 
 struct Uni<'k> {
@@ -127,6 +144,23 @@ struct Uni<'k> {
 /// The tensors the kernel writes and the tiles it writes element by element
 /// (a tile copy writes a whole tile together, fenced by barriers, so a read
 /// after it sees the same value in every thread).
+impl<'k> Uni<'k> {
+    /// A pass over `kernel` starting from "everything uniform", reporting
+    /// nothing.
+    fn new(kernel: &'k Kernel) -> Uni<'k> {
+        Uni {
+            kernel,
+            level: vec![Level::Uniform; kernel.locals.len()],
+            cause: vec![None; kernel.locals.len()],
+            ctrl: Vec::new(),
+            written: written_memory(kernel),
+            report: false,
+            changed: false,
+            diags: Vec::new(),
+        }
+    }
+}
+
 fn written_memory(kernel: &Kernel) -> Vec<Memory> {
     fn walk(b: &Block, out: &mut Vec<Memory>) {
         for s in &b.stmts {

@@ -1,0 +1,124 @@
+//! The formatter (`phobos_core::format`): the canonical layout of
+//! docs/style.md, comments kept where they were, idempotence, and refusal
+//! of files with syntax errors.
+
+use phobos_core::format::{format_source, FormatError};
+
+fn fmt(src: &str) -> String {
+    let out = format_source(src).unwrap_or_else(|e| panic!("{e}"));
+    let again = format_source(&out).unwrap_or_else(|e| panic!("second pass: {e}"));
+    assert_eq!(out, again, "not idempotent");
+    out
+}
+
+#[test]
+fn spacing_indentation_and_attribute_order() {
+    let src = "@aligned(K=4)  @launch( 64 )\n@autotune(K in [4,8])\nkernel k(A:tensor<f32>[N,K],s:f32){\nlet i=ctx.block.x*ctx.threads+ctx.thread\n    if i<N{A[i,0:+4]=A[i,0:+4]*s}\n}\n";
+    assert_eq!(
+        fmt(src),
+        "@autotune(K in [4, 8])\n@launch(64)\n@aligned(K = 4)\nkernel k(A: tensor<f32>[N, K], s: f32) {\n  let i = ctx.block.x * ctx.threads + ctx.thread\n  if i < N {\n    A[i, 0 :+ 4] = A[i, 0 :+ 4] * s\n  }\n}\n"
+    );
+}
+
+#[test]
+fn every_comment_is_kept_in_place() {
+    let src = "// header\n\n// about k\n@launch(32) // one warp\nkernel k(A: tensor<f32>[N]) { // body\n  // leading\n  let x = A[0] // trailing\n\n  /* block */\n  A[0] = x\n  // last\n}\n// end\n";
+    assert_eq!(fmt(src), src);
+}
+
+#[test]
+fn a_comment_inside_a_statement_keeps_it_as_written() {
+    let src = "@launch(32)\nkernel k(A: tensor<f32>[N]) {\n    let x = max(A[0], // first\n                A[1])\n  A[0] = x\n}\n";
+    let out = fmt(src);
+    assert!(
+        out.contains("  let x = max(A[0], // first\n              A[1])\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn parentheses_that_matter_stay_and_redundant_ones_are_kept_once() {
+    let src = "fn f(a, b, c) = (a + b) * c - (a - (b - c)) + ((a))\n";
+    assert_eq!(
+        fmt(src),
+        "fn f(a, b, c) = (a + b) * c - (a - (b - c)) + (a)\n"
+    );
+}
+
+#[test]
+fn a_comparison_in_a_collective_configuration_keeps_its_parentheses() {
+    let src = "@launch(32)\nkernel k(A: tensor<i32>[N]) {\n  A[0] = shfl<from (ctx.lane >> 1)>(A[0])\n}\n";
+    assert_eq!(fmt(src), src);
+}
+
+#[test]
+fn long_lists_break_one_item_per_line_with_a_trailing_comma() {
+    let src = "@launch(32)\nkernel k(Alpha: tensor<f32>[N], Beta: tensor<f32>[N], Gamma: tensor<f32>[N], Delta: tensor<f32>[N]) {\n  Alpha[0] = 1.0\n}\n";
+    assert_eq!(
+        fmt(src),
+        "@launch(32)\nkernel k(\n  Alpha: tensor<f32>[N],\n  Beta: tensor<f32>[N],\n  Gamma: tensor<f32>[N],\n  Delta: tensor<f32>[N],\n) {\n  Alpha[0] = 1.0\n}\n"
+    );
+    let line = "  Alpha[0] = max(max(Alpha[0], Beta[0]), max(Gamma[0], Delta[0])) + max(Alpha[1], Beta[1]) + Gamma[1]\n";
+    let out = fmt(&format!(
+        "@launch(32)\nkernel k(Alpha: tensor<f32>[N]) {{\n{line}}}\n"
+    ));
+    assert!(out.lines().all(|l| l.len() <= 100), "{out}");
+}
+
+#[test]
+fn else_if_chains_and_loops() {
+    let src = "@launch(32)\nkernel k(O: tensor<i32>[N]) {\n  for j in range(0,N,-1){\n    if j%3==0 { O[j]=1 } else if j%3==1 { O[j]=2 } else { O[j]+=3 }\n  }\n}\n";
+    assert_eq!(
+        fmt(src),
+        "@launch(32)\nkernel k(O: tensor<i32>[N]) {\n  for j in range(0, N, -1) {\n    if j % 3 == 0 {\n      O[j] = 1\n    } else if j % 3 == 1 {\n      O[j] = 2\n    } else {\n      O[j] += 3\n    }\n  }\n}\n"
+    );
+}
+
+#[test]
+fn literals_are_written_as_in_the_source() {
+    let src = "fn f(a) = a + 0x3210 + 1_000 + 1e-3 + 2.50\n";
+    assert_eq!(fmt(src), src);
+}
+
+#[test]
+fn items_are_separated_by_one_empty_line() {
+    let src = "fn a(x) = x\nfn b(x) = x\n\n\n\n@launch(32)\nkernel k(O: tensor<f32>[N]) {\n\n\n  O[0] = 1.0\n\n\n  O[1] = 2.0\n}\n@launch(32)\nkernel j(O: tensor<f32>[N]) {\n  O[0] = 1.0\n}";
+    assert_eq!(
+        fmt(src),
+        "fn a(x) = x\nfn b(x) = x\n\n@launch(32)\nkernel k(O: tensor<f32>[N]) {\n  O[0] = 1.0\n\n  O[1] = 2.0\n}\n\n@launch(32)\nkernel j(O: tensor<f32>[N]) {\n  O[0] = 1.0\n}\n"
+    );
+}
+
+#[test]
+fn a_file_with_syntax_errors_is_not_formatted() {
+    let Err(FormatError::Syntax(diags)) = format_source("kernel k( {\n let = 1\n}\n") else {
+        panic!("a broken file was formatted");
+    };
+    assert!(!diags.is_empty());
+    assert!(diags.iter().all(|d| d.is_error()));
+}
+
+#[test]
+fn checker_errors_do_not_stop_formatting() {
+    // `y` is unknown: a checker error, not a syntax error.
+    let out = fmt("@launch(32)\nkernel k(O: tensor<f32>[N]) {\n  O[0]=y\n}\n");
+    assert!(out.contains("  O[0] = y\n"));
+}
+
+#[test]
+fn hostile_input_never_panics() {
+    for src in [
+        "",
+        "\n\n",
+        "// only a comment",
+        "/* open",
+        "kernel",
+        "@launch(32) kernel k() {",
+        "fn f(a) = ((((a",
+        "kernel k() { } } }",
+        "\u{feff}kernel k() {}",
+        "kernel k() { let x = 1 /* a */ /* b */ // c\n}",
+    ] {
+        let _ = format_source(src);
+    }
+}

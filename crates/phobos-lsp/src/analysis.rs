@@ -1,0 +1,659 @@
+//! What the server knows about one document, computed once per version and
+//! queried by byte offset: diagnostics, hover text, definitions and
+//! references, completions. No LSP types here (see `server.rs`), so it can
+//! be tested on plain strings.
+//!
+//! Names are resolved on the syntax tree (`symbols`), so definitions work
+//! in kernels that do not check. Types and uniformity come from the
+//! checked HIR (`phobos_core::check_source`), and load widths, tile offsets
+//! and shuffle counts from the backend's metadata (`phobos_core::compile`);
+//! both exist only for kernels without errors, and hover says so.
+
+use crate::symbols::{self, SymbolKind, Symbols};
+use phobos_core::ast::{self, Span};
+use phobos_core::check::uniformity::{self, Level};
+use phobos_core::hir::{self, CheckedKernel, Group, Ty};
+use phobos_core::meta::KernelMeta;
+use phobos_core::source::LineIndex;
+use phobos_core::{CompileOptions, Diagnostic};
+
+pub struct Analysis {
+    pub src: String,
+    pub lines: LineIndex,
+    pub file: ast::File,
+    pub diagnostics: Vec<Diagnostic>,
+    pub symbols: Symbols,
+    kernels: Vec<CheckedKernel>,
+    metas: Vec<KernelMeta>,
+}
+
+/// One completion candidate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Completion {
+    pub label: String,
+    pub detail: String,
+    pub kind: CompletionKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CompletionKind {
+    Field,
+    Keyword,
+    Function,
+    Variable,
+}
+
+const CTX_FIELDS: [(&str, &str); 8] = [
+    ("thread", "i32, varying: the thread's index in the CTA"),
+    ("threads", "i32, uniform: threads per CTA (@launch)"),
+    ("warp", "i32, warp-uniform: the warp's index in the CTA"),
+    ("warps", "i32, uniform: warps per CTA"),
+    ("lane", "i32, varying: the lane's index in its warp (0..31)"),
+    ("lanes", "i32, uniform: 32"),
+    (
+        "block",
+        "ctx.block.x|y|z, uniform: the CTA's index in the grid",
+    ),
+    ("grid", "ctx.grid.x|y|z, uniform: CTAs in the grid"),
+];
+
+const BUILTINS: [(&str, &str); 22] = [
+    ("min", "min(a, b)"),
+    ("max", "max(a, b)"),
+    ("abs", "abs(x)"),
+    ("sqrt", "sqrt(x)"),
+    ("rsqrt", "rsqrt(x)"),
+    ("exp", "exp(x)"),
+    ("exp2", "exp2(x)"),
+    ("log", "log(x)"),
+    ("log2", "log2(x)"),
+    ("sin", "sin(x)"),
+    ("cos", "cos(x)"),
+    ("tanh", "tanh(x)"),
+    ("fma", "fma(a, b, c)"),
+    ("floor", "floor(x)"),
+    ("ceil", "ceil(x)"),
+    ("select", "select(cond, a, b)"),
+    ("cdiv", "cdiv(a, b): ceil(a / b)"),
+    ("dp4a", "dp4a(a, b, c): four byte products added to c"),
+    ("byteperm", "byteperm(a, b, sel): prmt.b32"),
+    ("popcount", "popcount(x)"),
+    ("elem", "elem(run, i): element i of a run"),
+    ("word", "word(run, i): bytes 4i..4i+3 of an i8/u8 run"),
+];
+
+const KEYWORDS: [&str; 12] = [
+    "fn", "kernel", "let", "var", "if", "else", "for", "in", "range", "true", "false", "ctx",
+];
+
+const CONFIG_WORDS: [(&str, &str); 6] = [
+    ("over", "over ctx.lane | over ctx.thread: the group"),
+    ("width", "width W: pieces of W lanes (2, 4, 8, 16, 32)"),
+    ("from", "shfl<from L>: read lane L"),
+    ("xor", "shfl<xor M>: read lane ^ M"),
+    ("down", "shfl<down D>: read lane + D"),
+    ("up", "shfl<up D>: read lane - D"),
+];
+
+impl Analysis {
+    pub fn new(src: &str) -> Analysis {
+        let (file, _) = phobos_core::parser::parse(src);
+        let (kernels, mut diagnostics) = phobos_core::check_source(src);
+        let mut metas = Vec::new();
+        if !diagnostics.iter().any(Diagnostic::is_error) {
+            let (compiled, backend_diags) =
+                phobos_core::compile(src, "<editor>", &CompileOptions::default());
+            metas = compiled.into_iter().map(|k| k.meta).collect();
+            // `compile` checks again and adds the backend's errors (shared
+            // memory limits): its list is the whole list.
+            diagnostics = backend_diags;
+        }
+        let symbols = symbols::resolve(&file, src);
+        Analysis {
+            src: src.to_string(),
+            lines: LineIndex::new(src),
+            file,
+            diagnostics,
+            symbols,
+            kernels,
+            metas,
+        }
+    }
+
+    /// The definition of the name at `offset`.
+    pub fn definition(&self, offset: usize) -> Option<Span> {
+        let id = self.symbols.at(offset)?;
+        Some(self.symbols.defs[id].span)
+    }
+
+    /// Every mention of the name at `offset`, its definition first.
+    pub fn references(&self, offset: usize) -> Vec<Span> {
+        let Some(id) = self.symbols.at(offset) else {
+            return vec![];
+        };
+        let mut out = vec![self.symbols.defs[id].span];
+        out.extend(
+            self.symbols
+                .uses
+                .iter()
+                .filter(|(_, s)| *s == id)
+                .map(|(span, _)| *span),
+        );
+        out
+    }
+
+    /// Markdown describing what is at `offset`, and the span it describes.
+    pub fn hover(&self, offset: usize) -> Option<(String, Span)> {
+        if let Some(h) = self.hover_expr(offset) {
+            return Some(h);
+        }
+        let id = self.symbols.at(offset)?;
+        let def = &self.symbols.defs[id];
+        let span = self
+            .symbols
+            .uses
+            .iter()
+            .find(|(s, i)| *i == id && s.range().contains(&offset))
+            .map_or(def.span, |(s, _)| *s);
+        let mut text = format!("```phobos\n{}\n```\n{}", def.signature, def.kind.describe());
+        if let Some(note) = self.symbol_facts(id) {
+            text.push_str("\n\n");
+            text.push_str(&note);
+        } else if self.kernel_at(offset).is_none() && def.kind.in_kernel() {
+            text.push_str(
+                "\n\n*Types and uniformity are shown once the kernel checks without errors.*",
+            );
+        }
+        Some((text, span))
+    }
+
+    /// The checked kernel whose span holds `offset`, and its first variant.
+    fn kernel_at(&self, offset: usize) -> Option<&hir::Kernel> {
+        self.kernels
+            .iter()
+            .find(|k| k.span.range().contains(&offset))
+            .and_then(|k| k.variants.first())
+    }
+
+    fn meta_of(&self, kernel: &hir::Kernel) -> Option<&phobos_core::meta::VariantMeta> {
+        self.metas
+            .iter()
+            .find(|m| m.name == kernel.name)
+            .and_then(|m| m.variants.first())
+    }
+
+    /// Facts about a symbol from the checked kernel: a local's type and
+    /// uniformity, a tile's shared offset and size.
+    fn symbol_facts(&self, id: usize) -> Option<String> {
+        let def = &self.symbols.defs[id];
+        let k = self.kernel_at(def.span.start as usize)?;
+        match def.kind {
+            SymbolKind::Local | SymbolKind::LoopVar => {
+                let (lid, local) = k
+                    .locals
+                    .iter()
+                    .enumerate()
+                    .find(|(_, l)| l.span.range().contains(&(def.span.start as usize)))?;
+                let facts = uniformity::facts(k);
+                match &local.kind {
+                    hir::LocalKind::Scalar(t) => {
+                        let level = facts.levels.get(lid).copied().unwrap_or(Level::Varying);
+                        let mut s = format!("type `{}` · **{}**", t.name(), level_name(level));
+                        for step in self.local_chain(k, &facts, lid, 0) {
+                            s.push_str("\n- ");
+                            s.push_str(&step);
+                        }
+                        Some(s)
+                    }
+                    hir::LocalKind::Tile { elem, shape } => {
+                        Some(self.tile_facts(k, &local.name, *elem, shape))
+                    }
+                }
+            }
+            SymbolKind::TensorParam | SymbolKind::ScalarParam | SymbolKind::Dim => {
+                Some("**uniform** (the same for every thread of the launch)".into())
+            }
+            _ => None,
+        }
+    }
+
+    fn tile_facts(
+        &self,
+        k: &hir::Kernel,
+        name: &str,
+        elem: ast::ScalarTy,
+        shape: &[u32],
+    ) -> String {
+        let dims: Vec<String> = shape.iter().map(u32::to_string).collect();
+        let mut s = format!("shared tile `{}[{}]`", elem.name(), dims.join(", "));
+        match self
+            .meta_of(k)
+            .and_then(|m| m.shared_plan.iter().find(|b| b.name == name))
+        {
+            Some(b) => s.push_str(&format!(
+                "\n\nshared memory: offset {} bytes, size {} bytes, live lines {}–{}",
+                b.offset, b.bytes, b.live_lines.0, b.live_lines.1
+            )),
+            None => s.push_str("\n\n*shared offset unknown: the kernel did not compile*"),
+        }
+        s
+    }
+
+    /// Why local `lid` is as varying as it is, as a chain of causes.
+    fn local_chain(
+        &self,
+        k: &hir::Kernel,
+        facts: &uniformity::Facts,
+        lid: usize,
+        depth: usize,
+    ) -> Vec<String> {
+        let level = facts.levels.get(lid).copied().unwrap_or(Level::Uniform);
+        let (Some(Some((span, under_control))), true) =
+            (facts.causes.get(lid), level > Level::Uniform)
+        else {
+            return vec![];
+        };
+        let name = &k.locals[lid].name;
+        let line = self.lines.line(span.start as usize);
+        if *under_control {
+            return vec![format!(
+                "`{name}` is assigned on line {line} under an `if` or loop that differs between {}",
+                between(level)
+            )];
+        }
+        let mut out = vec![format!(
+            "`{name}` gets a value that differs between {} on line {line}",
+            between(level)
+        )];
+        if depth < 6 {
+            if let Some(e) = find_assigned_value(&k.body, *span) {
+                out.extend(self.expr_chain(k, facts, e, depth + 1));
+            }
+        }
+        out
+    }
+
+    /// The first leaf of `e` that makes it as varying as it is.
+    fn expr_chain(
+        &self,
+        k: &hir::Kernel,
+        facts: &uniformity::Facts,
+        e: &hir::Expr,
+        depth: usize,
+    ) -> Vec<String> {
+        let level = uniformity::expr_level(k, &facts.levels, e);
+        if level == Level::Uniform {
+            return vec![];
+        }
+        let mut found = Vec::new();
+        visit_hir(e, &mut |x| {
+            if !found.is_empty() {
+                return;
+            }
+            match &x.kind {
+                hir::ExprKind::Ctx(f) if uniformity::expr_level(k, &facts.levels, x) == level => {
+                    found.push(format!(
+                        "`{}` differs between {}",
+                        phobos_core::format::ctx_text(*f),
+                        between(level)
+                    ));
+                }
+                hir::ExprKind::Local(id) => {
+                    let i = id.0 as usize;
+                    if facts.levels.get(i) == Some(&level) {
+                        found.extend(self.local_chain(k, facts, i, depth));
+                        if found.is_empty() {
+                            found.push(format!("`{}` is {}", k.locals[i].name, level_name(level)));
+                        }
+                    }
+                }
+                hir::ExprKind::Shuffle { .. } => {
+                    found.push("a shuffle's result differs between lanes".into())
+                }
+                hir::ExprKind::Collective {
+                    group: Group::Lane { width },
+                    ..
+                } if *width < 32 => found.push(format!(
+                    "a collective over {width}-lane pieces differs between pieces"
+                )),
+                _ => {}
+            }
+        });
+        found
+    }
+
+    /// Hover on an expression of a checked kernel: the innermost one at
+    /// `offset` with its type and uniformity, and more for subscripts,
+    /// collectives and shuffles.
+    fn hover_expr(&self, offset: usize) -> Option<(String, Span)> {
+        let k = self.kernel_at(offset)?;
+        let mut best: Option<&hir::Expr> = None;
+        visit_kernel_exprs(k, &mut |e| {
+            if e.span.range().contains(&offset)
+                && best.is_none_or(|b| e.span.end - e.span.start <= b.span.end - b.span.start)
+            {
+                best = Some(e);
+            }
+        });
+        let e = best?;
+        // A name resolves to a symbol with more to say (its definition).
+        if matches!(
+            e.kind,
+            hir::ExprKind::Local(_) | hir::ExprKind::Param(_) | hir::ExprKind::Dim(_)
+        ) {
+            return None;
+        }
+        let facts = uniformity::facts(k);
+        let level = uniformity::expr_level(k, &facts.levels, e);
+        let shown = self.src.get(e.span.range()).unwrap_or("");
+        let shown: String = shown.chars().take(80).collect();
+        let mut text = format!(
+            "```phobos\n{shown}\n```\ntype `{}` · **{}**",
+            ty_name(e.ty),
+            level_name(level)
+        );
+        for step in self.expr_chain(k, &facts, e, 0) {
+            text.push_str("\n- ");
+            text.push_str(&step);
+        }
+        match &e.kind {
+            hir::ExprKind::Load { .. } | hir::ExprKind::RunLoad { .. } => {
+                text.push_str(&self.access_facts(k, e, false));
+            }
+            hir::ExprKind::Collective { op, group, arg, .. } => {
+                text.push_str(&collective_cost(*op, *group, arg.ty));
+            }
+            hir::ExprKind::Shuffle { value, .. } => {
+                let words = words(value.ty);
+                text.push_str(&format!(
+                    "\n\ncost: {words} `shfl.sync` (one per 32-bit word of `{}`)",
+                    ty_name(value.ty)
+                ));
+            }
+            _ => {}
+        }
+        Some((text, e.span))
+    }
+
+    /// The backend's decision for the access at `e`'s subscript.
+    fn access_facts(&self, k: &hir::Kernel, e: &hir::Expr, store: bool) -> String {
+        let kind = match &e.kind {
+            hir::ExprKind::RunLoad { len, .. } => format!("run of {len} elements"),
+            _ => "point".to_string(),
+        };
+        let (line, col) = self.lines.line_col(e.span.start as usize);
+        let Some(m) = self.meta_of(k) else {
+            return format!(
+                "\n\nsubscript: {kind}\n\n*load width unknown: the kernel did not compile*"
+            );
+        };
+        let Some(a) = m
+            .loads
+            .iter()
+            .find(|a| a.line == line && a.col == col && a.store == store)
+        else {
+            return format!("\n\nsubscript: {kind}");
+        };
+        let mut s = format!(
+            "\n\nsubscript: {kind} of `{}` — {} bytes per instruction, proven {}-byte aligned",
+            a.target, a.width_bytes, a.align_bytes
+        );
+        if !a.reason.is_empty() {
+            s.push_str(&format!("\n\nnot wider: {}", a.reason));
+        }
+        s
+    }
+
+    /// Completions at `offset`: `ctx.` fields after `ctx.`, configuration
+    /// words inside a collective's `<...>`, else keywords, built-ins,
+    /// collectives, types and the names in scope.
+    pub fn completions(&self, offset: usize) -> Vec<Completion> {
+        let before = self.src.get(..offset).unwrap_or("");
+        let word_start = before
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(0, |i| i + 1);
+        let head = &before[..word_start];
+        let field = |l: &str, d: &str| Completion {
+            label: l.into(),
+            detail: d.into(),
+            kind: CompletionKind::Field,
+        };
+        if head.ends_with("ctx.block.") || head.ends_with("ctx.grid.") {
+            return ["x", "y", "z"]
+                .iter()
+                .map(|a| field(a, "uniform, i32"))
+                .collect();
+        }
+        if head.ends_with("ctx.") {
+            return CTX_FIELDS.iter().map(|(l, d)| field(l, d)).collect();
+        }
+        if in_config(head) {
+            return CONFIG_WORDS
+                .iter()
+                .map(|(l, d)| Completion {
+                    label: l.to_string(),
+                    detail: d.to_string(),
+                    kind: CompletionKind::Keyword,
+                })
+                .collect();
+        }
+        let mut out: Vec<Completion> = KEYWORDS
+            .iter()
+            .map(|k| Completion {
+                label: k.to_string(),
+                detail: "keyword".into(),
+                kind: CompletionKind::Keyword,
+            })
+            .collect();
+        out.extend(BUILTINS.iter().map(|(l, d)| Completion {
+            label: l.to_string(),
+            detail: d.to_string(),
+            kind: CompletionKind::Function,
+        }));
+        for op in phobos_core::parser::COLLECTIVE_OPS {
+            if out.iter().any(|c| c.label == op) {
+                continue;
+            }
+            out.push(Completion {
+                label: op.to_string(),
+                detail: format!("{op}<over ctx.lane>(x): collective"),
+                kind: CompletionKind::Function,
+            });
+        }
+        for t in ast::ScalarTy::ALL {
+            out.push(Completion {
+                label: t.name().into(),
+                detail: "type / conversion".into(),
+                kind: CompletionKind::Keyword,
+            });
+        }
+        for d in self.symbols.in_scope(offset) {
+            out.push(Completion {
+                label: d.name.clone(),
+                detail: d.signature.clone(),
+                kind: match d.kind {
+                    SymbolKind::Fn => CompletionKind::Function,
+                    _ => CompletionKind::Variable,
+                },
+            });
+        }
+        out
+    }
+
+    /// The whole document formatted, or why not.
+    pub fn format(&self) -> Result<String, String> {
+        phobos_core::format::format_source(&self.src).map_err(|e| e.to_string())
+    }
+}
+
+/// Whether the text before the cursor is inside an unclosed `op<`.
+fn in_config(head: &str) -> bool {
+    let Some(lt) = head.rfind('<') else {
+        return false;
+    };
+    let after = &head[lt + 1..];
+    if after.contains(['>', '(', ')', '\n']) {
+        return false;
+    }
+    let name_end = head[..lt].trim_end();
+    phobos_core::parser::COLLECTIVE_OPS
+        .iter()
+        .any(|op| name_end.ends_with(op))
+        && (after.trim().is_empty() || after.trim_end().ends_with(','))
+}
+
+fn collective_cost(op: hir::CollOp, group: Group, arg: Ty) -> String {
+    let w = words(arg) + u32::from(op == hir::CollOp::Argmax);
+    let per = if op == hir::CollOp::Argmax {
+        "value and lane"
+    } else {
+        "one per 32-bit word of the value"
+    };
+    match (op, group) {
+        (hir::CollOp::Any | hir::CollOp::All, Group::Lane { .. }) => {
+            "\n\ncost: one `vote.sync`, no shuffles".into()
+        }
+        (_, Group::Lane { width }) => {
+            let steps = width.max(1).trailing_zeros();
+            format!(
+                "\n\ncost: {steps} butterfly steps × {w} `shfl.sync.bfly` ({per}) = {} shuffles",
+                steps * w
+            )
+        }
+        (_, Group::Thread) => format!(
+            "\n\ncost: a 5-step butterfly per warp ({} shuffles), one slot per warp in shared scratch, barriers, and a fold of the slots",
+            5 * w
+        ),
+    }
+}
+
+fn words(t: Ty) -> u32 {
+    match t {
+        Ty::Scalar(s) if s.size() == 8 => 2,
+        _ => 1,
+    }
+}
+
+pub fn level_name(l: Level) -> &'static str {
+    match l {
+        Level::Uniform => "uniform",
+        Level::WarpUniform => "warp-uniform",
+        Level::Varying => "varying",
+    }
+}
+
+fn between(l: Level) -> &'static str {
+    match l {
+        Level::Varying => "lanes",
+        _ => "warps",
+    }
+}
+
+pub fn ty_name(t: Ty) -> String {
+    match t {
+        Ty::Scalar(s) => s.name().into(),
+        Ty::Run { elem, len } => format!("run of {len} × {}", elem.name()),
+        Ty::Unit => "()".into(),
+    }
+}
+
+fn find_assigned_value(b: &hir::Block, span: Span) -> Option<&hir::Expr> {
+    for s in &b.stmts {
+        match &s.kind {
+            hir::StmtKind::Let { init, .. } | hir::StmtKind::Assign { value: init, .. }
+                if s.span == span =>
+            {
+                return Some(init)
+            }
+            hir::StmtKind::If { then, els, .. } => {
+                if let Some(e) = find_assigned_value(then, span).or(find_assigned_value(els, span))
+                {
+                    return Some(e);
+                }
+            }
+            hir::StmtKind::For { body, .. } => {
+                if let Some(e) = find_assigned_value(body, span) {
+                    return Some(e);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Every expression of a kernel, outer before inner.
+pub fn visit_kernel_exprs<'a>(k: &'a hir::Kernel, f: &mut dyn FnMut(&'a hir::Expr)) {
+    fn block<'a>(b: &'a hir::Block, f: &mut dyn FnMut(&'a hir::Expr)) {
+        for s in &b.stmts {
+            match &s.kind {
+                hir::StmtKind::Let { init: e, .. } | hir::StmtKind::Assign { value: e, .. } => {
+                    visit_hir(e, f)
+                }
+                hir::StmtKind::Store { index, value, .. } => {
+                    index.iter().for_each(|e| visit_hir(e, f));
+                    visit_hir(value, f);
+                }
+                hir::StmtKind::RunStore {
+                    index, value, only, ..
+                } => {
+                    index.iter().for_each(|e| visit_hir(e, f));
+                    visit_hir(value, f);
+                    if let Some(o) = only {
+                        visit_hir(o, f);
+                    }
+                }
+                hir::StmtKind::TileCopy { starts, .. }
+                | hir::StmtKind::TileStore { starts, .. } => {
+                    starts.iter().for_each(|e| visit_hir(e, f))
+                }
+                hir::StmtKind::If { cond, then, els } => {
+                    visit_hir(cond, f);
+                    block(then, f);
+                    block(els, f);
+                }
+                hir::StmtKind::For {
+                    start,
+                    end,
+                    step,
+                    body,
+                    ..
+                } => {
+                    visit_hir(start, f);
+                    visit_hir(end, f);
+                    visit_hir(step, f);
+                    block(body, f);
+                }
+            }
+        }
+    }
+    block(&k.body, f);
+}
+
+/// `e` and every expression inside it, outer first.
+pub fn visit_hir<'a>(e: &'a hir::Expr, f: &mut dyn FnMut(&'a hir::Expr)) {
+    f(e);
+    use hir::ExprKind as K;
+    match &e.kind {
+        K::Const(_) | K::Local(_) | K::Param(_) | K::Dim(_) | K::Ctx(_) => {}
+        K::Unary(_, x) | K::Convert(x) | K::RunSum(x) => visit_hir(x, f),
+        K::Elem { run, .. } | K::Word { run, .. } => visit_hir(run, f),
+        K::Binary(_, a, b) => {
+            visit_hir(a, f);
+            visit_hir(b, f);
+        }
+        K::Builtin(_, xs) => xs.iter().for_each(|x| visit_hir(x, f)),
+        K::Load { index, .. } | K::RunLoad { index, .. } => {
+            index.iter().for_each(|x| visit_hir(x, f))
+        }
+        K::Collective { arg, .. } => visit_hir(arg, f),
+        K::Shuffle { lane, value, .. } => {
+            visit_hir(lane, f);
+            visit_hir(value, f);
+        }
+        K::Let { value, body, .. } => {
+            visit_hir(value, f);
+            visit_hir(body, f);
+        }
+    }
+}

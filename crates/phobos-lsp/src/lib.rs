@@ -1,0 +1,24 @@
+#![doc = include_str!("../README.md")]
+//!
+//! # Inside this crate
+//!
+//! The Phobos language server. `analysis.rs` answers questions about one
+//! document by byte offset (no LSP types, testable on strings);
+//! `symbols.rs` resolves names on the syntax tree; `server.rs` speaks LSP
+//! through `lsp-server` and `lsp-types`. The compiler work is
+//! phobos-core's: this crate only looks things up in what it returns.
+
+pub mod analysis;
+pub mod server;
+pub mod symbols;
+
+pub use analysis::Analysis;
+
+/// Run the server on stdin/stdout until the client exits.
+pub fn run_stdio() -> Result<(), String> {
+    let (conn, io) = lsp_server::Connection::stdio();
+    let result = server::serve(&conn);
+    drop(conn);
+    io.join().map_err(|e| e.to_string())?;
+    result
+}

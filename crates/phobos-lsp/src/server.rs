@@ -1,0 +1,338 @@
+//! The LSP side: messages in and out through `lsp-server`'s `Connection`,
+//! LSP types from `lsp-types`, positions converted between LSP's UTF-16
+//! line/character and byte offsets. Documents are analysed lazily: an edit
+//! marks the document stale, diagnostics are published once no message has
+//! arrived for `DEBOUNCE`, and requests analyse a stale document first.
+
+use crate::analysis::{Analysis, CompletionKind};
+use lsp_server::{Connection, Message, Notification, Request, RequestId, Response};
+use lsp_types::notification::{
+    DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, Notification as _,
+    PublishDiagnostics,
+};
+use lsp_types::request::{
+    Completion, Formatting, GotoDefinition, HoverRequest, References, Request as _,
+};
+use lsp_types::*;
+use phobos_core::ast::Span;
+use phobos_core::diag::Severity;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// How long the document must be quiet before diagnostics are published.
+pub const DEBOUNCE: Duration = Duration::from_millis(150);
+
+pub fn capabilities() -> ServerCapabilities {
+    ServerCapabilities {
+        text_document_sync: Some(TextDocumentSyncCapability::Kind(TextDocumentSyncKind::FULL)),
+        hover_provider: Some(HoverProviderCapability::Simple(true)),
+        definition_provider: Some(OneOf::Left(true)),
+        references_provider: Some(OneOf::Left(true)),
+        completion_provider: Some(CompletionOptions {
+            trigger_characters: Some(vec![".".into(), "<".into()]),
+            ..Default::default()
+        }),
+        document_formatting_provider: Some(OneOf::Left(true)),
+        ..Default::default()
+    }
+}
+
+struct Doc {
+    text: String,
+    analysis: Option<Analysis>,
+    /// Diagnostics not yet published for the latest text.
+    unpublished: bool,
+}
+
+impl Doc {
+    fn analysis(&mut self) -> &Analysis {
+        self.analysis
+            .get_or_insert_with(|| Analysis::new(&self.text))
+    }
+}
+
+/// Serve one client until it sends `exit`.
+pub fn serve(conn: &Connection) -> Result<(), String> {
+    let caps = serde_json::to_value(capabilities()).map_err(|e| e.to_string())?;
+    conn.initialize(caps).map_err(|e| e.to_string())?;
+    let mut docs: HashMap<Url, Doc> = HashMap::new();
+    loop {
+        let waiting = docs.values().any(|d| d.unpublished);
+        let msg = if waiting {
+            match conn.receiver.recv_timeout(DEBOUNCE) {
+                Ok(m) => m,
+                Err(crossbeam_timeout) if crossbeam_timeout.is_timeout() => {
+                    publish_pending(conn, &mut docs);
+                    continue;
+                }
+                Err(_) => return Ok(()),
+            }
+        } else {
+            match conn.receiver.recv() {
+                Ok(m) => m,
+                Err(_) => return Ok(()),
+            }
+        };
+        match msg {
+            Message::Request(req) => {
+                if conn.handle_shutdown(&req).map_err(|e| e.to_string())? {
+                    return Ok(());
+                }
+                let resp = handle_request(&mut docs, req);
+                let _ = conn.sender.send(Message::Response(resp));
+            }
+            Message::Notification(n) => handle_notification(&mut docs, n),
+            Message::Response(_) => {}
+        }
+    }
+}
+
+fn publish_pending(conn: &Connection, docs: &mut HashMap<Url, Doc>) {
+    for (uri, doc) in docs.iter_mut().filter(|(_, d)| d.unpublished) {
+        doc.unpublished = false;
+        let a = doc.analysis();
+        let params = PublishDiagnosticsParams {
+            uri: uri.clone(),
+            diagnostics: a
+                .diagnostics
+                .iter()
+                .map(|d| to_lsp_diagnostic(uri, a, d))
+                .collect(),
+            version: None,
+        };
+        let note = Notification::new(PublishDiagnostics::METHOD.into(), params);
+        let _ = conn.sender.send(Message::Notification(note));
+    }
+}
+
+fn handle_notification(docs: &mut HashMap<Url, Doc>, n: Notification) {
+    match n.method.as_str() {
+        DidOpenTextDocument::METHOD => {
+            if let Ok(p) = serde_json::from_value::<DidOpenTextDocumentParams>(n.params) {
+                docs.insert(
+                    p.text_document.uri,
+                    Doc {
+                        text: p.text_document.text,
+                        analysis: None,
+                        unpublished: true,
+                    },
+                );
+            }
+        }
+        DidChangeTextDocument::METHOD => {
+            if let Ok(p) = serde_json::from_value::<DidChangeTextDocumentParams>(n.params) {
+                // Full sync: the last change holds the whole text.
+                if let (Some(doc), Some(change)) = (
+                    docs.get_mut(&p.text_document.uri),
+                    p.content_changes.into_iter().last(),
+                ) {
+                    doc.text = change.text;
+                    doc.analysis = None;
+                    doc.unpublished = true;
+                }
+            }
+        }
+        DidCloseTextDocument::METHOD => {
+            if let Ok(p) = serde_json::from_value::<DidCloseTextDocumentParams>(n.params) {
+                docs.remove(&p.text_document.uri);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn handle_request(docs: &mut HashMap<Url, Doc>, req: Request) -> Response {
+    let id = req.id.clone();
+    match dispatch(docs, req) {
+        Ok(v) => Response::new_ok(id, v),
+        Err((code, msg)) => Response::new_err(id, code, msg),
+    }
+}
+
+type Reply = Result<serde_json::Value, (i32, String)>;
+
+fn params<P: serde::de::DeserializeOwned>(req: Request) -> Result<P, (i32, String)> {
+    serde_json::from_value(req.params)
+        .map_err(|e| (lsp_server::ErrorCode::InvalidParams as i32, e.to_string()))
+}
+
+fn json(v: impl serde::Serialize) -> Reply {
+    serde_json::to_value(v)
+        .map_err(|e| (lsp_server::ErrorCode::InternalError as i32, e.to_string()))
+}
+
+fn doc<'d>(docs: &'d mut HashMap<Url, Doc>, uri: &Url) -> Result<&'d mut Doc, (i32, String)> {
+    docs.get_mut(uri).ok_or((
+        lsp_server::ErrorCode::InvalidParams as i32,
+        format!("document {uri} is not open"),
+    ))
+}
+
+fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request) -> Reply {
+    match req.method.as_str() {
+        HoverRequest::METHOD => {
+            let p: HoverParams = params(req)?;
+            let pos = p.text_document_position_params;
+            let a = doc(docs, &pos.text_document.uri)?.analysis();
+            let at = offset(&a.src, pos.position);
+            json(a.hover(at).map(|(text, span)| Hover {
+                contents: HoverContents::Markup(MarkupContent {
+                    kind: MarkupKind::Markdown,
+                    value: text,
+                }),
+                range: Some(range(&a.src, span)),
+            }))
+        }
+        GotoDefinition::METHOD => {
+            let p: GotoDefinitionParams = params(req)?;
+            let pos = p.text_document_position_params;
+            let uri = pos.text_document.uri.clone();
+            let a = doc(docs, &uri)?.analysis();
+            let at = offset(&a.src, pos.position);
+            json(a.definition(at).map(|span| {
+                GotoDefinitionResponse::Scalar(Location::new(uri.clone(), range(&a.src, span)))
+            }))
+        }
+        References::METHOD => {
+            let p: ReferenceParams = params(req)?;
+            let pos = p.text_document_position;
+            let uri = pos.text_document.uri.clone();
+            let a = doc(docs, &uri)?.analysis();
+            let at = offset(&a.src, pos.position);
+            let mut spans = a.references(at);
+            if !p.context.include_declaration && !spans.is_empty() {
+                spans.remove(0);
+            }
+            json(
+                spans
+                    .into_iter()
+                    .map(|s| Location::new(uri.clone(), range(&a.src, s)))
+                    .collect::<Vec<_>>(),
+            )
+        }
+        Completion::METHOD => {
+            let p: CompletionParams = params(req)?;
+            let pos = p.text_document_position;
+            let a = doc(docs, &pos.text_document.uri)?.analysis();
+            let at = offset(&a.src, pos.position);
+            let items: Vec<CompletionItem> = a
+                .completions(at)
+                .into_iter()
+                .map(|c| CompletionItem {
+                    label: c.label,
+                    detail: Some(c.detail),
+                    kind: Some(match c.kind {
+                        CompletionKind::Field => CompletionItemKind::FIELD,
+                        CompletionKind::Keyword => CompletionItemKind::KEYWORD,
+                        CompletionKind::Function => CompletionItemKind::FUNCTION,
+                        CompletionKind::Variable => CompletionItemKind::VARIABLE,
+                    }),
+                    ..Default::default()
+                })
+                .collect();
+            json(CompletionResponse::Array(items))
+        }
+        Formatting::METHOD => {
+            let p: DocumentFormattingParams = params(req)?;
+            let a = doc(docs, &p.text_document.uri)?.analysis();
+            match a.format() {
+                Ok(text) if text == a.src => json(Vec::<TextEdit>::new()),
+                Ok(text) => json(vec![TextEdit {
+                    range: range(&a.src, Span::new(0, a.src.len())),
+                    new_text: text,
+                }]),
+                // A document that does not parse is left as it is; its
+                // diagnostics already say why.
+                Err(_) => json(Option::<Vec<TextEdit>>::None),
+            }
+        }
+        _ => Err((
+            lsp_server::ErrorCode::MethodNotFound as i32,
+            format!("unhandled method {}", req.method),
+        )),
+    }
+}
+
+fn to_lsp_diagnostic(uri: &Url, a: &Analysis, d: &phobos_core::Diagnostic) -> Diagnostic {
+    let primary = d.labels.iter().find(|l| l.primary);
+    let span = primary.map_or(Span::new(0, 0), |l| l.span);
+    let mut message = d.message.clone();
+    if let Some(l) = primary.filter(|l| !l.message.is_empty()) {
+        message.push_str(&format!("\n{}", l.message));
+    }
+    for n in &d.notes {
+        message.push_str(&format!("\nnote: {n}"));
+    }
+    let related: Vec<DiagnosticRelatedInformation> = d
+        .labels
+        .iter()
+        .filter(|l| !l.primary)
+        .map(|l| DiagnosticRelatedInformation {
+            location: Location::new(uri.clone(), range(&a.src, l.span)),
+            message: l.message.clone(),
+        })
+        .collect();
+    Diagnostic {
+        range: range(&a.src, span),
+        severity: Some(match d.severity {
+            Severity::Error => DiagnosticSeverity::ERROR,
+            Severity::Warning => DiagnosticSeverity::WARNING,
+        }),
+        code: Some(NumberOrString::String(d.code.to_string())),
+        source: Some("phobos".into()),
+        message,
+        related_information: (!related.is_empty()).then_some(related),
+        ..Default::default()
+    }
+}
+
+/// Byte offset of an LSP position (UTF-16 character within the line),
+/// clamped into the text.
+pub fn offset(src: &str, pos: Position) -> usize {
+    let mut line_start = 0;
+    for _ in 0..pos.line {
+        match src[line_start..].find('\n') {
+            Some(i) => line_start += i + 1,
+            None => return src.len(),
+        }
+    }
+    let line_end = src[line_start..]
+        .find('\n')
+        .map_or(src.len(), |i| line_start + i);
+    let mut units = 0u32;
+    for (i, c) in src[line_start..line_end].char_indices() {
+        if units >= pos.character {
+            return line_start + i;
+        }
+        units += c.len_utf16() as u32;
+    }
+    line_end
+}
+
+/// LSP position of a byte offset.
+pub fn position(src: &str, offset: usize) -> Position {
+    let mut offset = offset.min(src.len());
+    while !src.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &src[..offset];
+    let line = before.matches('\n').count() as u32;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let character = before[line_start..]
+        .chars()
+        .map(|c| c.len_utf16() as u32)
+        .sum();
+    Position { line, character }
+}
+
+pub fn range(src: &str, span: Span) -> Range {
+    Range {
+        start: position(src, span.start as usize),
+        end: position(src, span.end as usize),
+    }
+}
+
+/// A request id for clients built on this module (tests, benches).
+pub fn request_id(n: i32) -> RequestId {
+    RequestId::from(n)
+}
