@@ -41,7 +41,7 @@ fn saved_fuzz_cases_agree() {
 }
 
 #[test]
-#[ignore = "known findings not fixed yet: a barrier inside a loop that may run zero times is taken as reached (barrier analysis, issue 9 defect 1)"]
+#[ignore = "known findings not fixed yet: a barrier inside a branch or a loop that may not run is taken as reached (barrier analysis, issue 9 defect 1)"]
 fn known_fuzz_findings_agree() {
     check_all(true);
 }
