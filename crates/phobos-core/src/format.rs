@@ -91,9 +91,14 @@ fn verify_same_meaning(
             "the formatted text parses to a different syntax tree".into(),
         ));
     }
+    // Re-indenting moves the later lines of a block comment: compare each
+    // line without its indentation.
     let texts = |s: &str, cs: &[Comment]| -> Vec<String> {
         cs.iter()
-            .map(|c| comment_text(s, c).to_string())
+            .map(|c| {
+                let lines: Vec<&str> = comment_text(s, c).lines().map(str::trim).collect();
+                lines.join("\n")
+            })
             .collect::<Vec<_>>()
     };
     if texts(src, comments) != texts(out, &after_comments) {
@@ -578,14 +583,14 @@ impl Formatter<'_> {
         let base = if before.trim().is_empty() {
             before.len()
         } else {
-            before.len() - before.trim_start().len()
+            before.len() - before.trim_start_matches([' ', '\t']).len()
         };
         let pad = INDENT.repeat(self.indent);
         let mut out = String::new();
         for (i, line) in text.split('\n').enumerate() {
             if i > 0 {
                 out.push('\n');
-                let ws = line.len() - line.trim_start().len();
+                let ws = line.len() - line.trim_start_matches([' ', '\t']).len();
                 let strip = ws.min(base);
                 if !line.trim().is_empty() {
                     out.push_str(&pad);

@@ -27,6 +27,15 @@ fn every_comment_is_kept_in_place() {
 }
 
 #[test]
+fn a_multi_line_block_comment_moves_with_its_indentation() {
+    let src = "@launch(32)\nkernel k(O: tensor<f32>[N]) {\n      /* first\n         second */\n      O[0] = 1.0\n}\n";
+    assert_eq!(
+        fmt(src),
+        "@launch(32)\nkernel k(O: tensor<f32>[N]) {\n  /* first\n     second */\n  O[0] = 1.0\n}\n"
+    );
+}
+
+#[test]
 fn a_comment_inside_a_statement_keeps_it_as_written() {
     let src = "@launch(32)\nkernel k(A: tensor<f32>[N]) {\n    let x = max(A[0], // first\n                A[1])\n  A[0] = x\n}\n";
     let out = fmt(src);
@@ -118,6 +127,8 @@ fn hostile_input_never_panics() {
         "kernel k() { } } }",
         "\u{feff}kernel k() {}",
         "kernel k() { let x = 1 /* a */ /* b */ // c\n}",
+        // Multi-byte whitespace inside a comment copied as written.
+        "@launch(32)\nkernel k(O: tensor<f32>[N]) {\n    O[0] = max(1.0, /* a\n\u{3000}\u{3000}b */ 2.0)\n}\n",
     ] {
         let _ = format_source(src);
     }
