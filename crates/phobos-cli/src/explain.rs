@@ -58,9 +58,9 @@ pub struct Args {
 }
 
 /// A failure, and the exit code it maps to.
-struct Failure {
-    code: u8,
-    message: String,
+pub(crate) struct Failure {
+    pub(crate) code: u8,
+    pub(crate) message: String,
 }
 
 fn usage(message: impl Into<String>) -> Failure {
@@ -148,7 +148,7 @@ fn explain(a: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
-fn parse_arch(s: &str) -> Result<u32, Failure> {
+pub(crate) fn parse_arch(s: &str) -> Result<u32, Failure> {
     let n = s.strip_prefix("sm_").unwrap_or(s);
     let arch: u32 = n
         .parse()
@@ -167,7 +167,7 @@ fn parse_arch(s: &str) -> Result<u32, Failure> {
 }
 
 /// `8`, `4,2` or `4,2,1`: each at least 1.
-fn parse_triple(s: &str, what: &str) -> Result<[u32; 3], Failure> {
+pub(crate) fn parse_triple(s: &str, what: &str) -> Result<[u32; 3], Failure> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     if parts.is_empty() || parts.len() > 3 {
         return Err(usage(format!("error: {what} {s}: give X, X,Y or X,Y,Z")));
@@ -206,7 +206,7 @@ fn parse_cta(s: &str) -> Result<Cta, Failure> {
 }
 
 /// `NAME=path.npy`, `NAME=shape:AxB` or `NAME=number`.
-fn parse_input(spec: &str) -> Result<(String, Input), Failure> {
+pub(crate) fn parse_input(spec: &str) -> Result<(String, Input), Failure> {
     let (name, value) = spec.split_once('=').ok_or_else(|| {
         usage(format!(
             "error: `{spec}` is not PARAM=VALUE (VALUE: a .npy file, shape:AxB or a number)"

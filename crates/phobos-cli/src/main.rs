@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 mod check;
 mod explain;
+mod profile;
 mod ptx;
 mod sim;
 
@@ -35,6 +36,8 @@ enum Command {
     Sim(sim::Args),
     /// Draw a kernel stepped through as the compiler built it.
     Explain(explain::Args),
+    /// Nsight-Compute-style counters per source line, from the simulator.
+    Profile(profile::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Report(a) => ptx::run_report(a),
         Command::Sim(a) => sim::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Profile(a) => profile::run(a),
     };
     ExitCode::from(code)
 }
