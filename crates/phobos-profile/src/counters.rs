@@ -17,6 +17,28 @@
 
 use phobos_sim::{AccessKind, Observer, OpKind, Space, StepInfo};
 use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A multiplicative hash for sector numbers (the default SipHash costs
+/// more than the rest of the counting; these keys are not adversarial).
+#[derive(Default)]
+struct SectorHasher(u64);
+
+impl Hasher for SectorHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+type SectorSet = HashSet<u64, BuildHasherDefault<SectorHasher>>;
 
 /// Global-memory counters of one kind of access (loads, stores or atomics).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -223,8 +245,9 @@ pub struct Profiler {
     /// Counters per source line; index 0 holds instructions without a line.
     lines: Vec<LineCounters>,
     /// Sectors ever touched, for the DRAM model.
-    touched: HashSet<u64>,
+    touched: SectorSet,
     ctas_seen: HashSet<u32>,
+    last_cta: Option<u32>,
     global: Vec<(u64, u32)>,
     shared: Vec<(u32, u64, u32)>,
     scratch: Vec<u64>,
@@ -248,8 +271,9 @@ impl Profiler {
             sampled,
             sample_all,
             lines: Vec::new(),
-            touched: HashSet::new(),
+            touched: SectorSet::default(),
             ctas_seen: HashSet::new(),
+            last_cta: None,
             global: Vec::with_capacity(32),
             shared: Vec::with_capacity(32),
             scratch: Vec::with_capacity(128),
@@ -273,10 +297,7 @@ impl Profiler {
 
     /// The counters of one line (zero if it executed nothing).
     pub fn line(&self, line: u32) -> LineCounters {
-        self.lines
-            .get(line as usize)
-            .copied()
-            .unwrap_or_default()
+        self.lines.get(line as usize).copied().unwrap_or_default()
     }
 
     /// The whole kernel's counters.
@@ -348,7 +369,10 @@ impl Observer for Profiler {
         if !self.sample_all && self.sampled.binary_search(&info.cta).is_err() {
             return;
         }
-        self.ctas_seen.insert(info.cta);
+        if self.last_cta != Some(info.cta) {
+            self.last_cta = Some(info.cta);
+            self.ctas_seen.insert(info.cta);
+        }
         let line = info.loc.map_or(0, |(_, l, _)| l);
         let active = u64::from(info.active.count_ones());
         let c = self.line_mut(line);
@@ -405,44 +429,94 @@ mod tests {
     #[test]
     fn consecutive_words_take_one_wavefront() {
         let w = shared_wavefronts(&lanes(|l| (u64::from(l) * 4, 4)));
-        assert_eq!(w, Wavefronts { wavefronts: 1, ideal: 1 });
+        assert_eq!(
+            w,
+            Wavefronts {
+                wavefronts: 1,
+                ideal: 1
+            }
+        );
     }
 
     #[test]
     fn a_column_of_a_32_wide_tile_takes_32_wavefronts() {
         let w = shared_wavefronts(&lanes(|l| (u64::from(l) * 128, 4)));
-        assert_eq!(w, Wavefronts { wavefronts: 32, ideal: 1 });
+        assert_eq!(
+            w,
+            Wavefronts {
+                wavefronts: 32,
+                ideal: 1
+            }
+        );
     }
 
     #[test]
     fn a_column_of_a_33_wide_tile_takes_one() {
         let w = shared_wavefronts(&lanes(|l| (u64::from(l) * 132 + 8, 4)));
-        assert_eq!(w, Wavefronts { wavefronts: 1, ideal: 1 });
+        assert_eq!(
+            w,
+            Wavefronts {
+                wavefronts: 1,
+                ideal: 1
+            }
+        );
     }
 
     #[test]
     fn a_broadcast_takes_one_and_two_words_per_bank_take_two() {
         assert_eq!(shared_wavefronts(&lanes(|_| (12, 4))).wavefronts, 1);
         // Lanes 2k and 2k+1 read words 64 apart: the same bank, two words.
-        let w = shared_wavefronts(&lanes(|l| (u64::from(l / 2) * 4 + u64::from(l % 2) * 256, 4)));
-        assert_eq!(w, Wavefronts { wavefronts: 2, ideal: 1 });
+        let w = shared_wavefronts(&lanes(|l| {
+            (u64::from(l / 2) * 4 + u64::from(l % 2) * 256, 4)
+        }));
+        assert_eq!(
+            w,
+            Wavefronts {
+                wavefronts: 2,
+                ideal: 1
+            }
+        );
     }
 
     #[test]
     fn wide_accesses_are_served_in_phases() {
         // 8 bytes per lane, contiguous: two half-warps of 128 bytes each.
         let w = shared_wavefronts(&lanes(|l| (u64::from(l) * 8, 8)));
-        assert_eq!(w, Wavefronts { wavefronts: 2, ideal: 2 });
+        assert_eq!(
+            w,
+            Wavefronts {
+                wavefronts: 2,
+                ideal: 2
+            }
+        );
         // 16 bytes per lane, contiguous: four quarter-warps.
         let w = shared_wavefronts(&lanes(|l| (u64::from(l) * 16, 16)));
-        assert_eq!(w, Wavefronts { wavefronts: 4, ideal: 4 });
+        assert_eq!(
+            w,
+            Wavefronts {
+                wavefronts: 4,
+                ideal: 4
+            }
+        );
         // 16 bytes per lane at a 256-byte stride: every lane of a quarter
         // warp hits banks 0-3, so each phase takes 8 wavefronts.
         let w = shared_wavefronts(&lanes(|l| (u64::from(l) * 256, 16)));
-        assert_eq!(w, Wavefronts { wavefronts: 32, ideal: 4 });
+        assert_eq!(
+            w,
+            Wavefronts {
+                wavefronts: 32,
+                ideal: 4
+            }
+        );
         // Only lanes 0-7 active: one phase.
         let w = shared_wavefronts(&lanes(|l| (u64::from(l) * 16, 16))[..8]);
-        assert_eq!(w, Wavefronts { wavefronts: 1, ideal: 1 });
+        assert_eq!(
+            w,
+            Wavefronts {
+                wavefronts: 1,
+                ideal: 1
+            }
+        );
     }
 
     #[test]

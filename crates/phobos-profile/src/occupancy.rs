@@ -354,7 +354,10 @@ mod tests {
         let o = occ(86, 128, Some(40), 0);
         assert_eq!((o.ctas_per_sm, o.occupancy), (12, 1.0));
         // 33 registers round up to 1280 per warp as well (33 x 32 = 1056).
-        assert_eq!(occ(86, 128, Some(33), 0).ctas_allowed_by.registers, Some(12));
+        assert_eq!(
+            occ(86, 128, Some(33), 0).ctas_allowed_by.registers,
+            Some(12)
+        );
     }
 
     #[test]

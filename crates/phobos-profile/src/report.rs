@@ -326,9 +326,10 @@ impl Profile {
         );
         match (&k.occupancy, &k.occupancy_error) {
             (Some(o), _) => {
-                let regs = o
-                    .registers_per_thread
-                    .map_or("unknown (ptxas not found; the register limit is left out)".to_string(), |r| r.to_string());
+                let regs = o.registers_per_thread.map_or(
+                    "unknown (ptxas not found; the register limit is left out)".to_string(),
+                    |r| r.to_string(),
+                );
                 let limiters: Vec<&str> = o.limited_by.iter().map(|l| l.name()).collect();
                 let _ = writeln!(
                     out,

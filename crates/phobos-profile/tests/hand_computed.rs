@@ -114,7 +114,12 @@ kernel column(A: tensor<f32>[N, K], y: tensor<f32>[N]) {
 #[test]
 fn a_column_read_with_a_128_byte_stride_takes_32_sectors_per_request() {
     for k in [32u64, 64] {
-        let p = profile(COLUMN, "column", [1, 1, 1], &[("A", &[32, k]), ("y", &[32])]);
+        let p = profile(
+            COLUMN,
+            "column",
+            [1, 1, 1],
+            &[("A", &[32, k]), ("y", &[32])],
+        );
         let c = counters_at(&p, COLUMN, "y[r] =");
         assert_eq!(c.global_load.requests, 1, "K = {k}");
         assert_eq!(c.global_load.sectors, 32, "K = {k}");
@@ -170,18 +175,27 @@ fn a_broadcast_read_takes_one_wavefront() {
     assert_eq!(c.shared_load.bank_conflicts(), 0);
 }
 
+// A statement follows the `if`, so the join (and the final `ret`) carry
+// its line: an instruction without a `.loc` of its own belongs to the
+// nearest `.loc` before it.
 const FIRST8: &str = "\
 @launch(32)
-kernel first8(A: tensor<f32>[32], B: tensor<f32>[32]) {
+kernel first8(A: tensor<f32>[32], B: tensor<f32>[32], C: tensor<f32>[32]) {
   if ctx.lane < 8 {
     B[ctx.lane] = A[ctx.lane] * 2.0
   }
+  C[ctx.lane] = 1.0
 }
 ";
 
 #[test]
 fn a_divergent_if_runs_its_body_on_eight_lanes() {
-    let p = profile(FIRST8, "first8", [1, 1, 1], &[("A", &[32]), ("B", &[32])]);
+    let p = profile(
+        FIRST8,
+        "first8",
+        [1, 1, 1],
+        &[("A", &[32]), ("B", &[32]), ("C", &[32])],
+    );
     let body = counters_at(&p, FIRST8, "B[ctx.lane] =");
     assert!(body.warp_instructions > 0);
     assert_eq!(body.active_lanes_avg(), Some(8.0));
@@ -190,6 +204,8 @@ fn a_divergent_if_runs_its_body_on_eight_lanes() {
     let branch = counters_at(&p, FIRST8, "if ctx.lane < 8");
     assert_eq!(branch.divergent_branches, 1);
     assert_eq!(p.totals().divergent_branches, 1);
+    let after = counters_at(&p, FIRST8, "C[ctx.lane] =");
+    assert_eq!(after.active_lanes_avg(), Some(32.0));
 }
 
 /// A 32 x 32 f32 shared tile read down column 5 by one warp, twice: at a
@@ -229,8 +245,16 @@ fn padding_a_shared_tile_to_33_words_removes_the_conflicts() {
         checks: false,
         ..LaunchOptions::default()
     };
-    dev.launch(&module, "columns", [1, 1, 1], [32, 1, 1], &[], &opts, Some(&mut p))
-        .expect("runs");
+    dev.launch(
+        &module,
+        "columns",
+        [1, 1, 1],
+        [32, 1, 1],
+        &[],
+        &opts,
+        Some(&mut p),
+    )
+    .expect("runs");
     let naive = p.line(10).shared_load;
     assert_eq!((naive.requests, naive.wavefronts), (1, 32));
     assert_eq!(naive.bank_conflicts(), 31);
@@ -270,8 +294,11 @@ fn profiling_overhead() {
         "/../../tests/in/lanes_matvec.pho"
     ))
     .expect("the seed kernel is in the corpus");
-    let (kernels, _) =
-        phobos_core::compile(&source, "lanes_matvec.pho", &phobos_core::CompileOptions { arch: 80 });
+    let (kernels, _) = phobos_core::compile(
+        &source,
+        "lanes_matvec.pho",
+        &phobos_core::CompileOptions { arch: 80 },
+    );
     let k = &kernels[0];
     let variant = &k.meta.variants[0];
     let module = Module::parse(&k.ptx).expect("parses");
@@ -280,8 +307,12 @@ fn profiling_overhead() {
     let w = dev
         .alloc_from("W", &vec![0u8; (n * kk * 4) as usize])
         .expect("alloc");
-    let x = dev.alloc_from("x", &vec![0u8; (kk * 4) as usize]).expect("alloc");
-    let y = dev.alloc_from("y", &vec![0u8; (n * 4) as usize]).expect("alloc");
+    let x = dev
+        .alloc_from("x", &vec![0u8; (kk * 4) as usize])
+        .expect("alloc");
+    let y = dev
+        .alloc_from("y", &vec![0u8; (n * 4) as usize])
+        .expect("alloc");
     let args: Vec<KernelArg> = variant
         .ptx_params
         .iter()

@@ -37,11 +37,17 @@ pub enum OpKind {
     Exit,
     /// 32-bit float arithmetic; `flops` per lane as NVIDIA's roofline counts
     /// them: `add`/`sub`/`mul` 1, `fma`/`mad` 2, every other float op 0.
-    Float32 { flops: u8 },
+    Float32 {
+        flops: u8,
+    },
     /// 64-bit float arithmetic, `flops` counted as for [`OpKind::Float32`].
-    Float64 { flops: u8 },
+    Float64 {
+        flops: u8,
+    },
     /// `dp4a` (8 integer operations per lane on 8-bit parts) and `dp2a` (4).
-    IntDot { ops: u8 },
+    IntDot {
+        ops: u8,
+    },
     /// Integer arithmetic, conversions, moves, comparisons and everything else.
     Compute,
 }
