@@ -1,4 +1,8 @@
-//! phobos-profile: Nsight-Compute-style counters per source line, computed
+#![doc = include_str!("../README.md")]
+//!
+//! # Inside this crate
+//!
+//! Nsight-Compute-style counters per source line, computed
 //! exactly from what the simulator reports about every warp instruction.
 //!
 //! - [`Profiler`] is a [`phobos_sim::Observer`]: give it to
