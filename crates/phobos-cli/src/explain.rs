@@ -65,9 +65,9 @@ pub struct Args {
 }
 
 /// A failure, and the exit code it maps to.
-struct Failure {
-    code: u8,
-    message: String,
+pub(crate) struct Failure {
+    pub(crate) code: u8,
+    pub(crate) message: String,
 }
 
 fn usage(message: impl Into<String>) -> Failure {
@@ -183,7 +183,7 @@ fn parse_cta(s: &str) -> Result<Cta, Failure> {
 }
 
 /// One binding as the explainer's input.
-fn input(name: &str, value: crate::args::Value) -> Result<Input, Failure> {
+pub(crate) fn input(name: &str, value: crate::args::Value) -> Result<Input, Failure> {
     use crate::args::Value;
     match value {
         Value::Shape(shape) => Ok(Input::Random { shape }),

@@ -15,6 +15,7 @@ mod explain;
 mod files;
 mod fmt;
 mod out;
+mod profile;
 mod ptx;
 mod sim;
 
@@ -43,6 +44,8 @@ enum Command {
     Fmt(fmt::Args),
     /// Run the language server on stdin/stdout (for editors).
     Lsp,
+    /// Nsight-Compute-style counters per source line, from the simulator.
+    Profile(profile::Args),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
                 2
             }
         },
+        Command::Profile(a) => profile::run(a),
     };
     ExitCode::from(code)
 }

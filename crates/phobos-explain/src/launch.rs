@@ -12,7 +12,7 @@ use phobos_core::ast::ScalarTy;
 use phobos_core::binding::{self, describe_param, ArgShape, BindError, LaunchRequest, Limits};
 use phobos_core::meta::{KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
 use phobos_core::{CompileOptions, CompiledKernel};
-use phobos_sim::{Device, KernelArg, LaunchOptions, Module, SimError};
+use phobos_sim::{Device, KernelArg, LaunchOptions, Module, Observer, SimError};
 use std::collections::BTreeMap;
 
 /// The largest tensor `shape:` inputs may ask for (2 GiB).
@@ -123,6 +123,39 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         ctas,
         picked,
     })
+}
+
+/// A launch [`run_observed`] made: what was compiled and how it ran.
+#[derive(Clone, Debug)]
+pub struct Observed {
+    pub meta: KernelMeta,
+    /// The PTX of every variant, as compiled for the request's target.
+    pub ptx: String,
+    /// The variant that ran and its grid.
+    pub variant: VariantMeta,
+    pub grid: [u32; 3],
+}
+
+/// Compile, bind and run the kernel as [`trace`] does (the same inputs,
+/// binding and variant choice), with the observer `make` builds from the
+/// chosen variant and grid watching instead of the step recorder; for
+/// tools such as `phobos profile`.
+pub fn run_observed<O: Observer>(
+    req: &Request,
+    make: impl FnOnce(&VariantMeta, [u32; 3]) -> O,
+) -> Result<(Observed, O), ExplainError> {
+    let compiled = compile(req)?;
+    let (bound, variant, grid) = bind_and_pick(&compiled.meta, req)?;
+    let variant = variant.clone();
+    let mut observer = make(&variant, grid);
+    simulate(&compiled.ptx, &variant, grid, &bound, &mut observer)?;
+    let observed = Observed {
+        meta: compiled.meta,
+        ptx: compiled.ptx,
+        variant,
+        grid,
+    };
+    Ok((observed, observer))
 }
 
 /// Bind the inputs to the parameters, pick the variant and its grid with
@@ -511,7 +544,7 @@ fn simulate(
     variant: &VariantMeta,
     grid: [u32; 3],
     bound: &Bound,
-    recorder: &mut Recorder,
+    observer: &mut dyn Observer,
 ) -> Result<Vec<u64>, ExplainError> {
     let run_err = |e: SimError| ExplainError::Run(e.to_string());
     let module = Module::parse(ptx).map_err(run_err)?;
@@ -561,7 +594,7 @@ fn simulate(
             block,
             &args,
             &LaunchOptions::default(),
-            Some(recorder),
+            Some(observer),
         )
         .map_err(run_err)?;
     Ok(bases)

@@ -31,9 +31,24 @@ pub enum OpKind {
     Load,
     Store,
     Atomic,
-    /// `bra` and `exit`.
-    Control,
-    /// Arithmetic, conversions, moves and everything else.
+    /// `bra`.
+    Branch,
+    /// `exit` and `ret`.
+    Exit,
+    /// 32-bit float arithmetic; `flops` per lane as NVIDIA's roofline counts
+    /// them: `add`/`sub`/`mul` 1, `fma`/`mad` 2, every other float op 0.
+    Float32 {
+        flops: u8,
+    },
+    /// 64-bit float arithmetic, `flops` counted as for [`OpKind::Float32`].
+    Float64 {
+        flops: u8,
+    },
+    /// `dp4a` (8 integer operations per lane on 8-bit parts) and `dp2a` (4).
+    IntDot {
+        ops: u8,
+    },
+    /// Integer arithmetic, conversions, moves, comparisons and everything else.
     Compute,
 }
 
@@ -59,8 +74,14 @@ pub struct StepInfo<'a> {
     pub cta: u32,
     pub cta_id: [u32; 3],
     pub warp: u32,
-    /// Lanes that executed the instruction (bit i = lane i).
+    /// Lanes that executed the instruction (bit i = lane i): `lanes` with
+    /// the guard predicate applied.
     pub active: u32,
+    /// Lanes of the warp at this instruction before its guard predicate
+    /// (what Nsight Compute counts as active threads). For a `bra`, a
+    /// divergent branch is one with `active != lanes`. An instruction whose
+    /// guard is false on every lane is not reported at all.
+    pub lanes: u32,
     /// Index of the instruction in the entry's body, and its PTX text.
     pub pc: usize,
     pub opcode: &'a str,

@@ -11,7 +11,7 @@
 //! until every lane named in their member mask is at the same instruction;
 //! lanes at `bar.sync` wait for the CTA (see `launch`).
 
-use crate::decode::{Op, PredSrc, Special};
+use crate::decode::{FloatOp, IntOp, Op, PredSrc, Special};
 use crate::error::{CheckKind, SimError};
 use crate::exec::Fault;
 use crate::launch::{CtaState, Ctx};
@@ -249,6 +249,7 @@ impl Warp {
                 self.thread_instructions += u64::from(self.group.count_ones());
             }
             let mut observed_active = active;
+            let mut observed_lanes = self.group;
             match inst.op {
                 Op::Bra { target } => {
                     if active == self.group {
@@ -280,7 +281,10 @@ impl Warp {
                 }
                 Op::Shfl { mask, .. } | Op::Vote { mask, .. } | Op::WarpSync { mask } => {
                     match self.warp_sync(cx, cta, pc, mask, inst.guard)? {
-                        Some(a) => observed_active = a,
+                        Some(a) => {
+                            observed_active = a;
+                            observed_lanes = a;
+                        }
                         None => continue,
                     }
                 }
@@ -302,6 +306,7 @@ impl Warp {
                         cta_id: cta.id,
                         warp: self.index,
                         active: observed_active,
+                        lanes: observed_lanes,
                         pc: pc as usize,
                         opcode: &info.opcode,
                         loc: info.loc,
@@ -422,7 +427,28 @@ fn op_kind(op: &Op) -> OpKind {
         Op::Ld { .. } => OpKind::Load,
         Op::St { .. } => OpKind::Store,
         Op::Atom { .. } => OpKind::Atomic,
-        Op::Bra { .. } | Op::Exit => OpKind::Control,
+        Op::Bra { .. } => OpKind::Branch,
+        Op::Exit => OpKind::Exit,
+        Op::Float { op, f64, .. } => {
+            let flops = match op {
+                FloatOp::Add | FloatOp::Sub | FloatOp::Mul => 1,
+                FloatOp::Fma => 2,
+                _ => 0,
+            };
+            if *f64 {
+                OpKind::Float64 { flops }
+            } else {
+                OpKind::Float32 { flops }
+            }
+        }
+        Op::Int {
+            op: IntOp::Dp4a { .. },
+            ..
+        } => OpKind::IntDot { ops: 8 },
+        Op::Int {
+            op: IntOp::Dp2a { .. },
+            ..
+        } => OpKind::IntDot { ops: 4 },
         _ => OpKind::Compute,
     }
 }

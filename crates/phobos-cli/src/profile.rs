@@ -1,0 +1,219 @@
+//! `phobos profile FILE --kernel NAME [--grid X[,Y,Z]] [PARAM=VALUE ...]
+//! [--arch sm_90] [--gpu h100|h200|a100|l4|rtx4090] [--format text|json]
+//! [--cta-sample N]`: Nsight-Compute-style counters per source line, from
+//! the simulator. The inputs are given as for `phobos explain` (a `.npy`
+//! file, `shape:AxB` random values, or a number) and bound the same way
+//! (`phobos_explain::run_observed`); `phobos-profile` counts and formats.
+//! This module reads files, runs ptxas `-v` for the register count when
+//! ptxas is found, and writes the output.
+//!
+//! Exit codes: 0 success, 1 a kernel that does not compile or that the
+//! simulator stops, 2 usage and IO errors.
+
+use crate::explain::{input, Failure};
+use phobos_explain::{ExplainError, Request};
+use phobos_profile::occupancy::{self, CtaResources};
+use phobos_profile::report::{LaunchInfo, Profile};
+use phobos_profile::roofline;
+use phobos_profile::{CtaSample, Profiler};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Command;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A per-line table beside the source, then totals.
+    Text,
+    /// The documented JSON schema (docs/profile.md).
+    Json,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The .pho file.
+    pub file: PathBuf,
+    /// The kernel to profile.
+    #[arg(long)]
+    pub kernel: String,
+    /// CTAs along x, y and z: `8`, `4,2` or `4,2,1` (default: the
+    /// kernel's `@grid`).
+    #[arg(long)]
+    pub grid: Option<String>,
+    /// The target (default: the --gpu's architecture, else sm_90).
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// A GPU model for the roofline bound: h100, h200, a100, l4, rtx4090.
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// What to write.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Count only this many CTAs, spread evenly over the grid (the output
+    /// says so); default: every CTA.
+    #[arg(long)]
+    pub cta_sample: Option<u32>,
+    /// Seed for the values of `shape:` inputs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where to write it (default: standard output).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// A value per parameter: `W=w.npy` (a .npy file), `W=shape:8x256`
+    /// (random values of that shape) or `alpha=0.5` (a scalar).
+    #[arg(value_name = "PARAM=VALUE")]
+    pub inputs: Vec<String>,
+}
+
+pub fn run(a: Args) -> u8 {
+    match profile(&a) {
+        Ok(()) => 0,
+        Err(f) => {
+            eprintln!("{}", f.message);
+            f.code
+        }
+    }
+}
+
+fn usage(message: String) -> Failure {
+    Failure { code: 2, message }
+}
+
+fn profile(a: &Args) -> Result<(), Failure> {
+    let source = std::fs::read_to_string(&a.file)
+        .map_err(|e| usage(format!("error: cannot read {}: {e}", a.file.display())))?;
+    let gpu = match &a.gpu {
+        Some(name) => Some(roofline::gpu(name).ok_or_else(|| {
+            let known: Vec<&str> = roofline::GPUS.iter().map(|g| g.name).collect();
+            usage(format!(
+                "error: --gpu {name} is not a GPU model this command knows; it knows {}",
+                known.join(", ")
+            ))
+        })?),
+        None => None,
+    };
+    let arch = match &a.arch {
+        Some(s) => crate::args::parse_arch(s).map_err(|m| usage(format!("error: {m}")))?,
+        None => gpu.map_or(90, |g| g.arch),
+    };
+    if a.cta_sample == Some(0) {
+        return Err(usage("error: --cta-sample must be at least 1".into()));
+    }
+    let grid = a
+        .grid
+        .as_deref()
+        .map(crate::args::parse_grid)
+        .transpose()
+        .map_err(|m| usage(format!("error: --grid: {m}")))?;
+    let file_name = a.file.display().to_string();
+    let mut req = Request::new(
+        source.clone(),
+        file_name.clone(),
+        a.kernel.clone(),
+        arch,
+        grid,
+    );
+    req.seed = a.seed;
+    let bindings =
+        crate::args::parse_bindings(&a.inputs).map_err(|m| usage(format!("error: {m}")))?;
+    for (name, value) in bindings {
+        req.inputs.push((name.clone(), input(&name, value)?));
+    }
+    let sample = a.cta_sample.map_or(CtaSample::All, CtaSample::Spread);
+    let (ran, profiler) = phobos_explain::run_observed(&req, |_, grid| {
+        Profiler::new(grid.iter().map(|&g| u64::from(g)).product(), sample)
+    })
+    .map_err(|e| explain_failure(e, &file_name, &source))?;
+    let registers = registers(&ran.ptx, &ran.variant.entry, arch);
+    let occupancy = occupancy::occupancy(
+        arch,
+        CtaResources {
+            threads: ran.variant.threads,
+            registers,
+            shared_bytes: ran.variant.shared_bytes,
+        },
+    )
+    .map_err(|e| e.to_string());
+    let totals = profiler.totals();
+    let roofline = gpu.map(|g| {
+        roofline::roofline(
+            g,
+            roofline::Work {
+                dram_bytes: totals.dram_bytes,
+                fp32_flops: totals.fp32_flops,
+                fp64_flops: totals.fp64_flops,
+                int8_ops: totals.int8_ops,
+            },
+        )
+    });
+    let report = Profile::new(
+        &profiler,
+        LaunchInfo {
+            name: ran.meta.name.clone(),
+            entry: ran.variant.entry.clone(),
+            arch,
+            grid: ran.grid,
+            threads_per_cta: ran.variant.threads,
+        },
+        &source,
+        occupancy,
+        roofline,
+    );
+    let out = match a.format {
+        Format::Text => report.to_text(&source),
+        Format::Json => report.to_json() + "\n",
+    };
+    match &a.output {
+        Some(path) => std::fs::write(path, &out)
+            .map_err(|e| usage(format!("error: cannot write {}: {e}", path.display()))),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(out.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(|e| usage(format!("error: cannot write the output: {e}")))
+        }
+    }
+}
+
+fn explain_failure(e: ExplainError, file_name: &str, source: &str) -> Failure {
+    match e {
+        ExplainError::Compile(diags) => Failure {
+            code: 1,
+            message: phobos_core::render::render(&diags, file_name, source, false)
+                .trim_end()
+                .to_string(),
+        },
+        ExplainError::Usage(m) => usage(format!("error: {m}")),
+        ExplainError::Run(_) => Failure {
+            code: 1,
+            message: format!("error: {e}"),
+        },
+    }
+}
+
+/// Registers per thread of `entry`, from `ptxas -v` when ptxas is found.
+fn registers(ptx: &str, entry: &str, arch: u32) -> Option<u32> {
+    let ptxas = phobos_build::find_ptxas().ok()??.path;
+    let dir = std::env::temp_dir().join(format!("phobos-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let ptx_path = dir.join("kernel.ptx");
+    let cubin_path = dir.join("kernel.cubin");
+    let result = std::fs::write(&ptx_path, ptx).ok().and_then(|()| {
+        Command::new(&ptxas)
+            .arg(format!("-arch=sm_{arch}"))
+            .arg("-v")
+            .arg("-o")
+            .arg(&cubin_path)
+            .arg(&ptx_path)
+            .output()
+            .ok()
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = result.filter(|o| o.status.success())?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    occupancy::registers_from_ptxas(&text, entry)
+}

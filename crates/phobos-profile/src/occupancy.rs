@@ -1,0 +1,409 @@
+//! Theoretical occupancy: how many CTAs of a kernel fit on one SM at once,
+//! and so how many of the SM's warp slots they fill. The limit tables are
+//! the CUDA C++ Programming Guide's "Technical Specifications per Compute
+//! Capability"; the allocation rules (registers per warp rounded up to 256
+//! and split over four sub-partitions, shared memory rounded up to the
+//! allocation unit plus 1 KB reserved per CTA from sm_80) are those of
+//! NVIDIA's occupancy calculator (`cuda_occupancy.h`). `docs/profile.md`
+//! lists both. Nothing here knows the kernel beyond three numbers.
+
+use serde::Serialize;
+
+/// One architecture's per-SM limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ArchLimits {
+    /// Compute capability, e.g. 80 for sm_80.
+    pub arch: u32,
+    pub max_warps_per_sm: u32,
+    pub max_ctas_per_sm: u32,
+    pub max_threads_per_cta: u32,
+    pub registers_per_sm: u32,
+    pub max_registers_per_thread: u32,
+    /// Registers are allocated per warp in units of this many.
+    pub register_unit: u32,
+    /// Register file partitions; a warp's registers come from one.
+    pub sub_partitions: u32,
+    /// Shared memory per SM with the largest carveout.
+    pub shared_per_sm: u32,
+    pub max_shared_per_cta: u32,
+    pub shared_unit: u32,
+    /// Shared memory the system reserves for each CTA.
+    pub shared_reserved_per_cta: u32,
+}
+
+const KB: u32 = 1024;
+
+const fn arch(
+    arch: u32,
+    max_warps_per_sm: u32,
+    max_ctas_per_sm: u32,
+    shared_per_sm_kb: u32,
+    max_shared_per_cta_kb: u32,
+    shared_unit: u32,
+    shared_reserved_per_cta: u32,
+) -> ArchLimits {
+    ArchLimits {
+        arch,
+        max_warps_per_sm,
+        max_ctas_per_sm,
+        max_threads_per_cta: 1024,
+        registers_per_sm: 65536,
+        max_registers_per_thread: 255,
+        register_unit: 256,
+        sub_partitions: 4,
+        shared_per_sm: shared_per_sm_kb * KB,
+        max_shared_per_cta: max_shared_per_cta_kb * KB,
+        shared_unit,
+        shared_reserved_per_cta,
+    }
+}
+
+/// sm_75, sm_80, sm_86, sm_89 and sm_90.
+pub const ARCH_LIMITS: [ArchLimits; 5] = [
+    arch(75, 32, 16, 64, 64, 256, 0),
+    arch(80, 64, 32, 164, 163, 128, KB),
+    arch(86, 48, 16, 100, 99, 128, KB),
+    arch(89, 48, 24, 100, 99, 128, KB),
+    arch(90, 64, 32, 228, 227, 128, KB),
+];
+
+/// The limits of `sm_{arch}`, if it is in the table.
+pub fn limits(arch: u32) -> Option<&'static ArchLimits> {
+    ARCH_LIMITS.iter().find(|l| l.arch == arch)
+}
+
+/// What a kernel's CTA needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtaResources {
+    pub threads: u32,
+    /// Registers per thread, as ptxas reports them; `None` when unknown.
+    pub registers: Option<u32>,
+    /// Shared memory per CTA in bytes (static, from the shared plan).
+    pub shared_bytes: u32,
+}
+
+/// A resource that bounds CTAs per SM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limiter {
+    Warps,
+    Ctas,
+    Registers,
+    SharedMemory,
+}
+
+impl Limiter {
+    pub fn name(self) -> &'static str {
+        match self {
+            Limiter::Warps => "warps per SM",
+            Limiter::Ctas => "CTAs per SM",
+            Limiter::Registers => "registers",
+            Limiter::SharedMemory => "shared memory",
+        }
+    }
+}
+
+/// CTAs per SM each resource allows; `None` where it does not bind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PerLimit {
+    pub warps: u32,
+    pub ctas: u32,
+    /// `None` when the register count is unknown.
+    pub registers: Option<u32>,
+    /// `None` when the kernel uses no shared memory and none is reserved.
+    pub shared_memory: Option<u32>,
+}
+
+/// The theoretical occupancy of a kernel on one architecture.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Occupancy {
+    pub arch: String,
+    pub threads_per_cta: u32,
+    pub warps_per_cta: u32,
+    /// `None`: unknown (ptxas was not found), and then the register limit is
+    /// left out, so the occupancy is an upper bound.
+    pub registers_per_thread: Option<u32>,
+    pub shared_bytes_per_cta: u32,
+    /// Shared memory the CTA takes on the SM: rounded up, plus the reserve.
+    pub shared_bytes_allocated: u32,
+    pub ctas_per_sm: u32,
+    pub active_warps_per_sm: u32,
+    pub max_warps_per_sm: u32,
+    /// `active_warps_per_sm / max_warps_per_sm`, from 0 to 1.
+    pub occupancy: f64,
+    pub ctas_allowed_by: PerLimit,
+    /// Every resource that allows exactly `ctas_per_sm`.
+    pub limited_by: Vec<Limiter>,
+}
+
+/// Why a CTA cannot run at all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OccupancyError {
+    UnknownArch(u32),
+    TooManyThreads { threads: u32, max: u32 },
+    TooManyRegisters { registers: u32, max: u32 },
+    TooMuchShared { bytes: u32, max: u32 },
+}
+
+impl std::fmt::Display for OccupancyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OccupancyError::UnknownArch(a) => write!(
+                f,
+                "no occupancy limits for sm_{a} (known: sm_75, sm_80, sm_86, sm_89, sm_90)"
+            ),
+            OccupancyError::TooManyThreads { threads, max } => {
+                write!(f, "a CTA of {threads} threads exceeds the limit of {max}")
+            }
+            OccupancyError::TooManyRegisters { registers, max } => write!(
+                f,
+                "{registers} registers per thread exceed the limit of {max}"
+            ),
+            OccupancyError::TooMuchShared { bytes, max } => write!(
+                f,
+                "{bytes} bytes of shared memory per CTA exceed the limit of {max}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for OccupancyError {}
+
+fn round_up(v: u32, unit: u32) -> u32 {
+    v.div_ceil(unit) * unit
+}
+
+/// The occupancy of CTAs needing `r` on `sm_{arch}`.
+pub fn occupancy(arch: u32, r: CtaResources) -> Result<Occupancy, OccupancyError> {
+    let l = limits(arch).ok_or(OccupancyError::UnknownArch(arch))?;
+    if r.threads == 0 || r.threads > l.max_threads_per_cta {
+        return Err(OccupancyError::TooManyThreads {
+            threads: r.threads,
+            max: l.max_threads_per_cta,
+        });
+    }
+    if let Some(regs) = r.registers.filter(|&n| n > l.max_registers_per_thread) {
+        return Err(OccupancyError::TooManyRegisters {
+            registers: regs,
+            max: l.max_registers_per_thread,
+        });
+    }
+    if r.shared_bytes > l.max_shared_per_cta {
+        return Err(OccupancyError::TooMuchShared {
+            bytes: r.shared_bytes,
+            max: l.max_shared_per_cta,
+        });
+    }
+    let warps_per_cta = r.threads.div_ceil(32);
+    let by_warps = l.max_warps_per_sm / warps_per_cta;
+    let by_ctas = l.max_ctas_per_sm;
+    // Registers: each warp's allocation is rounded up to the unit, and a
+    // warp lives in one sub-partition's share of the register file.
+    let by_registers = r.registers.map(|regs| {
+        let per_warp = round_up(regs.max(1) * 32, l.register_unit);
+        let per_partition = (l.registers_per_sm / l.sub_partitions) / per_warp;
+        per_partition * l.sub_partitions / warps_per_cta
+    });
+    let shared_allocated = if r.shared_bytes + l.shared_reserved_per_cta == 0 {
+        0
+    } else {
+        round_up(r.shared_bytes + l.shared_reserved_per_cta, l.shared_unit)
+    };
+    let by_shared = (shared_allocated > 0).then(|| l.shared_per_sm / shared_allocated);
+    let ctas_per_sm = [Some(by_warps), Some(by_ctas), by_registers, by_shared]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(0);
+    let mut limited_by = Vec::new();
+    for (lim, v) in [
+        (Limiter::Registers, by_registers),
+        (Limiter::SharedMemory, by_shared),
+        (Limiter::Warps, Some(by_warps)),
+        (Limiter::Ctas, Some(by_ctas)),
+    ] {
+        if v == Some(ctas_per_sm) {
+            limited_by.push(lim);
+        }
+    }
+    let active = ctas_per_sm * warps_per_cta;
+    Ok(Occupancy {
+        arch: format!("sm_{arch}"),
+        threads_per_cta: r.threads,
+        warps_per_cta,
+        registers_per_thread: r.registers,
+        shared_bytes_per_cta: r.shared_bytes,
+        shared_bytes_allocated: shared_allocated,
+        ctas_per_sm,
+        active_warps_per_sm: active,
+        max_warps_per_sm: l.max_warps_per_sm,
+        occupancy: f64::from(active) / f64::from(l.max_warps_per_sm),
+        ctas_allowed_by: PerLimit {
+            warps: by_warps,
+            ctas: by_ctas,
+            registers: by_registers,
+            shared_memory: by_shared,
+        },
+        limited_by,
+    })
+}
+
+/// The register count ptxas `-v` reports for `entry`: its output has a
+/// `Compiling entry function 'NAME'` line, then `Used N registers`.
+pub fn registers_from_ptxas(verbose: &str, entry: &str) -> Option<u32> {
+    let mut in_entry = false;
+    for line in verbose.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            in_entry = rest.split('\'').next() == Some(entry);
+            continue;
+        }
+        if !in_entry {
+            continue;
+        }
+        if let Some(rest) = line.split("Used ").nth(1) {
+            let n = rest.split_whitespace().next()?;
+            if rest.contains("registers") {
+                return n.parse().ok();
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn occ(arch: u32, threads: u32, registers: Option<u32>, shared_bytes: u32) -> Occupancy {
+        occupancy(
+            arch,
+            CtaResources {
+                threads,
+                registers,
+                shared_bytes,
+            },
+        )
+        .expect("fits")
+    }
+
+    // Each case below is worked by hand from the tables and rules in
+    // docs/profile.md, the way NVIDIA's occupancy calculator does it.
+
+    #[test]
+    fn sm80_256_threads_32_registers_fill_the_sm() {
+        // 8 warps per CTA: 64 / 8 = 8 CTAs by warps; 32 x 32 = 1024
+        // registers per warp, 16384 / 1024 = 16 warps per sub-partition,
+        // 64 warps, 8 CTAs by registers.
+        let o = occ(80, 256, Some(32), 0);
+        assert_eq!((o.ctas_per_sm, o.active_warps_per_sm), (8, 64));
+        assert_eq!(o.occupancy, 1.0);
+        assert_eq!(o.limited_by, vec![Limiter::Registers, Limiter::Warps]);
+        // 1 KB reserved per CTA: 167936 / 1024 = 164 CTAs by shared memory.
+        assert_eq!(o.ctas_allowed_by.shared_memory, Some(164));
+    }
+
+    #[test]
+    fn sm80_64_registers_halve_occupancy() {
+        // 64 x 32 = 2048 per warp: 8 warps per sub-partition, 32 per SM,
+        // 8 CTAs of 4 warps: 32 of 64 warps.
+        let o = occ(80, 128, Some(64), 0);
+        assert_eq!((o.ctas_per_sm, o.active_warps_per_sm), (8, 32));
+        assert_eq!(o.occupancy, 0.5);
+        assert_eq!(o.limited_by, vec![Limiter::Registers]);
+    }
+
+    #[test]
+    fn sm80_one_warp_ctas_hit_the_cta_limit() {
+        let o = occ(80, 32, Some(32), 0);
+        assert_eq!((o.ctas_per_sm, o.occupancy), (32, 0.5));
+        assert_eq!(o.limited_by, vec![Limiter::Ctas]);
+    }
+
+    #[test]
+    fn sm90_48_kb_of_shared_allows_four_ctas() {
+        // 49152 + 1024 reserved = 50176 (a multiple of 128); 228 KB =
+        // 233472; 233472 / 50176 = 4.65, so 4 CTAs of 8 warps: 50 %.
+        let o = occ(90, 256, Some(32), 48 * 1024);
+        assert_eq!(o.shared_bytes_allocated, 50176);
+        assert_eq!((o.ctas_per_sm, o.active_warps_per_sm), (4, 32));
+        assert_eq!(o.occupancy, 0.5);
+        assert_eq!(o.limited_by, vec![Limiter::SharedMemory]);
+    }
+
+    #[test]
+    fn sm90_three_warp_ctas_leave_a_warp_slot_empty() {
+        // 64 / 3 = 21 CTAs by warps, 63 warps: 98.4 %.
+        let o = occ(90, 96, Some(16), 0);
+        assert_eq!((o.ctas_per_sm, o.active_warps_per_sm), (21, 63));
+        assert_eq!(o.limited_by, vec![Limiter::Warps]);
+    }
+
+    #[test]
+    fn sm90_1024_threads_of_72_registers_do_not_fit() {
+        // 72 x 32 = 2304 per warp; 16384 / 2304 = 7 warps per
+        // sub-partition, 28 per SM: not one CTA of 32 warps.
+        let o = occ(90, 1024, Some(72), 0);
+        assert_eq!(o.ctas_per_sm, 0);
+        assert_eq!(o.limited_by, vec![Limiter::Registers]);
+    }
+
+    #[test]
+    fn sm86_and_odd_register_counts_round_per_warp() {
+        // 40 x 32 = 1280 per warp; 16384 / 1280 = 12 per sub-partition,
+        // 48 warps = 12 CTAs of 4 warps; 48 / 4 = 12 by warps too.
+        let o = occ(86, 128, Some(40), 0);
+        assert_eq!((o.ctas_per_sm, o.occupancy), (12, 1.0));
+        // 33 registers round up to 1280 per warp as well (33 x 32 = 1056).
+        assert_eq!(
+            occ(86, 128, Some(33), 0).ctas_allowed_by.registers,
+            Some(12)
+        );
+    }
+
+    #[test]
+    fn unknown_registers_leave_the_limit_out() {
+        let o = occ(75, 64, None, 0);
+        assert_eq!(o.ctas_allowed_by.registers, None);
+        assert_eq!(o.ctas_allowed_by.shared_memory, None);
+        assert_eq!((o.ctas_per_sm, o.occupancy), (16, 1.0));
+    }
+
+    #[test]
+    fn impossible_ctas_are_errors() {
+        let r = |threads, registers, shared_bytes| CtaResources {
+            threads,
+            registers,
+            shared_bytes,
+        };
+        assert!(matches!(
+            occupancy(80, r(2048, None, 0)),
+            Err(OccupancyError::TooManyThreads { .. })
+        ));
+        assert!(matches!(
+            occupancy(80, r(128, Some(300), 0)),
+            Err(OccupancyError::TooManyRegisters { .. })
+        ));
+        assert!(matches!(
+            occupancy(86, r(128, None, 100 * 1024)),
+            Err(OccupancyError::TooMuchShared { .. })
+        ));
+        assert!(matches!(
+            occupancy(70, r(128, None, 0)),
+            Err(OccupancyError::UnknownArch(70))
+        ));
+    }
+
+    #[test]
+    fn ptxas_verbose_output_gives_the_entry_registers() {
+        let text = "ptxas info    : 0 bytes gmem\n\
+ptxas info    : Compiling entry function 'other' for 'sm_80'\n\
+ptxas info    : Used 12 registers, 368 bytes cmem[0]\n\
+ptxas info    : Compiling entry function 'k_v0' for 'sm_80'\n\
+ptxas info    : Function properties for k_v0\n\
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+ptxas info    : Used 30 registers, used 0 barriers, 380 bytes cmem[0]\n";
+        assert_eq!(registers_from_ptxas(text, "k_v0"), Some(30));
+        assert_eq!(registers_from_ptxas(text, "other"), Some(12));
+        assert_eq!(registers_from_ptxas(text, "missing"), None);
+    }
+}

@@ -1,0 +1,352 @@
+//! Counters checked against values worked out by hand, on kernels compiled
+//! from `.pho` source (bound and run through `phobos_explain::run_observed`,
+//! the path `phobos profile` takes) and, where the language cannot express
+//! the case, on hand-written PTX run in the simulator directly.
+
+use phobos_explain::{Input, Request};
+use phobos_profile::{CtaSample, LineCounters, Profiler};
+use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
+
+/// Runs `kernel` of `source` with random inputs of the given shapes and
+/// returns the profiler and the source.
+fn profile(source: &str, kernel: &str, grid: [u32; 3], shapes: &[(&str, &[u64])]) -> Profiler {
+    let mut req = Request::new(
+        source.to_string(),
+        "test.pho".to_string(),
+        kernel.to_string(),
+        80,
+        Some(grid),
+    );
+    for (name, shape) in shapes {
+        req.inputs.push((
+            name.to_string(),
+            Input::Random {
+                shape: shape.to_vec(),
+            },
+        ));
+    }
+    let (_, profiler) = phobos_explain::run_observed(&req, |_, grid| {
+        Profiler::new(grid.iter().map(|&g| u64::from(g)).product(), CtaSample::All)
+    })
+    .unwrap_or_else(|e| panic!("{kernel} runs: {e}"));
+    profiler
+}
+
+/// The 1-based number of the only line of `source` containing `text`.
+fn line_of(source: &str, text: &str) -> u32 {
+    let hits: Vec<usize> = source
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(text))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(hits.len(), 1, "`{text}` is on exactly one line");
+    hits[0] as u32
+}
+
+fn counters_at(p: &Profiler, source: &str, text: &str) -> LineCounters {
+    p.line(line_of(source, text))
+}
+
+const VEC_ADD: &str = "\
+@launch(128)
+kernel vec_add(A: tensor<f32>[N], B: tensor<f32>[N], C: tensor<f32>[N]) {
+  let i = ctx.block.x * ctx.threads + ctx.thread
+  if i < N {
+    C[i] = A[i] + B[i]
+  }
+}
+";
+
+#[test]
+fn contiguous_f32_accesses_take_four_sectors_per_request() {
+    // 1024 elements, 32 warps; each warp reads A and B once (128
+    // contiguous bytes: 4 sectors, 1 line) and writes C once.
+    let p = profile(
+        VEC_ADD,
+        "vec_add",
+        [8, 1, 1],
+        &[("A", &[1024]), ("B", &[1024]), ("C", &[1024])],
+    );
+    let c = counters_at(&p, VEC_ADD, "C[i] =");
+    assert_eq!(c.global_load.requests, 64);
+    assert_eq!(c.global_load.sectors, 4 * 64);
+    assert_eq!(c.global_load.lines, 64);
+    assert_eq!(c.global_load.bytes_requested, 2 * 4096);
+    assert_eq!(c.global_store.requests, 32);
+    assert_eq!(c.global_store.sectors, 4 * 32);
+    // Every sector is touched once: 3 tensors x 4096 bytes cross DRAM.
+    assert_eq!(p.totals().dram_bytes, 3 * 4096);
+    assert_eq!(c.active_lanes_avg(), Some(32.0));
+}
+
+#[test]
+fn lanes_matvec_16_byte_runs_take_sixteen_sectors_per_request() {
+    let source = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/in/lanes_matvec.pho"
+    ))
+    .expect("the seed kernel is in the corpus");
+    // N = 100 rows, one warp each (25 CTAs of 4 warps); K = 256 is two
+    // steps of 32 lanes x 4 floats; each step loads 16 bytes per lane of W
+    // and of x: 512 contiguous bytes, 16 sectors, 4 lines per request.
+    let p = profile(
+        &source,
+        "lanes_matvec",
+        [25, 1, 1],
+        &[("W", &[100, 256]), ("x", &[1, 256]), ("y", &[1, 100])],
+    );
+    let c = counters_at(&p, &source, "acc += sum(");
+    assert_eq!(c.global_load.requests, 100 * 2 * 2);
+    assert_eq!(c.global_load.sectors, 16 * 400);
+    assert_eq!(c.global_load.lines, 4 * 400);
+    assert_eq!(c.global_load.bytes_requested, c.global_load.bytes_moved());
+}
+
+const COLUMN: &str = "\
+@launch(32)
+kernel column(A: tensor<f32>[N, K], y: tensor<f32>[N]) {
+  let r = ctx.thread
+  y[r] = A[r, 0]
+}
+";
+
+#[test]
+fn a_column_read_with_a_128_byte_stride_takes_32_sectors_per_request() {
+    for k in [32u64, 64] {
+        let p = profile(
+            COLUMN,
+            "column",
+            [1, 1, 1],
+            &[("A", &[32, k]), ("y", &[32])],
+        );
+        let c = counters_at(&p, COLUMN, "y[r] =");
+        assert_eq!(c.global_load.requests, 1, "K = {k}");
+        assert_eq!(c.global_load.sectors, 32, "K = {k}");
+        assert_eq!(c.global_load.lines, 32, "K = {k}");
+        assert_eq!(c.global_load.bytes_moved(), 1024);
+        assert_eq!(c.global_load.bytes_requested, 128);
+        assert_eq!(c.global_store.sectors, 4);
+    }
+}
+
+#[test]
+fn a_naive_transpose_read_from_a_shared_tile_takes_31_extra_wavefronts() {
+    let source = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/in/tile_transpose.pho"
+    ))
+    .expect("the corpus kernel is there");
+    // One 32 x 32 tile, 8 warps x 4 iterations read t[j, i] with j the
+    // lane: 32 words 128 bytes apart, all in bank i.
+    let p = profile(
+        &source,
+        "tile_transpose",
+        [1, 1, 1],
+        &[("A", &[32, 32]), ("B", &[32, 32])],
+    );
+    let c = counters_at(&p, &source, "= t[j, i]");
+    assert_eq!(c.shared_load.requests, 32);
+    assert_eq!(c.shared_load.wavefronts, 32 * 32);
+    assert_eq!(c.shared_load.bank_conflicts(), 31 * 32);
+    // The writes to B go along a row: contiguous, 4 sectors a request.
+    assert_eq!(c.global_store.sectors, 4 * c.global_store.requests);
+}
+
+const BROADCAST: &str = "\
+@launch(32)
+kernel bcast(A: tensor<f32>[32, 32], B: tensor<f32>[32]) {
+  var t = A[0 :+ 32, 0 :+ 32]
+  B[ctx.lane] = t[1, 3]
+}
+";
+
+#[test]
+fn a_broadcast_read_takes_one_wavefront() {
+    let p = profile(
+        BROADCAST,
+        "bcast",
+        [1, 1, 1],
+        &[("A", &[32, 32]), ("B", &[32])],
+    );
+    let c = counters_at(&p, BROADCAST, "= t[1, 3]");
+    assert_eq!(c.shared_load.requests, 1);
+    assert_eq!(c.shared_load.wavefronts, 1);
+    assert_eq!(c.shared_load.bank_conflicts(), 0);
+}
+
+// A statement follows the `if`, so the join (and the final `ret`) carry
+// its line: an instruction without a `.loc` of its own belongs to the
+// nearest `.loc` before it.
+const FIRST8: &str = "\
+@launch(32)
+kernel first8(A: tensor<f32>[32], B: tensor<f32>[32], C: tensor<f32>[32]) {
+  if ctx.lane < 8 {
+    B[ctx.lane] = A[ctx.lane] * 2.0
+  }
+  C[ctx.lane] = 1.0
+}
+";
+
+#[test]
+fn a_divergent_if_runs_its_body_on_eight_lanes() {
+    let p = profile(
+        FIRST8,
+        "first8",
+        [1, 1, 1],
+        &[("A", &[32]), ("B", &[32]), ("C", &[32])],
+    );
+    let body = counters_at(&p, FIRST8, "B[ctx.lane] =");
+    assert!(body.warp_instructions > 0);
+    assert_eq!(body.active_lanes_avg(), Some(8.0));
+    assert_eq!(body.global_load.bytes_requested, 32);
+    assert_eq!(body.global_load.sectors, 1);
+    let branch = counters_at(&p, FIRST8, "if ctx.lane < 8");
+    assert_eq!(branch.divergent_branches, 1);
+    assert_eq!(p.totals().divergent_branches, 1);
+    let after = counters_at(&p, FIRST8, "C[ctx.lane] =");
+    assert_eq!(after.active_lanes_avg(), Some(32.0));
+}
+
+/// A 32 x 32 f32 shared tile read down column 5 by one warp, twice: at a
+/// row stride of 32 words (line 10) and of 33 (line 20). The language lays
+/// tiles out densely, so the padded tile is written as PTX by hand.
+const TRANSPOSE_PTX: &str = r#"
+.version 7.5
+.target sm_80
+.address_size 64
+.file 1 "transpose.pho"
+.visible .entry columns()
+{
+  .reg .b32 %r<8>;
+  .reg .f32 %f<4>;
+  .shared .align 4 .b8 tile[4224];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, tile;
+  .loc 1 10 0
+  mad.lo.s32 %r3, %r1, 128, 20;
+  add.s32 %r4, %r2, %r3;
+  ld.shared.f32 %f1, [%r4];
+  .loc 1 20 0
+  mad.lo.s32 %r5, %r1, 132, 20;
+  add.s32 %r6, %r2, %r5;
+  ld.shared.f32 %f2, [%r6];
+  ret;
+}
+"#;
+
+#[test]
+fn padding_a_shared_tile_to_33_words_removes_the_conflicts() {
+    let module = Module::parse(TRANSPOSE_PTX).expect("the PTX parses");
+    let dev = Device::new();
+    let mut p = Profiler::new(1, CtaSample::All);
+    // Checks off: the tile is read without being written first.
+    let opts = LaunchOptions {
+        checks: false,
+        ..LaunchOptions::default()
+    };
+    dev.launch(
+        &module,
+        "columns",
+        [1, 1, 1],
+        [32, 1, 1],
+        &[],
+        &opts,
+        Some(&mut p),
+    )
+    .expect("runs");
+    let naive = p.line(10).shared_load;
+    assert_eq!((naive.requests, naive.wavefronts), (1, 32));
+    assert_eq!(naive.bank_conflicts(), 31);
+    let padded = p.line(20).shared_load;
+    assert_eq!((padded.requests, padded.wavefronts), (1, 1));
+    assert_eq!(padded.bank_conflicts(), 0);
+}
+
+#[test]
+fn sampling_counts_only_the_sampled_ctas() {
+    let mut req = Request::new(
+        VEC_ADD.to_string(),
+        "test.pho".to_string(),
+        "vec_add".to_string(),
+        80,
+        Some([8, 1, 1]),
+    );
+    for name in ["A", "B", "C"] {
+        req.inputs
+            .push((name.to_string(), Input::Random { shape: vec![1024] }));
+    }
+    let (_, p) = phobos_explain::run_observed(&req, |_, _| Profiler::new(8, CtaSample::Spread(2)))
+        .expect("runs");
+    assert_eq!(p.ctas_profiled(), 2);
+    // 2 CTAs of 4 warps, 2 loads each.
+    assert_eq!(p.line(line_of(VEC_ADD, "C[i] =")).global_load.requests, 16);
+}
+
+/// Plain simulation against profiled simulation of the same launch. Run
+/// with `cargo test -p phobos-profile --release --test hand_computed --
+/// --ignored --nocapture`; docs/benchmarks.md records the numbers.
+#[test]
+#[ignore]
+fn profiling_overhead() {
+    let source = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/in/lanes_matvec.pho"
+    ))
+    .expect("the seed kernel is in the corpus");
+    let (kernels, _) = phobos_core::compile(
+        &source,
+        "lanes_matvec.pho",
+        &phobos_core::CompileOptions { arch: 80 },
+    );
+    let k = &kernels[0];
+    let variant = &k.meta.variants[0];
+    let module = Module::parse(&k.ptx).expect("parses");
+    let (n, kk) = (4096i32, 1024i32);
+    let mut dev = Device::new();
+    let w = dev
+        .alloc_from("W", &vec![0u8; (n * kk * 4) as usize])
+        .expect("alloc");
+    let x = dev
+        .alloc_from("x", &vec![0u8; (kk * 4) as usize])
+        .expect("alloc");
+    let y = dev
+        .alloc_from("y", &vec![0u8; (n * 4) as usize])
+        .expect("alloc");
+    let args: Vec<KernelArg> = variant
+        .ptx_params
+        .iter()
+        .map(|p| match p {
+            phobos_core::meta::PtxParam::TensorPtr(t) if t == "W" => KernelArg::Buffer(w),
+            phobos_core::meta::PtxParam::TensorPtr(t) if t == "x" => KernelArg::Buffer(x),
+            phobos_core::meta::PtxParam::TensorPtr(_) => KernelArg::Buffer(y),
+            phobos_core::meta::PtxParam::Dim(d) if d == "N" => KernelArg::I32(n),
+            _ => KernelArg::I32(kk),
+        })
+        .collect();
+    let grid = [(n as u32).div_ceil(4), 1, 1];
+    let block = [variant.threads, 1, 1];
+    let time = |opts: &LaunchOptions, profiler: Option<&mut Profiler>| {
+        let start = std::time::Instant::now();
+        let obs = profiler.map(|p| p as &mut dyn phobos_sim::Observer);
+        dev.launch(&module, &variant.entry, grid, block, &args, opts, obs)
+            .expect("runs");
+        start.elapsed().as_secs_f64()
+    };
+    let one = LaunchOptions {
+        threads: 1,
+        ..LaunchOptions::default()
+    };
+    let all = LaunchOptions::default();
+    for round in 0..3 {
+        let plain_1 = time(&one, None);
+        let plain_all = time(&all, None);
+        let mut p = Profiler::new(u64::from(grid[0]), CtaSample::All);
+        let profiled = time(&one, Some(&mut p));
+        assert!(p.totals().global_load.requests > 0);
+        println!(
+            "round {round}: plain 1 thread {plain_1:.3} s, plain all cores {plain_all:.3} s, profiled {profiled:.3} s: {:.2}x the 1-thread run",
+            profiled / plain_1
+        );
+    }
+}
