@@ -27,6 +27,16 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 CRATES=(phobos-core phobos-sim phobos-bindgen phobos-build phobos-runtime phobos-explain phobos-profile phobos-lsp phobos-cli)
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
+# cargo's verify step unpacks each package into its registry cache by name
+# and version; a package left there by an earlier run (same version, older
+# content) would be used again. None of these names is on crates.io, so
+# their cached copies are always ours: remove them, and old packages.
+CARGO_HOME_DIR="${CARGO_HOME:-$HOME/.cargo}"
+for c in "${CRATES[@]}"; do
+    rm -rf "$CARGO_HOME_DIR"/registry/src/*/"$c-$VERSION" "$CARGO_HOME_DIR"/registry/cache/*/"$c-$VERSION.crate"
+done
+rm -rf "$TARGET/package"
+
 echo "== cargo package (${CRATES[*]})"
 args=()
 for c in "${CRATES[@]}"; do args+=(-p "$c"); done

@@ -5,13 +5,13 @@
 //! simulator's sanitizer checks, on a machine with no GPU.
 //!
 //! This file is the C ABI and nothing else: each exported entry point
-//! checks its pointers, calls into [`driver`], and turns the outcome into a
+//! checks its pointers, calls into `driver`, and turns the outcome into a
 //! `CUresult`. A panic never crosses the boundary (it becomes
 //! `CUDA_ERROR_UNKNOWN`). The exported names are the versioned symbols the
 //! CUDA 12 headers map the API to (`cuMemAlloc_v2`, `cuCtxDestroy_v2`,
 //! ...), which is what a dynamic loader such as cudarc's resolves.
 //! The device's description and the fault injection knobs are in
-//! [`config`]; the semantics (sticky faults, simulated time) in [`driver`].
+//! `config`; the semantics (sticky faults, simulated time) in `driver`.
 //!
 //! It must never be found where a real driver is looked for: the build
 //! produces `libphobos_fakecuda.so`, and only the script copies it to a
