@@ -36,6 +36,10 @@ for c in "${CRATES[@]}"; do
     rm -rf "$CARGO_HOME_DIR"/registry/src/*/"$c-$VERSION" "$CARGO_HOME_DIR"/registry/cache/*/"$c-$VERSION.crate"
 done
 rm -rf "$TARGET/package"
+# Compiled registry crates are not rebuilt when their content changes at the
+# same version: drop what earlier runs compiled of ours.
+rm -rf "$TARGET"/debug/.fingerprint/phobos-* "$TARGET"/debug/build/phobos-* \
+    "$TARGET"/debug/deps/libphobos_* "$TARGET"/debug/deps/phobos_*
 
 echo "== cargo package (${CRATES[*]})"
 args=()
