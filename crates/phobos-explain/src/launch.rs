@@ -31,7 +31,6 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         loops,
         statement_lines,
         tiles: tile_stmts,
-        ..
     } = source;
     let dim_values: Vec<i64> = dim_ids
         .iter()

@@ -30,8 +30,6 @@ pub struct SourceInfo {
     /// Lines on which a statement starts.
     pub statement_lines: BTreeSet<u32>,
     pub tiles: Vec<TileStmt>,
-    /// The variant's `@grid` expressions, if it has one.
-    pub grid: Option<Vec<Expr>>,
 }
 
 /// Collect the loops (outermost first, in source order) and tile statements.
@@ -39,7 +37,6 @@ pub fn collect(kernel: &Kernel, src: &str) -> SourceInfo {
     let index = LineIndex::new(src);
     let mut info = SourceInfo::default();
     walk(kernel, &kernel.body, &index, &mut info);
-    info.grid = kernel.grid.clone();
     info.loops.sort_by_key(|l| l.line);
     info
 }
