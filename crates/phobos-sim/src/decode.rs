@@ -12,6 +12,7 @@ use crate::memory::{LOCAL_GENERIC_BASE, SHARED_GENERIC_BASE};
 use crate::parse::{
     parse_int, parse_uint, type_size, RawEntry, RawInst, RawModule, RawOperand, Stmt, VarDecl,
 };
+use crate::tensor::{MmaAcc, MmaElem, MmaInst};
 use std::collections::HashMap;
 
 /// Index of a 64-bit value slot in a warp's value file (32 lanes each).
@@ -431,6 +432,38 @@ pub(crate) enum Op {
         a: PredSrc,
         mask: Slot,
     },
+    /// `ldmatrix.sync.aligned.m8n8.x{num}{.trans}.b16`: warp-synchronous
+    /// over the whole warp (`mask` is a constant full mask).
+    Ldmatrix {
+        num: u8,
+        trans: bool,
+        ds: [Slot; 4],
+        space: MemSpace,
+        addr: Addr,
+        mask: Slot,
+    },
+    /// `mma.sync.aligned...`: operands in `Entry::mmas[idx]`.
+    Mma {
+        idx: u32,
+        mask: Slot,
+    },
+    /// `cp.async.{ca,cg}.shared.global [dst], [src], size{, src_size}`.
+    CpAsync {
+        size: u8,
+        src_size: Option<Slot>,
+        dst: Addr,
+        src: Addr,
+    },
+    CpAsyncCommit,
+    /// `cvt.rna.tf32.f32`: round to tf32 (10 mantissa bits), ties away.
+    CvtTf32 {
+        d: Slot,
+        a: Slot,
+    },
+    /// `wait_group keep` (`Some`) or `wait_all` (`None`).
+    CpAsyncWait {
+        keep: Option<u32>,
+    },
     Nop,
 }
 
@@ -490,6 +523,8 @@ pub(crate) struct Entry {
     pub local_bytes: u32,
     pub reqntid: Option<[u32; 3]>,
     pub maxntid: Option<[u32; 3]>,
+    /// Operands of the entry's `mma` instructions (see [`Op::Mma`]).
+    pub mmas: Vec<MmaInst>,
 }
 
 fn unsupported(what: impl Into<String>, line: usize) -> SimError {
@@ -556,6 +591,7 @@ struct Decoder {
     sink: Option<Slot>,
     labels: HashMap<String, u32>,
     params: HashMap<String, u64>,
+    mmas: Vec<MmaInst>,
 }
 
 /// Most registers one `.reg` line may declare (ptxas allows far fewer).
@@ -572,6 +608,7 @@ fn decode_entry(e: &RawEntry, module_shared: &[VarDecl]) -> Result<Entry, SimErr
         sink: None,
         labels: HashMap::new(),
         params: HashMap::new(),
+        mmas: Vec::new(),
     };
     for r in &e.regs {
         let is_pred = r.ty == ".pred";
@@ -687,6 +724,7 @@ fn decode_entry(e: &RawEntry, module_shared: &[VarDecl]) -> Result<Entry, SimErr
             .map_err(|_| SimError::parse(e.line, "local memory too large"))?,
         reqntid: e.reqntid,
         maxntid: e.maxntid,
+        mmas: d.mmas,
     })
 }
 
@@ -696,7 +734,7 @@ const KNOWN_OPCODES: &[&str] = &[
     "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "and", "or", "xor", "not", "cnot",
     "shl", "shr", "popc", "clz", "brev", "bfe", "bfi", "prmt", "dp4a", "dp2a", "setp", "selp",
     "cvt", "ld", "st", "atom", "red", "bra", "ret", "exit", "bar", "barrier", "shfl", "vote",
-    "membar", "fence",
+    "membar", "fence", "ldmatrix", "mma", "cp",
 ];
 
 /// Special registers that exist in PTX but that the simulator does not model.
@@ -1095,6 +1133,9 @@ impl Decoder {
             "shfl" => self.shfl(i, mods),
             "vote" => self.vote(i, mods),
             "membar" | "fence" => Ok(Op::Nop),
+            "ldmatrix" => self.ldmatrix(i, mods),
+            "mma" => self.mma(i, mods),
+            "cp" => self.cp_async(i, mods),
             _ => Err(unsupported(&i.opcode, line)),
         }
     }
@@ -1468,6 +1509,16 @@ impl Decoder {
     fn cvt(&mut self, i: &RawInst, mods: &[&str]) -> Result<Op, SimError> {
         let line = i.line;
         self.want(&i.operands, 2, i)?;
+        if mods.contains(&"tf32") {
+            // Only `cvt.rna{.satfinite}.tf32.f32` exists (sm_80+).
+            return match mods {
+                ["rna", "tf32", "f32"] | ["rna", "satfinite", "tf32", "f32"] => Ok(Op::CvtTf32 {
+                    d: self.dst(&i.operands[0], line)?,
+                    a: self.src(&i.operands[1], Ty::F32, line)?,
+                }),
+                _ => Err(unsupported(&i.opcode, line)),
+            };
+        }
         let tys: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
         if tys.len() != 2 || tys.contains(&Ty::Pred) {
             return Err(unsupported(&i.opcode, line));
@@ -1688,6 +1739,189 @@ impl Decoder {
             b: self.src(&ops[2], Ty::B32, line)?,
             c: self.src(&ops[3], Ty::B32, line)?,
             mask: self.src(&ops[4], Ty::B32, line)?,
+        })
+    }
+
+    /// Registers of a `{...}` operand with exactly `n` elements.
+    fn reg_list(
+        &mut self,
+        o: &RawOperand,
+        n: usize,
+        dst: bool,
+        line: usize,
+    ) -> Result<Vec<Slot>, SimError> {
+        let items: Vec<String> = match o {
+            RawOperand::Vector(items) => items.clone(),
+            RawOperand::Word { text, negated: false } => vec![text.clone()],
+            _ => return Err(SimError::parse(line, "expected a register vector `{...}`")),
+        };
+        if items.len() != n {
+            return Err(SimError::parse(
+                line,
+                format!("expected a vector of {n} registers, found {}", items.len()),
+            ));
+        }
+        items
+            .iter()
+            .map(|it| {
+                if dst {
+                    self.dst_name(it, line)
+                } else {
+                    self.src_name(it, false, Ty::B32, line)
+                }
+            })
+            .collect()
+    }
+
+    fn ldmatrix(&mut self, i: &RawInst, mods: &[&str]) -> Result<Op, SimError> {
+        let line = i.line;
+        let ops = &i.operands;
+        self.want(ops, 2, i)?;
+        let mut num = 0u8;
+        let mut trans = false;
+        let mut shape = false;
+        for m in mods {
+            match *m {
+                "sync" | "aligned" | "b16" | "shared" | "shared::cta" => {}
+                "m8n8" => shape = true,
+                "x1" => num = 1,
+                "x2" => num = 2,
+                "x4" => num = 4,
+                "trans" => trans = true,
+                _ => return Err(unsupported(&i.opcode, line)),
+            }
+        }
+        if !shape || num == 0 || !has(mods, "sync") || !has(mods, "aligned") || !has(mods, "b16") {
+            return Err(unsupported(&i.opcode, line));
+        }
+        let regs = self.reg_list(&ops[0], num as usize, true, line)?;
+        let mut ds = [0; 4];
+        ds[..regs.len()].copy_from_slice(&regs);
+        let addr = self.addr(&ops[1], line)?;
+        Ok(Op::Ldmatrix {
+            num,
+            trans,
+            ds,
+            space: Self::space(mods),
+            addr,
+            mask: self.konst(0xFFFF_FFFF),
+        })
+    }
+
+    fn mma(&mut self, i: &RawInst, mods: &[&str]) -> Result<Op, SimError> {
+        let line = i.line;
+        let ops = &i.operands;
+        self.want(ops, 4, i)?;
+        // mma.sync.aligned.m16n8kK.row.col{.satfinite}.dtype.atype.btype.ctype
+        let bad = || unsupported(&i.opcode, line);
+        let rest: Vec<&str> = match mods {
+            ["sync", "aligned", shape, "row", "col", rest @ ..] if shape.starts_with("m16n8k") => {
+                rest.to_vec()
+            }
+            _ => return Err(bad()),
+        };
+        let k: u32 = mods[2]["m16n8k".len()..].parse().map_err(|_| bad())?;
+        let (satfinite, types) = match rest.as_slice() {
+            ["satfinite", t @ ..] => (true, t.to_vec()),
+            t => (false, t.to_vec()),
+        };
+        let [d, a, b, c] = types.as_slice() else {
+            return Err(bad());
+        };
+        let mut m = MmaInst {
+            k,
+            a_ty: MmaElem::parse(a).ok_or_else(bad)?,
+            b_ty: MmaElem::parse(b).ok_or_else(bad)?,
+            c_ty: MmaAcc::parse(c).ok_or_else(bad)?,
+            d_ty: MmaAcc::parse(d).ok_or_else(bad)?,
+            satfinite,
+            d: Vec::new(),
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
+        };
+        m.validate()
+            .map_err(|why| SimError::parse(line, format!("`{}`: {why}", i.opcode)))?;
+        m.d = self.reg_list(&ops[0], m.d_ty.regs(), true, line)?;
+        m.a = self.reg_list(&ops[1], MmaInst::a_regs(k, m.a_ty), false, line)?;
+        m.b = self.reg_list(&ops[2], MmaInst::b_regs(k, m.b_ty), false, line)?;
+        m.c = self.reg_list(&ops[3], m.c_ty.regs(), false, line)?;
+        self.mmas.push(m);
+        Ok(Op::Mma {
+            idx: (self.mmas.len() - 1) as u32,
+            mask: self.konst(0xFFFF_FFFF),
+        })
+    }
+
+    fn cp_async(&mut self, i: &RawInst, mods: &[&str]) -> Result<Op, SimError> {
+        let line = i.line;
+        let ops = &i.operands;
+        match mods {
+            ["async", "commit_group"] => {
+                self.want(ops, 0, i)?;
+                return Ok(Op::CpAsyncCommit);
+            }
+            ["async", "wait_all"] => {
+                self.want(ops, 0, i)?;
+                return Ok(Op::CpAsyncWait { keep: None });
+            }
+            ["async", "wait_group"] => {
+                self.want(ops, 1, i)?;
+                let keep = match &ops[0] {
+                    RawOperand::Word { text, negated: false } => parse_uint(text)
+                        .and_then(|v| u32::try_from(v).ok())
+                        .ok_or_else(|| {
+                            SimError::parse(line, "cp.async.wait_group needs an integer constant")
+                        })?,
+                    _ => {
+                        return Err(SimError::parse(
+                            line,
+                            "cp.async.wait_group needs an integer constant",
+                        ))
+                    }
+                };
+                return Ok(Op::CpAsyncWait { keep: Some(keep) });
+            }
+            _ => {}
+        }
+        // cp.async.{ca,cg}.shared{::cta}.global{.L2::...} [dst], [src], size{, src_size}
+        let ok = mods.first() == Some(&"async")
+            && mods.iter().skip(1).all(|m| {
+                matches!(*m, "ca" | "cg" | "shared" | "shared::cta" | "global")
+                    || m.starts_with("L2::")
+            })
+            && (has(mods, "shared") || has(mods, "shared::cta"))
+            && has(mods, "global");
+        if !ok || !(3..=4).contains(&ops.len()) {
+            return Err(unsupported(&i.opcode, line));
+        }
+        let dst = self.addr(&ops[0], line)?;
+        let src = self.addr(&ops[1], line)?;
+        let size = match &ops[2] {
+            RawOperand::Word { text, negated: false } => parse_uint(text),
+            _ => None,
+        };
+        let size = match size {
+            Some(4) | Some(8) | Some(16) => size.unwrap_or(0) as u8,
+            _ => {
+                return Err(SimError::parse(
+                    line,
+                    "cp.async copies 4, 8 or 16 bytes (an integer constant)",
+                ))
+            }
+        };
+        if has(mods, "cg") && size != 16 {
+            return Err(SimError::parse(line, "cp.async.cg copies 16 bytes only"));
+        }
+        let src_size = match ops.get(3) {
+            Some(o) => Some(self.src(o, Ty::U32, line)?),
+            None => None,
+        };
+        Ok(Op::CpAsync {
+            size,
+            src_size,
+            dst,
+            src,
         })
     }
 

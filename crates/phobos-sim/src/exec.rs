@@ -43,7 +43,7 @@ impl Fault {
         }
     }
 
-    fn at(mut self, lane: usize, addr: u64, space: Space) -> Fault {
+    pub(crate) fn at(mut self, lane: usize, addr: u64, space: Space) -> Fault {
         self.lane = Some(lane as u32);
         self.address = Some(addr);
         self.space = Some(space);
@@ -415,6 +415,41 @@ impl Warp {
                     self.set_pred(d, active, r);
                 }
             }
+            Op::Ldmatrix {
+                num,
+                trans,
+                ds,
+                space,
+                addr,
+                ..
+            } => {
+                return self.ldmatrix(
+                    num,
+                    trans,
+                    ds,
+                    space,
+                    addr.base,
+                    addr.offset,
+                    active,
+                    pc,
+                    cx,
+                    cta,
+                )
+            }
+            Op::Mma { idx, .. } => {
+                if let Some(m) = cx.entry.mmas.get(idx as usize) {
+                    return self.mma(m, active);
+                }
+            }
+            Op::CpAsync {
+                size,
+                src_size,
+                dst,
+                src,
+            } => return self.cp_async(size, src_size, dst, src, active, pc, cx, cta),
+            Op::CpAsyncCommit => self.cp_async_commit(active, cx, cta),
+            Op::CvtTf32 { d, a } => self.map1(active, d, a, |x| u64::from(crate::tensor::tf32_rna(x as u32))),
+            Op::CpAsyncWait { keep } => return self.cp_async_wait(keep, active, pc, cx, cta),
             Op::WarpSync { .. } | Op::Nop | Op::Bra { .. } | Op::Exit | Op::Bar => {}
         }
         Ok(())
@@ -692,7 +727,7 @@ impl Warp {
         Ok(())
     }
 
-    fn stamp(&self, lane: usize, epoch: u32, pc: u32) -> Stamp {
+    pub(crate) fn stamp(&self, lane: usize, epoch: u32, pc: u32) -> Stamp {
         Stamp {
             tid: self.first_tid + lane as u32,
             epoch,
@@ -704,7 +739,7 @@ impl Warp {
     /// Resolves a lane's address and its space (generic addresses dispatch
     /// on their window).
     #[inline(always)]
-    fn resolve(space: MemSpace, raw: u64) -> (Space, u64) {
+    pub(crate) fn resolve(space: MemSpace, raw: u64) -> (Space, u64) {
         match space {
             MemSpace::Global => (Space::Global, raw),
             MemSpace::Shared => (Space::Shared, raw & 0xFFFF_FFFF),
@@ -800,6 +835,7 @@ impl Warp {
                         return Err(f);
                     }
                     let off = addr as u32;
+                    self.async_guard(l, off, total, store, cx, cta)?;
                     if cx.checks {
                         let st = self.stamp(l, cta.epoch, pc);
                         let r = if store {
@@ -1027,6 +1063,7 @@ impl Warp {
                         f.tensor = cx.region_name(sp, addr);
                         return Err(f);
                     }
+                    self.async_guard(l, addr as u32, size, true, cx, cta)?;
                     if cx.checks {
                         let st = self.stamp(l, cta.epoch, pc);
                         match cta.shadow.atomic(addr as u32, size, &st) {

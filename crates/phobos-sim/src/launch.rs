@@ -130,6 +130,8 @@ pub(crate) struct CtaState {
     /// next barrier or at the CTA's end, unless another thread's write to
     /// the same bytes turns it into a race report first.
     pub pending_init: Option<(u32, u32, Fault)>,
+    /// `cp.async` copies in flight.
+    pub asyncs: crate::tensor::AsyncState,
 }
 
 impl CtaState {
@@ -570,6 +572,7 @@ impl Worker {
                 accesses: Vec::new(),
                 shuffles: Vec::new(),
                 pending_init: None,
+                asyncs: crate::tensor::AsyncState::default(),
             },
             warps: (0..cx.n_warps).map(|_| Warp::new()).collect(),
         }
@@ -607,6 +610,7 @@ impl Worker {
         }
         cta.epoch = 0;
         cta.pending_init = None;
+        cta.asyncs.reset();
         cta.observing = match obs.as_deref_mut() {
             Some(o) => o.wants_cta(cta.linear),
             None => false,
@@ -622,6 +626,8 @@ impl Worker {
             }
             cta.take_pending(cx)?;
             if self.warps.iter().all(|w| w.live == 0) {
+                // Copies still in flight land when the CTA ends.
+                cta.asyncs.flush(&mut cta.shared);
                 return Ok(());
             }
             if let Some(w) = self.warps.iter().find(|w| w.waiting != 0) {
@@ -703,7 +709,9 @@ fn warp_sync_deadlock(cx: &Ctx, cta: &CtaState, w: &Warp) -> SimError {
     let mask = match cx.entry.insts.get(pc as usize).map(|i| i.op) {
         Some(crate::decode::Op::Shfl { mask, .. })
         | Some(crate::decode::Op::Vote { mask, .. })
-        | Some(crate::decode::Op::WarpSync { mask }) => w.regs[mask as usize * 32 + l] as u32,
+        | Some(crate::decode::Op::WarpSync { mask })
+        | Some(crate::decode::Op::Ldmatrix { mask, .. })
+        | Some(crate::decode::Op::Mma { mask, .. }) => w.regs[mask as usize * 32 + l] as u32,
         _ => u32::MAX,
     };
     let missing = mask & !here;

@@ -78,6 +78,7 @@ mod module;
 mod numeric;
 pub mod observer;
 mod parse;
+mod tensor;
 mod warp;
 
 pub use decode::{ParamInfo, Ty};

@@ -31,6 +31,12 @@ pub enum OpKind {
     Load,
     Store,
     Atomic,
+    /// `ldmatrix` (a warp-wide shared-memory load of 8×8 matrices).
+    MatrixLoad,
+    /// `mma.sync`: a warp-wide matrix multiply-accumulate on tensor cores.
+    Mma,
+    /// `cp.async`: a global-to-shared copy that completes later.
+    AsyncCopy,
     /// `bra`.
     Branch,
     /// `exit` and `ret`.

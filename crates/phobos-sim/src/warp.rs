@@ -242,7 +242,11 @@ impl Warp {
             // for each group that arrives and waits.
             let syncs = matches!(
                 inst.op,
-                Op::Shfl { .. } | Op::Vote { .. } | Op::WarpSync { .. }
+                Op::Shfl { .. }
+                    | Op::Vote { .. }
+                    | Op::WarpSync { .. }
+                    | Op::Ldmatrix { .. }
+                    | Op::Mma { .. }
             );
             if !syncs {
                 self.warp_instructions += 1;
@@ -279,7 +283,11 @@ impl Warp {
                     self.group &= !active;
                     self.pc += 1;
                 }
-                Op::Shfl { mask, .. } | Op::Vote { mask, .. } | Op::WarpSync { mask } => {
+                Op::Shfl { mask, .. }
+                | Op::Vote { mask, .. }
+                | Op::WarpSync { mask }
+                | Op::Ldmatrix { mask, .. }
+                | Op::Mma { mask, .. } => {
                     match self.warp_sync(cx, cta, pc, mask, inst.guard)? {
                         Some(a) => {
                             observed_active = a;
@@ -427,6 +435,9 @@ fn op_kind(op: &Op) -> OpKind {
         Op::Ld { .. } => OpKind::Load,
         Op::St { .. } => OpKind::Store,
         Op::Atom { .. } => OpKind::Atomic,
+        Op::Ldmatrix { .. } => OpKind::MatrixLoad,
+        Op::Mma { .. } => OpKind::Mma,
+        Op::CpAsync { .. } => OpKind::AsyncCopy,
         Op::Bra { .. } => OpKind::Branch,
         Op::Exit => OpKind::Exit,
         Op::Float { op, f64, .. } => {
