@@ -281,3 +281,30 @@ fn a_thread_index_divided_otherwise_still_varies() {
         );
     }
 }
+
+// The right side of `&&` / `||` runs only where the left side lets it, so a
+// collective there is under the left side's control.
+#[test]
+fn rejects_cta_collective_right_of_a_varying_and() {
+    rejected(
+        &format!("{ROW}  if ctx.thread < N && sum<over ctx.thread>(v) > 0.0 {{\n    O[0, 0] = 1.0\n  }}"),
+        "P0701",
+        5,
+    );
+}
+
+#[test]
+fn rejects_lane_collective_right_of_a_varying_or() {
+    rejected(
+        &format!("{ROW}  let big = ctx.lane > 3 || max<over ctx.lane>(v) > 1.0\n  O[0, 0] = f32(big)"),
+        "P0700",
+        5,
+    );
+}
+
+#[test]
+fn lane_collective_right_of_a_warp_uniform_and() {
+    accepted(&format!(
+        "{ROW}  if row < N && sum<over ctx.lane>(v) > 0.0 {{\n    O[0, row] = 1.0\n  }}"
+    ));
+}

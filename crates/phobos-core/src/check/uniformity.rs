@@ -56,6 +56,9 @@ struct Ctrl {
     level: Level,
     span: Span,
     is_loop: bool,
+    /// `Some("&&")` when this is the left side of a short-circuit operator,
+    /// which guards its right side.
+    guard_op: Option<&'static str>,
     /// The local whose level made the condition vary, when one did.
     via: Option<LocalId>,
     /// A load from memory the kernel writes that made it vary, when one did.
@@ -245,6 +248,7 @@ impl Uni<'_> {
                     level,
                     span: cond.span,
                     is_loop: false,
+                    guard_op: None,
                     via,
                     load,
                 });
@@ -273,6 +277,7 @@ impl Uni<'_> {
                     level,
                     span,
                     is_loop: true,
+                    guard_op: None,
                     via,
                     load,
                 });
@@ -322,6 +327,12 @@ impl Uni<'_> {
             format!(
                 "the bounds of this loop differ between {}",
                 c.level.between()
+            )
+        } else if let Some(op) = c.guard_op {
+            format!(
+                "this left side of `{op}` differs between {}, and the right side runs only where it {}",
+                c.level.between(),
+                if op == "&&" { "holds" } else { "does not hold" }
             )
         } else {
             format!("this condition differs between {}", c.level.between())
@@ -400,6 +411,24 @@ impl Uni<'_> {
             ExprKind::Ctx(f) => ctx_level(*f),
             ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => self.expr(x),
             ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => self.expr(run),
+            ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b) => {
+                // The right side runs only where the left side lets it: it
+                // is under the left side's control, like an `if` body.
+                let left = self.expr(a);
+                let via = self.varying_local(a, left);
+                let load = self.written_load(a);
+                self.ctrl.push(Ctrl {
+                    level: left,
+                    span: a.span,
+                    is_loop: false,
+                    guard_op: Some(op.symbol()),
+                    via,
+                    load,
+                });
+                let right = self.expr(b);
+                self.ctrl.pop();
+                left.max(right)
+            }
             ExprKind::Binary(op, a, b) => {
                 let level = self.expr(a).max(self.expr(b));
                 if level == Level::Varying && self.warp_block_index(*op, a, b) {
