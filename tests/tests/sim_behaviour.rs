@@ -764,3 +764,29 @@ fn folds_of_every_element_type() {
         }
     }
 }
+
+const GUARDED: &str = r#"
+@launch(128)
+kernel guarded(A: tensor<f32>[N, 32], O: tensor<i32>[4]) {
+  let row = ctx.warp
+  let pos = row < N && sum<over ctx.lane>(A[row, ctx.lane]) > 0.0
+  if ctx.lane == 0 {
+    O[row] = i32(pos)
+  }
+}
+"#;
+
+#[test]
+fn the_right_side_of_and_with_a_lane_collective_runs_only_where_the_left_holds() {
+    // Row 3 is past N = 3: evaluating the collective there would read A
+    // out of bounds (memcheck), as the backend did before it branched.
+    let c = Case::source(GUARDED, "guarded.pho", "guarded").dims(&[("N", 3)]);
+    let o = c.run([1, 1, 1]);
+    let a = o.input("A");
+    let mut want = o.expect("O");
+    for row in 0..4 {
+        let pos = row < 3 && (0..32).map(|l| a.f(row * 32 + l)).sum::<f64>() > 0.0;
+        want.set_i(row, i64::from(pos));
+    }
+    o.check("O", &want);
+}

@@ -285,12 +285,16 @@ fn a_thread_index_divided_otherwise_still_varies() {
 // The right side of `&&` / `||` runs only where the left side lets it, so a
 // collective there is under the left side's control.
 #[test]
-fn rejects_cta_collective_right_of_a_varying_and() {
-    rejected(
-        &format!("{ROW}  if ctx.thread < N && sum<over ctx.thread>(v) > 0.0 {{\n    O[0, 0] = 1.0\n  }}"),
-        "P0701",
-        5,
-    );
+fn rejects_cta_collective_right_of_and() {
+    // Even under a uniform guard: CTA collectives run before their
+    // statement, so they could not honour the guard.
+    for guard in ["ctx.thread < N", "ctx.block.x < 4"] {
+        rejected(
+            &format!("{ROW}  if {guard} && sum<over ctx.thread>(A[ctx.block.x, 0]) > 0.0 {{\n    O[0, 0] = 1.0\n  }}"),
+            "P0704",
+            5,
+        );
+    }
 }
 
 #[test]

@@ -388,16 +388,6 @@ impl Func {
     }
 }
 
-impl Func {
-    /// True when evaluating `e` exchanges values between lanes (a shuffle or
-    /// a lane collective), so it must not move under per-lane control.
-    pub fn exchanges(&self, e: ExprId) -> bool {
-        matches!(
-            self.exprs[e].kind,
-            ExprKind::LaneColl { .. } | ExprKind::Shuffle { .. }
-        ) || self.operands(e).into_iter().any(|o| self.exchanges(o))
-    }
-}
 
 /// True for an expression `emit` can compute on packed bytes: an i8/u8 run
 /// load, `x & c` with `0 <= c < 128`, or `(x >> s) & c` with the kept bits

@@ -415,6 +415,24 @@ impl Uni<'_> {
                 // The right side runs only where the left side lets it: it
                 // is under the left side's control, like an `if` body.
                 let left = self.expr(a);
+                if let Some(span) = cta_collective_in(b) {
+                    // CTA collectives run as statements before the one
+                    // that holds them, so they cannot honour the guard.
+                    if self.report {
+                        let name = op.symbol();
+                        self.diags.push(
+                            Diagnostic::error(
+                                "P0704",
+                                format!("a CTA collective on the right of `{name}`"),
+                            )
+                            .primary(span, "this would run only where the left side allows")
+                            .secondary(a.span, format!("the left side of `{name}`"))
+                            .note("a CTA collective is computed before the statement that holds it, by every thread; bind it with `let` before the condition and use the name here"),
+                        );
+                    }
+                    self.expr_level_quiet(b);
+                    return Level::Varying;
+                }
                 let via = self.varying_local(a, left);
                 let load = self.written_load(a);
                 self.ctrl.push(Ctrl {
@@ -641,6 +659,56 @@ fn coll_name(op: CollOp) -> &'static str {
         CollOp::All => "all",
         CollOp::Argmax => "argmax",
         CollOp::Reduce => "reduce",
+    }
+}
+
+/// The span of the first CTA collective (`op<over ctx.thread>`) in `e`.
+fn cta_collective_in(e: &Expr) -> Option<Span> {
+    let mut found = None;
+    walk(e, &mut |x| {
+        if let ExprKind::Collective {
+            group: Group::Thread,
+            ..
+        } = x.kind
+        {
+            found = found.or(Some(x.span));
+        }
+    });
+    found
+}
+
+/// Calls `f` on `e` and every expression inside it.
+fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    match &e.kind {
+        ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => walk(x, f),
+        ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => walk(run, f),
+        ExprKind::Binary(_, a, b) => {
+            walk(a, f);
+            walk(b, f);
+        }
+        ExprKind::Let { value, body, .. } => {
+            walk(value, f);
+            walk(body, f);
+        }
+        ExprKind::Builtin(_, xs)
+        | ExprKind::Load { index: xs, .. }
+        | ExprKind::RunLoad { index: xs, .. } => xs.iter().for_each(|x| walk(x, f)),
+        ExprKind::Collective { arg, combine, .. } => {
+            walk(arg, f);
+            if let Some(c) = combine {
+                walk(&c.body, f);
+            }
+        }
+        ExprKind::Shuffle { lane, value, .. } => {
+            walk(lane, f);
+            walk(value, f);
+        }
+        ExprKind::Const(_)
+        | ExprKind::Param(_)
+        | ExprKind::Dim(_)
+        | ExprKind::Ctx(_)
+        | ExprKind::Local(_) => {}
     }
 }
 

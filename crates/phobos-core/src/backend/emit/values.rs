@@ -273,8 +273,11 @@ impl Emitter<'_> {
                 (None, c) => V::I(c.unwrap_or(0) as i128, t),
             },
             ExprKind::Ctx(c) => self.ctx(*c),
+            // The checker puts the right side under the left side's control
+            // (a lane collective or shuffle there has a warp-uniform guard,
+            // and CTA collectives are refused), so the branch is safe.
             ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b)
-                if self.f.reads_memory(*b) && !self.f.exchanges(*b) =>
+                if self.f.reads_memory(*b) =>
             {
                 self.short_circuit(*op, *a, *b)
             }
