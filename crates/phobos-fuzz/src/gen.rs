@@ -744,13 +744,12 @@ impl Gen {
                 let op = self.pick(&["&&", "||", "&", "|", "^"]);
                 let x = self.expr(b, d);
                 // The right side of `&&`/`||` runs only where the left side
-                // does not decide: control as varying as the left side. (The
-                // checker accepts a collective there and the backend then
-                // evaluates it eagerly; docs/language.md does not say which
-                // is meant, so the generator keeps collectives out.)
+                // does not decide: control as varying as the left side, and
+                // at least warp-uniform, since a CTA collective may not
+                // stand there (P0704, docs/language.md "Uniformity").
                 let saved = self.ctrl;
                 if matches!(op, "&&" | "||") {
-                    self.ctrl = self.ctrl.max(x.lvl);
+                    self.ctrl = self.ctrl.max(x.lvl).max(Lvl::Warp);
                 }
                 let y = self.expr(b, d);
                 self.ctrl = saved;
