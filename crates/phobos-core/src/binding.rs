@@ -125,10 +125,12 @@ pub enum BindError {
         expected: u64,
         actual: u64,
     },
+    /// The two bindings are boxed: they would make every `Result` of the
+    /// binding as large as this rarest error (clippy's `result_large_err`).
     DimMismatch {
         dim: String,
-        first: BoundDim,
-        second: BoundDim,
+        first: Box<BoundDim>,
+        second: Box<BoundDim>,
     },
     DimTooLarge {
         dim: String,
@@ -577,8 +579,8 @@ fn bind_dims(meta: &KernelMeta, args: &[ArgShape<'_>]) -> Result<Vec<BoundDim>, 
                         Some(first) if first.value != value => {
                             return Err(BindError::DimMismatch {
                                 dim: name.clone(),
-                                first: first.clone(),
-                                second: here,
+                                first: Box::new(first.clone()),
+                                second: Box::new(here),
                             })
                         }
                         Some(_) => {}

@@ -140,11 +140,14 @@ fn order_of(m: &KernelMeta, b: &Binding<'_>) -> Vec<PtxValue> {
         .collect()
 }
 
+/// Arguments, and what the error they get must match.
+type RefusalCase<'a> = (Vec<ArgShape<'a>>, fn(&BindError) -> bool);
+
 #[test]
 fn each_refusal_has_its_own_error() {
     let m = meta(AXPY);
     let s = ArgShape::Scalar(ScalarTy::F32);
-    let cases: Vec<(Vec<ArgShape<'_>>, fn(&BindError) -> bool)> = vec![
+    let cases: Vec<RefusalCase<'_>> = vec![
         (vec![s, f32s(&[4])], |e| {
             matches!(
                 e,

@@ -183,8 +183,6 @@ impl PtxArg {
     }
 }
 
-/// The values of a kernel's dims, each with the axis it was first read from.
-
 impl Kernel {
     pub const fn new(source: KernelSource) -> Kernel {
         Kernel {
@@ -487,8 +485,8 @@ impl<'m> Checker<'_, 'm> {
             BindError::DimMismatch { dim, first, second } => LaunchError::DimMismatch {
                 site,
                 dim,
-                first: axis(first),
-                second: axis(second),
+                first: axis(*first),
+                second: axis(*second),
             },
             BindError::DimTooLarge { dim, value } => LaunchError::DimTooLarge {
                 site,
