@@ -323,6 +323,7 @@ impl Warp {
     }
 
     /// Shadow check (racecheck and initcheck) for one lane's shared access.
+    #[allow(clippy::too_many_arguments)]
     fn shared_check(
         &self,
         l: usize,
@@ -382,7 +383,7 @@ impl Warp {
             )
             .at(l, addr, sp));
         }
-        if addr % u64::from(len) != 0 {
+        if !addr.is_multiple_of(u64::from(len)) {
             let mut f = Fault::new(
                 CheckKind::Memcheck,
                 format!("misaligned {what} of {len} bytes (the address must be a multiple of {len})"),
@@ -602,7 +603,7 @@ impl Warp {
                 .base
                 .map_or(0, |b| self.regs[b as usize * 32 + l])
                 .wrapping_add(src.offset as u64);
-            if gaddr % u64::from(len) != 0 {
+            if !gaddr.is_multiple_of(u64::from(len)) {
                 let mut f = Fault::new(
                     CheckKind::Memcheck,
                     format!("misaligned cp.async global read of {len} bytes (the address must be a multiple of {len})"),
