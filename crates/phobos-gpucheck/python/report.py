@@ -106,7 +106,7 @@ def markdown(res):
     out += ["## Benchmarks", ""]
     if res.get("bench_meta"):
         m = res["bench_meta"]
-        out += [f"Device {m.get('device')} ({m.get('arch')}), timing: {m.get('timing')}, median of {m.get('runs')}; "
+        out += [f"Device {m.get('device')}, timing: {m.get('timing')}, median of {m.get('runs')}; "
                 f"copy ceiling {fmt(m.get('copy_gbs'))} GB/s.", ""]
     out += ["| kernel | shape | Phobos ms | GB/s | % copy | torch GB/s | % torch | Triton GB/s | % Triton | check |",
             "|---|---|---|---|---|---|---|---|---|---|"]
