@@ -8,9 +8,14 @@
 //!   the runtime's launch checks, then its CUDA backend (a real GPU, or the
 //!   CUDA driver stand-in under `scripts/with-fake-gpu.sh`) or its
 //!   simulator backend.
+//! - [`Executor::Differential`]: both, on the same inputs, the outputs
+//!   compared bitwise or in ulps and recorded by [`crate::differential`]
+//!   (the GPU bundle's differential check); the case's own reference then
+//!   checks the runtime's outputs.
 //!
-//! The default comes from `PHOBOS_SUITE_EXECUTOR` (`sim` or `runtime`;
-//! `sim` when unset); [`with_executor`] overrides it for one thread.
+//! The default comes from `PHOBOS_SUITE_EXECUTOR` (`sim`, `runtime` or
+//! `differential`; `sim` when unset); [`with_executor`] overrides it for
+//! one thread.
 
 use crate::sim_support::{Scalar, Tensor};
 use half::{bf16, f16};
@@ -25,6 +30,7 @@ use std::sync::OnceLock;
 pub enum Executor {
     Sim,
     Runtime,
+    Differential,
 }
 
 impl Executor {
@@ -34,7 +40,10 @@ impl Executor {
         match std::env::var("PHOBOS_SUITE_EXECUTOR").as_deref() {
             Err(_) | Ok("") | Ok("sim") => Executor::Sim,
             Ok("runtime") => Executor::Runtime,
-            Ok(other) => panic!("PHOBOS_SUITE_EXECUTOR={other}: use `sim` or `runtime`"),
+            Ok("differential") => Executor::Differential,
+            Ok(other) => {
+                panic!("PHOBOS_SUITE_EXECUTOR={other}: use `sim`, `runtime` or `differential`")
+            }
         }
     }
 }

@@ -6,6 +6,8 @@
 //! computes, its intended grid and its parameter shapes
 //! (`// grid: ...; shapes: ...`), for the simulator tests.
 
+pub mod corpus_cases;
+pub mod differential;
 pub mod executor;
 pub mod sass;
 pub mod sim_support;
@@ -26,9 +28,13 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every `tests/in/*.pho`, sorted by name.
+/// Every `tests/in/*.pho`, sorted by name. `PHOBOS_CORPUS_DIR` names
+/// another folder: the GPU bundle carries a copy of the corpus, and its
+/// differential runner runs where this source tree is not.
 pub fn corpus() -> Vec<CorpusFile> {
-    let dir = root().join("in");
+    let dir = std::env::var_os("PHOBOS_CORPUS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("in"));
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -290,6 +290,11 @@ thread_local! {
     static SEED: std::cell::Cell<u64> = const { std::cell::Cell::new(0x5eed_0001) };
 }
 
+/// The seed [`Case`]s created on this thread now start from.
+pub fn current_seed() -> u64 {
+    SEED.with(|s| s.get())
+}
+
 /// Runs `f` with every [`Case`] it creates seeded from `seed` (on this
 /// thread), so a whole table of tests can be rerun on other inputs.
 pub fn with_seed<R>(seed: u64, f: impl FnOnce() -> R) -> R {
@@ -618,8 +623,10 @@ impl Case {
 
     /// Runs and panics on a simulator error.
     pub fn run(self, grid: [u32; 3]) -> Outcome {
-        if self.executor == Executor::Runtime {
-            return self.run_on_runtime(grid);
+        match self.executor {
+            Executor::Runtime => return self.run_on_runtime(grid),
+            Executor::Differential => return self.run_differential(grid),
+            Executor::Sim => {}
         }
         match self.launch(grid) {
             Ok(o) => o,
@@ -635,7 +642,7 @@ impl Case {
     /// [`Case::run`] through the runtime (`Executor::Runtime`): the same
     /// inputs, the same variant (the metadata the runtime sees lists only
     /// the one this case picks), the same comparison afterwards.
-    fn run_on_runtime(mut self, grid: [u32; 3]) -> Outcome {
+    pub(crate) fn run_on_runtime(mut self, grid: [u32; 3]) -> Outcome {
         self.prepare();
         let variant = self.binding(Some(grid)).first().clone();
         let mut meta = self.meta().clone();

@@ -1,5 +1,6 @@
 //! GPU tests: the same kernels on an NVIDIA GPU through the CUDA backend.
-//! They are ignored by default (this needs a GPU); `scripts/gpu-check.sh`
+//! They are ignored by default (this needs a GPU); the GPU bundle
+//! (`scripts/gpu-bundle.sh`, docs/gpu-bundle.md) carries this executable and
 //! runs every ignored test whose name starts with `gpu_`, across the
 //! workspace. Set `PHOBOS_PTXAS` to also test cubin loading.
 
@@ -32,7 +33,7 @@ fn run_matvec(dev: &Device, kernel: &phobos_runtime::Kernel, n: usize, k: usize)
 }
 
 #[test]
-#[ignore = "needs an NVIDIA GPU; run by scripts/gpu-check.sh"]
+#[ignore = "needs an NVIDIA GPU; run by the GPU bundle (scripts/gpu-bundle.sh)"]
 fn gpu_ptx_is_jit_compiled_and_runs() {
     let dev = gpu();
     let kernel = compile(LANES_MATVEC, &phobos_core::ARCHES, vec![]);
@@ -41,7 +42,7 @@ fn gpu_ptx_is_jit_compiled_and_runs() {
 }
 
 #[test]
-#[ignore = "needs an NVIDIA GPU and PHOBOS_PTXAS; run by scripts/gpu-check.sh"]
+#[ignore = "needs an NVIDIA GPU and PHOBOS_PTXAS; run by the GPU bundle (scripts/gpu-bundle.sh)"]
 fn gpu_the_cubin_for_the_device_is_loaded() {
     let dev = gpu();
     let arch = dev.arch().unwrap();
@@ -78,7 +79,7 @@ fn tempfile_dir() -> std::path::PathBuf {
 }
 
 #[test]
-#[ignore = "needs an NVIDIA GPU; run by scripts/gpu-check.sh"]
+#[ignore = "needs an NVIDIA GPU; run by the GPU bundle (scripts/gpu-bundle.sh)"]
 fn gpu_a_bad_module_reports_the_jit_log() {
     let dev = gpu();
     let good = compile(LANES_MATVEC, &[75], vec![]);
@@ -109,7 +110,7 @@ fn gpu_a_bad_module_reports_the_jit_log() {
 }
 
 #[test]
-#[ignore = "needs an NVIDIA GPU; run by scripts/gpu-check.sh"]
+#[ignore = "needs an NVIDIA GPU; run by the GPU bundle (scripts/gpu-bundle.sh)"]
 fn gpu_launch_checks_use_the_device_limits() {
     let dev = gpu();
     let kernel = compile(LANES_MATVEC, &[75], vec![]);
@@ -132,7 +133,7 @@ fn gpu_launch_checks_use_the_device_limits() {
 }
 
 #[test]
-#[ignore = "needs an NVIDIA GPU; run by scripts/gpu-check.sh"]
+#[ignore = "needs an NVIDIA GPU; run by the GPU bundle (scripts/gpu-bundle.sh)"]
 fn gpu_and_simulator_agree() {
     let kernel = compile(LANES_MATVEC, &phobos_core::ARCHES, vec![]);
     let (n, k) = (64, 256);
@@ -162,7 +163,7 @@ fn gpu_and_simulator_agree() {
 }
 
 #[test]
-#[ignore = "needs an NVIDIA GPU; run by scripts/gpu-check.sh"]
+#[ignore = "needs an NVIDIA GPU; run by the GPU bundle (scripts/gpu-bundle.sh)"]
 fn gpu_the_callers_current_context_is_restored() {
     use cudarc::driver::sys;
     let dev = gpu();
@@ -194,7 +195,7 @@ fn gpu_the_callers_current_context_is_restored() {
 }
 
 #[test]
-#[ignore = "needs an NVIDIA GPU; run by scripts/gpu-check.sh"]
+#[ignore = "needs an NVIDIA GPU; run by the GPU bundle (scripts/gpu-bundle.sh)"]
 fn gpu_overlapping_read_only_and_written_tensors_are_refused() {
     let dev = gpu();
     let kernel = compile(SCALE, &[75], vec![]);

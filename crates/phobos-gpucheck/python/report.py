@@ -1,0 +1,206 @@
+"""Merges a GPU bundle run into RESULTS_DIR/results.json, results.md and
+chart.png (when matplotlib is importable). Reads steps.tsv (written by
+run.sh), environment.txt, diff.json, bench.json, torch.json, triton.json
+and the example's log. Exits 1 when any step failed or timed out.
+
+    python3 report.py RESULTS_DIR [SECONDS]
+"""
+import json
+import os
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def steps(out):
+    rows = []
+    try:
+        with open(os.path.join(out, "steps.tsv")) as f:
+            for line in f:
+                name, status, secs, note = (line.rstrip("\n").split("\t") + ["", "", "", ""])[:4]
+                rows.append({"step": name, "status": status, "seconds": int(secs or 0), "note": note})
+    except OSError:
+        pass
+    return rows
+
+
+def pct(a, b):
+    return None if a is None or b is None or b == 0 else 100.0 * a / b
+
+
+def fmt(x, spec=".1f"):
+    return "–" if x is None else format(x, spec)
+
+
+def benchmarks(bench, torch, triton):
+    by = lambda doc: {r["kernel"]: r for r in (doc or {}).get("rows", [])}
+    t, tr = by(torch), by(triton)
+    rows = []
+    for r in (bench or {}).get("rows", []):
+        k = r["kernel"]
+        tg, trg = t.get(k, {}).get("gbs"), tr.get(k, {}).get("gbs")
+        rows.append({
+            "kernel": k,
+            "shape": r.get("shape"),
+            "ms": r.get("ms"),
+            "gbs": r.get("gbs"),
+            "pct_copy": r.get("pct_copy"),
+            "check": "ok" if r.get("ok") else ("MISMATCH" if "ms" in r else "failed: " + str(r.get("error"))),
+            "torch_op": t.get(k, {}).get("op"),
+            "torch_ms": t.get(k, {}).get("ms"),
+            "torch_gbs": tg,
+            "pct_torch": pct(r.get("gbs"), tg),
+            "torch_note": t.get(k, {}).get("note"),
+            "triton_ms": tr.get(k, {}).get("ms"),
+            "triton_gbs": trg,
+            "triton_ok": tr.get(k, {}).get("ok"),
+            "pct_triton": pct(r.get("gbs"), trg),
+        })
+    return rows
+
+
+def differential(diff):
+    if diff is None:
+        return None
+    per = {}
+    for r in diff.get("records", []):
+        key = (r["case"], r["variant"])
+        row = per.setdefault(key, {"case": r["case"], "variant": r["variant"], "runs": 0, "max_ulps": 0.0,
+                                   "explanation": "identical", "ok": True, "causes": r["causes"]})
+        row["runs"] += 1
+        u = r.get("max_ulps")
+        if not r["ok"]:
+            row["ok"] = False
+            row["explanation"] = r["explanation"]
+            row["max_ulps"] = None if u is None else max(u, row["max_ulps"] or 0.0)
+        elif row["ok"] and u is not None and u >= (row["max_ulps"] or 0.0):
+            row["max_ulps"] = u
+            if r["explanation"] != "identical":
+                row["explanation"] = r["explanation"]
+    return {
+        "pass": diff.get("pass"),
+        "device": diff.get("device"),
+        "seeds": diff.get("seeds"),
+        "failed": diff.get("failed"),
+        "variants_not_run": diff.get("variants_not_run"),
+        "failures_saved_in": diff.get("failures_saved_in"),
+        "kernels": sorted(per.values(), key=lambda x: (x["case"], x["variant"])),
+    }
+
+
+def markdown(res):
+    out = ["# Phobos GPU bundle results", ""]
+    env = res.get("environment", "")
+    out += ["```", env.strip(), "```", ""]
+    out += ["## Steps", "", "| step | status | seconds | note |", "|---|---|---|---|"]
+    for s in res["steps"]:
+        out.append(f"| {s['step']} | {s['status']} | {s['seconds']} | {s['note']} |")
+    out.append("")
+    b = res.get("benchmarks") or []
+    out += ["## Benchmarks", ""]
+    if res.get("bench_meta"):
+        m = res["bench_meta"]
+        out += [f"Device {m.get('device')}, timing: {m.get('timing')}, median of {m.get('runs')}; "
+                f"copy ceiling {fmt(m.get('copy_gbs'))} GB/s.", ""]
+    out += ["| kernel | shape | Phobos ms | GB/s | % copy | torch GB/s | % torch | Triton GB/s | % Triton | check |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in b:
+        out.append(
+            f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')} | {fmt(r['gbs'])} | {fmt(r['pct_copy'])} | "
+            f"{fmt(r['torch_gbs'])} | {fmt(r['pct_torch'])} | {fmt(r['triton_gbs'])} | {fmt(r['pct_triton'])} | {r['check']} |")
+    notes = [f"- {r['kernel']}: torch: {r['torch_note']}" for r in b if r.get("torch_note")]
+    notes += [f"- {r['kernel']}: the Triton kernel missed torch's result" for r in b if r.get("triton_ok") is False]
+    out += [""] + notes + [""]
+    d = res.get("differential")
+    out += ["## Differential check (simulator against the device)", ""]
+    if d is None:
+        out += ["No diff.json: the step did not finish.", ""]
+    else:
+        out += [f"**{'PASS' if d['pass'] else 'FAIL'}** on {d['device']}, seeds {d['seeds']}. "
+                f"Failing cases are saved in `{d['failures_saved_in']}`.", ""]
+        out += ["| case | variant | runs | max floored ulps | explanation |", "|---|---|---|---|---|"]
+        for k in d["kernels"]:
+            out.append(f"| {k['case']} | {k['variant']} | {k['runs']} | {fmt(k['max_ulps'])} | "
+                       f"{'' if k['ok'] else 'FAIL: '}{k['explanation']} |")
+        for f in d.get("failed") or []:
+            out.append(f"\n- FAILED {f['case']} (seed {f['seed']}): {f['why']}")
+        for v in d.get("variants_not_run") or []:
+            out.append(f"\n- variant {v['variant']} of {v['kernel']} never ran")
+    out.append("")
+    out.append(res.get("chart_note", ""))
+    return "\n".join(out) + "\n"
+
+
+def chart(res, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "No chart: matplotlib is not importable."
+    rows = [r for r in res.get("benchmarks") or [] if r["kernel"] != "copy_dtod" and r.get("gbs")]
+    if not rows:
+        return "No chart: no benchmark row has a time."
+    names = [r["kernel"] for r in rows]
+    series = [("Phobos", "gbs"), ("torch", "torch_gbs"), ("Triton", "triton_gbs")]
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    width = 0.27
+    for i, (label, key) in enumerate(series):
+        ax.bar([j + (i - 1) * width for j in range(len(rows))], [r.get(key) or 0 for r in rows], width, label=label)
+    copy = (res.get("bench_meta") or {}).get("copy_gbs")
+    if copy:
+        ax.axhline(copy, color="black", linestyle="--", linewidth=1, label=f"device copy {copy:.0f} GB/s")
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(names, rotation=20)
+    ax.set_ylabel("GB/s (minimum bytes moved / time)")
+    m = res.get("bench_meta") or {}
+    ax.set_title(f"Phobos GPU bundle: {m.get('device', '?')}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return "Chart: chart.png."
+
+
+def main():
+    out = sys.argv[1]
+    bench = load(os.path.join(out, "bench.json"))
+    res = {
+        "seconds": int(sys.argv[2]) if len(sys.argv) > 2 else None,
+        "steps": steps(out),
+    }
+    try:
+        with open(os.path.join(out, "environment.txt")) as f:
+            res["environment"] = f.read()
+    except OSError:
+        res["environment"] = ""
+    status = {s["step"]: s["status"] for s in res["steps"]}
+    res["example"] = {"ok": status.get("example") == "ok"}
+    res["gpu_tests"] = [s for s in res["steps"] if s["step"].startswith("gpu")]
+    res["differential"] = differential(load(os.path.join(out, "diff.json")))
+    if res["differential"] is not None:
+        res["differential"]["ok"] = status.get("diff") == "ok" and bool(res["differential"]["pass"])
+    if bench:
+        res["bench_meta"] = {k: v for k, v in bench.items() if k != "rows"}
+    res["benchmarks"] = benchmarks(bench, load(os.path.join(out, "torch.json")),
+                                   load(os.path.join(out, "triton.json")))
+    res["chart_note"] = chart(res, os.path.join(out, "chart.png"))
+    res["ok"] = all(s["status"] in ("ok", "skipped") for s in res["steps"])
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(res, f, indent=2)
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(markdown(res))
+    print(res["chart_note"])
+    print("steps: " + ", ".join(f"{s['step']} {s['status']}" for s in res["steps"]))
+    print(f"results: {os.path.join(out, 'results.md')}")
+    sys.exit(0 if res["ok"] else 1)
+
+
+if __name__ == "__main__":
+    main()

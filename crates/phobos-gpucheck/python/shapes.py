@@ -1,0 +1,53 @@
+"""The benchmark shapes, the same as phobos-bench's (src/bin/bench.rs,
+FULL and SMALL): keep the two in step."""
+
+FULL = {
+    "copy_bytes": 1 << 30,
+    "matvec": (16384, 16384),
+    "staged_rows": 1 << 20,
+    "i8": (32768, 16384),
+    "f16": (16384, 16384),
+    "rows": (16384, 8192),
+    "sum": 1 << 28,
+}
+
+SMALL = {
+    "copy_bytes": 1 << 20,
+    "matvec": (64, 512),
+    "staged_rows": 64,
+    "i8": (64, 512),
+    "f16": (64, 512),
+    "rows": (8, 512),
+    "sum": 1 << 14,
+}
+
+
+def shapes(small):
+    return SMALL if small else FULL
+
+
+def bytes_moved(name, s):
+    """The bytes each operation must move at least, as phobos-bench counts them."""
+    if name == "copy_dtod":
+        return 2 * s["copy_bytes"]
+    if name == "lanes_matvec":
+        n, k = s["matvec"]
+        return (n * k + k + n) * 4
+    if name == "staged_matvec":
+        n, k = s["staged_rows"], 256
+        return (n * k + k + n) * 4
+    if name == "i8_matvec":
+        n, k = s["i8"]
+        return n * k + k + n * 4
+    if name == "f16_gemv":
+        n, k = s["f16"]
+        return n * k * 2 + k * 2 + n * 4
+    if name == "row_softmax":
+        n, m = s["rows"]
+        return 2 * n * m * 4
+    if name == "layer_norm":
+        n, m = s["rows"]
+        return 2 * n * m * 4 + 2 * m * 4
+    if name == "sum_all":
+        return s["sum"] * 4
+    raise KeyError(name)

@@ -1,0 +1,99 @@
+"""torch equivalents of phobos-bench's kernels (cuBLAS/cuDNN-backed where
+torch uses them), on the same shapes, timed with Triton's do_bench when
+Triton is importable (median), else CUDA events (median of 30 after 3
+warm-ups). Writes {"rows": [{"kernel", "ms", "gbs", "op", "note"}]}.
+
+    python3 torch_bench.py --out torch.json [--small]
+"""
+import argparse
+import json
+import sys
+
+import torch
+
+from shapes import bytes_moved, shapes
+
+
+def median_ms(fn, runs=30):
+    try:
+        from triton.testing import do_bench
+
+        return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
+    except ImportError:
+        pass
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--small", action="store_true")
+    args = p.parse_args()
+    s = shapes(args.small)
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev).manual_seed(0)
+
+    def rnd(*shape, dtype=torch.float32):
+        return (torch.rand(*shape, device=dev, generator=g) * 2 - 1).to(dtype)
+
+    cases = []
+    n = s["copy_bytes"] // 4
+    src, dst = rnd(n), torch.empty(n, device=dev)
+    cases.append(("copy_dtod", "dst.copy_(src)", lambda: dst.copy_(src), ""))
+    n, k = s["matvec"]
+    w, x = rnd(n, k), rnd(k)
+    cases.append(("lanes_matvec", "torch.mv", lambda: torch.mv(w, x), ""))
+    n2 = s["staged_rows"]
+    w2, x2 = rnd(n2, 256), rnd(256)
+    cases.append(("staged_matvec", "torch.mv", lambda: torch.mv(w2, x2), ""))
+    n, k = s["f16"]
+    wh, xh = rnd(n, k, dtype=torch.float16), rnd(k, dtype=torch.float16)
+    cases.append(("f16_gemv", "torch.mv (f16)", lambda: torch.mv(wh, xh), "f16 output, Phobos writes f32"))
+    n, m = s["rows"]
+    xs = rnd(n, m)
+    gamma, beta = rnd(m), rnd(m)
+    cases.append(("row_softmax", "torch.softmax", lambda: torch.softmax(xs, dim=1), ""))
+    cases.append((
+        "layer_norm",
+        "F.layer_norm",
+        lambda: torch.nn.functional.layer_norm(xs, (m,), gamma, beta, eps=1e-5),
+        "",
+    ))
+    xr = rnd(s["sum"])
+    cases.append(("sum_all", "torch.sum", lambda: torch.sum(xr), ""))
+
+    rows = [{
+        "kernel": "i8_matvec",
+        "op": None,
+        "ms": None,
+        "gbs": None,
+        "note": "torch has no int8 matrix-vector product on CUDA (torch._int_mm needs M > 16)",
+    }]
+    for name, op, fn, note in cases:
+        try:
+            ms = median_ms(fn)
+            gbs = bytes_moved(name, s) / (ms * 1e6)
+            rows.append({"kernel": name, "op": op, "ms": ms, "gbs": gbs, "note": note})
+            print(f"{name:<14} {op:<16} {ms:10.4f} ms {gbs:9.1f} GB/s")
+        except Exception as e:  # one failing op must not lose the others
+            rows.append({"kernel": name, "op": op, "ms": None, "gbs": None, "note": f"failed: {e}"})
+            print(f"{name:<14} failed: {e}", file=sys.stderr)
+    info = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0), "rows": rows}
+    with open(args.out, "w") as f:
+        json.dump(info, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,560 @@
+//! `phobos-bench`: the GPU bundle's benchmarks. The memory-bound kernels
+//! Phobos exists for — the seed page's `lanes_matvec`, `i8_matvec` and
+//! `staged_matvec` (from `examples/matvec/kernels`), and this crate's row
+//! softmax, layer norm, full reduction and f16 GEMV (`kernels/`) — timed
+//! through their generated launch functions, as a user's program runs
+//! them (cubins for the GPU's architecture when the build had ptxas, else
+//! the PTX JIT-compiled by the driver).
+//!
+//! ```text
+//! phobos-bench [--small] [--runs N] [--out FILE]
+//! ```
+//!
+//! - Sizes: several times a 50–60 MB L2 (a 16384×16384 f32 matvec reads
+//!   1 GiB); `--small` uses tiny ones, for the CUDA driver stand-in or the
+//!   simulator.
+//! - Timing: CUDA events on the default stream around each launch, 3
+//!   warm-up launches, then the median of `--runs` (at least 20, the
+//!   default 30). On the simulator backend (no driver), wall-clock time.
+//! - Each result is checked once against a CPU reference in f64 before
+//!   it is timed: a wrong kernel's time means nothing.
+//! - The ceiling: a device-to-device copy (`cuMemcpyDtoD`) of the largest
+//!   working set, timed the same way in the same run. GB/s counts the
+//!   bytes a kernel must move at least (each input read once, each output
+//!   written once); `% copy` is that bandwidth over the copy's.
+//!
+//! Writes the rows as JSON to `--out` (default `bench.json`) and prints a
+//! table. Exits 1 when a kernel failed to run or missed its reference.
+
+// `lane_max` comes with the example's kernels and is not benchmarked.
+#[allow(dead_code)]
+mod kernels {
+    include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+}
+
+use cudarc::driver::{result, sys};
+use half::f16;
+use phobos_runtime::{cdiv, BackendKind, Device, Tensor};
+use serde_json::json;
+use std::process::ExitCode;
+use std::time::Instant;
+
+type Res<T> = Result<T, String>;
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Deterministic inputs in [-1, 1) (a 64-bit LCG, fast enough for 2^28).
+fn inputs(len: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// How the benchmark times work on the device.
+enum Clock {
+    /// CUDA events on the default stream (the runtime launches there).
+    Events {
+        start: sys::CUevent,
+        end: sys::CUevent,
+    },
+    /// The simulator backend has no driver: host time after a synchronize.
+    Wall,
+}
+
+impl Clock {
+    fn new(dev: &Device) -> Res<Clock> {
+        if dev.kind() != BackendKind::Cuda {
+            return Ok(Clock::Wall);
+        }
+        // The runtime holds the primary context of GPU 0; retaining it
+        // here gives this thread the same context for the events.
+        result::init().map_err(err)?;
+        let cu = result::device::get(0).map_err(err)?;
+        let ctx = unsafe { result::primary_ctx::retain(cu) }.map_err(err)?;
+        unsafe { result::ctx::set_current(ctx) }.map_err(err)?;
+        let flags = sys::CUevent_flags::CU_EVENT_DEFAULT;
+        Ok(Clock::Events {
+            start: result::event::create(flags).map_err(err)?,
+            end: result::event::create(flags).map_err(err)?,
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Clock::Events { .. } => "cuda events",
+            Clock::Wall => "wall clock",
+        }
+    }
+
+    /// Milliseconds of one call of `f`, from its first launch to the end
+    /// of its last.
+    fn time(&self, dev: &Device, f: &mut dyn FnMut() -> Res<()>) -> Res<f64> {
+        match self {
+            Clock::Events { start, end } => {
+                let null = std::ptr::null_mut();
+                unsafe { result::event::record(*start, null) }.map_err(err)?;
+                f()?;
+                unsafe { result::event::record(*end, null) }.map_err(err)?;
+                unsafe { result::event::synchronize(*end) }.map_err(err)?;
+                let ms = unsafe { result::event::elapsed(*start, *end) }.map_err(err)?;
+                Ok(f64::from(ms))
+            }
+            Clock::Wall => {
+                let t = Instant::now();
+                f()?;
+                dev.synchronize().map_err(err)?;
+                Ok(t.elapsed().as_secs_f64() * 1e3)
+            }
+        }
+    }
+
+    /// The median of `runs` timed calls after 3 warm-up calls.
+    fn median(&self, dev: &Device, runs: usize, f: &mut dyn FnMut() -> Res<()>) -> Res<f64> {
+        for _ in 0..3 {
+            f()?;
+        }
+        dev.synchronize().map_err(err)?;
+        let mut times = (0..runs)
+            .map(|_| self.time(dev, f))
+            .collect::<Res<Vec<f64>>>()?;
+        times.sort_by(f64::total_cmp);
+        Ok(times[times.len() / 2])
+    }
+}
+
+/// One benchmark's outcome.
+struct Row {
+    name: &'static str,
+    shape: String,
+    bytes: f64,
+    ms: f64,
+    max_error: f64,
+    tolerance: f64,
+}
+
+struct Bench<'a> {
+    dev: &'a Device,
+    clock: Clock,
+    runs: usize,
+}
+
+fn max_error(got: &[f32], want: &[f64]) -> f64 {
+    got.iter()
+        .zip(want)
+        .map(|(&g, &w)| (f64::from(g) - w).abs())
+        .fold(0.0, f64::max)
+}
+
+impl Bench<'_> {
+    fn up<T: phobos_runtime::Elem>(&self, v: &[T], shape: &[usize]) -> Res<Tensor<T>> {
+        self.dev.upload(v, shape).map_err(err)
+    }
+
+    fn zeros(&self, shape: &[usize]) -> Res<Tensor<f32>> {
+        self.dev.zeros(shape).map_err(err)
+    }
+
+    fn matvec_f32(&self, name: &'static str, n: usize, k: usize) -> Res<Row> {
+        let (w, x) = (inputs(n * k, 1), inputs(k, 2));
+        let (wt, xt) = (self.up(&w, &[n, k])?, self.up(&x, &[1, k])?);
+        let mut yt = self.zeros(&[1, n])?;
+        let dev = self.dev;
+        let mut launch = || -> Res<()> {
+            match name {
+                "staged_matvec" => kernels::staged_matvec(dev, cdiv(n, 4), &wt, &xt, &mut yt),
+                _ => kernels::lanes_matvec(dev, cdiv(n, 4), &wt, &xt, &mut yt),
+            }
+            .map_err(err)
+        };
+        launch()?;
+        let y = yt.to_vec().map_err(err)?;
+        let want: Vec<f64> = (0..n)
+            .map(|r| {
+                (0..k)
+                    .map(|c| f64::from(w[r * k + c]) * f64::from(x[c]))
+                    .sum()
+            })
+            .collect();
+        let max_error = max_error(&y, &want);
+        let mut launch = || -> Res<()> {
+            match name {
+                "staged_matvec" => kernels::staged_matvec(dev, cdiv(n, 4), &wt, &xt, &mut yt),
+                _ => kernels::lanes_matvec(dev, cdiv(n, 4), &wt, &xt, &mut yt),
+            }
+            .map_err(err)
+        };
+        Ok(Row {
+            name,
+            shape: format!("{n}x{k} f32"),
+            bytes: ((n * k + k + n) * 4) as f64,
+            ms: self.clock.median(dev, self.runs, &mut launch)?,
+            max_error,
+            tolerance: 1e-5 * k as f64,
+        })
+    }
+
+    fn i8_matvec(&self, n: usize, k: usize) -> Res<Row> {
+        let to_i8 = |v: Vec<f32>| -> Vec<i8> { v.iter().map(|f| (f * 127.0) as i8).collect() };
+        let (a, w) = (to_i8(inputs(k, 5)), to_i8(inputs(n * k, 6)));
+        let (at, wt) = (self.up(&a, &[1, k])?, self.up(&w, &[n, k])?);
+        let mut ct = self.zeros(&[1, n])?;
+        let dev = self.dev;
+        let mut launch = || kernels::i8_matvec(dev, cdiv(n, 8), &at, &wt, &mut ct).map_err(err);
+        launch()?;
+        drop(launch);
+        let c = ct.to_vec().map_err(err)?;
+        let want: Vec<f64> = (0..n)
+            .map(|col| {
+                (0..k)
+                    .map(|i| f64::from(a[i]) * f64::from(w[col * k + i]))
+                    .sum()
+            })
+            .collect();
+        let max_error = max_error(&c, &want);
+        let mut launch = || kernels::i8_matvec(dev, cdiv(n, 8), &at, &wt, &mut ct).map_err(err);
+        Ok(Row {
+            name: "i8_matvec",
+            shape: format!("{n}x{k} i8"),
+            bytes: (n * k + k + n * 4) as f64,
+            ms: self.clock.median(dev, self.runs, &mut launch)?,
+            max_error,
+            tolerance: 0.0,
+        })
+    }
+
+    fn f16_gemv(&self, n: usize, k: usize) -> Res<Row> {
+        let w: Vec<f16> = inputs(n * k, 8).into_iter().map(f16::from_f32).collect();
+        let x: Vec<f16> = inputs(k, 9).into_iter().map(f16::from_f32).collect();
+        let (wt, xt) = (self.up(&w, &[n, k])?, self.up(&x, &[1, k])?);
+        let mut yt = self.zeros(&[1, n])?;
+        let dev = self.dev;
+        kernels::f16_gemv(dev, &wt, &xt, &mut yt).map_err(err)?;
+        let y = yt.to_vec().map_err(err)?;
+        let want: Vec<f64> = (0..n)
+            .map(|r| {
+                (0..k)
+                    .map(|c| f64::from(w[r * k + c].to_f32()) * f64::from(x[c].to_f32()))
+                    .sum()
+            })
+            .collect();
+        Ok(Row {
+            name: "f16_gemv",
+            shape: format!("{n}x{k} f16"),
+            bytes: (n * k * 2 + k * 2 + n * 4) as f64,
+            ms: self.clock.median(dev, self.runs, &mut || {
+                kernels::f16_gemv(dev, &wt, &xt, &mut yt).map_err(err)
+            })?,
+            max_error: max_error(&y, &want),
+            tolerance: 1e-5 * k as f64,
+        })
+    }
+
+    fn row_softmax(&self, n: usize, m: usize) -> Res<Row> {
+        let x = inputs(n * m, 10);
+        let xt = self.up(&x, &[n, m])?;
+        let mut yt = self.zeros(&[n, m])?;
+        let dev = self.dev;
+        kernels::row_softmax(dev, &xt, &mut yt).map_err(err)?;
+        let y = yt.to_vec().map_err(err)?;
+        let mut want = vec![0.0; n * m];
+        for r in 0..n {
+            let row = &x[r * m..(r + 1) * m];
+            let mx = row.iter().copied().fold(f32::MIN, f32::max);
+            let s: f64 = row.iter().map(|&v| f64::from(v - mx).exp()).sum();
+            for c in 0..m {
+                want[r * m + c] = f64::from(row[c] - mx).exp() / s;
+            }
+        }
+        Ok(Row {
+            name: "row_softmax",
+            shape: format!("{n}x{m} f32"),
+            bytes: (2 * n * m * 4) as f64,
+            ms: self.clock.median(dev, self.runs, &mut || {
+                kernels::row_softmax(dev, &xt, &mut yt).map_err(err)
+            })?,
+            max_error: max_error(&y, &want),
+            tolerance: 1e-5,
+        })
+    }
+
+    fn layer_norm(&self, n: usize, m: usize) -> Res<Row> {
+        let (x, g, b) = (inputs(n * m, 11), inputs(m, 12), inputs(m, 13));
+        let (xt, gt, bt) = (
+            self.up(&x, &[n, m])?,
+            self.up(&g, &[1, m])?,
+            self.up(&b, &[1, m])?,
+        );
+        let mut yt = self.zeros(&[n, m])?;
+        let dev = self.dev;
+        kernels::layer_norm(dev, &xt, &gt, &bt, &mut yt).map_err(err)?;
+        let y = yt.to_vec().map_err(err)?;
+        let mut want = vec![0.0; n * m];
+        for r in 0..n {
+            let row = &x[r * m..(r + 1) * m];
+            let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / m as f64;
+            let var = row
+                .iter()
+                .map(|&v| (f64::from(v) - mean).powi(2))
+                .sum::<f64>()
+                / m as f64;
+            let inv = 1.0 / (var + 1e-5).sqrt();
+            for c in 0..m {
+                want[r * m + c] =
+                    (f64::from(row[c]) - mean) * inv * f64::from(g[c]) + f64::from(b[c]);
+            }
+        }
+        Ok(Row {
+            name: "layer_norm",
+            shape: format!("{n}x{m} f32"),
+            bytes: (2 * n * m * 4 + 2 * m * 4) as f64,
+            ms: self.clock.median(dev, self.runs, &mut || {
+                kernels::layer_norm(dev, &xt, &gt, &bt, &mut yt).map_err(err)
+            })?,
+            max_error: max_error(&y, &want),
+            // rsqrt.approx and the one-pass variance, on values of size ~2.
+            tolerance: 1e-4,
+        })
+    }
+
+    fn sum_all(&self, n: usize, partials: usize) -> Res<Row> {
+        let x = inputs(n, 14);
+        let xt = self.up(&x, &[n])?;
+        let mut st = self.zeros(&[partials])?;
+        let mut ot = self.zeros(&[1])?;
+        let dev = self.dev;
+        kernels::sum_partials(dev, &xt, &mut st).map_err(err)?;
+        kernels::sum_final(dev, &st, &mut ot).map_err(err)?;
+        let got = ot.to_vec().map_err(err)?;
+        let mut launch = || -> Res<()> {
+            kernels::sum_partials(dev, &xt, &mut st).map_err(err)?;
+            kernels::sum_final(dev, &st, &mut ot).map_err(err)
+        };
+        let want: f64 = x.iter().map(|&v| f64::from(v)).sum();
+        Ok(Row {
+            name: "sum_all",
+            shape: format!("{n} f32"),
+            bytes: (n * 4) as f64,
+            ms: self.clock.median(dev, self.runs, &mut launch)?,
+            max_error: max_error(&got, &[want]),
+            // f32 partial sums of ~n/threads terms each.
+            tolerance: 1e-6 * n as f64,
+        })
+    }
+
+    /// The device-to-device copy ceiling: `bytes` copied, read + written.
+    fn copy(&self, bytes: usize) -> Res<Row> {
+        let n = bytes / 4;
+        let src = self.up(&inputs(n, 15), &[n])?;
+        let mut dst = self.zeros(&[n])?;
+        let (s, d) = (src.address(), dst.address());
+        let dev = self.dev;
+        let mut copy = || -> Res<()> {
+            match self.clock {
+                Clock::Events { .. } => {
+                    unsafe { result::memcpy_dtod_sync(d, s, n * 4) }.map_err(err)
+                }
+                // The simulator backend has no driver: a kernel-free copy
+                // through the host stands in, and says so in its name.
+                Clock::Wall => dst.copy_from(&src.to_vec().map_err(err)?).map_err(err),
+            }
+        };
+        Ok(Row {
+            name: "copy_dtod",
+            shape: format!("{} MiB", bytes >> 20),
+            bytes: (2 * n * 4) as f64,
+            ms: self.clock.median(dev, self.runs, &mut copy)?,
+            max_error: 0.0,
+            tolerance: 0.0,
+        })
+    }
+}
+
+struct Sizes {
+    matvec: (usize, usize),
+    staged_rows: usize,
+    i8: (usize, usize),
+    f16: (usize, usize),
+    rows: (usize, usize),
+    sum: (usize, usize),
+    copy_bytes: usize,
+}
+
+const FULL: Sizes = Sizes {
+    matvec: (16384, 16384),
+    staged_rows: 1 << 20,
+    i8: (32768, 16384),
+    f16: (16384, 16384),
+    rows: (16384, 8192),
+    sum: (1 << 28, 1056),
+    copy_bytes: 1 << 30,
+};
+
+const SMALL: Sizes = Sizes {
+    matvec: (64, 512),
+    staged_rows: 64,
+    i8: (64, 512),
+    f16: (64, 512),
+    rows: (8, 512),
+    sum: (1 << 14, 8),
+    copy_bytes: 1 << 20,
+};
+
+fn main() -> ExitCode {
+    let mut small = false;
+    let mut runs = 30;
+    let mut out = std::path::PathBuf::from("bench.json");
+    let mut only: Option<Vec<String>> = None;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--small" => small = true,
+            "--runs" => match it.next().and_then(|v| v.parse().ok()).filter(|&r| r >= 20) {
+                Some(r) => runs = r,
+                None => {
+                    eprintln!("--runs needs a number, at least 20");
+                    return ExitCode::from(2);
+                }
+            },
+            "--only" => {
+                only = it
+                    .next()
+                    .map(|v| v.split(',').map(str::to_string).collect())
+            }
+            "--out" => match it.next() {
+                Some(p) => out = p.into(),
+                None => {
+                    eprintln!("--out needs a file");
+                    return ExitCode::from(2);
+                }
+            },
+            _ => {
+                eprintln!(
+                    "usage: phobos-bench [--small] [--runs N>=20] [--only NAME,..] [--out FILE]"
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let dev = match Device::auto() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let clock = match Clock::new(&dev) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: cannot make CUDA events: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let s = if small { SMALL } else { FULL };
+    println!(
+        "device: {} ({}, {}); timing: {}, median of {runs}",
+        dev.name(),
+        dev.kind(),
+        dev.arch_label(),
+        clock.name()
+    );
+    let b = Bench {
+        dev: &dev,
+        clock,
+        runs,
+    };
+    let all: Vec<(&str, Box<dyn Fn() -> Res<Row> + '_>)> = vec![
+        ("copy_dtod", Box::new(|| b.copy(s.copy_bytes))),
+        (
+            "lanes_matvec",
+            Box::new(|| b.matvec_f32("lanes_matvec", s.matvec.0, s.matvec.1)),
+        ),
+        (
+            "staged_matvec",
+            Box::new(|| b.matvec_f32("staged_matvec", s.staged_rows, 256)),
+        ),
+        ("i8_matvec", Box::new(|| b.i8_matvec(s.i8.0, s.i8.1))),
+        ("f16_gemv", Box::new(|| b.f16_gemv(s.f16.0, s.f16.1))),
+        (
+            "row_softmax",
+            Box::new(|| b.row_softmax(s.rows.0, s.rows.1)),
+        ),
+        ("layer_norm", Box::new(|| b.layer_norm(s.rows.0, s.rows.1))),
+        ("sum_all", Box::new(|| b.sum_all(s.sum.0, s.sum.1))),
+    ];
+    if let Some(names) = &only {
+        if let Some(bad) = names.iter().find(|n| !all.iter().any(|(a, _)| a == n)) {
+            eprintln!("--only {bad}: no such benchmark");
+            return ExitCode::from(2);
+        }
+    }
+    let results: Vec<(&str, Res<Row>)> = all
+        .iter()
+        .filter(|(name, _)| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name)))
+        .map(|(name, f)| (*name, f()))
+        .collect();
+    let copy_gbs = results.iter().find_map(|(name, r)| match r {
+        Ok(r) if *name == "copy_dtod" => Some(r.bytes / (r.ms * 1e6)),
+        _ => None,
+    });
+    println!(
+        "{:<14} {:<18} {:>10} {:>9} {:>7} {:>10}  check",
+        "kernel", "shape", "time ms", "GB/s", "% copy", "max error"
+    );
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for (name, r) in results {
+        match r {
+            Ok(r) => {
+                let gbs = r.bytes / (r.ms * 1e6);
+                let pct = copy_gbs.map(|c| 100.0 * gbs / c);
+                let ok = r.max_error <= r.tolerance;
+                failed |= !ok;
+                println!(
+                    "{:<14} {:<18} {:>10.4} {:>9.1} {:>7} {:>10.2e}  {}",
+                    r.name,
+                    r.shape,
+                    r.ms,
+                    gbs,
+                    pct.map_or("-".into(), |p| format!("{p:.1}")),
+                    r.max_error,
+                    if ok { "ok" } else { "MISMATCH" }
+                );
+                rows.push(json!({
+                    "kernel": r.name, "shape": r.shape, "bytes": r.bytes, "ms": r.ms,
+                    "gbs": gbs, "pct_copy": pct, "max_error": r.max_error,
+                    "tolerance": r.tolerance, "ok": ok,
+                }));
+            }
+            Err(e) => {
+                failed = true;
+                println!("{name:<14} failed: {e}");
+                rows.push(json!({"kernel": name, "ok": false, "error": e}));
+            }
+        }
+    }
+    let report = json!({
+        "device": dev.name(), "backend": dev.kind().to_string(), "arch": dev.arch_label(),
+        "timing": b.clock.name(), "runs": runs, "small": small,
+        "copy_gbs": copy_gbs, "rows": rows,
+    });
+    if let Err(e) = std::fs::write(
+        &out,
+        serde_json::to_string_pretty(&report).unwrap_or_default(),
+    ) {
+        eprintln!("cannot write {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,123 @@
+//! The GPU bundle, known to work before a GPU is seen: this test builds it
+//! with `scripts/gpu-bundle.sh` (release mode, in the workspace's own
+//! target directory, so a release build already there is reused, and the
+//! CI's later release builds of the example and the stand-in reuse this
+//! one) and runs the bundle's `run.sh --small` under the CUDA driver
+//! stand-in (`scripts/with-fake-gpu.sh`): the same script, the same
+//! binaries, tiny sizes and one differential seed. `results.json` must say
+//! that the example, every GPU test, the differential check and the
+//! benchmarks passed, and the report must have been written.
+//!
+//! Needs ptxas for the bundle's cubins (`PHOBOS_PTXAS`): without it the
+//! test fails in CI and is skipped, saying so, elsewhere.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the workspace root exists")
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+fn run(cmd: &mut Command) -> String {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let out = cmd
+        .env("CARGO", &cargo)
+        .env_remove("RUSTFLAGS")
+        .env_remove("PHOBOS_BACKEND")
+        .output()
+        .expect("the command runs");
+    let all = format!(
+        "status: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{all}");
+    all
+}
+
+fn step<'a>(results: &'a serde_json::Value, name: &str) -> &'a str {
+    results["steps"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["step"] == name))
+        .and_then(|s| s["status"].as_str())
+        .unwrap_or_else(|| panic!("no step {name} in results.json"))
+}
+
+#[test]
+fn the_bundle_builds_and_its_run_passes_on_the_stand_in() {
+    if std::env::var_os("PHOBOS_PTXAS").is_none() {
+        assert!(
+            !in_ci(),
+            "CI sets PHOBOS_PTXAS; the bundle needs ptxas for its cubins"
+        );
+        eprintln!("skipped: PHOBOS_PTXAS is not set (the bundle carries cubins)");
+        return;
+    }
+    let root = workspace();
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpu-bundle-test");
+    let _ = std::fs::remove_dir_all(&scratch);
+    let (bundle, results) = (scratch.join("bundle"), scratch.join("results"));
+    run(Command::new(root.join("scripts/gpu-bundle.sh")).arg(&bundle));
+    for file in [
+        "run.sh",
+        "bin/phobos-diff",
+        "bin/phobos-bench",
+        "bin/phobos-example-matvec",
+        "MANIFEST.txt",
+    ] {
+        assert!(bundle.join(file).is_file(), "the bundle lacks {file}");
+    }
+    let kernels: Vec<String> = std::fs::read_dir(bundle.join("kernels"))
+        .expect("kernels/")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    for want in [
+        "lanes_matvec.sm_80.cubin",
+        "lanes_matvec.sm_90.cubin",
+        "row_softmax.sm_90.ptx",
+    ] {
+        assert!(
+            kernels.iter().any(|k| k == want),
+            "kernels/ lacks {want}: {kernels:?}"
+        );
+    }
+
+    let log = run(Command::new(root.join("scripts/with-fake-gpu.sh"))
+        .arg(bundle.join("run.sh"))
+        .arg(&results)
+        .arg("--small"));
+    let text = std::fs::read_to_string(results.join("results.json")).expect("results.json");
+    let r: serde_json::Value = serde_json::from_str(&text).expect("results.json is JSON");
+    assert_eq!(r["example"]["ok"], true, "{log}");
+    assert_eq!(r["differential"]["ok"], true, "{log}");
+    assert_eq!(step(&r, "diff"), "ok", "{log}");
+    assert_eq!(step(&r, "bench"), "ok", "{log}");
+    assert_eq!(step(&r, "gpu-test-gpu"), "ok", "{log}");
+    assert_eq!(step(&r, "torch"), "skipped", "{log}");
+    assert_eq!(r["ok"], true, "{log}");
+    // Every corpus kernel was compared, on the stand-in, bit for bit or
+    // within its causes' tolerance.
+    let kernels = r["differential"]["kernels"].as_array().expect("kernels");
+    let corpus = std::fs::read_dir(root.join("tests/in"))
+        .expect("tests/in")
+        .count();
+    let cases: std::collections::BTreeSet<&str> =
+        kernels.iter().filter_map(|k| k["case"].as_str()).collect();
+    assert_eq!(
+        cases.len(),
+        corpus + 4,
+        "corpus files plus the example's four: {cases:?}"
+    );
+    let benches = r["benchmarks"].as_array().expect("benchmarks");
+    assert_eq!(benches.len(), 8, "{benches:?}");
+    assert!(benches.iter().all(|b| b["check"] == "ok"), "{benches:?}");
+    assert!(results.join("results.md").is_file() && results.join("log.txt").is_file());
+}

@@ -1,0 +1,1108 @@
+//! One case per corpus kernel (`tests/in/*.pho`, the seed kernels among
+//! them): dims with ragged edges (rows not a multiple of the warps per CTA,
+//! tiles past the tensor's end, grids that overshoot by a CTA or more),
+//! every `@autotune` variant, random inputs from the current seed
+//! ([`crate::sim_support::with_seed`]), and a Rust reference written from
+//! the kernel's meaning (its header comment and the language page), never
+//! from the simulator's output.
+//!
+//! Each case runs on the current executor ([`crate::executor`]): the
+//! simulator, the runtime, or both at once for the differential check
+//! against hardware (`phobos-diff`, docs/gpu-bundle.md). The tests in
+//! `tests/tests/sim_corpus.rs` and the differential runner both iterate
+//! [`CASES`]; [`corpus_cases!`](crate::corpus_cases) hands the same list of
+//! names to a macro that makes one `#[test]` per case.
+
+use crate::sim_support::{butterfly, cdiv, Case, Gen, Outcome, Scalar, Tensor};
+use half::{bf16, f16};
+use phobos_core::ast::ScalarTy;
+
+fn g1(x: u32) -> [u32; 3] {
+    [x, 1, 1]
+}
+
+/// Reference for the matvec family: y[0, r] = sum_k W[r, k] * x[0, k].
+fn matvec_ref(o: &Outcome, out: &str, n: usize, k: usize) -> Tensor {
+    let (w, x) = (o.input("W"), o.input("x"));
+    let mut y = o.expect(out);
+    for r in 0..n {
+        let s: f64 = (0..k).map(|c| w.f(r * k + c) * x.f(c)).sum();
+        y.set_f(r, s);
+    }
+    y
+}
+
+pub fn lanes_matvec() {
+    // 101 rows: not a multiple of 4 warps per CTA; 2 CTAs past the end.
+    for (n, extra) in [(101, 2), (3, 0)] {
+        let o = Case::corpus("lanes_matvec")
+            .dims(&[("N", n as i64), ("K", 256)])
+            .run(g1(cdiv(n, 4) + extra));
+        o.check("y", &matvec_ref(&o, "y", n, 256));
+    }
+}
+
+pub fn staged_matvec() {
+    for (n, extra) in [(101, 2), (2, 1)] {
+        let o = Case::corpus("staged_matvec")
+            .dims(&[("N", n as i64), ("K", 256)])
+            .run(g1(cdiv(n, 4) + extra));
+        o.check("y", &matvec_ref(&o, "y", n, 256));
+    }
+}
+
+pub fn i8_matvec() {
+    // 50 columns over 8 warps per CTA: the last CTA is ragged.
+    for (n, k, extra) in [(50, 512, 1), (9, 32, 0)] {
+        let o = Case::corpus("i8_matvec")
+            .dims(&[("N", n as i64), ("K", k as i64)])
+            .run(g1(cdiv(n, 8) + extra));
+        let (a, w) = (o.input("A"), o.input("W"));
+        let mut c = o.expect("C");
+        for col in 0..n {
+            let s: i64 = (0..k).map(|j| a.i(j) * w.i(col * k + j)).sum();
+            c.set_f(col, s as f64);
+        }
+        o.check("C", &c);
+    }
+}
+
+pub fn lane_max() {
+    let o = Case::corpus("lane_max").run(g1(1));
+    let a = o.input("A");
+    let mut want = o.expect("O");
+    want.set_f(0, (0..32).map(|i| a.f(i)).fold(f64::MIN, f64::max));
+    o.check("O", &want);
+}
+
+pub fn row_sum() {
+    for (n, m) in [(7, 1000), (2, 37)] {
+        let o = Case::corpus("row_sum")
+            .dims(&[("N", n as i64), ("M", m as i64)])
+            .run(g1(n as u32));
+        let a = o.input("A");
+        let mut y = o.expect("y");
+        for r in 0..n {
+            y.set_f(r, (0..m).map(|c| a.f(r * m + c)).sum());
+        }
+        o.check("y", &y);
+    }
+}
+
+pub fn autotune_block() {
+    for block in [64, 128] {
+        let n = 1000;
+        let o = Case::corpus("autotune_block")
+            .dims(&[("N", n as i64)])
+            .tune("BLOCK", block)
+            .run(g1(cdiv(n, block as usize) + 1));
+        assert!(o.entry.contains(&block.to_string()), "variant {}", o.entry);
+        let x = o.input("x");
+        let mut y = o.expect("y");
+        for i in 0..n {
+            y.set_f(i, 2.0 * x.f(i));
+        }
+        o.check("y", &y);
+    }
+}
+
+pub fn autotune_dim() {
+    for k in [64usize, 128] {
+        let n = 9;
+        let o = Case::corpus("autotune_dim")
+            .dims(&[("N", n as i64), ("K", k as i64)])
+            .run(g1(cdiv(n, 2) + 1));
+        let w = o.input("W");
+        let mut y = o.expect("y");
+        for r in 0..n {
+            y.set_f(r, (0..k).map(|c| w.f(r * k + c)).sum());
+        }
+        o.check("y", &y);
+    }
+}
+
+pub fn cta_forms() {
+    let g = 3;
+    let mut c = Case::corpus("cta_forms").dims(&[("G", g as i64)]);
+    c.prepare();
+    let a = c.tensors.get_mut("A").unwrap();
+    // CTA 0: a tie for the maximum at threads 77 and 5 (argmax picks 5).
+    a.set_f(5, 3.0);
+    a.set_f(77, 3.0);
+    // CTA 1: every value negative (any is false), one below -100 (all is false).
+    for t in 0..128 {
+        let v = -0.5 - a.f(128 + t).abs();
+        a.set_f(128 + t, v);
+    }
+    a.set_f(128 + 40, -150.0);
+    // CTA 2: the maximum in the last warp.
+    a.set_f(256 + 127, 2.0);
+    let o = c.run(g1(g as u32));
+    let (a, b) = (o.input("A"), o.input("B"));
+    let mut want = o.expect("O");
+    for blk in 0..g {
+        let x: Vec<f64> = (0..128).map(|t| a.f(blk * 128 + t)).collect();
+        let hi = x.iter().cloned().fold(f64::MIN, f64::max);
+        let at = x.iter().position(|v| *v == hi).unwrap();
+        let sign: f64 = x
+            .iter()
+            .map(|v| if *v < 0.0 { -1.0 } else { 1.0 })
+            .product();
+        let n = (0..128).fold(0i32, |s, t| s.wrapping_add(b.i(blk * 128 + t) as i32));
+        let row = [
+            x.iter().sum(),
+            hi,
+            x.iter().cloned().fold(f64::MAX, f64::min),
+            f64::from(u8::from(x.iter().any(|v| *v > 0.0))),
+            f64::from(u8::from(x.iter().all(|v| *v > -100.0))),
+            at as f64,
+            sign,
+            f64::from(n),
+        ];
+        for (j, v) in row.iter().enumerate() {
+            want.set_f(blk * 8 + j, *v);
+        }
+    }
+    assert_eq!(want.f(5), 5.0);
+    assert_eq!(want.f(8 + 3), 0.0);
+    assert_eq!(want.f(8 + 4), 0.0);
+    o.check("O", &want);
+}
+
+pub fn cta_softmax() {
+    for (n, m) in [(4, 1000), (2, 100)] {
+        let o = Case::corpus("cta_softmax")
+            .dims(&[("N", n as i64), ("M", m as i64)])
+            .floor(0.0)
+            .run(g1(n as u32));
+        let x = o.input("X");
+        let mut y = o.expect("Y");
+        for r in 0..n {
+            let row: Vec<f64> = (0..m).map(|c| x.f(r * m + c)).collect();
+            let mx = row.iter().cloned().fold(f64::MIN, f64::max);
+            let total: f64 = row.iter().map(|v| (v - mx).exp()).sum();
+            for (c, v) in row.iter().enumerate() {
+                y.set_f(r * m + c, (v - mx).exp() / total);
+            }
+        }
+        o.check("Y", &y);
+    }
+}
+
+pub fn cta_sum_loop() {
+    let r = 5;
+    let o = Case::corpus("cta_sum_loop")
+        .dims(&[("R", r as i64)])
+        .run(g1(1));
+    let a = o.input("A");
+    let mut want = o.expect("O");
+    for i in 0..r {
+        want.set_f(i, (0..256).map(|c| a.f(i * 256 + c)).sum());
+    }
+    o.check("O", &want);
+}
+
+pub fn dp4a_nibble() {
+    let n = 40;
+    let o = Case::corpus("dp4a_nibble")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 32) + 1));
+    let (q, x, x2) = (o.input("Q"), o.input("X"), o.input("X2"));
+    let mut d = o.expect("D");
+    for i in 0..n {
+        let mut s = 0i64;
+        for k in 0..16 {
+            let b = q.i(i * 16 + k) as i8;
+            s += i64::from(b & 15) * x.i(i * 16 + k);
+            s += i64::from((b >> 4) & 15) * x2.i(i * 16 + k);
+        }
+        d.set_i(i, s);
+    }
+    o.check("D", &d);
+}
+
+pub fn dp4a_u8() {
+    let n = 33;
+    let o = Case::corpus("dp4a_u8")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 32)));
+    let (a, b) = (o.input("A"), o.input("B"));
+    let (mut d, mut s) = (o.expect("D"), o.expect("S"));
+    for i in 0..n {
+        d.set_i(i, (0..32).map(|k| a.i(i * 32 + k) * b.i(i * 32 + k)).sum());
+        s.set_i(i, (0..32).map(|k| a.i(i * 32 + k)).sum());
+    }
+    o.check("D", &d);
+    o.check("S", &s);
+}
+
+/// Little-endian word `j` of the 16 bytes at `A[i, 0..16]`, as i32.
+fn word_of(a: &Tensor, i: usize, j: usize) -> i32 {
+    let b: Vec<u8> = (0..4).map(|k| a.i(i * 16 + 4 * j + k) as u8).collect();
+    i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// PTX-style signed dp4a: four signed byte products added to `c`.
+fn dp4a_s(a: i32, b: i32, c: i32) -> i32 {
+    let (a, b) = (a.to_le_bytes(), b.to_le_bytes());
+    (0..4).fold(c, |s, k| {
+        s.wrapping_add(i32::from(a[k] as i8) * i32::from(b[k] as i8))
+    })
+}
+
+fn dp4a_u(a: u32, b: u32, c: u32) -> u32 {
+    let (a, b) = (a.to_le_bytes(), b.to_le_bytes());
+    (0..4).fold(c, |s, k| s.wrapping_add(u32::from(a[k]) * u32::from(b[k])))
+}
+
+/// `byteperm(a, b, sel)`: byte k of the result is byte `sel`'s nibble k of
+/// the eight bytes `b:a` (a the low word).
+fn byteperm(a: u32, b: u32, sel: u32) -> u32 {
+    let bytes: Vec<u8> = a.to_le_bytes().into_iter().chain(b.to_le_bytes()).collect();
+    let out: Vec<u8> = (0..4)
+        .map(|k| bytes[((sel >> (4 * k)) & 7) as usize])
+        .collect();
+    u32::from_le_bytes([out[0], out[1], out[2], out[3]])
+}
+
+pub fn elem_word() {
+    let n = 20;
+    let o = Case::corpus("elem_word")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 32)));
+    let a = o.input("A");
+    let (mut out, mut s, mut f) = (o.expect("O"), o.expect("S"), o.expect("F"));
+    for i in 0..n {
+        let w: Vec<i32> = (0..4).map(|j| word_of(a, i, j)).collect();
+        let v = (a.i(i * 16 + 3) as i32)
+            .wrapping_add(dp4a_s(w[0], w[1], 0))
+            .wrapping_add(byteperm(w[2] as u32, w[3] as u32, 0x3210) as i32);
+        out.set_i(i, i64::from(v));
+        for k in 0..4 {
+            s.set_i(i * 4 + k, i64::from(w[3 - k]));
+        }
+        // Only F[i, 0] is stored; F[i, 1..4] stay poisoned.
+        f.set_f(i * 4, f64::from(w[0].count_ones()));
+    }
+    o.check("O", &out);
+    o.check("S", &s);
+    o.check("F", &f);
+}
+
+pub fn grid_2d() {
+    let (n, m) = (50, 70);
+    let o = Case::corpus("grid_2d")
+        .dims(&[("N", n as i64), ("M", m as i64)])
+        .run([cdiv(m, 32) + 1, cdiv(n, 8) + 1, 1]);
+    let (a, b) = (o.input("A"), o.input("B"));
+    let mut c = o.expect("C");
+    for i in 0..n * m {
+        c.set_f(i, a.f(i) + 2.0 * b.f(i));
+    }
+    o.check("C", &c);
+}
+
+pub fn grid_attr() {
+    for (n, k) in [(37, 100), (4, 31)] {
+        let case = Case::corpus("grid_attr").dims(&[("N", n as i64), ("K", k as i64)]);
+        // The grid comes from the kernel's @grid(cdiv(N, ctx.warps)).
+        let grid = case.meta_grid();
+        assert_eq!(grid, g1(cdiv(n, 4)));
+        let o = case.run(grid);
+        let a = o.input("A");
+        let mut y = o.expect("y");
+        for r in 0..n {
+            y.set_f(r, (0..k).map(|c| a.f(r * k + c)).fold(f64::MIN, f64::max));
+        }
+        o.check("y", &y);
+    }
+}
+
+pub fn int_ops() {
+    let n = 64;
+    let mut c = Case::corpus("int_ops")
+        .dims(&[("N", n as i64)])
+        .gen("A", Gen::Int(-(1 << 30), 1 << 30))
+        .gen("B", Gen::Int(-1000, 1000));
+    c.prepare();
+    let b = c.tensors.get_mut("B").unwrap();
+    for i in 0..n {
+        if b.i(i) == 0 {
+            b.set_i(i, 7);
+        }
+    }
+    b.set_i(3, -1);
+    let o = c.run(g1(cdiv(n, 32)));
+    let (ta, tb) = (o.input("A"), o.input("B"));
+    let (mut out, mut u) = (o.expect("O"), o.expect("U"));
+    for i in 0..n {
+        let (a, b) = (ta.i(i) as i32, tb.i(i) as i32);
+        let row = [
+            a / b,
+            a % b,
+            a.wrapping_shl(3),
+            a >> 2,
+            (a & b) | (a ^ 0x0F0F),
+            (a.abs() + 6) / 7,
+            a.count_ones() as i32,
+            byteperm(a as u32, b as u32, 0x5140) as i32,
+            a.min(b) - a.max(b),
+            a.abs() + -b,
+            a.wrapping_mul(b).wrapping_add(3),
+            dp4a_s(a, b, 5),
+        ];
+        for (j, v) in row.iter().enumerate() {
+            out.set_i(i * 12 + j, i64::from(*v));
+        }
+        u.set_i(i * 2, i64::from((a as u32) >> 28));
+        u.set_i(
+            i * 2 + 1,
+            i64::from((a as u32 / 10).wrapping_add(dp4a_u(a as u32, b as u32, 1))),
+        );
+    }
+    o.check("O", &out);
+    o.check("U", &u);
+}
+
+pub fn lane_any_all() {
+    let mut c = Case::corpus("lane_any_all");
+    c.prepare();
+    let a = c.tensors.get_mut("A").unwrap();
+    // Warp 0 all positive; warp 2 all non-positive but lane 9; warp 1 random
+    // except an all-positive 8-lane piece and an all-negative 4-lane piece.
+    for t in 0..96 {
+        let v = a.f(t).abs() + 0.01;
+        let positive = match t / 32 {
+            0 => true,
+            1 => match t % 32 {
+                0..=7 => true,
+                8..=11 => false,
+                _ => a.f(t) > 0.0,
+            },
+            _ => t % 32 == 9,
+        };
+        a.set_f(t, if positive { v } else { -v });
+    }
+    let o = c.run(g1(1));
+    let a = o.input("A");
+    let pos: Vec<bool> = (0..96).map(|t| a.f(t) > 0.0).collect();
+    let piece = |t: usize, w: usize| t / w * w..t / w * w + w;
+    let mut want = o.expect("O");
+    for t in 0..96 {
+        let any = piece(t, 32).any(|i| pos[i]);
+        let all = piece(t, 32).all(|i| pos[i]);
+        let any4 = piece(t, 4).any(|i| pos[i]);
+        let all8 = piece(t, 8).all(|i| pos[i]);
+        want.set_i(
+            t,
+            i64::from(any) + 2 * i64::from(all) + 4 * i64::from(any4) + 8 * i64::from(all8),
+        );
+    }
+    o.check("O", &want);
+}
+
+pub fn lane_argmax() {
+    let mut c = Case::corpus("lane_argmax").gen("B", Gen::Int(0, 3));
+    c.prepare();
+    let a = c.tensors.get_mut("A").unwrap();
+    // Ties for the maximum: lanes 17 and 3 in warp 0, lanes 30 and 8 in warp 1.
+    for t in [17, 3, 62, 40] {
+        a.set_f(t, 5.0);
+    }
+    let o = c.run(g1(1));
+    let (a, b) = (o.input("A"), o.input("B"));
+    let (mut w, mut p) = (o.expect("W"), o.expect("P"));
+    for t in 0..64 {
+        let base = t / 32 * 32;
+        let best = (base..base + 32).fold(base, |m, i| if a.f(i) > a.f(m) { i } else { m });
+        w.set_i(t, (best - base) as i64);
+        let pb = t / 4 * 4;
+        let best = (pb..pb + 4).fold(pb, |m, i| if b.i(i) > b.i(m) { i } else { m });
+        p.set_i(t, (best - pb) as i64);
+    }
+    assert_eq!(w.i(0), 3);
+    assert_eq!(w.i(33), 8);
+    o.check("W", &w);
+    o.check("P", &p);
+}
+
+pub fn lane_f16_sum() {
+    let o = Case::corpus("lane_f16_sum").run(g1(1));
+    let (a, b, cc) = (o.input("A"), o.input("B"), o.input("C"));
+    let (mut h, mut d, mut l) = (o.expect("H"), o.expect("D"), o.expect("L"));
+    // f16 sums round after every add, in the page's butterfly order.
+    let av: Vec<f16> = (0..32).map(|t| f16::from_f64(a.f(t))).collect();
+    let hs = butterfly(&av, 8, |x, y| f16::from_f32(x.to_f32() + y.to_f32()));
+    let bv: Vec<f64> = (0..32).map(|t| b.f(t)).collect();
+    let ds = butterfly(&bv, 32, f64::max);
+    let cv: Vec<i64> = (0..32).map(|t| cc.i(t)).collect();
+    let ls = butterfly(&cv, 32, i64::wrapping_add);
+    for t in 0..32 {
+        h.set_f(t, hs[t].to_f64());
+        d.set_f(t, ds[t]);
+        l.set_i(t, ls[t]);
+    }
+    o.check("H", &h);
+    o.check("D", &d);
+    o.check("L", &l);
+}
+
+pub fn lane_min_max_int() {
+    let o = Case::corpus("lane_min_max_int").run(g1(1));
+    let (a, b) = (o.input("A"), o.input("B"));
+    let (mut mx, mut mn, mut ub) = (o.expect("MX"), o.expect("MN"), o.expect("UB"));
+    let av: Vec<i32> = (0..64).map(|t| a.i(t) as i32).collect();
+    let bv: Vec<u32> = (0..64).map(|t| b.i(t) as u32).collect();
+    let m1 = butterfly(&av, 32, i32::max);
+    let m2 = butterfly(&av, 16, i32::min);
+    let u1 = butterfly(&bv, 4, u32::max);
+    let u2 = butterfly(&bv, 32, u32::min);
+    for t in 0..64 {
+        mx.set_i(t, i64::from(m1[t]));
+        mn.set_i(t, i64::from(m2[t]));
+        ub.set_i(t, i64::from(u1[t].wrapping_add(u2[t])));
+    }
+    o.check("MX", &mx);
+    o.check("MN", &mn);
+    o.check("UB", &ub);
+}
+
+pub fn lane_reduce() {
+    let o = Case::corpus("lane_reduce").run(g1(1));
+    let (a, b) = (o.input("A"), o.input("B"));
+    let (mut r, mut q, mut i) = (o.expect("R"), o.expect("Q"), o.expect("I"));
+    for t in 0..64 {
+        let p4 = t / 4 * 4;
+        let w = t / 32 * 32;
+        r.set_f(t, (p4..p4 + 4).map(|k| a.f(k)).product());
+        q.set_f(t, (w..w + 32).map(|k| a.f(k).abs()).fold(0.0, f64::max));
+        i.set_i(t, (w..w + 32).fold(0, |s, k| s | b.i(k)));
+    }
+    o.check("R", &r);
+    o.check("Q", &q);
+    o.check("I", &i);
+}
+
+pub fn lane_sum_width() {
+    let o = Case::corpus("lane_sum_width").run(g1(2));
+    let a = o.input("A");
+    let (mut s8, mut s32, mut s2) = (o.expect("S8"), o.expect("S32"), o.expect("S2"));
+    for t in 0..128 {
+        let piece = |w: usize| (t / w * w..t / w * w + w).map(|k| a.f(k)).sum::<f64>();
+        s8.set_f(t, piece(8));
+        s32.set_f(t, piece(32));
+        s2.set_f(t, piece(2));
+    }
+    o.check("S8", &s8);
+    o.check("S32", &s32);
+    o.check("S2", &s2);
+}
+
+pub fn loops() {
+    let n = 70;
+    let o = Case::corpus("loops")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 32) + 1));
+    let mut want = o.expect("O");
+    for i in 0..n as i64 {
+        let mut s = 0;
+        let mut j = i;
+        while j > -1 {
+            s += j;
+            j -= 3;
+        }
+        for a in 0..3 {
+            for b in 0..i % 4 {
+                s += a * b;
+            }
+        }
+        if i % 3 == 0 {
+            s += 100;
+        } else if i % 3 == 1 {
+            s -= 100;
+        } else {
+            s *= 2;
+        }
+        want.set_i(i as usize, s);
+    }
+    o.check("O", &want);
+}
+
+pub fn math_f32() {
+    let n = 100;
+    let o = Case::corpus("math_f32")
+        .dims(&[("N", n as i64)])
+        .gen("A", Gen::Float(0.05, 4.0))
+        .run(g1(cdiv(n, 64) + 1));
+    let a = o.input("A");
+    let mut out = o.expect("O");
+    for i in 0..n {
+        let x = a.f(i);
+        let row = [
+            x.sqrt(),
+            1.0 / x.sqrt(),
+            x.exp(),
+            x.exp2(),
+            x.ln(),
+            x.log2(),
+            x.sin(),
+            x.cos(),
+            x.tanh(),
+            x.floor(),
+            x.ceil(),
+            x.abs(),
+            x * 2.0 + 1.0,
+            x.min(1.0) + x.max(2.0),
+            x % 0.75,
+            -x / 3.0,
+        ];
+        for (j, v) in row.iter().enumerate() {
+            out.set_f(i * 16 + j, *v);
+        }
+    }
+    o.check("O", &out);
+}
+
+pub fn rank3() {
+    let (b, r, c) = (3, 20, 33);
+    let o = Case::corpus("rank3")
+        .dims(&[("B", b as i64), ("R", r as i64), ("C", c as i64)])
+        .run(g1(cdiv(b * r, 64) + 1));
+    let x = o.input("X");
+    let mut out = o.expect("O");
+    for i in 0..b * r {
+        out.set_f(i, (0..c).map(|k| x.f(i * c + k)).sum());
+    }
+    o.check("O", &out);
+}
+
+pub fn run_column() {
+    let m = 100;
+    let o = Case::corpus("run_column")
+        .dims(&[("M", m as i64)])
+        .run(g1(cdiv(m, 64)));
+    let (a, b) = (o.input("A"), o.input("B"));
+    let mut y = o.expect("y");
+    for c in 0..m {
+        y.set_f(c, (0..4).map(|r| a.f(r * m + c) * b.f(r * m + c)).sum());
+    }
+    o.check("y", &y);
+}
+
+pub fn run_f16() {
+    let (n, k) = (10, 512);
+    // Multiples of 1/8 below 2 in magnitude: every partial sum of a run of
+    // 8 is exact in f16, so the reference does not depend on the order
+    // of the additions inside `sum`.
+    let mut c = Case::corpus("run_f16").dims(&[("N", n as i64), ("K", k as i64)]);
+    c.prepare();
+    let w = c.tensors.get_mut("W").unwrap();
+    for i in 0..w.len() {
+        let v = (w.f(i) * 16.0).round() / 8.0;
+        w.set_f(i, v);
+    }
+    let o = c.run(g1(cdiv(n, 4) + 1));
+    let w = o.input("W");
+    let mut y = o.expect("y");
+    for r in 0..n {
+        y.set_f(r, (0..k).map(|j| w.f(r * k + j)).sum());
+    }
+    o.check("y", &y);
+}
+
+pub fn run_long() {
+    let n = 50;
+    let o = Case::corpus("run_long")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 32)));
+    let a = o.input("A");
+    let (mut y, mut z) = (o.expect("y"), o.expect("Z"));
+    for i in 0..n {
+        y.set_f(i, (0..16).map(|k| a.f(i * 16 + k) * 0.5).sum());
+        for k in 0..16 {
+            z.set_f(i * 16 + k, a.f(i * 16 + k) * 2.0);
+        }
+    }
+    o.check("y", &y);
+    o.check("Z", &z);
+}
+
+pub fn run_store() {
+    let (n, k) = (8, 64);
+    let alpha = 0.75f32;
+    let o = Case::corpus("run_store")
+        .dims(&[("N", n as i64), ("K", k as i64)])
+        .scalar("alpha", Scalar::F32(alpha))
+        .run(g1(cdiv(n * k / 4, 64) + 1));
+    let x = o.input("X");
+    let (mut y, mut y2) = (o.expect("Y"), o.expect("Y2"));
+    for i in 0..n * k {
+        y.set_f(i, x.f(i) * f64::from(alpha) + 1.0);
+        // Only element 2 of each 4-run is stored; the rest stay poisoned.
+        if i % 4 == 2 {
+            y2.set_f(i, f64::from(alpha));
+        }
+    }
+    o.check("Y", &y);
+    o.check("Y2", &y2);
+}
+
+pub fn run_unaligned() {
+    let (n, k) = (40, 7);
+    let o = Case::corpus("run_unaligned")
+        .dims(&[("N", n as i64), ("K", k as i64)])
+        .run(g1(cdiv(n, 32)));
+    let a = o.input("A");
+    let mut y = o.expect("y");
+    for i in 0..n {
+        y.set_f(i, (1..5).map(|c| a.f(i * k + c)).sum());
+    }
+    o.check("y", &y);
+}
+
+pub fn saxpy() {
+    let n = 777;
+    let mut c = Case::corpus("saxpy")
+        .dims(&[("N", n as i64)])
+        .scalar("alpha", Scalar::F32(2.5));
+    // Y is read and written in place: it starts random, not poisoned.
+    let y0 = Tensor::random(ScalarTy::F32, &[n], Gen::Full, &mut c.rng);
+    let o = c.init("Y", y0).run(g1(cdiv(n, 256) + 1));
+    let (x, y0) = (o.input("X"), o.input("Y"));
+    let mut y = o.expect("Y");
+    for i in 0..n {
+        y.set_f(i, 2.5 * x.f(i) + y0.f(i));
+    }
+    o.check("Y", &y);
+}
+
+pub fn scalars() {
+    for flag in [true, false] {
+        let n = 100;
+        let o = Case::corpus("scalars")
+            .dims(&[("N", n as i64)])
+            .gen("A", Gen::Int(-10_000, 10_000))
+            .scalar("k", Scalar::I32(3))
+            .scalar("bias_i", Scalar::I32(-7))
+            .scalar("scale", Scalar::F32(0.5))
+            .scalar("flag", Scalar::Bool(flag))
+            .scalar("shift", Scalar::U8(9))
+            .scalar("big", Scalar::F64(1.5))
+            .run(g1(cdiv(n, 64) + 1));
+        let a = o.input("A");
+        let mut out = o.expect("O");
+        for i in 0..n {
+            let v = (a.i(i) * 3 - 7) as f64 * 0.5;
+            out.set_f(i, if flag { v } else { -1.0 } + 9.0 + 1.5);
+        }
+        o.check("O", &out);
+    }
+}
+
+/// The lane `t` reads from in a shuffle within pieces of `width` lanes,
+/// given the source index within the piece; its own lane when the source
+/// lies outside the piece.
+fn src_in_piece(t: usize, width: usize, src: i64) -> usize {
+    if (0..width as i64).contains(&src) {
+        t / width * width + src as usize
+    } else {
+        t
+    }
+}
+
+pub fn shfl_down_up() {
+    let o = Case::corpus("shfl_down_up")
+        .gen("S", Gen::Int(-40, 40))
+        .run(g1(1));
+    let (a, s) = (o.input("A"), o.input("S"));
+    let mut outs: Vec<Tensor> = ["D3", "U5", "DW", "UV", "DV"]
+        .iter()
+        .map(|n| o.expect(n))
+        .collect();
+    for t in 0..64 {
+        let lane = |w: usize| (t % w) as i64;
+        let st = s.i(t);
+        let srcs = [
+            src_in_piece(t, 32, lane(32) + 3),
+            src_in_piece(t, 32, lane(32) - 5),
+            src_in_piece(t, 8, lane(8) + 1),
+            src_in_piece(t, 16, lane(16) - st),
+            src_in_piece(t, 32, lane(32) + st),
+        ];
+        for (out, src) in outs.iter_mut().zip(srcs) {
+            out.set_f(t, a.f(src));
+        }
+    }
+    for (n, want) in ["D3", "U5", "DW", "UV", "DV"].iter().zip(&outs) {
+        o.check(n, want);
+    }
+}
+
+pub fn shfl_from() {
+    let o = Case::corpus("shfl_from")
+        .gen("S", Gen::Int(-10, 40))
+        .run(g1(1));
+    let (a, s) = (o.input("A"), o.input("S"));
+    let names = ["B0", "P", "V", "W"];
+    let mut outs: Vec<Tensor> = names.iter().map(|n| o.expect(n)).collect();
+    for t in 0..64 {
+        let srcs = [
+            src_in_piece(t, 32, 0),
+            src_in_piece(t, 4, 3),
+            src_in_piece(t, 32, s.i(t)),
+            src_in_piece(t, 8, s.i(t)),
+        ];
+        for (out, src) in outs.iter_mut().zip(srcs) {
+            out.set_f(t, a.f(src));
+        }
+    }
+    for (n, want) in names.iter().zip(&outs) {
+        o.check(n, want);
+    }
+}
+
+pub fn shfl_xor() {
+    let o = Case::corpus("shfl_xor")
+        .gen("M", Gen::Int(-4, 20))
+        .run(g1(1));
+    let (a, m) = (o.input("A"), o.input("M"));
+    let names = ["X1", "X16", "W", "V"];
+    let mut outs: Vec<Tensor> = names.iter().map(|n| o.expect(n)).collect();
+    for t in 0..64 {
+        let lane = |w: usize| (t % w) as i64;
+        let srcs = [
+            src_in_piece(t, 32, lane(32) ^ 1),
+            src_in_piece(t, 32, lane(32) ^ 16),
+            src_in_piece(t, 4, lane(4) ^ 2),
+            src_in_piece(t, 8, lane(8) ^ m.i(t)),
+        ];
+        for (out, src) in outs.iter_mut().zip(srcs) {
+            out.set_f(t, a.f(src));
+        }
+    }
+    for (n, want) in names.iter().zip(&outs) {
+        o.check(n, want);
+    }
+}
+
+pub fn shfl_types() {
+    let o = Case::corpus("shfl_types").run(g1(1));
+    let names = ["D", "L", "H", "K", "Y"];
+    let mut outs: Vec<Tensor> = names.iter().map(|n| o.expect(n)).collect();
+    let (a, b, c, e, g) = (
+        o.input("A"),
+        o.input("B"),
+        o.input("C"),
+        o.input("E"),
+        o.input("G"),
+    );
+    for t in 0..32 {
+        let l = t as i64;
+        outs[0].set_f(t, b.f(src_in_piece(t, 32, l ^ 3)));
+        outs[1].set_i(t, c.i(src_in_piece(t, 32, l + 1)));
+        outs[2].set_f(t, e.f(src_in_piece(t, 32, 5)));
+        outs[3].set_i(t, i64::from(a.f(src_in_piece(t, 32, l - 1)) > 0.0));
+        outs[4].set_i(t, g.i(src_in_piece(t, 32, l ^ 7)));
+    }
+    for (n, want) in names.iter().zip(&outs) {
+        o.check(n, want);
+    }
+}
+
+pub fn short_circuit() {
+    let n = 100;
+    // Three CTAs of 64 over-cover N = 100; elements that are neither > 0
+    // nor < -5 stay poisoned.
+    let o = Case::corpus("short_circuit")
+        .dims(&[("N", n as i64)])
+        .gen("A", Gen::Float(-10.0, 10.0))
+        .run(g1(cdiv(n, 64) + 1));
+    let a = o.input("A");
+    let mut want = o.expect("O");
+    let mut untouched = 0;
+    for i in 0..n {
+        if a.f(i) < -5.0 {
+            want.set_i(i, 2);
+        } else if a.f(i) > 0.0 {
+            want.set_i(i, 1);
+        } else {
+            untouched += 1;
+        }
+    }
+    assert!(
+        untouched > 0,
+        "the input should leave some elements unwritten"
+    );
+    o.check("O", &want);
+}
+
+/// f16 addition rounding to f16.
+fn hadd(a: f64, b: f64) -> f64 {
+    f16::from_f64(a + b).to_f64()
+}
+
+pub fn tile_f16_halo() {
+    let n = 300;
+    let o = Case::corpus("tile_f16_halo")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 128)));
+    let x = o.input("x");
+    let at = |i: i64| {
+        if (0..n as i64).contains(&i) {
+            x.f(i as usize)
+        } else {
+            0.0
+        }
+    };
+    let mut y = o.expect("y");
+    for i in 0..n as i64 {
+        y.set_f(i as usize, hadd(hadd(at(i - 1), at(i)), at(i + 1)));
+    }
+    o.check("y", &y);
+}
+
+pub fn tile_i8() {
+    let n = 70;
+    let o = Case::corpus("tile_i8")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 64) + 1));
+    let (q, v) = (o.input("Q"), o.input("V"));
+    let mut y = o.expect("y");
+    for r in 0..n {
+        y.set_i(r, (0..64).map(|k| q.i(r * 64 + k) * v.i(k)).sum());
+    }
+    o.check("y", &y);
+}
+
+pub fn tile_lut() {
+    let n = 100;
+    let o = Case::corpus("tile_lut")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 64) + 1));
+    let (l, x) = (o.input("L"), o.input("X"));
+    let mut y = o.expect("y");
+    for i in 0..n {
+        y.set_f(i, (0..16).map(|k| l.f(k) * x.f(i * 16 + k)).sum());
+    }
+    o.check("y", &y);
+}
+
+pub fn tile_ragged() {
+    let (n, m) = (37, 70);
+    // One CTA column and row past the end: their tiles lie wholly outside.
+    let o = Case::corpus("tile_ragged")
+        .dims(&[("N", n as i64), ("M", m as i64)])
+        .run([cdiv(m, 32) + 1, cdiv(n, 16) + 1, 1]);
+    let a = o.input("A");
+    let mut b = o.expect("B");
+    for i in 0..n * m {
+        b.set_f(i, 2.0 * a.f(i));
+    }
+    o.check("B", &b);
+}
+
+pub fn tile_reuse() {
+    let o = Case::corpus("tile_reuse").run(g1(1));
+    let (a, b) = (o.input("A"), o.input("B"));
+    let mut y = o.expect("y");
+    for t in 0..256 {
+        y.set_f(t, a.f((t + 255) % 256) + b.f((t + 1) % 256));
+    }
+    o.check("y", &y);
+}
+
+pub fn tile_transpose() {
+    let (n, m) = (45, 70);
+    let o = Case::corpus("tile_transpose")
+        .dims(&[("N", n as i64), ("M", m as i64)])
+        .run([cdiv(m, 32) + 1, cdiv(n, 32) + 1, 1]);
+    let a = o.input("A");
+    let mut b = o.expect("B");
+    for r in 0..n {
+        for c in 0..m {
+            b.set_f(c * n + r, a.f(r * m + c));
+        }
+    }
+    o.check("B", &b);
+}
+
+pub fn tile_write() {
+    let o = Case::corpus("tile_write").run(g1(1));
+    let x = o.input("X");
+    let mut y = o.expect("y");
+    for t in 0..128 {
+        y.set_f(t, 3.0 * x.f((t + 7) % 128));
+    }
+    o.check("y", &y);
+}
+
+pub fn types_bf16() {
+    let n = 300;
+    let o = Case::corpus("types_bf16")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 128)));
+    let (a, b) = (o.input("A"), o.input("B"));
+    let (mut out, mut f) = (o.expect("O"), o.expect("F"));
+    for i in 0..n {
+        out.set_f(i, bf16::from_f64(a.f(i).max(b.f(i)) * 2.0).to_f64());
+        // bf16 + bf16 rounds to bf16 before the conversion to f32.
+        f.set_f(i, bf16::from_f64(a.f(i) + b.f(i)).to_f64());
+    }
+    o.check("O", &out);
+    o.check("F", &f);
+}
+
+pub fn types_bool() {
+    let n = 90;
+    let o = Case::corpus("types_bool")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 32)));
+    let (a, k) = (o.input("A"), o.input("K"));
+    let (mut m, mut c) = (o.expect("M"), o.expect("C"));
+    for i in 0..n {
+        let kk = k.i(i) != 0;
+        let mm = a.f(i) > 0.0 && !kk;
+        m.set_i(i, i64::from(mm));
+        c.set_i(i, if mm || kk { 1 } else { 2 } + i64::from(mm != kk));
+    }
+    o.check("M", &m);
+    o.check("C", &c);
+}
+
+pub fn types_f16() {
+    let n = 500;
+    let o = Case::corpus("types_f16")
+        .dims(&[("N", n as i64)])
+        .gen("A", Gen::Float(-8.0, 8.0))
+        .gen("B", Gen::Float(-8.0, 8.0))
+        .run(g1(cdiv(n, 128)));
+    let (a, b) = (o.input("A"), o.input("B"));
+    let (mut out, mut f) = (o.expect("O"), o.expect("F"));
+    for i in 0..n {
+        let p = f16::from_f64(a.f(i) * b.f(i)).to_f64();
+        out.set_f(i, hadd(p, 1.5));
+        f.set_f(i, f64::from((a.f(i) as f32) - (b.f(i) as f32)));
+    }
+    o.check("O", &out);
+    o.check("F", &f);
+}
+
+pub fn types_f64() {
+    let n = 100;
+    let o = Case::corpus("types_f64")
+        .dims(&[("N", n as i64)])
+        .gen("A", Gen::Float(0.0, 100.0))
+        .run(g1(cdiv(n, 64) + 1));
+    let a = o.input("A");
+    let (mut out, mut iv) = (o.expect("O"), o.expect("I"));
+    for i in 0..n {
+        let x = a.f(i);
+        out.set_f(i, x.sqrt() * 1e-3 + x / 3.0);
+        iv.set_i(i, x.floor() as i64);
+    }
+    o.check("O", &out);
+    o.check("I", &iv);
+}
+
+pub fn types_i16_u16() {
+    let n = 200;
+    let o = Case::corpus("types_i16_u16")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 64) + 1));
+    let a = o.input("A");
+    let (mut s, mut u, mut f) = (o.expect("S"), o.expect("U"), o.expect("F"));
+    for i in 0..n {
+        let x = a.i(i) as i16;
+        s.set_i(i, i64::from(x.wrapping_mul(300).wrapping_sub(5)));
+        u.set_i(i, i64::from(x as u16 / 3));
+        f.set_f(i, f64::from(x) * 0.5);
+    }
+    o.check("S", &s);
+    o.check("U", &u);
+    o.check("F", &f);
+}
+
+pub fn types_i64_u64() {
+    let n = 100;
+    let o = Case::corpus("types_i64_u64")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 32) + 1));
+    let a = o.input("A");
+    let (mut s, mut u, mut l) = (o.expect("S"), o.expect("U"), o.expect("L"));
+    for i in 0..n {
+        let x = a.i(i);
+        s.set_i(
+            i,
+            x.wrapping_mul(x)
+                .wrapping_add((i as i64) << 33)
+                .wrapping_sub(x / 7)
+                .wrapping_add(x % 5),
+        );
+        u.set_i(i, (((x as u64) >> 3) ^ 255) as i64);
+        l.set_i(i, i64::from((x as i32).wrapping_add(i32::from(x > 0))));
+    }
+    o.check("S", &s);
+    o.check("U", &u);
+    o.check("L", &l);
+}
+
+pub fn types_i8_u8() {
+    let n = 300;
+    let o = Case::corpus("types_i8_u8")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 32)));
+    let (a, b) = (o.input("A"), o.input("B"));
+    let (mut s, mut u, mut w) = (o.expect("S"), o.expect("U"), o.expect("W"));
+    for i in 0..n {
+        let (x, y) = (a.i(i) as i8, b.i(i) as u8);
+        s.set_i(i, i64::from(x.wrapping_mul(3).wrapping_add(100)));
+        u.set_i(i, i64::from(y.wrapping_mul(7).wrapping_add(200)));
+        w.set_i(
+            i,
+            i64::from(x) + i64::from(y) + i64::from(x >> 2) + i64::from(y >> 3),
+        );
+    }
+    o.check("S", &s);
+    o.check("U", &u);
+    o.check("W", &w);
+}
+
+pub fn vec_add() {
+    let n = 1000;
+    let o = Case::corpus("vec_add")
+        .dims(&[("N", n as i64)])
+        .run(g1(cdiv(n, 128) + 2));
+    let (a, b) = (o.input("A"), o.input("B"));
+    let mut c = o.expect("C");
+    for i in 0..n {
+        c.set_f(i, a.f(i) + b.f(i));
+    }
+    o.check("C", &c);
+}
+/// Calls macro `$m` with the name of every case, so a test file can make
+/// one `#[test]` per case from the one list.
+#[macro_export]
+macro_rules! corpus_cases {
+    ($m:ident) => {
+        $m! {
+            autotune_block, autotune_dim, cta_forms, cta_softmax, cta_sum_loop,
+            dp4a_nibble, dp4a_u8, elem_word, grid_2d, grid_attr, i8_matvec, int_ops,
+            lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
+            lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
+            row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
+            scalars, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
+            staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
+            tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,
+            types_i16_u16, types_i64_u64, types_i8_u8, vec_add,
+        }
+    };
+}
+
+macro_rules! cases_table {
+    ($($name:ident),* $(,)?) => {
+        /// Every case, by corpus file name.
+        pub const CASES: &[(&str, fn())] = &[$((stringify!($name), $name)),*];
+    };
+}
+
+corpus_cases!(cases_table);
