@@ -245,3 +245,194 @@ fn a_hoisted_fn_argument_under_a_varying_if_stays_under_its_condition() {
     let o = c.run([1, 1, 1]);
     o.check("Y", &Tensor::from_f32(&[128], &want));
 }
+
+/// A barrier that sits inside a branch or a loop body may not run: the
+/// branch may not be taken, the loop may run zero times. It must not stand
+/// in for a barrier between accesses before and after it (found by
+/// phobos-fuzz, `tests/fuzz-cases/barrier-in-*.pho`). Each kernel copies a
+/// tile, reaches a CTA collective (whose barriers the old analysis took as
+/// separating the copy from what follows) only under control that skips
+/// it at run time, then reads another thread's element of the tile, or
+/// writes the tile after reading it. Run with racecheck on (a missing
+/// barrier is a hazard) and off (the values must still be right).
+const SKIPPED: &[(&str, &str)] = &[
+    (
+        "an untaken if",
+        r#"
+@launch(64)
+kernel k(X: tensor<i32>[64], S: tensor<i32>[64], Y: tensor<i32>[64], n: i32) {
+  var t = X[0 :+ 64]
+  if n > 0 {
+    S[ctx.thread] = sum<over ctx.thread>(ctx.thread)
+  }
+  Y[ctx.thread] = t[(ctx.thread + 1) % 64]
+}
+"#,
+    ),
+    (
+        "the branch not taken of an if-else",
+        r#"
+@launch(64)
+kernel k(X: tensor<i32>[64], S: tensor<i32>[64], Y: tensor<i32>[64], n: i32) {
+  var t = X[0 :+ 64]
+  if n == 0 {
+    S[ctx.thread] = 1
+  } else {
+    S[ctx.thread] = max<over ctx.thread>(ctx.thread)
+  }
+  Y[ctx.thread] = t[(ctx.thread + 1) % 64]
+}
+"#,
+    ),
+    (
+        "a zero-trip loop",
+        r#"
+@launch(64)
+kernel k(X: tensor<i32>[64], S: tensor<i32>[64], Y: tensor<i32>[64], n: i32) {
+  var t = X[0 :+ 64]
+  for j in range(0, n) {
+    S[ctx.thread] = sum<over ctx.thread>(j)
+  }
+  Y[ctx.thread] = t[(ctx.thread + 1) % 64]
+}
+"#,
+    ),
+    (
+        "an untaken if nested in a loop",
+        r#"
+@launch(64)
+kernel k(X: tensor<i32>[64], S: tensor<i32>[64], Y: tensor<i32>[64], n: i32) {
+  var t = X[0 :+ 64]
+  for j in range(0, 2) {
+    if n > j {
+      S[ctx.thread] = sum<over ctx.thread>(j)
+    }
+  }
+  Y[ctx.thread] = t[(ctx.thread + 1) % 64]
+}
+"#,
+    ),
+    (
+        "a fn called in an untaken if",
+        r#"
+fn total(x) = sum<over ctx.thread>(x)
+@launch(64)
+kernel k(X: tensor<i32>[64], S: tensor<i32>[64], Y: tensor<i32>[64], n: i32) {
+  var t = X[0 :+ 64]
+  if n > 0 {
+    S[ctx.thread] = total(ctx.thread) + 1
+  }
+  Y[ctx.thread] = t[(ctx.thread + 1) % 64]
+}
+"#,
+    ),
+    (
+        "a write after a read across an untaken if",
+        r#"
+@launch(64)
+kernel k(X: tensor<i32>[64], S: tensor<i32>[64], Y: tensor<i32>[64], n: i32) {
+  var t = X[0 :+ 64]
+  let v = t[(ctx.thread + 1) % 64]
+  if n > 0 {
+    S[ctx.thread] = sum<over ctx.thread>(v)
+  }
+  t[ctx.thread] = 0
+  Y[ctx.thread] = v + t[ctx.thread]
+}
+"#,
+    ),
+    (
+        "a loop that runs once, its barrier in an untaken if",
+        r#"
+@launch(64)
+kernel k(X: tensor<i32>[64], S: tensor<i32>[64], Y: tensor<i32>[64], n: i32) {
+  var t = X[0 :+ 64]
+  for j in range(0, 1) {
+    if n > 0 {
+      S[ctx.thread] = sum<over ctx.thread>(j)
+    }
+  }
+  Y[ctx.thread] = t[(ctx.thread + 1) % 64]
+}
+"#,
+    ),
+];
+
+#[test]
+fn a_barrier_in_a_branch_or_loop_that_is_skipped_does_not_fence_around_it() {
+    use phobos_conformance::sim_support::Scalar;
+    let x: Vec<i32> = (0..64).map(|i| 1000 + 7 * i).collect();
+    let want: Vec<i32> = (0..64).map(|i| x[(i + 1) % 64]).collect();
+    for (what, src) in SKIPPED {
+        for checks in [true, false] {
+            let c = run(src, "k.pho", "k", checks, &[("X", Tensor::from_i32(&[64], &x))])
+                .scalar("n", Scalar::I32(0));
+            let o = c
+                .launch([1, 1, 1])
+                .unwrap_or_else(|b| panic!("{what} (checks {checks}): {}", b.1));
+            if let Err(e) = o.compare("Y", &Tensor::from_i32(&[64], &want)) {
+                panic!("{what} (checks {checks}): {e}");
+            }
+        }
+    }
+}
+
+/// A loop whose bound reads the tile its body writes, unrolled by the
+/// compiler (its body reads a tensor): the barrier after the bound must
+/// survive unrolling, which moves the bound into statements before the
+/// loop. Threads 32..63 write elements 31..0 (`63 - ctx.thread`, one
+/// element per thread), element 0 included, which every thread read for
+/// the bound. This was refused with P0802.
+const UNROLLED_BOUND: &str = r#"
+@launch(64)
+kernel k(X: tensor<i32>[64], A: tensor<i32>[64], Y: tensor<i32>[64]) {
+  var t = X[0 :+ 64]
+  for j in range(0, t[0]) {
+    if ctx.thread >= 32 {
+      t[63 - ctx.thread] = A[j & 63] + j
+    }
+  }
+  Y[ctx.thread] = t[ctx.thread]
+}
+"#;
+
+/// The scan unrolled by hand (`unroll 2`): each copy of the statement
+/// keeps its barrier between the reads and the write.
+const UNROLLED_SCAN: &str = r#"
+@launch(256)
+kernel scan(X: tensor<f32>[1, 256], Y: tensor<f32>[256]) {
+  var t = X[0 :+ 1, 0 :+ 256]
+  let i = ctx.thread
+  for k in range(0, 8) unroll 2 {
+    let d = 1 << k
+    t[0, i] = t[0, i] + select(i >= d, t[0, max(i - d, 0)], 0.0)
+  }
+  Y[i] = t[0, i]
+}
+"#;
+
+#[test]
+fn barriers_after_a_tile_read_survive_loop_unrolling() {
+    let mut x: Vec<i32> = (0..64).map(|i| 1000 + i).collect();
+    x[0] = 3;
+    let a: Vec<i32> = (0..64).map(|i| 7 * i - 50).collect();
+    let want: Vec<i32> = (0..64)
+        .map(|i| if i < 32 { a[2] + 2 } else { x[i] })
+        .collect();
+    for checks in [true, false] {
+        let c = run(UNROLLED_BOUND, "k.pho", "k", checks, &[])
+            .init("X", Tensor::from_i32(&[64], &x))
+            .init("A", Tensor::from_i32(&[64], &a));
+        c.run([1, 1, 1]).check("Y", &Tensor::from_i32(&[64], &want));
+    }
+    let x: Vec<f32> = (0..256).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
+    let mut want = x.clone();
+    for i in 1..256 {
+        want[i] += want[i - 1];
+    }
+    for checks in [true, false] {
+        let c = run(UNROLLED_SCAN, "scan.pho", "scan", checks, &[])
+            .init("X", Tensor::from_f32(&[1, 256], &x));
+        c.run([1, 1, 1]).check("Y", &Tensor::from_f32(&[256], &want));
+    }
+}

@@ -312,3 +312,42 @@ fn lane_collective_right_of_a_warp_uniform_and() {
         "{ROW}  if row < N && sum<over ctx.lane>(v) > 0.0 {{\n    O[0, row] = 1.0\n  }}"
     ));
 }
+
+/// The help text that P0700 adds when control varies only through
+/// `ctx.thread` taken whole, where `ctx.warp` picks whole warps.
+fn warp_help(body: &str) -> bool {
+    let src = kernel(body);
+    let (_, diags) = phobos_core::check_source(&src);
+    let text = phobos_core::render::render(&diags, "k.pho", &src, false);
+    assert!(diags.iter().any(|d| d.code == "P0700"), "{text}");
+    text.contains("use `ctx.warp`")
+}
+
+#[test]
+fn p0700_suggests_ctx_warp_where_control_varies_through_ctx_thread() {
+    let sum = "    O[0, 0] = sum<over ctx.lane>(v)\n  }";
+    for cond in [
+        "ctx.thread < 64",
+        "ctx.thread / 16 == 1",
+        "ctx.block.x * ctx.threads + ctx.thread >= 256",
+    ] {
+        assert!(warp_help(&format!("{ROW}  if {cond} {{\n{sum}")), "{cond}");
+    }
+    // Through a `let`, and in loop bounds.
+    assert!(warp_help(&format!(
+        "{ROW}  let half = ctx.thread / 16\n  if half == 1 {{\n{sum}"
+    )));
+    assert!(warp_help(&format!(
+        "{ROW}  var acc = v\n  for i in range(0, ctx.thread / 16) {{\n    acc = shfl<xor 1>(acc)\n  }}\n  O[0, 0] = acc"
+    )));
+    // Lanes, data and `var`s: `ctx.warp` would not say the same.
+    for cond in [
+        "ctx.lane == 0",
+        "ctx.thread % 32 == 0",
+        "(ctx.thread & 3) == 0",
+        "v > 0.0",
+        "A[0, ctx.thread] > 0.0",
+    ] {
+        assert!(!warp_help(&format!("{ROW}  if {cond} {{\n{sum}")), "{cond}");
+    }
+}

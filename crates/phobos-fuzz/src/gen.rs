@@ -3,9 +3,13 @@
 //! race-free and deterministic by construction.
 //!
 //! - Every thread writes only its own `SLOTS` elements of each output `O*`
-//!   (at `gid * SLOTS + slot`); tiles are written at `ctx.thread` (one
-//!   element per thread) and stored back once, each CTA to its own range of
-//!   `T`, masked at the ragged dim `M`.
+//!   (at `gid * SLOTS + slot`), and reads back only those; tiles are
+//!   written at `ctx.thread` (one element per thread) and stored back once,
+//!   each CTA to its own range of `T`, masked at the ragged dim `M`. A
+//!   statement may read the tile it writes (every thread's reads come
+//!   before any thread's write: the language's statement-at-a-time
+//!   semantics), except under control that differs between threads inside
+//!   a tile write's `if`/`for` guard, where no barrier could separate them.
 //! - Indices are masked into range (`& 1023` for points of tensors with
 //!   `N >= 1024`, `& 511` for runs); divisors are `(b & 7) + 1`, float
 //!   divisors `abs(b) + 1.0`, shift amounts `b & (bits - 1)`; float products
@@ -85,12 +89,18 @@ pub struct Features {
     pub collectives: bool,
     pub shuffles: bool,
     pub runs: bool,
-    /// CTA collectives inside `if`/`for` bodies. Off by default while a
-    /// known barrier-analysis bug stands: a barrier inside a branch or a
-    /// loop that may not run is taken as reached, so the barrier after an
-    /// earlier tile copy or tile write is elided
-    /// (`tests/fuzz-cases/barrier-in-*.pho`, ignored until fixed).
+    /// CTA collectives inside `if`/`for` bodies under uniform control
+    /// (their barriers may be skipped: the branch not taken, the loop run
+    /// zero times; `tests/fuzz-cases/barrier-in-*.pho`).
     pub cta_collectives_in_branches: bool,
+    /// Tile copies and tile writes inside uniform `if`/`for` bodies; a tile
+    /// write whose value reads the tile it writes (`t[i] = t[i] + t[j]`);
+    /// a tile write under an `if` condition or `for` bound that reads the
+    /// tile.
+    pub tiles_in_branches: bool,
+    /// Loads from the outputs the kernel writes, each thread from its own
+    /// slots (race-free).
+    pub written_loads: bool,
 }
 
 impl Default for Features {
@@ -100,7 +110,9 @@ impl Default for Features {
             collectives: true,
             shuffles: true,
             runs: true,
-            cta_collectives_in_branches: false,
+            cta_collectives_in_branches: true,
+            tiles_in_branches: true,
+            written_loads: true,
         }
     }
 }
@@ -121,6 +133,12 @@ pub struct Gen {
     writing: Option<String>,
     /// How many `if`/`for` bodies the statement being generated is in.
     nest: u32,
+    /// How many `for` bodies the statement being generated is in.
+    loops: u32,
+    /// For each output and slot: whether this thread has surely written it
+    /// (unconditionally, at the top level), and whether every value
+    /// written to it so far is exact.
+    slots: Vec<[(bool, bool); SLOTS as usize]>,
 }
 
 /// Generate the program for `seed`.
@@ -163,7 +181,10 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
         budget: 0,
         writing: None,
         nest: 0,
+        loops: 0,
+        slots: vec![],
     };
+    g.slots = vec![[(false, true); SLOTS as usize]; g.outs.len()];
     g.budget = g.rng.gen_range(4..24);
     let mut body = vec![];
     while g.budget > 0 {
@@ -175,7 +196,7 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
         let ty = g.outs[o].1;
         let v = g.expr(ty, 2);
         let slot = g.rng.gen_range(0..SLOTS);
-        body.push(g.out_store(o, slot, v.e));
+        body.push(g.out_store(o, slot, v));
     }
     let n = 1024 + g.rng.gen_range(0..64i64);
     let mut tensors: Vec<TensorParam> = g
@@ -264,16 +285,28 @@ impl Gen {
         "(ctx.block.x * ctx.threads + ctx.thread)"
     }
 
-    fn out_store(&mut self, o: usize, slot: u32, v: E) -> St {
+    fn out_store(&mut self, o: usize, slot: u32, v: X) -> St {
+        self.note_store(o, slot..slot + 1, v.exact, true);
         let name = &self.outs[o].0;
         St::Other(E::node(
-            v.ty,
+            v.e.ty,
             &[
                 &format!("{name}[{} * {SLOTS} + {slot}] = ", Self::gid()),
                 "",
             ],
-            vec![v],
+            vec![v.e],
         ))
+    }
+
+    /// Record a store of a value (`exact` or not) into `slots` of output
+    /// `o`; `every` when it writes all of them (not one picked at run time).
+    fn note_store(&mut self, o: usize, slots: std::ops::Range<u32>, exact: bool, every: bool) {
+        let surely = every && self.nest == 0 && self.loops == 0 && self.ctrl == Lvl::Uniform;
+        for k in slots {
+            let s = &mut self.slots[o][k as usize];
+            s.0 |= surely;
+            s.1 &= exact;
+        }
     }
 
     fn stmt(&mut self, out: &mut Vec<St>, depth: u32, in_loop: bool) {
@@ -281,6 +314,9 @@ impl Gen {
         self.nest = depth;
         let r = self.rng.gen_range(0..100);
         let top = depth == 0 && !in_loop && self.ctrl == Lvl::Uniform;
+        // Tile statements need uniform control (their barriers do).
+        let tiles_here =
+            self.feat.tiles && (top || (self.feat.tiles_in_branches && self.ctrl == Lvl::Uniform));
         match r {
             0..=29 => {
                 let ty = self.pick(&ScalarTy::ALL);
@@ -332,12 +368,14 @@ impl Gen {
                     let name = self.outs[o].0.clone();
                     let g = Self::gid();
                     if self.rng.gen_bool(0.5) {
+                        self.note_store(o, 0..len, v.exact, true);
                         out.push(St::Other(E::node(
                             ty,
                             &[&format!("{name}[{g} * {SLOTS} :+ {len}] = "), ""],
                             vec![v.e],
                         )));
                     } else {
+                        self.note_store(o, 0..len, v.exact, false);
                         let i = self.expr(ScalarTy::I32, 1);
                         out.push(St::Other(E::node(
                             ty,
@@ -352,25 +390,28 @@ impl Gen {
                 } else {
                     let v = self.expr(ty, 3);
                     let slot = self.rng.gen_range(0..SLOTS);
-                    out.push(self.out_store(o, slot, v.e));
+                    let st = self.out_store(o, slot, v);
+                    out.push(st);
                 }
             }
             60..=71 if depth < 3 => {
                 let c = self.cond();
                 let saved = self.ctrl;
                 self.ctrl = self.ctrl.max(c.lvl);
-                let nv = self.vars.len();
+                let (nv, nt) = (self.vars.len(), self.tiles.len());
                 let mut then = vec![];
                 for _ in 0..self.rng.gen_range(1..4) {
                     self.stmt(&mut then, depth + 1, in_loop);
                 }
                 self.vars.truncate(nv);
+                self.tiles.truncate(nt);
                 let mut els = vec![];
                 if self.rng.gen_bool(0.4) {
                     for _ in 0..self.rng.gen_range(1..3) {
                         self.stmt(&mut els, depth + 1, in_loop);
                     }
                     self.vars.truncate(nv);
+                    self.tiles.truncate(nt);
                 }
                 self.ctrl = saved;
                 out.push(St::If {
@@ -384,7 +425,7 @@ impl Gen {
                 let var = self.name("i");
                 let saved = self.ctrl;
                 self.ctrl = self.ctrl.max(lvl);
-                let nv = self.vars.len();
+                let (nv, nt) = (self.vars.len(), self.tiles.len());
                 self.vars.push(Var {
                     name: var.clone(),
                     ty: ScalarTy::I32,
@@ -393,10 +434,13 @@ impl Gen {
                     exact: true,
                 });
                 let mut body = vec![];
+                self.loops += 1;
                 for _ in 0..self.rng.gen_range(1..4) {
                     self.stmt(&mut body, depth + 1, true);
                 }
+                self.loops -= 1;
                 self.vars.truncate(nv);
+                self.tiles.truncate(nt);
                 self.ctrl = saved;
                 out.push(St::For {
                     var,
@@ -406,22 +450,25 @@ impl Gen {
                     body,
                 });
             }
-            82..=91 if top && self.feat.tiles => self.tile_copy(out),
-            92..=99 if top && self.feat.tiles && !self.tiles.is_empty() => self.tile_write(out),
+            82..=91 if tiles_here => self.tile_copy(out, top),
+            92..=99 if tiles_here && !self.tiles.is_empty() => self.tile_write(out),
             _ => {
                 let ty = self.outs[0].1;
                 let v = self.expr(ty, 2);
                 let slot = self.rng.gen_range(0..SLOTS);
-                out.push(self.out_store(0, slot, v.e));
+                let st = self.out_store(0, slot, v);
+                out.push(st);
             }
         }
     }
 
-    fn tile_copy(&mut self, out: &mut Vec<St>) {
+    /// A tile copy; the `[2, len]` tile stored back at the end only at the
+    /// top level (`top`), where its name stays in scope.
+    fn tile_copy(&mut self, out: &mut Vec<St>, top: bool) {
         let (src, elem) = self.inputs[self.rng.gen_range(0..self.inputs.len())].clone();
         let len = self.pick(&[32u32, 64, 128, 256]);
         let name = self.name("t");
-        if !self.tiles.iter().any(|t| t.two_d) && self.rng.gen_bool(0.5) {
+        if top && !self.tiles.iter().any(|t| t.two_d) && self.rng.gen_bool(0.5) {
             let elem = self.pick(&ScalarTy::ALL);
             let a = self.rng.gen_range(0..300);
             let b = self.rng.gen_range(-40..1100);
@@ -453,6 +500,13 @@ impl Gen {
         });
     }
 
+    /// `if ctx.thread < len { t[at] = v }`: each thread writes its own
+    /// element. Under uniform control `v` may read `t` itself (the compiler
+    /// predicates the `if` so a barrier fits between the reads and the
+    /// writes); sometimes the write sits under an `if` condition or inside
+    /// a `for` whose bounds read `t` (then `v` does not read `t`: the write
+    /// is under control that differs between threads, where no barrier can
+    /// go).
     fn tile_write(&mut self, out: &mut Vec<St>) {
         let i = self.rng.gen_range(0..self.tiles.len());
         let (name, elem, len, two_d) = (
@@ -461,18 +515,24 @@ impl Gen {
             self.tiles[i].len,
             self.tiles[i].two_d,
         );
-        self.writing = Some(name.clone());
+        let guard = if self.feat.tiles_in_branches {
+            self.rng.gen_range(0..6)
+        } else {
+            5
+        };
         // The write sits under `if ctx.thread < len`, which varies.
         let saved = std::mem::replace(&mut self.ctrl, Lvl::Varying);
+        let self_read = self.feat.tiles_in_branches && guard >= 4 && saved == Lvl::Uniform;
+        self.writing = (!self_read).then(|| name.clone());
         let v = self.expr(elem, 2);
-        self.ctrl = saved;
         self.writing = None;
+        self.ctrl = saved;
         let at = if self.rng.gen_bool(0.5) {
             "ctx.thread".to_string()
         } else {
             format!("{} - 1 - ctx.thread", len)
         };
-        out.push(St::If {
+        let write = St::If {
             cond: E::leaf(ScalarTy::Bool, format!("ctx.thread < {len}")),
             then: vec![St::Other(E::node(
                 elem,
@@ -480,7 +540,46 @@ impl Gen {
                 vec![v.e],
             ))],
             els: vec![],
-        });
+        };
+        if guard >= 2 {
+            out.push(write);
+            return;
+        }
+        // A condition that reads the tile: `(t[j] < c)`.
+        let r = row(two_d);
+        let idx = self.index();
+        let lit = self.lit(elem);
+        let op = if elem == ScalarTy::Bool {
+            self.pick(&["==", "!="])
+        } else {
+            self.pick(&["<", ">=", "==", "!="])
+        };
+        let cond = E::node(
+            ScalarTy::Bool,
+            &[
+                &format!("({name}[{r}("),
+                &format!(") & {}] {op} ", len - 1),
+                ")",
+            ],
+            vec![idx.e, lit],
+        );
+        if guard == 0 {
+            out.push(St::If {
+                cond,
+                then: vec![write],
+                els: vec![],
+            });
+        } else {
+            // A loop that runs 0 or 2 times, by a bound read from the tile.
+            let end = E::node(ScalarTy::I32, &["select(", ", 2, 0)"], vec![cond]);
+            out.push(St::For {
+                var: self.name("i"),
+                start: E::leaf(ScalarTy::I32, "0"),
+                end,
+                step: 1,
+                body: vec![write],
+            });
+        }
     }
 
     fn bounds(&mut self) -> (E, E, i32, Lvl) {
@@ -657,6 +756,30 @@ impl Gen {
                             e: E::leaf(ty, self.scalars[i].0.clone()),
                             lvl: Lvl::Uniform,
                             exact: true,
+                        };
+                    }
+                }
+                9 if self.feat.written_loads => {
+                    // A slot of an output this thread owns: integers at any
+                    // time (the poisoned start is a fixed value); floats and
+                    // bools once surely written (the poison is a NaN or not
+                    // a bool), outside loops (a later write in the loop
+                    // body would reach an earlier read in the next
+                    // iteration).
+                    let int = INT_TYS.contains(&ty);
+                    let cands: Vec<(usize, u32)> = (0..self.outs.len())
+                        .filter(|&o| self.outs[o].1 == ty)
+                        .flat_map(|o| (0..SLOTS).map(move |k| (o, k)))
+                        .filter(|&(o, k)| int || (self.loops == 0 && self.slots[o][k as usize].0))
+                        .collect();
+                    if let Some(&(o, k)) = cands.choose(&mut self.rng) {
+                        return X {
+                            e: E::leaf(
+                                ty,
+                                format!("{}[{} * {SLOTS} + {k}]", self.outs[o].0, Self::gid()),
+                            ),
+                            lvl: Lvl::Varying,
+                            exact: int || self.slots[o][k as usize].1,
                         };
                     }
                 }

@@ -4,8 +4,9 @@
 //! minimized finding, save it under DIR (default `tests/fuzz-cases`), and end
 //! with `N programs, M mismatches` (exit status 1 when M > 0). With
 //! `PHOBOS_PTXAS` set, every K-th program (default 10) is also assembled for
-//! every target. `--cta-in-branches` lets CTA collectives into `if`/`for`
-//! bodies (off while the known barrier bug in tests/fuzz-cases stands).
+//! every target. `--no-cta-in-branches`, `--no-tiles-in-branches` and
+//! `--no-written-loads` switch those generator features off (to tell which
+//! one a finding needs).
 
 use std::path::PathBuf;
 
@@ -26,7 +27,9 @@ fn main() {
         ptxas: std::env::var_os("PHOBOS_PTXAS").map(PathBuf::from),
         ptxas_every: num("--ptxas-every", 10),
         features: phobos_fuzz::gen::Features {
-            cta_collectives_in_branches: args.iter().any(|a| a == "--cta-in-branches"),
+            cta_collectives_in_branches: !args.iter().any(|a| a == "--no-cta-in-branches"),
+            tiles_in_branches: !args.iter().any(|a| a == "--no-tiles-in-branches"),
+            written_loads: !args.iter().any(|a| a == "--no-written-loads"),
             ..phobos_fuzz::gen::Features::default()
         },
         ..phobos_fuzz::Config::default()

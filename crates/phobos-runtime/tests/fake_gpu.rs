@@ -417,3 +417,80 @@ fn stand_in_cubins_are_refused_so_the_ptx_is_loaded() {
         },
     );
 }
+
+/// 256 threads and an 8 KiB tile (2048 f32): within the simulator's
+/// defaults (`Limits::SM75`: 1024 threads, 48 KiB), beyond the device
+/// configured below.
+const WIDE_TILE: &str = "@launch(256)
+kernel wide_tile(x: tensor<f32>[N], y: tensor<f32>[N]) {
+  var t = x[ctx.block.x * 2048 :+ 2048]
+  let i = ctx.block.x * 2048 + ctx.thread
+  if i < N {
+    y[i] = t[ctx.thread] + t[ctx.thread + 256]
+  }
+}
+";
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_launch_checks_use_the_configured_device_limits() {
+    // A device whose every launch limit is below the simulator's defaults,
+    // so a check that used the defaults (or a query that read the wrong
+    // attribute) lets a launch through that this device refuses.
+    in_fake_gpu_child(
+        "stand_in_launch_checks_use_the_configured_device_limits",
+        &[
+            ("PHOBOS_FAKE_GPU_MAX_THREADS", "128"),
+            ("PHOBOS_FAKE_GPU_SHARED_PER_BLOCK", "4096"),
+            ("PHOBOS_FAKE_GPU_MAX_GRID", "3,65535,65535"),
+        ],
+        || {
+            let dev = fake_gpu();
+            let l = dev.limits();
+            assert_eq!(l.max_threads_per_block, 128);
+            assert_eq!(l.max_shared_bytes_per_block, 4096);
+            assert_eq!(l.max_grid, [3, 65535, 65535]);
+            let sim = Device::sim();
+            assert_ne!(sim.limits(), l, "the simulator's defaults must differ");
+            let kernel = compile(WIDE_TILE, &[75], vec![]);
+            let launch = |d: &Device, ctas: u32| {
+                let x = d.upload(&vec![1.0f32; 4096], &[4096]).unwrap();
+                let mut y = d.zeros::<f32>(&[4096]).unwrap();
+                kernel.launch(d, Some(Grid::from(ctas)), &[Arg::from(&x), Arg::from(&mut y)])
+            };
+            // The simulator's defaults admit it.
+            launch(&sim, 2).unwrap();
+            match launch(&dev, 2).unwrap_err() {
+                LaunchError::BlockTooLarge { threads, limit, .. } => {
+                    assert_eq!((threads, limit), (256, 128));
+                }
+                e => panic!("{e:?}"),
+            }
+            // Within the threads limit, the tile is still too big.
+            let narrow = compile(&WIDE_TILE.replace("@launch(256)", "@launch(128)").replace("+ 256]", "+ 128]"), &[75], vec![]);
+            let x = dev.upload(&vec![1.0f32; 4096], &[4096]).unwrap();
+            let mut y = dev.zeros::<f32>(&[4096]).unwrap();
+            match narrow
+                .launch(&dev, Some(Grid::from(2)), &[Arg::from(&x), Arg::from(&mut y)])
+                .unwrap_err()
+            {
+                LaunchError::SharedMemoryTooLarge { limit, .. } => assert_eq!(limit, 4096),
+                e => panic!("{e:?}"),
+            }
+            // A kernel within both: the grid limit is the device's too.
+            let scale = compile(SCALE, &[75], vec![]);
+            let x = dev.upload(&vec![1.0f32; 128], &[128]).unwrap();
+            let mut y = dev.zeros::<f32>(&[128]).unwrap();
+            match scale
+                .launch(&dev, Some(Grid::from(4)), &[Arg::from(&x), Arg::from(&mut y)])
+                .unwrap_err()
+            {
+                LaunchError::GridTooLarge { limit, .. } => assert_eq!(limit, [3, 65535, 65535]),
+                e => panic!("{e:?}"),
+            }
+            scale
+                .launch(&dev, Some(Grid::from(3)), &[Arg::from(&x), Arg::from(&mut y)])
+                .unwrap();
+        },
+    );
+}

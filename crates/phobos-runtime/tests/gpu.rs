@@ -109,10 +109,47 @@ fn gpu_a_bad_module_reports_the_jit_log() {
     assert!(e.to_string().contains("broken.pho"), "{e}");
 }
 
+/// The device's limits come from the driver, and the launch checks use
+/// them. A real GPU from sm_75 on has the same static launch limits as the
+/// simulator's defaults (`Limits::SM75`: 1024 threads, 48 KiB of static
+/// shared memory, a 2^31-1 x 65535 x 65535 grid), so this test compares
+/// the runtime's limits with the driver's attributes read here directly,
+/// and checks that the error carries them;
+/// `fake_gpu.rs::stand_in_launch_checks_use_the_configured_device_limits`
+/// configures a device whose limits differ from the defaults and checks
+/// that every launch check follows the device.
 #[test]
 #[ignore = "needs an NVIDIA GPU; run by the GPU bundle (scripts/gpu-bundle.sh)"]
 fn gpu_launch_checks_use_the_device_limits() {
+    use cudarc::driver::sys::{self, CUdevice_attribute::*};
     let dev = gpu();
+    let attr = |a| {
+        let mut v = 0i32;
+        let mut d = 0;
+        unsafe { sys::cuInit(0) }.result().unwrap();
+        unsafe { sys::cuDeviceGet(&mut d, 0) }.result().unwrap();
+        unsafe { sys::cuDeviceGetAttribute(&mut v, a, d) }
+            .result()
+            .unwrap();
+        v as u32
+    };
+    let l = dev.limits();
+    assert_eq!(
+        l.max_threads_per_block,
+        attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+    );
+    assert_eq!(
+        l.max_shared_bytes_per_block,
+        attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)
+    );
+    assert_eq!(
+        l.max_grid,
+        [
+            attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X),
+            attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
+            attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z),
+        ]
+    );
     let kernel = compile(LANES_MATVEC, &[75], vec![]);
     let w = dev.zeros::<f32>(&[4, 128]).unwrap();
     let x = dev.zeros::<f32>(&[1, 128]).unwrap();
@@ -120,11 +157,14 @@ fn gpu_launch_checks_use_the_device_limits() {
     let e = kernel
         .launch(
             &dev,
-            Some(Grid([1, 1 << 20, 1])),
+            Some(Grid([1, l.max_grid[1] + 1, 1])),
             &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
         )
         .unwrap_err();
-    assert!(matches!(e, LaunchError::GridTooLarge { .. }), "{e:?}");
+    match &e {
+        LaunchError::GridTooLarge { limit, .. } => assert_eq!(*limit, l.max_grid),
+        _ => panic!("{e:?}"),
+    }
     assert!(
         e.to_string()
             .contains(&format!("sm_{}", dev.arch().unwrap())),

@@ -19,21 +19,25 @@ pub(crate) fn is_approx_f32(op: crate::decode::FloatOp) -> bool {
 
 /// The worst-case model of an f32 `.approx` instruction: `exact` (the
 /// correctly computed result for input `x`) moved by the instruction's
-/// documented maximum error (PTX ISA, "Floating-Point Instructions"):
+/// documented maximum error (PTX ISA 9.7.3 "Floating Point Instructions":
+/// 9.7.3.16 `rsqrt`, 9.7.3.18 `sin`, 9.7.3.19 `cos`, 9.7.3.20 `lg2`,
+/// 9.7.3.21 `ex2`, 9.7.3.22 `tanh`):
 ///
 /// | instruction | maximum error | where |
 /// |---|---|---|
-/// | `sin`, `cos` | 2^-20.5 absolute | \|x\| <= 100 pi |
-/// | `ex2` | 2 ulp (2^-22 relative) | |
-/// | `lg2` | 2^-22 absolute | |
+/// | `sin`, `cos` | 2^-20.5 absolute | \|x\| <= 2 pi |
+/// | `sin`, `cos` | 2^-14.7 absolute | 2 pi < \|x\| <= 100 pi |
+/// | `ex2` | 2 ulp from the correctly rounded result | |
+/// | `lg2` | 2^-22 absolute | x in (0.5, 2) |
+/// | `lg2` | 2^-22 relative | other positive finite x |
 /// | `rsqrt` | 2^-22.9 relative | |
 /// | `tanh` | 2^-11 relative | |
 ///
-/// `sin` and `cos` have no documented accuracy outside |x| <= 100 pi, so
-/// there the model returns NaN: nothing may depend on it. The direction
-/// (up or down) comes from the input's bits, so runs are reproducible and
-/// neighbouring inputs err both ways. NaN and infinite results stay as
-/// they are.
+/// `sin` and `cos` have no documented accuracy outside |x| <= 100 pi ("only
+/// best effort"), so there the model returns NaN: nothing may depend on
+/// it. The direction (up or down) comes from the input's bits, so runs are
+/// reproducible and neighbouring inputs err both ways. NaN and infinite
+/// results stay as they are.
 pub(crate) fn approx_f32(op: crate::decode::FloatOp, x: f32, exact: f32) -> f32 {
     use crate::decode::FloatOp::*;
     if !exact.is_finite() {
@@ -41,13 +45,26 @@ pub(crate) fn approx_f32(op: crate::decode::FloatOp, x: f32, exact: f32) -> f32 
     }
     // A 32-bit mix of the input's bits picks the sign.
     let h = x.to_bits().wrapping_mul(0x9E37_79B9);
-    let sign = if h >> 31 == 0 { 1.0 } else { -1.0 };
+    let up = h >> 31 == 0;
+    let sign = if up { 1.0 } else { -1.0 };
     let e = f64::from(exact);
+    let ax = f64::from(x).abs();
+    let pi = std::f64::consts::PI;
     let moved = match op {
-        Sin | Cos if f64::from(x).abs() > 100.0 * std::f64::consts::PI => return f32::NAN,
+        Sin | Cos if ax > 100.0 * pi => return f32::NAN,
+        Sin | Cos if ax > 2.0 * pi => e + sign * 2f64.powf(-14.7),
         Sin | Cos => e + sign * 2f64.powf(-20.5),
-        Lg2 => e + sign * 2f64.powi(-22),
-        Ex2 => e * (1.0 + sign * 2f64.powi(-22)),
+        Lg2 if ax > 0.5 && ax < 2.0 => e + sign * 2f64.powi(-22),
+        Lg2 => e * (1.0 + sign * 2f64.powi(-22)),
+        // Two representable values away (ex2's result is never negative).
+        Ex2 => {
+            let b = exact.to_bits();
+            return f32::from_bits(if up {
+                (b + 2).min(f32::INFINITY.to_bits())
+            } else {
+                b.saturating_sub(2)
+            });
+        }
         Rsqrt => e * (1.0 + sign * 2f64.powf(-22.9)),
         Tanh => e * (1.0 + sign * 2f64.powi(-11)),
         _ => e,
@@ -603,13 +620,28 @@ mod approx_tests {
 
     #[test]
     fn the_worst_case_model_moves_each_approx_result_by_its_bound() {
-        // ex2(1) = 2 exactly; 2 ulp relative is 2^-21 absolute at 2.
-        let y = approx_f32(FloatOp::Ex2, 1.0, 2.0);
-        assert_eq!((f64::from(y) - 2.0).abs(), 2f64.powi(-21));
-        // sin within 100 pi: 2^-20.5 absolute, rounded to f32.
+        // ex2: two representable values from the correctly rounded result.
+        for x in [1.0f32, 0.3, -5.7, 20.25] {
+            let exact = x.exp2();
+            let y = approx_f32(FloatOp::Ex2, x, exact);
+            assert_eq!(y.to_bits().abs_diff(exact.to_bits()), 2, "{x}");
+        }
+        // sin within 2 pi: 2^-20.5 absolute, rounded to f32.
         let y = approx_f32(FloatOp::Sin, 0.5, 0.5f32.sin());
         let err = (f64::from(y) - 0.5f64.sin()).abs();
         assert!(err > 2f64.powf(-21.0) && err < 2f64.powf(-20.0), "{err}");
+        // Between 2 pi and 100 pi only 2^-14.7.
+        let y = approx_f32(FloatOp::Cos, 100.0, 100f32.cos());
+        let err = (f64::from(y) - f64::from(100f32.cos())).abs();
+        assert!(err > 2f64.powf(-15.0) && err < 2f64.powf(-14.5), "{err}");
+        // lg2: absolute in (0.5, 2), relative outside.
+        let y = approx_f32(FloatOp::Lg2, 1.5, 1.5f32.log2());
+        let err = (f64::from(y) - f64::from(1.5f32.log2())).abs();
+        assert!(err > 2f64.powf(-22.5) && err < 2f64.powf(-21.5), "{err}");
+        let big = 1.0e30f32;
+        let y = approx_f32(FloatOp::Lg2, big, big.log2());
+        let rel = ((f64::from(y) - f64::from(big.log2())) / f64::from(big.log2())).abs();
+        assert!(rel > 2f64.powf(-22.5) && rel < 2f64.powf(-21.5), "{rel}");
         // Beyond 100 pi sin has no documented bound.
         assert!(approx_f32(FloatOp::Cos, 400.0, 400f32.cos()).is_nan());
         // Both directions occur.

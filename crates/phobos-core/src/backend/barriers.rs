@@ -26,8 +26,18 @@
 //!   (`t[i] = t[i] * 2`): another thread writing what this thread read
 //!   would also be writing what this thread writes, a race no barrier fixes.
 //!
-//! Walking the stream, an access that conflicts with an access since the
-//! last kept barrier keeps the latest candidate between the two. A conflict
+//! A barrier inside a then- or else-block or a loop body may not run: the
+//! branch may not be taken, the loop may run zero times or stop before
+//! that copy of its body. So each candidate records the innermost such
+//! block (a *region*) around it, and a candidate separates an earlier
+//! access `j` from a later access `i` only if it runs on every path from
+//! `j` to `i`: it is outside every region, or its innermost region also
+//! holds `j` or `i` (then the candidate lies on the straight line from
+//! `j`, or to `i`, through that block).
+//!
+//! Walking the stream, an access that conflicts with an earlier access
+//! that no kept barrier separates from it keeps the latest candidate
+//! between the two that runs on every path between them. A conflict
 //! with no candidate between (both accesses inside a loop whose bounds
 //! differ between threads, where no barrier can go; lowering predicates a
 //! varying `if` statement by statement so barriers fit between its
@@ -69,7 +79,9 @@ enum Event {
         /// Which flattened statement instance the event belongs to.
         inst: u32,
     },
-    Candidate(BarrierId),
+    /// A candidate barrier and the innermost region (index into
+    /// `Flatten::regions`) around it, if any.
+    Candidate(BarrierId, Option<u32>),
 }
 
 /// Decide every candidate barrier (result indexed by `BarrierId`), or
@@ -85,9 +97,11 @@ pub fn place(
         out: Vec::new(),
         inst: 0,
         loops: Vec::new(),
+        regions: Vec::new(),
+        open: Vec::new(),
     };
     flat.block(&f.body);
-    let (events, loops) = (flat.out, flat.loops);
+    let (events, loops, regions) = (flat.out, flat.loops, flat.regions);
     let across_iterations = |j: usize, i: usize| {
         loops
             .iter()
@@ -95,28 +109,45 @@ pub fn place(
     };
     let threads = ThreadIndex::new(f);
     let mut decisions: Vec<Option<BarrierDecision>> = vec![None; f.barriers.len()];
-    // Events since the last kept barrier (indices into `events`).
-    let mut since: usize = 0;
     for (i, x) in events.iter().enumerate() {
-        if let Event::Access { .. } = x {
-            let hit = (since..i).find(|&j| conflict(f, plan, &threads, &events[j], x));
-            if let Some(j) = hit {
-                let cand = (j + 1..i).rev().find_map(|c| match events[c] {
-                    Event::Candidate(b) => Some((c, b)),
-                    _ => None,
-                });
-                let Some((c, b)) = cand else {
-                    if across_iterations(j, i) {
+        if !matches!(x, Event::Access { .. }) {
+            continue;
+        }
+        // Walking back from `i`: every earlier access at or after `fenced`
+        // is separated from `i` by a kept barrier that runs on every path
+        // between them (see `reach`).
+        let mut fenced = usize::MAX;
+        for j in (0..i).rev() {
+            match events[j] {
+                Event::Candidate(b, r) => {
+                    if decisions[b.0 as usize].is_some() {
+                        fenced = fenced.min(reach(&regions, r, i));
+                    }
+                }
+                Event::Access { .. } => {
+                    if fenced <= j || !conflict(f, plan, &threads, &events[j], x) {
                         continue;
                     }
-                    return Err(unfenced(f, &events[j], x));
-                };
-                decisions[b.0 as usize] = Some(BarrierDecision {
-                    kept: true,
-                    reason: hazard_reason(f, &events[j], x),
-                    line: 0,
-                });
-                since = c + 1;
+                    let cand = (j + 1..i).rev().find_map(|c| match events[c] {
+                        Event::Candidate(b, r) if reach(&regions, r, i) <= j => Some((b, r)),
+                        _ => None,
+                    });
+                    let Some((b, r)) = cand else {
+                        if across_iterations(j, i) {
+                            continue;
+                        }
+                        return Err(unfenced(f, &events[j], x));
+                    };
+                    decisions[b.0 as usize] = Some(BarrierDecision {
+                        kept: true,
+                        reason: hazard_reason(f, &events[j], x),
+                        line: 0,
+                    });
+                    fenced = fenced.min(reach(&regions, r, i));
+                }
+            }
+            if fenced == 0 {
+                break;
             }
         }
     }
@@ -129,12 +160,33 @@ pub fn place(
                 Some(d) => BarrierDecision { line, ..d },
                 None => BarrierDecision {
                     kept: false,
-                    reason: elision_reason(f, plan, &events, &kept, lines, id),
+                    reason: elision_reason(f, plan, &events, &regions, &kept, lines, id),
                     line,
                 },
             }
         })
         .collect())
+}
+
+/// A candidate in region `r` (innermost; `None`: in no region) before the
+/// access at stream position `i` runs on every path to `i` from each
+/// earlier position `j` at or after the returned one: from every `j` when
+/// it is in no region or its region holds `i` (it lies on the straight
+/// line into `i`), else only from the `j` inside its region (it lies on
+/// the straight line out of `j`). Regions nest, so its innermost region is
+/// the only one to test: an outer region holds whatever the inner holds.
+fn reach(regions: &[(usize, usize)], r: Option<u32>, i: usize) -> usize {
+    match r {
+        None => 0,
+        Some(r) => {
+            let (start, end) = regions[r as usize];
+            if start <= i && i < end {
+                0
+            } else {
+                start
+            }
+        }
+    }
 }
 
 /// Whether the earlier access `p` and the later access `x` may touch the
@@ -289,6 +341,7 @@ fn elision_reason(
     f: &Func,
     plan: &SharedPlan,
     events: &[Event],
+    regions: &[(usize, usize)],
     kept: &[bool],
     lines: &LineIndex,
     id: BarrierId,
@@ -297,7 +350,7 @@ fn elision_reason(
     let name = &f.buffers[buf].name;
     let Some(pos) = events
         .iter()
-        .position(|e| matches!(e, Event::Candidate(b) if *b == id))
+        .position(|e| matches!(e, Event::Candidate(b, _) if *b == id))
     else {
         return "unreachable".to_string();
     };
@@ -305,17 +358,21 @@ fn elision_reason(
         Event::Access { buffer, .. } => plan.overlap(f, *buffer, buf),
         _ => false,
     };
-    let kept_line = |e: &Event| match e {
-        Event::Candidate(b) if kept[b.0 as usize] => {
-            Some(lines.line(f.barriers[*b].span.start as usize))
-        }
-        _ => None,
+    // A kept barrier between `j` and `i` that runs on every path from one
+    // to the other.
+    let kept_line = |j: usize, i: usize| {
+        events[j + 1..i].iter().find_map(|e| match e {
+            Event::Candidate(b, r) if kept[b.0 as usize] && reach(regions, *r, i) <= j => {
+                Some(lines.line(f.barriers[*b].span.start as usize))
+            }
+            _ => None,
+        })
     };
     if before_kind {
         let Some(last) = events[..pos].iter().rposition(touches) else {
             return format!("nothing before it touched the bytes of `{name}`");
         };
-        if let Some(l) = events[last..pos].iter().find_map(kept_line) {
+        if let Some(l) = kept_line(last, pos) {
             return format!("the barrier kept at line {l} already separates the earlier accesses to the bytes of `{name}`");
         }
         format!("the earlier accesses to the bytes of `{name}` do not conflict with the later ones")
@@ -323,7 +380,7 @@ fn elision_reason(
         let Some(next) = events[pos + 1..].iter().position(touches) else {
             return format!("nothing after it touches the bytes of `{name}`");
         };
-        if let Some(l) = events[pos + 1..pos + 1 + next].iter().find_map(kept_line) {
+        if let Some(l) = kept_line(pos, pos + 1 + next) {
             return format!("the barrier kept at line {l} comes first, before the next access to the bytes of `{name}`");
         }
         format!("no later access to the bytes of `{name}` conflicts with the ones before it")
@@ -340,6 +397,11 @@ struct Flatten<'f> {
     /// For each loop: where its body's first copy starts, where the second
     /// starts, where the second ends (indices into `out`).
     loops: Vec<(usize, usize, usize)>,
+    /// Each then-block, else-block and copy of a loop body: where it starts
+    /// and ends in `out`.
+    regions: Vec<(usize, usize)>,
+    /// The regions being flattened, innermost last.
+    open: Vec<u32>,
 }
 
 impl Flatten<'_> {
@@ -387,8 +449,8 @@ impl Flatten<'_> {
                 StmtKind::If { cond, then, els } => {
                     self.expr(*cond);
                     self.candidate(fence);
-                    self.block(then);
-                    self.block(els);
+                    self.region(then);
+                    self.region(els);
                 }
                 StmtKind::For {
                     start,
@@ -402,9 +464,9 @@ impl Flatten<'_> {
                     self.expr(*step);
                     self.candidate(fence);
                     let first = self.out.len();
-                    self.block(body);
+                    self.region(body);
                     let second = self.out.len();
-                    self.block(body);
+                    self.region(body);
                     self.loops.push((first, second, self.out.len()));
                 }
                 StmtKind::CtaColl {
@@ -416,20 +478,31 @@ impl Flatten<'_> {
                     ..
                 } => {
                     self.expr(*arg);
-                    self.out.push(Event::Candidate(*before));
+                    self.candidate(Some(*before));
                     self.buffer(*scratch, true, false, span);
-                    self.out.push(Event::Candidate(*written));
+                    self.candidate(Some(*written));
                     self.buffer(*scratch, false, false, span);
-                    self.out.push(Event::Candidate(*read));
+                    self.candidate(Some(*read));
                 }
-                StmtKind::Barrier(b) => self.out.push(Event::Candidate(*b)),
+                StmtKind::Barrier(b) => self.candidate(Some(*b)),
             }
         }
     }
 
+    /// A block that may not run, or may not run to its end, whenever the
+    /// code around it does: a branch or one copy of a loop body.
+    fn region(&mut self, block: &[StmtId]) {
+        let r = self.regions.len() as u32;
+        self.regions.push((self.out.len(), usize::MAX));
+        self.open.push(r);
+        self.block(block);
+        self.open.pop();
+        self.regions[r as usize].1 = self.out.len();
+    }
+
     fn candidate(&mut self, fence: Option<BarrierId>) {
         if let Some(b) = fence {
-            self.out.push(Event::Candidate(b));
+            self.out.push(Event::Candidate(b, self.open.last().copied()));
         }
     }
 
@@ -480,7 +553,8 @@ impl Flatten<'_> {
 }
 
 /// Which subscripts are one-to-one functions of `ctx.thread`: built from
-/// `ctx.thread`, adding or subtracting values the same in every thread,
+/// `ctx.thread`, adding or subtracting values the same in every thread
+/// (`n - 1 - ctx.thread` too),
 /// multiplying by a small nonzero constant, and vars set once outside any
 /// loop to such a value.
 struct ThreadIndex {
@@ -551,7 +625,10 @@ impl ThreadIndex {
                 (self.one_to_one(f, *x) && self.same_in_cta(f, *y))
                     || (self.same_in_cta(f, *x) && self.one_to_one(f, *y))
             }
-            ExprKind::Binary(BinOp::Sub, x, y) => self.one_to_one(f, *x) && self.same_in_cta(f, *y),
+            ExprKind::Binary(BinOp::Sub, x, y) => {
+                (self.one_to_one(f, *x) && self.same_in_cta(f, *y))
+                    || (self.same_in_cta(f, *x) && self.one_to_one(f, *y))
+            }
             ExprKind::Binary(BinOp::Mul, x, y) => {
                 // Threads are fewer than 1024, so `t * c` does not wrap.
                 let small = |e: ExprId| {

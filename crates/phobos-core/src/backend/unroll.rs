@@ -38,8 +38,10 @@
 //! (`max(end, MIN + (U-1)*c) - (U-1)*c`) so it cannot wrap; for `c < 0`,
 //! mirrored with `min` and `MAX`. Each copy is a deep copy: new expressions,
 //! accesses and candidate barriers (expressions stay trees, every barrier
-//! appears once); vars and buffers are shared, since the copies run one
-//! after another. Copies keep their source spans, so every instruction
+//! appears once, and a statement's fence is copied with it); vars and
+//! buffers are shared, since the copies run one after another. The loop's
+//! own fence, after its bounds, becomes a candidate barrier after the
+//! statements that now evaluate them. Copies keep their source spans, so every instruction
 //! still maps to its `.pho` line.
 //!
 //! Runs before every analysis, so divisibility, the shared plan and barrier
@@ -344,7 +346,16 @@ fn expand(f: &mut Func, s: StmtId, u: u32, c: i128) -> Vec<StmtId> {
         step,
         body: rest_body,
     };
-    vec![set_start, set_end, init_rest, main, s]
+    // A fence after the loop's bounds (a candidate barrier between reading
+    // a tile in them and the body writing it) now goes after the statements
+    // that evaluate them; the remainder loop's bounds read only vars.
+    let mut out = vec![set_start, set_end];
+    if let Some(i) = b.f.fences.iter().position(|(x, _)| *x == s) {
+        let (_, bar) = b.f.fences.remove(i);
+        out.push(b.stmt(StmtKind::Barrier(bar)));
+    }
+    out.extend([init_rest, main, s]);
+    out
 }
 
 /// The tensor accesses of a loop body whose copies can share its address:
@@ -614,7 +625,14 @@ impl Builder<'_> {
             StmtKind::Barrier(b) => StmtKind::Barrier(self.clone_barrier(b)),
         };
         self.f.stmt_spans.push(self.f.stmt_span(s));
-        self.f.stmts.push(Stmt { kind })
+        let copy = self.f.stmts.push(Stmt { kind });
+        // The copy's own fence (between its operands and its write, or
+        // after its condition or bounds), if the original has one.
+        if let Some(fence) = self.f.fence(s) {
+            let fence = self.clone_barrier(fence);
+            self.f.fences.push((copy, fence));
+        }
+        copy
     }
 
     fn clone_barrier(&mut self, b: super::ir::BarrierId) -> super::ir::BarrierId {

@@ -63,6 +63,9 @@ struct Ctrl {
     via: Option<LocalId>,
     /// A load from memory the kernel writes that made it vary, when one did.
     load: Option<(Span, Memory)>,
+    /// It varies only through `ctx.thread` taken whole (`ctx.thread < 64`,
+    /// `ctx.thread / 16`), so `ctx.warp` may be what was meant.
+    by_thread: bool,
 }
 
 /// Where a local became as varying as it is.
@@ -244,6 +247,7 @@ impl Uni<'_> {
                 let level = self.expr(cond);
                 let via = self.varying_local(cond, level);
                 let load = self.written_load(cond);
+                let by_thread = level == Level::Varying && self.by_thread(cond);
                 self.ctrl.push(Ctrl {
                     level,
                     span: cond.span,
@@ -251,6 +255,7 @@ impl Uni<'_> {
                     guard_op: None,
                     via,
                     load,
+                    by_thread,
                 });
                 self.block(then);
                 self.block(els);
@@ -273,6 +278,9 @@ impl Uni<'_> {
                 let via = bounds.iter().find_map(|e| self.varying_local(e, level));
                 let load = bounds.iter().find_map(|e| self.written_load(e));
                 let span = start.span.to(end.span).to(step.span);
+                let by_thread = level == Level::Varying && bounds.iter().all(|e| {
+                    self.expr_level_quiet(e) != Level::Varying || self.by_thread(e)
+                });
                 self.ctrl.push(Ctrl {
                     level,
                     span,
@@ -280,6 +288,7 @@ impl Uni<'_> {
                     guard_op: None,
                     via,
                     load,
+                    by_thread,
                 });
                 self.raise(*var, level, span);
                 self.block(body);
@@ -612,8 +621,59 @@ impl Uni<'_> {
                 .primary(span, "every lane of the warp must reach this")
                 .note("a shuffle or lane collective needs control that is the same across a warp; move it out of the `if` or loop, to where every lane reaches it, and use its result under the condition")
         };
-        let d = self.with_cause(d, c);
+        let mut d = self.with_cause(d, c);
+        if allowed == Level::WarpUniform && c.level == Level::Varying && c.by_thread {
+            d = d.note(
+                "`ctx.thread` differs between the lanes of a warp; to pick whole warps, use \
+                 `ctx.warp` (the warp's index in the CTA, `ctx.thread / 32`), which is the same \
+                 in every lane: `ctx.warp < 2` rather than `ctx.thread < 64`",
+            );
+        }
         self.diags.push(d);
+    }
+
+    /// Whether `e` varies only through `ctx.thread` taken whole: it uses
+    /// `ctx.thread` (directly or through `let`s), but not `ctx.lane`, not
+    /// `ctx.thread % n` or `ctx.thread & m` (which pick lanes), and no
+    /// load, shuffle, collective or `var`, whose values `ctx.warp` would
+    /// not replace.
+    fn by_thread(&self, e: &Expr) -> bool {
+        let (mut thread, mut other) = (false, false);
+        self.thread_use(e, 0, &mut thread, &mut other);
+        thread && !other
+    }
+
+    fn thread_use(&self, e: &Expr, depth: u32, thread: &mut bool, other: &mut bool) {
+        if depth > 32 {
+            *other = true;
+            return;
+        }
+        let is_thread = |x: &Expr| matches!(x.kind, ExprKind::Ctx(CtxField::Thread));
+        match &e.kind {
+            ExprKind::Const(_) | ExprKind::Param(_) | ExprKind::Dim(_) => {}
+            ExprKind::Ctx(CtxField::Thread) => *thread = true,
+            ExprKind::Ctx(f) => *other |= ctx_level(*f) == Level::Varying,
+            ExprKind::Local(id) => match self.let_init(*id) {
+                Some(init) => self.thread_use(init, depth + 1, thread, other),
+                None => *other |= self.level[id.0 as usize] != Level::Uniform,
+            },
+            ExprKind::Binary(BinOp::Rem | BinOp::BitAnd, a, b) if is_thread(a) || is_thread(b) => {
+                *other = true;
+            }
+            ExprKind::Binary(_, a, b) => {
+                self.thread_use(a, depth + 1, thread, other);
+                self.thread_use(b, depth + 1, thread, other);
+            }
+            ExprKind::Unary(_, x) | ExprKind::Convert(x) => {
+                self.thread_use(x, depth + 1, thread, other);
+            }
+            ExprKind::Builtin(_, xs) => {
+                for x in xs {
+                    self.thread_use(x, depth + 1, thread, other);
+                }
+            }
+            _ => *other = true,
+        }
     }
 }
 

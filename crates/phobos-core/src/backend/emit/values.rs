@@ -832,9 +832,9 @@ impl Emitter<'_> {
     }
 
     /// `y = ln(x)` (or `log2(x)` with `base2`) in f32, accurate to a few
-    /// ulp: `lg2.approx.f32` is only good to 2^-22 absolute, which is no
-    /// relative accuracy at all near x = 1. x = m * 2^e with m in
-    /// [sqrt(1/2), sqrt(2)); ln(m) = 2 atanh(s), s = (m - 1) / (m + 1), by
+    /// ulp: `lg2.approx.f32` is only good to 2^-22 absolute on (0.5, 2)
+    /// (PTX ISA 9.7.3.20), which is no relative accuracy at all near x = 1.
+    /// x = m * 2^e with m in [sqrt(1/2), sqrt(2)); ln(m) = 2 atanh(s), s = (m - 1) / (m + 1), by
     /// its odd series to s^9 (|s| <= 0.172: the next term is below 4e-10).
     /// Zero, negative, subnormal, infinite and NaN inputs take `lg2.approx`,
     /// which gives -inf, NaN, and (subnormals) a result of large magnitude
@@ -877,8 +877,9 @@ impl Emitter<'_> {
     }
 
     /// `y = sin(x)` (or `cos(x)`) in f32, accurate to about 1e-7 relative
-    /// for |x| < 1e5: `sin.approx.f32` is good to only 2^-21 absolute, with
-    /// no range reduction. Cody-Waite reduction by pi/2 in three parts
+    /// for |x| < 1e5: `sin.approx.f32` is good to only 2^-20.5 absolute on
+    /// [-2 pi, 2 pi], 2^-14.7 up to 100 pi and nothing stated beyond (PTX
+    /// ISA 9.7.3.18). Cody-Waite reduction by pi/2 in three parts
     /// (exact products inside `fma`), then the Taylor series of sin (to r^9)
     /// and cos (to r^10) on |r| <= pi/4, picked and signed by the quadrant.
     /// Larger |x|, infinities and NaN take the `.approx` instruction.
