@@ -220,7 +220,8 @@ fn unfenced(f: &Func, p: &Event, x: &Event) -> Diagnostic {
     d.note(
         "a barrier needs every thread of the CTA, so Phobos places one only where control is \
          the same for all threads; these accesses are both inside a loop whose bounds differ \
-         between threads. Read what the loop needs into a `let` before it, or give the loop \
+         between threads, or after a `break`, `continue` or `return` that only some threads \
+         take. Read what the loop needs into a `let` before it, or give the loop \
          bounds that are the same in every thread and test the thread's own condition with \
          an `if` inside it",
     )
@@ -422,7 +423,22 @@ impl Flatten<'_> {
                     self.buffer(*scratch, false, false, span);
                     self.out.push(Event::Candidate(*read));
                 }
+                StmtKind::While { pre, cond, body } => {
+                    // Condition and body twice, as a `For`'s body.
+                    let first = self.out.len();
+                    self.block(pre);
+                    self.expr(*cond);
+                    self.candidate(fence);
+                    self.block(body);
+                    let second = self.out.len();
+                    self.block(pre);
+                    self.expr(*cond);
+                    self.candidate(fence);
+                    self.block(body);
+                    self.loops.push((first, second, self.out.len()));
+                }
                 StmtKind::Barrier(b) => self.out.push(Event::Candidate(*b)),
+                StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
             }
         }
     }
@@ -512,6 +528,10 @@ impl ThreadIndex {
                     }
                     StmtKind::For { var, body, .. } => {
                         *count.entry(*var).or_default() += 2;
+                        walk(f, body, true, count, defs);
+                    }
+                    StmtKind::While { pre, body, .. } => {
+                        walk(f, pre, true, count, defs);
                         walk(f, body, true, count, defs);
                     }
                     _ => {}
