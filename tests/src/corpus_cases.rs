@@ -426,6 +426,105 @@ pub fn lane_argmax() {
     o.check("P", &p);
 }
 
+pub fn float_specials() {
+    let r = 6;
+    let mut c = Case::corpus("float_specials")
+        .dims(&[("R", r as i64)])
+        .gen("L", Gen::Int(1, 32));
+    c.prepare();
+    let l = c.tensors.get_mut("L").unwrap();
+    // Row 0 is empty (every lane holds -inf: argmax is lane 0, min is nan);
+    // row 5 keeps every lane.
+    l.set_i(0, 0);
+    l.set_i(5, 32);
+    for row in 1..5 {
+        l.set_i(row, 20);
+    }
+    let a = c.tensors.get_mut("A").unwrap();
+    // Row 1: the maximum twice, at lanes 13 and 4 (argmax picks 4).
+    a.set_f(32 + 13, 7.0);
+    a.set_f(32 + 4, 7.0);
+    // Row 2: +0 at lane 9 and -0 at lane 6 tie for the maximum (argmax 6).
+    for lane in 0..32 {
+        a.set_f(64 + lane, -1.0 - lane as f64);
+    }
+    a.set_f(64 + 9, 0.0);
+    a.set_f(64 + 6, -0.0);
+    // Row 3: every kept value is -inf, a tie with the dropped lanes (lane 0).
+    for lane in 0..32 {
+        a.set_f(96 + lane, f64::NEG_INFINITY);
+    }
+    // Row 4: the largest value in a dropped lane must not win.
+    a.set_f(128 + 25, 100.0);
+    let o = c.run(g1(r as u32));
+    let (a, l) = (o.input("A"), o.input("L"));
+    let (mut m, mut z, mut w, mut d) = (o.expect("M"), o.expect("Z"), o.expect("W"), o.expect("D"));
+    for row in 0..r {
+        let kept = l.i(row) as usize;
+        let x: Vec<f64> = (0..32)
+            .map(|lane| {
+                if lane < kept {
+                    a.f(row * 32 + lane)
+                } else {
+                    f64::NEG_INFINITY
+                }
+            })
+            .collect();
+        let hi = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        // The first lane whose value equals the maximum (-0 == +0).
+        let at = x.iter().position(|v| *v == hi).unwrap();
+        let lo = (0..kept)
+            .map(|lane| a.f(row * 32 + lane))
+            .fold(f64::INFINITY, f64::min);
+        m.set_f(row, hi);
+        z.set_f(row, if kept == 0 { f64::NAN } else { lo });
+        w.set_i(row, at as i64);
+        d.set_f(row, hi);
+    }
+    assert_eq!((w.i(0), w.i(1), w.i(2), w.i(3)), (0, 4, 6, 0));
+    assert!(m.f(0) == f64::NEG_INFINITY && z.f(0).is_nan());
+    o.check("M", &m);
+    o.check("Z", &z);
+    o.check("W", &w);
+    o.check("D", &d);
+}
+
+pub fn control_flow() {
+    for (n, m) in [(150usize, 37usize), (5, 1)] {
+        let o = Case::corpus("control_flow")
+            .dims(&[("N", n as i64), ("M", m as i64)])
+            .gen("B", Gen::Int(0, 2_000_000_000))
+            .run(g1(cdiv(n, 64) + 1));
+        let (x, b) = (o.input("X"), o.input("B"));
+        let (mut s, mut f, mut c, mut w) =
+            (o.expect("S"), o.expect("F"), o.expect("C"), o.expect("W"));
+        for i in 0..n {
+            let v = b.i(i);
+            s.set_i(i, (v as f64).sqrt().floor() as i64);
+            let mut first = -1;
+            let mut seen = 0;
+            for j in 0..m {
+                let e = x.f(i * m + j);
+                if e < 0.0 {
+                    continue;
+                }
+                seen += 1;
+                if e > 0.5 {
+                    first = j as i64;
+                    break;
+                }
+            }
+            f.set_i(i, first);
+            c.set_i(i, seen);
+            w.set_i(i, (64 - (v as u64).leading_zeros()) as i64);
+        }
+        o.check("S", &s);
+        o.check("F", &f);
+        o.check("C", &c);
+        o.check("W", &w);
+    }
+}
+
 pub fn lane_f16_sum() {
     let o = Case::corpus("lane_f16_sum").run(g1(1));
     let (a, b, cc) = (o.input("A"), o.input("B"), o.input("C"));
@@ -1085,8 +1184,8 @@ pub fn vec_add() {
 macro_rules! corpus_cases {
     ($m:ident) => {
         $m! {
-            autotune_block, autotune_dim, cta_forms, cta_softmax, cta_sum_loop,
-            dp4a_nibble, dp4a_u8, elem_word, grid_2d, grid_attr, i8_matvec, int_ops,
+            autotune_block, autotune_dim, control_flow, cta_forms, cta_softmax, cta_sum_loop,
+            dp4a_nibble, dp4a_u8, elem_word, float_specials, grid_2d, grid_attr, i8_matvec, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
             row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,

@@ -235,6 +235,14 @@ pub enum StmtKind {
         unroll: Option<(u64, Span)>,
         body: Block,
     },
+    /// `while cond { }`
+    While { cond: Expr, body: Block },
+    /// `break`: leaves the innermost loop.
+    Break,
+    /// `continue`: starts the innermost loop's next trip.
+    Continue,
+    /// `return`: the thread leaves the kernel.
+    Return,
     /// A call used as a statement, e.g. `store(Y[0, k :+ 4], 0, v)`.
     Expr(Expr),
     /// A statement that failed to parse (already reported).

@@ -827,18 +827,35 @@ impl Formatter<'_> {
                 end,
                 step,
                 body,
+                unroll,
                 ..
             } => {
                 let mut args = vec![self.expr(start, Place::Top), self.expr(end, Place::Top)];
                 args.extend(step.iter().map(|s| self.expr(s, Place::Top)));
                 let doc = Doc::Concat(vec![
                     list(&format!("for {} in range(", var.name), args, ")"),
+                    text(match unroll {
+                        Some((n, _)) => format!(" unroll {n} {{"),
+                        None => " {".to_string(),
+                    }),
+                ]);
+                self.doc_line(&doc);
+                self.last_end = body.span.start as usize + 1;
+                self.block_body(body);
+            }
+            StmtKind::While { cond, body } => {
+                let doc = Doc::Concat(vec![
+                    text("while "),
+                    self.expr(cond, Place::Top),
                     text(" {"),
                 ]);
                 self.doc_line(&doc);
                 self.last_end = body.span.start as usize + 1;
                 self.block_body(body);
             }
+            StmtKind::Break => self.doc_line(&text("break")),
+            StmtKind::Continue => self.doc_line(&text("continue")),
+            StmtKind::Return => self.doc_line(&text("return")),
             StmtKind::Error => self.verbatim(s.span),
         }
     }
@@ -927,7 +944,7 @@ fn collect_blocks<'a>(k: &'a StmtKind, out: &mut Vec<&'a Block>) {
                 }
             }
         }
-        StmtKind::For { body, .. } => out.push(body),
+        StmtKind::For { body, .. } | StmtKind::While { body, .. } => out.push(body),
         _ => {}
     }
 }

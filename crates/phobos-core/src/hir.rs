@@ -171,6 +171,19 @@ pub enum StmtKind {
         unroll: Option<u32>,
         body: Block,
     },
+    /// `while cond { body }`: `cond` is evaluated before every trip.
+    While {
+        cond: Expr,
+        body: Block,
+    },
+    /// Leaves the innermost enclosing `for` or `while` (the checker ensures
+    /// there is one).
+    Break,
+    /// Starts the next trip of the innermost enclosing loop (a `for` steps
+    /// its variable first).
+    Continue,
+    /// The thread leaves the kernel.
+    Return,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

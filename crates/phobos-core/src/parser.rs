@@ -495,6 +495,24 @@ impl<'a> Parser<'a> {
             Tok::Let | Tok::Var => self.let_stmt()?,
             Tok::If => self.if_stmt()?,
             Tok::For => self.for_stmt()?,
+            Tok::While => {
+                self.bump();
+                let cond = self.expr()?;
+                let body = self.block()?;
+                StmtKind::While { cond, body }
+            }
+            Tok::Break => {
+                self.bump();
+                StmtKind::Break
+            }
+            Tok::Continue => {
+                self.bump();
+                StmtKind::Continue
+            }
+            Tok::Return => {
+                self.bump();
+                StmtKind::Return
+            }
             _ => self.expr_stmt()?,
         };
         Ok(Stmt {

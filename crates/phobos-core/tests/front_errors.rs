@@ -307,3 +307,54 @@ fn unroll_takes_a_factor_from_1_to_32_on_a_constant_step() {
         ["P0100"]
     );
 }
+
+#[test]
+fn inf_and_nan_are_float_literals() {
+    // They take the float type their use needs, like `1.0`, and stay
+    // infinite: `1e39` would not fit in f32, `inf` is meant to.
+    let ks = accepted(&k(
+        "  var m = -inf\n  m = max(m, A[0, i])\n  let d: f64 = inf\n  let h: f16 = -inf\n  let q = nan\n  A[0, i] = select(m > q, m, f32(d) + f32(h))",
+    ));
+    let body = &ks[0].variants[0].body.stmts;
+    let StmtKind::Let { init, .. } = &body[1].kind else {
+        panic!("expected the let of m: {:?}", body[1].kind)
+    };
+    assert_eq!(init.ty, hir::Ty::Scalar(phobos_core::ast::ScalarTy::F32));
+    assert!(
+        matches!(init.kind, ExprKind::Const(hir::ConstVal::Float(v)) if v == f64::NEG_INFINITY)
+    );
+    // Where an integer is needed they are refused as any float literal is;
+    // a decimal literal that rounds to infinity still does not fit.
+    assert_eq!(codes(&k("  let n: i32 = inf\n  C[0, i] = n")), ["P0403"]);
+    assert_eq!(codes(&k("  C[0, i] = i + nan")), ["P0403"]);
+    assert_eq!(codes(&k("  A[0, i] = 1e39")), ["P0403"]);
+    assert_eq!(
+        codes(&k("  let h: f16 = 1e400\n  A[0, i] = f32(h)")),
+        ["P0403"]
+    );
+    // They are reserved words: not a name to bind.
+    assert_eq!(codes(&k("  let inf = 1.0\n  A[0, i] = inf")), ["P0100"]);
+}
+
+#[test]
+fn break_and_continue_need_a_loop() {
+    assert_eq!(
+        codes(&k("  if i > 3 {\n    break\n  }\n  A[0, i] = s")),
+        ["P0415"]
+    );
+    assert_eq!(codes(&k("  continue\n  A[0, i] = s")), ["P0415"]);
+    // `return` may go anywhere; `break` leaves the innermost loop, here a `while`.
+    accepted(&k("  if i > 3 {\n    return\n  }\n  for j in range(0, 4) {\n    while true {\n      break\n    }\n    continue\n  }\n  A[0, i] = s"));
+    // A loop its own break leaves cannot be unrolled; an inner loop's break is not its own.
+    assert_eq!(
+        codes(&k(
+            "  for j in range(0, 8) unroll 2 {\n    if A[0, j] > s {\n      break\n    }\n  }"
+        )),
+        ["P0414"]
+    );
+    accepted(&k(
+        "  for j in range(0, 8) unroll 2 {\n    while true {\n      break\n    }\n  }",
+    ));
+    // A while condition is a bool.
+    assert_eq!(codes(&k("  while i {\n    A[0, i] = s\n  }")), ["P0401"]);
+}

@@ -133,3 +133,19 @@ fn hostile_input_never_panics() {
         let _ = format_source(src);
     }
 }
+
+#[test]
+fn while_break_continue_return_and_unroll_round_trip() {
+    let src = "@launch(32)\nkernel k(A: tensor<f32>[N]) {\n  let i = ctx.thread\n  if i >= N {\n    return\n  }\n  var j = 0\n  while   j<4 {\n    j += 1\n    if j == 2 { continue }\n    if j == 3 {\n      break\n    }\n  }\n  for k in range(0, 8) unroll 4 {\n    A[i] = f32(j + k)\n  }\n}\n";
+    let once = phobos_core::format::format_source(src).expect("formats");
+    assert!(once.contains("  while j < 4 {\n"), "{once}");
+    assert!(once.contains("      continue\n"), "{once}");
+    assert!(
+        once.contains("for k in range(0, 8) unroll 4 {"),
+        "the unroll factor is kept:\n{once}"
+    );
+    assert_eq!(
+        phobos_core::format::format_source(&once).expect("formats"),
+        once
+    );
+}

@@ -303,6 +303,49 @@ fn rejects_lane_collective_right_of_a_varying_or() {
         &format!("{ROW}  let big = ctx.lane > 3 || max<over ctx.lane>(v) > 1.0\n  O[0, 0] = f32(big)"),
         "P0700",
         5,
+
+/// The rendered diagnostic of a rejected kernel, with the labels' lines.
+fn labels(body: &str) -> (String, Vec<(bool, u32, String)>) {
+    let src = kernel(body);
+    let (_, diags) = phobos_core::check_source(&src);
+    let text = phobos_core::render::render(&diags, "k.pho", &src, false);
+    let index = phobos_core::source::LineIndex::new(&src);
+    let labels = diags
+        .first()
+        .map(|d| {
+            d.labels
+                .iter()
+                .map(|l| {
+                    (
+                        l.primary,
+                        index.line(l.span.start as usize),
+                        l.message.clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (text, labels)
+}
+
+#[test]
+fn rejects_lane_collective_after_a_lane_varying_return() {
+    // Line 5: the condition; line 6: the return; line 8: the collective.
+    let body =
+        format!("{ROW}  if ctx.lane == 0 {{\n    return\n  }}\n  O[0, 0] = sum<over ctx.lane>(v)");
+    rejected(&body, "P0700", 8);
+    let (text, labels) = labels(&body);
+    assert!(
+        labels
+            .iter()
+            .any(|(p, line, m)| !p && *line == 6 && m.contains("`return`")),
+        "no label at the return:\n{text}"
+    );
+    assert!(
+        labels
+            .iter()
+            .any(|(p, line, m)| !p && *line == 5 && m.contains("condition")),
+        "no label at the condition that made it vary:\n{text}"
     );
 }
 
@@ -350,4 +393,80 @@ fn p0700_suggests_ctx_warp_where_control_varies_through_ctx_thread() {
     ] {
         assert!(!warp_help(&format!("{ROW}  if {cond} {{\n{sum}")), "{cond}");
     }
+
+fn a_warp_uniform_return_keeps_lane_collectives_but_not_cta_ones() {
+    let ret = format!("{ROW}  if row >= N {{\n    return\n  }}\n");
+    accepted(&format!("{ret}  O[0, row] = sum<over ctx.lane>(v)"));
+    rejected(
+        &format!("{ret}  O[0, 0] = sum<over ctx.thread>(v)"),
+        "P0701",
+        8,
+    );
+    rejected(
+        &format!("{ret}  var t = x[0 :+ 1, :]\n  O[0, 0] = t[0, 0]"),
+        "P0702",
+        8,
+    );
+    // A return every thread takes or none does changes nothing.
+    accepted(&format!(
+        "{ROW}  if N < 2 {{\n    return\n  }}\n  var t = x[0 :+ 1, :]\n  O[0, 0] = sum<over ctx.thread>(t[0, ctx.thread])"
+    ));
+}
+
+#[test]
+fn rejects_collective_after_a_varying_break_in_its_loop() {
+    // A lane-varying break: the rest of the body, and every later trip.
+    let brk = format!(
+        "{ROW}  var acc = 0.0\n  for k in range(0, 4) {{\n    acc += sum<over ctx.lane>(v)\n    if v > 0.5 {{\n      break\n    }}\n  }}\n  O[0, 0] = acc"
+    );
+    rejected(&brk, "P0700", 7);
+    let (text, labels) = labels(&brk);
+    assert!(
+        labels
+            .iter()
+            .any(|(p, line, m)| !p && *line == 9 && m.contains("`break`")),
+        "no label at the break:\n{text}"
+    );
+    // After the loop every lane is back: the collective is fine there.
+    accepted(&format!(
+        "{ROW}  var acc = 0.0\n  for k in range(0, 4) {{\n    if v > 0.5 {{\n      break\n    }}\n    acc += v\n  }}\n  O[0, 0] = sum<over ctx.lane>(acc)"
+    ));
+    // continue: the rest of the body only.
+    accepted(&format!(
+        "{ROW}  var acc = 0.0\n  for k in range(0, 4) {{\n    acc += sum<over ctx.lane>(v)\n    if v > 0.5 {{\n      continue\n    }}\n    acc += 1.0\n  }}\n  O[0, 0] = acc"
+    ));
+    rejected(
+        &format!("{ROW}  var acc = 0.0\n  for k in range(0, 4) {{\n    if v > 0.5 {{\n      continue\n    }}\n    acc += sum<over ctx.lane>(v)\n  }}\n  O[0, 0] = acc"),
+        "P0700",
+        10,
+    );
+}
+
+#[test]
+fn rejects_a_varying_while_condition_around_a_collective() {
+    rejected(
+        &format!("{ROW}  var n = v\n  while n > 0.0 {{\n    n -= sum<over ctx.lane>(v)\n  }}\n  O[0, 0] = n"),
+        "P0700",
+        7,
+    );
+    accepted(&format!(
+        "{ROW}  var k = 0\n  while k < N {{\n    O[0, k] = sum<over ctx.thread>(v)\n    k += 1\n  }}"
+    ));
+}
+
+#[test]
+fn a_return_in_a_loop_makes_later_trips_varying() {
+    rejected(
+        &format!("{ROW}  for k in range(0, 4) {{\n    O[0, k] = sum<over ctx.lane>(v)\n    if v > 0.5 {{\n      return\n    }}\n  }}"),
+        "P0700",
+        6,
+    );
+}
+
+#[test]
+fn what_comes_before_a_varying_return_keeps_uniform_control() {
+    // Each pass of the checker starts again from the top of the kernel.
+    accepted(&format!(
+        "{ROW}  var t = x[0 :+ 1, :]\n  let s = sum<over ctx.thread>(t[0, ctx.thread])\n  if ctx.lane == 0 {{\n    return\n  }}\n  O[0, 0] = s"
+    ));
 }

@@ -46,7 +46,7 @@ fn walk(kernel: &Kernel, block: &Block, index: &LineIndex, info: &mut SourceInfo
         let line = index.line(stmt.span.start as usize);
         info.statement_lines.insert(line);
         match &stmt.kind {
-            StmtKind::For { body, .. } => {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
                 let end = index.line((stmt.span.end as usize).saturating_sub(1));
                 info.loops.push(LoopInfo {
                     line,

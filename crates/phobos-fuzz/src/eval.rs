@@ -102,6 +102,8 @@ pub fn run(k: &Kernel, args: &mut Args) -> R<()> {
                     args,
                     owner: &mut owner,
                     steps: 0,
+                    gone: vec![false; k.threads as usize],
+                    exits: Vec::new(),
                 };
                 let mask = vec![true; k.threads as usize];
                 cta.block(&k.body.stmts, &mask)?;
@@ -123,6 +125,11 @@ struct Cta<'a> {
     /// Which CTA wrote each tensor element, to refuse cross-CTA races.
     owner: &'a mut BTreeMap<(u32, usize), u32>,
     steps: u64,
+    /// Threads that ran `return`.
+    gone: Vec<bool>,
+    /// For each loop around the statement: the threads that left it with
+    /// `break`, and those that ran `continue` in the current trip.
+    exits: Vec<(Vec<bool>, Vec<bool>)>,
 }
 
 fn scalar_ty(t: Ty) -> ScalarTy {
@@ -135,9 +142,27 @@ fn scalar_ty(t: Ty) -> ScalarTy {
 impl Cta<'_> {
     fn block(&mut self, stmts: &[Stmt], mask: &[bool]) -> R<()> {
         for s in stmts {
-            self.stmt(s, mask)?;
+            let live = self.live(mask);
+            self.stmt(s, &live)?;
         }
         Ok(())
+    }
+
+    /// The threads of `mask` that have not left by `return`, `break` or
+    /// `continue`.
+    fn live(&self, mask: &[bool]) -> Vec<bool> {
+        (0..self.n)
+            .map(|t| {
+                mask[t] && !self.gone[t] && self.exits.last().is_none_or(|(b, c)| !b[t] && !c[t])
+            })
+            .collect()
+    }
+
+    /// Start the next trip of the innermost loop: `continue` is over.
+    fn next_trip(&mut self) {
+        if let Some((_, c)) = self.exits.last_mut() {
+            c.iter_mut().for_each(|x| *x = false);
+        }
     }
 
     fn active(mask: &[bool]) -> impl Iterator<Item = usize> + '_ {
@@ -270,9 +295,11 @@ impl Cta<'_> {
                     self.eval(step, mask)?,
                 );
                 let mut i: Vec<i128> = s0.iter().map(|v| value::as_i(v.s())).collect();
+                self.exits.push((vec![false; self.n], vec![false; self.n]));
                 loop {
                     let mut inside = vec![false; self.n];
-                    for t in Self::active(mask) {
+                    let mask = self.live(mask);
+                    for t in Self::active(&mask) {
                         let (e, s) = (value::as_i(e0[t].s()), value::as_i(st[t].s()));
                         if s == 0 {
                             return undefined("a loop with step 0");
@@ -286,6 +313,7 @@ impl Cta<'_> {
                         break;
                     }
                     self.block(&body.stmts, &inside)?;
+                    self.next_trip();
                     for t in Self::active(&inside) {
                         i[t] = value::wrap(ScalarTy::I32, i[t] + value::as_i(st[t].s()));
                     }
@@ -293,6 +321,42 @@ impl Cta<'_> {
                     if self.steps > 200_000 {
                         return undefined("the program runs too long");
                     }
+                }
+                self.exits.pop();
+            }
+            StmtKind::While { cond, body } => {
+                self.exits.push((vec![false; self.n], vec![false; self.n]));
+                loop {
+                    let mask = self.live(mask);
+                    let c = self.eval(cond, &mask)?;
+                    let mut inside = vec![false; self.n];
+                    for t in Self::active(&mask) {
+                        inside[t] = value::as_b(c[t].s());
+                    }
+                    if !inside.iter().any(|a| *a) {
+                        break;
+                    }
+                    self.block(&body.stmts, &inside)?;
+                    self.next_trip();
+                    self.steps += 1;
+                    if self.steps > 200_000 {
+                        return undefined("the program runs too long");
+                    }
+                }
+                self.exits.pop();
+            }
+            StmtKind::Break | StmtKind::Continue => {
+                let brk = matches!(s.kind, StmtKind::Break);
+                if let Some((b, c)) = self.exits.last_mut() {
+                    let set = if brk { b } else { c };
+                    for t in Self::active(mask) {
+                        set[t] = true;
+                    }
+                }
+            }
+            StmtKind::Return => {
+                for t in Self::active(mask) {
+                    self.gone[t] = true;
                 }
             }
         }

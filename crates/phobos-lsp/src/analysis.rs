@@ -82,8 +82,9 @@ const BUILTINS: [(&str, &str); 22] = [
     ("word", "word(run, i): bytes 4i..4i+3 of an i8/u8 run"),
 ];
 
-const KEYWORDS: [&str; 12] = [
-    "fn", "kernel", "let", "var", "if", "else", "for", "in", "range", "true", "false", "ctx",
+const KEYWORDS: [&str; 18] = [
+    "fn", "kernel", "let", "var", "if", "else", "for", "while", "break", "continue", "return",
+    "in", "range", "true", "false", "inf", "nan", "ctx",
 ];
 
 const CONFIG_WORDS: [(&str, &str); 6] = [
@@ -571,7 +572,7 @@ fn find_assigned_value(b: &hir::Block, span: Span) -> Option<&hir::Expr> {
                     return Some(e);
                 }
             }
-            hir::StmtKind::For { body, .. } => {
+            hir::StmtKind::For { body, .. } | hir::StmtKind::While { body, .. } => {
                 if let Some(e) = find_assigned_value(body, span) {
                     return Some(e);
                 }
@@ -624,6 +625,11 @@ pub fn visit_kernel_exprs<'a>(k: &'a hir::Kernel, f: &mut dyn FnMut(&'a hir::Exp
                     visit_hir(step, f);
                     block(body, f);
                 }
+                hir::StmtKind::While { cond, body } => {
+                    visit_hir(cond, f);
+                    block(body, f);
+                }
+                hir::StmtKind::Break | hir::StmtKind::Continue | hir::StmtKind::Return => {}
             }
         }
     }

@@ -297,6 +297,11 @@ impl Resolver<'_> {
                     self.block(e);
                 }
             }
+            StmtKind::While { cond, body } => {
+                self.expr(cond);
+                self.block(body);
+            }
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
             StmtKind::For {
                 var,
                 start,

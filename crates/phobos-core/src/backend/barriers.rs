@@ -272,7 +272,8 @@ fn unfenced(f: &Func, p: &Event, x: &Event) -> Diagnostic {
     d.note(
         "a barrier needs every thread of the CTA, so Phobos places one only where control is \
          the same for all threads; these accesses are both inside a loop whose bounds differ \
-         between threads. Read what the loop needs into a `let` before it, or give the loop \
+         between threads, or after a `break`, `continue` or `return` that only some threads \
+         take. Read what the loop needs into a `let` before it, or give the loop \
          bounds that are the same in every thread and test the thread's own condition with \
          an `if` inside it",
     )
@@ -484,7 +485,32 @@ impl Flatten<'_> {
                     self.buffer(*scratch, false, false, span);
                     self.candidate(Some(*read));
                 }
+                StmtKind::While { pre, cond, body } => {
+                    // The first test always runs; each copy of the body and
+                    // the test after it may not (a loop body seen twice, as
+                    // for a `For`).
+                    self.block(pre);
+                    self.expr(*cond);
+                    self.candidate(fence);
+                    let mut copy = |s: &mut Self| {
+                        s.region_with(|s| {
+                            s.block(body);
+                            s.block(pre);
+                            s.expr(*cond);
+                            s.candidate(fence);
+                        })
+                    };
+                    let first = self.out.len();
+                    copy(self);
+                    let second = self.out.len();
+                    copy(self);
+                    self.loops.push((first, second, self.out.len()));
+                }
                 StmtKind::Barrier(b) => self.candidate(Some(*b)),
+                // What follows an early exit is inside the region of the
+                // branch or loop body that holds the exit, so barriers
+                // there already count as ones that may not run.
+                StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
             }
         }
     }
@@ -492,10 +518,15 @@ impl Flatten<'_> {
     /// A block that may not run, or may not run to its end, whenever the
     /// code around it does: a branch or one copy of a loop body.
     fn region(&mut self, block: &[StmtId]) {
+        self.region_with(|s| s.block(block));
+    }
+
+    /// Like [`Self::region`], for whatever `emit` flattens.
+    fn region_with(&mut self, emit: impl FnOnce(&mut Self)) {
         let r = self.regions.len() as u32;
         self.regions.push((self.out.len(), usize::MAX));
         self.open.push(r);
-        self.block(block);
+        emit(self);
         self.open.pop();
         self.regions[r as usize].1 = self.out.len();
     }
@@ -586,6 +617,10 @@ impl ThreadIndex {
                     }
                     StmtKind::For { var, body, .. } => {
                         *count.entry(*var).or_default() += 2;
+                        walk(f, body, true, count, defs);
+                    }
+                    StmtKind::While { pre, body, .. } => {
+                        walk(f, pre, true, count, defs);
                         walk(f, body, true, count, defs);
                     }
                     _ => {}

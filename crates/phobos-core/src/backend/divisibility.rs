@@ -129,6 +129,10 @@ fn assignments(
                 join(*var, x, next, assigned);
                 assignments(f, body, d, next, assigned);
             }
+            StmtKind::While { pre, body, .. } => {
+                assignments(f, pre, d, next, assigned);
+                assignments(f, body, d, next, assigned);
+            }
             StmtKind::CtaColl { dst, .. } => join(*dst, 1, next, assigned),
             _ => {}
         }

@@ -85,6 +85,7 @@ pub fn emit_entry(
         cur_access: None,
         emitted: vec![EmittedAccess::default(); f.accesses.len()],
         addresses: Default::default(),
+        loops: Vec::new(),
     };
     e.prologue();
     e.block(&f.body);
@@ -193,6 +194,9 @@ pub(crate) struct Emitter<'a> {
     /// Tensor accesses' computed addresses and strides, for the accesses
     /// that `Func::access_shift` places at a constant distance from them.
     pub(crate) addresses: std::collections::HashMap<super::ir::AccessId, (memory::Addr, V)>,
+    /// The loops around the statement being emitted: the label `continue`
+    /// jumps to and the one `break` jumps to.
+    loops: Vec<(String, String)>,
 }
 
 impl<'a> Emitter<'a> {
@@ -439,9 +443,47 @@ impl<'a> Emitter<'a> {
                 step,
                 body,
             } => self.for_loop(s, *var, *start, *end, *step, body),
+            StmtKind::While { pre, cond, body } => self.while_loop(s, pre, *cond, body),
+            StmtKind::Break | StmtKind::Continue => {
+                // The verifier checks every `Break`/`Continue` is in a loop.
+                let target = self.loops.last().map(|(next, done)| {
+                    if matches!(self.f.stmts[s].kind, StmtKind::Break) {
+                        done.clone()
+                    } else {
+                        next.clone()
+                    }
+                });
+                if let Some(l) = target {
+                    self.ins(&format!("bra {l};"));
+                }
+            }
+            StmtKind::Return => self.ins("ret;"),
             StmtKind::CtaColl { .. } => self.cta_collective(s),
             StmtKind::Barrier(b) => self.barrier(*b),
         }
+    }
+
+    /// `while`: the head runs the hoisted statements and the condition
+    /// (and the fence after it, when there is one) before every trip.
+    fn while_loop(&mut self, stmt: StmtId, pre: &[StmtId], cond: ExprId, body: &[StmtId]) {
+        let span = self.f.stmt_span(stmt);
+        let head = self.label("while");
+        let done = self.label("endwhile");
+        self.place_label(&head);
+        self.block(pre);
+        self.loc(span);
+        let c = self.expr(cond);
+        let p = self.in_reg(c, ScalarTy::Bool);
+        if let Some(b) = self.f.fence(stmt) {
+            self.barrier(b);
+        }
+        self.ins(&format!("@!{p} bra {done};"));
+        self.loops.push((head.clone(), done.clone()));
+        self.block(body);
+        self.loops.pop();
+        self.loc(span);
+        self.ins(&format!("bra {head};"));
+        self.place_label(&done);
     }
 
     fn for_loop(
@@ -498,7 +540,16 @@ impl<'a> Emitter<'a> {
             }
         }
         self.ins(&format!("@{p} bra {done};"));
+        // A label for `continue` only when the body has one, so loops
+        // without it keep their PTX.
+        let next = continues(self.f, body).then(|| self.label("next"));
+        self.loops
+            .push((next.clone().unwrap_or_default(), done.clone()));
         self.block(body);
+        self.loops.pop();
+        if let Some(next) = next {
+            self.place_label(&next);
+        }
         self.loc(span);
         let sv = self.operand(st);
         self.ins(&format!("add{suffix} {i}, {i}, {sv};"));
@@ -535,4 +586,14 @@ fn param_ty(t: ScalarTy) -> &'static str {
         ScalarTy::F32 => ".f32",
         ScalarTy::F64 => ".f64",
     }
+}
+
+/// Whether a loop body holds a `continue` of that loop (not of a loop
+/// nested in it).
+fn continues(f: &Func, body: &[StmtId]) -> bool {
+    body.iter().any(|&s| match &f.stmts[s].kind {
+        StmtKind::Continue => true,
+        StmtKind::If { then, els, .. } => continues(f, then) || continues(f, els),
+        _ => false,
+    })
 }

@@ -223,6 +223,20 @@ pub enum StmtKind {
         step: ExprId,
         body: Vec<StmtId>,
     },
+    /// `while cond { body }`: before every trip, `pre` runs (what lowering
+    /// hoisted out of the condition), then `cond` decides.
+    While {
+        pre: Vec<StmtId>,
+        cond: ExprId,
+        body: Vec<StmtId>,
+    },
+    /// Leaves the innermost `For` or `While`.
+    Break,
+    /// Goes to the next trip of the innermost `For` (its step first) or
+    /// `While` (its condition).
+    Continue,
+    /// The thread leaves the kernel.
+    Return,
     /// A CTA collective, hoisted out of its expression into `dst`:
     /// barrier `before`, butterfly per warp, lane 0 writes the warp's result
     /// into `scratch`, barrier `written`, every warp folds the scratch,

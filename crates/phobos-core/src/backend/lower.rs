@@ -13,6 +13,14 @@
 //! branches read and write tiles is predicated statement by statement so
 //! candidates fit between its statements. Whether a candidate barrier is
 //! kept is decided later by `barriers`.
+//!
+//! Early exits: control is uniform only where every thread of the CTA
+//! arrives. The body of a loop that some threads may leave early (a
+//! `break`, `continue` or `return` under a condition that is not known
+//! uniform) is not uniform, nor is the rest of the kernel after a `return`
+//! that some threads may take, so no candidate barrier goes there; a
+//! hazard there is reported by `barriers` (P0802). An `if` that contains
+//! an early exit is never predicated.
 
 use super::ir::{
     Access, Barrier, BarrierRole, Buffer, BufferId, BufferKind, Combine, Expr, ExprId, ExprKind,
@@ -109,6 +117,8 @@ impl Lower<'_> {
         for s in &b.stmts {
             let at_uniform = self.uniform;
             let mut lowered = self.stmt(s);
+            // After a `return` some threads may take, fewer threads go on.
+            let left = at_uniform && self.leaves_varying(std::slice::from_ref(s), false).1;
             if let Some(p) = self.pred {
                 lowered = lowered
                     .into_iter()
@@ -125,6 +135,7 @@ impl Lower<'_> {
                     .collect();
             }
             if at_uniform && !self.pending_tile_writes.is_empty() {
+                let after_ok = !left;
                 // Element stores into tiles under this statement: fence them
                 // from earlier readers and from later readers in other threads.
                 let writes = std::mem::take(&mut self.pending_tile_writes);
@@ -133,15 +144,100 @@ impl Lower<'_> {
                     if seen.insert(buf) {
                         let before = self.barrier(BarrierRole::BeforeTile(buf), span);
                         pre.push(before);
-                        let after = self.barrier(BarrierRole::AfterTileWrite(buf), span);
-                        lowered.push(after);
+                        // No barrier after a statement some threads left
+                        // the kernel in: the hazard, if any, is reported.
+                        if after_ok {
+                            let after = self.barrier(BarrierRole::AfterTileWrite(buf), span);
+                            lowered.push(after);
+                        }
                     }
                 }
             }
             out.extend(pre);
             out.extend(lowered);
+            if left {
+                self.uniform = false;
+            }
         }
         out
+    }
+
+    /// Whether `stmts`, run under control that is `varying` or not, leave
+    /// early under control not known to be uniform: (a `break` or
+    /// `continue` of the loop around them, a `return`). An exit makes what
+    /// follows it varying; a loop left early has every trip varying.
+    fn leaves_varying(&self, stmts: &[hir::Stmt], varying: bool) -> (bool, bool) {
+        let (mut own, mut ret) = (false, false);
+        let mut v = varying;
+        for s in stmts {
+            match &s.kind {
+                hir::StmtKind::Break | hir::StmtKind::Continue => own |= v,
+                hir::StmtKind::Return => ret |= v,
+                hir::StmtKind::If { cond, then, els } => {
+                    let v2 = v || !self.hir_uniform(cond);
+                    let (o1, r1) = self.leaves_varying(&then.stmts, v2);
+                    let (o2, r2) = self.leaves_varying(&els.stmts, v2);
+                    own |= o1 || o2;
+                    ret |= r1 || r2;
+                }
+                hir::StmtKind::For {
+                    start,
+                    end,
+                    step,
+                    body,
+                    ..
+                } => {
+                    let bounds = [start, end, step].iter().all(|e| self.hir_uniform(e));
+                    ret |= self.loop_leaves_varying(&body.stmts, v || !bounds);
+                }
+                hir::StmtKind::While { cond, body } => {
+                    let v2 = v || !self.hir_uniform(cond);
+                    ret |= self.loop_leaves_varying(&body.stmts, v2);
+                }
+                _ => {}
+            }
+            v |= own || ret;
+        }
+        (own, ret)
+    }
+
+    /// Whether some threads may leave a loop whose body is `body` early
+    /// (by its own `break` or `continue`, or by `return`), so that not every
+    /// thread runs every trip.
+    fn left_early(&self, body: &[hir::Stmt]) -> bool {
+        let (own, ret) = self.leaves_varying(body, false);
+        own || ret
+    }
+
+    /// Whether a loop body returns under varying control (its own exits
+    /// under varying control make every trip varying).
+    fn loop_leaves_varying(&self, body: &[hir::Stmt], varying: bool) -> bool {
+        let (own, ret) = self.leaves_varying(body, varying);
+        ret || ((own || varying) && self.leaves_varying(body, true).1)
+    }
+
+    /// Whether a HIR expression is known the same in every thread, as
+    /// `is_uniform` judges its lowered form (a local counts when it is a
+    /// uniform `let` already lowered).
+    fn hir_uniform(&self, e: &hir::Expr) -> bool {
+        use hir::ExprKind as K;
+        match &e.kind {
+            K::Const(_) | K::Param(_) | K::Dim(_) => true,
+            K::Ctx(c) => !matches!(c, CtxField::Thread | CtxField::Warp | CtxField::Lane),
+            K::Local(id) => self
+                .locals
+                .get(id)
+                .is_some_and(|v| self.uniform_vars.contains(v)),
+            K::Unary(_, x) | K::Convert(x) | K::RunSum(x) => self.hir_uniform(x),
+            K::Elem { run, .. } | K::Word { run, .. } => self.hir_uniform(run),
+            K::Binary(_, a, b) => self.hir_uniform(a) && self.hir_uniform(b),
+            K::Builtin(_, xs) => xs.iter().all(|x| self.hir_uniform(x)),
+            K::Load { .. }
+            | K::RunLoad { .. }
+            | K::Collective { .. }
+            | K::Shuffle { .. }
+            | K::Let { .. } => false,
+        }
     }
 
     fn push_stmt(&mut self, kind: StmtKind, span: Span) -> StmtId {
@@ -252,7 +348,11 @@ impl Lower<'_> {
                 vec![before, store]
             }
             hir::StmtKind::If { cond: c, then, els }
-                if self.uniform && self.pred.is_none() && both_read_and_write_tiles(then, els) =>
+                if self.uniform
+                    && self.pred.is_none()
+                    && both_read_and_write_tiles(then, els)
+                    && !has_exit(then)
+                    && !has_exit(els) =>
             {
                 let cond = self.expr(c);
                 if self.is_uniform(cond) {
@@ -265,7 +365,7 @@ impl Lower<'_> {
                 let cond = self.expr(cond);
                 self.if_stmt(cond, then, els, span)
             }
-            hir::StmtKind::For { .. } if self.pred.is_some() => {
+            hir::StmtKind::For { .. } | hir::StmtKind::While { .. } if self.pred.is_some() => {
                 // A loop under a predicate: its body runs per thread.
                 let outer = std::mem::replace(&mut self.uniform, false);
                 let pred = self.pred.take();
@@ -282,7 +382,32 @@ impl Lower<'_> {
                 unroll,
                 body,
             } => self.for_stmt(*var, start, end, step, *unroll, body, span),
+            hir::StmtKind::While { cond, body } => self.while_stmt(cond, body, span),
+            hir::StmtKind::Break => vec![self.push_stmt(StmtKind::Break, span)],
+            hir::StmtKind::Continue => vec![self.push_stmt(StmtKind::Continue, span)],
+            hir::StmtKind::Return => vec![self.push_stmt(StmtKind::Return, span)],
         }
+    }
+
+    /// `while cond { body }`: what lowering hoists out of `cond` (CTA
+    /// collectives, `fn` arguments) runs before every trip, not once.
+    fn while_stmt(&mut self, cond: &hir::Expr, body: &hir::Block, span: Span) -> Vec<StmtId> {
+        let outer_pre = std::mem::take(&mut self.pre);
+        let outer = self.uniform;
+        // The condition is evaluated at the head of every trip, under the
+        // loop's own control.
+        let inner = outer && self.hir_uniform(cond) && !self.left_early(&body.stmts);
+        self.uniform = inner;
+        let c = self.expr(cond);
+        let pre = std::mem::replace(&mut self.pre, Vec::new());
+        let body = self.block(body);
+        self.pre = outer_pre;
+        let s = self.push_stmt(StmtKind::While { pre, cond: c, body }, span);
+        // The fence after the condition is inside the loop: only where
+        // every thread runs every trip.
+        self.fence_read(s, &[c], span);
+        self.uniform = outer;
+        vec![s]
     }
 
     fn if_stmt(
@@ -325,7 +450,10 @@ impl Lower<'_> {
         let outer = self.uniform;
         let uniform_bounds =
             self.is_uniform(start) && self.is_uniform(end) && self.is_uniform(step);
-        self.uniform = outer && uniform_bounds;
+        if outer && uniform_bounds {
+            self.uniform_vars.insert(v);
+        }
+        self.uniform = outer && uniform_bounds && !self.left_early(&body.stmts);
         if self.uniform {
             self.uniform_vars.insert(v);
         }
@@ -878,12 +1006,27 @@ fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
                 *reads |= reads_tile(start) || reads_tile(end) || reads_tile(step);
                 scan_block(body, reads, writes);
             }
+            hir::StmtKind::While { cond, body } => {
+                *reads |= reads_tile(cond);
+                scan_block(body, reads, writes);
+            }
             hir::StmtKind::TileCopy { .. } | hir::StmtKind::TileStore { .. } => {
                 *reads = true;
                 *writes = true;
             }
+            hir::StmtKind::Break | hir::StmtKind::Continue | hir::StmtKind::Return => {}
         }
     }
+}
+
+/// Whether a block holds a `break`, `continue` or `return` at any depth.
+fn has_exit(b: &hir::Block) -> bool {
+    b.stmts.iter().any(|s| match &s.kind {
+        hir::StmtKind::Break | hir::StmtKind::Continue | hir::StmtKind::Return => true,
+        hir::StmtKind::If { then, els, .. } => has_exit(then) || has_exit(els),
+        hir::StmtKind::For { body, .. } | hir::StmtKind::While { body, .. } => has_exit(body),
+        _ => false,
+    })
 }
 
 fn reads_tile(e: &hir::Expr) -> bool {

@@ -76,6 +76,22 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
                 }
                 let _ = writeln!(out, "{pad}}}");
             }
+            StmtKind::While { pre, cond, body } => {
+                let _ = writeln!(out, "{pad}while {{");
+                block(f, pre, depth + 1, out);
+                let _ = writeln!(out, "{pad}}} {} {{", expr(f, *cond));
+                block(f, body, depth + 1, out);
+                let _ = writeln!(out, "{pad}}}");
+            }
+            StmtKind::Break => {
+                let _ = writeln!(out, "{pad}break");
+            }
+            StmtKind::Continue => {
+                let _ = writeln!(out, "{pad}continue");
+            }
+            StmtKind::Return => {
+                let _ = writeln!(out, "{pad}return");
+            }
             StmtKind::For {
                 var,
                 start,

@@ -206,11 +206,18 @@ impl Walk<'_> {
                     self.block(body);
                     self.loops.push((first, self.pos));
                 }
+                StmtKind::While { pre, cond, body } => {
+                    let first = self.pos;
+                    self.block(pre);
+                    self.expr(*cond);
+                    self.block(body);
+                    self.loops.push((first, self.pos));
+                }
                 StmtKind::CtaColl { arg, scratch, .. } => {
                     self.expr(*arg);
                     self.touch(*scratch, span);
                 }
-                StmtKind::Barrier(_) => {}
+                StmtKind::Barrier(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
             }
         }
     }

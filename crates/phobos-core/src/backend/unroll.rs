@@ -101,6 +101,11 @@ fn block(f: &mut Func, stmts: Vec<StmtId>) -> Vec<StmtId> {
                     None => out.push(s),
                 }
             }
+            StmtKind::While { pre, cond, body } => {
+                let body = block(f, body);
+                f.stmts[s].kind = StmtKind::While { pre, cond, body };
+                out.push(s);
+            }
             _ => out.push(s),
         }
     }
@@ -172,6 +177,10 @@ fn auto_candidate(f: &Func, body: &[StmtId]) -> bool {
             if matches!(
                 f.stmts[s].kind,
                 StmtKind::For { .. }
+                    | StmtKind::While { .. }
+                    | StmtKind::Break
+                    | StmtKind::Continue
+                    | StmtKind::Return
                     | StmtKind::Barrier(_)
                     | StmtKind::TileCopy { .. }
                     | StmtKind::TileStore { .. }
@@ -241,7 +250,10 @@ fn walk(f: &Func, stmts: &[StmtId], visit: &mut dyn FnMut(&Func, Item)) {
                     .collect(),
                 vec![],
             ),
-            StmtKind::Barrier(_) => (vec![], vec![]),
+            StmtKind::While { pre, cond, body } => (vec![*cond], vec![pre, body]),
+            StmtKind::Barrier(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Return => {
+                (vec![], vec![])
+            }
         };
         for e in roots {
             expr(f, e, visit);
@@ -622,6 +634,14 @@ impl Builder<'_> {
                 written: self.clone_barrier(written),
                 read: self.clone_barrier(read),
             },
+            StmtKind::While { pre, cond, body } => StmtKind::While {
+                pre: pre.iter().map(|&t| self.clone_stmt(t)).collect(),
+                cond: self.clone_expr(cond),
+                body: body.iter().map(|&t| self.clone_stmt(t)).collect(),
+            },
+            StmtKind::Break => StmtKind::Break,
+            StmtKind::Continue => StmtKind::Continue,
+            StmtKind::Return => StmtKind::Return,
             StmtKind::Barrier(b) => StmtKind::Barrier(self.clone_barrier(b)),
         };
         self.f.stmt_spans.push(self.f.stmt_span(s));

@@ -16,6 +16,8 @@
 //!    statement, inside one `CtaColl`, or as the fence of one `Store`,
 //!    `RunStore`, `If` or `For`), and a statement has at most one fence.
 //! 7. A `Dp4aSum`'s operands are packed-byte operands.
+//! 8. `Break` and `Continue` are inside a `For` or `While`; a `While`'s
+//!    condition is `bool`.
 //!
 //! Run after `lower` in debug builds and in the tests.
 
@@ -33,6 +35,7 @@ pub fn verify(f: &Func) -> Result<(), Vec<String>> {
         expr_users: vec![0; f.exprs.len()],
         stmt_users: vec![0; f.stmts.len()],
         barrier_uses: vec![0; f.barriers.len()],
+        loops: 0,
     };
     if f.expr_spans.len() != f.exprs.len() || f.stmt_spans.len() != f.stmts.len() {
         v.errors
@@ -67,6 +70,8 @@ struct Verifier<'f> {
     expr_users: Vec<u32>,
     stmt_users: Vec<u32>,
     barrier_uses: Vec<u32>,
+    /// Loops around the statement being checked.
+    loops: u32,
 }
 
 impl Verifier<'_> {
@@ -92,7 +97,8 @@ impl Verifier<'_> {
                 StmtKind::Store(..)
                 | StmtKind::RunStore { .. }
                 | StmtKind::If { .. }
-                | StmtKind::For { .. } => self.use_barrier(*b),
+                | StmtKind::For { .. }
+                | StmtKind::While { .. } => self.use_barrier(*b),
                 _ => self.errors.push(format!("{s} cannot hold fence {b}")),
             }
         }
@@ -164,8 +170,30 @@ impl Verifier<'_> {
                 self.use_expr(*start);
                 self.use_expr(*end);
                 self.use_expr(*step);
+                self.loops += 1;
                 self.block(body);
+                self.loops -= 1;
             }
+            StmtKind::While { pre, cond, body } => {
+                self.block(pre);
+                self.use_expr(*cond);
+                if self.f.exprs.contains(*cond)
+                    && self.f.exprs[*cond].ty != Ty::Scalar(ScalarTy::Bool)
+                {
+                    self.errors
+                        .push(format!("{s}: while condition {cond} is not bool"));
+                }
+                self.loops += 1;
+                self.block(body);
+                self.loops -= 1;
+            }
+            StmtKind::Break | StmtKind::Continue => {
+                if self.loops == 0 {
+                    self.errors
+                        .push(format!("{s}: break or continue outside a loop"));
+                }
+            }
+            StmtKind::Return => {}
             StmtKind::CtaColl {
                 arg,
                 combine,

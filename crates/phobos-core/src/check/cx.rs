@@ -94,6 +94,9 @@ pub(crate) struct Cx<'a> {
     pub grid_mode: bool,
     /// Loop variables, so assigning one is explained as such.
     pub loop_vars: Vec<LocalId>,
+    /// Loops around the statement being checked (`break` and `continue`
+    /// need one).
+    pub loop_depth: u32,
     /// `var x = 0`-style locals: declared from an integer literal without a
     /// type, with the literal's span and value (for the `var x: f32 = 0.0`
     /// hint when a float is added to them).
@@ -119,6 +122,7 @@ impl<'a> Cx<'a> {
             expr_nodes: 0,
             grid_mode: false,
             loop_vars: Vec::new(),
+            loop_depth: 0,
             int_literal_vars: Vec::new(),
             diags: Vec::new(),
         }

@@ -48,6 +48,32 @@ impl Cx<'_> {
                 body,
                 ..
             } => self.for_stmt(var, start, end, step.as_ref(), *unroll, body),
+            StmtKind::While { cond, body } => {
+                let cond = self.expr_of(cond, ScalarTy::Bool, "a condition");
+                self.loop_depth += 1;
+                let body = self.block(body);
+                self.loop_depth -= 1;
+                Some(hir::StmtKind::While { cond: cond?, body })
+            }
+            StmtKind::Break | StmtKind::Continue => {
+                let (word, kind) = match s.kind {
+                    StmtKind::Break => ("break", hir::StmtKind::Break),
+                    _ => ("continue", hir::StmtKind::Continue),
+                };
+                if self.loop_depth == 0 {
+                    self.report(
+                        Diagnostic::error("P0415", format!("`{word}` outside a loop"))
+                            .primary(
+                                s.span,
+                                format!("there is no `for` or `while` for this `{word}`"),
+                            )
+                            .note("to leave the kernel early, write `return`"),
+                    );
+                    return None;
+                }
+                Some(kind)
+            }
+            StmtKind::Return => Some(hir::StmtKind::Return),
             StmtKind::Expr(e) => self.expr_stmt(e),
             StmtKind::Error => None,
         }?;
@@ -315,8 +341,23 @@ impl Cx<'_> {
         let local = self.new_local(&var.name, var.span, false, LocalKind::Scalar(ScalarTy::I32));
         self.bind(&var.name, Binding::Local(local));
         self.loop_vars.push(local);
+        self.loop_depth += 1;
         let body = self.block(body);
+        self.loop_depth -= 1;
         self.pop_scope();
+        let unroll = match (unroll, own_exit(&body)) {
+            (Some(Some(n)), Some(span)) if n > 1 => {
+                self.report(
+                    Diagnostic::error("P0414", "`unroll` on a loop left by `break` or `continue`")
+                        .primary(span, "this leaves the loop")
+                        .note(
+                            "unrolling copies the body; remove `unroll`, or the `break`/`continue`",
+                        ),
+                );
+                None
+            }
+            _ => unroll,
+        };
         Some(hir::StmtKind::For {
             var: local,
             start: s?,
@@ -424,4 +465,14 @@ impl Cx<'_> {
             only: Some(Box::new(i)),
         })
     }
+}
+
+/// The span of a `break` or `continue` of the loop whose body is `b`
+/// (not one of a loop nested in it).
+fn own_exit(b: &hir::Block) -> Option<Span> {
+    b.stmts.iter().find_map(|s| match &s.kind {
+        hir::StmtKind::Break | hir::StmtKind::Continue => Some(s.span),
+        hir::StmtKind::If { then, els, .. } => own_exit(then).or_else(|| own_exit(els)),
+        _ => None,
+    })
 }

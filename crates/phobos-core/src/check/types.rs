@@ -217,7 +217,10 @@ impl Cx<'_> {
             }
             _ => ScalarTy::F32,
         };
-        if let Some(largest) = float_overflows(v, t) {
+        // `inf` and `nan` are written as words; a decimal literal too large
+        // for f64 also lexes as infinity, and that one does not fit.
+        let named = v.is_nan() || (v.is_infinite() && self.text(span).trim() == "inf");
+        if let Some(largest) = float_overflows(v, t).filter(|_| !named) {
             self.report(
                 Diagnostic::error(
                     "P0403",

@@ -20,7 +20,17 @@
 //! it needs the uniform part to be known non-negative; a shift floors.
 //!
 //! Control is as varying as the conditions and loop bounds that reach it,
-//! and a variable assigned under control is at least that varying. Because
+//! and a variable assigned under control is at least that varying. An early
+//! exit taken under varying control leaves fewer threads behind it: after a
+//! `continue`, the rest of its loop's body is that varying; after a `break`,
+//! the whole body of its loop (later trips run without the threads that
+//! left); after a `return`, the rest of the kernel and the whole body of
+//! every loop around it. An early
+//! exit taken under varying control leaves fewer threads behind it: after a
+//! `continue`, the rest of its loop's body is that varying; after a `break`,
+//! the whole body of its loop (later trips run without the threads that
+//! left); after a `return`, the rest of the kernel and the whole body of
+//! every loop around it. Because
 //! a loop can carry a variable made varying late in its body back to a
 //! condition early in it, the pass first raises every local's level to a
 //! fixpoint, then walks the kernel once more to report.
@@ -50,15 +60,32 @@ impl Level {
     }
 }
 
-/// Why control at some point is not uniform: a condition or a loop.
+/// What made control vary at some point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CtrlKind {
+    Cond,
+    Loop,
+    /// The left side of a short-circuit operator (`&&` or `||`), which
+    /// guards its right side.
+    Guard(&'static str),
+    /// An early exit (`break`, `continue` or `return`, the word) taken
+    /// under varying control; `because` is the condition or loop that made
+    /// it vary. `loop_depth` is the depth of the loop whose body it affects
+    /// (`None` for `return`, which affects the rest of the kernel).
+    Exit {
+        word: &'static str,
+        because: Option<(Span, bool)>,
+        loop_depth: Option<u32>,
+    },
+}
+
+/// Why control at some point is not uniform: a condition, a loop or an
+/// early exit.
 #[derive(Clone, Copy, Debug)]
 struct Ctrl {
     level: Level,
     span: Span,
-    is_loop: bool,
-    /// `Some("&&")` when this is the left side of a short-circuit operator,
-    /// which guards its right side.
-    guard_op: Option<&'static str>,
+    kind: CtrlKind,
     /// The local whose level made the condition vary, when one did.
     via: Option<LocalId>,
     /// A load from memory the kernel writes that made it vary, when one did.
@@ -80,13 +107,13 @@ pub fn check(kernel: &Kernel) -> Vec<Diagnostic> {
     let mut u = Uni::new(kernel);
     loop {
         u.changed = false;
-        u.block(&kernel.body);
+        u.pass();
         if !u.changed {
             break;
         }
     }
     u.report = true;
-    u.block(&kernel.body);
+    u.pass();
     u.diags
 }
 
@@ -96,7 +123,7 @@ pub fn local_levels(kernel: &Kernel) -> Vec<Level> {
     u.changed = true;
     while u.changed {
         u.changed = false;
-        u.block(&kernel.body);
+        u.pass();
     }
     u.level
 }
@@ -114,7 +141,7 @@ pub fn facts(kernel: &Kernel) -> Facts {
     u.changed = true;
     while u.changed {
         u.changed = false;
-        u.block(&kernel.body);
+        u.pass();
     }
     let causes = u
         .cause
@@ -145,6 +172,12 @@ struct Uni<'k> {
     report: bool,
     changed: bool,
     diags: Vec<Diagnostic>,
+    /// The loops around the current statement, by the start of their span.
+    loops: Vec<u32>,
+    /// Loops left by a `break` or `return` under varying control: every
+    /// trip after the first runs without the threads that left, so the
+    /// whole body is under that exit. Found during the fixpoint.
+    left_loops: std::collections::HashMap<u32, Ctrl>,
 }
 
 /// The tensors the kernel writes and the tiles it writes element by element
@@ -163,6 +196,8 @@ impl<'k> Uni<'k> {
             report: false,
             changed: false,
             diags: Vec::new(),
+            loops: Vec::new(),
+            left_loops: std::collections::HashMap::new(),
         }
     }
 }
@@ -176,7 +211,7 @@ fn written_memory(kernel: &Kernel) -> Vec<Memory> {
                     walk(then, out);
                     walk(els, out);
                 }
-                StmtKind::For { body, .. } => walk(body, out),
+                StmtKind::For { body, .. } | StmtKind::While { body, .. } => walk(body, out),
                 _ => {}
             }
         }
@@ -193,6 +228,15 @@ fn written_memory(kernel: &Kernel) -> Vec<Memory> {
 }
 
 impl Uni<'_> {
+    /// One walk over the kernel, from the top: no control around it yet
+    /// (an early exit's control lasts until the end of one walk).
+    fn pass(&mut self) {
+        self.ctrl.clear();
+        self.loops.clear();
+        let kernel = self.kernel;
+        self.block(&kernel.body);
+    }
+
     fn control(&self) -> Level {
         self.ctrl
             .iter()
@@ -248,19 +292,38 @@ impl Uni<'_> {
                 let via = self.varying_local(cond, level);
                 let load = self.written_load(cond);
                 let by_thread = level == Level::Varying && self.by_thread(cond);
+                let at = self.ctrl.len();
                 self.ctrl.push(Ctrl {
                     level,
                     span: cond.span,
-                    is_loop: false,
-                    guard_op: None,
+                    kind: CtrlKind::Cond,
                     via,
                     load,
                     by_thread,
                 });
                 self.block(then);
                 self.block(els);
-                self.ctrl.pop();
+                // Exits inside the branches stay: they outlive the `if`.
+                self.ctrl.remove(at);
             }
+            StmtKind::While { cond, body } => {
+                let level = self.expr(cond);
+                let via = self.varying_local(cond, level);
+                let load = self.written_load(cond);
+                let by_thread = level == Level::Varying && self.by_thread(cond);
+                let c = Ctrl {
+                    level,
+                    span: cond.span,
+                    kind: CtrlKind::Loop,
+                    via,
+                    load,
+                    by_thread,
+                };
+                self.loop_body(s.span, c, body, None);
+            }
+            StmtKind::Break => self.exit("break", s.span),
+            StmtKind::Continue => self.exit("continue", s.span),
+            StmtKind::Return => self.exit("return", s.span),
             StmtKind::For {
                 var,
                 start,
@@ -278,21 +341,98 @@ impl Uni<'_> {
                 let via = bounds.iter().find_map(|e| self.varying_local(e, level));
                 let load = bounds.iter().find_map(|e| self.written_load(e));
                 let span = start.span.to(end.span).to(step.span);
-                let by_thread = level == Level::Varying && bounds.iter().all(|e| {
-                    self.expr_level_quiet(e) != Level::Varying || self.by_thread(e)
-                });
-                self.ctrl.push(Ctrl {
+                let by_thread = level == Level::Varying
+                    && bounds.iter().all(|e| {
+                        self.expr_level_quiet(e) != Level::Varying || self.by_thread(e)
+                    });
+                let c = Ctrl {
                     level,
                     span,
-                    is_loop: true,
-                    guard_op: None,
+                    kind: CtrlKind::Loop,
                     via,
                     load,
                     by_thread,
-                });
-                self.raise(*var, level, span);
-                self.block(body);
-                self.ctrl.pop();
+                };
+                self.loop_body(s.span, c, body, Some(*var));
+            }
+        }
+    }
+
+    /// A loop's body under the loop's own control `c` and, when the loop
+    /// is left early under varying control, under that exit too.
+    fn loop_body(&mut self, span: Span, c: Ctrl, body: &Block, var: Option<LocalId>) {
+        let at = self.ctrl.len();
+        self.ctrl.push(c);
+        if let Some(v) = var {
+            self.raise(v, c.level, c.span);
+        }
+        let key = span.start;
+        if let Some(left) = self.left_loops.get(&key).copied() {
+            self.ctrl.push(left);
+        }
+        self.loops.push(key);
+        self.block(body);
+        let depth = self.loops.len() as u32;
+        self.loops.pop();
+        // Drop this loop's control and the exits that end with this loop;
+        // a `return`'s stays for the rest of the kernel.
+        let mut i = at;
+        self.ctrl.retain(|x| {
+            let keep = i < at
+                || !(i == at
+                    || matches!(x.kind, CtrlKind::Exit { loop_depth: Some(d), .. } if d >= depth));
+            i += 1;
+            keep
+        });
+    }
+
+    /// `break`, `continue` or `return` at the current control: when that
+    /// control is not uniform, what follows runs without the threads that
+    /// left (see the module docs).
+    fn exit(&mut self, word: &'static str, span: Span) {
+        let level = self.control();
+        if level == Level::Uniform {
+            return;
+        }
+        let because = self
+            .first_ctrl_above(Level::Uniform)
+            .map(|c| (c.span, c.kind == CtrlKind::Loop));
+        let depth = self.loops.len() as u32;
+        let loop_depth = (word != "return").then_some(depth);
+        let c = Ctrl {
+            level,
+            span,
+            kind: CtrlKind::Exit {
+                word,
+                because,
+                loop_depth,
+            },
+            via: None,
+            load: None,
+            by_thread: false,
+        };
+        self.ctrl.push(c);
+        // Later trips of the loops it leaves run without these threads.
+        let all: Vec<(u32, u32)> = (1..).zip(self.loops.iter().copied()).collect();
+        let left: Vec<(u32, u32)> = match word {
+            "break" => all.last().copied().into_iter().collect(),
+            "return" => all,
+            _ => vec![],
+        };
+        for (d, key) in left {
+            let known = self
+                .left_loops
+                .get(&key)
+                .map_or(Level::Uniform, |x| x.level);
+            if level > known {
+                let mut c = c;
+                c.kind = CtrlKind::Exit {
+                    word,
+                    because,
+                    loop_depth: Some(d),
+                };
+                self.left_loops.insert(key, c);
+                self.changed = true;
             }
         }
     }
@@ -332,21 +472,31 @@ impl Uni<'_> {
     }
 
     fn with_cause(&self, d: Diagnostic, c: Ctrl) -> Diagnostic {
-        let what = if c.is_loop {
-            format!(
-                "the bounds of this loop differ between {}",
-                c.level.between()
-            )
-        } else if let Some(op) = c.guard_op {
-            format!(
-                "this left side of `{op}` differs between {}, and the right side runs only where it {}",
-                c.level.between(),
+        let between = c.level.between();
+        let what = match c.kind {
+            CtrlKind::Loop => format!("the bounds of this loop differ between {between}"),
+            CtrlKind::Cond => format!("this condition differs between {between}"),
+            CtrlKind::Guard(op) => format!(
+                "this left side of `{op}` differs between {between}, and the right side runs only where it {}",
                 if op == "&&" { "holds" } else { "does not hold" }
-            )
-        } else {
-            format!("this condition differs between {}", c.level.between())
+            ),
+            CtrlKind::Exit { word, .. } => format!(
+                "some {between} leave here with `{word}`, so not all of them reach what follows"
+            ),
         };
         let mut d = d.secondary(c.span, what);
+        if let CtrlKind::Exit {
+            because: Some((span, is_loop)),
+            ..
+        } = c.kind
+        {
+            let why = if is_loop {
+                format!("the bounds of this loop differ between {between}")
+            } else {
+                format!("this condition differs between {between}")
+            };
+            d = d.secondary(span, why);
+        }
         if let Some(local) = c.via {
             let name = &self.kernel.locals[local.0 as usize].name;
             if let Some(cause) = self.cause[local.0 as usize] {
@@ -444,13 +594,14 @@ impl Uni<'_> {
                 }
                 let via = self.varying_local(a, left);
                 let load = self.written_load(a);
+                let by_thread = left == Level::Varying && self.by_thread(a);
                 self.ctrl.push(Ctrl {
                     level: left,
                     span: a.span,
-                    is_loop: false,
-                    guard_op: Some(op.symbol()),
+                    kind: CtrlKind::Guard(op.symbol()),
                     via,
                     load,
+                    by_thread,
                 });
                 let right = self.expr(b);
                 self.ctrl.pop();
@@ -697,7 +848,7 @@ fn find_let(b: &Block, id: LocalId) -> Option<&Expr> {
     b.stmts.iter().find_map(|s| match &s.kind {
         StmtKind::Let { local, init } if *local == id => Some(init),
         StmtKind::If { then, els, .. } => find_let(then, id).or_else(|| find_let(els, id)),
-        StmtKind::For { body, .. } => find_let(body, id),
+        StmtKind::For { body, .. } | StmtKind::While { body, .. } => find_let(body, id),
         _ => None,
     })
 }
