@@ -3,7 +3,8 @@
 //! [--cta-sample N]`: Nsight-Compute-style counters per source line, from
 //! the simulator. The inputs are given as for `phobos explain` (a `.npy`
 //! file, `shape:AxB` random values, or a number) and bound the same way
-//! (`phobos_explain::run_observed`); `phobos-profile` counts and formats.
+//! (`phobos_explain::run_split`, on every core); `phobos-profile` counts
+//! and formats.
 //! This module reads files, runs ptxas `-v` for the register count when
 //! ptxas is found, and writes the output.
 //!
@@ -119,7 +120,8 @@ fn profile(a: &Args) -> Result<(), Failure> {
         req.inputs.push((name.clone(), input(&name, value)?));
     }
     let sample = a.cta_sample.map_or(CtaSample::All, CtaSample::Spread);
-    let (ran, profiler) = phobos_explain::run_observed(&req, |_, grid| {
+    // The counters are split over every core, as plain simulation runs.
+    let (ran, profiler) = phobos_explain::run_split(&req, |_, grid| {
         Profiler::new(grid.iter().map(|&g| u64::from(g)).product(), sample)
     })
     .map_err(|e| explain_failure(e, &file_name, &source))?;

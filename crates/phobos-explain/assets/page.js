@@ -234,9 +234,48 @@
 
   // ----- source, readout and controls ----------------------------------------
 
+  // The heat column: each line's profile counters over every CTA (the
+  // same numbers as `phobos profile`), shaded by the line's share of the
+  // kernel's global sectors and shared wavefronts.
+  const heat = new Map((T.heat || []).map((h) => [h.line, h]));
+  const memoryCost = (h) => h.global_sectors + h.shared_wavefronts;
+  const maxCost = Math.max(1, ...(T.heat || []).map(memoryCost));
+  const count = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e4 ? `${(n / 1e3).toFixed(1)}k` : String(n));
+  const fixed1 = (x) => (x === null || x === undefined ? "" : x.toFixed(1));
+  const HEAT_COLUMNS = [
+    ["req", "global requests (warp-level loads, stores and atomics)", (h) => (h.global_requests ? count(h.global_requests) : "")],
+    ["sec/req", "32-byte sectors per global request", (h) => (h.global_requests ? fixed1(h.sectors_per_request) : "")],
+    ["wf (cf)", "shared-memory wavefronts (bank conflicts: wavefronts beyond the ideal)", (h) => (h.shared_requests ? `${count(h.shared_wavefronts)} (${count(h.bank_conflicts)})` : "")],
+    ["lanes", "active lanes per executed warp instruction", (h) => fixed1(h.active_lanes_avg)],
+  ];
+  function heatCells(parent, h, head) {
+    const cell = html("span", head ? "heat head" : "heat", parent);
+    for (const [name, what, value] of HEAT_COLUMNS) {
+      const c = html("span", "hc", cell, head ? name : h ? value(h) : "");
+      c.dataset.col = name;
+      if (head) c.title = what;
+    }
+    if (!h) return cell;
+    cell.style.setProperty("--heat", (memoryCost(h) / maxCost).toFixed(3));
+    if (h.bank_conflicts > 0) cell.classList.add("conflicts");
+    cell.title =
+      `line ${h.line}: ${h.global_requests} global requests, ${h.global_sectors} sectors` +
+      (h.global_requests ? ` (${fixed1(h.sectors_per_request)} per request)` : "") +
+      `; ${h.shared_requests} shared requests, ${h.shared_wavefronts} wavefronts, ${h.bank_conflicts} bank conflicts` +
+      `; ${fixed1(h.active_lanes_avg)} active lanes over ${h.warp_instructions} warp instructions` +
+      (h.divergent_branches ? `; ${h.divergent_branches} divergent branches` : "");
+    return cell;
+  }
+  if (heat.size) {
+    const head = html("span", "ln heads", $("source-pre"));
+    heatCells(head, null, true);
+    html("span", "code", head, `counters over ${T.grid[0] * T.grid[1] * T.grid[2]} CTAs`);
+  }
   const sourceLines = T.source_lines.map((text, i) => {
-    const span = html("span", "ln", $("source-pre"), text.length ? text : " ");
+    const span = html("span", "ln", $("source-pre"));
     span.dataset.n = String(i + 1);
+    if (heat.size) heatCells(span, heat.get(i + 1), false);
+    html("span", "code", span, text.length ? text : " ");
     return span;
   });
 

@@ -12,7 +12,10 @@ use phobos_core::ast::ScalarTy;
 use phobos_core::binding::{self, describe_param, ArgShape, BindError, LaunchRequest, Limits};
 use phobos_core::meta::{KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
 use phobos_core::{CompileOptions, CompiledKernel};
-use phobos_sim::{Device, KernelArg, LaunchOptions, Module, Observer, SimError};
+use phobos_profile::{CtaSample, Profiler};
+use phobos_sim::{
+    Device, KernelArg, LaunchOptions, Module, Observer, SimError, SplitObserver, StepInfo,
+};
 use std::collections::BTreeMap;
 
 /// The largest tensor `shape:` inputs may ask for (2 GiB).
@@ -55,8 +58,29 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
     } else {
         vec![picked_cta]
     };
-    let mut recorder = Recorder::new(traced.clone(), MAX_EVENTS_PER_CTA);
-    let bases = simulate(&compiled.ptx, variant, grid, &bound, &mut recorder)?;
+    // The recorder keeps the traced CTAs' instructions; the profiler counts
+    // every CTA's for the heat column.
+    let mut watch = RecordAndProfile {
+        recorder: Recorder::new(traced.clone(), MAX_EVENTS_PER_CTA),
+        profiler: Profiler::new(total_ctas, CtaSample::All),
+    };
+    let bases = simulate(
+        &compiled.ptx,
+        variant,
+        grid,
+        &bound,
+        Watch::<Profiler>::One(&mut watch),
+    )?;
+    let RecordAndProfile {
+        mut recorder,
+        profiler,
+    } = watch;
+    let heat = profiler
+        .lines()
+        .into_iter()
+        .filter(|&(line, _)| line > 0)
+        .map(|(line, c)| LineHeat::new(line, &(&c).into()))
+        .collect();
 
     let tensors = bound.tensors.clone();
     let buffers: Vec<BufferMap> = bases
@@ -121,7 +145,28 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         loops,
         ctas,
         picked,
+        heat,
     })
+}
+
+/// Both observers of [`trace`]: the recorder sees the CTAs it asked for,
+/// the profiler every CTA.
+struct RecordAndProfile {
+    recorder: Recorder,
+    profiler: Profiler,
+}
+
+impl Observer for RecordAndProfile {
+    fn wants_cta(&mut self, cta: u32) -> bool {
+        // Both are asked, so each knows which CTAs it will see.
+        let recorded = self.recorder.wants_cta(cta);
+        self.profiler.wants_cta(cta) || recorded
+    }
+
+    fn step(&mut self, info: &StepInfo<'_>) {
+        self.recorder.step(info);
+        self.profiler.step(info);
+    }
 }
 
 /// A launch [`run_observed`] made: what was compiled and how it ran.
@@ -143,11 +188,28 @@ pub fn run_observed<O: Observer>(
     req: &Request,
     make: impl FnOnce(&VariantMeta, [u32; 3]) -> O,
 ) -> Result<(Observed, O), ExplainError> {
+    run_watched(req, make, |o| Watch::<Profiler>::One(o))
+}
+
+/// [`run_observed`] with an observer that is split over every core
+/// (`phobos_sim::Device::launch_split`), as plain simulation runs.
+pub fn run_split<O: SplitObserver>(
+    req: &Request,
+    make: impl FnOnce(&VariantMeta, [u32; 3]) -> O,
+) -> Result<(Observed, O), ExplainError> {
+    run_watched(req, make, |o| Watch::Split(o))
+}
+
+fn run_watched<O, S: SplitObserver>(
+    req: &Request,
+    make: impl FnOnce(&VariantMeta, [u32; 3]) -> O,
+    watch: impl FnOnce(&mut O) -> Watch<'_, S>,
+) -> Result<(Observed, O), ExplainError> {
     let compiled = compile(req)?;
     let (bound, variant, grid) = bind_and_pick(&compiled.meta, req)?;
     let variant = variant.clone();
     let mut observer = make(&variant, grid);
-    simulate(&compiled.ptx, &variant, grid, &bound, &mut observer)?;
+    simulate(&compiled.ptx, &variant, grid, &bound, watch(&mut observer))?;
     let observed = Observed {
         meta: compiled.meta,
         ptx: compiled.ptx,
@@ -155,6 +217,13 @@ pub fn run_observed<O: Observer>(
         grid,
     };
     Ok((observed, observer))
+}
+
+/// How a launch is watched: by one observer on the calling thread, or by
+/// a split observer on every core.
+enum Watch<'o, S> {
+    One(&'o mut dyn Observer),
+    Split(&'o mut S),
 }
 
 /// Bind the inputs to the parameters, pick the variant and its grid with
@@ -538,12 +607,12 @@ fn random_bytes(elem: ScalarTy, len: usize, rng: &mut XorShift) -> Vec<u8> {
 /// Run the variant on the simulator; returns each tensor's base address.
 /// Tensors are allocated in `bound.tensors` order, so a buffer index is a
 /// tensor index.
-fn simulate(
+fn simulate<S: SplitObserver>(
     ptx: &str,
     variant: &VariantMeta,
     grid: [u32; 3],
     bound: &Bound,
-    observer: &mut dyn Observer,
+    watch: Watch<'_, S>,
 ) -> Result<Vec<u64>, ExplainError> {
     let run_err = |e: SimError| ExplainError::Run(e.to_string());
     let module = Module::parse(ptx).map_err(run_err)?;
@@ -585,17 +654,13 @@ fn simulate(
         });
     }
     let block = [variant.threads, 1, 1];
-    device
-        .launch(
-            &module,
-            &variant.entry,
-            grid,
-            block,
-            &args,
-            &LaunchOptions::default(),
-            Some(observer),
-        )
-        .map_err(run_err)?;
+    let opts = LaunchOptions::default();
+    let entry = &variant.entry;
+    match watch {
+        Watch::One(o) => device.launch(&module, entry, grid, block, &args, &opts, Some(o)),
+        Watch::Split(o) => device.launch_split(&module, entry, grid, block, &args, &opts, o),
+    }
+    .map_err(run_err)?;
     Ok(bases)
 }
 

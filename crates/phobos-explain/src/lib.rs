@@ -25,7 +25,7 @@ mod steps;
 mod tests;
 pub mod text;
 
-pub use launch::{run_observed, trace, Observed};
+pub use launch::{run_observed, run_split, trace, Observed};
 pub use model::*;
 
 use phobos_core::ast::ScalarTy;

@@ -39,6 +39,49 @@ pub struct Trace {
     /// The traced CTAs; `ctas[picked]` is the one asked for.
     pub ctas: Vec<CtaTrace>,
     pub picked: usize,
+    /// The profile counters of each line that executed an instruction,
+    /// over every CTA of the launch, in line order: the page's heat column.
+    #[serde(default)]
+    pub heat: Vec<LineHeat>,
+}
+
+/// One source line's `phobos profile` counters, summed over every CTA of
+/// the launch (the rules are phobos-profile's, `docs/profile.md`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LineHeat {
+    pub line: u32,
+    /// Warp-level global loads, stores and atomics.
+    pub global_requests: u64,
+    /// Their 32-byte sectors, and sectors per request.
+    pub global_sectors: u64,
+    pub sectors_per_request: Option<f64>,
+    /// Warp-level shared loads, stores and atomics, their wavefronts, and
+    /// the wavefronts beyond the ideal.
+    pub shared_requests: u64,
+    pub shared_wavefronts: u64,
+    pub bank_conflicts: u64,
+    /// Executed warp instructions, and lanes per executed instruction.
+    pub warp_instructions: u64,
+    pub active_lanes_avg: Option<f64>,
+    pub divergent_branches: u64,
+}
+
+impl LineHeat {
+    /// The heat of one line from the profile's counters.
+    pub fn new(line: u32, c: &phobos_profile::report::Counters) -> LineHeat {
+        LineHeat {
+            line,
+            global_requests: c.global_requests,
+            global_sectors: c.global_sectors,
+            sectors_per_request: c.sectors_per_request,
+            shared_requests: c.shared_requests,
+            shared_wavefronts: c.shared_wavefronts,
+            bank_conflicts: c.bank_conflicts,
+            warp_instructions: c.warp_instructions,
+            active_lanes_avg: c.active_lanes_avg,
+            divergent_branches: c.divergent_branches,
+        }
+    }
 }
 
 /// A tensor parameter as launched.

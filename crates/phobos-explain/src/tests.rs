@@ -255,6 +255,7 @@ fn staged_trace_limited(events: CtaEvents, tiles: Vec<TileOp>, max_steps: usize)
         loops,
         ctas: vec![cta],
         picked: 0,
+        heat: vec![],
     }
 }
 

@@ -285,3 +285,75 @@ fn a_4096_square_tensor_makes_a_small_page_that_opens_fast() {
     assert_eq!(step(&mut b), last);
     eprintln!("4096 × 4096 page: {} bytes, opened in {took:?}", html.len());
 }
+
+#[test]
+fn the_heat_column_shows_the_profile_counters_of_each_line() {
+    let Some(mut b) = browser() else { return };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/in/tile_transpose.pho"
+    ))
+    .expect("the corpus kernel is there");
+    // One 32 x 32 tile: the line that stores t[j, i] to B makes 32 warp
+    // stores of 128 contiguous bytes (4 sectors each) and 32 shared reads
+    // down a column of the tile (32 wavefronts each, 31 of them conflicts),
+    // every lane active.
+    let t = trace(
+        &src,
+        "tile_transpose",
+        1,
+        vec![("A", shape(&[32, 32])), ("B", shape(&[32, 32]))],
+    );
+    let line = src
+        .lines()
+        .position(|l| l.contains("= t[j, i]"))
+        .expect("the store line") as u32
+        + 1;
+    let h = t
+        .heat
+        .iter()
+        .find(|h| h.line == line)
+        .expect("the line has counters");
+    assert_eq!((h.global_requests, h.global_sectors), (32, 128));
+    assert_eq!(
+        (h.shared_requests, h.shared_wavefronts, h.bank_conflicts),
+        (32, 1024, 992)
+    );
+    assert_eq!(h.active_lanes_avg, Some(32.0));
+
+    let page = artifacts().join("tile_transpose_heat.html");
+    std::fs::write(&page, phobos_explain::html::render(&t)).expect("write the page");
+    let url = format!("file://{}", page.display());
+    open(&mut b, &page);
+    assert_eq!(problems(&mut b, &url), Vec::<String>::new());
+    let cells = |b: &mut cdp::Browser, n: u32| {
+        b.eval(&format!(
+            "[...document.querySelectorAll('#source-pre .ln[data-n=\"{n}\"] .heat .hc')].map(c => c.textContent)"
+        ))
+        .expect("read the heat cells")
+    };
+    assert_eq!(
+        cells(&mut b, line),
+        json!(["32", "4.0", "1024 (992)", "32.0"])
+    );
+    // The column's head names the counters; a line that executed nothing
+    // has empty cells.
+    let head = b
+        .eval("[...document.querySelectorAll('#source-pre .heads .hc')].map(c => c.textContent)")
+        .expect("the head");
+    assert_eq!(head, json!(["req", "sec/req", "wf (cf)", "lanes"]));
+    assert_eq!(cells(&mut b, 1), json!(["", "", "", ""]));
+    // The conflicting line is marked, and shaded as the kernel's most
+    // memory-heavy line.
+    let marked = b
+        .eval(&format!(
+            "(() => {{ const c = document.querySelector('#source-pre .ln[data-n=\"{line}\"] .heat'); return [c.classList.contains('conflicts'), c.style.getPropertyValue('--heat')]; }})()"
+        ))
+        .expect("the cell's class");
+    assert_eq!(marked, json!([true, "1.000"]));
+    std::fs::write(
+        artifacts().join("tile_transpose_heat.png"),
+        b.screenshot().expect("screenshot"),
+    )
+    .expect("save");
+}

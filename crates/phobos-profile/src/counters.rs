@@ -15,16 +15,16 @@
 //!   [`shared_wavefronts`]); bank conflicts are the wavefronts beyond the
 //!   ideal for the access width.
 
-use phobos_sim::{AccessKind, Observer, OpKind, Space, StepInfo};
-use std::collections::HashSet;
+use phobos_sim::{Access, AccessKind, Observer, OpKind, Space, SplitObserver, StepInfo};
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// A multiplicative hash for sector numbers (the default SipHash costs
-/// more than the rest of the counting; these keys are not adversarial).
+/// A multiplicative hash for page numbers (the default SipHash costs more
+/// than the rest of the lookup; these keys are not adversarial).
 #[derive(Default)]
-struct SectorHasher(u64);
+struct PageHasher(u64);
 
-impl Hasher for SectorHasher {
+impl Hasher for PageHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -38,7 +38,82 @@ impl Hasher for SectorHasher {
     }
 }
 
-type SectorSet = HashSet<u64, BuildHasherDefault<SectorHasher>>;
+/// Sectors per page of [`FirstTouches`]: 4096 sectors, 128 KiB of
+/// addresses.
+const PAGE_SECTORS_LOG2: u32 = 12;
+const PAGE_SECTORS: usize = 1 << PAGE_SECTORS_LOG2;
+
+/// The first touch of every 32-byte sector, for the DRAM model: per
+/// sector, the CTA and the line that touched it first, as
+/// `(cta << 32 | line) + 1` (0: never touched). Sectors are kept in pages
+/// found through a map from page number, with the last page used at hand:
+/// a warp's sectors almost always fall in one page, so a request costs one
+/// map lookup at most. Ordering by CTA makes the first touch the same
+/// whichever host thread saw which CTA.
+#[derive(Default)]
+struct FirstTouches {
+    index: HashMap<u64, usize, BuildHasherDefault<PageHasher>>,
+    pages: Vec<Box<[u64; PAGE_SECTORS]>>,
+    last: Option<(u64, usize)>,
+}
+
+impl FirstTouches {
+    fn page_mut(&mut self, page: u64) -> &mut [u64; PAGE_SECTORS] {
+        let i = match self.last {
+            Some((p, i)) if p == page => i,
+            _ => {
+                let next = self.pages.len();
+                let i = *self.index.entry(page).or_insert(next);
+                if i == next {
+                    self.pages.push(Box::new([0; PAGE_SECTORS]));
+                }
+                self.last = Some((page, i));
+                i
+            }
+        };
+        &mut self.pages[i]
+    }
+
+    /// Records a touch of `sector` by `cta` on `line`, unless one is
+    /// recorded already: one observer sees its CTAs in increasing order,
+    /// so the first recorded is the earliest.
+    fn touch(&mut self, sector: u64, cta: u32, line: u32) {
+        let entry =
+            &mut self.page_mut(sector >> PAGE_SECTORS_LOG2)[sector as usize & (PAGE_SECTORS - 1)];
+        if *entry == 0 {
+            *entry = (u64::from(cta) << 32 | u64::from(line)).saturating_add(1);
+        }
+    }
+
+    /// Keeps, of this and `other`'s first touch of each sector, the one
+    /// by the lower CTA.
+    fn join(&mut self, other: FirstTouches) {
+        for (page, i) in other.index {
+            let theirs = &other.pages[i];
+            let mine = self.page_mut(page);
+            for (m, &t) in mine.iter_mut().zip(theirs.iter()) {
+                if t != 0 && (*m == 0 || t < *m) {
+                    *m = t;
+                }
+            }
+        }
+    }
+
+    /// Bytes first touched by each line (indexed by line).
+    fn bytes_per_line(&self) -> Vec<u64> {
+        let mut out: Vec<u64> = Vec::new();
+        for page in &self.pages {
+            for &e in page.iter().filter(|&&e| e != 0) {
+                let line = ((e - 1) & 0xffff_ffff) as usize;
+                if out.len() <= line {
+                    out.resize(line + 1, 0);
+                }
+                out[line] += 32;
+            }
+        }
+        out
+    }
+}
 
 /// Global-memory counters of one kind of access (loads, stores or atomics).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -224,18 +299,38 @@ pub fn shared_wavefronts(accesses: &[(u32, u64, u32)]) -> Wavefronts {
     out
 }
 
-/// Counts distinct `size`-byte segments touched by `(addr, bytes)` accesses;
-/// `scratch` is reused between calls.
-fn segments(accesses: &[(u64, u32)], size: u64, scratch: &mut Vec<u64>) -> u64 {
-    scratch.clear();
-    for &(addr, bytes) in accesses {
+/// The distinct `size`-byte segments touched by `(addr, bytes)` accesses,
+/// sorted, left in `out`. A warp's addresses usually rise with the lane,
+/// so the list is sorted only when they do not.
+fn segments(accesses: impl Iterator<Item = (u64, u32)>, size: u64, out: &mut Vec<u64>) {
+    out.clear();
+    let mut rising = true;
+    for (addr, bytes) in accesses {
         let first = addr / size;
         let last = (addr + u64::from(bytes.max(1)) - 1) / size;
-        scratch.extend(first..=last);
+        if out.last().is_some_and(|&prev| first < prev) {
+            rising = false;
+        }
+        out.extend(first..=last);
     }
-    scratch.sort_unstable();
-    scratch.dedup();
-    scratch.len() as u64
+    if !rising {
+        out.sort_unstable();
+    }
+    out.dedup();
+}
+
+/// Distinct values of `v / ratio` in a sorted list.
+fn distinct_coarse(sorted: &[u64], ratio: u64) -> u64 {
+    let mut n = 0;
+    let mut prev = None;
+    for &s in sorted {
+        let c = s / ratio;
+        if prev != Some(c) {
+            n += 1;
+            prev = Some(c);
+        }
+    }
+    n
 }
 
 /// The counting observer.
@@ -244,11 +339,13 @@ pub struct Profiler {
     sample_all: bool,
     /// Counters per source line; index 0 holds instructions without a line.
     lines: Vec<LineCounters>,
-    /// Sectors ever touched, for the DRAM model.
-    touched: SectorSet,
+    /// The first touch of each sector, for the DRAM model.
+    touched: FirstTouches,
     ctas_seen: HashSet<u32>,
     last_cta: Option<u32>,
-    global: Vec<(u64, u32)>,
+    /// Reused buffers: the accesses of one space and kind when an
+    /// instruction mixes them, and sector numbers.
+    group: Vec<Access>,
     shared: Vec<(u32, u64, u32)>,
     scratch: Vec<u64>,
 }
@@ -271,10 +368,10 @@ impl Profiler {
             sampled,
             sample_all,
             lines: Vec::new(),
-            touched: SectorSet::default(),
+            touched: FirstTouches::default(),
             ctas_seen: HashSet::new(),
             last_cta: None,
-            global: Vec::with_capacity(32),
+            group: Vec::with_capacity(32),
             shared: Vec::with_capacity(32),
             scratch: Vec::with_capacity(128),
         }
@@ -287,17 +384,30 @@ impl Profiler {
 
     /// Counters of each line that executed something, by line number
     /// (0: instructions without a `.loc`).
-    pub fn lines(&self) -> impl Iterator<Item = (u32, &LineCounters)> {
+    pub fn lines(&self) -> Vec<(u32, LineCounters)> {
+        let dram = self.touched.bytes_per_line();
         self.lines
             .iter()
             .enumerate()
             .filter(|(_, c)| c.warp_instructions > 0)
-            .map(|(i, c)| (i as u32, c))
+            .map(|(i, c)| {
+                let mut c = *c;
+                c.dram_bytes = dram.get(i).copied().unwrap_or(0);
+                (i as u32, c)
+            })
+            .collect()
     }
 
     /// The counters of one line (zero if it executed nothing).
     pub fn line(&self, line: u32) -> LineCounters {
-        self.lines.get(line as usize).copied().unwrap_or_default()
+        let mut c = self.lines.get(line as usize).copied().unwrap_or_default();
+        c.dram_bytes = self
+            .touched
+            .bytes_per_line()
+            .get(line as usize)
+            .copied()
+            .unwrap_or(0);
+        c
     }
 
     /// The whole kernel's counters.
@@ -306,6 +416,7 @@ impl Profiler {
         for c in &self.lines {
             t.add(c);
         }
+        t.dram_bytes = self.touched.bytes_per_line().iter().sum();
         t
     }
 
@@ -317,19 +428,19 @@ impl Profiler {
         &mut self.lines[i]
     }
 
-    fn count_global(&mut self, line: u32, kind: AccessKind) {
-        if self.global.is_empty() {
-            return;
-        }
-        let sectors = segments(&self.global, 32, &mut self.scratch);
-        let mut first_touch = 0u64;
+    /// Counts one request of global accesses of one kind.
+    fn count_global(&mut self, cta: u32, line: u32, kind: AccessKind, accesses: &[Access]) {
+        segments(
+            accesses.iter().map(|a| (a.addr, a.bytes)),
+            32,
+            &mut self.scratch,
+        );
+        let sectors = self.scratch.len() as u64;
+        let lines = distinct_coarse(&self.scratch, 4);
         for &s in &self.scratch {
-            if self.touched.insert(s) {
-                first_touch += 1;
-            }
+            self.touched.touch(s, cta, line);
         }
-        let lines = segments(&self.global, 128, &mut self.scratch);
-        let bytes: u64 = self.global.iter().map(|a| u64::from(a.1)).sum();
+        let bytes: u64 = accesses.iter().map(|a| u64::from(a.bytes)).sum();
         let c = self.line_mut(line);
         let g = match kind {
             AccessKind::Load => &mut c.global_load,
@@ -340,13 +451,13 @@ impl Profiler {
         g.sectors += sectors;
         g.lines += lines;
         g.bytes_requested += bytes;
-        c.dram_bytes += first_touch * 32;
     }
 
-    fn count_shared(&mut self, line: u32, kind: AccessKind) {
-        if self.shared.is_empty() {
-            return;
-        }
+    /// Counts one request of shared accesses of one kind.
+    fn count_shared(&mut self, line: u32, kind: AccessKind, accesses: &[Access]) {
+        self.shared.clear();
+        self.shared
+            .extend(accesses.iter().map(|a| (a.thread % 32, a.addr, a.bytes)));
         let w = shared_wavefronts(&self.shared);
         let c = self.line_mut(line);
         let s = match kind {
@@ -357,6 +468,15 @@ impl Profiler {
         s.requests += 1;
         s.wavefronts += w.wavefronts;
         s.ideal_wavefronts += w.ideal;
+    }
+
+    /// Counts accesses that all have one space and kind as one request.
+    fn count(&mut self, cta: u32, line: u32, space: Space, kind: AccessKind, accesses: &[Access]) {
+        match space {
+            Space::Global => self.count_global(cta, line, kind, accesses),
+            Space::Shared => self.count_shared(line, kind, accesses),
+            Space::Local | Space::Param => {}
+        }
     }
 }
 
@@ -392,24 +512,64 @@ impl Observer for Profiler {
             OpKind::IntDot { ops } => c.int8_ops += u64::from(ops) * active,
             _ => {}
         }
-        if info.accesses.is_empty() {
+        let Some(first) = info.accesses.first() else {
+            return;
+        };
+        // An instruction accesses one space with one kind: count its
+        // accesses in place. Should one ever mix them, each space and kind
+        // is counted as a request of its own.
+        if info
+            .accesses
+            .iter()
+            .all(|a| a.space == first.space && a.kind == first.kind)
+        {
+            self.count(info.cta, line, first.space, first.kind, info.accesses);
             return;
         }
-        // One instruction accesses one space with one kind; group anyway, so
-        // a future instruction that mixes them is still counted right.
-        for kind in [AccessKind::Load, AccessKind::Store, AccessKind::Atomic] {
-            self.global.clear();
-            self.shared.clear();
-            for a in info.accesses.iter().filter(|a| a.kind == kind) {
-                match a.space {
-                    Space::Global => self.global.push((a.addr, a.bytes)),
-                    Space::Shared => self.shared.push((a.thread % 32, a.addr, a.bytes)),
-                    Space::Local | Space::Param => {}
+        let mut group = std::mem::take(&mut self.group);
+        for space in [Space::Global, Space::Shared] {
+            for kind in [AccessKind::Load, AccessKind::Store, AccessKind::Atomic] {
+                group.clear();
+                group.extend(
+                    info.accesses
+                        .iter()
+                        .filter(|a| a.space == space && a.kind == kind)
+                        .cloned(),
+                );
+                if !group.is_empty() {
+                    self.count(info.cta, line, space, kind, &group);
                 }
             }
-            self.count_global(line, kind);
-            self.count_shared(line, kind);
         }
+        self.group = group;
+    }
+}
+
+impl SplitObserver for Profiler {
+    fn split(&self) -> Profiler {
+        Profiler {
+            sampled: self.sampled.clone(),
+            sample_all: self.sample_all,
+            lines: Vec::new(),
+            touched: FirstTouches::default(),
+            ctas_seen: HashSet::new(),
+            last_cta: None,
+            group: Vec::with_capacity(32),
+            shared: Vec::with_capacity(32),
+            scratch: Vec::with_capacity(128),
+        }
+    }
+
+    fn join(&mut self, other: Profiler) {
+        if self.lines.len() < other.lines.len() {
+            self.lines
+                .resize(other.lines.len(), LineCounters::default());
+        }
+        for (mine, theirs) in self.lines.iter_mut().zip(&other.lines) {
+            mine.add(theirs);
+        }
+        self.ctas_seen.extend(other.ctas_seen);
+        self.touched.join(other.touched);
     }
 }
 
@@ -523,10 +683,38 @@ mod tests {
     fn segments_count_distinct_aligned_pieces() {
         let mut s = Vec::new();
         let contiguous: Vec<(u64, u32)> = (0..32).map(|l| (4096 + l * 4, 4)).collect();
-        assert_eq!(segments(&contiguous, 32, &mut s), 4);
-        assert_eq!(segments(&contiguous, 128, &mut s), 1);
+        segments(contiguous.iter().copied(), 32, &mut s);
+        assert_eq!(s, vec![128, 129, 130, 131]);
+        assert_eq!(distinct_coarse(&s, 4), 1);
         // A 4-byte access straddling a sector boundary touches two.
-        assert_eq!(segments(&[(30, 4)], 32, &mut s), 2);
+        segments([(30, 4)].into_iter(), 32, &mut s);
+        assert_eq!(s.len(), 2);
+        // Lanes in falling order, and two lanes on one sector.
+        let falling: Vec<(u64, u32)> = (0..32).rev().map(|l| (l * 128, 4)).collect();
+        segments(falling.iter().copied().chain([(0, 4)]), 32, &mut s);
+        assert_eq!(s, (0..32).map(|l| l * 4).collect::<Vec<u64>>());
+        assert_eq!(distinct_coarse(&s, 4), 32);
+    }
+
+    #[test]
+    fn the_first_touch_of_a_sector_is_the_lowest_ctas() {
+        let mut a = FirstTouches::default();
+        a.touch(5, 0, 10);
+        a.touch(5, 0, 11);
+        a.touch(5 + PAGE_SECTORS as u64, 3, 12);
+        a.touch(u64::MAX, 3, 12);
+        assert_eq!(a.bytes_per_line(), [vec![0; 10], vec![32, 0, 64]].concat());
+        // Another copy saw CTA 2 and 4: CTA 2's touch of the second sector
+        // comes first, CTA 4's of the first does not.
+        let mut b = FirstTouches::default();
+        b.touch(5 + PAGE_SECTORS as u64, 2, 13);
+        b.touch(5, 4, 14);
+        b.touch(7, 4, 14);
+        a.join(b);
+        assert_eq!(
+            a.bytes_per_line(),
+            [vec![0; 10], vec![32, 0, 32, 32, 32]].concat()
+        );
     }
 
     #[test]

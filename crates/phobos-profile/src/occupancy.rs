@@ -1,11 +1,14 @@
 //! Theoretical occupancy: how many CTAs of a kernel fit on one SM at once,
-//! and so how many of the SM's warp slots they fill. The limit tables are
-//! the CUDA C++ Programming Guide's "Technical Specifications per Compute
-//! Capability"; the allocation rules (registers per warp rounded up to 256
-//! and split over four sub-partitions, shared memory rounded up to the
-//! allocation unit plus 1 KB reserved per CTA from sm_80) are those of
-//! NVIDIA's occupancy calculator (`cuda_occupancy.h`). `docs/profile.md`
-//! lists both. Nothing here knows the kernel beyond three numbers.
+//! and so how many of the SM's warp slots they fill. The computation is
+//! `cudaOccMaxActiveBlocksPerMultiprocessor` of NVIDIA's `cuda_occupancy.h`
+//! (CUDA 12.2, `__CUDA_OCC_MAJOR__ 9`) for a kernel with static shared
+//! memory only, the default carveout and one block barrier: the warp,
+//! block, register and shared-memory limits, each rounded as that header
+//! rounds them. The per-architecture numbers are the CUDA C++ Programming
+//! Guide's "Technical Specifications per Compute Capability" (the device
+//! properties the header reads) and the header's own per-architecture
+//! switches. `docs/profile.md` lists both. Nothing here knows the kernel
+//! beyond three numbers.
 
 use serde::Serialize;
 
@@ -14,20 +17,37 @@ use serde::Serialize;
 pub struct ArchLimits {
     /// Compute capability, e.g. 80 for sm_80.
     pub arch: u32,
+    /// `maxThreadsPerMultiprocessor / warpSize`.
     pub max_warps_per_sm: u32,
+    /// `cudaOccMaxBlocksPerMultiprocessor`.
     pub max_ctas_per_sm: u32,
     pub max_threads_per_cta: u32,
+    /// `regsPerMultiprocessor` and `regsPerBlock`.
     pub registers_per_sm: u32,
+    pub registers_per_cta: u32,
+    /// What ptxas can assign (`cudaOccRegAllocationMaxPerThread` allows
+    /// 256 from sm_70, but ptxas never reports more than 255).
     pub max_registers_per_thread: u32,
-    /// Registers are allocated per warp in units of this many.
+    /// Registers are allocated per warp in units of this many
+    /// (`cudaOccRegAllocationGranularity`).
     pub register_unit: u32,
-    /// Register file partitions; a warp's registers come from one.
+    /// Register file partitions; a warp's registers come from one
+    /// (`cudaOccSubPartitionsPerMultiprocessor`).
     pub sub_partitions: u32,
-    /// Shared memory per SM with the largest carveout.
+    /// `sharedMemPerMultiprocessor`: shared memory per SM with the default
+    /// carveout, which the header takes to be the largest.
     pub shared_per_sm: u32,
+    /// `sharedMemPerBlock`: what a CTA may use without opting in. Phobos's
+    /// shared memory is static (`.shared` arrays), which cannot opt in, so
+    /// this is the per-CTA limit that applies.
     pub max_shared_per_cta: u32,
+    /// `sharedMemPerBlockOptin`: the limit for dynamic shared memory after
+    /// `cudaFuncSetAttribute`; listed for reference, never applied here.
+    pub max_shared_per_cta_optin: u32,
+    /// `cudaOccSMemAllocationGranularity`.
     pub shared_unit: u32,
-    /// Shared memory the system reserves for each CTA.
+    /// `reservedSharedMemPerBlock`: shared memory the driver reserves for
+    /// each CTA (1 KB from sm_80).
     pub shared_reserved_per_cta: u32,
 }
 
@@ -38,7 +58,7 @@ const fn arch(
     max_warps_per_sm: u32,
     max_ctas_per_sm: u32,
     shared_per_sm_kb: u32,
-    max_shared_per_cta_kb: u32,
+    max_shared_per_cta_optin_kb: u32,
     shared_unit: u32,
     shared_reserved_per_cta: u32,
 ) -> ArchLimits {
@@ -48,11 +68,13 @@ const fn arch(
         max_ctas_per_sm,
         max_threads_per_cta: 1024,
         registers_per_sm: 65536,
+        registers_per_cta: 65536,
         max_registers_per_thread: 255,
         register_unit: 256,
         sub_partitions: 4,
         shared_per_sm: shared_per_sm_kb * KB,
-        max_shared_per_cta: max_shared_per_cta_kb * KB,
+        max_shared_per_cta: 48 * KB,
+        max_shared_per_cta_optin: max_shared_per_cta_optin_kb * KB,
         shared_unit,
         shared_reserved_per_cta,
     }
@@ -108,7 +130,8 @@ impl Limiter {
 pub struct PerLimit {
     pub warps: u32,
     pub ctas: u32,
-    /// `None` when the register count is unknown.
+    /// `None` when the register count is unknown, or 0 (the header's
+    /// `INT_MAX`: a kernel without registers is not limited by them).
     pub registers: Option<u32>,
     /// `None` when the kernel uses no shared memory and none is reserved.
     pub shared_memory: Option<u32>,
@@ -173,6 +196,21 @@ fn round_up(v: u32, unit: u32) -> u32 {
     v.div_ceil(unit) * unit
 }
 
+/// cudaOccMaxBlocksPerSMRegsLimit (partitioned global caching is off from
+/// sm_70): each warp's registers are rounded up to the unit and come from
+/// one sub-partition's share of the register file. The hardware refuses a
+/// CTA whose registers, counted as if its warps were rounded up to a
+/// multiple of the sub-partitions, exceed the per-CTA register limit.
+fn registers_limit(l: &ArchLimits, regs: u32, warps_per_cta: u32) -> u32 {
+    let per_warp = round_up(regs * 32, l.register_unit);
+    let assumed_per_cta = per_warp * round_up(warps_per_cta, l.sub_partitions);
+    if assumed_per_cta > l.registers_per_cta || per_warp * warps_per_cta > l.registers_per_cta {
+        return 0;
+    }
+    let warps_per_partition = (l.registers_per_sm / l.sub_partitions) / per_warp;
+    warps_per_partition * l.sub_partitions / warps_per_cta
+}
+
 /// The occupancy of CTAs needing `r` on `sm_{arch}`.
 pub fn occupancy(arch: u32, r: CtaResources) -> Result<Occupancy, OccupancyError> {
     let l = limits(arch).ok_or(OccupancyError::UnknownArch(arch))?;
@@ -188,27 +226,30 @@ pub fn occupancy(arch: u32, r: CtaResources) -> Result<Occupancy, OccupancyError
             max: l.max_registers_per_thread,
         });
     }
-    if r.shared_bytes > l.max_shared_per_cta {
+    // cudaOccMaxBlocksPerSMSmemLimit: static shared memory plus the
+    // reserve, rounded up to the unit, against the CTA limit (plus the
+    // reserve from sm_80, as cudaOccSMemPerBlock adds it).
+    let shared_allocated = round_up(
+        r.shared_bytes.saturating_add(l.shared_reserved_per_cta),
+        l.shared_unit,
+    );
+    if shared_allocated > l.max_shared_per_cta + l.shared_reserved_per_cta {
         return Err(OccupancyError::TooMuchShared {
             bytes: r.shared_bytes,
             max: l.max_shared_per_cta,
         });
     }
     let warps_per_cta = r.threads.div_ceil(32);
+    // cudaOccMaxBlocksPerSMWarpsLimit.
     let by_warps = l.max_warps_per_sm / warps_per_cta;
     let by_ctas = l.max_ctas_per_sm;
-    // Registers: each warp's allocation is rounded up to the unit, and a
-    // warp lives in one sub-partition's share of the register file.
-    let by_registers = r.registers.map(|regs| {
-        let per_warp = round_up(regs.max(1) * 32, l.register_unit);
-        let per_partition = (l.registers_per_sm / l.sub_partitions) / per_warp;
-        per_partition * l.sub_partitions / warps_per_cta
-    });
-    let shared_allocated = if r.shared_bytes + l.shared_reserved_per_cta == 0 {
-        0
-    } else {
-        round_up(r.shared_bytes + l.shared_reserved_per_cta, l.shared_unit)
-    };
+    let by_registers = r
+        .registers
+        .filter(|&regs| regs > 0)
+        .map(|regs| registers_limit(l, regs, warps_per_cta));
+    // The carveout is the largest, so it never falls below one CTA's
+    // allocation (at most 49 KB here) and the header's align-up step does
+    // not apply.
     let by_shared = (shared_allocated > 0).then(|| l.shared_per_sm / shared_allocated);
     let ctas_per_sm = [Some(by_warps), Some(by_ctas), by_registers, by_shared]
         .into_iter()
@@ -358,6 +399,100 @@ mod tests {
             occ(86, 128, Some(33), 0).ctas_allowed_by.registers,
             Some(12)
         );
+    }
+
+    // The cases below follow cudaOccMaxActiveBlocksPerMultiprocessor of
+    // cuda_occupancy.h (CUDA 12.2) step by step, as NVIDIA's occupancy
+    // calculator computes them.
+
+    #[test]
+    fn sm80_256_threads_of_64_registers_take_half_the_sm() {
+        // 64 x 32 = 2048 registers per warp; 16384 / 2048 = 8 warps per
+        // sub-partition, 32 per SM: 4 CTAs of 8 warps, 50 %.
+        let o = occ(80, 256, Some(64), 0);
+        assert_eq!((o.ctas_per_sm, o.active_warps_per_sm), (4, 32));
+        assert_eq!(o.occupancy, 0.5);
+        assert_eq!(o.limited_by, vec![Limiter::Registers]);
+    }
+
+    #[test]
+    fn sm80_40_kb_of_shared_fills_the_carveout_exactly() {
+        // 40960 + 1024 reserved = 41984 (a multiple of 128); 164 KB =
+        // 167936 = 4 x 41984: 4 CTAs of 8 warps, 32 of 64 warps.
+        let o = occ(80, 256, Some(32), 40 * 1024);
+        assert_eq!(o.shared_bytes_allocated, 41984);
+        assert_eq!((o.ctas_per_sm, o.occupancy), (4, 0.5));
+        assert_eq!(o.limited_by, vec![Limiter::SharedMemory]);
+        // 100 bytes round up to 1152 with the reserve: 167936 / 1152 = 145
+        // CTAs by shared memory, so the 32-CTA and 64-warp limits bind
+        // instead (16 registers allow 64 CTAs of 2 warps).
+        let o = occ(80, 64, Some(16), 100);
+        assert_eq!(o.shared_bytes_allocated, 1152);
+        assert_eq!(o.ctas_allowed_by.shared_memory, Some(145));
+        assert_eq!((o.ctas_per_sm, o.active_warps_per_sm), (32, 64));
+        assert_eq!(o.limited_by, vec![Limiter::Warps, Limiter::Ctas]);
+    }
+
+    #[test]
+    fn sm80_1024_threads_of_64_registers_fit_once() {
+        // 2048 per warp x 32 warps = 65536, exactly the per-CTA limit: one
+        // CTA, 32 of 64 warps.
+        let o = occ(80, 1024, Some(64), 0);
+        assert_eq!((o.ctas_per_sm, o.occupancy), (1, 0.5));
+        assert_eq!(o.limited_by, vec![Limiter::Registers]);
+    }
+
+    #[test]
+    fn sm90_255_registers_leave_two_warps_per_sub_partition() {
+        // 255 x 32 = 8160, rounded to 8192 per warp; 16384 / 8192 = 2
+        // warps per sub-partition, 8 per SM: 2 CTAs of 4 warps, 12.5 %.
+        let o = occ(90, 128, Some(255), 0);
+        assert_eq!((o.ctas_per_sm, o.active_warps_per_sm), (2, 8));
+        assert_eq!(o.occupancy, 0.125);
+        assert_eq!(o.limited_by, vec![Limiter::Registers]);
+    }
+
+    #[test]
+    fn sm90_65_registers_at_1024_threads_exceed_the_cta_register_limit() {
+        // 65 x 32 = 2080, rounded to 2304 per warp; 32 warps need 73728
+        // registers, more than the 65536 a CTA may have.
+        let o = occ(90, 1024, Some(65), 0);
+        assert_eq!(o.ctas_allowed_by.registers, Some(0));
+        assert_eq!(o.ctas_per_sm, 0);
+    }
+
+    #[test]
+    fn a_kernel_without_registers_is_not_limited_by_them() {
+        let o = occ(90, 256, Some(0), 0);
+        assert_eq!(o.ctas_allowed_by.registers, None);
+        assert_eq!((o.ctas_per_sm, o.occupancy), (8, 1.0));
+    }
+
+    #[test]
+    fn static_shared_memory_is_limited_to_48_kb_per_cta() {
+        // Static shared memory cannot opt in to the larger per-CTA limit
+        // (227 KB on sm_90): 48 KB fits, one byte more does not.
+        let r = |shared_bytes| CtaResources {
+            threads: 128,
+            registers: Some(32),
+            shared_bytes,
+        };
+        for arch in [75, 80, 86, 89, 90] {
+            let o = occupancy(arch, r(48 * 1024)).expect("48 KB fits");
+            assert!(o.ctas_per_sm >= 1, "sm_{arch}");
+            assert_eq!(
+                occupancy(arch, r(48 * 1024 + 1)),
+                Err(OccupancyError::TooMuchShared {
+                    bytes: 48 * 1024 + 1,
+                    max: 48 * 1024
+                }),
+                "sm_{arch}"
+            );
+        }
+        // On sm_75 nothing is reserved and the unit is 256 bytes: 48 KB
+        // takes 49152, and 64 KB holds one such CTA.
+        let o = occupancy(75, r(48 * 1024)).expect("fits");
+        assert_eq!((o.shared_bytes_allocated, o.ctas_per_sm), (49152, 1));
     }
 
     #[test]

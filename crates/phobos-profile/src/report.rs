@@ -192,13 +192,14 @@ impl Profile {
         let src: Vec<&str> = source.lines().collect();
         let lines = profiler
             .lines()
+            .into_iter()
             .map(|(line, c)| LineReport {
                 line,
                 source: line
                     .checked_sub(1)
                     .and_then(|i| src.get(i as usize))
                     .map_or(String::new(), |s| s.to_string()),
-                counters: c.into(),
+                counters: (&c).into(),
             })
             .collect();
         let ctas_total = launch.grid.iter().map(|&g| u64::from(g)).product::<u64>();

@@ -208,6 +208,33 @@ fn a_divergent_if_runs_its_body_on_eight_lanes() {
     assert_eq!(after.active_lanes_avg(), Some(32.0));
 }
 
+// The `if` closes the kernel: the warp reconverges at the final `ret`,
+// which carries the closing brace's line, so the body's line counts only
+// what its 8 lanes ran.
+const FIRST8_LAST: &str = "\
+@launch(32)
+kernel first8_last(A: tensor<f32>[32], B: tensor<f32>[32]) {
+  if ctx.lane < 8 {
+    B[ctx.lane] = A[ctx.lane] * 2.0
+  }
+}
+";
+
+#[test]
+fn a_closing_if_body_is_not_charged_with_the_final_ret() {
+    let p = profile(
+        FIRST8_LAST,
+        "first8_last",
+        [1, 1, 1],
+        &[("A", &[32]), ("B", &[32])],
+    );
+    let body = counters_at(&p, FIRST8_LAST, "B[ctx.lane] =");
+    assert!(body.warp_instructions > 0);
+    assert_eq!(body.active_lanes_avg(), Some(8.0));
+    let close = p.line(line_of(FIRST8_LAST, "if ctx.lane") + 3);
+    assert_eq!(close.warp_instructions, 1, "the `ret` on the closing brace");
+}
+
 /// A 32 x 32 f32 shared tile read down column 5 by one warp, twice: at a
 /// row stride of 32 words (line 10) and of 33 (line 20). The language lays
 /// tiles out densely, so the padded tile is written as PTX by hand.
@@ -283,9 +310,110 @@ fn sampling_counts_only_the_sampled_ctas() {
     assert_eq!(p.line(line_of(VEC_ADD, "C[i] =")).global_load.requests, 16);
 }
 
-/// Plain simulation against profiled simulation of the same launch. Run
+/// Compiles `kernel` of a corpus file for sm_80 and launches it with
+/// tensors of `bytes` each (values from a fixed pattern) and the given
+/// dims, on one thread with a plain observer or on `threads` with a split
+/// one.
+fn launch_corpus(
+    file: &str,
+    grid: [u32; 3],
+    tensors: &[(&str, usize)],
+    dims: &[(&str, i32)],
+    threads: Option<usize>,
+) -> Profiler {
+    let path = format!("{}/../../tests/in/{file}", env!("CARGO_MANIFEST_DIR"));
+    let source = std::fs::read_to_string(&path).expect("the corpus kernel is there");
+    let (kernels, diags) =
+        phobos_core::compile(&source, file, &phobos_core::CompileOptions { arch: 80 });
+    assert!(!diags.iter().any(|d| d.is_error()), "{file} compiles");
+    let variant = &kernels[0].meta.variants[0];
+    let module = Module::parse(&kernels[0].ptx).expect("parses");
+    let mut dev = Device::new();
+    let ids: Vec<_> = tensors
+        .iter()
+        .map(|&(name, bytes)| {
+            let data: Vec<u8> = (0..bytes).map(|i| (i * 7 % 251) as u8).collect();
+            (name, dev.alloc_from(name, &data).expect("alloc"))
+        })
+        .collect();
+    let args: Vec<KernelArg> = variant
+        .ptx_params
+        .iter()
+        .map(|p| match p {
+            phobos_core::meta::PtxParam::TensorPtr(t) => {
+                KernelArg::Buffer(ids.iter().find(|(n, _)| n == t).expect("a tensor").1)
+            }
+            phobos_core::meta::PtxParam::Dim(d) => {
+                KernelArg::I32(dims.iter().find(|(n, _)| n == d).expect("a dim").1)
+            }
+            phobos_core::meta::PtxParam::Scalar(..) => panic!("no scalars here"),
+        })
+        .collect();
+    let n_ctas = grid.iter().map(|&g| u64::from(g)).product();
+    let mut p = Profiler::new(n_ctas, CtaSample::All);
+    let block = [variant.threads, 1, 1];
+    match threads {
+        None => dev.launch(
+            &module,
+            &variant.entry,
+            grid,
+            block,
+            &args,
+            &LaunchOptions::default(),
+            Some(&mut p),
+        ),
+        Some(threads) => dev.launch_split(
+            &module,
+            &variant.entry,
+            grid,
+            block,
+            &args,
+            &LaunchOptions {
+                threads,
+                ..LaunchOptions::default()
+            },
+            &mut p,
+        ),
+    }
+    .expect("runs");
+    p
+}
+
+#[test]
+fn a_launch_split_over_threads_counts_what_one_thread_counts() {
+    // A transpose of 96 x 96 (9 CTAs: global and shared traffic, tiles
+    // that share DRAM sectors with no other CTA) and a matvec whose x is
+    // read by every CTA (the DRAM model must charge x's sectors to the
+    // first CTA's line, whichever thread ran it).
+    let cases: [(&str, [u32; 3], Vec<(&str, usize)>, Vec<(&str, i32)>); 2] = [
+        (
+            "tile_transpose.pho",
+            [3, 3, 1],
+            vec![("A", 96 * 96 * 4), ("B", 96 * 96 * 4)],
+            vec![("N", 96), ("M", 96)],
+        ),
+        (
+            "lanes_matvec.pho",
+            [16, 1, 1],
+            vec![("W", 64 * 256 * 4), ("x", 256 * 4), ("y", 64 * 4)],
+            vec![("N", 64), ("K", 256)],
+        ),
+    ];
+    for (file, grid, tensors, dims) in cases {
+        let one = launch_corpus(file, grid, &tensors, &dims, None);
+        let split = launch_corpus(file, grid, &tensors, &dims, Some(3));
+        assert!(one.totals().global_load.requests > 0, "{file}");
+        assert_eq!(one.lines(), split.lines(), "{file}");
+        assert_eq!(one.totals(), split.totals(), "{file}");
+        assert_eq!(one.ctas_profiled(), split.ctas_profiled(), "{file}");
+    }
+}
+
+/// Plain simulation against profiled simulation of the same launch, the
+/// launch alone (no compile, no IO), on one thread and on every core. Run
 /// with `cargo test -p phobos-profile --release --test hand_computed --
-/// --ignored --nocapture`; docs/benchmarks.md records the numbers.
+/// --ignored --nocapture profiling_overhead`; `scripts/profile-overhead.py`
+/// times the commands end to end, and docs/benchmarks.md records both.
 #[test]
 #[ignore]
 fn profiling_overhead() {
@@ -326,12 +454,28 @@ fn profiling_overhead() {
         .collect();
     let grid = [(n as u32).div_ceil(4), 1, 1];
     let block = [variant.threads, 1, 1];
-    let time = |opts: &LaunchOptions, profiler: Option<&mut Profiler>| {
+    let time = |opts: &LaunchOptions, how: Option<bool>| {
+        let mut p = Profiler::new(u64::from(grid[0]), CtaSample::All);
         let start = std::time::Instant::now();
-        let obs = profiler.map(|p| p as &mut dyn phobos_sim::Observer);
-        dev.launch(&module, &variant.entry, grid, block, &args, opts, obs)
-            .expect("runs");
-        start.elapsed().as_secs_f64()
+        match how {
+            None => dev.launch(&module, &variant.entry, grid, block, &args, opts, None),
+            Some(false) => dev.launch(
+                &module,
+                &variant.entry,
+                grid,
+                block,
+                &args,
+                opts,
+                Some(&mut p),
+            ),
+            Some(true) => {
+                dev.launch_split(&module, &variant.entry, grid, block, &args, opts, &mut p)
+            }
+        }
+        .expect("runs");
+        let took = start.elapsed().as_secs_f64();
+        assert!(how.is_none() || p.totals().global_load.requests > 0);
+        took
     };
     let one = LaunchOptions {
         threads: 1,
@@ -340,13 +484,13 @@ fn profiling_overhead() {
     let all = LaunchOptions::default();
     for round in 0..3 {
         let plain_1 = time(&one, None);
+        let profiled_1 = time(&one, Some(false));
         let plain_all = time(&all, None);
-        let mut p = Profiler::new(u64::from(grid[0]), CtaSample::All);
-        let profiled = time(&one, Some(&mut p));
-        assert!(p.totals().global_load.requests > 0);
+        let profiled_all = time(&all, Some(true));
         println!(
-            "round {round}: plain 1 thread {plain_1:.3} s, plain all cores {plain_all:.3} s, profiled {profiled:.3} s: {:.2}x the 1-thread run",
-            profiled / plain_1
+            "round {round}: 1 thread: plain {plain_1:.3} s, profiled {profiled_1:.3} s ({:.2}x); all cores: plain {plain_all:.3} s, profiled (split) {profiled_all:.3} s ({:.2}x)",
+            profiled_1 / plain_1,
+            profiled_all / plain_all
         );
     }
 }

@@ -8,7 +8,7 @@ use crate::error::{CheckKind, CheckReport, SimError, SourceLoc};
 use crate::exec::Fault;
 use crate::memory::{base_of, BufferId, Device, GlobalFault};
 use crate::module::Module;
-use crate::observer::{Access, Observer, Space};
+use crate::observer::{Access, Observer, Space, SplitObserver};
 use crate::warp::{lane_list, lanes, Warp};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -411,7 +411,51 @@ impl Device {
         block: [u32; 3],
         args: &[KernelArg],
         opts: &LaunchOptions,
-        mut observer: Option<&mut dyn Observer>,
+        observer: Option<&mut dyn Observer>,
+    ) -> Result<LaunchStats, SimError> {
+        let observing = match observer {
+            Some(o) => Observing::<NoSplit>::One(o),
+            None => Observing::None,
+        };
+        self.launch_observed(module, entry, grid, block, args, opts, observing)
+    }
+
+    /// Runs a launch as [`Device::launch`] does, on `opts.threads` host
+    /// threads (0: all cores), with a copy of `observer` on each
+    /// ([`SplitObserver::split`]); the copies are joined back into it when
+    /// every CTA has run. On failure the observer is left as it was.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_split<O: SplitObserver>(
+        &self,
+        module: &Module,
+        entry: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        args: &[KernelArg],
+        opts: &LaunchOptions,
+        observer: &mut O,
+    ) -> Result<LaunchStats, SimError> {
+        self.launch_observed(
+            module,
+            entry,
+            grid,
+            block,
+            args,
+            opts,
+            Observing::Split(observer),
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch_observed<O: SplitObserver>(
+        &self,
+        module: &Module,
+        entry: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        args: &[KernelArg],
+        opts: &LaunchOptions,
+        mut observer: Observing<'_, O>,
     ) -> Result<LaunchStats, SimError> {
         let e = module.entry(entry)?;
         let launch_err = |message: String| SimError::Launch {
@@ -484,7 +528,7 @@ impl Device {
             template,
         };
         let n_ctas = u64::from(grid[0]) * u64::from(grid[1]) * u64::from(grid[2]);
-        let workers = if observer.is_some() {
+        let workers = if matches!(observer, Observing::One(_)) {
             1
         } else if opts.threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -499,25 +543,40 @@ impl Device {
         let mut written = vec![false; self.buffers.len()];
         if workers == 1 {
             let mut w = Worker::new(&cx);
+            let mut obs: Option<&mut dyn Observer> = match &mut observer {
+                Observing::None => None,
+                Observing::One(o) => Some(&mut **o),
+                Observing::Split(o) => Some(&mut **o),
+            };
             for c in 0..n_ctas {
-                w.run_cta(&cx, c, observer.as_deref_mut())?;
+                w.run_cta(&cx, c, obs.as_deref_mut())?;
             }
             w.finish(&mut stats, &mut written);
         } else {
             let next = AtomicU64::new(0);
             let stop = AtomicU64::new(u64::MAX);
             let failure: Mutex<Option<(u64, SimError)>> = Mutex::new(None);
-            let results: Vec<Worker> = std::thread::scope(|s| {
-                let handles: Vec<_> = (0..workers)
-                    .map(|_| {
-                        s.spawn(|| {
-                            let mut w = Worker::new(&cx);
+            let (next, stop, failure, cx) = (&next, &stop, &failure, &cx);
+            // One copy of a split observer per worker.
+            let parts: Vec<Option<O>> = (0..workers)
+                .map(|_| match &observer {
+                    Observing::Split(o) => Some(o.split()),
+                    _ => None,
+                })
+                .collect();
+            let results: Vec<(Worker, Option<O>)> = std::thread::scope(|s| {
+                let handles: Vec<_> = parts
+                    .into_iter()
+                    .map(|mut part| {
+                        s.spawn(move || {
+                            let mut w = Worker::new(cx);
                             loop {
                                 let c = next.fetch_add(1, Ordering::Relaxed);
                                 if c >= n_ctas || c >= stop.load(Ordering::Relaxed) {
                                     break;
                                 }
-                                if let Err(err) = w.run_cta(&cx, c, None) {
+                                let obs = part.as_mut().map(|o| o as &mut dyn Observer);
+                                if let Err(err) = w.run_cta(cx, c, obs) {
                                     stop.fetch_min(c, Ordering::Relaxed);
                                     let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
                                     if !matches!(f.as_ref(), Some((fc, _)) if *fc <= c) {
@@ -526,7 +585,7 @@ impl Device {
                                     break;
                                 }
                             }
-                            w
+                            (w, part)
                         })
                     })
                     .collect();
@@ -535,11 +594,14 @@ impl Device {
                     .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                     .collect()
             });
-            if let Some((_, err)) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            if let Some((_, err)) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 return Err(err);
             }
-            for w in results {
+            for (w, part) in results {
                 w.finish(&mut stats, &mut written);
+                if let (Observing::Split(o), Some(part)) = (&mut observer, part) {
+                    o.join(part);
+                }
             }
         }
         stats.written = written
@@ -550,6 +612,26 @@ impl Device {
             .collect();
         Ok(stats)
     }
+}
+
+/// Who watches a launch: nobody, one observer on the calling thread, or a
+/// split observer with a copy on each worker thread.
+enum Observing<'o, O> {
+    None,
+    One(&'o mut dyn Observer),
+    Split(&'o mut O),
+}
+
+/// The split observer type of launches that have none.
+struct NoSplit;
+
+impl Observer for NoSplit {}
+
+impl SplitObserver for NoSplit {
+    fn split(&self) -> NoSplit {
+        NoSplit
+    }
+    fn join(&mut self, _other: NoSplit) {}
 }
 
 /// One host thread's reusable state.

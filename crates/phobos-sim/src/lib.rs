@@ -54,7 +54,9 @@
 //!   racecheck, synccheck, initcheck, step limit) naming kernel, source
 //!   line, CTA, thread, address and tensor.
 //! - An [`Observer`] sees every executed warp instruction (used by
-//!   `phobos explain`); observing runs CTAs on the calling thread.
+//!   `phobos explain`); observing runs CTAs on the calling thread. A
+//!   [`SplitObserver`] (`phobos profile`'s counters) is copied to every
+//!   worker thread by [`Device::launch_split`] and joined back.
 //!
 //! # How it runs
 //!
@@ -86,4 +88,4 @@ pub use error::{CheckKind, CheckReport, SimError, SourceLoc};
 pub use launch::{Approx, KernelArg, LaunchOptions, LaunchStats};
 pub use memory::{BufferId, Device, MAX_BUFFER_BYTES};
 pub use module::Module;
-pub use observer::{Access, AccessKind, Observer, OpKind, Space, StepInfo};
+pub use observer::{Access, AccessKind, Observer, OpKind, Space, SplitObserver, StepInfo};

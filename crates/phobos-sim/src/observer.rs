@@ -103,6 +103,10 @@ pub struct StepInfo<'a> {
 }
 
 /// A launch observer. All methods have empty defaults.
+///
+/// `Device::launch` runs the CTAs on the calling thread, in order, when it
+/// is given an observer; a [`SplitObserver`] can watch a launch on every
+/// core instead (`Device::launch_split`).
 pub trait Observer {
     /// Called once per executed warp instruction, in execution order.
     fn step(&mut self, _info: &StepInfo<'_>) {}
@@ -110,4 +114,17 @@ pub trait Observer {
     fn wants_cta(&mut self, _cta: u32) -> bool {
         true
     }
+}
+
+/// An observer that can be shared out between the host threads of a
+/// launch (`Device::launch_split`): each worker thread gets its own copy,
+/// and the copies are joined back when the grid is done. Which copy sees
+/// which CTA depends on thread timing (each CTA is seen whole by one copy,
+/// and one copy sees its CTAs in increasing order), so `join` must give
+/// the same result whatever the split, as sums do.
+pub trait SplitObserver: Observer + Send + Sized {
+    /// An empty copy with the same settings, for one more worker.
+    fn split(&self) -> Self;
+    /// Folds what a copy observed into this one.
+    fn join(&mut self, other: Self);
 }

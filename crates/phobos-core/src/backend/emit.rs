@@ -89,6 +89,14 @@ pub fn emit_entry(
     };
     e.prologue();
     e.block(&f.body);
+    // The final `ret` belongs to the kernel's closing brace, as nvcc places
+    // it: without its own `.loc` it would take the line of whatever was
+    // emitted last, such as the body of a closing `if`, and profilers
+    // would count the reconverged warp's `ret` on that line.
+    e.loc(Span {
+        start: k.span.end.saturating_sub(1),
+        end: k.span.end,
+    });
     e.ins("ret;");
     e.finish()
 }
