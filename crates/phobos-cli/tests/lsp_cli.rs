@@ -1,7 +1,9 @@
 //! `phobos lsp` driven over stdio by a client built on `lsp-server`'s
 //! message framing and `lsp-types`: diagnostics with codes and related
 //! information, hover with type and uniformity on the seed kernels,
-//! go-to-definition, completion and formatting edits.
+//! go-to-definition, completion, formatting edits, semantic tokens with
+//! uniformity modifiers, inlay hints, and code actions whose edits are
+//! applied and checked again.
 
 use lsp_server::{Message, Notification, Request, RequestId};
 use lsp_types::*;
@@ -14,10 +16,16 @@ struct Client {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     next_id: i32,
+    /// The server's capabilities from `initialize`.
+    caps: Value,
 }
 
 impl Client {
     fn start() -> Client {
+        Client::start_with(json!({}))
+    }
+
+    fn start_with(init_options: Value) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_phobos"))
             .arg("lsp")
             .stdin(Stdio::piped())
@@ -31,11 +39,14 @@ impl Client {
             stdin,
             stdout,
             next_id: 0,
+            caps: Value::Null,
         };
         let init = c.request(
             "initialize",
-            json!({"capabilities": {}, "processId": null, "rootUri": null}),
+            json!({"capabilities": {}, "processId": null, "rootUri": null,
+                   "initializationOptions": init_options}),
         );
+        c.caps = init["capabilities"].clone();
         assert!(
             init["capabilities"]["hoverProvider"].as_bool() == Some(true),
             "{init}"
@@ -280,5 +291,358 @@ fn completion_and_formatting() {
         "@launch(32)\nkernel k(A: tensor<f32>[N]) {\n  A[ctx.thread] = 1.0\n}\n"
     );
     assert_eq!(edits[0].range.start, Position::new(0, 0));
+    c.stop();
+}
+
+/// Byte offset of an LSP position (UTF-16 characters within the line).
+fn offset_of(src: &str, p: Position) -> usize {
+    let line_start: usize = src
+        .split_inclusive('\n')
+        .take(p.line as usize)
+        .map(str::len)
+        .sum();
+    let mut units = 0;
+    for (i, ch) in src[line_start..].char_indices() {
+        if units >= p.character || ch == '\n' {
+            return line_start + i;
+        }
+        units += ch.len_utf16() as u32;
+    }
+    src.len()
+}
+
+/// `src` with `edits` applied.
+fn apply(src: &str, edits: &[TextEdit]) -> String {
+    let mut edits: Vec<(usize, usize, &str)> = edits
+        .iter()
+        .map(|e| {
+            (
+                offset_of(src, e.range.start),
+                offset_of(src, e.range.end),
+                e.new_text.as_str(),
+            )
+        })
+        .collect();
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let mut out = src.to_string();
+    for (start, end, text) in edits {
+        out.replace_range(start..end, text);
+    }
+    out
+}
+
+/// One decoded semantic token: its text, type and modifiers by name.
+#[derive(Debug)]
+struct Tok {
+    line: u32,
+    text: String,
+    ty: String,
+    modifiers: Vec<String>,
+}
+
+fn semantic_tokens(c: &mut Client, uri: &str, src: &str) -> Vec<Tok> {
+    let legend = c.caps["semanticTokensProvider"]["legend"].clone();
+    let names = |key: &str| -> Vec<String> {
+        legend[key]
+            .as_array()
+            .expect("legend")
+            .iter()
+            .map(|v| v.as_str().expect("name").to_string())
+            .collect()
+    };
+    let (types, mods) = (names("tokenTypes"), names("tokenModifiers"));
+    let r: SemanticTokens = serde_json::from_value(c.request(
+        "textDocument/semanticTokens/full",
+        json!({"textDocument": {"uri": uri}}),
+    ))
+    .expect("semantic tokens");
+    let (mut line, mut ch) = (0, 0);
+    let mut out = Vec::new();
+    for t in r.data {
+        if t.delta_line > 0 {
+            line += t.delta_line;
+            ch = t.delta_start;
+        } else {
+            ch += t.delta_start;
+        }
+        let start = offset_of(src, Position::new(line, ch));
+        let end = offset_of(src, Position::new(line, ch + t.length));
+        out.push(Tok {
+            line,
+            text: src[start..end].to_string(),
+            ty: types[t.token_type as usize].clone(),
+            modifiers: (0..mods.len())
+                .filter(|i| t.token_modifiers_bitset & (1 << i) != 0)
+                .map(|i| mods[i].clone())
+                .collect(),
+        });
+    }
+    out
+}
+
+#[test]
+fn semantic_tokens_style_varying_and_uniform_values_apart() {
+    let src = seed("lanes_matvec.pho");
+    let uri = "file:///seed/lanes_matvec.pho";
+    let mut c = Client::start();
+    let mods = c.caps["semanticTokensProvider"]["legend"]["tokenModifiers"].clone();
+    for m in ["uniform", "warpUniform", "varying"] {
+        assert!(
+            mods.as_array().expect("modifiers").contains(&json!(m)),
+            "{mods}"
+        );
+    }
+    c.open(uri, &src);
+    let _ = c.diagnostics(uri);
+    let toks = semantic_tokens(&mut c, uri, &src);
+    let find_tok = |text: &str, line: u32| {
+        toks.iter()
+            .find(|t| t.text == text && t.line == line)
+            .unwrap_or_else(|| panic!("no token `{text}` on line {line}: {toks:?}"))
+    };
+    let line_of = |needle: &str| find(&src, needle).0;
+    // `at` (from ctx.lane) is varying, at its declaration and its uses.
+    let at_decl = find_tok("at", line_of("let at"));
+    assert_eq!(at_decl.ty, "variable");
+    assert!(
+        at_decl.modifiers.contains(&"declaration".into()),
+        "{at_decl:?}"
+    );
+    assert!(at_decl.modifiers.contains(&"varying".into()), "{at_decl:?}");
+    // `row` (from ctx.warp) is warp-uniform where it is used.
+    let row_use = find_tok("row", line_of("if row < N"));
+    assert!(
+        row_use.modifiers.contains(&"warpUniform".into()),
+        "{row_use:?}"
+    );
+    assert!(
+        !row_use.modifiers.contains(&"varying".into()),
+        "{row_use:?}"
+    );
+    // The dim `N` is uniform; `total`, a fold over the warp, is warp-uniform.
+    let n_use = find_tok("N", line_of("if row < N"));
+    assert!(n_use.modifiers.contains(&"uniform".into()), "{n_use:?}");
+    let total = find_tok("total", line_of("let total"));
+    assert!(total.modifiers.contains(&"warpUniform".into()), "{total:?}");
+    // ctx fields carry their own level.
+    let lane = find_tok("lane", line_of("let at"));
+    assert_eq!(lane.ty, "property");
+    assert!(lane.modifiers.contains(&"varying".into()), "{lane:?}");
+    let warp = find_tok("warp", line_of("let row"));
+    assert!(warp.modifiers.contains(&"warpUniform".into()), "{warp:?}");
+    // Keywords, types, collectives and attributes are classified.
+    assert_eq!(
+        find_tok("kernel", line_of("kernel lanes_matvec")).ty,
+        "keyword"
+    );
+    assert_eq!(find_tok("f32", line_of("var acc")).ty, "type");
+    assert_eq!(find_tok("launch", 0).ty, "decorator");
+    let sum = toks
+        .iter()
+        .find(|t| t.text == "sum" && t.line == line_of("let total"))
+        .expect("sum");
+    assert_eq!(sum.ty, "function");
+    c.stop();
+}
+
+#[test]
+fn inlay_hints_show_types_and_optionally_uniformity() {
+    let src = seed("lanes_matvec.pho");
+    let uri = "file:///seed/lanes_matvec.pho";
+    let whole =
+        json!({"start": {"line": 0, "character": 0}, "end": {"line": 1000, "character": 0}});
+    let hints = |c: &mut Client| -> Vec<(Position, String)> {
+        let v: Vec<InlayHint> = serde_json::from_value(c.request(
+            "textDocument/inlayHint",
+            json!({"textDocument": {"uri": uri}, "range": whole}),
+        ))
+        .expect("inlay hints");
+        v.into_iter()
+            .map(|h| match h.label {
+                InlayHintLabel::String(s) => (h.position, s),
+                InlayHintLabel::LabelParts(p) => {
+                    (h.position, p.into_iter().map(|p| p.value).collect())
+                }
+            })
+            .collect()
+    };
+    let after = |needle: &str, name: &str| {
+        let (l, ch) = find(&src, needle);
+        Position::new(
+            l,
+            ch + needle.find(name).expect("name") as u32 + name.len() as u32,
+        )
+    };
+
+    let mut c = Client::start();
+    c.open(uri, &src);
+    let _ = c.diagnostics(uri);
+    let h = hints(&mut c);
+    assert!(
+        h.contains(&(after("let row", "row"), ": i32".into())),
+        "{h:?}"
+    );
+    assert!(
+        h.contains(&(after("let total", "total"), ": f32".into())),
+        "{h:?}"
+    );
+    // `var acc: f32` is typed as written: no hint.
+    assert!(
+        !h.iter().any(|(p, _)| p.line == find(&src, "var acc").0),
+        "{h:?}"
+    );
+    assert!(
+        !h.iter()
+            .any(|(_, l)| l.contains("uniform") || l.contains("varying")),
+        "{h:?}"
+    );
+    c.stop();
+
+    let mut c = Client::start_with(json!({"uniformityHints": true}));
+    c.open(uri, &src);
+    let _ = c.diagnostics(uri);
+    let h = hints(&mut c);
+    assert!(
+        h.contains(&(after("let row", "row"), "warp-uniform".into())),
+        "{h:?}"
+    );
+    assert!(
+        h.contains(&(after("let at", "at"), "varying".into())),
+        "{h:?}"
+    );
+    // After the written type for a typed `var`.
+    assert!(
+        h.contains(&(after("var acc: f32", "acc: f32"), "varying".into())),
+        "{h:?}"
+    );
+    c.stop();
+}
+
+/// The code actions offered on the whole of `src` (open as `uri`), by title.
+fn actions(c: &mut Client, uri: &str, src: &str, at: &str) -> Vec<CodeAction> {
+    let (l, ch) = find(src, at);
+    let range = json!({"start": {"line": l, "character": ch},
+                       "end": {"line": l, "character": ch + at.len() as u32}});
+    let v: Vec<CodeActionOrCommand> = serde_json::from_value(c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri}, "range": range, "context": {"diagnostics": []}}),
+    ))
+    .expect("code actions");
+    v.into_iter()
+        .filter_map(|a| match a {
+            CodeActionOrCommand::CodeAction(a) => Some(a),
+            CodeActionOrCommand::Command(_) => None,
+        })
+        .collect()
+}
+
+/// Apply `a` to `src` and check the result with a fresh document: it must
+/// have no diagnostics.
+fn apply_and_recheck(c: &mut Client, uri: &str, src: &str, a: &CodeAction) -> String {
+    let changes = a
+        .edit
+        .as_ref()
+        .and_then(|e| e.changes.clone())
+        .expect("changes");
+    let edits = &changes[&Url::parse(uri).expect("uri")];
+    let fixed = apply(src, edits);
+    let uri2 = format!("{uri}.fixed.pho");
+    c.open(&uri2, &fixed);
+    let d = c.diagnostics(&uri2);
+    assert!(d.is_empty(), "after `{}`:\n{fixed}\n{d:?}", a.title);
+    fixed
+}
+
+#[test]
+fn code_action_declares_the_float_type() {
+    let src = "@launch(64)\nkernel k(A: tensor<f32>[64, 64], B: tensor<f32>[1, 64]) {\n  var acc = 0\n  for i in range(0, 64) {\n    acc += A[i, ctx.thread]\n  }\n  B[0, ctx.thread] = acc\n}\n";
+    let uri = "file:///acc.pho";
+    let mut c = Client::start();
+    c.open(uri, src);
+    let d = c.diagnostics(uri);
+    assert_eq!(d[0].code, Some(NumberOrString::String("P0400".into())));
+    let acts = actions(&mut c, uri, src, "A[i, ctx.thread]");
+    let a = acts
+        .iter()
+        .find(|a| a.title.contains("as `f32`"))
+        .unwrap_or_else(|| panic!("{acts:?}"));
+    assert_eq!(a.kind, Some(CodeActionKind::QUICKFIX));
+    assert_eq!(a.diagnostics.as_ref().map(Vec::len), Some(1));
+    let fixed = apply_and_recheck(&mut c, uri, src, a);
+    assert!(fixed.contains("  var acc: f32 = 0.0\n"), "{fixed}");
+    c.stop();
+}
+
+#[test]
+fn code_action_moves_a_collective_out_of_a_varying_if_only_where_valid() {
+    // The page's lane-divergent kernel.
+    let src = "@launch(128)\nkernel k(A: tensor<f32>[1, 128], O: tensor<f32>[1, 1]) {\n  let x = A[0, ctx.thread]\n  var r = 0.0\n  if ctx.lane == 0 {\n    r = sum<over ctx.lane>(x)\n  }\n  if ctx.thread == 0 {\n    O[0, 0] = r\n  }\n}\n";
+    let uri = "file:///hoist.pho";
+    let mut c = Client::start();
+    c.open(uri, src);
+    assert_eq!(
+        c.diagnostics(uri)[0].code,
+        Some(NumberOrString::String("P0700".into()))
+    );
+    let acts = actions(&mut c, uri, src, "sum<over ctx.lane>(x)");
+    let a = acts
+        .iter()
+        .find(|a| {
+            a.title
+                .starts_with("Move `sum<over ctx.lane>(x)` before the `if`")
+        })
+        .unwrap_or_else(|| panic!("{acts:?}"));
+    let fixed = apply_and_recheck(&mut c, uri, src, a);
+    assert!(
+        fixed.contains("  var r = 0.0\n  let sum_all = sum<over ctx.lane>(x)\n  if ctx.lane == 0 {\n    r = sum_all\n  }"),
+        "{fixed}"
+    );
+
+    // Not offered: the value loads under the guard (moved out, it could
+    // read out of bounds), or reads a name assigned inside the `if`.
+    for body in [
+        "    r = sum<over ctx.lane>(A[0, ctx.thread + 1])",
+        "    r = 2.0\n    r = sum<over ctx.lane>(r)",
+    ] {
+        let bad = src.replace("    r = sum<over ctx.lane>(x)", body);
+        let uri = "file:///nohoist.pho";
+        c.open(uri, &bad);
+        assert_eq!(
+            c.diagnostics(uri)[0].code,
+            Some(NumberOrString::String("P0700".into()))
+        );
+        let acts = actions(&mut c, uri, &bad, "sum<over ctx.lane>");
+        assert!(
+            !acts.iter().any(|a| a.title.starts_with("Move")),
+            "{bad}\n{acts:?}"
+        );
+    }
+    c.stop();
+}
+
+#[test]
+fn code_action_uses_ctx_warp() {
+    let src = "@launch(128)\nkernel k(A: tensor<f32>[4, 32], O: tensor<f32>[1, 4]) {\n  let w = ctx.thread / 32\n  let s = sum<over ctx.lane>(A[w, ctx.thread % 32])\n  if ctx.lane == 0 {\n    O[0, w] = s\n  }\n}\n";
+    let uri = "file:///warp.pho";
+    let mut c = Client::start();
+    c.open(uri, src);
+    assert!(c.diagnostics(uri).is_empty());
+    let acts = actions(&mut c, uri, src, "ctx.thread / 32");
+    let a = acts
+        .iter()
+        .find(|a| a.title.starts_with("Use `ctx.warp`"))
+        .unwrap_or_else(|| panic!("{acts:?}"));
+    assert_eq!(a.kind, Some(CodeActionKind::REFACTOR_REWRITE));
+    let fixed = apply_and_recheck(&mut c, uri, src, a);
+    assert!(fixed.contains("  let w = ctx.warp\n"), "{fixed}");
+    let acts = actions(&mut c, uri, src, "ctx.thread % 32");
+    let a = acts
+        .iter()
+        .find(|a| a.title.starts_with("Use `ctx.lane`"))
+        .unwrap_or_else(|| panic!("{acts:?}"));
+    let fixed = apply_and_recheck(&mut c, uri, src, a);
+    assert!(fixed.contains("A[w, ctx.lane]"), "{fixed}");
+    // Nothing to rewrite on a plain name.
+    assert!(actions(&mut c, uri, src, "O[0, w]").is_empty());
     c.stop();
 }

@@ -28,4 +28,12 @@ impl LineIndex {
     pub fn line(&self, offset: usize) -> u32 {
         self.line_col(offset).0
     }
+    /// Byte offset where 1-based `line` starts, if the text has it.
+    pub fn line_start(&self, line: u32) -> Option<usize> {
+        self.starts.get((line as usize).checked_sub(1)?).copied()
+    }
+    /// Number of lines (one more than the number of line breaks).
+    pub fn line_count(&self) -> usize {
+        self.starts.len()
+    }
 }

@@ -1,21 +1,23 @@
 //! What the server knows about one document, computed once per version and
 //! queried by byte offset: diagnostics, hover text, definitions and
-//! references, completions. No LSP types here (see `server.rs`), so it can
-//! be tested on plain strings.
+//! references, completions, semantic tokens, inlay hints. No LSP types here
+//! (see `server.rs`), so it can be tested on plain strings.
 //!
 //! Names are resolved on the syntax tree (`symbols`), so definitions work
 //! in kernels that do not check. Types and uniformity come from the
-//! checked HIR (`phobos_core::check_source`), and load widths, tile offsets
-//! and shuffle counts from the backend's metadata (`phobos_core::compile`);
-//! both exist only for kernels without errors, and hover says so.
+//! checked HIR, and load widths, tile offsets and shuffle counts from the
+//! backend's metadata, one kernel at a time (`unit`): both exist only for
+//! kernels without errors, and hover says so.
 
 use crate::symbols::{self, SymbolKind, Symbols};
+use crate::unit::{self, Placed, UnitCache};
 use phobos_core::ast::{self, Span};
-use phobos_core::check::uniformity::{self, Level};
-use phobos_core::hir::{self, CheckedKernel, Group, Ty};
-use phobos_core::meta::KernelMeta;
+use phobos_core::check::uniformity::{self, Facts, Level};
+use phobos_core::hir::{self, Group, Ty};
+use phobos_core::meta::VariantMeta;
 use phobos_core::source::LineIndex;
-use phobos_core::{CompileOptions, Diagnostic};
+use phobos_core::Diagnostic;
+use std::collections::HashSet;
 
 pub struct Analysis {
     pub src: String,
@@ -23,8 +25,46 @@ pub struct Analysis {
     pub file: ast::File,
     pub diagnostics: Vec<Diagnostic>,
     pub symbols: Symbols,
-    kernels: Vec<CheckedKernel>,
-    metas: Vec<KernelMeta>,
+    pub(crate) units: Vec<Placed>,
+}
+
+/// A checked kernel seen from the document: its unit, where the unit sits,
+/// the kernel's first variant and its uniformity facts.
+pub(crate) struct KernelView<'a> {
+    pub placed: &'a Placed,
+    pub k: &'a hir::Kernel,
+    pub facts: &'a Facts,
+}
+
+impl KernelView<'_> {
+    fn src(&self) -> &str {
+        &self.placed.unit.src
+    }
+    fn meta(&self) -> Option<&VariantMeta> {
+        self.placed.unit.meta_of(self.k)
+    }
+    pub fn to_unit(&self, doc: usize) -> Option<usize> {
+        self.placed.to_unit(doc)
+    }
+    pub fn to_doc(&self, s: Span) -> Span {
+        self.placed.span_to_doc(s)
+    }
+    /// The HIR local declared at document offset `doc`.
+    pub fn local_at(&self, doc: usize) -> Option<(usize, &hir::Local)> {
+        let at = self.to_unit(doc)?;
+        self.k
+            .locals
+            .iter()
+            .enumerate()
+            .find(|(_, l)| l.span.range().contains(&at))
+    }
+    pub fn level_of_local(&self, lid: usize) -> Level {
+        self.facts
+            .levels
+            .get(lid)
+            .copied()
+            .unwrap_or(Level::Varying)
+    }
 }
 
 /// One completion candidate.
@@ -97,18 +137,34 @@ const CONFIG_WORDS: [(&str, &str); 6] = [
 ];
 
 impl Analysis {
+    /// Analyse `src` from scratch.
     pub fn new(src: &str) -> Analysis {
-        let (file, _) = phobos_core::parser::parse(src);
-        let (kernels, mut diagnostics) = phobos_core::check_source(src);
-        let mut metas = Vec::new();
-        if !diagnostics.iter().any(Diagnostic::is_error) {
-            let (compiled, backend_diags) =
-                phobos_core::compile(src, "<editor>", &CompileOptions::default());
-            metas = compiled.into_iter().map(|k| k.meta).collect();
-            // `compile` checks again and adds the backend's errors (shared
-            // memory limits): its list is the whole list.
-            diagnostics = backend_diags;
+        Analysis::with_cache(src, &mut UnitCache::default())
+    }
+
+    /// Analyse `src`, checking and compiling only the kernels whose unit
+    /// (the kernel and the fns) is not in `cache` already.
+    pub fn with_cache(src: &str, cache: &mut UnitCache) -> Analysis {
+        let (file, parse_diags) = phobos_core::parser::parse(src);
+        let units = unit::place(src, &file, cache);
+        let mut diagnostics = parse_diags;
+        let mut seen: HashSet<(String, String, Vec<(u32, u32, bool)>)> =
+            diagnostics.iter().map(diag_key).collect();
+        for p in &units {
+            for d in &p.unit.diagnostics {
+                let d = p.diagnostic_to_doc(d);
+                if seen.insert(diag_key(&d)) {
+                    diagnostics.push(d);
+                }
+            }
         }
+        diagnostics.sort_by_key(|d| {
+            d.labels
+                .iter()
+                .find(|l| l.primary)
+                .map_or(0, |l| l.span.start)
+        });
+        phobos_core::diag::cap(&mut diagnostics);
         let symbols = symbols::resolve(&file, src);
         Analysis {
             src: src.to_string(),
@@ -116,8 +172,7 @@ impl Analysis {
             file,
             diagnostics,
             symbols,
-            kernels,
-            metas,
+            units,
         }
     }
 
@@ -168,46 +223,42 @@ impl Analysis {
         Some((text, span))
     }
 
-    /// The checked kernel whose span holds `offset`, and its first variant.
-    fn kernel_at(&self, offset: usize) -> Option<&hir::Kernel> {
-        self.kernels
+    /// The checked kernel whose span holds document offset `offset`.
+    pub(crate) fn kernel_at(&self, offset: usize) -> Option<KernelView<'_>> {
+        self.units
             .iter()
-            .find(|k| k.span.range().contains(&offset))
-            .and_then(|k| k.variants.first())
+            .filter(|p| p.kernel.range().contains(&offset))
+            .find_map(|placed| {
+                let (k, facts) = placed.unit.kernel_at(placed.to_unit(offset)?)?;
+                Some(KernelView { placed, k, facts })
+            })
     }
 
-    fn meta_of(&self, kernel: &hir::Kernel) -> Option<&phobos_core::meta::VariantMeta> {
-        self.metas
-            .iter()
-            .find(|m| m.name == kernel.name)
-            .and_then(|m| m.variants.first())
+    /// The document line of a unit span's start.
+    fn doc_line(&self, kv: &KernelView, span: Span) -> u32 {
+        self.lines.line(kv.to_doc(span).start as usize)
     }
 
     /// Facts about a symbol from the checked kernel: a local's type and
     /// uniformity, a tile's shared offset and size.
     fn symbol_facts(&self, id: usize) -> Option<String> {
         let def = &self.symbols.defs[id];
-        let k = self.kernel_at(def.span.start as usize)?;
+        let kv = self.kernel_at(def.span.start as usize)?;
         match def.kind {
             SymbolKind::Local | SymbolKind::LoopVar => {
-                let (lid, local) = k
-                    .locals
-                    .iter()
-                    .enumerate()
-                    .find(|(_, l)| l.span.range().contains(&(def.span.start as usize)))?;
-                let facts = uniformity::facts(k);
+                let (lid, local) = kv.local_at(def.span.start as usize)?;
                 match &local.kind {
                     hir::LocalKind::Scalar(t) => {
-                        let level = facts.levels.get(lid).copied().unwrap_or(Level::Varying);
+                        let level = kv.level_of_local(lid);
                         let mut s = format!("type `{}` · **{}**", t.name(), level_name(level));
-                        for step in self.local_chain(k, &facts, lid, 0) {
+                        for step in self.local_chain(&kv, lid, 0) {
                             s.push_str("\n- ");
                             s.push_str(&step);
                         }
                         Some(s)
                     }
                     hir::LocalKind::Tile { elem, shape } => {
-                        Some(self.tile_facts(k, &local.name, *elem, shape))
+                        Some(self.tile_facts(&kv, &local.name, *elem, shape))
                     }
                 }
             }
@@ -220,20 +271,23 @@ impl Analysis {
 
     fn tile_facts(
         &self,
-        k: &hir::Kernel,
+        kv: &KernelView,
         name: &str,
         elem: ast::ScalarTy,
         shape: &[u32],
     ) -> String {
         let dims: Vec<String> = shape.iter().map(u32::to_string).collect();
         let mut s = format!("shared tile `{}[{}]`", elem.name(), dims.join(", "));
-        match self
-            .meta_of(k)
+        match kv
+            .meta()
             .and_then(|m| m.shared_plan.iter().find(|b| b.name == name))
         {
             Some(b) => s.push_str(&format!(
                 "\n\nshared memory: offset {} bytes, size {} bytes, live lines {}–{}",
-                b.offset, b.bytes, b.live_lines.0, b.live_lines.1
+                b.offset,
+                b.bytes,
+                kv.placed.line_to_doc(b.live_lines.0, &self.lines),
+                kv.placed.line_to_doc(b.live_lines.1, &self.lines)
             )),
             None => s.push_str("\n\n*shared offset unknown: the kernel did not compile*"),
         }
@@ -241,21 +295,16 @@ impl Analysis {
     }
 
     /// Why local `lid` is as varying as it is, as a chain of causes.
-    fn local_chain(
-        &self,
-        k: &hir::Kernel,
-        facts: &uniformity::Facts,
-        lid: usize,
-        depth: usize,
-    ) -> Vec<String> {
+    fn local_chain(&self, kv: &KernelView, lid: usize, depth: usize) -> Vec<String> {
+        let facts = kv.facts;
         let level = facts.levels.get(lid).copied().unwrap_or(Level::Uniform);
         let (Some(Some((span, under_control))), true) =
             (facts.causes.get(lid), level > Level::Uniform)
         else {
             return vec![];
         };
-        let name = &k.locals[lid].name;
-        let line = self.lines.line(span.start as usize);
+        let name = &kv.k.locals[lid].name;
+        let line = self.doc_line(kv, *span);
         if *under_control {
             return vec![format!(
                 "`{name}` is assigned on line {line} under an `if` or loop that differs between {}",
@@ -267,21 +316,16 @@ impl Analysis {
             between(level)
         )];
         if depth < 6 {
-            if let Some(e) = find_assigned_value(&k.body, *span) {
-                out.extend(self.expr_chain(k, facts, e, depth + 1));
+            if let Some(e) = find_assigned_value(&kv.k.body, *span) {
+                out.extend(self.expr_chain(kv, e, depth + 1));
             }
         }
         out
     }
 
     /// The first leaf of `e` that makes it as varying as it is.
-    fn expr_chain(
-        &self,
-        k: &hir::Kernel,
-        facts: &uniformity::Facts,
-        e: &hir::Expr,
-        depth: usize,
-    ) -> Vec<String> {
+    fn expr_chain(&self, kv: &KernelView, e: &hir::Expr, depth: usize) -> Vec<String> {
+        let (k, facts) = (kv.k, kv.facts);
         let level = uniformity::expr_level(k, &facts.levels, e);
         if level == Level::Uniform {
             return vec![];
@@ -302,7 +346,7 @@ impl Analysis {
                 hir::ExprKind::Local(id) => {
                     let i = id.0 as usize;
                     if facts.levels.get(i) == Some(&level) {
-                        found.extend(self.local_chain(k, facts, i, depth));
+                        found.extend(self.local_chain(kv, i, depth));
                         if found.is_empty() {
                             found.push(format!("`{}` is {}", k.locals[i].name, level_name(level)));
                         }
@@ -327,10 +371,11 @@ impl Analysis {
     /// `offset` with its type and uniformity, and more for subscripts,
     /// collectives and shuffles.
     fn hover_expr(&self, offset: usize) -> Option<(String, Span)> {
-        let k = self.kernel_at(offset)?;
+        let kv = self.kernel_at(offset)?;
+        let at = kv.to_unit(offset)?;
         let mut best: Option<&hir::Expr> = None;
-        visit_kernel_exprs(k, &mut |e| {
-            if e.span.range().contains(&offset)
+        visit_kernel_exprs(kv.k, &mut |e| {
+            if e.span.range().contains(&at)
                 && best.is_none_or(|b| e.span.end - e.span.start <= b.span.end - b.span.start)
             {
                 best = Some(e);
@@ -344,22 +389,21 @@ impl Analysis {
         ) {
             return None;
         }
-        let facts = uniformity::facts(k);
-        let level = uniformity::expr_level(k, &facts.levels, e);
-        let shown = self.src.get(e.span.range()).unwrap_or("");
+        let level = uniformity::expr_level(kv.k, &kv.facts.levels, e);
+        let shown = kv.src().get(e.span.range()).unwrap_or("");
         let shown: String = shown.chars().take(80).collect();
         let mut text = format!(
             "```phobos\n{shown}\n```\ntype `{}` · **{}**",
             ty_name(e.ty),
             level_name(level)
         );
-        for step in self.expr_chain(k, &facts, e, 0) {
+        for step in self.expr_chain(&kv, e, 0) {
             text.push_str("\n- ");
             text.push_str(&step);
         }
         match &e.kind {
             hir::ExprKind::Load { .. } | hir::ExprKind::RunLoad { .. } => {
-                text.push_str(&self.access_facts(k, e, false));
+                text.push_str(&access_facts(&kv, e, false));
             }
             hir::ExprKind::Collective { op, group, arg, .. } => {
                 text.push_str(&collective_cost(*op, *group, arg.ty));
@@ -373,36 +417,7 @@ impl Analysis {
             }
             _ => {}
         }
-        Some((text, e.span))
-    }
-
-    /// The backend's decision for the access at `e`'s subscript.
-    fn access_facts(&self, k: &hir::Kernel, e: &hir::Expr, store: bool) -> String {
-        let kind = match &e.kind {
-            hir::ExprKind::RunLoad { len, .. } => format!("run of {len} elements"),
-            _ => "point".to_string(),
-        };
-        let (line, col) = self.lines.line_col(e.span.start as usize);
-        let Some(m) = self.meta_of(k) else {
-            return format!(
-                "\n\nsubscript: {kind}\n\n*load width unknown: the kernel did not compile*"
-            );
-        };
-        let Some(a) = m
-            .loads
-            .iter()
-            .find(|a| a.line == line && a.col == col && a.store == store)
-        else {
-            return format!("\n\nsubscript: {kind}");
-        };
-        let mut s = format!(
-            "\n\nsubscript: {kind} of `{}` — {} bytes per instruction, proven {}-byte aligned",
-            a.target, a.width_bytes, a.align_bytes
-        );
-        if !a.reason.is_empty() {
-            s.push_str(&format!("\n\nnot wider: {}", a.reason));
-        }
-        s
+        Some((text, kv.to_doc(e.span)))
     }
 
     /// Completions at `offset`: `ctx.` fields after `ctx.`, configuration
@@ -485,6 +500,49 @@ impl Analysis {
     pub fn format(&self) -> Result<String, String> {
         phobos_core::format::format_source(&self.src).map_err(|e| e.to_string())
     }
+}
+
+/// The backend's decision for the access at `e`'s subscript.
+fn access_facts(kv: &KernelView, e: &hir::Expr, store: bool) -> String {
+    let kind = match &e.kind {
+        hir::ExprKind::RunLoad { len, .. } => format!("run of {len} elements"),
+        _ => "point".to_string(),
+    };
+    // The metadata's lines and columns are the unit's.
+    let (line, col) = kv.placed.unit.lines.line_col(e.span.start as usize);
+    let Some(m) = kv.meta() else {
+        return format!(
+            "\n\nsubscript: {kind}\n\n*load width unknown: the kernel did not compile*"
+        );
+    };
+    let Some(a) = m
+        .loads
+        .iter()
+        .find(|a| a.line == line && a.col == col && a.store == store)
+    else {
+        return format!("\n\nsubscript: {kind}");
+    };
+    let mut s = format!(
+        "\n\nsubscript: {kind} of `{}` — {} bytes per instruction, proven {}-byte aligned",
+        a.target, a.width_bytes, a.align_bytes
+    );
+    if !a.reason.is_empty() {
+        s.push_str(&format!("\n\nnot wider: {}", a.reason));
+    }
+    s
+}
+
+/// What makes two diagnostics the same one (units repeat the fns' and the
+/// parser's).
+fn diag_key(d: &Diagnostic) -> (String, String, Vec<(u32, u32, bool)>) {
+    (
+        d.code.to_string(),
+        d.message.clone(),
+        d.labels
+            .iter()
+            .map(|l| (l.span.start, l.span.end, l.primary))
+            .collect(),
+    )
 }
 
 /// Whether the text before the cursor is inside an unclosed `op<`.

@@ -2,16 +2,27 @@
 //! LSP types from `lsp-types`, positions converted between LSP's UTF-16
 //! line/character and byte offsets. Documents are analysed lazily: an edit
 //! marks the document stale, diagnostics are published once no message has
-//! arrived for `DEBOUNCE`, and requests analyse a stale document first.
+//! arrived for the debounce delay, and requests analyse a stale document
+//! first. Each document keeps its kernels' analyses (`unit::UnitCache`), so
+//! an edit re-checks only the kernel it touched.
+//!
+//! Initialization options (all optional): `debounceMs` (default 150), and
+//! `uniformityHints` (default false) to show each local's uniformity level
+//! as an inlay hint.
 
+use crate::actions::ActionKind;
 use crate::analysis::{Analysis, CompletionKind};
+use crate::hints::HintKind;
+use crate::tokens::{TokenType, MODIFIERS, TYPES};
+use crate::unit::UnitCache;
 use lsp_server::{Connection, Message, Notification, Request, RequestId, Response};
 use lsp_types::notification::{
     DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, Notification as _,
     PublishDiagnostics,
 };
 use lsp_types::request::{
-    Completion, Formatting, GotoDefinition, HoverRequest, References, Request as _,
+    CodeActionRequest, Completion, Formatting, GotoDefinition, HoverRequest, InlayHintRequest,
+    References, Request as _, SemanticTokensFullRequest,
 };
 use lsp_types::*;
 use phobos_core::ast::Span;
@@ -19,8 +30,38 @@ use phobos_core::diag::Severity;
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// How long the document must be quiet before diagnostics are published.
+/// How long the document must be quiet before diagnostics are published,
+/// unless the client's `debounceMs` says otherwise.
 pub const DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// What the client chose in its initialization options.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    pub debounce: Duration,
+    pub uniformity_hints: bool,
+}
+
+impl Settings {
+    fn from_init(params: &serde_json::Value) -> Settings {
+        let opts = &params["initializationOptions"];
+        Settings {
+            debounce: opts["debounceMs"]
+                .as_u64()
+                .map_or(DEBOUNCE, Duration::from_millis),
+            uniformity_hints: opts["uniformityHints"].as_bool().unwrap_or(false),
+        }
+    }
+}
+
+pub fn semantic_tokens_legend() -> SemanticTokensLegend {
+    SemanticTokensLegend {
+        token_types: TYPES.iter().map(|t| SemanticTokenType::new(t)).collect(),
+        token_modifiers: MODIFIERS
+            .iter()
+            .map(|m| SemanticTokenModifier::new(m))
+            .collect(),
+    }
+}
 
 pub fn capabilities() -> ServerCapabilities {
     ServerCapabilities {
@@ -33,6 +74,22 @@ pub fn capabilities() -> ServerCapabilities {
             ..Default::default()
         }),
         document_formatting_provider: Some(OneOf::Left(true)),
+        semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(
+            SemanticTokensOptions {
+                legend: semantic_tokens_legend(),
+                full: Some(SemanticTokensFullOptions::Bool(true)),
+                range: None,
+                ..Default::default()
+            },
+        )),
+        inlay_hint_provider: Some(OneOf::Left(true)),
+        code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+            code_action_kinds: Some(vec![
+                CodeActionKind::QUICKFIX,
+                CodeActionKind::REFACTOR_REWRITE,
+            ]),
+            ..Default::default()
+        })),
         ..Default::default()
     }
 }
@@ -40,26 +97,30 @@ pub fn capabilities() -> ServerCapabilities {
 struct Doc {
     text: String,
     analysis: Option<Analysis>,
+    /// The kernels checked for earlier versions, reused when unchanged.
+    units: UnitCache,
     /// Diagnostics not yet published for the latest text.
     unpublished: bool,
 }
 
 impl Doc {
     fn analysis(&mut self) -> &Analysis {
+        let (text, units) = (&self.text, &mut self.units);
         self.analysis
-            .get_or_insert_with(|| Analysis::new(&self.text))
+            .get_or_insert_with(|| Analysis::with_cache(text, units))
     }
 }
 
 /// Serve one client until it sends `exit`.
 pub fn serve(conn: &Connection) -> Result<(), String> {
     let caps = serde_json::to_value(capabilities()).map_err(|e| e.to_string())?;
-    conn.initialize(caps).map_err(|e| e.to_string())?;
+    let init = conn.initialize(caps).map_err(|e| e.to_string())?;
+    let settings = Settings::from_init(&init);
     let mut docs: HashMap<Url, Doc> = HashMap::new();
     loop {
         let waiting = docs.values().any(|d| d.unpublished);
         let msg = if waiting {
-            match conn.receiver.recv_timeout(DEBOUNCE) {
+            match conn.receiver.recv_timeout(settings.debounce) {
                 Ok(m) => m,
                 Err(crossbeam_timeout) if crossbeam_timeout.is_timeout() => {
                     publish_pending(conn, &mut docs);
@@ -78,7 +139,7 @@ pub fn serve(conn: &Connection) -> Result<(), String> {
                 if conn.handle_shutdown(&req).map_err(|e| e.to_string())? {
                     return Ok(());
                 }
-                let resp = handle_request(&mut docs, req);
+                let resp = handle_request(&mut docs, req, settings);
                 let _ = conn.sender.send(Message::Response(resp));
             }
             Message::Notification(n) => handle_notification(&mut docs, n),
@@ -114,6 +175,7 @@ fn handle_notification(docs: &mut HashMap<Url, Doc>, n: Notification) {
                     Doc {
                         text: p.text_document.text,
                         analysis: None,
+                        units: UnitCache::default(),
                         unpublished: true,
                     },
                 );
@@ -141,9 +203,9 @@ fn handle_notification(docs: &mut HashMap<Url, Doc>, n: Notification) {
     }
 }
 
-fn handle_request(docs: &mut HashMap<Url, Doc>, req: Request) -> Response {
+fn handle_request(docs: &mut HashMap<Url, Doc>, req: Request, settings: Settings) -> Response {
     let id = req.id.clone();
-    match dispatch(docs, req) {
+    match dispatch(docs, req, settings) {
         Ok(v) => Response::new_ok(id, v),
         Err((code, msg)) => Response::new_err(id, code, msg),
     }
@@ -168,8 +230,75 @@ fn doc<'d>(docs: &'d mut HashMap<Url, Doc>, uri: &Url) -> Result<&'d mut Doc, (i
     ))
 }
 
-fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request) -> Reply {
+fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request, settings: Settings) -> Reply {
     match req.method.as_str() {
+        SemanticTokensFullRequest::METHOD => {
+            let p: SemanticTokensParams = params(req)?;
+            let a = doc(docs, &p.text_document.uri)?.analysis();
+            json(SemanticTokensResult::Tokens(semantic_tokens(a)))
+        }
+        InlayHintRequest::METHOD => {
+            let p: InlayHintParams = params(req)?;
+            let a = doc(docs, &p.text_document.uri)?.analysis();
+            let span = Span::new(offset(&a.src, p.range.start), offset(&a.src, p.range.end));
+            let hints: Vec<InlayHint> = a
+                .inlay_hints(span, settings.uniformity_hints)
+                .into_iter()
+                .map(|h| InlayHint {
+                    position: position(a, h.at),
+                    label: InlayHintLabel::String(h.label),
+                    kind: match h.kind {
+                        HintKind::Type => Some(InlayHintKind::TYPE),
+                        HintKind::Uniformity => None,
+                    },
+                    text_edits: None,
+                    tooltip: None,
+                    padding_left: Some(h.kind == HintKind::Uniformity),
+                    padding_right: None,
+                    data: None,
+                })
+                .collect();
+            json(hints)
+        }
+        CodeActionRequest::METHOD => {
+            let p: CodeActionParams = params(req)?;
+            let uri = p.text_document.uri.clone();
+            let a = doc(docs, &uri)?.analysis();
+            let span = Span::new(offset(&a.src, p.range.start), offset(&a.src, p.range.end));
+            let actions: Vec<CodeActionOrCommand> = a
+                .code_actions(span)
+                .into_iter()
+                .map(|act| {
+                    let edits = act
+                        .edits
+                        .iter()
+                        .map(|(s, t)| TextEdit {
+                            range: range(a, *s),
+                            new_text: t.clone(),
+                        })
+                        .collect();
+                    let fixes = act
+                        .fixes
+                        .and_then(|i| a.diagnostics.get(i))
+                        .map(|d| vec![to_lsp_diagnostic(&uri, a, d)]);
+                    CodeActionOrCommand::CodeAction(CodeAction {
+                        title: act.title,
+                        kind: Some(match act.kind {
+                            ActionKind::QuickFix => CodeActionKind::QUICKFIX,
+                            ActionKind::Rewrite => CodeActionKind::REFACTOR_REWRITE,
+                        }),
+                        is_preferred: Some(fixes.is_some()),
+                        diagnostics: fixes,
+                        edit: Some(WorkspaceEdit {
+                            changes: Some(HashMap::from([(uri.clone(), edits)])),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    })
+                })
+                .collect();
+            json(actions)
+        }
         HoverRequest::METHOD => {
             let p: HoverParams = params(req)?;
             let pos = p.text_document_position_params;
@@ -180,7 +309,7 @@ fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request) -> Reply {
                     kind: MarkupKind::Markdown,
                     value: text,
                 }),
-                range: Some(range(&a.src, span)),
+                range: Some(range(a, span)),
             }))
         }
         GotoDefinition::METHOD => {
@@ -190,7 +319,7 @@ fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request) -> Reply {
             let a = doc(docs, &uri)?.analysis();
             let at = offset(&a.src, pos.position);
             json(a.definition(at).map(|span| {
-                GotoDefinitionResponse::Scalar(Location::new(uri.clone(), range(&a.src, span)))
+                GotoDefinitionResponse::Scalar(Location::new(uri.clone(), range(a, span)))
             }))
         }
         References::METHOD => {
@@ -206,7 +335,7 @@ fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request) -> Reply {
             json(
                 spans
                     .into_iter()
-                    .map(|s| Location::new(uri.clone(), range(&a.src, s)))
+                    .map(|s| Location::new(uri.clone(), range(a, s)))
                     .collect::<Vec<_>>(),
             )
         }
@@ -238,7 +367,7 @@ fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request) -> Reply {
             match a.format() {
                 Ok(text) if text == a.src => json(Vec::<TextEdit>::new()),
                 Ok(text) => json(vec![TextEdit {
-                    range: range(&a.src, Span::new(0, a.src.len())),
+                    range: range(a, Span::new(0, a.src.len())),
                     new_text: text,
                 }]),
                 // A document that does not parse is left as it is; its
@@ -268,12 +397,12 @@ fn to_lsp_diagnostic(uri: &Url, a: &Analysis, d: &phobos_core::Diagnostic) -> Di
         .iter()
         .filter(|l| !l.primary)
         .map(|l| DiagnosticRelatedInformation {
-            location: Location::new(uri.clone(), range(&a.src, l.span)),
+            location: Location::new(uri.clone(), range(a, l.span)),
             message: l.message.clone(),
         })
         .collect();
     Diagnostic {
-        range: range(&a.src, span),
+        range: range(a, span),
         severity: Some(match d.severity {
             Severity::Error => DiagnosticSeverity::ERROR,
             Severity::Warning => DiagnosticSeverity::WARNING,
@@ -309,26 +438,77 @@ pub fn offset(src: &str, pos: Position) -> usize {
     line_end
 }
 
-/// LSP position of a byte offset.
-pub fn position(src: &str, offset: usize) -> Position {
+/// LSP position of a byte offset of the analysed text.
+pub fn position(a: &Analysis, offset: usize) -> Position {
+    let src = &a.src;
     let mut offset = offset.min(src.len());
     while !src.is_char_boundary(offset) {
         offset -= 1;
     }
-    let before = &src[..offset];
-    let line = before.matches('\n').count() as u32;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let character = before[line_start..]
+    let (line, col) = a.lines.line_col(offset);
+    let line_start = offset + 1 - col as usize;
+    let character = src[line_start..offset]
         .chars()
         .map(|c| c.len_utf16() as u32)
         .sum();
-    Position { line, character }
+    Position {
+        line: line - 1,
+        character,
+    }
 }
 
-pub fn range(src: &str, span: Span) -> Range {
+pub fn range(a: &Analysis, span: Span) -> Range {
     Range {
-        start: position(src, span.start as usize),
-        end: position(src, span.end as usize),
+        start: position(a, span.start as usize),
+        end: position(a, span.end as usize),
+    }
+}
+
+/// The document's semantic tokens in LSP's relative encoding.
+fn semantic_tokens(a: &Analysis) -> SemanticTokens {
+    let mut data = Vec::new();
+    let (mut prev_line, mut prev_start) = (0, 0);
+    for t in a.semantic_tokens() {
+        let start = position(a, t.span.start as usize);
+        let length = a
+            .src
+            .get(t.span.range())
+            .unwrap_or("")
+            .chars()
+            .map(|c| c.len_utf16() as u32)
+            .sum();
+        let delta_line = start.line - prev_line;
+        let delta_start = if delta_line == 0 {
+            start.character - prev_start
+        } else {
+            start.character
+        };
+        data.push(SemanticToken {
+            delta_line,
+            delta_start,
+            length,
+            token_type: token_type_index(t.ty),
+            token_modifiers_bitset: t.modifiers,
+        });
+        (prev_line, prev_start) = (start.line, start.character);
+    }
+    SemanticTokens {
+        result_id: None,
+        data,
+    }
+}
+
+fn token_type_index(t: TokenType) -> u32 {
+    match t {
+        TokenType::Keyword => 0,
+        TokenType::Type => 1,
+        TokenType::Function => 2,
+        TokenType::Parameter => 3,
+        TokenType::Variable => 4,
+        TokenType::Property => 5,
+        TokenType::Number => 6,
+        TokenType::Comment => 7,
+        TokenType::Decorator => 8,
     }
 }
 
