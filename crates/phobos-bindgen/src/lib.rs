@@ -41,6 +41,9 @@ pub struct KernelAssets {
     pub ptx_files: Vec<(u32, String)>,
     /// `(arch, file)` for each cubin, ascending by arch.
     pub cubin_files: Vec<(u32, String)>,
+    /// Exported autotune decisions to embed with the kernel (a file
+    /// `Device::export_tuning` wrote), if the build ships one.
+    pub tuning_file: Option<String>,
 }
 
 /// Where the generated code finds the asset files.
@@ -154,8 +157,14 @@ fn kernel_fn(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str) -> String {
         let _ = writeln!(s, "    {name}: {ty},");
     }
     s.push_str(") -> ::core::result::Result<(), phobos_rt::LaunchError> {\n");
-    s.push_str(
-        "    static KERNEL: phobos_rt::Kernel = phobos_rt::Kernel::new(phobos_rt::KernelSource {\n",
+    let constructor = if kernel.tuning_file.is_some() {
+        "with_tuning"
+    } else {
+        "new"
+    };
+    let _ = writeln!(
+        s,
+        "    static KERNEL: phobos_rt::Kernel = phobos_rt::Kernel::{constructor}(phobos_rt::KernelSource {{"
     );
     let _ = writeln!(s, "        name: {:?},", meta.name);
     let _ = writeln!(s, "        module: {:?},", meta.source_file);
@@ -180,7 +189,11 @@ fn kernel_fn(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str) -> String {
             root.path_expr(file)
         );
     }
-    s.push_str("        ],\n    });\n");
+    s.push_str("        ],\n    }");
+    if let Some(file) = &kernel.tuning_file {
+        let _ = write!(s, ", include_str!({})", root.path_expr(file));
+    }
+    s.push_str(");\n");
     let grid = if meta.grid.is_none() {
         "::core::option::Option::Some(grid.into())"
     } else {

@@ -78,6 +78,7 @@ fn assets(meta: KernelMeta) -> KernelAssets {
             (90, format!("{n}.sm_90.ptx")),
         ],
         cubin_files: vec![(90, format!("{n}.sm_90.cubin"))],
+        tuning_file: None,
     }
 }
 
@@ -220,6 +221,26 @@ fn a_newline_in_the_file_name_does_not_end_the_doc_comment() {
     assert!(!code.contains("\npub fn injected"), "{code}");
     assert!(
         code.contains("evil\\npub fn injected() {}\\n.pho"),
+        "{code}"
+    );
+}
+
+#[test]
+fn a_shipped_tuning_file_is_embedded_with_the_kernel() {
+    let plain = generate_kernel(&assets(lanes_matvec()), &AssetRoot::OutDir("phobos".into()));
+    assert!(plain.contains("phobos_rt::Kernel::new(phobos_rt::KernelSource {"));
+    assert!(plain.contains("\n    });\n"), "{plain}");
+    let mut tuned = assets(lanes_matvec());
+    tuned.tuning_file = Some("tuning.ron".to_string());
+    let code = generate_kernel(&tuned, &AssetRoot::OutDir("phobos".into()));
+    assert!(
+        code.contains("phobos_rt::Kernel::with_tuning(phobos_rt::KernelSource {"),
+        "{code}"
+    );
+    assert!(
+        code.contains(
+            "\n    }, include_str!(concat!(env!(\"OUT_DIR\"), \"/phobos/tuning.ron\")));\n"
+        ),
         "{code}"
     );
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// The architectures built when nothing says otherwise: every target Phobos
 /// supports, so a release binary runs on any of them without a JIT.
-pub const DEFAULT_ARCHES: [u32; 5] = phobos_core::ARCHES;
+pub const DEFAULT_ARCHES: [u32; 7] = phobos_core::ARCHES;
 
 /// `phobos.toml`, next to the crate's Cargo.toml:
 ///
@@ -18,6 +18,7 @@ pub const DEFAULT_ARCHES: [u32; 5] = phobos_core::ARCHES;
 /// arches = ["sm_80", "sm_90"]   # or [80, 90]
 /// ptxas = "/usr/local/cuda/bin/ptxas"
 /// ptx-only = false
+/// tuning = "tuning.ron"         # autotune decisions to ship (Device::export_tuning)
 ///
 /// [build.defines]
 /// BLOCK = 128                   # pins @autotune(BLOCK in [...]) to 128
@@ -35,6 +36,8 @@ pub(crate) struct BuildSection {
     pub arches: Option<Vec<ArchValue>>,
     pub ptxas: Option<PathBuf>,
     pub ptx_only: Option<bool>,
+    /// Exported autotune decisions to embed, relative to the manifest.
+    pub tuning: Option<PathBuf>,
     /// Pins `@autotune` constants: `[build.defines] BLOCK = 128`.
     #[serde(default)]
     pub defines: std::collections::BTreeMap<String, i64>,
@@ -126,6 +129,9 @@ pub(crate) fn parse_arch_list(text: &str) -> Result<Vec<u32>, String> {
 #[derive(Default)]
 pub(crate) struct Env {
     pub read: Vec<String>,
+    /// In unit tests: the whole environment, instead of the process's.
+    #[cfg(test)]
+    pub fixed: Option<Vec<(String, String)>>,
 }
 
 impl Env {
@@ -133,7 +139,28 @@ impl Env {
         if !self.read.iter().any(|n| n == name) {
             self.read.push(name.to_string());
         }
+        #[cfg(test)]
+        if let Some(vars) = &self.fixed {
+            return vars
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.is_empty());
+        }
         std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+
+    /// An environment holding exactly `vars` (unit tests).
+    #[cfg(test)]
+    pub(crate) fn fixed(vars: &[(&str, &str)]) -> Env {
+        Env {
+            read: Vec::new(),
+            fixed: Some(
+                vars.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+        }
     }
 }
 

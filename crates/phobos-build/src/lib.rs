@@ -50,6 +50,7 @@ pub struct Builder {
     ptxas: Option<PathBuf>,
     ptx_only: Option<bool>,
     defines: Vec<(String, i64)>,
+    tuning: Option<PathBuf>,
     config: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     manifest_dir: Option<PathBuf>,
@@ -66,6 +67,9 @@ pub struct BuildOutput {
     pub arches: Vec<u32>,
     /// The ptxas used; `None` when the build embedded PTX only.
     pub ptxas: Option<Ptxas>,
+    /// Architectures the found ptxas is too old to assemble: they embed
+    /// PTX only (the driver JITs it), and one warning says so.
+    pub ptx_only_arches: Vec<u32>,
     /// Cubins assembled by running ptxas, and cubins taken from the cache.
     pub cubins_assembled: usize,
     pub cubins_cached: usize,
@@ -176,6 +180,7 @@ impl Builder {
             ptxas: None,
             ptx_only: None,
             defines: Vec::new(),
+            tuning: None,
             config: None,
             out_dir: None,
             manifest_dir: None,
@@ -202,7 +207,7 @@ impl Builder {
     }
 
     /// The ptxas to use (otherwise `PHOBOS_PTXAS`, `PATH`, `CUDA_PATH`,
-    /// `CUDA_HOME`).
+    /// `CUDA_HOME`, `/usr/local/cuda/bin`).
     pub fn ptxas(mut self, path: impl AsRef<Path>) -> Builder {
         self.ptxas = Some(path.as_ref().to_path_buf());
         self
@@ -223,6 +228,18 @@ impl Builder {
     pub fn define(mut self, name: &str, value: i64) -> Builder {
         self.defines.retain(|(n, _)| n != name);
         self.defines.push((name.to_string(), value));
+        self
+    }
+
+    /// Ships autotune decisions with the kernels: `path` (relative to the
+    /// manifest directory unless absolute) is a file
+    /// `Device::export_tuning` wrote on the GPUs to tune for. The bindings
+    /// embed it, and a launch it decides (same GPU name, compute
+    /// capability, kernel content and dims; any driver) runs the chosen
+    /// variant without timing. Overrides `tuning` in `phobos.toml`. A
+    /// missing or malformed file is a build error.
+    pub fn tuning(mut self, path: impl AsRef<Path>) -> Builder {
+        self.tuning = Some(path.as_ref().to_path_buf());
         self
     }
 
@@ -308,8 +325,14 @@ impl Builder {
             .clone()
             .map(|p| manifest_dir.join(p))
             .unwrap_or_else(|| manifest_dir.join("phobos.toml"));
+        // Watched even while it does not exist, so that creating it reruns
+        // the build. Cargo treats a watched path that is missing as changed
+        // on every build (rust-lang/cargo#4213): without a phobos.toml the
+        // script reruns each time, which is cheap (its outputs are cached
+        // and rewritten only when they change), and an empty phobos.toml
+        // stops it.
+        self.directive(&format!("cargo:rerun-if-changed={}", config_path.display()));
         let config = if config_path.is_file() {
-            self.directive(&format!("cargo:rerun-if-changed={}", config_path.display()));
             ConfigFile::read(&config_path)?
         } else if self.config.is_some() {
             return Err(BuildError::io(&config_path, "no such file"));
@@ -317,6 +340,9 @@ impl Builder {
             ConfigFile::default()
         };
 
+        let arches_asked = env.var("PHOBOS_ARCHES").is_some()
+            || self.arches.is_some()
+            || config.build.arches.is_some();
         let arches = match env.var("PHOBOS_ARCHES") {
             Some(v) => parse_arch_list(&v).map_err(|message| BuildError::Env {
                 var: "PHOBOS_ARCHES".to_string(),
@@ -344,7 +370,6 @@ impl Builder {
         let mut defines: BTreeMap<String, i64> = config.build.defines.clone();
         defines.extend(self.defines.iter().cloned());
         warnings.extend(apply_defines(&mut compiled, &defines)?);
-        let warnings = self.report_warnings(&warnings);
         check_unique_names(&compiled)?;
 
         let ptx_only = self.ptx_only.or(config.build.ptx_only).unwrap_or(false);
@@ -359,13 +384,68 @@ impl Builder {
             if found.is_none() {
                 self.directive(
                     "cargo:warning=phobos: ptxas not found (looked at PHOBOS_PTXAS, PATH, \
-                     CUDA_PATH, CUDA_HOME); embedding PTX only, which the driver compiles on \
+                     CUDA_PATH, CUDA_HOME, /usr/local/cuda/bin); embedding PTX only, which the driver compiles on \
                      first use. Set PHOBOS_PTXAS to ship cubins.",
                 );
             }
             found
         };
-        self.write_outputs(&out_dir, &compiled, &arches, ptxas, warnings)
+        let ptx_only_arches = match &ptxas {
+            Some(p) => {
+                let (skipped, warning) = too_new_for(p, &arches, arches_asked)?;
+                warnings.extend(warning);
+                skipped
+            }
+            None => Vec::new(),
+        };
+        let warnings = self.report_warnings(&warnings);
+        let tuning = match self.tuning.clone().or(config.build.tuning.clone()) {
+            Some(path) => Some(self.read_tuning(&manifest_dir.join(path))?),
+            None => None,
+        };
+        let built = self.write_outputs(
+            &out_dir,
+            &compiled,
+            &arches,
+            ptxas,
+            &ptx_only_arches,
+            tuning,
+        )?;
+        Ok(BuildOutput { warnings, ..built })
+    }
+
+    /// The text of a tuning file to embed, checked to be RON with the
+    /// shape `Device::export_tuning` writes (`version` and `entries`); the
+    /// runtime owns the rest of the format.
+    fn read_tuning(&self, path: &Path) -> Result<String, BuildError> {
+        self.directive(&format!("cargo:rerun-if-changed={}", path.display()));
+        let text = std::fs::read_to_string(path).map_err(|e| BuildError::io(path, e))?;
+        let bad = |message: String| BuildError::Config {
+            path: path.to_path_buf(),
+            message,
+        };
+        let value: ron::Value = ron::from_str(&text).map_err(|e| {
+            bad(format!(
+                "not a tuning file (Device::export_tuning writes them): {e}"
+            ))
+        })?;
+        let fields: Vec<String> = match &value {
+            ron::Value::Map(m) => m
+                .keys()
+                .filter_map(|k| match k {
+                    ron::Value::String(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !(fields.iter().any(|f| f == "version") && fields.iter().any(|f| f == "entries")) {
+            return Err(bad(
+                "not a tuning file: it has no `version` and `entries` (Device::export_tuning writes them)"
+                    .to_string(),
+            ));
+        }
+        Ok(text)
     }
 
     fn directive(&self, line: &str) {
@@ -415,7 +495,8 @@ impl Builder {
         compiled: &[CompiledFile],
         arches: &[u32],
         ptxas: Option<Ptxas>,
-        warnings: Vec<String>,
+        ptx_only_arches: &[u32],
+        tuning: Option<String>,
     ) -> Result<BuildOutput, BuildError> {
         let assets_dir = out_dir.join("phobos");
         let mut written = BTreeSet::new();
@@ -425,6 +506,13 @@ impl Builder {
             Ok(())
         };
 
+        let tuning_file = match &tuning {
+            Some(text) => {
+                write(TUNING_FILE.to_string(), text.as_bytes())?;
+                Some(TUNING_FILE.to_string())
+            }
+            None => None,
+        };
         // Kernels in file order, then source order.
         let mut assets: Vec<KernelAssets> = Vec::new();
         let mut jobs = Vec::new();
@@ -444,6 +532,9 @@ impl Builder {
                     let ptx_file = format!("{name}.sm_{arch}.ptx");
                     write(ptx_file.clone(), k.ptx.as_bytes())?;
                     ptx_files.push((*arch, ptx_file));
+                    if ptx_only_arches.contains(arch) {
+                        continue;
+                    }
                     jobs.push(ptxas::Job {
                         kernel: name,
                         arch: *arch,
@@ -455,6 +546,7 @@ impl Builder {
                     meta_file,
                     ptx_files,
                     cubin_files: Vec::new(),
+                    tuning_file: tuning_file.clone(),
                 });
             }
         }
@@ -485,13 +577,64 @@ impl Builder {
             kernels: assets.iter().map(|a| a.meta.name.clone()).collect(),
             arches: arches.to_vec(),
             ptxas,
+            ptx_only_arches: ptx_only_arches.to_vec(),
             cubins_assembled: assembled,
             cubins_cached: cached,
             bindings,
-            warnings,
+            warnings: Vec::new(),
         })
     }
 }
+
+/// The targets `ptxas` cannot assemble, and the one warning that says
+/// so. A ptxas the user named, asked for targets it lacks, is an error: the
+/// user wants cubins it cannot make. Otherwise (a ptxas found on `PATH` or
+/// in a CUDA installation, or the default targets) those targets embed PTX
+/// only, which the driver JITs on first use.
+fn too_new_for(
+    ptxas: &Ptxas,
+    arches: &[u32],
+    arches_asked: bool,
+) -> Result<(Vec<u32>, Option<String>), BuildError> {
+    let skipped: Vec<u32> = arches
+        .iter()
+        .copied()
+        .filter(|&a| !ptxas.supports(a))
+        .collect();
+    if skipped.is_empty() {
+        return Ok((skipped, None));
+    }
+    let names: Vec<String> = skipped.iter().map(|a| format!("sm_{a}")).collect();
+    let names = names.join(", ");
+    if ptxas.named && arches_asked {
+        return Err(BuildError::Ptxas {
+            message: format!(
+                "{} ({}) cannot assemble {names}, which the build asks for; \
+                 use a newer ptxas (CUDA 12.8 or later has every Phobos target) \
+                 or leave {names} out of the architectures",
+                ptxas.path.display(),
+                ptxas.version
+            ),
+        });
+    }
+    let warning = format!(
+        "phobos: {} ({}) cannot assemble {names}; {} embed PTX only, which the \
+         driver compiles on first use. Set PHOBOS_PTXAS to a newer ptxas \
+         (CUDA 12.8 or later) to ship their cubins.",
+        ptxas.path.display(),
+        ptxas.version,
+        if skipped.len() == 1 {
+            "it will"
+        } else {
+            "they will"
+        }
+    );
+    Ok((skipped, Some(warning)))
+}
+
+/// The embedded tuning's name in the asset directory (no kernel's files
+/// end in `.ron` without `.meta`).
+const TUNING_FILE: &str = "tuning.ron";
 
 fn meta_ron(meta: &KernelMeta) -> Result<String, BuildError> {
     ron::ser::to_string_pretty(meta, ron::ser::PrettyConfig::default()).map_err(|e| {
@@ -520,9 +663,7 @@ fn compile_files(
         for &arch in arches {
             let (kernels, diags) = phobos_core::compile(&src, display, &CompileOptions { arch });
             for d in diags {
-                if !seen.contains(&d) {
-                    seen.push(d);
-                }
+                phobos_core::add_once_per_target(&mut seen, d);
             }
             per_arch.push((arch, kernels));
         }
@@ -651,4 +792,46 @@ fn is_rust_identifier(name: &str) -> bool {
         && name != "_"
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !matches!(name, "crate" | "self" | "super" | "Self")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ptxas(named: bool) -> Ptxas {
+        Ptxas {
+            path: PathBuf::from("/opt/cuda-11.5/bin/ptxas"),
+            version: "Cuda compilation tools, release 11.5, V11.5.119".to_string(),
+            targets: Some(vec![75, 80, 86]),
+            named,
+        }
+    }
+
+    #[test]
+    fn a_found_ptxas_skips_what_it_lacks_even_when_asked_and_a_named_one_refuses() {
+        let (skipped, warning) = too_new_for(&ptxas(false), &[80, 89, 90], true).unwrap();
+        assert_eq!(skipped, [89, 90]);
+        let warning = warning.expect("one warning");
+        assert!(
+            warning.contains("cannot assemble sm_89, sm_90"),
+            "{warning}"
+        );
+        assert!(warning.contains("PHOBOS_PTXAS"), "{warning}");
+        // Named, with the default targets: skipped too.
+        let (skipped, _) = too_new_for(&ptxas(true), &DEFAULT_ARCHES, false).unwrap();
+        assert_eq!(skipped, [89, 90, 100, 120]);
+        // Named and asked for: refused.
+        assert!(too_new_for(&ptxas(true), &[80, 89], true).is_err());
+        // Nothing missing: nothing said.
+        assert_eq!(
+            too_new_for(&ptxas(true), &[75, 86], true).unwrap(),
+            (vec![], None)
+        );
+        // A ptxas whose list is unknown is trusted with every target.
+        let unknown = Ptxas {
+            targets: None,
+            ..ptxas(true)
+        };
+        assert_eq!(too_new_for(&unknown, &[120], true).unwrap(), (vec![], None));
+    }
 }

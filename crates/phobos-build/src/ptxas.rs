@@ -13,12 +13,32 @@ pub struct Ptxas {
     pub path: PathBuf,
     /// The last line of `ptxas --version`, part of every cache key.
     pub version: String,
+    /// The `sm_NN` targets it can assemble, from the "Allowed values" of
+    /// `-arch` in `ptxas --help`; `None` when the help lists none (then
+    /// every target is tried, and a refusal is an error).
+    pub targets: Option<Vec<u32>>,
+    /// Whether it was named (builder, `phobos.toml`, `PHOBOS_PTXAS`)
+    /// rather than found on `PATH` or in a CUDA installation. A named
+    /// ptxas too old for a target is an error; a found one skips it.
+    pub named: bool,
 }
+
+impl Ptxas {
+    /// Whether it can assemble `sm_{arch}` (true when its list is unknown).
+    pub fn supports(&self, arch: u32) -> bool {
+        self.targets.as_ref().is_none_or(|t| t.contains(&arch))
+    }
+}
+
+/// Where a CUDA installation puts ptxas when no variable names it: the
+/// last place looked, after `PATH`, `CUDA_PATH` and `CUDA_HOME`.
+pub const DEFAULT_CUDA_ROOT: &str = "/usr/local/cuda";
 
 /// Finds ptxas the way builds do, for tools outside a build script (the
 /// `phobos` CLI): `PHOBOS_PTXAS` (an error when it names a missing or
-/// broken file), then `ptxas` on `PATH`, then `$CUDA_PATH/bin/ptxas` and
-/// `$CUDA_HOME/bin/ptxas`. `Ok(None)` when none is found.
+/// broken file), then `ptxas` on `PATH`, then `$CUDA_PATH/bin/ptxas`,
+/// `$CUDA_HOME/bin/ptxas` and `/usr/local/cuda/bin/ptxas`. `Ok(None)` when
+/// none is found.
 pub fn find_ptxas() -> Result<Option<Ptxas>, BuildError> {
     find(None, &mut crate::config::Env::default())
 }
@@ -37,16 +57,27 @@ pub fn assemble_ptx(
 
 /// Candidate locations, in order: the builder's or phobos.toml's path (given
 /// as `explicit`), `PHOBOS_PTXAS`, `ptxas` on `PATH`, then
-/// `$CUDA_PATH/bin/ptxas` and `$CUDA_HOME/bin/ptxas`.
+/// `$CUDA_PATH/bin/ptxas`, `$CUDA_HOME/bin/ptxas` and
+/// `/usr/local/cuda/bin/ptxas`.
 pub(crate) fn find(
     explicit: Option<PathBuf>,
     env: &mut crate::config::Env,
+) -> Result<Option<Ptxas>, BuildError> {
+    find_with_default(explicit, env, Path::new(DEFAULT_CUDA_ROOT))
+}
+
+/// [`find`] with the last CUDA root to look in given (tests point it at a
+/// temporary directory).
+pub(crate) fn find_with_default(
+    explicit: Option<PathBuf>,
+    env: &mut crate::config::Env,
+    default_root: &Path,
 ) -> Result<Option<Ptxas>, BuildError> {
     // An explicitly named ptxas that does not work is an error, not a reason
     // to fall back to PTX only.
     let named = explicit.or_else(|| env.var("PHOBOS_PTXAS").map(PathBuf::from));
     if let Some(path) = named {
-        return version(&path).map(Some);
+        return version(&path).map(|p| Some(Ptxas { named: true, ..p }));
     }
     let path_var = env.var("PATH");
     let mut candidates = Vec::new();
@@ -61,6 +92,7 @@ pub(crate) fn find(
             candidates.push(Path::new(&root).join("bin").join("ptxas"));
         }
     }
+    candidates.push(default_root.join("bin").join("ptxas"));
     Ok(candidates
         .into_iter()
         .filter(|p| p.is_file())
@@ -94,7 +126,38 @@ fn version(path: &Path) -> Result<Ptxas, BuildError> {
     Ok(Ptxas {
         path: path.to_path_buf(),
         version,
+        targets: targets(path),
+        named: false,
     })
+}
+
+/// The `sm_NN` values `ptxas --help` allows for `-arch` (its "Allowed
+/// values for this option:" list, the same format from CUDA 10 to 13);
+/// `None` when it lists none.
+fn targets(path: &Path) -> Option<Vec<u32>> {
+    let out = Command::new(path).arg("--help").output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    parse_allowed_targets(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The plain `sm_NN` targets (not `sm_90a`, `compute_NN` or `lto_NN`) in
+/// the first "Allowed values" list of a `ptxas --help` text (the one of
+/// `--gpu-name`, which comes first in every release's help).
+pub(crate) fn parse_allowed_targets(help: &str) -> Option<Vec<u32>> {
+    let start = help.find("--gpu-name")?;
+    let rest = &help[start..];
+    let list_start = rest.find("Allowed values for this option:")?;
+    let list = &rest[list_start..];
+    let end = list.find("Default value").unwrap_or(list.len());
+    let mut arches: Vec<u32> = list[..end]
+        .split(|c: char| c == '\'' || c == ',' || c.is_whitespace())
+        .filter_map(|w| w.strip_prefix("sm_")?.parse().ok())
+        .collect();
+    arches.sort_unstable();
+    arches.dedup();
+    (!arches.is_empty()).then_some(arches)
 }
 
 /// A cubin and whether it came from the cache.
@@ -254,6 +317,97 @@ fn assemble(ptxas: &Ptxas, job: &Job<'_>) -> Result<Vec<u8>, BuildError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Env;
+
+    /// A shell script that answers `--version` with `release` and
+    /// `--help` with an `-arch` list of `targets`.
+    fn fake_ptxas(dir: &Path, release: &str, targets: &[u32]) -> PathBuf {
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let list: Vec<String> = targets
+            .iter()
+            .flat_map(|t| [format!("'compute_{t}'"), format!("'sm_{t}'")])
+            .collect();
+        let help = bin.join("help.txt");
+        std::fs::write(
+            &help,
+            format!(
+                "--gpu-name <gpu name>   (-arch)\n        Allowed values for this option:  {}.\n        Default value:  'sm_52'.\n",
+                list.join(",")
+            ),
+        )
+        .unwrap();
+        let path = bin.join("ptxas");
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\ncase \"$1\" in\n--version) echo 'Cuda compilation tools, release {release}';;\n--help) cat '{}';;\nesac\n",
+                help.display()
+            ),
+        )
+        .unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        path
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn the_default_cuda_root_is_searched_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let default_root = dir.path().join("usr-local-cuda");
+        let at_default = fake_ptxas(&default_root, "12.9", &[75, 80]);
+        // Nothing else names a ptxas: the default root's is found.
+        let mut env = Env::fixed(&[("PATH", "/nonexistent")]);
+        let found = find_with_default(None, &mut env, &default_root)
+            .unwrap()
+            .expect("found in the default root");
+        assert_eq!(found.path, at_default);
+        assert!(!found.named);
+        assert_eq!(found.version, "Cuda compilation tools, release 12.9");
+        assert_eq!(found.targets, Some(vec![75, 80]));
+        // CUDA_HOME comes before it.
+        let home = dir.path().join("cuda-home");
+        let at_home = fake_ptxas(&home, "11.5", &[75]);
+        let mut env = Env::fixed(&[("CUDA_HOME", home.to_str().unwrap())]);
+        let found = find_with_default(None, &mut env, &default_root).unwrap();
+        assert_eq!(found.map(|p| p.path), Some(at_home));
+        // The real default is /usr/local/cuda.
+        assert_eq!(DEFAULT_CUDA_ROOT, "/usr/local/cuda");
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_named_ptxas_is_marked_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = fake_ptxas(dir.path(), "12.9", &[75]);
+        let mut env = Env::fixed(&[("PHOBOS_PTXAS", path.to_str().unwrap())]);
+        let found = find_with_default(None, &mut env, dir.path())
+            .unwrap()
+            .unwrap();
+        assert!(found.named);
+        assert!(found.supports(75) && !found.supports(80));
+    }
+
+    #[test]
+    fn allowed_targets_are_read_from_the_help_of_gpu_name() {
+        // The shape of ptxas 12.9's help (abridged).
+        let help = "--fmad <true|false>\n        Allowed values for this option:  'true','false'.\n\
+            --gpu-name <gpu name>                               (-arch)\n\
+            \x20       Allowed values for this option:  'compute_100','compute_100a','compute_120',\n\
+            \x20       'compute_75','lto_100','sm_100','sm_100a','sm_100f','sm_120','sm_120a',\n\
+            \x20       'sm_75','sm_80','sm_86','sm_89','sm_90','sm_90a'.\n\
+            \x20       Default value:  'sm_52'.\n\
+            --maxrregcount <N>\n";
+        assert_eq!(
+            parse_allowed_targets(help),
+            Some(vec![75, 80, 86, 89, 90, 100, 120])
+        );
+        assert_eq!(parse_allowed_targets("usage: ptxas [options]"), None);
+    }
 
     #[test]
     fn the_hash_separates_parts_and_is_stable() {

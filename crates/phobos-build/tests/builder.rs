@@ -287,3 +287,197 @@ fn a_ptxas_that_writes_no_cubin_is_named_in_the_error() {
     );
     assert!(!text.contains("No such file"), "{text}");
 }
+
+/// A ptxas as old as CUDA 11.5's: it answers `--version`, lists sm_75,
+/// sm_80 and sm_86 as its `-arch` values in `--help`, and writes a
+/// placeholder cubin for each assembly (logging its `-arch`).
+#[cfg(unix)]
+fn old_ptxas(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let help = dir.join("help.txt");
+    fs::write(
+        &help,
+        "--gpu-name <gpu name>   (-arch)\n        Allowed values for this option:  \
+         'compute_75','compute_80','compute_86','sm_75','sm_80','sm_86'.\n        \
+         Default value:  'sm_52'.\n",
+    )
+    .unwrap();
+    let log = dir.join("log");
+    let script = dir.join("ptxas");
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncase \"$1\" in\n--version) echo 'Cuda compilation tools, release 11.5, V11.5.119'; exit 0;;\n\
+             --help) cat '{}'; exit 0;;\nesac\necho \"$1\" >> '{}'\nout=''\nprev=''\n\
+             for a in \"$@\"; do\n  if [ \"$prev\" = \"-o\" ]; then out=\"$a\"; fi\n  prev=\"$a\"\ndone\n\
+             printf 'cubin' > \"$out\"\n",
+            help.display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    (script, log)
+}
+
+#[test]
+#[cfg(unix)]
+fn an_old_ptxas_skips_the_targets_it_lacks_with_one_warning() {
+    if std::env::var_os("PHOBOS_ARCHES").is_some() {
+        return; // the default targets are what this test is about
+    }
+    let dir = crate_dir(&[("kernels/axpy.pho", AXPY)]);
+    let out = tempfile::tempdir().unwrap();
+    let tools = tempfile::tempdir().unwrap();
+    let (ptxas, log) = old_ptxas(tools.path());
+    // The default targets: every one Phobos has, sm_100 and sm_120 too.
+    let built = Builder::new("kernels")
+        .manifest_dir(dir.path())
+        .out_dir(out.path())
+        .cargo_directives(false)
+        .ptxas(&ptxas)
+        .build()
+        .unwrap();
+    assert_eq!(built.arches, [75, 80, 86, 89, 90, 100, 120]);
+    assert_eq!(built.ptx_only_arches, [89, 90, 100, 120]);
+    let about: Vec<&String> = built
+        .warnings
+        .iter()
+        .filter(|w| w.contains("cannot assemble"))
+        .collect();
+    assert_eq!(about.len(), 1, "{:?}", built.warnings);
+    assert!(
+        about[0].contains("release 11.5") && about[0].contains("sm_89, sm_90, sm_100, sm_120"),
+        "{}",
+        about[0]
+    );
+    let mut runs: Vec<String> = fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    runs.sort();
+    assert_eq!(runs, ["-arch=sm_75", "-arch=sm_80", "-arch=sm_86"]);
+    for arch in [75, 80, 86, 89, 90, 100, 120] {
+        assert!(out
+            .path()
+            .join(format!("phobos/axpy.sm_{arch}.ptx"))
+            .exists());
+        let cubin = out.path().join(format!("phobos/axpy.sm_{arch}.cubin"));
+        assert_eq!(cubin.exists(), arch <= 86, "sm_{arch}");
+    }
+    let bindings = fs::read_to_string(&built.bindings).unwrap();
+    assert!(bindings.contains("axpy.sm_86.cubin") && !bindings.contains("axpy.sm_90.cubin"));
+
+    // Asked for sm_90 with that ptxas named: the build cannot give what was
+    // asked, and says so.
+    let err = Builder::new("kernels")
+        .manifest_dir(dir.path())
+        .out_dir(out.path())
+        .cargo_directives(false)
+        .ptxas(&ptxas)
+        .arches(&[80, 90])
+        .build()
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("cannot assemble sm_90, which the build asks for"),
+        "{text}"
+    );
+}
+
+#[test]
+fn blackwell_targets_assemble_with_a_new_enough_ptxas() {
+    let Some(ptxas) = std::env::var_os("PHOBOS_PTXAS") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI sets PHOBOS_PTXAS to ptxas 12.9"
+        );
+        return;
+    };
+    let dir = crate_dir(&[("kernels/axpy.pho", AXPY)]);
+    let out = tempfile::tempdir().unwrap();
+    let built = builder(dir.path(), out.path())
+        .ptx_only(false)
+        .ptxas(ptxas)
+        .arches(&[100, 120])
+        .build()
+        .unwrap();
+    assert_eq!(built.cubins_assembled + built.cubins_cached, 2);
+    assert!(built.ptx_only_arches.is_empty());
+    for (arch, version) in [(100, ".version 8.6"), (120, ".version 8.7")] {
+        let ptx =
+            fs::read_to_string(out.path().join(format!("phobos/axpy.sm_{arch}.ptx"))).unwrap();
+        assert!(ptx.contains(version), "sm_{arch}: {ptx}");
+        let cubin = fs::read(out.path().join(format!("phobos/axpy.sm_{arch}.cubin"))).unwrap();
+        assert!(cubin.starts_with(b"\x7fELF"), "sm_{arch}");
+    }
+}
+
+/// What `Device::export_tuning` writes (one decision).
+const TUNING: &str = "(
+    version: 1,
+    entries: [
+        (
+            key: (gpu: \"NVIDIA H100\", arch: 90, driver: 12090, module: \"kernels/axpy.pho\", kernel: \"axpy\", hash: \"0123456789abcdef\", dims: [(\"N\", 4096)]),
+            entry: \"axpy\",
+        ),
+    ],
+)
+";
+
+#[test]
+fn a_tuning_file_is_embedded_with_the_bindings() {
+    let dir = crate_dir(&[("kernels/axpy.pho", AXPY), ("tuning.ron", TUNING)]);
+    let out = tempfile::tempdir().unwrap();
+    let built = builder(dir.path(), out.path())
+        .tuning("tuning.ron")
+        .build()
+        .unwrap();
+    assert_eq!(
+        fs::read_to_string(out.path().join("phobos/tuning.ron")).unwrap(),
+        TUNING
+    );
+    let bindings = fs::read_to_string(&built.bindings).unwrap();
+    assert!(
+        bindings.contains("phobos_rt::Kernel::with_tuning(")
+            && bindings.contains("\"/phobos/tuning.ron\"))"),
+        "{bindings}"
+    );
+    // Without it, no tuning file is left behind.
+    let built = builder(dir.path(), out.path()).build().unwrap();
+    assert!(!out.path().join("phobos/tuning.ron").exists());
+    assert!(!fs::read_to_string(&built.bindings)
+        .unwrap()
+        .contains("with_tuning"));
+    // phobos.toml names it too.
+    fs::write(
+        dir.path().join("phobos.toml"),
+        "[build]\ntuning = \"tuning.ron\"\n",
+    )
+    .unwrap();
+    builder(dir.path(), out.path()).build().unwrap();
+    assert!(out.path().join("phobos/tuning.ron").exists());
+    // A missing or malformed file is an error naming it.
+    fs::remove_file(dir.path().join("phobos.toml")).unwrap();
+    let err = builder(dir.path(), out.path())
+        .tuning("missing.ron")
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("missing.ron"), "{err}");
+    fs::write(dir.path().join("bad.ron"), "[1, 2").unwrap();
+    let err = builder(dir.path(), out.path())
+        .tuning("bad.ron")
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("not a tuning file"), "{err}");
+    fs::write(dir.path().join("other.ron"), "(arches: [80])").unwrap();
+    let err = builder(dir.path(), out.path())
+        .tuning("other.ron")
+        .build()
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("no `version` and `entries`"),
+        "{err}"
+    );
+}

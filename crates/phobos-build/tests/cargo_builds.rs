@@ -112,7 +112,13 @@ fn the_starter_template_builds_and_runs() {
         .prefix("phobos-starter")
         .tempdir()
         .expect("a temporary directory");
-    for rel in ["build.rs", "src/main.rs", "kernels/axpy.pho", "Cargo.toml"] {
+    for rel in [
+        "build.rs",
+        "src/main.rs",
+        "kernels/axpy.pho",
+        "Cargo.toml",
+        "phobos.toml",
+    ] {
         let text = fs::read_to_string(template.join(rel)).expect("a template file");
         // What cargo-generate does with the placeholders, and the
         // dependencies pointed at this workspace.
@@ -329,7 +335,9 @@ fn editing_a_kernel_rebuilds_it_and_nothing_else_reruns_ptxas() {
             "shift -arch=sm_90"
         ]
     );
-    // An unrelated change: the build script does not even run.
+    // An unrelated change: nothing is assembled again. (The crate has no
+    // phobos.toml yet, and cargo reruns a script whose watched file is
+    // missing, so the script runs; its cache answers.)
     write(dir.path(), "src/main.rs", &format!("{MAIN}\n// edited\n"));
     assert_eq!(build("after editing main.rs"), Vec::<String>::new());
     // Touching a kernel reruns the build script; its PTX is unchanged, so
@@ -365,6 +373,15 @@ fn editing_a_kernel_rebuilds_it_and_nothing_else_reruns_ptxas() {
     assert_eq!(
         build("after adding neg.pho"),
         ["neg -arch=sm_75", "neg -arch=sm_90"]
+    );
+    // A phobos.toml created after the first build takes effect: its define
+    // names no @autotune constant, which the build script warns about.
+    write(dir.path(), "phobos.toml", "[build.defines]\nUNUSED = 1\n");
+    let out = cargo(dir.path(), &["build"], &env);
+    assert!(
+        text(&out).contains("define UNUSED is not an @autotune name"),
+        "{}",
+        text(&out)
     );
 }
 

@@ -291,6 +291,28 @@ fn build(a: &BuildArgs) -> Result<(), Fail> {
             }
         }
     }
+    // A ptxas too old for some targets (sm_100 and sm_120 need CUDA 12.8)
+    // skips their cubins, as cargo builds do; `--cubin` makes that an error.
+    let lacking: Vec<String> = match &ptxas {
+        Some(p) => arches
+            .iter()
+            .filter(|&&arch| !p.supports(arch))
+            .map(|arch| format!("sm_{arch}"))
+            .collect(),
+        None => Vec::new(),
+    };
+    if let (Some(p), false) = (&ptxas, lacking.is_empty()) {
+        let what = format!(
+            "{} ({}) cannot assemble {}",
+            p.path.display(),
+            p.version,
+            lacking.join(", ")
+        );
+        if a.cubin {
+            return Err(Fail(2, format!("--cubin: {what}; use a newer ptxas")));
+        }
+        eprintln!("warning: {what}; writing their PTX only");
+    }
     std::fs::create_dir_all(&a.out)
         .map_err(|e| Fail(2, format!("cannot create `{}`: {e}", a.out.display())))?;
     for (arch, k, _) in &built {
@@ -304,7 +326,7 @@ fn build(a: &BuildArgs) -> Result<(), Fail> {
             &a.out.join(format!("{}.ron", k.meta.name)),
             ron_text.as_bytes(),
         )?;
-        if let Some(ptxas) = &ptxas {
+        if let Some(ptxas) = ptxas.as_ref().filter(|p| p.supports(arch)) {
             let cubin = phobos_build::assemble_ptx(ptxas, &k.meta.name, arch, &k.ptx)
                 .map_err(|e| Fail(1, strip_error(&e.to_string())))?;
             write(&stem.with_extension(format!("sm_{arch}.cubin")), &cubin)?;

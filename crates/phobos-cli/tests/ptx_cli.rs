@@ -96,14 +96,14 @@ fn too_much_shared_memory_is_a_compile_error() {
     let path = dir.path().join("big.pho");
     std::fs::write(
         &path,
-        "@launch(256)\nkernel big(A: tensor<f32>[64, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 64, :]\n  y[0, ctx.thread] = a[1, ctx.thread]\n}\n",
+        "@launch(256)\nkernel big(A: tensor<f32>[128, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 128, :]\n  y[0, ctx.thread] = a[1, ctx.thread]\n}\n",
     )
     .unwrap();
     let out = phobos(&["ptx", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
-        err.contains("P0801") && err.contains("65536 bytes"),
+        err.contains("P0801") && err.contains("131072 bytes"),
         "{err}"
     );
 }

@@ -50,13 +50,17 @@ pub fn entry_name(kernel: &hir::Kernel) -> String {
     s
 }
 
-/// The lowest PTX ISA version (major * 10 + minor) that supports `sm_<arch>`.
+/// The lowest PTX ISA version (major * 10 + minor) that supports `sm_<arch>`
+/// (the PTX ISA's release notes; ptxas 12.9 refuses `.version 8.5` for
+/// sm_100 and `.version 8.6` for sm_120).
 pub fn base_version(arch: u32) -> u32 {
     match arch {
         0..=75 => 63,
         76..=80 => 70,
         81..=86 => 71,
-        _ => 78,
+        87..=90 => 78,
+        91..=100 => 86,
+        _ => 87,
     }
 }
 
@@ -71,7 +75,7 @@ pub fn compile_variant(
     unroll::unroll(&mut func);
     verified(&func, kernel, "unroll")?;
     let div = divisibility::analyze(&func, kernel);
-    let plan = shared_plan::plan(&func, lines, kernel.span)?;
+    let plan = shared_plan::plan(&func, lines, kernel.span, arch)?;
     let barriers = barriers::place(&func, &plan, lines)?;
     let an = emit::Analyses {
         div: &div,

@@ -23,5 +23,6 @@ pub mod source;
 
 pub use diag::{Diagnostic, Severity};
 pub use pipeline::{
-    check_for_targets, check_source, compile, CompileOptions, CompiledKernel, ARCHES,
+    add_once_per_target, check_for_targets, check_source, compile, max_shared_bytes,
+    CompileOptions, CompiledKernel, ARCHES, STATIC_SHARED_LIMIT,
 };

@@ -125,6 +125,16 @@ pub struct VariantMeta {
 }
 
 impl VariantMeta {
+    /// The shared memory a launch of this variant passes as dynamic shared
+    /// memory (`sharedMemBytes`, after raising the function's
+    /// `MAX_DYNAMIC_SHARED_SIZE_BYTES` to it): all of `shared_bytes` when it
+    /// is above the 48 KB a `.shared` declaration may hold (the entry then
+    /// declares its buffer `.extern .shared`), else 0 (the buffer is
+    /// static). The backend emits by the same rule.
+    pub fn dynamic_shared_bytes(&self) -> u32 {
+        dynamic_shared_bytes(self.shared_bytes)
+    }
+
     /// The planned shared buffer that holds byte `offset`, preferring the
     /// one live at source `line` where buffers share bytes.
     pub fn shared_buffer_at(&self, offset: u64, line: Option<u32>) -> Option<&SharedBuffer> {
@@ -185,4 +195,14 @@ pub struct AccessMeta {
     pub align_bytes: u32,
     /// Why not wider (empty when the widest possible was used).
     pub reason: String,
+}
+
+/// The dynamic part of a plan of `total` shared bytes: see
+/// [`VariantMeta::dynamic_shared_bytes`].
+pub fn dynamic_shared_bytes(total: u32) -> u32 {
+    if total > crate::STATIC_SHARED_LIMIT {
+        total
+    } else {
+        0
+    }
 }

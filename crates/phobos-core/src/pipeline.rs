@@ -6,7 +6,27 @@ use crate::hir::CheckedKernel;
 use crate::meta::KernelMeta;
 
 /// The targets Phobos supports; `sm_75` is the floor.
-pub const ARCHES: [u32; 5] = [75, 80, 86, 89, 90];
+pub const ARCHES: [u32; 7] = [75, 80, 86, 89, 90, 100, 120];
+
+/// Static shared memory per CTA on every target: what a `.shared`
+/// declaration may hold. A kernel above it takes its shared memory
+/// dynamically, up to [`max_shared_bytes`].
+pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
+
+/// The most shared memory one CTA may use on `sm_{arch}` when the launch
+/// opts in (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`): the CUDA
+/// C++ Programming Guide's "maximum amount of shared memory per thread
+/// block" per compute capability — 64 KB on 7.5, 163 KB on 8.0, 99 KB on
+/// 8.6 and 8.9, 227 KB on 9.0 and 10.0, 99 KB on 12.0.
+pub fn max_shared_bytes(arch: u32) -> u32 {
+    const KB: u32 = 1024;
+    match arch {
+        0..=75 => 64 * KB,
+        80 => 163 * KB,
+        90 | 100 => 227 * KB,
+        _ => 99 * KB,
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
@@ -76,12 +96,7 @@ pub fn check_for_targets(
                 crate::backend::compile_kernel(&kernel, src, file_name, &CompileOptions { arch })
             {
                 failed = true;
-                let dup = diags
-                    .iter()
-                    .any(|x| x.code == d.code && x.message == d.message && x.labels == d.labels);
-                if !dup {
-                    diags.push(d);
-                }
+                add_once_per_target(&mut diags, d);
             }
         }
         if !failed {
@@ -95,6 +110,25 @@ pub fn check_for_targets(
             .map_or(0, |l| l.span.start)
     });
     (ok, diags)
+}
+
+/// Adds a diagnostic one target reported to those of other targets, once:
+/// an error at the same place with the same code is the same error (the
+/// shared-memory limit differs between targets, so P0801's message does),
+/// and a different message becomes a note of the first, so that every
+/// target's limit is still said.
+pub fn add_once_per_target(diags: &mut Vec<Diagnostic>, d: Diagnostic) {
+    match diags
+        .iter_mut()
+        .find(|x| x.code == d.code && x.labels == d.labels)
+    {
+        Some(first) => {
+            if first.message != d.message && !first.notes.contains(&d.message) {
+                first.notes.push(d.message);
+            }
+        }
+        None => diags.push(d),
+    }
 }
 
 /// Compile a source file for one target. `file_name` is recorded in the

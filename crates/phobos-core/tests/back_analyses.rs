@@ -1,5 +1,6 @@
 //! The backend's analyses on small kernels: divisibility and the vector
-//! decision for each access, the shared-memory plan and its 48 KB limit,
+//! decision for each access, the shared-memory plan and its per-target
+//! limit (dynamic shared memory above 48 KB),
 //! and barrier placement with its reasons.
 
 use phobos_core::backend::{compile_variant, CompiledVariant};
@@ -80,11 +81,17 @@ fn a_run_along_the_first_axis_is_per_element() {
 }
 
 #[test]
-fn more_than_48_kilobytes_of_tiles_is_p0801_at_the_kernel() {
+fn more_than_the_targets_shared_memory_is_p0801_at_the_kernel() {
     let src = "@launch(256)\nkernel big(A: tensor<f32>[64, 256], B: tensor<f32>[64, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 64, :]\n  var b = B[0 :+ 64, :]\n  y[0, ctx.thread] = a[3, ctx.thread] + b[5, ctx.thread]\n}\n";
     let d = compile(src).err().expect("too much shared memory");
     assert_eq!(d.code, "P0801");
     assert!(d.message.contains("131072 bytes"), "{}", d.message);
+    assert!(
+        d.message
+            .contains("sm_75 allows at most 65536 bytes per CTA"),
+        "{}",
+        d.message
+    );
     let primary = d
         .labels
         .iter()
@@ -151,4 +158,56 @@ fn two_cta_collectives_in_a_row_fence_the_shared_scratch() {
     assert_eq!(v.plan.offset, vec![0, 0]);
     let kept = v.barriers.iter().filter(|b| b.kept).count();
     assert_eq!(kept, 3, "{:?}", v.barriers);
+}
+
+/// 128 KB of tiles: more than a `.shared` declaration may hold (48 KB) and
+/// than sm_75 (64 KB) or sm_86/sm_89/sm_120 (99 KB) allow one CTA, within
+/// sm_80's 163 KB and sm_90's and sm_100's 227 KB.
+const TILES_128K: &str = "@launch(256)\nkernel big(A: tensor<f32>[64, 256], B: tensor<f32>[64, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 64, :]\n  var b = B[0 :+ 64, :]\n  y[0, ctx.thread] = a[3, ctx.thread] + b[5, ctx.thread]\n}\n";
+
+#[test]
+fn tiles_above_48_kilobytes_are_dynamic_shared_memory_within_each_targets_limit() {
+    for arch in phobos_core::ARCHES {
+        let (kernels, diags) =
+            phobos_core::compile(TILES_128K, "big.pho", &phobos_core::CompileOptions { arch });
+        let fits = phobos_core::max_shared_bytes(arch) >= 131072;
+        assert_eq!(fits, matches!(arch, 80 | 90 | 100), "sm_{arch}");
+        if !fits {
+            let d = diags.iter().find(|d| d.code == "P0801").expect("P0801");
+            let limit = phobos_core::max_shared_bytes(arch);
+            assert!(
+                d.message
+                    .contains(&format!("sm_{arch} allows at most {limit} bytes")),
+                "{}",
+                d.message
+            );
+            continue;
+        }
+        assert!(diags.iter().all(|d| !d.is_error()), "sm_{arch}: {diags:?}");
+        let k = &kernels[0];
+        let v = &k.meta.variants[0];
+        assert_eq!(v.shared_bytes, 131072);
+        assert_eq!(v.dynamic_shared_bytes(), 131072);
+        assert!(
+            k.ptx.contains(".extern .shared .align 16 .b8 big_smem[];"),
+            "{}",
+            k.ptx
+        );
+        assert!(!k.ptx.contains("big_smem[131072]"));
+    }
+    // At or under 48 KB the buffer stays static.
+    let small = TILES_128K
+        .replace("64, 256]", "16, 256]")
+        .replace(":+ 64", ":+ 16");
+    let (kernels, diags) = phobos_core::compile(
+        &small,
+        "small.pho",
+        &phobos_core::CompileOptions { arch: 75 },
+    );
+    assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
+    let v = &kernels[0].meta.variants[0];
+    assert_eq!((v.shared_bytes, v.dynamic_shared_bytes()), (32768, 0));
+    assert!(kernels[0]
+        .ptx
+        .contains(".shared .align 16 .b8 big_smem[32768];"));
 }

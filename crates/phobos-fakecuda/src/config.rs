@@ -11,6 +11,7 @@
 //! | `PHOBOS_FAKE_GPU_MAX_THREADS` | threads per block | `1024` |
 //! | `PHOBOS_FAKE_GPU_MAX_GRID` | grid limit, `x,y,z` | `2147483647,65535,65535` |
 //! | `PHOBOS_FAKE_GPU_SHARED_PER_BLOCK` | static shared bytes per block | `49152` |
+//! | `PHOBOS_FAKE_GPU_SHARED_PER_BLOCK_OPTIN` | static plus dynamic shared bytes per block once a function opts in (`cuFuncSetAttribute`) | the compute capability's, e.g. `101376` on 8.6 |
 //! | `PHOBOS_FAKE_GPU_SMS` | multiprocessors (simulated time only) | `80` |
 //! | `PHOBOS_FAKE_GPU_DRIVER_VERSION` | `cuDriverGetVersion` | `12090` |
 //! | `PHOBOS_FAKE_GPU_OOM_AT` | the Nth `cuMemAlloc` (from 1) fails with out of memory | off |
@@ -32,6 +33,9 @@ pub(crate) struct Config {
     pub max_threads_per_block: u32,
     pub max_grid: [u32; 3],
     pub shared_per_block: u32,
+    /// `MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`: the most a function may use
+    /// once its `MAX_DYNAMIC_SHARED_SIZE_BYTES` is raised.
+    pub shared_per_block_optin: u32,
     pub sms: u32,
     pub driver_version: i32,
     pub oom_at: Option<u64>,
@@ -52,6 +56,7 @@ impl Default for Config {
             max_threads_per_block: 1024,
             max_grid: [i32::MAX as u32, 65535, 65535],
             shared_per_block: 48 * 1024,
+            shared_per_block_optin: phobos_sim::max_shared_bytes(Some(86)),
             sms: 80,
             driver_version: 12090,
             oom_at: None,
@@ -108,6 +113,10 @@ impl Config {
         }
         if let Some(v) = num("PHOBOS_FAKE_GPU_SHARED_PER_BLOCK")? {
             c.shared_per_block = small("PHOBOS_FAKE_GPU_SHARED_PER_BLOCK", v)?;
+        }
+        c.shared_per_block_optin = phobos_sim::max_shared_bytes(Some(c.arch));
+        if let Some(v) = num("PHOBOS_FAKE_GPU_SHARED_PER_BLOCK_OPTIN")? {
+            c.shared_per_block_optin = small("PHOBOS_FAKE_GPU_SHARED_PER_BLOCK_OPTIN", v)?;
         }
         if let Some(v) = num("PHOBOS_FAKE_GPU_SMS")? {
             c.sms = small("PHOBOS_FAKE_GPU_SMS", v)?.max(1);

@@ -651,9 +651,24 @@ impl Driver {
             .functions
             .get_mut(&f)
             .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)?;
-        if value < 0 {
+        // As the driver: static plus dynamic may not pass the opt-in limit.
+        let shared = f.sim.shared_bytes(&f.entry).unwrap_or(0);
+        let room = self.config.shared_per_block_optin.saturating_sub(shared);
+        if value < 0 || value.unsigned_abs() > room {
+            self.trace(|| {
+                format!(
+                    "cuFuncSetAttribute {}: MAX_DYNAMIC_SHARED_SIZE_BYTES {value} > {room}",
+                    f.entry
+                )
+            });
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
+        self.trace(|| {
+            format!(
+                "cuFuncSetAttribute {}: MAX_DYNAMIC_SHARED_SIZE_BYTES {value}",
+                f.entry
+            )
+        });
         f.max_dynamic_shared = value;
         Ok(())
     }
@@ -716,10 +731,21 @@ impl Driver {
                 });
                 return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
             }
-            if dynamic_shared > 0 {
-                // The simulator's shared window is the PTX's static array.
-                self.trace(|| format!("cuLaunchKernel {entry}: dynamic shared memory"));
-                return Err(CUresult::CUDA_ERROR_NOT_SUPPORTED);
+            // As the driver: dynamic shared memory up to what is left of
+            // 48 KB, or up to the function's raised maximum.
+            let shared = sim_module.shared_bytes(&entry).unwrap_or(0);
+            let allowed = c
+                .shared_per_block
+                .saturating_sub(shared)
+                .max(func.max_dynamic_shared.unsigned_abs());
+            if dynamic_shared > allowed {
+                self.trace(|| {
+                    format!(
+                        "cuLaunchKernel {entry}: {dynamic_shared} bytes of dynamic shared \
+                         memory, above the {allowed} allowed (cuFuncSetAttribute raises it)"
+                    )
+                });
+                return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
             }
             s.launches_made += 1;
             let n = s.launches_made;
@@ -755,7 +781,10 @@ impl Driver {
                 grid,
                 block,
                 &args,
-                &LaunchOptions::default(),
+                &LaunchOptions {
+                    dynamic_shared_bytes: dynamic_shared,
+                    ..LaunchOptions::default()
+                },
                 None,
             );
         let mut s = self.state();

@@ -186,7 +186,7 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
                 clamp(c.shared_per_block)
             }
             a if a == A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN as u32 => {
-                clamp(c.shared_per_block)
+                clamp(c.shared_per_block_optin)
             }
             a if a == A::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY as u32 => 65536,
             a if a == A::CU_DEVICE_ATTRIBUTE_WARP_SIZE as u32 => 32,

@@ -274,3 +274,114 @@ fn contexts_follow_the_drivers_current_context_rules() {
         "CUDA_ERROR_NO_BINARY_FOR_GPU"
     );
 }
+
+/// Each thread stores its index at byte 90000 + 4 * tid of the dynamic
+/// shared array and, after a barrier, writes its neighbour's to `y`.
+const NEIGHBOUR: &str = r#"
+.version 7.8
+.target sm_86
+.address_size 64
+.extern .shared .align 16 .b8 dyn[];
+.visible .entry neighbour(.param .u64 p_y)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<5>;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r4, dyn;
+  shl.b32 %r2, %r1, 2;
+  add.u32 %r3, %r2, 90000;
+  add.u32 %r5, %r4, %r3;
+  st.shared.u32 [%r5], %r1;
+  bar.sync 0;
+  xor.b32 %r6, %r1, 1;
+  shl.b32 %r6, %r6, 2;
+  add.u32 %r6, %r6, 90000;
+  add.u32 %r6, %r4, %r6;
+  ld.shared.u32 %r7, [%r6];
+  ld.param.u64 %rd1, [p_y];
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  st.global.u32 [%rd4], %r7;
+  ret;
+}
+"#;
+
+#[test]
+fn dynamic_shared_memory_above_48_kilobytes_needs_the_opt_in_attribute() {
+    use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+    let ctx = context();
+    let module = load(NEIGHBOUR).unwrap();
+    let mut f = null_mut();
+    let name = CString::new("neighbour").unwrap();
+    assert_eq!(
+        unsafe { cuModuleGetFunction(&mut f, module, name.as_ptr()) },
+        CUresult::CUDA_SUCCESS
+    );
+    // The default device is compute capability 8.6: 99 KB with the opt-in.
+    let mut optin = 0;
+    let attr = CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN as u32;
+    assert_eq!(
+        unsafe { cuDeviceGetAttribute(&mut optin, attr, 0) },
+        CUresult::CUDA_SUCCESS
+    );
+    assert_eq!(optin, 99 * 1024);
+    let mut y = 0u64;
+    assert_eq!(
+        unsafe { cuMemAlloc_v2(&mut y, 128) },
+        CUresult::CUDA_SUCCESS
+    );
+    let bytes = 92 * 1024;
+    let launch = |shared: u32| {
+        let mut py = y;
+        let mut params = [(&mut py as *mut u64).cast::<c_void>()];
+        unsafe {
+            cuLaunchKernel(
+                f,
+                1,
+                1,
+                1,
+                32,
+                1,
+                1,
+                shared,
+                null_mut(),
+                params.as_mut_ptr(),
+                null_mut(),
+            )
+        }
+    };
+    // Above 48 KB without the opt-in: refused, as the driver does.
+    assert_eq!(launch(bytes), CUresult::CUDA_ERROR_INVALID_VALUE);
+    let max = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as u32;
+    // More than the device allows cannot be opted in to.
+    assert_eq!(
+        cuFuncSetAttribute(f, max, 200 * 1024),
+        CUresult::CUDA_ERROR_INVALID_VALUE
+    );
+    assert_eq!(
+        cuFuncSetAttribute(f, max, bytes as i32),
+        CUresult::CUDA_SUCCESS
+    );
+    let mut got = 0;
+    assert_eq!(
+        unsafe { cuFuncGetAttribute(&mut got, max, f) },
+        CUresult::CUDA_SUCCESS
+    );
+    assert_eq!(got, bytes as i32);
+    assert_eq!(launch(bytes), CUresult::CUDA_SUCCESS);
+    assert_eq!(cuCtxSynchronize(), CUresult::CUDA_SUCCESS);
+    let mut out = [0u8; 128];
+    assert_eq!(
+        unsafe { cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), y, 128) },
+        CUresult::CUDA_SUCCESS
+    );
+    let values: Vec<u32> = out
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(values, (0..32u32).map(|t| t ^ 1).collect::<Vec<_>>());
+    // Above the opted-in size: refused again.
+    assert_eq!(launch(bytes + 1024), CUresult::CUDA_ERROR_INVALID_VALUE);
+    assert_eq!(cuMemFree_v2(y), CUresult::CUDA_SUCCESS);
+    assert_eq!(cuCtxDestroy_v2(ctx), CUresult::CUDA_SUCCESS);
+}

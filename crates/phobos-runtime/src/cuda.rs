@@ -225,7 +225,11 @@ impl CudaBackend {
                 attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
                 attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
             ],
-            max_shared_bytes_per_block: attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            // With the opt-in a launch makes for a variant above 48 KB
+            // (`cuFuncSetAttribute` in `function`).
+            max_shared_bytes_per_block: attr(
+                CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?,
         };
         let name = result::device::get_name(device).map_err(driver("cuDeviceGetName"))?;
         let mut driver_version = 0;
@@ -473,6 +477,23 @@ impl CudaBackend {
         let _bound = self.bind().map_err(|e| backend(e.to_string()))?;
         let f = unsafe { result::module::get_function(module, name) }
             .map_err(|e| backend(format!("entry `{}`: {}", call.entry, describe(e))))?;
+        // A variant above 48 KB of shared memory declares it `.extern` and
+        // must opt in to the size it passes at launch.
+        let dynamic = call.variant.dynamic_shared_bytes();
+        if dynamic > 0 {
+            let attribute =
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+            let value = i32::try_from(dynamic).unwrap_or(i32::MAX);
+            unsafe { result::function::set_function_attribute(f, attribute, value) }.map_err(
+                |e| {
+                    backend(format!(
+                        "entry `{}`: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {dynamic}): {}",
+                        call.entry,
+                        describe(e)
+                    ))
+                },
+            )?;
+        }
         functions.insert(call.entry.to_string(), f);
         Ok(f)
     }
@@ -533,7 +554,7 @@ impl CudaBackend {
                 function,
                 (gx, gy, gz),
                 (bx, by, bz),
-                0,
+                call.variant.dynamic_shared_bytes(),
                 std::ptr::null_mut(),
                 &mut params,
             )

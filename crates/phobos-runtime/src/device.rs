@@ -138,6 +138,23 @@ impl Device {
         }
     }
 
+    /// The limits a launch of `source` is bound against. The simulator
+    /// runs the lowest architecture's PTX, so a kernel's shared memory may
+    /// reach that target's limit (sm_80's 163 KB for a kernel built for
+    /// sm_80 and up), as the simulator itself checks.
+    pub(crate) fn launch_limits(&self, source: &crate::KernelSource) -> Limits {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.limits(),
+            Backend::Sim(_) => match source.ptx.first() {
+                Some(&(arch, _)) => Limits {
+                    max_shared_bytes_per_block: phobos_sim::max_shared_bytes(Some(arch)),
+                    ..Limits::SM75
+                },
+                None => Limits::SM75,
+            },
+        }
+    }
+
     /// True when both handles are the same device (clones of one `Device`).
     pub fn same_as(&self, other: &Device) -> bool {
         self.inner.id == other.inner.id

@@ -79,6 +79,10 @@ pub(crate) struct KernelId {
 #[derive(Debug)]
 pub struct Kernel {
     source: KernelSource,
+    /// Autotune decisions the build embedded (`Kernel::with_tuning`), as
+    /// RON text `Device::export_tuning` wrote; empty when none.
+    tuning: &'static str,
+    embedded: OnceLock<crate::tuning::Embedded>,
     meta: OnceLock<Result<KernelMeta, String>>,
     id: OnceLock<KernelId>,
 }
@@ -185,8 +189,19 @@ impl PtxArg {
 
 impl Kernel {
     pub const fn new(source: KernelSource) -> Kernel {
+        Kernel::with_tuning(source, "")
+    }
+
+    /// A kernel shipped with autotune decisions: `tuning` is a file
+    /// [`Device::export_tuning`] wrote, embedded by the build
+    /// (`phobos_build::Builder::tuning`). A launch whose GPU, compute
+    /// capability, kernel content and dims it decides runs that variant
+    /// without timing, on any driver version.
+    pub const fn with_tuning(source: KernelSource, tuning: &'static str) -> Kernel {
         Kernel {
             source,
+            tuning,
+            embedded: OnceLock::new(),
             meta: OnceLock::new(),
             id: OnceLock::new(),
         }
@@ -233,6 +248,7 @@ impl Kernel {
         let checker = Checker {
             site: &site,
             meta,
+            source: &self.source,
             device,
             args,
         };
@@ -290,6 +306,14 @@ impl Kernel {
         let by_entry = |entry: &str| candidates.iter().find(|v| v.entry == entry).copied();
         if let Some(v) = device.inner.tuning.lookup(&key).and_then(|e| by_entry(&e)) {
             return Ok(v);
+        }
+        if !self.tuning.is_empty() {
+            let embedded = self
+                .embedded
+                .get_or_init(|| crate::tuning::Embedded::parse(self.tuning));
+            if let Some(v) = embedded.lookup(&key).and_then(by_entry) {
+                return Ok(v);
+            }
         }
         let backend_err = |message: String| LaunchError::Backend {
             site: Box::new(checker.site.clone()),
@@ -390,6 +414,7 @@ const TUNE_RUNS: usize = 5;
 struct Checker<'a, 'm> {
     site: &'a Site,
     meta: &'m KernelMeta,
+    source: &'a KernelSource,
     device: &'a Device,
     args: &'a [Arg<'a>],
 }
@@ -446,7 +471,7 @@ impl<'m> Checker<'_, 'm> {
             args: &args,
             grid: grid.map(|g| g.0),
             picked: &[],
-            limits: self.device.limits(),
+            limits: self.device.launch_limits(self.source),
         };
         binding::bind(self.meta, &request).map_err(|e| self.refused(e))
     }

@@ -157,7 +157,10 @@ impl SimBackend {
             call.grid,
             call.block,
             &args,
-            &LaunchOptions::default(),
+            &LaunchOptions {
+                dynamic_shared_bytes: variant.dynamic_shared_bytes(),
+                ..LaunchOptions::default()
+            },
             None,
         );
         match result {

@@ -3,8 +3,10 @@
 //!
 //! Three sources, consulted in this order before anything is timed:
 //! 1. the decisions of this process;
-//! 2. decisions shipped with the program (`Device::preload_tuning`, from a
-//!    file `Device::export_tuning` wrote); these match on GPU name,
+//! 2. decisions shipped with the program — embedded by the build
+//!    (`phobos_build::Builder::tuning`, read through `Kernel::with_tuning`)
+//!    or given to `Device::preload_tuning` — from a file
+//!    `Device::export_tuning` wrote; these match on GPU name,
 //!    compute capability, kernel content and dims, not on the driver
 //!    version, so a release binary's tuning applies on its users' drivers;
 //! 3. the on-disk cache: `$PHOBOS_TUNE_CACHE` (a file path; `off` or `0`
@@ -193,6 +195,31 @@ impl Tuning {
         let n = all.len();
         let text = render(all.into_iter().map(|(key, entry)| Entry { key, entry }));
         (text, n)
+    }
+}
+
+/// Tuning a build embedded with a kernel, parsed: decisions keyed as
+/// shipped tuning matches them (no driver version).
+#[derive(Debug, Default)]
+pub(crate) struct Embedded {
+    choices: BTreeMap<TuneKey, String>,
+}
+
+impl Embedded {
+    /// Parses embedded tuning text; an unreadable file (which the build
+    /// already refused unless it was hand-edited afterwards) embeds nothing,
+    /// so launches time as they would without it.
+    pub(crate) fn parse(text: &str) -> Embedded {
+        let choices = parse(text)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| (e.key.shipped(), e.entry))
+            .collect();
+        Embedded { choices }
+    }
+
+    pub(crate) fn lookup(&self, key: &TuneKey) -> Option<&str> {
+        self.choices.get(&key.shipped()).map(String::as_str)
     }
 }
 

@@ -494,3 +494,97 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
         },
     );
 }
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_tiles_above_48_kilobytes_opt_in_to_dynamic_shared_memory() {
+    let dir = scratch_dir("dynamic-shared");
+    let trace = dir.join("trace");
+    in_fake_gpu_child(
+        "stand_in_tiles_above_48_kilobytes_opt_in_to_dynamic_shared_memory",
+        &[
+            ("PHOBOS_FAKE_GPU_CC", "8.0"),
+            ("PHOBOS_FAKE_GPU_TRACE", trace.to_str().unwrap()),
+        ],
+        || {
+            let dev = fake_gpu();
+            assert_eq!(dev.limits().max_shared_bytes_per_block, 163 * 1024);
+            run_tiles_128k(&dev, 80).unwrap();
+            // The function opted in once, to exactly its 128 KB.
+            let set = trace_lines(&trace_path(), "cuFuncSetAttribute");
+            assert_eq!(set.len(), 1, "{set:?}");
+            assert!(set[0].contains("131072"), "{set:?}");
+        },
+    );
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_tuning_embedded_by_the_build_is_used_without_timing() {
+    let dir = scratch_dir("embedded");
+    let exported = dir.join("tuning.ron");
+    let trace = dir.join("trace");
+    let env = [
+        ("PHOBOS_FAKE_GPU_TRACE", trace.to_str().unwrap()),
+        ("PHOBOS_TEST_EXPORT", exported.to_str().unwrap()),
+    ];
+    // A tuning run exports its decision...
+    in_fake_gpu_child_phase(
+        "stand_in_tuning_embedded_by_the_build_is_used_without_timing",
+        "export",
+        &env,
+        || {
+            let dev = fake_gpu();
+            run_tuned(&dev, 3000).unwrap();
+            let path = std::env::var("PHOBOS_TEST_EXPORT").unwrap();
+            assert_eq!(dev.export_tuning(std::path::Path::new(&path)).unwrap(), 1);
+        },
+    );
+    // ...which names the other variant once edited, so that the launch
+    // below shows it followed the file, not a default.
+    let mut chosen = String::new();
+    if !is_child() {
+        let text = std::fs::read_to_string(&exported).unwrap();
+        let (from, to) = if text.contains("tuned_double__BLOCK64") {
+            ("tuned_double__BLOCK64", "tuned_double__BLOCK128")
+        } else {
+            ("tuned_double__BLOCK128", "tuned_double__BLOCK64")
+        };
+        std::fs::write(&exported, text.replace(from, to)).unwrap();
+        chosen = to.to_string();
+        let _ = std::fs::remove_file(&trace);
+    }
+    // A release binary embeds it (Kernel::with_tuning, as the bindings of
+    // a `Builder::tuning` build do): on a new process, with no cache and
+    // another driver version, nothing is timed.
+    in_fake_gpu_child_phase(
+        "stand_in_tuning_embedded_by_the_build_is_used_without_timing",
+        "embedded",
+        &[env[0], env[1], ("PHOBOS_FAKE_GPU_DRIVER_VERSION", "12080")],
+        || {
+            let path = std::env::var("PHOBOS_TEST_EXPORT").unwrap();
+            let text: &'static str =
+                Box::leak(std::fs::read_to_string(path).unwrap().into_boxed_str());
+            let kernel = compile_with_tuning(TUNED_DOUBLE, &[75], vec![], text);
+            let dev = fake_gpu();
+            let n = 3000;
+            let x = dev.upload(&values(n, 5), &[n]).unwrap();
+            let mut y = dev.zeros::<f32>(&[n]).unwrap();
+            kernel
+                .launch(&dev, None, &[Arg::from(&x), Arg::from(&mut y)])
+                .unwrap();
+            let want: Vec<f32> = values(n, 5).iter().map(|v| 2.0 * v).collect();
+            assert_eq!(y.to_vec().unwrap(), want);
+        },
+    );
+    if is_child() {
+        return;
+    }
+    assert_eq!(trace_lines(&trace, "cuEventRecord").len(), 0);
+    let launches = trace_lines(&trace, "cuLaunchKernel");
+    assert_eq!(launches.len(), 1, "{launches:?}");
+    assert!(
+        launches[0].contains(&format!("{chosen} ")),
+        "{launches:?} should run {chosen}"
+    );
+}

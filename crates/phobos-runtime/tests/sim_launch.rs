@@ -180,3 +180,10 @@ fn fill_sets_every_element_of_a_view() {
     let z = dev.zeros::<f32>(&[0]).unwrap();
     assert!(z.to_vec().unwrap().is_empty());
 }
+
+#[test]
+fn tiles_above_48_kilobytes_run_as_dynamic_shared_memory() {
+    // Built for sm_80, the simulator runs its PTX with 128 KB of dynamic
+    // shared memory (sm_80 allows 163 KB per CTA).
+    run_tiles_128k(&Device::sim(), 80).unwrap();
+}

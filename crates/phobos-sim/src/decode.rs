@@ -519,7 +519,13 @@ pub(crate) struct Entry {
     pub consts: Vec<(Slot, u64)>,
     pub specials: Vec<(Slot, Special)>,
     pub shared: Vec<Region>,
+    /// Static shared memory: the `.shared` declarations.
     pub shared_bytes: u32,
+    /// Where dynamic shared memory starts (the `.extern .shared` arrays'
+    /// address): `shared_bytes` aligned up to the arrays' alignment.
+    pub dynamic_shared_offset: u32,
+    /// The module's `.target sm_N`, for its shared-memory limit.
+    pub target: Option<u32>,
     pub local_bytes: u32,
     pub reqntid: Option<[u32; 3]>,
     pub maxntid: Option<[u32; 3]>,
@@ -568,10 +574,7 @@ fn layout(vars: &[VarDecl], start: u64, out: &mut Vec<Region>) -> Result<u64, Si
 
 /// Decodes every entry of a parsed module.
 pub(crate) fn decode_module(m: &RawModule) -> Result<Vec<Entry>, SimError> {
-    m.entries
-        .iter()
-        .map(|e| decode_entry(e, &m.shared))
-        .collect()
+    m.entries.iter().map(|e| decode_entry(e, m)).collect()
 }
 
 enum Name {
@@ -597,7 +600,8 @@ struct Decoder {
 /// Most registers one `.reg` line may declare (ptxas allows far fewer).
 const MAX_REGISTERS: u32 = 1 << 16;
 
-fn decode_entry(e: &RawEntry, module_shared: &[VarDecl]) -> Result<Entry, SimError> {
+fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
+    let module_shared = &m.shared;
     let mut d = Decoder {
         names: HashMap::new(),
         n_slots: 0,
@@ -663,6 +667,19 @@ fn decode_entry(e: &RawEntry, module_shared: &[VarDecl]) -> Result<Entry, SimErr
     let shared_end = layout(&e.shared, shared_end, &mut shared)?;
     let shared_bytes = u32::try_from(shared_end)
         .map_err(|_| SimError::parse(e.line, "shared memory too large"))?;
+    // Every `.extern .shared` array starts where dynamic shared memory
+    // does, after the static arrays.
+    let dynamic_align = m.extern_shared.iter().map(|v| v.align).max().unwrap_or(1);
+    let dynamic_shared_offset = u32::try_from(align_up(shared_end, u64::from(dynamic_align)))
+        .map_err(|_| SimError::parse(e.line, "shared memory too large"))?;
+    for v in &m.extern_shared {
+        shared.push(Region {
+            name: v.name.clone(),
+            offset: dynamic_shared_offset,
+            // To the end of whatever size the launch gives.
+            bytes: u32::MAX - dynamic_shared_offset,
+        });
+    }
     for r in &shared {
         d.names
             .insert(r.name.clone(), Name::Sym(u64::from(r.offset)));
@@ -720,6 +737,8 @@ fn decode_entry(e: &RawEntry, module_shared: &[VarDecl]) -> Result<Entry, SimErr
         specials: d.specials.into_iter().map(|(s, slot)| (slot, s)).collect(),
         shared,
         shared_bytes,
+        dynamic_shared_offset,
+        target: m.target,
         local_bytes: u32::try_from(local_end)
             .map_err(|_| SimError::parse(e.line, "local memory too large"))?,
         reqntid: e.reqntid,

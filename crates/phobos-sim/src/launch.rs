@@ -13,8 +13,55 @@ use crate::warp::{lane_list, lanes, Warp};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// Largest static shared memory per CTA (the sm_90 limit).
-const MAX_SHARED_BYTES: u32 = 228 * 1024;
+/// The most shared memory a `.shared` declaration may hold on every
+/// target (ptxas refuses more); the rest must be dynamic.
+pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
+
+/// The most shared memory (static plus dynamic) one CTA may use on
+/// `sm_{target}` once a launch opts in, as a GPU enforces it: the CUDA C++
+/// Programming Guide's per-CTA maximum — 64 KB on 7.5, 163 KB on 8.0,
+/// 99 KB on 8.6 and 8.9, 227 KB on 9.0 and 10.0, 99 KB on 12.0. A module
+/// without `.target` gets the largest. The compiler checks by the same
+/// table (`phobos_core::max_shared_bytes`; a conformance test pins them
+/// equal).
+pub fn max_shared_bytes(target: Option<u32>) -> u32 {
+    const KB: u32 = 1024;
+    match target {
+        Some(0..=75) => 64 * KB,
+        Some(80) => 163 * KB,
+        None | Some(90) | Some(100) => 227 * KB,
+        Some(_) => 99 * KB,
+    }
+}
+
+/// The shared bytes each CTA of `e` gets with `dynamic` bytes of dynamic
+/// shared memory, or why the launch is refused.
+fn shared_size(e: &Entry, dynamic: u32) -> Result<usize, String> {
+    if e.shared_bytes > STATIC_SHARED_LIMIT {
+        return Err(format!(
+            "{} bytes of static shared memory exceed the limit of {STATIC_SHARED_LIMIT} \
+             (declare the array `.extern .shared` and pass its size as dynamic shared memory)",
+            e.shared_bytes
+        ));
+    }
+    let total = if dynamic == 0 {
+        u64::from(e.shared_bytes)
+    } else {
+        u64::from(e.dynamic_shared_offset) + u64::from(dynamic)
+    };
+    let limit = max_shared_bytes(e.target);
+    if total > u64::from(limit) {
+        let target = e
+            .target
+            .map_or("any target".to_string(), |t| format!("sm_{t}"));
+        return Err(format!(
+            "{total} bytes of shared memory ({} static, {dynamic} dynamic) exceed the limit \
+             of {limit} per CTA on {target}",
+            e.shared_bytes
+        ));
+    }
+    Ok(total as usize)
+}
 /// Largest local memory per thread (CUDA's limit).
 const MAX_LOCAL_BYTES: u32 = 512 * 1024;
 /// Largest parameter block (CUDA 12.1's limit).
@@ -59,6 +106,9 @@ pub struct LaunchOptions {
     /// error (the table is in docs/simulator.md), so a result that needs
     /// them to be exact fails in the simulator as it could on a GPU.
     pub approx: Approx,
+    /// Dynamic shared memory per CTA in bytes (CUDA's `sharedMemBytes`),
+    /// where the module's `.extern .shared` arrays live; default 0.
+    pub dynamic_shared_bytes: u32,
 }
 
 /// See [`LaunchOptions::approx`].
@@ -79,6 +129,7 @@ impl Default for LaunchOptions {
             max_steps: 50_000_000,
             threads: 0,
             approx: Approx::Exact,
+            dynamic_shared_bytes: 0,
         }
     }
 }
@@ -100,6 +151,8 @@ pub struct LaunchStats {
 pub(crate) struct Ctx<'a> {
     pub module: &'a Module,
     pub entry: &'a Entry,
+    /// Shared bytes per CTA: static, plus dynamic from the launch.
+    pub shared_size: usize,
     pub dev: &'a Device,
     pub params: Vec<u8>,
     pub grid: [u32; 3],
@@ -488,12 +541,7 @@ impl Device {
                 )));
             }
         }
-        if e.shared_bytes > MAX_SHARED_BYTES {
-            return Err(launch_err(format!(
-                "{} bytes of shared memory exceed the limit of {MAX_SHARED_BYTES}",
-                e.shared_bytes
-            )));
-        }
+        let shared_size = shared_size(e, opts.dynamic_shared_bytes).map_err(launch_err)?;
         if e.local_bytes > MAX_LOCAL_BYTES {
             return Err(launch_err(format!(
                 "{} bytes of local memory per thread exceed the limit of {MAX_LOCAL_BYTES}",
@@ -516,6 +564,7 @@ impl Device {
         let cx = Ctx {
             module,
             entry: e,
+            shared_size,
             dev: self,
             params,
             grid,
@@ -686,9 +735,9 @@ impl Worker {
         ];
         cta.linear = u32::try_from(linear).unwrap_or(u32::MAX);
         cta.shared.clear();
-        cta.shared.resize(cx.entry.shared_bytes as usize, 0);
+        cta.shared.resize(cx.shared_size, 0);
         if cx.checks {
-            cta.shadow.reset(cx.entry.shared_bytes as usize);
+            cta.shadow.reset(cx.shared_size);
         }
         cta.epoch = 0;
         cta.pending_init = None;

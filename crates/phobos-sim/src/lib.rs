@@ -85,7 +85,9 @@ mod warp;
 
 pub use decode::{ParamInfo, Ty};
 pub use error::{CheckKind, CheckReport, SimError, SourceLoc};
-pub use launch::{Approx, KernelArg, LaunchOptions, LaunchStats};
+pub use launch::{
+    max_shared_bytes, Approx, KernelArg, LaunchOptions, LaunchStats, STATIC_SHARED_LIMIT,
+};
 pub use memory::{BufferId, Device, MAX_BUFFER_BYTES};
 pub use module::Module;
 pub use observer::{Access, AccessKind, Observer, OpKind, Space, SplitObserver, StepInfo};

@@ -39,6 +39,11 @@ impl Module {
         Ok(self.entry(entry)?.shared_bytes)
     }
 
+    /// The `N` of the module's `.target sm_N`, when it names one.
+    pub fn target(&self, entry: &str) -> Result<Option<u32>, SimError> {
+        Ok(self.entry(entry)?.target)
+    }
+
     pub(crate) fn entry(&self, name: &str) -> Result<&Entry, SimError> {
         self.entries
             .iter()

@@ -171,7 +171,12 @@ pub(crate) struct RawEntry {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RawModule {
     pub files: Vec<(u32, String)>,
+    /// The `N` of `.target sm_N`, when the module names one.
+    pub target: Option<u32>,
     pub shared: Vec<VarDecl>,
+    /// `.extern .shared` arrays of no size: the dynamic shared memory a
+    /// launch passes (`sharedMemBytes`), which they all start at.
+    pub extern_shared: Vec<VarDecl>,
     pub entries: Vec<RawEntry>,
 }
 
@@ -195,7 +200,14 @@ pub(crate) fn parse(src: &str) -> Result<RawModule, SimError> {
         let line = t.line;
         match &t.tok {
             Tok::Word(w) => match w.as_str() {
-                ".version" | ".target" | ".address_size" => p.skip_line(line),
+                ".target" => {
+                    p.pos += 1;
+                    if let Some(Tok::Word(t)) = p.peek_tok() {
+                        module.target = t.strip_prefix("sm_").and_then(|n| n.parse().ok());
+                    }
+                    p.skip_line(line);
+                }
+                ".version" | ".address_size" => p.skip_line(line),
                 ".file" => p.file_directive()?,
                 ".loc" => p.loc_directive()?,
                 ".visible" | ".weak" => {
@@ -211,6 +223,18 @@ pub(crate) fn parse(src: &str) -> Result<RawModule, SimError> {
                     let v = p.var_decl(line)?;
                     p.expect_punct(';')?;
                     module.shared.push(v);
+                }
+                ".extern" if p.next_word_is(".shared") => {
+                    p.pos += 2;
+                    let v = p.var_decl(line)?;
+                    p.expect_punct(';')?;
+                    if v.elems != 0 {
+                        return Err(SimError::parse(
+                            line,
+                            format!("`.extern .shared` array `{}` must have no size", v.name),
+                        ));
+                    }
+                    module.extern_shared.push(v);
                 }
                 ".func" | ".extern" | ".global" | ".const" | ".tex" | ".surfref" | ".texref"
                 | ".samplerref" => {
@@ -271,6 +295,11 @@ impl Parser {
             .ok_or_else(|| SimError::parse(self.line(), "unexpected end of PTX"))?;
         self.pos += 1;
         Ok(t)
+    }
+
+    /// Whether the token after the current one is the word `w`.
+    fn next_word_is(&self, w: &str) -> bool {
+        matches!(self.toks.get(self.pos + 1), Some(Token { tok: Tok::Word(x), .. }) if x == w)
     }
 
     fn skip_line(&mut self, line: usize) {

@@ -363,7 +363,11 @@ impl<'a> Emitter<'a> {
                 params.push(format!("\t.param .s32 d_{}", d.name));
             }
         }
-        if self.an.plan.total > 0 {
+        if crate::meta::dynamic_shared_bytes(self.an.plan.total) > 0 {
+            // Above what a `.shared` declaration may hold: the launch passes
+            // the size as dynamic shared memory.
+            let _ = writeln!(out, ".extern .shared .align 16 .b8 {}[];\n", self.smem);
+        } else if self.an.plan.total > 0 {
             let _ = writeln!(
                 out,
                 ".shared .align 16 .b8 {}[{}];\n",

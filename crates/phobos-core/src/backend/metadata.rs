@@ -135,7 +135,7 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
         .map(|(id, b)| SharedBuffer {
             name: b.name.clone(),
             offset: v.plan.offset[id.0 as usize],
-            // The plan refused anything above the 48 KB limit.
+            // The plan refused anything above the target's limit.
             bytes: u32::try_from(b.bytes).unwrap_or(u32::MAX),
             live_lines: v.plan.lines[id.0 as usize],
         })

@@ -1,7 +1,11 @@
 //! The shared-memory plan: every shared buffer (tiles and CTA-collective
 //! scratch) gets a 16-byte-aligned offset. Buffers whose live ranges overlap
 //! get disjoint bytes; the others may reuse bytes (the barrier analysis then
-//! fences the reuse). The total is checked against the 48 KB static limit.
+//! fences the reuse). The total is checked against the target's limit per
+//! CTA ([`crate::max_shared_bytes`]); above the 48 KB a `.shared`
+//! declaration may hold, the entry declares its buffer `.extern` and the
+//! launch passes the size as dynamic shared memory
+//! ([`crate::meta::VariantMeta::dynamic_shared_bytes`]).
 //!
 //! Live ranges are intervals of statement positions in program order; a
 //! buffer live across part of a loop is live across the whole loop, since
@@ -11,8 +15,7 @@ use super::ir::{BufferId, ExprId, ExprKind, Func, Mem, StmtId, StmtKind};
 use crate::diag::Diagnostic;
 use crate::source::LineIndex;
 
-/// The static shared-memory limit of every supported target, in bytes.
-pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
+pub use crate::pipeline::STATIC_SHARED_LIMIT;
 
 #[derive(Clone, Debug, Default)]
 pub struct SharedPlan {
@@ -47,6 +50,7 @@ pub fn plan(
     f: &Func,
     lines: &LineIndex,
     kernel_span: crate::ast::Span,
+    arch: u32,
 ) -> Result<SharedPlan, Diagnostic> {
     let n = f.buffers.len();
     let mut walk = Walk {
@@ -107,11 +111,12 @@ pub fn plan(
         placed.push(i);
     }
     let line_ranges: Vec<(u32, u32)> = walk.lines.iter().map(|l| l.unwrap_or((0, 0))).collect();
-    if total > u64::from(STATIC_SHARED_LIMIT) {
+    let limit = crate::max_shared_bytes(arch);
+    if total > u64::from(limit) {
         let mut d = Diagnostic::error(
             "P0801",
             format!(
-                "kernel `{}` needs {total} bytes of shared memory; the static limit is {STATIC_SHARED_LIMIT} bytes",
+                "kernel `{}` needs {total} bytes of shared memory; sm_{arch} allows at most {limit} bytes per CTA",
                 f.entry
             ),
         )

@@ -38,6 +38,17 @@ fn leak(s: String) -> &'static str {
 /// The first kernel of `src` with its PTX for `arches` (none: no PTX at
 /// all) and `cubins` given as `(arch, bytes)`.
 pub fn compile(src: &str, arches: &[u32], cubins: Vec<(u32, Vec<u8>)>) -> Kernel {
+    compile_with_tuning(src, arches, cubins, "")
+}
+
+/// [`compile`], with `tuning` embedded as a build embeds a shipped tuning
+/// file (`Kernel::with_tuning`).
+pub fn compile_with_tuning(
+    src: &str,
+    arches: &[u32],
+    cubins: Vec<(u32, Vec<u8>)>,
+    tuning: &'static str,
+) -> Kernel {
     let mut ptx = Vec::new();
     let mut meta = None;
     let for_meta = [75];
@@ -65,13 +76,14 @@ pub fn compile(src: &str, arches: &[u32], cubins: Vec<(u32, Vec<u8>)>) -> Kernel
         .into_iter()
         .map(|(a, b)| (a, &*Box::leak(b.into_boxed_slice())))
         .collect();
-    Kernel::new(KernelSource {
+    let source = KernelSource {
         name: leak(meta.name.clone()),
         module: "test.pho",
         meta: leak(ron::to_string(&meta).expect("metadata serializes")),
         ptx: Box::leak(ptx.into_boxed_slice()),
         cubins: Box::leak(cubins.into_boxed_slice()),
-    })
+    };
+    Kernel::with_tuning(source, tuning)
 }
 
 /// Deterministic values in [-1, 1).
@@ -225,4 +237,42 @@ pub fn trace_lines(path: &std::path::Path, call: &str) -> Vec<String> {
         .filter(|l| l.starts_with(call))
         .map(str::to_string)
         .collect()
+}
+
+/// 128 KB of tiles (two 64x256 f32 tiles): dynamic shared memory, within
+/// sm_80's 163 KB per CTA, beyond sm_75's 64 KB and sm_86's 99 KB.
+/// `y[0, t] = A[3, t] + B[5, t]`.
+pub const TILES_128K: &str = "@launch(256)
+kernel big_tiles(A: tensor<f32>[64, 256], B: tensor<f32>[64, 256], y: tensor<f32>[1, 256]) {
+  var a = A[0 :+ 64, :]
+  var b = B[0 :+ 64, :]
+  y[0, ctx.thread] = a[3, ctx.thread] + b[5, ctx.thread]
+}
+";
+
+/// Runs [`TILES_128K`] (built for `arch`) on `dev` and checks its result.
+pub fn run_tiles_128k(dev: &phobos_runtime::Device, arch: u32) -> Result<(), String> {
+    let kernel = compile(TILES_128K, &[arch], vec![]);
+    let (a, b) = (values(64 * 256, 7), values(64 * 256, 8));
+    let at = dev.upload(&a, &[64, 256]).map_err(|e| e.to_string())?;
+    let bt = dev.upload(&b, &[64, 256]).map_err(|e| e.to_string())?;
+    let mut y = dev.zeros::<f32>(&[1, 256]).map_err(|e| e.to_string())?;
+    kernel
+        .launch(
+            dev,
+            Some(phobos_runtime::Grid::from(1)),
+            &[
+                phobos_runtime::Arg::from(&at),
+                phobos_runtime::Arg::from(&bt),
+                phobos_runtime::Arg::from(&mut y),
+            ],
+        )
+        .map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..256).map(|t| a[3 * 256 + t] + b[5 * 256 + t]).collect();
+    let got = y.to_vec().map_err(|e| e.to_string())?;
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("wrong result: {got:?}"))
+    }
 }

@@ -1,0 +1,63 @@
+//! Shared memory above 48 KB: the compiler's per-target limit and the
+//! simulator's are one table, and the dynamic shared memory the compiler
+//! emits for a kernel above 48 KB is accepted by NVIDIA's ptxas for every
+//! target it fits.
+
+use phobos_conformance::{find_ptxas, in_ci};
+use std::process::Command;
+
+#[test]
+fn the_compiler_and_the_simulator_agree_on_every_targets_limit() {
+    for arch in phobos_core::ARCHES {
+        assert_eq!(
+            phobos_core::max_shared_bytes(arch),
+            phobos_sim::max_shared_bytes(Some(arch)),
+            "sm_{arch}"
+        );
+    }
+    assert_eq!(
+        phobos_core::STATIC_SHARED_LIMIT,
+        phobos_sim::STATIC_SHARED_LIMIT
+    );
+}
+
+/// 128 KB of tiles.
+const TILES_128K: &str = "@launch(256)\nkernel big(A: tensor<f32>[64, 256], B: tensor<f32>[64, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 64, :]\n  var b = B[0 :+ 64, :]\n  y[0, ctx.thread] = a[3, ctx.thread] + b[5, ctx.thread]\n}\n";
+
+#[test]
+fn ptxas_accepts_dynamic_shared_memory_where_it_fits() {
+    let Some(ptxas) = find_ptxas() else {
+        assert!(
+            !in_ci(),
+            "ptxas not found (set PHOBOS_PTXAS); CI=true requires it"
+        );
+        eprintln!("skipping: ptxas not found (set PHOBOS_PTXAS to run this test)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut assembled = 0;
+    for arch in phobos_core::ARCHES {
+        let (kernels, _) =
+            phobos_core::compile(TILES_128K, "big.pho", &phobos_core::CompileOptions { arch });
+        let Some(k) = kernels.first() else {
+            continue; // over this target's limit: P0801 (tested in phobos-core)
+        };
+        let input = dir.path().join(format!("big.sm_{arch}.ptx"));
+        std::fs::write(&input, &k.ptx).expect("write ptx");
+        let out = Command::new(&ptxas)
+            .arg(format!("-arch=sm_{arch}"))
+            .arg(&input)
+            .arg("-o")
+            .arg(dir.path().join(format!("big.sm_{arch}.cubin")))
+            .output()
+            .expect("ptxas runs");
+        assert!(
+            out.status.success(),
+            "sm_{arch}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assembled += 1;
+    }
+    assert_eq!(assembled, 3, "sm_80, sm_90 and sm_100");
+}
