@@ -303,6 +303,8 @@ fn rejects_lane_collective_right_of_a_varying_or() {
         &format!("{ROW}  let big = ctx.lane > 3 || max<over ctx.lane>(v) > 1.0\n  O[0, 0] = f32(big)"),
         "P0700",
         5,
+    );
+}
 
 /// The rendered diagnostic of a rejected kernel, with the labels' lines.
 fn labels(body: &str) -> (String, Vec<(bool, u32, String)>) {

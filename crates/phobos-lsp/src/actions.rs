@@ -426,7 +426,7 @@ fn walk_stmts<'a>(b: &'a ast::Block, f: &mut dyn FnMut(&'a Stmt)) {
                     walk_stmts(e, f);
                 }
             }
-            StmtKind::For { body, .. } => walk_stmts(body, f),
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => walk_stmts(body, f),
             _ => {}
         }
     }
@@ -451,8 +451,9 @@ fn walk_stmt_exprs<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
                 walk_expr(st, f);
             }
         }
+        StmtKind::While { cond, .. } => walk_expr(cond, f),
         StmtKind::Expr(e) => walk_expr(e, f),
-        StmtKind::Error => {}
+        StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::Error => {}
     }
 }
 

@@ -99,7 +99,13 @@ impl Analysis {
                 }
                 self.block_hints(body, uniformity, out);
             }
-            StmtKind::Assign { .. } | StmtKind::Expr(_) | StmtKind::Error => {}
+            StmtKind::While { body, .. } => self.block_hints(body, uniformity, out),
+            StmtKind::Assign { .. }
+            | StmtKind::Expr(_)
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Return
+            | StmtKind::Error => {}
         }
     }
 }

@@ -492,7 +492,7 @@ impl Flatten<'_> {
                     self.block(pre);
                     self.expr(*cond);
                     self.candidate(fence);
-                    let mut copy = |s: &mut Self| {
+                    let copy = |s: &mut Self| {
                         s.region_with(|s| {
                             s.block(body);
                             s.block(pre);
