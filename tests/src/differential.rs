@@ -295,11 +295,10 @@ impl Case {
             (Err(p), _) => Err(format!("simulator: {}", panic_text(&p))),
             (_, Err(p)) => Err(format!("runtime: {}", panic_text(&p))),
         };
-        let outcome = outcome.map_err(|e| {
+        if let Err(e) = &outcome {
             record.error = Some(e.clone());
             record.saved = save(&self, &record, None);
-            e
-        });
+        }
         let summary = format!(
             "{} ({}): {}",
             record.kernel,
