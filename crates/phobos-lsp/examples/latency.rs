@@ -148,7 +148,7 @@ fn main() {
     // An error typed in, and removed.
     let mut times = Vec::new();
     for i in 0..10 {
-        let bad = text.replacen("acc += sum(", &format!("acc += {i} + sum("), 1);
+        let bad = text.replacen("acc += sum(", &format!("acc += ctx.lane * {i} + sum("), 1);
         let (t, n) = change(&mut c, &bad);
         assert!(n > 0);
         times.push(t);
