@@ -527,6 +527,19 @@ fn an_npy_header_bomb_is_refused_before_allocating() {
 fn huge_and_endless_sources_are_refused() {
     let d = dir_with(&[]);
     expect(d.path(), &["check", "/dev/zero"], 2, &["larger than 1 MiB"]);
+    expect(
+        d.path(),
+        &["profile", "/dev/zero", "--kernel", "k"],
+        2,
+        &["larger than 1 MiB"],
+    );
+    // `fmt -` read stdin whole: gigabytes, then "out of memory".
+    let mut cmd = capped(&["fmt", "-"], d.path());
+    cmd.stdin(std::fs::File::open("/dev/zero").expect("/dev/zero"));
+    let out = run(cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("stdin is larger than 1 MiB"), "{err}");
     let flood = "$\n".repeat(400_000);
     let d = dir_with(&[("k.pho", flood.as_bytes())]);
     let out = expect(
