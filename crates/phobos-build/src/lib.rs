@@ -21,6 +21,7 @@
 mod config;
 mod output;
 mod ptxas;
+pub mod walk;
 
 pub use config::DEFAULT_ARCHES;
 pub use ptxas::{assemble_ptx, find_ptxas, Ptxas};
@@ -117,6 +118,11 @@ pub enum BuildError {
     RuntimeCrate {
         name: String,
     },
+    /// A path under the kernel directory (or `phobos.toml`'s) holds a line
+    /// break, which no `cargo:rerun-if-changed` line can carry.
+    UntrackablePath {
+        path: PathBuf,
+    },
 }
 
 impl BuildError {
@@ -152,6 +158,11 @@ impl fmt::Display for BuildError {
             BuildError::Env { var, message } => write!(f, "error: {var}: {message}"),
             BuildError::Ptxas { message } => write!(f, "error: ptxas: {message}"),
             BuildError::Define { message } => write!(f, "error: define: {message}"),
+            BuildError::UntrackablePath { path } => write!(
+                f,
+                "error: {path:?} has a line break in its name; cargo cannot be told to \
+                 watch it (a `cargo:rerun-if-changed` directive is one line): rename it"
+            ),
             BuildError::RuntimeCrate { name } => write!(
                 f,
                 "error: runtime crate name {name:?} is not a Rust identifier \
@@ -331,6 +342,7 @@ impl Builder {
         // script reruns each time, which is cheap (its outputs are cached
         // and rewritten only when they change), and an empty phobos.toml
         // stops it.
+        trackable(&config_path)?;
         self.directive(&format!("cargo:rerun-if-changed={}", config_path.display()));
         let config = if config_path.is_file() {
             ConfigFile::read(&config_path)?
@@ -454,36 +466,47 @@ impl Builder {
         }
     }
 
-    /// The `.pho` files under `dir`, sorted; prints `rerun-if-changed` for
-    /// every directory (so a new file reruns the script) and every file.
+    /// The `.pho` files under `dir`, sorted, through the walker the CLI
+    /// uses (links followed, each real file once); prints
+    /// `rerun-if-changed` for every directory (so a new file reruns the
+    /// script) and every file.
     fn walk(&self, dir: &Path, manifest_dir: &Path) -> Result<Vec<(PathBuf, String)>, BuildError> {
         if !dir.is_dir() {
             return Err(BuildError::io(dir, "no such directory of kernels"));
         }
+        let walked = walk::Walker::new()
+            .dir(dir)
+            .map_err(|e| BuildError::io(&e.path, e.message))?;
+        // Refuse before printing anything: a half-printed list of tracked
+        // paths would be worse than none.
+        for path in walked.dirs.iter().chain(&walked.files) {
+            trackable(path)?;
+        }
+        for d in &walked.dirs {
+            self.rerun_if_changed(d);
+        }
         let mut files = Vec::new();
-        for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
-            let entry = entry.map_err(|e| {
-                let path = e.path().unwrap_or(dir).to_path_buf();
-                BuildError::io(&path, e)
-            })?;
-            let path = entry.path();
-            if entry.file_type().is_dir() {
-                self.directive(&format!("cargo:rerun-if-changed={}", path.display()));
-            } else if path.extension().is_some_and(|e| e == "pho") {
-                self.directive(&format!("cargo:rerun-if-changed={}", path.display()));
-                let display = path
-                    .strip_prefix(manifest_dir)
-                    .unwrap_or(path)
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                files.push((path.to_path_buf(), display));
-            }
+        for path in walked.files {
+            self.rerun_if_changed(&path);
+            let display = path
+                .strip_prefix(manifest_dir)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .replace('\\', "/");
+            files.push((path, display));
         }
         Ok(files)
     }
 
+    /// `cargo:rerun-if-changed=PATH`, for a path [`trackable`] accepted.
+    fn rerun_if_changed(&self, path: &Path) {
+        self.directive(&format!("cargo:rerun-if-changed={}", path.display()));
+    }
+
     fn report_warnings(&self, warnings: &[String]) -> Vec<String> {
         for w in warnings {
+            // A directive is one line: a line break would start another.
+            let w = w.replace(['\n', '\r'], " ");
             self.directive(&format!("cargo:warning={w}"));
         }
         warnings.to_vec()
@@ -636,6 +659,19 @@ fn too_new_for(
 /// end in `.ron` without `.meta`).
 const TUNING_FILE: &str = "tuning.ron";
 
+/// Refuses a path cargo could not be told to watch. A build script's
+/// directives are lines, and cargo has no escape for a line break inside
+/// one: `cargo:rerun-if-changed=a<LF>cargo:rustc-link-lib=x` would track
+/// `a` and inject a second directive.
+fn trackable(path: &Path) -> Result<(), BuildError> {
+    if path.as_os_str().as_encoded_bytes().iter().any(|b| matches!(b, b'\n' | b'\r')) {
+        return Err(BuildError::UntrackablePath {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
 fn meta_ron(meta: &KernelMeta) -> Result<String, BuildError> {
     ron::ser::to_string_pretty(meta, ron::ser::PrettyConfig::default()).map_err(|e| {
         BuildError::Ptxas {
@@ -677,7 +713,8 @@ fn compile_files(
                 per_arch,
             });
         } else {
-            n_errors += errors.len();
+            // A P0006 counts the errors it stands for, not itself.
+            n_errors += phobos_core::diag::Counts::of(&errors).errors;
             failed_files += 1;
             rendered.push_str(&phobos_core::render::render(&errors, display, &src, false));
         }

@@ -480,4 +480,65 @@ fn a_tuning_file_is_embedded_with_the_bindings() {
         err.to_string().contains("no `version` and `entries`"),
         "{err}"
     );
+
+#[cfg(unix)]
+#[test]
+fn a_link_loop_and_a_file_reached_twice_are_walked_once() {
+    let dir = crate_dir(&[("kernels/axpy.pho", AXPY), ("kernels/sub/.keep", "")]);
+    let kernels = dir.path().join("kernels");
+    // A loop back to the kernel directory, and a second name for the file:
+    // before, the second name compiled the kernel twice (a duplicate).
+    std::os::unix::fs::symlink("..", kernels.join("sub/up")).unwrap();
+    std::os::unix::fs::symlink("axpy.pho", kernels.join("again.pho")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let built = builder(dir.path(), out.path()).build().unwrap();
+    assert_eq!(built.kernels, ["axpy"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_ladder_of_links_is_walked_once_per_directory() {
+    // d0/{a,b} -> d1, d1/{a,b} -> d2, ...: following every link walks 2^n
+    // paths; each real directory is walked once.
+    let dir = tempfile::tempdir().unwrap();
+    let rungs = 24;
+    for i in 0..=rungs {
+        fs::create_dir(dir.path().join(format!("d{i}"))).unwrap();
+    }
+    fs::write(dir.path().join(format!("d{rungs}/k.pho")), AXPY).unwrap();
+    for i in 0..rungs {
+        for link in ["a", "b"] {
+            std::os::unix::fs::symlink(
+                format!("../d{}", i + 1),
+                dir.path().join(format!("d{i}/{link}")),
+            )
+            .unwrap();
+        }
+    }
+    let walked = phobos_build::walk::Walker::new()
+        .dir(&dir.path().join("d0"))
+        .unwrap();
+    assert_eq!(walked.files.len(), 1);
+    assert_eq!(walked.dirs.len(), rungs + 1);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_path_with_a_line_break_is_refused_not_printed_as_a_directive() {
+    // `cargo:rerun-if-changed=kernels/a<LF>cargo:rustc-link-lib=evil.pho`
+    // would be two directives.
+    let dir = crate_dir(&[("kernels/a\ncargo:rustc-link-lib=evil.pho", AXPY)]);
+    let out = tempfile::tempdir().unwrap();
+    let err = builder(dir.path(), out.path())
+        .cargo_directives(true)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&err, BuildError::UntrackablePath { path } if path.ends_with("a\ncargo:rustc-link-lib=evil.pho")),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("line break"), "{text}");
+    assert!(text.contains("a\\ncargo:rustc-link-lib=evil.pho"), "{text}");
+    assert!(!out.path().join("kernels.rs").exists());
 }

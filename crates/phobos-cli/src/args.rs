@@ -68,19 +68,27 @@ pub fn check_grid_dim(i: usize, v: u64) -> Result<u32, String> {
 pub fn read_source(path: &Path) -> Result<String, String> {
     let shown = path.display();
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    read_capped(file, &format!("`{shown}`"))
+}
+
+/// Reads a source from `reader` (a file, or stdin for `fmt -`), refusing
+/// one larger than [`MAX_SOURCE_BYTES`] without reading it whole. `shown`
+/// names the source in messages.
+pub fn read_capped(reader: impl Read, shown: &str) -> Result<String, String> {
     let mut bytes = Vec::new();
-    file.take(MAX_SOURCE_BYTES + 1)
+    reader
+        .take(MAX_SOURCE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
     if bytes.len() as u64 > MAX_SOURCE_BYTES {
         return Err(format!(
-            "`{shown}` is larger than {} MiB, the most Phobos reads as one source file",
+            "{shown} is larger than {} MiB, the most Phobos reads as one source file",
             MAX_SOURCE_BYTES >> 20
         ));
     }
     String::from_utf8(bytes).map_err(|e| {
         format!(
-            "`{shown}` is not UTF-8 text (invalid byte at offset {})",
+            "{shown} is not UTF-8 text (invalid byte at offset {})",
             e.utf8_error().valid_up_to()
         )
     })

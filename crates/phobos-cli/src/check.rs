@@ -39,7 +39,8 @@ pub fn run(a: Args) -> u8 {
     let color = a.message_format == MessageFormat::Human
         && std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
-    let mut errors = 0usize;
+    let mut counts = phobos_core::diag::Counts::default();
+    let mut failed_files = 0usize;
     let mut kernels = 0usize;
     for f in &files {
         let src = match crate::args::read_source(f) {
@@ -54,7 +55,11 @@ pub fn run(a: Args) -> u8 {
         // the backend's included.
         let (checked, diags) = phobos_core::check_for_targets(&src, &name, &phobos_core::ARCHES);
         kernels += checked.len();
-        errors += diags.iter().filter(|d| d.is_error()).count();
+        // A P0006 counts the diagnostics it stands for, not itself.
+        let these = phobos_core::diag::Counts::of(&diags);
+        failed_files += usize::from(these.errors > 0);
+        counts.errors += these.errors;
+        counts.warnings += these.warnings;
         match a.message_format {
             MessageFormat::Human => eprint!("{}", render(&diags, &name, &src, color)),
             MessageFormat::Json => {
@@ -69,24 +74,36 @@ pub fn run(a: Args) -> u8 {
         }
     }
     if a.message_format == MessageFormat::Human {
-        eprintln!("{}", summary(files.len(), kernels, errors));
+        eprintln!("{}", summary(files.len(), failed_files, kernels, counts));
     }
-    u8::from(errors > 0)
+    u8::from(counts.errors > 0)
 }
 
-fn summary(files: usize, kernels: usize, errors: usize) -> String {
+/// The last line: errors and warnings of every file, those not shown
+/// (P0006) included.
+fn summary(
+    files: usize,
+    failed_files: usize,
+    kernels: usize,
+    counts: phobos_core::diag::Counts,
+) -> String {
     let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
-    if errors == 0 {
+    let warnings = if counts.warnings == 0 {
+        String::new()
+    } else {
+        format!(", {}", plural(counts.warnings, "warning"))
+    };
+    if counts.errors == 0 {
         format!(
-            "checked {}, {}: no errors",
+            "checked {}, {}: no errors{warnings}",
             plural(files, "file"),
             plural(kernels, "kernel")
         )
     } else {
         format!(
-            "error: {} in {}",
-            plural(errors, "error"),
-            plural(files, "file")
+            "error: {} in {}{warnings}",
+            plural(counts.errors, "error"),
+            plural(failed_files, "file")
         )
     }
 }

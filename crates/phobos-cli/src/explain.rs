@@ -122,7 +122,10 @@ fn explain(a: &Args) -> Result<(), Failure> {
         }
         req.inputs.push((name, Input::Scalar(value as f64)));
     }
-    let trace = phobos_explain::trace(&req).map_err(|e| match e {
+    let progress = crate::progress::Progress::start(format!("explaining {file_name}"));
+    let trace = phobos_explain::trace(&req);
+    progress.stop();
+    let trace = trace.map_err(|e| match e {
         ExplainError::Compile(diags) => Failure {
             code: 1,
             message: phobos_core::render::render(&diags, &file_name, &source, false)

@@ -8,7 +8,7 @@
 
 use phobos_core::format::{format_source, FormatError};
 use phobos_core::render::render;
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -38,11 +38,21 @@ pub fn run(a: Args) -> u8 {
     for p in &a.paths {
         if p.as_os_str() == "-" {
             files.push(p.clone());
-        } else if let Err(msg) = collect(p, &mut files) {
-            eprintln!("error: {msg}");
-            return 2;
+            continue;
+        }
+        match crate::files::collect(std::slice::from_ref(p)) {
+            Ok(found) => files.extend(found),
+            Err(msg) => {
+                eprintln!("error: {msg}");
+                return 2;
+            }
         }
     }
+    // A file named twice (or reached through a link) is formatted once.
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| {
+        f.as_os_str() == "-" || seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
+    });
     let mut failed = false;
     let mut unformatted = false;
     for f in &files {
@@ -65,10 +75,7 @@ pub fn run(a: Args) -> u8 {
 }
 
 fn stdin(check: bool) -> Result<Outcome, String> {
-    let mut src = String::new();
-    std::io::stdin()
-        .read_to_string(&mut src)
-        .map_err(|e| format!("cannot read stdin: {e}"))?;
+    let src = crate::args::read_capped(std::io::stdin(), "stdin")?;
     let Some(out) = format_or_report(&src, "<stdin>") else {
         return Ok(Outcome::Failed);
     };
@@ -76,10 +83,10 @@ fn stdin(check: bool) -> Result<Outcome, String> {
         if out == src {
             return Ok(Outcome::Unchanged);
         }
-        emit(&unified_diff("<stdin>", &src, &out));
+        crate::out::print(&unified_diff("<stdin>", &src, &out))?;
         return Ok(Outcome::Changed);
     }
-    emit(&out);
+    crate::out::print(&out)?;
     Ok(if out == src {
         Outcome::Unchanged
     } else {
@@ -89,7 +96,7 @@ fn stdin(check: bool) -> Result<Outcome, String> {
 
 fn file(path: &Path, check: bool) -> Result<Outcome, String> {
     let name = path.display().to_string();
-    let src = std::fs::read_to_string(path).map_err(|e| format!("cannot read `{name}`: {e}"))?;
+    let src = crate::args::read_source(path)?;
     let Some(out) = format_or_report(&src, &name) else {
         return Ok(Outcome::Failed);
     };
@@ -97,17 +104,11 @@ fn file(path: &Path, check: bool) -> Result<Outcome, String> {
         return Ok(Outcome::Unchanged);
     }
     if check {
-        emit(&unified_diff(&name, &src, &out));
+        crate::out::print(&unified_diff(&name, &src, &out))?;
     } else {
         write_atomically(path, &out).map_err(|e| format!("cannot write `{name}`: {e}"))?;
     }
     Ok(Outcome::Changed)
-}
-
-/// Write to stdout; a closed pipe (`| head`) is not an error worth a panic.
-fn emit(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 /// The formatted text, or `None` after printing why there is none.
@@ -133,27 +134,6 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let tmp = path.with_extension("pho.fmt-tmp");
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
-}
-
-fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-    if path.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|e| format!("cannot read directory `{}`: {e}", path.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        entries.sort();
-        for e in entries {
-            if e.is_dir() || e.extension().is_some_and(|x| x == "pho") {
-                collect(&e, out)?;
-            }
-        }
-        Ok(())
-    } else if path.exists() {
-        out.push(path.to_path_buf());
-        Ok(())
-    } else {
-        Err(format!("`{}` does not exist", path.display()))
-    }
 }
 
 /// A unified diff of two texts by lines (longest common subsequence), with

@@ -9,6 +9,23 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// `eprint!` that cannot panic. The standard library's panics when standard
+/// error is full or a pipe nobody reads (`2>/dev/full`, `2>&1 | head -c1`);
+/// a message that cannot be shown is no reason to end differently, so these
+/// shadow the standard macros in every module of this crate.
+macro_rules! eprint {
+    ($($arg:tt)*) => {
+        $crate::out::to_stderr(format_args!($($arg)*))
+    };
+}
+
+/// `eprintln!` that cannot panic (see `eprint!`).
+macro_rules! eprintln {
+    ($($arg:tt)*) => {
+        $crate::out::to_stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod args;
 mod check;
 mod explain;
@@ -16,6 +33,7 @@ mod files;
 mod fmt;
 mod out;
 mod profile;
+mod progress;
 mod ptx;
 mod sim;
 

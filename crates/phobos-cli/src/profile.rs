@@ -80,8 +80,7 @@ fn usage(message: String) -> Failure {
 }
 
 fn profile(a: &Args) -> Result<(), Failure> {
-    let source = std::fs::read_to_string(&a.file)
-        .map_err(|e| usage(format!("error: cannot read {}: {e}", a.file.display())))?;
+    let source = crate::args::read_source(&a.file).map_err(|m| usage(format!("error: {m}")))?;
     let gpu = match &a.gpu {
         Some(name) => Some(roofline::gpu(name).ok_or_else(|| {
             let known: Vec<&str> = roofline::GPUS.iter().map(|g| g.name).collect();
@@ -120,11 +119,13 @@ fn profile(a: &Args) -> Result<(), Failure> {
         req.inputs.push((name.clone(), input(&name, value)?));
     }
     let sample = a.cta_sample.map_or(CtaSample::All, CtaSample::Spread);
+    let progress = crate::progress::Progress::start(format!("profiling {file_name}"));
     // The counters are split over every core, as plain simulation runs.
-    let (ran, profiler) = phobos_explain::run_split(&req, |_, grid| {
+    let ran = phobos_explain::run_split(&req, |_, grid| {
         Profiler::new(grid.iter().map(|&g| u64::from(g)).product(), sample)
-    })
-    .map_err(|e| explain_failure(e, &file_name, &source))?;
+    });
+    progress.stop();
+    let (ran, profiler) = ran.map_err(|e| explain_failure(e, &file_name, &source))?;
     let registers = registers(&ran.ptx, &ran.variant.entry, arch);
     let occupancy = occupancy::occupancy(
         arch,

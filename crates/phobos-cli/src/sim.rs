@@ -246,7 +246,7 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
         threads: a.threads.min(cores),
         ..LaunchOptions::default()
     };
-    let progress = Progress::start(format!(
+    let progress = crate::progress::Progress::start(format!(
         "simulating `{}`: {ctas} CTAs x {} threads",
         variant.entry, variant.threads
     ));
@@ -360,32 +360,6 @@ fn check_out_dir(dir: &Path) -> Result<(), Failure> {
     std::fs::write(&probe, b"")
         .and_then(|()| std::fs::remove_file(&probe))
         .map_err(|e| usage(format!("cannot write in --out `{shown}`: {e}")))
-}
-
-/// A line on stderr every few seconds while a run takes longer than one.
-struct Progress {
-    stop: std::sync::mpsc::Sender<()>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Progress {
-    fn start(what: String) -> Progress {
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let started = std::time::Instant::now();
-            let mut wait = std::time::Duration::from_secs(1);
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
-                eprintln!("{what}: {} s so far", started.elapsed().as_secs());
-                wait = std::time::Duration::from_secs(5);
-            }
-        });
-        Progress { stop, thread }
-    }
-
-    fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.thread.join();
-    }
 }
 
 /// The numpy type code (without byte order) that holds `elem`.

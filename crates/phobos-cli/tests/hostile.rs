@@ -271,6 +271,29 @@ fn a_symlink_loop_is_walked_once() {
 }
 
 #[test]
+fn a_ladder_of_links_is_walked_once_per_directory() {
+    // d0/{a,b} -> d1, d1/{a,b} -> d2, ...: no loop, but following every
+    // link walks 2^24 paths.
+    let d = dir_with(&[]);
+    let rungs = 24;
+    for i in 0..=rungs {
+        std::fs::create_dir(d.path().join(format!("d{i}"))).expect("mkdir");
+    }
+    std::fs::write(d.path().join(format!("d{rungs}/k.pho")), AXPY).expect("write");
+    for i in 0..rungs {
+        for link in ["a", "b"] {
+            std::os::unix::fs::symlink(
+                format!("../d{}", i + 1),
+                d.path().join(format!("d{i}/{link}")),
+            )
+            .expect("symlink");
+        }
+    }
+    expect(d.path(), &["check", "d0"], 0, &["checked 1 file, 1 kernel"]);
+    expect(d.path(), &["fmt", "--check", "d0"], 0, &[]);
+}
+
+#[test]
 fn launches_beyond_the_limits_are_refused_up_front() {
     let d = axpy_dir();
     let sim = |grid: &str| -> Vec<String> {
@@ -379,6 +402,72 @@ fn a_full_or_closed_stdout_is_no_panic() {
 }
 
 #[test]
+fn a_full_or_closed_stderr_is_no_panic() {
+    let d = axpy_dir();
+    std::fs::write(d.path().join("bad.pho"), b"kernel k(\n").expect("write");
+    let cases: &[(&[&str], i32)] = &[
+        (&["check", "bad.pho"], 1),
+        (&["check", "bad.pho", "k.pho"], 1),
+        (&["check", "missing.pho"], 2),
+        (&["check"], 2),
+        (&["ptx", "bad.pho"], 1),
+        (&["report", "bad.pho"], 1),
+        (&["build", "bad.pho", "--out", "o"], 1),
+        (&["sim", "bad.pho", "--out", "o"], 1),
+        (&["sim", "k.pho", "x=missing.npy", "--out", "o"], 2),
+        (&["explain", "k.pho", "--kernel", "axpy", "alpha=abc"], 2),
+        (&["profile", "k.pho", "--gpu", "nonesuch"], 2),
+        (&["fmt", "bad.pho"], 1),
+        (&["fmt", "--check", "bad.pho"], 1),
+        (&["no-such-command"], 2),
+    ];
+    for &(args, code) in cases {
+        // Standard error on a full device.
+        let mut cmd = capped(args, d.path());
+        cmd.stdout(Stdio::null());
+        cmd.stderr(std::fs::File::create("/dev/full").expect("/dev/full"));
+        let status = cmd.status().expect("run");
+        assert_eq!(status.code(), Some(code), "{args:?} with stderr full: {status:?}");
+        // Standard error a pipe whose reader is gone.
+        let mut cmd = capped(args, d.path());
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn");
+        drop(child.stderr.take());
+        let status = child.wait().expect("wait");
+        assert_eq!(status.code(), Some(code), "{args:?} with stderr closed: {status:?}");
+    }
+    // The progress line of a long run, written to a full stderr.
+    let mut cmd = capped(
+        &["sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o"],
+        d.path(),
+    );
+    cmd.env("PHOBOS_PROGRESS_AFTER_MS", "0");
+    cmd.stdout(Stdio::null());
+    cmd.stderr(std::fs::File::create("/dev/full").expect("/dev/full"));
+    assert_eq!(cmd.status().expect("run").code(), Some(0));
+}
+
+#[test]
+fn a_run_longer_than_the_progress_delay_says_so_on_stderr() {
+    // About 2^24 simulated loop trips: well past the 50 ms delay set below
+    // on any machine, and a few seconds at most.
+    let src = "@launch(256)\n@grid(16)\nkernel spin(x: tensor<f32>[N], y: tensor<f32>[N]) {\n  var a = x[0]\n  for i in range(0, N) {\n    a = a * 0.5 + 1.0\n  }\n  y[ctx.block.x * ctx.threads + ctx.thread] = a\n}\n";
+    let x = npy_f32(&[1.0; 4096]);
+    let d = dir_with(&[("k.pho", src.as_bytes()), ("x.npy", &x), ("y.npy", &x)]);
+    for args in [
+        &["sim", "k.pho", "x=x.npy", "y=y.npy", "--out", "o"][..],
+        &["explain", "k.pho", "--kernel", "spin", "x=x.npy", "y=y.npy", "--format", "text", "-o", "t.txt"],
+    ] {
+        let mut cmd = capped(args, d.path());
+        cmd.env("PHOBOS_PROGRESS_AFTER_MS", "50");
+        let out = run(cmd);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.contains("s so far"), "{args:?}: no progress line in:\n{err}");
+    }
+}
+
+#[test]
 fn an_npy_header_bomb_is_refused_before_allocating() {
     // 14 bytes: version 2.0, a header of 4 GiB - 1.
     let mut bomb = b"\x93NUMPY\x02\x00".to_vec();
@@ -438,6 +527,19 @@ fn an_npy_header_bomb_is_refused_before_allocating() {
 fn huge_and_endless_sources_are_refused() {
     let d = dir_with(&[]);
     expect(d.path(), &["check", "/dev/zero"], 2, &["larger than 1 MiB"]);
+    expect(
+        d.path(),
+        &["profile", "/dev/zero", "--kernel", "k"],
+        2,
+        &["larger than 1 MiB"],
+    );
+    // `fmt -` read stdin whole: gigabytes, then "out of memory".
+    let mut cmd = capped(&["fmt", "-"], d.path());
+    cmd.stdin(std::fs::File::open("/dev/zero").expect("/dev/zero"));
+    let out = run(cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("stdin is larger than 1 MiB"), "{err}");
     let flood = "$\n".repeat(400_000);
     let d = dir_with(&[("k.pho", flood.as_bytes())]);
     let out = expect(
@@ -448,6 +550,30 @@ fn huge_and_endless_sources_are_refused() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.matches("error[P0001]").count() <= 100);
+}
+
+#[test]
+fn the_summary_counts_the_errors_p0006_hides_not_p0006() {
+    // 400,000 bad characters: 100 shown, the rest counted in P0006s (the
+    // lexer's and the cap's). The summary counted each P0006 as one error.
+    let flood = "$\n".repeat(400_000);
+    let d = dir_with(&[("k.pho", flood.as_bytes()), ("ok.pho", AXPY.as_bytes())]);
+    let out = expect(
+        d.path(),
+        &["check", "."],
+        1,
+        &["error: 400000 errors in 1 file"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The count comes after the diagnostics it follows, not first.
+    let first = err.find("error[").expect("a diagnostic");
+    assert!(err[first..].starts_with("error[P0001]"), "{err}");
+    let json = run(capped(&["check", "k.pho", "--message-format", "json"], d.path()));
+    let text = String::from_utf8_lossy(&json.stdout);
+    let last: serde_json::Value =
+        serde_json::from_str(text.lines().last().expect("a line")).expect("json");
+    assert_eq!(last["code"], "P0006");
+    assert_eq!(last["hidden"]["errors"], 399_900);
 }
 
 // Unclear messages.

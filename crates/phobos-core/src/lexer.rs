@@ -193,16 +193,16 @@ pub fn lex_with_comments(src: &str) -> (Vec<Token>, Vec<Comment>, Vec<Diagnostic
         toks: Vec::with_capacity(src.len() / 3 + 1),
         comments: Vec::new(),
         diags: Vec::new(),
-        unreported: 0,
+        unreported: crate::diag::Counts::default(),
     };
     lx.run();
-    if lx.unreported > 0 {
-        lx.diags.push(Diagnostic::error(
-            "P0006",
+    if lx.unreported.total() > 0 {
+        lx.diags.push(Diagnostic::not_shown(
             format!(
                 "{} more bad characters or numbers not reported: the lexer stops reporting after {LEX_DIAGNOSTICS}",
-                lx.unreported
+                lx.unreported.total()
             ),
+            lx.unreported,
         ));
     }
     (lx.toks, lx.comments, lx.diags)
@@ -217,7 +217,7 @@ struct Lexer<'a> {
     comments: Vec<Comment>,
     diags: Vec<Diagnostic>,
     /// Diagnostics past [`LEX_DIAGNOSTICS`], counted only.
-    unreported: usize,
+    unreported: crate::diag::Counts,
 }
 
 impl Lexer<'_> {
@@ -225,7 +225,7 @@ impl Lexer<'_> {
         if self.diags.len() < LEX_DIAGNOSTICS {
             self.diags.push(d);
         } else {
-            self.unreported += 1;
+            self.unreported.add(&d);
         }
     }
 

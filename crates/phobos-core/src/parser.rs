@@ -14,6 +14,12 @@ use crate::lexer::{lex, Tok, Token};
 /// The deepest nesting of expressions and blocks the parser accepts.
 pub const MAX_DEPTH: usize = 128;
 
+/// The most binary operators (or subscripts) one chain may hold: `a + b +
+/// c` nests no brackets, yet each operator is a level of the tree that
+/// every later pass (checker, formatter, even dropping the tree) walks
+/// recursively, so an unbounded chain overflowed the stack.
+pub const MAX_CHAIN: usize = 1024;
+
 /// The collectives and the shuffle: a name of these followed by `<` and a
 /// configuration word is a collective, not a comparison.
 pub const COLLECTIVE_OPS: [&str; 8] = [
@@ -50,16 +56,16 @@ pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
         nest: 0,
         in_config: false,
         diags,
-        unreported: 0,
+        unreported: crate::diag::Counts::default(),
     };
     let file = p.file();
-    if p.unreported > 0 {
-        p.diags.push(Diagnostic::error(
-            "P0006",
+    if p.unreported.total() > 0 {
+        p.diags.push(Diagnostic::not_shown(
             format!(
                 "{} more syntax errors not reported: the parser stops reporting after {PARSE_DIAGNOSTICS}",
-                p.unreported
+                p.unreported.total()
             ),
+            p.unreported,
         ));
     }
     (file, p.diags)
@@ -86,7 +92,7 @@ struct Parser<'a> {
     in_config: bool,
     diags: Vec<Diagnostic>,
     /// Diagnostics past [`PARSE_DIAGNOSTICS`], counted only.
-    unreported: usize,
+    unreported: crate::diag::Counts,
 }
 
 impl<'a> Parser<'a> {
@@ -94,7 +100,7 @@ impl<'a> Parser<'a> {
         if self.diags.len() < PARSE_DIAGNOSTICS {
             self.diags.push(d);
         } else {
-            self.unreported += 1;
+            self.unreported.add(&d);
         }
     }
 
@@ -247,6 +253,29 @@ impl<'a> Parser<'a> {
         }
         self.depth += 1;
         Ok(())
+    }
+
+    /// Counts one more operator or subscript of a chain; past
+    /// [`MAX_CHAIN`] reports P0101 and skips the rest of the statement.
+    fn chain_link(&mut self, chain: &mut usize) -> PResult<()> {
+        *chain += 1;
+        if *chain <= MAX_CHAIN {
+            return Ok(());
+        }
+        let span = self.span();
+        self.report(
+            Diagnostic::error("P0101", "expression is too long")
+                .primary(span, format!("more than {MAX_CHAIN} operators in one chain"))
+                .note("split the computation with `let`"),
+        );
+        while !matches!(
+            self.kind(),
+            Tok::Eof | Tok::Semi | Tok::RParen | Tok::RBracket | Tok::RBrace
+        ) && !(self.tok().nl_before && self.nest == 0)
+        {
+            self.skip_group();
+        }
+        Err(Reported)
     }
 
     // ----- items --------------------------------------------------------
@@ -678,6 +707,7 @@ impl<'a> Parser<'a> {
 
     fn binary(&mut self, min_prec: u8) -> PResult<Expr> {
         let mut lhs = self.unary()?;
+        let mut chain = 0usize;
         loop {
             if self.tok().nl_before && self.nest == 0 {
                 return Ok(lhs);
@@ -688,6 +718,7 @@ impl<'a> Parser<'a> {
             if prec < min_prec || (self.in_config && matches!(op, BinOp::Gt | BinOp::Shr)) {
                 return Ok(lhs);
             }
+            self.chain_link(&mut chain)?;
             self.bump();
             self.enter()?;
             let rhs = self.binary(prec + 1);
@@ -721,7 +752,9 @@ impl<'a> Parser<'a> {
 
     fn postfix(&mut self) -> PResult<Expr> {
         let mut e = self.primary()?;
+        let mut chain = 0usize;
         while self.at(&Tok::LBracket) && !(self.tok().nl_before && self.nest == 0) {
+            self.chain_link(&mut chain)?;
             self.bump();
             let subs = self.comma_list(&Tok::RBracket, Parser::subscript)?;
             let span = e.span.to(Span {

@@ -51,6 +51,14 @@ pub struct CompiledKernel {
 /// Parse and check a source file. Diagnostics are sorted by position;
 /// kernels are returned only for items that checked without errors.
 pub fn check_source(src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
+    let (kernels, mut diags) = check_source_uncapped(src);
+    crate::diag::cap(&mut diags);
+    (kernels, diags)
+}
+
+/// [`check_source`] with every diagnostic kept, for callers that add more
+/// before capping.
+fn check_source_uncapped(src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
     let (file, mut diags) = crate::parser::parse(src);
     let (mut kernels, check_diags) = crate::check::check_file(&file, src);
     // A kernel with a syntax error inside it is not returned either: the
@@ -66,15 +74,22 @@ pub fn check_source(src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
             .any(|&at| k.span.start <= at && at < k.span.end)
     });
     diags.extend(check_diags);
-    // Stable: diagnostics at one position keep the order they were found in.
+    sort_by_position(&mut diags);
+    (kernels, diags)
+}
+
+/// Sorts diagnostics by their primary label. Stable: diagnostics at one
+/// position keep the order they were found in. A count of diagnostics not
+/// shown (P0006) goes last, after what it follows.
+fn sort_by_position(diags: &mut [Diagnostic]) {
     diags.sort_by_key(|d| {
-        d.labels
+        let at = d
+            .labels
             .iter()
             .find(|l| l.primary)
-            .map_or(0, |l| l.span.start)
+            .map_or(0, |l| l.span.start);
+        (d.hidden.is_some(), at)
     });
-    crate::diag::cap(&mut diags);
-    (kernels, diags)
 }
 
 /// Check a source file as `compile` would for every target in `arches`:
@@ -87,7 +102,7 @@ pub fn check_for_targets(
     file_name: &str,
     arches: &[u32],
 ) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
-    let (checked, mut diags) = check_source(src);
+    let (checked, mut diags) = check_source_uncapped(src);
     let mut ok = Vec::new();
     for kernel in checked {
         let mut failed = false;
@@ -103,12 +118,8 @@ pub fn check_for_targets(
             ok.push(kernel);
         }
     }
-    diags.sort_by_key(|d| {
-        d.labels
-            .iter()
-            .find(|l| l.primary)
-            .map_or(0, |l| l.span.start)
-    });
+    sort_by_position(&mut diags);
+    crate::diag::cap(&mut diags);
     (ok, diags)
 }
 

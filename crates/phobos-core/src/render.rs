@@ -267,7 +267,8 @@ fn to_codespan(d: &Diagnostic, len: usize) -> CsDiagnostic<()> {
 
 /// One JSON object per diagnostic: code, severity, message, file, line and
 /// column of the primary label (1-based, columns in bytes), every label
-/// with its own position, and the notes.
+/// with its own position, and the notes; a count of diagnostics not shown
+/// (P0006) adds `hidden: {errors, warnings}`.
 pub fn to_json(diags: &[Diagnostic], file_name: &str, src: &str) -> serde_json::Value {
     let index = LineIndex::new(src);
     let pos = |offset: u32| index.line_col((offset as usize).min(src.len()));
@@ -294,7 +295,7 @@ pub fn to_json(diags: &[Diagnostic], file_name: &str, src: &str) -> serde_json::
                     })
                 })
                 .collect();
-            serde_json::json!({
+            let mut item = serde_json::json!({
                 "code": d.code,
                 "severity": severity_name(d.severity),
                 "message": d.message,
@@ -303,7 +304,12 @@ pub fn to_json(diags: &[Diagnostic], file_name: &str, src: &str) -> serde_json::
                 "col": col,
                 "labels": labels,
                 "notes": d.notes,
-            })
+            });
+            // P0006: the errors and warnings it stands for.
+            if let Some(hidden) = d.hidden {
+                item["hidden"] = serde_json::json!(hidden);
+            }
+            item
         })
         .collect();
     serde_json::Value::Array(items)

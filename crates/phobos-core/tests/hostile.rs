@@ -214,3 +214,36 @@ fn a_grid_that_divides_by_zero_names_the_operator_as_written() {
     let err = e.eval(&|_| Some(0)).unwrap_err();
     assert!(err.contains("(100 / 0)"), "{err}");
 }
+
+#[test]
+fn a_chain_of_operators_or_subscripts_is_bounded_not_a_stack_overflow() {
+    // 150,000 `+` (about 900 KB): a tree 150,000 levels deep, which the
+    // checker, the formatter and dropping the tree all walked recursively.
+    let n = 150_000;
+    let chain = format!(
+        "@launch(32)\nkernel k(x: tensor<f32>[N]) {{\n  x[0] = {}1.0\n}}\n",
+        "1.0 + ".repeat(n)
+    );
+    let subs = format!(
+        "@launch(32)\nkernel k(x: tensor<f32>[N]) {{\n  x[0] = x{}\n}}\n",
+        "[0]".repeat(n)
+    );
+    let parens = format!(
+        "@launch(32)\nkernel k(x: tensor<f32>[N]) {{\n  x[0] = ({}1.0)\n  x[1] = 2.0 +\n}}\n",
+        "1.0 + ".repeat(n / 2)
+    );
+    for src in [&chain, &subs, &parens] {
+        let d = the_error(src, "P0101");
+        assert!(d.message.contains("too long"), "{}", d.message);
+        assert!(phobos_core::format::format_source(src).is_err());
+    }
+    // Recovery goes on after the long line: the next statement's error too.
+    assert!(diags(&parens).iter().any(|d| d.code == "P0100"));
+    // The longest chain allowed still checks (as P0211: deeper than the
+    // checker's 384 levels), without a crash.
+    let longest = format!(
+        "@launch(32)\nkernel k(x: tensor<f32>[N]) {{\n  x[0] = {}1.0\n}}\n",
+        "1.0 + ".repeat(phobos_core::parser::MAX_CHAIN)
+    );
+    the_error(&longest, "P0211");
+}
