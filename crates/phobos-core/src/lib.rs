@@ -11,6 +11,7 @@ pub mod ast;
 pub mod backend;
 pub mod binding;
 pub mod check;
+pub mod consteval;
 pub mod diag;
 pub mod format;
 pub mod hir;
@@ -23,5 +24,5 @@ pub mod source;
 
 pub use diag::{Diagnostic, Severity};
 pub use pipeline::{
-    check_for_targets, check_source, compile, CompileOptions, CompiledKernel, ARCHES,
+    check_for_targets, check_source, compile, file_module, CompileOptions, CompiledKernel, ARCHES,
 };

@@ -266,7 +266,7 @@ impl Cx<'_> {
                 format!(
                     "`{n}` is {}, so `{n} {}= ...` cannot take {}",
                     lt.name(),
-                    super::types::op_text(op),
+                    op.symbol(),
                     vt.name()
                 ),
             )
