@@ -67,7 +67,7 @@ pub fn corpus_file(name: &str) -> CorpusFile {
 /// diagnostics if it does not compile.
 pub fn compile(file: &CorpusFile, arch: u32) -> Vec<CompiledKernel> {
     let name = format!("{}.pho", file.name);
-    let (kernels, diags) = phobos_core::compile(&file.src, &name, &CompileOptions { arch });
+    let (kernels, diags) = phobos_core::compile(&file.src, &name, &CompileOptions::for_arch(arch));
     if diags.iter().any(|d| d.is_error()) || kernels.is_empty() {
         panic!(
             "{name} did not compile for sm_{arch}:\n{}",

@@ -276,7 +276,7 @@ impl Scalar {
 /// Compile `src` (named `file_name` in diagnostics and `.loc`), panicking
 /// with the rendered diagnostics when it does not compile.
 pub fn compile_src(src: &str, file_name: &str) -> Vec<CompiledKernel> {
-    let (kernels, diags) = phobos_core::compile(src, file_name, &CompileOptions { arch: 75 });
+    let (kernels, diags) = phobos_core::compile(src, file_name, &CompileOptions::for_arch(75));
     if diags.iter().any(|d| d.is_error()) || kernels.is_empty() {
         panic!(
             "{file_name} did not compile:\n{}",

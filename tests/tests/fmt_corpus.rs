@@ -87,7 +87,7 @@ fn ptx_per_arch(src: &str, name: &str) -> Vec<String> {
     ARCHES
         .iter()
         .map(|&arch| {
-            let (kernels, diags) = compile(src, name, &CompileOptions { arch });
+            let (kernels, diags) = compile(src, name, &CompileOptions::for_arch(arch));
             assert!(
                 !diags.iter().any(|d| d.is_error()) && !kernels.is_empty(),
                 "{name} does not compile for sm_{arch}"

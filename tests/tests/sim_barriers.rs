@@ -181,7 +181,7 @@ kernel shift(X: tensor<f32>[1, 64], Y: tensor<f32>[64]) {
   Y[i] = t[0, i]
 }
 "#;
-    let (_, diags) = phobos_core::compile(src, "shift.pho", &CompileOptions { arch: 75 });
+    let (_, diags) = phobos_core::compile(src, "shift.pho", &CompileOptions::for_arch(75));
     let text = phobos_core::render::render(&diags, "shift.pho", src, false);
     assert!(diags.iter().any(|d| d.code == "P0802"), "{text}");
     assert!(text.contains("`t` read here"), "{text}");

@@ -110,10 +110,6 @@ pub enum BuildError {
     Ptxas {
         message: String,
     },
-    /// A define pins a constant to a value the kernel does not offer.
-    Define {
-        message: String,
-    },
     /// The name given to [`Builder::runtime_crate`] is not a crate name.
     RuntimeCrate {
         name: String,
@@ -157,7 +153,6 @@ impl fmt::Display for BuildError {
             }
             BuildError::Env { var, message } => write!(f, "error: {var}: {message}"),
             BuildError::Ptxas { message } => write!(f, "error: ptxas: {message}"),
-            BuildError::Define { message } => write!(f, "error: define: {message}"),
             BuildError::UntrackablePath { path } => write!(
                 f,
                 "error: {path:?} has a line break in its name; cargo cannot be told to \
@@ -378,10 +373,10 @@ impl Builder {
 
         let dir = manifest_dir.join(&self.dir);
         let files = self.walk(&dir, &manifest_dir)?;
-        let (mut compiled, mut warnings) = compile_files(&files, &arches)?;
         let mut defines: BTreeMap<String, i64> = config.build.defines.clone();
         defines.extend(self.defines.iter().cloned());
-        warnings.extend(apply_defines(&mut compiled, &defines)?);
+        let (compiled, mut warnings) = compile_files(&files, &arches, &defines)?;
+        warnings.extend(unused_defines(&compiled, &defines));
         check_unique_names(&compiled)?;
 
         let ptx_only = self.ptx_only.or(config.build.ptx_only).unwrap_or(false);
@@ -682,9 +677,12 @@ fn meta_ron(meta: &KernelMeta) -> Result<String, BuildError> {
 
 /// Compiles every file for every architecture. Returns the compiled files
 /// and the warnings (one line each), or every error rendered.
+/// Compiles every file for every target, with `defines` pinning
+/// `@autotune` constants (phobos-core compiles only the pinned variants).
 fn compile_files(
     files: &[(PathBuf, String)],
     arches: &[u32],
+    defines: &BTreeMap<String, i64>,
 ) -> Result<(Vec<CompiledFile>, Vec<String>), BuildError> {
     let mut compiled = Vec::new();
     let mut rendered = String::new();
@@ -697,7 +695,11 @@ fn compile_files(
         // produce them.
         let mut seen: Vec<Diagnostic> = Vec::new();
         for &arch in arches {
-            let (kernels, diags) = phobos_core::compile(&src, display, &CompileOptions { arch });
+            let opts = CompileOptions {
+                arch,
+                defines: defines.iter().map(|(n, v)| (n.clone(), *v)).collect(),
+            };
+            let (kernels, diags) = phobos_core::compile(&src, display, &opts);
             for d in diags {
                 phobos_core::add_once_per_target(&mut seen, d);
             }
@@ -747,43 +749,21 @@ fn one_line(d: &Diagnostic, display: &str, src: &str) -> String {
     format!("{at}: {kind}[{}]: {}", d.code, d.message.replace('\n', " "))
 }
 
-/// Keeps, in every kernel that declares a defined `@autotune` name, only the
-/// variants with the defined value. Returns a warning per unused define.
-fn apply_defines(
-    files: &mut [CompiledFile],
-    defines: &BTreeMap<String, i64>,
-) -> Result<Vec<String>, BuildError> {
-    let mut used = BTreeSet::new();
-    for file in files.iter_mut() {
-        for (_, kernels) in &mut file.per_arch {
-            for kernel in kernels.iter_mut() {
-                let meta = &mut kernel.meta;
-                for (name, candidates) in &mut meta.autotune {
-                    let Some(&value) = defines.get(name) else {
-                        continue;
-                    };
-                    if !candidates.contains(&value) {
-                        return Err(BuildError::Define {
-                            message: format!(
-                                "{name} = {value} is not a candidate of kernel `{}` in {} \
-                                 (@autotune({name} in {candidates:?}))",
-                                meta.name, file.display
-                            ),
-                        });
-                    }
-                    used.insert(name.clone());
-                    *candidates = vec![value];
-                    meta.variants
-                        .retain(|v| v.values.iter().all(|(n, v)| n != name || *v == value));
-                }
-            }
-        }
-    }
-    Ok(defines
+/// A warning per define that no kernel declares as an `@autotune` name.
+fn unused_defines(files: &[CompiledFile], defines: &BTreeMap<String, i64>) -> Vec<String> {
+    let declared = |name: &str| {
+        files.iter().any(|f| {
+            f.per_arch
+                .iter()
+                .flat_map(|(_, kernels)| kernels)
+                .any(|k| k.meta.autotune.iter().any(|(n, _)| n == name))
+        })
+    };
+    defines
         .keys()
-        .filter(|name| !used.contains(*name))
+        .filter(|name| !declared(name))
         .map(|name| format!("phobos: define {name} is not an @autotune name of any kernel"))
-        .collect())
+        .collect()
 }
 
 fn check_unique_names(files: &[CompiledFile]) -> Result<(), BuildError> {

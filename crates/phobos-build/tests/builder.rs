@@ -250,13 +250,20 @@ fn defines_pin_autotune_constants() {
     let meta = fs::read_to_string(out.path().join("phobos/tuned.meta.ron")).unwrap();
     assert!(meta.contains("entry: \"tuned__BLOCK128\""), "{meta}");
     assert!(!meta.contains("entry: \"tuned__BLOCK64\""), "{meta}");
+    // The PTX holds only the pinned variant's entry too (before defines
+    // reached the compiler, it held every variant's).
+    let ptx = fs::read_to_string(out.path().join("phobos/tuned.sm_75.ptx")).unwrap();
+    assert!(ptx.contains(".entry tuned__BLOCK128("), "{ptx}");
+    assert!(!ptx.contains("tuned__BLOCK64"), "{ptx}");
     let err = builder(dir.path(), out.path())
         .define("BLOCK", 96)
         .build()
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
-        err.to_string()
-            .contains("BLOCK = 96 is not a candidate of kernel `tuned` in kernels/tuned.pho"),
+        err.contains("error[P0312]: BLOCK = 96 is not a candidate of kernel `tuned`")
+            && err.contains("kernels/tuned.pho")
+            && err.contains("[64, 128]"),
         "{err}"
     );
     fs::write(

@@ -63,7 +63,7 @@ fn parse_arch(s: &str) -> Result<u32, Fail> {
 fn compile_file(path: &Path, arch: u32) -> Result<Vec<CompiledKernel>, Fail> {
     let src = crate::args::read_source(path).map_err(|m| Fail(2, m))?;
     let name = path.display().to_string();
-    let (kernels, diags) = phobos_core::compile(&src, &name, &CompileOptions { arch });
+    let (kernels, diags) = phobos_core::compile(&src, &name, &CompileOptions::for_arch(arch));
     if !diags.is_empty() {
         let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
         eprint!(
@@ -119,49 +119,9 @@ pub fn run_ptx(a: PtxArgs) -> u8 {
     finish((|| {
         let arch = parse_arch(&a.arch)?;
         let kernels = select(compile_file(&a.file, arch)?, &a.kernel, &a.file)?;
-        let modules: Vec<&str> = kernels.iter().map(|k| k.ptx.as_str()).collect();
-        crate::out::print(&merge_modules(&modules)).map_err(|m| Fail(2, m))
+        // One module for the file, so ptxas accepts the output whole.
+        crate::out::print(&phobos_core::file_module(&kernels)).map_err(|m| Fail(2, m))
     })())
-}
-
-/// One PTX module holding every kernel's entries, so the output of
-/// `phobos ptx` on a file of several kernels is one file ptxas accepts: the
-/// first module's header (`.version` raised to the highest any module
-/// needs, `.target`, `.address_size`, `.file`), then each module's body.
-pub fn merge_modules(modules: &[&str]) -> String {
-    let parts: Vec<(&str, &str)> = modules
-        .iter()
-        .map(|m| match m.find("\n.file") {
-            Some(i) => {
-                let end = m[i + 1..].find('\n').map_or(m.len(), |j| i + 1 + j + 1);
-                (&m[..end], &m[end..])
-            }
-            None => ("", *m),
-        })
-        .collect();
-    let version = |header: &str| -> Option<(u32, u32)> {
-        let v = header.lines().find_map(|l| l.strip_prefix(".version "))?;
-        let (major, minor) = v.trim().split_once('.')?;
-        Some((major.parse().ok()?, minor.parse().ok()?))
-    };
-    let Some(((first_header, _), highest)) = parts
-        .first()
-        .map(|p| (*p, parts.iter().filter_map(|(h, _)| version(h)).max()))
-    else {
-        return String::new();
-    };
-    let mut out = String::new();
-    for line in first_header.lines() {
-        match (line.starts_with(".version "), highest) {
-            (true, Some((major, minor))) => out.push_str(&format!(".version {major}.{minor}")),
-            _ => out.push_str(line),
-        }
-        out.push('\n');
-    }
-    for (_, body) in &parts {
-        out.push_str(body);
-    }
-    out
 }
 
 pub fn run_report(a: ReportArgs) -> u8 {

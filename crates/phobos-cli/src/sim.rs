@@ -109,7 +109,7 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
     check_out_dir(&a.out)?;
     let src = crate::args::read_source(&a.file).map_err(usage)?;
     let file_name = a.file.display().to_string();
-    let opts = phobos_core::CompileOptions { arch };
+    let opts = phobos_core::CompileOptions::for_arch(arch);
     let (kernels, diags) = phobos_core::compile(&src, &file_name, &opts);
     if !diags.is_empty() {
         let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();

@@ -5,24 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-const STAGED: &str = "@autotune(K in [256])
-@launch(128)
-kernel staged_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[1, N]) {
-  var xs = x[0 :+ 1, :]
-  let row = ctx.block.x * ctx.warps + ctx.warp
-  var acc: f32 = 0.0
-  if row < N {
-    for k in range(0, K, ctx.lanes * 4) {
-      let at = k + ctx.lane * 4
-      acc += sum(W[row, at :+ 4] * xs[0, at :+ 4])
-    }
-  }
-  let total = sum<over ctx.lane>(acc)
-  if ctx.lane == 0 && row < N {
-    y[0, row] = total
-  }
-}
-";
+const STAGED: &str = include_str!("../../../tests/in/staged_matvec.pho");
 
 fn phobos(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_phobos"))

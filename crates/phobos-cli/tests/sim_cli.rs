@@ -5,71 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const LANES_MATVEC: &str = "@launch(128)
-@aligned(K = 128)
-kernel lanes_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[1, N]) {
-  let row = ctx.block.x * ctx.warps + ctx.warp
-  var acc: f32 = 0.0
-  if row < N {
-    for k in range(0, K, ctx.lanes * 4) {
-      let at = k + ctx.lane * 4
-      acc += sum(W[row, at :+ 4] * x[0, at :+ 4])
-    }
-  }
-  let total = sum<over ctx.lane>(acc)
-  if ctx.lane == 0 && row < N {
-    y[0, row] = total
-  }
-}
-";
-
-const I8_MATVEC: &str = "@launch(256)
-@aligned(K = 32)
-kernel i8_matvec(A: tensor<i8>[1, K], W: tensor<i8>[N, K], C: tensor<f32>[1, N]) {
-  let col = ctx.block.x * ctx.warps + ctx.warp
-  var acc: f32 = 0.0
-  if col < N {
-    for k in range(ctx.lane * 16, K, ctx.lanes * 16) {
-      acc += f32(sum(i32(A[0, k :+ 16]) * i32(W[col, k :+ 16])))
-    }
-  }
-  let total = sum<over ctx.lane>(acc)
-  if ctx.lane == 0 && col < N {
-    C[0, col] = total
-  }
-}
-";
-
-const LANE_MAX: &str = "fn mx(a, b) = max(a, b)
-
-@launch(128)
-kernel lane_max(A: tensor<f32>[1, 128], O: tensor<f32>[1, 1]) {
-  let x = A[0, ctx.thread]
-  let r = reduce<over ctx.lane>(x, mx)
-  if ctx.thread == 0 {
-    O[0, 0] = f32(r)
-  }
-}
-";
-
-const STAGED_MATVEC: &str = "@autotune(K in [256])
-@launch(128)
-kernel staged_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[1, N]) {
-  var xs = x[0 :+ 1, :]
-  let row = ctx.block.x * ctx.warps + ctx.warp
-  var acc: f32 = 0.0
-  if row < N {
-    for k in range(0, K, ctx.lanes * 4) {
-      let at = k + ctx.lane * 4
-      acc += sum(W[row, at :+ 4] * xs[0, at :+ 4])
-    }
-  }
-  let total = sum<over ctx.lane>(acc)
-  if ctx.lane == 0 && row < N {
-    y[0, row] = total
-  }
-}
-";
+// The seed page's kernels, from the conformance corpus.
+const LANES_MATVEC: &str = include_str!("../../../tests/in/lanes_matvec.pho");
+const I8_MATVEC: &str = include_str!("../../../tests/in/i8_matvec.pho");
+const LANE_MAX: &str = include_str!("../../../tests/in/lane_max.pho");
+const STAGED_MATVEC: &str = include_str!("../../../tests/in/staged_matvec.pho");
 
 /// Reads every element of a tensor, with no bounds guard: a planted bug
 /// when the tensor is shorter than the CTA.

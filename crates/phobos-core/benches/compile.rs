@@ -44,7 +44,7 @@ fn time(mut f: impl FnMut()) -> (Duration, Duration) {
 
 fn main() {
     let files = corpus();
-    let opts = phobos_core::CompileOptions { arch: 75 };
+    let opts = phobos_core::CompileOptions::for_arch(75);
     let mut kernels = 0;
     let mut ptx_bytes = 0;
     for (name, src) in &files {

@@ -385,32 +385,4 @@ impl BinOp {
             BinOp::Or => "||",
         }
     }
-
-    /// The operator on two `i64` values, as the launcher evaluates `@grid`
-    /// and `explain` evaluates uniform expressions: comparisons and logic
-    /// give 0 or 1; `None` on overflow, division by zero or a shift out of
-    /// range.
-    pub fn eval_i64(self, a: i64, b: i64) -> Option<i64> {
-        let shift = || u32::try_from(b).ok();
-        Some(match self {
-            BinOp::Add => a.checked_add(b)?,
-            BinOp::Sub => a.checked_sub(b)?,
-            BinOp::Mul => a.checked_mul(b)?,
-            BinOp::Div => a.checked_div(b)?,
-            BinOp::Rem => a.checked_rem(b)?,
-            BinOp::BitAnd => a & b,
-            BinOp::BitOr => a | b,
-            BinOp::BitXor => a ^ b,
-            BinOp::Shl => a.checked_shl(shift()?)?,
-            BinOp::Shr => a.checked_shr(shift()?)?,
-            BinOp::Eq => i64::from(a == b),
-            BinOp::Ne => i64::from(a != b),
-            BinOp::Lt => i64::from(a < b),
-            BinOp::Le => i64::from(a <= b),
-            BinOp::Gt => i64::from(a > b),
-            BinOp::Ge => i64::from(a >= b),
-            BinOp::And => i64::from(a != 0 && b != 0),
-            BinOp::Or => i64::from(a != 0 || b != 0),
-        })
-    }
 }

@@ -295,10 +295,6 @@ fn prec(op: BinOp) -> u8 {
     }
 }
 
-pub(crate) fn binop_text(op: BinOp) -> &'static str {
-    op.symbol()
-}
-
 pub fn ctx_text(f: CtxField) -> &'static str {
     match f {
         CtxField::Thread => "ctx.thread",
@@ -426,7 +422,7 @@ impl Formatter<'_> {
                 let p = prec(*op);
                 Doc::Concat(vec![
                     self.operand(lhs, p, false, place),
-                    text(format!(" {} ", binop_text(*op))),
+                    text(format!(" {} ", op.symbol())),
                     self.operand(rhs, p, true, place),
                 ])
             }
@@ -808,7 +804,7 @@ impl Formatter<'_> {
                 self.doc_line(&doc);
             }
             StmtKind::Assign { target, op, value } => {
-                let op = op.map_or("=".to_string(), |o| format!("{}=", binop_text(o)));
+                let op = op.map_or("=".to_string(), |o| format!("{}=", o.symbol()));
                 let doc = Doc::Concat(vec![
                     self.expr(target, Place::Top),
                     text(format!(" {op} ")),

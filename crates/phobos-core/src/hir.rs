@@ -241,6 +241,31 @@ pub enum CollOp {
     Reduce,
 }
 
+impl CollOp {
+    pub const ALL: [CollOp; 7] = [
+        CollOp::Sum,
+        CollOp::Max,
+        CollOp::Min,
+        CollOp::Any,
+        CollOp::All,
+        CollOp::Argmax,
+        CollOp::Reduce,
+    ];
+
+    /// The collective's name as the language writes it (`sum`, `argmax`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CollOp::Sum => "sum",
+            CollOp::Max => "max",
+            CollOp::Min => "min",
+            CollOp::Any => "any",
+            CollOp::All => "all",
+            CollOp::Argmax => "argmax",
+            CollOp::Reduce => "reduce",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Group {
     /// Over the lanes of a warp, in pieces of `width` lanes (32 = whole warp).

@@ -11,6 +11,7 @@ pub mod ast;
 pub mod backend;
 pub mod binding;
 pub mod check;
+pub mod consteval;
 pub mod diag;
 pub mod format;
 pub mod hir;
@@ -23,6 +24,6 @@ pub mod source;
 
 pub use diag::{Diagnostic, Severity};
 pub use pipeline::{
-    add_once_per_target, check_for_targets, check_source, compile, max_shared_bytes,
-    CompileOptions, CompiledKernel, ARCHES, STATIC_SHARED_LIMIT,
+    add_once_per_target, check_for_targets, check_source, compile, file_module,
+    max_shared_bytes, CompileOptions, CompiledKernel, ARCHES, STATIC_SHARED_LIMIT,
 };

@@ -93,7 +93,8 @@ impl GridExpr {
             GridExpr::Max(a, b) => a.eval(lookup)?.max(b.eval(lookup)?),
             GridExpr::Binary(op, a, b) => {
                 let (a, b) = (a.eval(lookup)?, b.eval(lookup)?);
-                op.eval_i64(a, b).ok_or_else(|| {
+                let v = crate::consteval::exact(*op, crate::ast::ScalarTy::I64, a.into(), b.into());
+                v.ok().and_then(|v| i64::try_from(v).ok()).ok_or_else(|| {
                     format!(
                         "@grid overflows 64 bits or divides by zero ({a} {} {b})",
                         op.symbol()

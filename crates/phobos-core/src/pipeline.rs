@@ -32,11 +32,27 @@ pub fn max_shared_bytes(arch: u32) -> u32 {
 pub struct CompileOptions {
     /// Target compute capability, e.g. 75 for `sm_75`.
     pub arch: u32,
+    /// Pinned `@autotune` constants (`NAME = value`; a later one wins): a
+    /// kernel that declares `NAME` compiles only the variants with that
+    /// value, and its metadata lists only that candidate. A value that is
+    /// not one of the kernel's candidates is error P0312. Names no kernel
+    /// declares are ignored here (phobos-build warns about them).
+    pub defines: Vec<(String, i64)>,
+}
+
+impl CompileOptions {
+    /// The options for `sm_{arch}` with nothing pinned.
+    pub fn for_arch(arch: u32) -> Self {
+        CompileOptions {
+            arch,
+            defines: Vec::new(),
+        }
+    }
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { arch: 75 }
+        CompileOptions::for_arch(75)
     }
 }
 
@@ -45,7 +61,21 @@ impl Default for CompileOptions {
 #[derive(Clone, Debug)]
 pub struct CompiledKernel {
     pub meta: KernelMeta,
+    /// A PTX module of this kernel alone.
     pub ptx: String,
+    /// The parts `file_module` puts together with other kernels'.
+    pub(crate) module: crate::backend::ModuleParts,
+}
+
+/// One PTX module holding the entries of several kernels compiled from one
+/// file for one target (what `phobos ptx` prints for a file): one header,
+/// at the highest `.version` any of them needs and naming the first
+/// kernel, then each kernel's entries in order. Empty for no kernels; for
+/// one kernel it is that kernel's `ptx`.
+pub fn file_module(kernels: &[CompiledKernel]) -> String {
+    let parts: Vec<&crate::backend::ModuleParts> = kernels.iter().map(|k| &k.module).collect();
+    let title = kernels.first().map_or("", |k| k.meta.name.as_str());
+    crate::backend::module_text(title, &parts)
 }
 
 /// Parse and check a source file. Diagnostics are sorted by position;
@@ -107,9 +137,12 @@ pub fn check_for_targets(
     for kernel in checked {
         let mut failed = false;
         for &arch in arches {
-            if let Err(d) =
-                crate::backend::compile_kernel(&kernel, src, file_name, &CompileOptions { arch })
-            {
+            if let Err(d) = crate::backend::compile_kernel(
+                &kernel,
+                src,
+                file_name,
+                &CompileOptions::for_arch(arch),
+            ) {
                 failed = true;
                 add_once_per_target(&mut diags, d);
             }
@@ -150,7 +183,10 @@ pub fn compile(
     file_name: &str,
     opts: &CompileOptions,
 ) -> (Vec<CompiledKernel>, Vec<Diagnostic>) {
-    let (checked, mut diags) = check_source(src);
+    let (mut checked, mut diags) = check_source(src);
+    for kernel in &mut checked {
+        diags.extend(pin_defines(kernel, &opts.defines).err());
+    }
     if diags.iter().any(Diagnostic::is_error) {
         return (vec![], diags);
     }
@@ -166,4 +202,30 @@ pub fn compile(
     }
     crate::diag::cap(&mut diags);
     (out, diags)
+}
+
+/// Keep only the variants of `kernel` that have the pinned value of each
+/// `@autotune` name it declares.
+fn pin_defines(kernel: &mut CheckedKernel, defines: &[(String, i64)]) -> Result<(), Diagnostic> {
+    for (name, candidates) in &mut kernel.autotune {
+        let Some(&(_, value)) = defines.iter().rev().find(|(n, _)| n == name) else {
+            continue;
+        };
+        if !candidates.contains(&value) {
+            return Err(Diagnostic::error(
+                "P0312",
+                format!(
+                    "{name} = {value} is not a candidate of kernel `{}`",
+                    kernel.name
+                ),
+            )
+            .primary(kernel.span, format!("@autotune({name} in {candidates:?})"))
+            .note(format!("define {name} as one of {candidates:?}")));
+        }
+        *candidates = vec![value];
+        kernel
+            .variants
+            .retain(|v| v.variant.iter().all(|(n, v)| n != name || *v == value));
+    }
+    Ok(())
 }

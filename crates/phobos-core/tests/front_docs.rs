@@ -4,8 +4,9 @@
 
 const DOCS: &str = include_str!("../../../docs/language.md");
 
-const SOURCES: [&str; 17] = [
+const SOURCES: [&str; 18] = [
     include_str!("../src/backend.rs"),
+    include_str!("../src/pipeline.rs"),
     include_str!("../src/backend/shared_plan.rs"),
     include_str!("../src/backend/barriers.rs"),
     include_str!("../src/diag.rs"),

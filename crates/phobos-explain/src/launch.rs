@@ -359,7 +359,7 @@ pub fn cta_id(c: u32, grid: [u32; 3]) -> [u32; 3] {
 }
 
 fn compile(req: &Request) -> Result<CompiledKernel, ExplainError> {
-    let opts = CompileOptions { arch: req.arch };
+    let opts = CompileOptions::for_arch(req.arch);
     let (kernels, diags) = phobos_core::compile(&req.source, &req.file_name, &opts);
     if diags.iter().any(phobos_core::Diagnostic::is_error) {
         return Err(ExplainError::Compile(diags));

@@ -6,9 +6,10 @@
 
 use crate::model::LoopInfo;
 use crate::steps::TileOp;
-use phobos_core::ast::{CtxField, UnOp};
+use phobos_core::ast::{CtxField, ScalarTy};
+use phobos_core::consteval;
 use phobos_core::hir::{
-    Block, Builtin, ConstVal, DimId, Expr, ExprKind, Kernel, LocalKind, ParamId, StmtKind,
+    Block, Builtin, ConstVal, DimId, Expr, ExprKind, Kernel, LocalKind, ParamId, StmtKind, Ty,
 };
 use phobos_core::source::LineIndex;
 use std::collections::BTreeSet;
@@ -126,21 +127,34 @@ pub fn tiles_for_cta(
 }
 
 /// Integer value of a uniform expression, or None when it reads anything
-/// per-thread or something this evaluator does not know.
+/// per-thread or something this evaluator does not know. Integer operators
+/// are `phobos_core::consteval`'s, as compiled code computes them (wrapping
+/// to the expression's type); what the language leaves undefined is None.
 pub fn eval(e: &Expr, env: &Env<'_>) -> Option<i64> {
+    i64::try_from(value(e, env)?).ok()
+}
+
+fn scalar(e: &Expr) -> Option<ScalarTy> {
+    match e.ty {
+        Ty::Scalar(t) => Some(t),
+        _ => None,
+    }
+}
+
+fn value(e: &Expr, env: &Env<'_>) -> Option<i128> {
     Some(match &e.kind {
-        ExprKind::Const(ConstVal::Int(v)) => i64::try_from(*v).ok()?,
-        ExprKind::Const(ConstVal::Bool(b)) => i64::from(*b),
+        ExprKind::Const(ConstVal::Int(v)) => *v,
+        ExprKind::Const(ConstVal::Bool(b)) => i128::from(*b),
         ExprKind::Const(ConstVal::Float(_)) => return None,
-        ExprKind::Dim(DimId(d)) => *env.dims.get(*d as usize)?,
+        ExprKind::Dim(DimId(d)) => i128::from(*env.dims.get(*d as usize)?),
         ExprKind::Param(ParamId(p)) => {
             let v = (*env.scalars.get(*p as usize)?)?;
             if v.fract() != 0.0 {
                 return None;
             }
-            v as i64
+            i128::from(v as i64)
         }
-        ExprKind::Ctx(field) => match field {
+        ExprKind::Ctx(field) => i128::from(match field {
             CtxField::BlockX => i64::from(env.block[0]),
             CtxField::BlockY => i64::from(env.block[1]),
             CtxField::BlockZ => i64::from(env.block[2]),
@@ -151,19 +165,27 @@ pub fn eval(e: &Expr, env: &Env<'_>) -> Option<i64> {
             CtxField::Warps => i64::from(env.threads.div_ceil(32)),
             CtxField::Lanes => 32,
             CtxField::Thread | CtxField::Warp | CtxField::Lane => return None,
-        },
-        ExprKind::Unary(UnOp::Neg, a) => eval(a, env)?.checked_neg()?,
-        ExprKind::Unary(UnOp::Not, a) => i64::from(eval(a, env)? == 0),
-        ExprKind::Convert(a) => eval(a, env)?,
-        ExprKind::Binary(op, a, b) => op.eval_i64(eval(a, env)?, eval(b, env)?)?,
+        }),
+        ExprKind::Unary(op, a) => consteval::unary(*op, scalar(e)?, value(a, env)?).ok()?,
+        ExprKind::Convert(a) => {
+            let (v, to) = (value(a, env)?, scalar(e)?);
+            if to.is_float() {
+                v
+            } else {
+                consteval::convert(v, to)
+            }
+        }
+        ExprKind::Binary(op, a, b) => {
+            consteval::wrapping(*op, scalar(a)?, value(a, env)?, value(b, env)?).ok()?
+        }
         ExprKind::Builtin(f, args) => {
-            let v: Option<Vec<i64>> = args.iter().map(|a| eval(a, env)).collect();
-            let v = v?;
-            match (f, v.as_slice()) {
+            let v: Option<Vec<i128>> = args.iter().map(|a| value(a, env)).collect();
+            let t = scalar(e)?;
+            match (f, v?.as_slice()) {
                 (Builtin::Min, [a, b]) => *a.min(b),
                 (Builtin::Max, [a, b]) => *a.max(b),
-                (Builtin::Abs, [a]) => a.checked_abs()?,
-                (Builtin::Cdiv, [a, b]) if *b != 0 => (a + b - 1).checked_div(*b)?,
+                (Builtin::Abs, [a]) if t.is_int() => consteval::wrap(a.abs(), t),
+                (Builtin::Cdiv, [a, b]) => consteval::cdiv(t, *a, *b).ok()?,
                 (Builtin::Select, [c, a, b]) => {
                     if *c != 0 {
                         *a
@@ -176,4 +198,83 @@ pub fn eval(e: &Expr, env: &Env<'_>) -> Option<i64> {
         }
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use phobos_core::ast::{BinOp, Span, UnOp};
+
+    fn ex(kind: ExprKind, t: ScalarTy) -> Expr {
+        Expr {
+            kind,
+            ty: Ty::Scalar(t),
+            span: Span { start: 0, end: 0 },
+        }
+    }
+
+    fn int(v: i128, t: ScalarTy) -> Expr {
+        ex(ExprKind::Const(ConstVal::Int(v)), t)
+    }
+
+    fn run(e: &Expr) -> Option<i64> {
+        let env = Env {
+            dims: &[],
+            scalars: &[],
+            block: [0; 3],
+            grid: [1; 3],
+            threads: 128,
+        };
+        eval(e, &env)
+    }
+
+    #[test]
+    fn not_on_an_integer_is_bitwise_as_in_the_compiler() {
+        let not = |v, t| ex(ExprKind::Unary(UnOp::Not, Box::new(int(v, t))), t);
+        assert_eq!(run(&not(5, ScalarTy::I32)), Some(-6));
+        assert_eq!(run(&not(0, ScalarTy::U8)), Some(255));
+        let b = ex(ExprKind::Const(ConstVal::Bool(false)), ScalarTy::Bool);
+        let not_b = ex(ExprKind::Unary(UnOp::Not, Box::new(b)), ScalarTy::Bool);
+        assert_eq!(run(&not_b), Some(1), "on bool it stays logical");
+    }
+
+    #[test]
+    fn a_conversion_wraps_to_the_target_width() {
+        let conv = |v, from, to| ex(ExprKind::Convert(Box::new(int(v, from))), to);
+        assert_eq!(run(&conv(300, ScalarTy::I32, ScalarTy::U8)), Some(44));
+        assert_eq!(
+            run(&conv(-1, ScalarTy::I32, ScalarTy::U32)),
+            Some(i64::from(u32::MAX))
+        );
+        assert_eq!(run(&conv(1 << 40, ScalarTy::I64, ScalarTy::I32)), Some(0));
+    }
+
+    #[test]
+    fn cdiv_near_the_top_of_the_range_neither_overflows_nor_panics() {
+        let cdiv = |a, b, t| {
+            ex(
+                ExprKind::Builtin(Builtin::Cdiv, vec![int(a, t), int(b, t)]),
+                t,
+            )
+        };
+        let max = i128::from(i64::MAX);
+        assert_eq!(run(&cdiv(max, 2, ScalarTy::I64)), Some(1 << 62));
+        assert_eq!(run(&cdiv(max, max, ScalarTy::I64)), Some(1));
+        assert_eq!(run(&cdiv(i32::MAX.into(), 2, ScalarTy::I32)), Some(1 << 30));
+        assert_eq!(run(&cdiv(7, 0, ScalarTy::I32)), None);
+        assert_eq!(run(&cdiv(-7, 2, ScalarTy::I32)), None);
+    }
+
+    #[test]
+    fn integer_arithmetic_wraps_to_the_operand_type() {
+        let add = ex(
+            ExprKind::Binary(
+                BinOp::Add,
+                Box::new(int(i32::MAX.into(), ScalarTy::I32)),
+                Box::new(int(1, ScalarTy::I32)),
+            ),
+            ScalarTy::I32,
+        );
+        assert_eq!(run(&add), Some(i64::from(i32::MIN)));
+    }
 }

@@ -70,6 +70,7 @@ fn lanes_matvec_has_no_ruler_and_a_five_step_butterfly() {
     assert_eq!(v["shared"]["buffers"].as_array().map(Vec::len), Some(0));
     assert_eq!(v["arch"], "sm_75");
     let butterfly = shuffle_steps(&v);
+    let fold = kernels::line_of(kernels::LANES_MATVEC, "sum<over ctx.lane>");
     assert_eq!(butterfly.len(), 5, "one step per shuffle");
     let masks: Vec<u64> = butterfly.iter().map(|s| xor_mask(s)).collect();
     assert_eq!(masks, vec![16, 8, 4, 2, 1]);
@@ -77,12 +78,13 @@ fn lanes_matvec_has_no_ruler_and_a_five_step_butterfly() {
         assert_eq!(s["kind"]["shuffle"]["n"], i as u64 + 1);
         assert_eq!(s["kind"]["shuffle"]["of"], 5);
         assert_eq!(
-            s["line"], 12,
-            "the butterfly is line 12's `sum<over ctx.lane>`"
+            s["line"], fold,
+            "the butterfly is line {fold}'s `sum<over ctx.lane>`"
         );
     }
     // K = 256 with 32 lanes × 4 elements: the loop body runs twice.
-    let body: Vec<&Value> = steps(&v).iter().filter(|s| s["line"] == 9).collect();
+    let line = kernels::line_of(kernels::LANES_MATVEC, "acc += sum(");
+    let body: Vec<&Value> = steps(&v).iter().filter(|s| s["line"] == line).collect();
     assert_eq!(body.len(), 2, "one step per iteration");
     assert_eq!(body[0]["iterations"][0]["iteration"], 0);
     assert_eq!(body[1]["iterations"][0]["iteration"], 1);
@@ -108,7 +110,8 @@ fn staged_matvec_has_a_1024_byte_ruler_a_kept_barrier_and_a_row_of_w_per_warp() 
         .filter(|b| b["kept"] == true)
         .collect();
     assert_eq!(kept.len(), 1, "one kept barrier: {:?}", v["barriers"]);
-    assert_eq!(kept[0]["line"], 4, "after the tile copy on line 4");
+    let copy = kernels::line_of(kernels::STAGED_MATVEC, "var xs = x[");
+    assert_eq!(kept[0]["line"], copy, "after the tile copy on line {copy}");
     // The barrier step comes right after the copy, and every warp waits.
     let st = steps(&v);
     let bar = st
@@ -118,7 +121,7 @@ fn staged_matvec_has_a_1024_byte_ruler_a_kept_barrier_and_a_row_of_w_per_warp() 
     assert_eq!(st[bar]["warps"].as_array().map(Vec::len), Some(4));
     assert!(st[..bar]
         .iter()
-        .any(|s| s["line"] == 4 && s["shared"].as_array().is_some_and(|a| !a.is_empty())));
+        .any(|s| s["line"] == copy && s["shared"].as_array().is_some_and(|a| !a.is_empty())));
     // Each warp reads its own row of W: warp w, row w (CTA 0), 128 columns a step.
     let w = tensor(&v, "W");
     let reads: Vec<&Value> = st
@@ -171,7 +174,8 @@ fn i8_matvec_makes_two_16_byte_loads_per_lane_per_step() {
         &[("A", &[1, 1024]), ("W", &[8, 1024]), ("C", &[1, 8])],
     );
     let st = steps(&v);
-    let body: Vec<&Value> = st.iter().filter(|s| s["line"] == 8).collect();
+    let line = kernels::line_of(kernels::I8_MATVEC, "acc += f32(sum(");
+    let body: Vec<&Value> = st.iter().filter(|s| s["line"] == line).collect();
     // K = 1024 bytes, 32 lanes × 16 bytes a step: two iterations.
     assert_eq!(body.len(), 2);
     for s in body {

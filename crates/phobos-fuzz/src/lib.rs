@@ -114,7 +114,8 @@ pub fn assemble_all(ptxas: &Path, src: &str) -> Result<(), String> {
 
 fn assemble_in(ptxas: &Path, src: &str, dir: &Path) -> Result<(), String> {
     for arch in phobos_core::ARCHES {
-        let (k, _) = phobos_core::compile(src, "fz.pho", &phobos_core::CompileOptions { arch });
+        let (k, _) =
+            phobos_core::compile(src, "fz.pho", &phobos_core::CompileOptions::for_arch(arch));
         let Some(k) = k.first() else {
             return Err(format!("sm_{arch}: does not compile"));
         };

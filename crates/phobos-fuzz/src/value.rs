@@ -8,10 +8,15 @@
 //! ("Reference semantics"), which [`close`] checks.
 //!
 //! Nothing here knows about the backend: this is the language's definition
-//! written as Rust, not a copy of the emitter.
+//! written as Rust, not a copy of the emitter. Integer operators are
+//! `phobos_core::consteval`'s, the language's one integer evaluator (which
+//! the compiler folds constants with, and which is tested against Rust's
+//! native integer types); what compiled code computes at run time is the
+//! emitter's, so the comparison stays independent.
 
 use half::{bf16, f16};
 use phobos_core::ast::{BinOp, ScalarTy, UnOp};
+use phobos_core::consteval;
 use phobos_core::hir::Builtin;
 use std::fmt;
 
@@ -67,13 +72,7 @@ pub fn is_signed(t: ScalarTy) -> bool {
 
 /// Wrap an integer to type `t` (two's complement).
 pub fn wrap(t: ScalarTy, v: i128) -> i128 {
-    let n = bits(t);
-    let m = (v as u128) & ((1u128 << n) - 1);
-    if is_signed(t) && m >> (n - 1) == 1 {
-        m as i128 - (1i128 << n)
-    } else {
-        m as i128
-    }
+    consteval::wrap(v, t)
 }
 
 /// Round an `f64` to float type `t`. `f16`/`bf16` go through `f32`, as
@@ -200,8 +199,7 @@ pub fn convert(from: ScalarTy, to: ScalarTy, v: S) -> S {
 pub fn unary(op: UnOp, t: ScalarTy, v: S) -> S {
     match (op, v) {
         (UnOp::Not, S::B(b)) => S::B(!b),
-        (UnOp::Not, S::I(i)) => S::I(wrap(t, !i)),
-        (UnOp::Neg, S::I(i)) => S::I(wrap(t, -i)),
+        (op, S::I(i)) => S::I(consteval::unary(op, t, i).unwrap_or(i)),
         (UnOp::Neg, S::F(f)) => S::F(-f),
         (_, v) => v,
     }
@@ -240,30 +238,11 @@ pub fn binary(op: BinOp, t: ScalarTy, a: S, b: S) -> R<S> {
             };
             S::F(round(t, round_compute(t, r)))
         }
-        (S::I(x), S::I(y)) => {
-            let n = i128::from(bits(t));
-            let r = match op {
-                Add => x + y,
-                Sub => x - y,
-                Mul => x.wrapping_mul(y),
-                Div | Rem if y == 0 => return undefined("integer division by zero"),
-                Div if is_signed(t) && x == -(1 << (n - 1)) && y == -1 => {
-                    return undefined("signed division overflow")
-                }
-                Div => x / y,
-                Rem => x % y,
-                BitAnd => x & y,
-                BitOr => x | y,
-                BitXor => x ^ y,
-                Shl | Shr if !(0..n).contains(&y) => {
-                    return undefined(format!("shift by {y} on a {n}-bit type"))
-                }
-                Shl => x << y,
-                Shr => x >> y,
-                _ => return undefined(format!("{op:?} on an integer")),
-            };
-            S::I(wrap(t, r))
-        }
+        // Integers follow phobos-core's one constant evaluator.
+        (S::I(x), S::I(y)) => match consteval::wrapping(op, t, x, y) {
+            Ok(v) => S::I(v),
+            Err(e) => return undefined(format!("{e}: {x} {op:?} {y} on {t:?}")),
+        },
         _ => return undefined("operands of different kinds"),
     })
 }
@@ -339,10 +318,10 @@ pub fn builtin(b: Builtin, tys: &[ScalarTy], rt: ScalarTy, args: &[S]) -> R<S> {
         }
         Cdiv => {
             let (x, y) = (as_i(args[0]), as_i(args[1]));
-            if x < 0 || y <= 0 {
-                return undefined(format!("cdiv({x}, {y})"));
+            match consteval::cdiv(t, x, y) {
+                Ok(v) => S::I(v),
+                Err(e) => return undefined(format!("{e}: cdiv({x}, {y})")),
             }
-            S::I(wrap(t, (x + y - 1) / y))
         }
         Dp4a => {
             let (wa, wb) = (as_i(args[0]) as u32, as_i(args[1]) as u32);

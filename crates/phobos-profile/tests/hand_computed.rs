@@ -425,7 +425,7 @@ fn profiling_overhead() {
     let (kernels, _) = phobos_core::compile(
         &source,
         "lanes_matvec.pho",
-        &phobos_core::CompileOptions { arch: 80 },
+        &phobos_core::CompileOptions::for_arch(80),
     );
     let k = &kernels[0];
     let variant = &k.meta.variants[0];

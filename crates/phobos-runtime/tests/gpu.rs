@@ -50,7 +50,7 @@ fn gpu_the_cubin_for_the_device_is_loaded() {
     let (kernels, _) = phobos_core::compile(
         LANES_MATVEC,
         "test.pho",
-        &phobos_core::CompileOptions { arch: arch.min(90) },
+        &phobos_core::CompileOptions::for_arch(arch.min(90)),
     );
     let dir = tempfile_dir();
     let ptx_path = dir.join("k.ptx");

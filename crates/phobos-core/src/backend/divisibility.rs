@@ -29,6 +29,9 @@ pub struct Divisibility {
     pub var: Vec<u64>,
     /// The decision for each access (by `AccessId`).
     pub access: Vec<AccessInfo>,
+    /// Whether the var equations reached their fixed point. When they did
+    /// not, every var's divisor is 1 (the sound bottom value).
+    pub converged: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,16 +48,40 @@ const CAP: u128 = 1 << 40;
 
 /// Analyze one lowered variant.
 pub fn analyze(f: &Func, k: &hir::Kernel) -> Divisibility {
+    analyze_within(f, k, max_iterations(f))
+}
+
+/// How many rounds the var equations may take. The divisors start at 0
+/// ("divisible by everything") and, as long as the equations are
+/// monotone, only move down in the divisibility order: a divisor other
+/// than 0 is at most 2^40 and each step down at least halves it, so each
+/// var moves at most about 42 times. That is no proof, because `cap`
+/// (which replaces a divisor above 2^40 by its gcd with 2^40) is not
+/// monotone, and 42 rounds per var could be slow; so the rounds are
+/// bounded instead. A chain of vars assigned from one another settles one
+/// var per round, so the bound allows one round per var and 64 more. A
+/// kernel that has not settled by then gets the sound bottom value (see
+/// `analyze_within`), never the unsettled divisors, which may promise
+/// more alignment than is true.
+fn max_iterations(f: &Func) -> usize {
+    64 + 2 * f.vars.len()
+}
+
+/// The analysis with at most `rounds` rounds of the var equations. Without
+/// a fixed point by then, every var falls back to the sound bottom value 1
+/// (nothing known), so no access is promised more alignment than is true;
+/// `converged` records it and each narrowed access's reason says so.
+fn analyze_within(f: &Func, k: &hir::Kernel, rounds: usize) -> Divisibility {
     let mut d = Divisibility {
         expr: vec![1; f.exprs.len()],
         var: vec![0; f.vars.len()],
         access: Vec::new(),
+        converged: false,
     };
-    // Iterate to the greatest fixed point of the var equations.
-    for _ in 0..64 {
-        for i in 0..f.exprs.len() {
-            d.expr[i] = expr_divisor(f, k, &d, ExprId(i as u32));
-        }
+    // Iterate to the greatest fixed point of the var equations, starting
+    // from 0 ("divisible by everything") downwards.
+    for _ in 0..rounds {
+        exprs(f, k, &mut d);
         let mut next = vec![0u64; f.vars.len()];
         let mut assigned = vec![false; f.vars.len()];
         assignments(f, &f.body, &d, &mut next, &mut assigned);
@@ -64,15 +91,31 @@ pub fn analyze(f: &Func, k: &hir::Kernel) -> Divisibility {
             }
         }
         if next == d.var {
+            d.converged = true;
             break;
         }
         d.var = next;
     }
+    if !d.converged {
+        d.var = vec![1; f.vars.len()];
+        exprs(f, k, &mut d);
+    }
     for i in 0..f.accesses.len() {
-        let info = decide(f, k, &d, AccessId(i as u32));
+        let mut info = decide(f, k, &d, AccessId(i as u32));
+        if !d.converged && !info.reason.is_empty() {
+            info.reason +=
+                " (the divisibility analysis did not settle, so no var is assumed aligned)";
+        }
         d.access.push(info);
     }
     d
+}
+
+/// Every expression's divisor from the current var divisors.
+fn exprs(f: &Func, k: &hir::Kernel, d: &mut Divisibility) {
+    for i in 0..f.exprs.len() {
+        d.expr[i] = expr_divisor(f, k, d, ExprId(i as u32));
+    }
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -329,5 +372,68 @@ fn tile_decision(
         align,
         width,
         reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{compile_variant, CompiledVariant};
+    use crate::source::LineIndex;
+
+    /// A kernel whose run start is `ctx.lane * step` passed through a
+    /// chain of `n` lets.
+    fn chain(n: usize, step: u32) -> String {
+        let mut s = format!(
+            "@launch(32)\n@aligned(M = 4)\nkernel k(A: tensor<f32>[N, M], y: tensor<f32>[N]) {{\n  let x0 = ctx.lane * {step}\n"
+        );
+        for i in 1..=n {
+            s += &format!("  let x{i} = x{}\n", i - 1);
+        }
+        s += &format!("  y[ctx.lane] = sum(A[0, x{n} :+ 4])\n}}\n");
+        s
+    }
+
+    fn compile(src: &str) -> (CompiledVariant, crate::hir::Kernel) {
+        let (kernels, diags) = crate::check_source(src);
+        assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
+        let k = kernels[0].variants[0].clone();
+        let v = compile_variant(&k, &LineIndex::new(src), 75).expect("compiles");
+        (v, k)
+    }
+
+    fn run_width(d: &Divisibility) -> u32 {
+        d.access.iter().map(|a| a.width).max().expect("an access")
+    }
+
+    #[test]
+    fn a_chain_longer_than_the_old_sixty_four_rounds_settles_soundly() {
+        // Before the bound grew with the vars, the end of this chain was
+        // still 0 ("divisible by everything") after 64 rounds, and the
+        // unaligned run `A[0, ctx.lane :+ 4]` was promised 16 bytes.
+        let (v, _) = compile(&chain(80, 1));
+        assert_eq!(run_width(&v.div), 4);
+        assert_eq!(v.div.var.iter().copied().max(), Some(1));
+        assert!(v.div.converged);
+        // The same chain from an aligned start is proven 16-byte aligned.
+        let (v, _) = compile(&chain(80, 4));
+        assert!(v.div.converged);
+        assert_eq!(run_width(&v.div), 16);
+    }
+
+    #[test]
+    fn without_a_fixed_point_every_var_falls_back_to_one() {
+        let (v, k) = compile(&chain(10, 4));
+        assert_eq!(run_width(&v.div), 16, "settled, the run is a vector");
+        let d = analyze_within(&v.func, &k, 3);
+        assert!(!d.converged);
+        assert!(d.var.iter().all(|&x| x == 1), "{:?}", d.var);
+        let run = d
+            .access
+            .iter()
+            .find(|a| !a.reason.is_empty())
+            .expect("narrowed");
+        assert_eq!(run.width, 4);
+        assert!(run.reason.contains("did not settle"), "{}", run.reason);
     }
 }

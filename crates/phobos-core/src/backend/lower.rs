@@ -27,6 +27,7 @@ use super::ir::{
     Func, Mem, Shape, Stmt, StmtId, StmtKind, Var, VarId,
 };
 use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
+use crate::consteval;
 use crate::hir::{self, CollOp, ConstVal, Group, LocalKind, Ty};
 use std::collections::{HashMap, HashSet};
 
@@ -734,8 +735,8 @@ impl Lower<'_> {
             hir::ExprKind::Unary(op, a) => {
                 let a = self.expr(a);
                 if let (UnOp::Neg, Some(v), Ty::Scalar(t)) = (op, self.f.const_int(a), ty) {
-                    if t.is_int() {
-                        return self.int_const(wrap(-v, t), t, span);
+                    if let Ok(v) = consteval::unary(UnOp::Neg, t, v) {
+                        return self.int_const(v, t, span);
                     }
                 }
                 self.push_expr(ExprKind::Unary(*op, a), ty, span)
@@ -749,7 +750,8 @@ impl Lower<'_> {
                 if let (Some(x), Some(y), Ty::Scalar(t)) =
                     (self.f.const_int(a), self.f.const_int(b), ty)
                 {
-                    if let Some(v) = fold(*op, x, y, t) {
+                    // Comparisons stay in the IR: only integer results fold.
+                    if let (true, Ok(v)) = (t.is_int(), consteval::wrapping(*op, t, x, y)) {
                         return self.int_const(v, t, span);
                     }
                 }
@@ -759,7 +761,7 @@ impl Lower<'_> {
                 let a = self.expr(a);
                 if let (Some(v), Ty::Scalar(t)) = (self.f.const_int(a), ty) {
                     if t.is_int() && self.f.scalar_ty(a).is_int() {
-                        return self.int_const(wrap(v, t), t, span);
+                        return self.int_const(consteval::convert(v, t), t, span);
                     }
                 }
                 self.push_expr(ExprKind::Convert(a), ty, span)
@@ -882,7 +884,7 @@ impl Lower<'_> {
         let slot_bytes = if op == CollOp::Argmax { word * 2 } else { word };
         let slots = (self.k.threads / 32).max(1);
         self.cta_count += 1;
-        let name = format!("{}@{}", coll_name(op), self.cta_count);
+        let name = format!("{}@{}", op.name(), self.cta_count);
         let scratch = self.f.buffers.push(Buffer {
             name,
             kind: BufferKind::Scratch { slot_bytes, slots },
@@ -918,51 +920,6 @@ impl Lower<'_> {
         self.uniform_vars.insert(dst);
         self.push_expr(ExprKind::Var(dst), ty, span)
     }
-}
-
-fn coll_name(op: CollOp) -> &'static str {
-    match op {
-        CollOp::Sum => "sum",
-        CollOp::Max => "max",
-        CollOp::Min => "min",
-        CollOp::Any => "any",
-        CollOp::All => "all",
-        CollOp::Argmax => "argmax",
-        CollOp::Reduce => "reduce",
-    }
-}
-
-/// Wrap an integer to the range of `t` (two's complement).
-fn wrap(v: i128, t: ScalarTy) -> i128 {
-    let bits = t.size() * 8;
-    let m = v & ((1i128 << bits) - 1);
-    if t.is_signed() && m >= 1i128 << (bits - 1) {
-        m - (1i128 << bits)
-    } else {
-        m
-    }
-}
-
-/// Fold an integer operation on constants, as the target computes it.
-fn fold(op: BinOp, x: i128, y: i128, t: ScalarTy) -> Option<i128> {
-    if !t.is_int() {
-        return None;
-    }
-    let bits = (t.size() * 8) as i128;
-    let v = match op {
-        BinOp::Add => x + y,
-        BinOp::Sub => x - y,
-        BinOp::Mul => x.checked_mul(y)?,
-        BinOp::Div if y != 0 => x / y,
-        BinOp::Rem if y != 0 => x % y,
-        BinOp::BitAnd => x & y,
-        BinOp::BitOr => x | y,
-        BinOp::BitXor => x ^ y,
-        BinOp::Shl if (0..bits).contains(&y) => x << y,
-        BinOp::Shr if (0..bits).contains(&y) => x >> y,
-        _ => return None,
-    };
-    Some(wrap(v, t))
 }
 
 /// Whether the branches write a tile with element or run stores and also

@@ -21,16 +21,7 @@ fn key_name(k: ConfigKey) -> &'static str {
 }
 
 fn coll_op(name: &str) -> Option<CollOp> {
-    Some(match name {
-        "sum" => CollOp::Sum,
-        "max" => CollOp::Max,
-        "min" => CollOp::Min,
-        "any" => CollOp::Any,
-        "all" => CollOp::All,
-        "argmax" => CollOp::Argmax,
-        "reduce" => CollOp::Reduce,
-        _ => return None,
-    })
+    CollOp::ALL.into_iter().find(|op| op.name() == name)
 }
 
 impl Cx<'_> {

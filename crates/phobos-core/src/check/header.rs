@@ -3,7 +3,8 @@
 //! `variants` then lists the autotune combinations the body is checked for.
 
 use super::cx::Binding;
-use crate::ast::{self, AttrKind, BinOp, Dim, ExprKind, ParamTy, Span, UnOp};
+use crate::ast::{self, AttrKind, BinOp, Dim, ExprKind, ParamTy, ScalarTy, Span, UnOp};
+use crate::consteval;
 use crate::diag::Diagnostic;
 use crate::hir::{self, DimId, DimInfo, DimRef, ParamId, ParamKind};
 use std::collections::HashMap;
@@ -321,24 +322,26 @@ fn add_autotune(
     }
 }
 
-/// Fold an attribute's integer expression. `names` gives the value of a
-/// name (the autotuned constants of a variant).
+/// Fold an attribute's integer expression exactly in 64 bits
+/// (`consteval::exact`: overflow, division by zero and shifts out of range
+/// give `None`). `names` gives the value of a name (the autotuned
+/// constants of a variant).
 pub(crate) fn ast_const(e: &ast::Expr, names: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
     match &e.kind {
         ExprKind::Int(v) => i64::try_from(*v).ok(),
         ExprKind::Name(n) => names(n),
-        ExprKind::Unary(UnOp::Neg, x) => ast_const(x, names)?.checked_neg(),
-        ExprKind::Binary(op, a, b) => {
+        ExprKind::Unary(UnOp::Neg, x) => {
+            let v = consteval::exact_unary(UnOp::Neg, ScalarTy::I64, ast_const(x, names)?.into());
+            v.ok().and_then(|v| i64::try_from(v).ok())
+        }
+        ExprKind::Binary(
+            op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::Shl),
+            a,
+            b,
+        ) => {
             let (a, b) = (ast_const(a, names)?, ast_const(b, names)?);
-            match op {
-                BinOp::Add => a.checked_add(b),
-                BinOp::Sub => a.checked_sub(b),
-                BinOp::Mul => a.checked_mul(b),
-                BinOp::Div => a.checked_div(b),
-                BinOp::Rem => a.checked_rem(b),
-                BinOp::Shl => u32::try_from(b).ok().and_then(|b| a.checked_shl(b)),
-                _ => None,
-            }
+            let v = consteval::exact(*op, ScalarTy::I64, a.into(), b.into());
+            v.ok().and_then(|v| i64::try_from(v).ok())
         }
         _ => None,
     }

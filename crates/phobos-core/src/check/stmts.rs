@@ -292,7 +292,7 @@ impl Cx<'_> {
                 format!(
                     "`{n}` is {}, so `{n} {}= ...` cannot take {}",
                     lt.name(),
-                    super::types::op_text(op),
+                    op.symbol(),
                     vt.name()
                 ),
             )

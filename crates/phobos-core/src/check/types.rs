@@ -75,10 +75,6 @@ fn is_compare(op: BinOp) -> bool {
     )
 }
 
-pub(crate) fn op_text(op: BinOp) -> &'static str {
-    op.symbol()
-}
-
 impl Cx<'_> {
     /// Check an expression; `want` is the scalar type the context needs, if any.
     pub fn expr(&mut self, e: &ast::Expr, want: Option<ScalarTy>) -> Ex {
@@ -440,7 +436,7 @@ impl Cx<'_> {
                     format!(
                         "mismatched types: {} {} {}",
                         ex.name(),
-                        op_text(op),
+                        op.symbol(),
                         ey.name()
                     ),
                 )
@@ -467,7 +463,7 @@ impl Cx<'_> {
             self.report(
                 Diagnostic::error(
                     "P0402",
-                    format!("`{}` does not apply to {}", op_text(op), ex.name()),
+                    format!("`{}` does not apply to {}", op.symbol(), ex.name()),
                 )
                 .primary(span, format!("operands of type {}", ex.name())),
             );

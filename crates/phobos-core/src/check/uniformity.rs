@@ -734,7 +734,7 @@ impl Uni<'_> {
     }
 
     fn collective(&mut self, op: CollOp, group: Group, span: Span) -> Level {
-        let name = coll_name(op);
+        let name = op.name();
         match group {
             Group::Thread => {
                 self.need(Level::Uniform, span, &format!("`{name}<over ctx.thread>`"));
@@ -858,18 +858,6 @@ fn ctx_level(f: CtxField) -> Level {
         CtxField::Thread | CtxField::Lane => Level::Varying,
         CtxField::Warp => Level::WarpUniform,
         _ => Level::Uniform,
-    }
-}
-
-fn coll_name(op: CollOp) -> &'static str {
-    match op {
-        CollOp::Sum => "sum",
-        CollOp::Max => "max",
-        CollOp::Min => "min",
-        CollOp::Any => "any",
-        CollOp::All => "all",
-        CollOp::Argmax => "argmax",
-        CollOp::Reduce => "reduce",
     }
 }
 

@@ -5,23 +5,7 @@
 
 use phobos_runtime::{Kernel, KernelSource};
 
-pub const LANES_MATVEC: &str = "@launch(128)
-@aligned(K = 128)
-kernel lanes_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[1, N]) {
-  let row = ctx.block.x * ctx.warps + ctx.warp
-  var acc: f32 = 0.0
-  if row < N {
-    for k in range(0, K, ctx.lanes * 4) {
-      let at = k + ctx.lane * 4
-      acc += sum(W[row, at :+ 4] * x[0, at :+ 4])
-    }
-  }
-  let total = sum<over ctx.lane>(acc)
-  if ctx.lane == 0 && row < N {
-    y[0, row] = total
-  }
-}
-";
+pub const LANES_MATVEC: &str = include_str!("../../../../tests/in/lanes_matvec.pho");
 
 /// Writes past the end of `y` when the grid has more CTAs than `N` needs:
 /// the store is a point subscript, which is not masked.
@@ -58,8 +42,11 @@ pub fn compile_with_tuning(
         arches
     };
     for &arch in compile_for {
-        let (kernels, diags) =
-            phobos_core::compile(src, "test.pho", &phobos_core::CompileOptions { arch });
+        let (kernels, diags) = phobos_core::compile(
+            src,
+            "test.pho",
+            &phobos_core::CompileOptions::for_arch(arch),
+        );
         assert!(
             !diags.iter().any(|d| d.is_error()),
             "{}",
@@ -129,24 +116,7 @@ kernel tuned_double(x: tensor<f32>[N], y: tensor<f32>[N]) {
 ";
 
 /// The seed page's staged matvec: `K` is tuned, only 256 is compiled.
-pub const STAGED_MATVEC: &str = "@autotune(K in [256])
-@launch(128)
-kernel staged_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[1, N]) {
-  var xs = x[0 :+ 1, :]
-  let row = ctx.block.x * ctx.warps + ctx.warp
-  var acc: f32 = 0.0
-  if row < N {
-    for k in range(0, K, ctx.lanes * 4) {
-      let at = k + ctx.lane * 4
-      acc += sum(W[row, at :+ 4] * xs[0, at :+ 4])
-    }
-  }
-  let total = sum<over ctx.lane>(acc)
-  if ctx.lane == 0 && row < N {
-    y[0, row] = total
-  }
-}
-";
+pub const STAGED_MATVEC: &str = include_str!("../../../../tests/in/staged_matvec.pho");
 
 /// Reads `x`, writes `y`: the smallest kernel with a read-only and a
 /// written tensor.
