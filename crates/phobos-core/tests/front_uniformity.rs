@@ -472,3 +472,12 @@ fn what_comes_before_a_varying_return_keeps_uniform_control() {
         "{ROW}  var t = x[0 :+ 1, :]\n  let s = sum<over ctx.thread>(t[0, ctx.thread])\n  if ctx.lane == 0 {{\n    return\n  }}\n  O[0, 0] = s"
     ));
 }
+
+#[test]
+fn a_varying_inner_loop_ends_with_its_body() {
+    // The inner loop's control must not outlive it inside the outer loop
+    // (found by the fuzzer's generated programs, seed 15).
+    accepted(&format!(
+        "{ROW}  var acc = 0.0\n  for i in range(0, 3) {{\n    for j in range(4, ctx.lane & 3) {{\n      acc += v\n    }}\n    acc += sum<over ctx.lane>(v)\n  }}\n  O[0, 0] = acc"
+    ));
+}

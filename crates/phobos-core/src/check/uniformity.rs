@@ -376,7 +376,7 @@ impl Uni<'_> {
         self.loops.pop();
         // Drop this loop's control and the exits that end with this loop;
         // a `return`'s stays for the rest of the kernel.
-        let mut i = at;
+        let mut i = 0;
         self.ctrl.retain(|x| {
             let keep = i < at
                 || !(i == at
