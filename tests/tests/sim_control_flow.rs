@@ -9,7 +9,7 @@ use phobos_conformance::sim_support::{Case, Tensor};
 use phobos_core::CompileOptions;
 
 fn codes(src: &str) -> (Vec<&'static str>, String) {
-    let (_, diags) = phobos_core::compile(src, "k.pho", &CompileOptions { arch: 75 });
+    let (_, diags) = phobos_core::compile(src, "k.pho", &CompileOptions::for_arch(75));
     let text = phobos_core::render::render(&diags, "k.pho", src, false);
     (diags.iter().map(|d| d.code).collect(), text)
 }

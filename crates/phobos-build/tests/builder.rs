@@ -487,6 +487,7 @@ fn a_tuning_file_is_embedded_with_the_bindings() {
         err.to_string().contains("no `version` and `entries`"),
         "{err}"
     );
+}
 
 #[cfg(unix)]
 #[test]

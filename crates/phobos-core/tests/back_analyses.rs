@@ -169,7 +169,7 @@ const TILES_128K: &str = "@launch(256)\nkernel big(A: tensor<f32>[64, 256], B: t
 fn tiles_above_48_kilobytes_are_dynamic_shared_memory_within_each_targets_limit() {
     for arch in phobos_core::ARCHES {
         let (kernels, diags) =
-            phobos_core::compile(TILES_128K, "big.pho", &phobos_core::CompileOptions { arch });
+            phobos_core::compile(TILES_128K, "big.pho", &phobos_core::CompileOptions::for_arch(arch));
         let fits = phobos_core::max_shared_bytes(arch) >= 131072;
         assert_eq!(fits, matches!(arch, 80 | 90 | 100), "sm_{arch}");
         if !fits {
@@ -202,7 +202,7 @@ fn tiles_above_48_kilobytes_are_dynamic_shared_memory_within_each_targets_limit(
     let (kernels, diags) = phobos_core::compile(
         &small,
         "small.pho",
-        &phobos_core::CompileOptions { arch: 75 },
+        &phobos_core::CompileOptions::for_arch(75),
     );
     assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
     let v = &kernels[0].meta.variants[0];

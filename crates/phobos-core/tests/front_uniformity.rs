@@ -395,7 +395,9 @@ fn p0700_suggests_ctx_warp_where_control_varies_through_ctx_thread() {
     ] {
         assert!(!warp_help(&format!("{ROW}  if {cond} {{\n{sum}")), "{cond}");
     }
+}
 
+#[test]
 fn a_warp_uniform_return_keeps_lane_collectives_but_not_cta_ones() {
     let ret = format!("{ROW}  if row >= N {{\n    return\n  }}\n");
     accepted(&format!("{ret}  O[0, row] = sum<over ctx.lane>(v)"));

@@ -324,7 +324,7 @@ fn launch_corpus(
     let path = format!("{}/../../tests/in/{file}", env!("CARGO_MANIFEST_DIR"));
     let source = std::fs::read_to_string(&path).expect("the corpus kernel is there");
     let (kernels, diags) =
-        phobos_core::compile(&source, file, &phobos_core::CompileOptions { arch: 80 });
+        phobos_core::compile(&source, file, &phobos_core::CompileOptions::for_arch(80));
     assert!(!diags.iter().any(|d| d.is_error()), "{file} compiles");
     let variant = &kernels[0].meta.variants[0];
     let module = Module::parse(&kernels[0].ptx).expect("parses");
