@@ -282,10 +282,13 @@ fn fake_ptxas(dir: &Path) -> (PathBuf, PathBuf) {
     (script, log)
 }
 
+/// The assemblies the fake ptxas logged (its `--help`/`--version`
+/// queries, which find the targets it supports, are not assemblies).
 fn assemblies(log: &Path) -> Vec<String> {
     fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
+        .filter(|l| l.contains("-arch="))
         .map(|l| {
             let arch = l.split_whitespace().next().unwrap_or("").to_string();
             let kernel = l

@@ -442,6 +442,7 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
         &[
             ("PHOBOS_FAKE_GPU_MAX_THREADS", "128"),
             ("PHOBOS_FAKE_GPU_SHARED_PER_BLOCK", "4096"),
+            ("PHOBOS_FAKE_GPU_SHARED_PER_BLOCK_OPTIN", "4096"),
             ("PHOBOS_FAKE_GPU_MAX_GRID", "3,65535,65535"),
         ],
         || {

@@ -111,8 +111,8 @@ fn gpu_a_bad_module_reports_the_jit_log() {
 
 /// The device's limits come from the driver, and the launch checks use
 /// them. A real GPU from sm_75 on has the same static launch limits as the
-/// simulator's defaults (`Limits::SM75`: 1024 threads, 48 KiB of static
-/// shared memory, a 2^31-1 x 65535 x 65535 grid), so this test compares
+/// simulator's defaults (1024 threads, a 2^31-1 x 65535 x 65535 grid; the
+/// shared memory a launch may opt in to is per architecture), so this test compares
 /// the runtime's limits with the driver's attributes read here directly,
 /// and checks that the error carries them;
 /// `fake_gpu.rs::stand_in_launch_checks_use_the_configured_device_limits`
@@ -138,9 +138,11 @@ fn gpu_launch_checks_use_the_device_limits() {
         l.max_threads_per_block,
         attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
     );
+    // Shared memory: what a launch may use once the function opts in to
+    // dynamic shared memory above 48 KiB.
     assert_eq!(
         l.max_shared_bytes_per_block,
-        attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)
+        attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
     );
     assert_eq!(
         l.max_grid,
