@@ -88,8 +88,8 @@ fn tiles_before_an_early_exit_keep_their_barriers_and_run_correctly() {
     let x: Vec<f32> = (0..64).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
     let n = 50;
     let mut want = vec![-7.0f32; 64];
-    for i in 0..n {
-        want[i] = (0..=i).filter(|j| j % 2 == 0).map(|j| 2.0 * x[j]).sum();
+    for (i, w) in want.iter_mut().enumerate().take(n) {
+        *w = (0..=i).filter(|j| j % 2 == 0).map(|j| 2.0 * x[j]).sum();
     }
     let c = Case::source(EARLY, "early.pho", "early")
         .init("X", Tensor::from_f32(&[1, 64], &x))

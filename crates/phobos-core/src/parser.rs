@@ -268,11 +268,16 @@ impl<'a> Parser<'a> {
                 .primary(span, format!("more than {MAX_CHAIN} operators in one chain"))
                 .note("split the computation with `let`"),
         );
-        while !matches!(
-            self.kind(),
-            Tok::Eof | Tok::Semi | Tok::RParen | Tok::RBracket | Tok::RBrace
-        ) && !(self.tok().nl_before && self.nest == 0)
-        {
+        // Skip to the end of the statement: a closing token, or a line
+        // break outside brackets.
+        loop {
+            let closing = matches!(
+                self.kind(),
+                Tok::Eof | Tok::Semi | Tok::RParen | Tok::RBracket | Tok::RBrace
+            );
+            if closing || (self.tok().nl_before && self.nest == 0) {
+                break;
+            }
             self.skip_group();
         }
         Err(Reported)

@@ -139,7 +139,7 @@ fn main() {
     let mut times = Vec::new();
     let mut text = src.clone();
     for i in 0..20 {
-        text.insert_str(acc + i, "0");
+        text.insert(acc + i, '0');
         let (t, n) = change(&mut c, &text);
         assert_eq!(n, 0);
         times.push(t);

@@ -193,12 +193,12 @@ impl Analysis {
                     ok = false;
                 }
             }
-            ExprKind::Binary(BinOp::Div | BinOp::Rem, _, b) => {
+            // Division only by a non-zero literal.
+            ExprKind::Binary(BinOp::Div | BinOp::Rem, _, b)
                 if !matches!(b.kind, ExprKind::Int(v) if v != 0)
-                    && !matches!(b.kind, ExprKind::Float(_))
-                {
-                    ok = false;
-                }
+                    && !matches!(b.kind, ExprKind::Float(_)) =>
+            {
+                ok = false;
             }
             ExprKind::Name(_) => {
                 let Some(def) = self.symbols.at(e.span.start as usize) else {

@@ -136,6 +136,9 @@ const CONFIG_WORDS: [(&str, &str); 6] = [
     ("up", "shfl<up D>: read lane - D"),
 ];
 
+/// What makes two diagnostics the same: code, message and labels.
+type DiagKey = (String, String, Vec<(u32, u32, bool)>);
+
 impl Analysis {
     /// Analyse `src` from scratch.
     pub fn new(src: &str) -> Analysis {
@@ -148,7 +151,7 @@ impl Analysis {
         let (file, parse_diags) = phobos_core::parser::parse(src);
         let units = unit::place(src, &file, cache);
         let mut diagnostics = parse_diags;
-        let mut seen: HashSet<(String, String, Vec<(u32, u32, bool)>)> =
+        let mut seen: HashSet<DiagKey> =
             diagnostics.iter().map(diag_key).collect();
         for p in &units {
             for d in &p.unit.diagnostics {
@@ -534,7 +537,7 @@ fn access_facts(kv: &KernelView, e: &hir::Expr, store: bool) -> String {
 
 /// What makes two diagnostics the same one (units repeat the fns' and the
 /// parser's).
-fn diag_key(d: &Diagnostic) -> (String, String, Vec<(u32, u32, bool)>) {
+fn diag_key(d: &Diagnostic) -> DiagKey {
     (
         d.code.to_string(),
         d.message.clone(),

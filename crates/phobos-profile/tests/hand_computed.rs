@@ -379,13 +379,16 @@ fn launch_corpus(
     p
 }
 
+/// A kernel, its grid, its dims and its scalars.
+type Case<'a> = (&'a str, [u32; 3], Vec<(&'a str, usize)>, Vec<(&'a str, i32)>);
+
 #[test]
 fn a_launch_split_over_threads_counts_what_one_thread_counts() {
     // A transpose of 96 x 96 (9 CTAs: global and shared traffic, tiles
     // that share DRAM sectors with no other CTA) and a matvec whose x is
     // read by every CTA (the DRAM model must charge x's sectors to the
     // first CTA's line, whichever thread ran it).
-    let cases: [(&str, [u32; 3], Vec<(&str, usize)>, Vec<(&str, i32)>); 2] = [
+    let cases: [Case; 2] = [
         (
             "tile_transpose.pho",
             [3, 3, 1],

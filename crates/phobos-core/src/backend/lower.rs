@@ -400,7 +400,7 @@ impl Lower<'_> {
         let inner = outer && self.hir_uniform(cond) && !self.left_early(&body.stmts);
         self.uniform = inner;
         let c = self.expr(cond);
-        let pre = std::mem::replace(&mut self.pre, Vec::new());
+        let pre = std::mem::take(&mut self.pre);
         let body = self.block(body);
         self.pre = outer_pre;
         let s = self.push_stmt(StmtKind::While { pre, cond: c, body }, span);
