@@ -436,3 +436,35 @@ fn barriers_after_a_tile_read_survive_loop_unrolling() {
         c.run([1, 1, 1]).check("Y", &Tensor::from_f32(&[256], &want));
     }
 }
+
+/// A varying `if` whose condition reads the tile its branch writes. It is
+/// predicated statement by statement, and the condition's read must be
+/// fenced from the branch's write. The fence used to hang on the
+/// condition's own statement, which debug builds refused (P0901) and
+/// release builds dropped (found by the fuzzer, seeds 200318 and 200857).
+const PRED_COND: &str = r#"
+@launch(64)
+kernel pred_if(X: tensor<f32>[64], Y: tensor<f32>[64]) {
+  var t = X[0 :+ 64]
+  if t[63 - ctx.thread] > 0.0 {
+    t[ctx.thread] = t[ctx.thread] + 1.0
+    Y[ctx.thread] = t[ctx.thread]
+  } else {
+    Y[ctx.thread] = -t[ctx.thread]
+  }
+}
+"#;
+
+#[test]
+fn a_varying_if_whose_condition_reads_the_tile_it_writes_is_fenced() {
+    let x: Vec<f32> = (0..64).map(|i| if i % 3 == 0 { -1.0 } else { 2.0 }).collect();
+    let want: Vec<f32> = (0..64)
+        .map(|i| if x[63 - i] > 0.0 { x[i] + 1.0 } else { -x[i] })
+        .collect();
+    for checks in [true, false] {
+        let c = run(PRED_COND, "pred.pho", "pred_if", checks, &[])
+            .init("X", Tensor::from_f32(&[64], &x));
+        let o = c.run([1, 1, 1]);
+        o.check("Y", &Tensor::from_f32(&[64], &want));
+    }
+}

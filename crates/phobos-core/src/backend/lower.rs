@@ -500,7 +500,15 @@ impl Lower<'_> {
             ty: ScalarTy::Bool,
         });
         let mut out = vec![self.push_stmt(StmtKind::Set(p, cond), span)];
-        self.fence_read(out[0], &[cond], span);
+        // The condition may read a tile that the branches write: a
+        // candidate barrier after it, as a statement of its own (a `Set`
+        // holds no fence: the verifier refuses one, and barrier placement
+        // and emission would ignore it).
+        if self.uniform && self.pred.is_none() {
+            if let Some(buf) = self.f.tile_read(cond) {
+                out.push(self.barrier(BarrierRole::AfterRead(buf), span));
+            }
+        }
         let branches = [(then, false), (els, true)];
         for (b, negate) in branches {
             if b.stmts.is_empty() {
