@@ -37,8 +37,11 @@ fn ptxas_accepts_dynamic_shared_memory_where_it_fits() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut assembled = 0;
     for arch in phobos_core::ARCHES {
-        let (kernels, _) =
-            phobos_core::compile(TILES_128K, "big.pho", &phobos_core::CompileOptions::for_arch(arch));
+        let (kernels, _) = phobos_core::compile(
+            TILES_128K,
+            "big.pho",
+            &phobos_core::CompileOptions::for_arch(arch),
+        );
         let Some(k) = kernels.first() else {
             continue; // over this target's limit: P0801 (tested in phobos-core)
         };

@@ -365,8 +365,14 @@ fn a_barrier_in_a_branch_or_loop_that_is_skipped_does_not_fence_around_it() {
     let want: Vec<i32> = (0..64).map(|i| x[(i + 1) % 64]).collect();
     for (what, src) in SKIPPED {
         for checks in [true, false] {
-            let c = run(src, "k.pho", "k", checks, &[("X", Tensor::from_i32(&[64], &x))])
-                .scalar("n", Scalar::I32(0));
+            let c = run(
+                src,
+                "k.pho",
+                "k",
+                checks,
+                &[("X", Tensor::from_i32(&[64], &x))],
+            )
+            .scalar("n", Scalar::I32(0));
             let o = c
                 .launch([1, 1, 1])
                 .unwrap_or_else(|b| panic!("{what} (checks {checks}): {}", b.1));
@@ -433,7 +439,8 @@ fn barriers_after_a_tile_read_survive_loop_unrolling() {
     for checks in [true, false] {
         let c = run(UNROLLED_SCAN, "scan.pho", "scan", checks, &[])
             .init("X", Tensor::from_f32(&[1, 256], &x));
-        c.run([1, 1, 1]).check("Y", &Tensor::from_f32(&[256], &want));
+        c.run([1, 1, 1])
+            .check("Y", &Tensor::from_f32(&[256], &want));
     }
 }
 
@@ -457,7 +464,9 @@ kernel pred_if(X: tensor<f32>[64], Y: tensor<f32>[64]) {
 
 #[test]
 fn a_varying_if_whose_condition_reads_the_tile_it_writes_is_fenced() {
-    let x: Vec<f32> = (0..64).map(|i| if i % 3 == 0 { -1.0 } else { 2.0 }).collect();
+    let x: Vec<f32> = (0..64)
+        .map(|i| if i % 3 == 0 { -1.0 } else { 2.0 })
+        .collect();
     let want: Vec<f32> = (0..64)
         .map(|i| if x[63 - i] > 0.0 { x[i] + 1.0 } else { -x[i] })
         .collect();

@@ -659,7 +659,12 @@ const TUNING_FILE: &str = "tuning.ron";
 /// one: `cargo:rerun-if-changed=a<LF>cargo:rustc-link-lib=x` would track
 /// `a` and inject a second directive.
 fn trackable(path: &Path) -> Result<(), BuildError> {
-    if path.as_os_str().as_encoded_bytes().iter().any(|b| matches!(b, b'\n' | b'\r')) {
+    if path
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .any(|b| matches!(b, b'\n' | b'\r'))
+    {
         return Err(BuildError::UntrackablePath {
             path: path.to_path_buf(),
         });

@@ -427,18 +427,28 @@ fn a_full_or_closed_stderr_is_no_panic() {
         cmd.stdout(Stdio::null());
         cmd.stderr(std::fs::File::create("/dev/full").expect("/dev/full"));
         let status = cmd.status().expect("run");
-        assert_eq!(status.code(), Some(code), "{args:?} with stderr full: {status:?}");
+        assert_eq!(
+            status.code(),
+            Some(code),
+            "{args:?} with stderr full: {status:?}"
+        );
         // Standard error a pipe whose reader is gone.
         let mut cmd = capped(args, d.path());
         cmd.stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn");
         drop(child.stderr.take());
         let status = child.wait().expect("wait");
-        assert_eq!(status.code(), Some(code), "{args:?} with stderr closed: {status:?}");
+        assert_eq!(
+            status.code(),
+            Some(code),
+            "{args:?} with stderr closed: {status:?}"
+        );
     }
     // The progress line of a long run, written to a full stderr.
     let mut cmd = capped(
-        &["sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o"],
+        &[
+            "sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o",
+        ],
         d.path(),
     );
     cmd.env("PHOBOS_PROGRESS_AFTER_MS", "0");
@@ -456,14 +466,20 @@ fn a_run_longer_than_the_progress_delay_says_so_on_stderr() {
     let d = dir_with(&[("k.pho", src.as_bytes()), ("x.npy", &x), ("y.npy", &x)]);
     for args in [
         &["sim", "k.pho", "x=x.npy", "y=y.npy", "--out", "o"][..],
-        &["explain", "k.pho", "--kernel", "spin", "x=x.npy", "y=y.npy", "--format", "text", "-o", "t.txt"],
+        &[
+            "explain", "k.pho", "--kernel", "spin", "x=x.npy", "y=y.npy", "--format", "text", "-o",
+            "t.txt",
+        ],
     ] {
         let mut cmd = capped(args, d.path());
         cmd.env("PHOBOS_PROGRESS_AFTER_MS", "50");
         let out = run(cmd);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
-        assert!(err.contains("s so far"), "{args:?}: no progress line in:\n{err}");
+        assert!(
+            err.contains("s so far"),
+            "{args:?}: no progress line in:\n{err}"
+        );
     }
 }
 
@@ -568,7 +584,10 @@ fn the_summary_counts_the_errors_p0006_hides_not_p0006() {
     // The count comes after the diagnostics it follows, not first.
     let first = err.find("error[").expect("a diagnostic");
     assert!(err[first..].starts_with("error[P0001]"), "{err}");
-    let json = run(capped(&["check", "k.pho", "--message-format", "json"], d.path()));
+    let json = run(capped(
+        &["check", "k.pho", "--message-format", "json"],
+        d.path(),
+    ));
     let text = String::from_utf8_lossy(&json.stdout);
     let last: serde_json::Value =
         serde_json::from_str(text.lines().last().expect("a line")).expect("json");

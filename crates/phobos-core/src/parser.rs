@@ -265,7 +265,10 @@ impl<'a> Parser<'a> {
         let span = self.span();
         self.report(
             Diagnostic::error("P0101", "expression is too long")
-                .primary(span, format!("more than {MAX_CHAIN} operators in one chain"))
+                .primary(
+                    span,
+                    format!("more than {MAX_CHAIN} operators in one chain"),
+                )
                 .note("split the computation with `let`"),
         );
         // Skip to the end of the statement: a closing token, or a line

@@ -168,8 +168,11 @@ const TILES_128K: &str = "@launch(256)\nkernel big(A: tensor<f32>[64, 256], B: t
 #[test]
 fn tiles_above_48_kilobytes_are_dynamic_shared_memory_within_each_targets_limit() {
     for arch in phobos_core::ARCHES {
-        let (kernels, diags) =
-            phobos_core::compile(TILES_128K, "big.pho", &phobos_core::CompileOptions::for_arch(arch));
+        let (kernels, diags) = phobos_core::compile(
+            TILES_128K,
+            "big.pho",
+            &phobos_core::CompileOptions::for_arch(arch),
+        );
         let fits = phobos_core::max_shared_bytes(arch) >= 131072;
         assert_eq!(fits, matches!(arch, 80 | 90 | 100), "sm_{arch}");
         if !fits {

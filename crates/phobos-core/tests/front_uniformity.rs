@@ -300,7 +300,9 @@ fn rejects_cta_collective_right_of_and() {
 #[test]
 fn rejects_lane_collective_right_of_a_varying_or() {
     rejected(
-        &format!("{ROW}  let big = ctx.lane > 3 || max<over ctx.lane>(v) > 1.0\n  O[0, 0] = f32(big)"),
+        &format!(
+            "{ROW}  let big = ctx.lane > 3 || max<over ctx.lane>(v) > 1.0\n  O[0, 0] = f32(big)"
+        ),
         "P0700",
         5,
     );

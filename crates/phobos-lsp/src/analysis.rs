@@ -151,8 +151,7 @@ impl Analysis {
         let (file, parse_diags) = phobos_core::parser::parse(src);
         let units = unit::place(src, &file, cache);
         let mut diagnostics = parse_diags;
-        let mut seen: HashSet<DiagKey> =
-            diagnostics.iter().map(diag_key).collect();
+        let mut seen: HashSet<DiagKey> = diagnostics.iter().map(diag_key).collect();
         for p in &units {
             for d in &p.unit.diagnostics {
                 let d = p.diagnostic_to_doc(d);

@@ -380,7 +380,12 @@ fn launch_corpus(
 }
 
 /// A kernel, its grid, its dims and its scalars.
-type Case<'a> = (&'a str, [u32; 3], Vec<(&'a str, usize)>, Vec<(&'a str, i32)>);
+type Case<'a> = (
+    &'a str,
+    [u32; 3],
+    Vec<(&'a str, usize)>,
+    Vec<(&'a str, i32)>,
+);
 
 #[test]
 fn a_launch_split_over_threads_counts_what_one_thread_counts() {

@@ -457,7 +457,11 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
             let launch = |d: &Device, ctas: u32| {
                 let x = d.upload(&vec![1.0f32; 4096], &[4096]).unwrap();
                 let mut y = d.zeros::<f32>(&[4096]).unwrap();
-                kernel.launch(d, Some(Grid::from(ctas)), &[Arg::from(&x), Arg::from(&mut y)])
+                kernel.launch(
+                    d,
+                    Some(Grid::from(ctas)),
+                    &[Arg::from(&x), Arg::from(&mut y)],
+                )
             };
             // The simulator's defaults admit it.
             launch(&sim, 2).unwrap();
@@ -468,11 +472,21 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
                 e => panic!("{e:?}"),
             }
             // Within the threads limit, the tile is still too big.
-            let narrow = compile(&WIDE_TILE.replace("@launch(256)", "@launch(128)").replace("+ 256]", "+ 128]"), &[75], vec![]);
+            let narrow = compile(
+                &WIDE_TILE
+                    .replace("@launch(256)", "@launch(128)")
+                    .replace("+ 256]", "+ 128]"),
+                &[75],
+                vec![],
+            );
             let x = dev.upload(&vec![1.0f32; 4096], &[4096]).unwrap();
             let mut y = dev.zeros::<f32>(&[4096]).unwrap();
             match narrow
-                .launch(&dev, Some(Grid::from(2)), &[Arg::from(&x), Arg::from(&mut y)])
+                .launch(
+                    &dev,
+                    Some(Grid::from(2)),
+                    &[Arg::from(&x), Arg::from(&mut y)],
+                )
                 .unwrap_err()
             {
                 LaunchError::SharedMemoryTooLarge { limit, .. } => assert_eq!(limit, 4096),
@@ -483,14 +497,22 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
             let x = dev.upload(&vec![1.0f32; 128], &[128]).unwrap();
             let mut y = dev.zeros::<f32>(&[128]).unwrap();
             match scale
-                .launch(&dev, Some(Grid::from(4)), &[Arg::from(&x), Arg::from(&mut y)])
+                .launch(
+                    &dev,
+                    Some(Grid::from(4)),
+                    &[Arg::from(&x), Arg::from(&mut y)],
+                )
                 .unwrap_err()
             {
                 LaunchError::GridTooLarge { limit, .. } => assert_eq!(limit, [3, 65535, 65535]),
                 e => panic!("{e:?}"),
             }
             scale
-                .launch(&dev, Some(Grid::from(3)), &[Arg::from(&x), Arg::from(&mut y)])
+                .launch(
+                    &dev,
+                    Some(Grid::from(3)),
+                    &[Arg::from(&x), Arg::from(&mut y)],
+                )
                 .unwrap();
         },
     );

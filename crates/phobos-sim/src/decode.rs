@@ -1771,7 +1771,10 @@ impl Decoder {
     ) -> Result<Vec<Slot>, SimError> {
         let items: Vec<String> = match o {
             RawOperand::Vector(items) => items.clone(),
-            RawOperand::Word { text, negated: false } => vec![text.clone()],
+            RawOperand::Word {
+                text,
+                negated: false,
+            } => vec![text.clone()],
             _ => return Err(SimError::parse(line, "expected a register vector `{...}`")),
         };
         if items.len() != n {
@@ -1887,7 +1890,10 @@ impl Decoder {
             ["async", "wait_group"] => {
                 self.want(ops, 1, i)?;
                 let keep = match &ops[0] {
-                    RawOperand::Word { text, negated: false } => parse_uint(text)
+                    RawOperand::Word {
+                        text,
+                        negated: false,
+                    } => parse_uint(text)
                         .and_then(|v| u32::try_from(v).ok())
                         .ok_or_else(|| {
                             SimError::parse(line, "cp.async.wait_group needs an integer constant")
@@ -1917,7 +1923,10 @@ impl Decoder {
         let dst = self.addr(&ops[0], line)?;
         let src = self.addr(&ops[1], line)?;
         let size = match &ops[2] {
-            RawOperand::Word { text, negated: false } => parse_uint(text),
+            RawOperand::Word {
+                text,
+                negated: false,
+            } => parse_uint(text),
             _ => None,
         };
         let size = match size {

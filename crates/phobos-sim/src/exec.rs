@@ -448,7 +448,9 @@ impl Warp {
                 src,
             } => return self.cp_async(size, src_size, dst, src, active, pc, cx, cta),
             Op::CpAsyncCommit => self.cp_async_commit(active, cx, cta),
-            Op::CvtTf32 { d, a } => self.map1(active, d, a, |x| u64::from(crate::tensor::tf32_rna(x as u32))),
+            Op::CvtTf32 { d, a } => self.map1(active, d, a, |x| {
+                u64::from(crate::tensor::tf32_rna(x as u32))
+            }),
             Op::CpAsyncWait { keep } => return self.cp_async_wait(keep, active, pc, cx, cta),
             Op::WarpSync { .. } | Op::Nop | Op::Bra { .. } | Op::Exit | Op::Bar => {}
         }

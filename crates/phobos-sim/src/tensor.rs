@@ -140,7 +140,8 @@ impl MmaInst {
         use MmaElem as E;
         let ok = match (self.k, self.a_ty) {
             (8, E::F16) | (16, E::F16) => {
-                self.a_ty == self.b_ty && matches!((self.c_ty, self.d_ty), (A::F32 | A::F16, A::F32 | A::F16))
+                self.a_ty == self.b_ty
+                    && matches!((self.c_ty, self.d_ty), (A::F32 | A::F16, A::F32 | A::F16))
             }
             (8, E::Bf16) | (16, E::Bf16) => {
                 self.a_ty == self.b_ty && self.c_ty == A::F32 && self.d_ty == A::F32
@@ -259,7 +260,11 @@ impl AsyncState {
     }
 
     /// Lands the copies of `tid` that `done` selects, in issue order.
-    fn complete(&mut self, shared: &mut [u8], mut done: impl FnMut(&AsyncCopy) -> bool) -> Vec<(u32, u32)> {
+    fn complete(
+        &mut self,
+        shared: &mut [u8],
+        mut done: impl FnMut(&AsyncCopy) -> bool,
+    ) -> Vec<(u32, u32)> {
         let mut landed = Vec::new();
         let mut i = 0;
         while i < self.copies.len() {
@@ -386,7 +391,9 @@ impl Warp {
         if !addr.is_multiple_of(u64::from(len)) {
             let mut f = Fault::new(
                 CheckKind::Memcheck,
-                format!("misaligned {what} of {len} bytes (the address must be a multiple of {len})"),
+                format!(
+                    "misaligned {what} of {len} bytes (the address must be a multiple of {len})"
+                ),
             )
             .at(l, addr, sp);
             f.tensor = cx.region_name(sp, addr);
@@ -615,10 +622,10 @@ impl Warp {
             let mut data = [0u8; 16];
             let mut buffer = None;
             if n > 0 {
-                let (bi, boff) = cx
-                    .dev
-                    .locate(gaddr, n)
-                    .map_err(|e| cx.global_fault(e, gaddr, n, false).at(l, gaddr, Space::Global))?;
+                let (bi, boff) = cx.dev.locate(gaddr, n).map_err(|e| {
+                    cx.global_fault(e, gaddr, n, false)
+                        .at(l, gaddr, Space::Global)
+                })?;
                 let buf = &cx.dev.buffers[bi];
                 for (i, byte) in data.iter_mut().enumerate().take(n as usize) {
                     *byte = buf.load(boff + i as u64, 1) as u8;
@@ -677,7 +684,11 @@ impl Warp {
             let tid = self.first_tid + l as u32;
             a.groups[tid as usize] += 1;
             let g = a.groups[tid as usize];
-            for c in a.copies.iter_mut().filter(|c| c.tid == tid && c.group.is_none()) {
+            for c in a
+                .copies
+                .iter_mut()
+                .filter(|c| c.tid == tid && c.group.is_none())
+            {
                 c.group = Some(g);
             }
         }

@@ -287,15 +287,13 @@ impl Warp {
                 | Op::Vote { mask, .. }
                 | Op::WarpSync { mask }
                 | Op::Ldmatrix { mask, .. }
-                | Op::Mma { mask, .. } => {
-                    match self.warp_sync(cx, cta, pc, mask, inst.guard)? {
-                        Some(a) => {
-                            observed_active = a;
-                            observed_lanes = a;
-                        }
-                        None => continue,
+                | Op::Mma { mask, .. } => match self.warp_sync(cx, cta, pc, mask, inst.guard)? {
+                    Some(a) => {
+                        observed_active = a;
+                        observed_lanes = a;
                     }
-                }
+                    None => continue,
+                },
                 _ => {
                     if active != 0 {
                         if let Err(f) = self.exec(&inst.op, active, pc, cx, cta) {

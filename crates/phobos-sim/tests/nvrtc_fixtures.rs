@@ -139,7 +139,9 @@ fn ldmatrix_and_cp_async_feed_the_same_mma() {
 
 /// cvt.rna.tf32.f32 as the ISA defines it: 10 mantissa bits, ties away.
 fn tf32(x: f32) -> f64 {
-    f64::from(f32::from_bits(x.to_bits().wrapping_add(0x1000) & 0xFFFF_E000))
+    f64::from(f32::from_bits(
+        x.to_bits().wrapping_add(0x1000) & 0xFFFF_E000,
+    ))
 }
 
 #[test]
@@ -259,7 +261,10 @@ fn partial_warps_cannot_run_warp_wide_matrix_instructions() {
     let bufs: Vec<_> = [512usize, 256, 512, 512]
         .iter()
         .enumerate()
-        .map(|(i, &n)| dev.alloc_from(&format!("arg{i}"), &vec![0u8; n]).expect("alloc"))
+        .map(|(i, &n)| {
+            dev.alloc_from(&format!("arg{i}"), &vec![0u8; n])
+                .expect("alloc")
+        })
         .collect();
     let args: Vec<KernelArg> = bufs.iter().map(|&b| KernelArg::Buffer(b)).collect();
     let err = dev

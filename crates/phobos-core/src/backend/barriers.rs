@@ -533,7 +533,8 @@ impl Flatten<'_> {
 
     fn candidate(&mut self, fence: Option<BarrierId>) {
         if let Some(b) = fence {
-            self.out.push(Event::Candidate(b, self.open.last().copied()));
+            self.out
+                .push(Event::Candidate(b, self.open.last().copied()));
         }
     }
 

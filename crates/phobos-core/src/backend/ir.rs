@@ -402,7 +402,6 @@ impl Func {
     }
 }
 
-
 /// True for an expression `emit` can compute on packed bytes: an i8/u8 run
 /// load, `x & c` with `0 <= c < 128`, or `(x >> s) & c` with the kept bits
 /// inside the byte (`c < 2^(8-s)`), possibly under conversions to i32.

@@ -342,9 +342,9 @@ impl Uni<'_> {
                 let load = bounds.iter().find_map(|e| self.written_load(e));
                 let span = start.span.to(end.span).to(step.span);
                 let by_thread = level == Level::Varying
-                    && bounds.iter().all(|e| {
-                        self.expr_level_quiet(e) != Level::Varying || self.by_thread(e)
-                    });
+                    && bounds
+                        .iter()
+                        .all(|e| self.expr_level_quiet(e) != Level::Varying || self.by_thread(e));
                 let c = Ctrl {
                     level,
                     span,

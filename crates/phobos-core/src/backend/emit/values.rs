@@ -276,9 +276,7 @@ impl Emitter<'_> {
             // The checker puts the right side under the left side's control
             // (a lane collective or shuffle there has a warp-uniform guard,
             // and CTA collectives are refused), so the branch is safe.
-            ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b)
-                if self.f.reads_memory(*b) =>
-            {
+            ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b) if self.f.reads_memory(*b) => {
                 self.short_circuit(*op, *a, *b)
             }
             ExprKind::Unary(..)
