@@ -784,17 +784,11 @@ impl Warp {
                 .wrapping_add(offset as u64);
             let (sp, addr) = Self::resolve(space, raw);
             if addr & (u64::from(total) - 1) != 0 {
-                let mut f = Fault::new(
-                    CheckKind::Memcheck,
-                    format!(
+                return Err(cx.memcheck_at(format!(
                         "misaligned {} {} of {total} bytes (the address must be a multiple of {total})",
                         space_word(sp),
                         kind_word(store)
-                    ),
-                )
-                .at(l, addr, sp);
-                f.tensor = cx.region_name(sp, addr);
-                return Err(f);
+                    ), l, addr, sp));
             }
             let mut vals = [0u64; 4];
             if store {
@@ -825,16 +819,10 @@ impl Warp {
                 Space::Shared => {
                     let limit = cta.shared.len() as u64;
                     if addr + u64::from(total) > limit {
-                        let mut f = Fault::new(
-                            CheckKind::Memcheck,
-                            format!(
+                        return Err(cx.memcheck_at(format!(
                                 "out-of-bounds shared {} of {total} bytes: the CTA has {limit} bytes of shared memory",
                                 kind_word(store)
-                            ),
-                        )
-                        .at(l, addr, sp);
-                        f.tensor = cx.region_name(sp, addr);
-                        return Err(f);
+                            ), l, addr, sp));
                     }
                     let off = addr as u32;
                     self.async_guard(l, off, total, store, cx, cta)?;
@@ -1015,13 +1003,12 @@ impl Warp {
             let bv = self.regs[b as usize * 32 + l];
             let cv = self.regs[c as usize * 32 + l];
             if addr & (u64::from(size) - 1) != 0 {
-                let mut f = Fault::new(
-                    CheckKind::Memcheck,
+                return Err(cx.memcheck_at(
                     format!("misaligned {} atomic of {size} bytes", space_word(sp)),
-                )
-                .at(l, addr, sp);
-                f.tensor = cx.region_name(sp, addr);
-                return Err(f);
+                    l,
+                    addr,
+                    sp,
+                ));
             }
             let old;
             let mut buffer = None;
@@ -1057,13 +1044,7 @@ impl Warp {
                 Space::Shared => {
                     let limit = cta.shared.len() as u64;
                     if addr + u64::from(size) > limit {
-                        let mut f = Fault::new(
-                            CheckKind::Memcheck,
-                            format!("out-of-bounds shared atomic of {size} bytes: the CTA has {limit} bytes of shared memory"),
-                        )
-                        .at(l, addr, sp);
-                        f.tensor = cx.region_name(sp, addr);
-                        return Err(f);
+                        return Err(cx.memcheck_at(format!("out-of-bounds shared atomic of {size} bytes: the CTA has {limit} bytes of shared memory"), l, addr, sp));
                     }
                     self.async_guard(l, addr as u32, size, true, cx, cta)?;
                     if cx.checks {

@@ -259,6 +259,20 @@ impl Ctx<'_> {
         }))
     }
 
+    /// A memcheck fault of lane `lane` at `addr`, naming the variable or
+    /// tensor that holds the address.
+    pub(crate) fn memcheck_at(
+        &self,
+        message: impl Into<String>,
+        lane: usize,
+        addr: u64,
+        space: Space,
+    ) -> Fault {
+        let mut f = Fault::new(CheckKind::Memcheck, message).at(lane, addr, space);
+        f.tensor = self.region_name(space, addr);
+        f
+    }
+
     /// The shared or local variable holding `addr`, or the global buffer.
     pub(crate) fn region_name(&self, space: Space, addr: u64) -> Option<String> {
         match space {

@@ -389,25 +389,18 @@ impl Warp {
             .at(l, addr, sp));
         }
         if !addr.is_multiple_of(u64::from(len)) {
-            let mut f = Fault::new(
-                CheckKind::Memcheck,
+            return Err(cx.memcheck_at(
                 format!(
                     "misaligned {what} of {len} bytes (the address must be a multiple of {len})"
                 ),
-            )
-            .at(l, addr, sp);
-            f.tensor = cx.region_name(sp, addr);
-            return Err(f);
+                l,
+                addr,
+                sp,
+            ));
         }
         let limit = cta.shared.len() as u64;
         if addr + u64::from(len) > limit {
-            let mut f = Fault::new(
-                CheckKind::Memcheck,
-                format!("out-of-bounds {what} of {len} bytes: the CTA has {limit} bytes of shared memory"),
-            )
-            .at(l, addr, sp);
-            f.tensor = cx.region_name(sp, addr);
-            return Err(f);
+            return Err(cx.memcheck_at(format!("out-of-bounds {what} of {len} bytes: the CTA has {limit} bytes of shared memory"), l, addr, sp));
         }
         Ok(addr as u32)
     }
