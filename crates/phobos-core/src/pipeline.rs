@@ -17,7 +17,10 @@ pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
 /// opts in (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`): the CUDA
 /// C++ Programming Guide's "maximum amount of shared memory per thread
 /// block" per compute capability — 64 KB on 7.5, 163 KB on 8.0, 99 KB on
-/// 8.6 and 8.9, 227 KB on 9.0 and 10.0, 99 KB on 12.0.
+/// 8.6 and 8.9, 227 KB on 9.0 and 10.0, 99 KB on 12.0. For 10.0 and 12.0
+/// these agree with CUDA 12.9's `cuda_occupancy.h`, whose largest shared
+/// carveouts are 228 KB and 100 KB per SM, less the 1 KB reserved per CTA.
+/// phobos-profile's occupancy table is pinned to this one by a test.
 pub fn max_shared_bytes(arch: u32) -> u32 {
     const KB: u32 = 1024;
     match arch {

@@ -1,8 +1,9 @@
 //! Theoretical occupancy: how many CTAs of a kernel fit on one SM at once,
 //! and so how many of the SM's warp slots they fill. The computation is
 //! `cudaOccMaxActiveBlocksPerMultiprocessor` of NVIDIA's `cuda_occupancy.h`
-//! (CUDA 12.2, `__CUDA_OCC_MAJOR__ 9`) for a kernel with static shared
-//! memory only, the default carveout and one block barrier: the warp,
+//! (CUDA 12.9, `__CUDA_OCC_MAJOR__ 12`) for a kernel whose shared memory
+//! above 48 KB is opted in (as the runtime launches it), the default
+//! carveout and one block barrier: the warp,
 //! block, register and shared-memory limits, each rounded as that header
 //! rounds them. The per-architecture numbers are the CUDA C++ Programming
 //! Guide's "Technical Specifications per Compute Capability" (the device
@@ -37,12 +38,13 @@ pub struct ArchLimits {
     /// `sharedMemPerMultiprocessor`: shared memory per SM with the default
     /// carveout, which the header takes to be the largest.
     pub shared_per_sm: u32,
-    /// `sharedMemPerBlock`: what a CTA may use without opting in. Phobos's
-    /// shared memory is static (`.shared` arrays), which cannot opt in, so
-    /// this is the per-CTA limit that applies.
+    /// `sharedMemPerBlock`: what a CTA may use without opting in (a
+    /// kernel whose plan fits it is declared with static `.shared` arrays).
     pub max_shared_per_cta: u32,
-    /// `sharedMemPerBlockOptin`: the limit for dynamic shared memory after
-    /// `cudaFuncSetAttribute`; listed for reference, never applied here.
+    /// `sharedMemPerBlockOptin`: the limit once a function opts in
+    /// (`cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)`), which the
+    /// runtime does for a kernel whose plan exceeds `max_shared_per_cta`;
+    /// the compiler's per-target limit (`phobos_core::max_shared_bytes`).
     pub max_shared_per_cta_optin: u32,
     /// `cudaOccSMemAllocationGranularity`.
     pub shared_unit: u32,
@@ -80,13 +82,15 @@ const fn arch(
     }
 }
 
-/// sm_75, sm_80, sm_86, sm_89 and sm_90.
-pub const ARCH_LIMITS: [ArchLimits; 5] = [
+/// Every target Phobos builds for (`phobos_core::ARCHES`).
+pub const ARCH_LIMITS: [ArchLimits; 7] = [
     arch(75, 32, 16, 64, 64, 256, 0),
     arch(80, 64, 32, 164, 163, 128, KB),
     arch(86, 48, 16, 100, 99, 128, KB),
     arch(89, 48, 24, 100, 99, 128, KB),
     arch(90, 64, 32, 228, 227, 128, KB),
+    arch(100, 64, 32, 228, 227, 128, KB),
+    arch(120, 48, 24, 100, 99, 128, KB),
 ];
 
 /// The limits of `sm_{arch}`, if it is in the table.
@@ -173,7 +177,7 @@ impl std::fmt::Display for OccupancyError {
         match self {
             OccupancyError::UnknownArch(a) => write!(
                 f,
-                "no occupancy limits for sm_{a} (known: sm_75, sm_80, sm_86, sm_89, sm_90)"
+                "no occupancy limits for sm_{a} (known: sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120)"
             ),
             OccupancyError::TooManyThreads { threads, max } => {
                 write!(f, "a CTA of {threads} threads exceeds the limit of {max}")
@@ -226,17 +230,24 @@ pub fn occupancy(arch: u32, r: CtaResources) -> Result<Occupancy, OccupancyError
             max: l.max_registers_per_thread,
         });
     }
-    // cudaOccMaxBlocksPerSMSmemLimit: static shared memory plus the
-    // reserve, rounded up to the unit, against the CTA limit (plus the
-    // reserve from sm_80, as cudaOccSMemPerBlock adds it).
+    // cudaOccMaxBlocksPerSMSmemLimit: shared memory plus the reserve,
+    // rounded up to the unit, against the CTA limit (plus the reserve from
+    // sm_80, as cudaOccSMemPerBlock adds it). A plan above the default
+    // limit is launched opted in (FUNC_SHMEM_LIMIT_OPTIN with the maximum
+    // dynamic size set to the plan's), so its limit is the opt-in one.
     let shared_allocated = round_up(
         r.shared_bytes.saturating_add(l.shared_reserved_per_cta),
         l.shared_unit,
     );
-    if shared_allocated > l.max_shared_per_cta + l.shared_reserved_per_cta {
+    let max_shared = if r.shared_bytes > l.max_shared_per_cta {
+        l.max_shared_per_cta_optin
+    } else {
+        l.max_shared_per_cta
+    };
+    if shared_allocated > max_shared + l.shared_reserved_per_cta {
         return Err(OccupancyError::TooMuchShared {
             bytes: r.shared_bytes,
-            max: l.max_shared_per_cta,
+            max: max_shared,
         });
     }
     let warps_per_cta = r.threads.div_ceil(32);
@@ -247,9 +258,9 @@ pub fn occupancy(arch: u32, r: CtaResources) -> Result<Occupancy, OccupancyError
         .registers
         .filter(|&regs| regs > 0)
         .map(|regs| registers_limit(l, regs, warps_per_cta));
-    // The carveout is the largest, so it never falls below one CTA's
-    // allocation (at most 49 KB here) and the header's align-up step does
-    // not apply.
+    // The carveout is the largest, `shared_per_sm`, which is at least the
+    // opt-in limit plus the reserve, so it never falls below one CTA's
+    // allocation and the header's align-up step does not apply.
     let by_shared = (shared_allocated > 0).then(|| l.shared_per_sm / shared_allocated);
     let ctas_per_sm = [Some(by_warps), Some(by_ctas), by_registers, by_shared]
         .into_iter()
@@ -469,30 +480,54 @@ mod tests {
     }
 
     #[test]
-    fn static_shared_memory_is_limited_to_48_kb_per_cta() {
-        // Static shared memory cannot opt in to the larger per-CTA limit
-        // (227 KB on sm_90): 48 KB fits, one byte more does not.
+    fn shared_memory_above_48_kb_is_opted_in_up_to_the_targets_limit() {
+        // Up to 48 KB a CTA is launched without opting in; above it the
+        // runtime opts in, so the limit is the target's opt-in one (227 KB
+        // on sm_90), and one byte more is refused.
         let r = |shared_bytes| CtaResources {
             threads: 128,
             registers: Some(32),
             shared_bytes,
         };
-        for arch in [75, 80, 86, 89, 90] {
+        for l in &ARCH_LIMITS {
+            let arch = l.arch;
             let o = occupancy(arch, r(48 * 1024)).expect("48 KB fits");
             assert!(o.ctas_per_sm >= 1, "sm_{arch}");
+            let optin = l.max_shared_per_cta_optin;
+            let o = occupancy(arch, r(optin)).expect("the opt-in limit fits");
+            assert_eq!(o.ctas_per_sm, 1, "sm_{arch}");
             assert_eq!(
-                occupancy(arch, r(48 * 1024 + 1)),
+                occupancy(arch, r(optin + 1)),
                 Err(OccupancyError::TooMuchShared {
-                    bytes: 48 * 1024 + 1,
-                    max: 48 * 1024
+                    bytes: optin + 1,
+                    max: optin
                 }),
                 "sm_{arch}"
             );
         }
+        // 100 KB on sm_90: 101 KB allocated with the reserve, two per SM.
+        let o = occupancy(90, r(100 * 1024)).expect("fits");
+        assert_eq!((o.shared_bytes_allocated, o.ctas_per_sm), (101 * 1024, 2));
         // On sm_75 nothing is reserved and the unit is 256 bytes: 48 KB
         // takes 49152, and 64 KB holds one such CTA.
         let o = occupancy(75, r(48 * 1024)).expect("fits");
         assert_eq!((o.shared_bytes_allocated, o.ctas_per_sm), (49152, 1));
+    }
+
+    #[test]
+    fn the_table_covers_every_target_with_the_compilers_shared_limit() {
+        // One table of per-target shared limits: the compiler's P0801
+        // check and this one must agree, and every build target needs a row.
+        for arch in phobos_core::ARCHES {
+            let l = limits(arch).unwrap_or_else(|| panic!("no row for sm_{arch}"));
+            assert_eq!(
+                l.max_shared_per_cta_optin,
+                phobos_core::max_shared_bytes(arch),
+                "sm_{arch}"
+            );
+            assert_eq!(l.shared_per_sm, l.max_shared_per_cta_optin + l.shared_reserved_per_cta);
+        }
+        assert_eq!(ARCH_LIMITS.len(), phobos_core::ARCHES.len());
     }
 
     #[test]
