@@ -121,26 +121,15 @@ pub fn check_snapshot(path: &Path, actual: &str) -> Option<String> {
     ))
 }
 
-/// NVIDIA's ptxas: `PHOBOS_PTXAS`, `CUDA_PATH`/`CUDA_HOME` `bin/ptxas`, or
-/// `PATH`.
+/// NVIDIA's ptxas, found as builds find it (`phobos_build::find_ptxas`:
+/// `PHOBOS_PTXAS`, `PATH`, `CUDA_PATH`/`CUDA_HOME`, `/usr/local/cuda`).
+/// A `PHOBOS_PTXAS` that names a missing or broken file fails the test
+/// rather than quietly skipping it.
 pub fn find_ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PHOBOS_PTXAS").map(PathBuf::from) {
-        if p.is_file() {
-            return Some(p);
-        }
+    match phobos_build::find_ptxas() {
+        Ok(found) => found.map(|p| p.path),
+        Err(e) => panic!("{e}"),
     }
-    for var in ["CUDA_PATH", "CUDA_HOME"] {
-        if let Some(root) = std::env::var_os(var) {
-            let p = Path::new(&root).join("bin/ptxas");
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("ptxas"))
-        .find(|p| p.is_file())
 }
 
 /// Whether this run is CI (`CI=true` or `CI=1`, as every test in the
