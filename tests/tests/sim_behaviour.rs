@@ -790,3 +790,58 @@ fn the_right_side_of_and_with_a_lane_collective_runs_only_where_the_left_holds()
     }
     o.check("O", &want);
 }
+
+/// `cdiv(a, b)` is the true ceiling for every non-negative `a` and positive
+/// `b` of its type, as `phobos_core::consteval::cdiv` (the `@grid`
+/// evaluator) computes it. The compiled form was `(a + b - 1) / b` in the
+/// type's width, which wrapped near the top: `cdiv(i32::MAX, 2)` gave
+/// -1073741824.
+#[test]
+fn cdiv_is_the_ceiling_up_to_the_top_of_every_width() {
+    use phobos_core::ast::ScalarTy;
+    use phobos_core::consteval;
+    for (ty, elem, top) in [
+        ("i32", ScalarTy::I32, i32::MAX as i128),
+        ("u32", ScalarTy::U32, u32::MAX as i128),
+        ("i64", ScalarTy::I64, i64::MAX as i128),
+        ("u64", ScalarTy::U64, u64::MAX as i128),
+    ] {
+        let src = format!(
+            "@launch(32)
+kernel cd(A: tensor<{ty}>[32], B: tensor<{ty}>[32], O: tensor<{ty}>[32]) {{
+  let t = ctx.thread
+  O[t] = cdiv(A[t], B[t])
+}}
+"
+        );
+        let pairs: Vec<(i128, i128)> = [top, top - 1, top / 2, 7, 0]
+            .iter()
+            .flat_map(|&a| [(a, 1), (a, 2), (a, 3), (a, top), (a, 16)])
+            .chain([(1, 2), (9, 4), (top, top - 1)])
+            .take(32)
+            .collect();
+        let t = |v: Vec<i128>| {
+            let mut x = Tensor::zeros(elem, &[32]);
+            for (k, v) in v.into_iter().enumerate() {
+                x.set_i(k, v as i64);
+            }
+            x
+        };
+        let mut a = pairs.iter().map(|p| p.0).collect::<Vec<_>>();
+        let mut b = pairs.iter().map(|p| p.1).collect::<Vec<_>>();
+        a.resize(32, 5);
+        b.resize(32, 2);
+        let o = Case::source(&src, "cdiv.pho", "cd")
+            .init("A", t(a.clone()))
+            .init("B", t(b.clone()))
+            .run([1, 1, 1]);
+        let mut want = o.expect("O");
+        for k in 0..32 {
+            let v = consteval::cdiv(elem, a[k], b[k]).expect("in the domain");
+            want.set_i(k, v as i64);
+        }
+        if let Err(e) = o.compare("O", &want) {
+            panic!("{ty}: {e}");
+        }
+    }
+}

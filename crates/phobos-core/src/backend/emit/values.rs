@@ -733,10 +733,17 @@ impl Emitter<'_> {
                 let a = self.in_reg(args[0], at);
                 let bb = self.in_reg(args[1], at);
                 let sfx = int_suffix(at);
-                let (s, d) = (self.reg(RegClass::of(at)), self.reg(RegClass::of(at)));
-                self.ins(&format!("add{sfx} {s}, {a}, {bb};"));
-                self.ins(&format!("sub{sfx} {s}, {s}, 1;"));
-                self.ins(&format!("div{sfx} {d}, {s}, {bb};"));
+                // q + (q * b != a): the true ceiling for every a >= 0,
+                // b > 0 of the type, as consteval::cdiv gives it.
+                // `(a + b - 1) / b` wraps near the top of the width.
+                let rc = RegClass::of(at);
+                let (q, m, one, d) = (self.reg(rc), self.reg(rc), self.reg(rc), self.reg(rc));
+                let p = self.reg(RegClass::Pred);
+                self.ins(&format!("div{sfx} {q}, {a}, {bb};"));
+                self.ins(&format!("mul.lo{sfx} {m}, {q}, {bb};"));
+                self.ins(&format!("setp.ne{sfx} {p}, {m}, {a};"));
+                self.ins(&format!("selp{sfx} {one}, 1, 0, {p};"));
+                self.ins(&format!("add{sfx} {d}, {q}, {one};"));
                 V::R(d)
             }
             Builtin::Dp4a => {
