@@ -96,11 +96,9 @@ pub struct Features {
     /// Tile copies and tile writes inside uniform `if`/`for` bodies; a tile
     /// write whose value reads the tile it writes (`t[i] = t[i] + t[j]`);
     /// a tile write under an `if` condition or `for` bound that reads the
-    /// tile. Off by default: it finds a known bug (seeds 200318, 200857):
-    /// a varying `if` whose condition reads a tile and whose branches read
-    /// and write tiles is predicated, and the fence lowering puts on the
-    /// `Set` of its condition is one the IR verifier, `barriers` and `emit`
-    /// do not handle (P0901 in debug builds, the fence dropped in release).
+    /// tile. It found the predicated-if fence bug (seeds 200318, 200857:
+    /// the fence after a condition that reads a tile was hung on the
+    /// condition's `Set`), fixed since; on by default.
     pub tiles_in_branches: bool,
     /// Loads from the outputs the kernel writes, each thread from its own
     /// slots (race-free).
@@ -115,7 +113,7 @@ impl Default for Features {
             shuffles: true,
             runs: true,
             cta_collectives_in_branches: true,
-            tiles_in_branches: false,
+            tiles_in_branches: true,
             written_loads: true,
         }
     }

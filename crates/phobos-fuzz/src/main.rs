@@ -4,39 +4,98 @@
 //! minimized finding, save it under DIR (default `tests/fuzz-cases`), and end
 //! with `N programs, M mismatches` (exit status 1 when M > 0). With
 //! `PHOBOS_PTXAS` set, every K-th program (default 10) is also assembled for
-//! every target. `--no-cta-in-branches` and `--no-written-loads` switch
-//! those generator features off; `--tiles-in-branches` switches on tile
-//! statements in branches (off by default: a known lowering bug, see
-//! `gen::Features`).
+//! every target. `--no-cta-in-branches`, `--no-tiles-in-branches` and
+//! `--no-written-loads` switch those generator features off. An unknown
+//! flag or a malformed number is an error (exit status 2).
 
 use std::path::PathBuf;
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let get = |flag: &str| -> Option<&String> {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
+const USAGE: &str = "usage: phobos-fuzz [--seed S] [--count N] [--save DIR] [--ptxas-every K]
+                   [--no-cta-in-branches] [--no-tiles-in-branches] [--no-written-loads]
+                   [--planted-bug]";
+
+/// The command line, strictly: an unknown flag or a value that is not a
+/// number is an error, never silently the default.
+struct Args {
+    seed: u64,
+    count: u64,
+    save: PathBuf,
+    ptxas_every: u64,
+    no_cta_in_branches: bool,
+    no_tiles_in_branches: bool,
+    no_written_loads: bool,
+    planted_bug: bool,
+}
+
+fn parse_args(args: &[String]) -> Result<Args, String> {
+    let mut a = Args {
+        seed: 0,
+        count: 100,
+        save: PathBuf::from("tests/fuzz-cases"),
+        ptxas_every: 10,
+        no_cta_in_branches: false,
+        no_tiles_in_branches: false,
+        no_written_loads: false,
+        planted_bug: false,
     };
-    let num = |flag: &str, default: u64| get(flag).and_then(|v| v.parse().ok()).unwrap_or(default);
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| format!("{flag} needs a value"))
+                .cloned()
+        };
+        let number = |v: String| {
+            v.parse::<u64>()
+                .map_err(|_| format!("{flag} takes a non-negative integer, not `{v}`"))
+        };
+        match flag.as_str() {
+            "--seed" => a.seed = number(value()?)?,
+            "--count" => a.count = number(value()?)?,
+            "--ptxas-every" => a.ptxas_every = number(value()?)?,
+            "--save" => a.save = PathBuf::from(value()?),
+            "--no-cta-in-branches" => a.no_cta_in_branches = true,
+            "--no-tiles-in-branches" => a.no_tiles_in_branches = true,
+            // The default since the predicated-if fence fix; still accepted.
+            "--tiles-in-branches" => a.no_tiles_in_branches = false,
+            "--no-written-loads" => a.no_written_loads = true,
+            "--planted-bug" => a.planted_bug = true,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    Ok(a)
+}
+
+fn main() {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let args = match parse_args(&raw) {
+        Ok(a) => a,
+        Err(e) if e.is_empty() => {
+            println!("{USAGE}");
+            return;
+        }
+        Err(e) => {
+            eprintln!("phobos-fuzz: {e}\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
     let cfg = phobos_fuzz::Config {
-        seed: num("--seed", 0),
-        count: num("--count", 100),
-        save: Some(PathBuf::from(
-            get("--save").map_or("tests/fuzz-cases", String::as_str),
-        )),
+        seed: args.seed,
+        count: args.count,
+        save: Some(args.save),
         ptxas: std::env::var_os("PHOBOS_PTXAS").map(PathBuf::from),
-        ptxas_every: num("--ptxas-every", 10),
+        ptxas_every: args.ptxas_every,
         features: phobos_fuzz::gen::Features {
-            cta_collectives_in_branches: !args.iter().any(|a| a == "--no-cta-in-branches"),
-            tiles_in_branches: args.iter().any(|a| a == "--tiles-in-branches"),
-            written_loads: !args.iter().any(|a| a == "--no-written-loads"),
+            cta_collectives_in_branches: !args.no_cta_in_branches,
+            tiles_in_branches: !args.no_tiles_in_branches,
+            written_loads: !args.no_written_loads,
             ..phobos_fuzz::gen::Features::default()
         },
         ..phobos_fuzz::Config::default()
     };
     // Test-only: plant the known miscompile (see phobos_core::backend::set_planted_bug).
-    phobos_core::backend::set_planted_bug(args.iter().any(|a| a == "--planted-bug"));
+    phobos_core::backend::set_planted_bug(args.planted_bug);
     let start = std::time::Instant::now();
     let r = phobos_fuzz::fuzz(&cfg);
     for f in &r.findings {

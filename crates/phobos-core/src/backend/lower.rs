@@ -28,7 +28,9 @@ use super::ir::{
 };
 use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
 use crate::consteval;
+use crate::check::uniformity::Judge;
 use crate::hir::{self, CollOp, ConstVal, Group, LocalKind, Ty};
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 /// Lower one variant. `entry` is the PTX entry name.
@@ -43,6 +45,8 @@ pub fn lower(kernel: &hir::Kernel, entry: &str) -> Func {
         locals: HashMap::new(),
         tiles: HashMap::new(),
         uniform_vars: HashSet::new(),
+        judge: RefCell::new(Judge::new(kernel)),
+        judged: HashSet::new(),
         pre: Vec::new(),
         uniform: true,
         pending_tile_writes: Vec::new(),
@@ -93,6 +97,10 @@ struct Lower<'k> {
     tiles: HashMap<hir::LocalId, BufferId>,
     /// `let` locals and loop variables known to be uniform over the CTA.
     uniform_vars: HashSet<VarId>,
+    /// The checker's uniformity verdicts (`check::uniformity`).
+    judge: RefCell<Judge<'k>>,
+    /// Lowered conditions and bounds the checker proved uniform.
+    judged: HashSet<ExprId>,
     /// Statements hoisted out of the expression being lowered (CTA collectives).
     pre: Vec<StmtId>,
     /// Whether control at the current point is uniform over the CTA.
@@ -112,7 +120,7 @@ struct Lower<'k> {
     pred: Option<VarId>,
 }
 
-impl Lower<'_> {
+impl<'k> Lower<'k> {
     fn block(&mut self, b: &hir::Block) -> Vec<StmtId> {
         let mut out = Vec::new();
         for s in &b.stmts {
@@ -221,6 +229,10 @@ impl Lower<'_> {
     /// `is_uniform` judges its lowered form (a local counts when it is a
     /// uniform `let` already lowered).
     fn hir_uniform(&self, e: &hir::Expr) -> bool {
+        self.structurally_uniform(e) || self.judge.borrow_mut().uniform(e)
+    }
+
+    fn structurally_uniform(&self, e: &hir::Expr) -> bool {
         use hir::ExprKind as K;
         match &e.kind {
             K::Const(_) | K::Param(_) | K::Dim(_) => true,
@@ -229,10 +241,10 @@ impl Lower<'_> {
                 .locals
                 .get(id)
                 .is_some_and(|v| self.uniform_vars.contains(v)),
-            K::Unary(_, x) | K::Convert(x) | K::RunSum(x) => self.hir_uniform(x),
-            K::Elem { run, .. } | K::Word { run, .. } => self.hir_uniform(run),
-            K::Binary(_, a, b) => self.hir_uniform(a) && self.hir_uniform(b),
-            K::Builtin(_, xs) => xs.iter().all(|x| self.hir_uniform(x)),
+            K::Unary(_, x) | K::Convert(x) | K::RunSum(x) => self.structurally_uniform(x),
+            K::Elem { run, .. } | K::Word { run, .. } => self.structurally_uniform(run),
+            K::Binary(_, a, b) => self.structurally_uniform(a) && self.structurally_uniform(b),
+            K::Builtin(_, xs) => xs.iter().all(|x| self.structurally_uniform(x)),
             K::Load { .. }
             | K::RunLoad { .. }
             | K::Collective { .. }
@@ -260,7 +272,10 @@ impl Lower<'_> {
                 let v = self.locals[local];
                 let e = self.expr(init);
                 let mutable = self.k.locals[local.0 as usize].mutable;
-                if !mutable && self.uniform && self.is_uniform(e) {
+                if self.uniform
+                    && ((!mutable && self.is_uniform(e))
+                        || self.judge.borrow().local_uniform(*local))
+                {
                     self.uniform_vars.insert(v);
                 }
                 vec![self.push_stmt(StmtKind::Set(v, e), span)]
@@ -355,7 +370,7 @@ impl Lower<'_> {
                     && !has_exit(then)
                     && !has_exit(els) =>
             {
-                let cond = self.expr(c);
+                let cond = self.judged_expr(c);
                 if self.is_uniform(cond) {
                     self.if_stmt(cond, then, els, span)
                 } else {
@@ -363,7 +378,7 @@ impl Lower<'_> {
                 }
             }
             hir::StmtKind::If { cond, then, els } => {
-                let cond = self.expr(cond);
+                let cond = self.judged_expr(cond);
                 self.if_stmt(cond, then, els, span)
             }
             hir::StmtKind::For { .. } | hir::StmtKind::While { .. } if self.pred.is_some() => {
@@ -399,7 +414,7 @@ impl Lower<'_> {
         // loop's own control.
         let inner = outer && self.hir_uniform(cond) && !self.left_early(&body.stmts);
         self.uniform = inner;
-        let c = self.expr(cond);
+        let c = self.judged_expr(cond);
         let pre = std::mem::take(&mut self.pre);
         let body = self.block(body);
         self.pre = outer_pre;
@@ -445,9 +460,9 @@ impl Lower<'_> {
         span: Span,
     ) -> Vec<StmtId> {
         let v = self.locals[&var];
-        let start = self.expr(start);
-        let end = self.expr(end);
-        let step = self.expr(step);
+        let start = self.judged_expr(start);
+        let end = self.judged_expr(end);
+        let step = self.judged_expr(step);
         let outer = self.uniform;
         let uniform_bounds =
             self.is_uniform(start) && self.is_uniform(end) && self.is_uniform(step);
@@ -685,7 +700,20 @@ impl Lower<'_> {
     }
 
     /// Whether an expression is the same in every thread of the CTA.
+    /// Lowers a condition or a loop bound, remembering whether the checker
+    /// proved it uniform.
+    fn judged_expr(&mut self, e: &hir::Expr) -> ExprId {
+        let id = self.expr(e);
+        if self.judge.get_mut().uniform(e) {
+            self.judged.insert(id);
+        }
+        id
+    }
+
     fn is_uniform(&self, e: ExprId) -> bool {
+        if self.judged.contains(&e) {
+            return true;
+        }
         let own = match &self.f.exprs[e].kind {
             ExprKind::Const(_) | ExprKind::Param(_) | ExprKind::Dim(_) => true,
             ExprKind::Ctx(c) => !matches!(c, CtxField::Thread | CtxField::Warp | CtxField::Lane),

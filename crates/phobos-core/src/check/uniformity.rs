@@ -25,11 +25,6 @@
 //! `continue`, the rest of its loop's body is that varying; after a `break`,
 //! the whole body of its loop (later trips run without the threads that
 //! left); after a `return`, the rest of the kernel and the whole body of
-//! every loop around it. An early
-//! exit taken under varying control leaves fewer threads behind it: after a
-//! `continue`, the rest of its loop's body is that varying; after a `break`,
-//! the whole body of its loop (later trips run without the threads that
-//! left); after a `return`, the rest of the kernel and the whole body of
 //! every loop around it. Because
 //! a loop can carry a variable made varying late in its body back to a
 //! condition early in it, the pass first raises every local's level to a
@@ -151,6 +146,40 @@ pub fn facts(kernel: &Kernel) -> Facts {
     Facts {
         levels: u.level,
         causes,
+    }
+}
+
+/// The checker's verdicts after the fixpoint, for the backend: lowering
+/// asks it whether a condition, a loop bound or a local is uniform, so that
+/// it places barriers wherever the checker proved control uniform (its own
+/// structural test knows nothing of loads or collectives, and rejected
+/// valid kernels with P0802 under `if A[max<over ctx.thread>(x)]` or under
+/// an `if` on a `var`).
+pub struct Judge<'k> {
+    u: Uni<'k>,
+}
+
+impl<'k> Judge<'k> {
+    pub fn new(kernel: &'k Kernel) -> Judge<'k> {
+        let mut u = Uni::new(kernel);
+        u.changed = true;
+        while u.changed {
+            u.changed = false;
+            u.pass();
+        }
+        Judge { u }
+    }
+
+    /// Whether `e` has the same value in every thread of the CTA.
+    pub fn uniform(&mut self, e: &Expr) -> bool {
+        self.u.expr_level_quiet(e) == Level::Uniform
+    }
+
+    /// Whether every value `local` ever holds is the same in every thread
+    /// (its level is the join over all its assignments and the control
+    /// around them).
+    pub fn local_uniform(&self, local: LocalId) -> bool {
+        self.u.level.get(local.0 as usize) == Some(&Level::Uniform)
     }
 }
 
