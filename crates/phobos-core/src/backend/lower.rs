@@ -54,6 +54,7 @@ pub fn lower(kernel: &hir::Kernel, entry: &str) -> Func {
         lazy: 0,
         substituted: HashMap::new(),
         pred: None,
+        predicated_already: false,
     };
     for (i, local) in kernel.locals.iter().enumerate() {
         let id = hir::LocalId(i as u32);
@@ -118,6 +119,9 @@ struct Lower<'k> {
     /// says whether this thread takes the branch. Each statement is
     /// wrapped in `if pred`, so barriers can go between them.
     pred: Option<VarId>,
+    /// Set by a statement whose lowering is already predicated (a nested
+    /// predicated `if`), so that `block` does not wrap it again.
+    predicated_already: bool,
 }
 
 impl<'k> Lower<'k> {
@@ -128,7 +132,8 @@ impl<'k> Lower<'k> {
             let mut lowered = self.stmt(s);
             // After a `return` some threads may take, fewer threads go on.
             let left = at_uniform && self.leaves_varying(std::slice::from_ref(s), false).1;
-            if let Some(p) = self.pred {
+            let predicated = std::mem::take(&mut self.predicated_already);
+            if let (Some(p), false) = (self.pred, predicated) {
                 lowered = lowered
                     .into_iter()
                     .map(|x| self.wrap_in_pred(x, p, s.span))
@@ -377,6 +382,22 @@ impl<'k> Lower<'k> {
                     self.predicated_if(cond, then, els, span)
                 }
             }
+            hir::StmtKind::If { cond: c, then, els }
+                if self.pred.is_some()
+                    && both_read_and_write_tiles(then, els)
+                    && !has_exit(then)
+                    && !has_exit(els) =>
+            {
+                // A varying `if` inside a predicated one: predicated in
+                // turn, under both conditions, so barriers can still go
+                // between its statements.
+                let outer = self.pred.take();
+                let cond = self.expr(c);
+                let out = self.predicated_if_under(outer, cond, then, els, span);
+                self.pred = outer;
+                self.predicated_already = true;
+                out
+            }
             hir::StmtKind::If { cond, then, els } => {
                 let cond = self.judged_expr(cond);
                 self.if_stmt(cond, then, els, span)
@@ -509,17 +530,47 @@ impl<'k> Lower<'k> {
         els: &hir::Block,
         span: Span,
     ) -> Vec<StmtId> {
+        self.predicated_if_under(None, cond, then, els, span)
+    }
+
+    /// [`Self::predicated_if`] inside a predicated `if` whose predicate is
+    /// `outer`: the condition is evaluated only where `outer` holds (it may
+    /// load what only those threads may), the then-branch runs where both
+    /// hold and the else-branch where `outer` holds and `cond` does not.
+    /// The statements come back already predicated (`block` must not wrap
+    /// them again; `predicated_already` says so).
+    fn predicated_if_under(
+        &mut self,
+        outer: Option<VarId>,
+        cond: ExprId,
+        then: &hir::Block,
+        els: &hir::Block,
+        span: Span,
+    ) -> Vec<StmtId> {
         let bool_ty = Ty::Scalar(ScalarTy::Bool);
         let p = self.f.vars.push(Var {
             name: "if".to_string(),
             ty: ScalarTy::Bool,
         });
-        let mut out = vec![self.push_stmt(StmtKind::Set(p, cond), span)];
+        let mut out = Vec::new();
+        let set = self.push_stmt(StmtKind::Set(p, cond), span);
+        match outer {
+            None => out.push(set),
+            Some(o) => {
+                let no = self.push_expr(ExprKind::Const(ConstVal::Bool(false)), bool_ty, span);
+                out.push(self.push_stmt(StmtKind::Set(p, no), span));
+                let pre = std::mem::take(&mut self.pre);
+                for x in pre {
+                    out.push(self.wrap_in_pred(x, o, span));
+                }
+                out.push(self.wrap_in_pred(set, o, span));
+            }
+        }
         // The condition may read a tile that the branches write: a
         // candidate barrier after it, as a statement of its own (a `Set`
         // holds no fence: the verifier refuses one, and barrier placement
         // and emission would ignore it).
-        if self.uniform && self.pred.is_none() {
+        if self.uniform {
             if let Some(buf) = self.f.tile_read(cond) {
                 out.push(self.barrier(BarrierRole::AfterRead(buf), span));
             }
@@ -535,7 +586,11 @@ impl<'k> Lower<'k> {
                     ty: ScalarTy::Bool,
                 });
                 let pv = self.push_expr(ExprKind::Var(p), bool_ty, span);
-                let not = self.push_expr(ExprKind::Unary(UnOp::Not, pv), bool_ty, span);
+                let mut not = self.push_expr(ExprKind::Unary(UnOp::Not, pv), bool_ty, span);
+                if let Some(o) = outer {
+                    let ov = self.push_expr(ExprKind::Var(o), bool_ty, span);
+                    not = self.push_expr(ExprKind::Binary(BinOp::And, ov, not), bool_ty, span);
+                }
                 out.push(self.push_stmt(StmtKind::Set(q, not), span));
                 q
             } else {
