@@ -257,10 +257,8 @@ pub fn place(src: &str, file: &ast::File, cache: &mut UnitCache) -> Vec<Placed> 
         if has_fns {
             targets.push(None);
         }
-        let texts: Vec<(String, Vec<Segment>)> = targets
-            .iter()
-            .map(|t| unit_text(src, file, *t))
-            .collect();
+        let texts: Vec<(String, Vec<Segment>)> =
+            targets.iter().map(|t| unit_text(src, file, *t)).collect();
         cache.fill(texts.iter().map(|(text, _)| text));
         for (target, (text, segments)) in targets.into_iter().zip(texts) {
             let unit = cache.get(text, &mut used);
