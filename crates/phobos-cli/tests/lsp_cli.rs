@@ -332,7 +332,7 @@ fn apply(src: &str, edits: &[TextEdit]) -> String {
 }
 
 /// One decoded semantic token: its text, type and modifiers by name.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct Tok {
     line: u32,
     text: String,
@@ -341,6 +341,16 @@ struct Tok {
 }
 
 fn semantic_tokens(c: &mut Client, uri: &str, src: &str) -> Vec<Tok> {
+    let r: SemanticTokens = serde_json::from_value(c.request(
+        "textDocument/semanticTokens/full",
+        json!({"textDocument": {"uri": uri}}),
+    ))
+    .expect("semantic tokens");
+    decode_tokens(c, src, &r.data)
+}
+
+/// Semantic tokens in LSP's relative encoding, decoded against `src`.
+fn decode_tokens(c: &Client, src: &str, data: &[SemanticToken]) -> Vec<Tok> {
     let legend = c.caps["semanticTokensProvider"]["legend"].clone();
     let names = |key: &str| -> Vec<String> {
         legend[key]
@@ -351,14 +361,9 @@ fn semantic_tokens(c: &mut Client, uri: &str, src: &str) -> Vec<Tok> {
             .collect()
     };
     let (types, mods) = (names("tokenTypes"), names("tokenModifiers"));
-    let r: SemanticTokens = serde_json::from_value(c.request(
-        "textDocument/semanticTokens/full",
-        json!({"textDocument": {"uri": uri}}),
-    ))
-    .expect("semantic tokens");
     let (mut line, mut ch) = (0, 0);
     let mut out = Vec::new();
-    for t in r.data {
+    for t in data {
         if t.delta_line > 0 {
             line += t.delta_line;
             ch = t.delta_start;
@@ -442,6 +447,140 @@ fn semantic_tokens_style_varying_and_uniform_values_apart() {
         .find(|t| t.text == "sum" && t.line == line_of("let total"))
         .expect("sum");
     assert_eq!(sum.ty, "function");
+    c.stop();
+}
+
+/// `semanticTokens/range` gives the tokens of the lines asked for, the same
+/// as the whole-document request gives for them, encoded from the
+/// document's start.
+#[test]
+fn semantic_tokens_of_a_range_are_those_of_its_lines() {
+    let src = format!(
+        "{}\n{}",
+        seed("lanes_matvec.pho"),
+        seed("lanes_matvec.pho").replace("lanes_matvec", "second")
+    );
+    let uri = "file:///seed/two.pho";
+    let mut c = Client::start();
+    let provider = c.caps["semanticTokensProvider"].clone();
+    assert_eq!(provider["range"], json!(true), "{provider}");
+    c.open(uri, &src);
+    let _ = c.diagnostics(uri);
+    let whole = semantic_tokens(&mut c, uri, &src);
+    // The five lines after the second kernel's header, `let row` to `let at`.
+    let first = find(&src, "kernel second").0 + 1;
+    let range = |start: u32, end: u32| {
+        json!({"textDocument": {"uri": uri},
+               "range": {"start": {"line": start, "character": 0},
+                         "end": {"line": end, "character": 0}}})
+    };
+    let r: SemanticTokens = serde_json::from_value(
+        c.request("textDocument/semanticTokens/range", range(first, first + 5)),
+    )
+    .expect("range tokens");
+    let part = decode_tokens(&c, &src, &r.data);
+    let expected: Vec<&Tok> = whole
+        .iter()
+        .filter(|t| (first..first + 5).contains(&t.line))
+        .collect();
+    assert!(expected.len() > 20, "{expected:?}");
+    assert_eq!(part.iter().collect::<Vec<_>>(), expected);
+    // The levels are there: `at` is varying in the second kernel too.
+    let at = part
+        .iter()
+        .find(|t| t.text == "at")
+        .unwrap_or_else(|| panic!("{part:?}"));
+    assert!(at.modifiers.contains(&"varying".into()), "{at:?}");
+    // A range of empty lines past the end has no tokens.
+    let r: SemanticTokens = serde_json::from_value(c.request(
+        "textDocument/semanticTokens/range",
+        range(first + 100, first + 200),
+    ))
+    .expect("range tokens");
+    assert!(r.data.is_empty(), "{:?}", r.data);
+    c.stop();
+}
+
+/// `semanticTokens/full/delta` after an edit gives edits that turn the
+/// tokens sent before into the tokens of the new text; an unknown result
+/// id gets the whole document.
+#[test]
+fn semantic_tokens_delta_follows_an_edit() {
+    let src = seed("lanes_matvec.pho");
+    let uri = "file:///seed/delta.pho";
+    let mut c = Client::start();
+    assert_eq!(
+        c.caps["semanticTokensProvider"]["full"],
+        json!({"delta": true})
+    );
+    c.open(uri, &src);
+    let _ = c.diagnostics(uri);
+    let first: SemanticTokens = serde_json::from_value(c.request(
+        "textDocument/semanticTokens/full",
+        json!({"textDocument": {"uri": uri}}),
+    ))
+    .expect("tokens");
+    let id = first.result_id.clone().expect("a result id");
+    // A new local in the middle of the kernel.
+    let edited = src.replace(
+        "  var acc: f32 = 0.0\n",
+        "  var acc: f32 = 0.0\n  let lane = ctx.lane\n",
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": edited}]}),
+    );
+    let _ = c.diagnostics(uri);
+    let delta = c.request(
+        "textDocument/semanticTokens/full/delta",
+        json!({"textDocument": {"uri": uri}, "previousResultId": id}),
+    );
+    let delta: SemanticTokensDelta = serde_json::from_value(delta).expect("a delta");
+    assert_ne!(delta.result_id.as_deref(), Some(id.as_str()));
+    assert_eq!(delta.edits.len(), 1, "{:?}", delta.edits);
+    let edit = &delta.edits[0];
+    assert!(
+        edit.start > 0 && edit.start.is_multiple_of(5),
+        "the tokens before `let lane` are kept: {edit:?}"
+    );
+    // Apply the edit to the flat integer array, as a client does.
+    let flat = |ts: &[SemanticToken]| -> Vec<u32> {
+        ts.iter()
+            .flat_map(|t| {
+                [
+                    t.delta_line,
+                    t.delta_start,
+                    t.length,
+                    t.token_type,
+                    t.token_modifiers_bitset,
+                ]
+            })
+            .collect()
+    };
+    let mut ints = flat(&first.data);
+    let inserted = flat(edit.data.as_deref().unwrap_or_default());
+    let at = edit.start as usize;
+    ints.splice(at..at + edit.delete_count as usize, inserted);
+    let fresh: SemanticTokens = serde_json::from_value(c.request(
+        "textDocument/semanticTokens/full",
+        json!({"textDocument": {"uri": uri}}),
+    ))
+    .expect("tokens");
+    assert_eq!(ints, flat(&fresh.data));
+    let lane = decode_tokens(&c, &edited, &fresh.data);
+    assert!(
+        lane.iter().any(|t| t.text == "lane"
+            && t.modifiers.contains(&"declaration".into())
+            && t.modifiers.contains(&"varying".into())),
+        "{lane:?}"
+    );
+    // An id the server does not have: the whole document comes back.
+    let whole: SemanticTokens = serde_json::from_value(c.request(
+        "textDocument/semanticTokens/full/delta",
+        json!({"textDocument": {"uri": uri}, "previousResultId": "no such id"}),
+    ))
+    .expect("whole tokens");
+    assert_eq!(flat(&whole.data), flat(&fresh.data));
     c.stop();
 }
 

@@ -17,7 +17,8 @@
 
 use crate::ast::*;
 use crate::diag::Diagnostic;
-use crate::lexer::{lex_with_comments, Comment};
+use crate::lexer::Comment;
+use std::borrow::Cow;
 
 /// The line width the printer breaks lists at.
 pub const WIDTH: usize = 100;
@@ -58,13 +59,12 @@ pub fn format_source(src: &str) -> Result<String, FormatError> {
     };
     fm.file(&file);
     let out = fm.out;
-    verify_same_meaning(src, &file, &comments, &out)?;
+    verify_same_meaning(src, file, &comments, &out)?;
     Ok(out)
 }
 
 fn parse_for_format(src: &str) -> (File, Vec<Comment>, Vec<Diagnostic>) {
-    let (file, diags) = crate::parser::parse(src);
-    let (_, comments, _) = lex_with_comments(src);
+    let (file, comments, diags) = crate::parser::parse_with_comments(src);
     let errors = diags.into_iter().filter(Diagnostic::is_error).collect();
     (file, comments, errors)
 }
@@ -73,7 +73,7 @@ fn parse_for_format(src: &str) -> (File, Vec<Comment>, Vec<Diagnostic>) {
 /// same comments in the same order.
 fn verify_same_meaning(
     src: &str,
-    before: &File,
+    before: File,
     comments: &[Comment],
     out: &str,
 ) -> Result<(), FormatError> {
@@ -84,43 +84,26 @@ fn verify_same_meaning(
             errors[0].message
         )));
     }
-    if tree_without_spans(&canonical_attr_order(before))
-        != tree_without_spans(&canonical_attr_order(&after))
-    {
+    if comparable(before) != comparable(after) {
         return Err(FormatError::Internal(
             "the formatted text parses to a different syntax tree".into(),
         ));
     }
     // Re-indenting moves the later lines of a block comment: compare each
     // line without its indentation.
-    let texts = |s: &str, cs: &[Comment]| -> Vec<String> {
-        cs.iter()
-            .map(|c| {
-                let lines: Vec<&str> = comment_text(s, c).lines().map(str::trim).collect();
-                lines.join("\n")
-            })
-            .collect::<Vec<_>>()
-    };
-    if texts(src, comments) != texts(out, &after_comments) {
+    let same_comments = comments.len() == after_comments.len()
+        && comments.iter().zip(&after_comments).all(|(a, b)| {
+            comment_text(src, a)
+                .lines()
+                .map(str::trim)
+                .eq(comment_text(out, b).lines().map(str::trim))
+        });
+    if !same_comments {
         return Err(FormatError::Internal(
             "a comment was lost or changed".into(),
         ));
     }
     Ok(())
-}
-
-/// The tree with each kernel's attributes in the order the formatter
-/// writes them, where it reorders them.
-fn canonical_attr_order(file: &File) -> File {
-    let mut file = file.clone();
-    for item in &mut file.items {
-        if let Item::Kernel(k) = item {
-            if attrs_reorderable(&k.attrs) {
-                k.attrs.sort_by_key(|a| attr_rank(&a.kind));
-            }
-        }
-    }
-    file
 }
 
 /// Attributes are put in canonical order only when each kind appears once
@@ -135,23 +118,173 @@ fn attrs_reorderable(attrs: &[Attr]) -> bool {
     })
 }
 
-/// The tree as JSON text with the numbers of every span
-/// (`"start":N,"end":M`) removed.
-fn tree_without_spans(file: &File) -> String {
-    let json = serde_json::to_string(file).unwrap_or_default();
-    let mut out = String::with_capacity(json.len());
-    let mut rest = json.as_str();
-    while let Some(i) = rest.find("\"start\":") {
-        out.push_str(&rest[..i]);
-        rest = &rest[i + "\"start\":".len()..];
-        rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
-        if let Some(r) = rest.strip_prefix(",\"end\":") {
-            rest = r.trim_start_matches(|c: char| c.is_ascii_digit());
+/// The tree as the formatter must keep it, ready for `==`: every span
+/// zeroed, each kernel's attributes in the order the formatter writes them
+/// where it reorders them, and NaN literals (`nan`, which `==` never finds
+/// equal) as the name `nan`, which the parser never produces.
+///
+/// A span this walk misses makes two trees differ, so formatting fails
+/// with an internal error on that construct: the walk can only be too
+/// strict, never let a changed tree through.
+pub fn comparable(mut file: File) -> File {
+    for item in &mut file.items {
+        match item {
+            Item::Fn(f) => {
+                f.span = Span::default();
+                f.name.span = Span::default();
+                f.params.iter_mut().for_each(|p| p.span = Span::default());
+                erase_expr(&mut f.body);
+            }
+            Item::Kernel(k) => {
+                k.span = Span::default();
+                k.name.span = Span::default();
+                if attrs_reorderable(&k.attrs) {
+                    k.attrs.sort_by_key(|a| attr_rank(&a.kind));
+                }
+                k.attrs.iter_mut().for_each(erase_attr);
+                for p in &mut k.params {
+                    p.span = Span::default();
+                    p.name.span = Span::default();
+                    if let ParamTy::Tensor {
+                        elem_span, dims, ..
+                    } = &mut p.ty
+                    {
+                        *elem_span = Span::default();
+                        for d in dims {
+                            match d {
+                                Dim::Name(n) => n.span = Span::default(),
+                                Dim::Const(_, span) => *span = Span::default(),
+                            }
+                        }
+                    }
+                }
+                erase_block(&mut k.body);
+            }
         }
-        out.push_str("span");
     }
-    out.push_str(rest);
-    out
+    file
+}
+
+fn erase_attr(a: &mut Attr) {
+    a.span = Span::default();
+    match &mut a.kind {
+        AttrKind::Launch(e) => erase_expr(e),
+        AttrKind::Grid(es) => es.iter_mut().for_each(erase_expr),
+        AttrKind::Aligned(items) => items.iter_mut().for_each(|(n, e)| {
+            n.span = Span::default();
+            erase_expr(e);
+        }),
+        AttrKind::Autotune(items) => items.iter_mut().for_each(|(n, es)| {
+            n.span = Span::default();
+            es.iter_mut().for_each(erase_expr);
+        }),
+        AttrKind::Unknown(n) => n.span = Span::default(),
+    }
+}
+
+fn erase_block(b: &mut Block) {
+    b.span = Span::default();
+    for s in &mut b.stmts {
+        s.span = Span::default();
+        match &mut s.kind {
+            StmtKind::Let { name, ty, init, .. } => {
+                name.span = Span::default();
+                if let Some((_, span)) = ty {
+                    *span = Span::default();
+                }
+                erase_expr(init);
+            }
+            StmtKind::Assign { target, value, .. } => {
+                erase_expr(target);
+                erase_expr(value);
+            }
+            StmtKind::If { cond, then, els } => {
+                erase_expr(cond);
+                erase_block(then);
+                if let Some(els) = els {
+                    erase_block(els);
+                }
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                step,
+                range_span,
+                unroll,
+                body,
+            } => {
+                var.span = Span::default();
+                erase_expr(start);
+                erase_expr(end);
+                if let Some(step) = step {
+                    erase_expr(step);
+                }
+                *range_span = Span::default();
+                if let Some((_, span)) = unroll {
+                    *span = Span::default();
+                }
+                erase_block(body);
+            }
+            StmtKind::While { cond, body } => {
+                erase_expr(cond);
+                erase_block(body);
+            }
+            StmtKind::Expr(e) => erase_expr(e),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::Error => {}
+        }
+    }
+}
+
+fn erase_expr(e: &mut Expr) {
+    e.span = Span::default();
+    match &mut e.kind {
+        ExprKind::Float(f) if f.is_nan() => e.kind = ExprKind::Name("nan".into()),
+        ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Bool(_)
+        | ExprKind::Name(_)
+        | ExprKind::Ctx(_)
+        | ExprKind::Error => {}
+        ExprKind::Unary(_, inner) => erase_expr(inner),
+        ExprKind::Binary(_, lhs, rhs) => {
+            erase_expr(lhs);
+            erase_expr(rhs);
+        }
+        ExprKind::Call { callee, args } => {
+            callee.span = Span::default();
+            args.iter_mut().for_each(erase_expr);
+        }
+        ExprKind::Index { base, subs } => {
+            erase_expr(base);
+            for s in subs {
+                match s {
+                    Subscript::Point(e) => erase_expr(e),
+                    Subscript::Span { start, len, span } => {
+                        erase_expr(start);
+                        erase_expr(len);
+                        *span = Span::default();
+                    }
+                    Subscript::Full(span) => *span = Span::default(),
+                }
+            }
+        }
+        ExprKind::Collective {
+            op,
+            config,
+            config_span,
+            args,
+        } => {
+            op.span = Span::default();
+            *config_span = Span::default();
+            for c in config {
+                c.key_span = Span::default();
+                c.span = Span::default();
+                erase_expr(&mut c.value);
+            }
+            args.iter_mut().for_each(erase_expr);
+        }
+    }
 }
 
 fn comment_text<'s>(src: &'s str, c: &Comment) -> &'s str {
@@ -162,21 +295,24 @@ fn comment_text<'s>(src: &'s str, c: &Comment) -> &'s str {
 
 /// A layout document: text, places where a line may break, and groups that
 /// break all their lines or none.
-enum Doc {
-    Text(String),
+///
+/// Text borrows from the source and the syntax tree where it can, so that
+/// printing a file allocates little besides the output.
+enum Doc<'a> {
+    Text(Cow<'a, str>),
     /// A space when the group is flat, a line break when it is broken.
     Line,
     /// Nothing when flat, a line break when broken.
     SoftLine,
     /// Text only when the group is broken (a trailing comma).
     IfBreak(&'static str),
-    Group(Vec<Doc>),
+    Group(Vec<Doc<'a>>),
     /// Contents indented one level more when they break.
-    Nest(Vec<Doc>),
-    Concat(Vec<Doc>),
+    Nest(Vec<Doc<'a>>),
+    Concat(Vec<Doc<'a>>),
 }
 
-fn text(s: impl Into<String>) -> Doc {
+fn text<'a>(s: impl Into<Cow<'a, str>>) -> Doc<'a> {
     Doc::Text(s.into())
 }
 
@@ -184,6 +320,12 @@ fn text(s: impl Into<String>) -> Doc {
 /// of broken lines before nesting). No trailing newline.
 fn layout(doc: &Doc, indent: usize) -> String {
     let mut out = String::new();
+    layout_into(&mut out, doc, indent);
+    out
+}
+
+/// [`layout`], appended to `out`.
+fn layout_into(out: &mut String, doc: &Doc, indent: usize) {
     let mut col = indent;
     // (indentation, flat?, doc), the top of the stack is printed next.
     let mut stack: Vec<(usize, bool, &Doc)> = vec![(indent, false, doc)];
@@ -201,7 +343,7 @@ fn layout(doc: &Doc, indent: usize) -> String {
             }
             Doc::Line | Doc::SoftLine => {
                 out.push('\n');
-                out.push_str(&" ".repeat(ind));
+                out.extend(std::iter::repeat_n(' ', ind));
                 col = ind;
             }
             Doc::IfBreak(s) => {
@@ -218,7 +360,6 @@ fn layout(doc: &Doc, indent: usize) -> String {
             }
         }
     }
-    out
 }
 
 /// Whether `group` printed flat, followed by the rest of the stack up to its
@@ -256,9 +397,10 @@ fn fits(group: &[Doc], rest: &[(usize, bool, &Doc)], mut width: isize) -> bool {
 
 /// `open item, item close`, broken one item per line with a trailing comma
 /// when it does not fit.
-fn list(open: &str, items: Vec<Doc>, close: &str) -> Doc {
+fn list<'a>(open: impl Into<Cow<'a, str>>, items: Vec<Doc<'a>>, close: &'static str) -> Doc<'a> {
+    let open = text(open);
     if items.is_empty() {
-        return text(format!("{open}{close}"));
+        return Doc::Concat(vec![open, text(close)]);
     }
     let mut inner = vec![Doc::SoftLine];
     let n = items.len();
@@ -270,12 +412,7 @@ fn list(open: &str, items: Vec<Doc>, close: &str) -> Doc {
         }
     }
     inner.push(Doc::IfBreak(","));
-    Doc::Group(vec![
-        text(open),
-        Doc::Nest(inner),
-        Doc::SoftLine,
-        text(close),
-    ])
+    Doc::Group(vec![open, Doc::Nest(inner), Doc::SoftLine, text(close)])
 }
 
 // ----- expressions ---------------------------------------------------------
@@ -344,8 +481,8 @@ struct Formatter<'a> {
     last_end: usize,
 }
 
-impl Formatter<'_> {
-    fn src_text(&self, span: Span) -> &str {
+impl<'a> Formatter<'a> {
+    fn src_text(&self, span: Span) -> &'a str {
         self.src.get(span.range()).unwrap_or("")
     }
 
@@ -363,7 +500,7 @@ impl Formatter<'_> {
         first_child != Some(e.span.start)
     }
 
-    fn expr(&self, e: &Expr, place: Place) -> Doc {
+    fn expr(&self, e: &'a Expr, place: Place) -> Doc<'a> {
         let inner = self.expr_inner(e, place);
         let needs = match &e.kind {
             ExprKind::Binary(op, ..) => {
@@ -379,7 +516,7 @@ impl Formatter<'_> {
     }
 
     /// An operand: parenthesized when it binds looser than its parent.
-    fn operand(&self, e: &Expr, parent: u8, right: bool, place: Place) -> Doc {
+    fn operand(&self, e: &'a Expr, parent: u8, right: bool, place: Place) -> Doc<'a> {
         let loose = match &e.kind {
             ExprKind::Binary(op, ..) => prec(*op) < parent || (right && prec(*op) == parent),
             _ => false,
@@ -391,14 +528,14 @@ impl Formatter<'_> {
         }
     }
 
-    fn expr_inner(&self, e: &Expr, place: Place) -> Doc {
+    fn expr_inner(&self, e: &'a Expr, place: Place) -> Doc<'a> {
         match &e.kind {
             ExprKind::Int(_) | ExprKind::Float(_) => text(
                 self.src_text(e.span)
                     .trim_matches(|c: char| c == '(' || c == ')' || c.is_whitespace()),
             ),
             ExprKind::Bool(b) => text(if *b { "true" } else { "false" }),
-            ExprKind::Name(n) => text(n.clone()),
+            ExprKind::Name(n) => text(n.as_str()),
             ExprKind::Ctx(f) => text(ctx_text(*f)),
             ExprKind::Unary(op, inner) => {
                 let sign = match op {
@@ -427,7 +564,7 @@ impl Formatter<'_> {
                 ])
             }
             ExprKind::Call { callee, args } => list(
-                &format!("{}(", callee.name),
+                format!("{}(", callee.name),
                 args.iter().map(|a| self.expr(a, Place::Top)).collect(),
                 ")",
             ),
@@ -452,7 +589,7 @@ impl Formatter<'_> {
                     })
                     .collect();
                 list(
-                    &format!("{}<{}>(", op.name, config.join(", ")),
+                    format!("{}<{}>(", op.name, config.join(", ")),
                     args.iter().map(|a| self.expr(a, Place::Top)).collect(),
                     ")",
                 )
@@ -461,7 +598,7 @@ impl Formatter<'_> {
         }
     }
 
-    fn subscript(&self, s: &Subscript) -> Doc {
+    fn subscript(&self, s: &'a Subscript) -> Doc<'a> {
         match s {
             Subscript::Point(e) => self.expr(e, Place::Top),
             Subscript::Span { start, len, .. } => Doc::Concat(vec![
@@ -489,12 +626,15 @@ impl Formatter<'_> {
 
     /// Whether the source has an empty line between byte offsets `a` and `b`.
     fn blank_between(&self, a: usize, b: usize) -> bool {
+        // The lines strictly inside the gap: after its first line break and
+        // before its last.
         let gap = self.src.get(a..b).unwrap_or("");
-        let mut lines = gap.split('\n');
-        lines.next();
-        let mut inner: Vec<&str> = lines.collect();
-        inner.pop();
-        inner.iter().any(|l| l.trim().is_empty())
+        match (gap.find('\n'), gap.rfind('\n')) {
+            (Some(first), Some(last)) if first < last => gap[first + 1..last]
+                .split('\n')
+                .any(|l| l.trim().is_empty()),
+            _ => false,
+        }
     }
 
     fn same_line(&self, a: usize, b: usize) -> bool {
@@ -590,15 +730,18 @@ impl Formatter<'_> {
             .count();
     }
 
+    /// Lay `doc` out as one or more lines at the current indentation.
     fn doc_line(&mut self, doc: &Doc) {
-        let col = self.indent * INDENT.len();
-        let s = layout(doc, col);
-        self.push_line(&s);
+        for _ in 0..self.indent {
+            self.out.push_str(INDENT);
+        }
+        layout_into(&mut self.out, doc, self.indent * INDENT.len());
+        self.out.push('\n');
     }
 
     // ----- items ---------------------------------------------------------
 
-    fn file(&mut self, file: &File) {
+    fn file(&mut self, file: &'a File) {
         for (i, item) in file.items.iter().enumerate() {
             let span = item_span(item);
             // One empty line between items; consecutive `fn`s may also be
@@ -629,20 +772,20 @@ impl Formatter<'_> {
         self.leading_comments(self.src.len() + 1, !file.items.is_empty());
     }
 
-    fn fn_item(&mut self, f: &FnItem) {
+    fn fn_item(&mut self, f: &'a FnItem) {
         if self.has_comment_in(f.span.start as usize, f.span.end as usize) {
             return self.verbatim(f.span);
         }
         let params: Vec<Doc> = f.params.iter().map(|p| text(p.name.clone())).collect();
         let doc = Doc::Concat(vec![
-            list(&format!("fn {}(", f.name.name), params, ")"),
+            list(format!("fn {}(", f.name.name), params, ")"),
             text(" = "),
             self.expr(&f.body, Place::Top),
         ]);
         self.doc_line(&doc);
     }
 
-    fn kernel(&mut self, k: &Kernel) {
+    fn kernel(&mut self, k: &'a Kernel) {
         let mut attrs: Vec<&Attr> = k.attrs.iter().collect();
         let mut prev_end = k.span.start as usize;
         let comment_between_attrs = attrs
@@ -678,7 +821,7 @@ impl Formatter<'_> {
         } else {
             let params = k.params.iter().map(|p| self.param(p)).collect();
             let doc = Doc::Concat(vec![
-                list(&format!("kernel {}(", k.name.name), params, ")"),
+                list(format!("kernel {}(", k.name.name), params, ")"),
                 text(" {"),
             ]);
             self.doc_line(&doc);
@@ -701,7 +844,7 @@ impl Formatter<'_> {
         }
     }
 
-    fn attr_doc(&self, a: &Attr) -> Option<Doc> {
+    fn attr_doc(&self, a: &'a Attr) -> Option<Doc<'a>> {
         let top = |e| self.expr(e, Place::Top);
         Some(match &a.kind {
             // `@launch(` takes one expression and no trailing comma.
@@ -732,7 +875,7 @@ impl Formatter<'_> {
         })
     }
 
-    fn param(&self, p: &Param) -> Doc {
+    fn param(&self, p: &'a Param) -> Doc<'a> {
         match &p.ty {
             ParamTy::Scalar(t) => text(format!("{}: {}", p.name.name, t.name())),
             ParamTy::Tensor { elem, dims, .. } => {
@@ -754,7 +897,7 @@ impl Formatter<'_> {
     // ----- blocks and statements -------------------------------------------
 
     /// The statements of a block whose `{` has been printed, then its `}`.
-    fn block_body(&mut self, b: &Block) {
+    fn block_body(&mut self, b: &'a Block) {
         let close = (b.span.end as usize).saturating_sub(1);
         self.trailing_comments(self.last_end, close);
         self.indent += 1;
@@ -777,7 +920,7 @@ impl Formatter<'_> {
         self.last_end = close + 1;
     }
 
-    fn stmt(&mut self, s: &Stmt) {
+    fn stmt(&mut self, s: &'a Stmt) {
         // Comments inside the statement but outside its blocks' braces have
         // no place in the printed form: copy the statement as written.
         let mut gaps = Vec::new();
@@ -829,7 +972,7 @@ impl Formatter<'_> {
                 let mut args = vec![self.expr(start, Place::Top), self.expr(end, Place::Top)];
                 args.extend(step.iter().map(|s| self.expr(s, Place::Top)));
                 let doc = Doc::Concat(vec![
-                    list(&format!("for {} in range(", var.name), args, ")"),
+                    list(format!("for {} in range(", var.name), args, ")"),
                     text(match unroll {
                         Some((n, _)) => format!(" unroll {n} {{"),
                         None => " {".to_string(),
@@ -858,11 +1001,17 @@ impl Formatter<'_> {
 
     /// `if cond { ... } else ...`. When `continued`, `} else if ` is
     /// already on the current, unterminated line.
-    fn if_stmt(&mut self, cond: &Expr, then: &Block, els: Option<&Block>, continued: bool) {
+    fn if_stmt(
+        &mut self,
+        cond: &'a Expr,
+        then: &'a Block,
+        els: Option<&'a Block>,
+        continued: bool,
+    ) {
         let head = Doc::Concat(vec![self.expr(cond, Place::Top), text(" {")]);
         if continued {
-            let s = layout(&head, self.current_column());
-            self.out.push_str(&s);
+            let col = self.current_column();
+            layout_into(&mut self.out, &head, col);
             self.out.push('\n');
         } else {
             self.doc_line(&Doc::Concat(vec![text("if "), head]));
@@ -963,3 +1112,4 @@ fn attr_rank(a: &AttrKind) -> u8 {
         AttrKind::Unknown(_) => 4,
     }
 }
+

@@ -9,7 +9,7 @@
 
 use crate::ast::*;
 use crate::diag::Diagnostic;
-use crate::lexer::{lex, Tok, Token};
+use crate::lexer::{lex_with_comments, Comment, Tok, Token};
 
 /// The deepest nesting of expressions and blocks the parser accepts.
 pub const MAX_DEPTH: usize = 128;
@@ -26,12 +26,19 @@ pub const COLLECTIVE_OPS: [&str; 8] = [
     "sum", "max", "min", "any", "all", "argmax", "reduce", "shfl",
 ];
 
-/// Parse a whole source file.
 /// Largest source file the compiler reads, in bytes: far above any
 /// kernel, and low enough that the tokens, tree and tables stay small.
 pub const MAX_SOURCE_BYTES: usize = 1 << 20;
 
+/// Parse a whole source file.
 pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
+    let (file, _, diags) = parse_with_comments(src);
+    (file, diags)
+}
+
+/// Parse a whole source file, and return the comments the lexer skipped
+/// too (the formatter's trivia), from the same single pass of the lexer.
+pub fn parse_with_comments(src: &str) -> (File, Vec<Comment>, Vec<Diagnostic>) {
     if src.len() > MAX_SOURCE_BYTES {
         let d = Diagnostic::error(
             "P0005",
@@ -42,9 +49,9 @@ pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
         )
         .primary(crate::ast::Span::new(0, 0), "this file is too large")
         .note("split the kernels over several files");
-        return (File::default(), vec![d]);
+        return (File::default(), Vec::new(), vec![d]);
     }
-    let (toks, mut diags) = lex(src);
+    let (toks, comments, mut diags) = lex_with_comments(src);
     // A file of garbage gives a diagnostic per character: keep what the
     // report will show, and a count of the rest, not millions.
     crate::diag::cap(&mut diags);
@@ -68,7 +75,7 @@ pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
             p.unreported,
         ));
     }
-    (file, p.diags)
+    (file, comments, p.diags)
 }
 
 /// Diagnostics the parser keeps; later ones are only counted, so garbage

@@ -2,7 +2,12 @@
 //! docs/style.md, comments kept where they were, idempotence, and refusal
 //! of files with syntax errors.
 
-use phobos_core::format::{format_source, FormatError};
+// Tests read the corpus; the IO-free rule is for the library.
+#![allow(clippy::disallowed_methods)]
+
+use phobos_core::ast::File;
+use phobos_core::diag::Diagnostic;
+use phobos_core::format::{comparable, format_source, FormatError};
 
 fn fmt(src: &str) -> String {
     let out = format_source(src).unwrap_or_else(|e| panic!("{e}"));
@@ -147,5 +152,108 @@ fn while_break_continue_return_and_unroll_round_trip() {
     assert_eq!(
         phobos_core::format::format_source(&once).expect("formats"),
         once
+    );
+}
+
+// ----- the meaning check: trees compared without their spans ---------------
+
+fn tree(src: &str) -> File {
+    let (file, diags) = phobos_core::parser::parse(src);
+    assert!(!diags.iter().any(Diagnostic::is_error), "{src}: {diags:?}");
+    comparable(file)
+}
+
+/// Every construct the syntax has, spans everywhere.
+const EVERYTHING: &str = "fn f(a, b) = -(a + b) * 2.5 + nan + inf
+@grid(4, 2)
+@aligned(K = 4)
+@autotune(B in [1, 2])
+@launch(32)
+kernel k(A: tensor<f32>[N, 8], s: f32) {
+  let x: f32 = A[0, 0 :+ 4][1] + A[0, :][0] + f(s, 1.0)
+  var i = 0
+  while i < 4 {
+    i += 1
+    if i == 2 { continue } else if i == 3 { break } else { return }
+  }
+  for j in range(0, N, 2) unroll 2 {
+    A[j, 0] = sum<over ctx.lane, width 8>(x) + shfl<from (ctx.lane >> 1)>(x) + f32(ctx.block.x)
+  }
+  store(A[0, 0 :+ 4], 0, x)
+}
+@mystery(1)
+kernel u(A: tensor<f32>[N]) {
+  A[0] = 1.0
+}
+";
+
+/// A span the walk missed would fail formatting wherever that construct
+/// appears (the trees would differ): no span may be left, on any
+/// construct and on every corpus file.
+#[test]
+fn comparable_erases_every_span() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/in");
+    let mut sources = vec![("everything".to_string(), EVERYTHING.to_string())];
+    for entry in std::fs::read_dir(&dir).expect("tests/in") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|x| x == "pho") {
+            let text = std::fs::read_to_string(&path).expect("read");
+            sources.push((path.display().to_string(), text));
+        }
+    }
+    assert!(sources.len() > 10);
+    for (name, src) in sources {
+        let json = serde_json::to_string(&tree(&src)).expect("json");
+        for key in ["\"start\":", "\"end\":"] {
+            for (at, _) in json.match_indices(key) {
+                // (`Subscript::Span`'s `start` is an expression.)
+                let value = &json[at + key.len()..];
+                let number = value.split(|c: char| !c.is_ascii_digit()).next();
+                assert!(
+                    matches!(number, Some("0" | "")),
+                    "{name}: a span is left at {}",
+                    &json[at.saturating_sub(80)..(at + 40).min(json.len())]
+                );
+            }
+        }
+        // Spans of tuple fields (`Dim::Const`, `Subscript::Full`) have
+        // no field name in JSON, but they are `Span` structs all the
+        // same, so the keys above cover them.
+    }
+}
+
+#[test]
+fn layout_and_spans_do_not_count_but_meaning_does() {
+    let same = tree(EVERYTHING);
+    let relaid = EVERYTHING.replace("  ", "      ").replace(", ", " , ");
+    assert!(tree(&relaid) == same, "only layout changed");
+    // Attributes in another order read the same when each is known and
+    // appears once.
+    let reordered = EVERYTHING.replace(
+        "@grid(4, 2)\n@aligned(K = 4)",
+        "@aligned(K = 4)\n@grid(4, 2)",
+    );
+    assert!(tree(&reordered) == same);
+    // `nan` equals `nan` here, though NaN never equals NaN.
+    assert!(tree("fn g(a) = a + nan") == tree("fn g(a) = a+nan"));
+    for changed in [
+        EVERYTHING.replace("2.5", "2.6"),
+        EVERYTHING.replace("nan + inf", "inf + inf"),
+        EVERYTHING.replace("-(a + b) * 2.5", "-(a + b * 2.5)"),
+        EVERYTHING.replace("f(s, 1.0)", "f(1.0, s)"),
+        EVERYTHING.replace("width 8", "width 4"),
+        EVERYTHING.replace("unroll 2", "unroll 4"),
+        EVERYTHING.replace("i += 1", "i -= 1"),
+        EVERYTHING.replace("0 :+ 4][1]", "0 :+ 4][2]"),
+        EVERYTHING.replace("tensor<f32>[N, 8]", "tensor<f32>[N, 9]"),
+        EVERYTHING.replace("let x: f32", "let x: f16"),
+        EVERYTHING.replace(" else { return }", "\n    return"),
+    ] {
+        assert!(tree(&changed) != same, "not told apart:\n{changed}");
+    }
+    // A duplicated attribute is not reordered: order then matters.
+    assert!(
+        tree("@launch(32)\n@launch(64)\nkernel k(A: tensor<f32>[N]) {\n  A[0] = 1.0\n}\n")
+            != tree("@launch(64)\n@launch(32)\nkernel k(A: tensor<f32>[N]) {\n  A[0] = 1.0\n}\n")
     );
 }

@@ -22,7 +22,8 @@ use lsp_types::notification::{
 };
 use lsp_types::request::{
     CodeActionRequest, Completion, Formatting, GotoDefinition, HoverRequest, InlayHintRequest,
-    References, Request as _, SemanticTokensFullRequest,
+    References, Request as _, SemanticTokensFullDeltaRequest, SemanticTokensFullRequest,
+    SemanticTokensRangeRequest,
 };
 use lsp_types::*;
 use phobos_core::ast::Span;
@@ -77,8 +78,8 @@ pub fn capabilities() -> ServerCapabilities {
         semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(
             SemanticTokensOptions {
                 legend: semantic_tokens_legend(),
-                full: Some(SemanticTokensFullOptions::Bool(true)),
-                range: None,
+                full: Some(SemanticTokensFullOptions::Delta { delta: Some(true) }),
+                range: Some(true),
                 ..Default::default()
             },
         )),
@@ -101,9 +102,25 @@ struct Doc {
     units: UnitCache,
     /// Diagnostics not yet published for the latest text.
     unpublished: bool,
+    /// The last whole-document semantic tokens sent, by result id, which a
+    /// `semanticTokens/full/delta` request names to get only the change.
+    sent_tokens: Option<(String, Vec<SemanticToken>)>,
+    /// Result ids given so far; each response gets a new one.
+    result_ids: u64,
 }
 
 impl Doc {
+    /// Keep `data` as the last tokens sent, under a new result id.
+    fn remember_tokens(&mut self, data: Vec<SemanticToken>) -> SemanticTokens {
+        self.result_ids += 1;
+        let id = self.result_ids.to_string();
+        self.sent_tokens = Some((id.clone(), data.clone()));
+        SemanticTokens {
+            result_id: Some(id),
+            data,
+        }
+    }
+
     fn analysis(&mut self) -> &Analysis {
         let (text, units) = (&self.text, &mut self.units);
         self.analysis
@@ -177,6 +194,8 @@ fn handle_notification(docs: &mut HashMap<Url, Doc>, n: Notification) {
                         analysis: None,
                         units: UnitCache::default(),
                         unpublished: true,
+                        sent_tokens: None,
+                        result_ids: 0,
                     },
                 );
             }
@@ -234,8 +253,38 @@ fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request, settings: Settings) -> R
     match req.method.as_str() {
         SemanticTokensFullRequest::METHOD => {
             let p: SemanticTokensParams = params(req)?;
+            let d = doc(docs, &p.text_document.uri)?;
+            let data = encode_tokens(d.analysis(), None);
+            json(SemanticTokensResult::Tokens(d.remember_tokens(data)))
+        }
+        SemanticTokensFullDeltaRequest::METHOD => {
+            let p: SemanticTokensDeltaParams = params(req)?;
+            let d = doc(docs, &p.text_document.uri)?;
+            let data = encode_tokens(d.analysis(), None);
+            let previous = d
+                .sent_tokens
+                .take()
+                .filter(|(id, _)| *id == p.previous_result_id);
+            let tokens = d.remember_tokens(data);
+            match previous {
+                Some((_, old)) => json(SemanticTokensFullDeltaResult::TokensDelta(
+                    SemanticTokensDelta {
+                        result_id: tokens.result_id,
+                        edits: token_edits(&old, &tokens.data),
+                    },
+                )),
+                // An id this server no longer has: send everything.
+                None => json(SemanticTokensFullDeltaResult::Tokens(tokens)),
+            }
+        }
+        SemanticTokensRangeRequest::METHOD => {
+            let p: SemanticTokensRangeParams = params(req)?;
             let a = doc(docs, &p.text_document.uri)?.analysis();
-            json(SemanticTokensResult::Tokens(semantic_tokens(a)))
+            let span = Span::new(offset(&a.src, p.range.start), offset(&a.src, p.range.end));
+            json(SemanticTokensRangeResult::Tokens(SemanticTokens {
+                result_id: None,
+                data: encode_tokens(a, Some(span)),
+            }))
         }
         InlayHintRequest::METHOD => {
             let p: InlayHintParams = params(req)?;
@@ -464,11 +513,17 @@ pub fn range(a: &Analysis, span: Span) -> Range {
     }
 }
 
-/// The document's semantic tokens in LSP's relative encoding.
-fn semantic_tokens(a: &Analysis) -> SemanticTokens {
+/// The semantic tokens of the document, or of the part of it that `range`
+/// overlaps, in LSP's relative encoding (the first token relative to the
+/// document's start, as LSP asks for ranges too).
+fn encode_tokens(a: &Analysis, range: Option<Span>) -> Vec<SemanticToken> {
     let mut data = Vec::new();
     let (mut prev_line, mut prev_start) = (0, 0);
-    for t in a.semantic_tokens() {
+    let tokens = match range {
+        Some(r) => a.semantic_tokens_in(r),
+        None => a.semantic_tokens(),
+    };
+    for t in tokens {
         let start = position(a, t.span.start as usize);
         let length = a
             .src
@@ -492,10 +547,32 @@ fn semantic_tokens(a: &Analysis) -> SemanticTokens {
         });
         (prev_line, prev_start) = (start.line, start.character);
     }
-    SemanticTokens {
-        result_id: None,
-        data,
+    data
+}
+
+/// One edit from `old` to `new`: the tokens between their common start and
+/// common end replaced. LSP counts edits in integers of the flat array,
+/// five to a token.
+fn token_edits(old: &[SemanticToken], new: &[SemanticToken]) -> Vec<SemanticTokensEdit> {
+    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let suffix = old[prefix..]
+        .iter()
+        .rev()
+        .zip(new[prefix..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (deleted, inserted) = (
+        &old[prefix..old.len() - suffix],
+        &new[prefix..new.len() - suffix],
+    );
+    if deleted.is_empty() && inserted.is_empty() {
+        return vec![];
     }
+    vec![SemanticTokensEdit {
+        start: 5 * prefix as u32,
+        delete_count: 5 * deleted.len() as u32,
+        data: Some(inserted.to_vec()),
+    }]
 }
 
 fn token_type_index(t: TokenType) -> u32 {

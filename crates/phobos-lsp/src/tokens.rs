@@ -15,6 +15,7 @@ use crate::symbols::SymbolKind;
 use phobos_core::ast::{ScalarTy, Span};
 use phobos_core::check::uniformity::Level;
 use phobos_core::lexer::{lex_with_comments, Tok};
+use std::collections::HashMap;
 
 /// Token types, in legend order.
 pub const TYPES: [&str; 9] = [
@@ -84,25 +85,40 @@ const CONFIG_WORDS: [&str; 6] = ["over", "width", "from", "xor", "down", "up"];
 impl Analysis {
     /// Every classified word of the document, in order.
     pub fn semantic_tokens(&self) -> Vec<SemToken> {
+        self.semantic_tokens_in(Span::new(0, self.src.len()))
+    }
+
+    /// The classified words that overlap `range`, in order. Only the names
+    /// in `range` are looked up, so the cost follows the range (what an
+    /// editor shows), apart from lexing the document once.
+    pub fn semantic_tokens_in(&self, range: Span) -> Vec<SemToken> {
+        let overlaps = |s: Span| s.start < range.end && range.start < s.end;
         let (tokens, comments, _) = lex_with_comments(&self.src);
-        let levels = self.def_levels();
-        let uses: std::collections::HashMap<u32, usize> = self
+        let uses: HashMap<u32, usize> = self
             .symbols
             .uses
             .iter()
+            .filter(|(s, _)| overlaps(*s))
             .map(|(s, d)| (s.start, *d))
             .collect();
-        let defs: std::collections::HashMap<u32, usize> = self
+        let defs: HashMap<u32, usize> = self
             .symbols
             .defs
             .iter()
             .enumerate()
+            .filter(|(_, d)| overlaps(d.span))
             .map(|(i, d)| (d.span.start, i))
             .collect();
+        // Each definition's level, found when a token in range first needs it.
+        let mut levels: HashMap<usize, Option<Level>> = HashMap::new();
         let text = |i: usize| self.src.get(tokens[i].span.range()).unwrap_or("");
         let kind = |i: usize| tokens.get(i).map(|t| &t.kind);
+        let first = tokens.partition_point(|t| t.span.end <= range.start);
         let mut out = Vec::new();
-        for (i, t) in tokens.iter().enumerate() {
+        for (i, t) in tokens.iter().enumerate().skip(first) {
+            if t.span.start >= range.end {
+                break;
+            }
             let plain = |ty| {
                 Some(SemToken {
                     span: t.span,
@@ -148,7 +164,8 @@ impl Analysis {
                         if is_def {
                             modifiers |= DECLARATION;
                         }
-                        if let Some(l) = levels[d] {
+                        let level = *levels.entry(d).or_insert_with(|| self.def_level(d));
+                        if let Some(l) = level {
                             modifiers |= level_bit(l);
                         }
                         Some(SemToken {
@@ -196,12 +213,12 @@ impl Analysis {
             out.extend(tok);
         }
         // Comments, one token per line.
-        for c in &comments {
+        for c in comments.iter().filter(|c| overlaps(c.span)) {
             let mut start = c.span.start as usize;
             let end = c.span.end as usize;
             while start < end {
                 let line_end = self.src[start..end].find('\n').map_or(end, |j| start + j);
-                if line_end > start {
+                if line_end > start && overlaps(Span::new(start, line_end)) {
                     out.push(SemToken {
                         span: Span::new(start, line_end),
                         ty: TokenType::Comment,
@@ -215,27 +232,24 @@ impl Analysis {
         out
     }
 
-    /// The level of each definition that has one: locals and loop variables
-    /// from their kernel's facts, parameters, dims and autotune names are
-    /// uniform. None for fns, fn parameters and unchecked kernels.
-    fn def_levels(&self) -> Vec<Option<Level>> {
-        self.symbols
-            .defs
-            .iter()
-            .map(|d| match d.kind {
-                SymbolKind::Fn | SymbolKind::FnParam => None,
-                SymbolKind::TensorParam
-                | SymbolKind::ScalarParam
-                | SymbolKind::Dim
-                | SymbolKind::Autotune => Some(Level::Uniform),
-                SymbolKind::Local | SymbolKind::LoopVar => {
-                    let kv = self.kernel_at(d.span.start as usize)?;
-                    let (lid, local) = kv.local_at(d.span.start as usize)?;
-                    matches!(local.kind, phobos_core::hir::LocalKind::Scalar(_))
-                        .then(|| kv.level_of_local(lid))
-                }
-            })
-            .collect()
+    /// The level of definition `d` when it has one: locals and loop
+    /// variables from their kernel's facts, parameters, dims and autotune
+    /// names are uniform. None for fns, fn parameters and unchecked kernels.
+    fn def_level(&self, d: usize) -> Option<Level> {
+        let d = &self.symbols.defs[d];
+        match d.kind {
+            SymbolKind::Fn | SymbolKind::FnParam => None,
+            SymbolKind::TensorParam
+            | SymbolKind::ScalarParam
+            | SymbolKind::Dim
+            | SymbolKind::Autotune => Some(Level::Uniform),
+            SymbolKind::Local | SymbolKind::LoopVar => {
+                let kv = self.kernel_at(d.span.start as usize)?;
+                let (lid, local) = kv.local_at(d.span.start as usize)?;
+                matches!(local.kind, phobos_core::hir::LocalKind::Scalar(_))
+                    .then(|| kv.level_of_local(lid))
+            }
+        }
     }
 }
 

@@ -170,6 +170,48 @@ impl UnitCache {
         u
     }
 
+    /// Check the units of `texts` that are not cached yet, spread over the
+    /// machine's cores: opening a file checks every kernel at once, while
+    /// an edit usually checks one (then this does nothing new).
+    fn fill<'t>(&mut self, texts: impl Iterator<Item = &'t String>) {
+        let mut missing: Vec<&String> = texts.filter(|t| !self.units.contains_key(*t)).collect();
+        missing.sort_unstable();
+        missing.dedup();
+        if missing.len() < 2 {
+            return;
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(missing.len());
+        let per_thread = missing.len().div_ceil(threads);
+        let analysed: Vec<Unit> = std::thread::scope(|scope| {
+            let workers: Vec<_> = missing
+                .chunks(per_thread)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        chunk
+                            .iter()
+                            .map(|t| Unit::analyse((*t).clone()))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| match w.join() {
+                    Ok(units) => units,
+                    // A panic in the checker: resume it here, as checking
+                    // on this thread would have.
+                    Err(panic) => std::panic::resume_unwind(panic),
+                })
+                .collect()
+        });
+        self.checked += analysed.len();
+        for u in analysed {
+            self.units.insert(u.src.clone(), Arc::new(u));
+        }
+    }
+
     /// Units checked so far (for tests and the benchmark).
     pub fn len(&self) -> usize {
         self.units.len()
@@ -215,8 +257,10 @@ pub fn place(src: &str, file: &ast::File, cache: &mut UnitCache) -> Vec<Placed> 
         if has_fns {
             targets.push(None);
         }
-        for target in targets {
-            let (text, segments) = unit_text(src, file, target);
+        let texts: Vec<(String, Vec<Segment>)> =
+            targets.iter().map(|t| unit_text(src, file, *t)).collect();
+        cache.fill(texts.iter().map(|(text, _)| text));
+        for (target, (text, segments)) in targets.into_iter().zip(texts) {
             let unit = cache.get(text, &mut used);
             out.push(Placed {
                 unit,
