@@ -22,6 +22,9 @@
 //!   one-to-one function of `ctx.thread` (`t[ctx.thread]`, `t[0, i + 1]`
 //!   with `let i = ctx.thread`), so different threads touch different
 //!   elements;
+//! - two atomics (`atomic_add(t[i], 1)` in every thread): the hardware
+//!   orders atomics on one element, so they need no barrier between them;
+//!   an atomic is a read and a write for every plain access;
 //! - a read and the write of one statement with the same subscripts
 //!   (`t[i] = t[i] * 2`): another thread writing what this thread read
 //!   would also be writing what this thread writes, a race no barrier fixes.
@@ -70,6 +73,9 @@ enum Event {
         buffer: BufferId,
         write: bool,
         copy: bool,
+        /// An atomic (a read and a write of its element): atomics do not
+        /// conflict with each other, only with plain accesses.
+        atomic: bool,
         line: u32,
         span: Span,
         /// The point or run access, when the event is one (`None` for tile
@@ -197,6 +203,7 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
             buffer: pb,
             write: pw,
             copy: pc,
+            atomic: pt,
             acc: pa,
             inst: pi,
             ..
@@ -205,6 +212,7 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
             buffer: xb,
             write: xw,
             copy: xc,
+            atomic: xt,
             acc: xa,
             inst: xi,
             ..
@@ -214,6 +222,11 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
         return false;
     };
     if !(*pw || *xw) || !plan.overlap(f, *pb, *xb) {
+        return false;
+    }
+    // Atomics on one element are ordered by the hardware, whichever
+    // threads make them.
+    if *pt && *xt {
         return false;
     }
     if *pc && *xc && pb == xb {
@@ -506,11 +519,19 @@ impl Flatten<'_> {
                     copy(self);
                     self.loops.push((first, second, self.out.len()));
                 }
+                StmtKind::Atomic { access, args, .. } => {
+                    self.index_exprs(*access);
+                    for &a in args {
+                        self.expr(a);
+                    }
+                    self.candidate(fence);
+                    self.atomic_access(*access);
+                }
                 StmtKind::Barrier(b) => self.candidate(Some(*b)),
                 // What follows an early exit is inside the region of the
                 // branch or loop body that holds the exit, so barriers
                 // there already count as ones that may not run.
-                StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+                StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::Fence => {}
             }
         }
     }
@@ -544,6 +565,7 @@ impl Flatten<'_> {
             buffer,
             write,
             copy,
+            atomic: false,
             line: self.lines.line(span.start as usize),
             span,
             acc: None,
@@ -560,12 +582,22 @@ impl Flatten<'_> {
     /// A point or run access; `exact` is false for a one-element store into
     /// a run, whose elements the access does not say.
     fn access(&mut self, acc: AccessId, exact: bool) {
+        self.access_event(acc, exact, false);
+    }
+
+    /// An atomic on a tile element.
+    fn atomic_access(&mut self, acc: AccessId) {
+        self.access_event(acc, true, true);
+    }
+
+    fn access_event(&mut self, acc: AccessId, exact: bool, atomic: bool) {
         let a = &self.f.accesses[acc];
         if let Mem::Buffer(b) = a.mem {
             self.out.push(Event::Access {
                 buffer: b,
                 write: a.store,
                 copy: false,
+                atomic,
                 line: self.lines.line(a.span.start as usize),
                 span: a.span,
                 acc: exact.then_some(acc),
@@ -611,7 +643,9 @@ impl ThreadIndex {
                         *count.entry(*v).or_default() += if in_loop { 2 } else { 1 };
                         defs.insert(*v, *e);
                     }
-                    StmtKind::CtaColl { dst, .. } => *count.entry(*dst).or_default() += 2,
+                    StmtKind::CtaColl { dst, .. } | StmtKind::Atomic { dst: Some(dst), .. } => {
+                        *count.entry(*dst).or_default() += 2
+                    }
                     StmtKind::If { then, els, .. } => {
                         walk(f, then, in_loop, count, defs);
                         walk(f, els, in_loop, count, defs);

@@ -92,6 +92,26 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
             StmtKind::Return => {
                 let _ = writeln!(out, "{pad}return");
             }
+            StmtKind::Fence => {
+                let _ = writeln!(out, "{pad}fence.gpu");
+            }
+            StmtKind::Atomic {
+                op,
+                access: a,
+                args,
+                dst,
+            } => {
+                let args: Vec<String> = args.iter().map(|&x| expr(f, x)).collect();
+                let call = format!("{}({}, {})", op.name(), access(f, *a), args.join(", "));
+                match dst {
+                    Some(v) => {
+                        let _ = writeln!(out, "{pad}{v} = {call}");
+                    }
+                    None => {
+                        let _ = writeln!(out, "{pad}{call}");
+                    }
+                }
+            }
             StmtKind::For {
                 var,
                 start,

@@ -222,7 +222,17 @@ impl Walk<'_> {
                     self.expr(*arg);
                     self.touch(*scratch, span);
                 }
-                StmtKind::Barrier(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+                StmtKind::Atomic { access, args, .. } => {
+                    self.access(*access);
+                    for &a in args {
+                        self.expr(a);
+                    }
+                }
+                StmtKind::Barrier(_)
+                | StmtKind::Break
+                | StmtKind::Continue
+                | StmtKind::Return
+                | StmtKind::Fence => {}
             }
         }
     }

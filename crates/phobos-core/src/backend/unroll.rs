@@ -251,9 +251,14 @@ fn walk(f: &Func, stmts: &[StmtId], visit: &mut dyn FnMut(&Func, Item)) {
                 vec![],
             ),
             StmtKind::While { pre, cond, body } => (vec![*cond], vec![pre, body]),
-            StmtKind::Barrier(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Return => {
-                (vec![], vec![])
-            }
+            StmtKind::Atomic {
+                access: a, args, ..
+            } => ([access(*a), args.clone()].concat(), vec![]),
+            StmtKind::Barrier(_)
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Return
+            | StmtKind::Fence => (vec![], vec![]),
         };
         for e in roots {
             expr(f, e, visit);
@@ -639,6 +644,22 @@ impl Builder<'_> {
                 cond: self.clone_expr(cond),
                 body: body.iter().map(|&t| self.clone_stmt(t)).collect(),
             },
+            StmtKind::Atomic {
+                op,
+                access,
+                args,
+                dst,
+            } => {
+                let access = self.clone_access(access);
+                let args = args.iter().map(|&a| self.clone_expr(a)).collect();
+                StmtKind::Atomic {
+                    op,
+                    access,
+                    args,
+                    dst,
+                }
+            }
+            StmtKind::Fence => StmtKind::Fence,
             StmtKind::Break => StmtKind::Break,
             StmtKind::Continue => StmtKind::Continue,
             StmtKind::Return => StmtKind::Return,

@@ -400,6 +400,14 @@ impl Emitter<'_> {
         ));
     }
 
+    /// The state space (`.global` or `.shared`) and address register of an
+    /// atomic's element; its instructions count as the access's own until
+    /// the caller clears `cur_access`.
+    pub(crate) fn atomic_address(&mut self, acc: AccessId) -> (&'static str, super::Reg) {
+        let (addr, _) = self.address(acc);
+        (addr.store_space, addr.reg)
+    }
+
     pub(crate) fn load_point(&mut self, acc: AccessId) -> V {
         let t = self.f.accesses[acc].elem;
         let (addr, _) = self.address(acc);
