@@ -970,6 +970,39 @@ fn src_in_piece(t: usize, width: usize, src: i64) -> usize {
     }
 }
 
+pub fn scratch_transpose() {
+    for (n, m) in [(45usize, 70usize), (64, 32)] {
+        let o = Case::corpus("scratch_transpose")
+            .dims(&[("N", n as i64), ("M", m as i64)])
+            .run([cdiv(m, 32), cdiv(n, 32), 1]);
+        let a = o.input("A");
+        let mut b = o.expect("B");
+        for r in 0..n {
+            for c in 0..m {
+                b.set_f(c * n + r, a.f(r * m + c));
+            }
+        }
+        o.check("B", &b);
+    }
+}
+
+pub fn scratch_scan() {
+    let r = 5;
+    let o = Case::corpus("scratch_scan")
+        .dims(&[("R", r as i64)])
+        .run(g1(r as u32));
+    let x = o.input("X");
+    let mut y = o.expect("Y");
+    for row in 0..r {
+        let mut acc = 0.0;
+        for i in 0..256 {
+            acc += x.f(row * 256 + i);
+            y.set_f(row * 256 + i, acc);
+        }
+    }
+    o.check("Y", &y);
+}
+
 pub fn shfl_down_up() {
     let o = Case::corpus("shfl_down_up")
         .gen("S", Gen::Int(-40, 40))
@@ -1350,7 +1383,7 @@ macro_rules! corpus_cases {
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
             row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
-            scalars, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
+            scalars, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,
             types_i16_u16, types_i64_u64, types_i8_u8, vec_add,

@@ -16,6 +16,7 @@ mod consts;
 mod cx;
 mod fns;
 mod header;
+mod scratch;
 mod stmts;
 mod subscripts;
 mod types;

@@ -4,7 +4,7 @@
 
 const DOCS: &str = include_str!("../../../docs/language.md");
 
-const SOURCES: [&str; 20] = [
+const SOURCES: [&str; 21] = [
     include_str!("../src/backend.rs"),
     include_str!("../src/pipeline.rs"),
     include_str!("../src/backend/shared_plan.rs"),
@@ -15,6 +15,7 @@ const SOURCES: [&str; 20] = [
     include_str!("../src/parser.rs"),
     include_str!("../src/check.rs"),
     include_str!("../src/check/atomics.rs"),
+    include_str!("../src/check/scratch.rs"),
     include_str!("../src/check/calls.rs"),
     include_str!("../src/check/collectives.rs"),
     include_str!("../src/check/consts.rs"),

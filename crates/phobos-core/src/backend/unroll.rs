@@ -188,6 +188,22 @@ fn auto_candidate(f: &Func, body: &[StmtId]) -> bool {
             ) {
                 plain = false;
             }
+            // A body that writes a tile stays as written: in a loop whose
+            // bounds differ between threads, the barrier analysis takes
+            // different trips to touch different elements, but copies of
+            // the body in one trip would be two writes it cannot tell apart
+            // (P0802 on a correct kernel).
+            let tile_write = match &f.stmts[s].kind {
+                StmtKind::Store(a, _)
+                | StmtKind::RunStore { access: a, .. }
+                | StmtKind::Atomic { access: a, .. } => {
+                    matches!(f.accesses[*a].mem, Mem::Buffer(_))
+                }
+                _ => false,
+            };
+            if tile_write {
+                plain = false;
+            }
         }
         Item::Expr(e) => {
             exprs += 1;

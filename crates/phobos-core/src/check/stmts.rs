@@ -94,6 +94,13 @@ impl Cx<'_> {
             }
             return atomic;
         }
+        if let Some(ok) = self.scratch_let(name, mutable, ty, init) {
+            if !ok {
+                self.poison(name);
+            }
+            // The declaration itself runs nothing.
+            return None;
+        }
         if let Some(tile) = self.tile_copy(name, mutable, init) {
             if let Some(copy) = tile {
                 if let Some((_, span)) = ty {

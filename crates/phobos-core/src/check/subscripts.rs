@@ -39,6 +39,10 @@ pub(crate) enum Shape {
 impl Cx<'_> {
     /// Resolve the base of a subscript to a tensor parameter or tile.
     pub fn memory(&mut self, base: &ast::Expr) -> Option<Mem> {
+        if let ExprKind::Shared { .. } = base.kind {
+            self.scratch_in_expr(base.span);
+            return None;
+        }
         let ExprKind::Name(name) = &base.kind else {
             return self.not_subscriptable(base.span);
         };
