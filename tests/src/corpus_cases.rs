@@ -95,7 +95,6 @@ pub fn atomic_histogram() {
     for (n, grid) in [(100_003usize, 7u32), (300, 4)] {
         let mut c = Case::corpus("atomic_histogram")
             .dims(&[("N", n as i64)])
-            .init("Z", Tensor::zeros(ScalarTy::U32, &[256]))
             .init("H", Tensor::zeros(ScalarTy::U32, &[256]));
         c.prepare();
         // Skew the bytes so some bins are hot (many atomics on one
