@@ -985,6 +985,44 @@ pub fn scratch_transpose() {
     }
 }
 
+pub fn scratch_fill() {
+    for (n, m) in [(45usize, 70usize), (32, 32)] {
+        let o = Case::corpus("scratch_fill")
+            .dims(&[("N", n as i64), ("M", m as i64)])
+            .run([cdiv(m, 32), cdiv(n, 32), 1]);
+        let a = o.input("A");
+        let mut b = o.expect("B");
+        for r in 0..n {
+            for c in 0..m {
+                b.set_f(c * n + r, a.f(r * m + c));
+            }
+        }
+        o.check("B", &b);
+    }
+}
+
+pub fn scratch_halo() {
+    let r = 5;
+    let o = Case::corpus("scratch_halo")
+        .dims(&[("R", r as i64)])
+        .run(g1(cdiv(r, 2)));
+    let a = o.input("A");
+    let mut b = o.expect("B");
+    let at = |row: usize, c: i64| {
+        if (0..64).contains(&c) {
+            a.f(row * 64 + c as usize)
+        } else {
+            0.0
+        }
+    };
+    for row in 0..r {
+        for c in 0..64i64 {
+            b.set_f(row * 64 + c as usize, at(row, c - 4) + at(row, c + 4));
+        }
+    }
+    o.check("B", &b);
+}
+
 pub fn scratch_scan() {
     let r = 5;
     let o = Case::corpus("scratch_scan")
@@ -1382,7 +1420,7 @@ macro_rules! corpus_cases {
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
             row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
-            scalars, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
+            scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,
             types_i16_u16, types_i64_u64, types_i8_u8, vec_add,

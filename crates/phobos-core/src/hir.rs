@@ -150,6 +150,17 @@ pub enum StmtKind {
         src: ParamId,
         starts: Vec<Expr>,
     },
+    /// `s[a0 :+ L0, a1 :+ L1] = A[s0 :+ L0, s1 :+ L1]`: CTA-wide copy of a
+    /// tensor box of `shape` into the box of tile `dst` that starts at the
+    /// constant `at`, zero fill outside the tensor's bounds (the rest of
+    /// the tile is left as it is).
+    TileFill {
+        dst: LocalId,
+        at: Vec<u32>,
+        src: ParamId,
+        starts: Vec<Expr>,
+        shape: Vec<u32>,
+    },
     /// `A[s0 :+ L0, :] = t`: CTA-wide store of a tile, masked at the bounds.
     TileStore {
         dst: ParamId,

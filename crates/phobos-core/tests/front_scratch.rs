@@ -118,3 +118,60 @@ fn a_grid_stride_loop_that_writes_a_tile_is_not_unrolled_into_a_false_hazard() {
         "one body, not unrolled:\n{p}"
     );
 }
+
+#[test]
+fn a_partial_fill_copies_a_tensor_box_into_a_constant_box_of_a_tile() {
+    let ok = k("  var s = shared<f32>[8, 33]\n  s[0 :+ 8, 1 :+ 32] = A[ctx.block.x * 8 :+ 8, :]\n  B[0, ctx.lane] = s[3, ctx.lane + 1]");
+    assert_eq!(codes(&ok), Vec::<&str>::new());
+    // Starts inside the tile are constants, and the box fits.
+    assert_eq!(
+        codes(&k(
+            "  var s = shared<f32>[8, 33]\n  s[0 :+ 8, n :+ 32] = A[0 :+ 8, :]"
+        )),
+        ["P0442"]
+    );
+    assert_eq!(
+        codes(&k(
+            "  var s = shared<f32>[8, 33]\n  s[0 :+ 8, 2 :+ 32] = A[0 :+ 8, :]"
+        )),
+        ["P0442"]
+    );
+    // The source is a tensor box of the same shape and type.
+    assert_eq!(
+        codes(&k(
+            "  var s = shared<f32>[8, 33]\n  s[0 :+ 8, 0 :+ 16] = A[0 :+ 8, :]"
+        )),
+        ["P0509"]
+    );
+    assert_eq!(
+        codes(&k(
+            "  var s = shared<i32>[8, 32]\n  s[0 :+ 8, :] = A[0 :+ 8, :]"
+        )),
+        ["P0509"]
+    );
+    assert_eq!(codes(&k("  var s = shared<f32>[8, 32]\n  var u = shared<f32>[8, 32]\n  s[0 :+ 8, :] = u[0 :+ 8, :]")), ["P0509"]);
+    assert_eq!(
+        codes(&k("  var s = shared<f32>[8, 32]\n  s[0 :+ 8, :] = 1.0")),
+        ["P0509"]
+    );
+    assert_eq!(
+        codes(&k(
+            "  var s = shared<f32>[8, 32]\n  s[0 :+ 8, :] += A[0 :+ 8, :]"
+        )),
+        ["P0509"]
+    );
+    // A fill is a CTA-wide statement: uniform control (P0702).
+    assert_eq!(codes(&k("  var s = shared<f32>[8, 32]\n  if ctx.thread < 4 {\n    s[0 :+ 8, :] = A[0 :+ 8, :]\n  }")), ["P0702"]);
+}
+
+#[test]
+fn fills_of_disjoint_boxes_need_no_barrier_between_them_overlapping_ones_do() {
+    let fills = |second: &str| {
+        let src = format!("@launch(64)\nkernel k(A: tensor<f32>[2, 64], B: tensor<f32>[2, 64]) {{\n  var t = shared<f32>[2, 72]\n  t[0 :+ 2, 4 :+ 64] = A[0 :+ 2, :]\n  {second}\n  B[0, ctx.thread] = t[0, ctx.thread + 4]\n}}\n");
+        ptx(&src).matches("bar.sync").count()
+    };
+    // Before the read only.
+    assert_eq!(fills("t[0 :+ 2, 0 :+ 4] = A[0 :+ 2, -4 :+ 4]"), 1);
+    // Columns 0 .. 8 overlap 4 .. 68: the second fill waits for the first.
+    assert_eq!(fills("t[0 :+ 2, 0 :+ 8] = A[0 :+ 2, -4 :+ 8]"), 2);
+}

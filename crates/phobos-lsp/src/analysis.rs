@@ -665,6 +665,7 @@ pub fn visit_kernel_exprs<'a>(k: &'a hir::Kernel, f: &mut dyn FnMut(&'a hir::Exp
                     }
                 }
                 hir::StmtKind::TileCopy { starts, .. }
+                | hir::StmtKind::TileFill { starts, .. }
                 | hir::StmtKind::TileStore { starts, .. } => {
                     starts.iter().for_each(|e| visit_hir(e, f))
                 }

@@ -522,6 +522,12 @@ fn the_scratch_transpose_has_no_bank_conflicts_where_the_dense_tile_has_31_per_r
     );
     assert_eq!(t.shared_store.bank_conflicts(), 0);
     assert_eq!(t.shared_load.bank_conflicts(), 0);
+    // The same through a partial fill (`t[0 :+ 32, 0 :+ 32] = A[...]`):
+    // chunk c of the box goes to thread c, so a warp stores one row.
+    let filled = launch_corpus("scratch_fill.pho", [3, 3, 1], &tensors, &dims, None).totals();
+    assert!(filled.shared_store.requests >= 9 * 32);
+    assert_eq!(filled.shared_store.bank_conflicts(), 0);
+    assert_eq!(filled.shared_load.bank_conflicts(), 0);
     let dense = launch_corpus("tile_transpose.pho", [3, 3, 1], &tensors, &dims, None);
     let d = dense.totals().shared_load;
     assert!(d.requests > 0);

@@ -22,6 +22,8 @@
 //!   one-to-one function of `ctx.thread` (`t[ctx.thread]`, `t[0, i + 1]`
 //!   with `let i = ctx.thread`), so different threads touch different
 //!   elements;
+//! - two fills of boxes of one buffer that share no element
+//!   (`t[0 :+ 2, 4 :+ 64] = ...` then `t[0 :+ 2, 0 :+ 4] = ...`);
 //! - two atomics (`atomic_add(t[i], 1)` in every thread): the hardware
 //!   orders atomics on one element, so they need no barrier between them;
 //!   an atomic is a read and a write for every plain access;
@@ -76,6 +78,9 @@ enum Event {
         /// An atomic (a read and a write of its element): atomics do not
         /// conflict with each other, only with plain accesses.
         atomic: bool,
+        /// The tile copy that makes this event, when it fills a box of its
+        /// buffer: copies into disjoint boxes do not conflict.
+        fill: Option<StmtId>,
         line: u32,
         span: Span,
         /// The point or run access, when the event is one (`None` for tile
@@ -204,6 +209,7 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
             write: pw,
             copy: pc,
             atomic: pt,
+            fill: pfill,
             acc: pa,
             inst: pi,
             ..
@@ -213,6 +219,7 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
             write: xw,
             copy: xc,
             atomic: xt,
+            fill: xfill,
             acc: xa,
             inst: xi,
             ..
@@ -228,6 +235,11 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
     // threads make them.
     if *pt && *xt {
         return false;
+    }
+    if let (Some(a), Some(b)) = (pfill, xfill) {
+        if pb == xb && disjoint_boxes(f, *a, *b) {
+            return false;
+        }
     }
     if *pc && *xc && pb == xb {
         return false;
@@ -449,9 +461,18 @@ impl Flatten<'_> {
                 StmtKind::TileCopy {
                     access: acc,
                     buffer,
+                    at,
                 } => {
                     self.index_exprs(*acc);
-                    self.buffer(*buffer, true, true, span);
+                    // A fill of part of a buffer is a plain write for
+                    // conflicts: the "same elements by the same thread"
+                    // rule of two copies holds only for whole buffers.
+                    self.buffer(*buffer, true, at.is_empty(), span);
+                    if !at.is_empty() {
+                        if let Some(Event::Access { fill, .. }) = self.out.last_mut() {
+                            *fill = Some(s);
+                        }
+                    }
                 }
                 StmtKind::TileStore {
                     access: acc,
@@ -566,6 +587,7 @@ impl Flatten<'_> {
             write,
             copy,
             atomic: false,
+            fill: None,
             line: self.lines.line(span.start as usize),
             span,
             acc: None,
@@ -598,6 +620,7 @@ impl Flatten<'_> {
                 write: a.store,
                 copy: false,
                 atomic,
+                fill: None,
                 line: self.lines.line(a.span.start as usize),
                 span: a.span,
                 acc: exact.then_some(acc),
@@ -721,6 +744,29 @@ impl ThreadIndex {
             _ => false,
         }
     }
+}
+
+/// Whether two tile fills (`TileCopy` with a place in the buffer) write
+/// boxes of the buffer that share no element.
+fn disjoint_boxes(f: &Func, a: StmtId, b: StmtId) -> bool {
+    let box_of = |s: StmtId| match &f.stmts[s].kind {
+        StmtKind::TileCopy { access, at, .. } => match &f.accesses[*access].shape {
+            Shape::Tile { shape } if shape.len() == at.len() => Some((at.clone(), shape.clone())),
+            _ => None,
+        },
+        _ => None,
+    };
+    let (Some((a0, al)), Some((b0, bl))) = (box_of(a), box_of(b)) else {
+        return false;
+    };
+    // Disjoint when they are apart on some axis.
+    (0..a0.len()).any(|k| {
+        let (a_end, b_end) = (
+            u64::from(a0[k]) + u64::from(al[k]),
+            u64::from(b0[k]) + u64::from(bl[k]),
+        );
+        a_end <= u64::from(b0[k]) || b_end <= u64::from(a0[k])
+    })
 }
 
 /// Whether two accesses name the same elements when evaluated in one

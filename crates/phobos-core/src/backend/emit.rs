@@ -430,7 +430,7 @@ impl<'a> Emitter<'a> {
                 value,
                 only,
             } => self.store_run(*access, *value, *only, self.f.fence(s)),
-            StmtKind::TileCopy { access, buffer } => self.tile_copy(*access, *buffer),
+            StmtKind::TileCopy { access, buffer, at } => self.tile_copy(*access, *buffer, at),
             StmtKind::TileStore { access, buffer } => self.tile_store(*access, *buffer),
             StmtKind::If { cond, then, els } => {
                 let c = self.expr(*cond);

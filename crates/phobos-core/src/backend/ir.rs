@@ -208,7 +208,13 @@ pub enum StmtKind {
         only: Option<ExprId>,
     },
     /// CTA-wide copy of a tensor box into a tile buffer, zero fill outside.
-    TileCopy { access: AccessId, buffer: BufferId },
+    /// `at` is where the box starts in the buffer (one constant per axis),
+    /// empty when the box is the whole buffer.
+    TileCopy {
+        access: AccessId,
+        buffer: BufferId,
+        at: Vec<u32>,
+    },
     /// CTA-wide masked store of a tile buffer into a tensor box.
     TileStore { access: AccessId, buffer: BufferId },
     If {

@@ -327,7 +327,44 @@ impl Lower<'_> {
                     span,
                 );
                 let before = self.barrier(BarrierRole::BeforeTile(buffer), span);
-                let copy = self.push_stmt(StmtKind::TileCopy { access, buffer }, span);
+                let copy = self.push_stmt(
+                    StmtKind::TileCopy {
+                        access,
+                        buffer,
+                        at: vec![],
+                    },
+                    span,
+                );
+                let after = self.barrier(BarrierRole::AfterTileCopy(buffer), span);
+                vec![before, copy, after]
+            }
+            hir::StmtKind::TileFill {
+                dst,
+                at,
+                src,
+                starts,
+                shape,
+            } => {
+                // Like a tile copy, into a box of the buffer.
+                let buffer = self.tiles[dst];
+                let access = self.access(
+                    hir::Memory::Tensor(*src),
+                    starts,
+                    Shape::Tile {
+                        shape: shape.clone(),
+                    },
+                    false,
+                    span,
+                );
+                let before = self.barrier(BarrierRole::BeforeTile(buffer), span);
+                let copy = self.push_stmt(
+                    StmtKind::TileCopy {
+                        access,
+                        buffer,
+                        at: at.clone(),
+                    },
+                    span,
+                );
                 let after = self.barrier(BarrierRole::AfterTileCopy(buffer), span);
                 vec![before, copy, after]
             }
@@ -1016,7 +1053,9 @@ fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
                 *reads |= reads_tile(cond);
                 scan_block(body, reads, writes);
             }
-            hir::StmtKind::TileCopy { .. } | hir::StmtKind::TileStore { .. } => {
+            hir::StmtKind::TileCopy { .. }
+            | hir::StmtKind::TileFill { .. }
+            | hir::StmtKind::TileStore { .. } => {
                 *reads = true;
                 *writes = true;
             }

@@ -188,7 +188,8 @@ impl Walk<'_> {
                         self.expr(*o);
                     }
                 }
-                StmtKind::TileCopy { access, buffer } | StmtKind::TileStore { access, buffer } => {
+                StmtKind::TileCopy { access, buffer, .. }
+                | StmtKind::TileStore { access, buffer } => {
                     self.access(*access);
                     self.touch(*buffer, span);
                 }

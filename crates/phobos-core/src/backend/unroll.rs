@@ -610,9 +610,10 @@ impl Builder<'_> {
                     only,
                 }
             }
-            StmtKind::TileCopy { access, buffer } => StmtKind::TileCopy {
+            StmtKind::TileCopy { access, buffer, at } => StmtKind::TileCopy {
                 access: self.clone_access(access),
                 buffer,
+                at,
             },
             StmtKind::TileStore { access, buffer } => StmtKind::TileStore {
                 access: self.clone_access(access),

@@ -143,7 +143,7 @@ impl Verifier<'_> {
                     self.use_expr(*o);
                 }
             }
-            StmtKind::TileCopy { access, buffer } | StmtKind::TileStore { access, buffer } => {
+            StmtKind::TileCopy { access, buffer, .. } | StmtKind::TileStore { access, buffer } => {
                 self.access(*access);
                 if !self.f.buffers.contains(*buffer) {
                     self.errors.push(format!("{s}: {buffer} out of range"));

@@ -6,15 +6,19 @@
 //! simulator's initcheck reports a read of one nobody wrote.
 //!
 //! This file checks the declaration (P0440: a shape of constants from 1
-//! up, P0441: `shared<...>` anywhere but as a `let`/`var`'s whole value).
+//! up, P0441: `shared<...>` anywhere but as a `let`/`var`'s whole value)
+//! and the partial fill `s[0 :+ 32, 0 :+ 32] = A[r :+ 32, c :+ 32]` of
+//! any tile from a tensor box (P0442: a box of the tile at constant
+//! starts that fits in it; P0509: a source of another shape or type).
 //! Its size is checked with the other shared buffers in the backend's
 //! shared plan (P0801).
 
 use super::consts::const_int;
 use super::cx::{Binding, Cx};
+use super::subscripts::{Mem, Shape};
 use crate::ast::{self, ExprKind, ScalarTy, Span};
 use crate::diag::Diagnostic;
-use crate::hir::{self, LocalKind};
+use crate::hir::{self, LocalKind, Memory};
 
 /// The largest extent of one axis of a scratch tile (the shared plan
 /// bounds the whole).
@@ -91,5 +95,128 @@ impl Cx<'_> {
                 .note("declare it on its own: `var s = shared<f32>[32, 33]`, then read and write `s[i, j]`"),
         );
         None
+    }
+
+    /// `t[a0 :+ L0, ...] = A[s0 :+ L0, ...]`: a CTA-wide copy of a tensor
+    /// box into the box of tile `t` at the constant starts `a0, ...`.
+    pub fn tile_fill(
+        &mut self,
+        mem: &Mem,
+        at: Vec<hir::Expr>,
+        shape: &[u32],
+        op: Option<ast::BinOp>,
+        value: &ast::Expr,
+    ) -> Option<hir::StmtKind> {
+        let Memory::Tile(dst) = mem.memory else {
+            return None;
+        };
+        let fill_note = "fill part of a tile from a tensor box of the same shape: `s[0 :+ 32, 0 :+ 32] = A[r :+ 32, c :+ 32]`";
+        let ExprKind::Index { base, subs } = &value.kind else {
+            self.report(
+                Diagnostic::error("P0509", "a box of a tile is filled from a box of a tensor")
+                    .primary(value.span, "not a tensor box")
+                    .note(fill_note),
+            );
+            return None;
+        };
+        if let Some(bop) = op {
+            self.report(
+                Diagnostic::error(
+                    "P0509",
+                    format!("a tile box is filled with `=`, not `{}=`", bop.symbol()),
+                )
+                .primary(value.span, "a copy, not arithmetic")
+                .note(fill_note),
+            );
+            return None;
+        }
+        let mut starts = Vec::new();
+        for (axis, (e, len)) in at.iter().zip(shape).enumerate() {
+            let extent = mem.dims[axis].unwrap_or(0);
+            match const_int(e) {
+                Some(a) if a >= 0 && a + i128::from(*len) <= i128::from(extent) => {
+                    starts.push(a as u32)
+                }
+                Some(a) => {
+                    self.report(
+                        Diagnostic::error(
+                            "P0442",
+                            format!(
+                                "the box {a} :+ {len} does not fit axis {axis} of `{}`, which has {extent}",
+                                mem.name
+                            ),
+                        )
+                        .primary(e.span, "outside the tile"),
+                    );
+                    return None;
+                }
+                None => {
+                    self.report(
+                        Diagnostic::error("P0442", "where a tile box starts must be a compile-time constant")
+                            .primary(e.span, "known only at run time")
+                            .note("the box's place in the tile is fixed; the tensor box may start anywhere"),
+                    );
+                    return None;
+                }
+            }
+        }
+        let src = self.memory(base)?;
+        let Memory::Tensor(param) = src.memory else {
+            self.report(
+                Diagnostic::error("P0509", "a box of a tile is filled from a box of a tensor")
+                    .primary(base.span, "a tile, not a tensor")
+                    .note(fill_note),
+            );
+            return None;
+        };
+        if subs.len() != src.dims.len() {
+            self.report(
+                Diagnostic::error(
+                    "P0500",
+                    format!(
+                        "`{}` has {} dims, found {} subscripts",
+                        src.name,
+                        src.dims.len(),
+                        subs.len()
+                    ),
+                )
+                .primary(
+                    value.span,
+                    format!("expected {} subscripts", src.dims.len()),
+                ),
+            );
+            return None;
+        }
+        let Some(Shape::Tile {
+            starts: src_starts,
+            shape: src_shape,
+        }) = self.tile_shape(&src, subs)
+        else {
+            return None;
+        };
+        if src_shape != shape || src.elem != mem.elem {
+            self.report(
+                Diagnostic::error("P0509", "the tensor box does not match the tile box")
+                    .primary(
+                        value.span,
+                        format!(
+                            "{:?} {} into {:?} {}",
+                            src_shape,
+                            src.elem.name(),
+                            shape,
+                            mem.elem.name()
+                        ),
+                    )
+                    .note(fill_note),
+            );
+            return None;
+        }
+        Some(hir::StmtKind::TileFill {
+            dst,
+            at: starts,
+            src: param,
+            starts: src_starts,
+            shape: shape.to_vec(),
+        })
     }
 }

@@ -191,7 +191,7 @@ impl Cx<'_> {
         }
     }
 
-    fn tile_shape(&mut self, mem: &Mem, subs: &[Subscript]) -> Option<Shape> {
+    pub(crate) fn tile_shape(&mut self, mem: &Mem, subs: &[Subscript]) -> Option<Shape> {
         let mut starts = Vec::new();
         let mut shape = Vec::new();
         let mut ok = true;
@@ -362,6 +362,9 @@ impl Cx<'_> {
                     value,
                     only: None,
                 })
+            }
+            Shape::Tile { starts, shape } if matches!(mem.memory, Memory::Tile(_)) => {
+                self.tile_fill(&mem, starts, &shape, op, value)
             }
             Shape::Tile { starts, shape } => self.tile_store(&mem, starts, &shape, op, value),
         }

@@ -288,6 +288,7 @@ impl Uni<'_> {
                 }
             }
             StmtKind::TileCopy { starts, .. } => self.tile_stmt(starts, s.span, "a tile copy"),
+            StmtKind::TileFill { starts, .. } => self.tile_stmt(starts, s.span, "a tile fill"),
             StmtKind::TileStore { starts, .. } => self.tile_stmt(starts, s.span, "a tile store"),
             StmtKind::If { cond, then, els } => {
                 let level = self.expr(cond);
