@@ -89,6 +89,166 @@ pub fn row_sum() {
     }
 }
 
+pub fn atomic_histogram() {
+    // 100,003 bytes over 7 CTAs (a grid that does not divide N), then a
+    // short input over more CTAs than it needs: most CTAs count nothing.
+    for (n, grid) in [(100_003usize, 7u32), (300, 4)] {
+        let mut c = Case::corpus("atomic_histogram")
+            .dims(&[("N", n as i64)])
+            .init("H", Tensor::zeros(ScalarTy::U32, &[256]));
+        c.prepare();
+        // Skew the bytes so some bins are hot (many atomics on one
+        // element from one warp) and some stay empty.
+        let x = c.tensors.get_mut("X").unwrap();
+        for i in 0..n {
+            if i % 3 == 0 {
+                x.set_i(i, 7);
+            } else if x.i(i) >= 200 {
+                x.set_i(i, x.i(i) - 100);
+            }
+        }
+        let o = c.run(g1(grid));
+        let x = o.input("X");
+        let mut h = o.expect("H");
+        let mut counts = [0i64; 256];
+        for i in 0..n {
+            counts[x.i(i) as usize] += 1;
+        }
+        for (b, count) in counts.iter().enumerate() {
+            h.set_i(b, *count);
+        }
+        assert_eq!(counts[250], 0);
+        o.check("H", &h);
+    }
+}
+
+pub fn atomic_sum() {
+    // 1,000,003 floats, 61 CTAs: the last CTA to finish adds the partials.
+    let (n, g) = (1_000_003usize, 61usize);
+    // Each partial adds some 16,000 values in f32, and partials are small
+    // (the values are in [-1, 1)), so they are compared with a floor of 10.
+    let o = Case::corpus("atomic_sum")
+        .dims(&[("N", n as i64), ("G", g as i64)])
+        .floor(10.0)
+        .init("C", Tensor::zeros(ScalarTy::U32, &[1]))
+        .run(g1(g as u32));
+    let x = o.input("X");
+    let mut s = o.expect("S");
+    s.set_f(0, (0..n).map(|i| x.f(i)).sum());
+    // Each partial is one CTA's share, and the counter is reset.
+    let mut p = o.expect("P");
+    for b in 0..g {
+        p.set_f(
+            b,
+            (b * 256..n)
+                .step_by(g * 256)
+                .flat_map(|i| i..(i + 256).min(n))
+                .map(|i| x.f(i))
+                .sum(),
+        );
+    }
+    o.check("S", &s);
+    o.check("P", &p);
+    o.check("C", &Tensor::zeros(ScalarTy::U32, &[1]));
+}
+
+pub fn atomic_ops() {
+    // Which thread's exchange or compare-and-swap comes first, and which
+    // old value each shared add sees, depends on the order threads run in:
+    // the checks below accept any order, and the differential check skips
+    // those tensors.
+    let mut c = Case::corpus("atomic_ops")
+        .order_dependent(&["R", "W", "X", "Y", "O"])
+        .gen("V", Gen::Int(-1000, 1000))
+        .gen("U", Gen::Int(0, 1 << 40))
+        .gen("K", Gen::Int(-(1 << 40), 1 << 40))
+        .gen("S0", Gen::Int(-50, 50));
+    c.prepare();
+    // Small integers, so every float sum is exact in any order.
+    for (name, lo, span) in [("F", -20i64, 41), ("E", -20, 41), ("H", 0, 8)] {
+        let t = c.tensors.get_mut(name).unwrap();
+        for i in 0..128 {
+            t.set_f(i, (lo + (i as i64 * 7919) % span) as f64);
+        }
+    }
+    let starts: [(&str, &[i64]); 8] = [
+        ("I", &[5, i32::MAX as i64, i32::MIN as i64, -1, 0, 0x5a5a]),
+        ("L", &[3, 0, 0x0f0f]),
+        ("Q", &[i64::MAX]),
+        ("D", &[0]),
+        ("A", &[0]),
+        ("G", &[0]),
+        ("X", &[-1]),
+        ("Y", &[0]),
+    ];
+    for (name, vals) in starts {
+        let t = c.tensors.get_mut(name).unwrap();
+        for (i, v) in vals.iter().enumerate() {
+            t.set_i(i, *v);
+        }
+    }
+    let o = c.run(g1(1));
+    let (v, u, k) = (o.input("V"), o.input("U"), o.input("K"));
+    let vs: Vec<i64> = (0..128).map(|t| v.i(t)).collect();
+    let mut i = o.expect("I");
+    i.set_i(0, 5 + vs.iter().sum::<i64>());
+    i.set_i(1, *vs.iter().min().unwrap());
+    i.set_i(2, *vs.iter().max().unwrap());
+    i.set_i(3, vs.iter().fold(-1, |a, b| a & b));
+    i.set_i(4, vs.iter().fold(0, |a, b| a | b));
+    i.set_i(5, vs.iter().fold(0x5a5a, |a, b| a ^ b));
+    o.check("I", &i);
+    let us: Vec<u64> = (0..128).map(|t| u.i(t) as u64).collect();
+    let mut l = o.expect("L");
+    l.set_i(0, (3 + us.iter().sum::<u64>()) as i64);
+    l.set_i(1, *us.iter().max().unwrap() as i64);
+    l.set_i(2, us.iter().fold(0x0f0f, |a, b| a ^ b) as i64);
+    o.check("L", &l);
+    let mut q = o.expect("Q");
+    q.set_i(0, (0..128).map(|t| k.i(t)).min().unwrap());
+    o.check("Q", &q);
+    for (out, inp) in [("D", "F"), ("A", "E"), ("G", "H")] {
+        let x = o.input(inp);
+        let mut want = o.expect(out);
+        want.set_f(0, (0..128).map(|t| x.f(t)).sum());
+        o.check(out, &want);
+    }
+    // Exchange: the values replaced, with the final one, are the initial
+    // value and every t + 1, in some order.
+    let (x, r) = (&o.after["X"], &o.after["R"]);
+    let mut seen: Vec<i64> = (0..128).map(|t| r.i(t)).chain([x.i(0)]).collect();
+    seen.sort_unstable();
+    let mut want: Vec<i64> = std::iter::once(-1).chain(1..=128).collect();
+    want.sort_unstable();
+    assert_eq!(seen, want, "atomic_exch lost or duplicated a value");
+    // Compare-and-swap: exactly one thread saw 0 and its t + 1 is in Y.
+    let (y, w) = (&o.after["Y"], &o.after["W"]);
+    let winners: Vec<usize> = (0..128).filter(|&t| w.i(t) == 0).collect();
+    assert_eq!(winners.len(), 1, "one atomic_cas must win");
+    assert_eq!(y.i(0), winners[0] as i64 + 1);
+    let mut want_w = o.expect("W");
+    for t in 0..128 {
+        want_w.set_i(t, if t == winners[0] { 0 } else { y.i(0) });
+    }
+    o.check("W", &want_w);
+    // Shared: slot j got 16 adds of 1, whose old values are s0 .. s0 + 15;
+    // slot 8 + j was xored with the threads t = j mod 8.
+    let (s0, old) = (o.input("S0"), &o.after["O"]);
+    let mut s = o.expect("S");
+    for j in 0..8 {
+        s.set_i(j, s0.i(j) + 16);
+        let x = (0..128)
+            .filter(|t| t % 8 == j)
+            .fold(s0.i(8 + j), |a, t| a ^ t as i64);
+        s.set_i(8 + j, x);
+        let mut olds: Vec<i64> = (0..128).filter(|t| t % 8 == j).map(|t| old.i(t)).collect();
+        olds.sort_unstable();
+        let want: Vec<i64> = (0..16).map(|d| s0.i(j) + d).collect();
+        assert_eq!(olds, want, "old values of s[{j}]");
+    }
+    o.check("S", &s);
+}
+
 pub fn autotune_block() {
     for block in [64, 128] {
         let n = 1000;
@@ -809,6 +969,77 @@ fn src_in_piece(t: usize, width: usize, src: i64) -> usize {
     }
 }
 
+pub fn scratch_transpose() {
+    for (n, m) in [(45usize, 70usize), (64, 32)] {
+        let o = Case::corpus("scratch_transpose")
+            .dims(&[("N", n as i64), ("M", m as i64)])
+            .run([cdiv(m, 32), cdiv(n, 32), 1]);
+        let a = o.input("A");
+        let mut b = o.expect("B");
+        for r in 0..n {
+            for c in 0..m {
+                b.set_f(c * n + r, a.f(r * m + c));
+            }
+        }
+        o.check("B", &b);
+    }
+}
+
+pub fn scratch_fill() {
+    for (n, m) in [(45usize, 70usize), (32, 32)] {
+        let o = Case::corpus("scratch_fill")
+            .dims(&[("N", n as i64), ("M", m as i64)])
+            .run([cdiv(m, 32), cdiv(n, 32), 1]);
+        let a = o.input("A");
+        let mut b = o.expect("B");
+        for r in 0..n {
+            for c in 0..m {
+                b.set_f(c * n + r, a.f(r * m + c));
+            }
+        }
+        o.check("B", &b);
+    }
+}
+
+pub fn scratch_halo() {
+    let r = 5;
+    let o = Case::corpus("scratch_halo")
+        .dims(&[("R", r as i64)])
+        .run(g1(cdiv(r, 2)));
+    let a = o.input("A");
+    let mut b = o.expect("B");
+    let at = |row: usize, c: i64| {
+        if (0..64).contains(&c) {
+            a.f(row * 64 + c as usize)
+        } else {
+            0.0
+        }
+    };
+    for row in 0..r {
+        for c in 0..64i64 {
+            b.set_f(row * 64 + c as usize, at(row, c - 4) + at(row, c + 4));
+        }
+    }
+    o.check("B", &b);
+}
+
+pub fn scratch_scan() {
+    let r = 5;
+    let o = Case::corpus("scratch_scan")
+        .dims(&[("R", r as i64)])
+        .run(g1(r as u32));
+    let x = o.input("X");
+    let mut y = o.expect("Y");
+    for row in 0..r {
+        let mut acc = 0.0;
+        for i in 0..256 {
+            acc += x.f(row * 256 + i);
+            y.set_f(row * 256 + i, acc);
+        }
+    }
+    o.check("Y", &y);
+}
+
 pub fn shfl_down_up() {
     let o = Case::corpus("shfl_down_up")
         .gen("S", Gen::Int(-40, 40))
@@ -1184,12 +1415,12 @@ pub fn vec_add() {
 macro_rules! corpus_cases {
     ($m:ident) => {
         $m! {
-            autotune_block, autotune_dim, control_flow, cta_forms, cta_softmax, cta_sum_loop,
+            atomic_histogram, atomic_ops, atomic_sum, autotune_block, autotune_dim, control_flow, cta_forms, cta_softmax, cta_sum_loop,
             dp4a_nibble, dp4a_u8, elem_word, float_specials, grid_2d, grid_attr, i8_matvec, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
             row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
-            scalars, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
+            scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,
             types_i16_u16, types_i64_u64, types_i8_u8, vec_add,

@@ -330,6 +330,11 @@ pub struct Case {
     pub break_aligned: bool,
     /// Where [`Case::run`] runs the kernel (see [`crate::executor`]).
     pub executor: Executor,
+    /// Written tensors whose bits depend on the order threads run in (the
+    /// old values of atomic exchanges, say): the case's reference checks
+    /// them in an order-free way, and the differential check does not
+    /// compare them bit for bit.
+    pub order_dependent: Vec<String>,
 }
 
 impl Case {
@@ -363,7 +368,15 @@ impl Case {
             opts: LaunchOptions::default(),
             break_aligned: false,
             executor: crate::executor::current(),
+            order_dependent: Vec::new(),
         }
+    }
+
+    /// Marks written tensors whose bits depend on the order threads run in
+    /// (see [`Case::order_dependent`]).
+    pub fn order_dependent(mut self, tensors: &[&str]) -> Case {
+        self.order_dependent = tensors.iter().map(|t| t.to_string()).collect();
+        self
     }
 
     pub fn meta(&self) -> &KernelMeta {

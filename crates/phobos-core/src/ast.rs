@@ -285,6 +285,14 @@ pub enum ExprKind {
         config_span: Span,
         args: Vec<Expr>,
     },
+    /// `shared<f32>[ctx.warps, 33]`: a CTA-wide shared scratch tile of a
+    /// constant shape, not copied from anything (only as the whole value of
+    /// a `let`/`var`).
+    Shared {
+        elem: ScalarTy,
+        elem_span: Span,
+        dims: Vec<Expr>,
+    },
     /// An expression that failed to parse (already reported).
     Error,
 }

@@ -3,6 +3,7 @@
 //! variant:
 //!
 //! 1. `lower`: HIR → the arena IR (`ir`), checked by `verify` in debug builds;
+//!    `targets` then refuses what the target lacks (P0810);
 //! 2. `unroll`: loops that read tensors, and loops marked `unroll N`, run
 //!    several bodies per trip (checked by `verify` again);
 //! 3. `divisibility`: known divisors and each access's width;
@@ -22,6 +23,7 @@ pub mod lower;
 pub mod metadata;
 pub mod print;
 pub mod shared_plan;
+pub mod targets;
 pub mod unroll;
 pub mod verify;
 
@@ -72,6 +74,7 @@ pub fn compile_variant(
 ) -> Result<CompiledVariant, Diagnostic> {
     let mut func = lower::lower(kernel, &entry_name(kernel));
     verified(&func, kernel, "lower")?;
+    targets::check(&func, arch)?;
     unroll::unroll(&mut func);
     verified(&func, kernel, "unroll")?;
     let div = divisibility::analyze(&func, kernel);

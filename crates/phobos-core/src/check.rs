@@ -9,12 +9,14 @@
 //! `subscripts`, `collectives`, `stmts`, and `uniformity`, which runs on
 //! the finished HIR.
 
+mod atomics;
 mod calls;
 mod collectives;
 mod consts;
 mod cx;
 mod fns;
 mod header;
+mod scratch;
 mod stmts;
 mod subscripts;
 mod types;

@@ -578,6 +578,11 @@ impl<'a> Formatter<'a> {
                 let subs = subs.iter().map(|s| self.subscript(s)).collect();
                 Doc::Concat(vec![base_doc, list("[", subs, "]")])
             }
+            ExprKind::Shared { elem, dims, .. } => list(
+                &format!("shared<{}>[", elem.name()),
+                dims.iter().map(|d| self.expr(d, Place::Top)).collect(),
+                "]",
+            ),
             ExprKind::Collective {
                 op, config, args, ..
             } => {

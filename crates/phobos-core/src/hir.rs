@@ -150,6 +150,17 @@ pub enum StmtKind {
         src: ParamId,
         starts: Vec<Expr>,
     },
+    /// `s[a0 :+ L0, a1 :+ L1] = A[s0 :+ L0, s1 :+ L1]`: CTA-wide copy of a
+    /// tensor box of `shape` into the box of tile `dst` that starts at the
+    /// constant `at`, zero fill outside the tensor's bounds (the rest of
+    /// the tile is left as it is).
+    TileFill {
+        dst: LocalId,
+        at: Vec<u32>,
+        src: ParamId,
+        starts: Vec<Expr>,
+        shape: Vec<u32>,
+    },
     /// `A[s0 :+ L0, :] = t`: CTA-wide store of a tile, masked at the bounds.
     TileStore {
         dst: ParamId,
@@ -184,6 +195,88 @@ pub enum StmtKind {
     Continue,
     /// The thread leaves the kernel.
     Return,
+    /// `atomic_add(T[i, j], v)` and the other atomics, on one element of a
+    /// tensor or a tile: a statement of its own, or the whole value of a
+    /// `let`/`var` or of an assignment to a scalar `var`, which then takes
+    /// the element's old value (`result`). `args` holds `v`, or
+    /// `expected, new` for `Cas`; each has the element's type.
+    Atomic {
+        op: AtomicOp,
+        dst: Memory,
+        index: Vec<Expr>,
+        args: Vec<Expr>,
+        result: Option<LocalId>,
+    },
+    /// `fence()`: a memory fence at GPU scope.
+    Fence,
+}
+
+/// The read-modify-write of an atomic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum AtomicOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Exch,
+    Cas,
+}
+
+impl AtomicOp {
+    pub const ALL: [AtomicOp; 8] = [
+        AtomicOp::Add,
+        AtomicOp::Min,
+        AtomicOp::Max,
+        AtomicOp::And,
+        AtomicOp::Or,
+        AtomicOp::Xor,
+        AtomicOp::Exch,
+        AtomicOp::Cas,
+    ];
+
+    /// The built-in's name as the language writes it (`atomic_add`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "atomic_add",
+            AtomicOp::Min => "atomic_min",
+            AtomicOp::Max => "atomic_max",
+            AtomicOp::And => "atomic_and",
+            AtomicOp::Or => "atomic_or",
+            AtomicOp::Xor => "atomic_xor",
+            AtomicOp::Exch => "atomic_exch",
+            AtomicOp::Cas => "atomic_cas",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<AtomicOp> {
+        AtomicOp::ALL.into_iter().find(|op| op.name() == name)
+    }
+
+    /// Whether the operation is defined on elements of type `t` (the PTX
+    /// ISA's `atom`, as ptxas 12.9 accepts it): `add` on 32- and 64-bit
+    /// integers and floats and on `f16`/`bf16`; `min`, `max` and the
+    /// bitwise operations on 32- and 64-bit integers; `exch` and `cas` on
+    /// any 32- or 64-bit type (floats move as their bits). Whether the
+    /// target has it is a separate question (`bf16` needs sm_90).
+    pub fn supports(self, t: ScalarTy) -> bool {
+        use ScalarTy::*;
+        let int = matches!(t, I32 | U32 | I64 | U64);
+        match self {
+            AtomicOp::Add => int || matches!(t, F32 | F64 | F16 | BF16),
+            AtomicOp::Min | AtomicOp::Max | AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => int,
+            AtomicOp::Exch | AtomicOp::Cas => int || matches!(t, F32 | F64),
+        }
+    }
+
+    /// The lowest target (`sm_N`) with this operation on `t`.
+    pub fn min_arch(self, t: ScalarTy) -> u32 {
+        match (self, t) {
+            (AtomicOp::Add, ScalarTy::BF16) => 90,
+            _ => 75,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -835,6 +835,27 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// `shared<T>[d0, d1, ...]` after the word `shared`.
+    fn shared_scratch(&mut self, id: Ident) -> PResult<Expr> {
+        self.expect(&Tok::Lt)?;
+        let (elem, elem_span) = self.scalar_ty()?;
+        self.expect(&Tok::Gt)?;
+        self.expect(&Tok::LBracket)?;
+        let dims = self.comma_list(&Tok::RBracket, Parser::nested_expr)?;
+        let span = id.span.to(Span {
+            start: self.prev_end(),
+            end: self.prev_end(),
+        });
+        Ok(Expr {
+            kind: ExprKind::Shared {
+                elem,
+                elem_span,
+                dims,
+            },
+            span,
+        })
+    }
+
     fn name_expr(&mut self) -> PResult<Expr> {
         let id = self.ident("a name")?;
         if id.name == "ctx" && self.at(&Tok::Dot) {
@@ -847,6 +868,13 @@ impl<'a> Parser<'a> {
                 .is_some()
         {
             return self.collective(id);
+        }
+        if id.name == "shared"
+            && self.at(&Tok::Lt)
+            && matches!(self.nth(1), Tok::Ident)
+            && matches!(self.nth(2), Tok::Gt)
+        {
+            return self.shared_scratch(id);
         }
         if self.at(&Tok::LParen) && !(self.tok().nl_before && self.nest == 0) {
             self.bump();

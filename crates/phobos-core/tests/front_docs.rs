@@ -4,15 +4,18 @@
 
 const DOCS: &str = include_str!("../../../docs/language.md");
 
-const SOURCES: [&str; 18] = [
+const SOURCES: [&str; 21] = [
     include_str!("../src/backend.rs"),
     include_str!("../src/pipeline.rs"),
     include_str!("../src/backend/shared_plan.rs"),
     include_str!("../src/backend/barriers.rs"),
+    include_str!("../src/backend/targets.rs"),
     include_str!("../src/diag.rs"),
     include_str!("../src/lexer.rs"),
     include_str!("../src/parser.rs"),
     include_str!("../src/check.rs"),
+    include_str!("../src/check/atomics.rs"),
+    include_str!("../src/check/scratch.rs"),
     include_str!("../src/check/calls.rs"),
     include_str!("../src/check/collectives.rs"),
     include_str!("../src/check/consts.rs"),

@@ -96,7 +96,11 @@
     for (const b of s.boxes) {
       const v = tensorViews[b.tensor];
       const color = warpColor(b.warp);
-      const attrs = b.kind === "write"
+      // Atomics are outlined with a dashed purple line, writes with a
+      // solid dark one.
+      const attrs = b.kind === "atomic"
+        ? { fill: color, "fill-opacity": 0.85, stroke: "var(--atomic)", "stroke-width": 1.4, "stroke-dasharray": "2 1.5" }
+        : b.kind === "write"
         ? { fill: color, "fill-opacity": 0.85, stroke: "#1d232b", "stroke-width": 0.8 }
         : { fill: color, "fill-opacity": 0.55 };
       for (const r of b.ranges) {
@@ -156,8 +160,8 @@
     if (bytes === 0) return;
     const px = RULER_W / bytes;
     for (const touch of s.shared) {
-      const color = touch.kind === "write" ? "var(--write)" : "var(--read)";
-      const y = touch.kind === "write" ? 15 : 27;
+      const color = touch.kind === "atomic" ? "var(--atomic)" : touch.kind === "write" ? "var(--write)" : "var(--read)";
+      const y = touch.kind === "read" ? 27 : 15;
       for (const r of touch.ranges) {
         svg("rect", { x: 10 + r[0] * px, y, width: Math.max(1.5, (r[1] - r[0]) * px), height: 12, fill: color, "fill-opacity": 0.8, class: `touch ${touch.kind}` }, rulerLayer);
       }

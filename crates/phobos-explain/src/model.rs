@@ -226,6 +226,9 @@ pub enum Space {
 pub enum AccessKind {
     Read,
     Write,
+    /// An atomic read-modify-write (`atom`/`red`): the page marks its
+    /// boxes apart from plain reads and writes.
+    Atomic,
 }
 
 /// One memory instruction as the CTA's warps executed it in one step.

@@ -28,7 +28,7 @@ pub fn describe(layout: &Layout<'_>, step: &Step) -> Vec<String> {
         let verb = if step
             .boxes
             .iter()
-            .any(|b| b.kind == AccessKind::Write && b.tensor == m.tensor)
+            .any(|b| b.kind != AccessKind::Read && b.tensor == m.tensor)
         {
             "are not stored"
         } else {
@@ -278,6 +278,7 @@ fn access_sentence(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String 
     let verb = match g.kind {
         AccessKind::Read => "reads",
         AccessKind::Write => "writes",
+        AccessKind::Atomic => "updates atomically",
     };
     let n = g.warps.len();
     let w0 = &g.warps[0];
@@ -332,10 +333,10 @@ fn access_sentence(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String 
                     .map(|w| w.lanes.div_ceil(w.executions.max(1)))
                     .max()
                     .unwrap_or(0);
-                let plural = if g.kind == AccessKind::Read {
-                    "read"
-                } else {
-                    "write"
+                let plural = match g.kind {
+                    AccessKind::Read => "read",
+                    AccessKind::Write => "write",
+                    AccessKind::Atomic => "update atomically",
                 };
                 format!(
                     "{subject} {plural} {what} in {} of up to {} × {}: {} in all.",

@@ -11,6 +11,8 @@ pub struct RawAccess {
     pub thread: u32,
     pub space: RawSpace,
     pub write: bool,
+    /// An atomic (`write` is set too: it writes what it reads).
+    pub atomic: bool,
     pub addr: u64,
     pub bytes: u32,
     /// The simulator's buffer index for global accesses.
@@ -105,6 +107,7 @@ impl Observer for Recorder {
                     thread: a.thread,
                     space,
                     write: a.kind != SimKind::Load,
+                    atomic: a.kind == SimKind::Atomic,
                     addr: a.addr,
                     bytes: a.bytes,
                     buffer: a.buffer,

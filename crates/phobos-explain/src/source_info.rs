@@ -70,6 +70,18 @@ fn walk(kernel: &Kernel, block: &Block, index: &LineIndex, info: &mut SourceInfo
                     });
                 }
             }
+            StmtKind::TileFill {
+                src, starts, shape, ..
+            } => {
+                // The tensor box a fill reads, as the page draws a copy's.
+                info.tiles.push(TileStmt {
+                    line,
+                    param: *src,
+                    starts: starts.clone(),
+                    shape: shape.iter().map(|&d| u64::from(d)).collect(),
+                    store: false,
+                });
+            }
             StmtKind::TileStore { dst, starts, src } => {
                 if let Some(shape) = tile_shape(kernel, src.0 as usize) {
                     info.tiles.push(TileStmt {

@@ -569,7 +569,9 @@ fn space_of(a: &RawAccess) -> Space {
 }
 
 fn kind_of(a: &RawAccess) -> AccessKind {
-    if a.write {
+    if a.atomic {
+        AccessKind::Atomic
+    } else if a.write {
         AccessKind::Write
     } else {
         AccessKind::Read

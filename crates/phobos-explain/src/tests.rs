@@ -61,6 +61,7 @@ fn access(
         thread,
         space,
         write,
+        atomic: false,
         addr,
         bytes,
         buffer,

@@ -251,6 +251,36 @@ impl Cta<'_> {
                 }
                 self.tiles.insert(dst.0, data);
             }
+            StmtKind::TileFill {
+                dst,
+                at,
+                src,
+                starts,
+                shape,
+            } => {
+                let starts = self.uniform_all(starts, mask)?;
+                let (elem, tile_shape) = self.tile_shape(dst.0);
+                let t = &self.args.tensors[&src.0];
+                let dims: Vec<i128> = t.shape.iter().map(|d| *d as i128).collect();
+                let tdims: Vec<i128> = tile_shape.iter().map(|d| *d as i128).collect();
+                let at: Vec<i128> = at.iter().map(|a| i128::from(*a)).collect();
+                let box_shape: Vec<usize> = shape.iter().map(|d| *d as usize).collect();
+                let mut data = match self.tiles.get(&dst.0) {
+                    Some(d) => d.clone(),
+                    None => vec![value::to_bits(elem, zero(elem)); tile_shape.iter().product()],
+                };
+                for i in 0..box_shape.iter().product::<usize>() {
+                    let g = unflatten(i, &box_shape, &starts);
+                    let inside = unflatten(i, &box_shape, &at);
+                    let bits = if g.iter().zip(&dims).all(|(a, d)| (0..*d).contains(a)) {
+                        t.bits[flatten(&g, &dims)]
+                    } else {
+                        value::to_bits(elem, zero(elem))
+                    };
+                    data[flatten(&inside, &tdims)] = bits;
+                }
+                self.tiles.insert(dst.0, data);
+            }
             StmtKind::TileStore { dst, starts, src } => {
                 let starts = self.uniform_all(starts, mask)?;
                 let (_, shape) = self.tile_shape(src.0);
@@ -358,6 +388,13 @@ impl Cta<'_> {
                 for t in Self::active(mask) {
                     self.gone[t] = true;
                 }
+            }
+            // The generator never writes atomics or fences (their results
+            // depend on the order threads run in, which this evaluator
+            // does not model); a saved case holding one is refused, not
+            // guessed at.
+            StmtKind::Atomic { .. } | StmtKind::Fence => {
+                return undefined("atomics and fences are outside the reference evaluator");
             }
         }
         Ok(())

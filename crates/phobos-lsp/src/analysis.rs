@@ -665,6 +665,7 @@ pub fn visit_kernel_exprs<'a>(k: &'a hir::Kernel, f: &mut dyn FnMut(&'a hir::Exp
                     }
                 }
                 hir::StmtKind::TileCopy { starts, .. }
+                | hir::StmtKind::TileFill { starts, .. }
                 | hir::StmtKind::TileStore { starts, .. } => {
                     starts.iter().for_each(|e| visit_hir(e, f))
                 }
@@ -689,7 +690,13 @@ pub fn visit_kernel_exprs<'a>(k: &'a hir::Kernel, f: &mut dyn FnMut(&'a hir::Exp
                     visit_hir(cond, f);
                     block(body, f);
                 }
-                hir::StmtKind::Break | hir::StmtKind::Continue | hir::StmtKind::Return => {}
+                hir::StmtKind::Atomic { index, args, .. } => {
+                    index.iter().chain(args).for_each(|e| visit_hir(e, f))
+                }
+                hir::StmtKind::Break
+                | hir::StmtKind::Continue
+                | hir::StmtKind::Return
+                | hir::StmtKind::Fence => {}
             }
         }
     }

@@ -502,3 +502,38 @@ fn profiling_overhead() {
         );
     }
 }
+
+#[test]
+fn the_scratch_transpose_has_no_bank_conflicts_where_the_dense_tile_has_31_per_request() {
+    // 96 x 96: 9 CTAs of 8 warps. `scratch_transpose` writes row k of its
+    // [32, 33] scratch tile (32 consecutive words) and reads column k
+    // (words 33 apart): every request is one wavefront. `tile_transpose`
+    // reads its dense [32, 32] tile down a column: 32 words 32 apart, all
+    // in one bank, 32 wavefronts for each request.
+    let tensors = [("A", 96 * 96 * 4), ("B", 96 * 96 * 4)];
+    let dims = [("N", 96), ("M", 96)];
+    let padded = launch_corpus("scratch_transpose.pho", [3, 3, 1], &tensors, &dims, None);
+    let t = padded.totals();
+    assert_eq!(t.shared_store.requests, 9 * 32, "one store request per row");
+    assert_eq!(
+        t.shared_load.requests,
+        9 * 32,
+        "one load request per column"
+    );
+    assert_eq!(t.shared_store.bank_conflicts(), 0);
+    assert_eq!(t.shared_load.bank_conflicts(), 0);
+    // The same through a partial fill (`t[0 :+ 32, 0 :+ 32] = A[...]`):
+    // chunk c of the box goes to thread c, so a warp stores one row.
+    let filled = launch_corpus("scratch_fill.pho", [3, 3, 1], &tensors, &dims, None).totals();
+    assert!(filled.shared_store.requests >= 9 * 32);
+    assert_eq!(filled.shared_store.bank_conflicts(), 0);
+    assert_eq!(filled.shared_load.bank_conflicts(), 0);
+    let dense = launch_corpus("tile_transpose.pho", [3, 3, 1], &tensors, &dims, None);
+    let d = dense.totals().shared_load;
+    assert!(d.requests > 0);
+    assert_eq!(
+        d.bank_conflicts(),
+        31 * d.requests,
+        "the dense tile conflicts 32 ways"
+    );
+}

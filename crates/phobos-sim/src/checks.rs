@@ -15,13 +15,23 @@
 const NONE: u32 = 0;
 /// Marks "several threads read this byte in the current epoch".
 const MANY: u32 = 1 << 31;
-/// The writer of a byte last updated by an atomic.
-const ATOMIC: u32 = u32::MAX;
+
+/// How the last write of a byte was made.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+enum WriteKind {
+    #[default]
+    Plain,
+    /// Atomics, all by the writer thread since the epoch began.
+    Atomic,
+    /// Atomics by several threads in the writer's epoch.
+    Atomics,
+}
 
 #[derive(Clone, Copy, Default)]
 struct Cell {
-    /// Writer thread + 1, `NONE` if never written, `ATOMIC` after an atomic.
+    /// Writer thread + 1, `NONE` if never written.
     w_tid: u32,
+    w_kind: WriteKind,
     w_epoch: u32,
     w_wep: u32,
     w_pc: u32,
@@ -30,6 +40,42 @@ struct Cell {
     r_epoch: u32,
     r_wep: u32,
     r_pc: u32,
+}
+
+impl Cell {
+    /// The hazard of a plain access by `s` after this byte's last write:
+    /// an unordered plain write or single-thread atomic by another
+    /// thread, or atomics by several threads in this epoch (`other` is
+    /// then `None`).
+    fn after_write(&self, s: &Stamp) -> Option<(Option<u32>, u32)> {
+        if self.w_tid == NONE {
+            return None;
+        }
+        let writer = self.w_tid - 1;
+        match self.w_kind {
+            WriteKind::Atomics if self.w_epoch == s.epoch => Some((None, self.w_pc)),
+            WriteKind::Atomics => None,
+            _ => {
+                unordered(writer, self.w_epoch, self.w_wep, s).then_some((Some(writer), self.w_pc))
+            }
+        }
+    }
+
+    /// The hazard of a write by `s` after this byte's reads: an unordered
+    /// read by another thread (`other` is `None` for several readers).
+    fn after_read(&self, s: &Stamp) -> Option<(Option<u32>, u32)> {
+        if self.r_tid == NONE {
+            return None;
+        }
+        let many = self.r_tid & MANY != 0;
+        let reader = (self.r_tid & !MANY) - 1;
+        let hazard = if many {
+            self.r_epoch == s.epoch
+        } else {
+            unordered(reader, self.r_epoch, self.r_wep, s)
+        };
+        hazard.then_some(((!many).then_some(reader), self.r_pc))
+    }
 }
 
 /// Who is accessing: thread (linear in the CTA), barrier epoch, its warp's
@@ -45,7 +91,8 @@ pub(crate) struct Stamp {
 /// What went wrong with one access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Hazard {
-    /// Read after a write by `other` (or after an atomic when `other` is None).
+    /// Read after a write by `other` (or after atomics of several threads
+    /// when `other` is None).
     ReadAfterWrite {
         offset: u32,
         other: Option<u32>,
@@ -57,7 +104,7 @@ pub(crate) enum Hazard {
         other: Option<u32>,
         other_pc: u32,
     },
-    /// Write after a write by `other` (None: an atomic).
+    /// Write after a write by `other` (None: atomics of several threads).
     WriteAfterWrite {
         offset: u32,
         other: Option<u32>,
@@ -96,18 +143,12 @@ impl Shadow {
             };
             if c.w_tid == NONE {
                 uninit = uninit.or(Some(o));
-            } else {
-                let atomic = c.w_tid == ATOMIC;
-                let writer = c.w_tid.wrapping_sub(1);
-                if (atomic && c.w_epoch == s.epoch)
-                    || (!atomic && unordered(writer, c.w_epoch, c.w_wep, s))
-                {
-                    return Err(Hazard::ReadAfterWrite {
-                        offset: o,
-                        other: (!atomic).then_some(writer),
-                        other_pc: c.w_pc,
-                    });
-                }
+            } else if let Some((other, other_pc)) = c.after_write(s) {
+                return Err(Hazard::ReadAfterWrite {
+                    offset: o,
+                    other,
+                    other_pc,
+                });
             }
             let same_epoch = c.r_tid != NONE && c.r_epoch == s.epoch;
             if !same_epoch {
@@ -128,36 +169,19 @@ impl Shadow {
             let Some(c) = self.cells.get_mut(o as usize) else {
                 continue;
             };
-            if c.w_tid == ATOMIC && c.w_epoch == s.epoch {
+            if let Some((other, other_pc)) = c.after_write(s) {
                 return Err(Hazard::WriteAfterWrite {
                     offset: o,
-                    other: None,
-                    other_pc: c.w_pc,
+                    other,
+                    other_pc,
                 });
             }
-            if c.w_tid != NONE && c.w_tid != ATOMIC && unordered(c.w_tid - 1, c.w_epoch, c.w_wep, s)
-            {
-                return Err(Hazard::WriteAfterWrite {
+            if let Some((other, other_pc)) = c.after_read(s) {
+                return Err(Hazard::WriteAfterRead {
                     offset: o,
-                    other: Some(c.w_tid - 1),
-                    other_pc: c.w_pc,
+                    other,
+                    other_pc,
                 });
-            }
-            if c.r_tid != NONE {
-                let many = c.r_tid & MANY != 0;
-                let reader = (c.r_tid & !MANY) - 1;
-                let hazard = if many {
-                    c.r_epoch == s.epoch
-                } else {
-                    unordered(reader, c.r_epoch, c.r_wep, s)
-                };
-                if hazard {
-                    return Err(Hazard::WriteAfterRead {
-                        offset: o,
-                        other: (!many).then_some(reader),
-                        other_pc: c.r_pc,
-                    });
-                }
             }
             *c = Cell {
                 w_tid: s.tid + 1,
@@ -170,8 +194,11 @@ impl Shadow {
         Ok(())
     }
 
-    /// Records an atomic read-modify-write of `[off, off + len)`. Returns
-    /// the first byte not yet written, as [`Shadow::read`] does.
+    /// Records an atomic read-modify-write of `[off, off + len)`. Atomics
+    /// do not race with each other; an atomic races with another thread's
+    /// plain write or read of the same bytes that no barrier (or warp
+    /// sync) orders. Returns the first byte not yet written, as
+    /// [`Shadow::read`] does.
     pub(crate) fn atomic(&mut self, off: u32, len: u32, s: &Stamp) -> Result<Option<u32>, Hazard> {
         let mut uninit = None;
         for o in off..off + len {
@@ -180,15 +207,33 @@ impl Shadow {
             };
             if c.w_tid == NONE {
                 uninit = uninit.or(Some(o));
-            } else if c.w_tid != ATOMIC && unordered(c.w_tid - 1, c.w_epoch, c.w_wep, s) {
-                return Err(Hazard::WriteAfterWrite {
+            }
+            if c.w_kind == WriteKind::Plain {
+                if let Some((other, other_pc)) = c.after_write(s) {
+                    return Err(Hazard::WriteAfterWrite {
+                        offset: o,
+                        other,
+                        other_pc,
+                    });
+                }
+            }
+            if let Some((other, other_pc)) = c.after_read(s) {
+                return Err(Hazard::WriteAfterRead {
                     offset: o,
-                    other: Some(c.w_tid - 1),
-                    other_pc: c.w_pc,
+                    other,
+                    other_pc,
                 });
             }
+            let earlier_atomics = c.w_kind != WriteKind::Plain && c.w_epoch == s.epoch;
+            let kind =
+                if earlier_atomics && (c.w_kind == WriteKind::Atomics || c.w_tid != s.tid + 1) {
+                    WriteKind::Atomics
+                } else {
+                    WriteKind::Atomic
+                };
             *c = Cell {
-                w_tid: ATOMIC,
+                w_tid: s.tid + 1,
+                w_kind: kind,
                 w_epoch: s.epoch,
                 w_wep: s.wep,
                 w_pc: s.pc,
@@ -266,6 +311,49 @@ mod tests {
         assert_eq!(s.atomic(0, 4, &st(40, 1)), Ok(None));
         assert!(matches!(
             s.read(0, 4, &st(5, 1)),
+            Err(Hazard::ReadAfterWrite { other: None, .. })
+        ));
+        // After a barrier the atomics' result may be read.
+        assert_eq!(s.read(0, 4, &st(5, 2)), Ok(None));
+    }
+
+    #[test]
+    fn an_atomic_races_with_an_unordered_plain_read() {
+        let mut s = Shadow::default();
+        s.reset(4);
+        s.write(0, 4, &st(0, 0)).unwrap();
+        s.read(0, 4, &st(3, 1)).unwrap();
+        assert!(matches!(
+            s.atomic(0, 4, &st(40, 1)),
+            Err(Hazard::WriteAfterRead { other: Some(3), .. })
+        ));
+        // A plain write by another thread in the atomic's epoch is a race.
+        let mut s = Shadow::default();
+        s.reset(4);
+        s.atomic(0, 4, &st(7, 0)).unwrap();
+        assert!(matches!(
+            s.write(0, 4, &st(8, 0)),
+            Err(Hazard::WriteAfterWrite { other: Some(7), .. })
+        ));
+    }
+
+    #[test]
+    fn a_thread_reads_its_own_atomic_without_a_barrier() {
+        let mut s = Shadow::default();
+        s.reset(8);
+        s.atomic(0, 4, &st(7, 0)).unwrap();
+        assert_eq!(s.read(0, 4, &st(7, 0)), Ok(None));
+        // Another thread may not.
+        assert!(matches!(
+            s.read(0, 4, &st(9, 0)),
+            Err(Hazard::ReadAfterWrite { other: Some(7), .. })
+        ));
+        // Atomics of two threads, then a read by one of them: a race, since
+        // the other's atomic is not ordered before it.
+        s.atomic(4, 4, &st(1, 0)).unwrap();
+        s.atomic(4, 4, &st(2, 0)).unwrap();
+        assert!(matches!(
+            s.read(4, 4, &st(1, 0)),
             Err(Hazard::ReadAfterWrite { other: None, .. })
         ));
     }

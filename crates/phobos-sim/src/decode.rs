@@ -1655,7 +1655,7 @@ impl Decoder {
                 "xor" => AtomOp::Xor,
                 "inc" => AtomOp::Inc,
                 "dec" => AtomOp::Dec,
-                "global" | "shared" | "relaxed" | "gpu" | "cta" | "sys" => continue,
+                "global" | "shared" | "relaxed" | "gpu" | "cta" | "sys" | "noftz" => continue,
                 m if Ty::parse(m).is_some() => continue,
                 _ => return Err(unsupported(&i.opcode, line)),
             };
@@ -1663,10 +1663,14 @@ impl Decoder {
         }
         let op =
             op.ok_or_else(|| SimError::parse(line, format!("`{}` needs an operation", i.opcode)))?;
+        // 16-bit floats only add, and only with `.noftz`, which the PTX ISA
+        // requires of them.
+        let half = matches!(ty, Ty::F16 | Ty::Bf16);
         if matches!(
             ty,
-            Ty::F16 | Ty::Bf16 | Ty::Pred | Ty::B8 | Ty::U8 | Ty::S8 | Ty::B16 | Ty::U16 | Ty::S16
-        ) || (ty.is_float() && op != AtomOp::Add && op != AtomOp::Exch)
+            Ty::Pred | Ty::B8 | Ty::U8 | Ty::S8 | Ty::B16 | Ty::U16 | Ty::S16
+        ) || (half && (op != AtomOp::Add || !mods.contains(&"noftz")))
+            || (ty.is_float() && op != AtomOp::Add && op != AtomOp::Exch)
         {
             return Err(unsupported(&i.opcode, line));
         }

@@ -1021,7 +1021,26 @@ impl Warp {
                     let buf = &cx.dev.buffers[bi];
                     cta.written[bi] = true;
                     buffer = Some(bi);
-                    if size == 4 {
+                    if size == 2 {
+                        // A 16-bit atomic updates its half of the aligned
+                        // 32-bit word around it, leaving the other half.
+                        let Some(w) = buf.atomic_word(off & !3) else {
+                            return Err(cx.global_fault(
+                                GlobalFault::OutOfBounds { buffer: Some(bi) },
+                                addr,
+                                size,
+                                true,
+                            ));
+                        };
+                        let shift = (off & 2) * 8;
+                        let prev = w.fetch_update(Relaxed, Relaxed, |x| {
+                            let half = u64::from(x >> shift) & 0xFFFF;
+                            let new = atom_apply(op, ty, half, bv, cv) as u32 & 0xFFFF;
+                            Some((x & !(0xFFFF << shift)) | (new << shift))
+                        });
+                        old = u64::from(prev.unwrap_or_else(|x| x) >> shift) & 0xFFFF;
+                    } else if size == 4 {
+                        let global_f32_add = op == AtomOp::Add && ty == Ty::F32;
                         let Some(w) = buf.atomic_word(off) else {
                             return Err(cx.global_fault(
                                 GlobalFault::OutOfBounds { buffer: Some(bi) },
@@ -1031,6 +1050,9 @@ impl Warp {
                             ));
                         };
                         let prev = w.fetch_update(Relaxed, Relaxed, |x| {
+                            if global_f32_add {
+                                return Some(global_add_f32(x, bv as u32));
+                            }
                             Some(atom_apply(op, ty, u64::from(x), bv, cv) as u32)
                         });
                         old = u64::from(prev.unwrap_or_else(|x| x));
@@ -1132,11 +1154,37 @@ fn mul_wide(x: u64, y: u64, bits: u32, signed: bool) -> u64 {
 }
 
 /// The new value of an atomic location.
+/// `atom.global.add.f32` as the hardware does it: subnormal inputs and
+/// results flushed to zero of their sign (the PTX ISA's `atom` notes; in
+/// shared memory the add keeps subnormals).
+fn global_add_f32(old: u32, b: u32) -> u32 {
+    let ftz = |x: f32| {
+        if x.is_subnormal() {
+            0.0f32.copysign(x)
+        } else {
+            x
+        }
+    };
+    ftz(ftz(f32::from_bits(old)) + ftz(f32::from_bits(b))).to_bits()
+}
+
 fn atom_apply(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
     let bits = ty.bits();
     let m = mask(bits);
     match op {
         AtomOp::Add => match ty {
+            Ty::F16 => {
+                // The sum of two 16-bit floats is exact in f64 wherever it
+                // could round differently, so each rounds once.
+                let sum = half::f16::from_bits(old as u16).to_f64()
+                    + half::f16::from_bits(b as u16).to_f64();
+                u64::from(half::f16::from_f64(sum).to_bits())
+            }
+            Ty::Bf16 => {
+                let sum = half::bf16::from_bits(old as u16).to_f64()
+                    + half::bf16::from_bits(b as u16).to_f64();
+                u64::from(half::bf16::from_f64(sum).to_bits())
+            }
             Ty::F32 => u64::from((f32_of(old) + f32_of(b)).to_bits()),
             Ty::F64 => (f64_of(old) + f64_of(b)).to_bits(),
             _ => old.wrapping_add(b) & m,

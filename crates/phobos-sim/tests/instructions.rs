@@ -740,6 +740,73 @@ fn atomics_across_ctas_and_in_shared() {
 }
 
 #[test]
+fn half_float_atomics_and_the_flush_of_global_f32_adds() {
+    // Each of 64 threads of 4 CTAs adds 1.0 (f16 0x3C00, bf16 0x3F80) to a
+    // global f16 in the low half of word 0 and a bf16 in the high half of
+    // word 1, and to a shared f16; word 2 gets a subnormal f32 added: the
+    // global add flushes it, the shared one keeps it.
+    let decls = "    .shared .align 4 .b8 acc[8];";
+    let body = "
+    setp.eq.u32 %p1, %r0, 0;
+    @%p1 st.shared.u32 [acc], 0;
+    @%p1 st.shared.u32 [acc+4], 0;
+    bar.sync 0;
+    mov.b16 %h1, 0x3C00;
+    mov.b16 %h2, 0x3F80;
+    atom.global.add.noftz.f16 %h3, [%rd2], %h1;
+    red.global.add.noftz.bf16 [%rd2+6], %h2;
+    atom.shared.add.noftz.f16 %h4, [acc+2], %h1;
+    mov.f32 %f1, 0f00000001;
+    @%p1 red.global.add.f32 [%rd2+8], %f1;
+    @%p1 red.shared.add.f32 [acc+4], %f1;
+    bar.sync 0;
+    ld.shared.u32 %r4, [acc];
+    ld.shared.u32 %r5, [acc+4];
+    st.global.u32 [%rd4], %r4;
+    st.global.u32 [%rd4+256], %r5;
+";
+    let ptx = kernel(decls, body);
+    let module = phobos_sim::Module::parse(&ptx).expect("parses");
+    let mut dev = phobos_sim::Device::new();
+    let out = dev.alloc("out", 2 * 64 * 4).expect("alloc");
+    let inp = dev.alloc("in", 12).expect("alloc");
+    let args = [
+        phobos_sim::KernelArg::Buffer(out),
+        phobos_sim::KernelArg::Buffer(inp),
+    ];
+    dev.launch(
+        &module,
+        "k",
+        [4, 1, 1],
+        [64, 1, 1],
+        &args,
+        &Default::default(),
+        None,
+    )
+    .expect("runs");
+    let w = bytes_to_words(&dev.to_vec(inp).expect("read"));
+    // 256 in f16 is 0x5C00; in bf16 0x4380. The other halves stay 0.
+    assert_eq!(w[0], 0x5C00, "f16 sum in the low half of word 0");
+    assert_eq!(w[1], 0x4380 << 16, "bf16 sum in the high half of word 1");
+    assert_eq!(w[2], 0, "a global f32 add flushes a subnormal to zero");
+    let o = bytes_to_words(&dev.to_vec(out).expect("read"));
+    assert_eq!(
+        o[0],
+        0x5400 << 16,
+        "64 adds of 1.0 in a shared f16 (high half)"
+    );
+    assert_eq!(o[64], 1, "a shared f32 add keeps the subnormal");
+    // An f16 atom without `.noftz`, or an f16 min, is not PTX.
+    for bad in [
+        "atom.global.add.f16 %h3, [%rd2], %h1;",
+        "atom.global.min.noftz.f16 %h3, [%rd2], %h1;",
+    ] {
+        let err = phobos_sim::Module::parse(&kernel("", bad)).expect_err(bad);
+        assert!(err.to_string().contains("unsupported"), "{err}");
+    }
+}
+
+#[test]
 fn divergent_loops_and_nested_branches() {
     // Each lane loops lane+1 times; odd lanes take an inner branch.
     let body = "

@@ -22,6 +22,11 @@
 //!   one-to-one function of `ctx.thread` (`t[ctx.thread]`, `t[0, i + 1]`
 //!   with `let i = ctx.thread`), so different threads touch different
 //!   elements;
+//! - two fills of boxes of one buffer that share no element
+//!   (`t[0 :+ 2, 4 :+ 64] = ...` then `t[0 :+ 2, 0 :+ 4] = ...`);
+//! - two atomics (`atomic_add(t[i], 1)` in every thread): the hardware
+//!   orders atomics on one element, so they need no barrier between them;
+//!   an atomic is a read and a write for every plain access;
 //! - a read and the write of one statement with the same subscripts
 //!   (`t[i] = t[i] * 2`): another thread writing what this thread read
 //!   would also be writing what this thread writes, a race no barrier fixes.
@@ -70,6 +75,12 @@ enum Event {
         buffer: BufferId,
         write: bool,
         copy: bool,
+        /// An atomic (a read and a write of its element): atomics do not
+        /// conflict with each other, only with plain accesses.
+        atomic: bool,
+        /// The tile copy that makes this event, when it fills a box of its
+        /// buffer: copies into disjoint boxes do not conflict.
+        fill: Option<StmtId>,
         line: u32,
         span: Span,
         /// The point or run access, when the event is one (`None` for tile
@@ -197,6 +208,8 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
             buffer: pb,
             write: pw,
             copy: pc,
+            atomic: pt,
+            fill: pfill,
             acc: pa,
             inst: pi,
             ..
@@ -205,6 +218,8 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
             buffer: xb,
             write: xw,
             copy: xc,
+            atomic: xt,
+            fill: xfill,
             acc: xa,
             inst: xi,
             ..
@@ -215,6 +230,16 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
     };
     if !(*pw || *xw) || !plan.overlap(f, *pb, *xb) {
         return false;
+    }
+    // Atomics on one element are ordered by the hardware, whichever
+    // threads make them.
+    if *pt && *xt {
+        return false;
+    }
+    if let (Some(a), Some(b)) = (pfill, xfill) {
+        if pb == xb && disjoint_boxes(f, *a, *b) {
+            return false;
+        }
     }
     if *pc && *xc && pb == xb {
         return false;
@@ -436,9 +461,18 @@ impl Flatten<'_> {
                 StmtKind::TileCopy {
                     access: acc,
                     buffer,
+                    at,
                 } => {
                     self.index_exprs(*acc);
-                    self.buffer(*buffer, true, true, span);
+                    // A fill of part of a buffer is a plain write for
+                    // conflicts: the "same elements by the same thread"
+                    // rule of two copies holds only for whole buffers.
+                    self.buffer(*buffer, true, at.is_empty(), span);
+                    if !at.is_empty() {
+                        if let Some(Event::Access { fill, .. }) = self.out.last_mut() {
+                            *fill = Some(s);
+                        }
+                    }
                 }
                 StmtKind::TileStore {
                     access: acc,
@@ -506,11 +540,19 @@ impl Flatten<'_> {
                     copy(self);
                     self.loops.push((first, second, self.out.len()));
                 }
+                StmtKind::Atomic { access, args, .. } => {
+                    self.index_exprs(*access);
+                    for &a in args {
+                        self.expr(a);
+                    }
+                    self.candidate(fence);
+                    self.atomic_access(*access);
+                }
                 StmtKind::Barrier(b) => self.candidate(Some(*b)),
                 // What follows an early exit is inside the region of the
                 // branch or loop body that holds the exit, so barriers
                 // there already count as ones that may not run.
-                StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+                StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::Fence => {}
             }
         }
     }
@@ -544,6 +586,8 @@ impl Flatten<'_> {
             buffer,
             write,
             copy,
+            atomic: false,
+            fill: None,
             line: self.lines.line(span.start as usize),
             span,
             acc: None,
@@ -560,12 +604,23 @@ impl Flatten<'_> {
     /// A point or run access; `exact` is false for a one-element store into
     /// a run, whose elements the access does not say.
     fn access(&mut self, acc: AccessId, exact: bool) {
+        self.access_event(acc, exact, false);
+    }
+
+    /// An atomic on a tile element.
+    fn atomic_access(&mut self, acc: AccessId) {
+        self.access_event(acc, true, true);
+    }
+
+    fn access_event(&mut self, acc: AccessId, exact: bool, atomic: bool) {
         let a = &self.f.accesses[acc];
         if let Mem::Buffer(b) = a.mem {
             self.out.push(Event::Access {
                 buffer: b,
                 write: a.store,
                 copy: false,
+                atomic,
+                fill: None,
                 line: self.lines.line(a.span.start as usize),
                 span: a.span,
                 acc: exact.then_some(acc),
@@ -611,7 +666,9 @@ impl ThreadIndex {
                         *count.entry(*v).or_default() += if in_loop { 2 } else { 1 };
                         defs.insert(*v, *e);
                     }
-                    StmtKind::CtaColl { dst, .. } => *count.entry(*dst).or_default() += 2,
+                    StmtKind::CtaColl { dst, .. } | StmtKind::Atomic { dst: Some(dst), .. } => {
+                        *count.entry(*dst).or_default() += 2
+                    }
                     StmtKind::If { then, els, .. } => {
                         walk(f, then, in_loop, count, defs);
                         walk(f, els, in_loop, count, defs);
@@ -687,6 +744,29 @@ impl ThreadIndex {
             _ => false,
         }
     }
+}
+
+/// Whether two tile fills (`TileCopy` with a place in the buffer) write
+/// boxes of the buffer that share no element.
+fn disjoint_boxes(f: &Func, a: StmtId, b: StmtId) -> bool {
+    let box_of = |s: StmtId| match &f.stmts[s].kind {
+        StmtKind::TileCopy { access, at, .. } => match &f.accesses[*access].shape {
+            Shape::Tile { shape } if shape.len() == at.len() => Some((at.clone(), shape.clone())),
+            _ => None,
+        },
+        _ => None,
+    };
+    let (Some((a0, al)), Some((b0, bl))) = (box_of(a), box_of(b)) else {
+        return false;
+    };
+    // Disjoint when they are apart on some axis.
+    (0..a0.len()).any(|k| {
+        let (a_end, b_end) = (
+            u64::from(a0[k]) + u64::from(al[k]),
+            u64::from(b0[k]) + u64::from(bl[k]),
+        );
+        a_end <= u64::from(b0[k]) || b_end <= u64::from(a0[k])
+    })
 }
 
 /// Whether two accesses name the same elements when evaluated in one

@@ -12,8 +12,10 @@
 //!
 //! The instruction-level helpers live in the submodules: `values` (scalar
 //! arithmetic and conversions), `memory` (addresses, loads, stores, tiles),
-//! `collective` (shuffles, lane and CTA collectives).
+//! `collective` (shuffles, lane and CTA collectives), `atomic` (atomics and
+//! fences).
 
+mod atomic;
 mod collective;
 mod memory;
 mod values;
@@ -243,7 +245,8 @@ impl<'a> Emitter<'a> {
         };
         let mut parts = op.split('.');
         let kind = parts.next().unwrap_or("");
-        if !(kind == "ld" || kind == "st") || !op[kind.len()..].starts_with(space) {
+        let memory_op = matches!(kind, "ld" | "st" | "atom" | "red");
+        if !memory_op || !op[kind.len()..].starts_with(space) {
             return;
         }
         let mut lanes = 1;
@@ -427,7 +430,7 @@ impl<'a> Emitter<'a> {
                 value,
                 only,
             } => self.store_run(*access, *value, *only, self.f.fence(s)),
-            StmtKind::TileCopy { access, buffer } => self.tile_copy(*access, *buffer),
+            StmtKind::TileCopy { access, buffer, at } => self.tile_copy(*access, *buffer, at),
             StmtKind::TileStore { access, buffer } => self.tile_store(*access, *buffer),
             StmtKind::If { cond, then, els } => {
                 let c = self.expr(*cond);
@@ -471,6 +474,8 @@ impl<'a> Emitter<'a> {
             }
             StmtKind::Return => self.ins("ret;"),
             StmtKind::CtaColl { .. } => self.cta_collective(s),
+            StmtKind::Atomic { .. } => self.atomic(s),
+            StmtKind::Fence => self.fence(),
             StmtKind::Barrier(b) => self.barrier(*b),
         }
     }

@@ -10,7 +10,7 @@
 //! read it without mutating it.
 
 use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
-use crate::hir::{Builtin, CollOp, ConstVal, DimId, ParamId, ShflMode, Ty};
+use crate::hir::{AtomicOp, Builtin, CollOp, ConstVal, DimId, ParamId, ShflMode, Ty};
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
@@ -208,7 +208,13 @@ pub enum StmtKind {
         only: Option<ExprId>,
     },
     /// CTA-wide copy of a tensor box into a tile buffer, zero fill outside.
-    TileCopy { access: AccessId, buffer: BufferId },
+    /// `at` is where the box starts in the buffer (one constant per axis),
+    /// empty when the box is the whole buffer.
+    TileCopy {
+        access: AccessId,
+        buffer: BufferId,
+        at: Vec<u32>,
+    },
     /// CTA-wide masked store of a tile buffer into a tensor box.
     TileStore { access: AccessId, buffer: BufferId },
     If {
@@ -253,6 +259,18 @@ pub enum StmtKind {
     },
     /// A candidate CTA barrier; the barrier analysis keeps or elides it.
     Barrier(BarrierId),
+    /// An atomic read-modify-write of one element: `access` is a point
+    /// access with `store` set (an atomic both reads and writes), `args`
+    /// the value (or `expected, new` for `Cas`), `dst` the var that takes
+    /// the old value (`None`: `emit` uses `red` where PTX has one).
+    Atomic {
+        op: AtomicOp,
+        access: AccessId,
+        args: Vec<ExprId>,
+        dst: Option<VarId>,
+    },
+    /// `fence()`: `fence.acq_rel.gpu`.
+    Fence,
 }
 
 #[derive(Clone, Debug)]

@@ -347,7 +347,44 @@ impl<'k> Lower<'k> {
                     span,
                 );
                 let before = self.barrier(BarrierRole::BeforeTile(buffer), span);
-                let copy = self.push_stmt(StmtKind::TileCopy { access, buffer }, span);
+                let copy = self.push_stmt(
+                    StmtKind::TileCopy {
+                        access,
+                        buffer,
+                        at: vec![],
+                    },
+                    span,
+                );
+                let after = self.barrier(BarrierRole::AfterTileCopy(buffer), span);
+                vec![before, copy, after]
+            }
+            hir::StmtKind::TileFill {
+                dst,
+                at,
+                src,
+                starts,
+                shape,
+            } => {
+                // Like a tile copy, into a box of the buffer.
+                let buffer = self.tiles[dst];
+                let access = self.access(
+                    hir::Memory::Tensor(*src),
+                    starts,
+                    Shape::Tile {
+                        shape: shape.clone(),
+                    },
+                    false,
+                    span,
+                );
+                let before = self.barrier(BarrierRole::BeforeTile(buffer), span);
+                let copy = self.push_stmt(
+                    StmtKind::TileCopy {
+                        access,
+                        buffer,
+                        at: at.clone(),
+                    },
+                    span,
+                );
                 let after = self.barrier(BarrierRole::AfterTileCopy(buffer), span);
                 vec![before, copy, after]
             }
@@ -420,6 +457,14 @@ impl<'k> Lower<'k> {
                 body,
             } => self.for_stmt(*var, start, end, step, *unroll, body, span),
             hir::StmtKind::While { cond, body } => self.while_stmt(cond, body, span),
+            hir::StmtKind::Atomic {
+                op,
+                dst,
+                index,
+                args,
+                result,
+            } => self.atomic(*op, *dst, index, args, *result, span),
+            hir::StmtKind::Fence => vec![self.push_stmt(StmtKind::Fence, span)],
             hir::StmtKind::Break => vec![self.push_stmt(StmtKind::Break, span)],
             hir::StmtKind::Continue => vec![self.push_stmt(StmtKind::Continue, span)],
             hir::StmtKind::Return => vec![self.push_stmt(StmtKind::Return, span)],
@@ -689,6 +734,39 @@ impl<'k> Lower<'k> {
             });
             self.f.fences.push((s, b));
         }
+    }
+
+    /// An atomic: a point access that both reads and writes its element.
+    /// On a tile it is a write for barrier placement (candidates before and
+    /// after it, like an element store), and a store whose operands read a
+    /// tile gets its fence; `barriers` knows atomics do not conflict with
+    /// each other.
+    fn atomic(
+        &mut self,
+        op: hir::AtomicOp,
+        dst: hir::Memory,
+        index: &[hir::Expr],
+        args: &[hir::Expr],
+        result: Option<hir::LocalId>,
+        span: Span,
+    ) -> Vec<StmtId> {
+        let access = self.access(dst, index, Shape::Point, true, span);
+        let args: Vec<ExprId> = args.iter().map(|a| self.expr(a)).collect();
+        self.note_tile_write(dst, span);
+        let dst_var = result.map(|l| self.locals[&l]);
+        let s = self.push_stmt(
+            StmtKind::Atomic {
+                op,
+                access,
+                args: args.clone(),
+                dst: dst_var,
+            },
+            span,
+        );
+        let mut operands = self.f.accesses[access].index.clone();
+        operands.extend(args);
+        self.fence_store(s, dst, &operands);
+        vec![s]
     }
 
     fn note_tile_write(&mut self, dst: hir::Memory, span: Span) {
@@ -1058,11 +1136,24 @@ fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
                 *reads |= reads_tile(cond);
                 scan_block(body, reads, writes);
             }
-            hir::StmtKind::TileCopy { .. } | hir::StmtKind::TileStore { .. } => {
+            hir::StmtKind::TileCopy { .. }
+            | hir::StmtKind::TileFill { .. }
+            | hir::StmtKind::TileStore { .. } => {
                 *reads = true;
                 *writes = true;
             }
-            hir::StmtKind::Break | hir::StmtKind::Continue | hir::StmtKind::Return => {}
+            hir::StmtKind::Atomic {
+                dst, index, args, ..
+            } => {
+                // An atomic on a tile reads and writes it.
+                let tile = matches!(dst, hir::Memory::Tile(_));
+                *writes |= tile;
+                *reads |= tile || index.iter().any(reads_tile) || args.iter().any(reads_tile);
+            }
+            hir::StmtKind::Fence
+            | hir::StmtKind::Break
+            | hir::StmtKind::Continue
+            | hir::StmtKind::Return => {}
         }
     }
 }

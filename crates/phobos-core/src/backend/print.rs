@@ -61,8 +61,17 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
                     .unwrap_or_default();
                 let _ = writeln!(out, "{pad}{}{only} = {}", access(f, *a), expr(f, *value));
             }
-            StmtKind::TileCopy { access: a, buffer } => {
-                let _ = writeln!(out, "{pad}{buffer} = tile_copy {}", access(f, *a));
+            StmtKind::TileCopy {
+                access: a,
+                buffer,
+                at,
+            } => {
+                let at = if at.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {at:?}")
+                };
+                let _ = writeln!(out, "{pad}{buffer}{at} = tile_copy {}", access(f, *a));
             }
             StmtKind::TileStore { access: a, buffer } => {
                 let _ = writeln!(out, "{pad}{} = tile_store {buffer}", access(f, *a));
@@ -91,6 +100,26 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
             }
             StmtKind::Return => {
                 let _ = writeln!(out, "{pad}return");
+            }
+            StmtKind::Fence => {
+                let _ = writeln!(out, "{pad}fence.gpu");
+            }
+            StmtKind::Atomic {
+                op,
+                access: a,
+                args,
+                dst,
+            } => {
+                let args: Vec<String> = args.iter().map(|&x| expr(f, x)).collect();
+                let call = format!("{}({}, {})", op.name(), access(f, *a), args.join(", "));
+                match dst {
+                    Some(v) => {
+                        let _ = writeln!(out, "{pad}{v} = {call}");
+                    }
+                    None => {
+                        let _ = writeln!(out, "{pad}{call}");
+                    }
+                }
             }
             StmtKind::For {
                 var,

@@ -188,7 +188,8 @@ impl Walk<'_> {
                         self.expr(*o);
                     }
                 }
-                StmtKind::TileCopy { access, buffer } | StmtKind::TileStore { access, buffer } => {
+                StmtKind::TileCopy { access, buffer, .. }
+                | StmtKind::TileStore { access, buffer } => {
                     self.access(*access);
                     self.touch(*buffer, span);
                 }
@@ -222,7 +223,17 @@ impl Walk<'_> {
                     self.expr(*arg);
                     self.touch(*scratch, span);
                 }
-                StmtKind::Barrier(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+                StmtKind::Atomic { access, args, .. } => {
+                    self.access(*access);
+                    for &a in args {
+                        self.expr(a);
+                    }
+                }
+                StmtKind::Barrier(_)
+                | StmtKind::Break
+                | StmtKind::Continue
+                | StmtKind::Return
+                | StmtKind::Fence => {}
             }
         }
     }

@@ -188,6 +188,22 @@ fn auto_candidate(f: &Func, body: &[StmtId]) -> bool {
             ) {
                 plain = false;
             }
+            // A body that writes a tile stays as written: in a loop whose
+            // bounds differ between threads, the barrier analysis takes
+            // different trips to touch different elements, but copies of
+            // the body in one trip would be two writes it cannot tell apart
+            // (P0802 on a correct kernel).
+            let tile_write = match &f.stmts[s].kind {
+                StmtKind::Store(a, _)
+                | StmtKind::RunStore { access: a, .. }
+                | StmtKind::Atomic { access: a, .. } => {
+                    matches!(f.accesses[*a].mem, Mem::Buffer(_))
+                }
+                _ => false,
+            };
+            if tile_write {
+                plain = false;
+            }
         }
         Item::Expr(e) => {
             exprs += 1;
@@ -251,9 +267,14 @@ fn walk(f: &Func, stmts: &[StmtId], visit: &mut dyn FnMut(&Func, Item)) {
                 vec![],
             ),
             StmtKind::While { pre, cond, body } => (vec![*cond], vec![pre, body]),
-            StmtKind::Barrier(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Return => {
-                (vec![], vec![])
-            }
+            StmtKind::Atomic {
+                access: a, args, ..
+            } => ([access(*a), args.clone()].concat(), vec![]),
+            StmtKind::Barrier(_)
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Return
+            | StmtKind::Fence => (vec![], vec![]),
         };
         for e in roots {
             expr(f, e, visit);
@@ -589,9 +610,10 @@ impl Builder<'_> {
                     only,
                 }
             }
-            StmtKind::TileCopy { access, buffer } => StmtKind::TileCopy {
+            StmtKind::TileCopy { access, buffer, at } => StmtKind::TileCopy {
                 access: self.clone_access(access),
                 buffer,
+                at,
             },
             StmtKind::TileStore { access, buffer } => StmtKind::TileStore {
                 access: self.clone_access(access),
@@ -639,6 +661,22 @@ impl Builder<'_> {
                 cond: self.clone_expr(cond),
                 body: body.iter().map(|&t| self.clone_stmt(t)).collect(),
             },
+            StmtKind::Atomic {
+                op,
+                access,
+                args,
+                dst,
+            } => {
+                let access = self.clone_access(access);
+                let args = args.iter().map(|&a| self.clone_expr(a)).collect();
+                StmtKind::Atomic {
+                    op,
+                    access,
+                    args,
+                    dst,
+                }
+            }
+            StmtKind::Fence => StmtKind::Fence,
             StmtKind::Break => StmtKind::Break,
             StmtKind::Continue => StmtKind::Continue,
             StmtKind::Return => StmtKind::Return,

@@ -143,7 +143,7 @@ impl Verifier<'_> {
                     self.use_expr(*o);
                 }
             }
-            StmtKind::TileCopy { access, buffer } | StmtKind::TileStore { access, buffer } => {
+            StmtKind::TileCopy { access, buffer, .. } | StmtKind::TileStore { access, buffer } => {
                 self.access(*access);
                 if !self.f.buffers.contains(*buffer) {
                     self.errors.push(format!("{s}: {buffer} out of range"));
@@ -193,7 +193,42 @@ impl Verifier<'_> {
                         .push(format!("{s}: break or continue outside a loop"));
                 }
             }
-            StmtKind::Return => {}
+            StmtKind::Return | StmtKind::Fence => {}
+            StmtKind::Atomic {
+                op,
+                access,
+                args,
+                dst,
+            } => {
+                self.access(*access);
+                for &a in args {
+                    self.use_expr(a);
+                }
+                let want = if *op == crate::hir::AtomicOp::Cas {
+                    2
+                } else {
+                    1
+                };
+                if args.len() != want {
+                    self.errors.push(format!(
+                        "{s}: {} takes {want} values, found {}",
+                        op.name(),
+                        args.len()
+                    ));
+                }
+                if self.f.accesses.contains(*access) {
+                    let acc = &self.f.accesses[*access];
+                    if acc.shape != Shape::Point || !acc.store {
+                        self.errors
+                            .push(format!("{s}: an atomic's access is not a point store"));
+                    }
+                }
+                if let Some(v) = dst {
+                    if !self.f.vars.contains(*v) {
+                        self.errors.push(format!("{s}: {v} out of range"));
+                    }
+                }
+            }
             StmtKind::CtaColl {
                 arg,
                 combine,

@@ -47,6 +47,7 @@ fn builtin(name: &str) -> Option<(Builtin, Sig)> {
 /// Names a `fn` item may not take.
 pub(crate) fn is_builtin_name(name: &str) -> bool {
     builtin(name).is_some()
+        || super::atomics::is_atomic_name(name)
         || ScalarTy::from_name(name).is_some()
         || matches!(
             name,
@@ -89,6 +90,10 @@ impl Cx<'_> {
             "byteperm" => self.byteperm(callee, args, want, span),
             "popcount" => self.popcount(callee, args, span),
             "sum" => self.run_sum(callee, args, span),
+            _ if super::atomics::is_atomic_name(name) => {
+                self.atomic_in_expr(callee, span);
+                None
+            }
             "elem" | "word" => self.elem_or_word(callee, args, span),
             "store" => {
                 self.report(

@@ -87,6 +87,20 @@ impl Cx<'_> {
         ty: Option<(ScalarTy, Span)>,
         init: &ast::Expr,
     ) -> Option<hir::StmtKind> {
+        if super::atomics::atomic_call(init).is_some() {
+            let atomic = self.atomic_let(mutable, name, ty, init);
+            if atomic.is_none() {
+                self.poison(name);
+            }
+            return atomic;
+        }
+        if let Some(ok) = self.scratch_let(name, mutable, ty, init) {
+            if !ok {
+                self.poison(name);
+            }
+            // The declaration itself runs nothing.
+            return None;
+        }
         if let Some(tile) = self.tile_copy(name, mutable, init) {
             if let Some(copy) = tile {
                 if let Some((_, span)) = ty {
@@ -232,6 +246,9 @@ impl Cx<'_> {
             if self.float_into_int_literal_var(local, n, op, value) {
                 return None;
             }
+        }
+        if op.is_none() && super::atomics::atomic_call(value).is_some() {
+            return self.atomic_assign(local, n, value);
         }
         let ty = self.local_ty(local)?;
         let old = mk(hir::ExprKind::Local(local), ty, target_span);
@@ -406,6 +423,9 @@ impl Cx<'_> {
         if let ExprKind::Call { callee, args } = &e.kind {
             if callee.name == "store" && self.lookup("store").is_none() {
                 return self.store_call(callee, args, e.span);
+            }
+            if super::atomics::is_atomic_name(&callee.name) {
+                return self.atomic_stmt(callee, args, e.span);
             }
         }
         self.expr(e, None)?;

@@ -39,6 +39,10 @@ pub(crate) enum Shape {
 impl Cx<'_> {
     /// Resolve the base of a subscript to a tensor parameter or tile.
     pub fn memory(&mut self, base: &ast::Expr) -> Option<Mem> {
+        if let ExprKind::Shared { .. } = base.kind {
+            self.scratch_in_expr(base.span);
+            return None;
+        }
         let ExprKind::Name(name) = &base.kind else {
             return self.not_subscriptable(base.span);
         };
@@ -187,7 +191,7 @@ impl Cx<'_> {
         }
     }
 
-    fn tile_shape(&mut self, mem: &Mem, subs: &[Subscript]) -> Option<Shape> {
+    pub(crate) fn tile_shape(&mut self, mem: &Mem, subs: &[Subscript]) -> Option<Shape> {
         let mut starts = Vec::new();
         let mut shape = Vec::new();
         let mut ok = true;
@@ -358,6 +362,9 @@ impl Cx<'_> {
                     value,
                     only: None,
                 })
+            }
+            Shape::Tile { starts, shape } if matches!(mem.memory, Memory::Tile(_)) => {
+                self.tile_fill(&mem, starts, &shape, op, value)
             }
             Shape::Tile { starts, shape } => self.tile_store(&mem, starts, &shape, op, value),
         }

@@ -134,6 +134,7 @@ impl Cx<'_> {
                 config_span,
                 args,
             } => self.collective(op, config, *config_span, args, want, e.span),
+            ExprKind::Shared { .. } => self.scratch_in_expr(e.span),
             ExprKind::Error => None,
         }
     }

@@ -235,7 +235,9 @@ fn written_memory(kernel: &Kernel) -> Vec<Memory> {
     fn walk(b: &Block, out: &mut Vec<Memory>) {
         for s in &b.stmts {
             match &s.kind {
-                StmtKind::Store { dst, .. } | StmtKind::RunStore { dst, .. } => out.push(*dst),
+                StmtKind::Store { dst, .. }
+                | StmtKind::RunStore { dst, .. }
+                | StmtKind::Atomic { dst, .. } => out.push(*dst),
                 StmtKind::If { then, els, .. } => {
                     walk(then, out);
                     walk(els, out);
@@ -315,6 +317,7 @@ impl Uni<'_> {
                 }
             }
             StmtKind::TileCopy { starts, .. } => self.tile_stmt(starts, s.span, "a tile copy"),
+            StmtKind::TileFill { starts, .. } => self.tile_stmt(starts, s.span, "a tile fill"),
             StmtKind::TileStore { starts, .. } => self.tile_stmt(starts, s.span, "a tile store"),
             StmtKind::If { cond, then, els } => {
                 let level = self.expr(cond);
@@ -350,6 +353,22 @@ impl Uni<'_> {
                 };
                 self.loop_body(s.span, c, body, None);
             }
+            StmtKind::Atomic {
+                index,
+                args,
+                result,
+                ..
+            } => {
+                // Any control may hold an atomic: it is one thread's own
+                // read-modify-write. The old value it gives differs between
+                // threads whatever its subscripts.
+                self.all(index);
+                self.all(args);
+                if let Some(local) = result {
+                    self.raise(*local, Level::Varying, s.span);
+                }
+            }
+            StmtKind::Fence => {}
             StmtKind::Break => self.exit("break", s.span),
             StmtKind::Continue => self.exit("continue", s.span),
             StmtKind::Return => self.exit("return", s.span),

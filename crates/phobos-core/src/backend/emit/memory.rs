@@ -400,6 +400,14 @@ impl Emitter<'_> {
         ));
     }
 
+    /// The state space (`.global` or `.shared`) and address register of an
+    /// atomic's element; its instructions count as the access's own until
+    /// the caller clears `cur_access`.
+    pub(crate) fn atomic_address(&mut self, acc: AccessId) -> (&'static str, super::Reg) {
+        let (addr, _) = self.address(acc);
+        (addr.store_space, addr.reg)
+    }
+
     pub(crate) fn load_point(&mut self, acc: AccessId) -> V {
         let t = self.f.accesses[acc].elem;
         let (addr, _) = self.address(acc);
@@ -774,13 +782,13 @@ impl Emitter<'_> {
         }
     }
 
-    pub(crate) fn tile_copy(&mut self, acc: AccessId, buffer: BufferId) {
-        self.tile_transfer(acc, buffer, false);
+    pub(crate) fn tile_copy(&mut self, acc: AccessId, buffer: BufferId, at: &[u32]) {
+        self.tile_transfer(acc, buffer, false, at);
         self.cur_access = None;
     }
 
     pub(crate) fn tile_store(&mut self, acc: AccessId, buffer: BufferId) {
-        self.tile_transfer(acc, buffer, true);
+        self.tile_transfer(acc, buffer, true, &[]);
         self.cur_access = None;
     }
 
@@ -789,7 +797,10 @@ impl Emitter<'_> {
     /// thread `c % threads`. Chunks wholly inside the tensor move with one
     /// vector instruction; the others element by element, masked (zero
     /// fill on copies, no store on stores).
-    fn tile_transfer(&mut self, acc: AccessId, buffer: BufferId, to_global: bool) {
+    /// `at` (copies only) places the box in a larger buffer: each element
+    /// then goes to its own place in the buffer's row-major layout, with
+    /// vectors only where every chunk stays aligned there.
+    fn tile_transfer(&mut self, acc: AccessId, buffer: BufferId, to_global: bool, at: &[u32]) {
         let a = self.f.accesses[acc].clone();
         let Mem::Tensor(p) = a.mem else { return };
         let Shape::Tile { shape } = a.shape.clone() else {
@@ -801,8 +812,26 @@ impl Emitter<'_> {
         let t = a.elem;
         let size = t.size();
         let width = self.an.div.access[acc.0 as usize].width.max(size);
-        let v = width / size;
         let rank = shape.len();
+        let placed = placement(&self.f.buffers[buffer].kind, at, rank);
+        let v = match &placed {
+            // A row of the buffer, and the box's first column, must keep
+            // every chunk of `v` elements aligned to `v` elements.
+            Some((at, strides)) => {
+                let mut v = width / size;
+                while v > 1
+                    && !(at[rank - 1] % v == 0
+                        && strides
+                            .iter()
+                            .take(rank - 1)
+                            .all(|s| *s % i128::from(v) == 0))
+                {
+                    v /= 2;
+                }
+                v
+            }
+            None => width / size,
+        };
         let last = shape[rank - 1];
         let chunks_per_row = last / v;
         let rows: u32 = shape[..rank - 1].iter().product();
@@ -831,6 +860,7 @@ impl Emitter<'_> {
             base,
             gspace,
             to_global,
+            placed,
         };
         if iters <= 4 {
             for it in 0..iters {
@@ -916,11 +946,37 @@ impl Emitter<'_> {
             self.ins(&format!("setp.lt.u32 {q}, {gr}, {d};"));
             self.ins(&format!("and.pred {inb}, {inb}, {q};"));
         }
-        // Shared address: base + c * v * size.
+        // Shared address: base + c * v * size, or, for a box placed in a
+        // larger buffer, base + (at + coords) . strides * size.
         let s = self.reg(RegClass::B32);
         self.ins(&format!("mov.u32 {s}, {};", self.smem));
         let saddr = self.reg(RegClass::B32);
-        self.ins(&format!("mad.lo.s32 {saddr}, {c}, {}, {s};", x.v * size));
+        match &x.placed {
+            None => {
+                self.ins(&format!("mad.lo.s32 {saddr}, {c}, {}, {s};", x.v * size));
+            }
+            Some((at, strides)) => {
+                let size = i128::from(size);
+                let mut fixed = 0i128;
+                self.ins(&format!("mov.u32 {saddr}, {s};"));
+                for ((coord, a), stride) in coords.iter().zip(at).zip(strides) {
+                    fixed += i128::from(*a) * stride * size;
+                    match coord {
+                        V::I(k, _) => fixed += k * stride * size,
+                        _ => {
+                            let r = self.in_reg(*coord, ScalarTy::I32);
+                            self.ins(&format!(
+                                "mad.lo.s32 {saddr}, {r}, {}, {saddr};",
+                                stride * size
+                            ));
+                        }
+                    }
+                }
+                if fixed != 0 {
+                    self.ins(&format!("add.s32 {saddr}, {saddr}, {fixed};"));
+                }
+            }
+        }
         if x.smem_base != 0 {
             self.ins(&format!("add.s32 {saddr}, {saddr}, {};", x.smem_base));
         }
@@ -1042,6 +1098,22 @@ struct TileCtx {
     base: Reg,
     gspace: &'static str,
     to_global: bool,
+    /// A box placed in a larger buffer: where it starts, and the buffer's
+    /// row-major strides in elements.
+    placed: Option<(Vec<u32>, Vec<i128>)>,
+}
+
+/// Where a tile copy's box goes in its buffer, when it is not the whole
+/// buffer: the box's start and the buffer's strides.
+fn placement(kind: &BufferKind, at: &[u32], rank: usize) -> Option<(Vec<u32>, Vec<i128>)> {
+    let BufferKind::Tile { shape, .. } = kind else {
+        return None;
+    };
+    if at.len() != rank || shape.len() != rank {
+        return None;
+    }
+    let dims: Vec<i128> = shape.iter().map(|&d| i128::from(d)).collect();
+    Some((at.to_vec(), row_major_strides(&dims)))
 }
 
 fn raw_ty(size: u32) -> &'static str {

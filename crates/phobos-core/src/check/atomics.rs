@@ -1,0 +1,262 @@
+//! Atomics (`atomic_add(T[i, j], v)` and the other seven) and `fence()`.
+//!
+//! An atomic is a statement: written alone (the old value is dropped, and
+//! the backend emits `red` where PTX has one), or as the whole value of a
+//! `let`/`var` or of an assignment to a scalar `var`, which then takes the
+//! element's old value. Anywhere else inside an expression it is P0430, so
+//! its place in the evaluation order, and its place among a statement's
+//! tile accesses for barrier placement, is always a statement's own.
+//!
+//! This file decides which calls are atomics, checks the element (one point
+//! of a tensor or tile, P0432), the operation against the element type
+//! (P0431) and the arguments, and marks a tensor written. Whether the
+//! target has the operation (`bf16` add needs sm_90) is the backend's
+//! question (P0810), since the front end does not know the target.
+
+use super::cx::{ty_name, Cx};
+use super::subscripts::Shape;
+use crate::ast::{self, ExprKind, Ident, ScalarTy, Span};
+use crate::diag::Diagnostic;
+use crate::hir::{self, AtomicOp, LocalId, LocalKind};
+
+/// A checked atomic before its result is given a home.
+pub(crate) struct AtomicParts {
+    pub op: AtomicOp,
+    pub dst: hir::Memory,
+    pub index: Vec<hir::Expr>,
+    pub args: Vec<hir::Expr>,
+    pub elem: ScalarTy,
+}
+
+/// The atomic or `fence()` call `e` is, if it is one.
+pub(crate) fn atomic_call(e: &ast::Expr) -> Option<(&Ident, &[ast::Expr])> {
+    match &e.kind {
+        ExprKind::Call { callee, args } if is_atomic_name(&callee.name) => {
+            Some((callee, args.as_slice()))
+        }
+        _ => None,
+    }
+}
+
+/// `atomic_*` and `fence`: names a `fn` item may not take.
+pub(crate) fn is_atomic_name(name: &str) -> bool {
+    name == "fence" || AtomicOp::from_name(name).is_some()
+}
+
+impl Cx<'_> {
+    /// An atomic or `fence()` written as a statement of its own.
+    pub fn atomic_stmt(
+        &mut self,
+        callee: &Ident,
+        args: &[ast::Expr],
+        span: Span,
+    ) -> Option<hir::StmtKind> {
+        if callee.name == "fence" {
+            return self
+                .arity(callee, args, 0, span)
+                .then_some(hir::StmtKind::Fence);
+        }
+        let p = self.atomic_parts(callee, args, span)?;
+        Some(hir::StmtKind::Atomic {
+            op: p.op,
+            dst: p.dst,
+            index: p.index,
+            args: p.args,
+            result: None,
+        })
+    }
+
+    /// `let old = atomic_add(...)` (or `var`): declares `name` with the
+    /// element's type, which a written type must equal.
+    pub fn atomic_let(
+        &mut self,
+        mutable: bool,
+        name: &ast::Ident,
+        ty: Option<(ScalarTy, Span)>,
+        init: &ast::Expr,
+    ) -> Option<hir::StmtKind> {
+        let (callee, args) = atomic_call(init)?;
+        if callee.name == "fence" {
+            self.fence_as_value(init.span);
+            return None;
+        }
+        let p = self.atomic_parts(callee, args, init.span)?;
+        if let Some((want, tspan)) = ty.filter(|(t, _)| *t != p.elem) {
+            self.report(
+                Diagnostic::error(
+                    "P0401",
+                    format!(
+                        "`{}` is declared {}, but `{}` gives the old {} element",
+                        name.name,
+                        want.name(),
+                        p.op.name(),
+                        p.elem.name()
+                    ),
+                )
+                .primary(init.span, format!("this is {}", p.elem.name()))
+                .secondary(tspan, "declared here"),
+            );
+            return None;
+        }
+        let local = self.new_local(&name.name, name.span, mutable, LocalKind::Scalar(p.elem));
+        self.bind(&name.name, super::cx::Binding::Local(local));
+        Some(atomic_into(p, local))
+    }
+
+    /// `x = atomic_add(...)` with `x` a scalar `var` of the element's type.
+    pub fn atomic_assign(
+        &mut self,
+        local: LocalId,
+        n: &str,
+        value: &ast::Expr,
+    ) -> Option<hir::StmtKind> {
+        let (callee, args) = atomic_call(value)?;
+        if callee.name == "fence" {
+            self.fence_as_value(value.span);
+            return None;
+        }
+        let p = self.atomic_parts(callee, args, value.span)?;
+        let ty = self.local_ty(local)?;
+        if ty != hir::Ty::Scalar(p.elem) {
+            self.report(
+                Diagnostic::error(
+                    "P0401",
+                    format!(
+                        "`{n}` holds {}, the old element `{}` gives is {}",
+                        ty_name(ty),
+                        p.op.name(),
+                        p.elem.name()
+                    ),
+                )
+                .primary(value.span, format!("this is {}", p.elem.name())),
+            );
+            return None;
+        }
+        Some(atomic_into(p, local))
+    }
+
+    /// An atomic or `fence()` met inside an expression (P0430).
+    pub fn atomic_in_expr(&mut self, callee: &Ident, span: Span) {
+        if callee.name == "fence" {
+            self.fence_as_value(span);
+            return;
+        }
+        self.report(
+            Diagnostic::error(
+                "P0430",
+                format!("`{}` is a statement, not part of an expression", callee.name),
+            )
+            .primary(span, "used inside an expression")
+            .note(format!(
+                "write it alone (`{0}(T[i], v)`), or take the old value whole: `let old = {0}(T[i], v)`, then use `old`",
+                callee.name
+            )),
+        );
+    }
+
+    fn fence_as_value(&mut self, span: Span) {
+        self.report(
+            Diagnostic::error("P0430", "`fence()` is a statement and has no value")
+                .primary(span, "used as a value")
+                .note("write `fence()` on a line of its own"),
+        );
+    }
+
+    /// Check `atomic_op(T[i, j], args...)`.
+    fn atomic_parts(
+        &mut self,
+        callee: &Ident,
+        args: &[ast::Expr],
+        span: Span,
+    ) -> Option<AtomicParts> {
+        let op = AtomicOp::from_name(&callee.name)?;
+        let n = if op == AtomicOp::Cas { 3 } else { 2 };
+        if !self.arity(callee, args, n, span) {
+            return None;
+        }
+        let target = &args[0];
+        let ExprKind::Index { base, subs } = &target.kind else {
+            self.report(
+                Diagnostic::error(
+                    "P0432",
+                    format!("`{}` works on one element of a tensor or tile", op.name()),
+                )
+                .primary(target.span, "not an element of a tensor or tile")
+                .note(format!("write `{}(T[i, j], ...)`", op.name())),
+            );
+            self.expr(target, None);
+            return None;
+        };
+        let mem = self.memory(base)?;
+        let shape = self.shape(&mem, subs, target.span)?;
+        let Shape::Point(index) = shape else {
+            self.report(
+                Diagnostic::error(
+                    "P0432",
+                    format!(
+                        "`{}` works on one element, found a span of `{}`",
+                        op.name(),
+                        mem.name
+                    ),
+                )
+                .primary(target.span, "a run or tile, not one element")
+                .note("every subscript must be an index; a run needs one atomic per element"),
+            );
+            return None;
+        };
+        if !op.supports(mem.elem) {
+            self.report(
+                Diagnostic::error(
+                    "P0431",
+                    format!("`{}` is not defined on {}", op.name(), mem.elem.name()),
+                )
+                .primary(
+                    target.span,
+                    format!("`{}` holds {}", mem.name, mem.elem.name()),
+                )
+                .note(supported_note(op)),
+            );
+            return None;
+        }
+        self.mark_written(mem.memory);
+        let what = format!("the value of `{}`", op.name());
+        let values: Vec<Option<hir::Expr>> = args[1..]
+            .iter()
+            .map(|a| self.expr_of(a, mem.elem, &what))
+            .collect();
+        let values: Option<Vec<hir::Expr>> = values.into_iter().collect();
+        Some(AtomicParts {
+            op,
+            dst: mem.memory,
+            index,
+            args: values?,
+            elem: mem.elem,
+        })
+    }
+}
+
+fn atomic_into(p: AtomicParts, local: LocalId) -> hir::StmtKind {
+    hir::StmtKind::Atomic {
+        op: p.op,
+        dst: p.dst,
+        index: p.index,
+        args: p.args,
+        result: Some(local),
+    }
+}
+
+/// The types an atomic takes, for P0431's note.
+fn supported_note(op: AtomicOp) -> String {
+    let types = ScalarTy::ALL
+        .iter()
+        .filter(|t| op.supports(**t))
+        .map(|t| t.name())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let extra = match op {
+        AtomicOp::Add => " (bf16 on sm_90 and newer)",
+        AtomicOp::Exch | AtomicOp::Cas => " (floats are exchanged and compared as their bits)",
+        _ => "",
+    };
+    format!("`{}` takes elements of {types}{extra}", op.name())
+}
