@@ -284,6 +284,12 @@ fn erase_expr(e: &mut Expr) {
             }
             args.iter_mut().for_each(erase_expr);
         }
+        ExprKind::Shared {
+            elem_span, dims, ..
+        } => {
+            *elem_span = Span::default();
+            dims.iter_mut().for_each(erase_expr);
+        }
     }
 }
 
@@ -579,7 +585,7 @@ impl<'a> Formatter<'a> {
                 Doc::Concat(vec![base_doc, list("[", subs, "]")])
             }
             ExprKind::Shared { elem, dims, .. } => list(
-                &format!("shared<{}>[", elem.name()),
+                format!("shared<{}>[", elem.name()),
                 dims.iter().map(|d| self.expr(d, Place::Top)).collect(),
                 "]",
             ),
