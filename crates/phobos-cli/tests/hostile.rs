@@ -568,6 +568,40 @@ fn huge_and_endless_sources_are_refused() {
     assert!(err.matches("error[P0001]").count() <= 100);
 }
 
+/// Runs `phobos lsp` with `input` as its standard input.
+fn lsp_with_input(input: &[u8]) -> Output {
+    let d = dir_with(&[("in", input)]);
+    let mut cmd = capped(&["lsp"], d.path());
+    cmd.stdin(std::fs::File::open(d.path().join("in")).expect("in"));
+    run(cmd)
+}
+
+#[test]
+fn an_lsp_message_over_the_size_limit_is_refused() {
+    // lsp-server allocated the declared length: an abort on a failed
+    // allocation of 93 GiB.
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}"#;
+    let first = format!("Content-Length: {}\r\n\r\n{init}", init.len());
+    for input in [
+        "Content-Length: 99999999999\r\n\r\n".to_string(),
+        format!("{first}Content-Length: 67108865\r\n\r\n"),
+        "Content-Length: 99999999999999999999999\r\n\r\n".to_string(),
+        format!("{first}Content-Length: {}", "9".repeat(1 << 20)),
+        "x".repeat(1 << 20),
+    ] {
+        let out = lsp_with_input(input.as_bytes());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("the language server stopped"), "{err}");
+        assert!(
+            err.contains("the limit is 67108864 bytes (64 MiB)")
+                || err.contains("header line is longer than 4096 bytes"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn the_summary_counts_the_errors_p0006_hides_not_p0006() {
     // 400,000 bad characters: 100 shown, the rest counted in P0006s (the
