@@ -256,6 +256,24 @@ fn nested_fns_check_and_compile_within_the_cap() {
 }
 
 #[test]
+fn six_nested_unrolls_are_refused_not_compiled_forever() {
+    let mut src = String::from("@launch(32)\nkernel k(y: tensor<f32>[N]) {\n  var a = 0.0\n");
+    for i in 0..6 {
+        src += &format!("for i{i} in range(0, N) unroll 32 {{\n");
+    }
+    src += &format!("a = a + 1.0\n{}  y[ctx.thread] = a\n}}\n", "}\n".repeat(6));
+    let d = dir_with(&[("k.pho", src.as_bytes())]);
+    for cmd in ["check", "ptx"] {
+        expect(
+            d.path(),
+            &[cmd, "k.pho"],
+            1,
+            &["P0803", "after unrolling; the limit is 1000000"],
+        );
+    }
+}
+
+#[test]
 fn a_symlink_loop_is_walked_once() {
     let d = dir_with(&[("k.pho", AXPY.as_bytes())]);
     std::fs::create_dir(d.path().join("sub")).expect("mkdir");
