@@ -274,6 +274,36 @@ fn six_nested_unrolls_are_refused_not_compiled_forever() {
 }
 
 #[test]
+fn twenty_thousand_collectives_or_tiles_compile_within_the_limits() {
+    // Placing shared buffers compared each with every one placed before,
+    // barrier reasons searched the whole event stream per barrier, and
+    // metadata deduplicated accesses by a scan: quadratic in the kernel.
+    let mut coll = String::from(
+        "@launch(32)\nkernel k(x: tensor<f32>[N], y: tensor<f32>[N]) {\n  var s = 0.0\n",
+    );
+    coll += &"  s = s + sum<over ctx.thread>(x[ctx.thread])\n".repeat(20_000);
+    coll += "  y[ctx.thread] = s\n}\n";
+    let mut tiles = String::from(
+        "@launch(32)\nkernel k(A: tensor<f32>[N, 32], y: tensor<f32>[N]) {\n  var s = 0.0\n",
+    );
+    for i in 0..8_000 {
+        tiles += &format!("  var t{i} = A[0 :+ 1, :]\n  t{i}[0, ctx.lane] = s\n  s = s + t{i}[0, (ctx.lane + 1) % 32]\n");
+    }
+    tiles += "  y[ctx.thread] = s\n}\n";
+    let d = dir_with(&[
+        ("coll.pho", coll.as_bytes()),
+        ("tiles.pho", tiles.as_bytes()),
+    ]);
+    for file in ["coll.pho", "tiles.pho"] {
+        let out = expect(d.path(), &["report", file], 0, &[]);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("barrier"),
+            "{file}"
+        );
+    }
+}
+
+#[test]
 fn a_symlink_loop_is_walked_once() {
     let d = dir_with(&[("k.pho", AXPY.as_bytes())]);
     std::fs::create_dir(d.path().join("sub")).expect("mkdir");
