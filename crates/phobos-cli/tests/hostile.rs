@@ -304,6 +304,29 @@ fn twenty_thousand_collectives_or_tiles_compile_within_the_limits() {
 }
 
 #[test]
+fn many_variants_of_a_large_kernel_are_refused_up_front() {
+    let values: Vec<String> = (1..=256).map(|v| v.to_string()).collect();
+    let src = format!(
+        "@launch(32)\n@autotune(J in [{}])\nkernel k(y: tensor<f32>[N]) {{\n  var a = 0.0\n{}  y[ctx.thread] = a + f32(J)\n}}\n",
+        values.join(", "),
+        "  a = a + 1.0\n".repeat(40_000)
+    );
+    let d = dir_with(&[("k.pho", src.as_bytes())]);
+    for cmd in ["check", "ptx"] {
+        expect(
+            d.path(),
+            &[cmd, "k.pho"],
+            1,
+            &[
+                "P0311",
+                "256 variants",
+                "the limit is 1000000 for all variants together",
+            ],
+        );
+    }
+}
+
+#[test]
 fn a_symlink_loop_is_walked_once() {
     let d = dir_with(&[("k.pho", AXPY.as_bytes())]);
     std::fs::create_dir(d.path().join("sub")).expect("mkdir");

@@ -283,3 +283,37 @@ fn nested_unrolls_are_bounded_by_their_unrolled_size() {
     two.insert_str(two.rfind("  y[").expect("store"), &inner[start..end]);
     the_error(&two, "P0803");
 }
+
+/// A kernel tuned over `j` values (one variant each) whose body is
+/// `stmts` statements of three expressions.
+fn tuned_kernel(j: usize, stmts: usize) -> String {
+    let values: Vec<String> = (1..=j).map(|v| v.to_string()).collect();
+    format!(
+        "@launch(32)\n@autotune(J in [{}])\nkernel k(y: tensor<f32>[N]) {{\n  var a = 0.0\n{}  y[ctx.thread] = a + f32(J)\n}}\n",
+        values.join(", "),
+        "  a = a + 1.0\n".repeat(stmts)
+    )
+}
+
+#[test]
+fn autotune_variants_are_bounded_by_their_total_size() {
+    // 256 variants of 40,000 statements ran for minutes: every variant is
+    // checked and compiled on its own.
+    let src = tuned_kernel(256, 40_000);
+    let d = the_error(&src, "P0311");
+    assert!(
+        d.message
+            .contains("256 variants of a kernel of 120006 expressions"),
+        "{}",
+        d.message
+    );
+    assert!(
+        d.message
+            .contains("the limit is 1000000 for all variants together"),
+        "{}",
+        d.message
+    );
+    // 8 variants of 40,000 (960,048 expressions) are within it; 9 are not.
+    assert!(ptx(&tuned_kernel(8, 40_000)).contains(".entry k__J8"));
+    the_error(&tuned_kernel(9, 40_000), "P0311");
+}
