@@ -256,6 +256,77 @@ fn nested_fns_check_and_compile_within_the_cap() {
 }
 
 #[test]
+fn six_nested_unrolls_are_refused_not_compiled_forever() {
+    let mut src = String::from("@launch(32)\nkernel k(y: tensor<f32>[N]) {\n  var a = 0.0\n");
+    for i in 0..6 {
+        src += &format!("for i{i} in range(0, N) unroll 32 {{\n");
+    }
+    src += &format!("a = a + 1.0\n{}  y[ctx.thread] = a\n}}\n", "}\n".repeat(6));
+    let d = dir_with(&[("k.pho", src.as_bytes())]);
+    for cmd in ["check", "ptx"] {
+        expect(
+            d.path(),
+            &[cmd, "k.pho"],
+            1,
+            &["P0803", "after unrolling; the limit is 1000000"],
+        );
+    }
+}
+
+#[test]
+fn twenty_thousand_collectives_or_tiles_compile_within_the_limits() {
+    // Placing shared buffers compared each with every one placed before,
+    // barrier reasons searched the whole event stream per barrier, and
+    // metadata deduplicated accesses by a scan: quadratic in the kernel.
+    let mut coll = String::from(
+        "@launch(32)\nkernel k(x: tensor<f32>[N], y: tensor<f32>[N]) {\n  var s = 0.0\n",
+    );
+    coll += &"  s = s + sum<over ctx.thread>(x[ctx.thread])\n".repeat(20_000);
+    coll += "  y[ctx.thread] = s\n}\n";
+    let mut tiles = String::from(
+        "@launch(32)\nkernel k(A: tensor<f32>[N, 32], y: tensor<f32>[N]) {\n  var s = 0.0\n",
+    );
+    for i in 0..8_000 {
+        tiles += &format!("  var t{i} = A[0 :+ 1, :]\n  t{i}[0, ctx.lane] = s\n  s = s + t{i}[0, (ctx.lane + 1) % 32]\n");
+    }
+    tiles += "  y[ctx.thread] = s\n}\n";
+    let d = dir_with(&[
+        ("coll.pho", coll.as_bytes()),
+        ("tiles.pho", tiles.as_bytes()),
+    ]);
+    for file in ["coll.pho", "tiles.pho"] {
+        let out = expect(d.path(), &["report", file], 0, &[]);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("barrier"),
+            "{file}"
+        );
+    }
+}
+
+#[test]
+fn many_variants_of_a_large_kernel_are_refused_up_front() {
+    let values: Vec<String> = (1..=256).map(|v| v.to_string()).collect();
+    let src = format!(
+        "@launch(32)\n@autotune(J in [{}])\nkernel k(y: tensor<f32>[N]) {{\n  var a = 0.0\n{}  y[ctx.thread] = a + f32(J)\n}}\n",
+        values.join(", "),
+        "  a = a + 1.0\n".repeat(40_000)
+    );
+    let d = dir_with(&[("k.pho", src.as_bytes())]);
+    for cmd in ["check", "ptx"] {
+        expect(
+            d.path(),
+            &[cmd, "k.pho"],
+            1,
+            &[
+                "P0311",
+                "256 variants",
+                "the limit is 1000000 for all variants together",
+            ],
+        );
+    }
+}
+
+#[test]
 fn a_symlink_loop_is_walked_once() {
     let d = dir_with(&[("k.pho", AXPY.as_bytes())]);
     std::fs::create_dir(d.path().join("sub")).expect("mkdir");
@@ -566,6 +637,40 @@ fn huge_and_endless_sources_are_refused() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.matches("error[P0001]").count() <= 100);
+}
+
+/// Runs `phobos lsp` with `input` as its standard input.
+fn lsp_with_input(input: &[u8]) -> Output {
+    let d = dir_with(&[("in", input)]);
+    let mut cmd = capped(&["lsp"], d.path());
+    cmd.stdin(std::fs::File::open(d.path().join("in")).expect("in"));
+    run(cmd)
+}
+
+#[test]
+fn an_lsp_message_over_the_size_limit_is_refused() {
+    // lsp-server allocated the declared length: an abort on a failed
+    // allocation of 93 GiB.
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}"#;
+    let first = format!("Content-Length: {}\r\n\r\n{init}", init.len());
+    for input in [
+        "Content-Length: 99999999999\r\n\r\n".to_string(),
+        format!("{first}Content-Length: 67108865\r\n\r\n"),
+        "Content-Length: 99999999999999999999999\r\n\r\n".to_string(),
+        format!("{first}Content-Length: {}", "9".repeat(1 << 20)),
+        "x".repeat(1 << 20),
+    ] {
+        let out = lsp_with_input(input.as_bytes());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("the language server stopped"), "{err}");
+        assert!(
+            err.contains("the limit is 67108864 bytes (64 MiB)")
+                || err.contains("header line is longer than 4096 bytes"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -224,12 +224,13 @@ pub enum StmtKind {
         then: Block,
         els: Option<Block>,
     },
-    /// `for i in range(a, b[, step]) [unroll N] { }`
+    /// `for i in range(a, b[, step]) [unroll N] { }`. The bounds are boxed:
+    /// inline they made every statement of a block 392 bytes.
     For {
         var: Ident,
-        start: Expr,
-        end: Expr,
-        step: Option<Expr>,
+        start: Box<Expr>,
+        end: Box<Expr>,
+        step: Option<Box<Expr>>,
         range_span: Span,
         /// `unroll N`: the factor as written and the span of `unroll N`.
         unroll: Option<(u64, Span)>,

@@ -5,10 +5,11 @@
 //! 1. `lower`: HIR → the arena IR (`ir`), checked by `verify` in debug builds;
 //!    `targets` then refuses what the target lacks (P0810);
 //! 2. `unroll`: loops that read tensors, and loops marked `unroll N`, run
-//!    several bodies per trip (checked by `verify` again);
+//!    several bodies per trip (checked by `verify` again); a kernel that
+//!    would grow past a million statements and expressions is P0803;
 //! 3. `divisibility`: known divisors and each access's width;
-//! 4. `shared_plan`: offsets of the shared buffers (the one user error the
-//!    backend reports: more than 48 KB of static shared memory);
+//! 4. `shared_plan`: offsets of the shared buffers (P0801: more than the
+//!    target's shared memory per CTA);
 //! 5. `barriers`: which candidate barriers are kept, and why;
 //! 6. `emit`: PTX text with `.loc` line info.
 //!
@@ -75,7 +76,7 @@ pub fn compile_variant(
     let mut func = lower::lower(kernel, &entry_name(kernel));
     verified(&func, kernel, "lower")?;
     targets::check(&func, arch)?;
-    unroll::unroll(&mut func);
+    unroll::unroll(&mut func, kernel.span)?;
     verified(&func, kernel, "unroll")?;
     let div = divisibility::analyze(&func, kernel);
     let plan = shared_plan::plan(&func, lines, kernel.span, arch)?;

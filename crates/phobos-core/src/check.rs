@@ -66,10 +66,22 @@ fn check_kernel(
     let variants = header.variants();
     let mut per_variant = Vec::with_capacity(variants.len());
     let mut kernels = Vec::with_capacity(variants.len());
+    let mut total_nodes = 0usize;
+    let mut too_large = None;
     for values in &variants {
         let mut vd = Vec::new();
-        kernels.push(check_variant(k, src, fns, &header, values, &mut vd));
+        let (kernel, nodes) = check_variant(k, src, fns, &header, values, &mut vd);
+        kernels.push(kernel);
         per_variant.push(vd);
+        // The first variant's size times their number estimates them all
+        // (they share the body); stop as soon as the estimate or the sum is
+        // over the limit, before checking or compiling the rest.
+        total_nodes = total_nodes.saturating_add(nodes);
+        let estimate = total_nodes.max(nodes.saturating_mul(variants.len()));
+        if variants.len() > 1 && estimate > cx::MAX_TOTAL_EXPR_NODES {
+            too_large = Some(too_much_tuning(k, variants.len(), nodes, estimate));
+            break;
+        }
     }
     let failed = header_diags
         .iter()
@@ -77,6 +89,10 @@ fn check_kernel(
         .any(Diagnostic::is_error);
     diags.extend(header_diags);
     merge_variant_diags(&variants, per_variant, diags);
+    if let Some(d) = too_large {
+        diags.push(d);
+        return None;
+    }
     if failed {
         return None;
     }
@@ -134,7 +150,7 @@ fn check_variant(
     header: &Header,
     values: &[(String, i64)],
     diags: &mut Vec<Diagnostic>,
-) -> hir::Kernel {
+) -> (hir::Kernel, usize) {
     let threads = header::launch_threads(header, values, diags);
     let mut cx = Cx::new(src, fns, header, threads.unwrap_or(32));
     let mut dims = header.dims.clone();
@@ -176,7 +192,27 @@ fn check_variant(
     };
     diags.append(&mut cx.diags);
     diags.extend(uniformity::check(&kernel));
-    kernel
+    (kernel, cx.expr_nodes)
+}
+
+/// P0311 for a kernel whose variants together exceed
+/// [`cx::MAX_TOTAL_EXPR_NODES`] expressions.
+fn too_much_tuning(k: &ast::Kernel, variants: usize, nodes: usize, total: usize) -> Diagnostic {
+    let span = k
+        .attrs
+        .iter()
+        .find(|a| matches!(a.kind, ast::AttrKind::Autotune(_)))
+        .map_or(k.name.span, |a| a.span);
+    Diagnostic::error(
+        "P0311",
+        format!(
+            "`@autotune` makes {variants} variants of a kernel of {nodes} expressions, \
+             {total} or more in all; the limit is {} for all variants together",
+            cx::MAX_TOTAL_EXPR_NODES
+        ),
+    )
+    .primary(span, format!("{variants} variants"))
+    .note("tune fewer names or fewer values at once, or tune a smaller kernel")
 }
 
 /// `@grid(...)`: i32 expressions over dims and constants only.

@@ -180,7 +180,7 @@ pub struct BarrierMeta {
     pub reason: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct AccessMeta {
     /// Source line and column of the subscript.
     pub line: u32,

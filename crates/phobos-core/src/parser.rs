@@ -661,9 +661,9 @@ impl<'a> Parser<'a> {
         match (start, end) {
             (Some(start), Some(end)) => Ok(StmtKind::For {
                 var,
-                start,
-                end,
-                step,
+                start: Box::new(start),
+                end: Box::new(end),
+                step: step.map(Box::new),
                 range_span,
                 unroll,
                 body,

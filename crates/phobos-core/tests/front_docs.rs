@@ -4,12 +4,13 @@
 
 const DOCS: &str = include_str!("../../../docs/language.md");
 
-const SOURCES: [&str; 21] = [
+const SOURCES: [&str; 22] = [
     include_str!("../src/backend.rs"),
     include_str!("../src/pipeline.rs"),
     include_str!("../src/backend/shared_plan.rs"),
     include_str!("../src/backend/barriers.rs"),
     include_str!("../src/backend/targets.rs"),
+    include_str!("../src/backend/unroll.rs"),
     include_str!("../src/diag.rs"),
     include_str!("../src/lexer.rs"),
     include_str!("../src/parser.rs"),

@@ -247,3 +247,73 @@ fn a_chain_of_operators_or_subscripts_is_bounded_not_a_stack_overflow() {
     );
     the_error(&longest, "P0211");
 }
+
+/// `depth` loops nested, each `unroll 32`, around `body` copies of one
+/// statement.
+fn unroll_nest(depth: usize, body: usize) -> String {
+    let mut src = String::from("@launch(32)\nkernel k(y: tensor<f32>[N]) {\n  var a = 0.0\n");
+    for i in 0..depth {
+        src += &format!("for i{i} in range(0, N) unroll 32 {{\n");
+    }
+    src += &"a = a + 1.0\n".repeat(body);
+    src += &"}\n".repeat(depth);
+    src + "  y[ctx.thread] = a\n}\n"
+}
+
+#[test]
+fn nested_unrolls_are_bounded_by_their_unrolled_size() {
+    // Six nested `unroll 32` loops never finished compiling: 33^6 copies.
+    let d = the_error(&unroll_nest(6, 1), "P0803");
+    assert!(
+        d.message.contains("5973039361 statements and expressions"),
+        "{}",
+        d.message
+    );
+    assert!(d.message.contains("the limit is 1000000"), "{}", d.message);
+    assert!(d.labels[0].message.contains("32 copies"), "{:?}", d.labels);
+    // Five statements in three nested loops: 33^3 * 20 = 718,740, within it;
+    // ten are 1,437,480, above it.
+    assert!(ptx(&unroll_nest(3, 5)).contains(".entry k"));
+    the_error(&unroll_nest(3, 10), "P0803");
+    // The bound sums what every loop adds, across sibling loops too.
+    let mut two = unroll_nest(3, 5);
+    let inner = unroll_nest(3, 5);
+    let start = inner.find("for i0").expect("loop");
+    let end = inner.rfind("  y[").expect("store");
+    two.insert_str(two.rfind("  y[").expect("store"), &inner[start..end]);
+    the_error(&two, "P0803");
+}
+
+/// A kernel tuned over `j` values (one variant each) whose body is
+/// `stmts` statements of three expressions.
+fn tuned_kernel(j: usize, stmts: usize) -> String {
+    let values: Vec<String> = (1..=j).map(|v| v.to_string()).collect();
+    format!(
+        "@launch(32)\n@autotune(J in [{}])\nkernel k(y: tensor<f32>[N]) {{\n  var a = 0.0\n{}  y[ctx.thread] = a + f32(J)\n}}\n",
+        values.join(", "),
+        "  a = a + 1.0\n".repeat(stmts)
+    )
+}
+
+#[test]
+fn autotune_variants_are_bounded_by_their_total_size() {
+    // 256 variants of 40,000 statements ran for minutes: every variant is
+    // checked and compiled on its own.
+    let src = tuned_kernel(256, 40_000);
+    let d = the_error(&src, "P0311");
+    assert!(
+        d.message
+            .contains("256 variants of a kernel of 120006 expressions"),
+        "{}",
+        d.message
+    );
+    assert!(
+        d.message
+            .contains("the limit is 1000000 for all variants together"),
+        "{}",
+        d.message
+    );
+    // 8 variants of 40,000 (960,048 expressions) are within it; 9 are not.
+    assert!(ptx(&tuned_kernel(8, 40_000)).contains(".entry k__J8"));
+    the_error(&tuned_kernel(9, 40_000), "P0311");
+}

@@ -7,7 +7,8 @@
 //! per-kernel analyses cached by text (`unit.rs`); `symbols.rs` resolves
 //! names on the syntax tree; `tokens.rs`, `hints.rs` and `actions.rs` give
 //! semantic tokens, inlay hints and code actions; `server.rs` speaks LSP
-//! through `lsp-server` and `lsp-types`. The compiler work is
+//! through `lsp-server` and `lsp-types`; `transport.rs` moves messages
+//! over stdio and bounds their size. The compiler work is
 //! phobos-core's: this crate only looks things up in what it returns.
 
 pub mod actions;
@@ -16,15 +17,13 @@ pub mod hints;
 pub mod server;
 pub mod symbols;
 pub mod tokens;
+pub mod transport;
 pub mod unit;
 
 pub use analysis::Analysis;
 
-/// Run the server on stdin/stdout until the client exits.
+/// Run the server on stdin/stdout until the client exits. A message over
+/// [`transport::MAX_MESSAGE_BYTES`] ends it with an error.
 pub fn run_stdio() -> Result<(), String> {
-    let (conn, io) = lsp_server::Connection::stdio();
-    let result = server::serve(&conn);
-    drop(conn);
-    io.join().map_err(|e| e.to_string())?;
-    result
+    transport::run_stdio(server::serve)
 }

@@ -163,6 +163,14 @@ pub fn place(
         }
     }
     let kept: Vec<bool> = decisions.iter().map(Option::is_some).collect();
+    // Where each candidate sits in the stream (looked up once, not by a
+    // scan per elided candidate).
+    let mut at: Vec<Option<usize>> = vec![None; f.barriers.len()];
+    for (i, e) in events.iter().enumerate() {
+        if let Event::Candidate(b, _) = e {
+            at[b.0 as usize].get_or_insert(i);
+        }
+    }
     Ok(f.barriers
         .iter()
         .map(|(id, b)| {
@@ -171,7 +179,16 @@ pub fn place(
                 Some(d) => BarrierDecision { line, ..d },
                 None => BarrierDecision {
                     kept: false,
-                    reason: elision_reason(f, plan, &events, &regions, &kept, lines, id),
+                    reason: elision_reason(
+                        f,
+                        plan,
+                        &events,
+                        &regions,
+                        &kept,
+                        lines,
+                        id,
+                        at[id.0 as usize],
+                    ),
                     line,
                 },
             }
@@ -363,6 +380,7 @@ fn role_buffer(role: BarrierRole) -> (BufferId, bool) {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn elision_reason(
     f: &Func,
     plan: &SharedPlan,
@@ -371,13 +389,12 @@ fn elision_reason(
     kept: &[bool],
     lines: &LineIndex,
     id: BarrierId,
+    // The first position of `id` in `events`.
+    pos: Option<usize>,
 ) -> String {
     let (buf, before_kind) = role_buffer(f.barriers[id].role);
     let name = &f.buffers[buf].name;
-    let Some(pos) = events
-        .iter()
-        .position(|e| matches!(e, Event::Candidate(b, _) if *b == id))
-    else {
+    let Some(pos) = pos else {
         return "unreachable".to_string();
     };
     let touches = |e: &Event| match e {

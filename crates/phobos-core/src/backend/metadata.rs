@@ -196,8 +196,11 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
             reason,
         }
     });
+    // A set, not `loads.contains`: a kernel has as many accesses as its
+    // source has subscripts, and a scan per access was quadratic.
+    let mut seen = std::collections::HashSet::new();
     for m in all {
-        if !loads.contains(&m) {
+        if seen.insert(m.clone()) {
             loads.push(m);
         }
     }

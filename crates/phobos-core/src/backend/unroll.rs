@@ -45,13 +45,19 @@
 //! still maps to its `.pho` line.
 //!
 //! Runs before every analysis, so divisibility, the shared plan and barrier
-//! placement see the unrolled loops; it reports nothing.
+//! placement see the unrolled loops. Its one diagnostic is P0803: before
+//! copying anything it counts the statements and expressions the kernel
+//! would have after unrolling (each loop's body times its factor plus one,
+//! for the remainder loop, nested loops multiplied), and refuses a kernel
+//! above [`MAX_UNROLLED_SIZE`]. Six nested `unroll 32` loops would have made
+//! a billion copies of their body.
 
 use super::ir::{
     Access, AccessId, Barrier, Combine, Expr, ExprId, ExprKind, Func, Mem, Stmt, StmtId, StmtKind,
     Var, VarId,
 };
 use crate::ast::{BinOp, ScalarTy, Span};
+use crate::diag::Diagnostic;
 use crate::hir::{Builtin, ConstVal, Ty};
 use std::collections::HashMap;
 
@@ -62,12 +68,90 @@ pub const AUTO_FACTOR: u32 = 8;
 /// grows by the factor, and a large body already has loads to overlap.
 pub const AUTO_MAX_BODY_EXPRS: usize = 256;
 
+/// The most statements and expressions a kernel variant may have after
+/// unrolling (P0803): twice what the checker lets a variant have before
+/// (`MAX_EXPR_NODES`), so unrolling may double the largest kernel.
+pub const MAX_UNROLLED_SIZE: u64 = 1_000_000;
+
 /// Unroll the loops of `f` in place (see the module docs) and empty
-/// `f.loop_unroll`.
-pub fn unroll(f: &mut Func) {
+/// `f.loop_unroll`; or, when the result would exceed [`MAX_UNROLLED_SIZE`],
+/// change nothing and say which loop makes it grow (P0803).
+pub fn unroll(f: &mut Func, kernel_span: Span) -> Result<(), Diagnostic> {
+    let mut largest = None;
+    let size = unrolled_size(f, &f.body, &mut largest);
+    if size > MAX_UNROLLED_SIZE {
+        let mut d = Diagnostic::error(
+            "P0803",
+            format!(
+                "the kernel would have {} statements and expressions after unrolling; \
+                 the limit is {MAX_UNROLLED_SIZE}",
+                if size == u64::MAX {
+                    "more than 2^64".to_string()
+                } else {
+                    size.to_string()
+                }
+            ),
+        );
+        d = match largest {
+            Some((s, u, _)) => d.primary(
+                f.stmt_span(s),
+                format!("this loop runs {u} copies of its body per trip"),
+            ),
+            None => d.primary(kernel_span, "in this kernel"),
+        };
+        return Err(d.note(
+            "lower the `unroll` factors of nested loops (their product multiplies the body), \
+             or `unroll 1` to keep a loop as written",
+        ));
+    }
     let body = std::mem::take(&mut f.body);
     f.body = block(f, body);
     f.loop_unroll.clear();
+    Ok(())
+}
+
+/// The statements and expressions `stmts` hold after unrolling, counted
+/// without unrolling (saturating). `largest` gets the unrolled loop that
+/// adds the most: the loop, its factor and what it adds.
+fn unrolled_size(f: &Func, stmts: &[StmtId], largest: &mut Option<(StmtId, u32, u64)>) -> u64 {
+    let mut total: u64 = 0;
+    for &s in stmts {
+        let (roots, blocks) = parts(f, s);
+        let mut own: u64 = 1;
+        for e in roots {
+            own = own.saturating_add(expr_count(f, e));
+        }
+        let inner = blocks
+            .iter()
+            .fold(0u64, |n, b| n.saturating_add(unrolled_size(f, b, largest)));
+        let size = match factor(f, s) {
+            // `u` copies in the main loop, one in the remainder loop, and
+            // the few statements that set their bounds.
+            Some((u, _)) => {
+                let grown = inner.saturating_mul(u as u64);
+                if largest.is_none_or(|(_, _, g)| grown > g) {
+                    *largest = Some((s, u, grown));
+                }
+                own.saturating_add(16)
+                    .saturating_add(grown)
+                    .saturating_add(inner)
+            }
+            None => own.saturating_add(inner),
+        };
+        total = total.saturating_add(size);
+    }
+    total
+}
+
+/// The expressions of the tree at `e`.
+fn expr_count(f: &Func, e: ExprId) -> u64 {
+    let mut n = 0u64;
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        n += 1;
+        stack.extend(f.operands(e));
+    }
+    n
 }
 
 fn block(f: &mut Func, stmts: Vec<StmtId>) -> Vec<StmtId> {
@@ -237,51 +321,57 @@ fn walk(f: &Func, stmts: &[StmtId], visit: &mut dyn FnMut(&Func, Item)) {
     }
     for &s in stmts {
         visit(f, Item::Stmt(s));
-        let access = |a: AccessId| f.accesses[a].index.clone();
-        let (roots, blocks): (Vec<ExprId>, Vec<&[StmtId]>) = match &f.stmts[s].kind {
-            StmtKind::Set(_, e) => (vec![*e], vec![]),
-            StmtKind::Store(a, e) => ([access(*a), vec![*e]].concat(), vec![]),
-            StmtKind::RunStore {
-                access: a,
-                value,
-                only,
-            } => (
-                [access(*a), vec![*value], only.iter().copied().collect()].concat(),
-                vec![],
-            ),
-            StmtKind::TileCopy { access: a, .. } | StmtKind::TileStore { access: a, .. } => {
-                (access(*a), vec![])
-            }
-            StmtKind::If { cond, then, els } => (vec![*cond], vec![then, els]),
-            StmtKind::For {
-                start,
-                end,
-                step,
-                body,
-                ..
-            } => (vec![*start, *end, *step], vec![body]),
-            StmtKind::CtaColl { arg, combine, .. } => (
-                std::iter::once(*arg)
-                    .chain(combine.map(|c| c.body))
-                    .collect(),
-                vec![],
-            ),
-            StmtKind::While { pre, cond, body } => (vec![*cond], vec![pre, body]),
-            StmtKind::Atomic {
-                access: a, args, ..
-            } => ([access(*a), args.clone()].concat(), vec![]),
-            StmtKind::Barrier(_)
-            | StmtKind::Break
-            | StmtKind::Continue
-            | StmtKind::Return
-            | StmtKind::Fence => (vec![], vec![]),
-        };
+        let (roots, blocks) = parts(f, s);
         for e in roots {
             expr(f, e, visit);
         }
         for b in blocks {
             walk(f, b, visit);
         }
+    }
+}
+
+/// The expressions statement `s` evaluates itself (the roots of their
+/// trees) and the blocks it holds.
+fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
+    let access = |a: AccessId| f.accesses[a].index.clone();
+    match &f.stmts[s].kind {
+        StmtKind::Set(_, e) => (vec![*e], vec![]),
+        StmtKind::Store(a, e) => ([access(*a), vec![*e]].concat(), vec![]),
+        StmtKind::RunStore {
+            access: a,
+            value,
+            only,
+        } => (
+            [access(*a), vec![*value], only.iter().copied().collect()].concat(),
+            vec![],
+        ),
+        StmtKind::TileCopy { access: a, .. } | StmtKind::TileStore { access: a, .. } => {
+            (access(*a), vec![])
+        }
+        StmtKind::If { cond, then, els } => (vec![*cond], vec![then, els]),
+        StmtKind::For {
+            start,
+            end,
+            step,
+            body,
+            ..
+        } => (vec![*start, *end, *step], vec![body]),
+        StmtKind::CtaColl { arg, combine, .. } => (
+            std::iter::once(*arg)
+                .chain(combine.map(|c| c.body))
+                .collect(),
+            vec![],
+        ),
+        StmtKind::While { pre, cond, body } => (vec![*cond], vec![pre, body]),
+        StmtKind::Atomic {
+            access: a, args, ..
+        } => ([access(*a), args.clone()].concat(), vec![]),
+        StmtKind::Barrier(_)
+        | StmtKind::Break
+        | StmtKind::Continue
+        | StmtKind::Return
+        | StmtKind::Fence => (vec![], vec![]),
     }
 }
 

@@ -278,8 +278,8 @@ impl Verifier<'_> {
             _ => {}
         }
         if let Mem::Buffer(b) = acc.mem {
-            match self.f.buffers.iter().find(|(id, _)| *id == b) {
-                Some((_, buf)) => {
+            match self.f.buffers.contains(b).then(|| &self.f.buffers[b]) {
+                Some(buf) => {
                     if let BufferKind::Tile { shape, .. } = &buf.kind {
                         if shape.len() != rank {
                             self.errors.push(format!(

@@ -22,6 +22,10 @@ pub(crate) const INLINE_BUDGET: usize = 50_000;
 /// Most expressions checked in one kernel variant, counting the bodies of
 /// inlined fns: bounds the checker's time and memory whatever the input.
 pub(crate) const MAX_EXPR_NODES: usize = 500_000;
+/// Most expressions in all `@autotune` variants of one kernel together
+/// (P0311): each variant is checked and compiled for every target, so
+/// 256 variants of a large body multiplied the work by 256.
+pub(crate) const MAX_TOTAL_EXPR_NODES: usize = 1_000_000;
 
 /// FNV-1a: names are short, and SipHash's protection against crafted keys
 /// buys nothing in a compiler's scope table.

@@ -47,7 +47,7 @@ impl Cx<'_> {
                 unroll,
                 body,
                 ..
-            } => self.for_stmt(var, start, end, step.as_ref(), *unroll, body),
+            } => self.for_stmt(var, start, end, step.as_deref(), *unroll, body),
             StmtKind::While { cond, body } => {
                 let cond = self.expr_of(cond, ScalarTy::Bool, "a condition");
                 self.loop_depth += 1;
