@@ -1,16 +1,25 @@
 //! `phobos report` prints each access's line and bytes per instruction from
 //! the metadata (`VariantMeta::loads`). Those claims must be what the PTX
 //! does: for every corpus kernel, every variant and every target, each
-//! access claimed at a line has a load or store of exactly the claimed
-//! width, in its state space, under that line's `.loc`, and no memory
-//! instruction of that kind at that line is wider than every claim there.
+//! access claimed at a line has a load, store or atomic (`atom`/`red`) of
+//! exactly the claimed width, in its state space, under that line's `.loc`,
+//! and no memory instruction of that kind at that line is wider than every
+//! claim there.
 
 use phobos_conformance::{compile, corpus};
 use phobos_core::meta::{AccessMeta, KernelMeta};
 use std::collections::BTreeMap;
 
-/// One memory instruction of the PTX: (`ld`/`st`, state space, bytes).
-type Instr = (bool, &'static str, u32);
+/// What a memory instruction does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Load,
+    Store,
+    Atomic,
+}
+
+/// One memory instruction of the PTX: (kind, state space, bytes).
+type Instr = (Kind, &'static str, u32);
 
 /// The global and shared loads and stores of `entry`, by `.loc` line.
 fn instructions(ptx: &str, entry: &str) -> BTreeMap<u32, Vec<Instr>> {
@@ -39,9 +48,10 @@ fn instructions(ptx: &str, entry: &str) -> BTreeMap<u32, Vec<Instr>> {
         };
         let op = op.split_whitespace().next().unwrap_or("");
         let parts: Vec<&str> = op.split('.').collect();
-        let store = match parts.first() {
-            Some(&"ld") => false,
-            Some(&"st") => true,
+        let kind = match parts.first() {
+            Some(&"ld") => Kind::Load,
+            Some(&"st") => Kind::Store,
+            Some(&"atom") | Some(&"red") => Kind::Atomic,
             _ => continue,
         };
         let space = match parts.get(1) {
@@ -60,7 +70,7 @@ fn instructions(ptx: &str, entry: &str) -> BTreeMap<u32, Vec<Instr>> {
             .unwrap_or_else(|| panic!("no type on `{l}`"));
         out.entry(line)
             .or_default()
-            .push((store, space, lanes * bits / 8));
+            .push((kind, space, lanes * bits / 8));
     }
     out
 }
@@ -81,7 +91,7 @@ fn report_widths_and_lines_match_the_emitted_ptx_for_the_whole_corpus() {
             for k in compile(&file, arch) {
                 for v in &k.meta.variants {
                     let ins = instructions(&k.ptx, &v.entry);
-                    let mut widest: BTreeMap<(u32, bool, &str), u32> = BTreeMap::new();
+                    let mut widest: BTreeMap<(u32, Kind, &str), u32> = BTreeMap::new();
                     for a in &v.loads {
                         let space = space_of(&k.meta, a);
                         let what = format!(
@@ -89,25 +99,36 @@ fn report_widths_and_lines_match_the_emitted_ptx_for_the_whole_corpus() {
                             file.name,
                             a.line,
                             v.entry,
-                            if a.store { "store" } else { "load" },
+                            if a.atomic {
+                                "atomic"
+                            } else if a.store {
+                                "store"
+                            } else {
+                                "load"
+                            },
                             a.target,
                             a.width_bytes
                         );
                         assert!(a.width_bytes > 0, "{what}: {}", a.reason);
                         let here = ins.get(&a.line).cloned().unwrap_or_default();
+                        let kind = match (a.atomic, a.store) {
+                            (true, _) => Kind::Atomic,
+                            (false, true) => Kind::Store,
+                            (false, false) => Kind::Load,
+                        };
                         assert!(
-                            here.contains(&(a.store, space, a.width_bytes)),
+                            here.contains(&(kind, space, a.width_bytes)),
                             "{what}, but line {} has {here:?}",
                             a.line
                         );
-                        let w = widest.entry((a.line, a.store, space)).or_default();
+                        let w = widest.entry((a.line, kind, space)).or_default();
                         *w = (*w).max(a.width_bytes);
                         checked += 1;
                     }
-                    for ((line, store, space), w) in widest {
+                    for ((line, kind, space), w) in widest {
                         for i in ins.get(&line).into_iter().flatten() {
                             assert!(
-                                !(i.0 == store && i.1 == space && i.2 > w),
+                                !(i.0 == kind && i.1 == space && i.2 > w),
                                 "{}:{line}: {} has {i:?}, wider than the {w} bytes claimed",
                                 file.name,
                                 v.entry

@@ -144,7 +144,11 @@ pub fn report(m: &KernelMeta) -> String {
         );
         let _ = writeln!(s, "  accesses:");
         for l in &v.loads {
-            let what = if l.store { "store" } else { "load" };
+            let what = match (l.atomic, l.store) {
+                (true, _) => "atomic",
+                (false, true) => "store",
+                (false, false) => "load",
+            };
             let why = if l.reason.is_empty() {
                 String::new()
             } else {

@@ -188,6 +188,9 @@ pub struct AccessMeta {
     /// Tensor parameter or tile name.
     pub target: String,
     pub store: bool,
+    /// An atomic read-modify-write (`atom`/`red`; `store` is set too).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub atomic: bool,
     /// Elements in the run (1 for a point access).
     pub elems: u32,
     /// Bytes moved by each instruction (e.g. 16 for `v4.f32`).

@@ -4,7 +4,7 @@
 //! with their entries and `.param` lists, shared plans, barriers and the
 //! decision for every memory access.
 
-use super::ir::{Mem, Shape};
+use super::ir::{AccessId, Mem, Shape, StmtKind};
 use super::CompiledVariant;
 use crate::ast::BinOp;
 use crate::hir::{self, Builtin, CheckedKernel, ConstVal, DimRef, ExprKind, ParamKind};
@@ -152,6 +152,15 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
     // Unrolled loops hold copies of their accesses; a copy that was decided
     // and emitted the same way as its original is listed once.
     let mut loads: Vec<AccessMeta> = Vec::new();
+    let atomics: std::collections::HashSet<AccessId> = v
+        .func
+        .stmts
+        .iter()
+        .filter_map(|(_, s)| match s.kind {
+            StmtKind::Atomic { access, .. } => Some(access),
+            _ => None,
+        })
+        .collect();
     let all = v.func.accesses.iter().map(|(id, a)| {
         let (line, col) = lines.line_col(a.span.start as usize);
         let info = &v.div.access[id.0 as usize];
@@ -190,6 +199,7 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
             col,
             target,
             store: a.store,
+            atomic: atomics.contains(&id),
             elems,
             width_bytes: emitted.max_bytes,
             align_bytes: info.align,
