@@ -803,6 +803,24 @@ impl Formatter<'_> {
                 ]);
                 self.doc_line(&doc);
             }
+            StmtKind::ArrayDecl {
+                mutable,
+                name,
+                elem,
+                shape,
+                init,
+                ..
+            } => {
+                let kw = if *mutable { "var" } else { "let" };
+                let dims = shape.iter().map(|d| self.expr(d, Place::Top)).collect();
+                let doc = Doc::Concat(vec![
+                    text(format!("{kw} {}: {}", name.name, elem.0.name())),
+                    list("[", dims, "]"),
+                    text(" = "),
+                    self.expr(init, Place::Top),
+                ]);
+                self.doc_line(&doc);
+            }
             StmtKind::Assign { target, op, value } => {
                 let op = op.map_or("=".to_string(), |o| format!("{}=", o.symbol()));
                 let doc = Doc::Concat(vec![

@@ -240,6 +240,7 @@ impl<'a> Emitter<'a> {
         let space = match self.f.accesses[acc].mem {
             super::ir::Mem::Tensor(_) => ".global",
             super::ir::Mem::Buffer(_) => ".shared",
+            super::ir::Mem::Local(_) => ".local",
         };
         let mut parts = op.split('.');
         let kind = parts.next().unwrap_or("");
@@ -390,6 +391,16 @@ impl<'a> Emitter<'a> {
             if n > 0 {
                 let _ = writeln!(out, "\t.reg {} {}<{}>;", c.decl(), c.prefix(), n + 1);
             }
+        }
+        // Register arrays indexed at run time: the thread's local memory.
+        for (a, arr) in self.f.arrays.iter() {
+            let _ = writeln!(
+                out,
+                "\t.local .align {} .b8 {}[{}];",
+                arr.elem.size().max(4),
+                memory::local_name(self.f, a),
+                arr.bytes()
+            );
         }
         out.push('\n');
         out.push_str(&self.body);

@@ -289,59 +289,84 @@ impl Emitter<'_> {
                     BufferKind::Tile { shape, .. } => shape.iter().map(|&s| s as i128).collect(),
                     BufferKind::Scratch { .. } => vec![],
                 };
-                let strides = row_major_strides(&shape);
                 let off = self.an.plan.offset[b.0 as usize] as i128;
                 let base = self.reg(RegClass::B32);
                 self.ins(&format!("mov.u32 {base}, {};", self.smem));
-                let mut cur = if off == 0 {
+                let base = if off == 0 {
                     base
                 } else {
                     let d = self.reg(RegClass::B32);
                     self.ins(&format!("add.s32 {d}, {base}, {off};"));
                     d
                 };
-                for (i, v) in idx.iter().enumerate() {
-                    let scale = strides.get(i).copied().unwrap_or(1) * size;
-                    match v {
-                        V::I(c, _) => {
-                            if c * scale != 0 {
-                                let d = self.reg(RegClass::B32);
-                                self.ins(&format!("add.s32 {d}, {cur}, {};", c * scale));
-                                cur = d;
-                            }
-                        }
-                        _ => {
-                            let r = self.in_reg(*v, ScalarTy::I32);
-                            let r = if r.class == RegClass::B64 {
-                                let c = self.reg(RegClass::B32);
-                                self.ins(&format!("cvt.u32.u64 {c}, {r};"));
-                                c
-                            } else {
-                                r
-                            };
-                            let d = self.reg(RegClass::B32);
-                            self.ins(&format!("mad.lo.s32 {d}, {r}, {scale}, {cur};"));
-                            cur = d;
-                        }
-                    }
-                }
-                let stride = match a.shape {
-                    Shape::Run { axis, .. } => V::I(
-                        strides.get(axis).copied().unwrap_or(1) * size,
-                        ScalarTy::I64,
-                    ),
-                    _ => V::I(size, ScalarTy::I64),
-                };
-                (
-                    Addr {
-                        space: ".shared",
-                        store_space: ".shared",
-                        reg: cur,
-                    },
-                    stride,
-                )
+                self.address_32(base, &shape, &idx, size, &a.shape, ".shared")
+            }
+            Mem::Local(arr) => {
+                let shape: Vec<i128> = self.f.arrays[arr]
+                    .shape
+                    .iter()
+                    .map(|&s| i128::from(s))
+                    .collect();
+                let base = self.reg(RegClass::B32);
+                self.ins(&format!("mov.u32 {base}, {};", local_name(self.f, arr)));
+                self.address_32(base, &shape, &idx, size, &a.shape, ".local")
             }
         }
+    }
+
+    /// A 32-bit address in shared or local memory: `base` plus each index
+    /// times its row-major stride in bytes.
+    fn address_32(
+        &mut self,
+        base: Reg,
+        shape: &[i128],
+        idx: &[V],
+        size: i128,
+        access: &Shape,
+        space: &'static str,
+    ) -> (Addr, V) {
+        let strides = row_major_strides(shape);
+        let mut cur = base;
+        for (i, v) in idx.iter().enumerate() {
+            let scale = strides.get(i).copied().unwrap_or(1) * size;
+            match v {
+                V::I(c, _) => {
+                    if c * scale != 0 {
+                        let d = self.reg(RegClass::B32);
+                        self.ins(&format!("add.s32 {d}, {cur}, {};", c * scale));
+                        cur = d;
+                    }
+                }
+                _ => {
+                    let r = self.in_reg(*v, ScalarTy::I32);
+                    let r = if r.class == RegClass::B64 {
+                        let c = self.reg(RegClass::B32);
+                        self.ins(&format!("cvt.u32.u64 {c}, {r};"));
+                        c
+                    } else {
+                        r
+                    };
+                    let d = self.reg(RegClass::B32);
+                    self.ins(&format!("mad.lo.s32 {d}, {r}, {scale}, {cur};"));
+                    cur = d;
+                }
+            }
+        }
+        let stride = match access {
+            Shape::Run { axis, .. } => V::I(
+                strides.get(*axis).copied().unwrap_or(1) * size,
+                ScalarTy::I64,
+            ),
+            _ => V::I(size, ScalarTy::I64),
+        };
+        (
+            Addr {
+                space,
+                store_space: space,
+                reg: cur,
+            },
+            stride,
+        )
     }
 
     /// The address of element `i` of a run with a runtime stride.
@@ -1059,4 +1084,9 @@ fn row_major_strides(shape: &[i128]) -> Vec<i128> {
         s[i] = s[i + 1] * shape[i + 1];
     }
     s
+}
+
+/// The PTX name of a register array placed in local memory.
+pub(crate) fn local_name(f: &crate::backend::ir::Func, a: crate::backend::ir::ArrayId) -> String {
+    format!("local{}_{}", a.0, f.arrays[a].name)
 }
