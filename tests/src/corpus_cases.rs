@@ -1178,6 +1178,33 @@ pub fn vec_add() {
     }
     o.check("C", &c);
 }
+pub fn int4_gemv() {
+    // 37 rows over 4 warps per CTA: the last CTA is ragged, one CTA past it.
+    let (n, kw) = (37usize, 128usize);
+    let k = kw * 8;
+    let o = Case::corpus("int4_gemv")
+        .dims(&[
+            ("N", n as i64),
+            ("KW", kw as i64),
+            ("KG", (k / 128) as i64),
+            ("K", k as i64),
+        ])
+        .floor(100.0)
+        .run(g1(cdiv(n, 4) + 1));
+    let (w, s, x) = (o.input("Wq"), o.input("S"), o.input("x"));
+    let mut y = o.expect("y");
+    for r in 0..n {
+        let mut acc = 0.0;
+        for c in 0..k {
+            let word = w.i(r * kw + c / 8) as u64 as u32;
+            let q = ((word >> (4 * (c % 8))) & 15) as f64 - 8.0;
+            acc += s.f(r * (k / 128) + c / 128) * q * x.f(c);
+        }
+        y.set_f(r, acc);
+    }
+    o.check("y", &y);
+}
+
 pub fn reg_gemm() {
     // 45 x 70 out of 32 x 32 blocks per CTA: ragged rows and columns, a
     // K of 37 that no unrolling divides, and a small case inside one block.
@@ -1225,7 +1252,8 @@ macro_rules! corpus_cases {
     ($m:ident) => {
         $m! {
             autotune_block, autotune_dim, control_flow, cta_forms, cta_softmax, cta_sum_loop,
-            dp4a_nibble, dp4a_u8, elem_word, float_specials, grid_2d, grid_attr, i8_matvec, int_ops,
+            dp4a_nibble, dp4a_u8, elem_word, float_specials, grid_2d, grid_attr, i8_matvec,
+            int4_gemv, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
             reg_gemm, reg_local, row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
