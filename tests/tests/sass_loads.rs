@@ -106,6 +106,17 @@ fn a_register_array_indexed_by_unrolled_loops_has_no_local_memory_in_sass() {
     };
     let dir = tempfile::tempdir().expect("temp dir");
     for arch in [80u32, 90] {
+        // Phobos keeps it in registers itself: ptxas would scalarize a
+        // small `.local` array indexed in constant loops too, so the PTX
+        // is checked as well as the SASS.
+        let ptx: String = compile(&corpus_file("reg_gemm"), arch)
+            .iter()
+            .map(|k| k.ptx.clone())
+            .collect();
+        assert!(
+            !ptx.contains(".local"),
+            "reg_gemm sm_{arch}: a .local array in the PTX"
+        );
         let sass = sass_of(&ptxas, &nvdisasm, dir.path(), "reg_gemm", arch);
         let r = analyze(&sass);
         // The kernel's own global loads are there (the test reads real SASS).
