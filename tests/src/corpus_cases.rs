@@ -1409,6 +1409,73 @@ pub fn vec_add() {
     }
     o.check("C", &c);
 }
+pub fn int4_gemv() {
+    // 37 rows over 4 warps per CTA: the last CTA is ragged, one CTA past it.
+    let (n, kw) = (37usize, 128usize);
+    let k = kw * 8;
+    let o = Case::corpus("int4_gemv")
+        .dims(&[
+            ("N", n as i64),
+            ("KW", kw as i64),
+            ("KG", (k / 128) as i64),
+            ("K", k as i64),
+        ])
+        .floor(100.0)
+        .run(g1(cdiv(n, 4) + 1));
+    let (w, s, x) = (o.input("Wq"), o.input("S"), o.input("x"));
+    let mut y = o.expect("y");
+    for r in 0..n {
+        let mut acc = 0.0;
+        for c in 0..k {
+            let word = w.i(r * kw + c / 8) as u64 as u32;
+            let q = ((word >> (4 * (c % 8))) & 15) as f64 - 8.0;
+            acc += s.f(r * (k / 128) + c / 128) * q * x.f(c);
+        }
+        y.set_f(r, acc);
+    }
+    o.check("y", &y);
+}
+
+pub fn reg_gemm() {
+    // 45 x 70 out of 32 x 32 blocks per CTA: ragged rows and columns, a
+    // K of 37 that no unrolling divides, and a small case inside one block.
+    for (m, n, k, extra) in [(45usize, 70usize, 37usize, 1u32), (3, 5, 2, 0)] {
+        let o = Case::corpus("reg_gemm")
+            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+            .floor(1.0)
+            .run([cdiv(n, 32) + extra, cdiv(m, 32), 1]);
+        let (a, b) = (o.input("A"), o.input("B"));
+        let mut c = o.expect("C");
+        for r in 0..m {
+            for col in 0..n {
+                let s: f64 = (0..k).map(|x| a.f(r * k + x) * b.f(x * n + col)).sum();
+                c.set_f(r * n + col, s);
+            }
+        }
+        o.check("C", &c);
+    }
+}
+
+pub fn reg_local() {
+    // 100 threads' rows over two CTAs, the last one ragged.
+    let (t, l) = (100usize, 13usize);
+    let o = Case::corpus("reg_local")
+        .dims(&[("T", t as i64), ("L", l as i64)])
+        .run(g1(cdiv(t, 64)));
+    let x = o.input("X");
+    let mut h = o.expect("H");
+    for row in 0..t {
+        let mut bins = [0i64; 8];
+        for i in 0..l {
+            bins[(x.i(row * l + i) & 7) as usize] += 1;
+        }
+        for (b, v) in bins.iter().enumerate() {
+            h.set_i(row * 8 + b, *v);
+        }
+    }
+    o.check("H", &h);
+}
+
 /// Calls macro `$m` with the name of every case, so a test file can make
 /// one `#[test]` per case from the one list.
 #[macro_export]
@@ -1416,10 +1483,11 @@ macro_rules! corpus_cases {
     ($m:ident) => {
         $m! {
             atomic_histogram, atomic_ops, atomic_sum, autotune_block, autotune_dim, control_flow, cta_forms, cta_softmax, cta_sum_loop,
-            dp4a_nibble, dp4a_u8, elem_word, float_specials, grid_2d, grid_attr, i8_matvec, int_ops,
+            dp4a_nibble, dp4a_u8, elem_word, float_specials, grid_2d, grid_attr, i8_matvec,
+            int4_gemv, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
-            row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
+            reg_gemm, reg_local, row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
             scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,

@@ -57,6 +57,7 @@ fn instructions(ptx: &str, entry: &str) -> BTreeMap<u32, Vec<Instr>> {
         let space = match parts.get(1) {
             Some(&"global") => "global",
             Some(&"shared") => "shared",
+            Some(&"local") => "local",
             _ => continue,
         };
         let lanes = parts
@@ -78,6 +79,12 @@ fn instructions(ptx: &str, entry: &str) -> BTreeMap<u32, Vec<Instr>> {
 fn space_of(meta: &KernelMeta, a: &AccessMeta) -> &'static str {
     if meta.params.iter().any(|p| p.name == a.target) {
         "global"
+    } else if meta
+        .variants
+        .iter()
+        .any(|v| v.arrays.iter().any(|arr| arr.local && arr.name == a.target))
+    {
+        "local"
     } else {
         "shared"
     }

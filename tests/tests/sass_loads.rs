@@ -6,8 +6,12 @@
 //! four; the issue asked for at least four, and CUDA C compiled by nvrtc
 //! reaches six on sm_80 and eight on sm_90: docs/benchmarks.md.)
 //!
-//! Without ptxas or nvdisasm the test is skipped with a message, except
-//! under `CI=true`, where a missing tool fails it.
+//! `reg_gemm`'s 4 x 4 register array, indexed by loops the compiler
+//! unrolls completely, stays in registers: its SASS has no local-memory
+//! instruction (`LDL`/`STL`) on sm_80 or sm_90.
+//!
+//! Without ptxas or nvdisasm the tests are skipped with a message, except
+//! under `CI=true`, where a missing tool fails them.
 
 use phobos_conformance::sass::{analyze, find_nvdisasm};
 use phobos_conformance::{compile, corpus_file, find_ptxas, in_ci};
@@ -29,38 +33,9 @@ fn seed_matvecs_issue_several_16_byte_loads_before_the_first_use() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut failures = Vec::new();
     for name in ["lanes_matvec", "i8_matvec"] {
-        let file = corpus_file(name);
         for arch in [80u32, 90] {
-            let ptx: String = compile(&file, arch)
-                .iter()
-                .map(|k| k.ptx.as_str())
-                .collect();
-            let ptx_path = dir.path().join(format!("{name}.sm_{arch}.ptx"));
-            let cubin = ptx_path.with_extension("cubin");
-            std::fs::write(&ptx_path, ptx).expect("write ptx");
-            let out = Command::new(&ptxas)
-                .arg(format!("-arch=sm_{arch}"))
-                .arg("-o")
-                .arg(&cubin)
-                .arg(&ptx_path)
-                .output()
-                .expect("run ptxas");
-            assert!(
-                out.status.success(),
-                "ptxas failed on {name} sm_{arch}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let out = Command::new(&nvdisasm)
-                .arg("-c")
-                .arg(&cubin)
-                .output()
-                .expect("run nvdisasm");
-            assert!(
-                out.status.success(),
-                "nvdisasm failed on {name} sm_{arch}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let r = analyze(&String::from_utf8_lossy(&out.stdout));
+            let sass = sass_of(&ptxas, &nvdisasm, dir.path(), name, arch);
+            let r = analyze(&sass);
             eprintln!(
                 "{name} sm_{arch}: {} LDG.E.128, {} in flight before the first use (groups {:?}), {} local-memory instructions",
                 r.ldg128, r.in_flight, r.groups, r.local
@@ -75,4 +50,84 @@ fn seed_matvecs_issue_several_16_byte_loads_before_the_first_use() {
         "fewer than {MIN_IN_FLIGHT} 16-byte loads in flight, or spills:\n{}",
         failures.join("\n")
     );
+}
+
+/// The SASS of corpus kernel `name` for `sm_{arch}`: compiled by Phobos,
+/// assembled by ptxas, disassembled by nvdisasm.
+fn sass_of(
+    ptxas: &std::path::Path,
+    nvdisasm: &std::path::Path,
+    dir: &std::path::Path,
+    name: &str,
+    arch: u32,
+) -> String {
+    let file = corpus_file(name);
+    let ptx: String = compile(&file, arch)
+        .iter()
+        .map(|k| k.ptx.as_str())
+        .collect();
+    let ptx_path = dir.join(format!("{name}.sm_{arch}.ptx"));
+    let cubin = ptx_path.with_extension("cubin");
+    std::fs::write(&ptx_path, ptx).expect("write ptx");
+    let out = Command::new(ptxas)
+        .arg(format!("-arch=sm_{arch}"))
+        .arg("-o")
+        .arg(&cubin)
+        .arg(&ptx_path)
+        .output()
+        .expect("run ptxas");
+    assert!(
+        out.status.success(),
+        "ptxas failed on {name} sm_{arch}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(nvdisasm)
+        .arg("-c")
+        .arg(&cubin)
+        .output()
+        .expect("run nvdisasm");
+    assert!(
+        out.status.success(),
+        "nvdisasm failed on {name} sm_{arch}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_register_array_indexed_by_unrolled_loops_has_no_local_memory_in_sass() {
+    let (Some(ptxas), Some(nvdisasm)) = (find_ptxas(), find_nvdisasm()) else {
+        assert!(
+            !in_ci(),
+            "ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM); CI=true requires both"
+        );
+        eprintln!("skipping: ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    for arch in [80u32, 90] {
+        // Phobos keeps it in registers itself: ptxas would scalarize a
+        // small `.local` array indexed in constant loops too, so the PTX
+        // is checked as well as the SASS.
+        let ptx: String = compile(&corpus_file("reg_gemm"), arch)
+            .iter()
+            .map(|k| k.ptx.clone())
+            .collect();
+        assert!(
+            !ptx.contains(".local"),
+            "reg_gemm sm_{arch}: a .local array in the PTX"
+        );
+        let sass = sass_of(&ptxas, &nvdisasm, dir.path(), "reg_gemm", arch);
+        let r = analyze(&sass);
+        // The kernel's own global loads are there (the test reads real SASS).
+        assert!(sass.contains("LDG"), "no global load in reg_gemm sm_{arch}");
+        assert_eq!(r.local, 0, "reg_gemm sm_{arch} uses local memory: {r:?}");
+    }
+    // The same array indexed at run time lives in local memory, and the
+    // PTX says so (ptxas may still keep a small one in registers).
+    let ptx: String = compile(&corpus_file("reg_local"), 80)
+        .iter()
+        .map(|k| k.ptx.clone())
+        .collect();
+    assert!(ptx.contains(".local .align 4 .b8") && ptx.contains("ld.local.u32"));
 }

@@ -64,6 +64,7 @@ fn lanes_matvec() -> KernelMeta {
             shared_plan: vec![],
             barriers: vec![],
             loads: vec![],
+            arrays: vec![],
         }],
     }
 }

@@ -166,6 +166,24 @@ pub fn report(m: &KernelMeta) -> String {
                 l.align_bytes
             );
         }
+        if !v.arrays.is_empty() {
+            let _ = writeln!(s, "  register arrays:");
+        }
+        for a in &v.arrays {
+            let home = if a.local {
+                format!(
+                    "in local memory ({} bytes per thread): {}",
+                    a.bytes, a.reason
+                )
+            } else {
+                format!("in registers (one per element, {} bytes)", a.bytes)
+            };
+            let _ = writeln!(
+                s,
+                "    line {}: {} ({} elements) {home}",
+                a.line, a.name, a.elems
+            );
+        }
         let _ = writeln!(s, "  shared memory: {} bytes", v.shared_bytes);
         for b in &v.shared_plan {
             let _ = writeln!(

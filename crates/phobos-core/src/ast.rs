@@ -211,6 +211,16 @@ pub enum StmtKind {
         ty: Option<(ScalarTy, Span)>,
         init: Expr,
     },
+    /// `var acc: f32[4, 4] = 0.0`: a register array (`mutable` is false
+    /// for the `let` the checker refuses). `shape` holds the dims as written.
+    ArrayDecl {
+        mutable: bool,
+        name: Ident,
+        elem: (ScalarTy, Span),
+        shape: Vec<Expr>,
+        shape_span: Span,
+        init: Expr,
+    },
     /// `x = e`, `x += e`, `y[0, row] = e`, `A[r :+ R, :] = t`.
     /// `op` is the operator of a compound assignment.
     Assign {

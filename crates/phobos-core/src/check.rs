@@ -9,6 +9,7 @@
 //! `subscripts`, `collectives`, `stmts`, and `uniformity`, which runs on
 //! the finished HIR.
 
+mod arrays;
 mod atomics;
 mod calls;
 mod collectives;

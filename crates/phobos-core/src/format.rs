@@ -194,6 +194,20 @@ fn erase_block(b: &mut Block) {
                 }
                 erase_expr(init);
             }
+            StmtKind::ArrayDecl {
+                name,
+                elem,
+                shape,
+                shape_span,
+                init,
+                ..
+            } => {
+                name.span = Span::default();
+                elem.1 = Span::default();
+                *shape_span = Span::default();
+                shape.iter_mut().for_each(erase_expr);
+                erase_expr(init);
+            }
             StmtKind::Assign { target, value, .. } => {
                 erase_expr(target);
                 erase_expr(value);
@@ -953,6 +967,24 @@ impl<'a> Formatter<'a> {
                 let ty = ty.map_or(String::new(), |(t, _)| format!(": {}", t.name()));
                 let doc = Doc::Concat(vec![
                     text(format!("{kw} {}{ty} = ", name.name)),
+                    self.expr(init, Place::Top),
+                ]);
+                self.doc_line(&doc);
+            }
+            StmtKind::ArrayDecl {
+                mutable,
+                name,
+                elem,
+                shape,
+                init,
+                ..
+            } => {
+                let kw = if *mutable { "var" } else { "let" };
+                let dims = shape.iter().map(|d| self.expr(d, Place::Top)).collect();
+                let doc = Doc::Concat(vec![
+                    text(format!("{kw} {}: {}", name.name, elem.0.name())),
+                    list("[", dims, "]"),
+                    text(" = "),
                     self.expr(init, Place::Top),
                 ]);
                 self.doc_line(&doc);

@@ -83,7 +83,19 @@ pub enum LocalKind {
         elem: ScalarTy,
         shape: Vec<u32>,
     },
+    /// A per-thread register array, `var acc: f32[4, 4] = 0.0` (row-major,
+    /// constant shape, at most `MAX_ARRAY_ELEMS` elements). Its `Let`
+    /// broadcasts a scalar into every element; elements are read with
+    /// `Load` and written with `Store` on `Memory::Array`.
+    Array {
+        elem: ScalarTy,
+        shape: Vec<u32>,
+    },
 }
+
+/// The most elements a register array may hold (each is a register of its
+/// own when its indices fold to constants).
+pub const MAX_ARRAY_ELEMS: u64 = 256;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Ty {
@@ -113,6 +125,8 @@ pub enum Memory {
     Tensor(ParamId),
     /// A shared tile local.
     Tile(LocalId),
+    /// A per-thread register array local (`LocalKind::Array`).
+    Array(LocalId),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -123,6 +123,10 @@ pub struct VariantMeta {
     pub shared_plan: Vec<SharedBuffer>,
     pub barriers: Vec<BarrierMeta>,
     pub loads: Vec<AccessMeta>,
+    /// Where each register array lives (`var acc: f32[4, 4] = ...`), in
+    /// declaration order. Absent in metadata written before register arrays.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arrays: Vec<ArrayMeta>,
 }
 
 impl VariantMeta {
@@ -169,6 +173,22 @@ pub struct SharedBuffer {
     pub bytes: u32,
     /// Source line range over which the buffer is live.
     pub live_lines: (u32, u32),
+}
+
+/// A register array and where the compiler put it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArrayMeta {
+    pub name: String,
+    /// Source line of the declaration.
+    pub line: u32,
+    pub elems: u32,
+    /// Bytes per thread.
+    pub bytes: u32,
+    /// In local memory (`.local`) rather than one register per element.
+    pub local: bool,
+    /// Why local memory: the line and column of an index known only at run
+    /// time (empty when in registers).
+    pub reason: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

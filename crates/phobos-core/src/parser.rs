@@ -586,10 +586,35 @@ impl<'a> Parser<'a> {
         } else {
             None
         };
+        // `var acc: f32[4, 4] = 0.0`: a register array.
+        let shape = match ty {
+            Some(_) if self.at(&Tok::LBracket) => {
+                let open = self.bump().span;
+                let dims = self.comma_list(&Tok::RBracket, |p| p.expr())?;
+                Some((
+                    dims,
+                    Span {
+                        start: open.start,
+                        end: self.prev_end(),
+                    },
+                ))
+            }
+            _ => None,
+        };
         self.expect(&Tok::Assign)?;
         let mut init = self.expr()?;
         if bad_ty {
             init.kind = ExprKind::Error;
+        }
+        if let (Some((dims, shape_span)), Some(elem)) = (shape, ty) {
+            return Ok(StmtKind::ArrayDecl {
+                mutable,
+                name,
+                elem,
+                shape: dims,
+                shape_span,
+                init,
+            });
         }
         Ok(StmtKind::Let {
             mutable,

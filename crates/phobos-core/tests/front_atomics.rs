@@ -198,6 +198,20 @@ fn an_operation_not_defined_on_the_type_is_p0431() {
 fn an_atomic_needs_one_element_of_a_tensor_or_tile() {
     assert_eq!(codes(&k("  var x = 0\n  atomic_add(x, 1)")), ["P0432"]);
     assert_eq!(codes(&k("  atomic_add(I[0 :+ 4], 1)")), ["P0432"]);
+    // A register array is the thread's own: refused, not an internal
+    // error in lowering (it panicked once arrays and atomics met).
+    assert_eq!(
+        codes(&k("  var acc: i32[4] = 0
+  atomic_add(acc[1], 1)
+  I[i] = acc[1]")),
+        ["P0432"]
+    );
+    assert_eq!(
+        codes(&k("  var acc: i32[4] = 0
+  let old = atomic_max(acc[i & 3], 1)
+  I[i] = old")),
+        ["P0432"]
+    );
     assert_eq!(codes(&k("  atomic_add(I[0, 1], 1)")), ["P0500"]);
     assert_eq!(codes(&k("  atomic_add(I[0])")), ["P0204"]);
     assert_eq!(codes(&k("  atomic_cas(I[0], 1)")), ["P0204"]);

@@ -4,7 +4,8 @@
 
 const DOCS: &str = include_str!("../../../docs/language.md");
 
-const SOURCES: [&str; 22] = [
+const SOURCES: [&str; 23] = [
+    include_str!("../src/check/arrays.rs"),
     include_str!("../src/backend.rs"),
     include_str!("../src/pipeline.rs"),
     include_str!("../src/backend/shared_plan.rs"),

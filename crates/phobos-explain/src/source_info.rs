@@ -101,7 +101,7 @@ fn walk(kernel: &Kernel, block: &Block, index: &LineIndex, info: &mut SourceInfo
 fn tile_shape(kernel: &Kernel, local: usize) -> Option<Vec<u64>> {
     match &kernel.locals.get(local)?.kind {
         LocalKind::Tile { shape, .. } => Some(shape.iter().map(|&d| u64::from(d)).collect()),
-        LocalKind::Scalar(_) => None,
+        LocalKind::Scalar(_) | LocalKind::Array { .. } => None,
     }
 }
 

@@ -178,6 +178,43 @@ impl Cta<'_> {
             return Ok(());
         }
         match &s.kind {
+            StmtKind::Let { local, init }
+                if matches!(
+                    self.k.locals[local.0 as usize].kind,
+                    LocalKind::Array { .. }
+                ) =>
+            {
+                // A register array: every element of each thread's copy.
+                let v = self.eval(init, mask)?;
+                let (elem, shape) = self.tile_shape(local.0);
+                let elems: usize = shape.iter().product();
+                let n = self.n;
+                let arr = self
+                    .tiles
+                    .entry(local.0)
+                    .or_insert_with(|| vec![0; n * elems]);
+                for t in Self::active(mask) {
+                    for e in 0..elems {
+                        arr[t * elems + e] = value::to_bits(elem, v[t].s());
+                    }
+                }
+            }
+            StmtKind::Store {
+                dst: Memory::Array(l),
+                index,
+                value,
+            } => {
+                let idx = self.eval_all(index, mask)?;
+                let v = self.eval(value, mask)?;
+                for t in Self::active(mask) {
+                    let at: Vec<i128> = idx.iter().map(|i| value::as_i(i[t].s())).collect();
+                    let slot = self.array_slot(l.0, t, &at)?;
+                    let (elem, _) = self.tile_shape(l.0);
+                    if let Some(arr) = self.tiles.get_mut(&l.0) {
+                        arr[slot] = value::to_bits(elem, v[t].s());
+                    }
+                }
+            }
             StmtKind::Let { local, init } | StmtKind::Assign { local, value: init } => {
                 let v = self.eval(init, mask)?;
                 for t in Self::active(mask) {
@@ -403,8 +440,22 @@ impl Cta<'_> {
     fn tile_shape(&self, l: u32) -> (ScalarTy, Vec<usize>) {
         match &self.k.locals[l as usize].kind {
             LocalKind::Tile { elem, shape } => (*elem, shape.iter().map(|d| *d as usize).collect()),
+            LocalKind::Array { elem, shape } => {
+                (*elem, shape.iter().map(|d| *d as usize).collect())
+            }
             LocalKind::Scalar(t) => (*t, vec![1]),
         }
+    }
+
+    /// Where thread `t`'s element `at` of register array `l` is kept.
+    fn array_slot(&self, l: u32, t: usize, at: &[i128]) -> R<usize> {
+        let (_, shape) = self.tile_shape(l);
+        let dims: Vec<i128> = shape.iter().map(|d| *d as i128).collect();
+        if !at.iter().zip(&dims).all(|(a, d)| (0..*d).contains(a)) {
+            return undefined(format!("array index {at:?} outside {shape:?}"));
+        }
+        let elems: usize = shape.iter().product();
+        Ok(t * elems + flatten(at, &dims))
     }
 
     fn claim(&mut self, p: u32, f: usize) -> R<()> {
@@ -430,7 +481,7 @@ impl Cta<'_> {
                     let t = self.args.tensors.get_mut(&p.0).expect("tensor");
                     t.bits[f] = value::to_bits(t.elem, v);
                 }
-                Memory::Tile(l) => {
+                Memory::Tile(l) | Memory::Array(l) => {
                     let (elem, _) = self.tile_shape(l.0);
                     self.tiles.get_mut(&l.0).expect("tile")[f] = value::to_bits(elem, v);
                 }
@@ -445,7 +496,7 @@ impl Cta<'_> {
                 let t = &self.args.tensors[&p.0];
                 (t.elem, t.shape.clone())
             }
-            Memory::Tile(l) => self.tile_shape(l.0),
+            Memory::Tile(l) | Memory::Array(l) => self.tile_shape(l.0),
         }
     }
 
@@ -458,7 +509,7 @@ impl Cta<'_> {
         }
         let id = match m {
             Memory::Tensor(p) => p.0,
-            Memory::Tile(l) => l.0,
+            Memory::Tile(l) | Memory::Array(l) => l.0,
         };
         Ok((id, flatten(at, &dims)))
     }
@@ -468,7 +519,7 @@ impl Cta<'_> {
         let (_, f) = self.flat(m, at)?;
         let b = match m {
             Memory::Tensor(p) => self.args.tensors[&p.0].bits[f],
-            Memory::Tile(l) => match self.tiles.get(&l.0) {
+            Memory::Tile(l) | Memory::Array(l) => match self.tiles.get(&l.0) {
                 Some(t) => t[f],
                 None => return undefined("a tile read before it is copied"),
             },
@@ -594,6 +645,13 @@ impl Cta<'_> {
                 let idx = self.eval_all(index, mask)?;
                 for t in Self::active(mask) {
                     let at: Vec<i128> = idx.iter().map(|i| value::as_i(i[t].s())).collect();
+                    if let Memory::Array(l) = src {
+                        let slot = self.array_slot(l.0, t, &at)?;
+                        let (elem, _) = self.tile_shape(l.0);
+                        let bits = self.tiles.get(&l.0).map_or(0, |a| a[slot]);
+                        out[t] = V::S(value::from_bits(elem, bits));
+                        continue;
+                    }
                     out[t] = V::S(self.load(*src, &at)?);
                 }
             }

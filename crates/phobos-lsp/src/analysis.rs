@@ -262,6 +262,16 @@ impl Analysis {
                     hir::LocalKind::Tile { elem, shape } => {
                         Some(self.tile_facts(&kv, &local.name, *elem, shape))
                     }
+                    hir::LocalKind::Array { elem, shape } => {
+                        let level = kv.level_of_local(lid);
+                        let dims: Vec<String> = shape.iter().map(u32::to_string).collect();
+                        Some(format!(
+                            "register array `{}[{}]` · **{}**",
+                            elem.name(),
+                            dims.join(", "),
+                            level_name(level)
+                        ))
+                    }
                 }
             }
             SymbolKind::TensorParam | SymbolKind::ScalarParam | SymbolKind::Dim => {

@@ -101,6 +101,7 @@ impl Analysis {
             }
             StmtKind::While { body, .. } => self.block_hints(body, uniformity, out),
             StmtKind::Assign { .. }
+            | StmtKind::ArrayDecl { .. }
             | StmtKind::Expr(_)
             | StmtKind::Break
             | StmtKind::Continue

@@ -286,6 +286,36 @@ impl Resolver<'_> {
                 );
                 self.bind(id);
             }
+            StmtKind::ArrayDecl {
+                mutable,
+                name,
+                elem,
+                shape,
+                init,
+                ..
+            } => {
+                for d in shape {
+                    self.expr(d);
+                }
+                self.expr(init);
+                let kw = if *mutable { "var" } else { "let" };
+                let scope = Span {
+                    start: s.span.end,
+                    end: block.end,
+                };
+                let id = self.define(
+                    name,
+                    SymbolKind::Local,
+                    scope,
+                    format!(
+                        "{kw} {}: {}[{} dims]",
+                        name.name,
+                        elem.0.name(),
+                        shape.len()
+                    ),
+                );
+                self.bind(id);
+            }
             StmtKind::Assign { target, value, .. } => {
                 self.expr(target);
                 self.expr(value);

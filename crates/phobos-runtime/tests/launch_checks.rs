@@ -49,6 +49,7 @@ fn variant(entry: &str, values: Vec<(String, i64)>, threads: u32) -> VariantMeta
         shared_plan: vec![],
         barriers: vec![],
         loads: vec![],
+        arrays: vec![],
     }
 }
 

@@ -26,6 +26,7 @@ fn variant() -> VariantMeta {
         ],
         barriers: vec![],
         loads: vec![],
+        arrays: vec![],
     }
 }
 

@@ -250,6 +250,7 @@ fn stride_divisors(f: &Func, k: &hir::Kernel, mem: Mem) -> Vec<u64> {
             BufferKind::Tile { shape, .. } => shape.iter().map(|&s| s as u64).collect(),
             BufferKind::Scratch { .. } => vec![],
         },
+        Mem::Local(a) => f.arrays[a].shape.iter().map(|&s| u64::from(s)).collect(),
     };
     let mut strides = vec![1u64; dims.len()];
     for i in (0..dims.len().saturating_sub(1)).rev() {

@@ -85,6 +85,7 @@ pub fn emit_entry(
         warp: Reg::new(RegClass::B32, 0),
         smem: format!("{}_smem", f.entry),
         cur_access: None,
+        load_cache: Vec::new(),
         emitted: vec![EmittedAccess::default(); f.accesses.len()],
         addresses: Default::default(),
         loops: Vec::new(),
@@ -204,6 +205,10 @@ pub(crate) struct Emitter<'a> {
     /// Tensor accesses' computed addresses and strides, for the accesses
     /// that `Func::access_shift` places at a constant distance from them.
     pub(crate) addresses: std::collections::HashMap<super::ir::AccessId, (memory::Addr, V)>,
+    /// Loads already emitted in the current straight-line stretch of one
+    /// statement (see `memory::reuse`): an equal access reads them again
+    /// instead of loading twice. Emptied at every statement and label.
+    pub(crate) load_cache: Vec<(super::ir::AccessId, memory::Cached)>,
     /// The loops around the statement being emitted: the label `continue`
     /// jumps to and the one `break` jumps to.
     loops: Vec<(String, String)>,
@@ -231,6 +236,15 @@ impl<'a> Emitter<'a> {
         self.body.push('\n');
     }
 
+    /// `acc` reuses `src`'s load: it reports `src`'s instructions.
+    pub(crate) fn emitted_copy(&mut self, src: super::ir::AccessId, acc: super::ir::AccessId) {
+        let e = self.emitted[src.0 as usize];
+        let d = &mut self.emitted[acc.0 as usize];
+        if d.instructions == 0 {
+            *d = e;
+        }
+    }
+
     /// Count `s` as one of `acc`'s instructions when it is a load or store
     /// in the access's state space.
     fn record(&mut self, acc: super::ir::AccessId, s: &str) {
@@ -242,6 +256,7 @@ impl<'a> Emitter<'a> {
         let space = match self.f.accesses[acc].mem {
             super::ir::Mem::Tensor(_) => ".global",
             super::ir::Mem::Buffer(_) => ".shared",
+            super::ir::Mem::Local(_) => ".local",
         };
         let mut parts = op.split('.');
         let kind = parts.next().unwrap_or("");
@@ -275,6 +290,8 @@ impl<'a> Emitter<'a> {
     }
 
     pub fn place_label(&mut self, l: &str) {
+        // A join point: what was loaded before it may not have run.
+        self.load_cache.clear();
         let _ = writeln!(self.body, "{l}:");
     }
 
@@ -394,6 +411,16 @@ impl<'a> Emitter<'a> {
                 let _ = writeln!(out, "\t.reg {} {}<{}>;", c.decl(), c.prefix(), n + 1);
             }
         }
+        // Register arrays indexed at run time: the thread's local memory.
+        for (a, arr) in self.f.arrays.iter() {
+            let _ = writeln!(
+                out,
+                "\t.local .align {} .b8 {}[{}];",
+                arr.elem.size().max(4),
+                memory::local_name(self.f, a),
+                arr.bytes()
+            );
+        }
         out.push('\n');
         out.push_str(&self.body);
         out.push_str("}\n");
@@ -411,6 +438,12 @@ impl<'a> Emitter<'a> {
     }
 
     fn stmt(&mut self, s: StmtId) {
+        // Loads stay reusable across `Set`s (a `fn` argument bound once per
+        // call, then used: `f(A[i]) + f(A[i])` loads `A[i]` once); any other
+        // statement may store, synchronize or branch.
+        if !matches!(self.f.stmts[s].kind, StmtKind::Set(..)) {
+            self.load_cache.clear();
+        }
         let span = self.f.stmt_span(s);
         self.loc(span);
         match &self.f.stmts[s].kind {
@@ -419,6 +452,11 @@ impl<'a> Emitter<'a> {
                 let r = self.var_reg(*v);
                 let ty = self.f.vars[*v].ty;
                 self.mov_to(r, val, ty);
+                // Loads whose address reads `v` now name other elements.
+                let v = *v;
+                let f = self.f;
+                self.load_cache
+                    .retain(|(a, _)| !memory::access_reads_var(f, *a, v));
             }
             StmtKind::Store(acc, e) => {
                 let val = self.expr(*e);

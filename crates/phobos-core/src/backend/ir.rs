@@ -46,6 +46,7 @@ handle!(VarId, "v");
 handle!(AccessId, "a");
 handle!(BufferId, "buf");
 handle!(BarrierId, "bar");
+handle!(ArrayId, "arr");
 
 /// A growable vector addressed by one handle type.
 #[derive(Clone, Debug)]
@@ -110,6 +111,12 @@ pub struct Func {
     pub accesses: Arena<AccessId, Access>,
     pub buffers: Arena<BufferId, Buffer>,
     pub barriers: Arena<BarrierId, Barrier>,
+    /// Register arrays placed in local memory (`.local`): those some access
+    /// indexes with a value known only at run time.
+    pub arrays: Arena<ArrayId, LocalArray>,
+    /// Side table: where lowering put each register array of the kernel,
+    /// in declaration order (what `phobos report` prints).
+    pub array_homes: Vec<ArrayHome>,
     /// Side tables: the source span of each expression and statement.
     pub expr_spans: Vec<Span>,
     pub stmt_spans: Vec<Span>,
@@ -284,6 +291,40 @@ pub struct Var {
 pub enum Mem {
     Tensor(ParamId),
     Buffer(BufferId),
+    /// A register array in the thread's local memory.
+    Local(ArrayId),
+}
+
+/// A register array that lives in local memory: row-major, constant shape,
+/// one per thread.
+#[derive(Clone, Debug)]
+pub struct LocalArray {
+    pub name: String,
+    pub elem: ScalarTy,
+    pub shape: Vec<u32>,
+    pub span: Span,
+}
+
+impl LocalArray {
+    pub fn bytes(&self) -> u64 {
+        self.shape
+            .iter()
+            .fold(u64::from(self.elem.size()), |a, &d| a * u64::from(d))
+    }
+}
+
+/// Where a register array lives, and why.
+#[derive(Clone, Debug)]
+pub struct ArrayHome {
+    pub name: String,
+    /// The declaration.
+    pub span: Span,
+    pub elem: ScalarTy,
+    pub elems: u32,
+    /// `None`: one register per element (every index folded to a
+    /// constant). `Some(span)`: in local memory, because the index at
+    /// `span` is known only at run time.
+    pub dynamic_index: Option<Span>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -31,10 +31,37 @@ use crate::consteval;
 use crate::check::uniformity::Judge;
 use crate::hir::{self, CollOp, ConstVal, Group, LocalKind, Ty};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+mod arrays;
 
 /// Lower one variant. `entry` is the PTX entry name.
+///
+/// Register arrays start in registers; an access whose index does not
+/// fold to a constant moves its array to local memory, and the variant is
+/// lowered again (at most once more per array).
 pub fn lower(kernel: &hir::Kernel, entry: &str) -> Func {
+    let mut in_local = BTreeMap::new();
+    loop {
+        let (f, dynamic) = lower_placed(kernel, entry, &in_local);
+        let mut moved = false;
+        for (array, span) in dynamic {
+            if let std::collections::btree_map::Entry::Vacant(v) = in_local.entry(array) {
+                v.insert(span);
+                moved = true;
+            }
+        }
+        if !moved {
+            return f;
+        }
+    }
+}
+
+fn lower_placed(
+    kernel: &hir::Kernel,
+    entry: &str,
+    in_local: &BTreeMap<hir::LocalId, Span>,
+) -> (Func, Vec<(hir::LocalId, Span)>) {
     let mut cx = Lower {
         k: kernel,
         f: Func {
@@ -55,6 +82,12 @@ pub fn lower(kernel: &hir::Kernel, entry: &str) -> Func {
         substituted: HashMap::new(),
         pred: None,
         predicated_already: false,
+        arrays: HashMap::new(),
+        loop_consts: HashMap::new(),
+        let_consts: HashMap::new(),
+        array_index_depth: 0,
+        full_unroll_copies: 1,
+        dynamic_arrays: Vec::new(),
     };
     for (i, local) in kernel.locals.iter().enumerate() {
         let id = hir::LocalId(i as u32);
@@ -84,11 +117,13 @@ pub fn lower(kernel: &hir::Kernel, entry: &str) -> Func {
                 });
                 cx.tiles.insert(id, b);
             }
+            LocalKind::Array { .. } => {}
         }
     }
+    cx.place_arrays(in_local);
     let body = cx.block(&kernel.body);
     cx.f.body = body;
-    cx.f
+    (cx.f, cx.dynamic_arrays)
 }
 
 struct Lower<'k> {
@@ -122,6 +157,21 @@ struct Lower<'k> {
     /// Set by a statement whose lowering is already predicated (a nested
     /// predicated `if`), so that `block` does not wrap it again.
     predicated_already: bool,
+    /// Where each register array lives (see `arrays`).
+    arrays: HashMap<hir::LocalId, arrays::Home>,
+    /// Loop variables of loops being unrolled completely: their value in
+    /// the copy being lowered.
+    loop_consts: HashMap<hir::LocalId, i128>,
+    /// Immutable `let`s whose value lowered to an integer constant, folded
+    /// into array indices.
+    let_consts: HashMap<hir::LocalId, i128>,
+    /// Inside an array index (where `let_consts` fold).
+    array_index_depth: u32,
+    /// Loop bodies the complete unrolls around this point multiply to.
+    full_unroll_copies: u64,
+    /// Arrays in registers found indexed by a value known only at run
+    /// time, with that index.
+    dynamic_arrays: Vec<(hir::LocalId, Span)>,
 }
 
 impl<'k> Lower<'k> {
@@ -273,9 +323,18 @@ impl<'k> Lower<'k> {
     fn stmt(&mut self, s: &hir::Stmt) -> Vec<StmtId> {
         let span = s.span;
         match &s.kind {
+            hir::StmtKind::Let { local, init } if self.arrays.contains_key(local) => {
+                self.array_let(*local, init, span)
+            }
+            hir::StmtKind::Store {
+                dst: hir::Memory::Array(array),
+                index,
+                value,
+            } => self.array_store(*array, index, value, span),
             hir::StmtKind::Let { local, init } => {
                 let v = self.locals[local];
                 let e = self.expr(init);
+                self.note_let_const(*local, e);
                 let mutable = self.k.locals[local.0 as usize].mutable;
                 if self.uniform
                     && ((!mutable && self.is_uniform(e))
@@ -525,6 +584,9 @@ impl<'k> Lower<'k> {
         body: &hir::Block,
         span: Span,
     ) -> Vec<StmtId> {
+        if let Some(copies) = self.full_unroll(var, start, end, step, body) {
+            return copies;
+        }
         let v = self.locals[&var];
         let start = self.judged_expr(start);
         let end = self.judged_expr(end);
@@ -804,6 +866,11 @@ impl<'k> Lower<'k> {
                 };
                 (Mem::Tensor(p), elem)
             }
+            hir::Memory::Array(l) => match self.arrays[&l] {
+                arrays::Home::Local(a) => (Mem::Local(a), self.f.arrays[a].elem),
+                // Array elements in registers are never memory accesses.
+                arrays::Home::Regs { .. } => unreachable!("an access to an array in registers"),
+            },
             hir::Memory::Tile(l) => {
                 let b = self.tiles[&l];
                 let elem = match &self.f.buffers[b].kind {
@@ -865,6 +932,10 @@ impl<'k> Lower<'k> {
         let ty = e.ty;
         match &e.kind {
             hir::ExprKind::Const(c) => self.push_expr(ExprKind::Const(c.clone()), ty, span),
+            hir::ExprKind::Local(l) if self.known_local(*l).is_some() => {
+                let v = self.known_local(*l).unwrap_or(0);
+                self.int_const(v, ScalarTy::I32, span)
+            }
             hir::ExprKind::Local(l) => match self.substituted.get(l).cloned() {
                 Some(value) => self.expr(&value),
                 None => {
@@ -939,6 +1010,10 @@ impl<'k> Lower<'k> {
                 let args = args.iter().map(|a| self.expr(a)).collect();
                 self.push_expr(ExprKind::Builtin(*b, args), ty, span)
             }
+            hir::ExprKind::Load {
+                src: hir::Memory::Array(array),
+                index,
+            } => self.array_load(*array, index, ty, span),
             hir::ExprKind::Load { src, index } => {
                 let acc = self.access(*src, index, Shape::Point, false, span);
                 self.push_expr(ExprKind::Load(acc), ty, span)

@@ -188,6 +188,7 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
         let target = match a.mem {
             Mem::Tensor(p) => k.params[p.0 as usize].name.clone(),
             Mem::Buffer(b) => v.func.buffers[b].name.clone(),
+            Mem::Local(a) => v.func.arrays[a].name.clone(),
         };
         let elems = match &a.shape {
             Shape::Point => 1,
@@ -214,6 +215,26 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
             loads.push(m);
         }
     }
+    let arrays = v
+        .func
+        .array_homes
+        .iter()
+        .map(|h| {
+            let (line, _) = lines.line_col(h.span.start as usize);
+            let reason = h.dynamic_index.map_or(String::new(), |s| {
+                let (l, c) = lines.line_col(s.start as usize);
+                format!("the index at {l}:{c} is known only at run time")
+            });
+            crate::meta::ArrayMeta {
+                name: h.name.clone(),
+                line,
+                elems: h.elems,
+                bytes: h.elems * h.elem.size(),
+                local: h.dynamic_index.is_some(),
+                reason,
+            }
+        })
+        .collect();
     VariantMeta {
         entry: v.func.entry.clone(),
         values: k.variant.clone(),
@@ -227,6 +248,7 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
         shared_plan,
         barriers,
         loads,
+        arrays,
     }
 }
 

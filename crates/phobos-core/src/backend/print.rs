@@ -186,6 +186,7 @@ fn access(f: &Func, a: AccessId) -> String {
     let target = match acc.mem {
         Mem::Tensor(p) => format!("param{}", p.0),
         Mem::Buffer(b) => b.to_string(),
+        Mem::Local(a) => a.to_string(),
     };
     let subs: Vec<String> = acc
         .index

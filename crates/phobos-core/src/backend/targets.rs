@@ -20,6 +20,7 @@ pub fn check(f: &Func, arch: u32) -> Result<(), Diagnostic> {
         let space = match a.mem {
             Mem::Tensor(_) => "global",
             Mem::Buffer(_) => "shared",
+            Mem::Local(_) => "local",
         };
         return Err(Diagnostic::error(
             "P0810",

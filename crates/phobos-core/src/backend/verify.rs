@@ -11,7 +11,8 @@
 //!    produce `bool`; `If` conditions are `bool`.
 //! 5. A run access has `axis < rank` and `len >= 1`; a tile access has one
 //!    start per axis of its shape; a point access indexes every axis of a
-//!    buffer.
+//!    buffer; an access to a local-memory array is a point access with one
+//!    index per axis of the array.
 //! 6. Every candidate barrier appears exactly once (as a `Barrier`
 //!    statement, inside one `CtaColl`, or as the fence of one `Store`,
 //!    `RunStore`, `If` or `For`), and a statement has at most one fence.
@@ -290,6 +291,18 @@ impl Verifier<'_> {
                     }
                 }
                 None => self.errors.push(format!("{a}: {b} out of range")),
+            }
+        }
+        if let Mem::Local(arr) = acc.mem {
+            match self.f.arrays.iter().find(|(id, _)| *id == arr) {
+                Some((_, la)) if la.shape.len() != rank || acc.shape != Shape::Point => {
+                    self.errors.push(format!(
+                        "{a}: {rank} subscripts (or a run) into local array {arr} of rank {}",
+                        la.shape.len()
+                    ));
+                }
+                Some(_) => {}
+                None => self.errors.push(format!("{a}: {arr} out of range")),
             }
         }
     }

@@ -188,6 +188,26 @@ impl Cx<'_> {
             return None;
         };
         let mem = self.memory(base)?;
+        if matches!(mem.memory, hir::Memory::Array(_)) {
+            // A register array is the thread's own: no other thread can
+            // update it, and it has no address an `atom` could take.
+            self.report(
+                Diagnostic::error(
+                    "P0432",
+                    format!(
+                        "`{}` works on one element of a tensor or tile, and `{}` is a register array",
+                        op.name(),
+                        mem.name
+                    ),
+                )
+                .primary(target.span, "an element of a register array")
+                .note(format!(
+                    "only this thread sees `{}`: update it with a plain assignment (`{}[i] = {}[i] + v`)",
+                    mem.name, mem.name, mem.name
+                )),
+            );
+            return None;
+        }
         let shape = self.shape(&mem, subs, target.span)?;
         let Shape::Point(index) = shape else {
             self.report(

@@ -26,6 +26,14 @@ impl Cx<'_> {
                 ty,
                 init,
             } => self.let_stmt(*mutable, name, *ty, init),
+            StmtKind::ArrayDecl {
+                mutable,
+                name,
+                elem,
+                shape,
+                shape_span,
+                init,
+            } => self.array_decl(*mutable, name, *elem, shape, *shape_span, init),
             StmtKind::Assign { target, op, value } => self.assign(target, *op, value, s.span),
             StmtKind::If { cond, then, els } => {
                 let cond = self.expr_of(cond, ScalarTy::Bool, "a condition");
@@ -219,13 +227,24 @@ impl Cx<'_> {
             }
         };
         let info = &self.locals[local.0 as usize];
-        if !info.mutable || matches!(info.kind, LocalKind::Tile { .. }) {
+        let array = matches!(info.kind, LocalKind::Array { .. });
+        if !info.mutable || array || matches!(info.kind, LocalKind::Tile { .. }) {
             let decl = info.span;
             let d = if self.loop_vars.contains(&local) {
                 Diagnostic::error("P0207", format!("cannot assign to the loop variable `{n}`"))
                     .primary(target_span, "assigned here")
                     .secondary(decl, format!("the loop sets `{n}` on every iteration"))
                     .note(format!("a loop variable cannot change inside its loop: choose the loop's `range(start, end, step)`, or copy it into a variable, as in `var j = {n}`"))
+            } else if array {
+                Diagnostic::error(
+                    "P0207",
+                    format!("cannot assign to the register array `{n}` as a whole"),
+                )
+                .primary(target_span, "assigned here")
+                .secondary(decl, "a register array, declared here")
+                .note(format!(
+                    "change an array's elements with subscripts, as in `{n}[i, j] = v`"
+                ))
             } else if matches!(info.kind, LocalKind::Tile { .. }) {
                 Diagnostic::error("P0207", format!("cannot assign to the tile `{n}`"))
                     .primary(target_span, "assigned here")

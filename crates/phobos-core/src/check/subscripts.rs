@@ -63,6 +63,9 @@ impl Cx<'_> {
                     dims: shape.iter().map(|&s| Some(i64::from(s))).collect(),
                     name: name.clone(),
                 }),
+                LocalKind::Array { elem, shape } => {
+                    Some(super::arrays::array_mem(id, *elem, shape, name))
+                }
                 LocalKind::Scalar(_) => self.not_subscriptable(base.span),
             },
             None => {
@@ -76,8 +79,11 @@ impl Cx<'_> {
 
     fn not_subscriptable(&mut self, span: Span) -> Option<Mem> {
         self.report(
-            Diagnostic::error("P0510", "only tensors and shared tiles can be subscripted")
-                .primary(span, "not a tensor or a tile"),
+            Diagnostic::error(
+                "P0510",
+                "only tensors, shared tiles and register arrays can be subscripted",
+            )
+            .primary(span, "not a tensor, a tile or an array"),
         );
         None
     }
@@ -106,6 +112,9 @@ impl Cx<'_> {
                 .primary(span, format!("expected {} subscripts", mem.dims.len())),
             );
             return None;
+        }
+        if let Memory::Array(_) = mem.memory {
+            return self.array_shape(mem, subs);
         }
         let spans = subs
             .iter()

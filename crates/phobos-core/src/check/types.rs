@@ -247,9 +247,13 @@ impl Cx<'_> {
             Binding::Local(id) => match self.local_ty(id) {
                 Some(ty) => Some(mk(hir::ExprKind::Local(id), ty, span)),
                 None => {
+                    let what = match self.locals[id.0 as usize].kind {
+                        hir::LocalKind::Array { .. } => ("register array", "a register array"),
+                        _ => ("tile", "a shared tile"),
+                    };
                     self.report(
-                        Diagnostic::error("P0408", format!("the tile `{n}` is not a value"))
-                            .primary(span, "a shared tile")
+                        Diagnostic::error("P0408", format!("the {} `{n}` is not a value", what.0))
+                            .primary(span, what.1)
                             .note(format!("read it with a subscript, as in `{n}[0, i]`")),
                     );
                     None

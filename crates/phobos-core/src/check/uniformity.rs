@@ -235,6 +235,12 @@ fn written_memory(kernel: &Kernel) -> Vec<Memory> {
     fn walk(b: &Block, out: &mut Vec<Memory>) {
         for s in &b.stmts {
             match &s.kind {
+                // A register array is the thread's own: no other thread
+                // writes it (its level is tracked like a variable's).
+                StmtKind::Store {
+                    dst: Memory::Array(_),
+                    ..
+                } => {}
                 StmtKind::Store { dst, .. }
                 | StmtKind::RunStore { dst, .. }
                 | StmtKind::Atomic { dst, .. } => out.push(*dst),
@@ -302,6 +308,16 @@ impl Uni<'_> {
             StmtKind::Let { local, init } | StmtKind::Assign { local, value: init } => {
                 let l = self.expr(init);
                 self.raise(*local, l, s.span);
+            }
+            StmtKind::Store {
+                dst: Memory::Array(array),
+                index,
+                value,
+            } => {
+                // An array is one variable: what is written to any element
+                // (and where, and under which control) makes it as varying.
+                let l = self.all(index).max(self.expr(value));
+                self.raise(*array, l, s.span);
             }
             StmtKind::Store { index, value, .. } => {
                 self.all(index);
@@ -561,7 +577,7 @@ impl Uni<'_> {
         } else if let Some((span, mem)) = c.load {
             let name = match mem {
                 Memory::Tensor(p) => &self.kernel.params[p.0 as usize].name,
-                Memory::Tile(l) => &self.kernel.locals[l.0 as usize].name,
+                Memory::Tile(l) | Memory::Array(l) => &self.kernel.locals[l.0 as usize].name,
             };
             d = d.secondary(
                 span,
@@ -669,6 +685,13 @@ impl Uni<'_> {
                 self.expr(body)
             }
             ExprKind::Builtin(_, xs) => self.all(xs),
+            ExprKind::Load {
+                src: Memory::Array(array),
+                index,
+            } => {
+                let l = self.all(index);
+                l.max(self.level[array.0 as usize])
+            }
             ExprKind::Load { src, index } | ExprKind::RunLoad { src, index, .. } => {
                 let l = self.all(index);
                 if self.written.contains(src) {
@@ -993,6 +1016,13 @@ fn visit_loads(e: &Expr, f: &mut dyn FnMut(Span, Memory)) {
 fn visit_locals(e: &Expr, f: &mut dyn FnMut(LocalId)) {
     match &e.kind {
         ExprKind::Local(id) => f(*id),
+        ExprKind::Load {
+            src: Memory::Array(id),
+            index,
+        } => {
+            f(*id);
+            index.iter().for_each(|x| visit_locals(x, f));
+        }
         ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => visit_locals(x, f),
         ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => visit_locals(run, f),
         ExprKind::Binary(_, a, b) => {

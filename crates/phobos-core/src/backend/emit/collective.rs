@@ -123,6 +123,8 @@ impl Emitter<'_> {
             CollOp::All => self.binary(BinOp::And, ScalarTy::Bool, ScalarTy::Bool, a, b),
             CollOp::Reduce | CollOp::Argmax => match combine {
                 Some(c) => {
+                    // The combine body reads `a` and `b`, set anew here.
+                    self.load_cache.clear();
                     let (ra, rb) = (self.var_reg(c.a), self.var_reg(c.b));
                     let (ta, tb) = (self.f.vars[c.a].ty, self.f.vars[c.b].ty);
                     self.mov_to(ra, a, ta);

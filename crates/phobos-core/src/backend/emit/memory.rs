@@ -10,6 +10,7 @@ use crate::backend::ir::{AccessId, BarrierId, BufferId, BufferKind, ExprId, Expr
 use crate::hir::{DimRef, ParamKind};
 
 /// A run as loaded: elements, or packed words of sub-word elements.
+#[derive(Clone)]
 pub(crate) enum RunData {
     Elems(Vec<V>),
     /// `bytes` bytes of the run per register (4, or 2 for a 2-byte run).
@@ -289,59 +290,84 @@ impl Emitter<'_> {
                     BufferKind::Tile { shape, .. } => shape.iter().map(|&s| s as i128).collect(),
                     BufferKind::Scratch { .. } => vec![],
                 };
-                let strides = row_major_strides(&shape);
                 let off = self.an.plan.offset[b.0 as usize] as i128;
                 let base = self.reg(RegClass::B32);
                 self.ins(&format!("mov.u32 {base}, {};", self.smem));
-                let mut cur = if off == 0 {
+                let base = if off == 0 {
                     base
                 } else {
                     let d = self.reg(RegClass::B32);
                     self.ins(&format!("add.s32 {d}, {base}, {off};"));
                     d
                 };
-                for (i, v) in idx.iter().enumerate() {
-                    let scale = strides.get(i).copied().unwrap_or(1) * size;
-                    match v {
-                        V::I(c, _) => {
-                            if c * scale != 0 {
-                                let d = self.reg(RegClass::B32);
-                                self.ins(&format!("add.s32 {d}, {cur}, {};", c * scale));
-                                cur = d;
-                            }
-                        }
-                        _ => {
-                            let r = self.in_reg(*v, ScalarTy::I32);
-                            let r = if r.class == RegClass::B64 {
-                                let c = self.reg(RegClass::B32);
-                                self.ins(&format!("cvt.u32.u64 {c}, {r};"));
-                                c
-                            } else {
-                                r
-                            };
-                            let d = self.reg(RegClass::B32);
-                            self.ins(&format!("mad.lo.s32 {d}, {r}, {scale}, {cur};"));
-                            cur = d;
-                        }
-                    }
-                }
-                let stride = match a.shape {
-                    Shape::Run { axis, .. } => V::I(
-                        strides.get(axis).copied().unwrap_or(1) * size,
-                        ScalarTy::I64,
-                    ),
-                    _ => V::I(size, ScalarTy::I64),
-                };
-                (
-                    Addr {
-                        space: ".shared",
-                        store_space: ".shared",
-                        reg: cur,
-                    },
-                    stride,
-                )
+                self.address_32(base, &shape, &idx, size, &a.shape, ".shared")
+            }
+            Mem::Local(arr) => {
+                let shape: Vec<i128> = self.f.arrays[arr]
+                    .shape
+                    .iter()
+                    .map(|&s| i128::from(s))
+                    .collect();
+                let base = self.reg(RegClass::B32);
+                self.ins(&format!("mov.u32 {base}, {};", local_name(self.f, arr)));
+                self.address_32(base, &shape, &idx, size, &a.shape, ".local")
             }
         }
+    }
+
+    /// A 32-bit address in shared or local memory: `base` plus each index
+    /// times its row-major stride in bytes.
+    fn address_32(
+        &mut self,
+        base: Reg,
+        shape: &[i128],
+        idx: &[V],
+        size: i128,
+        access: &Shape,
+        space: &'static str,
+    ) -> (Addr, V) {
+        let strides = row_major_strides(shape);
+        let mut cur = base;
+        for (i, v) in idx.iter().enumerate() {
+            let scale = strides.get(i).copied().unwrap_or(1) * size;
+            match v {
+                V::I(c, _) => {
+                    if c * scale != 0 {
+                        let d = self.reg(RegClass::B32);
+                        self.ins(&format!("add.s32 {d}, {cur}, {};", c * scale));
+                        cur = d;
+                    }
+                }
+                _ => {
+                    let r = self.in_reg(*v, ScalarTy::I32);
+                    let r = if r.class == RegClass::B64 {
+                        let c = self.reg(RegClass::B32);
+                        self.ins(&format!("cvt.u32.u64 {c}, {r};"));
+                        c
+                    } else {
+                        r
+                    };
+                    let d = self.reg(RegClass::B32);
+                    self.ins(&format!("mad.lo.s32 {d}, {r}, {scale}, {cur};"));
+                    cur = d;
+                }
+            }
+        }
+        let stride = match access {
+            Shape::Run { axis, .. } => V::I(
+                strides.get(*axis).copied().unwrap_or(1) * size,
+                ScalarTy::I64,
+            ),
+            _ => V::I(size, ScalarTy::I64),
+        };
+        (
+            Addr {
+                space,
+                store_space: space,
+                reg: cur,
+            },
+            stride,
+        )
     }
 
     /// The address of element `i` of a run with a runtime stride.
@@ -409,11 +435,33 @@ impl Emitter<'_> {
     }
 
     pub(crate) fn load_point(&mut self, acc: AccessId) -> V {
+        if let Some(Cached::Point(v)) = self.reuse(acc) {
+            return v;
+        }
         let t = self.f.accesses[acc].elem;
         let (addr, _) = self.address(acc);
         let v = self.load_elem(&addr, 0, t);
         self.cur_access = None;
+        self.load_cache.push((acc, Cached::Point(v)));
         v
+    }
+
+    /// The value of an earlier load of the same elements in this
+    /// straight-line stretch, if any: `elem(X[r, k :+ 8], i)` written eight
+    /// times, or a `fn` body naming `A[i]` twice, loads once. Nothing is
+    /// stored between (a statement stores only after evaluating its
+    /// operands, and the cache is emptied at every statement and label),
+    /// and equal index expressions give equal addresses (they read no var
+    /// set in between: a combine body empties the cache too).
+    fn reuse(&mut self, acc: AccessId) -> Option<Cached> {
+        let (src, c) = self
+            .load_cache
+            .iter()
+            .find(|(a, _)| same_access(self.f, *a, acc))
+            .map(|(a, c)| (*a, c.clone()))?;
+        // The report counts the instructions of the load it reuses.
+        self.emitted_copy(src, acc);
+        Some(c)
     }
 
     /// Store one element; `fence` (a candidate barrier) goes after every
@@ -430,8 +478,12 @@ impl Emitter<'_> {
 
     /// Load a run at the decided width.
     fn load_run(&mut self, acc: AccessId) -> RunData {
+        if let Some(Cached::Run(r)) = self.reuse(acc) {
+            return r;
+        }
         let r = self.load_run_at(acc);
         self.cur_access = None;
+        self.load_cache.push((acc, Cached::Run(r.clone())));
         r
     }
 
@@ -1131,4 +1183,75 @@ fn row_major_strides(shape: &[i128]) -> Vec<i128> {
         s[i] = s[i + 1] * shape[i + 1];
     }
     s
+}
+
+/// The PTX name of a register array placed in local memory.
+pub(crate) fn local_name(f: &crate::backend::ir::Func, a: crate::backend::ir::ArrayId) -> String {
+    format!("local{}_{}", a.0, f.arrays[a].name)
+}
+
+/// A load already emitted, for [`Emitter::reuse`].
+#[derive(Clone)]
+pub(crate) enum Cached {
+    Point(V),
+    Run(RunData),
+}
+
+/// Whether two loads read the same elements: same memory, type and shape,
+/// and structurally equal indices.
+fn same_access(f: &crate::backend::ir::Func, a: AccessId, b: AccessId) -> bool {
+    let (x, y) = (&f.accesses[a], &f.accesses[b]);
+    x.mem == y.mem
+        && x.elem == y.elem
+        && x.shape == y.shape
+        && !x.store
+        && !y.store
+        && x.index.len() == y.index.len()
+        && x.index
+            .iter()
+            .zip(&y.index)
+            .all(|(i, j)| same_expr(f, *i, *j))
+}
+
+/// Structural equality of two side-effect-free expressions.
+fn same_expr(f: &crate::backend::ir::Func, a: ExprId, b: ExprId) -> bool {
+    if a == b {
+        return true;
+    }
+    let (x, y) = (&f.exprs[a], &f.exprs[b]);
+    if x.ty != y.ty {
+        return false;
+    }
+    match (&x.kind, &y.kind) {
+        (ExprKind::Const(p), ExprKind::Const(q)) => p == q,
+        (ExprKind::Var(p), ExprKind::Var(q)) => p == q,
+        (ExprKind::Param(p), ExprKind::Param(q)) => p == q,
+        (ExprKind::Dim(p), ExprKind::Dim(q)) => p == q,
+        (ExprKind::Ctx(p), ExprKind::Ctx(q)) => p == q,
+        (ExprKind::Unary(o, p), ExprKind::Unary(r, q)) => o == r && same_expr(f, *p, *q),
+        (ExprKind::Convert(p), ExprKind::Convert(q)) => same_expr(f, *p, *q),
+        (ExprKind::Binary(o, p1, p2), ExprKind::Binary(r, q1, q2)) => {
+            o == r && same_expr(f, *p1, *q1) && same_expr(f, *p2, *q2)
+        }
+        (ExprKind::Builtin(o, ps), ExprKind::Builtin(r, qs)) => {
+            o == r && ps.len() == qs.len() && ps.iter().zip(qs).all(|(p, q)| same_expr(f, *p, *q))
+        }
+        (ExprKind::Load(p), ExprKind::Load(q)) | (ExprKind::RunLoad(p), ExprKind::RunLoad(q)) => {
+            same_access(f, *p, *q)
+        }
+        _ => false,
+    }
+}
+
+/// Whether the address of access `a` depends on var `v`.
+pub(crate) fn access_reads_var(
+    f: &crate::backend::ir::Func,
+    a: AccessId,
+    v: crate::backend::ir::VarId,
+) -> bool {
+    fn reads(f: &crate::backend::ir::Func, e: ExprId, v: crate::backend::ir::VarId) -> bool {
+        matches!(f.exprs[e].kind, ExprKind::Var(x) if x == v)
+            || f.operands(e).into_iter().any(|o| reads(f, o, v))
+    }
+    f.accesses[a].index.iter().any(|&e| reads(f, e, v))
 }

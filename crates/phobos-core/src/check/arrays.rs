@@ -1,0 +1,185 @@
+//! Register arrays: `var acc: f32[4, 4] = 0.0` declares a per-thread array
+//! of constant shape, `acc[i, j]` reads and writes one element. This file
+//! checks the declaration (a `var`, constant dims, at most
+//! `hir::MAX_ARRAY_ELEMS` elements, a scalar initial value of the element
+//! type) and an array's subscripts (point subscripts only, constant ones in
+//! range). Where the array lives — registers or local memory — is the
+//! backend's decision (`backend/lower/arrays.rs`), not the checker's.
+
+use super::consts::const_int;
+use super::cx::{ty_name, Binding, Cx};
+use super::subscripts::{Mem, Shape};
+use super::types::conversion_note;
+use crate::ast::{self, ScalarTy, Span, Subscript};
+use crate::diag::Diagnostic;
+use crate::hir::{self, LocalKind, Ty, MAX_ARRAY_ELEMS};
+
+impl Cx<'_> {
+    /// `var name: elem[d0, d1, ...] = init`.
+    pub fn array_decl(
+        &mut self,
+        mutable: bool,
+        name: &ast::Ident,
+        elem: (ScalarTy, Span),
+        shape: &[ast::Expr],
+        shape_span: Span,
+        init: &ast::Expr,
+    ) -> Option<hir::StmtKind> {
+        let dims = self.array_dims(name, shape, shape_span);
+        let value = self.expr(init, Some(elem.0));
+        if !mutable {
+            self.report(
+                Diagnostic::error("P0418", format!("the register array `{}` must be declared with `var`", name.name))
+                    .primary(name.span, "declared with `let`")
+                    .note(format!("an array is filled element by element after its declaration: write `var {}: {}[...] = ...`", name.name, elem.0.name())),
+            );
+        }
+        let value = match value {
+            Some(v) if v.ty == Ty::Scalar(elem.0) => Some(v),
+            Some(v) => {
+                self.report(
+                    Diagnostic::error(
+                        "P0401",
+                        format!(
+                            "the elements of `{}` are {}, the initial value is {}",
+                            name.name,
+                            elem.0.name(),
+                            ty_name(v.ty)
+                        ),
+                    )
+                    .primary(init.span, format!("this is {}", ty_name(v.ty)))
+                    .secondary(elem.1, "the element type")
+                    .note(conversion_note(elem.0)),
+                );
+                None
+            }
+            None => None,
+        };
+        let (Some(shape), Some(init), true) = (dims, value, mutable) else {
+            self.bind(&name.name, Binding::Poisoned);
+            return None;
+        };
+        let kind = LocalKind::Array {
+            elem: elem.0,
+            shape,
+        };
+        let local = self.new_local(&name.name, name.span, true, kind);
+        self.bind(&name.name, Binding::Local(local));
+        Some(hir::StmtKind::Let { local, init })
+    }
+
+    /// The dims of an array: positive constants whose product is at most
+    /// `MAX_ARRAY_ELEMS` (P0416).
+    fn array_dims(
+        &mut self,
+        name: &ast::Ident,
+        shape: &[ast::Expr],
+        shape_span: Span,
+    ) -> Option<Vec<u32>> {
+        if shape.is_empty() {
+            self.report(
+                Diagnostic::error("P0416", "a register array needs at least one dim")
+                    .primary(shape_span, "no dims")
+                    .note("write the shape in the brackets, as in `f32[4, 4]`"),
+            );
+            return None;
+        }
+        let mut dims = Vec::new();
+        for d in shape {
+            let x = self.expr(d, Some(ScalarTy::I32))?;
+            match const_int(&x) {
+                Some(v) if (1..=i128::from(MAX_ARRAY_ELEMS)).contains(&v) => dims.push(v as u32),
+                Some(v) => {
+                    self.report(
+                        Diagnostic::error(
+                            "P0416",
+                            format!("a register array's dim must be from 1 to {MAX_ARRAY_ELEMS}, found {v}"),
+                        )
+                        .primary(d.span, "out of range"),
+                    );
+                    return None;
+                }
+                None => {
+                    self.report(
+                        Diagnostic::error("P0416", "a register array's dims must be compile-time constants")
+                            .primary(d.span, format!("`{}` is not a constant", self.text(d.span)))
+                            .note("use a number, an autotuned name or `ctx.warps`-style constants; a thread's registers are fixed when the kernel is compiled"),
+                    );
+                    return None;
+                }
+            }
+        }
+        let elems: u64 = dims.iter().map(|&d| u64::from(d)).product();
+        if elems > MAX_ARRAY_ELEMS {
+            self.report(
+                Diagnostic::error(
+                    "P0416",
+                    format!(
+                        "the register array `{}` has {elems} elements, more than the {MAX_ARRAY_ELEMS} a thread may hold",
+                        name.name
+                    ),
+                )
+                .primary(shape_span, format!("{elems} elements"))
+                .note("keep larger data in a shared tile (`var t = x[...]`) or in a tensor"),
+            );
+            return None;
+        }
+        Some(dims)
+    }
+
+    /// The subscripts of a register array: one index per dim, each an
+    /// `i32`; a constant index must lie inside its dim (P0417). Spans and
+    /// `:` are P0418.
+    pub fn array_shape(&mut self, mem: &Mem, subs: &[Subscript]) -> Option<Shape> {
+        let mut index = Vec::new();
+        let mut ok = true;
+        for (axis, s) in subs.iter().enumerate() {
+            let e = match s {
+                Subscript::Point(e) => e,
+                Subscript::Span { span, .. } | Subscript::Full(span) => {
+                    self.report(
+                        Diagnostic::error(
+                            "P0418",
+                            format!("the register array `{}` takes one index per dim", mem.name),
+                        )
+                        .primary(*span, "a span or `:` on a register array")
+                        .note(format!(
+                            "read or write one element at a time, as in `{}[i, j]`",
+                            mem.name
+                        )),
+                    );
+                    ok = false;
+                    continue;
+                }
+            };
+            let Some(x) = self.index(e) else {
+                ok = false;
+                continue;
+            };
+            let dim = mem.dims.get(axis).copied().flatten().unwrap_or(0);
+            if let Some(v) = const_int(&x).filter(|&v| v < 0 || v >= i128::from(dim)) {
+                self.report(
+                    Diagnostic::error(
+                        "P0417",
+                        format!("index {v} is out of range for axis {axis} of `{}`, which has {dim} elements", mem.name),
+                    )
+                    .primary(e.span, format!("must be from 0 to {}", dim - 1)),
+                );
+                ok = false;
+                continue;
+            }
+            index.push(x);
+        }
+        ok.then_some(Shape::Point(index))
+    }
+}
+
+/// `Mem` of a register array local.
+pub(crate) fn array_mem(id: hir::LocalId, elem: ScalarTy, shape: &[u32], name: &str) -> Mem {
+    Mem {
+        memory: hir::Memory::Array(id),
+        elem,
+        dims: shape.iter().map(|&s| Some(i64::from(s))).collect(),
+        name: name.to_string(),
+    }
+}
