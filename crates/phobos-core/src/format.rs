@@ -1155,4 +1155,3 @@ fn attr_rank(a: &AttrKind) -> u8 {
         AttrKind::Unknown(_) => 4,
     }
 }
-

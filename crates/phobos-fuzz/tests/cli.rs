@@ -17,8 +17,14 @@ fn fuzz(args: &[&str]) -> std::process::Output {
 fn unknown_flags_and_bad_numbers_are_refused() {
     for (args, says) in [
         (&["--cuont", "5"][..], "unknown argument `--cuont`"),
-        (&["--count", "many"][..], "--count takes a non-negative integer, not `many`"),
-        (&["--seed", "-1"][..], "--seed takes a non-negative integer, not `-1`"),
+        (
+            &["--count", "many"][..],
+            "--count takes a non-negative integer, not `many`",
+        ),
+        (
+            &["--seed", "-1"][..],
+            "--seed takes a non-negative integer, not `-1`",
+        ),
         (&["--count"][..], "--count needs a value"),
     ] {
         let out = fuzz(args);

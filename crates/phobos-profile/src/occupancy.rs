@@ -525,7 +525,10 @@ mod tests {
                 phobos_core::max_shared_bytes(arch),
                 "sm_{arch}"
             );
-            assert_eq!(l.shared_per_sm, l.max_shared_per_cta_optin + l.shared_reserved_per_cta);
+            assert_eq!(
+                l.shared_per_sm,
+                l.max_shared_per_cta_optin + l.shared_reserved_per_cta
+            );
         }
         assert_eq!(ARCH_LIMITS.len(), phobos_core::ARCHES.len());
     }

@@ -27,8 +27,8 @@ use super::ir::{
     Func, Mem, Shape, Stmt, StmtId, StmtKind, Var, VarId,
 };
 use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
-use crate::consteval;
 use crate::check::uniformity::Judge;
+use crate::consteval;
 use crate::hir::{self, CollOp, ConstVal, Group, LocalKind, Ty};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
