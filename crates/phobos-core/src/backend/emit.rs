@@ -440,10 +440,21 @@ impl<'a> Emitter<'a> {
     fn stmt(&mut self, s: StmtId) {
         // Loads stay reusable across `Set`s (a `fn` argument bound once per
         // call, then used: `f(A[i]) + f(A[i])` loads `A[i]` once); any other
-        // statement may store, synchronize or branch.
-        if !matches!(self.f.stmts[s].kind, StmtKind::Set(..)) {
+        // statement may store, synchronize or branch, before its own loads
+        // and after them: a `Set` after a store must load again what the
+        // store may have written (`for` copies of `y[i] = f(y[i]) + y[i]`,
+        // fuzz seed 200139).
+        let set = matches!(self.f.stmts[s].kind, StmtKind::Set(..));
+        if !set {
             self.load_cache.clear();
         }
+        self.stmt_kind(s);
+        if !set {
+            self.load_cache.clear();
+        }
+    }
+
+    fn stmt_kind(&mut self, s: StmtId) {
         let span = self.f.stmt_span(s);
         self.loc(span);
         match &self.f.stmts[s].kind {
