@@ -300,6 +300,44 @@ pub struct Expr {
     pub span: Span,
 }
 
+impl Expr {
+    /// Calls `f` on this expression and every expression inside it,
+    /// `reduce` combine bodies included.
+    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        match &self.kind {
+            ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => x.walk(f),
+            ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => run.walk(f),
+            ExprKind::Binary(_, a, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            ExprKind::Let { value, body, .. } => {
+                value.walk(f);
+                body.walk(f);
+            }
+            ExprKind::Builtin(_, xs)
+            | ExprKind::Load { index: xs, .. }
+            | ExprKind::RunLoad { index: xs, .. } => xs.iter().for_each(|x| x.walk(f)),
+            ExprKind::Collective { arg, combine, .. } => {
+                arg.walk(f);
+                if let Some(c) = combine {
+                    c.body.walk(f);
+                }
+            }
+            ExprKind::Shuffle { lane, value, .. } => {
+                lane.walk(f);
+                value.walk(f);
+            }
+            ExprKind::Const(_)
+            | ExprKind::Param(_)
+            | ExprKind::Dim(_)
+            | ExprKind::Ctx(_)
+            | ExprKind::Local(_) => {}
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum ConstVal {
     Int(i128),

@@ -398,24 +398,7 @@ impl<'k> Lower<'k> {
                     BufferKind::Tile { shape, .. } => shape.clone(),
                     BufferKind::Scratch { .. } => vec![],
                 };
-                let access = self.access(
-                    hir::Memory::Tensor(*src),
-                    starts,
-                    Shape::Tile { shape },
-                    false,
-                    span,
-                );
-                let before = self.barrier(BarrierRole::BeforeTile(buffer), span);
-                let copy = self.push_stmt(
-                    StmtKind::TileCopy {
-                        access,
-                        buffer,
-                        at: vec![],
-                    },
-                    span,
-                );
-                let after = self.barrier(BarrierRole::AfterTileCopy(buffer), span);
-                vec![before, copy, after]
+                self.tile_copy(buffer, *src, starts, shape, vec![], span)
             }
             hir::StmtKind::TileFill {
                 dst,
@@ -426,26 +409,7 @@ impl<'k> Lower<'k> {
             } => {
                 // Like a tile copy, into a box of the buffer.
                 let buffer = self.tiles[dst];
-                let access = self.access(
-                    hir::Memory::Tensor(*src),
-                    starts,
-                    Shape::Tile {
-                        shape: shape.clone(),
-                    },
-                    false,
-                    span,
-                );
-                let before = self.barrier(BarrierRole::BeforeTile(buffer), span);
-                let copy = self.push_stmt(
-                    StmtKind::TileCopy {
-                        access,
-                        buffer,
-                        at: at.clone(),
-                    },
-                    span,
-                );
-                let after = self.barrier(BarrierRole::AfterTileCopy(buffer), span);
-                vec![before, copy, after]
+                self.tile_copy(buffer, *src, starts, shape.clone(), at.clone(), span)
             }
             hir::StmtKind::TileStore { dst, starts, src } => {
                 let buffer = self.tiles[src];
@@ -528,6 +492,31 @@ impl<'k> Lower<'k> {
             hir::StmtKind::Continue => vec![self.push_stmt(StmtKind::Continue, span)],
             hir::StmtKind::Return => vec![self.push_stmt(StmtKind::Return, span)],
         }
+    }
+
+    /// A masked copy of the box `starts :+ shape` of tensor `src` into
+    /// `buffer` at `at` (the whole buffer when `at` is empty), between
+    /// candidate barriers.
+    fn tile_copy(
+        &mut self,
+        buffer: BufferId,
+        src: hir::ParamId,
+        starts: &[hir::Expr],
+        shape: Vec<u32>,
+        at: Vec<u32>,
+        span: Span,
+    ) -> Vec<StmtId> {
+        let access = self.access(
+            hir::Memory::Tensor(src),
+            starts,
+            Shape::Tile { shape },
+            false,
+            span,
+        );
+        let before = self.barrier(BarrierRole::BeforeTile(buffer), span);
+        let copy = self.push_stmt(StmtKind::TileCopy { access, buffer, at }, span);
+        let after = self.barrier(BarrierRole::AfterTileCopy(buffer), span);
+        vec![before, copy, after]
     }
 
     /// `while cond { body }`: what lowering hoists out of `cond` (CTA

@@ -935,7 +935,7 @@ fn ctx_level(f: CtxField) -> Level {
 /// The span of the first CTA collective (`op<over ctx.thread>`) in `e`.
 fn cta_collective_in(e: &Expr) -> Option<Span> {
     let mut found = None;
-    walk(e, &mut |x| {
+    e.walk(&mut |x| {
         if let ExprKind::Collective {
             group: Group::Thread,
             ..
@@ -945,41 +945,6 @@ fn cta_collective_in(e: &Expr) -> Option<Span> {
         }
     });
     found
-}
-
-/// Calls `f` on `e` and every expression inside it.
-fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
-    f(e);
-    match &e.kind {
-        ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => walk(x, f),
-        ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => walk(run, f),
-        ExprKind::Binary(_, a, b) => {
-            walk(a, f);
-            walk(b, f);
-        }
-        ExprKind::Let { value, body, .. } => {
-            walk(value, f);
-            walk(body, f);
-        }
-        ExprKind::Builtin(_, xs)
-        | ExprKind::Load { index: xs, .. }
-        | ExprKind::RunLoad { index: xs, .. } => xs.iter().for_each(|x| walk(x, f)),
-        ExprKind::Collective { arg, combine, .. } => {
-            walk(arg, f);
-            if let Some(c) = combine {
-                walk(&c.body, f);
-            }
-        }
-        ExprKind::Shuffle { lane, value, .. } => {
-            walk(lane, f);
-            walk(value, f);
-        }
-        ExprKind::Const(_)
-        | ExprKind::Param(_)
-        | ExprKind::Dim(_)
-        | ExprKind::Ctx(_)
-        | ExprKind::Local(_) => {}
-    }
 }
 
 /// Every load in `e`, with its span and what it reads.

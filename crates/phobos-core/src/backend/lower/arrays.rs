@@ -327,7 +327,7 @@ impl Lower<'_> {
         let mut found = false;
         for s in stmts {
             hir_visit::stmt_exprs(s, &mut |e| {
-                hir_visit::walk(e, &mut |x| {
+                e.walk(&mut |x| {
                     if let hir::ExprKind::Load {
                         src: hir::Memory::Array(a),
                         index,
@@ -388,7 +388,7 @@ fn all_literals(index: &[hir::Expr]) -> bool {
 
 /// Walks over the HIR's expressions, for the array analysis.
 mod hir_visit {
-    use crate::hir::{Expr, ExprKind, Stmt, StmtKind};
+    use crate::hir::{Expr, Stmt, StmtKind};
 
     /// Calls `f` on each expression written directly in `s` (not in its
     /// nested blocks).
@@ -424,41 +424,6 @@ mod hir_visit {
                 f(step);
             }
             StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::Fence => {}
-        }
-    }
-
-    /// Calls `f` on `e` and every expression inside it.
-    pub fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
-        f(e);
-        match &e.kind {
-            ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => walk(x, f),
-            ExprKind::Elem { run: x, .. } | ExprKind::Word { run: x, .. } => walk(x, f),
-            ExprKind::Binary(_, a, b) => {
-                walk(a, f);
-                walk(b, f);
-            }
-            ExprKind::Let { value, body, .. } => {
-                walk(value, f);
-                walk(body, f);
-            }
-            ExprKind::Builtin(_, xs)
-            | ExprKind::Load { index: xs, .. }
-            | ExprKind::RunLoad { index: xs, .. } => xs.iter().for_each(|x| walk(x, f)),
-            ExprKind::Collective { arg, combine, .. } => {
-                walk(arg, f);
-                if let Some(c) = combine {
-                    walk(&c.body, f);
-                }
-            }
-            ExprKind::Shuffle { lane, value, .. } => {
-                walk(lane, f);
-                walk(value, f);
-            }
-            ExprKind::Const(_)
-            | ExprKind::Param(_)
-            | ExprKind::Dim(_)
-            | ExprKind::Ctx(_)
-            | ExprKind::Local(_) => {}
         }
     }
 }
