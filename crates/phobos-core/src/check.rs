@@ -190,9 +190,15 @@ fn check_variant(
         grid,
         locals: cx.locals,
         body,
+        uniformity: uniformity::Facts::default(),
     };
     diags.append(&mut cx.diags);
-    diags.extend(uniformity::check(&kernel));
+    let (errors, facts) = uniformity::check(&kernel);
+    diags.extend(errors);
+    let kernel = hir::Kernel {
+        uniformity: facts,
+        ..kernel
+    };
     (kernel, cx.expr_nodes)
 }
 

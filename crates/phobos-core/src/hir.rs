@@ -32,6 +32,11 @@ pub struct Kernel {
     pub grid: Option<Vec<Expr>>,
     pub locals: Vec<Local>,
     pub body: Block,
+    /// Side table: each local's uniformity level after the checker's
+    /// fixpoint (`check::uniformity::check`), read by lowering and the
+    /// language server.
+    #[serde(skip)]
+    pub uniformity: crate::check::uniformity::Facts,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

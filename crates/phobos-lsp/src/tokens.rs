@@ -7,7 +7,7 @@
 //!
 //! The words come from the lexer; names are classified by the resolver
 //! (`symbols`), and a local's level is the checker's level for it in the
-//! kernel's first variant (`uniformity::facts`), the one hover shows.
+//! kernel's first variant (`hir::Kernel::uniformity`), the one hover shows.
 //! Kernels that do not check get token types without levels.
 
 use crate::analysis::Analysis;

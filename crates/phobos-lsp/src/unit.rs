@@ -21,7 +21,7 @@
 //! `tests/incremental.rs` checks this on the corpus.
 
 use phobos_core::ast::{self, Span};
-use phobos_core::check::uniformity::{self, Facts};
+use phobos_core::check::uniformity::Facts;
 use phobos_core::hir::{self, CheckedKernel};
 use phobos_core::meta::{KernelMeta, VariantMeta};
 use phobos_core::source::LineIndex;
@@ -34,8 +34,6 @@ pub struct Unit {
     pub src: String,
     pub lines: LineIndex,
     pub kernels: Vec<CheckedKernel>,
-    /// Uniformity facts of each kernel's first variant, beside `kernels`.
-    pub facts: Vec<Facts>,
     pub metas: Vec<KernelMeta>,
     /// Every diagnostic of the unit: the front end's, then the backend's.
     pub diagnostics: Vec<Diagnostic>,
@@ -57,29 +55,23 @@ impl Unit {
                 }
             }
         }
-        let facts = kernels
-            .iter()
-            .filter_map(|k| k.variants.first())
-            .map(uniformity::facts)
-            .collect();
         Unit {
             lines: LineIndex::new(&src),
             src,
             kernels,
-            facts,
             metas,
             diagnostics,
         }
     }
 
     /// The checked kernel (first variant) whose span holds `offset`, with
-    /// its uniformity facts.
+    /// its uniformity facts (the checker's side table).
     pub fn kernel_at(&self, offset: usize) -> Option<(&hir::Kernel, &Facts)> {
         self.kernels
             .iter()
-            .zip(&self.facts)
-            .find(|(k, _)| k.span.range().contains(&offset))
-            .and_then(|(k, f)| Some((k.variants.first()?, f)))
+            .find(|k| k.span.range().contains(&offset))
+            .and_then(|k| k.variants.first())
+            .map(|k| (k, &k.uniformity))
     }
 
     pub fn meta_of(&self, kernel: &hir::Kernel) -> Option<&VariantMeta> {

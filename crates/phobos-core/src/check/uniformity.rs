@@ -97,56 +97,38 @@ struct Cause {
     under_control: bool,
 }
 
-/// Check a kernel variant; returns its uniformity errors.
-pub fn check(kernel: &Kernel) -> Vec<Diagnostic> {
-    let mut u = Uni::new(kernel);
-    loop {
-        u.changed = false;
-        u.pass();
-        if !u.changed {
-            break;
-        }
-    }
-    u.report = true;
-    u.pass();
-    u.diags
-}
-
-/// The level of every local after the fixpoint, for tools that show it.
-pub fn local_levels(kernel: &Kernel) -> Vec<Level> {
+/// Check a kernel variant: its uniformity errors, and the facts the
+/// fixpoint found, which the checker keeps in the HIR
+/// (`hir::Kernel::uniformity`) so that lowering and the tools read them
+/// instead of running the fixpoint again.
+pub fn check(kernel: &Kernel) -> (Vec<Diagnostic>, Facts) {
     let mut u = Uni::new(kernel);
     u.changed = true;
     while u.changed {
         u.changed = false;
         u.pass();
     }
-    u.level
+    let facts = Facts {
+        levels: u.level.clone(),
+        causes: u
+            .cause
+            .iter()
+            .map(|c| c.map(|c| (c.span, c.under_control)))
+            .collect(),
+    };
+    u.report = true;
+    u.pass();
+    (u.diags, facts)
 }
 
-/// Uniformity as tools show it (the language server's hover): each local's
-/// level after the fixpoint, and where it became that varying — the span
-/// of the statement, and whether it was the control around it that did.
+/// Uniformity as the checker found it after its fixpoint: each local's
+/// level, and where it became that varying — the span of the statement,
+/// and whether it was the control around it that did. A side table of the
+/// HIR (`hir::Kernel::uniformity`), indexed by `LocalId`.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Facts {
     pub levels: Vec<Level>,
     pub causes: Vec<Option<(Span, bool)>>,
-}
-
-pub fn facts(kernel: &Kernel) -> Facts {
-    let mut u = Uni::new(kernel);
-    u.changed = true;
-    while u.changed {
-        u.changed = false;
-        u.pass();
-    }
-    let causes = u
-        .cause
-        .iter()
-        .map(|c| c.map(|c| (c.span, c.under_control)))
-        .collect();
-    Facts {
-        levels: u.level,
-        causes,
-    }
 }
 
 /// The checker's verdicts after the fixpoint, for the backend: lowering
@@ -154,19 +136,24 @@ pub fn facts(kernel: &Kernel) -> Facts {
 /// it places barriers wherever the checker proved control uniform (its own
 /// structural test knows nothing of loads or collectives, and rejected
 /// valid kernels with P0802 under `if A[max<over ctx.thread>(x)]` or under
-/// an `if` on a `var`).
+/// an `if` on a `var`). It reads the locals' levels from the HIR's side
+/// table; an expression's level follows from them without a fixpoint.
 pub struct Judge<'k> {
     u: Uni<'k>,
 }
 
 impl<'k> Judge<'k> {
     pub fn new(kernel: &'k Kernel) -> Judge<'k> {
+        debug_assert_eq!(
+            kernel.uniformity.levels.len(),
+            kernel.locals.len(),
+            "a kernel reaches lowering with the checker's uniformity facts"
+        );
         let mut u = Uni::new(kernel);
-        u.changed = true;
-        while u.changed {
-            u.changed = false;
-            u.pass();
-        }
+        // A local without a level (none, for kernels from the checker)
+        // counts as varying, the sound side.
+        u.level = kernel.uniformity.levels.clone();
+        u.level.resize(kernel.locals.len(), Level::Varying);
         Judge { u }
     }
 
