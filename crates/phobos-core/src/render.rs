@@ -259,7 +259,7 @@ fn to_codespan(d: &Diagnostic, len: usize) -> CsDiagnostic<()> {
             label.with_message(l.message.clone())
         })
         .collect();
-    base.with_code(d.code)
+    base.with_code(d.code.as_str())
         .with_message(d.message.clone())
         .with_labels(labels)
         .with_notes(d.notes.iter().map(|n| format!("help: {n}")).collect())

@@ -58,7 +58,7 @@ impl Analysis {
             if primary.span.end < range.start || primary.span.start > range.end {
                 continue;
             }
-            let candidate = match d.code {
+            let candidate = match d.code.as_str() {
                 "P0400" => self.add_type(primary.span, d),
                 "P0700" | "P0701" => self.hoist_collective(primary.span, d),
                 _ => None,
