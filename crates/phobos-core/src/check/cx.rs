@@ -134,7 +134,9 @@ impl<'a> Cx<'a> {
 
     /// Report an error. Inside an inlined `fn` body the diagnostic also
     /// points at the calls that led there.
-    pub fn report(&mut self, mut d: Diagnostic) {
+    /// Report an error, with a label at each `fn` call being inlined.
+    pub fn report(&mut self, e: impl Into<Diagnostic>) {
+        let mut d = e.into();
         for (name, span) in self.inline_stack.iter().rev() {
             d = d.secondary(*span, format!("in this call of `{name}`"));
         }
