@@ -12,18 +12,12 @@ const DOCS: &str = include_str!("../../../docs/language.md");
 /// Stages that still build diagnostics from code names (the lexer and the
 /// parser, until they have a `ParseError` enum, and the checker files not
 /// yet converted): the `"P0xxx"` literals of their source text.
-const BY_NAME: [&str; 12] = [
+const BY_NAME: [&str; 6] = [
     include_str!("../src/lexer.rs"),
     include_str!("../src/parser.rs"),
-    include_str!("../src/check/arrays.rs"),
-    include_str!("../src/check/atomics.rs"),
-    include_str!("../src/check/scratch.rs"),
     include_str!("../src/check/calls.rs"),
     include_str!("../src/check/consts.rs"),
     include_str!("../src/check/cx.rs"),
-    include_str!("../src/check/fns.rs"),
-    include_str!("../src/check/stmts.rs"),
-    include_str!("../src/check/subscripts.rs"),
     include_str!("../src/check/types.rs"),
 ];
 

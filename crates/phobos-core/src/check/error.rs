@@ -8,10 +8,15 @@
 //! A code has several variants when its messages differ. The variants are
 //! grouped by the pass that reports them.
 
-use super::cx::MAX_TOTAL_EXPR_NODES;
+use super::cx::{elem_of, ty_name, MAX_TOTAL_EXPR_NODES};
 use super::header::MAX_VARIANTS;
-use crate::ast::Span;
+use super::scratch::MAX_AXIS;
+use super::stmts::MAX_UNROLL;
+use super::subscripts::MAX_RUN;
+use super::types::conversion_note;
+use crate::ast::{ScalarTy, Span};
 use crate::diag::{Code, Diagnostic};
+use crate::hir::{AtomicOp, Ty, MAX_ARRAY_ELEMS};
 
 /// Why an `@autotune` value is refused (P0306).
 #[derive(Clone, Debug, PartialEq)]
@@ -264,6 +269,277 @@ pub enum CheckError {
         span: Span,
         left: Span,
     },
+
+    // ---- atomics.rs: atomics and `fence()` ----
+    /// P0401: `let name: declared = op(...)` where the element is `elem`.
+    AtomicResultDeclared {
+        name: String,
+        declared: ScalarTy,
+        op: AtomicOp,
+        elem: ScalarTy,
+        span: Span,
+        decl: Span,
+    },
+    /// P0401: `name = op(...)` where `name` holds `holds`.
+    AtomicResultAssigned {
+        name: String,
+        holds: Ty,
+        op: AtomicOp,
+        elem: ScalarTy,
+        span: Span,
+    },
+    /// P0430: the atomic `op` inside an expression.
+    AtomicInExpr { op: String, span: Span },
+    /// P0430.
+    FenceAsValue { span: Span },
+    /// P0432: the target is not a subscript.
+    AtomicNotElement { op: AtomicOp, span: Span },
+    /// P0432: the target is an element of the register array `array`.
+    AtomicOnArray {
+        op: AtomicOp,
+        array: String,
+        span: Span,
+    },
+    /// P0432: the target is a span of `name`.
+    AtomicOnSpan {
+        op: AtomicOp,
+        name: String,
+        span: Span,
+    },
+    /// P0431: `op` on `name`, which holds `elem`.
+    AtomicNotOnType {
+        op: AtomicOp,
+        name: String,
+        elem: ScalarTy,
+        span: Span,
+    },
+
+    // ---- scratch.rs: shared scratch tiles and partial fills ----
+    /// P0401.
+    ScratchTyped { span: Span },
+    /// P0440.
+    ScratchExtentRange { value: i128, span: Span },
+    /// P0440.
+    ScratchExtentNotConstant { span: Span },
+    /// P0440.
+    ScratchNoExtent { span: Span },
+    /// P0441.
+    ScratchInExpr { span: Span },
+    /// P0509: a partial fill from something that is not a subscript.
+    FillNotBox { span: Span },
+    /// P0509: a partial fill from a box of a tile.
+    FillFromTile { span: Span },
+    /// P0509: a partial fill with `op=`.
+    FillCompound { op: &'static str, span: Span },
+    /// P0442: the box `start :+ len` outside axis `axis` (of `extent`) of
+    /// the tile `name`.
+    FillOutside {
+        start: i128,
+        len: u32,
+        axis: usize,
+        name: String,
+        extent: i64,
+        span: Span,
+    },
+    /// P0442.
+    FillStartNotConstant { span: Span },
+    /// P0509: the tensor box (`from`) and the tile box (`into`) differ.
+    FillMismatch {
+        from: (Vec<u32>, ScalarTy),
+        into: (Vec<u32>, ScalarTy),
+        span: Span,
+    },
+
+    // ---- subscripts.rs: tensors, tiles, runs ----
+    /// P0510.
+    NotSubscriptable { span: Span },
+    /// P0500: `name` has `dims` dims and `found` subscripts.
+    SubscriptCount {
+        name: String,
+        dims: usize,
+        found: usize,
+        span: Span,
+    },
+    /// P0501: a `what` ("run" or "tile") length out of range.
+    SpanLenRange {
+        what: String,
+        value: i128,
+        span: Span,
+    },
+    /// P0501: a `what` length that is not a constant; `text` is its source.
+    SpanLenNotConstant {
+        what: String,
+        text: String,
+        span: Span,
+    },
+    /// P0504.
+    TilePoint { span: Span },
+    /// P0502.
+    FullDimUnknown {
+        axis: usize,
+        name: String,
+        span: Span,
+    },
+    /// P0503.
+    TileAsValue { span: Span },
+    /// P0509: a tile copied from a tile.
+    TileCopyFromTile { span: Span },
+    /// P0401: a `value` stored into `name`, which holds `holds`
+    /// (elements of `elem`).
+    StoreType {
+        value: Ty,
+        name: String,
+        holds: Ty,
+        elem: ScalarTy,
+        span: Span,
+    },
+    /// P0509.
+    TileStoreNotTile { span: Span },
+    /// P0509.
+    TileStoreIntoTile { span: Span },
+    /// P0509: the tile (`tile`) and the target (`target`) differ.
+    TileStoreMismatch {
+        tile: (Vec<u32>, ScalarTy),
+        target: (Vec<u32>, ScalarTy),
+        span: Span,
+    },
+
+    // ---- arrays.rs: register arrays ----
+    /// P0418.
+    ArrayLet {
+        name: String,
+        elem: ScalarTy,
+        span: Span,
+    },
+    /// P0401: the initial value of `name` (elements of `elem`) is `found`.
+    ArrayInitType {
+        name: String,
+        elem: ScalarTy,
+        found: Ty,
+        span: Span,
+        elem_span: Span,
+    },
+    /// P0416.
+    ArrayNoDims { span: Span },
+    /// P0416.
+    ArrayDimRange { value: i128, span: Span },
+    /// P0416: `text` is the dim's source.
+    ArrayDimNotConstant { text: String, span: Span },
+    /// P0416.
+    ArrayTooLarge {
+        name: String,
+        elems: u64,
+        span: Span,
+    },
+    /// P0418.
+    ArraySpan { name: String, span: Span },
+    /// P0417.
+    ArrayIndexRange {
+        index: i128,
+        axis: usize,
+        name: String,
+        dim: i64,
+        span: Span,
+    },
+
+    // ---- stmts.rs: statements ----
+    /// P0415: `word` (`break` or `continue`) outside a loop.
+    ExitOutsideLoop { word: &'static str, span: Span },
+    /// P0401.
+    TileCopyTyped { span: Span },
+    /// P0401: `name` declared `declared` with a value of type `found`.
+    DeclaredType {
+        name: String,
+        declared: ScalarTy,
+        found: Ty,
+        span: Span,
+        decl: Span,
+    },
+    /// P0409: a run kept in a variable.
+    RunInVariable { found: Ty, span: Span },
+    /// P0207: the target is not a variable or a subscript.
+    AssignToExpr { span: Span },
+    /// P0207: `name` is a parameter, dim or constant.
+    AssignToNonLocal { name: String, span: Span },
+    /// P0207.
+    AssignToLoopVar {
+        name: String,
+        span: Span,
+        decl: Span,
+    },
+    /// P0207.
+    AssignToArray {
+        name: String,
+        span: Span,
+        decl: Span,
+    },
+    /// P0207.
+    AssignToTile {
+        name: String,
+        span: Span,
+        decl: Span,
+    },
+    /// P0207: a second assignment to a `let`.
+    AssignTwice {
+        name: String,
+        span: Span,
+        decl: Span,
+    },
+    /// P0401: `name` holds `holds`, the value is `value`.
+    AssignType {
+        name: String,
+        holds: Ty,
+        value: Ty,
+        span: Span,
+    },
+    /// P0400: `name op= float` where `name` is `var name = literal`, an
+    /// integer.
+    FloatIntoIntLiteralVar {
+        name: String,
+        op: &'static str,
+        holds: ScalarTy,
+        value: ScalarTy,
+        literal: u64,
+        span: Span,
+        literal_span: Span,
+    },
+    /// P0413.
+    ZeroStep { span: Span },
+    /// P0414: `unroll` on a loop that `break` or `continue` (at `span`)
+    /// leaves.
+    UnrollLeft { span: Span },
+    /// P0414.
+    UnrollRange { factor: u64, span: Span },
+    /// P0414.
+    UnrollStep { span: Span, step: Span },
+    /// P0411.
+    UselessExpr { span: Span },
+    /// P0409: `store` into something that is not a subscript.
+    StoreNotSubscript { span: Span },
+    /// P0409: `store` into a subscript that is not a run.
+    StoreNotRun { span: Span },
+    /// P0507: `store`'s element index `index` outside a run of `len`.
+    StoreIndexRange { index: i128, len: u32, span: Span },
+
+    // ---- fns.rs: the fn items ----
+    /// P0201.
+    FnNamedLikeBuiltin { name: String, span: Span },
+    /// P0201.
+    FnTwice {
+        name: String,
+        span: Span,
+        first: Span,
+    },
+    /// P0202.
+    FnParamTwice { name: String, span: Span },
+    /// P0206.
+    FnAsValue { name: String, span: Span },
+    /// P0200: a name in a fn body that is not a parameter.
+    FnBodyUnknownName { name: String, span: Span },
+    /// P0205: an unknown callee in a fn body.
+    FnBodyUnknownFn { name: String, span: Span },
+    /// P0210: the fn `path[0]` calls itself through `path[1..]`.
+    Recursion { path: Vec<String>, span: Span },
     //@@variants
 }
 
@@ -307,6 +583,59 @@ impl CheckError {
             TileVarying { .. } => Code::P0702,
             TileStartVarying { .. } => Code::P0703,
             CtaCollectiveGuarded { .. } => Code::P0704,
+            AtomicResultDeclared { .. }
+            | AtomicResultAssigned { .. }
+            | ScratchTyped { .. }
+            | StoreType { .. }
+            | ArrayInitType { .. } => Code::P0401,
+            AtomicInExpr { .. } | FenceAsValue { .. } => Code::P0430,
+            AtomicNotElement { .. } | AtomicOnArray { .. } | AtomicOnSpan { .. } => Code::P0432,
+            AtomicNotOnType { .. } => Code::P0431,
+            ScratchExtentRange { .. }
+            | ScratchExtentNotConstant { .. }
+            | ScratchNoExtent { .. } => Code::P0440,
+            ScratchInExpr { .. } => Code::P0441,
+            FillNotBox { .. }
+            | FillFromTile { .. }
+            | FillCompound { .. }
+            | FillMismatch { .. }
+            | TileCopyFromTile { .. }
+            | TileStoreNotTile { .. }
+            | TileStoreIntoTile { .. }
+            | TileStoreMismatch { .. } => Code::P0509,
+            FillOutside { .. } | FillStartNotConstant { .. } => Code::P0442,
+            NotSubscriptable { .. } => Code::P0510,
+            SubscriptCount { .. } => Code::P0500,
+            SpanLenRange { .. } | SpanLenNotConstant { .. } => Code::P0501,
+            TilePoint { .. } => Code::P0504,
+            FullDimUnknown { .. } => Code::P0502,
+            TileAsValue { .. } => Code::P0503,
+            ArrayLet { .. } | ArraySpan { .. } => Code::P0418,
+            ArrayNoDims { .. }
+            | ArrayDimRange { .. }
+            | ArrayDimNotConstant { .. }
+            | ArrayTooLarge { .. } => Code::P0416,
+            ArrayIndexRange { .. } => Code::P0417,
+            ExitOutsideLoop { .. } => Code::P0415,
+            TileCopyTyped { .. } | DeclaredType { .. } | AssignType { .. } => Code::P0401,
+            RunInVariable { .. } | StoreNotSubscript { .. } | StoreNotRun { .. } => Code::P0409,
+            AssignToExpr { .. }
+            | AssignToNonLocal { .. }
+            | AssignToLoopVar { .. }
+            | AssignToArray { .. }
+            | AssignToTile { .. }
+            | AssignTwice { .. } => Code::P0207,
+            FloatIntoIntLiteralVar { .. } => Code::P0400,
+            ZeroStep { .. } => Code::P0413,
+            UnrollLeft { .. } | UnrollRange { .. } | UnrollStep { .. } => Code::P0414,
+            UselessExpr { .. } => Code::P0411,
+            StoreIndexRange { .. } => Code::P0507,
+            FnNamedLikeBuiltin { .. } | FnTwice { .. } => Code::P0201,
+            FnParamTwice { .. } => Code::P0202,
+            FnAsValue { .. } => Code::P0206,
+            FnBodyUnknownName { .. } => Code::P0200,
+            FnBodyUnknownFn { .. } => Code::P0205,
+            Recursion { .. } => Code::P0210,
             //@@codes
         }
     }
@@ -534,6 +863,436 @@ impl CheckError {
                 .primary(span, "this would run only where the left side allows")
                 .secondary(left, format!("the left side of `{op}`"))
                 .note("a CTA collective is computed before the statement that holds it, by every thread; bind it with `let` before the condition and use the name here"),
+
+            AtomicResultDeclared {
+                name,
+                declared,
+                op,
+                elem,
+                span,
+                decl,
+            } => code
+                .error(format!(
+                    "`{name}` is declared {}, but `{}` gives the old {} element",
+                    declared.name(),
+                    op.name(),
+                    elem.name()
+                ))
+                .primary(span, format!("this is {}", elem.name()))
+                .secondary(decl, "declared here"),
+            AtomicResultAssigned {
+                name,
+                holds,
+                op,
+                elem,
+                span,
+            } => code
+                .error(format!(
+                    "`{name}` holds {}, the old element `{}` gives is {}",
+                    ty_name(holds),
+                    op.name(),
+                    elem.name()
+                ))
+                .primary(span, format!("this is {}", elem.name())),
+            AtomicInExpr { op, span } => code
+                .error(format!("`{op}` is a statement, not part of an expression"))
+                .primary(span, "used inside an expression")
+                .note(format!(
+                    "write it alone (`{op}(T[i], v)`), or take the old value whole: `let old = {op}(T[i], v)`, then use `old`"
+                )),
+            FenceAsValue { span } => code
+                .error("`fence()` is a statement and has no value")
+                .primary(span, "used as a value")
+                .note("write `fence()` on a line of its own"),
+            AtomicNotElement { op, span } => code
+                .error(format!("`{}` works on one element of a tensor or tile", op.name()))
+                .primary(span, "not an element of a tensor or tile")
+                .note(format!("write `{}(T[i, j], ...)`", op.name())),
+            AtomicOnArray { op, array, span } => code
+                .error(format!(
+                    "`{}` works on one element of a tensor or tile, and `{array}` is a register array",
+                    op.name()
+                ))
+                .primary(span, "an element of a register array")
+                .note(format!(
+                    "only this thread sees `{array}`: update it with a plain assignment (`{array}[i] = {array}[i] + v`)"
+                )),
+            AtomicOnSpan { op, name, span } => code
+                .error(format!(
+                    "`{}` works on one element, found a span of `{name}`",
+                    op.name()
+                ))
+                .primary(span, "a run or tile, not one element")
+                .note("every subscript must be an index; a run needs one atomic per element"),
+            AtomicNotOnType {
+                op,
+                name,
+                elem,
+                span,
+            } => code
+                .error(format!("`{}` is not defined on {}", op.name(), elem.name()))
+                .primary(span, format!("`{name}` holds {}", elem.name()))
+                .note(supported_note(op)),
+
+            ScratchTyped { span } => code
+                .error("a shared scratch tile takes no scalar type")
+                .primary(span, "the element type is in `shared<...>`"),
+            ScratchExtentRange { value, span } => code
+                .error(format!(
+                    "a scratch tile's extent must be from 1 to {MAX_AXIS}, found {value}"
+                ))
+                .primary(span, "this extent"),
+            ScratchExtentNotConstant { span } => code
+                .error("a scratch tile's extent must be a compile-time constant")
+                .primary(span, "known only at run time")
+                .note("use constants, autotuned names and `ctx.threads`, `ctx.warps`, `ctx.lanes`: the shared plan lays out every buffer before the launch"),
+            ScratchNoExtent { span } => code
+                .error("a scratch tile needs at least one extent")
+                .primary(span, "write its shape, as in `shared<f32>[32, 33]`"),
+            ScratchInExpr { span } => code
+                .error("`shared<...>[...]` declares a scratch tile, and is not a value")
+                .primary(span, "used inside an expression")
+                .note("declare it on its own: `var s = shared<f32>[32, 33]`, then read and write `s[i, j]`"),
+            FillNotBox { span } => code
+                .error("a box of a tile is filled from a box of a tensor")
+                .primary(span, "not a tensor box")
+                .note(FILL_NOTE),
+            FillFromTile { span } => code
+                .error("a box of a tile is filled from a box of a tensor")
+                .primary(span, "a tile, not a tensor")
+                .note(FILL_NOTE),
+            FillCompound { op, span } => code
+                .error(format!("a tile box is filled with `=`, not `{op}=`"))
+                .primary(span, "a copy, not arithmetic")
+                .note(FILL_NOTE),
+            FillOutside {
+                start,
+                len,
+                axis,
+                name,
+                extent,
+                span,
+            } => code
+                .error(format!(
+                    "the box {start} :+ {len} does not fit axis {axis} of `{name}`, which has {extent}"
+                ))
+                .primary(span, "outside the tile"),
+            FillStartNotConstant { span } => code
+                .error("where a tile box starts must be a compile-time constant")
+                .primary(span, "known only at run time")
+                .note("the box's place in the tile is fixed; the tensor box may start anywhere"),
+            FillMismatch { from, into, span } => code
+                .error("the tensor box does not match the tile box")
+                .primary(
+                    span,
+                    format!(
+                        "{:?} {} into {:?} {}",
+                        from.0,
+                        from.1.name(),
+                        into.0,
+                        into.1.name()
+                    ),
+                )
+                .note(FILL_NOTE),
+
+            NotSubscriptable { span } => code
+                .error("only tensors, shared tiles and register arrays can be subscripted")
+                .primary(span, "not a tensor, a tile or an array"),
+            SubscriptCount {
+                name,
+                dims,
+                found,
+                span,
+            } => code
+                .error(format!("`{name}` has {dims} dims, found {found} subscripts"))
+                .primary(span, format!("expected {dims} subscripts")),
+            SpanLenRange { what, value, span } => code
+                .error(format!(
+                    "a {what} length must be from 1 to {MAX_RUN}, found {value}"
+                ))
+                .primary(span, "out of range"),
+            SpanLenNotConstant { what, text, span } => code
+                .error(format!("a {what} length must be a compile-time constant"))
+                .primary(span, format!("`{text}` is not a constant"))
+                .note("use a number, an autotuned name or a constant dim"),
+            TilePoint { span } => code
+                .error("a tile takes a span or `:` on every axis")
+                .primary(span, "an index where a span is needed")
+                .note("a run has exactly one span; a tile has spans or `:` everywhere, as in `x[0 :+ 1, :]`"),
+            FullDimUnknown { axis, name, span } => code
+                .error(format!(
+                    "`:` needs a dim known at compile time; axis {axis} of `{name}` is not"
+                ))
+                .primary(span, "the whole dim")
+                .note("give the axis a constant size, autotune its dim (`@autotune(K in [256])`), or use a span `start :+ L`"),
+            TileAsValue { span } => code
+                .error("a tile subscript cannot be used as a value")
+                .primary(span, "a whole tile")
+                .note("copy it into shared memory with `var t = x[...]`, or store a tile with `A[...] = t`; inside expressions use point or run subscripts"),
+            TileCopyFromTile { span } => code
+                .error("a tile is copied from a tensor")
+                .primary(span, "a shared tile")
+                .note("read a tile's elements with point or run subscripts instead"),
+            StoreType {
+                value,
+                name,
+                holds,
+                elem,
+                span,
+            } => code
+                .error(format!(
+                    "cannot store {} into `{name}`, which holds {}",
+                    ty_name(value),
+                    ty_name(holds)
+                ))
+                .primary(span, format!("this is {}", ty_name(value)))
+                .note(conversion_note(elem)),
+            TileStoreNotTile { span } => code
+                .error("a tile subscript is stored to from a whole tile")
+                .primary(span, "not a tile")
+                .note("write `A[r :+ R, :] = t` with `t` made by `var t = x[...]`"),
+            TileStoreIntoTile { span } => code
+                .error("a tile is stored to a tensor")
+                .primary(span, "cannot copy a tile into a tile"),
+            TileStoreMismatch { tile, target, span } => code
+                .error("the tile does not match the target's shape and type")
+                .primary(
+                    span,
+                    format!(
+                        "the tile holds {:?} {}, the target is {:?} {}",
+                        tile.0,
+                        tile.1.name(),
+                        target.0,
+                        target.1.name()
+                    ),
+                ),
+
+            ArrayLet { name, elem, span } => code
+                .error(format!("the register array `{name}` must be declared with `var`"))
+                .primary(span, "declared with `let`")
+                .note(format!(
+                    "an array is filled element by element after its declaration: write `var {name}: {}[...] = ...`",
+                    elem.name()
+                )),
+            ArrayInitType {
+                name,
+                elem,
+                found,
+                span,
+                elem_span,
+            } => code
+                .error(format!(
+                    "the elements of `{name}` are {}, the initial value is {}",
+                    elem.name(),
+                    ty_name(found)
+                ))
+                .primary(span, format!("this is {}", ty_name(found)))
+                .secondary(elem_span, "the element type")
+                .note(conversion_note(elem)),
+            ArrayNoDims { span } => code
+                .error("a register array needs at least one dim")
+                .primary(span, "no dims")
+                .note("write the shape in the brackets, as in `f32[4, 4]`"),
+            ArrayDimRange { value, span } => code
+                .error(format!(
+                    "a register array's dim must be from 1 to {MAX_ARRAY_ELEMS}, found {value}"
+                ))
+                .primary(span, "out of range"),
+            ArrayDimNotConstant { text, span } => code
+                .error("a register array's dims must be compile-time constants")
+                .primary(span, format!("`{text}` is not a constant"))
+                .note("use a number, an autotuned name or `ctx.warps`-style constants; a thread's registers are fixed when the kernel is compiled"),
+            ArrayTooLarge { name, elems, span } => code
+                .error(format!(
+                    "the register array `{name}` has {elems} elements, more than the {MAX_ARRAY_ELEMS} a thread may hold"
+                ))
+                .primary(span, format!("{elems} elements"))
+                .note("keep larger data in a shared tile (`var t = x[...]`) or in a tensor"),
+            ArraySpan { name, span } => code
+                .error(format!("the register array `{name}` takes one index per dim"))
+                .primary(span, "a span or `:` on a register array")
+                .note(format!(
+                    "read or write one element at a time, as in `{name}[i, j]`"
+                )),
+            ArrayIndexRange {
+                index,
+                axis,
+                name,
+                dim,
+                span,
+            } => code
+                .error(format!(
+                    "index {index} is out of range for axis {axis} of `{name}`, which has {dim} elements"
+                ))
+                .primary(span, format!("must be from 0 to {}", dim - 1)),
+
+            ExitOutsideLoop { word, span } => code
+                .error(format!("`{word}` outside a loop"))
+                .primary(span, format!("there is no `for` or `while` for this `{word}`"))
+                .note("to leave the kernel early, write `return`"),
+            TileCopyTyped { span } => code
+                .error("a tile copy takes no scalar type")
+                .primary(span, "the tile's type is the tensor's"),
+            DeclaredType {
+                name,
+                declared,
+                found,
+                span,
+                decl,
+            } => code
+                .error(format!(
+                    "`{name}` is declared {}, but its value is {}",
+                    declared.name(),
+                    ty_name(found)
+                ))
+                .primary(span, format!("this is {}", ty_name(found)))
+                .secondary(decl, "declared here")
+                .note(conversion_note(declared)),
+            RunInVariable { found, span } => code
+                .error(format!("a variable holds a scalar, found {}", ty_name(found)))
+                .primary(span, "a run cannot be kept in a variable")
+                .note("use a run inside `sum(...)`, `elem(run, i)` or `word(run, i)`"),
+            AssignToExpr { span } => code
+                .error("cannot assign to this expression")
+                .primary(span, "not a variable or a subscript"),
+            AssignToNonLocal { name, span } => code
+                .error(format!("cannot assign to `{name}`"))
+                .primary(span, "a parameter, dim or constant")
+                .note("declare a variable with `var` to change it"),
+            AssignToLoopVar { name, span, decl } => code
+                .error(format!("cannot assign to the loop variable `{name}`"))
+                .primary(span, "assigned here")
+                .secondary(decl, format!("the loop sets `{name}` on every iteration"))
+                .note(format!("a loop variable cannot change inside its loop: choose the loop's `range(start, end, step)`, or copy it into a variable, as in `var j = {name}`")),
+            AssignToArray { name, span, decl } => code
+                .error(format!("cannot assign to the register array `{name}` as a whole"))
+                .primary(span, "assigned here")
+                .secondary(decl, "a register array, declared here")
+                .note(format!(
+                    "change an array's elements with subscripts, as in `{name}[i, j] = v`"
+                )),
+            AssignToTile { name, span, decl } => code
+                .error(format!("cannot assign to the tile `{name}`"))
+                .primary(span, "assigned here")
+                .secondary(decl, "a tile, copied here")
+                .note(format!(
+                    "change a tile's elements with subscripts, as in `{name}[i, j] = v`"
+                )),
+            AssignTwice { name, span, decl } => code
+                .error(format!("cannot assign twice to `{name}`"))
+                .primary(span, "assigned here")
+                .secondary(decl, "declared with `let`")
+                .note(format!("declare it with `var {name}` to change it")),
+            AssignType {
+                name,
+                holds,
+                value,
+                span,
+            } => code
+                .error(format!(
+                    "`{name}` holds {}, the value is {}",
+                    ty_name(holds),
+                    ty_name(value)
+                ))
+                .primary(span, format!("this is {}", ty_name(value)))
+                .note(elem_of(holds).map_or_else(String::new, conversion_note)),
+            FloatIntoIntLiteralVar {
+                name,
+                op,
+                holds,
+                value,
+                literal,
+                span,
+                literal_span,
+            } => code
+                .error(format!(
+                    "`{name}` is {}, so `{name} {op}= ...` cannot take {}",
+                    holds.name(),
+                    value.name()
+                ))
+                .primary(span, format!("this is {}", value.name()))
+                .secondary(
+                    literal_span,
+                    format!(
+                        "`{name}` is {} because `{literal}` is an integer literal",
+                        holds.name()
+                    ),
+                )
+                .note(format!(
+                    "declare it as a float: `var {name}: {} = {literal}.0`",
+                    value.name()
+                )),
+            ZeroStep { span } => code
+                .error("a loop's step cannot be 0")
+                .primary(span, "the loop would never end"),
+            UnrollLeft { span } => code
+                .error("`unroll` on a loop left by `break` or `continue`")
+                .primary(span, "this leaves the loop")
+                .note("unrolling copies the body; remove `unroll`, or the `break`/`continue`"),
+            UnrollRange { factor, span } => code
+                .error(format!(
+                    "an unroll factor must be from 1 to {MAX_UNROLL}, found {factor}"
+                ))
+                .primary(span, "this factor")
+                .note("`unroll 1` keeps the loop as written; `unroll 4` runs four bodies per trip"),
+            UnrollStep { span, step } => code
+                .error("`unroll` needs a loop whose step is a constant")
+                .primary(span, "unrolling asked for here")
+                .secondary(step, "this step is known only at run time")
+                .note("write the step as a constant expression, or remove `unroll`"),
+            UselessExpr { span } => code
+                .error("this expression does nothing")
+                .primary(span, "its value is dropped")
+                .note("assign it, as in `let v = ...` or `A[i] = ...`"),
+            StoreNotSubscript { span } => code
+                .error("`store` writes into a run of a tensor or tile")
+                .primary(span, "not a run subscript")
+                .note("write `store(Y[0, k :+ 4], i, v)`"),
+            StoreNotRun { span } => code
+                .error("`store` writes into a run")
+                .primary(span, "not a run: use one span `k :+ L`"),
+            StoreIndexRange { index, len, span } => code
+                .error(format!("the element index {index} is out of range"))
+                .primary(span, format!("must be from 0 to {}", len - 1)),
+
+            FnNamedLikeBuiltin { name, span } => code
+                .error(format!("`{name}` is a built-in and cannot be redefined"))
+                .primary(span, "choose another name"),
+            FnTwice { name, span, first } => code
+                .error(format!("fn `{name}` is defined twice"))
+                .primary(span, "second definition")
+                .secondary(first, "first definition"),
+            FnParamTwice { name, span } => code
+                .error(format!("`{name}` is declared twice"))
+                .primary(span, "a second parameter of this name"),
+            FnAsValue { name, span } => code
+                .error(format!("`{name}` is a fn, not a value"))
+                .primary(span, "call it with arguments"),
+            FnBodyUnknownName { name, span } => code
+                .error(format!("cannot find `{name}` in this scope"))
+                .primary(span, "not a parameter of this fn")
+                .note("a fn body sees only its own parameters"),
+            FnBodyUnknownFn { name, span } => code
+                .error(format!("cannot find fn `{name}`"))
+                .primary(span, "not a fn, built-in or conversion"),
+            Recursion { path, span } => {
+                let first = path.first().map_or("", String::as_str);
+                let msg = if path.len() <= 1 {
+                    format!("fn `{first}` calls itself")
+                } else {
+                    format!(
+                        "fn `{first}` calls itself through {}",
+                        path[1..]
+                            .iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                };
+                code.error(msg)
+                    .primary(span, "this call closes the cycle")
+                    .note("fn items are inlined at each call, so they cannot recurse")
+            }
             //@@diags
         }
     }
@@ -683,9 +1442,239 @@ impl CheckError {
                 span,
                 left: span,
             },
+            AtomicResultDeclared {
+                name: name(),
+                declared: ScalarTy::I32,
+                op: AtomicOp::Add,
+                elem: ScalarTy::F32,
+                span,
+                decl: span,
+            },
+            AtomicResultAssigned {
+                name: name(),
+                holds: Ty::Scalar(ScalarTy::I32),
+                op: AtomicOp::Add,
+                elem: ScalarTy::F32,
+                span,
+            },
+            AtomicInExpr {
+                op: "atomic_add".into(),
+                span,
+            },
+            FenceAsValue { span },
+            AtomicNotElement {
+                op: AtomicOp::Add,
+                span,
+            },
+            AtomicOnArray {
+                op: AtomicOp::Add,
+                array: name(),
+                span,
+            },
+            AtomicOnSpan {
+                op: AtomicOp::Add,
+                name: name(),
+                span,
+            },
+            AtomicNotOnType {
+                op: AtomicOp::Max,
+                name: name(),
+                elem: ScalarTy::F32,
+                span,
+            },
+            ScratchTyped { span },
+            ScratchExtentRange { value: 0, span },
+            ScratchExtentNotConstant { span },
+            ScratchNoExtent { span },
+            ScratchInExpr { span },
+            FillNotBox { span },
+            FillFromTile { span },
+            FillCompound { op: "+", span },
+            FillOutside {
+                start: 30,
+                len: 4,
+                axis: 0,
+                name: name(),
+                extent: 32,
+                span,
+            },
+            FillStartNotConstant { span },
+            FillMismatch {
+                from: (vec![4, 4], ScalarTy::F32),
+                into: (vec![4, 8], ScalarTy::F32),
+                span,
+            },
+            NotSubscriptable { span },
+            SubscriptCount {
+                name: name(),
+                dims: 2,
+                found: 1,
+                span,
+            },
+            SpanLenRange {
+                what: "run".into(),
+                value: 2048,
+                span,
+            },
+            SpanLenNotConstant {
+                what: "run".into(),
+                text: "n".into(),
+                span,
+            },
+            TilePoint { span },
+            FullDimUnknown {
+                axis: 0,
+                name: name(),
+                span,
+            },
+            TileAsValue { span },
+            TileCopyFromTile { span },
+            StoreType {
+                value: Ty::Scalar(ScalarTy::F64),
+                name: name(),
+                holds: Ty::Scalar(ScalarTy::F32),
+                elem: ScalarTy::F32,
+                span,
+            },
+            TileStoreNotTile { span },
+            TileStoreIntoTile { span },
+            TileStoreMismatch {
+                tile: (vec![4, 4], ScalarTy::F32),
+                target: (vec![4, 8], ScalarTy::F32),
+                span,
+            },
+            ArrayLet {
+                name: name(),
+                elem: ScalarTy::F32,
+                span,
+            },
+            ArrayInitType {
+                name: name(),
+                elem: ScalarTy::F32,
+                found: Ty::Scalar(ScalarTy::I32),
+                span,
+                elem_span: span,
+            },
+            ArrayNoDims { span },
+            ArrayDimRange { value: 0, span },
+            ArrayDimNotConstant {
+                text: "n".into(),
+                span,
+            },
+            ArrayTooLarge {
+                name: name(),
+                elems: 1024,
+                span,
+            },
+            ArraySpan { name: name(), span },
+            ArrayIndexRange {
+                index: 4,
+                axis: 0,
+                name: name(),
+                dim: 4,
+                span,
+            },
+            ExitOutsideLoop {
+                word: "break",
+                span,
+            },
+            TileCopyTyped { span },
+            DeclaredType {
+                name: name(),
+                declared: ScalarTy::F32,
+                found: Ty::Scalar(ScalarTy::I32),
+                span,
+                decl: span,
+            },
+            RunInVariable {
+                found: Ty::Scalar(ScalarTy::F32),
+                span,
+            },
+            AssignToExpr { span },
+            AssignToNonLocal { name: name(), span },
+            AssignToLoopVar {
+                name: name(),
+                span,
+                decl: span,
+            },
+            AssignToArray {
+                name: name(),
+                span,
+                decl: span,
+            },
+            AssignToTile {
+                name: name(),
+                span,
+                decl: span,
+            },
+            AssignTwice {
+                name: name(),
+                span,
+                decl: span,
+            },
+            AssignType {
+                name: name(),
+                holds: Ty::Scalar(ScalarTy::F32),
+                value: Ty::Scalar(ScalarTy::I32),
+                span,
+            },
+            FloatIntoIntLiteralVar {
+                name: name(),
+                op: "+",
+                holds: ScalarTy::I32,
+                value: ScalarTy::F32,
+                literal: 0,
+                span,
+                literal_span: span,
+            },
+            ZeroStep { span },
+            UnrollLeft { span },
+            UnrollRange { factor: 64, span },
+            UnrollStep { span, step: span },
+            UselessExpr { span },
+            StoreNotSubscript { span },
+            StoreNotRun { span },
+            StoreIndexRange {
+                index: 4,
+                len: 4,
+                span,
+            },
+            FnNamedLikeBuiltin { name: name(), span },
+            FnTwice {
+                name: name(),
+                span,
+                first: span,
+            },
+            FnParamTwice { name: name(), span },
+            FnAsValue { name: name(), span },
+            FnBodyUnknownName { name: name(), span },
+            FnBodyUnknownFn { name: name(), span },
+            Recursion {
+                path: vec![name(), "y".into()],
+                span,
+            },
             //@@examples
         ]
     }
+}
+
+/// The partial fill's help line.
+const FILL_NOTE: &str = "fill part of a tile from a tensor box of the same shape: `s[0 :+ 32, 0 :+ 32] = A[r :+ 32, c :+ 32]`";
+
+/// The types an atomic takes, for P0431's note.
+fn supported_note(op: AtomicOp) -> String {
+    let types = ScalarTy::ALL
+        .iter()
+        .filter(|t| op.supports(**t))
+        .map(|t| t.name())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let extra = match op {
+        AtomicOp::Add => " (bf16 on sm_90 and newer)",
+        AtomicOp::Exch | AtomicOp::Cas => " (floats are exchanged and compared as their bits)",
+        _ => "",
+    };
+    format!("`{}` takes elements of {types}{extra}", op.name())
 }
 
 impl From<CheckError> for Diagnostic {
