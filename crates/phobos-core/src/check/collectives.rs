@@ -159,14 +159,7 @@ impl Cx<'_> {
         span: Span,
     ) -> Option<(hir::Expr, Option<Combine>)> {
         let n = if op == CollOp::Reduce { 2 } else { 1 };
-        if !self.arity(callee, args, n, span) {
-            if op == CollOp::Reduce {
-                if let Some(d) = self.diags.last_mut() {
-                    d.notes.push(
-                        "write `reduce<over ctx.lane>(x, f)` with a `fn f(a, b) = ...`".into(),
-                    );
-                }
-            }
+        if !self.arity_hinted(callee, args, n, span, op == CollOp::Reduce) {
             return None;
         }
         let want = match op {

@@ -3,6 +3,7 @@
 //! typing, subscript, collective and statement passes are methods on `Cx`
 //! in their own files; this file owns only the shared state.
 
+use super::error::CheckError;
 use super::header::Header;
 use crate::ast::{FnItem, ScalarTy, Span};
 use crate::diag::Diagnostic;
@@ -135,8 +136,8 @@ impl<'a> Cx<'a> {
     /// Report an error. Inside an inlined `fn` body the diagnostic also
     /// points at the calls that led there.
     /// Report an error, with a label at each `fn` call being inlined.
-    pub fn report(&mut self, e: impl Into<Diagnostic>) {
-        let mut d = e.into();
+    pub fn report(&mut self, e: CheckError) {
+        let mut d = e.into_diagnostic();
         for (name, span) in self.inline_stack.iter().rev() {
             d = d.secondary(*span, format!("in this call of `{name}`"));
         }

@@ -8,7 +8,10 @@
 //! A code has several variants when its messages differ. The variants are
 //! grouped by the pass that reports them.
 
-use super::cx::{elem_of, ty_name, MAX_TOTAL_EXPR_NODES};
+use super::cx::{
+    elem_of, ty_name, INLINE_BUDGET, MAX_EXPR_DEPTH, MAX_EXPR_NODES, MAX_INLINE_DEPTH,
+    MAX_TOTAL_EXPR_NODES,
+};
 use super::header::MAX_VARIANTS;
 use super::scratch::MAX_AXIS;
 use super::stmts::MAX_UNROLL;
@@ -536,11 +539,144 @@ pub enum CheckError {
     FnAsValue { name: String, span: Span },
     /// P0200: a name in a fn body that is not a parameter.
     FnBodyUnknownName { name: String, span: Span },
-    /// P0205: an unknown callee in a fn body.
-    FnBodyUnknownFn { name: String, span: Span },
+    /// P0205: an unknown callee.
+    UnknownFn { name: String, span: Span },
     /// P0210: the fn `path[0]` calls itself through `path[1..]`.
     Recursion { path: Vec<String>, span: Span },
-    //@@variants
+
+    // ---- calls.rs: built-ins and fn calls ----
+    /// P0412.
+    StoreAsValue { span: Span },
+    /// P0601: `name` (a collective or `shfl`) without `<...>`.
+    NoConfig { name: String, span: Span },
+    /// P0204: `callee` takes `want` arguments. `reduce_hint`: the callee is
+    /// `reduce`, whose second argument is a fn.
+    Arity {
+        callee: String,
+        want: usize,
+        found: usize,
+        span: Span,
+        reduce_hint: bool,
+    },
+    /// P0204: a conversion to `to` with other than one argument.
+    ConvertArity {
+        to: ScalarTy,
+        found: usize,
+        span: Span,
+    },
+    /// P0404.
+    ConvertToBool { from: ScalarTy, span: Span },
+    /// P0400: a built-in's arguments of two types.
+    ArgTypes { first: Ty, found: Ty, span: Span },
+    /// P0407: `callee` takes `kind` ("floats" or "integers").
+    MathArg {
+        callee: String,
+        kind: &'static str,
+        found: ScalarTy,
+        span: Span,
+    },
+    /// P0407: `what` must be a packed word.
+    WordArg { what: String, found: Ty, span: Span },
+    /// P0407.
+    PopcountArg { found: Ty, span: Span },
+    /// P0506.
+    SumOfNonRun { found: Ty, span: Span },
+    /// P0507: `what` (an element or word index) outside `0..limit`.
+    RunIndexRange {
+        what: String,
+        index: i128,
+        limit: u32,
+        span: Span,
+    },
+    /// P0507: `what` is not a constant.
+    RunIndexNotConstant { what: String, span: Span },
+    /// P0409: `elem`/`word` (`callee`) of something that is not a run.
+    ElemOfNonRun {
+        callee: String,
+        found: Ty,
+        span: Span,
+    },
+    /// P0508: `word` of a run of `elem`.
+    WordOfNonBytes { elem: ScalarTy, span: Span },
+    /// P0508: `word` of a run of `len` elements.
+    WordOfRagged { len: u32, span: Span },
+    /// P0205: a barrier call (`__syncthreads()`...).
+    BarrierCall { name: String, span: Span },
+    /// P0211: inlining `name` exhausted the depth or the budget.
+    InlineExhausted { name: String, span: Span },
+
+    // ---- types.rs: expressions ----
+    /// P0211: deeper than [`MAX_EXPR_DEPTH`]. `inlined`: fns were inlined.
+    ExprTooDeep { inlined: bool, span: Span },
+    /// P0211: more than [`MAX_EXPR_NODES`] expressions.
+    TooManyExprs { inlined: bool, span: Span },
+    /// P0401: `what` must be `want`.
+    ExprType {
+        what: String,
+        want: ScalarTy,
+        found: Ty,
+        span: Span,
+    },
+    /// P0409: a run where a scalar is needed.
+    RunNotScalar { found: Ty, span: Span },
+    /// P0403.
+    IntLiteralRange {
+        value: i128,
+        ty: ScalarTy,
+        span: Span,
+    },
+    /// P0403.
+    FloatLiteralForInt { ty: ScalarTy, span: Span },
+    /// P0403: `text` rounds to infinity in `ty`, whose largest finite
+    /// value is `largest`.
+    FloatLiteralRange {
+        text: String,
+        ty: ScalarTy,
+        largest: &'static str,
+        span: Span,
+    },
+    /// P0408: a tile (or register array, `array`) used without subscript.
+    LocalNotValue {
+        name: String,
+        array: bool,
+        span: Span,
+    },
+    /// P0408.
+    TensorNotValue { name: String, span: Span },
+    /// P0308: `@grid` names what is not a dim or constant.
+    GridName { name: String, span: Span },
+    /// P0200.
+    UnknownName { name: String, span: Span },
+    /// P0308: `@grid` uses a `ctx` field known only in the kernel.
+    GridCtx { span: Span },
+    /// P0402: `op` (`-` or `!`) on `found`.
+    UnaryType {
+        op: &'static str,
+        found: Ty,
+        span: Span,
+    },
+    /// P0505.
+    RunLengths {
+        left: u32,
+        right: u32,
+        span: Span,
+        right_span: Span,
+    },
+    /// P0400: `left op right`.
+    OperandTypes {
+        left: ScalarTy,
+        op: &'static str,
+        right: ScalarTy,
+        span: Span,
+        left_span: Span,
+        right_span: Span,
+    },
+    /// P0402: `op` on operands of `ty`.
+    BinaryType {
+        op: &'static str,
+        ty: ScalarTy,
+        span: Span,
+    },
 }
 
 impl CheckError {
@@ -634,9 +770,29 @@ impl CheckError {
             FnParamTwice { .. } => Code::P0202,
             FnAsValue { .. } => Code::P0206,
             FnBodyUnknownName { .. } => Code::P0200,
-            FnBodyUnknownFn { .. } => Code::P0205,
+            UnknownFn { .. } => Code::P0205,
             Recursion { .. } => Code::P0210,
-            //@@codes
+            StoreAsValue { .. } => Code::P0412,
+            NoConfig { .. } => Code::P0601,
+            Arity { .. } | ConvertArity { .. } => Code::P0204,
+            ConvertToBool { .. } => Code::P0404,
+            ArgTypes { .. } | OperandTypes { .. } => Code::P0400,
+            MathArg { .. } | WordArg { .. } | PopcountArg { .. } => Code::P0407,
+            SumOfNonRun { .. } => Code::P0506,
+            RunIndexRange { .. } | RunIndexNotConstant { .. } => Code::P0507,
+            ElemOfNonRun { .. } | RunNotScalar { .. } => Code::P0409,
+            WordOfNonBytes { .. } | WordOfRagged { .. } => Code::P0508,
+            BarrierCall { .. } => Code::P0205,
+            InlineExhausted { .. } | ExprTooDeep { .. } | TooManyExprs { .. } => Code::P0211,
+            ExprType { .. } => Code::P0401,
+            IntLiteralRange { .. } | FloatLiteralForInt { .. } | FloatLiteralRange { .. } => {
+                Code::P0403
+            }
+            LocalNotValue { .. } | TensorNotValue { .. } => Code::P0408,
+            GridName { .. } | GridCtx { .. } => Code::P0308,
+            UnknownName { .. } => Code::P0200,
+            UnaryType { .. } | BinaryType { .. } => Code::P0402,
+            RunLengths { .. } => Code::P0505,
         }
     }
 
@@ -1272,7 +1428,7 @@ impl CheckError {
                 .error(format!("cannot find `{name}` in this scope"))
                 .primary(span, "not a parameter of this fn")
                 .note("a fn body sees only its own parameters"),
-            FnBodyUnknownFn { name, span } => code
+            UnknownFn { name, span } => code
                 .error(format!("cannot find fn `{name}`"))
                 .primary(span, "not a fn, built-in or conversion"),
             Recursion { path, span } => {
@@ -1293,7 +1449,217 @@ impl CheckError {
                     .primary(span, "this call closes the cycle")
                     .note("fn items are inlined at each call, so they cannot recurse")
             }
-            //@@diags
+
+            StoreAsValue { span } => code
+                .error("`store(run, i, v)` is a statement, not a value")
+                .primary(span, "used as a value"),
+            NoConfig { name, span } => code
+                .error(format!("`{name}` needs its configuration in angle brackets"))
+                .primary(span, "no `<...>`")
+                .note(format!(
+                    "write `{name}<over ctx.lane>(...)`, or `shfl<xor 1>(v)` for a shuffle"
+                )),
+            Arity {
+                callee,
+                want,
+                found,
+                span,
+                reduce_hint,
+            } => {
+                let d = code
+                    .error(format!(
+                        "`{callee}` takes {want} argument{}, found {found}",
+                        if want == 1 { "" } else { "s" }
+                    ))
+                    .primary(span, format!("expected {want}"));
+                if reduce_hint {
+                    d.note("write `reduce<over ctx.lane>(x, f)` with a `fn f(a, b) = ...`")
+                } else {
+                    d
+                }
+            }
+            ConvertArity { to, found, span } => code
+                .error(format!("`{}(...)` converts one value, found {found}", to.name()))
+                .primary(span, "expected one argument"),
+            ConvertToBool { from, span } => code
+                .error(format!("cannot convert {} to bool", from.name()))
+                .primary(span, "no conversion to bool")
+                .note("compare instead, as in `x != 0`"),
+            ArgTypes { first, found, span } => {
+                let (t0, t1) = (ty_name(first), ty_name(found));
+                code.error(format!("mismatched argument types: {t0} and {t1}"))
+                    .primary(span, format!("this is {t1}, the first argument is {t0}"))
+                    .note("the arguments of this built-in must have one type")
+            }
+            MathArg {
+                callee,
+                kind,
+                found,
+                span,
+            } => code
+                .error(format!("`{callee}` takes {kind}, found {}", found.name()))
+                .primary(span, format!("called with {}", found.name())),
+            WordArg { what, found, span } => code
+                .error(format!(
+                    "{what} must be a packed word, i32 or u32, found {}",
+                    ty_name(found)
+                ))
+                .primary(span, format!("this is {}", ty_name(found)))
+                .note("`word(run, i)` packs four bytes of an i8 or u8 run into one word"),
+            PopcountArg { found, span } => code
+                .error(format!("`popcount` takes an integer, found {}", ty_name(found)))
+                .primary(span, "not an integer"),
+            SumOfNonRun { found, span } => code
+                .error(format!("`sum(e)` sums a run of numbers, found {}", ty_name(found)))
+                .primary(span, "not a run of numbers")
+                .note("a run is a slice with one span, as in `sum(W[row, k :+ 4] * x[0, k :+ 4])`; to fold across threads write `sum<over ctx.lane>(x)`"),
+            RunIndexRange {
+                what,
+                index,
+                limit,
+                span,
+            } => code
+                .error(format!("{what} {index} is out of range"))
+                .primary(span, format!("must be from 0 to {}", limit.saturating_sub(1))),
+            RunIndexNotConstant { what, span } => code
+                .error(format!("{what} must be a compile-time constant"))
+                .primary(span, "not a constant")
+                .note("a run lives in registers, so its elements are picked at compile time"),
+            ElemOfNonRun {
+                callee,
+                found,
+                span,
+            } => code
+                .error(format!("`{callee}` takes a run, found {}", ty_name(found)))
+                .primary(span, "not a run")
+                .note("a run is a slice with one span, as in `A[0, k :+ 16]`"),
+            WordOfNonBytes { elem, span } => code
+                .error(format!("`word` packs bytes, found a run of {}", elem.name()))
+                .primary(span, "not an i8 or u8 run"),
+            WordOfRagged { len, span } => code
+                .error(format!(
+                    "`word` needs a run whose length is a multiple of 4, found {len}"
+                ))
+                .primary(span, format!("a run of {len}")),
+            BarrierCall { name, span } => code
+                .error(format!(
+                    "Phobos has no `{name}()`: the compiler places barriers itself"
+                ))
+                .primary(span, "remove this call")
+                .note("the compiler puts a CTA barrier wherever threads read tile elements that other threads wrote, or overwrite elements others read, and a warp is synchronized by each shuffle and collective; `phobos report` lists every barrier it placed and why"),
+            InlineExhausted { name, span } => code
+                .error(format!("inlining `{name}` goes too deep or grows too large"))
+                .primary(span, "in this call")
+                .note(format!(
+                    "fn calls may nest {MAX_INLINE_DEPTH} deep and inline {INLINE_BUDGET} calls per kernel"
+                )),
+
+            ExprTooDeep { inlined, span } => code
+                .error(format!("expression nests too deep{}", after_inlining(inlined)))
+                .primary(span, format!("more than {MAX_EXPR_DEPTH} levels deep"))
+                .note("split the computation with `let`"),
+            TooManyExprs { inlined, span } => code
+                .error(format!(
+                    "the kernel has more than {MAX_EXPR_NODES} expressions{}",
+                    after_inlining(inlined)
+                ))
+                .primary(span, "the limit is reached here")
+                .note("split the kernel, or compute repeated values once with `let`"),
+            ExprType {
+                what,
+                want,
+                found,
+                span,
+            } => code
+                .error(format!("{what} must be {}, found {}", want.name(), ty_name(found)))
+                .primary(span, format!("this is {}", ty_name(found)))
+                .note(conversion_note(want)),
+            RunNotScalar { found, span } => code
+                .error(format!("expected a scalar, found {}", ty_name(found)))
+                .primary(span, "a run is not a value on its own")
+                .note("use a run inside `sum(...)`, `elem(run, i)`, `word(run, i)` or store it with `A[r, k :+ L] = run`"),
+            IntLiteralRange { value, ty, span } => code
+                .error(format!("the literal {value} does not fit in {}", ty.name()))
+                .primary(span, format!("out of range for {}", ty.name())),
+            FloatLiteralForInt { ty, span } => code
+                .error(format!("a float literal where {} is needed", ty.name()))
+                .primary(span, format!("expected {}", ty.name()))
+                .note(format!(
+                    "write an integer, or convert with `{}(...)`",
+                    ty.name()
+                )),
+            FloatLiteralRange {
+                text,
+                ty,
+                largest,
+                span,
+            } => code
+                .error(format!(
+                    "the literal {text} does not fit in {} (it would become infinity)",
+                    ty.name()
+                ))
+                .primary(span, format!("out of range for {}", ty.name()))
+                .note(format!("the largest finite {} is {largest}", ty.name())),
+            LocalNotValue { name, array, span } => {
+                let (kind, label) = if array {
+                    ("register array", "a register array")
+                } else {
+                    ("tile", "a shared tile")
+                };
+                code.error(format!("the {kind} `{name}` is not a value"))
+                    .primary(span, label)
+                    .note(format!("read it with a subscript, as in `{name}[0, i]`"))
+            }
+            TensorNotValue { name, span } => code
+                .error(format!("the tensor `{name}` is not a value"))
+                .primary(span, "a tensor")
+                .note(format!("read it with a subscript, as in `{name}[i, j]`")),
+            GridName { name, span } => code
+                .error(format!("`@grid` cannot use `{name}`"))
+                .primary(span, "not a dim or an autotuned constant")
+                .note("`@grid` is computed before the launch from dims, constants and ctx.threads/ctx.warps"),
+            UnknownName { name, span } => code
+                .error(format!("cannot find `{name}` in this scope"))
+                .primary(span, "not declared"),
+            GridCtx { span } => code
+                .error("`@grid` can only use dims, constants and ctx.threads/ctx.warps")
+                .primary(span, "not known before the launch"),
+            UnaryType { op, found, span } => code
+                .error(format!("`{op}` does not apply to {}", ty_name(found)))
+                .primary(span, format!("this is {}", ty_name(found))),
+            RunLengths {
+                left,
+                right,
+                span,
+                right_span,
+            } => code
+                .error(format!("runs of different lengths: {left} and {right}"))
+                .primary(span, format!("a run of {left}"))
+                .secondary(right_span, format!("a run of {right}"))
+                .note("elementwise run expressions combine runs of one length"),
+            OperandTypes {
+                left,
+                op,
+                right,
+                span,
+                left_span,
+                right_span,
+            } => code
+                .error(format!(
+                    "mismatched types: {} {op} {}",
+                    left.name(),
+                    right.name()
+                ))
+                .primary(span, "the operands of a binary operator must have one type")
+                .secondary(left_span, format!("this is {}", left.name()))
+                .secondary(right_span, format!("this is {}", right.name()))
+                .note(format!(
+                    "convert one side explicitly, as in `{}(...)`",
+                    left.name()
+                )),
+            BinaryType { op, ty, span } => code
+                .error(format!("`{op}` does not apply to {}", ty.name()))
+                .primary(span, format!("operands of type {}", ty.name())),
         }
     }
 
@@ -1648,13 +2014,154 @@ impl CheckError {
             FnParamTwice { name: name(), span },
             FnAsValue { name: name(), span },
             FnBodyUnknownName { name: name(), span },
-            FnBodyUnknownFn { name: name(), span },
+            UnknownFn { name: name(), span },
             Recursion {
                 path: vec![name(), "y".into()],
                 span,
             },
-            //@@examples
+            StoreAsValue { span },
+            NoConfig { name: name(), span },
+            Arity {
+                callee: "reduce".into(),
+                want: 2,
+                found: 1,
+                span,
+                reduce_hint: true,
+            },
+            ConvertArity {
+                to: ScalarTy::F32,
+                found: 2,
+                span,
+            },
+            ConvertToBool {
+                from: ScalarTy::I32,
+                span,
+            },
+            ArgTypes {
+                first: Ty::Scalar(ScalarTy::F32),
+                found: Ty::Scalar(ScalarTy::I32),
+                span,
+            },
+            MathArg {
+                callee: "sqrt".into(),
+                kind: "floats",
+                found: ScalarTy::I32,
+                span,
+            },
+            WordArg {
+                what: name(),
+                found: Ty::Scalar(ScalarTy::F32),
+                span,
+            },
+            PopcountArg {
+                found: Ty::Scalar(ScalarTy::F32),
+                span,
+            },
+            SumOfNonRun {
+                found: Ty::Scalar(ScalarTy::F32),
+                span,
+            },
+            RunIndexRange {
+                what: "the element index".into(),
+                index: 9,
+                limit: 4,
+                span,
+            },
+            RunIndexNotConstant {
+                what: "the element index".into(),
+                span,
+            },
+            ElemOfNonRun {
+                callee: "elem".into(),
+                found: Ty::Scalar(ScalarTy::F32),
+                span,
+            },
+            WordOfNonBytes {
+                elem: ScalarTy::F32,
+                span,
+            },
+            WordOfRagged { len: 6, span },
+            BarrierCall {
+                name: "__syncthreads".into(),
+                span,
+            },
+            InlineExhausted { name: name(), span },
+            ExprTooDeep {
+                inlined: true,
+                span,
+            },
+            TooManyExprs {
+                inlined: false,
+                span,
+            },
+            ExprType {
+                what: name(),
+                want: ScalarTy::I32,
+                found: Ty::Scalar(ScalarTy::F32),
+                span,
+            },
+            RunNotScalar {
+                found: Ty::Scalar(ScalarTy::F32),
+                span,
+            },
+            IntLiteralRange {
+                value: 300,
+                ty: ScalarTy::I8,
+                span,
+            },
+            FloatLiteralForInt {
+                ty: ScalarTy::I32,
+                span,
+            },
+            FloatLiteralRange {
+                text: "1e39".into(),
+                ty: ScalarTy::F32,
+                largest: "3.4028235e38",
+                span,
+            },
+            LocalNotValue {
+                name: name(),
+                array: true,
+                span,
+            },
+            TensorNotValue { name: name(), span },
+            GridName { name: name(), span },
+            UnknownName { name: name(), span },
+            GridCtx { span },
+            UnaryType {
+                op: "!",
+                found: Ty::Scalar(ScalarTy::F32),
+                span,
+            },
+            RunLengths {
+                left: 4,
+                right: 8,
+                span,
+                right_span: span,
+            },
+            OperandTypes {
+                left: ScalarTy::F32,
+                op: "+",
+                right: ScalarTy::I32,
+                span,
+                left_span: span,
+                right_span: span,
+            },
+            BinaryType {
+                op: "&",
+                ty: ScalarTy::F32,
+                span,
+            },
         ]
+    }
+}
+
+/// The end of P0211's message: fns are named only when one was inlined.
+fn after_inlining(inlined: bool) -> &'static str {
+    if inlined {
+        " after inlining fns"
+    } else {
+        ""
     }
 }
 

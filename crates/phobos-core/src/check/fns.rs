@@ -176,7 +176,7 @@ impl<'a> BodyWalk<'a, '_> {
             self.calls.push((self.name_of(n), callee.span));
         } else if !is_builtin_name(n) {
             self.diags.push(
-                CheckError::FnBodyUnknownFn {
+                CheckError::UnknownFn {
                     name: n.to_string(),
                     span: callee.span,
                 }
