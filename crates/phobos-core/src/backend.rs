@@ -14,7 +14,8 @@
 //! 6. `emit`: PTX text with `.loc` line info.
 //!
 //! `metadata` then describes the whole kernel for bindgen, the runtime,
-//! the simulator front end and `explain`. Nothing here does IO.
+//! the simulator front end and `explain`. The passes fail with a
+//! [`BackendError`]; `error` writes its diagnostic. Nothing here does IO.
 
 pub mod barriers;
 pub mod divisibility;

@@ -7,7 +7,8 @@
 //! The passes live in `check/`: `header` (params, dims, attributes),
 //! `types` (expressions), `calls` (built-ins and `fn` inlining),
 //! `subscripts`, `collectives`, `stmts`, and `uniformity`, which runs on
-//! the finished HIR.
+//! the finished HIR. They report [`CheckError`]s; `error` turns each into
+//! its diagnostic, the one place the checker's messages are written.
 
 mod arrays;
 mod atomics;

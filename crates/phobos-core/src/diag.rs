@@ -1,6 +1,6 @@
 //! Diagnostics: one struct every stage converts its errors into, rendered
-//! like rustc by `codespan-reporting`, or as JSON. Codes are stable and
-//! documented in docs/language.md.
+//! like rustc by `codespan-reporting`, or as JSON. Codes are stable, listed
+//! by the type [`Code`], and documented in docs/language.md.
 
 use crate::ast::Span;
 use serde::Serialize;

@@ -28,6 +28,7 @@
 use crate::analysis::Analysis;
 use crate::unit::Placed;
 use phobos_core::ast::{self, BinOp, CtxField, Expr, ExprKind, Span, Stmt, StmtKind};
+use phobos_core::diag::Code;
 use phobos_core::Diagnostic;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -58,9 +59,9 @@ impl Analysis {
             if primary.span.end < range.start || primary.span.start > range.end {
                 continue;
             }
-            let candidate = match d.code.as_str() {
-                "P0400" => self.add_type(primary.span, d),
-                "P0700" | "P0701" => self.hoist_collective(primary.span, d),
+            let candidate = match d.code {
+                Code::P0400 => self.add_type(primary.span, d),
+                Code::P0700 | Code::P0701 => self.hoist_collective(primary.span, d),
                 _ => None,
             };
             if let Some(mut a) = candidate {
