@@ -107,3 +107,30 @@ fn every_check_error_converts() {
         assert!(d.is_error() && !d.message.is_empty(), "{e:?}");
     }
 }
+
+/// Every message of the checker and the backend, one example per variant
+/// with placeholder data, so a change to any message, label or note shows
+/// in review (the rejected-kernel snapshots show them in context).
+#[test]
+fn every_stage_message() {
+    let diags = CheckError::examples()
+        .into_iter()
+        .map(CheckError::into_diagnostic)
+        .chain(
+            BackendError::examples()
+                .into_iter()
+                .map(BackendError::into_diagnostic),
+        );
+    let mut text = String::new();
+    for d in diags {
+        text += &format!("{} {}\n", d.code, d.message);
+        for l in &d.labels {
+            let kind = if l.primary { "primary" } else { "secondary" };
+            text += &format!("  {kind}: {}\n", l.message);
+        }
+        for n in &d.notes {
+            text += &format!("  note: {n}\n");
+        }
+    }
+    insta::assert_snapshot!("every_stage_message", text);
+}

@@ -85,6 +85,7 @@ pub enum BackendError {
 }
 
 impl BackendError {
+    /// The stable code of this error.
     pub fn code(&self) -> Code {
         match self {
             BackendError::DefineNotCandidate { .. } => Code::P0312,
@@ -98,6 +99,8 @@ impl BackendError {
         }
     }
 
+    /// The diagnostic users see: the one place its message, labels and
+    /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {
         let code = self.code();
         match self {

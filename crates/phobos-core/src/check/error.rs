@@ -680,6 +680,7 @@ pub enum CheckError {
 }
 
 impl CheckError {
+    /// The stable code of this error.
     pub fn code(&self) -> Code {
         use CheckError::*;
         match self {
@@ -796,6 +797,8 @@ impl CheckError {
         }
     }
 
+    /// The diagnostic users see: the one place its message, labels and
+    /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {
         use CheckError::*;
         let code = self.code();
