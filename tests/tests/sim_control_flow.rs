@@ -11,7 +11,7 @@ use phobos_core::CompileOptions;
 fn codes(src: &str) -> (Vec<&'static str>, String) {
     let (_, diags) = phobos_core::compile(src, "k.pho", &CompileOptions::for_arch(75));
     let text = phobos_core::render::render(&diags, "k.pho", src, false);
-    (diags.iter().map(|d| d.code).collect(), text)
+    (diags.iter().map(|d| d.code.as_str()).collect(), text)
 }
 
 #[test]

@@ -14,11 +14,13 @@
 //! 6. `emit`: PTX text with `.loc` line info.
 //!
 //! `metadata` then describes the whole kernel for bindgen, the runtime,
-//! the simulator front end and `explain`. Nothing here does IO.
+//! the simulator front end and `explain`. The passes fail with a
+//! [`BackendError`]; `error` writes its diagnostic. Nothing here does IO.
 
 pub mod barriers;
 pub mod divisibility;
 pub mod emit;
+pub mod error;
 pub mod ir;
 pub mod lower;
 pub mod metadata;
@@ -32,6 +34,7 @@ use crate::diag::Diagnostic;
 use crate::hir::{self, CheckedKernel};
 use crate::pipeline::{CompileOptions, CompiledKernel};
 use crate::source::LineIndex;
+pub use error::BackendError;
 use std::fmt::Write as _;
 
 /// One variant after every backend stage.
@@ -97,20 +100,15 @@ pub fn compile_variant(
 }
 
 /// In debug builds, run the IR verifier after pass `pass`.
-fn verified(func: &ir::Func, kernel: &hir::Kernel, pass: &str) -> Result<(), Diagnostic> {
+fn verified(func: &ir::Func, kernel: &hir::Kernel, pass: &str) -> Result<(), BackendError> {
     if !cfg!(debug_assertions) {
         return Ok(());
     }
-    verify::verify(func).map_err(|errors| {
-        Diagnostic::error(
-            "P0901",
-            format!(
-                "internal compiler error: the IR of `{}` is malformed after `{pass}`: {}",
-                func.entry,
-                errors.join("; ")
-            ),
-        )
-        .primary(kernel.span, "while compiling this kernel")
+    verify::verify(func).map_err(|errors| BackendError::MalformedIr {
+        entry: func.entry.clone(),
+        pass: pass.to_string(),
+        errors,
+        kernel: kernel.span,
     })
 }
 
@@ -123,14 +121,11 @@ pub fn compile_kernel(
 ) -> Result<CompiledKernel, Diagnostic> {
     let lines = LineIndex::new(src);
     if kernel.variants.is_empty() {
-        return Err(Diagnostic::error(
-            "P0901",
-            format!(
-                "internal compiler error: kernel `{}` has no variant to compile",
-                kernel.name
-            ),
-        )
-        .primary(kernel.span, "while compiling this kernel"));
+        return Err(BackendError::NoVariant {
+            kernel: kernel.name.clone(),
+            span: kernel.span,
+        }
+        .into());
     }
     let mut variants = Vec::new();
     for v in &kernel.variants {

@@ -7,7 +7,8 @@
 //! The passes live in `check/`: `header` (params, dims, attributes),
 //! `types` (expressions), `calls` (built-ins and `fn` inlining),
 //! `subscripts`, `collectives`, `stmts`, and `uniformity`, which runs on
-//! the finished HIR.
+//! the finished HIR. They report [`CheckError`]s; `error` turns each into
+//! its diagnostic, the one place the checker's messages are written.
 
 mod arrays;
 mod atomics;
@@ -15,6 +16,7 @@ mod calls;
 mod collectives;
 mod consts;
 mod cx;
+pub mod error;
 mod fns;
 mod header;
 mod scratch;
@@ -27,6 +29,7 @@ use crate::ast::{self, File, Item};
 use crate::diag::Diagnostic;
 use crate::hir::{self, CheckedKernel, ParamKind};
 use cx::{Binding, Cx, FnTable};
+pub use error::CheckError;
 use header::Header;
 use std::collections::HashMap;
 
@@ -40,12 +43,12 @@ pub fn check_file(file: &File, src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic
         let Item::Kernel(k) = item else { continue };
         if let Some(first) = kernel_names.insert(&k.name.name, k.name.span) {
             diags.push(
-                Diagnostic::error(
-                    "P0201",
-                    format!("kernel `{}` is defined twice", k.name.name),
-                )
-                .primary(k.name.span, "second definition")
-                .secondary(first, "first definition"),
+                CheckError::KernelTwice {
+                    name: k.name.name.clone(),
+                    span: k.name.span,
+                    first,
+                }
+                .into(),
             );
             continue;
         }
@@ -90,8 +93,8 @@ fn check_kernel(
         .any(Diagnostic::is_error);
     diags.extend(header_diags);
     merge_variant_diags(&variants, per_variant, diags);
-    if let Some(d) = too_large {
-        diags.push(d);
+    if let Some(e) = too_large {
+        diags.push(e.into());
         return None;
     }
     if failed {
@@ -204,22 +207,18 @@ fn check_variant(
 
 /// P0311 for a kernel whose variants together exceed
 /// [`cx::MAX_TOTAL_EXPR_NODES`] expressions.
-fn too_much_tuning(k: &ast::Kernel, variants: usize, nodes: usize, total: usize) -> Diagnostic {
+fn too_much_tuning(k: &ast::Kernel, variants: usize, nodes: usize, total: usize) -> CheckError {
     let span = k
         .attrs
         .iter()
         .find(|a| matches!(a.kind, ast::AttrKind::Autotune(_)))
         .map_or(k.name.span, |a| a.span);
-    Diagnostic::error(
-        "P0311",
-        format!(
-            "`@autotune` makes {variants} variants of a kernel of {nodes} expressions, \
-             {total} or more in all; the limit is {} for all variants together",
-            cx::MAX_TOTAL_EXPR_NODES
-        ),
-    )
-    .primary(span, format!("{variants} variants"))
-    .note("tune fewer names or fewer values at once, or tune a smaller kernel")
+    CheckError::TooMuchTuning {
+        variants,
+        nodes,
+        total,
+        span,
+    }
 }
 
 /// `@grid(...)`: i32 expressions over dims and constants only.
@@ -234,13 +233,7 @@ fn grid_exprs(cx: &mut Cx, es: &[ast::Expr]) -> Option<Vec<hir::Expr>> {
             if grid_expr_ok(&x) {
                 return Some(x);
             }
-            cx.report(
-                Diagnostic::error(
-                    "P0308",
-                    "`@grid` can only use dims, constants, + - * / %, cdiv, min and max",
-                )
-                .primary(e.span, "computed before the launch, on the host"),
-            );
+            cx.report(CheckError::GridNotHost { span: e.span });
             None
         })
         .collect();

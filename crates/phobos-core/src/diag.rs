@@ -1,9 +1,173 @@
 //! Diagnostics: one struct every stage converts its errors into, rendered
-//! like rustc by `codespan-reporting`, or as JSON. Codes are stable and
-//! documented in docs/language.md.
+//! like rustc by `codespan-reporting`, or as JSON. Codes are stable, listed
+//! by the type [`Code`], and documented in docs/language.md.
 
 use crate::ast::Span;
 use serde::Serialize;
+
+macro_rules! codes {
+    ($($code:ident,)*) => {
+        /// Every diagnostic code the compiler emits: the list of codes is this
+        /// type. Each stage's error enum (`ParseError` in the front end,
+        /// [`CheckError`](crate::check::CheckError),
+        /// [`BackendError`](crate::backend::BackendError)) says which code
+        /// each of its variants has; docs/language.md documents each code
+        /// (tests/front_docs.rs checks both directions). Serialized, a code
+        /// is its name, `"P0307"`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code {
+            $($code,)*
+        }
+
+        impl Code {
+            /// Every code, in order.
+            pub const ALL: &'static [Code] = &[$(Code::$code,)*];
+
+            /// The stable name, `"P0307"`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$code => stringify!($code),)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    P0001,
+    P0002,
+    P0003,
+    P0004,
+    P0005,
+    P0006,
+    P0100,
+    P0101,
+    P0102,
+    P0103,
+    P0104,
+    P0200,
+    P0201,
+    P0202,
+    P0203,
+    P0204,
+    P0205,
+    P0206,
+    P0207,
+    P0210,
+    P0211,
+    P0300,
+    P0301,
+    P0302,
+    P0303,
+    P0304,
+    P0305,
+    P0306,
+    P0307,
+    P0308,
+    P0309,
+    P0310,
+    P0311,
+    P0312,
+    P0400,
+    P0401,
+    P0402,
+    P0403,
+    P0404,
+    P0407,
+    P0408,
+    P0409,
+    P0411,
+    P0412,
+    P0413,
+    P0414,
+    P0415,
+    P0416,
+    P0417,
+    P0418,
+    P0430,
+    P0431,
+    P0432,
+    P0440,
+    P0441,
+    P0442,
+    P0500,
+    P0501,
+    P0502,
+    P0503,
+    P0504,
+    P0505,
+    P0506,
+    P0507,
+    P0508,
+    P0509,
+    P0510,
+    P0600,
+    P0601,
+    P0602,
+    P0603,
+    P0604,
+    P0605,
+    P0606,
+    P0607,
+    P0608,
+    P0609,
+    P0610,
+    P0612,
+    P0613,
+    P0615,
+    P0616,
+    P0700,
+    P0701,
+    P0702,
+    P0703,
+    P0704,
+    P0801,
+    P0802,
+    P0803,
+    P0810,
+    P0901,
+}
+
+impl Code {
+    /// The code named `name` (`"P0307"`), if there is one.
+    pub fn parse(name: &str) -> Option<Code> {
+        Code::ALL.iter().copied().find(|c| c.as_str() == name)
+    }
+
+    /// An error diagnostic with this code.
+    pub fn error(self, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(Severity::Error, self, message)
+    }
+
+    /// A warning diagnostic with this code.
+    pub fn warning(self, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(Severity::Warning, self, message)
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for Code {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Code {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
 
 /// Diagnostics kept per file; the rest are counted in one last
 /// diagnostic (P0006), so a file of a million bad lines reports quickly.
@@ -85,7 +249,7 @@ pub struct Label {
 pub struct Diagnostic {
     pub severity: Severity,
     /// Stable code, `P0001`...
-    pub code: &'static str,
+    pub code: Code,
     pub message: String,
     pub labels: Vec<Label>,
     pub notes: Vec<String>,
@@ -95,9 +259,9 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn error(code: &'static str, message: impl Into<String>) -> Diagnostic {
+    pub fn new(severity: Severity, code: Code, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
-            severity: Severity::Error,
+            severity,
             code,
             message: message.into(),
             labels: vec![],
@@ -105,14 +269,17 @@ impl Diagnostic {
             hidden: None,
         }
     }
-    pub fn warning(code: &'static str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic {
-            severity: Severity::Warning,
-            code,
-            message: message.into(),
-            labels: vec![],
-            notes: vec![],
-            hidden: None,
+    /// Transitional, for the lexer and the parser until they build a
+    /// `ParseError` enum: an error with the code named `code`. Every other
+    /// stage converts its error enum with [`Code::error`].
+    ///
+    /// # Panics
+    /// When `code` names no [`Code`]: the names are literals of the
+    /// compiler, never user input, and every one is reached by a test.
+    pub fn error(code: &'static str, message: impl Into<String>) -> Diagnostic {
+        match Code::parse(code) {
+            Some(code) => code.error(message),
+            None => panic!("`{code}` is not a diagnostic code"),
         }
     }
     /// P0006: `hidden` diagnostics were dropped and only counted. It is an
@@ -120,9 +287,9 @@ impl Diagnostic {
     /// look at severities; [`Counts::of`] counts what it hides instead.
     pub fn not_shown(message: impl Into<String>, hidden: Counts) -> Diagnostic {
         let mut d = if hidden.errors > 0 {
-            Diagnostic::error("P0006", message)
+            Code::P0006.error(message)
         } else {
-            Diagnostic::warning("P0006", message)
+            Code::P0006.warning(message)
         };
         d.hidden = Some(hidden);
         d

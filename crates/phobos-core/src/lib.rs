@@ -22,7 +22,7 @@ pub mod pipeline;
 pub mod render;
 pub mod source;
 
-pub use diag::{Diagnostic, Severity};
+pub use diag::{Code, Diagnostic, Severity};
 pub use pipeline::{
     add_once_per_target, check_for_targets, check_source, compile, file_module, max_shared_bytes,
     CompileOptions, CompiledKernel, ARCHES, STATIC_SHARED_LIMIT,

@@ -1,6 +1,7 @@
 //! The whole compiler in one screen: parse → resolve/type/uniformity
 //! (`check`) → lower, analyses, shared plan, barriers, PTX (`backend`).
 
+use crate::backend::BackendError;
 use crate::diag::Diagnostic;
 use crate::hir::CheckedKernel;
 use crate::meta::KernelMeta;
@@ -188,7 +189,11 @@ pub fn compile(
 ) -> (Vec<CompiledKernel>, Vec<Diagnostic>) {
     let (mut checked, mut diags) = check_source(src);
     for kernel in &mut checked {
-        diags.extend(pin_defines(kernel, &opts.defines).err());
+        diags.extend(
+            pin_defines(kernel, &opts.defines)
+                .err()
+                .map(BackendError::into_diagnostic),
+        );
     }
     if diags.iter().any(Diagnostic::is_error) {
         return (vec![], diags);
@@ -209,21 +214,19 @@ pub fn compile(
 
 /// Keep only the variants of `kernel` that have the pinned value of each
 /// `@autotune` name it declares.
-fn pin_defines(kernel: &mut CheckedKernel, defines: &[(String, i64)]) -> Result<(), Diagnostic> {
+fn pin_defines(kernel: &mut CheckedKernel, defines: &[(String, i64)]) -> Result<(), BackendError> {
     for (name, candidates) in &mut kernel.autotune {
         let Some(&(_, value)) = defines.iter().rev().find(|(n, _)| n == name) else {
             continue;
         };
         if !candidates.contains(&value) {
-            return Err(Diagnostic::error(
-                "P0312",
-                format!(
-                    "{name} = {value} is not a candidate of kernel `{}`",
-                    kernel.name
-                ),
-            )
-            .primary(kernel.span, format!("@autotune({name} in {candidates:?})"))
-            .note(format!("define {name} as one of {candidates:?}")));
+            return Err(BackendError::DefineNotCandidate {
+                name: name.clone(),
+                value,
+                kernel: kernel.name.clone(),
+                candidates: candidates.clone(),
+                span: kernel.span,
+            });
         }
         *candidates = vec![value];
         kernel

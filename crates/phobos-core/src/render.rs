@@ -259,7 +259,7 @@ fn to_codespan(d: &Diagnostic, len: usize) -> CsDiagnostic<()> {
             label.with_message(l.message.clone())
         })
         .collect();
-    base.with_code(d.code)
+    base.with_code(d.code.as_str())
         .with_message(d.message.clone())
         .with_labels(labels)
         .with_notes(d.notes.iter().map(|n| format!("help: {n}")).collect())
@@ -319,11 +319,13 @@ pub fn to_json(diags: &[Diagnostic], file_name: &str, src: &str) -> serde_json::
 mod tests {
     use super::*;
     use crate::ast::Span;
+    use crate::diag::Code;
 
     #[test]
     fn renders_like_rustc() {
         let src = "let a = 1\nlet b = oops\n";
-        let d = Diagnostic::error("P0200", "cannot find `oops` in this scope")
+        let d = Code::P0200
+            .error("cannot find `oops` in this scope")
             .primary(Span::new(18, 22), "not declared")
             .note("declare it first");
         let text = render(std::slice::from_ref(&d), "k.pho", src, false);
@@ -347,7 +349,8 @@ mod tests {
         );
         let src = format!("let z = 1\n{long}let w = 2\n");
         let at = src.find("oops").expect("oops");
-        let d = Diagnostic::error("P0200", "cannot find `oops` in this scope")
+        let d = Code::P0200
+            .error("cannot find `oops` in this scope")
             .primary(Span::new(at, at + 4), "not declared");
         let text = render(std::slice::from_ref(&d), "k.pho", &src, false);
         assert!(
@@ -372,7 +375,7 @@ mod tests {
 
     #[test]
     fn out_of_range_spans_do_not_panic() {
-        let d = Diagnostic::error("P0001", "x").primary(Span::new(50, 90), "far");
+        let d = Code::P0001.error("x").primary(Span::new(50, 90), "far");
         let text = render(&[d], "k.pho", "short", false);
         assert!(text.contains("P0001"));
     }

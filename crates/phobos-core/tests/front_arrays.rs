@@ -11,7 +11,7 @@ use phobos_core::render::render;
 fn diags(src: &str) -> (Vec<&'static str>, String) {
     let (_, d) = phobos_core::check_source(src);
     let text = render(&d, "k.pho", src, false);
-    (d.iter().map(|d| d.code).collect(), text)
+    (d.iter().map(|d| d.code.as_str()).collect(), text)
 }
 
 fn k(body: &str) -> String {

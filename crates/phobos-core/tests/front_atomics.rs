@@ -10,7 +10,7 @@ fn codes(src: &str) -> Vec<&'static str> {
     phobos_core::check_source(src)
         .1
         .iter()
-        .map(|d| d.code)
+        .map(|d| d.code.as_str())
         .collect()
 }
 
@@ -250,7 +250,7 @@ fn bf16_add_needs_sm_90() {
         let (kernels, diags) = compile(src, "k.pho", &CompileOptions::for_arch(arch));
         assert!(kernels.is_empty());
         assert_eq!(
-            diags.iter().map(|d| d.code).collect::<Vec<_>>(),
+            diags.iter().map(|d| d.code.as_str()).collect::<Vec<_>>(),
             ["P0810"],
             "sm_{arch}"
         );

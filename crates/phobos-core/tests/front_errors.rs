@@ -8,7 +8,7 @@ fn codes(src: &str) -> Vec<&'static str> {
     phobos_core::check_source(src)
         .1
         .iter()
-        .map(|d| d.code)
+        .map(|d| d.code.as_str())
         .collect()
 }
 

@@ -85,7 +85,7 @@ fn run(src: &str) {
     let (kernels, diags) = phobos_core::check_source(src);
     for d in &diags {
         assert!(
-            d.code.starts_with('P') && d.code.len() == 5,
+            d.code.as_str().starts_with('P') && d.code.as_str().len() == 5,
             "bad code {}",
             d.code
         );

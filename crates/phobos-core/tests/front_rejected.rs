@@ -269,7 +269,7 @@ kernel k(A: tensor<f32>[N, K], C: tensor<i32>[1, N]) {
 }
 ";
     let (_, diags) = phobos_core::check_source(src);
-    let codes: Vec<&str> = diags.iter().map(|d| d.code).collect();
+    let codes: Vec<&str> = diags.iter().map(|d| d.code.as_str()).collect();
     assert_eq!(
         codes,
         ["P0200", "P0401", "P0510", "P0505", "P0401", "P0100"]

@@ -8,7 +8,7 @@ fn codes(src: &str) -> Vec<&'static str> {
     phobos_core::check_source(src)
         .1
         .iter()
-        .map(|d| d.code)
+        .map(|d| d.code.as_str())
         .collect()
 }
 
@@ -100,7 +100,10 @@ fn scratch_is_declared_on_its_own() {
 fn scratch_counts_against_the_shared_limit() {
     let src = "@launch(32)\nkernel k(B: tensor<f32>[4]) {\n  var s = shared<f32>[64, 1024]\n  s[0, ctx.lane] = 1.0\n  B[0] = s[0, 3]\n}\n";
     let (_, diags) = compile(src, "k.pho", &CompileOptions::for_arch(75));
-    assert_eq!(diags.iter().map(|d| d.code).collect::<Vec<_>>(), ["P0801"]);
+    assert_eq!(
+        diags.iter().map(|d| d.code.as_str()).collect::<Vec<_>>(),
+        ["P0801"]
+    );
 }
 
 /// Regression: the automatic unrolling of a loop whose bounds differ

@@ -199,7 +199,10 @@ fn flood(src: &str) {
 fn a_source_above_one_mebibyte_is_p0005_before_it_is_lexed() {
     let src = " ".repeat(phobos_core::parser::MAX_SOURCE_BYTES + 1);
     let (_, ds) = phobos_core::check_source(&src);
-    assert_eq!(ds.iter().map(|d| d.code).collect::<Vec<_>>(), ["P0005"]);
+    assert_eq!(
+        ds.iter().map(|d| d.code.as_str()).collect::<Vec<_>>(),
+        ["P0005"]
+    );
 }
 
 #[test]

@@ -28,6 +28,7 @@
 use crate::analysis::Analysis;
 use crate::unit::Placed;
 use phobos_core::ast::{self, BinOp, CtxField, Expr, ExprKind, Span, Stmt, StmtKind};
+use phobos_core::diag::Code;
 use phobos_core::Diagnostic;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -59,8 +60,8 @@ impl Analysis {
                 continue;
             }
             let candidate = match d.code {
-                "P0400" => self.add_type(primary.span, d),
-                "P0700" | "P0701" => self.hoist_collective(primary.span, d),
+                Code::P0400 => self.add_type(primary.span, d),
+                Code::P0700 | Code::P0701 => self.hoist_collective(primary.span, d),
                 _ => None,
             };
             if let Some(mut a) = candidate {

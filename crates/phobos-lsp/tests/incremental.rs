@@ -117,7 +117,7 @@ fn per_kernel_diagnostics_equal_the_whole_file_check() {
     }
     // The mixed file reports each stage once, in the right kernel.
     let a = Analysis::new(MIXED);
-    let codes: Vec<&str> = a.diagnostics.iter().map(|d| d.code).collect();
+    let codes: Vec<&str> = a.diagnostics.iter().map(|d| d.code.as_str()).collect();
     assert!(
         codes.contains(&"P0700") && codes.contains(&"P0200"),
         "{codes:?}"

@@ -52,13 +52,13 @@
 //! different threads are assumed to touch different elements: no barrier
 //! could separate them, and the grid-stride loop needs none.
 
+use super::error::{verb, BackendError, HazardAccess};
 use super::ir::{
     AccessId, BarrierId, BarrierRole, BufferId, ExprId, ExprKind, Func, Mem, Shape, StmtId,
     StmtKind, VarId,
 };
 use super::shared_plan::SharedPlan;
 use crate::ast::{BinOp, CtxField, Span};
-use crate::diag::Diagnostic;
 use crate::source::LineIndex;
 use std::collections::HashMap;
 
@@ -101,7 +101,7 @@ pub fn place(
     f: &Func,
     plan: &SharedPlan,
     lines: &LineIndex,
-) -> Result<Vec<BarrierDecision>, Diagnostic> {
+) -> Result<Vec<BarrierDecision>, BackendError> {
     let mut flat = Flatten {
         f,
         lines,
@@ -274,58 +274,25 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
 
 /// The error for a conflict with no candidate barrier between the two
 /// accesses: both lie under control that differs between threads.
-fn unfenced(f: &Func, p: &Event, x: &Event) -> Diagnostic {
-    let (
+fn unfenced(f: &Func, p: &Event, x: &Event) -> BackendError {
+    let access = |e: &Event| match e {
         Event::Access {
-            buffer: pb,
-            write: pw,
-            copy: pc,
-            span: ps,
+            buffer,
+            write,
+            copy,
+            span,
             ..
-        },
-        Event::Access {
-            buffer: xb,
-            write: xw,
-            copy: xc,
-            span: xs,
-            ..
-        },
-    ) = (p, x)
-    else {
-        return Diagnostic::error(
-            "P0901",
-            "internal compiler error: a hazard without accesses",
-        );
+        } => Some(HazardAccess {
+            buffer: f.buffers[*buffer].name.clone(),
+            write: *write,
+            copy: *copy,
+            span: *span,
+        }),
+        _ => None,
     };
-    let pn = &f.buffers[*pb].name;
-    let xn = &f.buffers[*xb].name;
-    let mut d = Diagnostic::error(
-        "P0802",
-        format!(
-            "`{xn}` is {} by other threads here, after it was {}, and no barrier can go between",
-            verb(*xw, *xc),
-            verb(*pw, *pc)
-        ),
-    )
-    .primary(*xs, format!("`{xn}` {} here", verb(*xw, *xc)));
-    if ps != xs {
-        d = d.secondary(*ps, format!("`{pn}` {} here", verb(*pw, *pc)));
-    }
-    d.note(
-        "a barrier needs every thread of the CTA, so Phobos places one only where control is \
-         the same for all threads; these accesses are both inside a loop whose bounds differ \
-         between threads, or after a `break`, `continue` or `return` that only some threads \
-         take. Read what the loop needs into a `let` before it, or give the loop \
-         bounds that are the same in every thread and test the thread's own condition with \
-         an `if` inside it",
-    )
-}
-
-fn verb(write: bool, copy: bool) -> &'static str {
-    match (write, copy) {
-        (true, true) => "copied into",
-        (true, false) => "written",
-        (false, _) => "read",
+    match (access(p), access(x)) {
+        (Some(earlier), Some(later)) => BackendError::UnfencedHazard { earlier, later },
+        _ => BackendError::HazardWithoutAccesses,
     }
 }
 

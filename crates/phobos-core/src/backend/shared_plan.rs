@@ -11,8 +11,8 @@
 //! buffer live across part of a loop is live across the whole loop, since
 //! the next iteration comes back to the start of the body.
 
+use super::error::{BackendError, SharedBuffer};
 use super::ir::{BufferId, ExprId, ExprKind, Func, Mem, StmtId, StmtKind};
-use crate::diag::Diagnostic;
 use crate::source::LineIndex;
 
 pub use crate::pipeline::STATIC_SHARED_LIMIT;
@@ -51,7 +51,7 @@ pub fn plan(
     lines: &LineIndex,
     kernel_span: crate::ast::Span,
     arch: u32,
-) -> Result<SharedPlan, Diagnostic> {
+) -> Result<SharedPlan, BackendError> {
     let n = f.buffers.len();
     let mut walk = Walk {
         f,
@@ -117,21 +117,22 @@ pub fn plan(
     let line_ranges: Vec<(u32, u32)> = walk.lines.iter().map(|l| l.unwrap_or((0, 0))).collect();
     let limit = crate::max_shared_bytes(arch);
     if total > u64::from(limit) {
-        let mut d = Diagnostic::error(
-            "P0801",
-            format!(
-                "kernel `{}` needs {total} bytes of shared memory; sm_{arch} allows at most {limit} bytes per CTA",
-                f.entry
-            ),
-        )
-        .primary(kernel_span, "this kernel's shared buffers do not fit");
-        for (id, b) in f.buffers.iter() {
-            d = d.secondary(b.span, format!("`{}` takes {} bytes", b.name, b.bytes));
-            let _ = id;
-        }
-        return Err(
-            d.note("make the tiles smaller (fewer rows or columns per CTA), or split the kernel")
-        );
+        return Err(BackendError::SharedMemoryExceeded {
+            entry: f.entry.clone(),
+            total,
+            arch,
+            limit,
+            kernel: kernel_span,
+            buffers: f
+                .buffers
+                .iter()
+                .map(|(_, b)| SharedBuffer {
+                    name: b.name.clone(),
+                    bytes: b.bytes,
+                    span: b.span,
+                })
+                .collect(),
+        });
     }
     // Below the limit, every offset and the total fit in 32 bits.
     let narrow = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);

@@ -52,12 +52,12 @@
 //! above [`MAX_UNROLLED_SIZE`]. Six nested `unroll 32` loops would have made
 //! a billion copies of their body.
 
+use super::error::BackendError;
 use super::ir::{
     Access, AccessId, Barrier, Combine, Expr, ExprId, ExprKind, Func, Mem, Stmt, StmtId, StmtKind,
     Var, VarId,
 };
 use crate::ast::{BinOp, ScalarTy, Span};
-use crate::diag::Diagnostic;
 use crate::hir::{Builtin, ConstVal, Ty};
 use std::collections::HashMap;
 
@@ -76,33 +76,15 @@ pub const MAX_UNROLLED_SIZE: u64 = 1_000_000;
 /// Unroll the loops of `f` in place (see the module docs) and empty
 /// `f.loop_unroll`; or, when the result would exceed [`MAX_UNROLLED_SIZE`],
 /// change nothing and say which loop makes it grow (P0803).
-pub fn unroll(f: &mut Func, kernel_span: Span) -> Result<(), Diagnostic> {
+pub fn unroll(f: &mut Func, kernel_span: Span) -> Result<(), BackendError> {
     let mut largest = None;
     let size = unrolled_size(f, &f.body, &mut largest);
     if size > MAX_UNROLLED_SIZE {
-        let mut d = Diagnostic::error(
-            "P0803",
-            format!(
-                "the kernel would have {} statements and expressions after unrolling; \
-                 the limit is {MAX_UNROLLED_SIZE}",
-                if size == u64::MAX {
-                    "more than 2^64".to_string()
-                } else {
-                    size.to_string()
-                }
-            ),
-        );
-        d = match largest {
-            Some((s, u, _)) => d.primary(
-                f.stmt_span(s),
-                format!("this loop runs {u} copies of its body per trip"),
-            ),
-            None => d.primary(kernel_span, "in this kernel"),
-        };
-        return Err(d.note(
-            "lower the `unroll` factors of nested loops (their product multiplies the body), \
-             or `unroll 1` to keep a loop as written",
-        ));
+        return Err(BackendError::UnrolledTooLarge {
+            size,
+            largest: largest.map(|(s, u, _)| (f.stmt_span(s), u)),
+            kernel: kernel_span,
+        });
     }
     let body = std::mem::take(&mut f.body);
     f.body = block(f, body);

@@ -7,11 +7,10 @@
 //! backend's decision (`backend/lower/arrays.rs`), not the checker's.
 
 use super::consts::const_int;
-use super::cx::{ty_name, Binding, Cx};
+use super::cx::{Binding, Cx};
+use super::error::CheckError;
 use super::subscripts::{Mem, Shape};
-use super::types::conversion_note;
 use crate::ast::{self, ScalarTy, Span, Subscript};
-use crate::diag::Diagnostic;
 use crate::hir::{self, LocalKind, Ty, MAX_ARRAY_ELEMS};
 
 impl Cx<'_> {
@@ -28,29 +27,22 @@ impl Cx<'_> {
         let dims = self.array_dims(name, shape, shape_span);
         let value = self.expr(init, Some(elem.0));
         if !mutable {
-            self.report(
-                Diagnostic::error("P0418", format!("the register array `{}` must be declared with `var`", name.name))
-                    .primary(name.span, "declared with `let`")
-                    .note(format!("an array is filled element by element after its declaration: write `var {}: {}[...] = ...`", name.name, elem.0.name())),
-            );
+            self.report(CheckError::ArrayLet {
+                name: name.name.clone(),
+                elem: elem.0,
+                span: name.span,
+            });
         }
         let value = match value {
             Some(v) if v.ty == Ty::Scalar(elem.0) => Some(v),
             Some(v) => {
-                self.report(
-                    Diagnostic::error(
-                        "P0401",
-                        format!(
-                            "the elements of `{}` are {}, the initial value is {}",
-                            name.name,
-                            elem.0.name(),
-                            ty_name(v.ty)
-                        ),
-                    )
-                    .primary(init.span, format!("this is {}", ty_name(v.ty)))
-                    .secondary(elem.1, "the element type")
-                    .note(conversion_note(elem.0)),
-                );
+                self.report(CheckError::ArrayInitType {
+                    name: name.name.clone(),
+                    elem: elem.0,
+                    found: v.ty,
+                    span: init.span,
+                    elem_span: elem.1,
+                });
                 None
             }
             None => None,
@@ -77,11 +69,7 @@ impl Cx<'_> {
         shape_span: Span,
     ) -> Option<Vec<u32>> {
         if shape.is_empty() {
-            self.report(
-                Diagnostic::error("P0416", "a register array needs at least one dim")
-                    .primary(shape_span, "no dims")
-                    .note("write the shape in the brackets, as in `f32[4, 4]`"),
-            );
+            self.report(CheckError::ArrayNoDims { span: shape_span });
             return None;
         }
         let mut dims = Vec::new();
@@ -90,38 +78,28 @@ impl Cx<'_> {
             match const_int(&x) {
                 Some(v) if (1..=i128::from(MAX_ARRAY_ELEMS)).contains(&v) => dims.push(v as u32),
                 Some(v) => {
-                    self.report(
-                        Diagnostic::error(
-                            "P0416",
-                            format!("a register array's dim must be from 1 to {MAX_ARRAY_ELEMS}, found {v}"),
-                        )
-                        .primary(d.span, "out of range"),
-                    );
+                    self.report(CheckError::ArrayDimRange {
+                        value: v,
+                        span: d.span,
+                    });
                     return None;
                 }
                 None => {
-                    self.report(
-                        Diagnostic::error("P0416", "a register array's dims must be compile-time constants")
-                            .primary(d.span, format!("`{}` is not a constant", self.text(d.span)))
-                            .note("use a number, an autotuned name or `ctx.warps`-style constants; a thread's registers are fixed when the kernel is compiled"),
-                    );
+                    self.report(CheckError::ArrayDimNotConstant {
+                        text: self.text(d.span).to_string(),
+                        span: d.span,
+                    });
                     return None;
                 }
             }
         }
         let elems: u64 = dims.iter().map(|&d| u64::from(d)).product();
         if elems > MAX_ARRAY_ELEMS {
-            self.report(
-                Diagnostic::error(
-                    "P0416",
-                    format!(
-                        "the register array `{}` has {elems} elements, more than the {MAX_ARRAY_ELEMS} a thread may hold",
-                        name.name
-                    ),
-                )
-                .primary(shape_span, format!("{elems} elements"))
-                .note("keep larger data in a shared tile (`var t = x[...]`) or in a tensor"),
-            );
+            self.report(CheckError::ArrayTooLarge {
+                name: name.name.clone(),
+                elems,
+                span: shape_span,
+            });
             return None;
         }
         Some(dims)
@@ -137,17 +115,10 @@ impl Cx<'_> {
             let e = match s {
                 Subscript::Point(e) => e,
                 Subscript::Span { span, .. } | Subscript::Full(span) => {
-                    self.report(
-                        Diagnostic::error(
-                            "P0418",
-                            format!("the register array `{}` takes one index per dim", mem.name),
-                        )
-                        .primary(*span, "a span or `:` on a register array")
-                        .note(format!(
-                            "read or write one element at a time, as in `{}[i, j]`",
-                            mem.name
-                        )),
-                    );
+                    self.report(CheckError::ArraySpan {
+                        name: mem.name.clone(),
+                        span: *span,
+                    });
                     ok = false;
                     continue;
                 }
@@ -158,13 +129,13 @@ impl Cx<'_> {
             };
             let dim = mem.dims.get(axis).copied().flatten().unwrap_or(0);
             if let Some(v) = const_int(&x).filter(|&v| v < 0 || v >= i128::from(dim)) {
-                self.report(
-                    Diagnostic::error(
-                        "P0417",
-                        format!("index {v} is out of range for axis {axis} of `{}`, which has {dim} elements", mem.name),
-                    )
-                    .primary(e.span, format!("must be from 0 to {}", dim - 1)),
-                );
+                self.report(CheckError::ArrayIndexRange {
+                    index: v,
+                    axis,
+                    name: mem.name.clone(),
+                    dim,
+                    span: e.span,
+                });
                 ok = false;
                 continue;
             }

@@ -13,10 +13,10 @@
 //! target has the operation (`bf16` add needs sm_90) is the backend's
 //! question (P0810), since the front end does not know the target.
 
-use super::cx::{ty_name, Cx};
+use super::cx::Cx;
+use super::error::CheckError;
 use super::subscripts::Shape;
 use crate::ast::{self, ExprKind, Ident, ScalarTy, Span};
-use crate::diag::Diagnostic;
 use crate::hir::{self, AtomicOp, LocalId, LocalKind};
 
 /// A checked atomic before its result is given a home.
@@ -82,20 +82,14 @@ impl Cx<'_> {
         }
         let p = self.atomic_parts(callee, args, init.span)?;
         if let Some((want, tspan)) = ty.filter(|(t, _)| *t != p.elem) {
-            self.report(
-                Diagnostic::error(
-                    "P0401",
-                    format!(
-                        "`{}` is declared {}, but `{}` gives the old {} element",
-                        name.name,
-                        want.name(),
-                        p.op.name(),
-                        p.elem.name()
-                    ),
-                )
-                .primary(init.span, format!("this is {}", p.elem.name()))
-                .secondary(tspan, "declared here"),
-            );
+            self.report(CheckError::AtomicResultDeclared {
+                name: name.name.clone(),
+                declared: want,
+                op: p.op,
+                elem: p.elem,
+                span: init.span,
+                decl: tspan,
+            });
             return None;
         }
         let local = self.new_local(&name.name, name.span, mutable, LocalKind::Scalar(p.elem));
@@ -118,18 +112,13 @@ impl Cx<'_> {
         let p = self.atomic_parts(callee, args, value.span)?;
         let ty = self.local_ty(local)?;
         if ty != hir::Ty::Scalar(p.elem) {
-            self.report(
-                Diagnostic::error(
-                    "P0401",
-                    format!(
-                        "`{n}` holds {}, the old element `{}` gives is {}",
-                        ty_name(ty),
-                        p.op.name(),
-                        p.elem.name()
-                    ),
-                )
-                .primary(value.span, format!("this is {}", p.elem.name())),
-            );
+            self.report(CheckError::AtomicResultAssigned {
+                name: n.to_string(),
+                holds: ty,
+                op: p.op,
+                elem: p.elem,
+                span: value.span,
+            });
             return None;
         }
         Some(atomic_into(p, local))
@@ -141,25 +130,14 @@ impl Cx<'_> {
             self.fence_as_value(span);
             return;
         }
-        self.report(
-            Diagnostic::error(
-                "P0430",
-                format!("`{}` is a statement, not part of an expression", callee.name),
-            )
-            .primary(span, "used inside an expression")
-            .note(format!(
-                "write it alone (`{0}(T[i], v)`), or take the old value whole: `let old = {0}(T[i], v)`, then use `old`",
-                callee.name
-            )),
-        );
+        self.report(CheckError::AtomicInExpr {
+            op: callee.name.clone(),
+            span,
+        });
     }
 
     fn fence_as_value(&mut self, span: Span) {
-        self.report(
-            Diagnostic::error("P0430", "`fence()` is a statement and has no value")
-                .primary(span, "used as a value")
-                .note("write `fence()` on a line of its own"),
-        );
+        self.report(CheckError::FenceAsValue { span });
     }
 
     /// Check `atomic_op(T[i, j], args...)`.
@@ -176,14 +154,10 @@ impl Cx<'_> {
         }
         let target = &args[0];
         let ExprKind::Index { base, subs } = &target.kind else {
-            self.report(
-                Diagnostic::error(
-                    "P0432",
-                    format!("`{}` works on one element of a tensor or tile", op.name()),
-                )
-                .primary(target.span, "not an element of a tensor or tile")
-                .note(format!("write `{}(T[i, j], ...)`", op.name())),
-            );
+            self.report(CheckError::AtomicNotElement {
+                op,
+                span: target.span,
+            });
             self.expr(target, None);
             return None;
         };
@@ -191,51 +165,29 @@ impl Cx<'_> {
         if matches!(mem.memory, hir::Memory::Array(_)) {
             // A register array is the thread's own: no other thread can
             // update it, and it has no address an `atom` could take.
-            self.report(
-                Diagnostic::error(
-                    "P0432",
-                    format!(
-                        "`{}` works on one element of a tensor or tile, and `{}` is a register array",
-                        op.name(),
-                        mem.name
-                    ),
-                )
-                .primary(target.span, "an element of a register array")
-                .note(format!(
-                    "only this thread sees `{}`: update it with a plain assignment (`{}[i] = {}[i] + v`)",
-                    mem.name, mem.name, mem.name
-                )),
-            );
+            self.report(CheckError::AtomicOnArray {
+                op,
+                array: mem.name.clone(),
+                span: target.span,
+            });
             return None;
         }
         let shape = self.shape(&mem, subs, target.span)?;
         let Shape::Point(index) = shape else {
-            self.report(
-                Diagnostic::error(
-                    "P0432",
-                    format!(
-                        "`{}` works on one element, found a span of `{}`",
-                        op.name(),
-                        mem.name
-                    ),
-                )
-                .primary(target.span, "a run or tile, not one element")
-                .note("every subscript must be an index; a run needs one atomic per element"),
-            );
+            self.report(CheckError::AtomicOnSpan {
+                op,
+                name: mem.name.clone(),
+                span: target.span,
+            });
             return None;
         };
         if !op.supports(mem.elem) {
-            self.report(
-                Diagnostic::error(
-                    "P0431",
-                    format!("`{}` is not defined on {}", op.name(), mem.elem.name()),
-                )
-                .primary(
-                    target.span,
-                    format!("`{}` holds {}", mem.name, mem.elem.name()),
-                )
-                .note(supported_note(op)),
-            );
+            self.report(CheckError::AtomicNotOnType {
+                op,
+                name: mem.name.clone(),
+                elem: mem.elem,
+                span: target.span,
+            });
             return None;
         }
         self.mark_written(mem.memory);
@@ -263,20 +215,4 @@ fn atomic_into(p: AtomicParts, local: LocalId) -> hir::StmtKind {
         args: p.args,
         result: Some(local),
     }
-}
-
-/// The types an atomic takes, for P0431's note.
-fn supported_note(op: AtomicOp) -> String {
-    let types = ScalarTy::ALL
-        .iter()
-        .filter(|t| op.supports(**t))
-        .map(|t| t.name())
-        .collect::<Vec<_>>()
-        .join(", ");
-    let extra = match op {
-        AtomicOp::Add => " (bf16 on sm_90 and newer)",
-        AtomicOp::Exch | AtomicOp::Cas => " (floats are exchanged and compared as their bits)",
-        _ => "",
-    };
-    format!("`{}` takes elements of {types}{extra}", op.name())
 }

@@ -4,10 +4,10 @@
 //! type follows its arguments).
 
 use super::consts::const_int;
-use super::cx::{elem_of, mk, ty_name, Binding, Cx, Ex, INLINE_BUDGET, MAX_INLINE_DEPTH};
+use super::cx::{elem_of, mk, Binding, Cx, Ex, MAX_INLINE_DEPTH};
+use super::error::CheckError;
 use super::types::{has_float_literal, is_untyped};
 use crate::ast::{self, FnItem, Ident, ScalarTy, Span};
-use crate::diag::Diagnostic;
 use crate::hir::{self, Builtin, LocalKind, Ty};
 
 /// How a built-in's arguments are typed.
@@ -96,23 +96,14 @@ impl Cx<'_> {
             }
             "elem" | "word" => self.elem_or_word(callee, args, span),
             "store" => {
-                self.report(
-                    Diagnostic::error("P0412", "`store(run, i, v)` is a statement, not a value")
-                        .primary(span, "used as a value"),
-                );
+                self.report(CheckError::StoreAsValue { span });
                 None
             }
             "any" | "all" | "argmax" | "reduce" | "shfl" => {
-                self.report(
-                    Diagnostic::error(
-                        "P0601",
-                        format!("`{name}` needs its configuration in angle brackets"),
-                    )
-                    .primary(callee.span, "no `<...>`")
-                    .note(format!(
-                        "write `{name}<over ctx.lane>(...)`, or `shfl<xor 1>(v)` for a shuffle"
-                    )),
-                );
+                self.report(CheckError::NoConfig {
+                    name: name.to_string(),
+                    span: callee.span,
+                });
                 None
             }
             _ => self.call_fn(callee, args, want, span),
@@ -120,37 +111,38 @@ impl Cx<'_> {
     }
 
     pub fn arity(&mut self, callee: &Ident, args: &[ast::Expr], n: usize, span: Span) -> bool {
+        self.arity_hinted(callee, args, n, span, false)
+    }
+
+    /// [`Cx::arity`]; `reduce_hint` adds how `reduce` is written.
+    pub fn arity_hinted(
+        &mut self,
+        callee: &Ident,
+        args: &[ast::Expr],
+        n: usize,
+        span: Span,
+        reduce_hint: bool,
+    ) -> bool {
         if args.len() == n {
             return true;
         }
-        self.report(
-            Diagnostic::error(
-                "P0204",
-                format!(
-                    "`{}` takes {n} argument{}, found {}",
-                    callee.name,
-                    if n == 1 { "" } else { "s" },
-                    args.len()
-                ),
-            )
-            .primary(span, format!("expected {n}")),
-        );
+        self.report(CheckError::Arity {
+            callee: callee.name.clone(),
+            want: n,
+            found: args.len(),
+            span,
+            reduce_hint,
+        });
         false
     }
 
     fn convert(&mut self, t: ScalarTy, args: &[ast::Expr], span: Span) -> Ex {
         if args.len() != 1 {
-            self.report(
-                Diagnostic::error(
-                    "P0204",
-                    format!(
-                        "`{}(...)` converts one value, found {}",
-                        t.name(),
-                        args.len()
-                    ),
-                )
-                .primary(span, "expected one argument"),
-            );
+            self.report(CheckError::ConvertArity {
+                to: t,
+                found: args.len(),
+                span,
+            });
             return None;
         }
         // An untyped literal takes the target type, except a float literal
@@ -165,11 +157,7 @@ impl Cx<'_> {
         let x = self.expr(&args[0], want)?;
         let from = elem_of(x.ty)?;
         if t == ScalarTy::Bool && from != ScalarTy::Bool {
-            self.report(
-                Diagnostic::error("P0404", format!("cannot convert {} to bool", from.name()))
-                    .primary(span, "no conversion to bool")
-                    .note("compare instead, as in `x != 0`"),
-            );
+            self.report(CheckError::ConvertToBool { from, span });
             return None;
         }
         let ty = match x.ty {
@@ -205,15 +193,11 @@ impl Cx<'_> {
         let out = out?;
         let first = out.first().map(|x| x.ty);
         if let Some(bad) = out.iter().find(|x| Some(x.ty) != first) {
-            let (t0, t1) = (first.map(ty_name).unwrap_or_default(), ty_name(bad.ty));
-            self.report(
-                Diagnostic::error("P0400", format!("mismatched argument types: {t0} and {t1}"))
-                    .primary(
-                        bad.span,
-                        format!("this is {t1}, the first argument is {t0}"),
-                    )
-                    .note("the arguments of this built-in must have one type"),
-            );
+            self.report(CheckError::ArgTypes {
+                first: first.unwrap_or(bad.ty),
+                found: bad.ty,
+                span: bad.span,
+            });
             return None;
         }
         Some(out)
@@ -251,13 +235,12 @@ impl Cx<'_> {
                 Sig::Float(_) => "floats",
                 Sig::Int(_) => "integers",
             };
-            self.report(
-                Diagnostic::error(
-                    "P0407",
-                    format!("`{}` takes {kind}, found {}", callee.name, t.name()),
-                )
-                .primary(span, format!("called with {}", t.name())),
-            );
+            self.report(CheckError::MathArg {
+                callee: callee.name.clone(),
+                kind,
+                found: t,
+                span,
+            });
             return None;
         }
         Some(mk(hir::ExprKind::Builtin(b, xs), Ty::Scalar(t), span))
@@ -288,17 +271,11 @@ impl Cx<'_> {
         if matches!(x.ty, Ty::Scalar(ScalarTy::I32 | ScalarTy::U32)) {
             return Some(x);
         }
-        self.report(
-            Diagnostic::error(
-                "P0407",
-                format!(
-                    "{what} must be a packed word, i32 or u32, found {}",
-                    ty_name(x.ty)
-                ),
-            )
-            .primary(e.span, format!("this is {}", ty_name(x.ty)))
-            .note("`word(run, i)` packs four bytes of an i8 or u8 run into one word"),
-        );
+        self.report(CheckError::WordArg {
+            what: what.to_string(),
+            found: x.ty,
+            span: e.span,
+        });
         None
     }
 
@@ -352,13 +329,10 @@ impl Cx<'_> {
         }
         let x = self.scalar_expr(&args[0], None)?;
         if !elem_of(x.ty).is_some_and(ScalarTy::is_int) {
-            self.report(
-                Diagnostic::error(
-                    "P0407",
-                    format!("`popcount` takes an integer, found {}", ty_name(x.ty)),
-                )
-                .primary(args[0].span, "not an integer"),
-            );
+            self.report(CheckError::PopcountArg {
+                found: x.ty,
+                span: args[0].span,
+            });
             return None;
         }
         Some(mk(
@@ -381,11 +355,10 @@ impl Cx<'_> {
                 span,
             )),
             t => {
-                self.report(
-                    Diagnostic::error("P0506", format!("`sum(e)` sums a run of numbers, found {}", ty_name(t)))
-                        .primary(args[0].span, "not a run of numbers")
-                        .note("a run is a slice with one span, as in `sum(W[row, k :+ 4] * x[0, k :+ 4])`; to fold across threads write `sum<over ctx.lane>(x)`"),
-                );
+                self.report(CheckError::SumOfNonRun {
+                    found: t,
+                    span: args[0].span,
+                });
                 None
             }
         }
@@ -397,22 +370,19 @@ impl Cx<'_> {
         match const_int(&x) {
             Some(v) if (0..i128::from(limit)).contains(&v) => Some(v as u32),
             Some(v) => {
-                self.report(
-                    Diagnostic::error("P0507", format!("{what} {v} is out of range")).primary(
-                        e.span,
-                        format!("must be from 0 to {}", limit.saturating_sub(1)),
-                    ),
-                );
+                self.report(CheckError::RunIndexRange {
+                    what: what.to_string(),
+                    index: v,
+                    limit,
+                    span: e.span,
+                });
                 None
             }
             None => {
-                self.report(
-                    Diagnostic::error("P0507", format!("{what} must be a compile-time constant"))
-                        .primary(e.span, "not a constant")
-                        .note(
-                            "a run lives in registers, so its elements are picked at compile time",
-                        ),
-                );
+                self.report(CheckError::RunIndexNotConstant {
+                    what: what.to_string(),
+                    span: e.span,
+                });
                 None
             }
         }
@@ -424,14 +394,11 @@ impl Cx<'_> {
         }
         let run = self.expr(&args[0], None)?;
         let Ty::Run { elem, len } = run.ty else {
-            self.report(
-                Diagnostic::error(
-                    "P0409",
-                    format!("`{}` takes a run, found {}", callee.name, ty_name(run.ty)),
-                )
-                .primary(args[0].span, "not a run")
-                .note("a run is a slice with one span, as in `A[0, k :+ 16]`"),
-            );
+            self.report(CheckError::ElemOfNonRun {
+                callee: callee.name.clone(),
+                found: run.ty,
+                span: args[0].span,
+            });
             return None;
         };
         if callee.name == "elem" {
@@ -449,24 +416,18 @@ impl Cx<'_> {
             ScalarTy::I8 => ScalarTy::I32,
             ScalarTy::U8 => ScalarTy::U32,
             _ => {
-                self.report(
-                    Diagnostic::error(
-                        "P0508",
-                        format!("`word` packs bytes, found a run of {}", elem.name()),
-                    )
-                    .primary(args[0].span, "not an i8 or u8 run"),
-                );
+                self.report(CheckError::WordOfNonBytes {
+                    elem,
+                    span: args[0].span,
+                });
                 return None;
             }
         };
         if len % 4 != 0 {
-            self.report(
-                Diagnostic::error(
-                    "P0508",
-                    format!("`word` needs a run whose length is a multiple of 4, found {len}"),
-                )
-                .primary(args[0].span, format!("a run of {len}")),
-            );
+            self.report(CheckError::WordOfRagged {
+                len,
+                span: args[0].span,
+            });
             return None;
         }
         let i = self.const_index(&args[1], len / 4, "the word index")?;
@@ -493,12 +454,15 @@ impl Cx<'_> {
                 name,
                 "__syncthreads" | "__syncwarp" | "syncthreads" | "barrier"
             ) {
-                Diagnostic::error("P0205", format!("Phobos has no `{name}()`: the compiler places barriers itself"))
-                    .primary(callee.span, "remove this call")
-                    .note("the compiler puts a CTA barrier wherever threads read tile elements that other threads wrote, or overwrite elements others read, and a warp is synchronized by each shuffle and collective; `phobos report` lists every barrier it placed and why")
+                CheckError::BarrierCall {
+                    name: name.to_string(),
+                    span: callee.span,
+                }
             } else {
-                Diagnostic::error("P0205", format!("cannot find fn `{name}`"))
-                    .primary(callee.span, "not a fn, built-in or conversion")
+                CheckError::UnknownFn {
+                    name: name.to_string(),
+                    span: callee.span,
+                }
             };
             self.report(d);
             return None;
@@ -540,16 +504,10 @@ impl Cx<'_> {
             // Reported once per kernel variant: every later call would fail too.
             if !self.inline_exhausted {
                 self.inline_exhausted = true;
-                self.report(
-                    Diagnostic::error(
-                        "P0211",
-                        format!("inlining `{}` goes too deep or grows too large", f.name.name),
-                    )
-                    .primary(span, "in this call")
-                    .note(format!(
-                        "fn calls may nest {MAX_INLINE_DEPTH} deep and inline {INLINE_BUDGET} calls per kernel"
-                    )),
-                );
+                self.report(CheckError::InlineExhausted {
+                    name: f.name.name.clone(),
+                    span,
+                });
             }
             return None;
         }

@@ -5,8 +5,8 @@
 
 use super::consts::const_int;
 use super::cx::{elem_of, mk, ty_name, Binding, Cx, Ex};
+use super::error::CheckError;
 use crate::ast::{self, ConfigItem, ConfigKey, CtxField, ExprKind, Ident, ScalarTy, Span};
-use crate::diag::Diagnostic;
 use crate::hir::{self, CollOp, Combine, Group, LocalKind, ShflMode, Ty};
 
 fn key_name(k: ConfigKey) -> &'static str {
@@ -64,11 +64,11 @@ impl Cx<'_> {
         let mut out: Vec<&ConfigItem> = Vec::new();
         for item in config {
             if let Some(first) = out.iter().find(|i| i.key == item.key) {
-                self.report(
-                    Diagnostic::error("P0609", format!("`{}` is given twice", key_name(item.key)))
-                        .primary(item.span, "second one")
-                        .secondary(first.span, "first one"),
-                );
+                self.report(CheckError::ConfigTwice {
+                    key: key_name(item.key),
+                    span: item.span,
+                    first: first.span,
+                });
                 return None;
             }
             out.push(item);
@@ -82,26 +82,19 @@ impl Cx<'_> {
             .iter()
             .find(|i| !matches!(i.key, ConfigKey::Over | ConfigKey::Width))
         {
-            self.report(
-                Diagnostic::error(
-                    "P0616",
-                    format!(
-                        "`{}` configures a shuffle, not a collective",
-                        key_name(bad.key)
-                    ),
-                )
-                .primary(bad.key_span, format!("`{op}` takes over and width"))
-                .note("from, xor, down and up belong to `shfl<...>(v)`"),
-            );
+            self.report(CheckError::ShuffleConfigOnCollective {
+                key: key_name(bad.key),
+                op: op.to_string(),
+                span: bad.key_span,
+            });
             return None;
         }
         let width = items.iter().find(|i| i.key == ConfigKey::Width);
         let Some(over) = items.iter().find(|i| i.key == ConfigKey::Over) else {
-            self.report(
-                Diagnostic::error("P0601", "a collective needs over ctx.lane or over ctx.thread")
-                    .primary(config_span, "no `over`")
-                    .note(format!("write `{op}<over ctx.lane>(x)` to fold over the warp's lanes, `{op}<over ctx.thread>(x)` over the CTA")),
-            );
+            self.report(CheckError::NoOver {
+                op: op.to_string(),
+                span: config_span,
+            });
             return None;
         };
         match over.value.kind {
@@ -114,22 +107,18 @@ impl Cx<'_> {
             }
             ExprKind::Ctx(CtxField::Thread) => match width {
                 Some(w) => {
-                    self.report(
-                        Diagnostic::error("P0602", "a CTA collective takes no width")
-                            .primary(w.span, "a width")
-                            .secondary(over.value.span, "this folds over the whole CTA")
-                            .note("for pieces of a warp write `over ctx.lane, width w`"),
-                    );
+                    self.report(CheckError::CtaWidth {
+                        span: w.span,
+                        over: over.value.span,
+                    });
                     None
                 }
                 None => Some(Group::Thread),
             },
             _ => {
-                self.report(
-                    Diagnostic::error("P0600", "over takes ctx.lane or ctx.thread")
-                        .primary(over.value.span, "nothing else is a group")
-                        .note("`over ctx.lane` folds over the lanes of a warp, `over ctx.thread` over the threads of the CTA"),
-                );
+                self.report(CheckError::BadOver {
+                    span: over.value.span,
+                });
                 None
             }
         }
@@ -139,26 +128,23 @@ impl Cx<'_> {
     fn width(&mut self, item: &ConfigItem) -> Option<u32> {
         let x = self.expr(&item.value, Some(ScalarTy::I32))?;
         let Some(w) = const_int(&x) else {
-            self.report(
-                Diagnostic::error("P0604", "width must fold to a constant")
-                    .primary(item.value.span, "not a compile-time constant")
-                    .note("use a number, an autotuned name or an expression of them"),
-            );
+            self.report(CheckError::WidthNotConstant {
+                span: item.value.span,
+            });
             return None;
         };
         if w <= 0 || w & (w - 1) != 0 {
-            self.report(
-                Diagnostic::error("P0603", "width must be a power of two")
-                    .primary(item.value.span, format!("{w} is not a power of two"))
-                    .note("width must fold to a constant power of two that divides ctx.lanes (32): 1, 2, 4, 8, 16 or 32"),
-            );
+            self.report(CheckError::WidthNotPowerOfTwo {
+                width: w,
+                span: item.value.span,
+            });
             return None;
         }
         if w > 32 {
-            self.report(
-                Diagnostic::error("P0605", "width must divide ctx.lanes (32)")
-                    .primary(item.value.span, format!("{w} lanes is more than a warp")),
-            );
+            self.report(CheckError::WidthAboveWarp {
+                width: w,
+                span: item.value.span,
+            });
             return None;
         }
         Some(w as u32)
@@ -173,14 +159,7 @@ impl Cx<'_> {
         span: Span,
     ) -> Option<(hir::Expr, Option<Combine>)> {
         let n = if op == CollOp::Reduce { 2 } else { 1 };
-        if !self.arity(callee, args, n, span) {
-            if op == CollOp::Reduce {
-                if let Some(d) = self.diags.last_mut() {
-                    d.notes.push(
-                        "write `reduce<over ctx.lane>(x, f)` with a `fn f(a, b) = ...`".into(),
-                    );
-                }
-            }
+        if !self.arity_hinted(callee, args, n, span, op == CollOp::Reduce) {
             return None;
         }
         let want = match op {
@@ -193,22 +172,17 @@ impl Cx<'_> {
         let is_bool = t == ScalarTy::Bool;
         match op {
             CollOp::Any | CollOp::All if !is_bool => {
-                self.report(
-                    Diagnostic::error("P0607", "any and all fold conditions")
-                        .primary(args[0].span, format!("this is {}, not bool", t.name()))
-                        .note("compare to make a condition, as in `any<over ctx.lane>(x > 0.0)`"),
-                );
+                self.report(CheckError::AnyAllNotBool {
+                    found: t.name(),
+                    span: args[0].span,
+                });
                 None
             }
             CollOp::Sum | CollOp::Max | CollOp::Min | CollOp::Argmax if is_bool => {
-                self.report(
-                    Diagnostic::error(
-                        "P0613",
-                        format!("`{}` folds numbers, found bool", callee.name),
-                    )
-                    .primary(args[0].span, "a condition")
-                    .note("fold conditions with `any` or `all`"),
-                );
+                self.report(CheckError::FoldOfBool {
+                    op: callee.name.clone(),
+                    span: args[0].span,
+                });
                 None
             }
             CollOp::Reduce => {
@@ -224,17 +198,10 @@ impl Cx<'_> {
         if let Ty::Scalar(_) = x.ty {
             return Some(x);
         }
-        self.report(
-            Diagnostic::error(
-                "P0615",
-                format!(
-                    "a collective moves one scalar per thread, found {}",
-                    ty_name(x.ty)
-                ),
-            )
-            .primary(e.span, "not a scalar")
-            .note("sum the thread's run first with `sum(run)`"),
-        );
+        self.report(CheckError::CollectiveOfRun {
+            found: ty_name(x.ty),
+            span: e.span,
+        });
         None
     }
 
@@ -250,11 +217,7 @@ impl Cx<'_> {
             _ => None,
         };
         let Some(item) = item.filter(|i| i.params.len() == 2) else {
-            self.report(
-                Diagnostic::error("P0612", "reduce combines with a fn of two parameters")
-                    .primary(f.span, "not a `fn f(a, b)`")
-                    .note("declare `fn f(a, b) = max(a, b)` at the top level and write `reduce<over ctx.lane>(x, f)`"),
-            );
+            self.report(CheckError::CombineNotFn { span: f.span });
             return None;
         };
         if self.fns.broken.contains(item.name.name.as_str()) {
@@ -278,19 +241,13 @@ impl Cx<'_> {
         ];
         let body = self.inline(item, args, Some(t), f.span)?;
         if body.ty != Ty::Scalar(t) {
-            self.report(
-                Diagnostic::error(
-                    "P0612",
-                    format!(
-                        "`{}` must combine two {} into one, found {}",
-                        item.name.name,
-                        t.name(),
-                        ty_name(body.ty)
-                    ),
-                )
-                .primary(f.span, "the combine fn")
-                .secondary(item.body.span, format!("this is {}", ty_name(body.ty))),
-            );
+            self.report(CheckError::CombineType {
+                name: item.name.name.clone(),
+                elem: t.name(),
+                found: ty_name(body.ty),
+                span: f.span,
+                body: item.body.span,
+            });
             return None;
         }
         Some(Combine {
@@ -309,14 +266,7 @@ impl Cx<'_> {
         span: Span,
     ) -> Ex {
         if let Some(over) = items.iter().find(|i| i.key == ConfigKey::Over) {
-            self.report(
-                Diagnostic::error("P0610", "a shuffle takes no over")
-                    .primary(
-                        over.span,
-                        "a shuffle always moves values between the lanes of a warp",
-                    )
-                    .note("use `width w` to shuffle within pieces of w lanes"),
-            );
+            self.report(CheckError::ShuffleOver { span: over.span });
             return None;
         }
         let modes: Vec<&&ConfigItem> = items.iter().filter(|i| i.key != ConfigKey::Width).collect();
@@ -325,20 +275,10 @@ impl Cx<'_> {
                 .iter()
                 .map(|m| format!("`{}`", key_name(m.key)))
                 .collect();
-            let label = match given.len() {
-                0 => "none of them given".to_string(),
-                _ => format!("{} given; choose one", given.join(" and ")),
-            };
-            self.report(
-                Diagnostic::error(
-                    "P0606",
-                    "a shuffle takes exactly one of from, xor, down and up",
-                )
-                .primary(config_span, label)
-                .note(
-                    "`from s` reads lane s, `xor m` lane ^ m, `down d` lane + d, `up d` lane - d",
-                ),
-            );
+            self.report(CheckError::ShuffleModes {
+                given,
+                span: config_span,
+            });
             return None;
         };
         let width = match items.iter().find(|i| i.key == ConfigKey::Width) {
@@ -349,13 +289,10 @@ impl Cx<'_> {
         let value = if args.len() == 1 {
             self.scalar_collective_arg(&args[0], want)
         } else {
-            self.report(
-                Diagnostic::error(
-                    "P0204",
-                    format!("`shfl` moves one value, found {} arguments", args.len()),
-                )
-                .primary(span, "expected one argument"),
-            );
+            self.report(CheckError::ShuffleArgs {
+                found: args.len(),
+                span,
+            });
             None
         };
         let (width, lane, value) = (width?, lane?, value?);
@@ -367,16 +304,11 @@ impl Cx<'_> {
         };
         if mode_kind == ShflMode::Xor {
             if let Some(m) = const_int(&lane).filter(|&m| m < 0 || m >= i128::from(width)) {
-                self.report(
-                    Diagnostic::error(
-                        "P0608",
-                        format!("shfl<xor {m}> needs m below the width ({width})"),
-                    )
-                    .primary(
-                        mode.value.span,
-                        format!("lane ^ {m} leaves the {width}-lane piece"),
-                    ),
-                );
+                self.report(CheckError::XorPastWidth {
+                    mask: m,
+                    width,
+                    span: mode.value.span,
+                });
                 return None;
             }
         }

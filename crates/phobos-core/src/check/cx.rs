@@ -3,6 +3,7 @@
 //! typing, subscript, collective and statement passes are methods on `Cx`
 //! in their own files; this file owns only the shared state.
 
+use super::error::CheckError;
 use super::header::Header;
 use crate::ast::{FnItem, ScalarTy, Span};
 use crate::diag::Diagnostic;
@@ -134,7 +135,9 @@ impl<'a> Cx<'a> {
 
     /// Report an error. Inside an inlined `fn` body the diagnostic also
     /// points at the calls that led there.
-    pub fn report(&mut self, mut d: Diagnostic) {
+    /// Report an error, with a label at each `fn` call being inlined.
+    pub fn report(&mut self, e: CheckError) {
+        let mut d = e.into_diagnostic();
         for (name, span) in self.inline_stack.iter().rev() {
             d = d.secondary(*span, format!("in this call of `{name}`"));
         }

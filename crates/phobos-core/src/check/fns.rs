@@ -5,6 +5,7 @@
 
 use super::calls::is_builtin_name;
 use super::cx::FnTable;
+use super::error::CheckError;
 use crate::ast::{self, ExprKind, File, FnItem, Item, Span, Subscript};
 use crate::diag::Diagnostic;
 use std::collections::{HashMap, HashSet};
@@ -19,19 +20,22 @@ pub(crate) fn fn_table<'a>(file: &'a File, diags: &mut Vec<Diagnostic>) -> FnTab
         let name = f.name.name.as_str();
         if is_builtin_name(name) {
             diags.push(
-                Diagnostic::error(
-                    "P0201",
-                    format!("`{name}` is a built-in and cannot be redefined"),
-                )
-                .primary(f.name.span, "choose another name"),
+                CheckError::FnNamedLikeBuiltin {
+                    name: name.to_string(),
+                    span: f.name.span,
+                }
+                .into(),
             );
             continue;
         }
         if let Some(first) = table.items.get(name) {
             diags.push(
-                Diagnostic::error("P0201", format!("fn `{name}` is defined twice"))
-                    .primary(f.name.span, "second definition")
-                    .secondary(first.name.span, "first definition"),
+                CheckError::FnTwice {
+                    name: name.to_string(),
+                    span: f.name.span,
+                    first: first.name.span,
+                }
+                .into(),
             );
             continue;
         }
@@ -76,8 +80,11 @@ impl<'a> BodyWalk<'a, '_> {
         for p in &self.f.params {
             if !seen.insert(p.name.as_str()) {
                 self.diags.push(
-                    Diagnostic::error("P0202", format!("`{}` is declared twice", p.name))
-                        .primary(p.span, "a second parameter of this name"),
+                    CheckError::FnParamTwice {
+                        name: p.name.clone(),
+                        span: p.span,
+                    }
+                    .into(),
                 );
             }
         }
@@ -92,14 +99,17 @@ impl<'a> BodyWalk<'a, '_> {
             ExprKind::Name(n) if self.is_param(n) => {}
             ExprKind::Name(n) => {
                 let d = if self.fns.contains(n.as_str()) {
-                    Diagnostic::error("P0206", format!("`{n}` is a fn, not a value"))
-                        .primary(e.span, "call it with arguments")
+                    CheckError::FnAsValue {
+                        name: n.clone(),
+                        span: e.span,
+                    }
                 } else {
-                    Diagnostic::error("P0200", format!("cannot find `{n}` in this scope"))
-                        .primary(e.span, "not a parameter of this fn")
-                        .note("a fn body sees only its own parameters")
+                    CheckError::FnBodyUnknownName {
+                        name: n.clone(),
+                        span: e.span,
+                    }
                 };
-                self.diags.push(d);
+                self.diags.push(d.into());
             }
             ExprKind::Unary(_, x) => self.expr(x),
             ExprKind::Binary(_, a, b) => {
@@ -166,8 +176,11 @@ impl<'a> BodyWalk<'a, '_> {
             self.calls.push((self.name_of(n), callee.span));
         } else if !is_builtin_name(n) {
             self.diags.push(
-                Diagnostic::error("P0205", format!("cannot find fn `{n}`"))
-                    .primary(callee.span, "not a fn, built-in or conversion"),
+                CheckError::UnknownFn {
+                    name: n.to_string(),
+                    span: callee.span,
+                }
+                .into(),
             );
         }
     }
@@ -207,23 +220,14 @@ fn find_recursion<'a>(
 
 fn report_cycle(path: &[&str], closing_call: Span, diags: &mut Vec<Diagnostic>) {
     let first = path.first().copied().unwrap_or("");
-    let msg = if path.len() == 1 {
-        format!("fn `{first}` calls itself")
-    } else {
-        format!(
-            "fn `{first}` calls itself through {}",
-            path[1..]
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    };
-    let d = Diagnostic::error("P0210", msg)
-        .primary(closing_call, "this call closes the cycle")
-        .note("fn items are inlined at each call, so they cannot recurse");
     // One report per cycle: only from its alphabetically first member.
     if path.iter().all(|n| *n >= first) {
-        diags.push(d);
+        diags.push(
+            CheckError::Recursion {
+                path: path.iter().map(|n| n.to_string()).collect(),
+                span: closing_call,
+            }
+            .into(),
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! `variants` then lists the autotune combinations the body is checked for.
 
 use super::cx::Binding;
+use super::error::{BadTuneValue, CheckError};
 use crate::ast::{self, AttrKind, BinOp, Dim, ExprKind, ParamTy, ScalarTy, Span, UnOp};
 use crate::consteval;
 use crate::diag::Diagnostic;
@@ -69,9 +70,12 @@ pub(crate) fn check_header(k: &ast::Kernel, diags: &mut Vec<Diagnostic>) -> Head
         let key = attr_key(&attr.kind);
         if let (Some(key), Some(first)) = (key, key.and_then(|k| seen.get(k))) {
             diags.push(
-                Diagnostic::error("P0307", format!("`@{key}` is given twice"))
-                    .primary(attr.span, "second one here")
-                    .secondary(*first, "first one here"),
+                CheckError::AttrTwice {
+                    key,
+                    span: attr.span,
+                    first: *first,
+                }
+                .into(),
             );
             continue;
         }
@@ -82,9 +86,11 @@ pub(crate) fn check_header(k: &ast::Kernel, diags: &mut Vec<Diagnostic>) -> Head
     }
     if h.launch.is_none() {
         diags.push(
-            Diagnostic::error("P0301", format!("kernel `{}` has no `@launch`", k.name.name))
-                .primary(k.name.span, "the threads per CTA are not given")
-                .note("write `@launch(128)` above the kernel: the threads per CTA, a multiple of 32 from 32 to 1024"),
+            CheckError::NoLaunch {
+                kernel: k.name.name.clone(),
+                span: k.name.span,
+            }
+            .into(),
         );
     }
     let combos: usize = h
@@ -98,12 +104,11 @@ pub(crate) fn check_header(k: &ast::Kernel, diags: &mut Vec<Diagnostic>) -> Head
             .iter()
             .find(|a| matches!(a.kind, AttrKind::Autotune(_)));
         diags.push(
-            Diagnostic::error("P0311", format!("`@autotune` makes {combos} variants"))
-                .primary(
-                    span.map_or(k.name.span, |a| a.span),
-                    format!("at most {MAX_VARIANTS} are allowed"),
-                )
-                .note("tune fewer names or fewer values at once"),
+            CheckError::TooManyVariants {
+                combos,
+                span: span.map_or(k.name.span, |a| a.span),
+            }
+            .into(),
         );
         h.autotune.clear();
     }
@@ -124,8 +129,11 @@ fn add_param(h: &mut Header, p: &ast::Param, diags: &mut Vec<Diagnostic>) {
     let id = ParamId(h.params.len() as u32);
     if h.bindings.contains_key(&p.name.name) {
         diags.push(
-            Diagnostic::error("P0202", format!("`{}` is declared twice", p.name.name))
-                .primary(p.name.span, "a second parameter or dim of this name"),
+            CheckError::ParamTwice {
+                name: p.name.name.clone(),
+                span: p.name.span,
+            }
+            .into(),
         );
     }
     let kind = match &p.ty {
@@ -160,10 +168,7 @@ fn add_dim(
 ) -> DimRef {
     match d {
         Dim::Const(0, span) => {
-            diags.push(
-                Diagnostic::error("P0203", "a tensor dim cannot be 0")
-                    .primary(*span, "an empty axis"),
-            );
+            diags.push(CheckError::ZeroDim { span: *span }.into());
             DimRef::Const(1)
         }
         Dim::Const(v, _) => DimRef::Const(*v),
@@ -175,8 +180,11 @@ fn add_dim(
             }
             Some(_) => {
                 diags.push(
-                    Diagnostic::error("P0202", format!("`{}` is declared twice", name.name))
-                        .primary(name.span, "a parameter already has this name"),
+                    CheckError::DimNamedLikeParam {
+                        name: name.name.clone(),
+                        span: name.span,
+                    }
+                    .into(),
                 );
                 DimRef::Const(1)
             }
@@ -200,14 +208,11 @@ fn add_attr(h: &mut Header, attr: &ast::Attr, diags: &mut Vec<Diagnostic>) {
         AttrKind::Grid(es) => {
             if es.is_empty() || es.len() > 3 {
                 diags.push(
-                    Diagnostic::error(
-                        "P0308",
-                        format!("`@grid` takes 1 to 3 expressions, found {}", es.len()),
-                    )
-                    .primary(
-                        attr.span,
-                        "write `@grid(x)`, `@grid(x, y)` or `@grid(x, y, z)`",
-                    ),
+                    CheckError::GridCount {
+                        found: es.len(),
+                        span: attr.span,
+                    }
+                    .into(),
                 );
             } else {
                 h.grid = Some((es.clone(), attr.span));
@@ -224,9 +229,11 @@ fn add_attr(h: &mut Header, attr: &ast::Attr, diags: &mut Vec<Diagnostic>) {
             }
         }
         AttrKind::Unknown(name) => diags.push(
-            Diagnostic::error("P0300", format!("unknown attribute `@{}`", name.name))
-                .primary(attr.span, "not an attribute")
-                .note("the attributes are @launch, @aligned, @autotune and @grid"),
+            CheckError::UnknownAttr {
+                name: name.name.clone(),
+                span: attr.span,
+            }
+            .into(),
         ),
     }
 }
@@ -234,26 +241,17 @@ fn add_attr(h: &mut Header, attr: &ast::Attr, diags: &mut Vec<Diagnostic>) {
 fn add_aligned(h: &mut Header, name: &ast::Ident, value: &ast::Expr, diags: &mut Vec<Diagnostic>) {
     let Some(dim) = h.dim_id(&name.name) else {
         diags.push(
-            Diagnostic::error(
-                "P0304",
-                format!("`@aligned` names `{}`, which is not a dim", name.name),
-            )
-            .primary(name.span, "no tensor parameter has this dim")
-            .note(
-                "`@aligned(K = 128)` says the named dim of a tensor parameter is a multiple of 128",
-            ),
+            CheckError::AlignedNotDim {
+                name: name.name.clone(),
+                span: name.span,
+            }
+            .into(),
         );
         return;
     };
     match ast_const(value, &|_| None) {
         Some(v) if v > 0 => h.aligned.push((dim, v as u64)),
-        _ => diags.push(
-            Diagnostic::error(
-                "P0305",
-                "an `@aligned` multiple must be a positive integer constant",
-            )
-            .primary(value.span, "not a positive constant"),
-        ),
+        _ => diags.push(CheckError::AlignedNotPositive { span: value.span }.into()),
     }
 }
 
@@ -267,9 +265,11 @@ fn add_autotune(
         || h.autotune.iter().any(|(n, _, _)| *n == name.name)
     {
         diags.push(
-            Diagnostic::error("P0309", format!("`{}` cannot be autotuned here", name.name))
-                .primary(name.span, "already a parameter or an autotuned name")
-                .note("autotune a dim of a tensor parameter or a new constant name"),
+            CheckError::AutotuneHere {
+                name: name.name.clone(),
+                span: name.span,
+            }
+            .into(),
         );
         return;
     }
@@ -277,44 +277,29 @@ fn add_autotune(
     let is_dim = matches!(h.bindings.get(&name.name), Some(Binding::Dim(_)));
     let mut out: Vec<i64> = Vec::new();
     for v in values {
-        let bad = |label: String| {
-            Diagnostic::error(
-                "P0306",
-                format!("`{}` cannot be autotuned to this value", name.name),
-            )
-            .primary(v.span, label)
+        let bad = |why| {
+            CheckError::AutotuneValue {
+                name: name.name.clone(),
+                why,
+                span: v.span,
+            }
+            .into()
         };
         match ast_const(v, &|_| None) {
-            Some(x) if i32::try_from(x).is_err() => diags.push(
-                bad(format!("{x} does not fit in i32"))
-                    .note("autotune values are 32-bit: from -2147483648 to 2147483647"),
-            ),
-            Some(x) if is_dim && x < 1 => {
-                diags.push(bad(format!("{x} is not a dim size")).note(format!(
-                    "`{}` is a dim of a tensor, so each value must be at least 1",
-                    name.name
-                )))
-            }
-            Some(x) if out.contains(&x) => {
-                diags.push(bad(format!("{x} is given twice")).note("give each value once"))
-            }
+            Some(x) if i32::try_from(x).is_err() => diags.push(bad(BadTuneValue::TooWide(x))),
+            Some(x) if is_dim && x < 1 => diags.push(bad(BadTuneValue::NotDimSize(x))),
+            Some(x) if out.contains(&x) => diags.push(bad(BadTuneValue::Twice(x))),
             Some(x) => out.push(x),
-            None => diags.push(
-                Diagnostic::error("P0306", "an `@autotune` value must be an integer constant")
-                    .primary(v.span, "not an integer constant"),
-            ),
+            None => diags.push(CheckError::AutotuneNotConstant { span: v.span }.into()),
         }
     }
     if values.is_empty() {
         diags.push(
-            Diagnostic::error(
-                "P0310",
-                format!("`@autotune` gives `{}` no values", name.name),
-            )
-            .primary(
-                name.span,
-                "needs at least one value, as in `K in [256, 512]`",
-            ),
+            CheckError::AutotuneNoValues {
+                name: name.name.clone(),
+                span: name.span,
+            }
+            .into(),
         );
     }
     if out.len() == values.len() && !values.is_empty() {
@@ -359,21 +344,16 @@ pub(crate) fn launch_threads(
         Some(t) if (32..=1024).contains(&t) && t % 32 == 0 => Some(t as u32),
         Some(t) => {
             diags.push(
-                Diagnostic::error(
-                    "P0302",
-                    format!("`@launch({t})` is not a multiple of 32 from 32 to 1024"),
-                )
-                .primary(e.span, "threads per CTA")
-                .note("a CTA is whole warps of 32 threads, at most 1024 threads"),
+                CheckError::LaunchNotWarps {
+                    threads: t,
+                    span: e.span,
+                }
+                .into(),
             );
             None
         }
         None => {
-            diags.push(
-                Diagnostic::error("P0303", "`@launch` needs an integer constant")
-                    .primary(e.span, "not a constant")
-                    .note("use a number or an autotuned name, as in `@launch(128)`"),
-            );
+            diags.push(CheckError::LaunchNotConstant { span: e.span }.into());
             None
         }
     }

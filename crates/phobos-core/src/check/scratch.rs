@@ -15,14 +15,14 @@
 
 use super::consts::const_int;
 use super::cx::{Binding, Cx};
+use super::error::CheckError;
 use super::subscripts::{Mem, Shape};
 use crate::ast::{self, ExprKind, ScalarTy, Span};
-use crate::diag::Diagnostic;
 use crate::hir::{self, LocalKind, Memory};
 
 /// The largest extent of one axis of a scratch tile (the shared plan
 /// bounds the whole).
-const MAX_AXIS: i128 = 1 << 20;
+pub(crate) const MAX_AXIS: i128 = 1 << 20;
 
 impl Cx<'_> {
     /// `let`/`var name = shared<T>[dims]`: declares the tile `name`.
@@ -39,10 +39,7 @@ impl Cx<'_> {
             return None;
         };
         if let Some((_, span)) = ty {
-            self.report(
-                Diagnostic::error("P0401", "a shared scratch tile takes no scalar type")
-                    .primary(span, "the element type is in `shared<...>`"),
-            );
+            self.report(CheckError::ScratchTyped { span });
             return Some(false);
         }
         let mut shape = Vec::new();
@@ -53,32 +50,20 @@ impl Cx<'_> {
             match const_int(&x) {
                 Some(v) if (1..=MAX_AXIS).contains(&v) => shape.push(v as u32),
                 Some(v) => {
-                    self.report(
-                        Diagnostic::error(
-                            "P0440",
-                            format!(
-                                "a scratch tile's extent must be from 1 to {MAX_AXIS}, found {v}"
-                            ),
-                        )
-                        .primary(d.span, "this extent"),
-                    );
+                    self.report(CheckError::ScratchExtentRange {
+                        value: v,
+                        span: d.span,
+                    });
                     return Some(false);
                 }
                 None => {
-                    self.report(
-                        Diagnostic::error("P0440", "a scratch tile's extent must be a compile-time constant")
-                            .primary(d.span, "known only at run time")
-                            .note("use constants, autotuned names and `ctx.threads`, `ctx.warps`, `ctx.lanes`: the shared plan lays out every buffer before the launch"),
-                    );
+                    self.report(CheckError::ScratchExtentNotConstant { span: d.span });
                     return Some(false);
                 }
             }
         }
         if shape.is_empty() {
-            self.report(
-                Diagnostic::error("P0440", "a scratch tile needs at least one extent")
-                    .primary(init.span, "write its shape, as in `shared<f32>[32, 33]`"),
-            );
+            self.report(CheckError::ScratchNoExtent { span: init.span });
             return Some(false);
         }
         let kind = LocalKind::Tile { elem: *elem, shape };
@@ -89,11 +74,7 @@ impl Cx<'_> {
 
     /// `shared<...>` met inside an expression (P0441).
     pub fn scratch_in_expr(&mut self, span: Span) -> Option<hir::Expr> {
-        self.report(
-            Diagnostic::error("P0441", "`shared<...>[...]` declares a scratch tile, and is not a value")
-                .primary(span, "used inside an expression")
-                .note("declare it on its own: `var s = shared<f32>[32, 33]`, then read and write `s[i, j]`"),
-        );
+        self.report(CheckError::ScratchInExpr { span });
         None
     }
 
@@ -110,24 +91,15 @@ impl Cx<'_> {
         let Memory::Tile(dst) = mem.memory else {
             return None;
         };
-        let fill_note = "fill part of a tile from a tensor box of the same shape: `s[0 :+ 32, 0 :+ 32] = A[r :+ 32, c :+ 32]`";
         let ExprKind::Index { base, subs } = &value.kind else {
-            self.report(
-                Diagnostic::error("P0509", "a box of a tile is filled from a box of a tensor")
-                    .primary(value.span, "not a tensor box")
-                    .note(fill_note),
-            );
+            self.report(CheckError::FillNotBox { span: value.span });
             return None;
         };
         if let Some(bop) = op {
-            self.report(
-                Diagnostic::error(
-                    "P0509",
-                    format!("a tile box is filled with `=`, not `{}=`", bop.symbol()),
-                )
-                .primary(value.span, "a copy, not arithmetic")
-                .note(fill_note),
-            );
+            self.report(CheckError::FillCompound {
+                op: bop.symbol(),
+                span: value.span,
+            });
             return None;
         }
         let mut starts = Vec::new();
@@ -138,53 +110,34 @@ impl Cx<'_> {
                     starts.push(a as u32)
                 }
                 Some(a) => {
-                    self.report(
-                        Diagnostic::error(
-                            "P0442",
-                            format!(
-                                "the box {a} :+ {len} does not fit axis {axis} of `{}`, which has {extent}",
-                                mem.name
-                            ),
-                        )
-                        .primary(e.span, "outside the tile"),
-                    );
+                    self.report(CheckError::FillOutside {
+                        start: a,
+                        len: *len,
+                        axis,
+                        name: mem.name.clone(),
+                        extent,
+                        span: e.span,
+                    });
                     return None;
                 }
                 None => {
-                    self.report(
-                        Diagnostic::error("P0442", "where a tile box starts must be a compile-time constant")
-                            .primary(e.span, "known only at run time")
-                            .note("the box's place in the tile is fixed; the tensor box may start anywhere"),
-                    );
+                    self.report(CheckError::FillStartNotConstant { span: e.span });
                     return None;
                 }
             }
         }
         let src = self.memory(base)?;
         let Memory::Tensor(param) = src.memory else {
-            self.report(
-                Diagnostic::error("P0509", "a box of a tile is filled from a box of a tensor")
-                    .primary(base.span, "a tile, not a tensor")
-                    .note(fill_note),
-            );
+            self.report(CheckError::FillFromTile { span: base.span });
             return None;
         };
         if subs.len() != src.dims.len() {
-            self.report(
-                Diagnostic::error(
-                    "P0500",
-                    format!(
-                        "`{}` has {} dims, found {} subscripts",
-                        src.name,
-                        src.dims.len(),
-                        subs.len()
-                    ),
-                )
-                .primary(
-                    value.span,
-                    format!("expected {} subscripts", src.dims.len()),
-                ),
-            );
+            self.report(CheckError::SubscriptCount {
+                name: src.name.clone(),
+                dims: src.dims.len(),
+                found: subs.len(),
+                span: value.span,
+            });
             return None;
         }
         let Some(Shape::Tile {
@@ -195,20 +148,11 @@ impl Cx<'_> {
             return None;
         };
         if src_shape != shape || src.elem != mem.elem {
-            self.report(
-                Diagnostic::error("P0509", "the tensor box does not match the tile box")
-                    .primary(
-                        value.span,
-                        format!(
-                            "{:?} {} into {:?} {}",
-                            src_shape,
-                            src.elem.name(),
-                            shape,
-                            mem.elem.name()
-                        ),
-                    )
-                    .note(fill_note),
-            );
+            self.report(CheckError::FillMismatch {
+                from: (src_shape.clone(), src.elem),
+                into: (shape.to_vec(), mem.elem),
+                span: value.span,
+            });
             return None;
         }
         Some(hir::StmtKind::TileFill {

@@ -1,14 +1,13 @@
 //! Statements: `let`/`var`, assignment (compound assignment desugared),
 //! stores, `store(run, i, v)`, `if`/`else` and `for ... in range(...)`.
 
-use super::cx::{const_i32, elem_of, mk, ty_name, Binding, Cx};
-use super::types::conversion_note;
+use super::cx::{const_i32, elem_of, mk, Binding, Cx};
+use super::error::CheckError;
 use crate::ast::{self, BinOp, ExprKind, ScalarTy, Span, StmtKind};
-use crate::diag::Diagnostic;
 use crate::hir::{self, LocalKind, Ty};
 
 /// The largest factor `unroll N` accepts.
-const MAX_UNROLL: u64 = 32;
+pub(crate) const MAX_UNROLL: u64 = 32;
 
 impl Cx<'_> {
     pub fn block(&mut self, b: &ast::Block) -> hir::Block {
@@ -69,14 +68,7 @@ impl Cx<'_> {
                     _ => ("continue", hir::StmtKind::Continue),
                 };
                 if self.loop_depth == 0 {
-                    self.report(
-                        Diagnostic::error("P0415", format!("`{word}` outside a loop"))
-                            .primary(
-                                s.span,
-                                format!("there is no `for` or `while` for this `{word}`"),
-                            )
-                            .note("to leave the kernel early, write `return`"),
-                    );
+                    self.report(CheckError::ExitOutsideLoop { word, span: s.span });
                     return None;
                 }
                 Some(kind)
@@ -112,10 +104,7 @@ impl Cx<'_> {
         if let Some(tile) = self.tile_copy(name, mutable, init) {
             if let Some(copy) = tile {
                 if let Some((_, span)) = ty {
-                    self.report(
-                        Diagnostic::error("P0401", "a tile copy takes no scalar type")
-                            .primary(span, "the tile's type is the tensor's"),
-                    );
+                    self.report(CheckError::TileCopyTyped { span });
                 }
                 return Some(copy);
             }
@@ -132,32 +121,21 @@ impl Cx<'_> {
             (Ty::Scalar(t), None) => t,
             (Ty::Scalar(t), Some((want, _))) if t == want => t,
             (found, Some((want, span))) if matches!(found, Ty::Scalar(_)) => {
-                self.report(
-                    Diagnostic::error(
-                        "P0401",
-                        format!(
-                            "`{}` is declared {}, but its value is {}",
-                            name.name,
-                            want.name(),
-                            ty_name(found)
-                        ),
-                    )
-                    .primary(init.span, format!("this is {}", ty_name(found)))
-                    .secondary(span, "declared here")
-                    .note(conversion_note(want)),
-                );
+                self.report(CheckError::DeclaredType {
+                    name: name.name.clone(),
+                    declared: want,
+                    found,
+                    span: init.span,
+                    decl: span,
+                });
                 self.poison(name);
                 return None;
             }
             (found, _) => {
-                self.report(
-                    Diagnostic::error(
-                        "P0409",
-                        format!("a variable holds a scalar, found {}", ty_name(found)),
-                    )
-                    .primary(init.span, "a run cannot be kept in a variable")
-                    .note("use a run inside `sum(...)`, `elem(run, i)` or `word(run, i)`"),
-                );
+                self.report(CheckError::RunInVariable {
+                    found,
+                    span: init.span,
+                });
                 self.poison(name);
                 return None;
             }
@@ -187,10 +165,7 @@ impl Cx<'_> {
             ExprKind::Name(n) => self.assign_local(n, target.span, op, value, span),
             ExprKind::Error => None,
             _ => {
-                self.report(
-                    Diagnostic::error("P0207", "cannot assign to this expression")
-                        .primary(target.span, "not a variable or a subscript"),
-                );
+                self.report(CheckError::AssignToExpr { span: target.span });
                 None
             }
         }
@@ -218,11 +193,10 @@ impl Cx<'_> {
                 return None;
             }
             Some(_) => {
-                self.report(
-                    Diagnostic::error("P0207", format!("cannot assign to `{n}`"))
-                        .primary(target_span, "a parameter, dim or constant")
-                        .note("declare a variable with `var` to change it"),
-                );
+                self.report(CheckError::AssignToNonLocal {
+                    name: n.to_string(),
+                    span: target_span,
+                });
                 return None;
             }
         };
@@ -231,32 +205,29 @@ impl Cx<'_> {
         if !info.mutable || array || matches!(info.kind, LocalKind::Tile { .. }) {
             let decl = info.span;
             let d = if self.loop_vars.contains(&local) {
-                Diagnostic::error("P0207", format!("cannot assign to the loop variable `{n}`"))
-                    .primary(target_span, "assigned here")
-                    .secondary(decl, format!("the loop sets `{n}` on every iteration"))
-                    .note(format!("a loop variable cannot change inside its loop: choose the loop's `range(start, end, step)`, or copy it into a variable, as in `var j = {n}`"))
+                CheckError::AssignToLoopVar {
+                    name: n.to_string(),
+                    span: target_span,
+                    decl,
+                }
             } else if array {
-                Diagnostic::error(
-                    "P0207",
-                    format!("cannot assign to the register array `{n}` as a whole"),
-                )
-                .primary(target_span, "assigned here")
-                .secondary(decl, "a register array, declared here")
-                .note(format!(
-                    "change an array's elements with subscripts, as in `{n}[i, j] = v`"
-                ))
+                CheckError::AssignToArray {
+                    name: n.to_string(),
+                    span: target_span,
+                    decl,
+                }
             } else if matches!(info.kind, LocalKind::Tile { .. }) {
-                Diagnostic::error("P0207", format!("cannot assign to the tile `{n}`"))
-                    .primary(target_span, "assigned here")
-                    .secondary(decl, "a tile, copied here")
-                    .note(format!(
-                        "change a tile's elements with subscripts, as in `{n}[i, j] = v`"
-                    ))
+                CheckError::AssignToTile {
+                    name: n.to_string(),
+                    span: target_span,
+                    decl,
+                }
             } else {
-                Diagnostic::error("P0207", format!("cannot assign twice to `{n}`"))
-                    .primary(target_span, "assigned here")
-                    .secondary(decl, "declared with `let`")
-                    .note(format!("declare it with `var {n}` to change it"))
+                CheckError::AssignTwice {
+                    name: n.to_string(),
+                    span: target_span,
+                    decl,
+                }
             };
             self.report(d);
             return None;
@@ -276,18 +247,12 @@ impl Cx<'_> {
             None => self.expr(value, elem_of(ty))?,
         };
         if v.ty != ty {
-            self.report(
-                Diagnostic::error(
-                    "P0401",
-                    format!(
-                        "`{n}` holds {}, the value is {}",
-                        ty_name(ty),
-                        ty_name(v.ty)
-                    ),
-                )
-                .primary(value.span, format!("this is {}", ty_name(v.ty)))
-                .note(elem_of(ty).map_or_else(String::new, conversion_note)),
-            );
+            self.report(CheckError::AssignType {
+                name: n.to_string(),
+                holds: ty,
+                value: v.ty,
+                span: value.span,
+            });
             return None;
         }
         Some(hir::StmtKind::Assign { local, value: v })
@@ -322,29 +287,15 @@ impl Cx<'_> {
         let Some(Ty::Scalar(lt)) = self.local_ty(local) else {
             return false;
         };
-        self.report(
-            Diagnostic::error(
-                "P0400",
-                format!(
-                    "`{n}` is {}, so `{n} {}= ...` cannot take {}",
-                    lt.name(),
-                    op.symbol(),
-                    vt.name()
-                ),
-            )
-            .primary(value.span, format!("this is {}", vt.name()))
-            .secondary(
-                lit_span,
-                format!(
-                    "`{n}` is {} because `{lit}` is an integer literal",
-                    lt.name()
-                ),
-            )
-            .note(format!(
-                "declare it as a float: `var {n}: {} = {lit}.0`",
-                vt.name()
-            )),
-        );
+        self.report(CheckError::FloatIntoIntLiteralVar {
+            name: n.to_string(),
+            op: op.symbol(),
+            holds: lt,
+            value: vt,
+            literal: lit,
+            span: value.span,
+            literal_span: lit_span,
+        });
         self.rebind(n, Binding::Poisoned);
         true
     }
@@ -365,12 +316,9 @@ impl Cx<'_> {
             None => Some(const_i32(1, end.span)),
         };
         if let Some(0) = st.as_ref().and_then(super::consts::const_int) {
-            self.report(
-                Diagnostic::error("P0413", "a loop's step cannot be 0").primary(
-                    step.map_or(end.span, |x| x.span),
-                    "the loop would never end",
-                ),
-            );
+            self.report(CheckError::ZeroStep {
+                span: step.map_or(end.span, |x| x.span),
+            });
         }
         let unroll = self.unroll_factor(unroll, st.as_ref(), step.map_or(end.span, |x| x.span));
         self.push_scope();
@@ -383,13 +331,7 @@ impl Cx<'_> {
         self.pop_scope();
         let unroll = match (unroll, own_exit(&body)) {
             (Some(Some(n)), Some(span)) if n > 1 => {
-                self.report(
-                    Diagnostic::error("P0414", "`unroll` on a loop left by `break` or `continue`")
-                        .primary(span, "this leaves the loop")
-                        .note(
-                            "unrolling copies the body; remove `unroll`, or the `break`/`continue`",
-                        ),
-                );
+                self.report(CheckError::UnrollLeft { span });
                 None
             }
             _ => unroll,
@@ -416,23 +358,14 @@ impl Cx<'_> {
             return Some(None);
         };
         if !(1..=MAX_UNROLL).contains(&n) {
-            self.report(
-                Diagnostic::error(
-                    "P0414",
-                    format!("an unroll factor must be from 1 to {MAX_UNROLL}, found {n}"),
-                )
-                .primary(span, "this factor")
-                .note("`unroll 1` keeps the loop as written; `unroll 4` runs four bodies per trip"),
-            );
+            self.report(CheckError::UnrollRange { factor: n, span });
             return None;
         }
         if n > 1 && step.and_then(super::consts::const_int).is_none() {
-            self.report(
-                Diagnostic::error("P0414", "`unroll` needs a loop whose step is a constant")
-                    .primary(span, "unrolling asked for here")
-                    .secondary(step_span, "this step is known only at run time")
-                    .note("write the step as a constant expression, or remove `unroll`"),
-            );
+            self.report(CheckError::UnrollStep {
+                span,
+                step: step_span,
+            });
             return None;
         }
         Some(Some(n as u32))
@@ -448,11 +381,7 @@ impl Cx<'_> {
             }
         }
         self.expr(e, None)?;
-        self.report(
-            Diagnostic::error("P0411", "this expression does nothing")
-                .primary(e.span, "its value is dropped")
-                .note("assign it, as in `let v = ...` or `A[i] = ...`"),
-        );
+        self.report(CheckError::UselessExpr { span: e.span });
         None
     }
 
@@ -467,21 +396,14 @@ impl Cx<'_> {
             return None;
         }
         let ExprKind::Index { base, subs } = &args[0].kind else {
-            self.report(
-                Diagnostic::error("P0409", "`store` writes into a run of a tensor or tile")
-                    .primary(args[0].span, "not a run subscript")
-                    .note("write `store(Y[0, k :+ 4], i, v)`"),
-            );
+            self.report(CheckError::StoreNotSubscript { span: args[0].span });
             return None;
         };
         let mem = self.memory(base)?;
         let Some(super::subscripts::Shape::Run { index, axis, len }) =
             self.shape(&mem, subs, args[0].span)
         else {
-            self.report(
-                Diagnostic::error("P0409", "`store` writes into a run")
-                    .primary(args[0].span, "not a run: use one span `k :+ L`"),
-            );
+            self.report(CheckError::StoreNotRun { span: args[0].span });
             return None;
         };
         self.mark_written(mem.memory);
@@ -489,10 +411,11 @@ impl Cx<'_> {
         let v = self.expr_of(&args[2], mem.elem, "the stored value");
         let (i, v) = (i?, v?);
         if let Some(c) = super::consts::const_int(&i).filter(|&c| c < 0 || c >= i128::from(len)) {
-            self.report(
-                Diagnostic::error("P0507", format!("the element index {c} is out of range"))
-                    .primary(args[1].span, format!("must be from 0 to {}", len - 1)),
-            );
+            self.report(CheckError::StoreIndexRange {
+                index: c,
+                len,
+                span: args[1].span,
+            });
             return None;
         }
         Some(hir::StmtKind::RunStore {

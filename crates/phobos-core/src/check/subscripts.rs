@@ -5,9 +5,9 @@
 //! into a tile (`var t = x[...]`) and store one back (`A[...] = t`).
 
 use super::consts::const_int;
-use super::cx::{const_i32, mk, ty_name, Binding, Cx, Ex};
+use super::cx::{const_i32, mk, Binding, Cx, Ex};
+use super::error::CheckError;
 use crate::ast::{self, ExprKind, ScalarTy, Span, Subscript};
-use crate::diag::Diagnostic;
 use crate::hir::{self, DimRef, LocalKind, Memory, ParamKind, Ty};
 
 /// Longest run a thread may hold in registers.
@@ -78,13 +78,7 @@ impl Cx<'_> {
     }
 
     fn not_subscriptable(&mut self, span: Span) -> Option<Mem> {
-        self.report(
-            Diagnostic::error(
-                "P0510",
-                "only tensors, shared tiles and register arrays can be subscripted",
-            )
-            .primary(span, "not a tensor, a tile or an array"),
-        );
+        self.report(CheckError::NotSubscriptable { span });
         None
     }
 
@@ -99,18 +93,12 @@ impl Cx<'_> {
     /// Check and classify a subscript list against `mem`.
     pub fn shape(&mut self, mem: &Mem, subs: &[Subscript], span: Span) -> Option<Shape> {
         if subs.len() != mem.dims.len() {
-            self.report(
-                Diagnostic::error(
-                    "P0500",
-                    format!(
-                        "`{}` has {} dims, found {} subscripts",
-                        mem.name,
-                        mem.dims.len(),
-                        subs.len()
-                    ),
-                )
-                .primary(span, format!("expected {} subscripts", mem.dims.len())),
-            );
+            self.report(CheckError::SubscriptCount {
+                name: mem.name.clone(),
+                dims: mem.dims.len(),
+                found: subs.len(),
+                span,
+            });
             return None;
         }
         if let Memory::Array(_) = mem.memory {
@@ -174,27 +162,19 @@ impl Cx<'_> {
                 Some(v as u32)
             }
             Some(v) => {
-                self.report(
-                    Diagnostic::error(
-                        "P0501",
-                        format!("a {what} length must be from 1 to {MAX_RUN}, found {v}"),
-                    )
-                    .primary(len.span, "out of range"),
-                );
+                self.report(CheckError::SpanLenRange {
+                    what: what.to_string(),
+                    value: v,
+                    span: len.span,
+                });
                 None
             }
             None => {
-                self.report(
-                    Diagnostic::error(
-                        "P0501",
-                        format!("a {what} length must be a compile-time constant"),
-                    )
-                    .primary(
-                        len.span,
-                        format!("`{}` is not a constant", self.text(len.span)),
-                    )
-                    .note("use a number, an autotuned name or a constant dim"),
-                );
+                self.report(CheckError::SpanLenNotConstant {
+                    what: what.to_string(),
+                    text: self.text(len.span).to_string(),
+                    span: len.span,
+                });
                 None
             }
         }
@@ -207,11 +187,7 @@ impl Cx<'_> {
         for (axis, s) in subs.iter().enumerate() {
             let (start, len) = match s {
                 Subscript::Point(e) => {
-                    self.report(
-                        Diagnostic::error("P0504", "a tile takes a span or `:` on every axis")
-                            .primary(e.span, "an index where a span is needed")
-                            .note("a run has exactly one span; a tile has spans or `:` everywhere, as in `x[0 :+ 1, :]`"),
-                    );
+                    self.report(CheckError::TilePoint { span: e.span });
                     ok = false;
                     continue;
                 }
@@ -237,11 +213,11 @@ impl Cx<'_> {
         match mem.dims.get(axis).copied().flatten() {
             Some(v) if v > 0 && v <= i64::from(u32::MAX) => Some(v as u32),
             _ => {
-                self.report(
-                    Diagnostic::error("P0502", format!("`:` needs a dim known at compile time; axis {axis} of `{}` is not", mem.name))
-                        .primary(span, "the whole dim")
-                        .note("give the axis a constant size, autotune its dim (`@autotune(K in [256])`), or use a span `start :+ L`"),
-                );
+                self.report(CheckError::FullDimUnknown {
+                    axis,
+                    name: mem.name.clone(),
+                    span,
+                });
                 None
             }
         }
@@ -273,11 +249,7 @@ impl Cx<'_> {
                 span,
             )),
             Shape::Tile { .. } => {
-                self.report(
-                    Diagnostic::error("P0503", "a tile subscript cannot be used as a value")
-                        .primary(span, "a whole tile")
-                        .note("copy it into shared memory with `var t = x[...]`, or store a tile with `A[...] = t`; inside expressions use point or run subscripts"),
-                );
+                self.report(CheckError::TileAsValue { span });
                 None
             }
         }
@@ -306,26 +278,16 @@ impl Cx<'_> {
         }
         let mem = self.memory(base)?;
         let Memory::Tensor(src) = mem.memory else {
-            self.report(
-                Diagnostic::error("P0509", "a tile is copied from a tensor")
-                    .primary(base.span, "a shared tile")
-                    .note("read a tile's elements with point or run subscripts instead"),
-            );
+            self.report(CheckError::TileCopyFromTile { span: base.span });
             return None;
         };
         if subs.len() != mem.dims.len() {
-            self.report(
-                Diagnostic::error(
-                    "P0500",
-                    format!(
-                        "`{}` has {} dims, found {} subscripts",
-                        mem.name,
-                        mem.dims.len(),
-                        subs.len()
-                    ),
-                )
-                .primary(init.span, format!("expected {} subscripts", mem.dims.len())),
-            );
+            self.report(CheckError::SubscriptCount {
+                name: mem.name.clone(),
+                dims: mem.dims.len(),
+                found: subs.len(),
+                span: init.span,
+            });
             return None;
         }
         let Shape::Tile { starts, shape } = self.tile_shape(&mem, subs)? else {
@@ -425,19 +387,13 @@ impl Cx<'_> {
         if ok {
             return Some(v);
         }
-        self.report(
-            Diagnostic::error(
-                "P0401",
-                format!(
-                    "cannot store {} into `{}`, which holds {}",
-                    ty_name(v.ty),
-                    mem.name,
-                    ty_name(target_ty)
-                ),
-            )
-            .primary(value.span, format!("this is {}", ty_name(v.ty)))
-            .note(super::types::conversion_note(mem.elem)),
-        );
+        self.report(CheckError::StoreType {
+            value: v.ty,
+            name: mem.name.clone(),
+            holds: target_ty,
+            elem: mem.elem,
+            span: value.span,
+        });
         None
     }
 
@@ -456,19 +412,12 @@ impl Cx<'_> {
                 return None;
             }
             _ => {
-                self.report(
-                    Diagnostic::error("P0509", "a tile subscript is stored to from a whole tile")
-                        .primary(value.span, "not a tile")
-                        .note("write `A[r :+ R, :] = t` with `t` made by `var t = x[...]`"),
-                );
+                self.report(CheckError::TileStoreNotTile { span: value.span });
                 return None;
             }
         };
         let Memory::Tensor(dst) = mem.memory else {
-            self.report(
-                Diagnostic::error("P0509", "a tile is stored to a tensor")
-                    .primary(value.span, "cannot copy a tile into a tile"),
-            );
+            self.report(CheckError::TileStoreIntoTile { span: value.span });
             return None;
         };
         if let LocalKind::Tile {
@@ -477,20 +426,11 @@ impl Cx<'_> {
         } = &self.locals[tile.0 as usize].kind
         {
             if tshape.as_slice() != shape || *elem != mem.elem {
-                let msg = format!(
-                    "the tile holds {:?} {}, the target is {:?} {}",
-                    tshape,
-                    elem.name(),
-                    shape,
-                    mem.elem.name()
-                );
-                self.report(
-                    Diagnostic::error(
-                        "P0509",
-                        "the tile does not match the target's shape and type",
-                    )
-                    .primary(value.span, msg),
-                );
+                self.report(CheckError::TileStoreMismatch {
+                    tile: (tshape.clone(), *elem),
+                    target: (shape.to_vec(), mem.elem),
+                    span: value.span,
+                });
                 return None;
             }
         }

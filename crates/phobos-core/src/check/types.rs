@@ -5,10 +5,10 @@
 
 use super::consts::{fits, fold_binary};
 use super::cx::{
-    const_i32, elem_of, mk, ty_name, Binding, Cx, Ex, INLINE_BUDGET, MAX_EXPR_DEPTH, MAX_EXPR_NODES,
+    const_i32, elem_of, mk, Binding, Cx, Ex, INLINE_BUDGET, MAX_EXPR_DEPTH, MAX_EXPR_NODES,
 };
+use super::error::CheckError;
 use crate::ast::{self, BinOp, CtxField, ExprKind, ScalarTy, Span, UnOp};
-use crate::diag::Diagnostic;
 use crate::hir::{self, ConstVal, Ty};
 
 /// True for expressions made only of literals (`2`, `-1.5`, `(4 * 8)`):
@@ -85,22 +85,17 @@ impl Cx<'_> {
             if !self.inline_exhausted {
                 self.inline_exhausted = true;
                 // Talk about fns only when one was inlined.
-                let after = if self.inline_budget < INLINE_BUDGET {
-                    " after inlining fns"
-                } else {
-                    ""
-                };
+                let inlined = self.inline_budget < INLINE_BUDGET;
                 let d = if too_deep {
-                    Diagnostic::error("P0211", format!("expression nests too deep{after}"))
-                        .primary(e.span, format!("more than {MAX_EXPR_DEPTH} levels deep"))
-                        .note("split the computation with `let`")
+                    CheckError::ExprTooDeep {
+                        inlined,
+                        span: e.span,
+                    }
                 } else {
-                    Diagnostic::error(
-                        "P0211",
-                        format!("the kernel has more than {MAX_EXPR_NODES} expressions{after}"),
-                    )
-                    .primary(e.span, "the limit is reached here")
-                    .note("split the kernel, or compute repeated values once with `let`")
+                    CheckError::TooManyExprs {
+                        inlined,
+                        span: e.span,
+                    }
                 };
                 self.report(d);
             }
@@ -145,14 +140,12 @@ impl Cx<'_> {
         if x.ty == Ty::Scalar(t) {
             return Some(x);
         }
-        self.report(
-            Diagnostic::error(
-                "P0401",
-                format!("{what} must be {}, found {}", t.name(), ty_name(x.ty)),
-            )
-            .primary(e.span, format!("this is {}", ty_name(x.ty)))
-            .note(conversion_note(t)),
-        );
+        self.report(CheckError::ExprType {
+            what: what.to_string(),
+            want: t,
+            found: x.ty,
+            span: e.span,
+        });
         None
     }
 
@@ -162,11 +155,10 @@ impl Cx<'_> {
         match x.ty {
             Ty::Scalar(_) => Some(x),
             t => {
-                self.report(
-                    Diagnostic::error("P0409", format!("expected a scalar, found {}", ty_name(t)))
-                        .primary(e.span, "a run is not a value on its own")
-                        .note("use a run inside `sum(...)`, `elem(run, i)`, `word(run, i)` or store it with `A[r, k :+ L] = run`"),
-                );
+                self.report(CheckError::RunNotScalar {
+                    found: t,
+                    span: e.span,
+                });
                 None
             }
         }
@@ -179,13 +171,11 @@ impl Cx<'_> {
             _ => ScalarTy::I32,
         };
         if !fits(v, t) {
-            self.report(
-                Diagnostic::error(
-                    "P0403",
-                    format!("the literal {v} does not fit in {}", t.name()),
-                )
-                .primary(span, format!("out of range for {}", t.name())),
-            );
+            self.report(CheckError::IntLiteralRange {
+                value: v,
+                ty: t,
+                span,
+            });
             return None;
         }
         Some(mk(
@@ -199,17 +189,7 @@ impl Cx<'_> {
         let t = match want {
             Some(t) if t.is_float() => t,
             Some(t) if t.is_int() => {
-                self.report(
-                    Diagnostic::error(
-                        "P0403",
-                        format!("a float literal where {} is needed", t.name()),
-                    )
-                    .primary(span, format!("expected {}", t.name()))
-                    .note(format!(
-                        "write an integer, or convert with `{}(...)`",
-                        t.name()
-                    )),
-                );
+                self.report(CheckError::FloatLiteralForInt { ty: t, span });
                 return None;
             }
             _ => ScalarTy::F32,
@@ -218,18 +198,12 @@ impl Cx<'_> {
         // for f64 also lexes as infinity, and that one does not fit.
         let named = v.is_nan() || (v.is_infinite() && self.text(span).trim() == "inf");
         if let Some(largest) = float_overflows(v, t).filter(|_| !named) {
-            self.report(
-                Diagnostic::error(
-                    "P0403",
-                    format!(
-                        "the literal {} does not fit in {} (it would become infinity)",
-                        self.text(span).trim(),
-                        t.name()
-                    ),
-                )
-                .primary(span, format!("out of range for {}", t.name()))
-                .note(format!("the largest finite {} is {largest}", t.name())),
-            );
+            self.report(CheckError::FloatLiteralRange {
+                text: self.text(span).trim().to_string(),
+                ty: t,
+                largest,
+                span,
+            });
             return None;
         }
         Some(mk(
@@ -247,15 +221,15 @@ impl Cx<'_> {
             Binding::Local(id) => match self.local_ty(id) {
                 Some(ty) => Some(mk(hir::ExprKind::Local(id), ty, span)),
                 None => {
-                    let what = match self.locals[id.0 as usize].kind {
-                        hir::LocalKind::Array { .. } => ("register array", "a register array"),
-                        _ => ("tile", "a shared tile"),
-                    };
-                    self.report(
-                        Diagnostic::error("P0408", format!("the {} `{n}` is not a value", what.0))
-                            .primary(span, what.1)
-                            .note(format!("read it with a subscript, as in `{n}[0, i]`")),
+                    let array = matches!(
+                        self.locals[id.0 as usize].kind,
+                        hir::LocalKind::Array { .. }
                     );
+                    self.report(CheckError::LocalNotValue {
+                        name: n.to_string(),
+                        array,
+                        span,
+                    });
                     None
                 }
             },
@@ -264,11 +238,10 @@ impl Cx<'_> {
                     Some(mk(hir::ExprKind::Param(id), Ty::Scalar(t), span))
                 }
                 hir::ParamKind::Tensor { .. } => {
-                    self.report(
-                        Diagnostic::error("P0408", format!("the tensor `{n}` is not a value"))
-                            .primary(span, "a tensor")
-                            .note(format!("read it with a subscript, as in `{n}[i, j]`")),
-                    );
+                    self.report(CheckError::TensorNotValue {
+                        name: n.to_string(),
+                        span,
+                    });
                     None
                 }
             },
@@ -284,15 +257,20 @@ impl Cx<'_> {
 
     fn unknown_name(&mut self, n: &str, span: Span) -> Ex {
         let d = if self.fns.items.contains_key(n) {
-            Diagnostic::error("P0206", format!("`{n}` is a fn, not a value"))
-                .primary(span, "call it with arguments")
+            CheckError::FnAsValue {
+                name: n.to_string(),
+                span,
+            }
         } else if self.grid_mode {
-            Diagnostic::error("P0308", format!("`@grid` cannot use `{n}`"))
-                .primary(span, "not a dim or an autotuned constant")
-                .note("`@grid` is computed before the launch from dims, constants and ctx.threads/ctx.warps")
+            CheckError::GridName {
+                name: n.to_string(),
+                span,
+            }
         } else {
-            Diagnostic::error("P0200", format!("cannot find `{n}` in this scope"))
-                .primary(span, "not declared")
+            CheckError::UnknownName {
+                name: n.to_string(),
+                span,
+            }
         };
         self.report(d);
         None
@@ -310,13 +288,7 @@ impl Cx<'_> {
             return Some(const_i32(v, span));
         }
         if self.grid_mode {
-            self.report(
-                Diagnostic::error(
-                    "P0308",
-                    "`@grid` can only use dims, constants and ctx.threads/ctx.warps",
-                )
-                .primary(span, "not known before the launch"),
-            );
+            self.report(CheckError::GridCtx { span });
             return None;
         }
         Some(mk(hir::ExprKind::Ctx(f), Ty::Scalar(ScalarTy::I32), span))
@@ -334,13 +306,11 @@ impl Cx<'_> {
         };
         if !ok {
             let sym = if op == UnOp::Neg { "-" } else { "!" };
-            self.report(
-                Diagnostic::error(
-                    "P0402",
-                    format!("`{sym}` does not apply to {}", ty_name(inner.ty)),
-                )
-                .primary(x.span, format!("this is {}", ty_name(inner.ty))),
-            );
+            self.report(CheckError::UnaryType {
+                op: sym,
+                found: inner.ty,
+                span: x.span,
+            });
             return None;
         }
         if let (UnOp::Neg, hir::ExprKind::Const(ConstVal::Float(v))) = (op, &inner.kind) {
@@ -423,36 +393,26 @@ impl Cx<'_> {
         let (ex, ey) = (elem_of(x.ty)?, elem_of(y.ty)?);
         let run_len = match (x.ty, y.ty) {
             (Ty::Run { len: l1, .. }, Ty::Run { len: l2, .. }) if l1 != l2 => {
-                self.report(
-                    Diagnostic::error("P0505", format!("runs of different lengths: {l1} and {l2}"))
-                        .primary(x.span, format!("a run of {l1}"))
-                        .secondary(y.span, format!("a run of {l2}"))
-                        .note("elementwise run expressions combine runs of one length"),
-                );
+                self.report(CheckError::RunLengths {
+                    left: l1,
+                    right: l2,
+                    span: x.span,
+                    right_span: y.span,
+                });
                 return None;
             }
             (Ty::Run { len, .. }, _) | (_, Ty::Run { len, .. }) => Some(len),
             _ => None,
         };
         if ex != ey {
-            self.report(
-                Diagnostic::error(
-                    "P0400",
-                    format!(
-                        "mismatched types: {} {} {}",
-                        ex.name(),
-                        op.symbol(),
-                        ey.name()
-                    ),
-                )
-                .primary(span, "the operands of a binary operator must have one type")
-                .secondary(x.span, format!("this is {}", ex.name()))
-                .secondary(y.span, format!("this is {}", ey.name()))
-                .note(format!(
-                    "convert one side explicitly, as in `{}(...)`",
-                    ex.name()
-                )),
-            );
+            self.report(CheckError::OperandTypes {
+                left: ex,
+                op: op.symbol(),
+                right: ey,
+                span,
+                left_span: x.span,
+                right_span: y.span,
+            });
             return None;
         }
         let ok = if is_arith(op) {
@@ -465,13 +425,11 @@ impl Cx<'_> {
             ex == ScalarTy::Bool
         };
         if !ok {
-            self.report(
-                Diagnostic::error(
-                    "P0402",
-                    format!("`{}` does not apply to {}", op.symbol(), ex.name()),
-                )
-                .primary(span, format!("operands of type {}", ex.name())),
-            );
+            self.report(CheckError::BinaryType {
+                op: op.symbol(),
+                ty: ex,
+                span,
+            });
             return None;
         }
         let res = if is_compare(op) { ScalarTy::Bool } else { ex };

@@ -30,6 +30,7 @@
 //! condition early in it, the pass first raises every local's level to a
 //! fixpoint, then walks the kernel once more to report.
 
+use super::error::{CheckError, Control, Origin, VaryingCause};
 use crate::ast::{BinOp, CtxField, Span};
 use crate::diag::Diagnostic;
 use crate::hir::ConstVal;
@@ -498,22 +499,26 @@ impl Uni<'_> {
             return;
         }
         if let Some(c) = self.first_ctrl_above(Level::Uniform) {
-            let d = Diagnostic::error("P0702", format!("{what} needs uniform control")).primary(
-                span,
-                format!("{what} is done by every thread of the CTA together"),
+            let cause = self.cause_of(c);
+            self.diags.push(
+                CheckError::TileVarying {
+                    what: what.to_string(),
+                    span,
+                    cause,
+                }
+                .into(),
             );
-            let d = self.with_cause(d, c).note(
-                "move it out of the `if` or loop, to where every thread of the CTA reaches it",
-            );
-            self.diags.push(d);
         } else if start_level > Level::Uniform {
             let bad = starts
                 .iter()
                 .find(|e| self.expr_level_quiet(e) > Level::Uniform);
             self.diags.push(
-                Diagnostic::error("P0703", format!("the start of {what} must be the same in the whole CTA"))
-                    .primary(bad.map_or(span, |e| e.span), format!("this differs between {}", start_level.between()))
-                    .note("a tile is one box for the whole CTA: compute its start from ctx.block, dims and constants"),
+                CheckError::TileStartVarying {
+                    what: what.to_string(),
+                    between: start_level.between(),
+                    span: bad.map_or(span, |e| e.span),
+                }
+                .into(),
             );
         }
     }
@@ -522,56 +527,40 @@ impl Uni<'_> {
         self.ctrl.iter().find(|c| c.level > allowed).copied()
     }
 
-    fn with_cause(&self, d: Diagnostic, c: Ctrl) -> Diagnostic {
-        let between = c.level.between();
-        let what = match c.kind {
-            CtrlKind::Loop => format!("the bounds of this loop differ between {between}"),
-            CtrlKind::Cond => format!("this condition differs between {between}"),
-            CtrlKind::Guard(op) => format!(
-                "this left side of `{op}` differs between {between}, and the right side runs only where it {}",
-                if op == "&&" { "holds" } else { "does not hold" }
-            ),
-            CtrlKind::Exit { word, .. } => format!(
-                "some {between} leave here with `{word}`, so not all of them reach what follows"
-            ),
+    /// What the diagnostics say about control `c`: its kind, and the local
+    /// or load that makes it vary.
+    fn cause_of(&self, c: Ctrl) -> VaryingCause {
+        let control = match c.kind {
+            CtrlKind::Loop => Control::Loop,
+            CtrlKind::Cond => Control::Cond,
+            CtrlKind::Guard(op) => Control::Guard(op),
+            CtrlKind::Exit { word, because, .. } => Control::Exit { word, because },
         };
-        let mut d = d.secondary(c.span, what);
-        if let CtrlKind::Exit {
-            because: Some((span, is_loop)),
-            ..
-        } = c.kind
-        {
-            let why = if is_loop {
-                format!("the bounds of this loop differ between {between}")
-            } else {
-                format!("this condition differs between {between}")
-            };
-            d = d.secondary(span, why);
-        }
-        if let Some(local) = c.via {
+        let origin = if let Some(local) = c.via {
             let name = &self.kernel.locals[local.0 as usize].name;
-            if let Some(cause) = self.cause[local.0 as usize] {
-                let why = if cause.under_control {
-                    format!("`{name}` differs between {} because it is assigned here, under control that does", c.level.between())
-                } else {
-                    format!(
-                        "`{name}` gets a value here that differs between {}",
-                        c.level.between()
-                    )
-                };
-                d = d.secondary(cause.span, why);
-            }
+            self.cause[local.0 as usize].map(|cause| Origin::Assigned {
+                name: name.clone(),
+                span: cause.span,
+                under_control: cause.under_control,
+            })
         } else if let Some((span, mem)) = c.load {
             let name = match mem {
                 Memory::Tensor(p) => &self.kernel.params[p.0 as usize].name,
                 Memory::Tile(l) | Memory::Array(l) => &self.kernel.locals[l.0 as usize].name,
             };
-            d = d.secondary(
+            Some(Origin::WrittenLoad {
+                name: name.clone(),
                 span,
-                format!("this kernel writes `{name}`, so threads can read different values here"),
-            );
+            })
+        } else {
+            None
+        };
+        VaryingCause {
+            between: c.level.between(),
+            span: c.span,
+            control,
+            origin,
         }
-        d
     }
 
     /// The first load in `e` from memory the kernel writes.
@@ -631,13 +620,12 @@ impl Uni<'_> {
                     if self.report {
                         let name = op.symbol();
                         self.diags.push(
-                            Diagnostic::error(
-                                "P0704",
-                                format!("a CTA collective on the right of `{name}`"),
-                            )
-                            .primary(span, "this would run only where the left side allows")
-                            .secondary(a.span, format!("the left side of `{name}`"))
-                            .note("a CTA collective is computed before the statement that holds it, by every thread; bind it with `let` before the condition and use the name here"),
+                            CheckError::CtaCollectiveGuarded {
+                                op: name,
+                                span,
+                                left: a.span,
+                            }
+                            .into(),
                         );
                     }
                     self.expr_level_quiet(b);
@@ -821,24 +809,18 @@ impl Uni<'_> {
         let Some(c) = self.first_ctrl_above(allowed) else {
             return;
         };
-        let d = if allowed == Level::Uniform {
-            Diagnostic::error("P0701", format!("{what} needs uniform control"))
-                .primary(span, "every thread of the CTA must reach this")
-                .note("a CTA collective has three barriers that every thread of the CTA waits at; move it out of the `if` or loop, to where every thread reaches it, and use its result there")
+        let (what, cause) = (what.to_string(), self.cause_of(c));
+        let e = if allowed == Level::Uniform {
+            CheckError::CtaCollectiveVarying { what, span, cause }
         } else {
-            Diagnostic::error("P0700", format!("{what} needs every lane of its warp"))
-                .primary(span, "every lane of the warp must reach this")
-                .note("a shuffle or lane collective needs control that is the same across a warp; move it out of the `if` or loop, to where every lane reaches it, and use its result under the condition")
+            CheckError::LaneCollectiveVarying {
+                what,
+                span,
+                cause,
+                warp_hint: c.level == Level::Varying && c.by_thread,
+            }
         };
-        let mut d = self.with_cause(d, c);
-        if allowed == Level::WarpUniform && c.level == Level::Varying && c.by_thread {
-            d = d.note(
-                "`ctx.thread` differs between the lanes of a warp; to pick whole warps, use \
-                 `ctx.warp` (the warp's index in the CTA, `ctx.thread / 32`), which is the same \
-                 in every lane: `ctx.warp < 2` rather than `ctx.thread < 64`",
-            );
-        }
-        self.diags.push(d);
+        self.diags.push(e.into());
     }
 
     /// Whether `e` varies only through `ctx.thread` taken whole: it uses
