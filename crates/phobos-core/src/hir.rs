@@ -145,7 +145,7 @@ pub enum StmtKind {
     Store {
         dst: Memory,
         index: Vec<Expr>,
-        value: Expr,
+        value: Box<Expr>,
     },
     /// `A[r, k :+ L] = run` or `store(A[r, k :+ L], i, v)` with `only = Some(i)`.
     RunStore {
@@ -153,7 +153,7 @@ pub enum StmtKind {
         index: Vec<Expr>,
         axis: usize,
         len: u32,
-        value: Expr,
+        value: Box<Expr>,
         only: Option<Box<Expr>>,
     },
     /// `var t = A[s0 :+ L0, :]`: CTA-wide copy into shared memory, zero fill
@@ -182,23 +182,23 @@ pub enum StmtKind {
         src: LocalId,
     },
     If {
-        cond: Expr,
+        cond: Box<Expr>,
         then: Block,
         els: Block,
     },
     /// `for var in range(start, end, step)`; `step` is a positive or negative i32.
     For {
         var: LocalId,
-        start: Expr,
-        end: Expr,
-        step: Expr,
+        start: Box<Expr>,
+        end: Box<Expr>,
+        step: Box<Expr>,
         /// `unroll N` as written (1 to 32; above 1 only with a constant step).
         unroll: Option<u32>,
         body: Block,
     },
     /// `while cond { body }`: `cond` is evaluated before every trip.
     While {
-        cond: Expr,
+        cond: Box<Expr>,
         body: Block,
     },
     /// Leaves the innermost enclosing `for` or `while` (the checker ensures

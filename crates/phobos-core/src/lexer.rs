@@ -196,6 +196,9 @@ pub fn lex_with_comments(src: &str) -> (Vec<Token>, Vec<Comment>, Vec<Diagnostic
         unreported: crate::diag::Counts::default(),
     };
     lx.run();
+    // The guess above is for short tokens; long statements made the
+    // vector double past it. The tokens live as long as the parse.
+    lx.toks.shrink_to_fit();
     if lx.unreported.total() > 0 {
         lx.diags.push(Diagnostic::not_shown(
             format!(

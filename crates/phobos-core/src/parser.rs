@@ -365,6 +365,9 @@ impl<'a> Parser<'a> {
         self.nest += 1;
         let result = loop {
             if self.eat(close) {
+                // Lists are short and a `Vec` starts at four elements:
+                // without this a one-subscript index kept room for four.
+                out.shrink_to_fit();
                 break Ok(out);
             }
             match item(self) {
@@ -518,6 +521,9 @@ impl<'a> Parser<'a> {
         self.nest = saved_nest;
         self.in_config = saved_config;
         let close = self.expect(&Tok::RBrace)?;
+        // Doubling left up to half of a long block's room unused, for as
+        // long as the tree lives (through the whole check).
+        stmts.shrink_to_fit();
         Ok(Block {
             stmts,
             span: open.to(close),
@@ -1030,6 +1036,7 @@ impl<'a> Parser<'a> {
                 span,
             });
             if !self.eat(&Tok::Comma) {
+                items.shrink_to_fit();
                 return Ok(items);
             }
         }

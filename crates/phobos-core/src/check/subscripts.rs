@@ -358,7 +358,7 @@ impl Cx<'_> {
                 Some(hir::StmtKind::Store {
                     dst: mem.memory,
                     index,
-                    value,
+                    value: Box::new(value),
                 })
             }
             Shape::Run { index, axis, len } => {
@@ -368,7 +368,7 @@ impl Cx<'_> {
                     index,
                     axis,
                     len,
-                    value,
+                    value: Box::new(value),
                     only: None,
                 })
             }
