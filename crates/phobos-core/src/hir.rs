@@ -132,15 +132,9 @@ pub enum Memory {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum StmtKind {
     /// `let`/`var` of a scalar local.
-    Let {
-        local: LocalId,
-        init: Expr,
-    },
+    Let { local: LocalId, init: Expr },
     /// Assignment to a scalar local (compound assignment already desugared).
-    Assign {
-        local: LocalId,
-        value: Expr,
-    },
+    Assign { local: LocalId, value: Expr },
     /// `A[i, j] = v`, one element (not masked).
     Store {
         dst: Memory,
@@ -197,10 +191,7 @@ pub enum StmtKind {
         body: Block,
     },
     /// `while cond { body }`: `cond` is evaluated before every trip.
-    While {
-        cond: Box<Expr>,
-        body: Block,
-    },
+    While { cond: Box<Expr>, body: Block },
     /// Leaves the innermost enclosing `for` or `while` (the checker ensures
     /// there is one).
     Break,

@@ -619,7 +619,7 @@ impl<'a> Parser<'a> {
                 elem,
                 shape: dims,
                 shape_span,
-                init,
+                init: Box::new(init),
             });
         }
         Ok(StmtKind::Let {
@@ -654,7 +654,11 @@ impl<'a> Parser<'a> {
         } else {
             None
         };
-        Ok(StmtKind::If { cond, then, els })
+        Ok(StmtKind::If {
+            cond,
+            then,
+            els: els.map(Box::new),
+        })
     }
 
     fn for_stmt(&mut self) -> PResult<StmtKind> {
@@ -691,12 +695,12 @@ impl<'a> Parser<'a> {
         let body = self.block()?;
         match (start, end) {
             (Some(start), Some(end)) => Ok(StmtKind::For {
-                var,
+                var: Box::new(var),
                 start: Box::new(start),
                 end: Box::new(end),
                 step: step.map(Box::new),
                 range_span,
-                unroll,
+                unroll: unroll.map(Box::new),
                 body,
             }),
             _ => Err(Reported),
@@ -810,7 +814,7 @@ impl<'a> Parser<'a> {
             e = Expr {
                 kind: ExprKind::Index {
                     base: Box::new(e),
-                    subs,
+                    subs: subs.into_boxed_slice(),
                 },
                 span,
             };
@@ -828,7 +832,11 @@ impl<'a> Parser<'a> {
         }
         let len = self.expr()?;
         let span = start.span.to(len.span);
-        Ok(Subscript::Span { start, len, span })
+        Ok(Subscript::Span {
+            start: Box::new(start),
+            len: Box::new(len),
+            span,
+        })
     }
 
     fn primary(&mut self) -> PResult<Expr> {
@@ -881,7 +889,7 @@ impl<'a> Parser<'a> {
             kind: ExprKind::Shared {
                 elem,
                 elem_span,
-                dims,
+                dims: dims.into_boxed_slice(),
             },
             span,
         })
@@ -915,7 +923,10 @@ impl<'a> Parser<'a> {
                 end: self.prev_end(),
             });
             return Ok(Expr {
-                kind: ExprKind::Call { callee: id, args },
+                kind: ExprKind::Call {
+                    callee: Box::new(id),
+                    args: args.into_boxed_slice(),
+                },
                 span,
             });
         }
@@ -995,12 +1006,12 @@ impl<'a> Parser<'a> {
             end: self.prev_end(),
         });
         Ok(Expr {
-            kind: ExprKind::Collective {
+            kind: ExprKind::Collective(Box::new(Collective {
                 op,
                 config,
                 config_span: open.to(close),
                 args,
-            },
+            })),
             span,
         })
     }

@@ -58,7 +58,14 @@ impl Cx<'_> {
                 unroll,
                 body,
                 ..
-            } => self.for_stmt(var, start, end, step.as_deref(), *unroll, body),
+            } => self.for_stmt(
+                var,
+                start,
+                end,
+                step.as_deref(),
+                unroll.as_deref().copied(),
+                body,
+            ),
             StmtKind::While { cond, body } => {
                 let cond = self.expr_of(cond, ScalarTy::Bool, "a condition");
                 self.loop_depth += 1;

@@ -135,7 +135,8 @@ impl Cx<'_> {
         let out: Vec<Ex> = subs
             .iter()
             .map(|s| match s {
-                Subscript::Point(e) | Subscript::Span { start: e, .. } => self.index(e),
+                Subscript::Point(e) => self.index(e),
+                Subscript::Span { start, .. } => self.index(start),
                 Subscript::Full(span) => Some(const_i32(0, *span)),
             })
             .collect();

@@ -128,12 +128,9 @@ impl Cx<'_> {
             ExprKind::Binary(op, a, b) => self.binary(*op, a, b, want, e.span),
             ExprKind::Call { callee, args } => self.call(callee, args, want, e.span),
             ExprKind::Index { base, subs } => self.index_expr(base, subs, e.span),
-            ExprKind::Collective {
-                op,
-                config,
-                config_span,
-                args,
-            } => self.collective(op, config, *config_span, args, want, e.span),
+            ExprKind::Collective(c) => {
+                self.collective(&c.op, &c.config, c.config_span, &c.args, want, e.span)
+            }
             ExprKind::Shared { .. } => self.scratch_in_expr(e.span),
             ExprKind::Error => None,
         }
