@@ -21,6 +21,10 @@ pub enum Tok {
     Ident,
     Int(u64),
     Float(f64),
+    /// A number the lexer already reported (too large, or malformed): the
+    /// parser reads it as an expression that had an error, so no check
+    /// reports the placeholder value it once was (`@launch(0)`).
+    BadNumber,
     /// Reserved words.
     Fn,
     Kernel,
@@ -82,6 +86,7 @@ impl Tok {
             Tok::Ident => "a name",
             Tok::Int(_) => "an integer",
             Tok::Float(_) => "a float",
+            Tok::BadNumber => "a number",
             Tok::Fn => "`fn`",
             Tok::Kernel => "`kernel`",
             Tok::Let => "`let`",
@@ -385,7 +390,7 @@ impl Lexer<'_> {
                     Diagnostic::error("P0003", "integer literal is too large")
                         .primary(Span::new(start, self.pos), "does not fit in 64 bits"),
                 );
-                self.push(Tok::Int(0), start);
+                self.push(Tok::BadNumber, start);
             }
         }
     }
@@ -399,7 +404,7 @@ impl Lexer<'_> {
                 .primary(Span::new(start, self.pos), "not a number")
                 .note("integers are written `42`, `0x2a` or `1_000`; floats `1.0` or `1e-3`"),
         );
-        self.push(Tok::Int(0), start);
+        self.push(Tok::BadNumber, start);
     }
 
     fn unknown_char(&mut self, start: usize) {

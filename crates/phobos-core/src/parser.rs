@@ -461,6 +461,8 @@ impl<'a> Parser<'a> {
     fn dim(&mut self) -> PResult<Dim> {
         match *self.kind() {
             Tok::Int(v) => Ok(Dim::Const(v, self.bump().span)),
+            // Reported by the lexer; the kernel is not compiled.
+            Tok::BadNumber => Ok(Dim::Const(1, self.bump().span)),
             Tok::Ident => Ok(Dim::Name(self.ident("a dim")?)),
             _ => Err(self.error_expected("a dim name or an integer")),
         }
@@ -719,6 +721,11 @@ impl<'a> Parser<'a> {
                 let end = self.bump().span;
                 Ok(Some((n, start.to(end))))
             }
+            Tok::BadNumber => {
+                // Reported by the lexer; the loop is read without it.
+                self.bump();
+                Ok(None)
+            }
             _ => Err(self.error_expected("an unroll factor (an integer literal)")),
         }
     }
@@ -855,6 +862,10 @@ impl<'a> Parser<'a> {
             Tok::Float(v) => {
                 self.bump();
                 lit(ExprKind::Float(v))
+            }
+            Tok::BadNumber => {
+                self.bump();
+                lit(ExprKind::Error)
             }
             Tok::True | Tok::False => {
                 self.bump();

@@ -317,3 +317,46 @@ fn autotune_variants_are_bounded_by_their_total_size() {
     assert!(ptx(&tuned_kernel(8, 40_000)).contains(".entry k__J8"));
     the_error(&tuned_kernel(9, 40_000), "P0311");
 }
+
+#[test]
+fn a_number_the_lexer_refused_is_reported_once() {
+    // The lexer read a too-large or malformed number as 0, and the checker
+    // then reported the 0: "an unroll factor ... found 0", "`@launch(0)`",
+    // "a tensor dim cannot be 0".
+    let big = "99999999999999999999";
+    for (code, bad) in [("P0003", big), ("P0004", "4x")] {
+        let sources = [
+            format!("@launch(32)\nkernel k(y: tensor<f32>[N]) {{\n  var a = 0.0\n  for i in range(0, N) unroll {bad} {{\n    a = a + 1.0\n  }}\n  y[ctx.thread] = a\n}}\n"),
+            format!("@launch({bad})\nkernel k(y: tensor<f32>[N]) {{\n  y[ctx.thread] = 1.0\n}}\n"),
+            format!("@launch(32)\nkernel k(y: tensor<f32>[{bad}]) {{\n  y[ctx.thread] = 1.0\n}}\n"),
+            format!("@autotune(K in [{bad}, 64])\n@launch(32)\nkernel k(W: tensor<f32>[N, K], y: tensor<f32>[N]) {{\n  y[ctx.thread] = W[ctx.thread, 0]\n}}\n"),
+            format!("@aligned(N = {bad})\n@launch(32)\nkernel k(y: tensor<f32>[N]) {{\n  y[ctx.thread] = 1.0\n}}\n"),
+            format!("@launch(32)\nkernel k(y: tensor<f32>[N]) {{\n  y[ctx.thread] = f32({bad} + 1)\n}}\n"),
+        ];
+        for src in sources {
+            let codes: Vec<&str> = diags(&src)
+                .iter()
+                .filter(|d| d.is_error())
+                .map(|d| d.code)
+                .collect();
+            assert_eq!(codes, [code], "{src}");
+        }
+    }
+}
+
+#[test]
+fn a_constant_dim_above_i32_is_p0203_not_truncated() {
+    // `tensor<f32>[18446744073709551615, ...]` checked and compiled: the
+    // dim went into the PTX as an `i32`, truncated.
+    let kernel = |dim: &str| {
+        format!("@launch(32)\nkernel k(y: tensor<f32>[{dim}, 4]) {{\n  y[ctx.thread % 4, 1] = 1.0\n}}\n")
+    };
+    for dim in ["18446744073709551615", "2147483648"] {
+        let d = the_error(&kernel(dim), "P0203");
+        assert_eq!(
+            d.message,
+            format!("the tensor dim {dim} does not fit in i32")
+        );
+    }
+    assert!(ptx(&kernel("2147483647")).contains(".entry k"));
+}

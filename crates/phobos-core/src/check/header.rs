@@ -166,6 +166,16 @@ fn add_dim(
             );
             DimRef::Const(1)
         }
+        Dim::Const(v, span) if *v > i32::MAX as u64 => {
+            // Dims are `i32` in the kernel (indices, bounds, strides): a
+            // larger constant was truncated in the PTX.
+            diags.push(
+                Diagnostic::error("P0203", format!("the tensor dim {v} does not fit in i32"))
+                    .primary(*span, "above 2147483647")
+                    .note("a dim is from 1 to 2147483647: indices are 32-bit"),
+            );
+            DimRef::Const(1)
+        }
         Dim::Const(v, _) => DimRef::Const(*v),
         Dim::Name(name) => match h.bindings.get(&name.name) {
             Some(Binding::Dim(id)) => {
@@ -247,6 +257,7 @@ fn add_aligned(h: &mut Header, name: &ast::Ident, value: &ast::Expr, diags: &mut
     };
     match ast_const(value, &|_| None) {
         Some(v) if v > 0 => h.aligned.push((dim, v as u64)),
+        None if has_error(value) => {}
         _ => diags.push(
             Diagnostic::error(
                 "P0305",
@@ -299,6 +310,7 @@ fn add_autotune(
                 diags.push(bad(format!("{x} is given twice")).note("give each value once"))
             }
             Some(x) => out.push(x),
+            None if has_error(v) => {}
             None => diags.push(
                 Diagnostic::error("P0306", "an `@autotune` value must be an integer constant")
                     .primary(v.span, "not an integer constant"),
@@ -347,6 +359,18 @@ pub(crate) fn ast_const(e: &ast::Expr, names: &dyn Fn(&str) -> Option<i64>) -> O
     }
 }
 
+/// Whether an attribute's value holds an expression that already had an
+/// error (a number the lexer refused): then "not a constant" would be a
+/// second message about the same mistake.
+fn has_error(e: &ast::Expr) -> bool {
+    match &e.kind {
+        ExprKind::Error => true,
+        ExprKind::Unary(_, x) => has_error(x),
+        ExprKind::Binary(_, a, b) => has_error(a) || has_error(b),
+        _ => false,
+    }
+}
+
 /// The threads per CTA of one variant, checked: a multiple of 32 from 32 to 1024.
 pub(crate) fn launch_threads(
     h: &Header,
@@ -368,6 +392,7 @@ pub(crate) fn launch_threads(
             );
             None
         }
+        None if has_error(e) => None,
         None => {
             diags.push(
                 Diagnostic::error("P0303", "`@launch` needs an integer constant")
