@@ -797,3 +797,27 @@ fn a_store_before_a_tensor_is_reported_against_that_tensor() {
     );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("past its end"));
 }
+
+#[test]
+fn empty_tensors_say_which_axis_of_the_grid_is_empty() {
+    // `@grid(cdiv(N, ctx.threads))` with N = 0 said "[0, 1, 1] has an empty
+    // direction", in Rust's debug formatting.
+    let empty = npy_f32(&[]);
+    let d = dir_with(&[
+        ("k.pho", AXPY.as_bytes()),
+        ("x.npy", &empty),
+        ("y.npy", &empty),
+    ]);
+    let out = expect(
+        d.path(),
+        &[
+            "sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o",
+        ],
+        2,
+        &[
+            "the grid 0 x 1 x 1 has no CTA along x",
+            "is a tensor empty?",
+        ],
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("[0, 1, 1]"));
+}
