@@ -428,6 +428,13 @@ fn an_out_that_is_a_file_is_refused_before_the_run() {
         2,
         &["`taken` is a file"],
     );
+    // `build` said "cannot create `taken`: File exists (os error 17)".
+    expect(
+        d.path(),
+        &["build", "k.pho", "--out", "taken", "--arch", "sm_75"],
+        2,
+        &["--out `taken` is a file, not a directory"],
+    );
 }
 
 #[test]
