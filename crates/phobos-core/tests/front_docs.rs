@@ -4,7 +4,7 @@
 
 const DOCS: &str = include_str!("../../../docs/language.md");
 
-const SOURCES: [&str; 23] = [
+const SOURCES: [&str; 24] = [
     include_str!("../src/check/arrays.rs"),
     include_str!("../src/backend.rs"),
     include_str!("../src/pipeline.rs"),
@@ -15,6 +15,7 @@ const SOURCES: [&str; 23] = [
     include_str!("../src/diag.rs"),
     include_str!("../src/lexer.rs"),
     include_str!("../src/parser.rs"),
+    include_str!("../src/parse_error.rs"),
     include_str!("../src/check.rs"),
     include_str!("../src/check/atomics.rs"),
     include_str!("../src/check/scratch.rs"),
