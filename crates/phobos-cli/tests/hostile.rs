@@ -618,6 +618,31 @@ fn an_npy_header_bomb_is_refused_before_allocating() {
 }
 
 #[test]
+fn generated_tensors_above_i32_or_the_memory_are_refused_up_front() {
+    // The issue's "refused only after 18-28 s of reading or generating
+    // 2 GiB": explain's `shape:` inputs are checked before any is made.
+    let d = axpy_dir();
+    let explain = |n: &str| -> Vec<String> {
+        let (x, y) = (format!("x=shape:{n}"), format!("y=shape:{n}"));
+        ["explain", "k.pho", "--kernel", "axpy", "alpha=1", &x, &y]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let args = explain("3000000000");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    expect(
+        d.path(),
+        &args,
+        2,
+        &["a dim of 3000000000 does not fit the kernels' 32-bit index"],
+    );
+    let args = explain("2147483647");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    expect(d.path(), &args, 2, &["too large to simulate"]);
+}
+
+#[test]
 fn huge_and_endless_sources_are_refused() {
     let d = dir_with(&[]);
     expect(d.path(), &["check", "/dev/zero"], 2, &["larger than 1 MiB"]);
