@@ -360,3 +360,57 @@ fn a_constant_dim_above_i32_is_p0203_not_truncated() {
     }
     assert!(ptx(&kernel("2147483647")).contains(".entry k"));
 }
+
+#[test]
+fn a_constant_operation_without_a_value_is_p0419() {
+    // `let a = 1 / 0` compiled silently to a division the language leaves
+    // undefined.
+    let kernel = |e: &str| {
+        format!("@launch(32)\nkernel k(x: tensor<i32>[N], y: tensor<i32>[N]) {{\n  let a = {e}\n  y[ctx.thread] = a\n}}\n")
+    };
+    for (e, why) in [
+        ("1 / 0", "integer division by zero"),
+        ("7 % 0", "integer division by zero"),
+        ("1 << 32", "shift by a negative amount"),
+        ("1 >> -1", "shift by a negative amount"),
+        ("-2147483647 - 1 + 0 * x[0]", ""),
+    ] {
+        let ds = diags(&kernel(e));
+        let warned: Vec<&Diagnostic> = ds.iter().filter(|d| d.code == "P0419").collect();
+        if why.is_empty() {
+            assert!(warned.is_empty(), "{e}: {warned:?}");
+            continue;
+        }
+        assert_eq!(warned.len(), 1, "{e}: {ds:?}");
+        assert!(!warned[0].is_error(), "{e}: a warning, the kernel compiles");
+        assert!(
+            warned[0].message.contains(why),
+            "{e}: {}",
+            warned[0].message
+        );
+        assert!(
+            warned[0].message.contains(&format!("`{e}`")),
+            "{}",
+            warned[0].message
+        );
+    }
+    // The smallest i64 divided by -1; an overflow that only wraps is defined.
+    let d = the_error_or_warning(&kernel("i32(i64(-9223372036854775807 - 1) / -1)"));
+    assert!(
+        d.message.contains("signed division overflow"),
+        "{}",
+        d.message
+    );
+    assert!(diags(&kernel("2147483647 + 1"))
+        .iter()
+        .all(|d| d.code != "P0419"));
+    // Not constant: left to run time without a word.
+    assert!(diags(&kernel("x[0] / 0")).iter().all(|d| d.code != "P0419"));
+}
+
+fn the_error_or_warning(src: &str) -> Diagnostic {
+    diags(src)
+        .into_iter()
+        .find(|d| d.code == "P0419")
+        .expect("P0419")
+}

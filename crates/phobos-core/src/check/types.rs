@@ -3,7 +3,7 @@
 //! an untyped literal takes it (integer literals default to i32, float
 //! literals to f32). Nothing else converts implicitly.
 
-use super::consts::{fits, fold_binary};
+use super::consts::{fits, fold_binary, undefined_binary};
 use super::cx::{
     const_i32, elem_of, mk, ty_name, Binding, Cx, Ex, INLINE_BUDGET, MAX_EXPR_DEPTH, MAX_EXPR_NODES,
 };
@@ -390,6 +390,16 @@ impl Cx<'_> {
         let ty = self.binary_type(op, &x, &y, span)?;
         if let Some(folded) = fold_binary(op, &x, &y, ty, span) {
             return Some(folded);
+        }
+        if let Some(why) = undefined_binary(op, &x, &y, ty) {
+            self.report(
+                Diagnostic::warning(
+                    "P0419",
+                    format!("`{}` has no defined value: {why}", self.text(span)),
+                )
+                .primary(span, "both operands are constants")
+                .note("the language leaves integer division by zero, the smallest signed value divided by -1, and a shift by a negative amount or by at least the type's width undefined"),
+            );
         }
         Some(mk(
             hir::ExprKind::Binary(op, Box::new(x), Box::new(y)),
