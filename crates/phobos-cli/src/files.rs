@@ -29,3 +29,19 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     }
     Ok(out)
 }
+
+/// Creates the `--out` directory of `sim` and `build` (if missing) and
+/// checks that a file can be written in it, so that a path that is a file
+/// (`--out /dev/null`) or a directory that cannot be written is refused
+/// before any work, with the same words in both commands.
+pub fn out_dir(dir: &std::path::Path) -> Result<(), String> {
+    let shown = dir.display();
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!("--out `{shown}` is a file, not a directory"));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{shown}`: {e}"))?;
+    let probe = dir.join(format!(".phobos-out-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| format!("cannot write in --out `{shown}`: {e}"))
+}

@@ -295,8 +295,7 @@ fn build(a: &BuildArgs) -> Result<(), Fail> {
         }
         eprintln!("warning: {what}; writing their PTX only");
     }
-    std::fs::create_dir_all(&a.out)
-        .map_err(|e| Fail(2, format!("cannot create `{}`: {e}", a.out.display())))?;
+    crate::files::out_dir(&a.out).map_err(|m| Fail(2, m))?;
     for (arch, k, _) in &built {
         let arch = *arch;
         let stem = a.out.join(format!("{}.sm_{arch}", k.meta.name));

@@ -351,15 +351,7 @@ fn bind<'b>(
 /// Creates the output directory (if missing) and checks that a file can
 /// be written in it, before any simulation time is spent.
 fn check_out_dir(dir: &Path) -> Result<(), Failure> {
-    let shown = dir.display();
-    if dir.exists() && !dir.is_dir() {
-        return Err(usage(format!("--out `{shown}` is a file, not a directory")));
-    }
-    std::fs::create_dir_all(dir).map_err(|e| usage(format!("cannot create `{shown}`: {e}")))?;
-    let probe = dir.join(format!(".phobos-sim-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .and_then(|()| std::fs::remove_file(&probe))
-        .map_err(|e| usage(format!("cannot write in --out `{shown}`: {e}")))
+    crate::files::out_dir(dir).map_err(usage)
 }
 
 /// The numpy type code (without byte order) that holds `elem`.

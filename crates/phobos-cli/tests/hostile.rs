@@ -428,6 +428,13 @@ fn an_out_that_is_a_file_is_refused_before_the_run() {
         2,
         &["`taken` is a file"],
     );
+    // `build` said "cannot create `taken`: File exists (os error 17)".
+    expect(
+        d.path(),
+        &["build", "k.pho", "--out", "taken", "--arch", "sm_75"],
+        2,
+        &["--out `taken` is a file, not a directory"],
+    );
 }
 
 #[test]
@@ -608,6 +615,31 @@ fn an_npy_header_bomb_is_refused_before_allocating() {
         2,
         &["3000000000 does not fit the kernels' 32-bit index"],
     );
+}
+
+#[test]
+fn generated_tensors_above_i32_or_the_memory_are_refused_up_front() {
+    // The issue's "refused only after 18-28 s of reading or generating
+    // 2 GiB": explain's `shape:` inputs are checked before any is made.
+    let d = axpy_dir();
+    let explain = |n: &str| -> Vec<String> {
+        let (x, y) = (format!("x=shape:{n}"), format!("y=shape:{n}"));
+        ["explain", "k.pho", "--kernel", "axpy", "alpha=1", &x, &y]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let args = explain("3000000000");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    expect(
+        d.path(),
+        &args,
+        2,
+        &["a dim of 3000000000 does not fit the kernels' 32-bit index"],
+    );
+    let args = explain("2147483647");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    expect(d.path(), &args, 2, &["too large to simulate"]);
 }
 
 #[test]
@@ -796,4 +828,28 @@ fn a_store_before_a_tensor_is_reported_against_that_tensor() {
         &["4 bytes before the start of tensor `y`"],
     );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("past its end"));
+}
+
+#[test]
+fn empty_tensors_say_which_axis_of_the_grid_is_empty() {
+    // `@grid(cdiv(N, ctx.threads))` with N = 0 said "[0, 1, 1] has an empty
+    // direction", in Rust's debug formatting.
+    let empty = npy_f32(&[]);
+    let d = dir_with(&[
+        ("k.pho", AXPY.as_bytes()),
+        ("x.npy", &empty),
+        ("y.npy", &empty),
+    ]);
+    let out = expect(
+        d.path(),
+        &[
+            "sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o",
+        ],
+        2,
+        &[
+            "the grid 0 x 1 x 1 has no CTA along x",
+            "is a tensor empty?",
+        ],
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("[0, 1, 1]"));
 }

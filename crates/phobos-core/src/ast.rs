@@ -219,7 +219,7 @@ pub enum StmtKind {
         elem: (ScalarTy, Span),
         shape: Vec<Expr>,
         shape_span: Span,
-        init: Expr,
+        init: Box<Expr>,
     },
     /// `x = e`, `x += e`, `y[0, row] = e`, `A[r :+ R, :] = t`.
     /// `op` is the operator of a compound assignment.
@@ -232,18 +232,20 @@ pub enum StmtKind {
     If {
         cond: Expr,
         then: Block,
-        els: Option<Block>,
+        /// Boxed, as are the rare parts below: a statement is as large as
+        /// its largest kind (`tests/node_sizes.rs` pins the sizes).
+        els: Option<Box<Block>>,
     },
     /// `for i in range(a, b[, step]) [unroll N] { }`. The bounds are boxed:
     /// inline they made every statement of a block 392 bytes.
     For {
-        var: Ident,
+        var: Box<Ident>,
         start: Box<Expr>,
         end: Box<Expr>,
         step: Option<Box<Expr>>,
         range_span: Span,
         /// `unroll N`: the factor as written and the span of `unroll N`.
-        unroll: Option<(u64, Span)>,
+        unroll: Option<Box<(u64, Span)>>,
         body: Block,
     },
     /// `while cond { }`
@@ -280,32 +282,38 @@ pub enum ExprKind {
     Binary(BinOp, Box<Expr>, Box<Expr>),
     /// `f(args)`: conversions (`f32(x)`), built-ins (`max`, `sum(e)`,
     /// `elem`, ...) and `fn` items.
+    /// Lists are boxed slices and rare parts are boxed, so that every
+    /// expression is as small as a binary operator (`tests/node_sizes.rs`).
     Call {
-        callee: Ident,
-        args: Vec<Expr>,
+        callee: Box<Ident>,
+        args: Box<[Expr]>,
     },
     /// `A[i, j]`, `W[row, at :+ 4]`, `x[0 :+ 1, :]`.
     Index {
         base: Box<Expr>,
-        subs: Vec<Subscript>,
+        subs: Box<[Subscript]>,
     },
     /// `sum<over ctx.lane, width 8>(x)`, `shfl<xor 16>(v)`, `reduce<over ctx.lane>(x, mx)`.
-    Collective {
-        op: Ident,
-        config: Vec<ConfigItem>,
-        config_span: Span,
-        args: Vec<Expr>,
-    },
+    Collective(Box<Collective>),
     /// `shared<f32>[ctx.warps, 33]`: a CTA-wide shared scratch tile of a
     /// constant shape, not copied from anything (only as the whole value of
     /// a `let`/`var`).
     Shared {
         elem: ScalarTy,
         elem_span: Span,
-        dims: Vec<Expr>,
+        dims: Box<[Expr]>,
     },
     /// An expression that failed to parse (already reported).
     Error,
+}
+
+/// `op<config>(args)`: a collective or a shuffle (`ExprKind::Collective`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Collective {
+    pub op: Ident,
+    pub config: Vec<ConfigItem>,
+    pub config_span: Span,
+    pub args: Vec<Expr>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -313,7 +321,11 @@ pub enum Subscript {
     /// An index: `i`.
     Point(Expr),
     /// A span `start :+ len`.
-    Span { start: Expr, len: Expr, span: Span },
+    Span {
+        start: Box<Expr>,
+        len: Box<Expr>,
+        span: Span,
+    },
     /// `:`, the whole dim.
     Full(Span),
 }

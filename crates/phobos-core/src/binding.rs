@@ -372,9 +372,17 @@ impl<'m> Binding<'m> {
             }
             (None, None) => return Err(BindError::MissingGrid),
         };
-        if grid.contains(&0) {
+        if let Some(axis) = grid.iter().position(|&g| g == 0) {
+            let from = match self.given_grid {
+                Some(_) => "",
+                None => " (computed by `@grid`: is a tensor empty?)",
+            };
             return Err(BindError::InvalidGrid(format!(
-                "{grid:?} has an empty direction"
+                "the grid {} x {} x {} has no CTA along {}{from}; a launch needs at least one along each axis",
+                grid[0],
+                grid[1],
+                grid[2],
+                ["x", "y", "z"][axis]
             )));
         }
         let limit = self.limits.max_grid;

@@ -84,6 +84,7 @@ codes! {
     P0416,
     P0417,
     P0418,
+    P0419,
     P0430,
     P0431,
     P0432,
@@ -267,19 +268,6 @@ impl Diagnostic {
             labels: vec![],
             notes: vec![],
             hidden: None,
-        }
-    }
-    /// Transitional, for the lexer and the parser until they build a
-    /// `ParseError` enum: an error with the code named `code`. Every other
-    /// stage converts its error enum with [`Code::error`].
-    ///
-    /// # Panics
-    /// When `code` names no [`Code`]: the names are literals of the
-    /// compiler, never user input, and every one is reached by a test.
-    pub fn error(code: &'static str, message: impl Into<String>) -> Diagnostic {
-        match Code::parse(code) {
-            Some(code) => code.error(message),
-            None => panic!("`{code}` is not a diagnostic code"),
         }
     }
     /// P0006: `hidden` diagnostics were dropped and only counted. It is an

@@ -235,8 +235,8 @@ fn erase_block(b: &mut Block) {
                     erase_expr(step);
                 }
                 *range_span = Span::default();
-                if let Some((_, span)) = unroll {
-                    *span = Span::default();
+                if let Some(unroll) = unroll {
+                    unroll.1 = Span::default();
                 }
                 erase_block(body);
             }
@@ -283,12 +283,13 @@ fn erase_expr(e: &mut Expr) {
                 }
             }
         }
-        ExprKind::Collective {
-            op,
-            config,
-            config_span,
-            args,
-        } => {
+        ExprKind::Collective(c) => {
+            let Collective {
+                op,
+                config,
+                config_span,
+                args,
+            } = &mut **c;
             op.span = Span::default();
             *config_span = Span::default();
             for c in config {
@@ -603,9 +604,10 @@ impl<'a> Formatter<'a> {
                 dims.iter().map(|d| self.expr(d, Place::Top)).collect(),
                 "]",
             ),
-            ExprKind::Collective {
-                op, config, args, ..
-            } => {
+            ExprKind::Collective(c) => {
+                let Collective {
+                    op, config, args, ..
+                } = &**c;
                 let config: Vec<String> = config
                     .iter()
                     .map(|c| {
@@ -1002,7 +1004,7 @@ impl<'a> Formatter<'a> {
                 let doc = self.expr(e, Place::Top);
                 self.doc_line(&doc);
             }
-            StmtKind::If { cond, then, els } => self.if_stmt(cond, then, els.as_ref(), false),
+            StmtKind::If { cond, then, els } => self.if_stmt(cond, then, els.as_deref(), false),
             StmtKind::For {
                 var,
                 start,
@@ -1017,7 +1019,7 @@ impl<'a> Formatter<'a> {
                 let doc = Doc::Concat(vec![
                     list(format!("for {} in range(", var.name), args, ")"),
                     text(match unroll {
-                        Some((n, _)) => format!(" unroll {n} {{"),
+                        Some(u) => format!(" unroll {} {{", u.0),
                         None => " {".to_string(),
                     }),
                 ]);
@@ -1075,7 +1077,7 @@ impl<'a> Formatter<'a> {
         {
             if *span == els.span {
                 self.reopen_line("} else if ");
-                return self.if_stmt(cond, then, inner_els.as_ref(), true);
+                return self.if_stmt(cond, then, inner_els.as_deref(), true);
             }
         }
         self.reopen_line("} else {");

@@ -137,20 +137,14 @@ pub enum Memory {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum StmtKind {
     /// `let`/`var` of a scalar local.
-    Let {
-        local: LocalId,
-        init: Expr,
-    },
+    Let { local: LocalId, init: Expr },
     /// Assignment to a scalar local (compound assignment already desugared).
-    Assign {
-        local: LocalId,
-        value: Expr,
-    },
+    Assign { local: LocalId, value: Expr },
     /// `A[i, j] = v`, one element (not masked).
     Store {
         dst: Memory,
         index: Vec<Expr>,
-        value: Expr,
+        value: Box<Expr>,
     },
     /// `A[r, k :+ L] = run` or `store(A[r, k :+ L], i, v)` with `only = Some(i)`.
     RunStore {
@@ -158,7 +152,7 @@ pub enum StmtKind {
         index: Vec<Expr>,
         axis: usize,
         len: u32,
-        value: Expr,
+        value: Box<Expr>,
         only: Option<Box<Expr>>,
     },
     /// `var t = A[s0 :+ L0, :]`: CTA-wide copy into shared memory, zero fill
@@ -187,25 +181,22 @@ pub enum StmtKind {
         src: LocalId,
     },
     If {
-        cond: Expr,
+        cond: Box<Expr>,
         then: Block,
         els: Block,
     },
     /// `for var in range(start, end, step)`; `step` is a positive or negative i32.
     For {
         var: LocalId,
-        start: Expr,
-        end: Expr,
-        step: Expr,
+        start: Box<Expr>,
+        end: Box<Expr>,
+        step: Box<Expr>,
         /// `unroll N` as written (1 to 32; above 1 only with a constant step).
         unroll: Option<u32>,
         body: Block,
     },
     /// `while cond { body }`: `cond` is evaluated before every trip.
-    While {
-        cond: Expr,
-        body: Block,
-    },
+    While { cond: Box<Expr>, body: Block },
     /// Leaves the innermost enclosing `for` or `while` (the checker ensures
     /// there is one).
     Break,

@@ -5,6 +5,7 @@
 
 use crate::ast::Span;
 use crate::diag::Diagnostic;
+use crate::parse_error::ParseError;
 
 /// One token. `nl_before` records a line break between it and the previous
 /// token: statements end at line breaks, so an operator that starts a new
@@ -21,6 +22,10 @@ pub enum Tok {
     Ident,
     Int(u64),
     Float(f64),
+    /// A number the lexer already reported (too large, or malformed): the
+    /// parser reads it as an expression that had an error, so no check
+    /// reports the placeholder value it once was (`@launch(0)`).
+    BadNumber,
     /// Reserved words.
     Fn,
     Kernel,
@@ -82,6 +87,7 @@ impl Tok {
             Tok::Ident => "a name",
             Tok::Int(_) => "an integer",
             Tok::Float(_) => "a float",
+            Tok::BadNumber => "a number",
             Tok::Fn => "`fn`",
             Tok::Kernel => "`kernel`",
             Tok::Let => "`let`",
@@ -157,13 +163,6 @@ fn keyword(word: &str) -> Option<Tok> {
     })
 }
 
-/// Split `src` into tokens; the last token is always `Eof`.
-/// Characters that print as nothing: zero-width spaces and joiners, the
-/// byte-order mark, and other format characters.
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{00ad}')
-}
-
 /// Diagnostics the lexer keeps; later ones are only counted.
 const LEX_DIAGNOSTICS: usize = 10 * crate::diag::MAX_DIAGNOSTICS;
 
@@ -196,6 +195,9 @@ pub fn lex_with_comments(src: &str) -> (Vec<Token>, Vec<Comment>, Vec<Diagnostic
         unreported: crate::diag::Counts::default(),
     };
     lx.run();
+    // The guess above is for short tokens; long statements made the
+    // vector double past it. The tokens live as long as the parse.
+    lx.toks.shrink_to_fit();
     if lx.unreported.total() > 0 {
         lx.diags.push(Diagnostic::not_shown(
             format!(
@@ -221,7 +223,8 @@ struct Lexer<'a> {
 }
 
 impl Lexer<'_> {
-    fn report(&mut self, d: Diagnostic) {
+    fn report(&mut self, e: ParseError) {
+        let d = e.diagnostic();
         if self.diags.len() < LEX_DIAGNOSTICS {
             self.diags.push(d);
         } else {
@@ -307,11 +310,9 @@ impl Lexer<'_> {
                 _ => self.pos += 1,
             }
         }
-        self.report(
-            Diagnostic::error("P0002", "unterminated block comment")
-                .primary(Span::new(start, start + 2), "this comment is never closed")
-                .note("close it with `*/`"),
-        );
+        self.report(ParseError::UnterminatedComment {
+            span: Span::new(start, start + 2),
+        });
     }
 
     fn word(&mut self) {
@@ -378,11 +379,10 @@ impl Lexer<'_> {
         match value {
             Some(v) => self.push(Tok::Int(v), start),
             None => {
-                self.report(
-                    Diagnostic::error("P0003", "integer literal is too large")
-                        .primary(Span::new(start, self.pos), "does not fit in 64 bits"),
-                );
-                self.push(Tok::Int(0), start);
+                self.report(ParseError::IntegerTooLarge {
+                    span: Span::new(start, self.pos),
+                });
+                self.push(Tok::BadNumber, start);
             }
         }
     }
@@ -391,12 +391,10 @@ impl Lexer<'_> {
         while matches!(self.peek(0), b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_') {
             self.pos += 1;
         }
-        self.report(
-            Diagnostic::error("P0004", "malformed number")
-                .primary(Span::new(start, self.pos), "not a number")
-                .note("integers are written `42`, `0x2a` or `1_000`; floats `1.0` or `1e-3`"),
-        );
-        self.push(Tok::Int(0), start);
+        self.report(ParseError::MalformedNumber {
+            span: Span::new(start, self.pos),
+        });
+        self.push(Tok::BadNumber, start);
     }
 
     fn unknown_char(&mut self, start: usize) {
@@ -406,26 +404,10 @@ impl Lexer<'_> {
     }
 
     fn report_char(&mut self, start: usize) {
-        let shown = &self.text[start..self.pos];
-        // Name the code point: a NUL, a byte-order mark or a zero-width
-        // space is invisible between backticks.
-        let named = match shown.chars().next() {
-            Some(c) if c.is_control() || c.is_whitespace() || !c.is_ascii() => {
-                format!("U+{:04X}", u32::from(c))
-            }
-            _ => String::new(),
-        };
-        let message = match (named.is_empty(), shown.chars().next()) {
-            (true, _) => format!("unexpected character `{shown}`"),
-            (false, Some(c)) if c.is_control() || is_invisible(c) => {
-                format!("unexpected character {named}")
-            }
-            _ => format!("unexpected character `{shown}` ({named})"),
-        };
-        self.report(
-            Diagnostic::error("P0001", message)
-                .primary(Span::new(start, self.pos), "not part of the language"),
-        );
+        self.report(ParseError::UnexpectedChar {
+            span: Span::new(start, self.pos),
+            text: self.text[start..self.pos].to_string(),
+        });
     }
 
     fn punct(&mut self, start: usize) {

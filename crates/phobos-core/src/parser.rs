@@ -10,6 +10,7 @@
 use crate::ast::*;
 use crate::diag::Diagnostic;
 use crate::lexer::{lex_with_comments, Comment, Tok, Token};
+use crate::parse_error::ParseError;
 
 /// The deepest nesting of expressions and blocks the parser accepts.
 pub const MAX_DEPTH: usize = 128;
@@ -40,15 +41,7 @@ pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
 /// too (the formatter's trivia), from the same single pass of the lexer.
 pub fn parse_with_comments(src: &str) -> (File, Vec<Comment>, Vec<Diagnostic>) {
     if src.len() > MAX_SOURCE_BYTES {
-        let d = Diagnostic::error(
-            "P0005",
-            format!(
-                "the source is {} bytes; the most Phobos compiles in one file is {MAX_SOURCE_BYTES} (1 MiB)",
-                src.len()
-            ),
-        )
-        .primary(crate::ast::Span::new(0, 0), "this file is too large")
-        .note("split the kernels over several files");
+        let d = ParseError::SourceTooLarge { bytes: src.len() }.diagnostic();
         return (File::default(), Vec::new(), vec![d]);
     }
     let (toks, comments, mut diags) = lex_with_comments(src);
@@ -103,7 +96,8 @@ struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
-    fn report(&mut self, d: Diagnostic) {
+    fn report(&mut self, e: ParseError) {
+        let d = e.diagnostic();
         if self.diags.len() < PARSE_DIAGNOSTICS {
             self.diags.push(d);
         } else {
@@ -160,10 +154,11 @@ impl<'a> Parser<'a> {
     fn error_expected(&mut self, what: &str) -> Reported {
         let found = self.kind().describe();
         let span = self.span();
-        self.report(
-            Diagnostic::error("P0100", format!("expected {what}, found {found}"))
-                .primary(span, format!("expected {what}")),
-        );
+        self.report(ParseError::Expected {
+            span,
+            what: what.to_string(),
+            found,
+        });
         Reported
     }
 
@@ -250,11 +245,7 @@ impl<'a> Parser<'a> {
     fn enter(&mut self) -> PResult<()> {
         if self.depth >= MAX_DEPTH {
             let span = self.span();
-            self.report(
-                Diagnostic::error("P0101", "nesting is too deep")
-                    .primary(span, format!("more than {MAX_DEPTH} levels deep"))
-                    .note("split the expression or block with `let`"),
-            );
+            self.report(ParseError::TooDeep { span });
             self.skip_group();
             return Err(Reported);
         }
@@ -270,14 +261,7 @@ impl<'a> Parser<'a> {
             return Ok(());
         }
         let span = self.span();
-        self.report(
-            Diagnostic::error("P0101", "expression is too long")
-                .primary(
-                    span,
-                    format!("more than {MAX_CHAIN} operators in one chain"),
-                )
-                .note("split the computation with `let`"),
-        );
+        self.report(ParseError::TooLong { span });
         // Skip to the end of the statement: a closing token, or a line
         // break outside brackets.
         loop {
@@ -365,6 +349,9 @@ impl<'a> Parser<'a> {
         self.nest += 1;
         let result = loop {
             if self.eat(close) {
+                // Lists are short and a `Vec` starts at four elements:
+                // without this a one-subscript index kept room for four.
+                out.shrink_to_fit();
                 break Ok(out);
             }
             match item(self) {
@@ -458,6 +445,8 @@ impl<'a> Parser<'a> {
     fn dim(&mut self) -> PResult<Dim> {
         match *self.kind() {
             Tok::Int(v) => Ok(Dim::Const(v, self.bump().span)),
+            // Reported by the lexer; the kernel is not compiled.
+            Tok::BadNumber => Ok(Dim::Const(1, self.bump().span)),
             Tok::Ident => Ok(Dim::Name(self.ident("a dim")?)),
             _ => Err(self.error_expected("a dim name or an integer")),
         }
@@ -468,11 +457,10 @@ impl<'a> Parser<'a> {
         match ScalarTy::from_name(&id.name) {
             Some(t) => Ok((t, id.span)),
             None => {
-                self.report(
-                    Diagnostic::error("P0104", format!("unknown type `{}`", id.name))
-                        .primary(id.span, "not a type")
-                        .note("the types are bool i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64"),
-                );
+                self.report(ParseError::UnknownType {
+                    span: id.span,
+                    name: id.name,
+                });
                 Err(Reported)
             }
         }
@@ -518,6 +506,9 @@ impl<'a> Parser<'a> {
         self.nest = saved_nest;
         self.in_config = saved_config;
         let close = self.expect(&Tok::RBrace)?;
+        // Doubling left up to half of a long block's room unused, for as
+        // long as the tree lives (through the whole check).
+        stmts.shrink_to_fit();
         Ok(Block {
             stmts,
             span: open.to(close),
@@ -613,7 +604,7 @@ impl<'a> Parser<'a> {
                 elem,
                 shape: dims,
                 shape_span,
-                init,
+                init: Box::new(init),
             });
         }
         Ok(StmtKind::Let {
@@ -648,7 +639,11 @@ impl<'a> Parser<'a> {
         } else {
             None
         };
-        Ok(StmtKind::If { cond, then, els })
+        Ok(StmtKind::If {
+            cond,
+            then,
+            els: els.map(Box::new),
+        })
     }
 
     fn for_stmt(&mut self) -> PResult<StmtKind> {
@@ -667,16 +662,10 @@ impl<'a> Parser<'a> {
             end: self.prev_end(),
         });
         if !(2..=3).contains(&args.len()) {
-            self.report(
-                Diagnostic::error(
-                    "P0100",
-                    format!("`range` takes 2 or 3 arguments, found {}", args.len()),
-                )
-                .primary(
-                    range_span,
-                    "write `range(start, end)` or `range(start, end, step)`",
-                ),
-            );
+            self.report(ParseError::RangeArgs {
+                span: range_span,
+                found: args.len(),
+            });
             return Err(Reported);
         }
         let mut args = args.into_iter();
@@ -685,12 +674,12 @@ impl<'a> Parser<'a> {
         let body = self.block()?;
         match (start, end) {
             (Some(start), Some(end)) => Ok(StmtKind::For {
-                var,
+                var: Box::new(var),
                 start: Box::new(start),
                 end: Box::new(end),
                 step: step.map(Box::new),
                 range_span,
-                unroll,
+                unroll: unroll.map(Box::new),
                 body,
             }),
             _ => Err(Reported),
@@ -708,6 +697,11 @@ impl<'a> Parser<'a> {
             Tok::Int(n) => {
                 let end = self.bump().span;
                 Ok(Some((n, start.to(end))))
+            }
+            Tok::BadNumber => {
+                // Reported by the lexer; the loop is read without it.
+                self.bump();
+                Ok(None)
             }
             _ => Err(self.error_expected("an unroll factor (an integer literal)")),
         }
@@ -804,7 +798,7 @@ impl<'a> Parser<'a> {
             e = Expr {
                 kind: ExprKind::Index {
                     base: Box::new(e),
-                    subs,
+                    subs: subs.into_boxed_slice(),
                 },
                 span,
             };
@@ -822,7 +816,11 @@ impl<'a> Parser<'a> {
         }
         let len = self.expr()?;
         let span = start.span.to(len.span);
-        Ok(Subscript::Span { start, len, span })
+        Ok(Subscript::Span {
+            start: Box::new(start),
+            len: Box::new(len),
+            span,
+        })
     }
 
     fn primary(&mut self) -> PResult<Expr> {
@@ -841,6 +839,10 @@ impl<'a> Parser<'a> {
             Tok::Float(v) => {
                 self.bump();
                 lit(ExprKind::Float(v))
+            }
+            Tok::BadNumber => {
+                self.bump();
+                lit(ExprKind::Error)
             }
             Tok::True | Tok::False => {
                 self.bump();
@@ -875,7 +877,7 @@ impl<'a> Parser<'a> {
             kind: ExprKind::Shared {
                 elem,
                 elem_span,
-                dims,
+                dims: dims.into_boxed_slice(),
             },
             span,
         })
@@ -909,7 +911,10 @@ impl<'a> Parser<'a> {
                 end: self.prev_end(),
             });
             return Ok(Expr {
-                kind: ExprKind::Call { callee: id, args },
+                kind: ExprKind::Call {
+                    callee: Box::new(id),
+                    args: args.into_boxed_slice(),
+                },
                 span,
             });
         }
@@ -935,11 +940,10 @@ impl<'a> Parser<'a> {
             (Some(f), _) => f,
             (None, "block" | "grid") => self.ctx_axis(field.name == "block")?,
             _ => {
-                self.report(
-                    Diagnostic::error("P0102", format!("`ctx` has no field `{}`", field.name))
-                        .primary(field.span, "unknown field")
-                        .note("the fields are thread, threads, warp, warps, lane, lanes, block.x|y|z and grid.x|y|z"),
-                );
+                self.report(ParseError::NoCtxField {
+                    span: field.span,
+                    name: field.name,
+                });
                 return Err(Reported);
             }
         };
@@ -963,10 +967,10 @@ impl<'a> Parser<'a> {
             (false, "y") => CtxField::GridY,
             (false, "z") => CtxField::GridZ,
             _ => {
-                self.report(
-                    Diagnostic::error("P0102", format!("`ctx` has no axis `{}`", axis.name))
-                        .primary(axis.span, "expected `x`, `y` or `z`"),
-                );
+                self.report(ParseError::NoCtxAxis {
+                    span: axis.span,
+                    name: axis.name,
+                });
                 return Err(Reported);
             }
         })
@@ -989,12 +993,12 @@ impl<'a> Parser<'a> {
             end: self.prev_end(),
         });
         Ok(Expr {
-            kind: ExprKind::Collective {
+            kind: ExprKind::Collective(Box::new(Collective {
                 op,
                 config,
                 config_span: open.to(close),
                 args,
-            },
+            })),
             span,
         })
     }
@@ -1010,10 +1014,10 @@ impl<'a> Parser<'a> {
                 Some(Some(k)) => k,
                 _ => {
                     let found = self.text(key_span).to_string();
-                    self.report(
-                        Diagnostic::error("P0103", format!("unknown configuration `{found}`"))
-                            .primary(key_span, "expected over, width, from, xor, down or up"),
-                    );
+                    self.report(ParseError::UnknownConfig {
+                        span: key_span,
+                        found,
+                    });
                     return Err(Reported);
                 }
             };
@@ -1030,6 +1034,7 @@ impl<'a> Parser<'a> {
                 span,
             });
             if !self.eat(&Tok::Comma) {
+                items.shrink_to_fit();
                 return Ok(items);
             }
         }

@@ -320,3 +320,100 @@ fn autotune_variants_are_bounded_by_their_total_size() {
     assert!(ptx(&tuned_kernel(8, 40_000)).contains(".entry k__J8"));
     the_error(&tuned_kernel(9, 40_000), "P0311");
 }
+
+#[test]
+fn a_number_the_lexer_refused_is_reported_once() {
+    // The lexer read a too-large or malformed number as 0, and the checker
+    // then reported the 0: "an unroll factor ... found 0", "`@launch(0)`",
+    // "a tensor dim cannot be 0".
+    let big = "99999999999999999999";
+    for (code, bad) in [("P0003", big), ("P0004", "4x")] {
+        let sources = [
+            format!("@launch(32)\nkernel k(y: tensor<f32>[N]) {{\n  var a = 0.0\n  for i in range(0, N) unroll {bad} {{\n    a = a + 1.0\n  }}\n  y[ctx.thread] = a\n}}\n"),
+            format!("@launch({bad})\nkernel k(y: tensor<f32>[N]) {{\n  y[ctx.thread] = 1.0\n}}\n"),
+            format!("@launch(32)\nkernel k(y: tensor<f32>[{bad}]) {{\n  y[ctx.thread] = 1.0\n}}\n"),
+            format!("@autotune(K in [{bad}, 64])\n@launch(32)\nkernel k(W: tensor<f32>[N, K], y: tensor<f32>[N]) {{\n  y[ctx.thread] = W[ctx.thread, 0]\n}}\n"),
+            format!("@aligned(N = {bad})\n@launch(32)\nkernel k(y: tensor<f32>[N]) {{\n  y[ctx.thread] = 1.0\n}}\n"),
+            format!("@launch(32)\nkernel k(y: tensor<f32>[N]) {{\n  y[ctx.thread] = f32({bad} + 1)\n}}\n"),
+        ];
+        for src in sources {
+            let codes: Vec<&str> = diags(&src)
+                .iter()
+                .filter(|d| d.is_error())
+                .map(|d| d.code.as_str())
+                .collect();
+            assert_eq!(codes, [code], "{src}");
+        }
+    }
+}
+
+#[test]
+fn a_constant_dim_above_i32_is_p0203_not_truncated() {
+    // `tensor<f32>[18446744073709551615, ...]` checked and compiled: the
+    // dim went into the PTX as an `i32`, truncated.
+    let kernel = |dim: &str| {
+        format!("@launch(32)\nkernel k(y: tensor<f32>[{dim}, 4]) {{\n  y[ctx.thread % 4, 1] = 1.0\n}}\n")
+    };
+    for dim in ["18446744073709551615", "2147483648"] {
+        let d = the_error(&kernel(dim), "P0203");
+        assert_eq!(
+            d.message,
+            format!("the tensor dim {dim} does not fit in i32")
+        );
+    }
+    assert!(ptx(&kernel("2147483647")).contains(".entry k"));
+}
+
+#[test]
+fn a_constant_operation_without_a_value_is_p0419() {
+    // `let a = 1 / 0` compiled silently to a division the language leaves
+    // undefined.
+    let kernel = |e: &str| {
+        format!("@launch(32)\nkernel k(x: tensor<i32>[N], y: tensor<i32>[N]) {{\n  let a = {e}\n  y[ctx.thread] = a\n}}\n")
+    };
+    for (e, why) in [
+        ("1 / 0", "integer division by zero"),
+        ("7 % 0", "integer division by zero"),
+        ("1 << 32", "shift by a negative amount"),
+        ("1 >> -1", "shift by a negative amount"),
+        ("-2147483647 - 1 + 0 * x[0]", ""),
+    ] {
+        let ds = diags(&kernel(e));
+        let warned: Vec<&Diagnostic> = ds.iter().filter(|d| d.code == "P0419").collect();
+        if why.is_empty() {
+            assert!(warned.is_empty(), "{e}: {warned:?}");
+            continue;
+        }
+        assert_eq!(warned.len(), 1, "{e}: {ds:?}");
+        assert!(!warned[0].is_error(), "{e}: a warning, the kernel compiles");
+        assert!(
+            warned[0].message.contains(why),
+            "{e}: {}",
+            warned[0].message
+        );
+        assert!(
+            warned[0].message.contains(&format!("`{e}`")),
+            "{}",
+            warned[0].message
+        );
+    }
+    // The smallest i64 divided by -1; an overflow that only wraps is defined.
+    let d = the_error_or_warning(&kernel("i32(i64(-9223372036854775807 - 1) / -1)"));
+    assert!(
+        d.message.contains("signed division overflow"),
+        "{}",
+        d.message
+    );
+    assert!(diags(&kernel("2147483647 + 1"))
+        .iter()
+        .all(|d| d.code != "P0419"));
+    // Not constant: left to run time without a word.
+    assert!(diags(&kernel("x[0] / 0")).iter().all(|d| d.code != "P0419"));
+}
+
+fn the_error_or_warning(src: &str) -> Diagnostic {
+    diags(src)
+        .into_iter()
+        .find(|d| d.code == "P0419")
+        .expect("P0419")
+}

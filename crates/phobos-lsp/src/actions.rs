@@ -144,9 +144,10 @@ impl Analysis {
         }
         let the_if = chain[top];
         let coll = find_expr(chain.last()?, at)?;
-        let ExprKind::Collective { op, .. } = &coll.kind else {
+        let ExprKind::Collective(c) = &coll.kind else {
             return None;
         };
+        let op = &c.op;
         if !self.movable(coll, the_if.span) {
             return None;
         }
@@ -489,9 +490,9 @@ pub(crate) fn walk_expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
                 }
             }
         }
-        ExprKind::Collective { config, args, .. } => {
-            config.iter().for_each(|c| walk_expr(&c.value, f));
-            args.iter().for_each(|a| walk_expr(a, f));
+        ExprKind::Collective(c) => {
+            c.config.iter().for_each(|c| walk_expr(&c.value, f));
+            c.args.iter().for_each(|a| walk_expr(a, f));
         }
         ExprKind::Shared { dims, .. } => dims.iter().for_each(|d| walk_expr(d, f)),
         ExprKind::Int(_)

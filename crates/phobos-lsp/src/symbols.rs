@@ -401,9 +401,9 @@ impl Resolver<'_> {
                     }
                 }
             }
-            ExprKind::Collective { config, args, .. } => {
-                config.iter().for_each(|c| self.expr(&c.value));
-                args.iter().for_each(|a| self.expr(a));
+            ExprKind::Collective(c) => {
+                c.config.iter().for_each(|c| self.expr(&c.value));
+                c.args.iter().for_each(|a| self.expr(a));
             }
             ExprKind::Shared { dims, .. } => dims.iter().for_each(|d| self.expr(d)),
             ExprKind::Int(_)

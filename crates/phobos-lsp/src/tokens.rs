@@ -137,7 +137,7 @@ impl Analysis {
                 | Tok::In
                 | Tok::True
                 | Tok::False => plain(TokenType::Keyword),
-                Tok::Int(_) | Tok::Float(_) => plain(TokenType::Number),
+                Tok::Int(_) | Tok::Float(_) | Tok::BadNumber => plain(TokenType::Number),
                 Tok::Ident => {
                     let word = text(i);
                     let prev = i.checked_sub(1).and_then(kind);

@@ -32,7 +32,7 @@ pub(crate) struct AtomicParts {
 pub(crate) fn atomic_call(e: &ast::Expr) -> Option<(&Ident, &[ast::Expr])> {
     match &e.kind {
         ExprKind::Call { callee, args } if is_atomic_name(&callee.name) => {
-            Some((callee, args.as_slice()))
+            Some((&**callee, &**args))
         }
         _ => None,
     }

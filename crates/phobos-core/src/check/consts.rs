@@ -37,3 +37,23 @@ pub(crate) fn fold_binary(
     let v = consteval::exact(op, t, a, b).ok()?;
     Some(mk(hir::ExprKind::Const(ConstVal::Int(v)), ty, span))
 }
+
+/// Why `x op y` on integer constants has no defined value, when it has
+/// none whatever the arithmetic (division by zero, the smallest signed
+/// value divided by -1, a shift out of range): not folded, and left to run
+/// time, where the language defines no result (P0419). An exact result
+/// that only overflows wraps at run time and is defined.
+pub(crate) fn undefined_binary(
+    op: BinOp,
+    x: &hir::Expr,
+    y: &hir::Expr,
+    ty: Ty,
+) -> Option<consteval::Undefined> {
+    use consteval::Undefined as U;
+    let (a, b) = (const_int(x)?, const_int(y)?);
+    let Ty::Scalar(t) = ty else { return None };
+    match consteval::exact(op, t, a, b) {
+        Err(u @ (U::DivisionByZero | U::DivisionOverflow | U::ShiftOutOfRange)) => Some(u),
+        _ => None,
+    }
+}

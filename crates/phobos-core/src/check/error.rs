@@ -160,6 +160,15 @@ pub enum CheckError {
     DimNamedLikeParam { name: String, span: Span },
     /// P0203.
     ZeroDim { span: Span },
+    /// P0203: a constant dim above `i32` (it was truncated in the PTX).
+    DimTooWide { dim: u64, span: Span },
+    /// P0419 (a warning): an operation on constants the language leaves
+    /// without a value (`1 / 0`, `1 << 32`), kept for run time.
+    UndefinedConstant {
+        text: String,
+        why: crate::consteval::Undefined,
+        span: Span,
+    },
     /// P0308.
     GridCount { found: usize, span: Span },
     /// P0300.
@@ -690,7 +699,8 @@ impl CheckError {
             AttrTwice { .. } => Code::P0307,
             NoLaunch { .. } => Code::P0301,
             ParamTwice { .. } | DimNamedLikeParam { .. } => Code::P0202,
-            ZeroDim { .. } => Code::P0203,
+            ZeroDim { .. } | DimTooWide { .. } => Code::P0203,
+            UndefinedConstant { .. } => Code::P0419,
             UnknownAttr { .. } => Code::P0300,
             AlignedNotDim { .. } => Code::P0304,
             AlignedNotPositive { .. } => Code::P0305,
@@ -844,6 +854,14 @@ impl CheckError {
             ZeroDim { span } => code
                 .error("a tensor dim cannot be 0")
                 .primary(span, "an empty axis"),
+            UndefinedConstant { text, why, span } => code
+                .warning(format!("`{text}` has no defined value: {why}"))
+                .primary(span, "both operands are constants")
+                .note("the language leaves integer division by zero, the smallest signed value divided by -1, and a shift by a negative amount or by at least the type's width undefined"),
+            DimTooWide { dim, span } => code
+                .error(format!("the tensor dim {dim} does not fit in i32"))
+                .primary(span, "above 2147483647")
+                .note("a dim is from 1 to 2147483647: indices are 32-bit"),
             GridCount { found, span } => code
                 .error(format!("`@grid` takes 1 to 3 expressions, found {found}"))
                 .primary(span, "write `@grid(x)`, `@grid(x, y)` or `@grid(x, y, z)`"),
@@ -1698,6 +1716,12 @@ impl CheckError {
             ParamTwice { name: name(), span },
             DimNamedLikeParam { name: name(), span },
             ZeroDim { span },
+            DimTooWide { dim: 1 << 40, span },
+            UndefinedConstant {
+                text: "1 / 0".to_string(),
+                why: crate::consteval::Undefined::DivisionByZero,
+                span,
+            },
             GridCount { found: 4, span },
             UnknownAttr { name: name(), span },
             AlignedNotDim { name: name(), span },

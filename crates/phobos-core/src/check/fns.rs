@@ -125,9 +125,10 @@ impl<'a> BodyWalk<'a, '_> {
                 subs.iter().for_each(|s| self.subscript(s));
             }
             ExprKind::Shared { dims, .. } => dims.iter().for_each(|d| self.expr(d)),
-            ExprKind::Collective {
-                op, config, args, ..
-            } => {
+            ExprKind::Collective(c) => {
+                let ast::Collective {
+                    op, config, args, ..
+                } = &**c;
                 config.iter().for_each(|c| self.config_value(&c.value));
                 let (value, combine) = match (op.name.as_str(), args.as_slice()) {
                     ("reduce", [x, f]) => (Some(x), Some(f)),

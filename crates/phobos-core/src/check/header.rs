@@ -171,6 +171,18 @@ fn add_dim(
             diags.push(CheckError::ZeroDim { span: *span }.into());
             DimRef::Const(1)
         }
+        Dim::Const(v, span) if *v > i32::MAX as u64 => {
+            // Dims are `i32` in the kernel (indices, bounds, strides): a
+            // larger constant was truncated in the PTX.
+            diags.push(
+                CheckError::DimTooWide {
+                    dim: *v,
+                    span: *span,
+                }
+                .into(),
+            );
+            DimRef::Const(1)
+        }
         Dim::Const(v, _) => DimRef::Const(*v),
         Dim::Name(name) => match h.bindings.get(&name.name) {
             Some(Binding::Dim(id)) => {
@@ -251,6 +263,7 @@ fn add_aligned(h: &mut Header, name: &ast::Ident, value: &ast::Expr, diags: &mut
     };
     match ast_const(value, &|_| None) {
         Some(v) if v > 0 => h.aligned.push((dim, v as u64)),
+        None if has_error(value) => {}
         _ => diags.push(CheckError::AlignedNotPositive { span: value.span }.into()),
     }
 }
@@ -290,6 +303,7 @@ fn add_autotune(
             Some(x) if is_dim && x < 1 => diags.push(bad(BadTuneValue::NotDimSize(x))),
             Some(x) if out.contains(&x) => diags.push(bad(BadTuneValue::Twice(x))),
             Some(x) => out.push(x),
+            None if has_error(v) => {}
             None => diags.push(CheckError::AutotuneNotConstant { span: v.span }.into()),
         }
     }
@@ -332,6 +346,18 @@ pub(crate) fn ast_const(e: &ast::Expr, names: &dyn Fn(&str) -> Option<i64>) -> O
     }
 }
 
+/// Whether an attribute's value holds an expression that already had an
+/// error (a number the lexer refused): then "not a constant" would be a
+/// second message about the same mistake.
+fn has_error(e: &ast::Expr) -> bool {
+    match &e.kind {
+        ExprKind::Error => true,
+        ExprKind::Unary(_, x) => has_error(x),
+        ExprKind::Binary(_, a, b) => has_error(a) || has_error(b),
+        _ => false,
+    }
+}
+
 /// The threads per CTA of one variant, checked: a multiple of 32 from 32 to 1024.
 pub(crate) fn launch_threads(
     h: &Header,
@@ -352,6 +378,7 @@ pub(crate) fn launch_threads(
             );
             None
         }
+        None if has_error(e) => None,
         None => {
             diags.push(CheckError::LaunchNotConstant { span: e.span }.into());
             None

@@ -12,7 +12,10 @@ pub(crate) const MAX_UNROLL: u64 = 32;
 impl Cx<'_> {
     pub fn block(&mut self, b: &ast::Block) -> hir::Block {
         self.push_scope();
-        let stmts = b.stmts.iter().filter_map(|s| self.stmt(s)).collect();
+        // At most one statement per statement of the tree: room for exactly
+        // that many, not the doubling growth of `collect` (filtered).
+        let mut stmts = Vec::with_capacity(b.stmts.len());
+        stmts.extend(b.stmts.iter().filter_map(|s| self.stmt(s)));
         self.pop_scope();
         hir::Block { stmts }
     }
@@ -41,7 +44,7 @@ impl Cx<'_> {
                     .as_ref()
                     .map_or(hir::Block { stmts: vec![] }, |b| self.block(b));
                 Some(hir::StmtKind::If {
-                    cond: cond?,
+                    cond: Box::new(cond?),
                     then,
                     els,
                 })
@@ -54,13 +57,23 @@ impl Cx<'_> {
                 unroll,
                 body,
                 ..
-            } => self.for_stmt(var, start, end, step.as_deref(), *unroll, body),
+            } => self.for_stmt(
+                var,
+                start,
+                end,
+                step.as_deref(),
+                unroll.as_deref().copied(),
+                body,
+            ),
             StmtKind::While { cond, body } => {
                 let cond = self.expr_of(cond, ScalarTy::Bool, "a condition");
                 self.loop_depth += 1;
                 let body = self.block(body);
                 self.loop_depth -= 1;
-                Some(hir::StmtKind::While { cond: cond?, body })
+                Some(hir::StmtKind::While {
+                    cond: Box::new(cond?),
+                    body,
+                })
             }
             StmtKind::Break | StmtKind::Continue => {
                 let (word, kind) = match s.kind {
@@ -338,9 +351,9 @@ impl Cx<'_> {
         };
         Some(hir::StmtKind::For {
             var: local,
-            start: s?,
-            end: e?,
-            step: st?,
+            start: Box::new(s?),
+            end: Box::new(e?),
+            step: Box::new(st?),
             unroll: unroll?,
             body,
         })
@@ -423,7 +436,7 @@ impl Cx<'_> {
             index,
             axis,
             len,
-            value: v,
+            value: Box::new(v),
             only: Some(Box::new(i)),
         })
     }

@@ -123,7 +123,8 @@ impl Cx<'_> {
         let out: Vec<Ex> = subs
             .iter()
             .map(|s| match s {
-                Subscript::Point(e) | Subscript::Span { start: e, .. } => self.index(e),
+                Subscript::Point(e) => self.index(e),
+                Subscript::Span { start, .. } => self.index(start),
                 Subscript::Full(span) => Some(const_i32(0, *span)),
             })
             .collect();
@@ -320,7 +321,7 @@ impl Cx<'_> {
                 Some(hir::StmtKind::Store {
                     dst: mem.memory,
                     index,
-                    value,
+                    value: Box::new(value),
                 })
             }
             Shape::Run { index, axis, len } => {
@@ -330,7 +331,7 @@ impl Cx<'_> {
                     index,
                     axis,
                     len,
-                    value,
+                    value: Box::new(value),
                     only: None,
                 })
             }

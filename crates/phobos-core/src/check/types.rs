@@ -3,7 +3,7 @@
 //! an untyped literal takes it (integer literals default to i32, float
 //! literals to f32). Nothing else converts implicitly.
 
-use super::consts::{fits, fold_binary};
+use super::consts::{fits, fold_binary, undefined_binary};
 use super::cx::{
     const_i32, elem_of, mk, Binding, Cx, Ex, INLINE_BUDGET, MAX_EXPR_DEPTH, MAX_EXPR_NODES,
 };
@@ -123,12 +123,9 @@ impl Cx<'_> {
             ExprKind::Binary(op, a, b) => self.binary(*op, a, b, want, e.span),
             ExprKind::Call { callee, args } => self.call(callee, args, want, e.span),
             ExprKind::Index { base, subs } => self.index_expr(base, subs, e.span),
-            ExprKind::Collective {
-                op,
-                config,
-                config_span,
-                args,
-            } => self.collective(op, config, *config_span, args, want, e.span),
+            ExprKind::Collective(c) => {
+                self.collective(&c.op, &c.config, c.config_span, &c.args, want, e.span)
+            }
             ExprKind::Shared { .. } => self.scratch_in_expr(e.span),
             ExprKind::Error => None,
         }
@@ -363,6 +360,13 @@ impl Cx<'_> {
         let ty = self.binary_type(op, &x, &y, span)?;
         if let Some(folded) = fold_binary(op, &x, &y, ty, span) {
             return Some(folded);
+        }
+        if let Some(why) = undefined_binary(op, &x, &y, ty) {
+            self.report(CheckError::UndefinedConstant {
+                text: self.text(span).to_string(),
+                why,
+                span,
+            });
         }
         Some(mk(
             hir::ExprKind::Binary(op, Box::new(x), Box::new(y)),
