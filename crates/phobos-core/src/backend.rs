@@ -22,6 +22,7 @@ pub mod emit;
 pub mod ir;
 pub mod lower;
 pub mod metadata;
+pub mod padding;
 pub mod print;
 pub mod shared_plan;
 pub mod targets;

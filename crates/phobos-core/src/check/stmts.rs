@@ -275,6 +275,19 @@ impl Cx<'_> {
             Some(op) => self.compound(op, old, value, span)?,
             None => self.expr(value, elem_of(ty))?,
         };
+        if let (Ty::Run { len, elem }, Ty::Scalar(t)) = (v.ty, ty) {
+            if elem == t {
+                self.report(
+                    Diagnostic::error(
+                        "P0409",
+                        format!("`{n}` holds a scalar, the value is a run of {len} {}", elem.name()),
+                    )
+                    .primary(value.span, "a run cannot be kept in a variable")
+                    .note("take one value with `sum(...)` or `elem(run, i)`, or store the run whole with `A[r, k :+ L] = ...`"),
+                );
+                return None;
+            }
+        }
         if v.ty != ty {
             self.report(
                 Diagnostic::error(

@@ -5,7 +5,7 @@
 //! into a tile (`var t = x[...]`) and store one back (`A[...] = t`).
 
 use super::consts::const_int;
-use super::cx::{const_i32, mk, ty_name, Binding, Cx, Ex};
+use super::cx::{const_i32, elem_of, mk, ty_name, Binding, Cx, Ex};
 use crate::ast::{self, ExprKind, ScalarTy, Span, Subscript};
 use crate::diag::Diagnostic;
 use crate::hir::{self, DimRef, LocalKind, Memory, ParamKind, Ty};
@@ -424,6 +424,43 @@ impl Cx<'_> {
         let ok = v.ty == target_ty || (run.is_some() && v.ty == Ty::Scalar(mem.elem));
         if ok {
             return Some(v);
+        }
+        // The right elements in the wrong shape: a run into one element,
+        // or a run of another length.
+        let same_elem = elem_of(v.ty) == Some(mem.elem);
+        match (v.ty, target_ty) {
+            (Ty::Run { len, .. }, Ty::Scalar(_)) if same_elem => {
+                self.report(
+                    Diagnostic::error(
+                        "P0409",
+                        format!(
+                            "cannot store a run of {len} into one element of `{}`",
+                            mem.name
+                        ),
+                    )
+                    .primary(value.span, format!("a run of {len} {}", mem.elem.name()))
+                    .note(format!(
+                        "store it whole into a run of {len}, as in `{}[r, k :+ {len}] = ...`, or take one value with `sum(...)` or `elem(run, i)`",
+                        mem.name
+                    )),
+                );
+                return None;
+            }
+            (Ty::Run { len, .. }, Ty::Run { len: want, .. }) if same_elem => {
+                self.report(
+                    Diagnostic::error(
+                        "P0505",
+                        format!(
+                            "runs of different lengths: a run of {len} stored into a run of {want}"
+                        ),
+                    )
+                    .primary(value.span, format!("a run of {len}"))
+                    .secondary(span, format!("a run of {want}"))
+                    .note("a run is stored into a run of the same length (a scalar is broadcast)"),
+                );
+                return None;
+            }
+            _ => {}
         }
         self.report(
             Diagnostic::error(
