@@ -225,17 +225,19 @@ impl Cx<'_> {
             return None;
         };
         if !op.supports(mem.elem) {
-            self.report(
-                Diagnostic::error(
-                    "P0431",
-                    format!("`{}` is not defined on {}", op.name(), mem.elem.name()),
-                )
-                .primary(
-                    target.span,
-                    format!("`{}` holds {}", mem.name, mem.elem.name()),
-                )
-                .note(supported_note(op)),
-            );
+            let mut d = Diagnostic::error(
+                "P0431",
+                format!("`{}` is not defined on {}", op.name(), mem.elem.name()),
+            )
+            .primary(
+                target.span,
+                format!("`{}` holds {}", mem.name, mem.elem.name()),
+            )
+            .note(supported_note(op));
+            if let Some(n) = float_min_max_note(op, mem.elem) {
+                d = d.note(n);
+            }
+            self.report(d);
             return None;
         }
         self.mark_written(mem.memory);
@@ -266,6 +268,32 @@ fn atomic_into(p: AtomicParts, local: LocalId) -> hir::StmtKind {
 }
 
 /// The types an atomic takes, for P0431's note.
+/// Why a float `atomic_min`/`atomic_max` is refused, and what to do
+/// instead. Checked with ptxas 12.9: PTX has f16/bf16 `min`/`max` atomics
+/// only in the vector form on global memory, sm_90 and newer
+/// (`atom.global.v2.min.noftz.f16` updates two adjacent elements; the
+/// scalar `atom.global.min.noftz.f16` is refused with "Vector modifier
+/// required"), and no f32/f64 `min`/`max` atomic at all.
+fn float_min_max_note(op: AtomicOp, t: ScalarTy) -> Option<String> {
+    if !matches!(op, AtomicOp::Min | AtomicOp::Max) || !t.is_float() {
+        return None;
+    }
+    let which = if matches!(t, ScalarTy::F16 | ScalarTy::BF16) {
+        format!(
+            "PTX has {} min and max atomics only on two or more adjacent elements of global memory at once (`atom.global.v2.{}.noftz.{}`, sm_90 and newer), which would update the neighbours too, and none on one element",
+            t.name(),
+            if op == AtomicOp::Min { "min" } else { "max" },
+            t.name()
+        )
+    } else {
+        format!("PTX has no {} min or max atomic", t.name())
+    };
+    Some(format!(
+        "{which}: fold the values first (`{}<over ctx.thread>(x)`) and let one thread per CTA update, or keep them in an integer type",
+        if op == AtomicOp::Min { "min" } else { "max" }
+    ))
+}
+
 fn supported_note(op: AtomicOp) -> String {
     let types = ScalarTy::ALL
         .iter()
