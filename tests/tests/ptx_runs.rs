@@ -147,3 +147,30 @@ fn runs_at_eight_byte_alignment_move_in_eight_byte_pieces_and_compute_right() {
     }
     o.check("Y", &y);
 }
+
+#[test]
+fn a_computed_run_argument_read_from_a_tile_runs_after_the_tile_is_copied() {
+    // The argument `t[0, j :+ 4] * s` reads the tile the CTA copied: its
+    // elements are computed before the statement, after the barrier that
+    // follows the copy. The simulator's racecheck and initcheck run.
+    let src = "fn cube(x) = x * x * x
+@launch(64)
+kernel k(X: tensor<f32>[1, 256], Y: tensor<f32>[1, 256], s: f32) {
+  var t = X[0 :+ 1, 0 :+ 256]
+  let j = (63 - ctx.thread) * 4
+  Y[0, j :+ 4] = cube(t[0, j :+ 4] * s) + cube(t[0, j :+ 4] - s)
+}
+";
+    let s = 0.75f32;
+    let o = Case::source(src, "k.pho", "k")
+        .scalar("s", phobos_conformance::sim_support::Scalar::F32(s))
+        .run([1, 1, 1]);
+    let x = o.input("X");
+    let mut y = o.expect("Y");
+    let cube = |v: f64| v * v * v;
+    for i in 0..256 {
+        let v = x.f(i);
+        y.set_f(i, cube(v * f64::from(s)) + cube(v - f64::from(s)));
+    }
+    o.check("Y", &y);
+}
