@@ -1020,6 +1020,7 @@ pub fn run_math() {
             if x > z { x } else { a },
             if a > 0.0 { z.max(-0.25) } else { 0.0 },
             f64::from((x8.abs() + 2) / 3 + z8.min(2)),
+            f64::from(x8.count_ones()),
         ];
         for (q, v) in row.iter().enumerate() {
             y.set_f(q * n * k + i, *v);

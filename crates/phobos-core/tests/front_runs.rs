@@ -85,6 +85,7 @@ fn every_elementwise_builtin_takes_runs_and_broadcasts_scalars() {
         "select(A[0, 0 :+ 4] > s, s, 2.0)",
         "f32(cdiv(C[0, 0 :+ 4], 3))",
         "f32(abs(C[0, 0 :+ 4]) + max(C[0, 0 :+ 4], 1))",
+        "f32(popcount(C[0, 0 :+ 4]))",
     ];
     for call in calls {
         let ks = accepted(&k(&format!("  A[1, 0 :+ 4] = {call}")));
@@ -145,7 +146,7 @@ fn a_run_where_a_fn_needs_a_scalar_is_reported_inside_the_call() {
         .any(|l| l.message == "in this call of `mix`"));
     // A scalar-only built-in given a run through a fn.
     assert_eq!(
-        codes("fn pc(x) = popcount(x)\n@launch(32)\nkernel k(C: tensor<i32>[1, 64]) {\n  C[0, ctx.lane] = pc(C[0, 0 :+ 4])\n}\n"),
+        codes("fn dp(x) = dp4a(x, 1, 0)\n@launch(32)\nkernel k(C: tensor<i32>[1, 64]) {\n  C[0, ctx.lane] = dp(C[0, 0 :+ 4])\n}\n"),
         ["P0409"]
     );
     // A fn that needs a run given a scalar.

@@ -415,7 +415,8 @@ impl Cx<'_> {
         if !self.arity(callee, args, 1, span) {
             return None;
         }
-        let x = self.scalar_expr(&args[0], None)?;
+        // Elementwise on a run of integers, like the math built-ins.
+        let x = self.expr(&args[0], None)?;
         if !elem_of(x.ty).is_some_and(ScalarTy::is_int) {
             self.report(
                 Diagnostic::error(
@@ -426,9 +427,13 @@ impl Cx<'_> {
             );
             return None;
         }
+        let len = match x.ty {
+            Ty::Run { len, .. } => Some(len),
+            _ => None,
+        };
         Some(mk(
             hir::ExprKind::Builtin(Builtin::Popcount, vec![x]),
-            Ty::Scalar(ScalarTy::I32),
+            run_or_scalar(ScalarTy::I32, len),
             span,
         ))
     }
