@@ -382,12 +382,19 @@ impl Bounds<'_> {
                 self.memo.insert(*local, v);
                 self.range(body)
             }
-            ExprKind::Convert(x) if matches!(e.ty, hir::Ty::Scalar(t) if t.is_int()) => {
-                match x.ty {
-                    hir::Ty::Scalar(t) if t.is_int() => self.range(x),
-                    _ => ANY,
+            // An integer conversion keeps the value only when it fits the
+            // new type (`u8(x)` of a negative `x` wraps to a large one).
+            ExprKind::Convert(x) => match (x.ty, e.ty) {
+                (hir::Ty::Scalar(from), hir::Ty::Scalar(to)) if from.is_int() && to.is_int() => {
+                    let r = self.range(x);
+                    if fits(r, to) {
+                        r
+                    } else {
+                        ANY
+                    }
                 }
-            }
+                _ => ANY,
+            },
             ExprKind::Unary(crate::ast::UnOp::Neg, x) => {
                 let r = self.range(x);
                 Range {
@@ -513,6 +520,17 @@ fn binary(op: BinOp, x: Range, y: Range) -> Range {
     }
 }
 
+/// Whether every value of `r` is a value of the integer type `t`.
+fn fits(r: Range, t: crate::ast::ScalarTy) -> bool {
+    let bits = 8 * t.size();
+    let (min, max) = if t.is_signed() {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    };
+    r.lo.is_some_and(|lo| lo >= min) && r.hi.is_some_and(|hi| hi <= max)
+}
+
 fn const_of(e: &hir::Expr) -> Option<i128> {
     match e.kind {
         ExprKind::Const(ConstVal::Int(v)) => Some(v),
@@ -563,6 +581,18 @@ mod tests {
         // `k % 40` reaches 39, the last column.
         let src = "@launch(64)\nkernel t(A: tensor<f32>[N]) {\n  var t = shared<f32>[2, 40]\n  t[0, ctx.thread % 40] = 1.0\n  A[ctx.thread] = t[0, ctx.lane]\n}\n";
         assert_eq!(pads(src), vec![]);
+    }
+
+    #[test]
+    fn a_conversion_that_may_wrap_bounds_nothing() {
+        // `u8(ctx.lane - 8)` is 248 and up for lanes below 8, so the `min`
+        // reaches column 39: none of the 40 columns is padding (taking the
+        // range through the conversion said 23, and 16 columns of padding).
+        let src = "@launch(32)\nkernel t(A: tensor<f32>[N]) {\n  var t = shared<f32>[2, 40]\n  t[0, ctx.lane] = 1.0\n  A[ctx.lane] = t[0, min(i32(u8(ctx.lane - 8)), 39)]\n}\n";
+        assert_eq!(pads(src), vec![]);
+        // Widening keeps the bound: `i32(u8(ctx.lane))` is below 32.
+        let src = "@launch(32)\nkernel t(A: tensor<f32>[N]) {\n  var t = shared<f32>[2, 40]\n  t[0, ctx.lane] = 1.0\n  A[ctx.lane] = t[0, i32(u8(ctx.lane))]\n}\n";
+        assert_eq!(pads(src), vec![("t".to_string(), 8)]);
     }
 
     #[test]
