@@ -906,6 +906,129 @@ pub fn run_store() {
     o.check("Y2", &y2);
 }
 
+/// GELU, the tanh form, in f64.
+fn gelu_ref(x: f64) -> f64 {
+    0.5 * x * (1.0 + (0.797_884_560_8 * (x + 0.044_715 * x * x * x)).tanh())
+}
+
+pub fn run_fn() {
+    // 66 runs over 64-thread CTAs: the second CTA is ragged, a third runs
+    // past the end.
+    let (n, k) = (11, 24);
+    let alpha = 1.625f32;
+    let o = Case::corpus("run_fn")
+        .dims(&[("N", n as i64), ("K", k as i64), ("Q", (k / 4) as i64)])
+        .scalar("alpha", Scalar::F32(alpha))
+        .run(g1(cdiv(n * k / 4, 64) + 1));
+    let (xs, zs) = (o.input("X"), o.input("Z"));
+    let a = f64::from(alpha);
+    let cube = |x: f64| x * x * x;
+    let relu = |x: f64| x.max(0.0);
+    let (mut y, mut s) = (o.expect("Y"), o.expect("S"));
+    for i in 0..n * k {
+        let (x, z) = (xs.f(i), zs.f(i));
+        let v = cube(x) + z;
+        y.set_f(i, cube(relu(x * a - 0.25)));
+        y.set_f(n * k + i, if v > 0.0 { v } else { a * v });
+        y.set_f(2 * n * k + i, cube(cube(x + 0.5) * 0.5));
+    }
+    for i in 0..n * k / 4 {
+        let dot: f64 = (0..4)
+            .map(|e| relu(xs.f(4 * i + e)) * zs.f(4 * i + e) * a)
+            .sum();
+        s.set_f(i, dot);
+    }
+    o.check("Y", &y);
+    o.check("S", &s);
+}
+
+pub fn run_gelu() {
+    // 37 rows over 128-thread CTAs of 17 runs per row: the last CTA is
+    // ragged, and one more CTA than needed runs past the end. Inputs in
+    // [-4, 4) cover both tails of the curve.
+    for (n, k, extra) in [(37, 68, 1), (3, 4, 0)] {
+        let o = Case::corpus("run_gelu")
+            .dims(&[("N", n as i64), ("K", k as i64)])
+            .gen("X", Gen::Float(-4.0, 4.0))
+            .run(g1(cdiv(n * k / 4, 128) + extra));
+        let x = o.input("X");
+        let mut y = o.expect("Y");
+        for i in 0..n * k {
+            y.set_f(i, gelu_ref(x.f(i)));
+        }
+        o.check("Y", &y);
+    }
+}
+
+pub fn run_softmax() {
+    // 9 rows over 4 warps per CTA (the third CTA has one row), rows of 300
+    // (not a multiple of the warp's 128 elements per step), and a row of 4.
+    for (n, k, extra) in [(9, 300, 1), (2, 4, 0)] {
+        let o = Case::corpus("run_softmax")
+            .dims(&[("N", n as i64), ("K", k as i64)])
+            .gen("X", Gen::Float(-8.0, 8.0))
+            .run(g1(cdiv(n, 4) + extra));
+        let x = o.input("X");
+        let mut y = o.expect("Y");
+        for r in 0..n {
+            let row: Vec<f64> = (0..k).map(|c| x.f(r * k + c)).collect();
+            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let total: f64 = row.iter().map(|v| (v - m).exp()).sum();
+            for (c, v) in row.iter().enumerate() {
+                y.set_f(r * k + c, (v - m).exp() / total);
+            }
+        }
+        o.check("Y", &y);
+    }
+}
+
+pub fn run_math() {
+    let (n, k) = (13, 20);
+    let alpha = -0.375f32;
+    let o = Case::corpus("run_math")
+        .dims(&[("N", n as i64), ("K", k as i64)])
+        .gen("X", Gen::Float(-3.0, 3.0))
+        .scalar("alpha", Scalar::F32(alpha))
+        .run(g1(cdiv(n * k / 4, 64) + 1));
+    let (xs, zs) = (o.input("X"), o.input("Z"));
+    let a = f64::from(alpha);
+    let mut y = o.expect("Y");
+    for i in 0..n * k {
+        let (x, z) = (xs.f(i), zs.f(i));
+        // The products that feed floor, ceil and the integer conversions
+        // round in f32, as the kernel computes them.
+        let x3 = f64::from(x as f32 * 3.0);
+        let x8 = (x as f32 * 8.0) as i32;
+        let z8 = (z as f32 * 8.0) as i32;
+        let row = [
+            x.max(0.0),
+            x.min(z),
+            x.abs(),
+            x.abs().sqrt(),
+            1.0 / (x.abs() + 1.0).sqrt(),
+            x.exp(),
+            x.exp2(),
+            (x.abs() + 0.5).ln(),
+            (x.abs() + 0.5).log2(),
+            x.sin(),
+            x.cos(),
+            x.tanh(),
+            x3.floor(),
+            x3.ceil(),
+            x.mul_add(z, a),
+            a.mul_add(x, 1.0),
+            if x > z { x } else { a },
+            if a > 0.0 { z.max(-0.25) } else { 0.0 },
+            f64::from((x8.abs() + 2) / 3 + z8.min(2)),
+            f64::from(x8.count_ones()),
+        ];
+        for (q, v) in row.iter().enumerate() {
+            y.set_f(q * n * k + i, *v);
+        }
+    }
+    o.check("Y", &y);
+}
+
 pub fn run_unaligned() {
     let (n, k) = (40, 7);
     let o = Case::corpus("run_unaligned")
@@ -1487,7 +1610,7 @@ macro_rules! corpus_cases {
             int4_gemv, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
-            reg_gemm, reg_local, row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
+            reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
             scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,

@@ -186,9 +186,19 @@ pub fn report(m: &KernelMeta) -> String {
         }
         let _ = writeln!(s, "  shared memory: {} bytes", v.shared_bytes);
         for b in &v.shared_plan {
+            // Padding: the last bytes of each row, which no access reaches.
+            let padding = match b.padding {
+                Some(p) if p.row_bytes > 0 => format!(
+                    " ({} of them padding: the last {} of each {}-byte row, which no access reaches)",
+                    b.bytes / p.row_bytes * p.pad_bytes,
+                    p.pad_bytes,
+                    p.row_bytes
+                ),
+                _ => String::new(),
+            };
             let _ = writeln!(
                 s,
-                "    {} at offset {}, {} bytes, live lines {}-{}",
+                "    {} at offset {}, {} bytes{padding}, live lines {}-{}",
                 b.name, b.offset, b.bytes, b.live_lines.0, b.live_lines.1
             );
         }

@@ -277,6 +277,27 @@ fn report_shows_widths_alignment_plan_and_barriers() {
 }
 
 #[test]
+fn report_shows_the_padding_of_a_scratch_tile_and_whole_run_stores() {
+    let out = phobos(&["report", corpus("scratch_transpose.pho").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let r = text(&out.stdout);
+    assert!(
+        r.contains("t at offset 0, 4224 bytes (128 of them padding: the last 4 of each 132-byte row, which no access reaches)"),
+        "{r}"
+    );
+    // A tile every access may reach has no padding line.
+    let out = phobos(&["report", corpus("tile_transpose.pho").to_str().unwrap()]);
+    assert!(!text(&out.stdout).contains("padding"));
+    // GELU's computed run is stored whole.
+    let out = phobos(&["report", corpus("run_gelu.pho").to_str().unwrap()]);
+    let r = text(&out.stdout);
+    assert!(
+        r.contains("store Y (4 elems): 16 bytes per instruction, proven 16-byte aligned"),
+        "{r}"
+    );
+}
+
+#[test]
 fn ptx_of_a_file_with_several_kernels_is_one_module() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("two.pho");

@@ -24,6 +24,7 @@ pub mod error;
 pub mod ir;
 pub mod lower;
 pub mod metadata;
+pub mod padding;
 pub mod print;
 pub mod shared_plan;
 pub mod targets;

@@ -427,7 +427,9 @@ pub enum ShflMode {
 pub enum ExprKind {
     /// A literal, already given its type in `Expr::ty`.
     Const(ConstVal),
-    /// A scalar local (tiles are only reached through `Load`/`RunLoad`).
+    /// A scalar local (tiles are only reached through `Load`/`RunLoad`),
+    /// or, with a `Ty::Run` type, a run-valued `fn` argument bound by a
+    /// `Let` (its `LocalKind::Scalar` is the element type).
     Local(LocalId),
     /// A scalar parameter.
     Param(ParamId),
@@ -475,8 +477,9 @@ pub enum ExprKind {
         combine: Option<Combine>,
     },
     /// A `fn` argument evaluated once: `local` takes `value`, then `body`
-    /// (the inlined fn body) reads it. Arguments that are already leaves
-    /// (constants, names, `ctx`) and runs are substituted instead.
+    /// (the inlined fn body) reads it. `value` may be a run: the local then
+    /// holds every element. Arguments that are already leaves (constants,
+    /// names, `ctx`) and run loads are substituted instead.
     Let {
         local: LocalId,
         value: Box<Expr>,

@@ -173,6 +173,19 @@ pub struct SharedBuffer {
     pub bytes: u32,
     /// Source line range over which the buffer is live.
     pub live_lines: (u32, u32),
+    /// A tile whose rows end in elements no access of the kernel reaches
+    /// (`shared<f32>[32, 33]` used as 32 x 32): the padding. Absent when
+    /// every element may be used, and in metadata written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub padding: Option<Padding>,
+}
+
+/// The padding of a shared tile: each row of `row_bytes` bytes (the last
+/// axis) ends in `pad_bytes` bytes that no access reaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Padding {
+    pub row_bytes: u32,
+    pub pad_bytes: u32,
 }
 
 /// A register array and where the compiler put it.

@@ -192,6 +192,37 @@ fn an_operation_not_defined_on_the_type_is_p0431() {
         "{:?}",
         diags[0].notes
     );
+    assert!(
+        diags[0].notes[1].contains("PTX has no f32 min or max atomic"),
+        "{:?}",
+        diags[0].notes
+    );
+}
+
+#[test]
+fn half_precision_min_and_max_say_why_they_are_refused() {
+    // ptxas 12.9 has f16/bf16 min/max atomics only as vector atomics on
+    // global memory (sm_90): none on one element, so P0431 with the reason.
+    for (body, ty, op) in [
+        ("  atomic_max(H[i], H[0])", "f16", "max"),
+        ("  atomic_min(B[i], B[0])", "bf16", "min"),
+    ] {
+        let (_, diags) = phobos_core::check_source(&k(body));
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert_eq!(diags[0].code, "P0431");
+        let note = &diags[0].notes[1];
+        assert!(
+            note.contains(&format!("atom.global.v2.{op}.noftz.{ty}")) && note.contains("sm_90"),
+            "{note}"
+        );
+        assert!(
+            note.contains(&format!("`{op}<over ctx.thread>(x)`")),
+            "{note}"
+        );
+    }
+    // Integer min/max take no such note.
+    let (_, diags) = phobos_core::check_source(&k("  atomic_and(H[i], H[0])"));
+    assert_eq!(diags[0].notes.len(), 1, "{:?}", diags[0].notes);
 }
 
 #[test]

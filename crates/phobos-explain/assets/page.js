@@ -139,10 +139,28 @@
       return svg("g", {}, ruler);
     }
     const px = RULER_W / bytes;
+    // Padding (bytes no access of the kernel reaches): grey hatching.
+    const defs = svg("defs", {}, ruler);
+    const hatch = svg("pattern", { id: "pad-hatch", width: 4, height: 4, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" }, defs);
+    svg("rect", { width: 4, height: 4, fill: "#d5d9de" }, hatch);
+    svg("line", { x1: 0, y1: 0, x2: 0, y2: 4, stroke: "#7d848c", "stroke-width": 2 }, hatch);
     T.shared.buffers.forEach((b, i) => {
       svg("rect", { x: 10 + b.offset * px, y: 14, width: Math.max(1, b.bytes * px), height: 26, fill: "#e8edf3", stroke: "#6b7785" }, ruler);
-      svg("text", { x: 14 + b.offset * px, y: 10 }, ruler, `${b.name} @ ${b.offset} (${b.bytes} B)`).setAttribute("data-buffer", i);
+      const pad = b.padding ? `, ${b.padding.bytes} B padding` : "";
+      svg("text", { x: 14 + b.offset * px, y: 10 }, ruler, `${b.name} @ ${b.offset} (${b.bytes} B${pad})`).setAttribute("data-buffer", i);
+      if (!b.padding) return;
+      const p = b.padding;
+      for (let r = 1; r <= p.rows; r++) {
+        const end = b.offset + r * p.row_bytes;
+        const title = `${b.name}: bytes ${end - p.pad_bytes} to ${end - 1} are padding (row ${r - 1} of ${p.rows}: the last ${p.pad_bytes} of its ${p.row_bytes} bytes, which no access reaches)`;
+        const rect = svg("rect", { x: 10 + (end - p.pad_bytes) * px, y: 14, width: Math.max(1, p.pad_bytes * px), height: 26, fill: "url(#pad-hatch)", class: "pad", "data-buffer": i }, ruler);
+        svg("title", {}, rect, title);
+      }
     });
+    if (T.shared.buffers.some((b) => b.padding)) {
+      const total = T.shared.buffers.reduce((n, b) => n + (b.padding ? b.padding.bytes : 0), 0);
+      html("span", "pad", $("shared-legend"), `padding: ${total} bytes no access reaches (hatched)`);
+    }
     // Ticks: 0, the end, and each buffer's edges.
     const ticks = new Set([0, bytes]);
     for (const b of T.shared.buffers) { ticks.add(b.offset); ticks.add(b.offset + b.bytes); }

@@ -63,9 +63,20 @@ pub fn caption(trace: &Trace) -> String {
         _ => format!("the tensors {}", names.join(", ")),
     };
     let cta = trace.picked_cta();
+    let padding: u32 = trace
+        .shared
+        .buffers
+        .iter()
+        .filter_map(|b| b.padding.map(|p| p.bytes))
+        .sum();
+    let padding = if padding > 0 {
+        format!(" ({padding} of them padding that no access reaches, hatched)")
+    } else {
+        String::new()
+    };
     format!(
         "{} with {} threads each, showing CTA {}. The drawing shows {tensors} in global memory \
-         with the picked CTA's current boxes, shared memory as a byte ruler of {} bytes with \
+         with the picked CTA's current boxes, shared memory as a byte ruler of {} bytes{padding} with \
          each buffer at its planned offset, the barriers kept and elided, and how the CTA's \
          threads and warp 0's lanes take part. The readout below describes each step.",
         grid_words(trace.grid),
@@ -122,7 +133,7 @@ const PANELS: &str = r#"<main>
 <section id="global"><h2>global memory</h2><div id="tensors"></div>
 <div class="legend"><span style="--sw:#4e79a7">read (one colour per warp)</span><span style="--sw:#4e79a7;--bd:#1d232b">written (outlined)</span><span style="--sw:#4e79a7;--bd:#9467bd">updated by atomics (dashed purple)</span><span style="--sw:#fff;--bd:#d62728">extra 128-byte lines</span><span style="--sw:#c5c9ce;--bd:#8a8f96">masked elements</span></div></section>
 <section id="shared"><h2>shared memory</h2><svg id="ruler" role="img" aria-label="shared memory byte ruler"></svg>
-<div class="legend"><span style="--sw:#e07b24">written</span><span style="--sw:#9467bd">atomics</span><span style="--sw:#4e79a7">read</span></div></section>
+<div class="legend" id="shared-legend"><span style="--sw:#e07b24">written</span><span style="--sw:#9467bd">atomics</span><span style="--sw:#4e79a7">read</span></div></section>
 <section id="barriers"><h2>barriers</h2><ul id="barrier-list"></ul></section>
 <section id="threads"><h2>threads and lanes</h2><svg id="threads-svg" role="img" aria-label="the CTA's threads"></svg>
 <svg id="lanes-svg" role="img" aria-label="warp 0's lanes and shuffles"></svg></section>

@@ -114,6 +114,46 @@ pub struct SharedBuffer {
     pub bytes: u32,
     /// First and last source line over which the buffer is live.
     pub live_lines: (u32, u32),
+    /// The bytes of a tile that no access of the kernel reaches (the
+    /// padding column of `shared<f32>[32, 33]`), drawn hatched on the ruler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub padding: Option<SharedPadding>,
+}
+
+/// Padding inside a shared buffer: each of its `rows` rows of `row_bytes`
+/// bytes ends in `pad_bytes` bytes that no access reaches, `bytes` in all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedPadding {
+    pub row_bytes: u32,
+    pub pad_bytes: u32,
+    pub rows: u32,
+    pub bytes: u32,
+}
+
+impl SharedBuffer {
+    /// The padding's byte ranges, `[start, end)` from the ruler's 0.
+    pub fn padding_ranges(&self) -> Vec<[u32; 2]> {
+        let Some(p) = self.padding else {
+            return Vec::new();
+        };
+        (1..=p.rows)
+            .map(|r| {
+                let end = self.offset + r * p.row_bytes;
+                [end - p.pad_bytes, end]
+            })
+            .collect()
+    }
+
+    /// `4224 bytes`, or `4224 bytes, 128 of them padding`.
+    pub fn size_words(&self) -> String {
+        match self.padding {
+            Some(p) => format!(
+                "{} bytes, {} of them padding: the last {} of each {}-byte row",
+                self.bytes, p.bytes, p.pad_bytes, p.row_bytes
+            ),
+            None => format!("{} bytes", self.bytes),
+        }
+    }
 }
 
 /// A barrier the compiler kept or elided.

@@ -357,7 +357,23 @@ fn access_sentence(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String 
             } else {
                 format!("bytes of {target}")
             };
-            format!("{subject} {verb} {bytes} in shared memory with {shape}.")
+            let padding = layout
+                .shared
+                .buffers
+                .iter()
+                .find(|b| Some(&b.name) == g.target.as_ref())
+                .and_then(|b| b.padding)
+                .map(|p| {
+                    format!(
+                        " {target} has {} of padding, the last {} of each {}-byte row, which no access reaches",
+                        count(u64::from(p.bytes), "byte", "bytes"),
+                        p.pad_bytes,
+                        p.row_bytes
+                    )
+                })
+                .unwrap_or_default();
+            let sep = if padding.is_empty() { "" } else { ";" };
+            format!("{subject} {verb} {bytes} in shared memory with {shape}{sep}{padding}.")
         }
         Space::Local => format!("{subject} {verb} local memory."),
     };

@@ -208,6 +208,7 @@ fn staged_trace_limited(events: CtaEvents, tiles: Vec<TileOp>, max_steps: usize)
             offset: 0,
             bytes: 1024,
             live_lines: (4, 10),
+            padding: None,
         }],
     };
     let barriers = vec![Barrier {

@@ -25,7 +25,7 @@ pub fn render(trace: &Trace) -> String {
                 .shared
                 .buffers
                 .iter()
-                .map(|b| format!("{} at offset {} ({} bytes)", b.name, b.offset, b.bytes))
+                .map(|b| format!("{} at offset {} ({})", b.name, b.offset, b.size_words()))
                 .collect();
             format!(": {}.", parts.join(", "))
         }

@@ -357,3 +357,68 @@ fn the_heat_column_shows_the_profile_counters_of_each_line() {
     )
     .expect("save");
 }
+
+#[test]
+fn the_padding_of_a_scratch_tile_is_hatched_on_the_ruler() {
+    let Some(mut b) = browser() else { return };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/in/scratch_transpose.pho"
+    ))
+    .expect("the corpus kernel is there");
+    let t = trace(
+        &src,
+        "scratch_transpose",
+        1,
+        vec![("A", shape(&[45, 70])), ("B", shape(&[70, 45]))],
+    );
+    let dir = artifacts();
+    let page = dir.join("scratch_transpose.html");
+    std::fs::write(&page, phobos_explain::html::render(&t)).expect("write the page");
+    let url = format!("file://{}", page.display());
+    open(&mut b, &page);
+    assert_eq!(problems(&mut b, &url), Vec::<String>::new());
+    // One hatched stripe per row of `shared<f32>[32, 33]`: the 4 bytes of
+    // column 32 at the end of each 132-byte row.
+    let stripes = b
+        .eval("document.querySelectorAll('#ruler rect.pad').length")
+        .expect("count the stripes");
+    assert_eq!(stripes, json!(32));
+    let fill = b
+        .eval("document.querySelector('#ruler rect.pad').getAttribute('fill')")
+        .expect("fill");
+    assert_eq!(fill, json!("url(#pad-hatch)"));
+    // The first stripe starts at byte 128 of the 4224-byte ruler, 560 px wide
+    // from x = 10.
+    let x = b
+        .eval("Number(document.querySelector('#ruler rect.pad').getAttribute('x'))")
+        .expect("x")
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!(
+        (x - (10.0 + 128.0 * 560.0 / 4224.0)).abs() < 1e-6,
+        "x = {x}"
+    );
+    let label = b
+        .eval("document.querySelector('#ruler text[data-buffer]').textContent")
+        .expect("label");
+    assert_eq!(label, json!("t @ 0 (4224 B, 128 B padding)"));
+    let legend = b
+        .eval("document.getElementById('shared-legend').textContent")
+        .expect("legend");
+    assert!(
+        legend
+            .as_str()
+            .unwrap_or_default()
+            .contains("padding: 128 bytes no access reaches (hatched)"),
+        "{legend}"
+    );
+    // Stepping draws the accesses over the ruler and leaves the stripes.
+    key(&mut b, "End", 35);
+    let stripes = b
+        .eval("document.querySelectorAll('#ruler rect.pad').length")
+        .expect("count the stripes");
+    assert_eq!(stripes, json!(32));
+    let png = b.screenshot().expect("screenshot");
+    std::fs::write(dir.join("scratch_transpose.png"), &png).expect("save the screenshot");
+}

@@ -98,6 +98,7 @@ pub fn run(k: &Kernel, args: &mut Args) -> R<()> {
                     block: [x, y, z].map(i128::from),
                     cta_id,
                     locals: vec![vec![S::I(0); k.threads as usize]; k.locals.len()],
+                    run_locals: BTreeMap::new(),
                     tiles: BTreeMap::new(),
                     args,
                     owner: &mut owner,
@@ -120,6 +121,8 @@ struct Cta<'a> {
     block: [i128; 3],
     cta_id: u32,
     locals: Vec<Vec<S>>,
+    /// Run-valued `fn` arguments bound by a `Let`: one run per thread.
+    run_locals: BTreeMap<u32, Vec<V>>,
     tiles: BTreeMap<u32, Vec<u64>>,
     args: &'a mut Args,
     /// Which CTA wrote each tensor element, to refuse cross-CTA races.
@@ -556,6 +559,10 @@ impl Cta<'_> {
                 };
                 fill(&mut out, mask, |_| V::S(s));
             }
+            ExprKind::Local(l) if self.run_locals.contains_key(&l.0) => {
+                let vals = &self.run_locals[&l.0];
+                fill(&mut out, mask, |t| vals[t].clone());
+            }
             ExprKind::Local(l) => {
                 let vals = &self.locals[l.0 as usize];
                 fill(&mut out, mask, |t| V::S(vals[t]));
@@ -564,6 +571,16 @@ impl Cta<'_> {
             // body that reads it.
             ExprKind::Let { local, value, body } => {
                 let v = self.eval(value, mask)?;
+                if matches!(value.ty, Ty::Run { .. }) {
+                    let runs = self
+                        .run_locals
+                        .entry(local.0)
+                        .or_insert_with(|| vec![IDLE; v.len()]);
+                    for t in Self::active(mask) {
+                        runs[t] = v[t].clone();
+                    }
+                    return self.eval(body, mask);
+                }
                 for t in Self::active(mask) {
                     self.locals[local.0 as usize][t] = v[t].s();
                 }
@@ -637,8 +654,29 @@ impl Cta<'_> {
                 let tys: Vec<ScalarTy> = args.iter().map(|a| scalar_ty(a.ty)).collect();
                 let vals = self.eval_all(args, mask)?;
                 for t in Self::active(mask) {
-                    let xs: Vec<S> = vals.iter().map(|v| v[t].s()).collect();
-                    out[t] = V::S(value::builtin(*b, &tys, ty, &xs)?);
+                    // Elementwise over runs, a scalar argument broadcast.
+                    let len = vals.iter().find_map(|v| match &v[t] {
+                        V::Run(r) => Some(r.len()),
+                        V::S(_) => None,
+                    });
+                    let at = |v: &V, i: usize| match v {
+                        V::Run(r) => r[i],
+                        V::S(s) => *s,
+                    };
+                    out[t] = match len {
+                        None => {
+                            let xs: Vec<S> = vals.iter().map(|v| v[t].s()).collect();
+                            V::S(value::builtin(*b, &tys, ty, &xs)?)
+                        }
+                        Some(n) => V::Run(
+                            (0..n)
+                                .map(|i| {
+                                    let xs: Vec<S> = vals.iter().map(|v| at(&v[t], i)).collect();
+                                    value::builtin(*b, &tys, ty, &xs)
+                                })
+                                .collect::<R<_>>()?,
+                        ),
+                    };
                 }
             }
             ExprKind::Load { src, index } => {

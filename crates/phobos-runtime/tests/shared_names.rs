@@ -12,6 +12,7 @@ fn variant() -> VariantMeta {
         offset,
         bytes,
         live_lines,
+        padding: None,
     };
     VariantMeta {
         entry: "k".into(),

@@ -299,20 +299,32 @@ fn decide(f: &Func, k: &hir::Kernel, d: &Divisibility, id: AccessId) -> AccessIn
                 per_elem(format!("the run's {bytes} bytes are not a power of two"))
             } else {
                 let want = bytes.min(16);
+                let what = if a.store { "store" } else { "load" };
                 if bytes > 16 && !bytes.is_multiple_of(16) {
                     per_elem(format!(
                         "the run's {bytes} bytes do not split into 16-byte pieces"
                     ))
                 } else if align < want {
-                    per_elem(format!(
-                        "the address is only proven {align}-byte aligned; a {want}-byte load needs {want}"
-                    ))
+                    let reason = format!(
+                        "the address is only proven {align}-byte aligned; a {want}-byte {what} needs {want}"
+                    );
+                    // Narrower vectors where the proven alignment allows
+                    // (a run of 4 f32 at 8 bytes: two 8-byte pieces).
+                    if align > size {
+                        AccessInfo {
+                            align,
+                            width: align,
+                            reason,
+                        }
+                    } else {
+                        per_elem(reason)
+                    }
                 } else if bytes > 16 {
                     AccessInfo {
                         align,
                         width: 16,
                         reason: format!(
-                            "16 bytes is the widest load; the run takes {}",
+                            "16 bytes is the widest {what}; the run takes {}",
                             bytes / 16
                         ),
                     }

@@ -129,6 +129,9 @@ pub struct Func {
     /// reaches `x`. `emit` then computes `x`'s address as `a`'s plus a
     /// constant, which ptxas folds into the load's immediate offset.
     pub access_shift: BTreeMap<AccessId, (AccessId, i64)>,
+    /// Side table filled by lowering (`padding`): for a tile buffer whose
+    /// rows end in elements no access reaches, how many.
+    pub tile_padding: BTreeMap<BufferId, u32>,
     pub body: Vec<StmtId>,
     /// Candidate barriers inside a statement, between evaluating its
     /// operands (which read a tile) and acting on them: the write of a
@@ -147,6 +150,9 @@ pub struct Expr {
 pub enum ExprKind {
     Const(ConstVal),
     Var(VarId),
+    /// A run held in vars, one per element: a run-valued `fn` argument,
+    /// evaluated once into them by `Set`s before its statement.
+    RunVars(Vec<VarId>),
     /// A scalar kernel parameter.
     Param(ParamId),
     /// A runtime dim (`.param .s32`).
@@ -435,6 +441,7 @@ impl Func {
         match &self.exprs[e].kind {
             ExprKind::Const(_)
             | ExprKind::Var(_)
+            | ExprKind::RunVars(_)
             | ExprKind::Param(_)
             | ExprKind::Dim(_)
             | ExprKind::Ctx(_) => vec![],

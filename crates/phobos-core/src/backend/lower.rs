@@ -88,6 +88,7 @@ fn lower_placed(
         array_index_depth: 0,
         full_unroll_copies: 1,
         dynamic_arrays: Vec::new(),
+        run_locals: HashMap::new(),
     };
     for (i, local) in kernel.locals.iter().enumerate() {
         let id = hir::LocalId(i as u32);
@@ -121,6 +122,11 @@ fn lower_placed(
         }
     }
     cx.place_arrays(in_local);
+    for (local, unused) in super::padding::unused_columns(kernel) {
+        if let Some(b) = cx.tiles.get(&local) {
+            cx.f.tile_padding.insert(*b, unused);
+        }
+    }
     let body = cx.block(&kernel.body);
     cx.f.body = body;
     (cx.f, cx.dynamic_arrays)
@@ -172,6 +178,9 @@ struct Lower<'k> {
     /// Arrays in registers found indexed by a value known only at run
     /// time, with that index.
     dynamic_arrays: Vec<(hir::LocalId, Span)>,
+    /// Run-valued `fn` arguments bound once: one var per element (see
+    /// `bind_run`).
+    run_locals: HashMap<hir::LocalId, Vec<VarId>>,
 }
 
 impl<'k> Lower<'k> {
@@ -907,6 +916,7 @@ impl<'k> Lower<'k> {
             ExprKind::Const(_) | ExprKind::Param(_) | ExprKind::Dim(_) => true,
             ExprKind::Ctx(c) => !matches!(c, CtxField::Thread | CtxField::Warp | CtxField::Lane),
             ExprKind::Var(v) => self.uniform_vars.contains(v),
+            ExprKind::RunVars(vs) => vs.iter().all(|v| self.uniform_vars.contains(v)),
             ExprKind::Load(_)
             | ExprKind::RunLoad(_)
             | ExprKind::LaneColl { .. }
@@ -927,6 +937,10 @@ impl<'k> Lower<'k> {
             }
             hir::ExprKind::Local(l) => match self.substituted.get(l).cloned() {
                 Some(value) => self.expr(&value),
+                None if self.run_locals.contains_key(l) => {
+                    let vars = self.run_locals[l].clone();
+                    self.push_expr(ExprKind::RunVars(vars), ty, span)
+                }
                 None => {
                     let v = self.locals[l];
                     self.push_expr(ExprKind::Var(v), ty, span)
@@ -935,6 +949,10 @@ impl<'k> Lower<'k> {
             hir::ExprKind::Let { local, value, body } => {
                 if self.lazy > 0 {
                     self.substituted.insert(*local, (**value).clone());
+                    return self.expr(body);
+                }
+                if let Ty::Run { elem, len } = value.ty {
+                    self.bind_run(*local, value, elem, len);
                     return self.expr(body);
                 }
                 // Evaluated once, before the statement that holds it.
@@ -1074,6 +1092,131 @@ impl<'k> Lower<'k> {
                 )
             }
         }
+    }
+
+    /// A run-valued `fn` argument (`gelu(X[r, j :+ 4] * s)`), evaluated
+    /// once before the statement like a scalar one: each element goes into
+    /// a var of its own, one `Set` per element, and the body reads the
+    /// vars (`RunVars`). The value is split elementwise so that no element
+    /// recomputes the others: its scalar parts (and the arguments of fn
+    /// calls inside it) are computed once first (`prepare_run`), and each
+    /// run load becomes element `i` of an equal run load, which `emit`
+    /// loads once for all the `Set`s.
+    fn bind_run(&mut self, local: hir::LocalId, value: &hir::Expr, elem: ScalarTy, len: u32) {
+        let mut scalars = HashMap::new();
+        self.prepare_run(value, &mut scalars);
+        let name = self.k.locals[local.0 as usize].name.clone();
+        let mut vars = Vec::with_capacity(len as usize);
+        for i in 0..len {
+            let x = self.run_elem(value, i, &scalars);
+            let v = self.f.vars.push(Var {
+                name: format!("{name}.{i}"),
+                ty: elem,
+            });
+            if self.uniform && self.is_uniform(x) {
+                self.uniform_vars.insert(v);
+            }
+            let set = self.push_stmt(StmtKind::Set(v, x), value.span);
+            self.pre.push(set);
+            vars.push(v);
+        }
+        self.run_locals.insert(local, vars);
+    }
+
+    /// Before a run's elements are split: compute each scalar part of the
+    /// run expression `e` that is not a leaf into a var (keyed by the HIR
+    /// node), and bind the arguments of the fn calls inside it.
+    fn prepare_run(&mut self, e: &hir::Expr, scalars: &mut HashMap<*const hir::Expr, VarId>) {
+        use hir::ExprKind as K;
+        if let Ty::Scalar(t) = e.ty {
+            if matches!(
+                e.kind,
+                K::Const(_) | K::Local(_) | K::Param(_) | K::Dim(_) | K::Ctx(_)
+            ) {
+                return;
+            }
+            let x = self.expr(e);
+            let v = self.f.vars.push(Var {
+                name: "operand".to_string(),
+                ty: t,
+            });
+            if self.uniform && self.is_uniform(x) {
+                self.uniform_vars.insert(v);
+            }
+            let set = self.push_stmt(StmtKind::Set(v, x), e.span);
+            self.pre.push(set);
+            scalars.insert(e as *const hir::Expr, v);
+            return;
+        }
+        match &e.kind {
+            K::Let { local, value, body } => {
+                match value.ty {
+                    Ty::Run { elem, len } => self.bind_run(*local, value, elem, len),
+                    _ => {
+                        let v = self.locals[local];
+                        let x = self.expr(value);
+                        if self.uniform && self.is_uniform(x) {
+                            self.uniform_vars.insert(v);
+                        }
+                        let set = self.push_stmt(StmtKind::Set(v, x), value.span);
+                        self.pre.push(set);
+                    }
+                }
+                self.prepare_run(body, scalars);
+            }
+            K::Unary(_, x) | K::Convert(x) => self.prepare_run(x, scalars),
+            K::Binary(_, a, b) => {
+                self.prepare_run(a, scalars);
+                self.prepare_run(b, scalars);
+            }
+            K::Builtin(_, xs) => xs.iter().for_each(|x| self.prepare_run(x, scalars)),
+            _ => {}
+        }
+    }
+
+    /// Element `i` of the run expression `e`, after `prepare_run`.
+    fn run_elem(
+        &mut self,
+        e: &hir::Expr,
+        i: u32,
+        scalars: &HashMap<*const hir::Expr, VarId>,
+    ) -> ExprId {
+        use hir::ExprKind as K;
+        let span = e.span;
+        let (elem, len) = match e.ty {
+            Ty::Run { elem, len } => (elem, len),
+            Ty::Scalar(t) => {
+                return match scalars.get(&(e as *const hir::Expr)) {
+                    Some(v) => self.push_expr(ExprKind::Var(*v), Ty::Scalar(t), span),
+                    None => self.expr(e),
+                };
+            }
+            Ty::Unit => return self.expr(e),
+        };
+        let ty = Ty::Scalar(elem);
+        let kind = match &e.kind {
+            K::Local(l) if self.run_locals.contains_key(l) => {
+                ExprKind::Var(self.run_locals[l][i as usize])
+            }
+            K::Let { body, .. } => return self.run_elem(body, i, scalars),
+            K::Unary(op, x) => ExprKind::Unary(*op, self.run_elem(x, i, scalars)),
+            K::Convert(x) => ExprKind::Convert(self.run_elem(x, i, scalars)),
+            K::Binary(op, a, b) => {
+                let a = self.run_elem(a, i, scalars);
+                ExprKind::Binary(*op, a, self.run_elem(b, i, scalars))
+            }
+            K::Builtin(b, xs) => {
+                let xs = xs.iter().map(|x| self.run_elem(x, i, scalars)).collect();
+                ExprKind::Builtin(*b, xs)
+            }
+            // A run load (and anything else): element `i` of the whole run.
+            _ => {
+                let r = self.expr(e);
+                debug_assert!(len > i);
+                ExprKind::Elem(r, i)
+            }
+        };
+        self.push_expr(kind, ty, span)
     }
 
     fn combine(&mut self, c: &hir::Combine) -> Combine {

@@ -138,6 +138,7 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
             // The plan refused anything above the target's limit.
             bytes: u32::try_from(b.bytes).unwrap_or(u32::MAX),
             live_lines: v.plan.lines[id.0 as usize],
+            padding: padding_of(&v.func, id),
         })
         .collect();
     let barriers = v
@@ -279,4 +280,17 @@ fn grid_expr(k: &hir::Kernel, e: &hir::Expr) -> GridExpr {
         }
         _ => GridExpr::Const(1),
     }
+}
+
+/// The padding of a tile buffer in bytes (see `backend::padding`).
+fn padding_of(f: &super::ir::Func, id: super::ir::BufferId) -> Option<crate::meta::Padding> {
+    let unused = *f.tile_padding.get(&id)?;
+    let super::ir::BufferKind::Tile { elem, shape } = &f.buffers[id].kind else {
+        return None;
+    };
+    let size = elem.size();
+    Some(crate::meta::Padding {
+        row_bytes: size * shape.last()?,
+        pad_bytes: size * unused,
+    })
 }

@@ -215,6 +215,13 @@ pub fn expr(f: &Func, e: ExprId) -> String {
         ExprKind::Const(ConstVal::Float(x)) => format!("{x:?}"),
         ExprKind::Const(ConstVal::Bool(b)) => format!("{b}"),
         ExprKind::Var(v) => v.to_string(),
+        ExprKind::RunVars(vs) => format!(
+            "run({})",
+            vs.iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         ExprKind::Param(p) => format!("param{}", p.0),
         ExprKind::Dim(d) => format!("d{}", d.0),
         ExprKind::Ctx(c) => format!("ctx.{c:?}").to_lowercase(),

@@ -792,6 +792,7 @@ impl Builder<'_> {
         let kind = match kind {
             k @ (ExprKind::Const(_)
             | ExprKind::Var(_)
+            | ExprKind::RunVars(_)
             | ExprKind::Param(_)
             | ExprKind::Dim(_)
             | ExprKind::Ctx(_)) => k,

@@ -19,6 +19,7 @@
 //! 7. A `Dp4aSum`'s operands are packed-byte operands.
 //! 8. `Break` and `Continue` are inside a `For` or `While`; a `While`'s
 //!    condition is `bool`.
+//! 9. A `RunVars` run names one existing var per element.
 //!
 //! Run after `lower` in debug builds and in the tests.
 
@@ -345,6 +346,16 @@ impl Verifier<'_> {
                 );
                 if cmp && self.f.scalar_ty(e) != ScalarTy::Bool {
                     self.errors.push(format!("{e}: comparison is not bool"));
+                }
+            }
+            ExprKind::RunVars(vs) => {
+                let len = match self.f.exprs[e].ty {
+                    Ty::Run { len, .. } => len as usize,
+                    _ => 0,
+                };
+                if vs.len() != len || vs.iter().any(|v| !self.f.vars.contains(*v)) {
+                    self.errors
+                        .push(format!("{e}: a run of vars that are not one per element"));
                 }
             }
             ExprKind::Dp4aSum { a, b } => {

@@ -171,36 +171,73 @@ impl Cx<'_> {
     }
 
     /// Check arguments that share one scalar type: typed ones first, so
-    /// untyped literals among them take that type.
+    /// untyped literals among them take that type. With `runs`, each may
+    /// also be a run of that type (the elementwise built-ins): the runs
+    /// have one length (P0505) and a scalar among them is broadcast.
     fn same_type_args(
         &mut self,
         args: &[ast::Expr],
         want: Option<ScalarTy>,
+        runs: bool,
     ) -> Option<Vec<hir::Expr>> {
         let mut out: Vec<Option<hir::Expr>> = vec![None; args.len()];
         let mut common = None;
         for (i, a) in args.iter().enumerate().filter(|(_, a)| !is_untyped(a)) {
-            out[i] = self.scalar_expr(a, common.or(want));
+            out[i] = self.arg_expr(a, common.or(want), runs);
             common = common.or_else(|| out[i].as_ref().and_then(|x| elem_of(x.ty)));
         }
         let lit_want = common
             .or(want)
             .or_else(|| args.first().map(super::types::literal_default));
         for (i, a) in args.iter().enumerate().filter(|(_, a)| is_untyped(a)) {
-            out[i] = self.scalar_expr(a, lit_want);
+            out[i] = self.arg_expr(a, lit_want, runs);
         }
         let out: Option<Vec<_>> = out.into_iter().collect();
         let out = out?;
-        let first = out.first().map(|x| x.ty);
-        if let Some(bad) = out.iter().find(|x| Some(x.ty) != first) {
+        let first = out.first().and_then(|x| elem_of(x.ty));
+        if let Some(bad) = out.iter().find(|x| elem_of(x.ty) != first) {
             self.report(CheckError::ArgTypes {
-                first: first.unwrap_or(bad.ty),
+                first,
                 found: bad.ty,
                 span: bad.span,
             });
             return None;
         }
+        self.run_len(&out)?;
         Some(out)
+    }
+
+    /// One argument: a scalar, or with `runs` a scalar or a run.
+    fn arg_expr(&mut self, e: &ast::Expr, want: Option<ScalarTy>, runs: bool) -> Ex {
+        if runs {
+            self.expr(e, want)
+        } else {
+            self.scalar_expr(e, want)
+        }
+    }
+
+    /// The length of the runs among the arguments of an elementwise
+    /// built-in (`Some(None)` when all are scalars), or P0505 when two
+    /// runs differ in length.
+    pub(crate) fn run_len(&mut self, xs: &[hir::Expr]) -> Option<Option<u32>> {
+        let mut first: Option<(u32, Span)> = None;
+        for x in xs {
+            let Ty::Run { len, .. } = x.ty else { continue };
+            match first {
+                None => first = Some((len, x.span)),
+                Some((l0, s0)) if l0 != len => {
+                    self.report(CheckError::ArgRunLengths {
+                        first: l0,
+                        first_span: s0,
+                        len,
+                        span: x.span,
+                    });
+                    return None;
+                }
+                Some(_) => {}
+            }
+        }
+        Some(first.map(|(l, _)| l))
     }
 
     fn math(
@@ -222,7 +259,7 @@ impl Cx<'_> {
             Sig::Float(_) => want.filter(|t| t.is_float()).or(Some(ScalarTy::F32)),
             _ => want,
         };
-        let xs = self.same_type_args(args, want)?;
+        let xs = self.same_type_args(args, want, true)?;
         let t = elem_of(xs[0].ty)?;
         let ok = match sig {
             Sig::Numeric(_) => t.is_int() || t.is_float(),
@@ -243,7 +280,8 @@ impl Cx<'_> {
             });
             return None;
         }
-        Some(mk(hir::ExprKind::Builtin(b, xs), Ty::Scalar(t), span))
+        let ty = run_or_scalar(t, self.run_len(&xs)?);
+        Some(mk(hir::ExprKind::Builtin(b, xs), ty, span))
     }
 
     fn select(
@@ -256,13 +294,29 @@ impl Cx<'_> {
         if !self.arity(callee, args, 3, span) {
             return None;
         }
-        let c = self.expr_of(&args[0], ScalarTy::Bool, "the condition of `select`");
-        let ab = self.same_type_args(&args[1..], want);
+        let c = self.select_cond(&args[0]);
+        let ab = self.same_type_args(&args[1..], want, true);
         let (c, ab) = (c?, ab?);
-        let ty = ab[0].ty;
+        let t = elem_of(ab[0].ty)?;
         let mut xs = vec![c];
         xs.extend(ab);
+        // The condition's run, if any, has the arms' length too.
+        let ty = run_or_scalar(t, self.run_len(&xs)?);
         Some(mk(hir::ExprKind::Builtin(Builtin::Select, xs), ty, span))
+    }
+
+    /// The condition of `select`: a `bool`, or a run of `bool` (one
+    /// condition per element).
+    fn select_cond(&mut self, e: &ast::Expr) -> Ex {
+        let c = self.expr(e, Some(ScalarTy::Bool))?;
+        if elem_of(c.ty) == Some(ScalarTy::Bool) {
+            return Some(c);
+        }
+        self.report(CheckError::SelectCondition {
+            found: c.ty,
+            span: e.span,
+        });
+        None
     }
 
     /// A packed 32-bit word argument: i32 or u32.
@@ -311,7 +365,7 @@ impl Cx<'_> {
             return None;
         }
         let want = want.filter(|t| matches!(t, ScalarTy::I32 | ScalarTy::U32));
-        let ab = self.same_type_args(&args[..2], want.or(Some(ScalarTy::U32)));
+        let ab = self.same_type_args(&args[..2], want.or(Some(ScalarTy::U32)), false);
         let sel = self.word_arg(&args[2], ScalarTy::U32, "the selector of `byteperm`");
         let (ab, sel) = (ab?, sel?);
         if !matches!(ab[0].ty, Ty::Scalar(ScalarTy::I32 | ScalarTy::U32)) {
@@ -327,7 +381,8 @@ impl Cx<'_> {
         if !self.arity(callee, args, 1, span) {
             return None;
         }
-        let x = self.scalar_expr(&args[0], None)?;
+        // Elementwise on a run of integers, like the math built-ins.
+        let x = self.expr(&args[0], None)?;
         if !elem_of(x.ty).is_some_and(ScalarTy::is_int) {
             self.report(CheckError::PopcountArg {
                 found: x.ty,
@@ -335,9 +390,13 @@ impl Cx<'_> {
             });
             return None;
         }
+        let len = match x.ty {
+            Ty::Run { len, .. } => Some(len),
+            _ => None,
+        };
         Some(mk(
             hir::ExprKind::Builtin(Builtin::Popcount, vec![x]),
-            Ty::Scalar(ScalarTy::I32),
+            run_or_scalar(ScalarTy::I32, len),
             span,
         ))
     }
@@ -478,16 +537,17 @@ impl Cx<'_> {
     }
 
     /// Typed arguments first; untyped literals then take the first typed
-    /// argument's type.
+    /// argument's type (the element type of a run). An argument may be a
+    /// run: the body then computes on runs, elementwise.
     fn fn_args(&mut self, args: &[ast::Expr]) -> Option<Vec<hir::Expr>> {
         let mut out: Vec<Option<hir::Expr>> = vec![None; args.len()];
         let mut common = None;
         for (i, a) in args.iter().enumerate().filter(|(_, a)| !is_untyped(a)) {
-            out[i] = self.scalar_expr(a, None);
+            out[i] = self.expr(a, None);
             common = common.or_else(|| out[i].as_ref().and_then(|x| elem_of(x.ty)));
         }
         for (i, a) in args.iter().enumerate().filter(|(_, a)| is_untyped(a)) {
-            out[i] = self.scalar_expr(a, common);
+            out[i] = self.expr(a, common);
         }
         out.into_iter().collect()
     }
@@ -524,6 +584,17 @@ impl Cx<'_> {
                     scope.insert(p.name.clone(), Binding::Local(local));
                     bound.push((local, a));
                 }
+                // A computed run (`gelu(X[r, j :+ 4] * s)`) is bound once
+                // too: the local stands for the whole run (its kind is the
+                // element type), and lowering gives it a var per element.
+                // A run load is substituted: loads are reused, and `word`
+                // and `dp4a` need to see the load itself.
+                (false, Ty::Run { elem, .. }) if !is_run_load(&a) => {
+                    let local = self.new_local(&p.name, a.span, false, LocalKind::Scalar(elem));
+                    let read = mk(hir::ExprKind::Local(local), a.ty, a.span);
+                    scope.insert(p.name.clone(), Binding::Inline(read));
+                    bound.push((local, a));
+                }
                 _ => {
                     scope.insert(p.name.clone(), Binding::Inline(a));
                 }
@@ -550,6 +621,19 @@ impl Cx<'_> {
             )
         }))
     }
+}
+
+/// `t`, or a run of `len` elements of `t`.
+fn run_or_scalar(t: ScalarTy, len: Option<u32>) -> Ty {
+    match len {
+        Some(len) => Ty::Run { elem: t, len },
+        None => Ty::Scalar(t),
+    }
+}
+
+/// A run read straight from a tensor or tile.
+fn is_run_load(e: &hir::Expr) -> bool {
+    matches!(e.kind, hir::ExprKind::RunLoad { .. })
 }
 
 /// An argument cheap to repeat: substituting it costs nothing, and keeps a

@@ -398,6 +398,36 @@ pub enum CheckError {
     TileCopyFromTile { span: Span },
     /// P0401: a `value` stored into `name`, which holds `holds`
     /// (elements of `elem`).
+    /// P0505: two runs of different lengths in one elementwise built-in.
+    ArgRunLengths {
+        first: u32,
+        first_span: Span,
+        len: u32,
+        span: Span,
+    },
+    /// P0401: `select`'s condition neither bool nor a run of bool.
+    SelectCondition { found: Ty, span: Span },
+    /// P0409: a run assigned to a scalar variable.
+    AssignRun {
+        name: String,
+        len: u32,
+        elem: ScalarTy,
+        span: Span,
+    },
+    /// P0409: a run stored into one element.
+    StoreRunIntoElement {
+        len: u32,
+        name: String,
+        elem: ScalarTy,
+        span: Span,
+    },
+    /// P0505: a run stored into a run of another length.
+    StoreRunLength {
+        len: u32,
+        want: u32,
+        value: Span,
+        span: Span,
+    },
     StoreType {
         value: Ty,
         name: String,
@@ -576,7 +606,11 @@ pub enum CheckError {
     /// P0404.
     ConvertToBool { from: ScalarTy, span: Span },
     /// P0400: a built-in's arguments of two types.
-    ArgTypes { first: Ty, found: Ty, span: Span },
+    ArgTypes {
+        first: Option<ScalarTy>,
+        found: Ty,
+        span: Span,
+    },
     /// P0407: `callee` takes `kind` ("floats" or "integers").
     MathArg {
         callee: String,
@@ -735,6 +769,9 @@ impl CheckError {
             | ScratchTyped { .. }
             | StoreType { .. }
             | ArrayInitType { .. } => Code::P0401,
+            StoreRunIntoElement { .. } | AssignRun { .. } => Code::P0409,
+            StoreRunLength { .. } | ArgRunLengths { .. } => Code::P0505,
+            SelectCondition { .. } => Code::P0401,
             AtomicInExpr { .. } | FenceAsValue { .. } => Code::P0430,
             AtomicNotElement { .. } | AtomicOnArray { .. } | AtomicOnSpan { .. } => Code::P0432,
             AtomicNotOnType { .. } => Code::P0431,
@@ -1106,10 +1143,16 @@ impl CheckError {
                 name,
                 elem,
                 span,
-            } => code
-                .error(format!("`{}` is not defined on {}", op.name(), elem.name()))
-                .primary(span, format!("`{name}` holds {}", elem.name()))
-                .note(supported_note(op)),
+            } => {
+                let d = code
+                    .error(format!("`{}` is not defined on {}", op.name(), elem.name()))
+                    .primary(span, format!("`{name}` holds {}", elem.name()))
+                    .note(supported_note(op));
+                match float_min_max_note(op, elem) {
+                    Some(n) => d.note(n),
+                    None => d,
+                }
+            }
 
             ScratchTyped { span } => code
                 .error("a shared scratch tile takes no scalar type")
@@ -1210,6 +1253,58 @@ impl CheckError {
                 .error("a tile is copied from a tensor")
                 .primary(span, "a shared tile")
                 .note("read a tile's elements with point or run subscripts instead"),
+            ArgRunLengths {
+                first,
+                first_span,
+                len,
+                span,
+            } => code
+                .error(format!("runs of different lengths: {first} and {len}"))
+                .primary(span, format!("a run of {len}"))
+                .secondary(first_span, format!("a run of {first}"))
+                .note("an elementwise built-in combines runs of one length, and broadcasts scalars"),
+            SelectCondition { found, span } => code
+                .error(format!(
+                    "the condition of `select` must be bool or a run of bool, found {}",
+                    ty_name(found)
+                ))
+                .primary(span, format!("this is {}", ty_name(found)))
+                .note(conversion_note(ScalarTy::Bool)),
+            AssignRun {
+                name,
+                len,
+                elem,
+                span,
+            } => code
+                .error(format!(
+                    "`{name}` holds a scalar, the value is a run of {len} {}",
+                    elem.name()
+                ))
+                .primary(span, "a run cannot be kept in a variable")
+                .note("take one value with `sum(...)` or `elem(run, i)`, or store the run whole with `A[r, k :+ L] = ...`"),
+            StoreRunIntoElement {
+                len,
+                name,
+                elem,
+                span,
+            } => code
+                .error(format!("cannot store a run of {len} into one element of `{name}`"))
+                .primary(span, format!("a run of {len} {}", elem.name()))
+                .note(format!(
+                    "store it whole into a run of {len}, as in `{name}[r, k :+ {len}] = ...`, or take one value with `sum(...)` or `elem(run, i)`"
+                )),
+            StoreRunLength {
+                len,
+                want,
+                value,
+                span,
+            } => code
+                .error(format!(
+                    "runs of different lengths: a run of {len} stored into a run of {want}"
+                ))
+                .primary(value, format!("a run of {len}"))
+                .secondary(span, format!("a run of {want}"))
+                .note("a run is stored into a run of the same length (a scalar is broadcast)"),
             StoreType {
                 value,
                 name,
@@ -1507,9 +1602,15 @@ impl CheckError {
                 .primary(span, "no conversion to bool")
                 .note("compare instead, as in `x != 0`"),
             ArgTypes { first, found, span } => {
-                let (t0, t1) = (ty_name(first), ty_name(found));
+                // Runs and scalars mix (a scalar is broadcast): the
+                // element types must agree.
+                let t0 = first.map(ScalarTy::name).unwrap_or_default();
+                let t1 = elem_of(found).map(ScalarTy::name).unwrap_or_default();
                 code.error(format!("mismatched argument types: {t0} and {t1}"))
-                    .primary(span, format!("this is {t1}, the first argument is {t0}"))
+                    .primary(
+                        span,
+                        format!("this is {}, the first argument is {t0}", ty_name(found)),
+                    )
                     .note("the arguments of this built-in must have one type")
             }
             MathArg {
@@ -1922,6 +2023,34 @@ impl CheckError {
             },
             TileAsValue { span },
             TileCopyFromTile { span },
+            ArgRunLengths {
+                first: 4,
+                first_span: span,
+                len: 8,
+                span,
+            },
+            SelectCondition {
+                found: Ty::Scalar(ScalarTy::F32),
+                span,
+            },
+            AssignRun {
+                name: name(),
+                len: 4,
+                elem: ScalarTy::F32,
+                span,
+            },
+            StoreRunIntoElement {
+                len: 4,
+                name: name(),
+                elem: ScalarTy::F32,
+                span,
+            },
+            StoreRunLength {
+                len: 4,
+                want: 8,
+                value: span,
+                span,
+            },
             StoreType {
                 value: Ty::Scalar(ScalarTy::F64),
                 name: name(),
@@ -2065,7 +2194,7 @@ impl CheckError {
                 span,
             },
             ArgTypes {
-                first: Ty::Scalar(ScalarTy::F32),
+                first: Some(ScalarTy::F32),
                 found: Ty::Scalar(ScalarTy::I32),
                 span,
             },
@@ -2196,6 +2325,32 @@ fn after_inlining(inlined: bool) -> &'static str {
 const FILL_NOTE: &str = "fill part of a tile from a tensor box of the same shape: `s[0 :+ 32, 0 :+ 32] = A[r :+ 32, c :+ 32]`";
 
 /// The types an atomic takes, for P0431's note.
+/// Why a float `atomic_min`/`atomic_max` is refused, and what to do
+/// instead. Checked with ptxas 12.9: PTX has f16/bf16 `min`/`max` atomics
+/// only in the vector form on global memory, sm_90 and newer
+/// (`atom.global.v2.min.noftz.f16` updates two adjacent elements; the
+/// scalar `atom.global.min.noftz.f16` is refused with "Vector modifier
+/// required"), and no f32/f64 `min`/`max` atomic at all.
+fn float_min_max_note(op: AtomicOp, t: ScalarTy) -> Option<String> {
+    if !matches!(op, AtomicOp::Min | AtomicOp::Max) || !t.is_float() {
+        return None;
+    }
+    let which = if matches!(t, ScalarTy::F16 | ScalarTy::BF16) {
+        format!(
+            "PTX has {} min and max atomics only on two or more adjacent elements of global memory at once (`atom.global.v2.{}.noftz.{}`, sm_90 and newer), which would update the neighbours too, and none on one element",
+            t.name(),
+            if op == AtomicOp::Min { "min" } else { "max" },
+            t.name()
+        )
+    } else {
+        format!("PTX has no {} min or max atomic", t.name())
+    };
+    Some(format!(
+        "{which}: fold the values first (`{}<over ctx.thread>(x)`) and let one thread per CTA update, or keep them in an integer type",
+        if op == AtomicOp::Min { "min" } else { "max" }
+    ))
+}
+
 fn supported_note(op: AtomicOp) -> String {
     let types = ScalarTy::ALL
         .iter()

@@ -259,6 +259,17 @@ impl Cx<'_> {
             Some(op) => self.compound(op, old, value, span)?,
             None => self.expr(value, elem_of(ty))?,
         };
+        if let (Ty::Run { len, elem }, Ty::Scalar(t)) = (v.ty, ty) {
+            if elem == t {
+                self.report(CheckError::AssignRun {
+                    name: n.to_string(),
+                    len,
+                    elem,
+                    span: value.span,
+                });
+                return None;
+            }
+        }
         if v.ty != ty {
             self.report(CheckError::AssignType {
                 name: n.to_string(),

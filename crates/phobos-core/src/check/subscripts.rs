@@ -5,7 +5,7 @@
 //! into a tile (`var t = x[...]`) and store one back (`A[...] = t`).
 
 use super::consts::const_int;
-use super::cx::{const_i32, mk, Binding, Cx, Ex};
+use super::cx::{const_i32, elem_of, mk, Binding, Cx, Ex};
 use super::error::CheckError;
 use crate::ast::{self, ExprKind, ScalarTy, Span, Subscript};
 use crate::hir::{self, DimRef, LocalKind, Memory, ParamKind, Ty};
@@ -387,6 +387,30 @@ impl Cx<'_> {
         let ok = v.ty == target_ty || (run.is_some() && v.ty == Ty::Scalar(mem.elem));
         if ok {
             return Some(v);
+        }
+        // The right elements in the wrong shape: a run into one element,
+        // or a run of another length.
+        let same_elem = elem_of(v.ty) == Some(mem.elem);
+        match (v.ty, target_ty) {
+            (Ty::Run { len, .. }, Ty::Scalar(_)) if same_elem => {
+                self.report(CheckError::StoreRunIntoElement {
+                    len,
+                    name: mem.name.clone(),
+                    elem: mem.elem,
+                    span: value.span,
+                });
+                return None;
+            }
+            (Ty::Run { len, .. }, Ty::Run { len: want, .. }) if same_elem => {
+                self.report(CheckError::StoreRunLength {
+                    len,
+                    want,
+                    value: value.span,
+                    span,
+                });
+                return None;
+            }
+            _ => {}
         }
         self.report(CheckError::StoreType {
             value: v.ty,

@@ -293,7 +293,7 @@ impl Emitter<'_> {
                 self.apply(e, &args)
             }
             ExprKind::Load(acc) => self.load_point(*acc),
-            ExprKind::RunLoad(_) => {
+            ExprKind::RunLoad(_) | ExprKind::RunVars(_) => {
                 // A run where a scalar is expected: only one-element runs.
                 let elems = self.run_elems(e);
                 elems.first().copied().unwrap_or(V::I(0, t))
@@ -613,6 +613,7 @@ impl Emitter<'_> {
         let t = self.ty(e);
         match &self.f.exprs[e].kind {
             ExprKind::RunLoad(acc) => self.load_run_elems(*acc),
+            ExprKind::RunVars(vs) => vs.iter().map(|v| V::R(self.var_reg(*v))).collect(),
             ExprKind::Unary(..)
             | ExprKind::Binary(..)
             | ExprKind::Convert(_)
