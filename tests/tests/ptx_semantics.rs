@@ -56,7 +56,7 @@ fn run(
                 .unwrap_or_else(|| panic!("{name}: give dim {n}"))
                 .1 as u64
         }
-        DimRefMeta::Const(c) => *c as u64,
+        DimRefMeta::Const(c) => *c,
     };
     let shapes: Vec<Vec<u64>> = meta
         .params
