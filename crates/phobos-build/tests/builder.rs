@@ -237,8 +237,14 @@ fn defines_pin_autotune_constants() {
         ["phobos: define UNUSED is not an @autotune name of any kernel"]
     );
     let meta = fs::read_to_string(out.path().join("phobos/autotune_block.meta.ron")).unwrap();
-    assert!(meta.contains("entry: \"autotune_block__BLOCK128\""), "{meta}");
-    assert!(!meta.contains("entry: \"autotune_block__BLOCK64\""), "{meta}");
+    assert!(
+        meta.contains("entry: \"autotune_block__BLOCK128\""),
+        "{meta}"
+    );
+    assert!(
+        !meta.contains("entry: \"autotune_block__BLOCK64\""),
+        "{meta}"
+    );
     // The PTX holds only the pinned variant's entry too (before defines
     // reached the compiler, it held every variant's).
     let ptx = fs::read_to_string(out.path().join("phobos/autotune_block.sm_75.ptx")).unwrap();
@@ -262,8 +268,14 @@ fn defines_pin_autotune_constants() {
     .unwrap();
     builder(dir.path(), out.path()).build().unwrap();
     let meta = fs::read_to_string(out.path().join("phobos/autotune_block.meta.ron")).unwrap();
-    assert!(meta.contains("entry: \"autotune_block__BLOCK64\""), "{meta}");
-    assert!(!meta.contains("entry: \"autotune_block__BLOCK128\""), "{meta}");
+    assert!(
+        meta.contains("entry: \"autotune_block__BLOCK64\""),
+        "{meta}"
+    );
+    assert!(
+        !meta.contains("entry: \"autotune_block__BLOCK128\""),
+        "{meta}"
+    );
 }
 
 #[test]
