@@ -107,14 +107,8 @@ pub struct SharedPlan {
     pub buffers: Vec<SharedBuffer>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SharedBuffer {
-    pub name: String,
-    pub offset: u32,
-    pub bytes: u32,
-    /// First and last source line over which the buffer is live.
-    pub live_lines: (u32, u32),
-}
+/// One buffer of the plan, as the compiler's metadata has it.
+pub use phobos_core::meta::SharedBuffer;
 
 /// A barrier the compiler kept or elided.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
