@@ -3,7 +3,10 @@
 //! ragged shapes, poisoned outputs, and every usage error with its exit code.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
+use common::phobos;
 
 // The seed page's kernels, from the conformance corpus.
 const LANES_MATVEC: &str = include_str!("../../../tests/in/lanes_matvec.pho");
@@ -18,14 +21,6 @@ kernel copy(A: tensor<f32>[1, M], B: tensor<f32>[1, 128]) {
   B[0, ctx.thread] = A[0, ctx.thread]
 }
 ";
-
-fn phobos(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_phobos"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run phobos")
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
