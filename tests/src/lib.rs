@@ -9,6 +9,7 @@
 pub mod corpus_cases;
 pub mod differential;
 pub mod executor;
+pub mod kernels;
 pub mod sass;
 pub mod sim_support;
 
