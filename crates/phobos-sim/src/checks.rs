@@ -84,6 +84,40 @@ impl Cell {
         };
         hazard.then_some(((!many).then_some(reader), self.r_pc))
     }
+
+    /// The hazard of a write (plain or atomic) of byte `o` by `s`: after
+    /// its last write when `after_writer`, and after its reads.
+    #[inline]
+    fn write_hazard(&self, s: &Stamp, o: u32, after_writer: bool) -> Result<(), Hazard> {
+        if let Some((other, other_pc)) = self.after_write(s).filter(|_| after_writer) {
+            return Err(Hazard::WriteAfterWrite {
+                offset: o,
+                other,
+                other_pc,
+            });
+        }
+        if let Some((other, other_pc)) = self.after_read(s) {
+            return Err(Hazard::WriteAfterRead {
+                offset: o,
+                other,
+                other_pc,
+            });
+        }
+        Ok(())
+    }
+
+    /// A byte just written by `s`, read by nobody since.
+    #[inline]
+    fn written(s: &Stamp, kind: WriteKind) -> Cell {
+        Cell {
+            w_tid: s.tid + 1,
+            w_kind: kind,
+            w_epoch: s.epoch,
+            w_wep: s.wep,
+            w_pc: s.pc,
+            ..Cell::default()
+        }
+    }
 }
 
 /// Who is accessing: thread (linear in the CTA), barrier epoch, its warp's
@@ -177,27 +211,8 @@ impl Shadow {
             let Some(c) = self.cells.get_mut(o as usize) else {
                 continue;
             };
-            if let Some((other, other_pc)) = c.after_write(s) {
-                return Err(Hazard::WriteAfterWrite {
-                    offset: o,
-                    other,
-                    other_pc,
-                });
-            }
-            if let Some((other, other_pc)) = c.after_read(s) {
-                return Err(Hazard::WriteAfterRead {
-                    offset: o,
-                    other,
-                    other_pc,
-                });
-            }
-            *c = Cell {
-                w_tid: s.tid + 1,
-                w_epoch: s.epoch,
-                w_wep: s.wep,
-                w_pc: s.pc,
-                ..Cell::default()
-            };
+            c.write_hazard(s, o, true)?;
+            *c = Cell::written(s, WriteKind::Plain);
         }
         Ok(())
     }
@@ -216,22 +231,8 @@ impl Shadow {
             if c.w_tid == NONE {
                 uninit = uninit.or(Some(o));
             }
-            if c.w_kind == WriteKind::Plain {
-                if let Some((other, other_pc)) = c.after_write(s) {
-                    return Err(Hazard::WriteAfterWrite {
-                        offset: o,
-                        other,
-                        other_pc,
-                    });
-                }
-            }
-            if let Some((other, other_pc)) = c.after_read(s) {
-                return Err(Hazard::WriteAfterRead {
-                    offset: o,
-                    other,
-                    other_pc,
-                });
-            }
+            // Atomics do not race with earlier atomics.
+            c.write_hazard(s, o, c.w_kind == WriteKind::Plain)?;
             let earlier_atomics = c.w_kind != WriteKind::Plain && c.w_epoch == s.epoch;
             let kind =
                 if earlier_atomics && (c.w_kind == WriteKind::Atomics || c.w_tid != s.tid + 1) {
@@ -239,14 +240,7 @@ impl Shadow {
                 } else {
                     WriteKind::Atomic
                 };
-            *c = Cell {
-                w_tid: s.tid + 1,
-                w_kind: kind,
-                w_epoch: s.epoch,
-                w_wep: s.wep,
-                w_pc: s.pc,
-                ..Cell::default()
-            };
+            *c = Cell::written(s, kind);
         }
         Ok(uninit)
     }
