@@ -33,6 +33,12 @@ pub(crate) struct MemOp {
 }
 
 impl MemOp {
+    /// The bytes one lane moves.
+    #[inline(always)]
+    fn bytes(&self) -> u32 {
+        self.ty.bytes() * u32::from(self.n)
+    }
+
     /// Lane `l`'s raw address.
     #[inline(always)]
     fn raw_address(&self, regs: &[u64], l: usize) -> u64 {
@@ -807,7 +813,7 @@ impl Warp {
         if m.space == MemSpace::Global && !m.store {
             return self.global_load(m, active, cx, cta);
         }
-        let total = m.ty.bytes() * u32::from(m.n);
+        let total = m.bytes();
         let n = m.n as usize;
         for l in lanes(active) {
             let (sp, addr) = Self::resolve(m.space, m.raw_address(&self.regs, l));
@@ -822,17 +828,17 @@ impl Warp {
                 }
             }
             let buffer = match sp {
-                Space::Global => Some(self.global_access(m, l, addr, &mut vals, cx, cta)?),
+                Space::Global => Some(self.global_access(m, (l, addr), &mut vals, cx, cta)?),
                 Space::Shared => {
                     self.shared_access(m, (l, addr), &mut vals, pc, cx, cta)?;
                     None
                 }
                 Space::Local => {
-                    self.local_access(m, l, addr, &mut vals, cx)?;
+                    self.local_access(m, (l, addr), &mut vals, cx)?;
                     None
                 }
                 Space::Param => {
-                    Self::param_load(m, l, addr, &mut vals, cx)?;
+                    Self::param_load(m, (l, addr), &mut vals, cx)?;
                     None
                 }
             };
@@ -866,14 +872,13 @@ impl Warp {
     fn global_access(
         &self,
         m: &MemOp,
-        l: usize,
-        addr: u64,
+        (l, addr): (usize, u64),
         vals: &mut [u64; 4],
         cx: &Ctx,
         cta: &mut CtaState,
     ) -> Result<usize, Fault> {
         let size = m.ty.bytes();
-        let total = size * u32::from(m.n);
+        let total = m.bytes();
         let (bi, off) = cx.dev.locate(addr, total).map_err(|e| {
             cx.global_fault(e, addr, total, m.store)
                 .at(l, addr, Space::Global)
@@ -904,8 +909,7 @@ impl Warp {
         cx: &Ctx,
         cta: &mut CtaState,
     ) -> Result<(), Fault> {
-        let size = m.ty.bytes();
-        let total = size * u32::from(m.n);
+        let total = m.bytes();
         let limit = cta.shared.len() as u64;
         if addr + u64::from(total) > limit {
             let what = format!("shared {}", access_word(m.store));
@@ -927,12 +931,11 @@ impl Warp {
     fn local_access(
         &mut self,
         m: &MemOp,
-        l: usize,
-        addr: u64,
+        (l, addr): (usize, u64),
         vals: &mut [u64; 4],
         cx: &Ctx,
     ) -> Result<(), Fault> {
-        let total = m.ty.bytes() * u32::from(m.n);
+        let total = m.bytes();
         let limit = u64::from(cx.entry.local_bytes);
         if addr + u64::from(total) > limit {
             return Err(Fault::new(
@@ -953,13 +956,12 @@ impl Warp {
     /// store there is out of bounds).
     fn param_load(
         m: &MemOp,
-        l: usize,
-        addr: u64,
+        (l, addr): (usize, u64),
         vals: &mut [u64; 4],
         cx: &Ctx,
     ) -> Result<(), Fault> {
         let size = m.ty.bytes();
-        let total = size * u32::from(m.n);
+        let total = m.bytes();
         let limit = cx.params.len() as u64;
         if m.store || addr + u64::from(total) > limit {
             return Err(Fault::new(
@@ -987,7 +989,7 @@ impl Warp {
         let size = m.ty.bytes();
         let n = m.n as usize;
         let (signed, bits) = (m.ty.is_signed(), m.ty.bits());
-        let total = size * u32::from(m.n);
+        let total = m.bytes();
         let dst = m.regs.map(|r| r as usize * 32);
         for l in lanes(active) {
             let addr = m.raw_address(&self.regs, l);
