@@ -9,6 +9,7 @@
 pub mod corpus_cases;
 pub mod differential;
 pub mod executor;
+pub mod kernels;
 pub mod sass;
 pub mod sim_support;
 
@@ -130,6 +131,20 @@ pub fn find_ptxas() -> Option<PathBuf> {
         Ok(found) => found.map(|p| p.path),
         Err(e) => panic!("{e}"),
     }
+}
+
+/// ptxas for a test that needs it: `None` (after saying the test is
+/// skipped) when it is not found, except in CI, where that fails the test.
+pub fn ptxas_or_skip() -> Option<PathBuf> {
+    let found = find_ptxas();
+    if found.is_none() {
+        assert!(
+            !in_ci(),
+            "ptxas not found (set PHOBOS_PTXAS); CI=true requires it"
+        );
+        eprintln!("skipping: ptxas not found (set PHOBOS_PTXAS to run this test)");
+    }
+    found
 }
 
 /// Whether this run is CI (`CI=true` or `CI=1`, as every test in the

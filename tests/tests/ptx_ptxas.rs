@@ -2,17 +2,12 @@
 //! NVIDIA's ptxas for that target. Without ptxas the test is skipped with a
 //! message, except under `CI=true`, where a missing ptxas fails it.
 
-use phobos_conformance::{compile, corpus, find_ptxas, in_ci};
+use phobos_conformance::{compile, corpus, ptxas_or_skip};
 use std::process::Command;
 
 #[test]
 fn ptxas_accepts_every_corpus_kernel_for_every_target() {
-    let Some(ptxas) = find_ptxas() else {
-        assert!(
-            !in_ci(),
-            "ptxas not found (set PHOBOS_PTXAS); CI=true requires it"
-        );
-        eprintln!("skipping: ptxas not found (set PHOBOS_PTXAS to run this test)");
+    let Some(ptxas) = ptxas_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");

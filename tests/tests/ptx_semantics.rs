@@ -9,6 +9,8 @@
 #![allow(clippy::needless_range_loop)]
 
 use phobos_conformance::{compile, corpus_file};
+use phobos_core::binding::{bind, ArgShape, LaunchRequest, Limits, PtxValue};
+use phobos_core::meta::{DimRefMeta, ParamKindMeta};
 use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
 
 fn f32s(v: &[f32]) -> Vec<u8> {
@@ -25,22 +27,85 @@ fn to_i32(b: &[u8]) -> Vec<i32> {
         .collect()
 }
 
+/// Runs corpus kernel `name` over `grid` with `params` in the kernel's
+/// declaration order (a buffer per tensor, a value per scalar) and the
+/// runtime dims by name. The PTX arguments, their order, the variant
+/// (`entry`, checked) and the block size (`threads`, checked) come from
+/// the one launch binding (`phobos_core::binding`), as every executor
+/// gets them.
 fn run(
     name: &str,
     entry: &str,
     grid: [u32; 3],
     threads: u32,
     dev: &mut Device,
-    args: &[KernelArg],
+    params: &[KernelArg],
+    dims: &[(&str, usize)],
 ) {
     let k = compile(&corpus_file(name), 75);
+    let meta = &k[0].meta;
+    assert_eq!(
+        params.len(),
+        meta.params.len(),
+        "{name}: one value per parameter"
+    );
+    let dim = |d: &DimRefMeta| match d {
+        DimRefMeta::Named(n) => {
+            dims.iter()
+                .find(|(x, _)| x == n)
+                .unwrap_or_else(|| panic!("{name}: give dim {n}"))
+                .1 as u64
+        }
+        DimRefMeta::Const(c) => *c,
+    };
+    let shapes: Vec<Vec<u64>> = meta
+        .params
+        .iter()
+        .map(|p| match &p.kind {
+            ParamKindMeta::Tensor { dims, .. } => dims.iter().map(dim).collect(),
+            ParamKindMeta::Scalar(_) => Vec::new(),
+        })
+        .collect();
+    let shapes: Vec<ArgShape<'_>> = meta
+        .params
+        .iter()
+        .zip(&shapes)
+        .map(|(p, shape)| match &p.kind {
+            ParamKindMeta::Tensor { elem, .. } => ArgShape::Tensor {
+                elem: *elem,
+                shape,
+                capacity: None,
+                address: None,
+            },
+            ParamKindMeta::Scalar(ty) => ArgShape::Scalar(*ty),
+        })
+        .collect();
+    let request = LaunchRequest {
+        args: &shapes,
+        grid: Some(grid),
+        picked: &[],
+        limits: Limits::SM75,
+    };
+    let binding = bind(meta, &request).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let variant = binding.first();
+    assert_eq!(variant.entry, entry, "{name}: the variant the dims pick");
+    assert_eq!(variant.threads, threads, "{name}: the block size");
+    let args: Vec<KernelArg> = binding
+        .ptx_args(variant)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .into_iter()
+        .map(|v| match v {
+            PtxValue::Tensor(i) | PtxValue::Scalar(i) => params[i].clone(),
+            PtxValue::Dim(d) => KernelArg::I32(d),
+        })
+        .collect();
     let m = Module::parse(&k[0].ptx).unwrap_or_else(|e| panic!("{e}"));
     dev.launch(
         &m,
         entry,
         grid,
         [threads, 1, 1],
-        args,
+        &args,
         &LaunchOptions::default(),
         None,
     )
@@ -55,23 +120,21 @@ fn seeds() {
     let want: Vec<f32> = (0..n)
         .map(|r| (0..k).map(|c| w[r * k + c] * x[c]).sum())
         .collect();
-    for (name, entry, dims) in [
-        ("lanes_matvec", "lanes_matvec", true),
-        ("staged_matvec", "staged_matvec__K256", false),
+    // lanes_matvec takes K at run time; staged_matvec's K = 256 picks
+    // its variant (the binding leaves it out of the PTX arguments).
+    for (name, entry) in [
+        ("lanes_matvec", "lanes_matvec"),
+        ("staged_matvec", "staged_matvec__K256"),
     ] {
         let mut dev = Device::new();
         let wb = dev.alloc_from("W", &f32s(&w)).unwrap();
         let xb = dev.alloc_from("x", &f32s(&x)).unwrap();
         let yb = dev.alloc("y", n * 4).unwrap();
-        let mut args = vec![
+        let args = [
             KernelArg::Buffer(wb),
             KernelArg::Buffer(xb),
             KernelArg::Buffer(yb),
-            KernelArg::I32(n as i32),
         ];
-        if dims {
-            args.push(KernelArg::I32(k as i32));
-        }
         run(
             name,
             entry,
@@ -79,6 +142,7 @@ fn seeds() {
             128,
             &mut dev,
             &args,
+            &[("N", n), ("K", k)],
         );
         let y = to_f32(&dev.to_vec(yb).unwrap());
         for r in 0..n {
@@ -123,9 +187,8 @@ fn seeds() {
             KernelArg::Buffer(ab),
             KernelArg::Buffer(wb),
             KernelArg::Buffer(cb),
-            KernelArg::I32(k as i32),
-            KernelArg::I32(n as i32),
         ],
+        &[("K", k), ("N", n)],
     );
     let c = to_f32(&dev.to_vec(cb).unwrap());
     assert_eq!(c, want);
@@ -141,6 +204,7 @@ fn seeds() {
         128,
         &mut dev,
         &[KernelArg::Buffer(ab), KernelArg::Buffer(ob)],
+        &[],
     );
     let o = to_f32(&dev.to_vec(ob).unwrap());
     assert_eq!(o[0], av[..32].iter().cloned().fold(f32::MIN, f32::max));
@@ -156,12 +220,8 @@ fn seeds() {
         [n as u32, 1, 1],
         256,
         &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(yb),
-            KernelArg::I32(n as i32),
-            KernelArg::I32(m as i32),
-        ],
+        &[KernelArg::Buffer(ab), KernelArg::Buffer(yb)],
+        &[("N", n), ("M", m)],
     );
     let y = to_f32(&dev.to_vec(yb).unwrap());
     for r in 0..n {
@@ -192,8 +252,8 @@ fn seeds() {
             KernelArg::Buffer(ab),
             KernelArg::Buffer(bb),
             KernelArg::Buffer(ob),
-            KernelArg::I32(g as i32),
         ],
+        &[("G", g)],
     );
     let o = to_f32(&dev.to_vec(ob).unwrap());
     for gi in 0..g {
@@ -232,6 +292,7 @@ fn seeds() {
         64,
         &mut dev,
         &args,
+        &[],
     );
     let get = |d: &Device, i: usize| to_f32(&d.to_vec(outs[i]).unwrap());
     let (d3, u5, dw, uv, dv) = (
@@ -276,12 +337,8 @@ fn tiles() {
         [m.div_ceil(32) as u32, n.div_ceil(16) as u32, 1],
         128,
         &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(bb),
-            KernelArg::I32(n as i32),
-            KernelArg::I32(m as i32),
-        ],
+        &[KernelArg::Buffer(ab), KernelArg::Buffer(bb)],
+        &[("N", n), ("M", m)],
     );
     let b = to_f32(&dev.to_vec(bb).unwrap());
     for i in 0..n * m {
@@ -298,12 +355,8 @@ fn tiles() {
         [m.div_ceil(32) as u32, n.div_ceil(32) as u32, 1],
         256,
         &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(bb),
-            KernelArg::I32(n as i32),
-            KernelArg::I32(m as i32),
-        ],
+        &[KernelArg::Buffer(ab), KernelArg::Buffer(bb)],
+        &[("N", n), ("M", m)],
     );
     let b = to_f32(&dev.to_vec(bb).unwrap());
     for r in 0..n {
@@ -328,6 +381,7 @@ fn tiles() {
             KernelArg::Buffer(bb),
             KernelArg::Buffer(yb),
         ],
+        &[],
     );
     let y = to_f32(&dev.to_vec(yb).unwrap());
     for i in 0..256 {
@@ -344,6 +398,7 @@ fn tiles() {
         128,
         &mut dev,
         &[KernelArg::Buffer(xb), KernelArg::Buffer(yb)],
+        &[],
     );
     let y = to_f32(&dev.to_vec(yb).unwrap());
     for i in 0..128 {
@@ -366,11 +421,8 @@ fn tiles() {
         [n.div_ceil(128) as u32, 1, 1],
         128,
         &mut dev,
-        &[
-            KernelArg::Buffer(xb),
-            KernelArg::Buffer(yb),
-            KernelArg::I32(n as i32),
-        ],
+        &[KernelArg::Buffer(xb), KernelArg::Buffer(yb)],
+        &[("N", n)],
     );
     let y: Vec<u16> = dev
         .to_vec(yb)
@@ -427,6 +479,7 @@ fn lanes_more() {
             KernelArg::Buffer(wb),
             KernelArg::Buffer(pb),
         ],
+        &[],
     );
     let w = to_i32(&dev.to_vec(wb).unwrap());
     let p = to_i32(&dev.to_vec(pb).unwrap());
@@ -460,6 +513,7 @@ fn lanes_more() {
         96,
         &mut dev,
         &[KernelArg::Buffer(ab), KernelArg::Buffer(ob)],
+        &[],
     );
     let o = to_i32(&dev.to_vec(ob).unwrap());
     for t in 0..96 {
@@ -482,7 +536,15 @@ fn lanes_more() {
         .collect();
     let mut args = vec![KernelArg::Buffer(ab), KernelArg::Buffer(sb)];
     args.extend(outs.iter().map(|b| KernelArg::Buffer(*b)));
-    run("shfl_from", "shfl_from", [1, 1, 1], 64, &mut dev, &args);
+    run(
+        "shfl_from",
+        "shfl_from",
+        [1, 1, 1],
+        64,
+        &mut dev,
+        &args,
+        &[],
+    );
     let o: Vec<Vec<f32>> = outs
         .iter()
         .map(|b| to_f32(&dev.to_vec(*b).unwrap()))
@@ -509,7 +571,7 @@ fn lanes_more() {
         .collect();
     let mut args = vec![KernelArg::Buffer(ab), KernelArg::Buffer(sb)];
     args.extend(outs.iter().map(|b| KernelArg::Buffer(*b)));
-    run("shfl_xor", "shfl_xor", [1, 1, 1], 64, &mut dev, &args);
+    run("shfl_xor", "shfl_xor", [1, 1, 1], 64, &mut dev, &args, &[]);
     let o: Vec<Vec<f32>> = outs
         .iter()
         .map(|b| to_f32(&dev.to_vec(*b).unwrap()))
@@ -541,7 +603,15 @@ fn lanes_more() {
         .collect();
     let mut args = vec![KernelArg::Buffer(ab), KernelArg::Buffer(bb)];
     args.extend(outs.iter().map(|b| KernelArg::Buffer(*b)));
-    run("lane_reduce", "lane_reduce", [1, 1, 1], 64, &mut dev, &args);
+    run(
+        "lane_reduce",
+        "lane_reduce",
+        [1, 1, 1],
+        64,
+        &mut dev,
+        &args,
+        &[],
+    );
     let r = to_f32(&dev.to_vec(outs[0]).unwrap());
     let q = to_f32(&dev.to_vec(outs[1]).unwrap());
     let ii = to_i32(&dev.to_vec(outs[2]).unwrap());
@@ -579,8 +649,8 @@ fn bytes_and_runs() {
             KernelArg::Buffer(bb),
             KernelArg::Buffer(db),
             KernelArg::Buffer(sb),
-            KernelArg::I32(n as i32),
         ],
+        &[("N", n)],
     );
     let d = to_i32(&dev.to_vec(db).unwrap());
     let s = to_i32(&dev.to_vec(sb).unwrap());
@@ -614,8 +684,8 @@ fn bytes_and_runs() {
             KernelArg::Buffer(xb),
             KernelArg::Buffer(x2b),
             KernelArg::Buffer(db),
-            KernelArg::I32(n as i32),
         ],
+        &[("N", n)],
     );
     let d = to_i32(&dev.to_vec(db).unwrap());
     for i in 0..n {
@@ -642,9 +712,8 @@ fn bytes_and_runs() {
             KernelArg::Buffer(yb),
             KernelArg::Buffer(y2b),
             KernelArg::F32(0.5),
-            KernelArg::I32(n as i32),
-            KernelArg::I32(k as i32),
         ],
+        &[("N", n), ("K", k)],
     );
     let y = to_f32(&dev.to_vec(yb).unwrap());
     let y2 = to_f32(&dev.to_vec(y2b).unwrap());
@@ -669,8 +738,8 @@ fn bytes_and_runs() {
             KernelArg::Buffer(ab),
             KernelArg::Buffer(yb),
             KernelArg::Buffer(zb),
-            KernelArg::I32(n as i32),
         ],
+        &[("N", n)],
     );
     let y = to_f32(&dev.to_vec(yb).unwrap());
     let z = to_f32(&dev.to_vec(zb).unwrap());
@@ -696,7 +765,8 @@ fn bytes_and_runs() {
         [3, 1, 1],
         32,
         &mut dev,
-        &[KernelArg::Buffer(ob), KernelArg::I32(n as i32)],
+        &[KernelArg::Buffer(ob)],
+        &[("N", n)],
     );
     let o = to_i32(&dev.to_vec(ob).unwrap());
     for i in 0..n as i32 {
@@ -727,11 +797,8 @@ fn bytes_and_runs() {
         [2, 1, 1],
         64,
         &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(ob),
-            KernelArg::I32(n as i32),
-        ],
+        &[KernelArg::Buffer(ab), KernelArg::Buffer(ob)],
+        &[("N", n)],
     );
     let o = to_i32(&dev.to_vec(ob).unwrap());
     for i in 0..n {
@@ -811,8 +878,8 @@ fn types() {
             KernelArg::Buffer(sb),
             KernelArg::Buffer(ub),
             KernelArg::Buffer(wb),
-            KernelArg::I32(n as i32),
         ],
+        &[("N", n)],
     );
     let s = dev.to_vec(sb).unwrap();
     let u = dev.to_vec(ub).unwrap();
@@ -847,8 +914,8 @@ fn types() {
             KernelArg::Buffer(bb),
             KernelArg::Buffer(ob),
             KernelArg::Buffer(fb),
-            KernelArg::I32(n as i32),
         ],
+        &[("N", n)],
     );
     let o: Vec<u16> = dev
         .to_vec(ob)
@@ -881,8 +948,8 @@ fn types() {
             KernelArg::Buffer(bb),
             KernelArg::Buffer(ob),
             KernelArg::Buffer(fb),
-            KernelArg::I32(n as i32),
         ],
+        &[("N", n)],
     );
     let o: Vec<u16> = dev
         .to_vec(ob)
@@ -919,8 +986,8 @@ fn types() {
             KernelArg::Buffer(sb),
             KernelArg::Buffer(ub),
             KernelArg::Buffer(lb),
-            KernelArg::I32(n as i32),
         ],
+        &[("N", n)],
     );
     let s: Vec<i64> = dev
         .to_vec(sb)
@@ -969,8 +1036,8 @@ fn types() {
             KernelArg::Buffer(ob),
             KernelArg::Buffer(sb),
             KernelArg::Buffer(fb),
-            KernelArg::I32(n as i32),
         ],
+        &[("N", n)],
     );
     let o = to_i32(&dev.to_vec(ob).unwrap());
     let s = to_i32(&dev.to_vec(sb).unwrap());
@@ -1016,12 +1083,8 @@ fn more_kernels() {
         [n.div_ceil(4) as u32, 1, 1],
         128,
         &mut dev,
-        &[
-            KernelArg::Buffer(wb),
-            KernelArg::Buffer(yb),
-            KernelArg::I32(n as i32),
-            KernelArg::I32(k as i32),
-        ],
+        &[KernelArg::Buffer(wb), KernelArg::Buffer(yb)],
+        &[("N", n), ("K", k)],
     );
     let y = to_f32(&dev.to_vec(yb).unwrap());
     for r in 0..n {
@@ -1044,12 +1107,8 @@ fn more_kernels() {
         [n as u32, 1, 1],
         256,
         &mut dev,
-        &[
-            KernelArg::Buffer(xb),
-            KernelArg::Buffer(yb),
-            KernelArg::I32(n as i32),
-            KernelArg::I32(m as i32),
-        ],
+        &[KernelArg::Buffer(xb), KernelArg::Buffer(yb)],
+        &[("N", n), ("M", m)],
     );
     let y = to_f32(&dev.to_vec(yb).unwrap());
     for r in 0..n {
@@ -1079,9 +1138,8 @@ fn more_kernels() {
             KernelArg::Buffer(ab),
             KernelArg::Buffer(bb),
             KernelArg::Buffer(cb),
-            KernelArg::I32(n as i32),
-            KernelArg::I32(m as i32),
         ],
+        &[("N", n), ("M", m)],
     );
     let c = to_f32(&dev.to_vec(cb).unwrap());
     for i in 0..n * m {
@@ -1105,8 +1163,8 @@ fn more_kernels() {
             KernelArg::Buffer(qb),
             KernelArg::Buffer(vb),
             KernelArg::Buffer(yb),
-            KernelArg::I32(n as i32),
         ],
+        &[("N", n)],
     );
     let y = to_i32(&dev.to_vec(yb).unwrap());
     for r in 0..n {
@@ -1127,11 +1185,8 @@ fn more_kernels() {
         [n.div_ceil(2) as u32, 1, 1],
         64,
         &mut dev,
-        &[
-            KernelArg::Buffer(wb),
-            KernelArg::Buffer(yb),
-            KernelArg::I32(n as i32),
-        ],
+        &[KernelArg::Buffer(wb), KernelArg::Buffer(yb)],
+        &[("N", n), ("K", k)],
     );
     let y = to_f32(&dev.to_vec(yb).unwrap());
     for r in 0..n {

@@ -3,7 +3,7 @@
 //! emits for a kernel above 48 KB is accepted by NVIDIA's ptxas for every
 //! target it fits.
 
-use phobos_conformance::{find_ptxas, in_ci};
+use phobos_conformance::ptxas_or_skip;
 use std::process::Command;
 
 #[test]
@@ -26,12 +26,7 @@ const TILES_128K: &str = "@launch(256)\nkernel big(A: tensor<f32>[64, 256], B: t
 
 #[test]
 fn ptxas_accepts_dynamic_shared_memory_where_it_fits() {
-    let Some(ptxas) = find_ptxas() else {
-        assert!(
-            !in_ci(),
-            "ptxas not found (set PHOBOS_PTXAS); CI=true requires it"
-        );
-        eprintln!("skipping: ptxas not found (set PHOBOS_PTXAS to run this test)");
+    let Some(ptxas) = ptxas_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");

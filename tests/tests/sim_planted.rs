@@ -343,24 +343,9 @@ fn a_launch_that_breaks_aligned_is_a_misaligned_vector_access() {
     assert_eq!(r.tensor.as_deref(), Some("X"), "{r}");
 }
 
-/// Tiles and CTA-collective scratch sharing bytes, a tile rewritten in a
-/// loop (the same kernel as in `sim_behaviour.rs`, where it is checked for
-/// values): its kept barriers include write-after-read ones before reuse.
-const REUSE: &str = "@launch(128)
-kernel reuse(A: tensor<f32>[R, 128], B: tensor<f32>[1, 256], y: tensor<f32>[R, 128], z: tensor<f32>[1, 128]) {
-  for r in range(0, R) {
-    var t = A[r :+ 1, :]
-    let s = sum<over ctx.thread>(t[0, ctx.thread])
-    y[r, ctx.thread] = t[0, 127 - ctx.thread] + s
-  }
-  var a = B[0 :+ 1, :]
-  let x = a[0, (ctx.thread * 2 + 1) % 256]
-  let m = max<over ctx.thread>(x)
-  var b = A[0 :+ 1, :]
-  let s2 = sum<over ctx.thread>(b[0, (ctx.thread + 5) % 128])
-  z[0, ctx.thread] = b[0, 127 - ctx.thread] + m + s2
-}
-";
+// The kernel is checked for values in `sim_behaviour.rs`; here its kept
+// barriers include write-after-read ones before reuse.
+use phobos_conformance::kernels::REUSE;
 
 /// The PTX with only the `n`th `bar.sync` (0-based) deleted.
 fn without_barrier(ptx: &str, n: usize) -> String {

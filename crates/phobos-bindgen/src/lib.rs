@@ -76,20 +76,11 @@ impl AssetRoot {
 
 /// The Rust type of one element of a tensor or of a scalar.
 pub fn rust_type(ty: ScalarTy) -> &'static str {
+    // Every other type is spelled as in Phobos.
     match ty {
-        ScalarTy::Bool => "bool",
-        ScalarTy::I8 => "i8",
-        ScalarTy::U8 => "u8",
-        ScalarTy::I16 => "i16",
-        ScalarTy::U16 => "u16",
-        ScalarTy::I32 => "i32",
-        ScalarTy::U32 => "u32",
-        ScalarTy::I64 => "i64",
-        ScalarTy::U64 => "u64",
         ScalarTy::F16 => "phobos_rt::half::f16",
         ScalarTy::BF16 => "phobos_rt::half::bf16",
-        ScalarTy::F32 => "f32",
-        ScalarTy::F64 => "f64",
+        t => t.name(),
     }
 }
 

@@ -2,7 +2,8 @@
 //! metadata: the attributes that matter to a caller and the parameter list.
 //! It documents each generated function.
 
-use phobos_core::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta};
+use phobos_core::binding::describe_param;
+use phobos_core::meta::{GridExpr, KernelMeta};
 
 /// `@autotune`, `@launch`, `@aligned` and `@grid` lines, then
 /// `kernel name(params)`.
@@ -35,19 +36,7 @@ pub fn kernel_signature(meta: &KernelMeta) -> String {
     let params: Vec<String> = meta
         .params
         .iter()
-        .map(|p| match &p.kind {
-            ParamKindMeta::Tensor { elem, dims, .. } => {
-                let dims: Vec<String> = dims
-                    .iter()
-                    .map(|d| match d {
-                        DimRefMeta::Named(n) => n.clone(),
-                        DimRefMeta::Const(c) => c.to_string(),
-                    })
-                    .collect();
-                format!("{}: tensor<{}>[{}]", p.name, elem.name(), dims.join(", "))
-            }
-            ParamKindMeta::Scalar(ty) => format!("{}: {}", p.name, ty.name()),
-        })
+        .map(|p| format!("{}: {}", p.name, describe_param(&p.kind)))
         .collect();
     lines.push(format!("kernel {}({})", meta.name, params.join(", ")));
     lines.join("\n")

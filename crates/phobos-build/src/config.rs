@@ -4,6 +4,7 @@
 //! `cargo:rerun-if-env-changed` for it.
 
 use crate::BuildError;
+use phobos_core::parse_arch;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -69,7 +70,7 @@ impl ConfigFile {
         let mut out = Vec::new();
         for v in values {
             let arch = match v {
-                ArchValue::Number(n) => check_arch(*n, &n.to_string()),
+                ArchValue::Number(n) => parse_arch(&n.to_string()),
                 ArchValue::Name(s) => parse_arch(s),
             }
             .map_err(|message| BuildError::Config {
@@ -79,34 +80,6 @@ impl ConfigFile {
             out.push(arch);
         }
         Ok(Some(out))
-    }
-}
-
-fn check_arch(arch: u32, text: &str) -> Result<u32, String> {
-    if phobos_core::ARCHES.contains(&arch) {
-        Ok(arch)
-    } else {
-        let known: Vec<String> = phobos_core::ARCHES
-            .iter()
-            .map(|a| format!("sm_{a}"))
-            .collect();
-        Err(format!(
-            "unknown architecture `{text}`; Phobos targets {}",
-            known.join(", ")
-        ))
-    }
-}
-
-/// `sm_86`, `86` or `compute_86` → 86.
-pub(crate) fn parse_arch(text: &str) -> Result<u32, String> {
-    let t = text.trim();
-    let digits = t
-        .strip_prefix("sm_")
-        .or_else(|| t.strip_prefix("compute_"))
-        .unwrap_or(t);
-    match digits.parse::<u32>() {
-        Ok(n) => check_arch(n, t),
-        Err(_) => check_arch(0, t),
     }
 }
 
@@ -176,7 +149,7 @@ mod tests {
         );
         assert!(parse_arch_list("sm_70")
             .unwrap_err()
-            .contains("unknown architecture `sm_70`"));
+            .contains("unknown target `sm_70`"));
         assert!(parse_arch_list(" , ").is_err());
     }
 

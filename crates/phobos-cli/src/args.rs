@@ -1,6 +1,7 @@
-//! What every subcommand parses the same way: targets (`sm_75` or `75`),
-//! grids, `PARAM=VALUE` bindings, and `.npy` files. `sim` and `explain`
-//! share these so that one spelling means one thing everywhere.
+//! What every subcommand parses the same way: grids, `PARAM=VALUE`
+//! bindings, and `.npy` files (targets are `phobos_core::parse_arch`'s).
+//! `sim` and `explain` share these so that one spelling means one thing
+//! everywhere.
 
 use phobos_core::ast::ScalarTy;
 use std::io::Read;
@@ -13,25 +14,6 @@ pub const MAX_SOURCE_BYTES: u64 = phobos_core::parser::MAX_SOURCE_BYTES as u64;
 /// The grid limits of every supported target (CUDA's): x up to 2^31 - 1,
 /// y and z up to 65535. The runtime refuses the same grids.
 pub const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
-
-/// A target, `sm_75` or `75`, checked against the supported list.
-pub fn parse_arch(s: &str) -> Result<u32, String> {
-    let t = s.trim();
-    let digits = t.strip_prefix("sm_").unwrap_or(t);
-    match digits.parse::<u32>() {
-        Ok(n) if phobos_core::ARCHES.contains(&n) => Ok(n),
-        _ => {
-            let list: Vec<String> = phobos_core::ARCHES
-                .iter()
-                .map(|a| format!("sm_{a}"))
-                .collect();
-            Err(format!(
-                "unknown target `{s}`; supported: {} (`75` means `sm_75`)",
-                list.join(", ")
-            ))
-        }
-    }
-}
 
 /// `X`, `X,Y` or `X,Y,Z`: each at least 1 and within [`MAX_GRID`].
 pub fn parse_grid(s: &str) -> Result<[u32; 3], String> {
@@ -218,6 +200,52 @@ pub fn parse_float(name: &str, ty: ScalarTy, text: &str) -> Result<f64, String> 
     }
 }
 
+/// Each element type's numpy dtype code (without byte order) and numpy's
+/// name for it. `bf16` has no numpy type: it travels as `uint16` bits.
+const NUMPY: [(ScalarTy, &str, &str); 12] = [
+    (ScalarTy::Bool, "b1", "bool"),
+    (ScalarTy::I8, "i1", "int8"),
+    (ScalarTy::U8, "u1", "uint8"),
+    (ScalarTy::I16, "i2", "int16"),
+    (ScalarTy::U16, "u2", "uint16"),
+    (ScalarTy::I32, "i4", "int32"),
+    (ScalarTy::U32, "u4", "uint32"),
+    (ScalarTy::I64, "i8", "int64"),
+    (ScalarTy::U64, "u8", "uint64"),
+    (ScalarTy::F16, "f2", "float16"),
+    (ScalarTy::F32, "f4", "float32"),
+    (ScalarTy::F64, "f8", "float64"),
+];
+
+/// The numpy dtype code (without byte order) that holds `elem`.
+pub fn npy_code(elem: ScalarTy) -> &'static str {
+    let elem = if elem == ScalarTy::BF16 {
+        ScalarTy::U16
+    } else {
+        elem
+    };
+    NUMPY
+        .iter()
+        .find(|(t, _, _)| *t == elem)
+        .map_or("", |(_, code, _)| code)
+}
+
+/// The element type a numpy dtype code (without byte order) holds.
+pub fn npy_elem(code: &str) -> Option<ScalarTy> {
+    NUMPY
+        .iter()
+        .find(|(_, c, _)| *c == code)
+        .map(|(t, _, _)| *t)
+}
+
+/// numpy's name of a dtype code, e.g. `float32`.
+pub fn numpy_name(code: &str) -> &'static str {
+    NUMPY
+        .iter()
+        .find(|(_, c, _)| *c == code)
+        .map_or("another type", |(_, _, name)| name)
+}
+
 /// A `.npy` file's element type (numpy's type string, e.g. `<f4`), shape
 /// and data bytes.
 pub struct Npy {
@@ -322,13 +350,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn targets_are_spelled_either_way_and_checked() {
-        assert_eq!(parse_arch("sm_75"), Ok(75));
-        assert_eq!(parse_arch("90"), Ok(90));
-        for bad in ["0", "999", "sm_0", "sm_", "", "sm_7x"] {
-            let e = parse_arch(bad).unwrap_err();
-            assert!(e.contains("supported: sm_75"), "{e}");
+    fn each_element_type_has_one_numpy_dtype_both_ways() {
+        for (t, code, name) in NUMPY {
+            assert_eq!(npy_code(t), code);
+            assert_eq!(npy_elem(code), Some(t));
+            assert_eq!(numpy_name(code), name);
         }
+        // bf16 travels as uint16 bits, so uint16 reads back as u16.
+        assert_eq!(npy_code(ScalarTy::BF16), "u2");
+        assert_eq!(npy_elem("u2"), Some(ScalarTy::U16));
+        assert_eq!(npy_elem("c8"), None);
+        assert_eq!(numpy_name("c8"), "another type");
     }
 
     #[test]

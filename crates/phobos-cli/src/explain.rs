@@ -7,6 +7,7 @@
 //! Exit codes: 0 success, 1 a kernel that does not compile or that the
 //! simulator stops, 2 usage and IO errors.
 
+use crate::failure::Failure;
 use phobos_core::ast::ScalarTy;
 use phobos_explain::{Cta, ExplainError, Input, Request};
 use std::path::{Path, PathBuf};
@@ -64,40 +65,20 @@ pub struct Args {
     pub inputs: Vec<String>,
 }
 
-/// A failure, and the exit code it maps to.
-pub(crate) struct Failure {
-    pub(crate) code: u8,
-    pub(crate) message: String,
-}
-
-fn usage(message: impl Into<String>) -> Failure {
-    Failure {
-        code: 2,
-        message: message.into(),
-    }
-}
-
 pub fn run(a: Args) -> u8 {
-    match explain(&a) {
-        Ok(()) => 0,
-        Err(f) => {
-            eprintln!("{}", f.message);
-            f.code
-        }
-    }
+    crate::failure::exit_code(explain(&a))
 }
 
 fn explain(a: &Args) -> Result<(), Failure> {
-    let err = |m: String| usage(format!("error: {m}"));
-    let source = crate::args::read_source(&a.file).map_err(err)?;
-    let arch = crate::args::parse_arch(&a.arch).map_err(err)?;
+    let source = crate::args::read_source(&a.file).map_err(Failure::usage)?;
+    let arch = phobos_core::parse_arch(&a.arch).map_err(Failure::usage)?;
     let grid = a
         .grid
         .as_deref()
         .map(crate::args::parse_grid)
         .transpose()
-        .map_err(err)?;
-    let inputs = crate::args::parse_bindings(&a.inputs).map_err(err)?;
+        .map_err(Failure::usage)?;
+    let inputs = crate::args::parse_bindings(&a.inputs).map_err(Failure::usage)?;
     let cta = parse_cta(&a.cta)?;
     let file_name = a.file.display().to_string();
     let mut req = Request::new(
@@ -114,10 +95,10 @@ fn explain(a: &Args) -> Result<(), Failure> {
     for (name, value) in inputs {
         req.inputs.push((name.clone(), input(&name, value)?));
     }
-    for (name, value) in crate::args::parse_defines(&a.defines).map_err(err)? {
+    for (name, value) in crate::args::parse_defines(&a.defines).map_err(Failure::usage)? {
         if req.inputs.iter().any(|(n, _)| n == &name) {
-            return Err(usage(format!(
-                "error: `{name}` is given both as --define and as {name}=..."
+            return Err(Failure::usage(format!(
+                "`{name}` is given both as --define and as {name}=..."
             )));
         }
         req.inputs.push((name, Input::Scalar(value as f64)));
@@ -125,19 +106,7 @@ fn explain(a: &Args) -> Result<(), Failure> {
     let progress = crate::progress::Progress::start(format!("explaining {file_name}"));
     let trace = phobos_explain::trace(&req);
     progress.stop();
-    let trace = trace.map_err(|e| match e {
-        ExplainError::Compile(diags) => Failure {
-            code: 1,
-            message: phobos_core::render::render(&diags, &file_name, &source, false)
-                .trim_end()
-                .to_string(),
-        },
-        ExplainError::Usage(m) => usage(format!("error: {m}")),
-        ExplainError::Run(_) => Failure {
-            code: 1,
-            message: format!("error: {e}"),
-        },
-    })?;
+    let trace = trace.map_err(|e| explain_failure(e, &file_name, &source))?;
     let out = match a.format {
         Format::Html => phobos_explain::html::render(&trace),
         Format::Json => phobos_explain::to_json(&trace) + "\n",
@@ -146,7 +115,7 @@ fn explain(a: &Args) -> Result<(), Failure> {
     match &a.output {
         Some(path) => {
             std::fs::write(path, &out)
-                .map_err(|e| usage(format!("error: cannot write {}: {e}", path.display())))?;
+                .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))?;
             let steps = trace.picked_cta().steps.len();
             eprintln!(
                 "wrote {} ({} KB): {} steps of CTA {} of `{}` for {}",
@@ -158,9 +127,24 @@ fn explain(a: &Args) -> Result<(), Failure> {
                 trace.arch
             );
         }
-        None => crate::out::print(&out).map_err(err)?,
+        None => crate::out::print(&out).map_err(Failure::usage)?,
     }
     Ok(())
+}
+
+/// What `phobos explain` and `phobos profile` say when the explainer
+/// refuses: the rendered diagnostics of a kernel that does not compile,
+/// else its message.
+pub(crate) fn explain_failure(e: ExplainError, file_name: &str, source: &str) -> Failure {
+    match e {
+        ExplainError::Compile(diags) => Failure::report(
+            phobos_core::render::render(&diags, file_name, source, false)
+                .trim_end()
+                .to_string(),
+        ),
+        ExplainError::Usage(m) => Failure::usage(m),
+        ExplainError::Run(_) => Failure::kernel(e),
+    }
 }
 
 /// A linear CTA index, or `x,y[,z]`.
@@ -170,17 +154,17 @@ fn parse_cta(s: &str) -> Result<Cta, Failure> {
             .trim()
             .parse()
             .map(Cta::Linear)
-            .map_err(|_| usage(format!("error: --cta {s} is not a CTA index")));
+            .map_err(|_| Failure::usage(format!("--cta {s} is not a CTA index")));
     }
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     if parts.len() > 3 {
-        return Err(usage(format!("error: --cta {s}: give N or X,Y[,Z]")));
+        return Err(Failure::usage(format!("--cta {s}: give N or X,Y[,Z]")));
     }
     let mut id = [0u32; 3];
     for (i, p) in parts.iter().enumerate() {
         id[i] = p
             .parse()
-            .map_err(|_| usage(format!("error: --cta {s}: `{p}` is not a number")))?;
+            .map_err(|_| Failure::usage(format!("--cta {s}: `{p}` is not a number")))?;
     }
     Ok(Cta::Xyz(id))
 }
@@ -197,43 +181,30 @@ pub(crate) fn input(name: &str, value: crate::args::Value) -> Result<Input, Fail
             // here a number must at least be finite in f64.
             _ => crate::args::parse_float(name, ScalarTy::F64, &text)
                 .map(Input::Scalar)
-                .map_err(|m| usage(format!("error: {m}"))),
+                .map_err(Failure::usage),
         },
-        Value::Npy(path) => read_npy(name, &path),
+        Value::Npy(path) => npy_input(name, &path),
     }
 }
 
 /// A .npy file as tensor data: C order, little-endian, a dtype Phobos has.
-fn read_npy(name: &str, path: &Path) -> Result<Input, Failure> {
-    let npy = crate::args::read_npy(path, name).map_err(|m| usage(format!("error: {m}")))?;
+fn npy_input(name: &str, path: &Path) -> Result<Input, Failure> {
+    let npy = crate::args::read_npy(path, name).map_err(Failure::usage)?;
     let ts = &npy.descr;
     if ts.endianness() == npyz::Endianness::Big && ts.size_field() > 1 {
-        return Err(usage(format!(
-            "error: {name}: {} is big-endian; save it little-endian (arr.astype('<{}{}'))",
+        return Err(Failure::usage(format!(
+            "{name}: {} is big-endian; save it little-endian (arr.astype('<{}{}'))",
             path.display(),
             ts.type_char().to_str(),
             ts.size_field()
         )));
     }
-    let elem = match (ts.type_char(), ts.size_field()) {
-        (npyz::TypeChar::Bool, 1) => ScalarTy::Bool,
-        (npyz::TypeChar::Int, 1) => ScalarTy::I8,
-        (npyz::TypeChar::Uint, 1) => ScalarTy::U8,
-        (npyz::TypeChar::Int, 2) => ScalarTy::I16,
-        (npyz::TypeChar::Uint, 2) => ScalarTy::U16,
-        (npyz::TypeChar::Int, 4) => ScalarTy::I32,
-        (npyz::TypeChar::Uint, 4) => ScalarTy::U32,
-        (npyz::TypeChar::Int, 8) => ScalarTy::I64,
-        (npyz::TypeChar::Uint, 8) => ScalarTy::U64,
-        (npyz::TypeChar::Float, 2) => ScalarTy::F16,
-        (npyz::TypeChar::Float, 4) => ScalarTy::F32,
-        (npyz::TypeChar::Float, 8) => ScalarTy::F64,
-        _ => {
-            return Err(usage(format!(
-                "error: {name}: {} holds `{ts}` elements, which Phobos tensors cannot hold",
-                path.display()
-            )))
-        }
+    let descr = ts.to_string();
+    let Some(elem) = crate::args::npy_elem(descr.get(1..).unwrap_or("")) else {
+        return Err(Failure::usage(format!(
+            "{name}: {} holds `{ts}` elements, which Phobos tensors cannot hold",
+            path.display()
+        )));
     };
     // A 0-d array is one element: a tensor of shape [1].
     let shape = if npy.shape.is_empty() {

@@ -29,6 +29,7 @@ macro_rules! eprintln {
 mod args;
 mod check;
 mod explain;
+mod failure;
 mod files;
 mod fmt;
 mod out;

@@ -11,8 +11,9 @@
 //! Exit codes: 0 success, 1 a kernel that does not compile or that the
 //! simulator stops, 2 usage and IO errors.
 
-use crate::explain::{input, Failure};
-use phobos_explain::{ExplainError, Request};
+use crate::explain::{explain_failure, input};
+use crate::failure::Failure;
+use phobos_explain::Request;
 use phobos_profile::occupancy::{self, CtaResources};
 use phobos_profile::report::{LaunchInfo, Profile};
 use phobos_profile::roofline;
@@ -66,44 +67,34 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> u8 {
-    match profile(&a) {
-        Ok(()) => 0,
-        Err(f) => {
-            eprintln!("{}", f.message);
-            f.code
-        }
-    }
-}
-
-fn usage(message: String) -> Failure {
-    Failure { code: 2, message }
+    crate::failure::exit_code(profile(&a))
 }
 
 fn profile(a: &Args) -> Result<(), Failure> {
-    let source = crate::args::read_source(&a.file).map_err(|m| usage(format!("error: {m}")))?;
+    let source = crate::args::read_source(&a.file).map_err(Failure::usage)?;
     let gpu = match &a.gpu {
         Some(name) => Some(roofline::gpu(name).ok_or_else(|| {
             let known: Vec<&str> = roofline::GPUS.iter().map(|g| g.name).collect();
-            usage(format!(
-                "error: --gpu {name} is not a GPU model this command knows; it knows {}",
+            Failure::usage(format!(
+                "--gpu {name} is not a GPU model this command knows; it knows {}",
                 known.join(", ")
             ))
         })?),
         None => None,
     };
     let arch = match &a.arch {
-        Some(s) => crate::args::parse_arch(s).map_err(|m| usage(format!("error: {m}")))?,
+        Some(s) => phobos_core::parse_arch(s).map_err(Failure::usage)?,
         None => gpu.map_or(90, |g| g.arch),
     };
     if a.cta_sample == Some(0) {
-        return Err(usage("error: --cta-sample must be at least 1".into()));
+        return Err(Failure::usage("--cta-sample must be at least 1"));
     }
     let grid = a
         .grid
         .as_deref()
         .map(crate::args::parse_grid)
         .transpose()
-        .map_err(|m| usage(format!("error: --grid: {m}")))?;
+        .map_err(|m| Failure::usage(format!("--grid: {m}")))?;
     let file_name = a.file.display().to_string();
     let mut req = Request::new(
         source.clone(),
@@ -113,8 +104,7 @@ fn profile(a: &Args) -> Result<(), Failure> {
         grid,
     );
     req.seed = a.seed;
-    let bindings =
-        crate::args::parse_bindings(&a.inputs).map_err(|m| usage(format!("error: {m}")))?;
+    let bindings = crate::args::parse_bindings(&a.inputs).map_err(Failure::usage)?;
     for (name, value) in bindings {
         req.inputs.push((name.clone(), input(&name, value)?));
     }
@@ -167,30 +157,14 @@ fn profile(a: &Args) -> Result<(), Failure> {
     };
     match &a.output {
         Some(path) => std::fs::write(path, &out)
-            .map_err(|e| usage(format!("error: cannot write {}: {e}", path.display()))),
+            .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display()))),
         None => {
             let mut stdout = std::io::stdout().lock();
             stdout
                 .write_all(out.as_bytes())
                 .and_then(|()| stdout.flush())
-                .map_err(|e| usage(format!("error: cannot write the output: {e}")))
+                .map_err(|e| Failure::usage(format!("cannot write the output: {e}")))
         }
-    }
-}
-
-fn explain_failure(e: ExplainError, file_name: &str, source: &str) -> Failure {
-    match e {
-        ExplainError::Compile(diags) => Failure {
-            code: 1,
-            message: phobos_core::render::render(&diags, file_name, source, false)
-                .trim_end()
-                .to_string(),
-        },
-        ExplainError::Usage(m) => usage(format!("error: {m}")),
-        ExplainError::Run(_) => Failure {
-            code: 1,
-            message: format!("error: {e}"),
-        },
     }
 }
 

@@ -5,6 +5,7 @@
 //! errors are rendered with the source and exit 1; usage and IO errors
 //! exit 2.
 
+use crate::failure::Failure;
 use phobos_core::meta::KernelMeta;
 use phobos_core::{CompileOptions, CompiledKernel};
 use std::collections::BTreeMap;
@@ -52,16 +53,9 @@ pub struct ReportArgs {
     pub arch: String,
 }
 
-/// A failure with its exit code.
-struct Fail(u8, String);
-
-fn parse_arch(s: &str) -> Result<u32, Fail> {
-    crate::args::parse_arch(s).map_err(|m| Fail(2, m))
-}
-
 /// Read and compile one file; render diagnostics to stderr.
-fn compile_file(path: &Path, arch: u32) -> Result<Vec<CompiledKernel>, Fail> {
-    let src = crate::args::read_source(path).map_err(|m| Fail(2, m))?;
+pub(crate) fn compile_file(path: &Path, arch: u32) -> Result<Vec<CompiledKernel>, Failure> {
+    let src = crate::args::read_source(path).map_err(Failure::usage)?;
     let name = path.display().to_string();
     let (kernels, diags) = phobos_core::compile(&src, &name, &CompileOptions::for_arch(arch));
     if !diags.is_empty() {
@@ -72,7 +66,7 @@ fn compile_file(path: &Path, arch: u32) -> Result<Vec<CompiledKernel>, Fail> {
         );
     }
     if diags.iter().any(|d| d.is_error()) {
-        return Err(Fail(1, format!("could not compile `{name}`")));
+        return Err(Failure::kernel(format!("could not compile `{name}`")));
     }
     Ok(kernels)
 }
@@ -81,7 +75,7 @@ fn select(
     kernels: Vec<CompiledKernel>,
     name: &Option<String>,
     file: &Path,
-) -> Result<Vec<CompiledKernel>, Fail> {
+) -> Result<Vec<CompiledKernel>, Failure> {
     match name {
         None => Ok(kernels),
         Some(n) => {
@@ -94,10 +88,10 @@ fn select(
                 } else {
                     format!("it has: {}", names.join(", "))
                 };
-                Err(Fail(
-                    2,
-                    format!("no kernel `{n}` in `{}` ({has})", file.display()),
-                ))
+                Err(Failure::usage(format!(
+                    "no kernel `{n}` in `{}` ({has})",
+                    file.display()
+                )))
             } else {
                 Ok(picked)
             }
@@ -105,31 +99,25 @@ fn select(
     }
 }
 
-fn finish(r: Result<(), Fail>) -> u8 {
-    match r {
-        Ok(()) => 0,
-        Err(Fail(code, msg)) => {
-            eprintln!("error: {msg}");
-            code
-        }
-    }
+fn finish(r: Result<(), Failure>) -> u8 {
+    crate::failure::exit_code(r)
 }
 
 pub fn run_ptx(a: PtxArgs) -> u8 {
     finish((|| {
-        let arch = parse_arch(&a.arch)?;
+        let arch = phobos_core::parse_arch(&a.arch).map_err(Failure::usage)?;
         let kernels = select(compile_file(&a.file, arch)?, &a.kernel, &a.file)?;
         // One module for the file, so ptxas accepts the output whole.
-        crate::out::print(&phobos_core::file_module(&kernels)).map_err(|m| Fail(2, m))
+        crate::out::print(&phobos_core::file_module(&kernels)).map_err(Failure::usage)
     })())
 }
 
 pub fn run_report(a: ReportArgs) -> u8 {
     finish((|| {
-        let arch = parse_arch(&a.arch)?;
+        let arch = phobos_core::parse_arch(&a.arch).map_err(Failure::usage)?;
         let kernels = select(compile_file(&a.file, arch)?, &a.kernel, &a.file)?;
         let text: String = kernels.iter().map(|k| report(&k.meta)).collect();
-        crate::out::print(&text).map_err(|m| Fail(2, m))
+        crate::out::print(&text).map_err(Failure::usage)
     })())
 }
 
@@ -218,11 +206,10 @@ pub fn run_build(a: BuildArgs) -> u8 {
     finish(build(&a))
 }
 
-fn build(a: &BuildArgs) -> Result<(), Fail> {
+fn build(a: &BuildArgs) -> Result<(), Failure> {
     if a.paths.is_empty() {
-        return Err(Fail(
-            2,
-            "give at least one .pho file or directory to build".into(),
+        return Err(Failure::usage(
+            "give at least one .pho file or directory to build",
         ));
     }
     let arches: Vec<u32> = if a.arch.is_empty() {
@@ -230,20 +217,19 @@ fn build(a: &BuildArgs) -> Result<(), Fail> {
     } else {
         a.arch
             .iter()
-            .map(|s| parse_arch(s))
+            .map(|s| phobos_core::parse_arch(s).map_err(Failure::usage))
             .collect::<Result<_, _>>()?
     };
     // Cubins are written whenever ptxas is found; `--cubin` makes it
     // required. A `PHOBOS_PTXAS` naming a missing file is an error, as in
     // cargo builds (phobos-build finds ptxas for both).
-    let ptxas = phobos_build::find_ptxas().map_err(|e| Fail(2, strip_error(&e.to_string())))?;
+    let ptxas =
+        phobos_build::find_ptxas().map_err(|e| Failure::usage(strip_error(&e.to_string())))?;
     if a.cubin && ptxas.is_none() {
-        return Err(Fail(
-            2,
-            "--cubin needs NVIDIA's ptxas, which was not found (set PHOBOS_PTXAS, CUDA_PATH or CUDA_HOME, or put ptxas on PATH)".into(),
+        return Err(Failure::usage("--cubin needs NVIDIA's ptxas, which was not found (set PHOBOS_PTXAS, CUDA_PATH or CUDA_HOME, or put ptxas on PATH)",
         ));
     }
-    let files = crate::files::collect(&a.paths).map_err(|m| Fail(2, m))?;
+    let files = crate::files::collect(&a.paths).map_err(Failure::usage)?;
     // Compile everything first: nothing is written for a build that fails.
     let mut failed = false;
     let mut built: Vec<(u32, CompiledKernel, &Path)> = Vec::new();
@@ -251,7 +237,7 @@ fn build(a: &BuildArgs) -> Result<(), Fail> {
         for &arch in &arches {
             match compile_file(f, arch) {
                 Ok(kernels) => built.extend(kernels.into_iter().map(|k| (arch, k, f.as_path()))),
-                Err(Fail(1, _)) => {
+                Err(f) if f.code == 1 => {
                     failed = true;
                     break;
                 }
@@ -260,7 +246,7 @@ fn build(a: &BuildArgs) -> Result<(), Fail> {
         }
     }
     if failed {
-        return Err(Fail(1, "some files did not compile".into()));
+        return Err(Failure::kernel("some files did not compile"));
     }
     // Outputs are named by kernel: two files with one kernel name would
     // overwrite each other's.
@@ -268,9 +254,7 @@ fn build(a: &BuildArgs) -> Result<(), Fail> {
     for (_, k, f) in &built {
         match first_file.get(k.meta.name.as_str()) {
             Some(first) if first != f => {
-                return Err(Fail(
-                    1,
-                    format!(
+                return Err(Failure::kernel(format!(
                         "kernel `{}` is defined in both `{}` and `{}`; kernel names must be unique in a build (outputs are named by kernel)",
                         k.meta.name,
                         first.display(),
@@ -301,25 +285,27 @@ fn build(a: &BuildArgs) -> Result<(), Fail> {
             lacking.join(", ")
         );
         if a.cubin {
-            return Err(Fail(2, format!("--cubin: {what}; use a newer ptxas")));
+            return Err(Failure::usage(format!(
+                "--cubin: {what}; use a newer ptxas"
+            )));
         }
         eprintln!("warning: {what}; writing their PTX only");
     }
-    crate::files::out_dir(&a.out).map_err(|m| Fail(2, m))?;
+    crate::files::out_dir(&a.out).map_err(Failure::usage)?;
     for (arch, k, _) in &built {
         let arch = *arch;
         let stem = a.out.join(format!("{}.sm_{arch}", k.meta.name));
         let ptx_path = stem.with_extension(format!("sm_{arch}.ptx"));
         write(&ptx_path, k.ptx.as_bytes())?;
         let ron_text = ron::ser::to_string_pretty(&k.meta, ron::ser::PrettyConfig::default())
-            .map_err(|e| Fail(2, format!("cannot serialize metadata: {e}")))?;
+            .map_err(|e| Failure::usage(format!("cannot serialize metadata: {e}")))?;
         write(
             &a.out.join(format!("{}.ron", k.meta.name)),
             ron_text.as_bytes(),
         )?;
         if let Some(ptxas) = ptxas.as_ref().filter(|p| p.supports(arch)) {
             let cubin = phobos_build::assemble_ptx(ptxas, &k.meta.name, arch, &k.ptx)
-                .map_err(|e| Fail(1, strip_error(&e.to_string())))?;
+                .map_err(|e| Failure::kernel(strip_error(&e.to_string())))?;
             write(&stem.with_extension(format!("sm_{arch}.cubin")), &cubin)?;
         }
     }
@@ -331,7 +317,7 @@ fn strip_error(text: &str) -> String {
     text.strip_prefix("error: ").unwrap_or(text).to_string()
 }
 
-fn write(path: &Path, bytes: &[u8]) -> Result<(), Fail> {
+fn write(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     std::fs::write(path, bytes)
-        .map_err(|e| Fail(2, format!("cannot write `{}`: {e}", path.display())))
+        .map_err(|e| Failure::usage(format!("cannot write `{}`: {e}", path.display())))
 }

@@ -10,13 +10,14 @@
 //! Exit codes: 0 success, 1 a compile error, a failed check or a simulator
 //! error in the kernel, 2 usage and IO errors.
 
+use crate::failure::Failure;
 use phobos_core::ast::ScalarTy;
 use phobos_core::binding::{self, ArgShape, BindError, Binding, LaunchRequest, Limits, PtxValue};
-use phobos_core::meta::{KernelMeta, ParamKindMeta};
-use phobos_core::render::render;
-use phobos_sim::{Device, KernelArg, LaunchOptions, Module, SimError};
+use phobos_core::meta::{KernelMeta, ParamKindMeta, VariantMeta};
+use phobos_core::CompiledKernel;
+use phobos_sim::{BufferId, Device, KernelArg, LaunchOptions, LaunchStats, Module, SimError};
 use std::collections::BTreeMap;
-use std::io::{BufWriter, IsTerminal};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -62,36 +63,10 @@ pub struct Args {
 /// simulation for a kernel of a few hundred instructions per thread.
 pub const DEFAULT_MAX_WORK: u64 = 1 << 22;
 
-/// Why the command failed, and so its exit code.
-enum Failure {
-    /// Usage and IO errors: exit 2.
-    Usage(String),
-    /// The kernel failed to compile or run: exit 1. The message is printed as is.
-    Kernel(String),
-}
-
-fn usage(m: impl Into<String>) -> Failure {
-    Failure::Usage(m.into())
-}
-
 pub fn run(a: Args) -> u8 {
-    match run_inner(&a) {
-        Ok(summary) => match crate::out::print(&format!("{summary}\n")) {
-            Ok(()) => 0,
-            Err(m) => {
-                eprintln!("error: {m}");
-                2
-            }
-        },
-        Err(Failure::Usage(m)) => {
-            eprintln!("error: {m}");
-            2
-        }
-        Err(Failure::Kernel(m)) => {
-            eprintln!("{m}");
-            1
-        }
-    }
+    let result = run_inner(&a)
+        .and_then(|summary| crate::out::print(&format!("{summary}\n")).map_err(Failure::usage));
+    crate::failure::exit_code(result)
 }
 
 /// A tensor argument read from its `.npy`.
@@ -102,183 +77,35 @@ struct TensorArg {
     written: bool,
 }
 
+/// Every parameter's value, by name.
+struct Values {
+    tensors: BTreeMap<String, TensorArg>,
+    scalars: BTreeMap<String, KernelArg>,
+}
+
+/// The launch `phobos sim` runs: the variant the binding chose and its grid.
+struct Launch<'m> {
+    variant: &'m VariantMeta,
+    grid: [u32; 3],
+}
+
+/// Read, compile, select, bind, launch, write; each step below.
 fn run_inner(a: &Args) -> Result<String, Failure> {
-    let arch = crate::args::parse_arch(&a.arch).map_err(usage)?;
-    let bindings = crate::args::parse_bindings(&a.bindings).map_err(usage)?;
+    let arch = phobos_core::parse_arch(&a.arch).map_err(Failure::usage)?;
+    let bindings = crate::args::parse_bindings(&a.bindings).map_err(Failure::usage)?;
     // The output directory is checked before the simulation, not after it.
     check_out_dir(&a.out)?;
-    let src = crate::args::read_source(&a.file).map_err(usage)?;
+    let kernels = crate::ptx::compile_file(&a.file, arch)?;
     let file_name = a.file.display().to_string();
-    let opts = phobos_core::CompileOptions::for_arch(arch);
-    let (kernels, diags) = phobos_core::compile(&src, &file_name, &opts);
-    if !diags.is_empty() {
-        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        eprint!("{}", render(&diags, &file_name, &src, color));
-    }
-    if diags.iter().any(|d| d.is_error()) {
-        return Err(Failure::Kernel(format!(
-            "error: could not compile `{file_name}`"
-        )));
-    }
-    let names: Vec<&str> = kernels.iter().map(|k| k.meta.name.as_str()).collect();
-    let kernel = match &a.kernel {
-        Some(n) => kernels.iter().find(|k| &k.meta.name == n).ok_or_else(|| {
-            usage(format!(
-                "`{file_name}` has no kernel `{n}` (it has: {})",
-                names.join(", ")
-            ))
-        })?,
-        None if kernels.len() == 1 => &kernels[0],
-        None if kernels.is_empty() => {
-            return Err(usage(format!("`{file_name}` has no kernels to run")))
-        }
-        None => {
-            return Err(usage(format!(
-                "`{file_name}` has {} kernels; choose one with --kernel ({})",
-                kernels.len(),
-                names.join(", ")
-            )))
-        }
-    };
+    let kernel = select(&kernels, a.kernel.as_deref(), &file_name)?;
     let meta = &kernel.meta;
-    let bindings = bind(&bindings, meta)?;
-    let mut tensors: BTreeMap<String, TensorArg> = BTreeMap::new();
-    let mut scalars: BTreeMap<String, KernelArg> = BTreeMap::new();
-    let missing: Vec<String> = meta
-        .params
-        .iter()
-        .filter(|p| !bindings.contains_key(&p.name))
-        .map(|p| format!("`{}` ({})", p.name, describe_param(&p.kind)))
-        .collect();
-    if !missing.is_empty() {
-        return Err(usage(format!(
-            "missing a value for parameter{} {}",
-            if missing.len() == 1 { "" } else { "s" },
-            missing.join(", ")
-        )));
-    }
-    for p in &meta.params {
-        let Some(value) = bindings.get(&p.name) else {
-            continue;
-        };
-        match &p.kind {
-            ParamKindMeta::Tensor { elem, written, .. } => {
-                let (shape, bytes) = read_npy(value, &p.name, *elem)?;
-                tensors.insert(
-                    p.name.clone(),
-                    TensorArg {
-                        elem: *elem,
-                        shape,
-                        bytes,
-                        written: *written,
-                    },
-                );
-            }
-            ParamKindMeta::Scalar(ty) => {
-                let crate::args::Value::Scalar(text) = value else {
-                    return Err(usage(format!("scalar `{}` needs a value", p.name)));
-                };
-                scalars.insert(p.name.clone(), parse_scalar(&p.name, *ty, text)?);
-            }
-        }
-    }
-    let picked = crate::args::parse_defines(&a.defines).map_err(usage)?;
+    let Values { tensors, scalars } = read_args(meta, &bind(&bindings, meta)?)?;
+    let picked = crate::args::parse_defines(&a.defines).map_err(Failure::usage)?;
     let binding = bind_launch(meta, &tensors, a.grid, &picked)?;
-    let variant = binding.first();
-    let refused = |e| refusal(meta, &tensors, e);
-    let grid = binding.grid(variant).map_err(refused)?;
-    binding.check_block(variant).map_err(refused)?;
-    let ctas = grid.iter().map(|&g| u64::from(g)).product::<u64>();
-    let work = ctas.saturating_mul(u64::from(variant.threads));
-    if work > a.max_work {
-        return Err(usage(format!(
-            "this launch simulates {ctas} CTAs x {} threads = {work} threads, more than the budget of {} \
-             (give a smaller --grid, or raise the budget with --max-work {work})",
-            variant.threads, a.max_work
-        )));
-    }
-    let module = Module::parse(&kernel.ptx).map_err(|e| {
-        Failure::Kernel(format!(
-            "error: the simulator cannot load the compiled PTX: {e}"
-        ))
-    })?;
-    let mut dev = Device::new();
-    let mut buffers = BTreeMap::new();
-    for (name, t) in &tensors {
-        let id = dev
-            .alloc_from(name, &t.bytes)
-            .map_err(|e| usage(e.to_string()))?;
-        buffers.insert(name.clone(), id);
-    }
-    let entry_params = module
-        .params(&variant.entry)
-        .map_err(|e| Failure::Kernel(format!("error: {e}")))?;
-    let values = binding.ptx_args(variant).map_err(refused)?;
-    let mut args = Vec::new();
-    for (value, info) in values.iter().zip(entry_params) {
-        let name = value.index().map(|i| meta.params[i].name.as_str());
-        args.push(match (*value, name) {
-            (PtxValue::Tensor(_), Some(n)) => KernelArg::Buffer(buffers[n]),
-            (PtxValue::Scalar(_), Some(n)) => {
-                let v = scalars[n].clone();
-                // A bool travels as whatever integer width the entry declares.
-                match v {
-                    KernelArg::U8(b) if info.size != 1 => {
-                        KernelArg::Bytes(pad(&[b], info.size as usize))
-                    }
-                    v => v,
-                }
-            }
-            (PtxValue::Dim(v), _) => KernelArg::I32(v),
-            _ => {
-                return Err(Failure::Kernel(
-                    "error: the metadata and the PTX disagree on the parameters".to_string(),
-                ))
-            }
-        });
-    }
-    // More host threads than cores only costs memory (and 100000 of them
-    // fail to spawn).
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let opts = LaunchOptions {
-        checks: !a.no_check,
-        max_steps: a.max_steps,
-        threads: a.threads.min(cores),
-        ..LaunchOptions::default()
-    };
-    let progress = crate::progress::Progress::start(format!(
-        "simulating `{}`: {ctas} CTAs x {} threads",
-        variant.entry, variant.threads
-    ));
-    let result = dev.launch(
-        &module,
-        &variant.entry,
-        grid,
-        [variant.threads, 1, 1],
-        &args,
-        &opts,
-        None,
-    );
-    progress.stop();
-    let stats = result.map_err(|e| match e {
-        SimError::Check(mut r) => {
-            phobos_runtime::name_shared_buffer(&mut r, variant);
-            Failure::Kernel(r.to_string())
-        }
-        other => Failure::Kernel(format!("error: {other}")),
-    })?;
-    let mut wrote = Vec::new();
-    for (name, t) in &tensors {
-        let id = buffers[name];
-        if !(t.written || stats.written.contains(&id)) {
-            continue;
-        }
-        let bytes = dev.to_vec(id).map_err(|e| usage(e.to_string()))?;
-        let path = a.out.join(format!("{name}.npy"));
-        write_npy(&path, &t.shape, t.elem, &bytes)
-            .map_err(|e| usage(format!("cannot write `{}`: {e}", path.display())))?;
-        wrote.push(path.display().to_string());
-    }
+    let launch = plan(&binding, meta, &tensors, a.max_work)?;
+    let (dev, buffers, stats) = simulate(a, kernel, &binding, &launch, &tensors, &scalars)?;
+    let wrote = write_outputs(&a.out, &dev, &buffers, &tensors, &stats)?;
+    let (variant, grid) = (launch.variant, launch.grid);
     Ok(format!(
         "{}: grid ({}, {}, {}) x {} threads, {} thread instructions, checks {}; wrote {}",
         variant.entry,
@@ -296,18 +123,226 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
     ))
 }
 
+/// The kernel to run: `--kernel`'s, or the file's only one.
+fn select<'k>(
+    kernels: &'k [CompiledKernel],
+    name: Option<&str>,
+    file_name: &str,
+) -> Result<&'k CompiledKernel, Failure> {
+    let names: Vec<&str> = kernels.iter().map(|k| k.meta.name.as_str()).collect();
+    match name {
+        Some(n) => kernels.iter().find(|k| k.meta.name == n).ok_or_else(|| {
+            Failure::usage(format!(
+                "`{file_name}` has no kernel `{n}` (it has: {})",
+                names.join(", ")
+            ))
+        }),
+        None if kernels.len() == 1 => Ok(&kernels[0]),
+        None if kernels.is_empty() => Err(Failure::usage(format!(
+            "`{file_name}` has no kernels to run"
+        ))),
+        None => Err(Failure::usage(format!(
+            "`{file_name}` has {} kernels; choose one with --kernel ({})",
+            kernels.len(),
+            names.join(", ")
+        ))),
+    }
+}
+
+/// Every parameter's value: tensors read from their `.npy` files, scalars
+/// parsed by their type. A parameter without one is an error naming all
+/// that lack one.
+fn read_args(
+    meta: &KernelMeta,
+    bindings: &BTreeMap<String, &crate::args::Value>,
+) -> Result<Values, Failure> {
+    let missing: Vec<String> = meta
+        .params
+        .iter()
+        .filter(|p| !bindings.contains_key(&p.name))
+        .map(|p| format!("`{}` ({})", p.name, wanted(&p.kind)))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Failure::usage(format!(
+            "missing a value for parameter{} {}",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", ")
+        )));
+    }
+    let mut tensors = BTreeMap::new();
+    let mut scalars = BTreeMap::new();
+    for p in &meta.params {
+        let Some(value) = bindings.get(&p.name) else {
+            continue;
+        };
+        match &p.kind {
+            ParamKindMeta::Tensor { elem, written, .. } => {
+                let (shape, bytes) = tensor_npy(value, &p.name, *elem)?;
+                tensors.insert(
+                    p.name.clone(),
+                    TensorArg {
+                        elem: *elem,
+                        shape,
+                        bytes,
+                        written: *written,
+                    },
+                );
+            }
+            ParamKindMeta::Scalar(ty) => {
+                let crate::args::Value::Scalar(text) = value else {
+                    return Err(Failure::usage(format!("scalar `{}` needs a value", p.name)));
+                };
+                scalars.insert(p.name.clone(), parse_scalar(&p.name, *ty, text)?);
+            }
+        }
+    }
+    Ok(Values { tensors, scalars })
+}
+
+/// The variant and grid the binding chose, checked against the device and
+/// the `--max-work` budget.
+fn plan<'m>(
+    binding: &Binding<'m>,
+    meta: &KernelMeta,
+    tensors: &BTreeMap<String, TensorArg>,
+    max_work: u64,
+) -> Result<Launch<'m>, Failure> {
+    let variant = binding.first();
+    let refused = |e| refusal(meta, tensors, e);
+    let grid = binding.grid(variant).map_err(refused)?;
+    binding.check_block(variant).map_err(refused)?;
+    let ctas = grid.iter().map(|&g| u64::from(g)).product::<u64>();
+    let work = ctas.saturating_mul(u64::from(variant.threads));
+    if work > max_work {
+        return Err(Failure::usage(format!(
+            "this launch simulates {ctas} CTAs x {} threads = {work} threads, more than the budget of {max_work} \
+             (give a smaller --grid, or raise the budget with --max-work {work})",
+            variant.threads
+        )));
+    }
+    Ok(Launch { variant, grid })
+}
+
+/// Loads the PTX, allocates the tensors, marshals the `.param`s in the
+/// binding's order and runs the launch.
+fn simulate(
+    a: &Args,
+    kernel: &CompiledKernel,
+    binding: &Binding<'_>,
+    launch: &Launch<'_>,
+    tensors: &BTreeMap<String, TensorArg>,
+    scalars: &BTreeMap<String, KernelArg>,
+) -> Result<(Device, BTreeMap<String, BufferId>, LaunchStats), Failure> {
+    let (meta, variant) = (&kernel.meta, launch.variant);
+    let module = Module::parse(&kernel.ptx)
+        .map_err(|e| Failure::kernel(format!("the simulator cannot load the compiled PTX: {e}")))?;
+    let mut dev = Device::new();
+    let mut buffers = BTreeMap::new();
+    for (name, t) in tensors {
+        let id = dev.alloc_from(name, &t.bytes).map_err(Failure::usage)?;
+        buffers.insert(name.clone(), id);
+    }
+    let entry_params = module.params(&variant.entry).map_err(Failure::kernel)?;
+    let values = binding
+        .ptx_args(variant)
+        .map_err(|e| refusal(meta, tensors, e))?;
+    let mut args = Vec::new();
+    for (value, info) in values.iter().zip(entry_params) {
+        let name = value.index().map(|i| meta.params[i].name.as_str());
+        args.push(match (*value, name) {
+            (PtxValue::Tensor(_), Some(n)) => KernelArg::Buffer(buffers[n]),
+            (PtxValue::Scalar(_), Some(n)) => {
+                let v = scalars[n].clone();
+                // A bool travels as whatever integer width the entry declares.
+                match v {
+                    KernelArg::U8(b) if info.size != 1 => {
+                        KernelArg::Bytes(pad(&[b], info.size as usize))
+                    }
+                    v => v,
+                }
+            }
+            (PtxValue::Dim(v), _) => KernelArg::I32(v),
+            _ => {
+                return Err(Failure::kernel(
+                    "the metadata and the PTX disagree on the parameters",
+                ))
+            }
+        });
+    }
+    // More host threads than cores only costs memory (and 100000 of them
+    // fail to spawn).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let opts = LaunchOptions {
+        checks: !a.no_check,
+        max_steps: a.max_steps,
+        threads: a.threads.min(cores),
+        ..LaunchOptions::default()
+    };
+    let grid = launch.grid;
+    let ctas = grid.iter().map(|&g| u64::from(g)).product::<u64>();
+    let progress = crate::progress::Progress::start(format!(
+        "simulating `{}`: {ctas} CTAs x {} threads",
+        variant.entry, variant.threads
+    ));
+    let result = dev.launch(
+        &module,
+        &variant.entry,
+        grid,
+        [variant.threads, 1, 1],
+        &args,
+        &opts,
+        None,
+    );
+    progress.stop();
+    let stats = result.map_err(|e| match e {
+        SimError::Check(mut r) => {
+            phobos_runtime::name_shared_buffer(&mut r, variant);
+            Failure::report(r.to_string())
+        }
+        other => Failure::kernel(other),
+    })?;
+    Ok((dev, buffers, stats))
+}
+
+/// Writes every tensor the kernel may write (or did write) to
+/// `OUT/NAME.npy`; returns the paths written.
+fn write_outputs(
+    out: &Path,
+    dev: &Device,
+    buffers: &BTreeMap<String, BufferId>,
+    tensors: &BTreeMap<String, TensorArg>,
+    stats: &LaunchStats,
+) -> Result<Vec<String>, Failure> {
+    let mut wrote = Vec::new();
+    for (name, t) in tensors {
+        let id = buffers[name];
+        if !(t.written || stats.written.contains(&id)) {
+            continue;
+        }
+        let bytes = dev.to_vec(id).map_err(Failure::usage)?;
+        let path = out.join(format!("{name}.npy"));
+        write_npy(&path, &t.shape, t.elem, &bytes)
+            .map_err(|e| Failure::usage(format!("cannot write `{}`: {e}", path.display())))?;
+        wrote.push(path.display().to_string());
+    }
+    Ok(wrote)
+}
+
 fn pad(b: &[u8], n: usize) -> Vec<u8> {
     let mut v = b.to_vec();
     v.resize(n, 0);
     v
 }
 
-fn describe_param(k: &ParamKindMeta) -> String {
+/// What `phobos sim` wants for a parameter: `a tensor<f32>[N], given as
+/// PATH.npy` or `a f32 scalar` (the type as `binding::describe_param`
+/// writes it).
+fn wanted(k: &ParamKindMeta) -> String {
     match k {
         ParamKindMeta::Tensor { .. } => {
             format!("a {}, given as PATH.npy", binding::describe_param(k))
         }
-        ParamKindMeta::Scalar(t) => format!("a {} scalar", t.name()),
+        ParamKindMeta::Scalar(_) => format!("a {} scalar", binding::describe_param(k)),
     }
 }
 
@@ -322,7 +357,7 @@ fn bind<'b>(
     for (name, value) in items {
         let Some(p) = meta.params.iter().find(|p| &p.name == name) else {
             let known: Vec<&str> = meta.params.iter().map(|p| p.name.as_str()).collect();
-            return Err(usage(format!(
+            return Err(Failure::usage(format!(
                 "kernel `{}` has no parameter `{name}` (its parameters: {})",
                 meta.name,
                 known.join(", ")
@@ -332,14 +367,14 @@ fn bind<'b>(
             (ParamKindMeta::Tensor { .. }, Value::Npy(_))
             | (ParamKindMeta::Scalar(_), Value::Scalar(_)) => {}
             (ParamKindMeta::Tensor { .. }, Value::Shape(_)) => {
-                return Err(usage(format!(
+                return Err(Failure::usage(format!(
                     "`{name}`: sim needs the tensor's data as PATH.npy (shape: gives random data to `phobos explain` only)"
                 )))
             }
             (kind, _) => {
-                return Err(usage(format!(
+                return Err(Failure::usage(format!(
                     "`{name}` is {}",
-                    describe_param(kind)
+                    wanted(kind)
                 )))
             }
         }
@@ -351,75 +386,41 @@ fn bind<'b>(
 /// Creates the output directory (if missing) and checks that a file can
 /// be written in it, before any simulation time is spent.
 fn check_out_dir(dir: &Path) -> Result<(), Failure> {
-    crate::files::out_dir(dir).map_err(usage)
+    crate::files::out_dir(dir).map_err(Failure::usage)
 }
 
-/// The numpy type code (without byte order) that holds `elem`.
-fn npy_code(elem: ScalarTy) -> &'static str {
-    match elem {
-        ScalarTy::Bool => "b1",
-        ScalarTy::I8 => "i1",
-        ScalarTy::U8 => "u1",
-        ScalarTy::I16 => "i2",
-        ScalarTy::U16 | ScalarTy::BF16 => "u2",
-        ScalarTy::I32 => "i4",
-        ScalarTy::U32 => "u4",
-        ScalarTy::I64 => "i8",
-        ScalarTy::U64 => "u8",
-        ScalarTy::F16 => "f2",
-        ScalarTy::F32 => "f4",
-        ScalarTy::F64 => "f8",
-    }
-}
-
-fn numpy_name(code: &str) -> &'static str {
-    match code {
-        "b1" => "bool",
-        "i1" => "int8",
-        "u1" => "uint8",
-        "i2" => "int16",
-        "u2" => "uint16",
-        "i4" => "int32",
-        "u4" => "uint32",
-        "i8" => "int64",
-        "u8" => "uint64",
-        "f2" => "float16",
-        "f4" => "float32",
-        "f8" => "float64",
-        _ => "another type",
-    }
-}
-
-/// Reads a C-ordered, little-endian `.npy` whose dtype holds `elem`; returns
-/// its shape and its data as device bytes.
-fn read_npy(
+/// Reads tensor `param`'s C-ordered, little-endian `.npy`, whose dtype must
+/// hold `elem`; returns its shape and its data as device bytes.
+fn tensor_npy(
     value: &crate::args::Value,
     param: &str,
     elem: ScalarTy,
 ) -> Result<(Vec<u64>, Vec<u8>), Failure> {
     let crate::args::Value::Npy(path) = value else {
-        return Err(usage(format!("tensor `{param}` needs a .npy file")));
+        return Err(Failure::usage(format!(
+            "tensor `{param}` needs a .npy file"
+        )));
     };
     let shown = path.display();
-    let npy = crate::args::read_npy(path, param).map_err(usage)?;
+    let npy = crate::args::read_npy(path, param).map_err(Failure::usage)?;
     let descr = npy.descr.to_string();
     let (order, code) = descr.split_at(1.min(descr.len()));
-    let want = npy_code(elem);
+    let want = crate::args::npy_code(elem);
     let bf16_note = if elem == ScalarTy::BF16 {
         " (bf16 tensors are given as uint16 bits)"
     } else {
         ""
     };
     if code != want {
-        return Err(usage(format!(
+        return Err(Failure::usage(format!(
             "tensor `{param}` is {}, so `{shown}` must hold {} (dtype {want}){bf16_note}, but it holds {} (dtype {code})",
             elem.name(),
-            numpy_name(want),
-            numpy_name(code)
+            crate::args::numpy_name(want),
+            crate::args::numpy_name(code)
         )));
     }
     if order == ">" && !want.ends_with('1') {
-        return Err(usage(format!(
+        return Err(Failure::usage(format!(
             "`{shown}` (tensor `{param}`) is big-endian; save it little-endian"
         )));
     }
@@ -475,7 +476,7 @@ fn write_npy(path: &Path, shape: &[u64], elem: ScalarTy, bytes: &[u8]) -> std::i
 
 fn parse_scalar(name: &str, ty: ScalarTy, text: &str) -> Result<KernelArg, Failure> {
     let bad = || {
-        usage(format!(
+        Failure::usage(format!(
             "`{text}` is not a {} value for scalar `{name}`",
             ty.name()
         ))
@@ -496,7 +497,7 @@ fn parse_scalar(name: &str, ty: ScalarTy, text: &str) -> Result<KernelArg, Failu
     let ranged = |lo: i128, hi: i128| -> Result<i128, Failure> {
         let v = int()?;
         if v < lo || v > hi {
-            Err(usage(format!(
+            Err(Failure::usage(format!(
                 "{v} is out of range for scalar `{name}` of type {} ({lo} to {hi})",
                 ty.name()
             )))
@@ -504,7 +505,7 @@ fn parse_scalar(name: &str, ty: ScalarTy, text: &str) -> Result<KernelArg, Failu
             Ok(v)
         }
     };
-    let float = || crate::args::parse_float(name, ty, text).map_err(usage);
+    let float = || crate::args::parse_float(name, ty, text).map_err(Failure::usage);
     Ok(match ty {
         ScalarTy::Bool => match text.trim() {
             "true" | "1" => KernelArg::U8(1),
@@ -570,9 +571,9 @@ fn refusal(meta: &KernelMeta, tensors: &BTreeMap<String, TensorArg>, e: BindErro
         meta.params
             .iter()
             .find(|p| p.name == param)
-            .map_or(String::new(), |p| describe_param(&p.kind))
+            .map_or(String::new(), |p| wanted(&p.kind))
     };
-    usage(match e {
+    Failure::usage(match e {
         BindError::Rank {
             param, expected, ..
         } => format!(

@@ -1,27 +1,15 @@
 //! `phobos check` as a user runs it: exit codes, human and JSON output.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn phobos(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_phobos"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run phobos")
-}
+mod common;
+use common::{phobos, write};
 
 fn seed_dir() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../phobos-core/tests/seed")
         .display()
         .to_string()
-}
-
-fn write(dir: &Path, name: &str, src: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, src).expect("write");
-    p.display().to_string()
 }
 
 const BAD: &str = "@launch(128)

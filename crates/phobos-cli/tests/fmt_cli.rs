@@ -3,26 +3,14 @@
 //! errors left untouched.
 
 use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-fn phobos(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_phobos"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run phobos")
-}
+mod common;
+use common::{phobos, write};
 
 const MESSY: &str = "@launch(32)\nkernel k(O: tensor<f32>[N]) {\nO[ctx.thread]=1.0 // one\n}\n";
 const TIDY: &str = "@launch(32)\nkernel k(O: tensor<f32>[N]) {\n  O[ctx.thread] = 1.0 // one\n}\n";
 const BROKEN: &str = "@launch(32)\nkernel k(O: tensor<f32>[N] {\n  O[0] = \n}\n";
-
-fn write(dir: &Path, name: &str, src: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, src).expect("write");
-    p.display().to_string()
-}
 
 fn read(p: &str) -> String {
     std::fs::read_to_string(p).expect("read")

@@ -3,7 +3,10 @@
 //! ragged shapes, poisoned outputs, and every usage error with its exit code.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
+use common::phobos;
 
 // The seed page's kernels, from the conformance corpus.
 const LANES_MATVEC: &str = include_str!("../../../tests/in/lanes_matvec.pho");
@@ -18,14 +21,6 @@ kernel copy(A: tensor<f32>[1, M], B: tensor<f32>[1, 128]) {
   B[0, ctx.thread] = A[0, ctx.thread]
 }
 ";
-
-fn phobos(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_phobos"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run phobos")
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -484,21 +479,13 @@ fn an_autotuned_dim_without_a_variant_is_refused() {
     );
 }
 
-const TUNED: &str = "@autotune(BLOCK in [64, 128])
-@launch(BLOCK)
-@grid(cdiv(N, BLOCK))
-kernel tuned(x: tensor<f32>[N], y: tensor<f32>[N]) {
-  let i = ctx.block.x * BLOCK + ctx.thread
-  if i < N {
-    y[i] = 2.0 * x[i]
-  }
-}
-";
+/// A free tuning constant with `@grid` following it (the corpus kernel).
+const TUNED: &str = include_str!("../../../tests/in/autotune_block.pho");
 
 #[test]
 fn define_runs_the_variant_of_a_free_tuning_constant() {
     let n = 1000;
-    let (c, file) = Case::new("tuned.pho", TUNED);
+    let (c, file) = Case::new("autotune_block.pho", TUNED);
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
     write_npy(&c.path("x.npy"), &[n as u64], &x);
     write_npy(&c.path("y.npy"), &[n as u64], &vec![0.0f32; n]);
@@ -513,14 +500,14 @@ fn define_runs_the_variant_of_a_free_tuning_constant() {
     let out = run(&[]);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
-        stdout.contains("tuned__BLOCK64: grid (16, 1, 1) x 64 threads"),
+        stdout.contains("autotune_block__BLOCK64: grid (16, 1, 1) x 64 threads"),
         "{stdout}"
     );
     let out = run(&["--define", "BLOCK=128"]);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout.contains("tuned__BLOCK128: grid (8, 1, 1) x 128 threads"),
+        stdout.contains("autotune_block__BLOCK128: grid (8, 1, 1) x 128 threads"),
         "{stdout}"
     );
     let (_, y) = read_npy::<f32>(&c.dir.path().join("out/y.npy"));

@@ -26,5 +26,5 @@ pub mod source;
 pub use diag::{Code, Diagnostic, Severity};
 pub use pipeline::{
     add_once_per_target, check_for_targets, check_source, compile, file_module, max_shared_bytes,
-    CompileOptions, CompiledKernel, ARCHES, STATIC_SHARED_LIMIT,
+    parse_arch, CompileOptions, CompiledKernel, ARCHES, STATIC_SHARED_LIMIT,
 };

@@ -9,6 +9,27 @@ use crate::meta::KernelMeta;
 /// The targets Phobos supports; `sm_75` is the floor.
 pub const ARCHES: [u32; 7] = [75, 80, 86, 89, 90, 100, 120];
 
+/// A target as a user writes it, `sm_86`, `compute_86` or `86`, checked
+/// against [`ARCHES`]; the error names the supported ones. The one parser
+/// of the CLI's `--arch` and phobos-build's `arches` and `PHOBOS_ARCHES`.
+pub fn parse_arch(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    let digits = t
+        .strip_prefix("sm_")
+        .or_else(|| t.strip_prefix("compute_"))
+        .unwrap_or(t);
+    match digits.parse::<u32>() {
+        Ok(n) if ARCHES.contains(&n) => Ok(n),
+        _ => {
+            let list: Vec<String> = ARCHES.iter().map(|a| format!("sm_{a}")).collect();
+            Err(format!(
+                "unknown target `{t}`; supported: {} (`75` means `sm_75`)",
+                list.join(", ")
+            ))
+        }
+    }
+}
+
 /// Static shared memory per CTA on every target: what a `.shared`
 /// declaration may hold. A kernel above it takes its shared memory
 /// dynamically, up to [`max_shared_bytes`].
@@ -234,4 +255,21 @@ fn pin_defines(kernel: &mut CheckedKernel, defines: &[(String, i64)]) -> Result<
             .retain(|v| v.variant.iter().all(|(n, v)| n != name || *v == value));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_arch;
+
+    #[test]
+    fn targets_are_spelled_three_ways_and_checked() {
+        assert_eq!(parse_arch("sm_75"), Ok(75));
+        assert_eq!(parse_arch("90"), Ok(90));
+        assert_eq!(parse_arch(" compute_86 "), Ok(86));
+        for bad in ["0", "999", "sm_0", "sm_", "", "sm_7x", "sm_70", "compute_"] {
+            let e = parse_arch(bad).unwrap_err();
+            assert!(e.contains("supported: sm_75, sm_80"), "{e}");
+            assert!(e.contains(&format!("`{}`", bad.trim())), "{e}");
+        }
+    }
 }

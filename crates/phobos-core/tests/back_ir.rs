@@ -125,3 +125,109 @@ fn every_snippet_of_the_page_compiles_for_every_target() {
         }
     }
 }
+
+#[test]
+fn control_flow_text_form_shows_while_pre_and_else_blocks() {
+    let src = include_str!("../../../tests/in/control_flow.pho");
+    let f = lower::lower(&variant(src), "control_flow");
+    let text = print::print(&f);
+    assert!(text.contains("while {"), "{text}");
+    assert!(text.contains("} else {"), "{text}");
+    insta::assert_snapshot!("back_ir_control_flow", text);
+}
+
+/// `Func::walk_stmts`, `stmt_operands` and `walk_expr` (the IR walks the
+/// analyses share) reach every statement and every expression in use once,
+/// operands before their users, subscripts before a store's value, and
+/// every `break`/`continue` inside a loop.
+#[test]
+fn the_ir_walks_reach_every_statement_and_expression_once() {
+    use phobos_core::backend::ir::{ExprId, Func, StmtId};
+    use std::collections::HashMap;
+    let mut stores = 0;
+    for (path, src) in corpus() {
+        let (kernels, diags) = phobos_core::check_source(&src);
+        assert!(diags.iter().all(|d| !d.is_error()), "{path}: {diags:?}");
+        for k in &kernels {
+            for v in &k.variants {
+                let f: Func = lower::lower(v, &v.name);
+                let mut stmts: Vec<StmtId> = Vec::new();
+                f.walk_stmts(&f.body, &mut |s, loops| {
+                    if matches!(f.stmts[s].kind, StmtKind::Break | StmtKind::Continue) {
+                        assert!(loops > 0, "{path}: {s} outside a loop");
+                    }
+                    stmts.push(s);
+                });
+                let mut exprs: Vec<ExprId> = Vec::new();
+                for &s in &stmts {
+                    let kind = &f.stmts[s].kind;
+                    let mut roots = f.stmt_operands(s);
+                    if let StmtKind::CtaColl {
+                        combine: Some(c), ..
+                    } = kind
+                    {
+                        roots.push(c.body);
+                    }
+                    if let StmtKind::Store(acc, value) = kind {
+                        let n = f.accesses[*acc].index.len();
+                        assert_eq!(roots[..n], f.accesses[*acc].index[..], "{path}: {s}");
+                        assert_eq!(roots[n], *value, "{path}: {s}");
+                        stores += 1;
+                    }
+                    for e in roots {
+                        f.walk_expr(e, &mut |x| exprs.push(x));
+                    }
+                }
+                let at: HashMap<ExprId, usize> =
+                    exprs.iter().enumerate().map(|(i, &e)| (e, i)).collect();
+                assert_eq!(at.len(), exprs.len(), "{path}: an expression walked twice");
+                let mut seen: Vec<StmtId> = stmts.clone();
+                seen.sort();
+                seen.dedup();
+                assert_eq!(seen.len(), stmts.len(), "{path}: a statement walked twice");
+                // What the verifier counts as used is exactly what the walks reach.
+                let used: usize = f
+                    .exprs
+                    .iter()
+                    .filter(|(e, _)| {
+                        f.stmts.iter().any(|(_, s)| stmt_uses(&f, &s.kind, *e))
+                            || f.exprs.iter().any(|(u, _)| f.operands(u).contains(e))
+                    })
+                    .count();
+                assert_eq!(used, exprs.len(), "{path}: walked {}", exprs.len());
+                for &e in &exprs {
+                    for o in f.operands(e) {
+                        assert!(at[&o] < at[&e], "{path}: {o} after its user {e}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(stores > 10, "only {stores} stores walked");
+}
+
+/// Whether statement kind `k` names expression `e` directly.
+fn stmt_uses(
+    f: &phobos_core::backend::ir::Func,
+    k: &StmtKind,
+    e: phobos_core::backend::ir::ExprId,
+) -> bool {
+    let index = |a: &phobos_core::backend::ir::AccessId| f.accesses[*a].index.contains(&e);
+    match k {
+        StmtKind::Set(_, x) => *x == e,
+        StmtKind::Store(a, x) => *x == e || index(a),
+        StmtKind::RunStore {
+            access,
+            value,
+            only,
+        } => *value == e || *only == Some(e) || index(access),
+        StmtKind::TileCopy { access, .. } | StmtKind::TileStore { access, .. } => index(access),
+        StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => *cond == e,
+        StmtKind::For {
+            start, end, step, ..
+        } => [*start, *end, *step].contains(&e),
+        StmtKind::CtaColl { arg, combine, .. } => *arg == e || combine.is_some_and(|c| c.body == e),
+        StmtKind::Atomic { access, args, .. } => args.contains(&e) || index(access),
+        _ => false,
+    }
+}

@@ -26,16 +26,8 @@ kernel axpy(alpha: f32, x: tensor<f32>[N], y: tensor<f32>[N]) {
 }
 ";
 
-const BLOCK: &str = "@autotune(BLOCK in [64, 128])
-@launch(BLOCK)
-@grid(cdiv(N, BLOCK))
-kernel tuned(x: tensor<f32>[N], y: tensor<f32>[N]) {
-  let i = ctx.block.x * BLOCK + ctx.thread
-  if i < N {
-    y[i] = 2.0 * x[i]
-  }
-}
-";
+/// A free tuning constant with `@grid` following it (the corpus kernel).
+const BLOCK: &str = include_str!("../../../tests/in/autotune_block.pho");
 
 const DIM: &str = "@autotune(K in [64, 128])
 @launch(64)

@@ -4,22 +4,14 @@
 
 use phobos_explain::{trace, ExplainError, Input, Request};
 
-const TUNED: &str = "@autotune(BLOCK in [64, 128])
-@launch(BLOCK)
-@grid(cdiv(N, BLOCK))
-kernel tuned(x: tensor<f32>[N], y: tensor<f32>[N]) {
-  let i = ctx.block.x * BLOCK + ctx.thread
-  if i < N {
-    y[i] = 2.0 * x[i]
-  }
-}
-";
+/// A free tuning constant with `@grid` following it (the corpus kernel).
+const TUNED: &str = include_str!("../../../tests/in/autotune_block.pho");
 
 fn request(grid: Option<[u32; 3]>, inputs: Vec<(&str, Input)>) -> Request {
     let mut r = Request::new(
         TUNED.to_string(),
-        "tuned.pho".to_string(),
-        "tuned".to_string(),
+        "autotune_block.pho".to_string(),
+        "autotune_block".to_string(),
         80,
         grid,
     );

@@ -13,7 +13,8 @@ mod cdp;
 #[path = "support/kernels.rs"]
 mod kernels;
 
-use phobos_explain::{Input, Request, Trace};
+use kernels::trace;
+use phobos_explain::Input;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -40,21 +41,6 @@ fn browser() -> Option<cdp::Browser> {
             None
         }
     }
-}
-
-fn trace(src: &str, kernel: &str, grid: u32, inputs: Vec<(&str, Input)>) -> Trace {
-    let mut req = Request::new(
-        src.into(),
-        format!("{kernel}.pho"),
-        kernel.into(),
-        75,
-        Some([grid, 1, 1]),
-    );
-    req.inputs = inputs
-        .into_iter()
-        .map(|(n, v)| (n.to_string(), v))
-        .collect();
-    phobos_explain::trace(&req).unwrap_or_else(|e| panic!("explain {kernel}: {e}"))
 }
 
 fn shape(dims: &[u64]) -> Input {

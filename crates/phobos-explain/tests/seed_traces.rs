@@ -11,18 +11,11 @@ use phobos_explain::{Cta, Input, Request};
 use serde_json::Value;
 
 fn trace_json(src: &str, kernel: &str, grid: u32, inputs: &[(&str, &[u64])]) -> Value {
-    let mut req = Request::new(
-        src.into(),
-        format!("{kernel}.pho"),
-        kernel.into(),
-        75,
-        Some([grid, 1, 1]),
-    );
-    req.inputs = inputs
+    let inputs = inputs
         .iter()
-        .map(|(n, s)| (n.to_string(), Input::Random { shape: s.to_vec() }))
+        .map(|(n, s)| (*n, Input::Random { shape: s.to_vec() }))
         .collect();
-    let trace = phobos_explain::trace(&req).unwrap_or_else(|e| panic!("explain {kernel}: {e}"));
+    let trace = kernels::trace(src, kernel, grid, inputs);
     serde_json::from_str(&phobos_explain::to_json(&trace)).expect("the JSON parses")
 }
 

@@ -24,7 +24,7 @@
 //!   reach a comparison, a float → integer conversion, `floor`/`ceil`,
 //!   `max`/`min`/`argmax` collectives or a mutable variable read by those.
 
-use crate::program::{ty_name, Program, St, TensorParam, E, SLOTS};
+use crate::program::{Program, St, TensorParam, E, SLOTS};
 use phobos_core::ast::ScalarTy;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -645,7 +645,7 @@ impl Gen {
             t if is_float(t) => {
                 let k: i32 = self.rng.gen_range(-16..=16);
                 let v = format!("{:?}", f64::from(k) / 8.0);
-                format!("{}({v})", ty_name(t))
+                format!("{}({v})", t.name())
             }
             t => {
                 let n = bits(t);
@@ -674,7 +674,7 @@ impl Gen {
                     v.to_string()
                 };
                 // A conversion gives its literal the target type.
-                format!("{}({v})", ty_name(t))
+                format!("{}({v})", t.name())
             }
         };
         E::leaf(ty, text)
@@ -944,7 +944,7 @@ impl Gen {
                 if !x.exact {
                     return None;
                 }
-                Self::un(t, &[&format!("{}(", ty_name(t)), ")"], x)
+                Self::un(t, &[&format!("{}(", t.name()), ")"], x)
             }
             53..=55 => {
                 let (x, y) = (self.expr(t, d), self.expr(t, d));
@@ -1085,7 +1085,7 @@ impl Gen {
                 let x = self.expr(from, d);
                 // A large integer or value converted to a narrow float
                 // type is fine: both sides round the same way.
-                Self::un(t, &[&format!("{}(", ty_name(t)), ")"], x)
+                Self::un(t, &[&format!("{}(", t.name()), ")"], x)
             }
             70..=77 if self.feat.runs => self.run_expr(t, d)?,
             78..=89 if self.feat.collectives => {

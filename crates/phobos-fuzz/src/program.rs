@@ -112,24 +112,6 @@ pub struct Program {
 /// Slots each thread owns in every `O` output.
 pub const SLOTS: u32 = 8;
 
-pub fn ty_name(t: ScalarTy) -> &'static str {
-    match t {
-        ScalarTy::Bool => "bool",
-        ScalarTy::I8 => "i8",
-        ScalarTy::U8 => "u8",
-        ScalarTy::I16 => "i16",
-        ScalarTy::U16 => "u16",
-        ScalarTy::I32 => "i32",
-        ScalarTy::U32 => "u32",
-        ScalarTy::I64 => "i64",
-        ScalarTy::U64 => "u64",
-        ScalarTy::F16 => "f16",
-        ScalarTy::BF16 => "bf16",
-        ScalarTy::F32 => "f32",
-        ScalarTy::F64 => "f64",
-    }
-}
-
 impl Program {
     pub fn render(&self) -> String {
         let mut s = String::new();
@@ -145,12 +127,12 @@ impl Program {
         let mut params: Vec<String> = self
             .tensors
             .iter()
-            .map(|t| format!("{}: tensor<{}>[{}]", t.name, ty_name(t.elem), t.dim))
+            .map(|t| format!("{}: tensor<{}>[{}]", t.name, t.elem.name(), t.dim))
             .collect();
         params.extend(
             self.scalars
                 .iter()
-                .map(|(n, t)| format!("{n}: {}", ty_name(*t))),
+                .map(|(n, t)| format!("{n}: {}", t.name())),
         );
         let _ = writeln!(s, "kernel fz({}) {{", params.join(", "));
         render_block(&self.body, 1, &mut s);
@@ -185,7 +167,7 @@ fn render_block(b: &[St], depth: usize, s: &mut String) {
             } => {
                 let kw = if *mutable { "var" } else { "let" };
                 let ann = if *annotate {
-                    format!(": {}", ty_name(init.ty))
+                    format!(": {}", init.ty.name())
                 } else {
                     String::new()
                 };

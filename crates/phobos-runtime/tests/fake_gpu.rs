@@ -260,7 +260,7 @@ fn stand_in_zeros_and_fill_set_memory_on_the_device() {
     );
 }
 
-/// Runs `tuned_double` (two variants, BLOCK 64 and 128) over `n` elements
+/// Runs `autotune_block` (two variants, BLOCK 64 and 128) over `n` elements
 /// and checks the result.
 fn run_tuned(dev: &Device, n: usize) -> Result<(), LaunchError> {
     let kernel = tuned_kernel();
@@ -274,7 +274,7 @@ fn run_tuned(dev: &Device, n: usize) -> Result<(), LaunchError> {
 
 fn tuned_kernel() -> &'static phobos_runtime::Kernel {
     static K: std::sync::OnceLock<phobos_runtime::Kernel> = std::sync::OnceLock::new();
-    K.get_or_init(|| compile(TUNED_DOUBLE, &[75], vec![]))
+    K.get_or_init(|| compile(AUTOTUNE_BLOCK, &[75], vec![]))
 }
 
 #[test]
@@ -312,7 +312,7 @@ fn stand_in_autotune_times_with_events_and_persists_its_choice() {
     if !is_child() {
         let text = std::fs::read_to_string(&cache).expect("the cache was written");
         assert!(
-            text.contains("tuned_double") && text.contains("phobos-sim"),
+            text.contains("autotune_block") && text.contains("phobos-sim"),
             "{text}"
         );
         assert!(text.contains("12090") && text.contains("\"N\""), "{text}");
@@ -364,7 +364,7 @@ fn stand_in_exported_tuning_is_used_without_timing() {
     if !is_child() {
         assert!(std::fs::read_to_string(&exported)
             .unwrap()
-            .contains("tuned_double"));
+            .contains("autotune_block"));
     }
 }
 
@@ -568,10 +568,10 @@ fn stand_in_tuning_embedded_by_the_build_is_used_without_timing() {
     let mut chosen = String::new();
     if !is_child() {
         let text = std::fs::read_to_string(&exported).unwrap();
-        let (from, to) = if text.contains("tuned_double__BLOCK64") {
-            ("tuned_double__BLOCK64", "tuned_double__BLOCK128")
+        let (from, to) = if text.contains("autotune_block__BLOCK64") {
+            ("autotune_block__BLOCK64", "autotune_block__BLOCK128")
         } else {
-            ("tuned_double__BLOCK128", "tuned_double__BLOCK64")
+            ("autotune_block__BLOCK128", "autotune_block__BLOCK64")
         };
         std::fs::write(&exported, text.replace(from, to)).unwrap();
         chosen = to.to_string();
@@ -588,7 +588,7 @@ fn stand_in_tuning_embedded_by_the_build_is_used_without_timing() {
             let path = std::env::var("PHOBOS_TEST_EXPORT").unwrap();
             let text: &'static str =
                 Box::leak(std::fs::read_to_string(path).unwrap().into_boxed_str());
-            let kernel = compile_with_tuning(TUNED_DOUBLE, &[75], vec![], text);
+            let kernel = compile_with_tuning(AUTOTUNE_BLOCK, &[75], vec![], text);
             let dev = fake_gpu();
             let n = 3000;
             let x = dev.upload(&values(n, 5), &[n]).unwrap();

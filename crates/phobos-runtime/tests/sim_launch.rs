@@ -79,7 +79,7 @@ fn the_compiled_metadata_drives_the_checks() {
 #[test]
 fn a_free_tuning_constant_with_grid_runs_a_variant_with_its_own_grid() {
     let dev = Device::sim();
-    let kernel = compile(TUNED_DOUBLE, &[75], vec![]);
+    let kernel = compile(AUTOTUNE_BLOCK, &[75], vec![]);
     let n = 1000;
     let x = values(n, 5);
     let xt = dev.upload(&x, &[n]).unwrap();

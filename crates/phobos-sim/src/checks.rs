@@ -9,7 +9,15 @@
 //! them. Unordered write/read, read/write and write/write pairs are hazards.
 //! Atomics do not race with each other, but do with plain accesses.
 //!
-//! This module only decides; `exec` turns a [`Hazard`] into a report.
+//! The shadow only decides; the second half of this module words what the
+//! checks found (memcheck, racecheck, initcheck, synccheck) as located
+//! reports.
+
+use crate::error::{CheckKind, CheckReport, SimError, SourceLoc};
+use crate::launch::{CtaState, Ctx};
+use crate::memory::{base_of, GlobalFault};
+use crate::observer::Space;
+use crate::warp::{lane_list, lanes, Warp};
 
 /// No thread.
 const NONE: u32 = 0;
@@ -75,6 +83,40 @@ impl Cell {
             unordered(reader, self.r_epoch, self.r_wep, s)
         };
         hazard.then_some(((!many).then_some(reader), self.r_pc))
+    }
+
+    /// The hazard of a write (plain or atomic) of byte `o` by `s`: after
+    /// its last write when `after_writer`, and after its reads.
+    #[inline]
+    fn write_hazard(&self, s: &Stamp, o: u32, after_writer: bool) -> Result<(), Hazard> {
+        if let Some((other, other_pc)) = self.after_write(s).filter(|_| after_writer) {
+            return Err(Hazard::WriteAfterWrite {
+                offset: o,
+                other,
+                other_pc,
+            });
+        }
+        if let Some((other, other_pc)) = self.after_read(s) {
+            return Err(Hazard::WriteAfterRead {
+                offset: o,
+                other,
+                other_pc,
+            });
+        }
+        Ok(())
+    }
+
+    /// A byte just written by `s`, read by nobody since.
+    #[inline]
+    fn written(s: &Stamp, kind: WriteKind) -> Cell {
+        Cell {
+            w_tid: s.tid + 1,
+            w_kind: kind,
+            w_epoch: s.epoch,
+            w_wep: s.wep,
+            w_pc: s.pc,
+            ..Cell::default()
+        }
     }
 }
 
@@ -169,27 +211,8 @@ impl Shadow {
             let Some(c) = self.cells.get_mut(o as usize) else {
                 continue;
             };
-            if let Some((other, other_pc)) = c.after_write(s) {
-                return Err(Hazard::WriteAfterWrite {
-                    offset: o,
-                    other,
-                    other_pc,
-                });
-            }
-            if let Some((other, other_pc)) = c.after_read(s) {
-                return Err(Hazard::WriteAfterRead {
-                    offset: o,
-                    other,
-                    other_pc,
-                });
-            }
-            *c = Cell {
-                w_tid: s.tid + 1,
-                w_epoch: s.epoch,
-                w_wep: s.wep,
-                w_pc: s.pc,
-                ..Cell::default()
-            };
+            c.write_hazard(s, o, true)?;
+            *c = Cell::written(s, WriteKind::Plain);
         }
         Ok(())
     }
@@ -208,22 +231,8 @@ impl Shadow {
             if c.w_tid == NONE {
                 uninit = uninit.or(Some(o));
             }
-            if c.w_kind == WriteKind::Plain {
-                if let Some((other, other_pc)) = c.after_write(s) {
-                    return Err(Hazard::WriteAfterWrite {
-                        offset: o,
-                        other,
-                        other_pc,
-                    });
-                }
-            }
-            if let Some((other, other_pc)) = c.after_read(s) {
-                return Err(Hazard::WriteAfterRead {
-                    offset: o,
-                    other,
-                    other_pc,
-                });
-            }
+            // Atomics do not race with earlier atomics.
+            c.write_hazard(s, o, c.w_kind == WriteKind::Plain)?;
             let earlier_atomics = c.w_kind != WriteKind::Plain && c.w_epoch == s.epoch;
             let kind =
                 if earlier_atomics && (c.w_kind == WriteKind::Atomics || c.w_tid != s.tid + 1) {
@@ -231,16 +240,386 @@ impl Shadow {
                 } else {
                     WriteKind::Atomic
                 };
-            *c = Cell {
-                w_tid: s.tid + 1,
-                w_kind: kind,
-                w_epoch: s.epoch,
-                w_wep: s.wep,
-                w_pc: s.pc,
-                ..Cell::default()
-            };
+            *c = Cell::written(s, kind);
         }
         Ok(uninit)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reports: a failed check as the text the user reads.
+//
+// The checks above (and memcheck in `exec`, synccheck in `launch` and
+// `warp`) only decide; everything below words what they found, attaching
+// kernel, source location, CTA and thread to a [`Fault`].
+
+/// A failed check inside one instruction, before location is attached.
+#[derive(Debug)]
+pub(crate) struct Fault {
+    pub kind: CheckKind,
+    pub message: String,
+    pub lane: Option<u32>,
+    pub address: Option<u64>,
+    pub space: Option<Space>,
+    pub tensor: Option<String>,
+    pub notes: Vec<String>,
+}
+
+impl Fault {
+    pub(crate) fn new(kind: CheckKind, message: impl Into<String>) -> Fault {
+        Fault {
+            kind,
+            message: message.into(),
+            lane: None,
+            address: None,
+            space: None,
+            tensor: None,
+            notes: Vec::new(),
+        }
+    }
+
+    pub(crate) fn at(mut self, lane: usize, addr: u64, space: Space) -> Fault {
+        self.lane = Some(lane as u32);
+        self.address = Some(addr);
+        self.space = Some(space);
+        self
+    }
+}
+
+/// `misaligned WHAT of LEN bytes (the address must be a multiple of LEN)`.
+pub(crate) fn misaligned(what: &str, len: u32) -> String {
+    format!("misaligned {what} of {len} bytes (the address must be a multiple of {len})")
+}
+
+/// `out-of-bounds WHAT of LEN bytes: the CTA has LIMIT bytes of shared memory`.
+pub(crate) fn shared_out_of_bounds(what: &str, len: u32, limit: u64) -> String {
+    format!("out-of-bounds {what} of {len} bytes: the CTA has {limit} bytes of shared memory")
+}
+
+/// `load` or `store`.
+pub(crate) fn access_word(store: bool) -> &'static str {
+    if store {
+        "store"
+    } else {
+        "load"
+    }
+}
+
+/// The name of a space in messages.
+pub(crate) fn space_word(s: Space) -> &'static str {
+    match s {
+        Space::Global => "global",
+        Space::Shared => "shared",
+        Space::Local => "local",
+        Space::Param => "param",
+    }
+}
+
+impl Ctx<'_> {
+    fn source(&self, pc: u32) -> Option<SourceLoc> {
+        let (f, line, col) = self.entry.info.get(pc as usize)?.loc?;
+        Some(SourceLoc {
+            file: self.module.file_name(f),
+            line,
+            col,
+        })
+    }
+
+    /// `k.pho:12:5 (PTX line 40)` or `PTX line 40`.
+    pub(crate) fn where_is(&self, pc: u32) -> String {
+        let line = self.entry.info.get(pc as usize).map_or(0, |i| i.line);
+        match self.source(pc) {
+            Some(s) => format!("{s} (PTX line {line})"),
+            None => format!("PTX line {line}"),
+        }
+    }
+
+    fn opcode(&self, pc: u32) -> String {
+        self.entry
+            .info
+            .get(pc as usize)
+            .map_or_else(String::new, |i| i.opcode.clone())
+    }
+
+    /// Attaches kernel, location, CTA and thread to a fault.
+    pub(crate) fn report(&self, cta: &CtaState, pc: u32, tid: u32, f: Fault) -> SimError {
+        SimError::Check(Box::new(CheckReport {
+            kind: f.kind,
+            kernel: self.entry.name.clone(),
+            message: f.message,
+            source: self.source(pc),
+            ptx_line: self.entry.info.get(pc as usize).map_or(0, |i| i.line),
+            instruction: self.opcode(pc),
+            cta: cta.id,
+            thread: Some(self.thread_xyz(tid)),
+            address: f.address,
+            space: f.space,
+            tensor: f.tensor,
+            notes: f.notes,
+        }))
+    }
+
+    /// A memcheck fault of lane `lane` at `addr`, naming the variable or
+    /// tensor that holds the address.
+    pub(crate) fn memcheck_at(
+        &self,
+        message: impl Into<String>,
+        lane: usize,
+        addr: u64,
+        space: Space,
+    ) -> Fault {
+        let mut f = Fault::new(CheckKind::Memcheck, message).at(lane, addr, space);
+        f.tensor = self.region_name(space, addr);
+        f
+    }
+
+    /// The shared or local variable holding `addr`, or the global buffer.
+    pub(crate) fn region_name(&self, space: Space, addr: u64) -> Option<String> {
+        match space {
+            Space::Shared => self
+                .entry
+                .shared
+                .iter()
+                .find(|r| {
+                    u64::from(r.offset) <= addr
+                        && addr < u64::from(r.offset) + u64::from(r.bytes).max(1)
+                })
+                .map(|r| r.name.clone()),
+            Space::Global => self
+                .dev
+                .nearest(addr)
+                .map(|i| self.dev.buffers[i].name.clone()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn global_fault(&self, e: GlobalFault, addr: u64, bytes: u32, store: bool) -> Fault {
+        let GlobalFault::OutOfBounds { buffer } = e;
+        let mut f = Fault::new(
+            CheckKind::Memcheck,
+            format!(
+                "out-of-bounds global {} of {bytes} bytes",
+                access_word(store)
+            ),
+        );
+        // An address past the end of buffer `i` but nearer the start of the
+        // next one is most likely a negative index into the next one
+        // (`y[-1]`): report it against that tensor, not as gigabytes past
+        // the end of this one.
+        let before_next = buffer.and_then(|i| {
+            let off = addr - base_of(i);
+            let next = i + 1;
+            let after_end = off.checked_sub(self.dev.buffers[i].len)?;
+            let before = base_of(next).checked_sub(addr)?;
+            (next < self.dev.buffers.len() && before < after_end).then_some((next, before))
+        });
+        if let Some((next, before)) = before_next {
+            let b = &self.dev.buffers[next];
+            f.tensor = Some(b.name.clone());
+            f.notes.push(format!(
+                "the access starts {before} bytes before the start of tensor `{}` (a negative index?), which has {} bytes",
+                b.name, b.len
+            ));
+            return f;
+        }
+        match buffer {
+            Some(i) => {
+                let b = &self.dev.buffers[i];
+                let off = addr - base_of(i);
+                f.tensor = Some(b.name.clone());
+                f.notes.push(format!(
+                    "the access covers bytes {off}..{} of tensor `{}`, which has {} bytes ({} bytes past its end)",
+                    off + u64::from(bytes),
+                    b.name,
+                    b.len,
+                    off + u64::from(bytes) - b.len
+                ));
+            }
+            None => match self.dev.nearest(addr) {
+                Some(i) => {
+                    let b = &self.dev.buffers[i];
+                    let base = base_of(i);
+                    f.tensor = Some(b.name.clone());
+                    let rel = if addr < base {
+                        format!("{} bytes before the start of", base - addr)
+                    } else {
+                        format!("{} bytes after the end of", addr - base - b.len)
+                    };
+                    f.notes.push(format!(
+                        "the address is in no tensor; it is {rel} `{}` (at {base:#x}, {} bytes)",
+                        b.name, b.len
+                    ));
+                }
+                None => f.notes.push("no tensor is allocated".into()),
+            },
+        }
+        f
+    }
+
+    pub(crate) fn hazard_fault(&self, h: Hazard) -> Fault {
+        let (kind, msg, other, verb) = match h {
+            Hazard::ReadAfterWrite {
+                other, other_pc, ..
+            } => (
+                CheckKind::Racecheck,
+                "read-after-write hazard on shared memory",
+                (other, other_pc),
+                "wrote",
+            ),
+            Hazard::WriteAfterRead {
+                other, other_pc, ..
+            } => (
+                CheckKind::Racecheck,
+                "write-after-read hazard on shared memory",
+                (other, other_pc),
+                "read",
+            ),
+            Hazard::WriteAfterWrite {
+                other, other_pc, ..
+            } => (
+                CheckKind::Racecheck,
+                "write-after-write hazard on shared memory",
+                (other, other_pc),
+                "wrote",
+            ),
+        };
+        let mut f = Fault::new(kind, msg);
+        let who = match other.0 {
+            Some(t) => {
+                let [x, y, z] = self.thread_xyz(t);
+                format!("thread ({x}, {y}, {z})")
+            }
+            None if verb == "read" => "several other threads".to_string(),
+            None => "an atomic of another thread".to_string(),
+        };
+        f.notes.push(format!(
+            "{who} {verb} these bytes at {} with no barrier between the two accesses",
+            self.where_is(other.1)
+        ));
+        f
+    }
+
+    /// The initcheck fault of a read of never-written shared `byte`.
+    pub(crate) fn uninit_fault(&self, byte: u32, addr: u64) -> Fault {
+        let mut f = Fault::new(CheckKind::Initcheck, "read of uninitialized shared memory");
+        f.address = Some(addr);
+        f.space = Some(Space::Shared);
+        f.tensor = self.region_name(Space::Shared, u64::from(byte));
+        f.notes.push(format!(
+            "no thread of this CTA wrote shared byte {byte} before this read (nor later in the same barrier interval)"
+        ));
+        f
+    }
+
+    /// The racecheck or initcheck outcome of lane `l`'s shadowed shared
+    /// access at `addr` as a fault: a hazard fails the instruction; a read
+    /// of unwritten bytes is held back (see [`CtaState::note_uninit`]).
+    pub(crate) fn shadow_outcome(
+        &self,
+        outcome: Result<Option<u32>, Hazard>,
+        l: usize,
+        addr: u64,
+        tid: u32,
+        pc: u32,
+        cta: &mut CtaState,
+    ) -> Result<(), Fault> {
+        match outcome {
+            Ok(None) => Ok(()),
+            Ok(Some(byte)) => {
+                cta.note_uninit(self, pc, tid, byte, addr);
+                Ok(())
+            }
+            Err(h) => {
+                let mut f = self.hazard_fault(h).at(l, addr, Space::Shared);
+                f.tensor = self.region_name(Space::Shared, addr);
+                Err(f)
+            }
+        }
+    }
+
+    /// A `bar.sync` that `arrived` threads reached while `exited_total`
+    /// exited (lanes `exited` of warp `warp` among them, `tid` one of them).
+    pub(crate) fn barrier_exited_fault(
+        &self,
+        arrived: u32,
+        exited_total: u32,
+        warp: u32,
+        exited: u32,
+        tid: u32,
+    ) -> Fault {
+        let mut f = Fault::new(
+            CheckKind::Synccheck,
+            format!(
+                "bar.sync is reached by {arrived} of the CTA's {} threads; the other {exited_total} exited without reaching it, so the barrier can never complete",
+                self.threads_per_cta
+            ),
+        );
+        f.notes.push(format!(
+            "for example lanes {} of warp {warp} exited; a barrier must not sit under control that differs between threads",
+            lane_list(exited)
+        ));
+        let [x, y, z] = self.thread_xyz(tid);
+        f.notes
+            .push(format!("thread ({x}, {y}, {z}) is one that never arrived"));
+        f
+    }
+
+    /// Threads waiting at different `bar.sync`s: `(pc, threads, first tid)`.
+    pub(crate) fn barrier_split_fault(&self, pcs: &[(u32, u32, u32)]) -> Fault {
+        let mut f = Fault::new(
+            CheckKind::Synccheck,
+            "the CTA's threads wait at different bar.sync instructions, so no barrier can complete",
+        );
+        for &(p, n, _) in pcs {
+            f.notes
+                .push(format!("{n} threads wait at {}", self.where_is(p)));
+        }
+        f
+    }
+
+    /// The synccheck report of a warp-synchronous instruction that some
+    /// lanes of its member mask can never reach.
+    pub(crate) fn warp_sync_deadlock(&self, cta: &CtaState, w: &Warp) -> SimError {
+        let l = w.waiting.trailing_zeros() as usize;
+        let pc = w.pc_of(l);
+        let here: u32 = lanes(w.waiting)
+            .filter(|&k| w.pc_of(k) == pc)
+            .fold(0, |m, k| m | (1 << k));
+        let mask = match self.entry.insts.get(pc as usize).map(|i| i.op) {
+            Some(crate::decode::Op::Shfl { mask, .. })
+            | Some(crate::decode::Op::Vote { mask, .. })
+            | Some(crate::decode::Op::WarpSync { mask })
+            | Some(crate::decode::Op::Ldmatrix { mask, .. })
+            | Some(crate::decode::Op::Mma { mask, .. }) => w.regs[mask as usize * 32 + l] as u32,
+            _ => u32::MAX,
+        };
+        let missing = mask & !here;
+        let mut f = Fault::new(
+            CheckKind::Synccheck,
+            format!(
+                "{} can never complete: lanes {} of warp {} arrived, but lanes {} named in the member mask {mask:#010x} never reach it",
+                self.opcode(pc),
+                lane_list(here),
+                w.index,
+                lane_list(missing)
+            ),
+        );
+        let mut seen = Vec::new();
+        for k in lanes(missing) {
+            let what = if w.live & (1 << k) == 0 {
+                "exited".to_string()
+            } else if w.at_bar & (1 << k) != 0 {
+                format!("wait at bar.sync at {}", self.where_is(w.pc_of(k)))
+            } else {
+                format!("wait at {}", self.where_is(w.pc_of(k)))
+            };
+            if !seen.contains(&what) {
+                f.notes.push(format!("lane {k} and others like it {what}"));
+                seen.push(what);
+            }
+        }
+        f.notes.push("a warp-synchronous instruction must not sit under control that differs between the lanes of its mask".into());
+        self.report(cta, pc, w.first_tid + l as u32, f)
     }
 }
 

@@ -4,11 +4,12 @@
 //! lanes in one tight loop (pure functions, so inactive lanes are harmless)
 //! and writes back only the active lanes. Memory operations, shuffles and
 //! votes loop over the active lanes only. Control flow and scheduling are
-//! `warp`'s job; check reports are assembled by `launch` from a [`Fault`].
+//! `warp`'s job; check reports are worded by `checks` from a [`Fault`].
 
-use crate::checks::Stamp;
+use crate::checks::{access_word, misaligned, shared_out_of_bounds, space_word, Fault, Stamp};
 use crate::decode::{
-    AtomOp, BoolOp, FloatOp, IntOp, MemSpace, Op, PredLogic, ShflMode, Slot, Ty, VoteMode,
+    Addr, AtomOp, BoolOp, Cmp, FloatOp, IntOp, MemSpace, Op, PredId, PredLogic, PredSrc, ShflMode,
+    Slot, Ty, VoteMode,
 };
 use crate::error::CheckKind;
 use crate::launch::{CtaState, Ctx};
@@ -18,48 +19,55 @@ use crate::observer::{Access, AccessKind, Space};
 use crate::warp::{lanes, Warp, FULL};
 use std::sync::atomic::Ordering::Relaxed;
 
-/// A failed check inside one instruction, before location is attached.
-#[derive(Debug)]
-pub(crate) struct Fault {
-    pub kind: CheckKind,
-    pub message: String,
-    pub lane: Option<u32>,
-    pub address: Option<u64>,
-    pub space: Option<Space>,
-    pub tensor: Option<String>,
-    pub notes: Vec<String>,
+/// One load or store of `n` values of `ty` per lane (`ld`, `st`, their
+/// vector forms; `ldmatrix` reads `n` 8x8 `b16` matrices the same way):
+/// the registers it fills or reads, and the address `[base+offset]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MemOp {
+    pub store: bool,
+    pub space: MemSpace,
+    pub ty: Ty,
+    pub n: u8,
+    pub regs: [Slot; 4],
+    pub addr: Addr,
 }
 
-impl Fault {
-    pub(crate) fn new(kind: CheckKind, message: impl Into<String>) -> Fault {
-        Fault {
-            kind,
-            message: message.into(),
-            lane: None,
-            address: None,
-            space: None,
-            tensor: None,
-            notes: Vec::new(),
-        }
+impl MemOp {
+    /// The bytes one lane moves.
+    #[inline(always)]
+    fn bytes(&self) -> u32 {
+        self.ty.bytes() * u32::from(self.n)
     }
 
-    pub(crate) fn at(mut self, lane: usize, addr: u64, space: Space) -> Fault {
-        self.lane = Some(lane as u32);
-        self.address = Some(addr);
-        self.space = Some(space);
-        self
+    /// Lane `l`'s raw address.
+    #[inline(always)]
+    fn raw_address(&self, regs: &[u64], l: usize) -> u64 {
+        address(regs, self.addr, l)
     }
+}
+
+/// Lane `l`'s address `[base+offset]`, before its space is resolved.
+#[inline(always)]
+pub(crate) fn address(regs: &[u64], addr: Addr, l: usize) -> u64 {
+    addr.base
+        .map_or(0, |b| regs[b as usize * 32 + l])
+        .wrapping_add(addr.offset as u64)
+}
+
+/// One `atom`: `d = old`, the location updated by `op` with `b` (and `c`
+/// for `cas`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AtomicOp {
+    pub space: MemSpace,
+    pub op: AtomOp,
+    pub ty: Ty,
+    pub d: Slot,
+    pub addr: Addr,
+    pub b: Slot,
+    pub c: Slot,
 }
 
 type Row = [u64; 32];
-
-fn kind_word(store: bool) -> &'static str {
-    if store {
-        "store"
-    } else {
-        "load"
-    }
-}
 
 impl Warp {
     #[inline(always)]
@@ -149,7 +157,10 @@ impl Warp {
         }
     }
 
-    /// Executes `op` for the lanes in `active`.
+    /// Executes `op` for the lanes in `active`: one line per instruction
+    /// family, each in its own method below (moves, integer and float
+    /// arithmetic, conversions, predicates, memory, warp collectives, and
+    /// the tensor-core and `cp.async` operations of `tensor`).
     pub(crate) fn exec(
         &mut self,
         op: &Op,
@@ -172,33 +183,13 @@ impl Warp {
                 srcs,
                 n,
                 part_bits,
-            } => {
-                let m = mask(part_bits);
-                let mut out = [0u64; 32];
-                for (i, &s) in srcs.iter().take(n as usize).enumerate() {
-                    let r = self.row(s);
-                    for l in 0..32 {
-                        out[l] |= (r[l] & m) << (part_bits * i as u32);
-                    }
-                }
-                self.put(d, active, &out);
-            }
+            } => self.pack(d, srcs, n, part_bits, active),
             Op::Unpack {
                 ds,
                 n,
                 a,
                 part_bits,
-            } => {
-                let m = mask(part_bits);
-                let r = self.row(a);
-                for (i, &s) in ds.iter().take(n as usize).enumerate() {
-                    let mut out = [0u64; 32];
-                    for l in 0..32 {
-                        out[l] = (r[l] >> (part_bits * i as u32)) & m;
-                    }
-                    self.put(s, active, &out);
-                }
-            }
+            } => self.unpack(ds, n, a, part_bits, active),
             Op::Int { op, ty, d, s } => self.int(op, ty.bits, ty.signed, d, s, active),
             Op::Float {
                 op,
@@ -211,22 +202,7 @@ impl Warp {
                 if wide {
                     self.float64(op, sat, d, s, active);
                 } else {
-                    // Resolve the modifiers at compile time: the plain form
-                    // is the hot one.
-                    // The input, kept for the worst-case `.approx` model
-                    // (the result may overwrite it in place).
-                    let approx_input = (cx.approx == crate::launch::Approx::WorstCase
-                        && crate::numeric::is_approx_f32(op))
-                    .then(|| self.row(s[0]));
-                    match (ftz, sat) {
-                        (false, false) => self.float32::<false, false>(op, d, s, active),
-                        (true, false) => self.float32::<true, false>(op, d, s, active),
-                        (false, true) => self.float32::<false, true>(op, d, s, active),
-                        (true, true) => self.float32::<true, true>(op, d, s, active),
-                    }
-                    if let Some(x) = approx_input {
-                        self.worst_case_approx(op, d, &x, active);
-                    }
+                    self.float(op, (ftz, sat), d, s, active, cx);
                 }
             }
             Op::Cvt {
@@ -239,19 +215,14 @@ impl Warp {
                 ftz,
             } => {
                 if !src.is_float() && !dst.is_float() && !sat {
-                    // Truncate to the destination type, then extend to the
-                    // register by the destination's signedness.
-                    let (sb, db) = (src.bits(), dst.bits());
-                    let w = sb.min(db);
-                    match (src.is_signed() && sb <= db, dst.is_signed()) {
-                        (true, _) => self.map1(active, d, a, |x| sx(x, w) as u64),
-                        (false, true) if db <= sb => self.map1(active, d, a, |x| sx(x, db) as u64),
-                        _ => self.map1(active, d, a, |x| zx(x, w)),
-                    }
+                    self.cvt_int(d, a, dst, src, active);
                 } else {
                     self.map1(active, d, a, |x| cvt(x, dst, src, rnd, sat, ftz));
                 }
             }
+            Op::CvtTf32 { d, a } => self.map1(active, d, a, |x| {
+                u64::from(crate::tensor::tf32_rna(x as u32))
+            }),
             Op::Setp {
                 cmp,
                 ty,
@@ -262,48 +233,10 @@ impl Warp {
                 b,
                 comb,
             } => {
-                let av = self.row(a);
-                let bv = self.row(b);
-                let mut r = 0u32;
-                if ty.is_float() {
-                    for l in 0..32 {
-                        let (x, y) = (read_float(av[l], ty, ftz), read_float(bv[l], ty, ftz));
-                        r |= u32::from(cmp_float(cmp, x, y)) << l;
-                    }
-                } else {
-                    let (bits, signed) = (ty.bits(), ty.is_signed());
-                    for l in 0..32 {
-                        r |= u32::from(cmp_int(cmp, av[l], bv[l], bits, signed)) << l;
-                    }
-                }
-                let (pv, qv) = match comb {
-                    None => (r, !r),
-                    Some((op, c)) => {
-                        let c = self.pred_mask(c);
-                        let f = |x: u32| match op {
-                            BoolOp::And => x & c,
-                            BoolOp::Or => x | c,
-                            BoolOp::Xor => x ^ c,
-                        };
-                        (f(r), f(!r))
-                    }
-                };
-                self.set_pred(p, active, pv);
-                if let Some(q) = q {
-                    self.set_pred(q, active, qv);
-                }
+                let r = self.compare(cmp, ty, ftz, a, b);
+                self.set_compared(r, p, q, comb, active);
             }
-            Op::Selp { d, a, b, c, bits } => {
-                let cm = self.pred_mask(c);
-                let m = mask(bits);
-                let av = self.row(a);
-                let bv = self.row(b);
-                let mut out = [0u64; 32];
-                for l in 0..32 {
-                    out[l] = if cm & (1 << l) != 0 { av[l] } else { bv[l] } & m;
-                }
-                self.put(d, active, &out);
-            }
+            Op::Selp { d, a, b, c, bits } => self.selp(d, [a, b], c, bits, active),
             Op::PredBool { op, d, a, b } => {
                 let (x, y) = (self.pred_mask(a), self.pred_mask(b));
                 let v = match op {
@@ -323,19 +256,15 @@ impl Warp {
                 ds,
                 addr,
             } => {
-                return self.memory(
-                    false,
+                let m = MemOp {
+                    store: false,
                     space,
                     ty,
                     n,
-                    ds,
-                    addr.base,
-                    addr.offset,
-                    active,
-                    pc,
-                    cx,
-                    cta,
-                )
+                    regs: ds,
+                    addr,
+                };
+                return self.memory(&m, active, pc, cx, cta);
             }
             Op::St {
                 space,
@@ -344,19 +273,15 @@ impl Warp {
                 srcs,
                 addr,
             } => {
-                return self.memory(
-                    true,
+                let m = MemOp {
+                    store: true,
                     space,
                     ty,
                     n,
-                    srcs,
-                    addr.base,
-                    addr.offset,
-                    active,
-                    pc,
-                    cx,
-                    cta,
-                )
+                    regs: srcs,
+                    addr,
+                };
+                return self.memory(&m, active, pc, cx, cta);
             }
             Op::Atom {
                 space,
@@ -367,20 +292,16 @@ impl Warp {
                 b,
                 c,
             } => {
-                return self.atom(
+                let m = AtomicOp {
                     space,
                     op,
                     ty,
                     d,
-                    addr.base,
-                    addr.offset,
+                    addr,
                     b,
                     c,
-                    active,
-                    pc,
-                    cx,
-                    cta,
-                )
+                };
+                return self.atom(&m, active, pc, cx, cta);
             }
             Op::Shfl {
                 mode,
@@ -390,31 +311,8 @@ impl Warp {
                 b,
                 c,
                 ..
-            } => return self.shfl(mode, d, p, a, b, c, active, cx, cta),
-            Op::Vote { mode, d, a, mask } => {
-                let ballot = self.pred_mask(a) & active;
-                let mm = self.row(mask);
-                if mode == VoteMode::Ballot {
-                    let mut out = [0u64; 32];
-                    for l in 0..32 {
-                        out[l] = u64::from(ballot & mm[l] as u32);
-                    }
-                    self.put(d, active, &out);
-                } else {
-                    let mut r = 0u32;
-                    for l in lanes(active) {
-                        let m = mm[l] as u32 & active;
-                        let t = ballot & m;
-                        let v = match mode {
-                            VoteMode::Any => t != 0,
-                            VoteMode::All => t == m,
-                            _ => t == 0 || t == m,
-                        };
-                        r |= u32::from(v) << l;
-                    }
-                    self.set_pred(d, active, r);
-                }
-            }
+            } => return self.shfl(mode, (d, p), [a, b, c], active, cx, cta),
+            Op::Vote { mode, d, a, mask } => self.vote(mode, d, a, mask, active),
             Op::Ldmatrix {
                 num,
                 trans,
@@ -423,18 +321,15 @@ impl Warp {
                 addr,
                 ..
             } => {
-                return self.ldmatrix(
-                    num,
-                    trans,
-                    ds,
+                let m = MemOp {
+                    store: false,
                     space,
-                    addr.base,
-                    addr.offset,
-                    active,
-                    pc,
-                    cx,
-                    cta,
-                )
+                    ty: Ty::B16,
+                    n: num,
+                    regs: ds,
+                    addr,
+                };
+                return self.ldmatrix(&m, trans, active, pc, cx, cta);
             }
             Op::Mma { idx, .. } => {
                 if let Some(m) = cx.entry.mmas.get(idx as usize) {
@@ -446,15 +341,166 @@ impl Warp {
                 src_size,
                 dst,
                 src,
-            } => return self.cp_async(size, src_size, dst, src, active, pc, cx, cta),
+            } => return self.cp_async((size, src_size), (dst, src), active, pc, cx, cta),
             Op::CpAsyncCommit => self.cp_async_commit(active, cx, cta),
-            Op::CvtTf32 { d, a } => self.map1(active, d, a, |x| {
-                u64::from(crate::tensor::tf32_rna(x as u32))
-            }),
             Op::CpAsyncWait { keep } => return self.cp_async_wait(keep, active, pc, cx, cta),
             Op::WarpSync { .. } | Op::Nop | Op::Bra { .. } | Op::Exit | Op::Bar => {}
         }
         Ok(())
+    }
+
+    /// `mov.b{16,32,64} d, {a, b, ...}`: `n` parts of `part_bits` each.
+    fn pack(&mut self, d: Slot, srcs: [Slot; 4], n: u8, part_bits: u32, active: u32) {
+        let m = mask(part_bits);
+        let mut out = [0u64; 32];
+        for (i, &s) in srcs.iter().take(n as usize).enumerate() {
+            let r = self.row(s);
+            for l in 0..32 {
+                out[l] |= (r[l] & m) << (part_bits * i as u32);
+            }
+        }
+        self.put(d, active, &out);
+    }
+
+    /// `mov.b{16,32,64} {d0, d1, ...}, a`.
+    fn unpack(&mut self, ds: [Slot; 4], n: u8, a: Slot, part_bits: u32, active: u32) {
+        let m = mask(part_bits);
+        let r = self.row(a);
+        for (i, &s) in ds.iter().take(n as usize).enumerate() {
+            let mut out = [0u64; 32];
+            for l in 0..32 {
+                out[l] = (r[l] >> (part_bits * i as u32)) & m;
+            }
+            self.put(s, active, &out);
+        }
+    }
+
+    /// An f32 instruction, its modifiers resolved at compile time (the
+    /// plain form is the hot one), then moved by `.approx`'s worst case
+    /// when the launch asks for it.
+    #[inline(always)]
+    fn float(
+        &mut self,
+        op: FloatOp,
+        (ftz, sat): (bool, bool),
+        d: Slot,
+        s: [Slot; 3],
+        active: u32,
+        cx: &Ctx,
+    ) {
+        // The input, kept for the worst-case `.approx` model (the result
+        // may overwrite it in place).
+        let approx_input = (cx.approx == crate::launch::Approx::WorstCase
+            && crate::numeric::is_approx_f32(op))
+        .then(|| self.row(s[0]));
+        match (ftz, sat) {
+            (false, false) => self.float32::<false, false>(op, d, s, active),
+            (true, false) => self.float32::<true, false>(op, d, s, active),
+            (false, true) => self.float32::<false, true>(op, d, s, active),
+            (true, true) => self.float32::<true, true>(op, d, s, active),
+        }
+        if let Some(x) = approx_input {
+            self.worst_case_approx(op, d, &x, active);
+        }
+    }
+
+    /// `cvt` between integer types without `.sat`: truncate to the
+    /// destination type, then extend to the register by the destination's
+    /// signedness.
+    fn cvt_int(&mut self, d: Slot, a: Slot, dst: Ty, src: Ty, active: u32) {
+        let (sb, db) = (src.bits(), dst.bits());
+        let w = sb.min(db);
+        match (src.is_signed() && sb <= db, dst.is_signed()) {
+            (true, _) => self.map1(active, d, a, |x| sx(x, w) as u64),
+            (false, true) if db <= sb => self.map1(active, d, a, |x| sx(x, db) as u64),
+            _ => self.map1(active, d, a, |x| zx(x, w)),
+        }
+    }
+
+    /// `setp`'s comparison in all 32 lanes, as a lane mask.
+    fn compare(&self, cmp: Cmp, ty: Ty, ftz: bool, a: Slot, b: Slot) -> u32 {
+        let av = self.row(a);
+        let bv = self.row(b);
+        let mut r = 0u32;
+        if ty.is_float() {
+            for l in 0..32 {
+                let (x, y) = (read_float(av[l], ty, ftz), read_float(bv[l], ty, ftz));
+                r |= u32::from(cmp_float(cmp, x, y)) << l;
+            }
+        } else {
+            let (bits, signed) = (ty.bits(), ty.is_signed());
+            for l in 0..32 {
+                r |= u32::from(cmp_int(cmp, av[l], bv[l], bits, signed)) << l;
+            }
+        }
+        r
+    }
+
+    /// `setp`'s results: `p` (and `q`, the complement), each combined with
+    /// the optional `.and`/`.or`/`.xor` predicate.
+    fn set_compared(
+        &mut self,
+        r: u32,
+        p: PredId,
+        q: Option<PredId>,
+        comb: Option<(BoolOp, PredSrc)>,
+        active: u32,
+    ) {
+        let (pv, qv) = match comb {
+            None => (r, !r),
+            Some((op, c)) => {
+                let c = self.pred_mask(c);
+                let f = |x: u32| match op {
+                    BoolOp::And => x & c,
+                    BoolOp::Or => x | c,
+                    BoolOp::Xor => x ^ c,
+                };
+                (f(r), f(!r))
+            }
+        };
+        self.set_pred(p, active, pv);
+        if let Some(q) = q {
+            self.set_pred(q, active, qv);
+        }
+    }
+
+    /// `selp d, a, b, c`: `a` where `c` holds, else `b`.
+    fn selp(&mut self, d: Slot, [a, b]: [Slot; 2], c: PredSrc, bits: u32, active: u32) {
+        let cm = self.pred_mask(c);
+        let m = mask(bits);
+        let av = self.row(a);
+        let bv = self.row(b);
+        let mut out = [0u64; 32];
+        for l in 0..32 {
+            out[l] = if cm & (1 << l) != 0 { av[l] } else { bv[l] } & m;
+        }
+        self.put(d, active, &out);
+    }
+
+    /// `vote.sync.{ballot,any,all,uni}`.
+    fn vote(&mut self, mode: VoteMode, d: Slot, a: PredSrc, mask: Slot, active: u32) {
+        let ballot = self.pred_mask(a) & active;
+        let mm = self.row(mask);
+        if mode == VoteMode::Ballot {
+            let mut out = [0u64; 32];
+            for l in 0..32 {
+                out[l] = u64::from(ballot & mm[l] as u32);
+            }
+            self.put(d, active, &out);
+        } else {
+            let mut r = 0u32;
+            for l in lanes(active) {
+                let m = mm[l] as u32 & active;
+                let t = ballot & m;
+                let v = match mode {
+                    VoteMode::Any => t != 0,
+                    VoteMode::All => t == m,
+                    _ => t == 0 || t == m,
+                };
+                r |= u32::from(v) << l;
+            }
+            self.set_pred(d, active, r);
+        }
     }
 
     fn int(&mut self, op: IntOp, bits: u32, signed: bool, d: Slot, s: [Slot; 4], active: u32) {
@@ -662,15 +708,12 @@ impl Warp {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// `shfl.sync.MODE d[|p], a, b, c`.
     fn shfl(
         &mut self,
         mode: ShflMode,
-        d: Slot,
-        p: Option<u32>,
-        a: Slot,
-        b: Slot,
-        c: Slot,
+        (d, p): (Slot, Option<PredId>),
+        [a, b, c]: [Slot; 3],
         active: u32,
         cx: &Ctx,
         cta: &mut CtaState,
@@ -755,162 +798,62 @@ impl Warp {
         }
     }
 
-    #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+    /// `ld` and `st` in any space, for every active lane: the address
+    /// resolved and checked for alignment, then the space's own access
+    /// (bounds, and racecheck/initcheck in shared memory), then the loaded
+    /// values written back, sign-extended.
     fn memory(
         &mut self,
-        store: bool,
-        space: MemSpace,
-        ty: Ty,
-        n: u8,
-        regs: [Slot; 4],
-        base: Option<Slot>,
-        offset: i64,
+        m: &MemOp,
         active: u32,
         pc: u32,
         cx: &Ctx,
         cta: &mut CtaState,
     ) -> Result<(), Fault> {
-        let size = ty.bytes();
-        let total = size * u32::from(n);
-        let n = n as usize;
-        let signed = ty.is_signed();
-        let bits = ty.bits();
-        if space == MemSpace::Global && !store {
-            return self.global_load(size, n, signed, bits, regs, base, offset, active, cx, cta);
+        if m.space == MemSpace::Global && !m.store {
+            return self.global_load(m, active, cx, cta);
         }
+        let total = m.bytes();
+        let n = m.n as usize;
         for l in lanes(active) {
-            let raw = base
-                .map_or(0, |b| self.regs[b as usize * 32 + l])
-                .wrapping_add(offset as u64);
-            let (sp, addr) = Self::resolve(space, raw);
+            let (sp, addr) = Self::resolve(m.space, m.raw_address(&self.regs, l));
             if addr & (u64::from(total) - 1) != 0 {
-                return Err(cx.memcheck_at(format!(
-                        "misaligned {} {} of {total} bytes (the address must be a multiple of {total})",
-                        space_word(sp),
-                        kind_word(store)
-                    ), l, addr, sp));
+                let what = format!("{} {}", space_word(sp), access_word(m.store));
+                return Err(cx.memcheck_at(misaligned(&what, total), l, addr, sp));
             }
             let mut vals = [0u64; 4];
-            if store {
-                for k in 0..n {
-                    vals[k] = self.regs[regs[k] as usize * 32 + l];
+            if m.store {
+                for (v, &r) in vals.iter_mut().zip(&m.regs).take(n) {
+                    *v = self.regs[r as usize * 32 + l];
                 }
             }
             let buffer = match sp {
-                Space::Global => {
-                    let (bi, off) = cx
-                        .dev
-                        .locate(addr, total)
-                        .map_err(|e| cx.global_fault(e, addr, total, store).at(l, addr, sp))?;
-                    let buf = &cx.dev.buffers[bi];
-                    for k in 0..n {
-                        let o = off + (k as u32 * size) as u64;
-                        if store {
-                            buf.store(o, size, vals[k]);
-                        } else {
-                            vals[k] = buf.load(o, size);
-                        }
-                    }
-                    if store {
-                        cta.written[bi] = true;
-                    }
-                    Some(bi)
-                }
+                Space::Global => Some(self.global_access(m, (l, addr), &mut vals, cx, cta)?),
                 Space::Shared => {
-                    let limit = cta.shared.len() as u64;
-                    if addr + u64::from(total) > limit {
-                        return Err(cx.memcheck_at(format!(
-                                "out-of-bounds shared {} of {total} bytes: the CTA has {limit} bytes of shared memory",
-                                kind_word(store)
-                            ), l, addr, sp));
-                    }
-                    let off = addr as u32;
-                    self.async_guard(l, off, total, store, cx, cta)?;
-                    if cx.checks {
-                        let st = self.stamp(l, cta.epoch, pc);
-                        let r = if store {
-                            cta.shadow.write(off, total, &st).map(|()| None)
-                        } else {
-                            cta.shadow.read(off, total, &st)
-                        };
-                        match r {
-                            Ok(None) => {}
-                            Ok(Some(byte)) => {
-                                cta.note_uninit(cx, pc, self.first_tid + l as u32, byte, addr)
-                            }
-                            Err(h) => {
-                                let mut f = cx.hazard_fault(h).at(l, addr, sp);
-                                f.tensor = cx.region_name(sp, addr);
-                                return Err(f);
-                            }
-                        }
-                    }
-                    for k in 0..n {
-                        let o = off as usize + k * size as usize;
-                        let bytes = &mut cta.shared[o..o + size as usize];
-                        if store {
-                            bytes.copy_from_slice(&vals[k].to_le_bytes()[..size as usize]);
-                        } else {
-                            vals[k] = le(bytes);
-                        }
-                    }
+                    self.shared_access(m, (l, addr), &mut vals, pc, cx, cta)?;
                     None
                 }
                 Space::Local => {
-                    let limit = u64::from(cx.entry.local_bytes);
-                    if addr + u64::from(total) > limit {
-                        return Err(Fault::new(
-                            CheckKind::Memcheck,
-                            format!(
-                                "out-of-bounds local {} of {total} bytes: the thread has {limit} bytes of local memory",
-                                kind_word(store)
-                            ),
-                        )
-                        .at(l, addr, sp));
-                    }
-                    let base = l * limit as usize + addr as usize;
-                    for k in 0..n {
-                        let o = base + k * size as usize;
-                        let bytes = &mut self.local[o..o + size as usize];
-                        if store {
-                            bytes.copy_from_slice(&vals[k].to_le_bytes()[..size as usize]);
-                        } else {
-                            vals[k] = le(bytes);
-                        }
-                    }
+                    self.local_access(m, (l, addr), &mut vals, cx)?;
                     None
                 }
                 Space::Param => {
-                    let limit = cx.params.len() as u64;
-                    if store || addr + u64::from(total) > limit {
-                        return Err(Fault::new(
-                            CheckKind::Memcheck,
-                            format!("out-of-bounds param load of {total} bytes: the kernel has {limit} bytes of parameters"),
-                        )
-                        .at(l, addr, sp));
-                    }
-                    for (k, v) in vals.iter_mut().enumerate().take(n) {
-                        let o = addr as usize + k * size as usize;
-                        *v = le(&cx.params[o..o + size as usize]);
-                    }
+                    Self::param_load(m, (l, addr), &mut vals, cx)?;
                     None
                 }
             };
-            if !store {
-                for k in 0..n {
-                    let v = if signed {
-                        sx(vals[k], bits) as u64
-                    } else {
-                        vals[k]
-                    };
-                    self.regs[regs[k] as usize * 32 + l] = v;
+            if !m.store {
+                let (signed, bits) = (m.ty.is_signed(), m.ty.bits());
+                for (&v, &r) in vals.iter().zip(&m.regs).take(n) {
+                    let v = if signed { sx(v, bits) as u64 } else { v };
+                    self.regs[r as usize * 32 + l] = v;
                 }
             }
             if cta.observing {
                 cta.accesses.push(Access {
                     thread: self.first_tid + l as u32,
                     space: sp,
-                    kind: if store {
+                    kind: if m.store {
                         AccessKind::Store
                     } else {
                         AccessKind::Load
@@ -924,36 +867,139 @@ impl Warp {
         Ok(())
     }
 
+    /// Lane `l`'s global load or store of `vals` at `addr`; returns the
+    /// buffer it touched.
+    fn global_access(
+        &self,
+        m: &MemOp,
+        (l, addr): (usize, u64),
+        vals: &mut [u64; 4],
+        cx: &Ctx,
+        cta: &mut CtaState,
+    ) -> Result<usize, Fault> {
+        let size = m.ty.bytes();
+        let total = m.bytes();
+        let (bi, off) = cx.dev.locate(addr, total).map_err(|e| {
+            cx.global_fault(e, addr, total, m.store)
+                .at(l, addr, Space::Global)
+        })?;
+        let buf = &cx.dev.buffers[bi];
+        for (k, v) in vals.iter_mut().enumerate().take(m.n as usize) {
+            let o = off + u64::from(k as u32 * size);
+            if m.store {
+                buf.store(o, size, *v);
+            } else {
+                *v = buf.load(o, size);
+            }
+        }
+        if m.store {
+            cta.written[bi] = true;
+        }
+        Ok(bi)
+    }
+
+    /// Lane `l`'s shared load or store of `vals` at `addr`, checked for
+    /// bounds and by racecheck and initcheck.
+    fn shared_access(
+        &self,
+        m: &MemOp,
+        (l, addr): (usize, u64),
+        vals: &mut [u64; 4],
+        pc: u32,
+        cx: &Ctx,
+        cta: &mut CtaState,
+    ) -> Result<(), Fault> {
+        let total = m.bytes();
+        let limit = cta.shared.len() as u64;
+        if addr + u64::from(total) > limit {
+            let what = format!("shared {}", access_word(m.store));
+            return Err(cx.memcheck_at(
+                shared_out_of_bounds(&what, total, limit),
+                l,
+                addr,
+                Space::Shared,
+            ));
+        }
+        let off = addr as u32;
+        self.shared_check(l, off, total, m.store, pc, cx, cta)?;
+        let start = off as usize;
+        copy_values(&mut cta.shared[start..], m, vals);
+        Ok(())
+    }
+
+    /// Lane `l`'s local load or store of `vals` at `addr`.
+    fn local_access(
+        &mut self,
+        m: &MemOp,
+        (l, addr): (usize, u64),
+        vals: &mut [u64; 4],
+        cx: &Ctx,
+    ) -> Result<(), Fault> {
+        let total = m.bytes();
+        let limit = u64::from(cx.entry.local_bytes);
+        if addr + u64::from(total) > limit {
+            return Err(Fault::new(
+                CheckKind::Memcheck,
+                format!(
+                    "out-of-bounds local {} of {total} bytes: the thread has {limit} bytes of local memory",
+                    access_word(m.store)
+                ),
+            )
+            .at(l, addr, Space::Local));
+        }
+        let start = l * limit as usize + addr as usize;
+        copy_values(&mut self.local[start..], m, vals);
+        Ok(())
+    }
+
+    /// Lane `l`'s load of `vals` from the parameter block at `addr` (a
+    /// store there is out of bounds).
+    fn param_load(
+        m: &MemOp,
+        (l, addr): (usize, u64),
+        vals: &mut [u64; 4],
+        cx: &Ctx,
+    ) -> Result<(), Fault> {
+        let size = m.ty.bytes();
+        let total = m.bytes();
+        let limit = cx.params.len() as u64;
+        if m.store || addr + u64::from(total) > limit {
+            return Err(Fault::new(
+                CheckKind::Memcheck,
+                format!("out-of-bounds param load of {total} bytes: the kernel has {limit} bytes of parameters"),
+            )
+            .at(l, addr, Space::Param));
+        }
+        for (k, v) in vals.iter_mut().enumerate().take(m.n as usize) {
+            let o = addr as usize + k * size as usize;
+            *v = le(&cx.params[o..o + size as usize]);
+        }
+        Ok(())
+    }
+
     /// The common case of `memory`: a load from global space.
-    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn global_load(
         &mut self,
-        size: u32,
-        n: usize,
-        signed: bool,
-        bits: u32,
-        regs: [Slot; 4],
-        base: Option<Slot>,
-        offset: i64,
+        m: &MemOp,
         active: u32,
         cx: &Ctx,
         cta: &mut CtaState,
     ) -> Result<(), Fault> {
-        let total = size * n as u32;
-        let dst = regs.map(|r| r as usize * 32);
+        let size = m.ty.bytes();
+        let n = m.n as usize;
+        let (signed, bits) = (m.ty.is_signed(), m.ty.bits());
+        let total = m.bytes();
+        let dst = m.regs.map(|r| r as usize * 32);
         for l in lanes(active) {
-            let addr = base
-                .map_or(0, |b| self.regs[b as usize * 32 + l])
-                .wrapping_add(offset as u64);
+            let addr = m.raw_address(&self.regs, l);
             if addr & (u64::from(total) - 1) != 0 {
-                let mut f = Fault::new(
-                    CheckKind::Memcheck,
-                    format!("misaligned global load of {total} bytes (the address must be a multiple of {total})"),
-                )
-                .at(l, addr, Space::Global);
-                f.tensor = cx.region_name(Space::Global, addr);
-                return Err(f);
+                return Err(cx.memcheck_at(
+                    misaligned("global load", total),
+                    l,
+                    addr,
+                    Space::Global,
+                ));
             }
             let (bi, off) = cx.dev.locate(addr, total).map_err(|e| {
                 cx.global_fault(e, addr, total, false)
@@ -978,30 +1024,22 @@ impl Warp {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// `atom` in global or shared memory, for every active lane.
     fn atom(
         &mut self,
-        space: MemSpace,
-        op: AtomOp,
-        ty: Ty,
-        d: Slot,
-        base: Option<Slot>,
-        offset: i64,
-        b: Slot,
-        c: Slot,
+        m: &AtomicOp,
         active: u32,
         pc: u32,
         cx: &Ctx,
         cta: &mut CtaState,
     ) -> Result<(), Fault> {
-        let size = ty.bytes();
+        let size = m.ty.bytes();
         for l in lanes(active) {
-            let raw = base
-                .map_or(0, |r| self.regs[r as usize * 32 + l])
-                .wrapping_add(offset as u64);
-            let (sp, addr) = Self::resolve(space, raw);
-            let bv = self.regs[b as usize * 32 + l];
-            let cv = self.regs[c as usize * 32 + l];
+            let (sp, addr) = Self::resolve(m.space, address(&self.regs, m.addr, l));
+            let operands = (
+                self.regs[m.b as usize * 32 + l],
+                self.regs[m.c as usize * 32 + l],
+            );
             if addr & (u64::from(size) - 1) != 0 {
                 return Err(cx.memcheck_at(
                     format!("misaligned {} atomic of {size} bytes", space_word(sp)),
@@ -1010,98 +1048,29 @@ impl Warp {
                     sp,
                 ));
             }
-            let old;
-            let mut buffer = None;
-            match sp {
+            let (old, buffer) = match sp {
                 Space::Global => {
-                    let (bi, off) = cx
-                        .dev
-                        .locate(addr, size)
-                        .map_err(|e| cx.global_fault(e, addr, size, true).at(l, addr, sp))?;
-                    let buf = &cx.dev.buffers[bi];
+                    let (old, bi) = Self::global_atomic(m, l, addr, operands, cx)?;
                     cta.written[bi] = true;
-                    buffer = Some(bi);
-                    if size == 2 {
-                        // A 16-bit atomic updates its half of the aligned
-                        // 32-bit word around it, leaving the other half.
-                        let Some(w) = buf.atomic_word(off & !3) else {
-                            return Err(cx.global_fault(
-                                GlobalFault::OutOfBounds { buffer: Some(bi) },
-                                addr,
-                                size,
-                                true,
-                            ));
-                        };
-                        let shift = (off & 2) * 8;
-                        let prev = w.fetch_update(Relaxed, Relaxed, |x| {
-                            let half = u64::from(x >> shift) & 0xFFFF;
-                            let new = atom_apply(op, ty, half, bv, cv) as u32 & 0xFFFF;
-                            Some((x & !(0xFFFF << shift)) | (new << shift))
-                        });
-                        old = u64::from(prev.unwrap_or_else(|x| x) >> shift) & 0xFFFF;
-                    } else if size == 4 {
-                        let global_f32_add = op == AtomOp::Add && ty == Ty::F32;
-                        let Some(w) = buf.atomic_word(off) else {
-                            return Err(cx.global_fault(
-                                GlobalFault::OutOfBounds { buffer: Some(bi) },
-                                addr,
-                                size,
-                                true,
-                            ));
-                        };
-                        let prev = w.fetch_update(Relaxed, Relaxed, |x| {
-                            if global_f32_add {
-                                return Some(global_add_f32(x, bv as u32));
-                            }
-                            Some(atom_apply(op, ty, u64::from(x), bv, cv) as u32)
-                        });
-                        old = u64::from(prev.unwrap_or_else(|x| x));
-                    } else {
-                        let _guard = cx.dev.atomic64.lock().unwrap_or_else(|e| e.into_inner());
-                        let x = buf.load(off, 8);
-                        buf.store(off, 8, atom_apply(op, ty, x, bv, cv));
-                        old = x;
-                    }
+                    (old, Some(bi))
                 }
-                Space::Shared => {
-                    let limit = cta.shared.len() as u64;
-                    if addr + u64::from(size) > limit {
-                        return Err(cx.memcheck_at(format!("out-of-bounds shared atomic of {size} bytes: the CTA has {limit} bytes of shared memory"), l, addr, sp));
-                    }
-                    self.async_guard(l, addr as u32, size, true, cx, cta)?;
-                    if cx.checks {
-                        let st = self.stamp(l, cta.epoch, pc);
-                        match cta.shadow.atomic(addr as u32, size, &st) {
-                            Ok(None) => {}
-                            Ok(Some(byte)) => {
-                                cta.note_uninit(cx, pc, self.first_tid + l as u32, byte, addr)
-                            }
-                            Err(h) => {
-                                let mut f = cx.hazard_fault(h).at(l, addr, sp);
-                                f.tensor = cx.region_name(sp, addr);
-                                return Err(f);
-                            }
-                        }
-                    }
-                    let o = addr as usize;
-                    let bytes = &mut cta.shared[o..o + size as usize];
-                    old = le(bytes);
-                    let new = atom_apply(op, ty, old, bv, cv);
-                    bytes.copy_from_slice(&new.to_le_bytes()[..size as usize]);
-                }
+                Space::Shared => (
+                    self.shared_atomic(m, (l, addr), operands, pc, cx, cta)?,
+                    None,
+                ),
                 _ => {
                     return Err(
                         Fault::new(CheckKind::Memcheck, "atomic on local or param memory")
                             .at(l, addr, sp),
                     );
                 }
-            }
-            let v = if ty.is_signed() {
-                sx(old, ty.bits()) as u64
+            };
+            let v = if m.ty.is_signed() {
+                sx(old, m.ty.bits()) as u64
             } else {
                 old
             };
-            self.regs[d as usize * 32 + l] = v;
+            self.regs[m.d as usize * 32 + l] = v;
             if cta.observing {
                 cta.accesses.push(Access {
                     thread: self.first_tid + l as u32,
@@ -1115,14 +1084,109 @@ impl Warp {
         }
         Ok(())
     }
+
+    /// Lane `l`'s global atomic at `addr` with operands `(b, c)`: the old
+    /// value and the buffer updated.
+    fn global_atomic(
+        m: &AtomicOp,
+        l: usize,
+        addr: u64,
+        (bv, cv): (u64, u64),
+        cx: &Ctx,
+    ) -> Result<(u64, usize), Fault> {
+        let (op, ty, size) = (m.op, m.ty, m.ty.bytes());
+        let (bi, off) = cx.dev.locate(addr, size).map_err(|e| {
+            cx.global_fault(e, addr, size, true)
+                .at(l, addr, Space::Global)
+        })?;
+        let buf = &cx.dev.buffers[bi];
+        let word = |at: u64| {
+            buf.atomic_word(at).ok_or_else(|| {
+                cx.global_fault(
+                    GlobalFault::OutOfBounds { buffer: Some(bi) },
+                    addr,
+                    size,
+                    true,
+                )
+            })
+        };
+        let old = if size == 2 {
+            // A 16-bit atomic updates its half of the aligned 32-bit word
+            // around it, leaving the other half.
+            let w = word(off & !3)?;
+            let shift = (off & 2) * 8;
+            let prev = w.fetch_update(Relaxed, Relaxed, |x| {
+                let half = u64::from(x >> shift) & 0xFFFF;
+                let new = atom_apply(op, ty, half, bv, cv) as u32 & 0xFFFF;
+                Some((x & !(0xFFFF << shift)) | (new << shift))
+            });
+            u64::from(prev.unwrap_or_else(|x| x) >> shift) & 0xFFFF
+        } else if size == 4 {
+            let global_f32_add = op == AtomOp::Add && ty == Ty::F32;
+            let w = word(off)?;
+            let prev = w.fetch_update(Relaxed, Relaxed, |x| {
+                if global_f32_add {
+                    return Some(global_add_f32(x, bv as u32));
+                }
+                Some(atom_apply(op, ty, u64::from(x), bv, cv) as u32)
+            });
+            u64::from(prev.unwrap_or_else(|x| x))
+        } else {
+            let _guard = cx.dev.atomic64.lock().unwrap_or_else(|e| e.into_inner());
+            let x = buf.load(off, 8);
+            buf.store(off, 8, atom_apply(op, ty, x, bv, cv));
+            x
+        };
+        Ok((old, bi))
+    }
+
+    /// Lane `l`'s shared atomic at `addr` with operands `(b, c)`, checked
+    /// for bounds and by racecheck and initcheck: the old value.
+    fn shared_atomic(
+        &self,
+        m: &AtomicOp,
+        (l, addr): (usize, u64),
+        (bv, cv): (u64, u64),
+        pc: u32,
+        cx: &Ctx,
+        cta: &mut CtaState,
+    ) -> Result<u64, Fault> {
+        let size = m.ty.bytes();
+        let limit = cta.shared.len() as u64;
+        if addr + u64::from(size) > limit {
+            return Err(cx.memcheck_at(
+                shared_out_of_bounds("shared atomic", size, limit),
+                l,
+                addr,
+                Space::Shared,
+            ));
+        }
+        self.async_guard(l, addr as u32, size, true, cx, cta)?;
+        if cx.checks {
+            let st = self.stamp(l, cta.epoch, pc);
+            let outcome = cta.shadow.atomic(addr as u32, size, &st);
+            cx.shadow_outcome(outcome, l, addr, st.tid, pc, cta)?;
+        }
+        let o = addr as usize;
+        let bytes = &mut cta.shared[o..o + size as usize];
+        let old = le(bytes);
+        let new = atom_apply(m.op, m.ty, old, bv, cv);
+        bytes.copy_from_slice(&new.to_le_bytes()[..size as usize]);
+        Ok(old)
+    }
 }
 
-fn space_word(s: Space) -> &'static str {
-    match s {
-        Space::Global => "global",
-        Space::Shared => "shared",
-        Space::Local => "local",
-        Space::Param => "param",
+/// Stores `vals` into `bytes` (from its start) for a store, or loads them
+/// from it, `m.n` values of `m.ty`'s size, little-endian.
+fn copy_values(bytes: &mut [u8], m: &MemOp, vals: &mut [u64; 4]) {
+    let size = m.ty.bytes() as usize;
+    for (k, v) in vals.iter_mut().enumerate().take(m.n as usize) {
+        let b = &mut bytes[k * size..(k + 1) * size];
+        if m.store {
+            b.copy_from_slice(&v.to_le_bytes()[..size]);
+        } else {
+            *v = le(b);
+        }
     }
 }
 

@@ -1,15 +1,14 @@
 //! Launching a kernel: argument marshalling, the CTA scheduler (warps, the
 //! CTA barrier, deadlock detection), parallel execution of CTAs on host
-//! threads, and turning faults into located reports.
+//! threads. The reports of what the checks find are worded in `checks`.
 
-use crate::checks::{Hazard, Shadow};
+use crate::checks::{Fault, Shadow};
 use crate::decode::{Entry, ParamInfo, Ty};
-use crate::error::{CheckKind, CheckReport, SimError, SourceLoc};
-use crate::exec::Fault;
-use crate::memory::{base_of, BufferId, Device, GlobalFault};
+use crate::error::SimError;
+use crate::memory::{BufferId, Device};
 use crate::module::Module;
-use crate::observer::{Access, Observer, Space, SplitObserver};
-use crate::warp::{lane_list, lanes, Warp};
+use crate::observer::{Access, Observer, SplitObserver};
+use crate::warp::{lanes, Warp};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -192,14 +191,7 @@ impl CtaState {
         if self.pending_init.is_some() {
             return;
         }
-        let mut f = Fault::new(CheckKind::Initcheck, "read of uninitialized shared memory");
-        f.address = Some(addr);
-        f.space = Some(Space::Shared);
-        f.tensor = cx.region_name(Space::Shared, u64::from(byte));
-        f.notes.push(format!(
-            "no thread of this CTA wrote shared byte {byte} before this read (nor later in the same barrier interval)"
-        ));
-        self.pending_init = Some((pc, tid, f));
+        self.pending_init = Some((pc, tid, cx.uninit_fault(byte, addr)));
     }
 
     fn take_pending(&mut self, cx: &Ctx) -> Result<(), SimError> {
@@ -214,187 +206,6 @@ impl Ctx<'_> {
     pub(crate) fn thread_xyz(&self, tid: u32) -> [u32; 3] {
         let [bx, by, _] = self.block;
         [tid % bx, (tid / bx) % by, tid / (bx * by)]
-    }
-
-    fn source(&self, pc: u32) -> Option<SourceLoc> {
-        let (f, line, col) = self.entry.info.get(pc as usize)?.loc?;
-        Some(SourceLoc {
-            file: self.module.file_name(f),
-            line,
-            col,
-        })
-    }
-
-    /// `k.pho:12:5 (PTX line 40)` or `PTX line 40`.
-    pub(crate) fn where_is(&self, pc: u32) -> String {
-        let line = self.entry.info.get(pc as usize).map_or(0, |i| i.line);
-        match self.source(pc) {
-            Some(s) => format!("{s} (PTX line {line})"),
-            None => format!("PTX line {line}"),
-        }
-    }
-
-    fn opcode(&self, pc: u32) -> String {
-        self.entry
-            .info
-            .get(pc as usize)
-            .map_or_else(String::new, |i| i.opcode.clone())
-    }
-
-    /// Attaches kernel, location, CTA and thread to a fault.
-    pub(crate) fn report(&self, cta: &CtaState, pc: u32, tid: u32, f: Fault) -> SimError {
-        SimError::Check(Box::new(CheckReport {
-            kind: f.kind,
-            kernel: self.entry.name.clone(),
-            message: f.message,
-            source: self.source(pc),
-            ptx_line: self.entry.info.get(pc as usize).map_or(0, |i| i.line),
-            instruction: self.opcode(pc),
-            cta: cta.id,
-            thread: Some(self.thread_xyz(tid)),
-            address: f.address,
-            space: f.space,
-            tensor: f.tensor,
-            notes: f.notes,
-        }))
-    }
-
-    /// A memcheck fault of lane `lane` at `addr`, naming the variable or
-    /// tensor that holds the address.
-    pub(crate) fn memcheck_at(
-        &self,
-        message: impl Into<String>,
-        lane: usize,
-        addr: u64,
-        space: Space,
-    ) -> Fault {
-        let mut f = Fault::new(CheckKind::Memcheck, message).at(lane, addr, space);
-        f.tensor = self.region_name(space, addr);
-        f
-    }
-
-    /// The shared or local variable holding `addr`, or the global buffer.
-    pub(crate) fn region_name(&self, space: Space, addr: u64) -> Option<String> {
-        match space {
-            Space::Shared => self
-                .entry
-                .shared
-                .iter()
-                .find(|r| {
-                    u64::from(r.offset) <= addr
-                        && addr < u64::from(r.offset) + u64::from(r.bytes).max(1)
-                })
-                .map(|r| r.name.clone()),
-            Space::Global => self
-                .dev
-                .nearest(addr)
-                .map(|i| self.dev.buffers[i].name.clone()),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn global_fault(&self, e: GlobalFault, addr: u64, bytes: u32, store: bool) -> Fault {
-        let kind = if store { "store" } else { "load" };
-        let GlobalFault::OutOfBounds { buffer } = e;
-        let mut f = Fault::new(
-            CheckKind::Memcheck,
-            format!("out-of-bounds global {kind} of {bytes} bytes"),
-        );
-        // An address past the end of buffer `i` but nearer the start of the
-        // next one is most likely a negative index into the next one
-        // (`y[-1]`): report it against that tensor, not as gigabytes past
-        // the end of this one.
-        let before_next = buffer.and_then(|i| {
-            let off = addr - base_of(i);
-            let next = i + 1;
-            let after_end = off.checked_sub(self.dev.buffers[i].len)?;
-            let before = base_of(next).checked_sub(addr)?;
-            (next < self.dev.buffers.len() && before < after_end).then_some((next, before))
-        });
-        if let Some((next, before)) = before_next {
-            let b = &self.dev.buffers[next];
-            f.tensor = Some(b.name.clone());
-            f.notes.push(format!(
-                "the access starts {before} bytes before the start of tensor `{}` (a negative index?), which has {} bytes",
-                b.name, b.len
-            ));
-            return f;
-        }
-        match buffer {
-            Some(i) => {
-                let b = &self.dev.buffers[i];
-                let off = addr - base_of(i);
-                f.tensor = Some(b.name.clone());
-                f.notes.push(format!(
-                    "the access covers bytes {off}..{} of tensor `{}`, which has {} bytes ({} bytes past its end)",
-                    off + u64::from(bytes),
-                    b.name,
-                    b.len,
-                    off + u64::from(bytes) - b.len
-                ));
-            }
-            None => match self.dev.nearest(addr) {
-                Some(i) => {
-                    let b = &self.dev.buffers[i];
-                    let base = base_of(i);
-                    f.tensor = Some(b.name.clone());
-                    let rel = if addr < base {
-                        format!("{} bytes before the start of", base - addr)
-                    } else {
-                        format!("{} bytes after the end of", addr - base - b.len)
-                    };
-                    f.notes.push(format!(
-                        "the address is in no tensor; it is {rel} `{}` (at {base:#x}, {} bytes)",
-                        b.name, b.len
-                    ));
-                }
-                None => f.notes.push("no tensor is allocated".into()),
-            },
-        }
-        f
-    }
-
-    pub(crate) fn hazard_fault(&self, h: Hazard) -> Fault {
-        let (kind, msg, other, verb) = match h {
-            Hazard::ReadAfterWrite {
-                other, other_pc, ..
-            } => (
-                CheckKind::Racecheck,
-                "read-after-write hazard on shared memory",
-                (other, other_pc),
-                "wrote",
-            ),
-            Hazard::WriteAfterRead {
-                other, other_pc, ..
-            } => (
-                CheckKind::Racecheck,
-                "write-after-read hazard on shared memory",
-                (other, other_pc),
-                "read",
-            ),
-            Hazard::WriteAfterWrite {
-                other, other_pc, ..
-            } => (
-                CheckKind::Racecheck,
-                "write-after-write hazard on shared memory",
-                (other, other_pc),
-                "wrote",
-            ),
-        };
-        let mut f = Fault::new(kind, msg);
-        let who = match other.0 {
-            Some(t) => {
-                let [x, y, z] = self.thread_xyz(t);
-                format!("thread ({x}, {y}, {z})")
-            }
-            None if verb == "read" => "several other threads".to_string(),
-            None => "an atomic of another thread".to_string(),
-        };
-        f.notes.push(format!(
-            "{who} {verb} these bytes at {} with no barrier between the two accesses",
-            self.where_is(other.1)
-        ));
-        f
     }
 }
 
@@ -776,7 +587,7 @@ impl Worker {
                 return Ok(());
             }
             if let Some(w) = self.warps.iter().find(|w| w.waiting != 0) {
-                return Err(warp_sync_deadlock(cx, cta, w));
+                return Err(cx.warp_sync_deadlock(cta, w));
             }
             release_barrier(cx, cta, &mut self.warps)?;
         }
@@ -811,31 +622,11 @@ fn release_barrier(cx: &Ctx, cta: &mut CtaState, warps: &mut [Warp]) -> Result<(
             .iter()
             .map(|w| (w.exists & !w.live).count_ones())
             .sum();
-        let mut f = Fault::new(
-                CheckKind::Synccheck,
-                format!(
-                    "bar.sync is reached by {arrived} of the CTA's {} threads; the other {exited_total} exited without reaching it, so the barrier can never complete",
-                    cx.threads_per_cta
-                ),
-            );
-        f.notes.push(format!(
-                "for example lanes {} of warp {warp} exited; a barrier must not sit under control that differs between threads",
-                lane_list(exited)
-            ));
-        let [x, y, z] = cx.thread_xyz(tid);
-        f.notes
-            .push(format!("thread ({x}, {y}, {z}) is one that never arrived"));
+        let f = cx.barrier_exited_fault(arrived, exited_total, warp, exited, tid);
         return Err(cx.report(cta, pc, first, f));
     }
     if pcs.len() > 1 {
-        let mut f = Fault::new(
-            CheckKind::Synccheck,
-            "the CTA's threads wait at different bar.sync instructions, so no barrier can complete",
-        );
-        for &(p, n, _) in &pcs {
-            f.notes
-                .push(format!("{n} threads wait at {}", cx.where_is(p)));
-        }
+        let f = cx.barrier_split_fault(&pcs);
         return Err(cx.report(cta, pc, first, f));
     }
     for w in warps.iter_mut() {
@@ -843,47 +634,4 @@ fn release_barrier(cx: &Ctx, cta: &mut CtaState, warps: &mut [Warp]) -> Result<(
     }
     cta.epoch += 1;
     Ok(())
-}
-
-fn warp_sync_deadlock(cx: &Ctx, cta: &CtaState, w: &Warp) -> SimError {
-    let l = w.waiting.trailing_zeros() as usize;
-    let pc = w.pc_of(l);
-    let here: u32 = lanes(w.waiting)
-        .filter(|&k| w.pc_of(k) == pc)
-        .fold(0, |m, k| m | (1 << k));
-    let mask = match cx.entry.insts.get(pc as usize).map(|i| i.op) {
-        Some(crate::decode::Op::Shfl { mask, .. })
-        | Some(crate::decode::Op::Vote { mask, .. })
-        | Some(crate::decode::Op::WarpSync { mask })
-        | Some(crate::decode::Op::Ldmatrix { mask, .. })
-        | Some(crate::decode::Op::Mma { mask, .. }) => w.regs[mask as usize * 32 + l] as u32,
-        _ => u32::MAX,
-    };
-    let missing = mask & !here;
-    let mut f = Fault::new(
-        CheckKind::Synccheck,
-        format!(
-            "{} can never complete: lanes {} of warp {} arrived, but lanes {} named in the member mask {mask:#010x} never reach it",
-            cx.opcode(pc),
-            lane_list(here),
-            w.index,
-            lane_list(missing)
-        ),
-    );
-    let mut seen = Vec::new();
-    for k in lanes(missing) {
-        let what = if w.live & (1 << k) == 0 {
-            "exited".to_string()
-        } else if w.at_bar & (1 << k) != 0 {
-            format!("wait at bar.sync at {}", cx.where_is(w.pc_of(k)))
-        } else {
-            format!("wait at {}", cx.where_is(w.pc_of(k)))
-        };
-        if !seen.contains(&what) {
-            f.notes.push(format!("lane {k} and others like it {what}"));
-            seen.push(what);
-        }
-    }
-    f.notes.push("a warp-synchronous instruction must not sit under control that differs between the lanes of its mask".into());
-    cx.report(cta, pc, w.first_tid + l as u32, f)
 }

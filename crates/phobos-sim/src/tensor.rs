@@ -35,9 +35,10 @@
 //! thread is a racecheck error, so a read of a stage before its wait cannot
 //! pass in the simulator and fail on hardware.
 
-use crate::decode::{MemSpace, Slot};
+use crate::checks::{misaligned, shared_out_of_bounds, Fault};
+use crate::decode::{Addr, MemSpace, Slot};
 use crate::error::CheckKind;
-use crate::exec::Fault;
+use crate::exec::{address, MemOp};
 use crate::launch::{CtaState, Ctx};
 use crate::observer::{Access, AccessKind, Space};
 use crate::warp::{lanes, Warp, FULL};
@@ -327,9 +328,10 @@ impl Warp {
         Err(f)
     }
 
-    /// Shadow check (racecheck and initcheck) for one lane's shared access.
+    /// Shadow check (racecheck and initcheck) for one lane's shared access,
+    /// after the check against copies in flight.
     #[allow(clippy::too_many_arguments)]
-    fn shared_check(
+    pub(crate) fn shared_check(
         &self,
         l: usize,
         off: u32,
@@ -344,23 +346,12 @@ impl Warp {
             return Ok(());
         }
         let st = self.stamp(l, cta.epoch, pc);
-        let r = if store {
+        let outcome = if store {
             cta.shadow.write(off, len, &st).map(|()| None)
         } else {
             cta.shadow.read(off, len, &st)
         };
-        match r {
-            Ok(None) => Ok(()),
-            Ok(Some(byte)) => {
-                cta.note_uninit(cx, pc, self.first_tid + l as u32, byte, u64::from(off));
-                Ok(())
-            }
-            Err(h) => {
-                let mut f = cx.hazard_fault(h).at(l, u64::from(off), Space::Shared);
-                f.tensor = cx.region_name(Space::Shared, u64::from(off));
-                Err(f)
-            }
-        }
+        cx.shadow_outcome(outcome, l, u64::from(off), st.tid, pc, cta)
     }
 
     /// A shared-memory byte offset for lane `l`'s address, checked for
@@ -370,17 +361,13 @@ impl Warp {
         &self,
         l: usize,
         space: MemSpace,
-        base: Option<Slot>,
-        offset: i64,
+        addr: Addr,
         len: u32,
         what: &str,
         cx: &Ctx,
         cta: &CtaState,
     ) -> Result<u32, Fault> {
-        let raw = base
-            .map_or(0, |b| self.regs[b as usize * 32 + l])
-            .wrapping_add(offset as u64);
-        let (sp, addr) = Self::resolve(space, raw);
+        let (sp, addr) = Self::resolve(space, address(&self.regs, addr, l));
         if sp != Space::Shared {
             return Err(Fault::new(
                 CheckKind::Memcheck,
@@ -389,18 +376,11 @@ impl Warp {
             .at(l, addr, sp));
         }
         if !addr.is_multiple_of(u64::from(len)) {
-            return Err(cx.memcheck_at(
-                format!(
-                    "misaligned {what} of {len} bytes (the address must be a multiple of {len})"
-                ),
-                l,
-                addr,
-                sp,
-            ));
+            return Err(cx.memcheck_at(misaligned(what, len), l, addr, sp));
         }
         let limit = cta.shared.len() as u64;
         if addr + u64::from(len) > limit {
-            return Err(cx.memcheck_at(format!("out-of-bounds {what} of {len} bytes: the CTA has {limit} bytes of shared memory"), l, addr, sp));
+            return Err(cx.memcheck_at(shared_out_of_bounds(what, len, limit), l, addr, sp));
         }
         Ok(addr as u32)
     }
@@ -420,28 +400,25 @@ impl Warp {
         Err(f)
     }
 
-    /// `ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.b16`.
-    #[allow(clippy::too_many_arguments)]
+    /// `ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.b16`: `m.n` matrices
+    /// into `m.regs`.
     pub(crate) fn ldmatrix(
         &mut self,
-        num: u8,
+        op: &MemOp,
         trans: bool,
-        ds: [Slot; 4],
-        space: MemSpace,
-        base: Option<Slot>,
-        offset: i64,
         active: u32,
         pc: u32,
         cx: &Ctx,
         cta: &mut CtaState,
     ) -> Result<(), Fault> {
+        let (num, ds) = (op.n, op.regs);
         self.whole_warp(active, "ldmatrix.sync.aligned")?;
         let mut rows = [[[0u16; 8]; 8]; 4];
         for (i, m) in rows.iter_mut().enumerate().take(num as usize) {
             for (r, row) in m.iter_mut().enumerate() {
                 let p = i * 8 + r;
                 let off =
-                    self.shared_offset(p, space, base, offset, 16, "ldmatrix row read", cx, cta)?;
+                    self.shared_offset(p, op.space, op.addr, 16, "ldmatrix row read", cx, cta)?;
                 self.shared_check(p, off, 16, false, pc, cx, cta)?;
                 let bytes = &cta.shared[off as usize..off as usize + 16];
                 for (k, v) in row.iter_mut().enumerate() {
@@ -567,13 +544,11 @@ impl Warp {
     }
 
     /// `cp.async.{ca,cg}.shared.global [dst], [src], size{, src_size}`.
-    #[allow(clippy::too_many_arguments)]
+    /// `cp.async.ca/cg.shared.global [dst], [src], size[, src_size]`.
     pub(crate) fn cp_async(
         &mut self,
-        size: u8,
-        src_size: Option<Slot>,
-        dst: crate::decode::Addr,
-        src: crate::decode::Addr,
+        (size, src_size): (u8, Option<Slot>),
+        (dst, src): (Addr, Addr),
         active: u32,
         pc: u32,
         cx: &Ctx,
@@ -592,25 +567,20 @@ impl Warp {
             let off = self.shared_offset(
                 l,
                 MemSpace::Shared,
-                dst.base,
-                dst.offset,
+                dst,
                 len,
                 "cp.async shared write",
                 cx,
                 cta,
             )?;
-            let gaddr = src
-                .base
-                .map_or(0, |b| self.regs[b as usize * 32 + l])
-                .wrapping_add(src.offset as u64);
+            let gaddr = address(&self.regs, src, l);
             if !gaddr.is_multiple_of(u64::from(len)) {
-                let mut f = Fault::new(
-                    CheckKind::Memcheck,
-                    format!("misaligned cp.async global read of {len} bytes (the address must be a multiple of {len})"),
-                )
-                .at(l, gaddr, Space::Global);
-                f.tensor = cx.region_name(Space::Global, gaddr);
-                return Err(f);
+                return Err(cx.memcheck_at(
+                    misaligned("cp.async global read", len),
+                    l,
+                    gaddr,
+                    Space::Global,
+                ));
             }
             let mut data = [0u8; 16];
             let mut buffer = None;

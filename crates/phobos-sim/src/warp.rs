@@ -11,9 +11,9 @@
 //! until every lane named in their member mask is at the same instruction;
 //! lanes at `bar.sync` wait for the CTA (see `launch`).
 
+use crate::checks::Fault;
 use crate::decode::{FloatOp, IntOp, Op, PredSrc, Special};
 use crate::error::{CheckKind, SimError};
-use crate::exec::Fault;
 use crate::launch::{CtaState, Ctx};
 use crate::observer::{Observer, OpKind, StepInfo};
 

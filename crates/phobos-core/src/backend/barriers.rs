@@ -421,33 +421,27 @@ impl Flatten<'_> {
             self.inst += 1;
             let span = f.stmt_span(s);
             let fence = f.fence(s);
-            match &f.stmts[s].kind {
-                StmtKind::Set(_, e) => self.expr(*e),
-                StmtKind::Store(acc, e) => {
-                    self.index_exprs(*acc);
-                    self.expr(*e);
+            let kind = &f.stmts[s].kind;
+            // What the statement evaluates before it acts, except a
+            // `While`'s condition, which follows its `pre` block.
+            if !matches!(kind, StmtKind::While { .. }) {
+                for e in f.stmt_operands(s) {
+                    self.expr(e);
+                }
+            }
+            match kind {
+                StmtKind::Set(..) => {}
+                StmtKind::Store(acc, _) => {
                     self.candidate(fence);
                     self.access(*acc, true);
                 }
                 StmtKind::RunStore {
-                    access: acc,
-                    value,
-                    only,
+                    access: acc, only, ..
                 } => {
-                    self.index_exprs(*acc);
-                    self.expr(*value);
-                    if let Some(o) = only {
-                        self.expr(*o);
-                    }
                     self.candidate(fence);
                     self.access(*acc, only.is_none());
                 }
-                StmtKind::TileCopy {
-                    access: acc,
-                    buffer,
-                    at,
-                } => {
-                    self.index_exprs(*acc);
+                StmtKind::TileCopy { buffer, at, .. } => {
                     // A fill of part of a buffer is a plain write for
                     // conflicts: the "same elements by the same thread"
                     // rule of two copies holds only for whole buffers.
@@ -458,29 +452,15 @@ impl Flatten<'_> {
                         }
                     }
                 }
-                StmtKind::TileStore {
-                    access: acc,
-                    buffer,
-                } => {
-                    self.index_exprs(*acc);
+                StmtKind::TileStore { buffer, .. } => {
                     self.buffer(*buffer, false, false, span);
                 }
-                StmtKind::If { cond, then, els } => {
-                    self.expr(*cond);
+                StmtKind::If { then, els, .. } => {
                     self.candidate(fence);
                     self.region(then);
                     self.region(els);
                 }
-                StmtKind::For {
-                    start,
-                    end,
-                    step,
-                    body,
-                    ..
-                } => {
-                    self.expr(*start);
-                    self.expr(*end);
-                    self.expr(*step);
+                StmtKind::For { body, .. } => {
                     self.candidate(fence);
                     let first = self.out.len();
                     self.region(body);
@@ -489,14 +469,12 @@ impl Flatten<'_> {
                     self.loops.push((first, second, self.out.len()));
                 }
                 StmtKind::CtaColl {
-                    arg,
                     scratch,
                     before,
                     written,
                     read,
                     ..
                 } => {
-                    self.expr(*arg);
                     self.candidate(Some(*before));
                     self.buffer(*scratch, true, false, span);
                     self.candidate(Some(*written));
@@ -524,11 +502,7 @@ impl Flatten<'_> {
                     copy(self);
                     self.loops.push((first, second, self.out.len()));
                 }
-                StmtKind::Atomic { access, args, .. } => {
-                    self.index_exprs(*access);
-                    for &a in args {
-                        self.expr(a);
-                    }
+                StmtKind::Atomic { access, .. } => {
                     self.candidate(fence);
                     self.atomic_access(*access);
                 }
@@ -579,12 +553,6 @@ impl Flatten<'_> {
         });
     }
 
-    fn index_exprs(&mut self, acc: AccessId) {
-        for &ix in &self.f.accesses[acc].index {
-            self.expr(ix);
-        }
-    }
-
     /// A point or run access; `exact` is false for a one-element store into
     /// a run, whose elements the access does not say.
     fn access(&mut self, acc: AccessId, exact: bool) {
@@ -613,13 +581,14 @@ impl Flatten<'_> {
         }
     }
 
+    /// The loads of `e`, in evaluation order.
     fn expr(&mut self, e: ExprId) {
-        for o in self.f.operands(e) {
-            self.expr(o);
-        }
-        if let ExprKind::Load(acc) | ExprKind::RunLoad(acc) = self.f.exprs[e].kind {
-            self.access(acc, true);
-        }
+        let f = self.f;
+        f.walk_expr(e, &mut |x| {
+            if let Some(acc) = f.load_access(x) {
+                self.access(acc, true);
+            }
+        });
     }
 }
 
@@ -637,39 +606,20 @@ impl ThreadIndex {
     fn new(f: &Func) -> ThreadIndex {
         let mut count: HashMap<VarId, u32> = HashMap::new();
         let mut defs = HashMap::new();
-        fn walk(
-            f: &Func,
-            b: &[StmtId],
-            in_loop: bool,
-            count: &mut HashMap<VarId, u32>,
-            defs: &mut HashMap<VarId, ExprId>,
-        ) {
-            for &s in b {
-                match &f.stmts[s].kind {
-                    StmtKind::Set(v, e) => {
-                        *count.entry(*v).or_default() += if in_loop { 2 } else { 1 };
-                        defs.insert(*v, *e);
-                    }
-                    StmtKind::CtaColl { dst, .. } | StmtKind::Atomic { dst: Some(dst), .. } => {
-                        *count.entry(*dst).or_default() += 2
-                    }
-                    StmtKind::If { then, els, .. } => {
-                        walk(f, then, in_loop, count, defs);
-                        walk(f, els, in_loop, count, defs);
-                    }
-                    StmtKind::For { var, body, .. } => {
-                        *count.entry(*var).or_default() += 2;
-                        walk(f, body, true, count, defs);
-                    }
-                    StmtKind::While { pre, body, .. } => {
-                        walk(f, pre, true, count, defs);
-                        walk(f, body, true, count, defs);
-                    }
-                    _ => {}
+        f.walk_stmts(&f.body, &mut |s, loops| {
+            // A var set in a loop, or by a collective, an atomic or a loop
+            // header, counts as set more than once.
+            match &f.stmts[s].kind {
+                StmtKind::Set(v, e) => {
+                    *count.entry(*v).or_default() += if loops > 0 { 2 } else { 1 };
+                    defs.insert(*v, *e);
                 }
+                StmtKind::CtaColl { dst, .. }
+                | StmtKind::Atomic { dst: Some(dst), .. }
+                | StmtKind::For { var: dst, .. } => *count.entry(*dst).or_default() += 2,
+                _ => {}
             }
-        }
-        walk(f, &f.body, false, &mut count, &mut defs);
+        });
         defs.retain(|v, _| count.get(v) == Some(&1));
         ThreadIndex { defs }
     }

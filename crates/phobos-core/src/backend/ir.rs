@@ -468,6 +468,117 @@ impl Func {
     }
 }
 
+// ---------------------------------------------------------------------------
+// Walks: what a statement holds, and every statement or expression below
+// one, in evaluation order. The analyses (`shared_plan`, `barriers`,
+// `verify`) and the printer build on these instead of matching every kind.
+
+impl StmtKind {
+    /// The blocks nested directly in this statement, in evaluation order:
+    /// an `If`'s then and else blocks, a `For`'s body, a `While`'s `pre`
+    /// and body. Empty for every other statement.
+    pub fn blocks(&self) -> Vec<&[StmtId]> {
+        match self {
+            StmtKind::If { then, els, .. } => vec![then, els],
+            StmtKind::For { body, .. } => vec![body],
+            StmtKind::While { pre, body, .. } => vec![pre, body],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The access a statement writes (or updates) memory through: a
+    /// store's, a tile copy's or tile store's, an atomic's.
+    pub fn access(&self) -> Option<AccessId> {
+        match self {
+            StmtKind::Store(access, _)
+            | StmtKind::RunStore { access, .. }
+            | StmtKind::TileCopy { access, .. }
+            | StmtKind::TileStore { access, .. }
+            | StmtKind::Atomic { access, .. } => Some(*access),
+            _ => None,
+        }
+    }
+
+    /// True for `For` and `While`.
+    pub fn is_loop(&self) -> bool {
+        matches!(self, StmtKind::For { .. } | StmtKind::While { .. })
+    }
+}
+
+impl Func {
+    /// The expressions statement `s` evaluates itself (not those of its
+    /// nested blocks), in evaluation order: its access's subscripts, then
+    /// its values (a store's value and `only` index, an atomic's
+    /// arguments, a `Set`'s value); an `If`'s or `While`'s condition; a
+    /// `For`'s start, end and step; a CTA collective's argument (its
+    /// combine body runs inside the collective and is not among them). The
+    /// subscripts of an access that is out of range are left out (the
+    /// verifier reports it).
+    pub fn stmt_operands(&self, s: StmtId) -> Vec<ExprId> {
+        let kind = &self.stmts[s].kind;
+        let mut out: Vec<ExprId> = match kind.access() {
+            Some(a) if self.accesses.contains(a) => self.accesses[a].index.clone(),
+            _ => Vec::new(),
+        };
+        match kind {
+            StmtKind::Set(_, e) | StmtKind::Store(_, e) => out.push(*e),
+            StmtKind::RunStore { value, only, .. } => {
+                out.extend(std::iter::once(*value).chain(*only))
+            }
+            StmtKind::Atomic { args, .. } => out.extend(args),
+            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => out.push(*cond),
+            StmtKind::For {
+                start, end, step, ..
+            } => out.extend([*start, *end, *step]),
+            StmtKind::CtaColl { arg, .. } => out.push(*arg),
+            StmtKind::TileCopy { .. }
+            | StmtKind::TileStore { .. }
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Return
+            | StmtKind::Barrier(_)
+            | StmtKind::Fence => {}
+        }
+        out
+    }
+
+    /// Calls `visit` for every statement of `block` and of the blocks nested
+    /// in it, each before its nested blocks, with the number of loops
+    /// (`For`, `While`) around it.
+    pub fn walk_stmts(&self, block: &[StmtId], visit: &mut impl FnMut(StmtId, u32)) {
+        self.walk_stmts_in(block, 0, visit);
+    }
+
+    fn walk_stmts_in(&self, block: &[StmtId], loops: u32, visit: &mut impl FnMut(StmtId, u32)) {
+        for &s in block {
+            visit(s, loops);
+            let kind = &self.stmts[s].kind;
+            let inner = loops + u32::from(kind.is_loop());
+            for b in kind.blocks() {
+                self.walk_stmts_in(b, inner, visit);
+            }
+        }
+    }
+
+    /// Calls `visit` for `e` and every expression it evaluates, operands
+    /// before the expression that uses them (a load's subscripts before
+    /// the load).
+    pub fn walk_expr(&self, e: ExprId, visit: &mut impl FnMut(ExprId)) {
+        for o in self.operands(e) {
+            self.walk_expr(o, visit);
+        }
+        visit(e);
+    }
+
+    /// The access `e` loads through, when it is a point or run load.
+    pub fn load_access(&self, e: ExprId) -> Option<AccessId> {
+        match self.exprs[e].kind {
+            ExprKind::Load(a) | ExprKind::RunLoad(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
 /// True for an expression `emit` can compute on packed bytes: an i8/u8 run
 /// load, `x & c` with `0 <= c < 128`, or `(x >> s) & c` with the kept bits
 /// inside the byte (`c < 2^(8-s)`), possibly under conversions to i32.

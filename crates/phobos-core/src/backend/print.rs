@@ -76,21 +76,11 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
             StmtKind::TileStore { access: a, buffer } => {
                 let _ = writeln!(out, "{pad}{} = tile_store {buffer}", access(f, *a));
             }
-            StmtKind::If { cond, then, els } => {
+            StmtKind::If { cond, .. } => {
                 let _ = writeln!(out, "{pad}if {} {{", expr(f, *cond));
-                block(f, then, depth + 1, out);
-                if !els.is_empty() {
-                    let _ = writeln!(out, "{pad}}} else {{");
-                    block(f, els, depth + 1, out);
-                }
-                let _ = writeln!(out, "{pad}}}");
             }
-            StmtKind::While { pre, cond, body } => {
+            StmtKind::While { .. } => {
                 let _ = writeln!(out, "{pad}while {{");
-                block(f, pre, depth + 1, out);
-                let _ = writeln!(out, "{pad}}} {} {{", expr(f, *cond));
-                block(f, body, depth + 1, out);
-                let _ = writeln!(out, "{pad}}}");
             }
             StmtKind::Break => {
                 let _ = writeln!(out, "{pad}break");
@@ -126,7 +116,7 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
                 start,
                 end,
                 step,
-                body,
+                ..
             } => {
                 let _ = writeln!(
                     out,
@@ -135,8 +125,6 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
                     expr(f, *end),
                     expr(f, *step)
                 );
-                block(f, body, depth + 1, out);
-                let _ = writeln!(out, "{pad}}}");
             }
             StmtKind::CtaColl {
                 dst,
@@ -158,6 +146,33 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
                 let _ = writeln!(out, "{pad}barrier {b} ({})", role(f, *b));
             }
         }
+        nested(f, s, depth, out);
+    }
+}
+
+/// A statement's nested blocks, after the line that opens the first: the
+/// line between two (`} else {`, left out with an empty else block, or a
+/// `while`'s `} COND {` after its `pre`), and the closing brace.
+fn nested(f: &Func, s: StmtId, depth: usize, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    let kind = &f.stmts[s].kind;
+    let blocks = kind.blocks();
+    for (i, b) in blocks.iter().enumerate() {
+        if i > 0 {
+            match kind {
+                StmtKind::If { .. } if b.is_empty() => continue,
+                StmtKind::While { cond, .. } => {
+                    let _ = writeln!(out, "{pad}}} {} {{", expr(f, *cond));
+                }
+                _ => {
+                    let _ = writeln!(out, "{pad}}} else {{");
+                }
+            }
+        }
+        block(f, b, depth + 1, out);
+    }
+    if !blocks.is_empty() {
+        let _ = writeln!(out, "{pad}}}");
     }
 }
 

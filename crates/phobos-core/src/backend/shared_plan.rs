@@ -12,7 +12,7 @@
 //! the next iteration comes back to the start of the body.
 
 use super::error::{BackendError, SharedBuffer};
-use super::ir::{BufferId, ExprId, ExprKind, Func, Mem, StmtId, StmtKind};
+use super::ir::{BufferId, ExprId, Func, Mem, StmtId, StmtKind};
 use crate::source::LineIndex;
 
 pub use crate::pipeline::STATIC_SHARED_LIMIT;
@@ -173,94 +173,58 @@ impl Walk<'_> {
     }
 
     fn block(&mut self, block: &[StmtId]) {
+        let f = self.f;
         for &s in block {
             self.pos += 1;
-            let span = self.f.stmt_span(s);
-            match &self.f.stmts[s].kind {
-                StmtKind::Set(_, e) => self.expr(*e),
-                StmtKind::Store(acc, e) => {
-                    self.access(*acc);
-                    self.expr(*e);
+            let span = f.stmt_span(s);
+            let kind = &f.stmts[s].kind;
+            let first = self.pos;
+            if let StmtKind::While { pre, cond, body } = kind {
+                // `pre` runs before the condition.
+                self.block(pre);
+                self.expr(*cond);
+                self.block(body);
+            } else {
+                if let Some(acc) = kind.access() {
+                    self.access(acc);
                 }
-                StmtKind::RunStore {
-                    access,
-                    value,
-                    only,
-                } => {
-                    self.access(*access);
-                    self.expr(*value);
-                    if let Some(o) = only {
-                        self.expr(*o);
-                    }
+                for e in f.stmt_operands(s) {
+                    self.expr(e);
                 }
-                StmtKind::TileCopy { access, buffer, .. }
-                | StmtKind::TileStore { access, buffer } => {
-                    self.access(*access);
-                    self.touch(*buffer, span);
+                for b in kind.blocks() {
+                    self.block(b);
                 }
-                StmtKind::If { cond, then, els } => {
-                    self.expr(*cond);
-                    self.block(then);
-                    self.block(els);
-                }
-                StmtKind::For {
-                    start,
-                    end,
-                    step,
-                    body,
-                    ..
-                } => {
-                    self.expr(*start);
-                    self.expr(*end);
-                    self.expr(*step);
-                    let first = self.pos;
-                    self.block(body);
-                    self.loops.push((first, self.pos));
-                }
-                StmtKind::While { pre, cond, body } => {
-                    let first = self.pos;
-                    self.block(pre);
-                    self.expr(*cond);
-                    self.block(body);
-                    self.loops.push((first, self.pos));
-                }
-                StmtKind::CtaColl { arg, scratch, .. } => {
-                    self.expr(*arg);
-                    self.touch(*scratch, span);
-                }
-                StmtKind::Atomic { access, args, .. } => {
-                    self.access(*access);
-                    for &a in args {
-                        self.expr(a);
-                    }
-                }
-                StmtKind::Barrier(_)
-                | StmtKind::Break
-                | StmtKind::Continue
-                | StmtKind::Return
-                | StmtKind::Fence => {}
+            }
+            match kind {
+                StmtKind::TileCopy { buffer, .. }
+                | StmtKind::TileStore { buffer, .. }
+                | StmtKind::CtaColl {
+                    scratch: buffer, ..
+                } => self.touch(*buffer, span),
+                _ => {}
+            }
+            if kind.is_loop() {
+                self.loops.push((first, self.pos));
             }
         }
     }
 
+    /// The buffer an access goes to, if it is one (its subscripts are among
+    /// the statement's operands).
     fn access(&mut self, acc: super::ir::AccessId) {
         let a = &self.f.accesses[acc];
-        for &ix in &a.index {
-            self.expr(ix);
-        }
         if let Mem::Buffer(b) = a.mem {
             self.touch(b, a.span);
         }
     }
 
+    /// Every buffer `e` loads from.
     fn expr(&mut self, e: ExprId) {
-        match &self.f.exprs[e].kind {
-            ExprKind::Load(acc) | ExprKind::RunLoad(acc) => self.access(*acc),
-            _ => {
-                for o in self.f.operands(e) {
-                    self.expr(o);
-                }
+        let f = self.f;
+        f.walk_expr(e, &mut |x| {
+            if let Some(acc) = f.load_access(x) {
+                self.access(acc);
             }
-        }
+        });
     }
 }

@@ -123,71 +123,31 @@ impl Verifier<'_> {
     }
 
     fn stmt(&mut self, s: StmtId) {
-        match &self.f.stmts[s].kind {
-            StmtKind::Set(var, e) => {
-                if !self.f.vars.contains(*var) {
+        let f = self.f;
+        let kind = &f.stmts[s].kind;
+        if let Some(a) = kind.access() {
+            self.check_access(a);
+        }
+        for e in f.stmt_operands(s) {
+            self.use_expr(e);
+        }
+        match kind {
+            StmtKind::Set(var, _) => {
+                if !f.vars.contains(*var) {
                     self.errors.push(format!("{s}: {var} out of range"));
                 }
-                self.use_expr(*e);
             }
-            StmtKind::Store(a, e) => {
-                self.access(*a);
-                self.use_expr(*e);
-            }
-            StmtKind::RunStore {
-                access,
-                value,
-                only,
-            } => {
-                self.access(*access);
-                self.use_expr(*value);
-                if let Some(o) = only {
-                    self.use_expr(*o);
-                }
-            }
-            StmtKind::TileCopy { access, buffer, .. } | StmtKind::TileStore { access, buffer } => {
-                self.access(*access);
-                if !self.f.buffers.contains(*buffer) {
+            StmtKind::TileCopy { buffer, .. } | StmtKind::TileStore { buffer, .. } => {
+                if !f.buffers.contains(*buffer) {
                     self.errors.push(format!("{s}: {buffer} out of range"));
                 }
             }
-            StmtKind::If { cond, then, els } => {
-                self.use_expr(*cond);
-                if self.f.exprs.contains(*cond)
-                    && self.f.exprs[*cond].ty != Ty::Scalar(ScalarTy::Bool)
-                {
+            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => {
+                if f.exprs.contains(*cond) && f.exprs[*cond].ty != Ty::Scalar(ScalarTy::Bool) {
+                    let what = if kind.is_loop() { "while" } else { "if" };
                     self.errors
-                        .push(format!("{s}: if condition {cond} is not bool"));
+                        .push(format!("{s}: {what} condition {cond} is not bool"));
                 }
-                self.block(then);
-                self.block(els);
-            }
-            StmtKind::For {
-                start,
-                end,
-                step,
-                body,
-                ..
-            } => {
-                self.use_expr(*start);
-                self.use_expr(*end);
-                self.use_expr(*step);
-                self.loops += 1;
-                self.block(body);
-                self.loops -= 1;
-            }
-            StmtKind::While { pre, cond, body } => {
-                self.block(pre);
-                self.use_expr(*cond);
-                if self.f.exprs.contains(*cond)
-                    && self.f.exprs[*cond].ty != Ty::Scalar(ScalarTy::Bool)
-                {
-                    self.errors
-                        .push(format!("{s}: while condition {cond} is not bool"));
-                }
-                self.loops += 1;
-                self.block(body);
-                self.loops -= 1;
             }
             StmtKind::Break | StmtKind::Continue => {
                 if self.loops == 0 {
@@ -195,17 +155,12 @@ impl Verifier<'_> {
                         .push(format!("{s}: break or continue outside a loop"));
                 }
             }
-            StmtKind::Return | StmtKind::Fence => {}
             StmtKind::Atomic {
                 op,
                 access,
                 args,
                 dst,
             } => {
-                self.access(*access);
-                for &a in args {
-                    self.use_expr(a);
-                }
                 let want = if *op == crate::hir::AtomicOp::Cas {
                     2
                 } else {
@@ -218,21 +173,20 @@ impl Verifier<'_> {
                         args.len()
                     ));
                 }
-                if self.f.accesses.contains(*access) {
-                    let acc = &self.f.accesses[*access];
+                if f.accesses.contains(*access) {
+                    let acc = &f.accesses[*access];
                     if acc.shape != Shape::Point || !acc.store {
                         self.errors
                             .push(format!("{s}: an atomic's access is not a point store"));
                     }
                 }
                 if let Some(v) = dst {
-                    if !self.f.vars.contains(*v) {
+                    if !f.vars.contains(*v) {
                         self.errors.push(format!("{s}: {v} out of range"));
                     }
                 }
             }
             StmtKind::CtaColl {
-                arg,
                 combine,
                 scratch,
                 before,
@@ -240,11 +194,10 @@ impl Verifier<'_> {
                 read,
                 ..
             } => {
-                self.use_expr(*arg);
                 if let Some(c) = combine {
                     self.use_expr(c.body);
                 }
-                if !self.f.buffers.contains(*scratch) {
+                if !f.buffers.contains(*scratch) {
                     self.errors.push(format!("{s}: {scratch} out of range"));
                 }
                 self.use_barrier(*before);
@@ -252,18 +205,31 @@ impl Verifier<'_> {
                 self.use_barrier(*read);
             }
             StmtKind::Barrier(b) => self.use_barrier(*b),
+            StmtKind::Store(..)
+            | StmtKind::RunStore { .. }
+            | StmtKind::For { .. }
+            | StmtKind::Return
+            | StmtKind::Fence => {}
+        }
+        // A loop's body is its last block (a `While`'s `pre` is not in it).
+        let blocks = kind.blocks();
+        let last = blocks.len().saturating_sub(1);
+        for (i, b) in blocks.into_iter().enumerate() {
+            let body = kind.is_loop() && i == last;
+            self.loops += u32::from(body);
+            self.block(b);
+            self.loops -= u32::from(body);
         }
     }
 
-    fn access(&mut self, a: super::ir::AccessId) {
+    /// Checks what an access refers to, but not its subscripts; false when
+    /// the access itself is out of range.
+    fn check_access(&mut self, a: super::ir::AccessId) -> bool {
         if !self.f.accesses.contains(a) {
             self.errors.push(format!("{a} out of range"));
-            return;
+            return false;
         }
         let acc = &self.f.accesses[a];
-        for &ix in &acc.index {
-            self.use_expr(ix);
-        }
         let rank = acc.index.len();
         match &acc.shape {
             Shape::Run { axis, len } if *axis >= rank || *len == 0 => {
@@ -306,16 +272,19 @@ impl Verifier<'_> {
                 None => self.errors.push(format!("{a}: {arr} out of range")),
             }
         }
+        true
     }
 
     fn expr(&mut self, e: ExprId) {
-        let ops = match &self.f.exprs[e].kind {
-            ExprKind::Load(a) | ExprKind::RunLoad(a) => {
-                self.access(*a);
-                return;
+        if let Some(a) = self.f.load_access(e) {
+            if self.check_access(a) {
+                for &ix in &self.f.accesses[a].index {
+                    self.use_expr(ix);
+                }
             }
-            _ => self.f.operands(e),
-        };
+            return;
+        }
+        let ops = self.f.operands(e);
         for &o in &ops {
             if o.index() >= e.index() {
                 self.errors

@@ -4,6 +4,28 @@
 //! (`tests/in`), and two small ones that show masked tile elements and
 //! extra 128-byte lines.
 
+/// The trace of `kernel` of `src` on sm_75 over `grid` CTAs along x, with
+/// these inputs; panics when explain refuses.
+pub fn trace(
+    src: &str,
+    kernel: &str,
+    grid: u32,
+    inputs: Vec<(&str, phobos_explain::Input)>,
+) -> phobos_explain::Trace {
+    let mut req = phobos_explain::Request::new(
+        src.into(),
+        format!("{kernel}.pho"),
+        kernel.into(),
+        75,
+        Some([grid, 1, 1]),
+    );
+    req.inputs = inputs
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect();
+    phobos_explain::trace(&req).unwrap_or_else(|e| panic!("explain {kernel}: {e}"))
+}
+
 /// The 1-based line of `src` on which `needle` first appears, so that tests
 /// assert lines of the corpus file rather than copies of its numbers.
 pub fn line_of(src: &str, needle: &str) -> u64 {

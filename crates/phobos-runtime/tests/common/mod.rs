@@ -103,17 +103,9 @@ pub fn max_error(got: &[f32], want: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// A free tuning constant with `@grid` following it.
-pub const TUNED_DOUBLE: &str = "@autotune(BLOCK in [64, 128])
-@launch(BLOCK)
-@grid(cdiv(N, BLOCK))
-kernel tuned_double(x: tensor<f32>[N], y: tensor<f32>[N]) {
-  let i = ctx.block.x * BLOCK + ctx.thread
-  if i < N {
-    y[i] = 2.0 * x[i]
-  }
-}
-";
+/// A free tuning constant with `@grid` following it (the corpus kernel
+/// `autotune_block`).
+pub const AUTOTUNE_BLOCK: &str = include_str!("../../../../tests/in/autotune_block.pho");
 
 /// The seed page's staged matvec: `K` is tuned, only 256 is compiled.
 pub const STAGED_MATVEC: &str = include_str!("../../../../tests/in/staged_matvec.pho");
