@@ -15,6 +15,7 @@ mod calls;
 mod collectives;
 mod consts;
 mod cx;
+mod dot;
 mod fns;
 mod header;
 mod scratch;

@@ -47,6 +47,7 @@ handle!(AccessId, "a");
 handle!(BufferId, "buf");
 handle!(BarrierId, "bar");
 handle!(ArrayId, "arr");
+handle!(AccId, "acc");
 
 /// A growable vector addressed by one handle type.
 #[derive(Clone, Debug)]
@@ -117,6 +118,9 @@ pub struct Func {
     /// Side table: where lowering put each register array of the kernel,
     /// in declaration order (what `phobos report` prints).
     pub array_homes: Vec<ArrayHome>,
+    /// Accumulator tiles (`zeros<f32>[M, N]`): registers spread over the
+    /// warps as their layout says.
+    pub accs: Arena<AccId, AccTile>,
     /// Side tables: the source span of each expression and statement.
     pub expr_spans: Vec<Span>,
     pub stmt_spans: Vec<Span>,
@@ -278,6 +282,36 @@ pub enum StmtKind {
     },
     /// `fence()`: `fence.acq_rel.gpu`.
     Fence,
+    /// Every element of an accumulator tile becomes 0 (CTA-wide).
+    AccZero(AccId),
+    /// `acc += dot(a, b)`: the product of the tile buffers `a` (`[M, K]`)
+    /// and `b` (`[K, N]`, or `[N, K]` when `b_trans`) added to `acc`, by
+    /// every warp for the sub-tile it owns: `ldmatrix` then `mma.sync`
+    /// (`backend/emit/mma.rs`). Reads both buffers whole.
+    Mma {
+        acc: AccId,
+        a: BufferId,
+        b: BufferId,
+        b_trans: bool,
+        /// The product's K (the operands' extent along it; their buffers'
+        /// rows may be padded beyond it).
+        k: u32,
+    },
+    /// CTA-wide masked store of an accumulator tile into a tensor box
+    /// (`access`: a `Tile` access of the accumulator's shape).
+    AccStore { acc: AccId, access: AccessId },
+}
+
+/// An accumulator tile: `rows x cols` elements of `elem`, spread over the
+/// CTA's warps by `layout` (`mma::WarpLayout`).
+#[derive(Clone, Debug)]
+pub struct AccTile {
+    pub name: String,
+    pub elem: ScalarTy,
+    pub rows: u32,
+    pub cols: u32,
+    pub layout: crate::mma::WarpLayout,
+    pub span: Span,
 }
 
 #[derive(Clone, Debug)]

@@ -233,11 +233,17 @@ impl Walk<'_> {
                         self.expr(a);
                     }
                 }
+                StmtKind::Mma { a, b, .. } => {
+                    self.touch(*a, span);
+                    self.touch(*b, span);
+                }
+                StmtKind::AccStore { access, .. } => self.access(*access),
                 StmtKind::Barrier(_)
                 | StmtKind::Break
                 | StmtKind::Continue
                 | StmtKind::Return
-                | StmtKind::Fence => {}
+                | StmtKind::Fence
+                | StmtKind::AccZero(_) => {}
             }
         }
     }

@@ -1,13 +1,17 @@
-//! What a kernel needs of its target beyond the floor (`sm_75`): today,
-//! atomics whose operation and type the target lacks (`bf16` add needs
-//! sm_90). Reported as P0810 for each target that lacks it, so `phobos
-//! check` (which compiles for every default target) names them all.
+//! What a kernel needs of its target beyond the floor (`sm_75`): atomics
+//! whose operation and type the target lacks (`bf16` add needs sm_90),
+//! reported as P0810, and tensor-core products whose operand type the
+//! target lacks (`bf16` needs sm_80; `mma::dot_kind`), P0811. Reported for
+//! each target that lacks it, so `phobos check` (which compiles for every
+//! default target) names them all.
 
-use super::ir::{Func, Mem, StmtKind};
+use super::ir::{BufferKind, Func, Mem, StmtKind};
 use crate::diag::Diagnostic;
 
-/// The first atomic of `f` that `sm_{arch}` cannot run, as P0810.
+/// The first atomic or `dot` of `f` that `sm_{arch}` cannot run, as P0810
+/// or P0811.
 pub fn check(f: &Func, arch: u32) -> Result<(), Diagnostic> {
+    dots(f, arch)?;
     for (s, stmt) in f.stmts.iter() {
         let StmtKind::Atomic { op, access, .. } = &stmt.kind else {
             continue;
@@ -37,6 +41,39 @@ pub fn check(f: &Func, arch: u32) -> Result<(), Diagnostic> {
         .note(format!(
             "PTX has `atom.add.noftz.{}` from sm_{need}; build for newer targets only, or accumulate in f32 (`atomic_add` on an f32 tensor) and convert afterwards",
             a.elem.name()
+        )));
+    }
+    Ok(())
+}
+
+/// The first `dot` whose operands `sm_{arch}` has no tensor-core
+/// instruction for, as P0811.
+fn dots(f: &Func, arch: u32) -> Result<(), Diagnostic> {
+    for (s, stmt) in f.stmts.iter() {
+        let StmtKind::Mma { acc, a, .. } = &stmt.kind else {
+            continue;
+        };
+        let BufferKind::Tile { elem, .. } = &f.buffers[*a].kind else {
+            continue;
+        };
+        let Some(kind) = crate::mma::dot_kind(*elem, f.accs[*acc].elem) else {
+            continue;
+        };
+        if arch >= kind.min_arch {
+            continue;
+        }
+        return Err(Diagnostic::error(
+            "P0811",
+            format!(
+                "a `dot` of {} tiles needs sm_{} or newer, and this kernel is compiled for sm_{arch}",
+                elem.name(),
+                kind.min_arch
+            ),
+        )
+        .primary(f.stmt_span(s), format!("a {} x {} product", elem.name(), elem.name()))
+        .note(format!(
+            "sm_{arch}'s tensor cores multiply f16 only (mma.sync m16n8k8); {} needs the m16n8k16 shapes of sm_80: build for newer targets only, or copy the operands as f16",
+            elem.name()
         )));
     }
     Ok(())

@@ -269,6 +269,9 @@ fn auto_candidate(f: &Func, body: &[StmtId]) -> bool {
                     | StmtKind::TileCopy { .. }
                     | StmtKind::TileStore { .. }
                     | StmtKind::CtaColl { .. }
+                    | StmtKind::AccZero(_)
+                    | StmtKind::Mma { .. }
+                    | StmtKind::AccStore { .. }
             ) {
                 plain = false;
             }
@@ -346,9 +349,9 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
             [access(*a), vec![*value], only.iter().copied().collect()].concat(),
             vec![],
         ),
-        StmtKind::TileCopy { access: a, .. } | StmtKind::TileStore { access: a, .. } => {
-            (access(*a), vec![])
-        }
+        StmtKind::TileCopy { access: a, .. }
+        | StmtKind::TileStore { access: a, .. }
+        | StmtKind::AccStore { access: a, .. } => (access(*a), vec![]),
         StmtKind::If { cond, then, els } => (vec![*cond], vec![then, els]),
         StmtKind::For {
             start,
@@ -371,7 +374,9 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
         | StmtKind::Break
         | StmtKind::Continue
         | StmtKind::Return
-        | StmtKind::Fence => (vec![], vec![]),
+        | StmtKind::Fence
+        | StmtKind::AccZero(_)
+        | StmtKind::Mma { .. } => (vec![], vec![]),
     }
 }
 
@@ -708,6 +713,24 @@ impl Builder<'_> {
             StmtKind::TileStore { access, buffer } => StmtKind::TileStore {
                 access: self.clone_access(access),
                 buffer,
+            },
+            StmtKind::AccStore { acc, access } => StmtKind::AccStore {
+                acc,
+                access: self.clone_access(access),
+            },
+            StmtKind::AccZero(acc) => StmtKind::AccZero(acc),
+            StmtKind::Mma {
+                acc,
+                a,
+                b,
+                b_trans,
+                k,
+            } => StmtKind::Mma {
+                acc,
+                a,
+                b,
+                b_trans,
+                k,
             },
             StmtKind::If { cond, then, els } => StmtKind::If {
                 cond: self.clone_expr(cond),

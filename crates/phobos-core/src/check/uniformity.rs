@@ -385,6 +385,11 @@ impl Uni<'_> {
                 }
             }
             StmtKind::Fence => {}
+            StmtKind::AccZero { .. } => self.tile_stmt(&[], s.span, "an accumulator tile"),
+            StmtKind::Dot { .. } => self.tile_stmt(&[], s.span, "a `dot`"),
+            StmtKind::AccStore { starts, .. } => {
+                self.tile_stmt(starts, s.span, "an accumulator store")
+            }
             StmtKind::Break => self.exit("break", s.span),
             StmtKind::Continue => self.exit("continue", s.span),
             StmtKind::Return => self.exit("return", s.span),

@@ -410,6 +410,7 @@ mod hir_visit {
             }
             StmtKind::TileCopy { starts, .. }
             | StmtKind::TileStore { starts, .. }
+            | StmtKind::AccStore { starts, .. }
             | StmtKind::TileFill { starts, .. } => starts.iter().for_each(f),
             StmtKind::Atomic { index, args, .. } => {
                 index.iter().for_each(&mut *f);
@@ -423,7 +424,12 @@ mod hir_visit {
                 f(end);
                 f(step);
             }
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::Fence => {}
+            StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Return
+            | StmtKind::Fence
+            | StmtKind::AccZero { .. }
+            | StmtKind::Dot { .. } => {}
         }
     }
 }
