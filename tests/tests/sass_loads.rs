@@ -150,7 +150,8 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     let dir = tempfile::tempdir().expect("temp dir");
     // Per file: (target, HMMA, LDSM) — one HMMA per mma.sync and fragment
     // per 16-deep step, two on sm_75 (m16n8k8).
-    let expected: [(&str, &[(u32, usize, usize)]); 2] = [
+    type Counts = (u32, usize, usize);
+    let expected: [(&str, &[Counts]); 2] = [
         (
             "mma_gemm_f16",
             &[
