@@ -35,6 +35,10 @@ pub struct DotKind {
     pub k: u32,
     /// The lowest target that has the instruction.
     pub min_arch: u32,
+    /// Whether the second operand must be given as `trans(w)` with `w` of
+    /// `[N, K]`: `ldmatrix .trans` moves 16-bit elements, so 8-bit
+    /// operands are read only in the layout `mma.sync` wants.
+    pub b_trans_only: bool,
 }
 
 /// The instruction for operands `op` into an accumulator `acc`, or `None`
@@ -48,20 +52,41 @@ pub fn dot_kind(op: ScalarTy, acc: ScalarTy) -> Option<DotKind> {
             acc,
             k: 16,
             min_arch: 75,
+            b_trans_only: false,
         }),
         (ScalarTy::BF16, ScalarTy::F32) => Some(DotKind {
             op,
             acc,
             k: 16,
             min_arch: 80,
+            b_trans_only: false,
+        }),
+        // m16n8k32 s8/u8 -> s32 (sm_75 has only m8n8k16 for 8-bit).
+        (ScalarTy::I8 | ScalarTy::U8, ScalarTy::I32) => Some(DotKind {
+            op,
+            acc,
+            k: 32,
+            min_arch: 80,
+            b_trans_only: true,
         }),
         _ => None,
     }
 }
 
 /// The pairs [`dot_kind`] accepts, as the diagnostics list them.
-pub const SUPPORTED_PAIRS: &str =
-    "f16 x f16 -> f32 (sm_75 and newer), bf16 x bf16 -> f32 (sm_80 and newer)";
+pub const SUPPORTED_PAIRS: &str = "f16 x f16 -> f32 (sm_75 and newer), bf16 x bf16 -> f32 (sm_80 and newer), i8 x i8 and u8 x u8 -> i32 (sm_80 and newer, as `dot(a, trans(w))`)";
+
+/// The PTX type name of an operand or accumulator element in `mma.sync`.
+pub fn ptx_name(t: ScalarTy) -> &'static str {
+    match t {
+        ScalarTy::F16 => "f16",
+        ScalarTy::BF16 => "bf16",
+        ScalarTy::I8 => "s8",
+        ScalarTy::U8 => "u8",
+        ScalarTy::I32 => "s32",
+        _ => "f32",
+    }
+}
 
 /// Which warp owns which part of an `[m, n]` accumulator: the CTA's warps
 /// form a `wm x wn` grid, warp `w` owning rows `(w / wn) * m / wm ..` and
@@ -167,5 +192,8 @@ mod tests {
         );
         assert_eq!(dot_kind(ScalarTy::F32, ScalarTy::F32), None);
         assert_eq!(dot_kind(ScalarTy::F16, ScalarTy::I32), None);
+        let i8 = dot_kind(ScalarTy::I8, ScalarTy::I32).unwrap();
+        assert_eq!((i8.k, i8.min_arch, i8.b_trans_only), (32, 80, true));
+        assert_eq!(dot_kind(ScalarTy::I8, ScalarTy::F32), None);
     }
 }

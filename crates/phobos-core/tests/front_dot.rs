@@ -129,6 +129,46 @@ fn bf16_needs_sm_80() {
 }
 
 #[test]
+fn i8_products_accumulate_in_i32_with_m16n8k32() {
+    let body = |b: &str| {
+        format!(
+            "  var acc = zeros<i32>[64, 64]
+  var a = Q[r :+ 64, 0 :+ 32]
+  var w = Q[c :+ 64, 0 :+ 32]
+  acc += dot(a, {b})
+  D[r :+ 64, c :+ 64] = acc"
+        )
+    };
+    let with_i8 = |s: String| {
+        s.replace(
+            "C: tensor<f32>[M, N])",
+            "C: tensor<f32>[M, N], Q: tensor<i8>[M, K], D: tensor<i32>[M, N])",
+        )
+    };
+    let src = with_i8(k(&body("trans(w)")));
+    let p = ptx(&src, 80);
+    assert_eq!(
+        p.matches("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32")
+            .count(),
+        8,
+        "{p}"
+    );
+    assert_eq!(p.matches("st.global.u32").count(), 32, "{p}");
+    // 16 bytes of padding are 16 i8 elements: 64 x 48 bytes per tile.
+    assert!(p.contains(".shared .align 16 .b8 k_smem[6144]"), "{p}");
+    let (_, diags) = compile(&src, "k.pho", &CompileOptions::for_arch(75));
+    assert_eq!(diags.iter().map(|d| d.code).collect::<Vec<_>>(), ["P0811"]);
+    // No `ldmatrix .trans` for bytes: a [K, N] i8 operand is refused.
+    refused(
+        "i8_dot_without_trans",
+        &with_i8(k(&body("w"))),
+        "P0456",
+        "a `dot` of i8 tiles takes its second operand as `trans(w)`",
+        8,
+    );
+}
+
+#[test]
 fn an_accumulator_is_declared_with_var() {
     refused(
         "acc_with_let",

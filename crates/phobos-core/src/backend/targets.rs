@@ -72,8 +72,11 @@ fn dots(f: &Func, arch: u32) -> Result<(), Diagnostic> {
         )
         .primary(f.stmt_span(s), format!("a {} x {} product", elem.name(), elem.name()))
         .note(format!(
-            "sm_{arch}'s tensor cores multiply f16 only (mma.sync m16n8k8); {} needs the m16n8k16 shapes of sm_80: build for newer targets only, or copy the operands as f16",
-            elem.name()
+            "the m16n8 shape Phobos uses for {} products, mma.sync m16n8k{}, is sm_{}'s; sm_75 has m16n8k8 for f16 only: build for newer targets only{}",
+            elem.name(),
+            kind.k,
+            kind.min_arch,
+            if *elem == crate::ast::ScalarTy::BF16 { ", or copy the operands as f16" } else { "" }
         )));
     }
     Ok(())

@@ -60,7 +60,7 @@ impl Cx<'_> {
                     .primary(span, "the element type is in `zeros<...>`"),
             );
         }
-        if *elem != ScalarTy::F32 {
+        if !matches!(elem, ScalarTy::F32 | ScalarTy::I32) {
             let known = mma::acc_elem_ok(*elem);
             let d = Diagnostic::error(
                 "P0451",
@@ -68,9 +68,9 @@ impl Cx<'_> {
             )
             .primary(*elem_span, "the accumulator's element type")
             .note(if known {
-                format!("accumulate in f32 (`zeros<f32>[M, N]`): the products Phobos compiles today are {}", mma::SUPPORTED_PAIRS)
+                format!("accumulate in f32 or i32 (`zeros<f32>[M, N]`): the products Phobos compiles today are {}", mma::SUPPORTED_PAIRS)
             } else {
-                "an accumulator holds f32 (the element type tensor cores accumulate f16 and bf16 products in)".to_string()
+                "an accumulator holds f32 (for f16 and bf16 products) or i32 (for i8 and u8 products)".to_string()
             });
             return fail(self, d);
         }
@@ -239,6 +239,14 @@ impl Cx<'_> {
             );
             return None;
         };
+        if kind.b_trans_only && !b_trans {
+            self.report(
+                Diagnostic::error("P0456", format!("a `dot` of {} tiles takes its second operand as `trans(w)`", ta.name()))
+                    .primary(args[1].span, format!("a [K, N] tile of {}", tb.name()))
+                    .note(format!("8-bit operands are read in the layout the tensor core takes them: store the second operand as [N, K] (rows of K, as LLM weights are) and write `dot(a, trans(w))`; the products Phobos compiles are {}", mma::SUPPORTED_PAIRS)),
+            );
+            return None;
+        }
         // a: [M, K]; b: [K, N], or [N, K] under `trans`.
         let (m, ka) = (sa[0], sa[1]);
         let (kb, nb) = if b_trans {

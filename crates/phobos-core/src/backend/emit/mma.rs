@@ -15,7 +15,10 @@
 //! points at row `l % 8`, column `8 ((l / 8) % 2)`); for a `[K, N]` `b`,
 //! `.trans` turns its 8 x 8 blocks (lane `l` points at row `l % 16`).
 //! Then one `mma.sync.aligned.m16n8k16` per fragment on sm_80+, or two
-//! `m16n8k8` (f16 only) on sm_75.
+//! `m16n8k8` (f16 only) on sm_75. 8-bit operands are the same with 16
+//! elements per 16-byte row: K steps by 32 (`m16n8k32.s32.s8.s8.s32`), and
+//! only the `trans(w)` form exists (`ldmatrix .trans` moves 16-bit
+//! elements).
 
 use super::{Emitter, Reg, RegClass, V};
 use crate::ast::ScalarTy;
@@ -26,14 +29,19 @@ impl Emitter<'_> {
     pub(super) fn declare_accs(&mut self) {
         for (_, t) in self.f.accs.iter() {
             let n = t.layout.regs(t.elem);
-            let regs: Vec<Reg> = (0..n).map(|_| self.reg(RegClass::F32)).collect();
+            let class = RegClass::of(t.elem);
+            let regs: Vec<Reg> = (0..n).map(|_| self.reg(class)).collect();
             self.acc_regs.push(regs);
         }
     }
 
     pub(super) fn acc_zero(&mut self, acc: AccId) {
         for r in self.acc_regs[acc.0 as usize].clone() {
-            self.ins(&format!("mov.f32 {r}, 0f00000000;"));
+            if r.class == RegClass::F32 {
+                self.ins(&format!("mov.f32 {r}, 0f00000000;"));
+            } else {
+                self.ins(&format!("mov.b32 {r}, 0;"));
+            }
         }
     }
 
@@ -83,17 +91,22 @@ impl Emitter<'_> {
         let (abase, apitch, op) = self.tile_base(a);
         let (bbase, bpitch, _) = self.tile_base(b);
         let size = op.size();
-        // A: row (wrow + lane % 16), column 8 * (lane / 16).
+        // One `ldmatrix` row is 16 bytes: `chunk` elements (8 of f16, 16
+        // of i8); one mma step takes two along K (32 bytes).
+        let chunk = 16 / size;
+        let kk = 2 * chunk;
+        let shift = chunk.trailing_zeros();
+        // A: row (wrow + lane % 16), column chunk * (lane / 16).
         let r16 = self.reg(RegClass::B32);
         self.ins(&format!("and.b32 {r16}, {lane}, 15;"));
         let arow = self.reg(RegClass::B32);
         self.ins(&format!("add.s32 {arow}, {wrow}, {r16};"));
         let acol = self.reg(RegClass::B32);
         self.ins(&format!("shr.u32 {acol}, {lane}, 4;"));
-        self.ins(&format!("shl.b32 {acol}, {acol}, 3;"));
+        self.ins(&format!("shl.b32 {acol}, {acol}, {shift};"));
         let a_addr = self.lane_addr(abase, arow, acol, apitch, size);
         let b_addr = if b_trans {
-            // w is [N, K]: row (wcol + lane % 8), column 8 * ((lane / 8) % 2).
+            // w is [N, K]: row (wcol + lane % 8), column chunk * ((lane / 8) % 2).
             let r8 = self.reg(RegClass::B32);
             self.ins(&format!("and.b32 {r8}, {lane}, 7;"));
             let brow = self.reg(RegClass::B32);
@@ -101,7 +114,7 @@ impl Emitter<'_> {
             let bcol = self.reg(RegClass::B32);
             self.ins(&format!("shr.u32 {bcol}, {lane}, 3;"));
             self.ins(&format!("and.b32 {bcol}, {bcol}, 1;"));
-            self.ins(&format!("shl.b32 {bcol}, {bcol}, 3;"));
+            self.ins(&format!("shl.b32 {bcol}, {bcol}, {shift};"));
             self.lane_addr(bbase, brow, bcol, bpitch, size)
         } else {
             // b is [K, N]: row lane % 16, column wcol.
@@ -113,15 +126,13 @@ impl Emitter<'_> {
             // ldmatrix and mma.m16n8k8 are PTX ISA 6.5.
             self.need_version(65);
         }
-        let ty = match op {
-            ScalarTy::BF16 => "bf16",
-            _ => "f16",
-        };
-        for ks in 0..k / 16 {
+        let ty = crate::mma::ptx_name(op);
+        let dty = crate::mma::ptx_name(t.elem);
+        for ks in 0..k / kk {
             let mut afr = Vec::new();
             for fm in 0..l.frag_m {
                 let regs: Vec<Reg> = (0..4).map(|_| self.reg(RegClass::B32)).collect();
-                let off = (fm * 16 * apitch + ks * 16) * size;
+                let off = (fm * 16 * apitch + ks * kk) * size;
                 self.ins(&format!(
                     "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{}}}, [{a_addr}+{off}];",
                     list(&regs)
@@ -132,9 +143,9 @@ impl Emitter<'_> {
             for fnn in 0..l.frag_n {
                 let regs: Vec<Reg> = (0..2).map(|_| self.reg(RegClass::B32)).collect();
                 let (off, trans) = if b_trans {
-                    ((fnn * 8 * bpitch + ks * 16) * size, "")
+                    ((fnn * 8 * bpitch + ks * kk) * size, "")
                 } else {
-                    ((ks * 16 * bpitch + fnn * 8) * size, ".trans")
+                    ((ks * kk * bpitch + fnn * 8) * size, ".trans")
                 };
                 self.ins(&format!(
                     "ldmatrix.sync.aligned.m8n8.x2{trans}.shared.b16 {{{}}}, [{b_addr}+{off}];",
@@ -155,7 +166,7 @@ impl Emitter<'_> {
                         }
                     } else {
                         self.ins(&format!(
-                            "mma.sync.aligned.m16n8k16.row.col.f32.{ty}.{ty}.f32 {{{d}}}, {{{}}}, {{{}}}, {{{d}}};",
+                            "mma.sync.aligned.m16n8k{kk}.row.col.{dty}.{ty}.{ty}.{dty} {{{d}}}, {{{}}}, {{{}}}, {{{d}}};",
                             list(ar),
                             list(br)
                         ));
@@ -196,6 +207,11 @@ impl Emitter<'_> {
         self.ins(&format!("add.s32 {col0}, {col0}, {s1};"));
         let base = self.params[p.0 as usize].unwrap_or(Reg::new(RegClass::B64, 0));
         let frags = self.acc_regs[acc.0 as usize].clone();
+        let st = if t.elem == ScalarTy::F32 {
+            ".f32"
+        } else {
+            ".u32"
+        };
         let dm = self.operand(dims[0]);
         let dn = self.operand(dims[1]);
         for fm in 0..l.frag_m {
@@ -231,7 +247,7 @@ impl Emitter<'_> {
                             format!("[{addr}+4]")
                         };
                         self.ins(&format!(
-                            "@{q} st.global.f32 {off}, {};",
+                            "@{q} st.global{st} {off}, {};",
                             frags[i + e as usize]
                         ));
                     }
