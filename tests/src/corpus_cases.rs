@@ -1504,11 +1504,10 @@ pub fn mma_gemm_bf16() {
     }
 }
 
-pub fn mma_gemm_i8() {
-    // Integer products are exact: the result must equal the reference bit
-    // for bit, over the whole i8 range (sums up to 75 * 128 * 128).
+/// An integer GEMM case: exact, bit for bit, against an i64 reference.
+fn integer_gemm(name: &str) {
     for (m, n, k) in [(70usize, 83usize, 75usize), (64, 64, 64), (1, 9, 33)] {
-        let o = Case::corpus("mma_gemm_i8")
+        let o = Case::corpus(name)
             .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
             .run([cdiv(m, 64), cdiv(n, 64), 1]);
         let (a, w) = (o.input("A"), o.input("W"));
@@ -1521,6 +1520,16 @@ pub fn mma_gemm_i8() {
         }
         o.check("C", &c);
     }
+}
+
+pub fn mma_gemm_i8() {
+    // Over the whole i8 range: sums up to 75 * 128 * 128.
+    integer_gemm("mma_gemm_i8");
+}
+
+pub fn mma_gemm_u8() {
+    // Over the whole u8 range: sums up to 75 * 255 * 255.
+    integer_gemm("mma_gemm_u8");
 }
 
 pub fn reg_local() {
@@ -1554,7 +1563,7 @@ macro_rules! corpus_cases {
             int4_gemv, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
-            mma_gemm_bf16, mma_gemm_f16, mma_gemm_i8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
+            mma_gemm_bf16, mma_gemm_f16, mma_gemm_i8, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
             scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,

@@ -152,7 +152,7 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     // Per file: (target, HMMA or IMMA, LDSM) — one per mma.sync and
     // fragment per K step, two on sm_75 (m16n8k8).
     type Counts = (u32, usize, usize);
-    let expected: [(&str, &str, &[Counts]); 3] = [
+    let expected: [(&str, &str, &[Counts]); 4] = [
         (
             "mma_gemm_f16",
             "HMMA",
@@ -173,6 +173,12 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
             "mma_gemm_i8",
             "IMMA",
             &[(80, 16, 12), (86, 16, 12), (89, 16, 12), (90, 16, 12)],
+        ),
+        // K steps of 32: one mma step per trip.
+        (
+            "mma_gemm_u8",
+            "IMMA",
+            &[(80, 8, 6), (86, 8, 6), (89, 8, 6), (90, 8, 6)],
         ),
     ];
     let mut failures = Vec::new();
