@@ -1480,6 +1480,32 @@ fn gemm_reference(o: &Outcome, m: usize, n: usize, k: usize, b_rows_are_n: bool)
     c
 }
 
+pub fn mma_gemm_bias_relu() {
+    // The epilogue rounds as written: the f32 product of the sum and
+    // alpha, then the f32 sum with the bias (the reference rounds the
+    // same way from the exact dot product).
+    for arch in [75, 80] {
+        for (m, n, k) in [(77usize, 90usize, 53usize), (64, 70, 16)] {
+            let alpha = 0.75f32;
+            let o = Case::corpus_for("mma_gemm_bias_relu", arch)
+                .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+                .scalar("alpha", Scalar::F32(alpha))
+                .run([cdiv(m, 64), cdiv(n, 64), 1]);
+            let dot = gemm_reference(&o, m, n, k, true);
+            let bias = o.input("Bias");
+            let mut c = o.expect("C");
+            for r in 0..m {
+                for col in 0..n {
+                    let scaled = (dot.f(r * n + col) as f32) * alpha;
+                    let v = (scaled + bias.f(col) as f32).max(0.0);
+                    c.set_f(r * n + col, f64::from(v));
+                }
+            }
+            o.check("C", &c);
+        }
+    }
+}
+
 pub fn mma_gemm_f16() {
     // 77 x 90 out of 64 x 64 blocks, K = 53 (not a multiple of the 32 of a
     // copy nor of the 16 of an mma): ragged everywhere. Then one block
@@ -1563,7 +1589,7 @@ macro_rules! corpus_cases {
             int4_gemv, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
-            mma_gemm_bf16, mma_gemm_f16, mma_gemm_i8, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
+            mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_i8, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
             scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,

@@ -152,7 +152,19 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     // Per file: (target, HMMA or IMMA, LDSM) — one per mma.sync and
     // fragment per K step, two on sm_75 (m16n8k8).
     type Counts = (u32, usize, usize);
-    let expected: [(&str, &str, &[Counts]); 4] = [
+    let expected: [(&str, &str, &[Counts]); 5] = [
+        // The fused epilogue keeps the accumulator in registers too.
+        (
+            "mma_gemm_bias_relu",
+            "HMMA",
+            &[
+                (75, 32, 12),
+                (80, 16, 12),
+                (86, 16, 12),
+                (89, 16, 12),
+                (90, 16, 12),
+            ],
+        ),
         (
             "mma_gemm_f16",
             "HMMA",

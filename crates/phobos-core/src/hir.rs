@@ -248,6 +248,19 @@ pub enum StmtKind {
         b: LocalId,
         b_trans: bool,
     },
+    /// `acc = e`, an epilogue: every element of the accumulator tile `acc`
+    /// becomes `value`, evaluated with the scalar local `elem` holding the
+    /// element and the `i32` locals `row` and `col` its place in the tile
+    /// (a shared tile named in `e` is read at `[row, col]`, or `[0, col]`
+    /// and `[row, 0]` when it is one row or column: a broadcast). The
+    /// other operands of `value` are the same in every thread (checked).
+    AccMap {
+        acc: LocalId,
+        elem: LocalId,
+        row: LocalId,
+        col: LocalId,
+        value: Expr,
+    },
     /// `C[s0 :+ M, s1 :+ N] = acc`: CTA-wide store of an accumulator tile
     /// into a tensor box, masked at the tensor's bounds.
     AccStore {

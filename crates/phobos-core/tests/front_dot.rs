@@ -257,13 +257,76 @@ fn an_accumulator_over_the_register_budget_is_refused() {
 }
 
 #[test]
-fn an_accumulator_changes_only_by_dot() {
+fn dot_only_adds_to_an_accumulator() {
     refused(
-        "acc_assigned",
+        "dot_assigned",
         &k("  var acc = zeros<f32>[64, 64]
-  acc = 1.0"),
+  var a = A[r :+ 64, 0 :+ 16]
+  var w = W[c :+ 64, 0 :+ 16]
+  acc = dot(a, trans(w))"),
         "P0454",
-        "the accumulator tile `acc` changes only by `acc += dot(a, b)`",
+        "`dot` adds to the accumulator tile `acc`: write `acc += dot(a, b)`",
+        8,
+    );
+}
+
+#[test]
+fn an_epilogue_is_elementwise_on_the_registers() {
+    // Scalars the same in every thread, a row broadcast, a whole tile, a
+    // compound assignment and a `fn`.
+    let src = format!(
+        "fn relu(x) = max(x, 0.0)\n{}",
+        k("  var acc = zeros<f32>[64, 64]
+  var a = A[r :+ 64, 0 :+ 16]
+  var w = W[c :+ 64, 0 :+ 16]
+  acc += dot(a, trans(w))
+  let bias = F[0 :+ 1, c :+ 64]
+  let whole = F[r :+ 64, c :+ 64]
+  acc = relu(acc * 0.5 + bias) - whole
+  acc *= 2.0
+  C[r :+ 64, c :+ 64] = acc")
+    );
+    let p = ptx(&src, 80);
+    // 32 elements per lane, each with one bias and one tile load, twice
+    // multiplied (once in each epilogue).
+    assert_eq!(p.matches("max.f32").count(), 32, "{p}");
+    assert_eq!(p.matches("ld.shared.f32").count(), 64, "{p}");
+    assert_eq!(p.matches("mul.f32").count(), 64, "{p}");
+}
+
+#[test]
+fn an_epilogue_combines_values_the_same_in_every_thread() {
+    refused(
+        "epilogue_of_a_varying_value",
+        &k("  var acc = zeros<f32>[64, 64]
+  acc = acc + f32(ctx.thread)"),
+        "P0459",
+        "the values an epilogue combines must be the same in the whole CTA",
+        6,
+    );
+    refused(
+        "epilogue_with_a_collective",
+        &k("  var acc = zeros<f32>[64, 64]
+  acc = acc + sum<over ctx.thread>(1.0)"),
+        "P0459",
+        "an epilogue holds no collective or shuffle",
+        6,
+    );
+    refused(
+        "epilogue_tile_of_another_shape",
+        &k("  var acc = zeros<f32>[64, 64]
+  let t = F[0 :+ 2, c :+ 64]
+  acc = acc + t"),
+        "P0457",
+        "the tile `t` does not fit the accumulator's shape",
+        7,
+    );
+    refused(
+        "epilogue_of_another_type",
+        &k("  var acc = zeros<f32>[64, 64]
+  acc = acc > 0.0"),
+        "P0401",
+        "the accumulator tile `acc` holds f32, the value is bool",
         6,
     );
 }

@@ -435,7 +435,10 @@ impl Cta<'_> {
             }
             // Nor tensor-core products: the conformance kernels check them
             // against f64 references (tests/src/corpus_cases.rs).
-            StmtKind::AccZero { .. } | StmtKind::Dot { .. } | StmtKind::AccStore { .. } => {
+            StmtKind::AccZero { .. }
+            | StmtKind::Dot { .. }
+            | StmtKind::AccMap { .. }
+            | StmtKind::AccStore { .. } => {
                 return undefined(
                     "accumulator tiles and `dot` are outside the reference evaluator",
                 );

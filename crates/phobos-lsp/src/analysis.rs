@@ -705,6 +705,7 @@ pub fn visit_kernel_exprs<'a>(k: &'a hir::Kernel, f: &mut dyn FnMut(&'a hir::Exp
                     visit_hir(cond, f);
                     block(body, f);
                 }
+                hir::StmtKind::AccMap { value, .. } => visit_hir(value, f),
                 hir::StmtKind::Atomic { index, args, .. } => {
                     index.iter().chain(args).for_each(|e| visit_hir(e, f))
                 }

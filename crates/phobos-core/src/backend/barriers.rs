@@ -574,6 +574,7 @@ impl Flatten<'_> {
                     self.buffer(*b, false, false, span);
                 }
                 StmtKind::AccStore { access, .. } => self.index_exprs(*access),
+                StmtKind::AccMap { value, .. } => self.expr(*value),
                 StmtKind::AccZero(_) => {}
                 // What follows an early exit is inside the region of the
                 // branch or loop body that holds the exit, so barriers

@@ -549,6 +549,13 @@ impl<'a> Emitter<'a> {
                 k,
             } => self.mma(*acc, (*a, *b), *b_trans, *k),
             StmtKind::AccStore { acc, access } => self.acc_store(*acc, *access),
+            StmtKind::AccMap {
+                acc,
+                elem,
+                row,
+                col,
+                value,
+            } => self.acc_map(*acc, [*elem, *row, *col], *value),
         }
     }
 

@@ -297,6 +297,16 @@ pub enum StmtKind {
         /// rows may be padded beyond it).
         k: u32,
     },
+    /// An epilogue: each lane sets `elem` to each element it holds of
+    /// `acc`, `row` and `col` to its place in the tile, evaluates `value`
+    /// and writes it back.
+    AccMap {
+        acc: AccId,
+        elem: VarId,
+        row: VarId,
+        col: VarId,
+        value: ExprId,
+    },
     /// CTA-wide masked store of an accumulator tile into a tensor box
     /// (`access`: a `Tile` access of the accumulator's shape).
     AccStore { acc: AccId, access: AccessId },

@@ -502,6 +502,13 @@ impl<'k> Lower<'k> {
             hir::StmtKind::AccStore { dst, starts, src } => {
                 self.acc_store(*dst, starts, *src, span)
             }
+            hir::StmtKind::AccMap {
+                acc,
+                elem,
+                row,
+                col,
+                value,
+            } => self.acc_map(*acc, [*elem, *row, *col], value, span),
             hir::StmtKind::Break => vec![self.push_stmt(StmtKind::Break, span)],
             hir::StmtKind::Continue => vec![self.push_stmt(StmtKind::Continue, span)],
             hir::StmtKind::Return => vec![self.push_stmt(StmtKind::Return, span)],
@@ -1230,6 +1237,7 @@ fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
             }
             // A `dot` reads its tiles; an accumulator is in registers.
             hir::StmtKind::Dot { .. } => *reads = true,
+            hir::StmtKind::AccMap { value, .. } => *reads |= reads_tile(value),
             hir::StmtKind::Fence
             | hir::StmtKind::AccZero { .. }
             | hir::StmtKind::AccStore { .. }

@@ -79,6 +79,19 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
             StmtKind::AccZero(acc) => {
                 let _ = writeln!(out, "{pad}{acc} = zeros");
             }
+            StmtKind::AccMap {
+                acc,
+                elem,
+                row,
+                col,
+                value,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}{acc} = map {elem} at [{row}, {col}] -> {}",
+                    expr(f, *value)
+                );
+            }
             StmtKind::Mma {
                 acc,
                 a,

@@ -238,6 +238,7 @@ impl Walk<'_> {
                     self.touch(*b, span);
                 }
                 StmtKind::AccStore { access, .. } => self.access(*access),
+                StmtKind::AccMap { value, .. } => self.expr(*value),
                 StmtKind::Barrier(_)
                 | StmtKind::Break
                 | StmtKind::Continue

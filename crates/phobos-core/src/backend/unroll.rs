@@ -270,6 +270,7 @@ fn auto_candidate(f: &Func, body: &[StmtId]) -> bool {
                     | StmtKind::TileStore { .. }
                     | StmtKind::CtaColl { .. }
                     | StmtKind::AccZero(_)
+                    | StmtKind::AccMap { .. }
                     | StmtKind::Mma { .. }
                     | StmtKind::AccStore { .. }
             ) {
@@ -370,6 +371,7 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
         StmtKind::Atomic {
             access: a, args, ..
         } => ([access(*a), args.clone()].concat(), vec![]),
+        StmtKind::AccMap { value, .. } => (vec![*value], vec![]),
         StmtKind::Barrier(_)
         | StmtKind::Break
         | StmtKind::Continue
@@ -719,6 +721,19 @@ impl Builder<'_> {
                 access: self.clone_access(access),
             },
             StmtKind::AccZero(acc) => StmtKind::AccZero(acc),
+            StmtKind::AccMap {
+                acc,
+                elem,
+                row,
+                col,
+                value,
+            } => StmtKind::AccMap {
+                acc,
+                elem,
+                row,
+                col,
+                value: self.clone_expr(value),
+            },
             StmtKind::Mma {
                 acc,
                 a,

@@ -255,6 +255,21 @@ impl Verifier<'_> {
             }
             StmtKind::Barrier(b) => self.use_barrier(*b),
             StmtKind::AccZero(acc) => self.acc(s, *acc),
+            StmtKind::AccMap {
+                acc,
+                elem,
+                row,
+                col,
+                value,
+            } => {
+                self.acc(s, *acc);
+                for v in [elem, row, col] {
+                    if !self.f.vars.contains(*v) {
+                        self.errors.push(format!("{s}: {v} out of range"));
+                    }
+                }
+                self.use_expr(*value);
+            }
             StmtKind::Mma {
                 acc,
                 a,

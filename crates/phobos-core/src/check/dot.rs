@@ -174,11 +174,29 @@ impl Cx<'_> {
             ExprKind::Call { callee, args } if callee.name == "dot" => Some(args),
             _ => None,
         };
+        if dot_args.is_none() {
+            // An epilogue; `acc op= e` is `acc = acc op e`.
+            let whole = match op {
+                None => value.clone(),
+                Some(op) => ast::Expr {
+                    kind: ExprKind::Binary(
+                        op,
+                        Box::new(ast::Expr {
+                            kind: ExprKind::Name(n.to_string()),
+                            span: target_span,
+                        }),
+                        Box::new(value.clone()),
+                    ),
+                    span: target_span.to(value.span),
+                },
+            };
+            return self.acc_epilogue(acc, n, &whole);
+        }
         let (Some(BinOp::Add), Some(args)) = (op, dot_args) else {
             self.report(
                 Diagnostic::error(
                     "P0454",
-                    format!("the accumulator tile `{n}` changes only by `{n} += dot(a, b)`"),
+                    format!("`dot` adds to the accumulator tile `{n}`: write `{n} += dot(a, b)`"),
                 )
                 .primary(target_span, "assigned here")
                 .secondary(
@@ -396,3 +414,143 @@ impl Cx<'_> {
         Some(hir::StmtKind::AccStore { dst, starts, src })
     }
 }
+
+impl Cx<'_> {
+    /// `acc = e`: `e` is elementwise over the accumulator (its name stands
+    /// for each element), shared tiles of its shape or of one row or
+    /// column of it (broadcast), and values the same in every thread.
+    fn acc_epilogue(&mut self, acc: LocalId, n: &str, value: &ast::Expr) -> Option<hir::StmtKind> {
+        let LocalKind::Acc { elem, rows, cols } = self.locals[acc.0 as usize].kind else {
+            return None;
+        };
+        let decl = self.locals[acc.0 as usize].span;
+        let rewritten = self.epilogue_ast(value, [rows, cols])?;
+        let elem_local = self.new_local(n, decl, false, LocalKind::Scalar(elem));
+        let row = self.new_local(ROW, decl, false, LocalKind::Scalar(ScalarTy::I32));
+        let col = self.new_local(COL, decl, false, LocalKind::Scalar(ScalarTy::I32));
+        self.push_scope();
+        self.bind(n, Binding::Local(elem_local));
+        self.bind(ROW, Binding::Local(row));
+        self.bind(COL, Binding::Local(col));
+        let x = self.expr(&rewritten, Some(elem));
+        self.pop_scope();
+        let x = x?;
+        if x.ty != hir::Ty::Scalar(elem) {
+            self.report(
+                Diagnostic::error(
+                    "P0401",
+                    format!(
+                        "the accumulator tile `{n}` holds {}, the value is {}",
+                        elem.name(),
+                        super::cx::ty_name(x.ty)
+                    ),
+                )
+                .primary(value.span, "the value of each element")
+                .note(super::types::conversion_note(elem)),
+            );
+            return None;
+        }
+        let mut bad = None;
+        x.walk(&mut |e| {
+            if bad.is_none()
+                && matches!(
+                    e.kind,
+                    hir::ExprKind::Collective { .. } | hir::ExprKind::Shuffle { .. }
+                )
+            {
+                bad = Some(e.span);
+            }
+        });
+        if let Some(span) = bad {
+            self.report(
+                Diagnostic::error("P0459", "an epilogue holds no collective or shuffle")
+                    .primary(span, "evaluated once per element of the accumulator")
+                    .note(format!(
+                        "compute it before, with `let`, and use the value in `{n} = ...`"
+                    )),
+            );
+            return None;
+        }
+        Some(hir::StmtKind::AccMap {
+            acc,
+            elem: elem_local,
+            row,
+            col,
+            value: x,
+        })
+    }
+
+    /// `e` with each rank-2 shared tile named whole replaced by its element
+    /// at the accumulator's `[row, col]` (a broadcast for one row or
+    /// column).
+    fn epilogue_ast(&mut self, e: &ast::Expr, shape: [u32; 2]) -> Option<ast::Expr> {
+        let kind = match &e.kind {
+            ExprKind::Name(t) => {
+                let tile = match self.lookup(t) {
+                    Some(Binding::Local(id)) => match &self.locals[id.0 as usize].kind {
+                        LocalKind::Tile { shape: s, .. } => Some(s.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match tile {
+                    None => e.kind.clone(),
+                    Some(s) => {
+                        let sub = |fits: bool, name: &str| {
+                            let kind = if fits {
+                                ExprKind::Name(name.to_string())
+                            } else {
+                                ExprKind::Int(0)
+                            };
+                            ast::Subscript::Point(ast::Expr { kind, span: e.span })
+                        };
+                        match s[..] {
+                            [r, c] if (r == shape[0] || r == 1) && (c == shape[1] || c == 1) => {
+                                ExprKind::Index {
+                                    base: Box::new(e.clone()),
+                                    subs: vec![sub(r == shape[0], ROW), sub(c == shape[1], COL)],
+                                }
+                            }
+                            _ => return self.epilogue_shape(e, t, &s, shape),
+                        }
+                    }
+                }
+            }
+            ExprKind::Unary(op, x) => ExprKind::Unary(*op, Box::new(self.epilogue_ast(x, shape)?)),
+            ExprKind::Binary(op, a, b) => ExprKind::Binary(
+                *op,
+                Box::new(self.epilogue_ast(a, shape)?),
+                Box::new(self.epilogue_ast(b, shape)?),
+            ),
+            ExprKind::Call { callee, args } => ExprKind::Call {
+                callee: callee.clone(),
+                args: args
+                    .iter()
+                    .map(|a| self.epilogue_ast(a, shape))
+                    .collect::<Option<Vec<_>>>()?,
+            },
+            other => other.clone(),
+        };
+        Some(ast::Expr { kind, span: e.span })
+    }
+
+    fn epilogue_shape(
+        &mut self,
+        e: &ast::Expr,
+        t: &str,
+        s: &[u32],
+        shape: [u32; 2],
+    ) -> Option<ast::Expr> {
+        self.report(
+            Diagnostic::error("P0457", format!("the tile `{t}` does not fit the accumulator's shape"))
+                .primary(e.span, format!("a tile of {s:?}"))
+                .note(format!("an epilogue reads tiles of the accumulator's shape {shape:?}, of one row [1, {}] (the same for every row) or of one column [{}, 1]", shape[1], shape[0])),
+        );
+        None
+    }
+}
+
+/// The names an epilogue binds for an element's row and column (not
+/// identifiers a user can write).
+const ROW: &str = "%row";
+const COL: &str = "%col";

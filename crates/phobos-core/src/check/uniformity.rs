@@ -387,6 +387,20 @@ impl Uni<'_> {
             StmtKind::Fence => {}
             StmtKind::AccZero { .. } => self.tile_stmt(&[], s.span, "an accumulator tile"),
             StmtKind::Dot { .. } => self.tile_stmt(&[], s.span, "a `dot`"),
+            StmtKind::AccMap { value, .. } => {
+                self.tile_stmt(&[], s.span, "an epilogue");
+                // Each element is computed by the lane that holds it: the
+                // value may differ only through the element, its place
+                // and the tiles it reads.
+                let level = self.expr(value);
+                if self.report && level > Level::Uniform {
+                    self.diags.push(
+                        Diagnostic::error("P0459", "the values an epilogue combines must be the same in the whole CTA")
+                            .primary(value.span, format!("this differs between {}", level.between()))
+                            .note("an element's value may depend on the element and on tiles of the accumulator's shape; compute anything else from ctx.block, dims, parameters and constants"),
+                    );
+                }
+            }
             StmtKind::AccStore { starts, .. } => {
                 self.tile_stmt(starts, s.span, "an accumulator store")
             }

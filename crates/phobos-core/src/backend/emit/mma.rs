@@ -176,6 +176,56 @@ impl Emitter<'_> {
         }
     }
 
+    /// An epilogue: for each element this lane holds, its value, row and
+    /// column into the vars, then `value` back into its register.
+    pub(super) fn acc_map(
+        &mut self,
+        acc: AccId,
+        vars: [crate::backend::ir::VarId; 3],
+        value: crate::backend::ir::ExprId,
+    ) {
+        let t = self.f.accs[acc].clone();
+        let l = t.layout;
+        let (wrow, wcol) = self.warp_origin(acc);
+        let lane = self.lane;
+        let g = self.reg(RegClass::B32);
+        self.ins(&format!("shr.u32 {g}, {lane}, 2;"));
+        let c2 = self.reg(RegClass::B32);
+        self.ins(&format!("and.b32 {c2}, {lane}, 3;"));
+        self.ins(&format!("shl.b32 {c2}, {c2}, 1;"));
+        let row0 = self.reg(RegClass::B32);
+        self.ins(&format!("add.s32 {row0}, {wrow}, {g};"));
+        let col0 = self.reg(RegClass::B32);
+        self.ins(&format!("add.s32 {col0}, {wcol}, {c2};"));
+        let [elem, row, col] = vars.map(|v| self.var_reg(v));
+        let frags = self.acc_regs[acc.0 as usize].clone();
+        let mv = if t.elem == ScalarTy::F32 {
+            "mov.f32"
+        } else {
+            "mov.b32"
+        };
+        for fm in 0..l.frag_m {
+            for fnn in 0..l.frag_n {
+                for r in 0..4u32 {
+                    let i = (fm * l.frag_n + fnn) as usize * 4 + r as usize;
+                    // Register r: row g + 8 (r / 2), column 2t + r % 2.
+                    self.ins(&format!(
+                        "add.s32 {row}, {row0}, {};",
+                        fm * 16 + (r / 2) * 8
+                    ));
+                    self.ins(&format!("add.s32 {col}, {col0}, {};", fnn * 8 + r % 2));
+                    self.ins(&format!("{mv} {elem}, {};", frags[i]));
+                    // The value's loads read other elements each time.
+                    self.load_cache.clear();
+                    let v = self.expr(value);
+                    let op = self.operand(v);
+                    self.ins(&format!("{mv} {}, {op};", frags[i]));
+                }
+            }
+        }
+        self.load_cache.clear();
+    }
+
     /// Each lane stores its fragment pairs, each element masked at the
     /// tensor's bounds.
     pub(super) fn acc_store(&mut self, acc: AccId, access: AccessId) {

@@ -416,6 +416,7 @@ mod hir_visit {
                 index.iter().for_each(&mut *f);
                 args.iter().for_each(f);
             }
+            StmtKind::AccMap { value, .. } => f(value),
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => f(cond),
             StmtKind::For {
                 start, end, step, ..

@@ -119,6 +119,30 @@ impl Lower<'_> {
         vec![self.push_stmt(kind, span)]
     }
 
+    /// An epilogue: `value` over the vars of `elem`, `row` and `col`,
+    /// which `emit` sets for each element the lane holds. `fn` arguments
+    /// in it are substituted at their uses (as on the right of `&&`),
+    /// never hoisted: they read the element.
+    pub(super) fn acc_map(
+        &mut self,
+        acc: LocalId,
+        [elem, row, col]: [LocalId; 3],
+        value: &hir::Expr,
+        span: Span,
+    ) -> Vec<StmtId> {
+        self.lazy += 1;
+        let value = self.expr(value);
+        self.lazy -= 1;
+        let kind = StmtKind::AccMap {
+            acc: self.accs[&acc],
+            elem: self.locals[&elem],
+            row: self.locals[&row],
+            col: self.locals[&col],
+            value,
+        };
+        vec![self.push_stmt(kind, span)]
+    }
+
     pub(super) fn acc_store(
         &mut self,
         dst: hir::ParamId,
