@@ -1506,6 +1506,31 @@ pub fn mma_gemm_bias_relu() {
     }
 }
 
+/// `cvt.rna.tf32.f32`: 10 mantissa bits, ties away from zero (finite `x`).
+fn tf32(x: f64) -> f64 {
+    let b = (x as f32).to_bits();
+    f64::from(f32::from_bits(b.wrapping_add(0x1000) & 0xFFFF_E000))
+}
+
+pub fn mma_gemm_tf32() {
+    for (m, n, k) in [(70usize, 45usize, 37usize), (64, 32, 8)] {
+        let o = Case::corpus("mma_gemm_tf32")
+            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+            .run([cdiv(m, 64), cdiv(n, 32), 1]);
+        let (a, w) = (o.input("A"), o.input("W"));
+        let mut c = o.expect("C");
+        for r in 0..m {
+            for col in 0..n {
+                let s: f64 = (0..k)
+                    .map(|x| tf32(a.f(r * k + x)) * tf32(w.f(col * k + x)))
+                    .sum();
+                c.set_f(r * n + col, s);
+            }
+        }
+        o.check("C", &c);
+    }
+}
+
 pub fn mma_gemm_f16() {
     // 77 x 90 out of 64 x 64 blocks, K = 53 (not a multiple of the 32 of a
     // copy nor of the 16 of an mma): ragged everywhere. Then one block
@@ -1589,7 +1614,7 @@ macro_rules! corpus_cases {
             int4_gemv, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
-            mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_i8, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
+            mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_i8, mma_gemm_tf32, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_long, run_store, run_unaligned, saxpy,
             scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,

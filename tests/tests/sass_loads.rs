@@ -152,7 +152,13 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     // Per file: (target, HMMA or IMMA, LDSM) — one per mma.sync and
     // fragment per K step, two on sm_75 (m16n8k8).
     type Counts = (u32, usize, usize);
-    let expected: [(&str, &str, &[Counts]); 5] = [
+    let expected: [(&str, &str, &[Counts]); 6] = [
+        // tf32: K steps of 8, two per trip.
+        (
+            "mma_gemm_tf32",
+            "HMMA",
+            &[(80, 8, 8), (86, 8, 8), (89, 8, 8), (90, 8, 8)],
+        ),
         // The fused epilogue keeps the accumulator in registers too.
         (
             "mma_gemm_bias_relu",

@@ -61,6 +61,14 @@ pub fn dot_kind(op: ScalarTy, acc: ScalarTy) -> Option<DotKind> {
             min_arch: 80,
             b_trans_only: false,
         }),
+        // f32 operands as tf32 (rounded with cvt.rna): m16n8k8, sm_80.
+        (ScalarTy::F32, ScalarTy::F32) => Some(DotKind {
+            op,
+            acc,
+            k: 8,
+            min_arch: 80,
+            b_trans_only: true,
+        }),
         // m16n8k32 s8/u8 -> s32 (sm_75 has only m8n8k16 for 8-bit).
         (ScalarTy::I8 | ScalarTy::U8, ScalarTy::I32) => Some(DotKind {
             op,
@@ -74,7 +82,7 @@ pub fn dot_kind(op: ScalarTy, acc: ScalarTy) -> Option<DotKind> {
 }
 
 /// The pairs [`dot_kind`] accepts, as the diagnostics list them.
-pub const SUPPORTED_PAIRS: &str = "f16 x f16 -> f32 (sm_75 and newer), bf16 x bf16 -> f32 (sm_80 and newer), i8 x i8 and u8 x u8 -> i32 (sm_80 and newer, as `dot(a, trans(w))`)";
+pub const SUPPORTED_PAIRS: &str = "f16 x f16 -> f32 (sm_75 and newer), bf16 x bf16 -> f32 (sm_80 and newer), f32 x f32 as tf32 -> f32, i8 x i8 and u8 x u8 -> i32 (sm_80 and newer, as `dot(a, trans(w))`)";
 
 /// The PTX type name of an operand or accumulator element in `mma.sync`.
 pub fn ptx_name(t: ScalarTy) -> &'static str {
@@ -84,6 +92,7 @@ pub fn ptx_name(t: ScalarTy) -> &'static str {
         ScalarTy::I8 => "s8",
         ScalarTy::U8 => "u8",
         ScalarTy::I32 => "s32",
+        ScalarTy::F32 => "tf32",
         _ => "f32",
     }
 }
@@ -190,7 +199,8 @@ mod tests {
             dot_kind(ScalarTy::BF16, ScalarTy::F32).unwrap().min_arch,
             80
         );
-        assert_eq!(dot_kind(ScalarTy::F32, ScalarTy::F32), None);
+        assert_eq!(dot_kind(ScalarTy::F32, ScalarTy::F32).map(|k| k.k), Some(8));
+        assert_eq!(dot_kind(ScalarTy::F64, ScalarTy::F32), None);
         assert_eq!(dot_kind(ScalarTy::F16, ScalarTy::I32), None);
         let i8 = dot_kind(ScalarTy::I8, ScalarTy::I32).unwrap();
         assert_eq!((i8.k, i8.min_arch, i8.b_trans_only), (32, 80, true));

@@ -364,14 +364,34 @@ fn operand_types_need_an_instruction() {
         8,
     );
     refused(
-        "dot_of_f32",
+        "dot_of_f32_without_trans",
         &k("  var acc = zeros<f32>[64, 64]
   var a = F[r :+ 64, 0 :+ 16]
-  var b = F[c :+ 64, 0 :+ 16]
-  acc += dot(a, trans(b))"),
+  var b = F[0 :+ 16, c :+ 64]
+  acc += dot(a, b)"),
         "P0456",
-        "no tensor-core product of f32 x f32 into f32",
+        "a `dot` of f32 tiles takes its second operand as `trans(w)`",
         8,
+    );
+    // f32 operands are tf32 products (m16n8k8, sm_80), rounded with
+    // cvt.rna as they leave ldmatrix.
+    let tf32 = k("  var acc = zeros<f32>[64, 64]
+  var a = F[r :+ 64, 0 :+ 16]
+  var b = F[c :+ 64, 0 :+ 16]
+  acc += dot(a, trans(b))
+  C[r :+ 64, c :+ 64] = acc");
+    let p = ptx(&tf32, 80);
+    assert_eq!(
+        p.matches("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
+            .count(),
+        16,
+        "{p}"
+    );
+    // Per step, 2 A blocks of 4 registers and 4 B blocks of 2.
+    assert_eq!(
+        p.matches("cvt.rna.tf32.f32").count(),
+        2 * (2 * 4 + 4 * 2),
+        "{p}"
     );
 }
 

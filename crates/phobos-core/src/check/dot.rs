@@ -261,7 +261,7 @@ impl Cx<'_> {
             self.report(
                 Diagnostic::error("P0456", format!("a `dot` of {} tiles takes its second operand as `trans(w)`", ta.name()))
                     .primary(args[1].span, format!("a [K, N] tile of {}", tb.name()))
-                    .note(format!("8-bit operands are read in the layout the tensor core takes them: store the second operand as [N, K] (rows of K, as LLM weights are) and write `dot(a, trans(w))`; the products Phobos compiles are {}", mma::SUPPORTED_PAIRS)),
+                    .note(format!("8-bit and f32 (tf32) operands are read in the layout the tensor core takes them: store the second operand as [N, K] (rows of K, as LLM weights are) and write `dot(a, trans(w))`; the products Phobos compiles are {}", mma::SUPPORTED_PAIRS)),
             );
             return None;
         }

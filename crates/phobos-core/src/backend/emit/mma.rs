@@ -127,7 +127,15 @@ impl Emitter<'_> {
             self.need_version(65);
         }
         let ty = crate::mma::ptx_name(op);
-        let dty = crate::mma::ptx_name(t.elem);
+        // The accumulator's name: `f32` (`ptx_name` gives the operand's
+        // `tf32` for f32).
+        let dty = if t.elem == ScalarTy::F32 {
+            "f32"
+        } else {
+            crate::mma::ptx_name(t.elem)
+        };
+        // f32 operands are rounded to tf32 as they leave `ldmatrix`.
+        let tf32 = op == ScalarTy::F32;
         for ks in 0..k / kk {
             let mut afr = Vec::new();
             for fm in 0..l.frag_m {
@@ -137,6 +145,7 @@ impl Emitter<'_> {
                     "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{}}}, [{a_addr}+{off}];",
                     list(&regs)
                 ));
+                let regs = if tf32 { self.to_tf32(&regs) } else { regs };
                 afr.push(regs);
             }
             let mut bfr = Vec::new();
@@ -151,6 +160,7 @@ impl Emitter<'_> {
                     "ldmatrix.sync.aligned.m8n8.x2{trans}.shared.b16 {{{}}}, [{b_addr}+{off}];",
                     list(&regs)
                 ));
+                let regs = if tf32 { self.to_tf32(&regs) } else { regs };
                 bfr.push(regs);
             }
             for (fm, ar) in afr.iter().enumerate() {
@@ -174,6 +184,19 @@ impl Emitter<'_> {
                 }
             }
         }
+    }
+
+    /// `cvt.rna.tf32.f32` of each register (f32 bits as loaded).
+    fn to_tf32(&mut self, regs: &[Reg]) -> Vec<Reg> {
+        regs.iter()
+            .map(|&r| {
+                let f = self.reg(RegClass::F32);
+                self.ins(&format!("mov.b32 {f}, {r};"));
+                let d = self.reg(RegClass::B32);
+                self.ins(&format!("cvt.rna.tf32.f32 {d}, {f};"));
+                d
+            })
+            .collect()
     }
 
     /// An epilogue: for each element this lane holds, its value, row and
