@@ -262,7 +262,9 @@ pub enum StmtKind {
         value: Expr,
     },
     /// `C[s0 :+ M, s1 :+ N] = acc`: CTA-wide store of an accumulator tile
-    /// into a tensor box, masked at the tensor's bounds.
+    /// into a tensor box, masked at the tensor's bounds. When the tensor's
+    /// elements are f16 or bf16 and the accumulator's f32 (written
+    /// `= f16(acc)`), each element is converted, rounding to nearest even.
     AccStore {
         dst: ParamId,
         starts: Vec<Expr>,

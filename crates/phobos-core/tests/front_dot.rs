@@ -454,6 +454,18 @@ fn dot_is_cta_wide() {
 }
 
 #[test]
+fn an_accumulator_is_stored_as_its_type_or_as_f16_or_bf16() {
+    refused(
+        "acc_stored_as_i32",
+        &k("  var acc = zeros<f32>[64, 64]
+  C[r :+ 64, c :+ 64] = i32(acc)"),
+        "P0509",
+        "an accumulator of f32 is not stored as i32",
+        6,
+    );
+}
+
+#[test]
 fn an_accumulator_store_matches_its_target() {
     refused(
         "acc_store_shape",

@@ -354,22 +354,33 @@ impl Cx<'_> {
         );
     }
 
-    /// The accumulator that a tile store's value names, if it is one.
-    pub fn value_acc(&self, value: &ast::Expr) -> Option<LocalId> {
-        let ExprKind::Name(n) = &value.kind else {
-            return None;
+    /// The accumulator that a tile store's value names, if it is one, and
+    /// the conversion written around it (`f16(acc)`).
+    pub fn value_acc(&self, value: &ast::Expr) -> Option<(LocalId, Option<ScalarTy>)> {
+        let (n, to) = match &value.kind {
+            ExprKind::Name(n) => (n, None),
+            ExprKind::Call { callee, args } if args.len() == 1 => {
+                let to = ScalarTy::from_name(&callee.name)?;
+                let ExprKind::Name(n) = &args[0].kind else {
+                    return None;
+                };
+                (n, Some(to))
+            }
+            _ => return None,
         };
-        match self.lookup(n) {
+        let acc = match self.lookup(n) {
             Some(Binding::Local(id))
                 if matches!(self.locals[id.0 as usize].kind, LocalKind::Acc { .. }) =>
             {
-                Some(*id)
+                *id
             }
-            _ => None,
-        }
+            _ => return None,
+        };
+        Some((acc, to))
     }
 
-    /// `C[s0 :+ M, s1 :+ N] = acc`.
+    /// `C[s0 :+ M, s1 :+ N] = acc`, or `= f16(acc)` (a float accumulator
+    /// stored as f16 or bf16, each element rounded to nearest even).
     pub fn acc_store(
         &mut self,
         mem: &Mem,
@@ -377,11 +388,22 @@ impl Cx<'_> {
         shape: &[u32],
         op: Option<BinOp>,
         value: &ast::Expr,
-        src: LocalId,
+        (src, to): (LocalId, Option<ScalarTy>),
     ) -> Option<hir::StmtKind> {
         let LocalKind::Acc { elem, rows, cols } = self.locals[src.0 as usize].kind else {
             return None;
         };
+        let float_to_half =
+            elem == ScalarTy::F32 && matches!(to, Some(ScalarTy::F16 | ScalarTy::BF16));
+        if let Some(t) = to.filter(|&t| t != elem && !float_to_half) {
+            self.report(
+                Diagnostic::error("P0509", format!("an accumulator of {} is not stored as {}", elem.name(), t.name()))
+                    .primary(value.span, "this conversion")
+                    .note("an f32 accumulator is stored as f32, or converted with `f16(acc)` or `bf16(acc)`; an i32 one as i32"),
+            );
+            return None;
+        }
+        let elem = to.unwrap_or(elem);
         let Memory::Tensor(dst) = mem.memory else {
             self.report(
                 Diagnostic::error("P0509", "an accumulator tile is stored to a tensor")

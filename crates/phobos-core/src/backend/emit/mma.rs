@@ -145,7 +145,11 @@ impl Emitter<'_> {
                     "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{}}}, [{a_addr}+{off}];",
                     list(&regs)
                 ));
-                let regs = if tf32 { self.to_tf32(&regs) } else { regs };
+                let regs = if tf32 {
+                    self.round_to_tf32(&regs)
+                } else {
+                    regs
+                };
                 afr.push(regs);
             }
             let mut bfr = Vec::new();
@@ -160,7 +164,11 @@ impl Emitter<'_> {
                     "ldmatrix.sync.aligned.m8n8.x2{trans}.shared.b16 {{{}}}, [{b_addr}+{off}];",
                     list(&regs)
                 ));
-                let regs = if tf32 { self.to_tf32(&regs) } else { regs };
+                let regs = if tf32 {
+                    self.round_to_tf32(&regs)
+                } else {
+                    regs
+                };
                 bfr.push(regs);
             }
             for (fm, ar) in afr.iter().enumerate() {
@@ -187,7 +195,7 @@ impl Emitter<'_> {
     }
 
     /// `cvt.rna.tf32.f32` of each register (f32 bits as loaded).
-    fn to_tf32(&mut self, regs: &[Reg]) -> Vec<Reg> {
+    fn round_to_tf32(&mut self, regs: &[Reg]) -> Vec<Reg> {
         regs.iter()
             .map(|&r| {
                 let f = self.reg(RegClass::F32);
@@ -280,11 +288,18 @@ impl Emitter<'_> {
         self.ins(&format!("add.s32 {col0}, {col0}, {s1};"));
         let base = self.params[p.0 as usize].unwrap_or(Reg::new(RegClass::B64, 0));
         let frags = self.acc_regs[acc.0 as usize].clone();
-        let st = if t.elem == ScalarTy::F32 {
+        // The tensor's element type: the accumulator's, or f16/bf16 from
+        // an f32 accumulator (`C[...] = f16(acc)`).
+        let out = a.elem;
+        let half = out != t.elem && matches!(out, ScalarTy::F16 | ScalarTy::BF16);
+        let st = if half {
+            ".b16"
+        } else if t.elem == ScalarTy::F32 {
             ".f32"
         } else {
             ".u32"
         };
+        let size: u32 = if half { 2 } else { 4 };
         let dm = self.operand(dims[0]);
         let dn = self.operand(dims[1]);
         for fm in 0..l.frag_m {
@@ -297,7 +312,7 @@ impl Emitter<'_> {
                     let col = self.reg(RegClass::B32);
                     self.ins(&format!("add.s32 {col}, {col0}, {};", fnn * 8));
                     let lin = self.linear64(&[V::R(row), V::R(col)], &[true, true], &dims);
-                    let bytes = self.mul64(lin, V::I(4, ScalarTy::I64));
+                    let bytes = self.mul64(lin, V::I(i128::from(size), ScalarTy::I64));
                     let addr = match self.add64(V::R(base), bytes) {
                         V::R(r) => r,
                         _ => base,
@@ -317,12 +332,11 @@ impl Emitter<'_> {
                         let off = if e == 0 {
                             format!("[{addr}]")
                         } else {
-                            format!("[{addr}+4]")
+                            format!("[{addr}+{size}]")
                         };
-                        self.ins(&format!(
-                            "@{q} st.global{st} {off}, {};",
-                            frags[i + e as usize]
-                        ));
+                        let v = frags[i + e as usize];
+                        let v = if half { self.f32_to_half(v, out) } else { v };
+                        self.ins(&format!("@{q} st.global{st} {off}, {v};"));
                     }
                 }
             }
