@@ -114,12 +114,13 @@ impl Cx<'_> {
             );
         }
         let warps = self.threads / 32;
+        let w = if warps == 1 { "warp" } else { "warps" };
         let Some(layout) = WarpLayout::choose(rows, cols, warps) else {
             return fail(
                 self,
                 Diagnostic::error(
                     "P0452",
-                    format!("an accumulator of [{rows}, {cols}] cannot be split over the CTA's {warps} warps"),
+                    format!("an accumulator of [{rows}, {cols}] cannot be split over the CTA's {warps} {w}"),
                 )
                 .primary(init.span, "no grid of warps divides this tile into whole 16 x 8 fragments")
                 .note(format!("the warps form a Wm x Wn grid with Wm * Wn = {warps}; each warp owns [{rows} / Wm, {cols} / Wn], which must be a multiple of [16, 8]: change the tile or `@launch`")),
@@ -131,9 +132,9 @@ impl Cx<'_> {
                 self,
                 Diagnostic::error(
                     "P0453",
-                    format!("an accumulator of [{rows}, {cols}] needs {regs} registers per thread over {warps} warps, above the budget of {MAX_ACC_REGS}"),
+                    format!("an accumulator of [{rows}, {cols}] needs {regs} registers per thread over {warps} {w}, above the budget of {MAX_ACC_REGS}"),
                 )
-                .primary(init.span, format!("each of the {warps} warps owns [{}, {}]", layout.warp_rows(), layout.warp_cols()))
+                .primary(init.span, if warps == 1 { format!("the warp owns [{}, {}]", layout.warp_rows(), layout.warp_cols()) } else { format!("each of the {warps} warps owns [{}, {}]", layout.warp_rows(), layout.warp_cols()) })
                 .note(format!("a thread may have 255 registers, and the accumulator may take {MAX_ACC_REGS} of them so the operands fit without spilling: use a smaller tile or more threads (`@launch`)")),
             );
         }
