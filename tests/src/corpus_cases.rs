@@ -1579,6 +1579,133 @@ pub fn reg_gemm() {
     }
 }
 
+/// `C = A * op(B)` in f64 from the operands as stored (f16 or bf16), for
+/// the tensor-core GEMMs: `b_rows_are_n` when `B` is `[N, K]` (read as
+/// `trans(w)`).
+fn gemm_reference(o: &Outcome, m: usize, n: usize, k: usize, b_rows_are_n: bool) -> Tensor {
+    let (a, b) = (o.input("A"), o.input(if b_rows_are_n { "W" } else { "B" }));
+    let mut c = o.expect("C");
+    for r in 0..m {
+        for col in 0..n {
+            let s: f64 = (0..k)
+                .map(|x| {
+                    let bv = if b_rows_are_n {
+                        b.f(col * k + x)
+                    } else {
+                        b.f(x * n + col)
+                    };
+                    a.f(r * k + x) * bv
+                })
+                .sum();
+            c.set_f(r * n + col, s);
+        }
+    }
+    c
+}
+
+pub fn mma_gemm_bias_relu() {
+    // The epilogue rounds as written: the f32 product of the sum and
+    // alpha, then the f32 sum with the bias (the reference rounds the
+    // same way from the exact dot product).
+    for arch in [75, 80] {
+        for (m, n, k) in [(77usize, 90usize, 53usize), (64, 70, 16)] {
+            let alpha = 0.75f32;
+            let o = Case::corpus_for("mma_gemm_bias_relu", arch)
+                .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+                .scalar("alpha", Scalar::F32(alpha))
+                .run([cdiv(m, 64), cdiv(n, 64), 1]);
+            let dot = gemm_reference(&o, m, n, k, true);
+            let bias = o.input("Bias");
+            let mut c = o.expect("C");
+            for r in 0..m {
+                for col in 0..n {
+                    let scaled = (dot.f(r * n + col) as f32) * alpha;
+                    let v = (scaled + bias.f(col) as f32).max(0.0);
+                    c.set_f(r * n + col, f64::from(v));
+                }
+            }
+            o.check("C", &c);
+        }
+    }
+}
+
+/// `cvt.rna.tf32.f32`: 10 mantissa bits, ties away from zero (finite `x`).
+fn tf32(x: f64) -> f64 {
+    let b = (x as f32).to_bits();
+    f64::from(f32::from_bits(b.wrapping_add(0x1000) & 0xFFFF_E000))
+}
+
+pub fn mma_gemm_tf32() {
+    for (m, n, k) in [(70usize, 45usize, 37usize), (64, 32, 8)] {
+        let o = Case::corpus("mma_gemm_tf32")
+            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+            .run([cdiv(m, 64), cdiv(n, 32), 1]);
+        let (a, w) = (o.input("A"), o.input("W"));
+        let mut c = o.expect("C");
+        for r in 0..m {
+            for col in 0..n {
+                let s: f64 = (0..k)
+                    .map(|x| tf32(a.f(r * k + x)) * tf32(w.f(col * k + x)))
+                    .sum();
+                c.set_f(r * n + col, s);
+            }
+        }
+        o.check("C", &c);
+    }
+}
+
+pub fn mma_gemm_f16() {
+    // 77 x 90 out of 64 x 64 blocks, K = 53 (not a multiple of the 32 of a
+    // copy nor of the 16 of an mma): ragged everywhere. Then one block
+    // inside a single fragment, and a K below one mma step. sm_75 runs two
+    // m16n8k8 per step, sm_80 one m16n8k16.
+    for arch in [75, 80] {
+        for (m, n, k) in [(77usize, 90usize, 53usize), (5, 3, 7), (130, 64, 96)] {
+            let o = Case::corpus_for("mma_gemm_f16", arch)
+                .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+                .run([cdiv(m, 64), cdiv(n, 64), 1]);
+            o.check("C", &gemm_reference(&o, m, n, k, true));
+        }
+    }
+}
+
+pub fn mma_gemm_bf16() {
+    for (m, n, k) in [(70usize, 45usize, 41usize), (64, 32, 16), (3, 70, 1)] {
+        let o = Case::corpus("mma_gemm_bf16")
+            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+            .run([cdiv(m, 64), cdiv(n, 32), 1]);
+        o.check("C", &gemm_reference(&o, m, n, k, false));
+    }
+}
+
+/// An integer GEMM case: exact, bit for bit, against an i64 reference.
+fn integer_gemm(name: &str) {
+    for (m, n, k) in [(70usize, 83usize, 75usize), (64, 64, 64), (1, 9, 33)] {
+        let o = Case::corpus(name)
+            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+            .run([cdiv(m, 64), cdiv(n, 64), 1]);
+        let (a, w) = (o.input("A"), o.input("W"));
+        let mut c = o.expect("C");
+        for r in 0..m {
+            for col in 0..n {
+                let s: i64 = (0..k).map(|x| a.i(r * k + x) * w.i(col * k + x)).sum();
+                c.set_i(r * n + col, s);
+            }
+        }
+        o.check("C", &c);
+    }
+}
+
+pub fn mma_gemm_i8() {
+    // Over the whole i8 range: sums up to 75 * 128 * 128.
+    integer_gemm("mma_gemm_i8");
+}
+
+pub fn mma_gemm_u8() {
+    // Over the whole u8 range: sums up to 75 * 255 * 255.
+    integer_gemm("mma_gemm_u8");
+}
+
 pub fn reg_local() {
     // 100 threads' rows over two CTAs, the last one ragged.
     let (t, l) = (100usize, 13usize);
@@ -1610,7 +1737,7 @@ macro_rules! corpus_cases {
             int4_gemv, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
-            reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
+            mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_i8, mma_gemm_tf32, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
             scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,

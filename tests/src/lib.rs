@@ -4,7 +4,10 @@
 //!
 //! Every corpus file starts with header comments saying what the kernel
 //! computes, its intended grid and its parameter shapes
-//! (`// grid: ...; shapes: ...`), for the simulator tests.
+//! (`// grid: ...; shapes: ...`), for the simulator tests. A kernel that
+//! needs a newer target than sm_75 says so in a header line
+//! `// needs: sm_80`: it is compiled, assembled and run for the targets
+//! from there up ([`CorpusFile::arches`]).
 
 pub mod corpus_cases;
 pub mod differential;
@@ -22,6 +25,32 @@ pub struct CorpusFile {
     pub name: String,
     pub path: PathBuf,
     pub src: String,
+}
+
+impl CorpusFile {
+    /// The oldest target the file compiles for: `N` from a header line
+    /// `// needs: sm_N`, else 75.
+    pub fn min_arch(&self) -> u32 {
+        min_arch_of(&self.src)
+    }
+
+    /// The supported targets the file compiles for (`phobos_core::ARCHES`
+    /// from [`CorpusFile::min_arch`] up).
+    pub fn arches(&self) -> Vec<u32> {
+        let min = self.min_arch();
+        phobos_core::ARCHES
+            .into_iter()
+            .filter(|&a| a >= min)
+            .collect()
+    }
+}
+
+/// `N` from a leading comment line `// needs: sm_N`, else 75.
+pub fn min_arch_of(src: &str) -> u32 {
+    src.lines()
+        .take_while(|l| l.starts_with("//"))
+        .find_map(|l| l.strip_prefix("// needs: sm_")?.trim().parse().ok())
+        .unwrap_or(75)
 }
 
 /// The root of the conformance crate (`tests/`).

@@ -275,8 +275,12 @@ impl Scalar {
 
 /// Compile `src` (named `file_name` in diagnostics and `.loc`), panicking
 /// with the rendered diagnostics when it does not compile.
+///
+/// It compiles for sm_75, or for the target a `// needs: sm_N` header
+/// names (see `CorpusFile::min_arch`).
 pub fn compile_src(src: &str, file_name: &str) -> Vec<CompiledKernel> {
-    let (kernels, diags) = phobos_core::compile(src, file_name, &CompileOptions::for_arch(75));
+    let arch = crate::min_arch_of(src);
+    let (kernels, diags) = phobos_core::compile(src, file_name, &CompileOptions::for_arch(arch));
     if diags.iter().any(|d| d.is_error()) || kernels.is_empty() {
         panic!(
             "{file_name} did not compile:\n{}",
@@ -342,6 +346,22 @@ impl Case {
     pub fn corpus(name: &str) -> Case {
         let f = crate::corpus_file(name);
         let kernels = compile_src(&f.src, &format!("{name}.pho"));
+        Case::of(kernels, name)
+    }
+
+    /// Like [`Case::corpus`], compiled for `sm_<arch>` (a kernel whose
+    /// code differs per target, such as the tensor-core paths).
+    pub fn corpus_for(name: &str, arch: u32) -> Case {
+        let f = crate::corpus_file(name);
+        let file_name = format!("{name}.pho");
+        let (kernels, diags) =
+            phobos_core::compile(&f.src, &file_name, &CompileOptions::for_arch(arch));
+        if diags.iter().any(|d| d.is_error()) || kernels.is_empty() {
+            panic!(
+                "{file_name} did not compile for sm_{arch}:\n{}",
+                phobos_core::render::render(&diags, &file_name, &f.src, false)
+            );
+        }
         Case::of(kernels, name)
     }
 

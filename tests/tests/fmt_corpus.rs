@@ -84,9 +84,14 @@ fn without_cited_lines(comment: &str) -> String {
 }
 
 fn ptx_per_arch(src: &str, name: &str) -> Vec<String> {
+    let min = phobos_conformance::min_arch_of(src);
     ARCHES
         .iter()
         .map(|&arch| {
+            if arch < min {
+                // Not a target of this file (`// needs: sm_N`).
+                return String::new();
+            }
             let (kernels, diags) = compile(src, name, &CompileOptions::for_arch(arch));
             assert!(
                 !diags.iter().any(|d| d.is_error()) && !kernels.is_empty(),

@@ -94,7 +94,7 @@ fn space_of(meta: &KernelMeta, a: &AccessMeta) -> &'static str {
 fn report_widths_and_lines_match_the_emitted_ptx_for_the_whole_corpus() {
     let mut checked = 0;
     for file in corpus() {
-        for arch in phobos_core::ARCHES {
+        for arch in file.arches() {
             for k in compile(&file, arch) {
                 for v in &k.meta.variants {
                     let ins = instructions(&k.ptx, &v.entry);

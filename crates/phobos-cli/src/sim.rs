@@ -297,6 +297,14 @@ fn simulate(
     let stats = result.map_err(|e| match e {
         SimError::Check(mut r) => {
             phobos_runtime::name_shared_buffer(&mut r, variant);
+            if r.kind == phobos_sim::CheckKind::StepLimit {
+                // The library names its own option; on the command line
+                // the limit is `--max-steps`.
+                r.notes.push(format!(
+                    "the limit is --max-steps {}: raise it if the kernel is only long",
+                    a.max_steps
+                ));
+            }
             Failure::report(r.to_string())
         }
         other => Failure::kernel(other),

@@ -853,3 +853,27 @@ fn empty_tensors_say_which_axis_of_the_grid_is_empty() {
     );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("[0, 1, 1]"));
 }
+
+#[test]
+fn an_endless_loop_names_the_flag_that_raises_the_step_limit() {
+    // The simulator's message names its library option
+    // (`LaunchOptions::max_steps`); on the command line the limit is
+    // `--max-steps`, and the note says so with its value.
+    let src = "@launch(32)\n@grid(1)\nkernel k(y: tensor<f32>[N]) {\n  var v = 0.0\n  while v >= 0.0 {\n    v = v + 1.0\n  }\n  y[ctx.thread] = v\n}\n";
+    let y = npy_f32(&[0.0; 32]);
+    let d = dir_with(&[("k.pho", src.as_bytes()), ("y.npy", &y)]);
+    expect(
+        d.path(),
+        &[
+            "sim",
+            "k.pho",
+            "y=y.npy",
+            "--out",
+            "o",
+            "--max-steps",
+            "5000",
+        ],
+        1,
+        &["may never end", "the limit is --max-steps 5000"],
+    );
+}

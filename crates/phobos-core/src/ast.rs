@@ -303,6 +303,13 @@ pub enum ExprKind {
         elem_span: Span,
         dims: Box<[Expr]>,
     },
+    /// `zeros<f32>[128, 128]`: a CTA-wide accumulator tile of a constant
+    /// shape, held in registers (only as the whole value of a `var`).
+    Zeros {
+        elem: ScalarTy,
+        elem_span: Span,
+        dims: Box<[Expr]>,
+    },
     /// An expression that failed to parse (already reported).
     Error,
 }

@@ -16,6 +16,7 @@ mod calls;
 mod collectives;
 mod consts;
 mod cx;
+mod dot;
 pub mod error;
 mod fns;
 mod header;

@@ -301,6 +301,9 @@ fn erase_expr(e: &mut Expr) {
         }
         ExprKind::Shared {
             elem_span, dims, ..
+        }
+        | ExprKind::Zeros {
+            elem_span, dims, ..
         } => {
             *elem_span = Span::default();
             dims.iter_mut().for_each(erase_expr);
@@ -601,6 +604,11 @@ impl<'a> Formatter<'a> {
             }
             ExprKind::Shared { elem, dims, .. } => list(
                 format!("shared<{}>[", elem.name()),
+                dims.iter().map(|d| self.expr(d, Place::Top)).collect(),
+                "]",
+            ),
+            ExprKind::Zeros { elem, dims, .. } => list(
+                format!("zeros<{}>[", elem.name()),
                 dims.iter().map(|d| self.expr(d, Place::Top)).collect(),
                 "]",
             ),

@@ -96,6 +96,15 @@ pub enum LocalKind {
         elem: ScalarTy,
         shape: Vec<u32>,
     },
+    /// An accumulator tile, `var acc = zeros<f32>[M, N]`: CTA-wide, of a
+    /// constant shape, held in registers spread over the CTA's warps by
+    /// the compiler (`mma::WarpLayout`); not element-addressable. Written
+    /// by `AccZero` and `Dot`, read by `AccStore`.
+    Acc {
+        elem: ScalarTy,
+        rows: u32,
+        cols: u32,
+    },
 }
 
 /// The most elements a register array may hold (each is a register of its
@@ -219,6 +228,42 @@ pub enum StmtKind {
     },
     /// `fence()`: a memory fence at GPU scope.
     Fence,
+    /// `var acc = zeros<T>[M, N]`: every element of the accumulator tile
+    /// `acc` becomes 0. CTA-wide.
+    AccZero { acc: LocalId },
+    /// `acc += dot(a, b)` (`b_trans: false`, `b` is `[K, N]`) or
+    /// `acc += dot(a, trans(b))` (`b_trans: true`, `b` is `[N, K]`): the
+    /// matrix product of the shared tiles `a` (`[M, K]`) and `b` added to
+    /// the accumulator `acc` (`[M, N]`). CTA-wide; the shapes and types are
+    /// checked (`mma::dot_kind`).
+    Dot {
+        acc: LocalId,
+        a: LocalId,
+        b: LocalId,
+        b_trans: bool,
+    },
+    /// `acc = e`, an epilogue: every element of the accumulator tile `acc`
+    /// becomes `value`, evaluated with the scalar local `elem` holding the
+    /// element and the `i32` locals `row` and `col` its place in the tile
+    /// (a shared tile named in `e` is read at `[row, col]`, or `[0, col]`
+    /// and `[row, 0]` when it is one row or column: a broadcast). The
+    /// other operands of `value` are the same in every thread (checked).
+    AccMap {
+        acc: LocalId,
+        elem: LocalId,
+        row: LocalId,
+        col: LocalId,
+        value: Expr,
+    },
+    /// `C[s0 :+ M, s1 :+ N] = acc`: CTA-wide store of an accumulator tile
+    /// into a tensor box, masked at the tensor's bounds. When the tensor's
+    /// elements are f16 or bf16 and the accumulator's f32 (written
+    /// `= f16(acc)`), each element is converted, rounding to nearest even.
+    AccStore {
+        dst: ParamId,
+        starts: Vec<Expr>,
+        src: LocalId,
+    },
 }
 
 /// The read-modify-write of an atomic.

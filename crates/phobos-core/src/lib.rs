@@ -17,6 +17,7 @@ pub mod format;
 pub mod hir;
 pub mod lexer;
 pub mod meta;
+pub mod mma;
 pub mod parse_error;
 pub mod parser;
 pub mod pipeline;

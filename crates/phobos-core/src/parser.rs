@@ -862,7 +862,8 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `shared<T>[d0, d1, ...]` after the word `shared`.
+    /// `shared<T>[d0, d1, ...]` after the word `shared`, or
+    /// `zeros<T>[d0, d1]` after the word `zeros`.
     fn shared_scratch(&mut self, id: Ident) -> PResult<Expr> {
         self.expect(&Tok::Lt)?;
         let (elem, elem_span) = self.scalar_ty()?;
@@ -873,14 +874,20 @@ impl<'a> Parser<'a> {
             start: self.prev_end(),
             end: self.prev_end(),
         });
-        Ok(Expr {
-            kind: ExprKind::Shared {
+        let kind = if id.name == "zeros" {
+            ExprKind::Zeros {
                 elem,
                 elem_span,
                 dims: dims.into_boxed_slice(),
-            },
-            span,
-        })
+            }
+        } else {
+            ExprKind::Shared {
+                elem,
+                elem_span,
+                dims: dims.into_boxed_slice(),
+            }
+        };
+        Ok(Expr { kind, span })
     }
 
     fn name_expr(&mut self) -> PResult<Expr> {
@@ -896,7 +903,7 @@ impl<'a> Parser<'a> {
         {
             return self.collective(id);
         }
-        if id.name == "shared"
+        if (id.name == "shared" || id.name == "zeros")
             && self.at(&Tok::Lt)
             && matches!(self.nth(1), Tok::Ident)
             && matches!(self.nth(2), Tok::Gt)

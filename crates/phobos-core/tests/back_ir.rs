@@ -228,6 +228,8 @@ fn stmt_uses(
         } => [*start, *end, *step].contains(&e),
         StmtKind::CtaColl { arg, combine, .. } => *arg == e || combine.is_some_and(|c| c.body == e),
         StmtKind::Atomic { access, args, .. } => args.contains(&e) || index(access),
+        StmtKind::AccStore { access, .. } => index(access),
+        StmtKind::AccMap { value, .. } => *value == e,
         _ => false,
     }
 }

@@ -82,7 +82,7 @@ fn walk(kernel: &Kernel, block: &Block, index: &LineIndex, info: &mut SourceInfo
                     store: false,
                 });
             }
-            StmtKind::TileStore { dst, starts, src } => {
+            StmtKind::TileStore { dst, starts, src } | StmtKind::AccStore { dst, starts, src } => {
                 if let Some(shape) = tile_shape(kernel, src.0 as usize) {
                     info.tiles.push(TileStmt {
                         line,
@@ -101,6 +101,7 @@ fn walk(kernel: &Kernel, block: &Block, index: &LineIndex, info: &mut SourceInfo
 fn tile_shape(kernel: &Kernel, local: usize) -> Option<Vec<u64>> {
     match &kernel.locals.get(local)?.kind {
         LocalKind::Tile { shape, .. } => Some(shape.iter().map(|&d| u64::from(d)).collect()),
+        LocalKind::Acc { rows, cols, .. } => Some(vec![u64::from(*rows), u64::from(*cols)]),
         LocalKind::Scalar(_) | LocalKind::Array { .. } => None,
     }
 }

@@ -436,6 +436,16 @@ impl Cta<'_> {
             StmtKind::Atomic { .. } | StmtKind::Fence => {
                 return undefined("atomics and fences are outside the reference evaluator");
             }
+            // Nor tensor-core products: the conformance kernels check them
+            // against f64 references (tests/src/corpus_cases.rs).
+            StmtKind::AccZero { .. }
+            | StmtKind::Dot { .. }
+            | StmtKind::AccMap { .. }
+            | StmtKind::AccStore { .. } => {
+                return undefined(
+                    "accumulator tiles and `dot` are outside the reference evaluator",
+                );
+            }
         }
         Ok(())
     }
@@ -447,6 +457,7 @@ impl Cta<'_> {
                 (*elem, shape.iter().map(|d| *d as usize).collect())
             }
             LocalKind::Scalar(t) => (*t, vec![1]),
+            LocalKind::Acc { elem, rows, cols } => (*elem, vec![*rows as usize, *cols as usize]),
         }
     }
 

@@ -494,7 +494,9 @@ pub(crate) fn walk_expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
             c.config.iter().for_each(|c| walk_expr(&c.value, f));
             c.args.iter().for_each(|a| walk_expr(a, f));
         }
-        ExprKind::Shared { dims, .. } => dims.iter().for_each(|d| walk_expr(d, f)),
+        ExprKind::Shared { dims, .. } | ExprKind::Zeros { dims, .. } => {
+            dims.iter().for_each(|d| walk_expr(d, f))
+        }
         ExprKind::Int(_)
         | ExprKind::Float(_)
         | ExprKind::Bool(_)

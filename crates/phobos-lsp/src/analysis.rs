@@ -262,6 +262,10 @@ impl Analysis {
                     hir::LocalKind::Tile { elem, shape } => {
                         Some(self.tile_facts(&kv, &local.name, *elem, shape))
                     }
+                    hir::LocalKind::Acc { elem, rows, cols } => Some(format!(
+                        "accumulator tile `{}[{rows}, {cols}]` · in registers, spread over the warps · **uniform** (CTA-wide)",
+                        elem.name()
+                    )),
                     hir::LocalKind::Array { elem, shape } => {
                         let level = kv.level_of_local(lid);
                         let dims: Vec<String> = shape.iter().map(u32::to_string).collect();
@@ -676,6 +680,7 @@ pub fn visit_kernel_exprs<'a>(k: &'a hir::Kernel, f: &mut dyn FnMut(&'a hir::Exp
                 }
                 hir::StmtKind::TileCopy { starts, .. }
                 | hir::StmtKind::TileFill { starts, .. }
+                | hir::StmtKind::AccStore { starts, .. }
                 | hir::StmtKind::TileStore { starts, .. } => {
                     starts.iter().for_each(|e| visit_hir(e, f))
                 }
@@ -700,13 +705,16 @@ pub fn visit_kernel_exprs<'a>(k: &'a hir::Kernel, f: &mut dyn FnMut(&'a hir::Exp
                     visit_hir(cond, f);
                     block(body, f);
                 }
+                hir::StmtKind::AccMap { value, .. } => visit_hir(value, f),
                 hir::StmtKind::Atomic { index, args, .. } => {
                     index.iter().chain(args).for_each(|e| visit_hir(e, f))
                 }
                 hir::StmtKind::Break
                 | hir::StmtKind::Continue
                 | hir::StmtKind::Return
-                | hir::StmtKind::Fence => {}
+                | hir::StmtKind::Fence
+                | hir::StmtKind::AccZero { .. }
+                | hir::StmtKind::Dot { .. } => {}
             }
         }
     }

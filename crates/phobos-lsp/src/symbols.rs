@@ -405,7 +405,9 @@ impl Resolver<'_> {
                 c.config.iter().for_each(|c| self.expr(&c.value));
                 c.args.iter().for_each(|a| self.expr(a));
             }
-            ExprKind::Shared { dims, .. } => dims.iter().for_each(|d| self.expr(d)),
+            ExprKind::Shared { dims, .. } | ExprKind::Zeros { dims, .. } => {
+                dims.iter().for_each(|d| self.expr(d))
+            }
             ExprKind::Int(_)
             | ExprKind::Float(_)
             | ExprKind::Bool(_)

@@ -507,6 +507,15 @@ impl Flatten<'_> {
                     self.atomic_access(*access);
                 }
                 StmtKind::Barrier(b) => self.candidate(Some(*b)),
+                // Every warp reads the parts of both operands it needs
+                // (`ldmatrix`): whole-buffer reads, by other threads than
+                // those that copied the tiles.
+                StmtKind::Mma { a, b, .. } => {
+                    self.buffer(*a, false, false, span);
+                    self.buffer(*b, false, false, span);
+                }
+                // Their subscripts and values are `stmt_operands`, above.
+                StmtKind::AccStore { .. } | StmtKind::AccMap { .. } | StmtKind::AccZero(_) => {}
                 // What follows an early exit is inside the region of the
                 // branch or loop body that holds the exit, so barriers
                 // there already count as ones that may not run.

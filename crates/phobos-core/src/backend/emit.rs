@@ -18,6 +18,7 @@
 mod atomic;
 mod collective;
 mod memory;
+mod mma;
 mod values;
 
 use super::barriers::BarrierDecision;
@@ -89,6 +90,7 @@ pub fn emit_entry(
         emitted: vec![EmittedAccess::default(); f.accesses.len()],
         addresses: Default::default(),
         loops: Vec::new(),
+        acc_regs: Vec::new(),
     };
     e.prologue();
     e.block(&f.body);
@@ -212,6 +214,9 @@ pub(crate) struct Emitter<'a> {
     /// The loops around the statement being emitted: the label `continue`
     /// jumps to and the one `break` jumps to.
     loops: Vec<(String, String)>,
+    /// Each accumulator tile's registers (indexed by `AccId`), in fragment
+    /// order (see `mma`).
+    acc_regs: Vec<Vec<Reg>>,
 }
 
 impl<'a> Emitter<'a> {
@@ -362,6 +367,7 @@ impl<'a> Emitter<'a> {
             let r = self.reg(RegClass::of(v.ty));
             self.var_regs.push(r);
         }
+        self.declare_accs();
     }
 
     pub fn var_reg(&self, v: super::ir::VarId) -> Reg {
@@ -396,7 +402,15 @@ impl<'a> Emitter<'a> {
         }
         let _ = writeln!(out, ".visible .entry {}(", self.f.entry);
         let _ = writeln!(out, "{}", params.join(",\n"));
-        let _ = writeln!(out, ")\n.reqntid {}, 1, 1\n{{", self.f.threads);
+        let _ = writeln!(out, ")\n.reqntid {}, 1, 1", self.f.threads);
+        if !self.f.accs.is_empty() {
+            // With `.reqntid` alone, ptxas may cap registers for full
+            // occupancy (32 per thread for 128 threads on sm_80) and spill
+            // an accumulator to local memory; one CTA per SM is all a
+            // tensor-core kernel asks for (tests/tests/sass_loads.rs).
+            let _ = writeln!(out, ".minnctapersm 1");
+        }
+        let _ = writeln!(out, "{{");
         let classes = [
             RegClass::Pred,
             RegClass::B16,
@@ -526,6 +540,22 @@ impl<'a> Emitter<'a> {
             StmtKind::Atomic { .. } => self.atomic(s),
             StmtKind::Fence => self.fence(),
             StmtKind::Barrier(b) => self.barrier(*b),
+            StmtKind::AccZero(acc) => self.acc_zero(*acc),
+            StmtKind::Mma {
+                acc,
+                a,
+                b,
+                b_trans,
+                k,
+            } => self.mma(*acc, (*a, *b), *b_trans, *k),
+            StmtKind::AccStore { acc, access } => self.acc_store(*acc, *access),
+            StmtKind::AccMap {
+                acc,
+                elem,
+                row,
+                col,
+                value,
+            } => self.acc_map(*acc, [*elem, *row, *col], *value),
         }
     }
 

@@ -70,6 +70,15 @@ pub enum BackendError {
         arch: u32,
         span: Span,
     },
+    /// P0811: a `dot` of `elem` tiles needs `sm_{need}` (the tensor-core
+    /// shape `m16n8k{k}` of `mma::dot_kind`).
+    DotNeedsNewerTarget {
+        elem: crate::ast::ScalarTy,
+        need: u32,
+        k: u32,
+        arch: u32,
+        span: Span,
+    },
     /// P0901: the barrier pass found a hazard between events that are not
     /// both accesses.
     HazardWithoutAccesses,
@@ -93,6 +102,7 @@ impl BackendError {
             BackendError::UnfencedHazard { .. } => Code::P0802,
             BackendError::UnrolledTooLarge { .. } => Code::P0803,
             BackendError::AtomicNeedsNewerTarget { .. } => Code::P0810,
+            BackendError::DotNeedsNewerTarget { .. } => Code::P0811,
             BackendError::HazardWithoutAccesses
             | BackendError::MalformedIr { .. }
             | BackendError::NoVariant { .. } => Code::P0901,
@@ -183,6 +193,23 @@ impl BackendError {
                      or `unroll 1` to keep a loop as written",
                 )
             }
+            BackendError::DotNeedsNewerTarget {
+                elem,
+                need,
+                k,
+                arch,
+                span,
+            } => code
+                .error(format!(
+                    "a `dot` of {} tiles needs sm_{need} or newer, and this kernel is compiled for sm_{arch}",
+                    elem.name()
+                ))
+                .primary(span, format!("a {} x {} product", elem.name(), elem.name()))
+                .note(format!(
+                    "the m16n8 shape Phobos uses for {} products, mma.sync m16n8k{k}, is sm_{need}'s; sm_75 has m16n8k8 for f16 only: build for newer targets only{}",
+                    elem.name(),
+                    if elem == crate::ast::ScalarTy::BF16 { ", or copy the operands as f16" } else { "" }
+                )),
             BackendError::AtomicNeedsNewerTarget {
                 op,
                 elem,
@@ -258,6 +285,13 @@ impl BackendError {
                 size: u64::MAX,
                 largest: None,
                 kernel: span,
+            },
+            BackendError::DotNeedsNewerTarget {
+                elem: crate::ast::ScalarTy::BF16,
+                need: 80,
+                k: 16,
+                arch: 75,
+                span,
             },
             BackendError::AtomicNeedsNewerTarget {
                 op: "atomic_add",

@@ -47,6 +47,7 @@ handle!(AccessId, "a");
 handle!(BufferId, "buf");
 handle!(BarrierId, "bar");
 handle!(ArrayId, "arr");
+handle!(AccId, "acc");
 
 /// A growable vector addressed by one handle type.
 #[derive(Clone, Debug)]
@@ -117,6 +118,9 @@ pub struct Func {
     /// Side table: where lowering put each register array of the kernel,
     /// in declaration order (what `phobos report` prints).
     pub array_homes: Vec<ArrayHome>,
+    /// Accumulator tiles (`zeros<f32>[M, N]`): registers spread over the
+    /// warps as their layout says.
+    pub accs: Arena<AccId, AccTile>,
     /// Side tables: the source span of each expression and statement.
     pub expr_spans: Vec<Span>,
     pub stmt_spans: Vec<Span>,
@@ -284,6 +288,46 @@ pub enum StmtKind {
     },
     /// `fence()`: `fence.acq_rel.gpu`.
     Fence,
+    /// Every element of an accumulator tile becomes 0 (CTA-wide).
+    AccZero(AccId),
+    /// `acc += dot(a, b)`: the product of the tile buffers `a` (`[M, K]`)
+    /// and `b` (`[K, N]`, or `[N, K]` when `b_trans`) added to `acc`, by
+    /// every warp for the sub-tile it owns: `ldmatrix` then `mma.sync`
+    /// (`backend/emit/mma.rs`). Reads both buffers whole.
+    Mma {
+        acc: AccId,
+        a: BufferId,
+        b: BufferId,
+        b_trans: bool,
+        /// The product's K (the operands' extent along it; their buffers'
+        /// rows may be padded beyond it).
+        k: u32,
+    },
+    /// An epilogue: each lane sets `elem` to each element it holds of
+    /// `acc`, `row` and `col` to its place in the tile, evaluates `value`
+    /// and writes it back.
+    AccMap {
+        acc: AccId,
+        elem: VarId,
+        row: VarId,
+        col: VarId,
+        value: ExprId,
+    },
+    /// CTA-wide masked store of an accumulator tile into a tensor box
+    /// (`access`: a `Tile` access of the accumulator's shape).
+    AccStore { acc: AccId, access: AccessId },
+}
+
+/// An accumulator tile: `rows x cols` elements of `elem`, spread over the
+/// CTA's warps by `layout` (`mma::WarpLayout`).
+#[derive(Clone, Debug)]
+pub struct AccTile {
+    pub name: String,
+    pub elem: ScalarTy,
+    pub rows: u32,
+    pub cols: u32,
+    pub layout: crate::mma::WarpLayout,
+    pub span: Span,
 }
 
 #[derive(Clone, Debug)]
@@ -487,13 +531,15 @@ impl StmtKind {
     }
 
     /// The access a statement writes (or updates) memory through: a
-    /// store's, a tile copy's or tile store's, an atomic's.
+    /// store's, a tile copy's or tile store's, an accumulator store's, an
+    /// atomic's.
     pub fn access(&self) -> Option<AccessId> {
         match self {
             StmtKind::Store(access, _)
             | StmtKind::RunStore { access, .. }
             | StmtKind::TileCopy { access, .. }
             | StmtKind::TileStore { access, .. }
+            | StmtKind::AccStore { access, .. }
             | StmtKind::Atomic { access, .. } => Some(*access),
             _ => None,
         }
@@ -509,7 +555,8 @@ impl Func {
     /// The expressions statement `s` evaluates itself (not those of its
     /// nested blocks), in evaluation order: its access's subscripts, then
     /// its values (a store's value and `only` index, an atomic's
-    /// arguments, a `Set`'s value); an `If`'s or `While`'s condition; a
+    /// arguments, a `Set`'s value, an accumulator map's value); an `If`'s
+    /// or `While`'s condition; a
     /// `For`'s start, end and step; a CTA collective's argument (its
     /// combine body runs inside the collective and is not among them). The
     /// subscripts of an access that is out of range are left out (the
@@ -531,6 +578,8 @@ impl Func {
                 start, end, step, ..
             } => out.extend([*start, *end, *step]),
             StmtKind::CtaColl { arg, .. } => out.push(*arg),
+            StmtKind::AccMap { value, .. } => out.push(*value),
+            StmtKind::AccZero(_) | StmtKind::Mma { .. } | StmtKind::AccStore { .. } => {}
             StmtKind::TileCopy { .. }
             | StmtKind::TileStore { .. }
             | StmtKind::Break

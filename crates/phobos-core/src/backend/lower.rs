@@ -34,6 +34,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod arrays;
+mod mma;
 
 /// Lower one variant. `entry` is the PTX entry name.
 ///
@@ -89,7 +90,9 @@ fn lower_placed(
         full_unroll_copies: 1,
         dynamic_arrays: Vec::new(),
         run_locals: HashMap::new(),
+        accs: HashMap::new(),
     };
+    let dot_operands = mma::dot_operands(&kernel.body);
     for (i, local) in kernel.locals.iter().enumerate() {
         let id = hir::LocalId(i as u32);
         match &local.kind {
@@ -103,6 +106,11 @@ fn lower_placed(
             LocalKind::Tile { elem, shape } => {
                 // In 64 bits, saturated: a tile too large for the address
                 // space must reach the shared plan's limit, not wrap.
+                let shape = &if dot_operands.contains(&id) {
+                    mma::padded_shape(*elem, shape)
+                } else {
+                    shape.clone()
+                };
                 let bytes = shape
                     .iter()
                     .try_fold(u64::from(elem.size()), |a, &d| a.checked_mul(u64::from(d)))
@@ -119,6 +127,7 @@ fn lower_placed(
                 cx.tiles.insert(id, b);
             }
             LocalKind::Array { .. } => {}
+            LocalKind::Acc { elem, rows, cols } => cx.declare_acc(id, *elem, *rows, *cols),
         }
     }
     cx.place_arrays(in_local);
@@ -181,6 +190,8 @@ struct Lower<'k> {
     /// Run-valued `fn` arguments bound once: one var per element (see
     /// `bind_run`).
     run_locals: HashMap<hir::LocalId, Vec<VarId>>,
+    /// Accumulator tiles (see `mma`).
+    accs: HashMap<hir::LocalId, super::ir::AccId>,
 }
 
 impl<'k> Lower<'k> {
@@ -403,11 +414,10 @@ impl<'k> Lower<'k> {
             }
             hir::StmtKind::TileCopy { dst, src, starts } => {
                 let buffer = self.tiles[dst];
-                let shape = match &self.f.buffers[buffer].kind {
-                    BufferKind::Tile { shape, .. } => shape.clone(),
-                    BufferKind::Scratch { .. } => vec![],
-                };
-                self.tile_copy(buffer, *src, starts, shape, vec![], span)
+                // The tile's own shape: a `dot` operand's buffer has padded
+                // rows, and the copy fills the box at its start.
+                let (shape, at) = self.tile_box(*dst, buffer);
+                self.tile_copy(buffer, *src, starts, shape, at, span)
             }
             hir::StmtKind::TileFill {
                 dst,
@@ -422,10 +432,7 @@ impl<'k> Lower<'k> {
             }
             hir::StmtKind::TileStore { dst, starts, src } => {
                 let buffer = self.tiles[src];
-                let shape = match &self.f.buffers[buffer].kind {
-                    BufferKind::Tile { shape, .. } => shape.clone(),
-                    BufferKind::Scratch { .. } => vec![],
-                };
+                let (shape, _) = self.tile_box(*src, buffer);
                 let access = self.access(
                     hir::Memory::Tensor(*dst),
                     starts,
@@ -497,6 +504,20 @@ impl<'k> Lower<'k> {
                 result,
             } => self.atomic(*op, *dst, index, args, *result, span),
             hir::StmtKind::Fence => vec![self.push_stmt(StmtKind::Fence, span)],
+            hir::StmtKind::AccZero { acc } => {
+                vec![self.push_stmt(StmtKind::AccZero(self.accs[acc]), span)]
+            }
+            hir::StmtKind::Dot { acc, a, b, b_trans } => self.dot(*acc, *a, *b, *b_trans, span),
+            hir::StmtKind::AccStore { dst, starts, src } => {
+                self.acc_store(*dst, starts, *src, span)
+            }
+            hir::StmtKind::AccMap {
+                acc,
+                elem,
+                row,
+                col,
+                value,
+            } => self.acc_map(*acc, [*elem, *row, *col], value, span),
             hir::StmtKind::Break => vec![self.push_stmt(StmtKind::Break, span)],
             hir::StmtKind::Continue => vec![self.push_stmt(StmtKind::Continue, span)],
             hir::StmtKind::Return => vec![self.push_stmt(StmtKind::Return, span)],
@@ -1357,7 +1378,12 @@ fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
                 *writes |= tile;
                 *reads |= tile || index.iter().any(reads_tile) || args.iter().any(reads_tile);
             }
+            // A `dot` reads its tiles; an accumulator is in registers.
+            hir::StmtKind::Dot { .. } => *reads = true,
+            hir::StmtKind::AccMap { value, .. } => *reads |= reads_tile(value),
             hir::StmtKind::Fence
+            | hir::StmtKind::AccZero { .. }
+            | hir::StmtKind::AccStore { .. }
             | hir::StmtKind::Break
             | hir::StmtKind::Continue
             | hir::StmtKind::Return => {}

@@ -76,6 +76,39 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
             StmtKind::TileStore { access: a, buffer } => {
                 let _ = writeln!(out, "{pad}{} = tile_store {buffer}", access(f, *a));
             }
+            StmtKind::AccZero(acc) => {
+                let _ = writeln!(out, "{pad}{acc} = zeros");
+            }
+            StmtKind::AccMap {
+                acc,
+                elem,
+                row,
+                col,
+                value,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}{acc} = map {elem} at [{row}, {col}] -> {}",
+                    expr(f, *value)
+                );
+            }
+            StmtKind::Mma {
+                acc,
+                a,
+                b,
+                b_trans,
+                k,
+            } => {
+                let b = if *b_trans {
+                    format!("trans({b})")
+                } else {
+                    b.to_string()
+                };
+                let _ = writeln!(out, "{pad}{acc} += mma {a}, {b}, k {k}");
+            }
+            StmtKind::AccStore { acc, access: a } => {
+                let _ = writeln!(out, "{pad}{} = acc_store {acc}", access(f, *a));
+            }
             StmtKind::If { cond, .. } => {
                 let _ = writeln!(out, "{pad}if {} {{", expr(f, *cond));
             }

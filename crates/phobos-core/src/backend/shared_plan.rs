@@ -201,6 +201,10 @@ impl Walk<'_> {
                 | StmtKind::CtaColl {
                     scratch: buffer, ..
                 } => self.touch(*buffer, span),
+                StmtKind::Mma { a, b, .. } => {
+                    self.touch(*a, span);
+                    self.touch(*b, span);
+                }
                 _ => {}
             }
             if kind.is_loop() {

@@ -1,13 +1,17 @@
-//! What a kernel needs of its target beyond the floor (`sm_75`): today,
-//! atomics whose operation and type the target lacks (`bf16` add needs
-//! sm_90). Reported as P0810 for each target that lacks it, so `phobos
-//! check` (which compiles for every default target) names them all.
+//! What a kernel needs of its target beyond the floor (`sm_75`): atomics
+//! whose operation and type the target lacks (`bf16` add needs sm_90),
+//! reported as P0810, and tensor-core products whose operand type the
+//! target lacks (`bf16` needs sm_80; `mma::dot_kind`), P0811. Reported for
+//! each target that lacks it, so `phobos check` (which compiles for every
+//! default target) names them all.
 
 use super::error::BackendError;
-use super::ir::{Func, Mem, StmtKind};
+use super::ir::{BufferKind, Func, Mem, StmtKind};
 
-/// The first atomic of `f` that `sm_{arch}` cannot run, as P0810.
+/// The first atomic or `dot` of `f` that `sm_{arch}` cannot run, as P0810
+/// or P0811.
 pub fn check(f: &Func, arch: u32) -> Result<(), BackendError> {
+    dots(f, arch)?;
     for (s, stmt) in f.stmts.iter() {
         let StmtKind::Atomic { op, access, .. } = &stmt.kind else {
             continue;
@@ -27,6 +31,33 @@ pub fn check(f: &Func, arch: u32) -> Result<(), BackendError> {
             elem: a.elem.name(),
             space,
             need,
+            arch,
+            span: f.stmt_span(s),
+        });
+    }
+    Ok(())
+}
+
+/// The first `dot` whose operands `sm_{arch}` has no tensor-core
+/// instruction for, as P0811.
+fn dots(f: &Func, arch: u32) -> Result<(), BackendError> {
+    for (s, stmt) in f.stmts.iter() {
+        let StmtKind::Mma { acc, a, .. } = &stmt.kind else {
+            continue;
+        };
+        let BufferKind::Tile { elem, .. } = &f.buffers[*a].kind else {
+            continue;
+        };
+        let Some(kind) = crate::mma::dot_kind(*elem, f.accs[*acc].elem) else {
+            continue;
+        };
+        if arch >= kind.min_arch {
+            continue;
+        }
+        return Err(BackendError::DotNeedsNewerTarget {
+            elem: *elem,
+            need: kind.min_arch,
+            k: kind.k,
             arch,
             span: f.stmt_span(s),
         });

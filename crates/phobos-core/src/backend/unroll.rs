@@ -251,6 +251,10 @@ fn auto_candidate(f: &Func, body: &[StmtId]) -> bool {
                     | StmtKind::TileCopy { .. }
                     | StmtKind::TileStore { .. }
                     | StmtKind::CtaColl { .. }
+                    | StmtKind::AccZero(_)
+                    | StmtKind::AccMap { .. }
+                    | StmtKind::Mma { .. }
+                    | StmtKind::AccStore { .. }
             ) {
                 plain = false;
             }
@@ -328,9 +332,9 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
             [access(*a), vec![*value], only.iter().copied().collect()].concat(),
             vec![],
         ),
-        StmtKind::TileCopy { access: a, .. } | StmtKind::TileStore { access: a, .. } => {
-            (access(*a), vec![])
-        }
+        StmtKind::TileCopy { access: a, .. }
+        | StmtKind::TileStore { access: a, .. }
+        | StmtKind::AccStore { access: a, .. } => (access(*a), vec![]),
         StmtKind::If { cond, then, els } => (vec![*cond], vec![then, els]),
         StmtKind::For {
             start,
@@ -349,11 +353,14 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
         StmtKind::Atomic {
             access: a, args, ..
         } => ([access(*a), args.clone()].concat(), vec![]),
+        StmtKind::AccMap { value, .. } => (vec![*value], vec![]),
         StmtKind::Barrier(_)
         | StmtKind::Break
         | StmtKind::Continue
         | StmtKind::Return
-        | StmtKind::Fence => (vec![], vec![]),
+        | StmtKind::Fence
+        | StmtKind::AccZero(_)
+        | StmtKind::Mma { .. } => (vec![], vec![]),
     }
 }
 
@@ -690,6 +697,37 @@ impl Builder<'_> {
             StmtKind::TileStore { access, buffer } => StmtKind::TileStore {
                 access: self.clone_access(access),
                 buffer,
+            },
+            StmtKind::AccStore { acc, access } => StmtKind::AccStore {
+                acc,
+                access: self.clone_access(access),
+            },
+            StmtKind::AccZero(acc) => StmtKind::AccZero(acc),
+            StmtKind::AccMap {
+                acc,
+                elem,
+                row,
+                col,
+                value,
+            } => StmtKind::AccMap {
+                acc,
+                elem,
+                row,
+                col,
+                value: self.clone_expr(value),
+            },
+            StmtKind::Mma {
+                acc,
+                a,
+                b,
+                b_trans,
+                k,
+            } => StmtKind::Mma {
+                acc,
+                a,
+                b,
+                b_trans,
+                k,
             },
             StmtKind::If { cond, then, els } => StmtKind::If {
                 cond: self.clone_expr(cond),

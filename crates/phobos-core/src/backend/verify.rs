@@ -20,6 +20,9 @@
 //! 8. `Break` and `Continue` are inside a `For` or `While`; a `While`'s
 //!    condition is `bool`.
 //! 9. A `RunVars` run names one existing var per element.
+//! 10. An `Mma` reads two rank-2 tile buffers whose shapes (before the
+//!     padding of their rows) fit its accumulator; an `AccStore`'s access
+//!     is a tensor tile store of its accumulator's shape.
 //!
 //! Run after `lower` in debug builds and in the tests.
 
@@ -205,6 +208,46 @@ impl Verifier<'_> {
                 self.use_barrier(*read);
             }
             StmtKind::Barrier(b) => self.use_barrier(*b),
+            StmtKind::AccZero(acc) => self.acc(s, *acc),
+            StmtKind::AccMap {
+                acc,
+                elem,
+                row,
+                col,
+                ..
+            } => {
+                self.acc(s, *acc);
+                for v in [elem, row, col] {
+                    if !self.f.vars.contains(*v) {
+                        self.errors.push(format!("{s}: {v} out of range"));
+                    }
+                }
+            }
+            StmtKind::Mma {
+                acc,
+                a,
+                b,
+                b_trans,
+                k,
+            } => {
+                self.acc(s, *acc);
+                self.mma(s, *acc, (*a, *b), *b_trans, *k);
+            }
+            StmtKind::AccStore { acc, access } => {
+                self.acc(s, *acc);
+                if self.f.accs.contains(*acc) && self.f.accesses.contains(*access) {
+                    let t = &self.f.accs[*acc];
+                    let a = &self.f.accesses[*access];
+                    let shape = Shape::Tile {
+                        shape: vec![t.rows, t.cols],
+                    };
+                    if !a.store || !matches!(a.mem, Mem::Tensor(_)) || a.shape != shape {
+                        self.errors.push(format!(
+                            "{s}: the store of {acc} is not a tensor tile store of its shape"
+                        ));
+                    }
+                }
+            }
             StmtKind::Store(..)
             | StmtKind::RunStore { .. }
             | StmtKind::For { .. }
@@ -219,6 +262,55 @@ impl Verifier<'_> {
             self.loops += u32::from(body);
             self.block(b);
             self.loops -= u32::from(body);
+        }
+    }
+
+    fn acc(&mut self, s: StmtId, acc: super::ir::AccId) {
+        if !self.f.accs.contains(acc) {
+            self.errors.push(format!("{s}: {acc} out of range"));
+        }
+    }
+
+    fn mma(
+        &mut self,
+        s: StmtId,
+        acc: super::ir::AccId,
+        (a, b): (super::ir::BufferId, super::ir::BufferId),
+        b_trans: bool,
+        k: u32,
+    ) {
+        let f = self.f;
+        let shape = |x: super::ir::BufferId| {
+            if !f.buffers.contains(x) {
+                return None;
+            }
+            match &f.buffers[x].kind {
+                BufferKind::Tile { shape, .. } if shape.len() == 2 => Some([shape[0], shape[1]]),
+                _ => None,
+            }
+        };
+        let (Some(sa), Some(sb)) = (shape(a), shape(b)) else {
+            self.errors
+                .push(format!("{s}: an mma operand is not a rank-2 tile buffer"));
+            return;
+        };
+        if !f.accs.contains(acc) {
+            return;
+        }
+        let t = &f.accs[acc];
+        // Rows may be padded: a buffer's last extent is at least the
+        // operand's.
+        let fits = sa[0] == t.rows
+            && sa[1] >= k
+            && if b_trans {
+                sb[0] == t.cols && sb[1] >= k
+            } else {
+                sb[0] == k && sb[1] >= t.cols
+            };
+        if !fits {
+            self.errors.push(format!(
+                "{s}: the mma operands {a} and {b} do not fit {acc}"
+            ));
         }
     }
 

@@ -52,6 +52,8 @@ pub(crate) fn is_builtin_name(name: &str) -> bool {
         || matches!(
             name,
             "select"
+                | "dot"
+                | "trans"
                 | "dp4a"
                 | "byteperm"
                 | "popcount"
@@ -85,6 +87,7 @@ impl Cx<'_> {
             return self.math(b, sig, callee, args, want, span);
         }
         match name {
+            "dot" | "trans" => self.dot_in_expr(name, span),
             "select" => self.select(callee, args, want, span),
             "dp4a" => self.dp4a(callee, args, span),
             "byteperm" => self.byteperm(callee, args, want, span),

@@ -184,7 +184,7 @@ impl<'a> Cx<'a> {
     pub fn local_ty(&self, id: LocalId) -> Option<Ty> {
         match self.locals.get(id.0 as usize)?.kind {
             LocalKind::Scalar(t) => Some(Ty::Scalar(t)),
-            LocalKind::Tile { .. } | LocalKind::Array { .. } => None,
+            LocalKind::Tile { .. } | LocalKind::Array { .. } | LocalKind::Acc { .. } => None,
         }
     }
 

@@ -124,7 +124,9 @@ impl<'a> BodyWalk<'a, '_> {
                 self.expr(base);
                 subs.iter().for_each(|s| self.subscript(s));
             }
-            ExprKind::Shared { dims, .. } => dims.iter().for_each(|d| self.expr(d)),
+            ExprKind::Shared { dims, .. } | ExprKind::Zeros { dims, .. } => {
+                dims.iter().for_each(|d| self.expr(d))
+            }
             ExprKind::Collective(c) => {
                 let ast::Collective {
                     op, config, args, ..

@@ -107,6 +107,9 @@ impl Cx<'_> {
             }
             return atomic;
         }
+        if let Some(acc) = self.acc_let(name, mutable, ty, init) {
+            return acc;
+        }
         if let Some(ok) = self.scratch_let(name, mutable, ty, init) {
             if !ok {
                 self.poison(name);
@@ -214,6 +217,9 @@ impl Cx<'_> {
             }
         };
         let info = &self.locals[local.0 as usize];
+        if matches!(info.kind, LocalKind::Acc { .. }) {
+            return self.acc_assign(local, n, target_span, op, value);
+        }
         let array = matches!(info.kind, LocalKind::Array { .. });
         if !info.mutable || array || matches!(info.kind, LocalKind::Tile { .. }) {
             let decl = info.span;

@@ -67,6 +67,10 @@ impl Cx<'_> {
                     Some(super::arrays::array_mem(id, *elem, shape, name))
                 }
                 LocalKind::Scalar(_) => self.not_subscriptable(base.span),
+                LocalKind::Acc { .. } => {
+                    self.acc_not_value(id, name, base.span);
+                    None
+                }
             },
             None => {
                 self.expr(base, None);
@@ -338,7 +342,10 @@ impl Cx<'_> {
             Shape::Tile { starts, shape } if matches!(mem.memory, Memory::Tile(_)) => {
                 self.tile_fill(&mem, starts, &shape, op, value)
             }
-            Shape::Tile { starts, shape } => self.tile_store(&mem, starts, &shape, op, value),
+            Shape::Tile { starts, shape } => match self.value_acc(value) {
+                Some(acc) => self.acc_store(&mem, starts, &shape, op, value, acc),
+                None => self.tile_store(&mem, starts, &shape, op, value),
+            },
         }
     }
 

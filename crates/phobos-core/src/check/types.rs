@@ -127,6 +127,7 @@ impl Cx<'_> {
                 self.collective(&c.op, &c.config, c.config_span, &c.args, want, e.span)
             }
             ExprKind::Shared { .. } => self.scratch_in_expr(e.span),
+            ExprKind::Zeros { .. } => self.zeros_in_expr(e.span),
             ExprKind::Error => None,
         }
     }
@@ -217,6 +218,10 @@ impl Cx<'_> {
         match b {
             Binding::Local(id) => match self.local_ty(id) {
                 Some(ty) => Some(mk(hir::ExprKind::Local(id), ty, span)),
+                None if matches!(self.locals[id.0 as usize].kind, hir::LocalKind::Acc { .. }) => {
+                    self.acc_not_value(id, n, span);
+                    None
+                }
                 None => {
                     let array = matches!(
                         self.locals[id.0 as usize].kind,

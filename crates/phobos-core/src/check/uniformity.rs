@@ -373,6 +373,27 @@ impl Uni<'_> {
                 }
             }
             StmtKind::Fence => {}
+            StmtKind::AccZero { .. } => self.tile_stmt(&[], s.span, "an accumulator tile"),
+            StmtKind::Dot { .. } => self.tile_stmt(&[], s.span, "a `dot`"),
+            StmtKind::AccMap { value, .. } => {
+                self.tile_stmt(&[], s.span, "an epilogue");
+                // Each element is computed by the lane that holds it: the
+                // value may differ only through the element, its place
+                // and the tiles it reads.
+                let level = self.expr(value);
+                if self.report && level > Level::Uniform {
+                    self.diags.push(
+                        CheckError::EpilogueVarying {
+                            between: level.between(),
+                            span: value.span,
+                        }
+                        .into(),
+                    );
+                }
+            }
+            StmtKind::AccStore { starts, .. } => {
+                self.tile_stmt(starts, s.span, "an accumulator store")
+            }
             StmtKind::Break => self.exit("break", s.span),
             StmtKind::Continue => self.exit("continue", s.span),
             StmtKind::Return => self.exit("return", s.span),

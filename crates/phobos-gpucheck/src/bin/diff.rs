@@ -146,7 +146,7 @@ fn corpus_variants(only: Option<&str>) -> BTreeMap<String, String> {
         if only.is_some_and(|o| o != file.name) {
             continue;
         }
-        for k in phobos_conformance::compile(&file, 75) {
+        for k in phobos_conformance::compile(&file, file.min_arch()) {
             for v in &k.meta.variants {
                 out.insert(v.entry.clone(), k.meta.name.clone());
             }

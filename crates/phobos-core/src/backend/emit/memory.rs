@@ -78,7 +78,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn add64(&mut self, a: V, b: V) -> V {
+    pub(super) fn add64(&mut self, a: V, b: V) -> V {
         match (a, b) {
             (V::I(x, _), V::I(y, _)) => V::I(x + y, ScalarTy::I64),
             (V::I(0, _), o) | (o, V::I(0, _)) => o,
@@ -103,7 +103,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn mul64(&mut self, a: V, b: V) -> V {
+    pub(super) fn mul64(&mut self, a: V, b: V) -> V {
         match (a, b) {
             (V::I(x, _), V::I(y, _)) => V::I(x * y, ScalarTy::I64),
             (V::I(0, _), _) | (_, V::I(0, _)) => V::I(0, ScalarTy::I64),
@@ -159,7 +159,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn tensor_dims(&self, p: crate::hir::ParamId) -> (Vec<V>, bool) {
+    pub(super) fn tensor_dims(&self, p: crate::hir::ParamId) -> (Vec<V>, bool) {
         match &self.k.params[p.0 as usize].kind {
             ParamKind::Tensor { dims, written, .. } => {
                 (dims.iter().map(|d| self.dim_value(d)).collect(), *written)
@@ -170,7 +170,7 @@ impl Emitter<'_> {
 
     /// Linear element offset (64-bit) of `idx` in a row-major array with
     /// the given dims.
-    fn linear64(&mut self, idx: &[V], idx_signed: &[bool], dims: &[V]) -> V {
+    pub(super) fn linear64(&mut self, idx: &[V], idx_signed: &[bool], dims: &[V]) -> V {
         let r = idx.len();
         if r == 0 {
             return V::I(0, ScalarTy::I64);
@@ -840,7 +840,18 @@ impl Emitter<'_> {
     }
 
     pub(crate) fn tile_store(&mut self, acc: AccessId, buffer: BufferId) {
-        self.tile_transfer(acc, buffer, true, &[]);
+        // A tile in a buffer with padded rows (a `dot` operand) is the box
+        // at the buffer's start.
+        let padded = match (&self.f.buffers[buffer].kind, &self.f.accesses[acc].shape) {
+            (BufferKind::Tile { shape: whole, .. }, Shape::Tile { shape }) => whole != shape,
+            _ => false,
+        };
+        let at = if padded {
+            vec![0; self.f.accesses[acc].index.len()]
+        } else {
+            vec![]
+        };
+        self.tile_transfer(acc, buffer, true, &at);
         self.cur_access = None;
     }
 

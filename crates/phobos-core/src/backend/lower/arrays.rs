@@ -410,11 +410,13 @@ mod hir_visit {
             }
             StmtKind::TileCopy { starts, .. }
             | StmtKind::TileStore { starts, .. }
+            | StmtKind::AccStore { starts, .. }
             | StmtKind::TileFill { starts, .. } => starts.iter().for_each(f),
             StmtKind::Atomic { index, args, .. } => {
                 index.iter().for_each(&mut *f);
                 args.iter().for_each(f);
             }
+            StmtKind::AccMap { value, .. } => f(value),
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => f(cond),
             StmtKind::For {
                 start, end, step, ..
@@ -423,7 +425,12 @@ mod hir_visit {
                 f(end);
                 f(step);
             }
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::Fence => {}
+            StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Return
+            | StmtKind::Fence
+            | StmtKind::AccZero { .. }
+            | StmtKind::Dot { .. } => {}
         }
     }
 }

@@ -1,0 +1,353 @@
+//! Tensor cores: accumulator tiles in registers, `dot` as `ldmatrix` +
+//! `mma.sync`, and the masked store of an accumulator.
+//!
+//! Layout (docs/tensor-cores.md): warp `w` owns rows `(w / wn) * rows/wm`
+//! and columns `(w % wn) * cols/wn` of the accumulator, a grid of
+//! `frag_m x frag_n` fragments of 16 x 8. A fragment's four f32 registers
+//! are the PTX ISA's `m16n8` accumulator: lane `l` holds rows `l / 4` and
+//! `l / 4 + 8`, columns `2 (l % 4)` and `2 (l % 4) + 1`.
+//!
+//! Per 16-deep step of K, a warp loads each 16 x 16 block of `a` it needs
+//! with one `ldmatrix.x4` (lane `l` points at row `l % 16`, column
+//! `8 (l / 16)`: the four matrices are the fragment's `a0..a3`) and each
+//! 16 x 8 block of `b` with one `ldmatrix.x2`: for `trans(w)`, `w` is
+//! `[N, K]` row-major and each of its rows is a column of B (lane `l`
+//! points at row `l % 8`, column `8 ((l / 8) % 2)`); for a `[K, N]` `b`,
+//! `.trans` turns its 8 x 8 blocks (lane `l` points at row `l % 16`).
+//! Then one `mma.sync.aligned.m16n8k16` per fragment on sm_80+, or two
+//! `m16n8k8` (f16 only) on sm_75. 8-bit operands are the same with 16
+//! elements per 16-byte row: K steps by 32 (`m16n8k32.s32.s8.s8.s32`), and
+//! only the `trans(w)` form exists (`ldmatrix .trans` moves 16-bit
+//! elements).
+
+use super::{Emitter, Reg, RegClass, V};
+use crate::ast::ScalarTy;
+use crate::backend::ir::{AccId, AccessId, BufferId, BufferKind, Mem, Shape};
+
+impl Emitter<'_> {
+    /// The registers of every accumulator tile, allocated once.
+    pub(super) fn declare_accs(&mut self) {
+        for (_, t) in self.f.accs.iter() {
+            let n = t.layout.regs(t.elem);
+            let class = RegClass::of(t.elem);
+            let regs: Vec<Reg> = (0..n).map(|_| self.reg(class)).collect();
+            self.acc_regs.push(regs);
+        }
+    }
+
+    pub(super) fn acc_zero(&mut self, acc: AccId) {
+        for r in self.acc_regs[acc.0 as usize].clone() {
+            if r.class == RegClass::F32 {
+                self.ins(&format!("mov.f32 {r}, 0f00000000;"));
+            } else {
+                self.ins(&format!("mov.b32 {r}, 0;"));
+            }
+        }
+    }
+
+    /// The accumulator's first row and column owned by this thread's warp.
+    fn warp_origin(&mut self, acc: AccId) -> (Reg, Reg) {
+        let l = self.f.accs[acc].layout;
+        let w = self.warp;
+        let row = self.reg(RegClass::B32);
+        let col = self.reg(RegClass::B32);
+        self.ins(&format!("div.u32 {row}, {w}, {};", l.wn));
+        self.ins(&format!("mul.lo.s32 {row}, {row}, {};", l.warp_rows()));
+        self.ins(&format!("rem.u32 {col}, {w}, {};", l.wn));
+        self.ins(&format!("mul.lo.s32 {col}, {col}, {};", l.warp_cols()));
+        (row, col)
+    }
+
+    /// A buffer's shared base address (the symbol plus its plan offset),
+    /// its row pitch in elements and its element type.
+    fn tile_base(&mut self, b: BufferId) -> (Reg, u32, ScalarTy) {
+        let (pitch, elem) = match &self.f.buffers[b].kind {
+            BufferKind::Tile { shape, elem } => (shape.last().copied().unwrap_or(1), *elem),
+            BufferKind::Scratch { .. } => (1, ScalarTy::F16),
+        };
+        let base = self.reg(RegClass::B32);
+        let smem = self.smem.clone();
+        self.ins(&format!("mov.u32 {base}, {smem};"));
+        let off = self.an.plan.offset[b.0 as usize];
+        if off != 0 {
+            self.ins(&format!("add.s32 {base}, {base}, {off};"));
+        }
+        (base, pitch, elem)
+    }
+
+    /// `base + (row * pitch + col) * size` in a new register.
+    fn lane_addr(&mut self, base: Reg, row: Reg, col: Reg, pitch: u32, size: u32) -> Reg {
+        let a = self.reg(RegClass::B32);
+        self.ins(&format!("mad.lo.s32 {a}, {row}, {pitch}, {col};"));
+        self.ins(&format!("mad.lo.s32 {a}, {a}, {size}, {base};"));
+        a
+    }
+
+    pub(super) fn mma(&mut self, acc: AccId, (a, b): (BufferId, BufferId), b_trans: bool, k: u32) {
+        let t = self.f.accs[acc].clone();
+        let l = t.layout;
+        let (wrow, wcol) = self.warp_origin(acc);
+        let lane = self.lane;
+        let (abase, apitch, op) = self.tile_base(a);
+        let (bbase, bpitch, _) = self.tile_base(b);
+        let size = op.size();
+        // One `ldmatrix` row is 16 bytes: `chunk` elements (8 of f16, 16
+        // of i8); one mma step takes two along K (32 bytes).
+        let chunk = 16 / size;
+        let kk = 2 * chunk;
+        let shift = chunk.trailing_zeros();
+        // A: row (wrow + lane % 16), column chunk * (lane / 16).
+        let r16 = self.reg(RegClass::B32);
+        self.ins(&format!("and.b32 {r16}, {lane}, 15;"));
+        let arow = self.reg(RegClass::B32);
+        self.ins(&format!("add.s32 {arow}, {wrow}, {r16};"));
+        let acol = self.reg(RegClass::B32);
+        self.ins(&format!("shr.u32 {acol}, {lane}, 4;"));
+        self.ins(&format!("shl.b32 {acol}, {acol}, {shift};"));
+        let a_addr = self.lane_addr(abase, arow, acol, apitch, size);
+        let b_addr = if b_trans {
+            // w is [N, K]: row (wcol + lane % 8), column chunk * ((lane / 8) % 2).
+            let r8 = self.reg(RegClass::B32);
+            self.ins(&format!("and.b32 {r8}, {lane}, 7;"));
+            let brow = self.reg(RegClass::B32);
+            self.ins(&format!("add.s32 {brow}, {wcol}, {r8};"));
+            let bcol = self.reg(RegClass::B32);
+            self.ins(&format!("shr.u32 {bcol}, {lane}, 3;"));
+            self.ins(&format!("and.b32 {bcol}, {bcol}, 1;"));
+            self.ins(&format!("shl.b32 {bcol}, {bcol}, {shift};"));
+            self.lane_addr(bbase, brow, bcol, bpitch, size)
+        } else {
+            // b is [K, N]: row lane % 16, column wcol.
+            self.lane_addr(bbase, r16, wcol, bpitch, size)
+        };
+        let frags = self.acc_regs[acc.0 as usize].clone();
+        let sm75 = self.arch < 80;
+        if sm75 {
+            // ldmatrix and mma.m16n8k8 are PTX ISA 6.5.
+            self.need_version(65);
+        }
+        let ty = crate::mma::ptx_name(op);
+        // The accumulator's name: `f32` (`ptx_name` gives the operand's
+        // `tf32` for f32).
+        let dty = if t.elem == ScalarTy::F32 {
+            "f32"
+        } else {
+            crate::mma::ptx_name(t.elem)
+        };
+        // f32 operands are rounded to tf32 as they leave `ldmatrix`.
+        let tf32 = op == ScalarTy::F32;
+        for ks in 0..k / kk {
+            let mut afr = Vec::new();
+            for fm in 0..l.frag_m {
+                let regs: Vec<Reg> = (0..4).map(|_| self.reg(RegClass::B32)).collect();
+                let off = (fm * 16 * apitch + ks * kk) * size;
+                self.ins(&format!(
+                    "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{}}}, [{a_addr}+{off}];",
+                    list(&regs)
+                ));
+                let regs = if tf32 {
+                    self.round_to_tf32(&regs)
+                } else {
+                    regs
+                };
+                afr.push(regs);
+            }
+            let mut bfr = Vec::new();
+            for fnn in 0..l.frag_n {
+                let regs: Vec<Reg> = (0..2).map(|_| self.reg(RegClass::B32)).collect();
+                let (off, trans) = if b_trans {
+                    ((fnn * 8 * bpitch + ks * kk) * size, "")
+                } else {
+                    ((ks * kk * bpitch + fnn * 8) * size, ".trans")
+                };
+                self.ins(&format!(
+                    "ldmatrix.sync.aligned.m8n8.x2{trans}.shared.b16 {{{}}}, [{b_addr}+{off}];",
+                    list(&regs)
+                ));
+                let regs = if tf32 {
+                    self.round_to_tf32(&regs)
+                } else {
+                    regs
+                };
+                bfr.push(regs);
+            }
+            for (fm, ar) in afr.iter().enumerate() {
+                for (fnn, br) in bfr.iter().enumerate() {
+                    let i = (fm * l.frag_n as usize + fnn) * 4;
+                    let d = list(&frags[i..i + 4]);
+                    if sm75 {
+                        for h in 0..2 {
+                            self.ins(&format!(
+                                "mma.sync.aligned.m16n8k8.row.col.f32.{ty}.{ty}.f32 {{{d}}}, {{{}, {}}}, {{{}}}, {{{d}}};",
+                                ar[2 * h], ar[2 * h + 1], br[h]
+                            ));
+                        }
+                    } else {
+                        self.ins(&format!(
+                            "mma.sync.aligned.m16n8k{kk}.row.col.{dty}.{ty}.{ty}.{dty} {{{d}}}, {{{}}}, {{{}}}, {{{d}}};",
+                            list(ar),
+                            list(br)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// `cvt.rna.tf32.f32` of each register (f32 bits as loaded).
+    fn round_to_tf32(&mut self, regs: &[Reg]) -> Vec<Reg> {
+        regs.iter()
+            .map(|&r| {
+                let f = self.reg(RegClass::F32);
+                self.ins(&format!("mov.b32 {f}, {r};"));
+                let d = self.reg(RegClass::B32);
+                self.ins(&format!("cvt.rna.tf32.f32 {d}, {f};"));
+                d
+            })
+            .collect()
+    }
+
+    /// An epilogue: for each element this lane holds, its value, row and
+    /// column into the vars, then `value` back into its register.
+    pub(super) fn acc_map(
+        &mut self,
+        acc: AccId,
+        vars: [crate::backend::ir::VarId; 3],
+        value: crate::backend::ir::ExprId,
+    ) {
+        let t = self.f.accs[acc].clone();
+        let l = t.layout;
+        let (wrow, wcol) = self.warp_origin(acc);
+        let lane = self.lane;
+        let g = self.reg(RegClass::B32);
+        self.ins(&format!("shr.u32 {g}, {lane}, 2;"));
+        let c2 = self.reg(RegClass::B32);
+        self.ins(&format!("and.b32 {c2}, {lane}, 3;"));
+        self.ins(&format!("shl.b32 {c2}, {c2}, 1;"));
+        let row0 = self.reg(RegClass::B32);
+        self.ins(&format!("add.s32 {row0}, {wrow}, {g};"));
+        let col0 = self.reg(RegClass::B32);
+        self.ins(&format!("add.s32 {col0}, {wcol}, {c2};"));
+        let [elem, row, col] = vars.map(|v| self.var_reg(v));
+        let frags = self.acc_regs[acc.0 as usize].clone();
+        let mv = if t.elem == ScalarTy::F32 {
+            "mov.f32"
+        } else {
+            "mov.b32"
+        };
+        for fm in 0..l.frag_m {
+            for fnn in 0..l.frag_n {
+                for r in 0..4u32 {
+                    let i = (fm * l.frag_n + fnn) as usize * 4 + r as usize;
+                    // Register r: row g + 8 (r / 2), column 2t + r % 2.
+                    self.ins(&format!(
+                        "add.s32 {row}, {row0}, {};",
+                        fm * 16 + (r / 2) * 8
+                    ));
+                    self.ins(&format!("add.s32 {col}, {col0}, {};", fnn * 8 + r % 2));
+                    self.ins(&format!("{mv} {elem}, {};", frags[i]));
+                    // The value's loads read other elements each time.
+                    self.load_cache.clear();
+                    let v = self.expr(value);
+                    let op = self.operand(v);
+                    self.ins(&format!("{mv} {}, {op};", frags[i]));
+                }
+            }
+        }
+        self.load_cache.clear();
+    }
+
+    /// Each lane stores its fragment pairs, each element masked at the
+    /// tensor's bounds.
+    pub(super) fn acc_store(&mut self, acc: AccId, access: AccessId) {
+        let a = self.f.accesses[access].clone();
+        let (Mem::Tensor(p), Shape::Tile { .. }) = (a.mem, &a.shape) else {
+            return;
+        };
+        let t = self.f.accs[acc].clone();
+        let l = t.layout;
+        let (dims, _) = self.tensor_dims(p);
+        let starts: Vec<V> = a.index.iter().map(|e| self.scalar_expr(*e)).collect();
+        self.loc(a.span);
+        self.cur_access = Some(access);
+        let (wrow, wcol) = self.warp_origin(acc);
+        let lane = self.lane;
+        // This lane's first row and column in a fragment: lane / 4, 2 (lane % 4).
+        let g = self.reg(RegClass::B32);
+        self.ins(&format!("shr.u32 {g}, {lane}, 2;"));
+        let c2 = self.reg(RegClass::B32);
+        self.ins(&format!("and.b32 {c2}, {lane}, 3;"));
+        self.ins(&format!("shl.b32 {c2}, {c2}, 1;"));
+        let row0 = self.reg(RegClass::B32);
+        let s0 = self.in_reg(starts[0], ScalarTy::I32);
+        self.ins(&format!("add.s32 {row0}, {wrow}, {g};"));
+        self.ins(&format!("add.s32 {row0}, {row0}, {s0};"));
+        let col0 = self.reg(RegClass::B32);
+        let s1 = self.in_reg(starts[1], ScalarTy::I32);
+        self.ins(&format!("add.s32 {col0}, {wcol}, {c2};"));
+        self.ins(&format!("add.s32 {col0}, {col0}, {s1};"));
+        let base = self.params[p.0 as usize].unwrap_or(Reg::new(RegClass::B64, 0));
+        let frags = self.acc_regs[acc.0 as usize].clone();
+        // The tensor's element type: the accumulator's, or f16/bf16 from
+        // an f32 accumulator (`C[...] = f16(acc)`).
+        let out = a.elem;
+        let half = out != t.elem && matches!(out, ScalarTy::F16 | ScalarTy::BF16);
+        let st = if half {
+            ".b16"
+        } else if t.elem == ScalarTy::F32 {
+            ".f32"
+        } else {
+            ".u32"
+        };
+        let size: u32 = if half { 2 } else { 4 };
+        let dm = self.operand(dims[0]);
+        let dn = self.operand(dims[1]);
+        for fm in 0..l.frag_m {
+            for h in 0..2 {
+                let row = self.reg(RegClass::B32);
+                self.ins(&format!("add.s32 {row}, {row0}, {};", fm * 16 + h * 8));
+                let row_in = self.reg(RegClass::Pred);
+                self.ins(&format!("setp.lt.u32 {row_in}, {row}, {dm};"));
+                for fnn in 0..l.frag_n {
+                    let col = self.reg(RegClass::B32);
+                    self.ins(&format!("add.s32 {col}, {col0}, {};", fnn * 8));
+                    let lin = self.linear64(&[V::R(row), V::R(col)], &[true, true], &dims);
+                    let bytes = self.mul64(lin, V::I(i128::from(size), ScalarTy::I64));
+                    let addr = match self.add64(V::R(base), bytes) {
+                        V::R(r) => r,
+                        _ => base,
+                    };
+                    let i = (fm * l.frag_n + fnn) as usize * 4 + h as usize * 2;
+                    for e in 0..2u32 {
+                        let c = if e == 0 {
+                            col
+                        } else {
+                            let c = self.reg(RegClass::B32);
+                            self.ins(&format!("add.s32 {c}, {col}, 1;"));
+                            c
+                        };
+                        let q = self.reg(RegClass::Pred);
+                        self.ins(&format!("setp.lt.u32 {q}, {c}, {dn};"));
+                        self.ins(&format!("and.pred {q}, {q}, {row_in};"));
+                        let off = if e == 0 {
+                            format!("[{addr}]")
+                        } else {
+                            format!("[{addr}+{size}]")
+                        };
+                        let v = frags[i + e as usize];
+                        let v = if half { self.f32_to_half(v, out) } else { v };
+                        self.ins(&format!("@{q} st.global{st} {off}, {v};"));
+                    }
+                }
+            }
+        }
+        self.cur_access = None;
+    }
+}
+
+fn list(regs: &[Reg]) -> String {
+    regs.iter()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
