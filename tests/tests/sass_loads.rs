@@ -131,3 +131,60 @@ fn a_register_array_indexed_by_unrolled_loops_has_no_local_memory_in_sass() {
         .collect();
     assert!(ptx.contains(".local .align 4 .b8") && ptx.contains("ld.local.u32"));
 }
+
+/// The tensor-core GEMMs: ptxas turns each `mma.sync` into `HMMA` and each
+/// `ldmatrix` into `LDSM` on every target the kernel is built for, and the
+/// accumulator stays in registers (no `LDL`/`STL`; `.minnctapersm 1` keeps
+/// ptxas from capping registers for occupancy, which spilled the bf16
+/// GEMM's accumulator on sm_80).
+#[test]
+fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
+    let (Some(ptxas), Some(nvdisasm)) = (find_ptxas(), find_nvdisasm()) else {
+        assert!(
+            !in_ci(),
+            "ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM); CI=true requires both"
+        );
+        eprintln!("skipping: ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Per file: (target, HMMA, LDSM) — one HMMA per mma.sync and fragment
+    // per 16-deep step, two on sm_75 (m16n8k8).
+    type Counts = (u32, usize, usize);
+    let expected: [(&str, &[Counts]); 2] = [
+        (
+            "mma_gemm_f16",
+            &[
+                (75, 32, 12),
+                (80, 16, 12),
+                (86, 16, 12),
+                (89, 16, 12),
+                (90, 16, 12),
+            ],
+        ),
+        (
+            "mma_gemm_bf16",
+            &[(80, 4, 4), (86, 4, 4), (89, 4, 4), (90, 4, 4)],
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, targets) in expected {
+        for &(arch, hmma, ldsm) in targets {
+            let sass = sass_of(&ptxas, &nvdisasm, dir.path(), name, arch);
+            let count = |op: &str| {
+                sass.lines()
+                    .filter(|l| l.split_whitespace().any(|w| w.starts_with(op)))
+                    .count()
+            };
+            let (h, l) = (count("HMMA"), count("LDSM"));
+            let local = analyze(&sass).local;
+            eprintln!("{name} sm_{arch}: {h} HMMA, {l} LDSM, {local} local-memory instructions");
+            if h != hmma || l != ldsm || local > 0 {
+                failures.push(format!(
+                    "{name} sm_{arch}: {h} HMMA (want {hmma}), {l} LDSM (want {ldsm}), {local} LDL/STL"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -87,11 +87,11 @@ impl WarpLayout {
     pub fn choose(m: u32, n: u32, warps: u32) -> Option<WarpLayout> {
         let mut best: Option<(u32, u32, WarpLayout)> = None;
         for wm in 1..=warps {
-            if warps % wm != 0 {
+            if !warps.is_multiple_of(wm) {
                 continue;
             }
             let wn = warps / wm;
-            if m % (FRAG_M * wm) != 0 || n % (FRAG_N * wn) != 0 {
+            if !m.is_multiple_of(FRAG_M * wm) || !n.is_multiple_of(FRAG_N * wn) {
                 continue;
             }
             let l = WarpLayout {

@@ -4,8 +4,9 @@
 
 const DOCS: &str = include_str!("../../../docs/language.md");
 
-const SOURCES: [&str; 23] = [
+const SOURCES: [&str; 24] = [
     include_str!("../src/check/arrays.rs"),
+    include_str!("../src/check/dot.rs"),
     include_str!("../src/backend.rs"),
     include_str!("../src/pipeline.rs"),
     include_str!("../src/backend/shared_plan.rs"),

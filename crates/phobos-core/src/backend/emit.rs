@@ -402,7 +402,15 @@ impl<'a> Emitter<'a> {
         }
         let _ = writeln!(out, ".visible .entry {}(", self.f.entry);
         let _ = writeln!(out, "{}", params.join(",\n"));
-        let _ = writeln!(out, ")\n.reqntid {}, 1, 1\n{{", self.f.threads);
+        let _ = writeln!(out, ")\n.reqntid {}, 1, 1", self.f.threads);
+        if !self.f.accs.is_empty() {
+            // With `.reqntid` alone, ptxas may cap registers for full
+            // occupancy (32 per thread for 128 threads on sm_80) and spill
+            // an accumulator to local memory; one CTA per SM is all a
+            // tensor-core kernel asks for (tests/tests/sass_loads.rs).
+            let _ = writeln!(out, ".minnctapersm 1");
+        }
+        let _ = writeln!(out, "{{");
         let classes = [
             RegClass::Pred,
             RegClass::B16,

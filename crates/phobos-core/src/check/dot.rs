@@ -102,7 +102,7 @@ impl Cx<'_> {
                 .primary(init.span, "write `zeros<f32>[M, N]`"),
             );
         };
-        if rows % FRAG_M != 0 || cols % FRAG_N != 0 {
+        if !rows.is_multiple_of(FRAG_M) || !cols.is_multiple_of(FRAG_N) {
             return fail(
                 self,
                 Diagnostic::error(
@@ -260,7 +260,7 @@ impl Cx<'_> {
             );
             return None;
         }
-        if ka % kind.k != 0 {
+        if !ka.is_multiple_of(kind.k) {
             self.report(
                 Diagnostic::error("P0452", format!("a `dot` over K = {ka} does not tile the tensor-core instruction"))
                     .primary(value.span, format!("K = {ka}"))

@@ -1,0 +1,343 @@
+//! Accumulator tiles and `dot` (docs/language.md, "Tensor cores"): what the
+//! checker accepts, each refusal with its code as a snapshot of the
+//! rendered diagnostic (P0450-P0458, P0702, P0703, and the backend's
+//! P0811), and the instructions the backend makes of them.
+
+use phobos_core::render::render;
+use phobos_core::{compile, CompileOptions};
+
+/// A GEMM kernel around `body`, with 128 threads (4 warps).
+fn k(body: &str) -> String {
+    format!(
+        "@launch(128)
+kernel k(A: tensor<f16>[M, K], W: tensor<f16>[N, K], B: tensor<f16>[K, N], H: tensor<bf16>[M, K], F: tensor<f32>[M, K], C: tensor<f32>[M, N]) {{
+  let r = ctx.block.x * 64
+  let c = ctx.block.y * 64
+{body}
+}}
+"
+    )
+}
+
+/// `src` is refused with exactly one error, `code` with `message`, at
+/// `line`; the rendered diagnostic is a snapshot.
+fn refused(name: &str, src: &str, code: &str, message: &str, line: u32) {
+    let (kernels, diags) = phobos_core::check_source(src);
+    let text = render(&diags, &format!("{name}.pho"), src, false);
+    assert!(kernels.is_empty(), "{name}: a kernel was accepted");
+    assert_eq!(diags.len(), 1, "{name}: expected one diagnostic:\n{text}");
+    assert_eq!(diags[0].code, code, "{name}:\n{text}");
+    assert_eq!(diags[0].message, message, "{name}:\n{text}");
+    let primary = diags[0]
+        .labels
+        .iter()
+        .find(|l| l.primary)
+        .expect("a primary label");
+    let at = phobos_core::source::LineIndex::new(src).line(primary.span.start as usize);
+    assert_eq!(at, line, "{name}: wrong line:\n{text}");
+    insta::assert_snapshot!(name, format!("{src}\n---\n{text}"));
+}
+
+fn ptx(src: &str, arch: u32) -> String {
+    let (kernels, diags) = compile(src, "k.pho", &CompileOptions::for_arch(arch));
+    let text = render(&diags, "k.pho", src, false);
+    assert!(diags.iter().all(|d| !d.is_error()), "{text}");
+    kernels.iter().map(|k| k.ptx.as_str()).collect()
+}
+
+const GEMM: &str = "  var acc = zeros<f32>[64, 64]
+  for k in range(0, K, 32) {
+    var a = A[r :+ 64, k :+ 32]
+    var w = W[c :+ 64, k :+ 32]
+    acc += dot(a, trans(w))
+  }
+  C[r :+ 64, c :+ 64] = acc";
+
+#[test]
+fn a_gemm_compiles_to_ldmatrix_and_mma() {
+    let src = k(GEMM);
+    let p = ptx(&src, 80);
+    // 2 x 2 warps of 32 x 32: per 16-deep step, 2 A blocks (x4) and 4 B
+    // blocks (x2), 8 fragments; K = 32 is two steps.
+    assert_eq!(
+        p.matches("ldmatrix.sync.aligned.m8n8.x4.shared.b16")
+            .count(),
+        4,
+        "{p}"
+    );
+    assert_eq!(
+        p.matches("ldmatrix.sync.aligned.m8n8.x2.shared.b16")
+            .count(),
+        8,
+        "{p}"
+    );
+    assert_eq!(
+        p.matches("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
+            .count(),
+        16,
+        "{p}"
+    );
+    assert!(
+        !p.contains(".trans"),
+        "trans(w) reads w's rows as B's columns: {p}"
+    );
+    // The operand rows are padded by 16 bytes: 64 x 40 f16 = 5120 bytes each.
+    assert!(p.contains(".shared .align 16 .b8 k_smem[10240]"), "{p}");
+    // A barrier after the copies, and one before the next trip's copies.
+    assert!(p.matches("bar.sync 0;").count() >= 2, "{p}");
+    // Each lane stores its 32 elements, masked.
+    assert_eq!(p.matches("st.global.f32").count(), 32, "{p}");
+    // sm_75: two m16n8k8 per step and fragment, PTX ISA 6.5.
+    let p75 = ptx(&src, 75);
+    assert_eq!(
+        p75.matches("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32")
+            .count(),
+        32
+    );
+    assert!(p75.contains(".version 6.5"), "{p75}");
+}
+
+#[test]
+fn a_row_major_b_is_read_with_ldmatrix_trans() {
+    let src = k("  var acc = zeros<f32>[64, 64]
+  var a = A[r :+ 64, 0 :+ 16]
+  var b = B[0 :+ 16, c :+ 64]
+  acc += dot(a, b)
+  C[r :+ 64, c :+ 64] = acc");
+    let p = ptx(&src, 80);
+    assert_eq!(
+        p.matches("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16")
+            .count(),
+        4,
+        "{p}"
+    );
+}
+
+#[test]
+fn bf16_needs_sm_80() {
+    let src = k("  var acc = zeros<f32>[64, 64]
+  var a = H[r :+ 64, 0 :+ 16]
+  var b = H[c :+ 64, 0 :+ 16]
+  acc += dot(a, trans(b))
+  C[r :+ 64, c :+ 64] = acc");
+    assert!(ptx(&src, 80).contains("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+    let (_, diags) = compile(&src, "k.pho", &CompileOptions::for_arch(75));
+    let text = render(&diags, "bf16_on_sm_75.pho", &src, false);
+    assert_eq!(diags.len(), 1, "{text}");
+    assert_eq!(diags[0].code, "P0811", "{text}");
+    insta::assert_snapshot!("bf16_on_sm_75", format!("{src}\n---\n{text}"));
+}
+
+#[test]
+fn an_accumulator_is_declared_with_var() {
+    refused(
+        "acc_with_let",
+        &k("  let acc = zeros<f32>[64, 64]"),
+        "P0450",
+        "an accumulator tile is declared with `var`",
+        5,
+    );
+}
+
+#[test]
+fn an_accumulator_has_two_constant_extents() {
+    refused(
+        "acc_runtime_extent",
+        &k("  var acc = zeros<f32>[M, 64]"),
+        "P0450",
+        "an accumulator tile's extents are constants from 1 to 65536",
+        5,
+    );
+    refused(
+        "acc_rank_three",
+        &k("  var acc = zeros<f32>[16, 16, 16]"),
+        "P0450",
+        "an accumulator tile has two extents, rows and columns; found 3",
+        5,
+    );
+    refused(
+        "zeros_in_an_expression",
+        &k("  let x = zeros<f32>[16, 8] + 1.0"),
+        "P0450",
+        "`zeros<...>[...]` declares an accumulator tile, and is not a value",
+        5,
+    );
+}
+
+#[test]
+fn an_accumulator_holds_f32() {
+    refused(
+        "acc_of_f16",
+        &k("  var acc = zeros<f16>[64, 64]"),
+        "P0451",
+        "an accumulator tile of f16 is not supported",
+        5,
+    );
+}
+
+#[test]
+fn shapes_must_tile_the_instruction() {
+    refused(
+        "acc_rows_not_16",
+        &k("  var acc = zeros<f32>[24, 64]"),
+        "P0452",
+        "an accumulator of [24, 64] does not tile the tensor-core instruction",
+        5,
+    );
+    // 16 x 8 cannot go to four warps.
+    refused(
+        "acc_too_small_for_the_warps",
+        &k("  var acc = zeros<f32>[16, 8]"),
+        "P0452",
+        "an accumulator of [16, 8] cannot be split over the CTA's 4 warps",
+        5,
+    );
+    refused(
+        "dot_k_not_16",
+        &k("  var acc = zeros<f32>[64, 64]
+  var a = A[r :+ 64, 0 :+ 24]
+  var w = W[c :+ 64, 0 :+ 24]
+  acc += dot(a, trans(w))"),
+        "P0452",
+        "a `dot` over K = 24 does not tile the tensor-core instruction",
+        8,
+    );
+}
+
+#[test]
+fn an_accumulator_over_the_register_budget_is_refused() {
+    // 256 x 128 over 4 warps: 128 x 64 per warp, 256 registers per lane.
+    refused(
+        "acc_over_budget",
+        &k("  var acc = zeros<f32>[256, 128]"),
+        "P0453",
+        "an accumulator of [256, 128] needs 256 registers per thread over 4 warps, above the budget of 128",
+        5,
+    );
+}
+
+#[test]
+fn an_accumulator_changes_only_by_dot() {
+    refused(
+        "acc_assigned",
+        &k("  var acc = zeros<f32>[64, 64]
+  acc = 1.0"),
+        "P0454",
+        "the accumulator tile `acc` changes only by `acc += dot(a, b)`",
+        6,
+    );
+}
+
+#[test]
+fn dot_takes_shared_tiles() {
+    refused(
+        "dot_of_a_tensor",
+        &k("  var acc = zeros<f32>[64, 64]
+  var w = W[c :+ 64, 0 :+ 16]
+  acc += dot(A, trans(w))"),
+        "P0455",
+        "`dot` takes a shared tile of two dims",
+        7,
+    );
+    refused(
+        "dot_in_an_expression",
+        &k("  let x = dot(1.0, 2.0)"),
+        "P0455",
+        "`dot` is only used as `acc += dot(a, b)`",
+        5,
+    );
+}
+
+#[test]
+fn operand_types_need_an_instruction() {
+    refused(
+        "dot_of_mixed_types",
+        &k("  var acc = zeros<f32>[64, 64]
+  var a = A[r :+ 64, 0 :+ 16]
+  var h = H[c :+ 64, 0 :+ 16]
+  acc += dot(a, trans(h))"),
+        "P0456",
+        "no tensor-core product of f16 x bf16 into f32",
+        8,
+    );
+    refused(
+        "dot_of_f32",
+        &k("  var acc = zeros<f32>[64, 64]
+  var a = F[r :+ 64, 0 :+ 16]
+  var b = F[c :+ 64, 0 :+ 16]
+  acc += dot(a, trans(b))"),
+        "P0456",
+        "no tensor-core product of f32 x f32 into f32",
+        8,
+    );
+}
+
+#[test]
+fn dot_shapes_must_match_the_accumulator() {
+    refused(
+        "dot_shape_mismatch",
+        &k("  var acc = zeros<f32>[64, 64]
+  var a = A[r :+ 64, 0 :+ 16]
+  var w = W[c :+ 32, 0 :+ 16]
+  acc += dot(a, trans(w))"),
+        "P0457",
+        "the shapes of `dot` do not match its accumulator",
+        8,
+    );
+}
+
+#[test]
+fn an_accumulator_is_not_element_addressable() {
+    refused(
+        "acc_subscripted",
+        &k("  var acc = zeros<f32>[64, 64]
+  C[0, 0] = acc[0, 0]"),
+        "P0458",
+        "the accumulator tile `acc` is not element-addressable",
+        6,
+    );
+    refused(
+        "acc_as_a_value",
+        &k("  var acc = zeros<f32>[64, 64]
+  let x = acc + 1.0"),
+        "P0458",
+        "the accumulator tile `acc` is not element-addressable",
+        6,
+    );
+}
+
+#[test]
+fn dot_is_cta_wide() {
+    refused(
+        "dot_under_a_warp_condition",
+        &k("  var acc = zeros<f32>[64, 64]
+  var a = A[r :+ 64, 0 :+ 16]
+  var w = W[c :+ 64, 0 :+ 16]
+  if ctx.warp == 0 {
+    acc += dot(a, trans(w))
+  }"),
+        "P0702",
+        "a `dot` needs uniform control",
+        9,
+    );
+    refused(
+        "acc_store_at_a_varying_start",
+        &k("  var acc = zeros<f32>[64, 64]
+  C[ctx.thread :+ 64, c :+ 64] = acc"),
+        "P0703",
+        "the start of an accumulator store must be the same in the whole CTA",
+        6,
+    );
+}
+
+#[test]
+fn an_accumulator_store_matches_its_target() {
+    refused(
+        "acc_store_shape",
+        &k("  var acc = zeros<f32>[64, 64]
+  C[r :+ 32, c :+ 64] = acc"),
+        "P0509",
+        "the accumulator does not match the target's shape and type",
+        6,
+    );
+}
