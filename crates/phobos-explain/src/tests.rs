@@ -237,6 +237,7 @@ fn staged_trace_limited(events: CtaEvents, tiles: Vec<TileOp>, max_steps: usize)
         tiles: &tiles,
         threads: 128,
         opcodes: &opcodes,
+        accumulators: &[],
     };
     let cta = build_cta(&layout, &events, max_steps);
     Trace {
@@ -257,6 +258,7 @@ fn staged_trace_limited(events: CtaEvents, tiles: Vec<TileOp>, max_steps: usize)
         ctas: vec![cta],
         picked: 0,
         heat: vec![],
+        accumulators: vec![],
     }
 }
 

@@ -123,9 +123,18 @@ fn the_bundle_builds_and_its_run_passes_on_the_stand_in() {
     // mma.sync) and are reported by their rate.
     let gemms: Vec<_> = benches
         .iter()
-        .filter(|b| b["kernel"].as_str().is_some_and(|k| k.starts_with("bf16_gemm")))
+        .filter(|b| {
+            b["kernel"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("bf16_gemm"))
+        })
         .collect();
     assert_eq!(gemms.len(), 2, "{benches:?}");
-    assert!(gemms.iter().all(|b| b["tflops"].as_f64().is_some_and(|t| t > 0.0)), "{gemms:?}");
+    assert!(
+        gemms
+            .iter()
+            .all(|b| b["tflops"].as_f64().is_some_and(|t| t > 0.0)),
+        "{gemms:?}"
+    );
     assert!(results.join("results.md").is_file() && results.join("log.txt").is_file());
 }
