@@ -3,6 +3,9 @@
 //! page's matvec kernels from the example (`examples/matvec/kernels`),
 //! which stay there, their one owner; both are copied into one folder under
 //! `OUT_DIR` so that one `kernels.rs` holds them all.
+//!
+//! The targets are sm_80 and newer: the bundle runs on data-centre GPUs,
+//! and its bf16 GEMM needs sm_80's tensor-core shapes (P0811 on sm_75).
 
 use std::path::{Path, PathBuf};
 
@@ -31,5 +34,12 @@ fn main() {
     std::fs::create_dir_all(&kernels).expect("create the kernels folder");
     copy_pho(&manifest.join("kernels"), &kernels);
     copy_pho(&manifest.join("../../examples/matvec/kernels"), &kernels);
-    phobos_build::compile_dir(&kernels);
+    let arches: Vec<u32> = phobos_core::ARCHES
+        .iter()
+        .copied()
+        .filter(|&a| a >= 80)
+        .collect();
+    phobos_build::Builder::new(&kernels)
+        .arches(&arches)
+        .build_or_exit();
 }

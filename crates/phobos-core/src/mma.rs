@@ -143,6 +143,16 @@ impl WarpLayout {
         best.map(|(_, _, l)| l)
     }
 
+    /// The first row and column of the part warp `warp` owns: warps are
+    /// numbered along the rows of the warp grid, `wn` to a row (the rule
+    /// the emitted PTX computes from `%warp`, backend/emit/mma.rs).
+    pub fn warp_origin(&self, warp: u32) -> (u32, u32) {
+        (
+            (warp / self.wn) * self.warp_rows(),
+            (warp % self.wn) * self.warp_cols(),
+        )
+    }
+
     /// Rows of the accumulator one warp owns.
     pub fn warp_rows(&self) -> u32 {
         self.frag_m * FRAG_M

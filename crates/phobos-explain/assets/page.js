@@ -186,6 +186,48 @@
     }
   }
 
+  // ----- accumulators: which warp owns which part -------------------------
+
+  // Each accumulator tile (zeros<T>[M, N]) as a grid of its warps' parts,
+  // with the 16 × 8 fragments of mma.sync inside them; on a step that
+  // zeroes, multiplies into or stores it, the parts of the warps taking
+  // part are lit.
+  const accs = T.accumulators || [];
+  $("accumulators").hidden = accs.length === 0;
+  const accViews = accs.map((a) => {
+    const box = html("div", "acc", $("acc-views"));
+    html("div", "name mono", box,
+      `${a.name}: ${a.elem}[${a.rows}, ${a.cols}], ${a.warp_grid[0]} × ${a.warp_grid[1]} warps, ${a.registers_per_lane} registers per lane`);
+    const sx = Math.min(8, MAX_W / a.cols), sy = Math.min(8, MAX_H / a.rows);
+    const w = a.cols * sx, h = a.rows * sy;
+    const root = svg("svg", { width: w + 2, height: h + 2, viewBox: `-1 -1 ${w + 2} ${h + 2}`, role: "img", "aria-label": `accumulator ${a.name}` }, box);
+    const parts = a.warp_tiles.map((t) => {
+      const g = svg("g", { class: `warp-tile warp-${t.warp}` }, root);
+      const rect = svg("rect", { x: t.col * sx, y: t.row * sy, width: t.cols * sx, height: t.rows * sy, fill: warpColor(t.warp), "fill-opacity": 0.2, stroke: "#1d232b", "stroke-width": 0.8 }, g);
+      let d = "";
+      for (let r = a.fragment[0]; r < t.rows; r += a.fragment[0]) d += `M${t.col * sx} ${(t.row + r) * sy}h${t.cols * sx}`;
+      for (let c = a.fragment[1]; c < t.cols; c += a.fragment[1]) d += `M${(t.col + c) * sx} ${t.row * sy}v${t.rows * sy}`;
+      if (d) svg("path", { d, stroke: "#fff", "stroke-width": 0.6, fill: "none" }, g);
+      if (t.cols * sx >= 22 && t.rows * sy >= 14) {
+        svg("text", { x: (t.col + t.cols / 2) * sx, y: (t.row + t.rows / 2) * sy + 4, "text-anchor": "middle" }, g, `w${t.warp}`);
+      }
+      return { t, rect };
+    });
+    return { a, parts };
+  });
+  function drawAccumulators(s) {
+    const on = new Set();
+    for (const r of s.threads) for (let t = r[0]; t < r[1]; t++) on.add(Math.floor(t / 32));
+    for (const v of accViews) {
+      const active = s.kind === "statement" && v.a.lines.includes(s.line);
+      for (const p of v.parts) {
+        const lit = active && on.has(p.t.warp);
+        p.rect.setAttribute("fill-opacity", lit ? 0.85 : 0.2);
+        p.rect.classList.toggle("lit", lit);
+      }
+    }
+  }
+
   // ----- barriers ----------------------------------------------------------
 
   const barrierItems = T.barriers.map((b) => {
@@ -371,6 +413,7 @@
     drawGlobal(s);
     drawShared(s);
     drawBarriers(s);
+    drawAccumulators(s);
     drawThreads(s);
     drawReadout(s);
     $("cta-label").textContent = `CTA ${T.ctas[cta].cta}`;

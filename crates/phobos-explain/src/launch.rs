@@ -34,6 +34,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         loops,
         statement_lines,
         tiles: tile_stmts,
+        accumulators,
     } = source;
     let dim_values: Vec<i64> = dim_ids
         .iter()
@@ -124,6 +125,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
             tiles: &tiles,
             threads: variant.threads,
             opcodes: &recorder.opcodes,
+            accumulators: &accumulators,
         };
         ctas.push(steps::build_cta(&layout, &events, req.max_steps));
     }
@@ -146,6 +148,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         ctas,
         picked,
         heat,
+        accumulators,
     })
 }
 

@@ -43,6 +43,57 @@ pub struct Trace {
     /// over every CTA of the launch, in line order: the page's heat column.
     #[serde(default)]
     pub heat: Vec<LineHeat>,
+    /// The kernel's accumulator tiles (`zeros<T>[M, N]`), each with the
+    /// warp layout the compiler chose for it.
+    #[serde(default)]
+    pub accumulators: Vec<Accumulator>,
+}
+
+/// An accumulator tile: CTA-wide, held in registers, spread over the
+/// CTA's warps by the compiler's warp layout (`phobos_core::mma`). Its
+/// `dot` steps read its operands from shared memory with `ldmatrix` (the
+/// step's shared reads) and multiply them on tensor cores.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Accumulator {
+    pub name: String,
+    /// Element type, e.g. `f32`.
+    pub elem: String,
+    pub rows: u32,
+    pub cols: u32,
+    /// The grid of warps over it: `[warp rows, warp columns]`.
+    pub warp_grid: [u32; 2],
+    /// The part each warp owns, by warp.
+    pub warp_tiles: Vec<WarpTile>,
+    /// Rows and columns of one `mma.sync` accumulator fragment.
+    pub fragment: [u32; 2],
+    /// The accumulator's registers in each lane.
+    pub registers_per_lane: u32,
+    /// The lines that zero it, add a product to it or store it.
+    pub lines: Vec<u32>,
+    pub dots: Vec<DotInfo>,
+}
+
+/// The rows and columns of an accumulator one warp owns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WarpTile {
+    pub warp: u32,
+    pub row: u32,
+    pub col: u32,
+    pub rows: u32,
+    pub cols: u32,
+}
+
+/// One `acc += dot(a, b)` statement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DotInfo {
+    pub line: u32,
+    /// The operand tiles (shared buffers), and whether `b` is `trans(b)`.
+    pub a: String,
+    pub b: String,
+    pub b_trans: bool,
+    /// The operands' element type, and K of one instruction step.
+    pub operand: String,
+    pub k_step: u32,
 }
 
 /// One source line's `phobos profile` counters, summed over every CTA of
@@ -347,5 +398,10 @@ impl Trace {
     /// The tensor with this name.
     pub fn tensor(&self, name: &str) -> Option<usize> {
         self.tensors.iter().position(|t| t.name == name)
+    }
+    /// The accumulator a statement on `line` zeroes, multiplies into or
+    /// stores, if any.
+    pub fn accumulator_at(&self, line: u32) -> Option<&Accumulator> {
+        self.accumulators.iter().find(|a| a.lines.contains(&line))
     }
 }

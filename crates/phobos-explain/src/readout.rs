@@ -18,6 +18,9 @@ pub fn describe(layout: &Layout<'_>, step: &Step) -> Vec<String> {
             }
         }
     }
+    if let Some(sentence) = accumulator_sentence(layout, step) {
+        out.push(sentence);
+    }
     for group in merged_groups(&step.accesses) {
         if group.space != Space::Local {
             out.push(access_sentence(layout, step, &group));
@@ -52,6 +55,55 @@ pub fn describe(layout: &Layout<'_>, step: &Step) -> Vec<String> {
         out.push("It computes in registers and touches no memory.".to_string());
     }
     out
+}
+
+/// What an accumulator statement does with the warp layout: which warp
+/// owns which part, and for a `dot`, how the product is made.
+fn accumulator_sentence(layout: &Layout<'_>, step: &Step) -> Option<String> {
+    if step.kind != StepKind::Statement {
+        return None;
+    }
+    let acc = layout
+        .accumulators
+        .iter()
+        .find(|a| a.lines.contains(&step.line))?;
+    let [wm, wn] = acc.warp_grid;
+    let tile = acc.warp_tiles.first()?;
+    let parts = format!(
+        "{} is {} × {} {} in registers: {} warps in a {wm} × {wn} grid each own {} × {} of it \
+         ({} × {} fragments of {} × {}, {} registers per lane)",
+        acc.name,
+        acc.rows,
+        acc.cols,
+        acc.elem,
+        acc.warp_tiles.len(),
+        tile.rows,
+        tile.cols,
+        tile.rows / acc.fragment[0].max(1),
+        tile.cols / acc.fragment[1].max(1),
+        acc.fragment[0],
+        acc.fragment[1],
+        acc.registers_per_lane,
+    );
+    Some(match acc.dots.iter().find(|d| d.line == step.line) {
+        Some(d) => format!(
+            "{parts}. Each warp adds its part of {} · {} on tensor cores (mma.sync on {} \
+             operands, k in steps of {}), reading the operand rows it needs from shared \
+             memory with ldmatrix: the shared reads below.",
+            d.a,
+            if d.b_trans {
+                format!("trans({})", d.b)
+            } else {
+                d.b.clone()
+            },
+            d.operand,
+            d.k_step,
+        ),
+        None if step.boxes.iter().any(|b| b.kind == AccessKind::Write) => {
+            format!("{parts}. Each warp stores its own part, masked at the tensor's bounds.")
+        }
+        None => format!("{parts}. Each warp sets its registers to 0."),
+    })
 }
 
 fn count(n: u64, one: &str, many: &str) -> String {

@@ -2,17 +2,20 @@
 //! line and last body line, to number iterations) and its tile copies and
 //! tile stores (line, tensor, tile shape and start subscripts, to find the
 //! masked elements). Start subscripts are uniform, so they can be evaluated
-//! per CTA from the launch's dims, scalars and block index.
+//! per CTA from the launch's dims, scalars and block index. Also its
+//! accumulator tiles, with the warp layout the compiler picks for them
+//! (`phobos_core::mma::WarpLayout`, the one rule the backend emits).
 
-use crate::model::LoopInfo;
+use crate::model::{Accumulator, DotInfo, LoopInfo, WarpTile};
 use crate::steps::TileOp;
 use phobos_core::ast::{CtxField, ScalarTy};
 use phobos_core::consteval;
 use phobos_core::hir::{
     Block, Builtin, ConstVal, DimId, Expr, ExprKind, Kernel, LocalKind, ParamId, StmtKind, Ty,
 };
+use phobos_core::mma::{dot_kind, WarpLayout, FRAG_M, FRAG_N};
 use phobos_core::source::LineIndex;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A tile statement before evaluation.
 #[derive(Clone, Debug)]
@@ -31,18 +34,85 @@ pub struct SourceInfo {
     /// Lines on which a statement starts.
     pub statement_lines: BTreeSet<u32>,
     pub tiles: Vec<TileStmt>,
+    pub accumulators: Vec<Accumulator>,
+}
+
+/// What the walk finds of one accumulator local.
+#[derive(Default)]
+struct AccUse {
+    lines: BTreeSet<u32>,
+    dots: Vec<DotInfo>,
 }
 
 /// Collect the loops (outermost first, in source order) and tile statements.
 pub fn collect(kernel: &Kernel, src: &str) -> SourceInfo {
     let index = LineIndex::new(src);
     let mut info = SourceInfo::default();
-    walk(kernel, &kernel.body, &index, &mut info);
+    let mut accs = BTreeMap::new();
+    walk(kernel, &kernel.body, &index, &mut info, &mut accs);
     info.loops.sort_by_key(|l| l.line);
+    info.accumulators = accs
+        .into_iter()
+        .filter_map(|(local, uses)| accumulator(kernel, local, uses))
+        .collect();
     info
 }
 
-fn walk(kernel: &Kernel, block: &Block, index: &LineIndex, info: &mut SourceInfo) {
+/// An accumulator with the warp layout the backend gives it.
+fn accumulator(kernel: &Kernel, local: u32, uses: AccUse) -> Option<Accumulator> {
+    let l = kernel.locals.get(local as usize)?;
+    let LocalKind::Acc { elem, rows, cols } = l.kind else {
+        return None;
+    };
+    let warps = kernel.threads.div_ceil(32);
+    let layout = WarpLayout::choose(rows, cols, warps)?;
+    let warp_tiles = (0..warps)
+        .map(|w| {
+            let (row, col) = layout.warp_origin(w);
+            WarpTile {
+                warp: w,
+                row,
+                col,
+                rows: layout.warp_rows(),
+                cols: layout.warp_cols(),
+            }
+        })
+        .collect();
+    Some(Accumulator {
+        name: l.name.clone(),
+        elem: elem.name().to_string(),
+        rows,
+        cols,
+        warp_grid: [layout.wm, layout.wn],
+        warp_tiles,
+        fragment: [FRAG_M, FRAG_N],
+        registers_per_lane: layout.regs(elem),
+        lines: uses.lines.into_iter().collect(),
+        dots: uses.dots,
+    })
+}
+
+fn local_name(kernel: &Kernel, local: u32) -> String {
+    kernel
+        .locals
+        .get(local as usize)
+        .map_or_else(String::new, |l| l.name.clone())
+}
+
+fn tile_elem(kernel: &Kernel, local: u32) -> Option<ScalarTy> {
+    match kernel.locals.get(local as usize)?.kind {
+        LocalKind::Tile { elem, .. } => Some(elem),
+        _ => None,
+    }
+}
+
+fn walk(
+    kernel: &Kernel,
+    block: &Block,
+    index: &LineIndex,
+    info: &mut SourceInfo,
+    accs: &mut BTreeMap<u32, AccUse>,
+) {
     for stmt in &block.stmts {
         let line = index.line(stmt.span.start as usize);
         info.statement_lines.insert(line);
@@ -53,11 +123,32 @@ fn walk(kernel: &Kernel, block: &Block, index: &LineIndex, info: &mut SourceInfo
                     line,
                     end_line: end.max(line),
                 });
-                walk(kernel, body, index, info);
+                walk(kernel, body, index, info, accs);
             }
             StmtKind::If { then, els, .. } => {
-                walk(kernel, then, index, info);
-                walk(kernel, els, index, info);
+                walk(kernel, then, index, info, accs);
+                walk(kernel, els, index, info, accs);
+            }
+            StmtKind::AccZero { acc } => {
+                accs.entry(acc.0).or_default().lines.insert(line);
+            }
+            StmtKind::Dot { acc, a, b, b_trans } => {
+                let uses = accs.entry(acc.0).or_default();
+                uses.lines.insert(line);
+                let operand = tile_elem(kernel, a.0);
+                let acc_elem = match kernel.locals.get(acc.0 as usize).map(|l| &l.kind) {
+                    Some(LocalKind::Acc { elem, .. }) => Some(*elem),
+                    _ => None,
+                };
+                let kind = operand.zip(acc_elem).and_then(|(o, e)| dot_kind(o, e));
+                uses.dots.push(DotInfo {
+                    line,
+                    a: local_name(kernel, a.0),
+                    b: local_name(kernel, b.0),
+                    b_trans: *b_trans,
+                    operand: operand.map_or("", |t| t.name()).to_string(),
+                    k_step: kind.map_or(0, |k| k.k),
+                });
             }
             StmtKind::TileCopy { dst, src, starts } => {
                 if let Some(shape) = tile_shape(kernel, dst.0 as usize) {
@@ -83,6 +174,9 @@ fn walk(kernel: &Kernel, block: &Block, index: &LineIndex, info: &mut SourceInfo
                 });
             }
             StmtKind::TileStore { dst, starts, src } | StmtKind::AccStore { dst, starts, src } => {
+                if matches!(stmt.kind, StmtKind::AccStore { .. }) {
+                    accs.entry(src.0).or_default().lines.insert(line);
+                }
                 if let Some(shape) = tile_shape(kernel, src.0 as usize) {
                     info.tiles.push(TileStmt {
                         line,

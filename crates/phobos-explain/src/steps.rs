@@ -53,6 +53,8 @@ pub struct Layout<'a> {
     pub tiles: &'a [TileOp],
     pub threads: u32,
     pub opcodes: &'a BTreeMap<u32, String>,
+    /// The kernel's accumulator tiles and their warp layouts.
+    pub accumulators: &'a [Accumulator],
 }
 
 impl Layout<'_> {

@@ -238,6 +238,7 @@ fn staged_trace_limited(events: CtaEvents, tiles: Vec<TileOp>, max_steps: usize)
         tiles: &tiles,
         threads: 128,
         opcodes: &opcodes,
+        accumulators: &[],
     };
     let cta = build_cta(&layout, &events, max_steps);
     Trace {
@@ -258,6 +259,7 @@ fn staged_trace_limited(events: CtaEvents, tiles: Vec<TileOp>, max_steps: usize)
         ctas: vec![cta],
         picked: 0,
         heat: vec![],
+        accumulators: vec![],
     }
 }
 

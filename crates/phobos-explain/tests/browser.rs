@@ -408,3 +408,89 @@ fn the_padding_of_a_scratch_tile_is_hatched_on_the_ruler() {
     let png = b.screenshot().expect("screenshot");
     std::fs::write(dir.join("scratch_transpose.png"), &png).expect("save the screenshot");
 }
+
+#[test]
+fn the_accumulator_panel_lights_each_warps_part_at_the_dot() {
+    let Some(mut b) = browser() else { return };
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/in/mma_gemm_f16.pho"
+    ))
+    .expect("the corpus kernel is there");
+    let t = trace(
+        &src,
+        "mma_gemm_f16",
+        1,
+        vec![
+            ("A", shape(&[64, 32])),
+            ("W", shape(&[64, 32])),
+            ("C", shape(&[64, 64])),
+        ],
+    );
+    let dot_line = src
+        .lines()
+        .position(|l| l.contains("dot(a, trans(w))"))
+        .expect("the dot line") as u32
+        + 1;
+    let steps = &t.picked_cta().steps;
+    let dot_step = steps
+        .iter()
+        .position(|s| s.line == dot_line)
+        .expect("a dot step");
+    let other = steps
+        .iter()
+        .position(|s| t.accumulator_at(s.line).is_none())
+        .expect("a step that does not touch the accumulator");
+
+    let page = artifacts().join("mma_gemm_f16.html");
+    std::fs::write(&page, phobos_explain::html::render(&t)).expect("write the page");
+    let url = format!("file://{}", page.display());
+    open(&mut b, &page);
+    assert_eq!(problems(&mut b, &url), Vec::<String>::new());
+    let shown = b
+        .eval("[!document.getElementById('accumulators').hidden, document.querySelectorAll('#acc-views .warp-tile').length, document.querySelector('#acc-views .name').textContent]")
+        .expect("the panel");
+    assert_eq!(
+        shown,
+        json!([
+            true,
+            4,
+            "acc: f32[64, 64], 2 × 2 warps, 32 registers per lane"
+        ])
+    );
+    let lit = |b: &mut cdp::Browser, step: usize| {
+        b.eval(&format!(
+            "(() => {{ const s = document.getElementById('slider'); s.value = '{step}'; s.dispatchEvent(new Event('input')); return document.querySelectorAll('#acc-views rect.lit').length; }})()"
+        ))
+        .expect("step and count")
+    };
+    assert_eq!(
+        lit(&mut b, dot_step),
+        json!(4),
+        "every warp multiplies its part"
+    );
+    assert_eq!(lit(&mut b, other), json!(0));
+    lit(&mut b, dot_step);
+    std::fs::write(
+        artifacts().join("mma_gemm_f16_dot.png"),
+        b.screenshot().expect("screenshot"),
+    )
+    .expect("save");
+    // The page says which warp owns which part: warp 1 is right of warp 0.
+    let tiles = b
+        .eval("[...document.querySelectorAll('#acc-views .warp-tile rect')].map(r => [r.getAttribute('x'), r.getAttribute('y')])")
+        .expect("tile positions");
+    let xy: Vec<(f64, f64)> = tiles
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|p| {
+            (
+                p[0].as_str().unwrap().parse().unwrap(),
+                p[1].as_str().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    assert!(xy[1].0 > xy[0].0 && xy[1].1 == xy[0].1, "{xy:?}");
+    assert!(xy[2].1 > xy[0].1 && xy[2].0 == xy[0].0, "{xy:?}");
+}

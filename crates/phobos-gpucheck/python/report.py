@@ -45,6 +45,8 @@ def benchmarks(bench, torch, triton):
     for r in (bench or {}).get("rows", []):
         k = r["kernel"]
         tg, trg = t.get(k, {}).get("gbs"), tr.get(k, {}).get("gbs")
+        # Compute-bound rows (the GEMMs) are compared by their rate.
+        tf, ttf = r.get("tflops"), t.get(k, {}).get("tflops")
         rows.append({
             "kernel": k,
             "shape": r.get("shape"),
@@ -55,7 +57,9 @@ def benchmarks(bench, torch, triton):
             "torch_op": t.get(k, {}).get("op"),
             "torch_ms": t.get(k, {}).get("ms"),
             "torch_gbs": tg,
-            "pct_torch": pct(r.get("gbs"), tg),
+            "pct_torch": pct(tf, ttf) if tf is not None else pct(r.get("gbs"), tg),
+            "tflops": tf,
+            "torch_tflops": ttf,
             "torch_note": t.get(k, {}).get("note"),
             "triton_ms": tr.get(k, {}).get("ms"),
             "triton_gbs": trg,
@@ -111,9 +115,20 @@ def markdown(res):
     out += ["| kernel | shape | Phobos ms | GB/s | % copy | torch GB/s | % torch | Triton GB/s | % Triton | check |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in b:
+        if r.get("tflops") is not None:
+            continue
         out.append(
             f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')} | {fmt(r['gbs'])} | {fmt(r['pct_copy'])} | "
             f"{fmt(r['torch_gbs'])} | {fmt(r['pct_torch'])} | {fmt(r['triton_gbs'])} | {fmt(r['pct_triton'])} | {r['check']} |")
+    gemms = [r for r in b if r.get("tflops") is not None]
+    if gemms:
+        out += ["", "Matrix products on tensor cores (compute-bound: TFLOP/s = 2·M·N·K / time):", "",
+                "| kernel | shape | Phobos ms | TFLOP/s | torch.matmul ms | torch TFLOP/s | % torch | check |",
+                "|---|---|---|---|---|---|---|---|"]
+        for r in gemms:
+            out.append(
+                f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')} | {fmt(r['tflops'])} | "
+                f"{fmt(r['torch_ms'], '.4f')} | {fmt(r['torch_tflops'])} | {fmt(r['pct_torch'])} | {r['check']} |")
     notes = [f"- {r['kernel']}: torch: {r['torch_note']}" for r in b if r.get("torch_note")]
     notes += [f"- {r['kernel']}: the Triton kernel missed torch's result" for r in b if r.get("triton_ok") is False]
     out += [""] + notes + [""]
@@ -145,7 +160,8 @@ def chart(res, path):
         import matplotlib.pyplot as plt
     except ImportError:
         return "No chart: matplotlib is not importable."
-    rows = [r for r in res.get("benchmarks") or [] if r["kernel"] != "copy_dtod" and r.get("gbs")]
+    rows = [r for r in res.get("benchmarks") or []
+            if r["kernel"] != "copy_dtod" and r.get("gbs") and r.get("tflops") is None]
     if not rows:
         return "No chart: no benchmark row has a time."
     names = [r["kernel"] for r in rows]

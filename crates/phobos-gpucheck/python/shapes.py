@@ -9,6 +9,7 @@ FULL = {
     "f16": (16384, 16384),
     "rows": (16384, 8192),
     "sum": 1 << 28,
+    "gemm": [(4096, 4096, 4096), (8192, 8192, 8192)],
 }
 
 SMALL = {
@@ -19,11 +20,28 @@ SMALL = {
     "f16": (64, 512),
     "rows": (8, 512),
     "sum": 1 << 14,
+    "gemm": [(130, 96, 72), (70, 200, 40)],
 }
 
 
 def shapes(small):
     return SMALL if small else FULL
+
+
+GEMMS = ("bf16_gemm_4096", "bf16_gemm_8192")
+
+
+def gemm_shape(name, s):
+    """M, N, K of one of the two GEMM rows."""
+    return s["gemm"][GEMMS.index(name)]
+
+
+def flops(name, s):
+    """2·M·N·K for the GEMM rows, None for the memory-bound ones."""
+    if name not in GEMMS:
+        return None
+    m, n, k = gemm_shape(name, s)
+    return 2 * m * n * k
 
 
 def bytes_moved(name, s):
@@ -50,4 +68,7 @@ def bytes_moved(name, s):
         return 2 * n * m * 4 + 2 * m * 4
     if name == "sum_all":
         return s["sum"] * 4
+    if name in GEMMS:
+        m, n, k = gemm_shape(name, s)
+        return (m * k + k * n) * 2 + m * n * 4
     raise KeyError(name)

@@ -11,7 +11,7 @@ import sys
 
 import torch
 
-from shapes import bytes_moved, shapes
+from shapes import GEMMS, bytes_moved, flops, gemm_shape, shapes
 
 
 def median_ms(fn, runs=30):
@@ -73,6 +73,15 @@ def main():
     ))
     xr = rnd(s["sum"])
     cases.append(("sum_all", "torch.sum", lambda: torch.sum(xr), ""))
+    for name in GEMMS:
+        m, n, k = gemm_shape(name, s)
+        ga, gb = rnd(m, k, dtype=torch.bfloat16), rnd(k, n, dtype=torch.bfloat16)
+        cases.append((
+            name,
+            "torch.matmul (bf16, cuBLAS)",
+            lambda ga=ga, gb=gb: torch.matmul(ga, gb),
+            "bf16 output (f32 accumulation), Phobos writes f32",
+        ))
 
     rows = [{
         "kernel": "i8_matvec",
@@ -85,8 +94,11 @@ def main():
         try:
             ms = median_ms(fn)
             gbs = bytes_moved(name, s) / (ms * 1e6)
-            rows.append({"kernel": name, "op": op, "ms": ms, "gbs": gbs, "note": note})
-            print(f"{name:<14} {op:<16} {ms:10.4f} ms {gbs:9.1f} GB/s")
+            f = flops(name, s)
+            tflops = None if f is None else f / (ms * 1e9)
+            rows.append({"kernel": name, "op": op, "ms": ms, "gbs": gbs, "tflops": tflops, "note": note})
+            rate = f"{gbs:9.1f} GB/s" if tflops is None else f"{tflops:9.1f} TFLOP/s"
+            print(f"{name:<14} {op:<16} {ms:10.4f} ms {rate}")
         except Exception as e:  # one failing op must not lose the others
             rows.append({"kernel": name, "op": op, "ms": None, "gbs": None, "note": f"failed: {e}"})
             print(f"{name:<14} failed: {e}", file=sys.stderr)

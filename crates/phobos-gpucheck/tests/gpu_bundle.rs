@@ -117,7 +117,24 @@ fn the_bundle_builds_and_its_run_passes_on_the_stand_in() {
         "corpus files plus the example's four: {cases:?}"
     );
     let benches = r["benchmarks"].as_array().expect("benchmarks");
-    assert_eq!(benches.len(), 8, "{benches:?}");
+    assert_eq!(benches.len(), 10, "{benches:?}");
     assert!(benches.iter().all(|b| b["check"] == "ok"), "{benches:?}");
+    // The two GEMMs ran on the stand-in's tensor cores (the simulator's
+    // mma.sync) and are reported by their rate.
+    let gemms: Vec<_> = benches
+        .iter()
+        .filter(|b| {
+            b["kernel"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("bf16_gemm"))
+        })
+        .collect();
+    assert_eq!(gemms.len(), 2, "{benches:?}");
+    assert!(
+        gemms
+            .iter()
+            .all(|b| b["tflops"].as_f64().is_some_and(|t| t > 0.0)),
+        "{gemms:?}"
+    );
     assert!(results.join("results.md").is_file() && results.join("log.txt").is_file());
 }

@@ -22,6 +22,12 @@
 //!   working set, timed the same way in the same run. GB/s counts the
 //!   bytes a kernel must move at least (each input read once, each output
 //!   written once); `% copy` is that bandwidth over the copy's.
+//! - The matrix product (`bf16_gemm`, 4096³ and 8192³ on tensor cores) is
+//!   compute-bound: its row gives TFLOP/s (2·M·N·K over the time), which
+//!   run.sh's report sets against torch.matmul's (cuBLAS). An f64
+//!   reference of a whole 8192³ product would take minutes of CPU, so
+//!   256 elements of C spread over every CTA row and column are checked
+//!   (at small sizes, all of them).
 //!
 //! Writes the rows as JSON to `--out` (default `bench.json`) and prints a
 //! table. Exits 1 when a kernel failed to run or missed its reference.
@@ -33,7 +39,7 @@ mod kernels {
 }
 
 use cudarc::driver::{result, sys};
-use half::f16;
+use half::{bf16, f16};
 use phobos_runtime::{cdiv, BackendKind, Device, Tensor};
 use serde_json::json;
 use std::process::ExitCode;
@@ -138,6 +144,9 @@ struct Row {
     name: &'static str,
     shape: String,
     bytes: f64,
+    /// Floating-point operations of one launch, for compute-bound rows
+    /// (0 for the memory-bound ones).
+    flops: f64,
     ms: f64,
     max_error: f64,
     tolerance: f64,
@@ -147,6 +156,31 @@ struct Bench<'a> {
     dev: &'a Device,
     clock: Clock,
     runs: usize,
+}
+
+/// The elements of an `m` × `n` product to check: all of them when there
+/// are at most `at_most`, else `at_most` spread over the rows and columns
+/// (a stride coprime to both walks every CTA's tile, edges included).
+fn gemm_samples(m: usize, n: usize, at_most: usize) -> impl Iterator<Item = (usize, usize)> {
+    let all = m * n;
+    let count = all.min(at_most);
+    let stride = if all <= at_most { 1 } else { all / at_most + 1 };
+    let mut stride = stride;
+    while gcd(stride, n) != 1 || gcd(stride, m) != 1 {
+        stride += 1;
+    }
+    (0..count).map(move |s| {
+        let e = (s * stride) % all;
+        (e / n, e % n)
+    })
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 fn max_error(got: &[f32], want: &[f64]) -> f64 {
@@ -198,6 +232,7 @@ impl Bench<'_> {
             name,
             shape: format!("{n}x{k} f32"),
             bytes: ((n * k + k + n) * 4) as f64,
+            flops: 0.0,
             ms: self.clock.median(dev, self.runs, &mut launch)?,
             max_error,
             tolerance: 1e-5 * k as f64,
@@ -225,6 +260,7 @@ impl Bench<'_> {
             name: "i8_matvec",
             shape: format!("{n}x{k} i8"),
             bytes: (n * k + k + n * 4) as f64,
+            flops: 0.0,
             ms: self.clock.median(dev, self.runs, &mut launch)?,
             max_error,
             // Exact while every f32 partial sum stays below 2^24 (random
@@ -254,6 +290,7 @@ impl Bench<'_> {
             name: "f16_gemv",
             shape: format!("{n}x{k} f16"),
             bytes: (n * k * 2 + k * 2 + n * 4) as f64,
+            flops: 0.0,
             ms: self.clock.median(dev, self.runs, &mut || {
                 kernels::f16_gemv(dev, &wt, &xt, &mut yt).map_err(err)
             })?,
@@ -282,6 +319,7 @@ impl Bench<'_> {
             name: "row_softmax",
             shape: format!("{n}x{m} f32"),
             bytes: (2 * n * m * 4) as f64,
+            flops: 0.0,
             ms: self.clock.median(dev, self.runs, &mut || {
                 kernels::row_softmax(dev, &xt, &mut yt).map_err(err)
             })?,
@@ -320,6 +358,7 @@ impl Bench<'_> {
             name: "layer_norm",
             shape: format!("{n}x{m} f32"),
             bytes: (2 * n * m * 4 + 2 * m * 4) as f64,
+            flops: 0.0,
             ms: self.clock.median(dev, self.runs, &mut || {
                 kernels::layer_norm(dev, &xt, &gt, &bt, &mut yt).map_err(err)
             })?,
@@ -347,10 +386,44 @@ impl Bench<'_> {
             name: "sum_all",
             shape: format!("{n} f32"),
             bytes: (n * 4) as f64,
+            flops: 0.0,
             ms: self.clock.median(dev, self.runs, &mut launch)?,
             max_error: max_error(&got, &[want]),
             // f32 partial sums of ~n/threads terms each.
             tolerance: 1e-6 * n as f64,
+        })
+    }
+
+    /// `C = A · B` in bf16 on tensor cores, `a` × `k` by `k` × `b`; the
+    /// reference is f64 over the bf16 values, on `checked` elements of C.
+    fn bf16_gemm(&self, name: &'static str, (m, n, k): (usize, usize, usize)) -> Res<Row> {
+        let a: Vec<bf16> = inputs(m * k, 16).into_iter().map(bf16::from_f32).collect();
+        let b: Vec<bf16> = inputs(k * n, 17).into_iter().map(bf16::from_f32).collect();
+        let (at, bt) = (self.up(&a, &[m, k])?, self.up(&b, &[k, n])?);
+        let mut ct = self.zeros(&[m, n])?;
+        let dev = self.dev;
+        kernels::bf16_gemm(dev, &at, &bt, &mut ct).map_err(err)?;
+        let c = ct.to_vec().map_err(err)?;
+        let (got, want): (Vec<f32>, Vec<f64>) = gemm_samples(m, n, 256)
+            .map(|(i, j)| {
+                let w: f64 = (0..k)
+                    .map(|p| f64::from(a[i * k + p].to_f32()) * f64::from(b[p * n + j].to_f32()))
+                    .sum();
+                (c[i * n + j], w)
+            })
+            .unzip();
+        Ok(Row {
+            name,
+            shape: format!("{m}x{n}x{k} bf16"),
+            bytes: ((m * k + k * n) * 2 + m * n * 4) as f64,
+            flops: 2.0 * (m * n * k) as f64,
+            ms: self.clock.median(dev, self.runs, &mut || {
+                kernels::bf16_gemm(dev, &at, &bt, &mut ct).map_err(err)
+            })?,
+            max_error: max_error(&got, &want),
+            // Products of bf16 values are exact in f32; the sum of K of
+            // them, each at most 1, is rounded at each of K steps.
+            tolerance: k as f64 * k as f64 * 2f64.powi(-24),
         })
     }
 
@@ -375,6 +448,7 @@ impl Bench<'_> {
             name: "copy_dtod",
             shape: format!("{} MiB", bytes >> 20),
             bytes: (2 * n * 4) as f64,
+            flops: 0.0,
             ms: self.clock.median(dev, self.runs, &mut copy)?,
             max_error: 0.0,
             tolerance: 0.0,
@@ -390,6 +464,8 @@ struct Sizes {
     rows: (usize, usize),
     sum: (usize, usize),
     copy_bytes: usize,
+    /// The two GEMMs, M × N × K.
+    gemm: [(usize, usize, usize); 2],
 }
 
 const FULL: Sizes = Sizes {
@@ -400,6 +476,7 @@ const FULL: Sizes = Sizes {
     rows: (16384, 8192),
     sum: (1 << 28, 1056),
     copy_bytes: 1 << 30,
+    gemm: [(4096, 4096, 4096), (8192, 8192, 8192)],
 };
 
 const SMALL: Sizes = Sizes {
@@ -410,6 +487,8 @@ const SMALL: Sizes = Sizes {
     rows: (8, 512),
     sum: (1 << 14, 8),
     copy_bytes: 1 << 20,
+    // Ragged: neither is a multiple of the 128 × 128 tile or of K's 32.
+    gemm: [(130, 96, 72), (70, 200, 40)],
 };
 
 fn main() -> ExitCode {
@@ -493,6 +572,14 @@ fn main() -> ExitCode {
         ),
         ("layer_norm", Box::new(|| b.layer_norm(s.rows.0, s.rows.1))),
         ("sum_all", Box::new(|| b.sum_all(s.sum.0, s.sum.1))),
+        (
+            "bf16_gemm_4096",
+            Box::new(|| b.bf16_gemm("bf16_gemm_4096", s.gemm[0])),
+        ),
+        (
+            "bf16_gemm_8192",
+            Box::new(|| b.bf16_gemm("bf16_gemm_8192", s.gemm[1])),
+        ),
     ];
     if let Some(names) = &only {
         if let Some(bad) = names.iter().find(|n| !all.iter().any(|(a, _)| a == n)) {
@@ -510,8 +597,8 @@ fn main() -> ExitCode {
         _ => None,
     });
     println!(
-        "{:<14} {:<18} {:>10} {:>9} {:>7} {:>10}  check",
-        "kernel", "shape", "time ms", "GB/s", "% copy", "max error"
+        "{:<14} {:<18} {:>10} {:>9} {:>7} {:>8} {:>10}  check",
+        "kernel", "shape", "time ms", "GB/s", "% copy", "TFLOP/s", "max error"
     );
     let mut rows = Vec::new();
     let mut failed = false;
@@ -519,22 +606,27 @@ fn main() -> ExitCode {
         match r {
             Ok(r) => {
                 let gbs = r.bytes / (r.ms * 1e6);
-                let pct = copy_gbs.map(|c| 100.0 * gbs / c);
+                // A compute-bound row is judged by its rate, not its bytes.
+                let tflops = (r.flops > 0.0).then(|| r.flops / (r.ms * 1e9));
+                let pct = copy_gbs
+                    .filter(|_| tflops.is_none())
+                    .map(|c| 100.0 * gbs / c);
                 let ok = r.max_error <= r.tolerance;
                 failed |= !ok;
                 println!(
-                    "{:<14} {:<18} {:>10.4} {:>9.1} {:>7} {:>10.2e}  {}",
+                    "{:<14} {:<18} {:>10.4} {:>9.1} {:>7} {:>8} {:>10.2e}  {}",
                     r.name,
                     r.shape,
                     r.ms,
                     gbs,
                     pct.map_or("-".into(), |p| format!("{p:.1}")),
+                    tflops.map_or("-".into(), |t| format!("{t:.1}")),
                     r.max_error,
                     if ok { "ok" } else { "MISMATCH" }
                 );
                 rows.push(json!({
                     "kernel": r.name, "shape": r.shape, "bytes": r.bytes, "ms": r.ms,
-                    "gbs": gbs, "pct_copy": pct, "max_error": r.max_error,
+                    "gbs": gbs, "pct_copy": pct, "tflops": tflops, "max_error": r.max_error,
                     "tolerance": r.tolerance, "ok": ok,
                 }));
             }
