@@ -341,6 +341,54 @@ pub struct Expr {
     pub span: Span,
 }
 
+impl Stmt {
+    /// Calls `f` on each expression written directly in this statement
+    /// (not in its nested blocks): subscripts before values, a loop's
+    /// bounds, a condition. The one walk over a statement's expressions
+    /// (register arrays, padding).
+    pub fn exprs<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
+        match &self.kind {
+            StmtKind::Let { init: e, .. } | StmtKind::Assign { value: e, .. } => f(e),
+            StmtKind::Store { index, value, .. } => {
+                index.iter().for_each(&mut *f);
+                f(value);
+            }
+            StmtKind::RunStore {
+                index, value, only, ..
+            } => {
+                index.iter().for_each(&mut *f);
+                f(value);
+                if let Some(i) = only {
+                    f(i);
+                }
+            }
+            StmtKind::TileCopy { starts, .. }
+            | StmtKind::TileStore { starts, .. }
+            | StmtKind::AccStore { starts, .. }
+            | StmtKind::TileFill { starts, .. } => starts.iter().for_each(f),
+            StmtKind::Atomic { index, args, .. } => {
+                index.iter().for_each(&mut *f);
+                args.iter().for_each(f);
+            }
+            StmtKind::AccMap { value, .. } => f(value),
+            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => f(cond),
+            StmtKind::For {
+                start, end, step, ..
+            } => {
+                f(start);
+                f(end);
+                f(step);
+            }
+            StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Return
+            | StmtKind::Fence
+            | StmtKind::AccZero { .. }
+            | StmtKind::Dot { .. } => {}
+        }
+    }
+}
+
 impl Expr {
     /// Calls `f` on this expression and every expression inside it,
     /// `reduce` combine bodies included.

@@ -109,7 +109,7 @@ fn collect_defs<'a>(s: &'a hir::Stmt, defs: &mut HashMap<LocalId, Def<'a>>) {
         _ => {}
     }
     // Subscripts and stored values may hold `fn` arguments too.
-    for_each_expr(s, &mut |e| expr_defs(e, defs));
+    s.exprs(&mut |e| expr_defs(e, defs));
 }
 
 /// The `fn` arguments bound inside an expression.
@@ -135,33 +135,6 @@ fn expr_defs<'a>(e: &'a hir::Expr, defs: &mut HashMap<LocalId, Def<'a>>) {
         ExprKind::Shuffle { lane, value, .. } => {
             expr_defs(lane, defs);
             expr_defs(value, defs);
-        }
-        _ => {}
-    }
-}
-
-/// The expressions a statement holds directly (not those of nested blocks).
-fn for_each_expr<'a>(s: &'a hir::Stmt, f: &mut dyn FnMut(&'a hir::Expr)) {
-    match &s.kind {
-        StmtKind::Store { index, value, .. } => {
-            index.iter().for_each(&mut *f);
-            f(value);
-        }
-        StmtKind::RunStore {
-            index, value, only, ..
-        } => {
-            index.iter().for_each(&mut *f);
-            f(value);
-            if let Some(o) = only {
-                f(o);
-            }
-        }
-        StmtKind::TileCopy { starts, .. }
-        | StmtKind::TileFill { starts, .. }
-        | StmtKind::TileStore { starts, .. } => starts.iter().for_each(&mut *f),
-        StmtKind::Atomic { index, args, .. } => {
-            index.iter().for_each(&mut *f);
-            args.iter().for_each(&mut *f);
         }
         _ => {}
     }
@@ -247,16 +220,6 @@ impl Bounds<'_> {
             _ => {}
         }
         let mut reads = Vec::new();
-        let cond = match &s.kind {
-            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => Some(&**cond),
-            _ => None,
-        };
-        let loop_bounds: Vec<&hir::Expr> = match &s.kind {
-            StmtKind::For {
-                start, end, step, ..
-            } => vec![start, end, step],
-            _ => vec![],
-        };
         let mut collect = |e: &hir::Expr| {
             e.walk(&mut |x| match &x.kind {
                 ExprKind::Load {
@@ -272,11 +235,9 @@ impl Bounds<'_> {
                 _ => {}
             })
         };
-        for_each_expr(s, &mut collect);
-        if let StmtKind::Let { init: e, .. } | StmtKind::Assign { value: e, .. } = &s.kind {
-            collect(e);
-        }
-        cond.into_iter().chain(loop_bounds).for_each(&mut collect);
+        // Every expression of the statement: subscripts, values, an
+        // epilogue's value, a condition, a loop's bounds.
+        s.exprs(&mut collect);
         for (l, index, run) in reads {
             match run {
                 Some((axis, len)) => self.run(l, &index, axis, len, reach),
@@ -600,5 +561,16 @@ mod tests {
         let src = "fn col(i) = i + 2\n@launch(32)\nkernel t(A: tensor<f32>[32, 32], B: tensor<f32>[32, 36]) {\n  var t = shared<f32>[32, 40]\n  t[0 :+ 32, 0 :+ 32] = A[0 :+ 32, 0 :+ 32]\n  B[ctx.lane, 0 :+ 4] = t[ctx.lane, 28 :+ 4]\n  B[ctx.lane, col(ctx.lane)] = t[0, col(ctx.lane)]\n}\n";
         // Columns up to 33 (col(31)) are read: 6 of 40 are padding.
         assert_eq!(pads(src), vec![("t".to_string(), 6)]);
+    }
+
+    #[test]
+    fn an_epilogue_read_of_a_tile_is_an_access() {
+        // An epilogue reads every column of a broadcast row: none of `b`'s
+        // 64 columns is padding, though the partial fill reaches only the
+        // first 32. Padding's own walk over a statement's expressions
+        // skipped the epilogue's value and called 32 columns padding; it
+        // now uses the HIR's one walk (`hir::Stmt::exprs`).
+        let src = "@launch(32)\nkernel t(A: tensor<f32>[1, 64], C: tensor<f32>[16, 64]) {\n  var b = shared<f32>[1, 64]\n  b[0 :+ 1, 0 :+ 32] = A[0 :+ 1, 0 :+ 32]\n  var acc = zeros<f32>[16, 64]\n  acc = acc + b\n  C[0 :+ 16, 0 :+ 64] = acc\n}\n";
+        assert_eq!(pads(src), vec![]);
     }
 }

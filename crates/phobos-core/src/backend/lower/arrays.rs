@@ -326,7 +326,7 @@ impl Lower<'_> {
     fn indexes_register_array(&self, stmts: &[hir::Stmt]) -> bool {
         let mut found = false;
         for s in stmts {
-            hir_visit::stmt_exprs(s, &mut |e| {
+            s.exprs(&mut |e| {
                 e.walk(&mut |x| {
                     if let hir::ExprKind::Load {
                         src: hir::Memory::Array(a),
@@ -384,53 +384,4 @@ fn all_literals(index: &[hir::Expr]) -> bool {
     index
         .iter()
         .all(|e| matches!(e.kind, hir::ExprKind::Const(_)))
-}
-
-/// Walks over the HIR's expressions, for the array analysis.
-mod hir_visit {
-    use crate::hir::{Expr, Stmt, StmtKind};
-
-    /// Calls `f` on each expression written directly in `s` (not in its
-    /// nested blocks).
-    pub fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
-        match &s.kind {
-            StmtKind::Let { init: e, .. } | StmtKind::Assign { value: e, .. } => f(e),
-            StmtKind::Store { index, value, .. } => {
-                index.iter().for_each(&mut *f);
-                f(value);
-            }
-            StmtKind::RunStore {
-                index, value, only, ..
-            } => {
-                index.iter().for_each(&mut *f);
-                f(value);
-                if let Some(i) = only {
-                    f(i);
-                }
-            }
-            StmtKind::TileCopy { starts, .. }
-            | StmtKind::TileStore { starts, .. }
-            | StmtKind::AccStore { starts, .. }
-            | StmtKind::TileFill { starts, .. } => starts.iter().for_each(f),
-            StmtKind::Atomic { index, args, .. } => {
-                index.iter().for_each(&mut *f);
-                args.iter().for_each(f);
-            }
-            StmtKind::AccMap { value, .. } => f(value),
-            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => f(cond),
-            StmtKind::For {
-                start, end, step, ..
-            } => {
-                f(start);
-                f(end);
-                f(step);
-            }
-            StmtKind::Break
-            | StmtKind::Continue
-            | StmtKind::Return
-            | StmtKind::Fence
-            | StmtKind::AccZero { .. }
-            | StmtKind::Dot { .. } => {}
-        }
-    }
 }
