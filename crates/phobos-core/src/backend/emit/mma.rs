@@ -139,37 +139,17 @@ impl Emitter<'_> {
         for ks in 0..k / kk {
             let mut afr = Vec::new();
             for fm in 0..l.frag_m {
-                let regs: Vec<Reg> = (0..4).map(|_| self.reg(RegClass::B32)).collect();
                 let off = (fm * 16 * apitch + ks * kk) * size;
-                self.ins(&format!(
-                    "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{}}}, [{a_addr}+{off}];",
-                    list(&regs)
-                ));
-                let regs = if tf32 {
-                    self.round_to_tf32(&regs)
-                } else {
-                    regs
-                };
-                afr.push(regs);
+                afr.push(self.ldmatrix(4, "", a_addr, off, tf32));
             }
             let mut bfr = Vec::new();
             for fnn in 0..l.frag_n {
-                let regs: Vec<Reg> = (0..2).map(|_| self.reg(RegClass::B32)).collect();
                 let (off, trans) = if b_trans {
                     ((fnn * 8 * bpitch + ks * kk) * size, "")
                 } else {
                     ((ks * kk * bpitch + fnn * 8) * size, ".trans")
                 };
-                self.ins(&format!(
-                    "ldmatrix.sync.aligned.m8n8.x2{trans}.shared.b16 {{{}}}, [{b_addr}+{off}];",
-                    list(&regs)
-                ));
-                let regs = if tf32 {
-                    self.round_to_tf32(&regs)
-                } else {
-                    regs
-                };
-                bfr.push(regs);
+                bfr.push(self.ldmatrix(2, trans, b_addr, off, tf32));
             }
             for (fm, ar) in afr.iter().enumerate() {
                 for (fnn, br) in bfr.iter().enumerate() {
@@ -195,6 +175,22 @@ impl Emitter<'_> {
     }
 
     /// `cvt.rna.tf32.f32` of each register (f32 bits as loaded).
+    /// `ldmatrix.x{count}` (`.trans` when `trans` says so) of the 8 x 8
+    /// matrices at `addr + off` into new registers, rounded to tf32 when
+    /// the operands are f32.
+    fn ldmatrix(&mut self, count: u32, trans: &str, addr: Reg, off: u32, tf32: bool) -> Vec<Reg> {
+        let regs: Vec<Reg> = (0..count).map(|_| self.reg(RegClass::B32)).collect();
+        self.ins(&format!(
+            "ldmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16 {{{}}}, [{addr}+{off}];",
+            list(&regs)
+        ));
+        if tf32 {
+            self.round_to_tf32(&regs)
+        } else {
+            regs
+        }
+    }
+
     fn round_to_tf32(&mut self, regs: &[Reg]) -> Vec<Reg> {
         regs.iter()
             .map(|&r| {
