@@ -102,7 +102,7 @@ impl Verifier<'_> {
                 StmtKind::Store(..)
                 | StmtKind::RunStore { .. }
                 | StmtKind::If { .. }
-                | StmtKind::For { .. }
+                | StmtKind::For(_)
                 | StmtKind::While { .. } => self.use_barrier(*b),
                 _ => self.errors.push(format!("{s} cannot hold fence {b}")),
             }
@@ -250,7 +250,7 @@ impl Verifier<'_> {
             }
             StmtKind::Store(..)
             | StmtKind::RunStore { .. }
-            | StmtKind::For { .. }
+            | StmtKind::For(_)
             | StmtKind::Return
             | StmtKind::Fence => {}
         }
