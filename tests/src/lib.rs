@@ -176,6 +176,19 @@ pub fn ptxas_or_skip() -> Option<PathBuf> {
     found
 }
 
+/// Assembles `ptx`, kernel `name`'s, for `sm_{arch}` with the ptxas at
+/// `path`, as builds do ([`phobos_build::assemble_ptx`]): the cubin's
+/// bytes, or what ptxas said.
+pub fn assemble(path: &Path, name: &str, arch: u32, ptx: &str) -> Result<Vec<u8>, String> {
+    let ptxas = phobos_build::Ptxas {
+        path: path.to_path_buf(),
+        version: String::new(),
+        targets: None,
+        named: true,
+    };
+    phobos_build::assemble_ptx(&ptxas, name, arch, ptx).map_err(|e| e.to_string())
+}
+
 /// Whether this run is CI (`CI=true` or `CI=1`, as every test in the
 /// workspace reads it), where missing tools fail tests.
 pub fn in_ci() -> bool {
