@@ -98,15 +98,9 @@ fn an_f32_accumulator_is_stored_as_f16_and_bf16() {
 /// (sm_75's bf16 rounding is done by hand).
 #[test]
 fn half_stores_assemble_with_ptxas() {
-    let Some(ptxas) = phobos_conformance::find_ptxas() else {
-        assert!(
-            !phobos_conformance::in_ci(),
-            "ptxas not found; CI=true requires it"
-        );
-        eprintln!("skipping: ptxas not found (set PHOBOS_PTXAS)");
+    let Some(ptxas) = phobos_conformance::ptxas_or_skip() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("temp dir");
     for arch in phobos_core::ARCHES {
         let (kernels, diags) = phobos_core::compile(
             TO_HALF,
@@ -114,19 +108,8 @@ fn half_stores_assemble_with_ptxas() {
             &phobos_core::CompileOptions::for_arch(arch),
         );
         assert!(diags.is_empty(), "{diags:?}");
-        let path = dir.path().join(format!("to_half.sm_{arch}.ptx"));
-        std::fs::write(&path, &kernels[0].ptx).expect("write ptx");
-        let out = std::process::Command::new(&ptxas)
-            .arg(format!("-arch=sm_{arch}"))
-            .arg("-o")
-            .arg(path.with_extension("cubin"))
-            .arg(&path)
-            .output()
-            .expect("run ptxas");
-        assert!(
-            out.status.success(),
-            "sm_{arch}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if let Err(e) = phobos_conformance::assemble(&ptxas, "to_half", arch, &kernels[0].ptx) {
+            panic!("sm_{arch}: {e}");
+        }
     }
 }
