@@ -225,16 +225,8 @@ pub enum StmtKind {
         ty: Option<(ScalarTy, Span)>,
         init: Expr,
     },
-    /// `var acc: f32[4, 4] = 0.0`: a register array (`mutable` is false
-    /// for the `let` the checker refuses). `shape` holds the dims as written.
-    ArrayDecl {
-        mutable: bool,
-        name: Ident,
-        elem: (ScalarTy, Span),
-        shape: Vec<Expr>,
-        shape_span: Span,
-        init: Box<Expr>,
-    },
+    /// `var acc: f32[4, 4] = 0.0`: a register array, boxed (rare).
+    ArrayDecl(Box<ArrayDecl>),
     /// `x = e`, `x += e`, `y[0, row] = e`, `A[r :+ R, :] = t`.
     /// `op` is the operator of a compound assignment.
     Assign {
@@ -265,6 +257,18 @@ pub enum StmtKind {
     Expr(Expr),
     /// A statement that failed to parse (already reported).
     Error,
+}
+
+/// `var acc: f32[4, 4] = 0.0`: a register array (`mutable` is false for
+/// the `let` the checker refuses). `shape` holds the dims as written.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ArrayDecl {
+    pub mutable: bool,
+    pub name: Ident,
+    pub elem: (ScalarTy, Span),
+    pub shape: Vec<Expr>,
+    pub shape_span: Span,
+    pub init: Expr,
 }
 
 /// `for var in range(start, end[, step]) [unroll N] { body }`.
@@ -372,6 +376,20 @@ pub enum ConfigKey {
     Xor,
     Down,
     Up,
+}
+
+impl ConfigKey {
+    /// The key as written: `over`, `width`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            ConfigKey::Over => "over",
+            ConfigKey::Width => "width",
+            ConfigKey::From => "from",
+            ConfigKey::Xor => "xor",
+            ConfigKey::Down => "down",
+            ConfigKey::Up => "up",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]

@@ -598,14 +598,14 @@ impl<'a> Parser<'a> {
             init.kind = ExprKind::Error;
         }
         if let (Some((dims, shape_span)), Some(elem)) = (shape, ty) {
-            return Ok(StmtKind::ArrayDecl {
+            return Ok(StmtKind::ArrayDecl(Box::new(ArrayDecl {
                 mutable,
                 name,
                 elem,
                 shape: dims,
                 shape_span,
-                init: Box::new(init),
-            });
+                init,
+            })));
         }
         Ok(StmtKind::Let {
             mutable,

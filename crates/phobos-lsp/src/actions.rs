@@ -430,9 +430,9 @@ fn walk_stmts<'a>(b: &'a ast::Block, f: &mut dyn FnMut(&'a Stmt)) {
 fn walk_stmt_exprs<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
     match &s.kind {
         StmtKind::Let { init, .. } => walk_expr(init, f),
-        StmtKind::ArrayDecl { shape, init, .. } => {
-            shape.iter().for_each(|d| walk_expr(d, f));
-            walk_expr(init, f);
+        StmtKind::ArrayDecl(a) => {
+            a.shape.iter().for_each(|d| walk_expr(d, f));
+            walk_expr(&a.init, f);
         }
         StmtKind::Assign { target, value, .. } => {
             walk_expr(target, f);

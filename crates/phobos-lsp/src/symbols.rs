@@ -286,19 +286,13 @@ impl Resolver<'_> {
                 );
                 self.bind(id);
             }
-            StmtKind::ArrayDecl {
-                mutable,
-                name,
-                elem,
-                shape,
-                init,
-                ..
-            } => {
+            StmtKind::ArrayDecl(a) => {
+                let (name, elem, shape) = (&a.name, a.elem, &a.shape);
                 for d in shape {
                     self.expr(d);
                 }
-                self.expr(init);
-                let kw = if *mutable { "var" } else { "let" };
+                self.expr(&a.init);
+                let kw = if a.mutable { "var" } else { "let" };
                 let scope = Span {
                     start: s.span.end,
                     end: block.end,

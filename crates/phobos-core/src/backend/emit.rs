@@ -530,7 +530,7 @@ impl<'a> Emitter<'a> {
                 }
             }
             StmtKind::Return => self.ins("ret;"),
-            StmtKind::CtaColl { .. } => self.cta_collective(s),
+            StmtKind::CtaColl(_) => self.cta_collective(s),
             StmtKind::Atomic { .. } => self.atomic(s),
             StmtKind::Fence => self.fence(),
             StmtKind::Barrier(b) => self.barrier(*b),

@@ -212,6 +212,22 @@ pub struct Stmt {
     pub kind: StmtKind,
 }
 
+/// A CTA collective, hoisted out of its expression into `dst`: barrier
+/// `before`, butterfly per warp, lane 0 writes the warp's result into
+/// `scratch`, barrier `written`, every warp folds the scratch, barrier
+/// `read`.
+#[derive(Clone, Debug)]
+pub struct CtaColl {
+    pub dst: VarId,
+    pub op: CollOp,
+    pub arg: ExprId,
+    pub combine: Option<Combine>,
+    pub scratch: BufferId,
+    pub before: BarrierId,
+    pub written: BarrierId,
+    pub read: BarrierId,
+}
+
 /// `for var = start; var < end (or > end for a negative step); var += step { body }`.
 #[derive(Clone, Debug)]
 pub struct ForLoop {
@@ -267,20 +283,7 @@ pub enum StmtKind {
     Continue,
     /// The thread leaves the kernel.
     Return,
-    /// A CTA collective, hoisted out of its expression into `dst`:
-    /// barrier `before`, butterfly per warp, lane 0 writes the warp's result
-    /// into `scratch`, barrier `written`, every warp folds the scratch,
-    /// barrier `read`.
-    CtaColl {
-        dst: VarId,
-        op: CollOp,
-        arg: ExprId,
-        combine: Option<Combine>,
-        scratch: BufferId,
-        before: BarrierId,
-        written: BarrierId,
-        read: BarrierId,
-    },
+    CtaColl(CtaColl),
     /// A candidate CTA barrier; the barrier analysis keeps or elides it.
     Barrier(BarrierId),
     /// An atomic read-modify-write of one element: `access` is a point
@@ -585,7 +588,7 @@ impl Func {
             StmtKind::Atomic { args, .. } => out.extend(args),
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => out.push(*cond),
             StmtKind::For(l) => out.extend([l.start, l.end, l.step]),
-            StmtKind::CtaColl { arg, .. } => out.push(*arg),
+            StmtKind::CtaColl(c) => out.push(c.arg),
             StmtKind::AccMap { value, .. } => out.push(*value),
             StmtKind::AccZero(_) | StmtKind::Mma { .. } | StmtKind::AccStore { .. } => {}
             StmtKind::TileCopy { .. }

@@ -23,8 +23,8 @@
 //! an early exit is never predicated.
 
 use super::ir::{
-    Access, Barrier, BarrierRole, Buffer, BufferId, BufferKind, Combine, Expr, ExprId, ExprKind,
-    ForLoop, Func, Mem, Shape, Stmt, StmtId, StmtKind, Var, VarId,
+    Access, Barrier, BarrierRole, Buffer, BufferId, BufferKind, Combine, CtaColl, Expr, ExprId,
+    ExprKind, ForLoop, Func, Mem, Shape, Stmt, StmtId, StmtKind, Var, VarId,
 };
 use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
 use crate::check::uniformity::Judge;
@@ -1281,7 +1281,7 @@ impl<'k> Lower<'k> {
         let written = mk(self, BarrierRole::CtaWritten(scratch));
         let read = mk(self, BarrierRole::CtaRead(scratch));
         let stmt = self.push_stmt(
-            StmtKind::CtaColl {
+            StmtKind::CtaColl(CtaColl {
                 dst,
                 op,
                 arg,
@@ -1290,7 +1290,7 @@ impl<'k> Lower<'k> {
                 before,
                 written,
                 read,
-            },
+            }),
             span,
         );
         self.pre.push(stmt);

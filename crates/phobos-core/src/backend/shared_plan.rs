@@ -196,11 +196,10 @@ impl Walk<'_> {
                 }
             }
             match kind {
-                StmtKind::TileCopy { buffer, .. }
-                | StmtKind::TileStore { buffer, .. }
-                | StmtKind::CtaColl {
-                    scratch: buffer, ..
-                } => self.touch(*buffer, span),
+                StmtKind::TileCopy { buffer, .. } | StmtKind::TileStore { buffer, .. } => {
+                    self.touch(*buffer, span)
+                }
+                StmtKind::CtaColl(c) => self.touch(c.scratch, span),
                 StmtKind::Mma { a, b, .. } => {
                     self.touch(*a, span);
                     self.touch(*b, span);

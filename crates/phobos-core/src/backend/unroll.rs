@@ -54,8 +54,8 @@
 
 use super::error::BackendError;
 use super::ir::{
-    Access, AccessId, Barrier, Combine, Expr, ExprId, ExprKind, ForLoop, Func, Mem, Stmt, StmtId,
-    StmtKind, Var, VarId,
+    Access, AccessId, Barrier, Combine, CtaColl, Expr, ExprId, ExprKind, ForLoop, Func, Mem, Stmt,
+    StmtId, StmtKind, Var, VarId,
 };
 use crate::ast::{BinOp, ScalarTy, Span};
 use crate::hir::{Builtin, ConstVal, Ty};
@@ -231,7 +231,7 @@ fn auto_candidate(f: &Func, body: &[StmtId]) -> bool {
                     | StmtKind::Barrier(_)
                     | StmtKind::TileCopy { .. }
                     | StmtKind::TileStore { .. }
-                    | StmtKind::CtaColl { .. }
+                    | StmtKind::CtaColl(_)
                     | StmtKind::AccZero(_)
                     | StmtKind::AccMap { .. }
                     | StmtKind::Mma { .. }
@@ -318,9 +318,9 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
         | StmtKind::AccStore { access: a, .. } => (access(*a), vec![]),
         StmtKind::If { cond, then, els } => (vec![*cond], vec![then, els]),
         StmtKind::For(l) => (vec![l.start, l.end, l.step], vec![&l.body]),
-        StmtKind::CtaColl { arg, combine, .. } => (
-            std::iter::once(*arg)
-                .chain(combine.map(|c| c.body))
+        StmtKind::CtaColl(c) => (
+            std::iter::once(c.arg)
+                .chain(c.combine.map(|c| c.body))
                 .collect(),
             vec![],
         ),
@@ -458,9 +458,8 @@ fn shiftable_accesses(f: &Func, k: VarId, body: &[StmtId]) -> HashMap<AccessId, 
     walk(f, body, &mut |f, item| {
         if let Item::Stmt(s) = item {
             match &f.stmts[s].kind {
-                StmtKind::Set(v, _) | StmtKind::CtaColl { dst: v, .. } => {
-                    *sets.entry(*v).or_default() += 1
-                }
+                StmtKind::Set(v, _) => *sets.entry(*v).or_default() += 1,
+                StmtKind::CtaColl(c) => *sets.entry(c.dst).or_default() += 1,
                 StmtKind::For(l) => *sets.entry(l.var).or_default() += 2,
                 _ => {}
             }
@@ -716,25 +715,14 @@ impl Builder<'_> {
                 step: self.clone_expr(l.step),
                 body: l.body.iter().map(|&t| self.clone_stmt(t)).collect(),
             }),
-            StmtKind::CtaColl {
-                dst,
-                op,
-                arg,
-                combine,
-                scratch,
-                before,
-                written,
-                read,
-            } => StmtKind::CtaColl {
-                dst,
-                op,
-                arg: self.clone_expr(arg),
-                combine: combine.map(|c| self.clone_combine(c)),
-                scratch,
-                before: self.clone_barrier(before),
-                written: self.clone_barrier(written),
-                read: self.clone_barrier(read),
-            },
+            StmtKind::CtaColl(c) => StmtKind::CtaColl(CtaColl {
+                arg: self.clone_expr(c.arg),
+                combine: c.combine.map(|x| self.clone_combine(x)),
+                before: self.clone_barrier(c.before),
+                written: self.clone_barrier(c.written),
+                read: self.clone_barrier(c.read),
+                ..c
+            }),
             StmtKind::While { pre, cond, body } => StmtKind::While {
                 pre: pre.iter().map(|&t| self.clone_stmt(t)).collect(),
                 cond: self.clone_expr(cond),
