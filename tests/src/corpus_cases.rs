@@ -1678,6 +1678,48 @@ pub fn mma_gemm_bf16() {
     }
 }
 
+pub fn mma_attention_scores() {
+    // 77 query rows (two CTAs, the second ragged), 150 keys (three blocks
+    // of 64, the last one 22 wide: its other 42 columns are zero scores
+    // that must not enter the max or the sum), D = 40 (a ragged second
+    // copy of 32). Then one row and key block smaller than a fragment,
+    // a single key, and sizes that fill the blocks exactly. sm_75 runs
+    // two m16n8k8 per step, sm_80 one m16n8k16.
+    for arch in [75, 80] {
+        for (m, n, d) in [
+            (77usize, 150usize, 40usize),
+            (5, 3, 7),
+            (3, 1, 16),
+            (64, 128, 64),
+        ] {
+            let scale = 0.35f32;
+            let o = Case::corpus_for("mma_attention_scores", arch)
+                .dims(&[("M", m as i64), ("N", n as i64), ("D", d as i64)])
+                .scalar("scale", Scalar::F32(scale))
+                // P is below 1; the floor makes the comparison relative
+                // down to values of 1e-3 (1e-8 absolute below that).
+                .floor(1e-3)
+                .run([cdiv(m, 64), 1, 1]);
+            let (q, k) = (o.input("Q"), o.input("K"));
+            let mut p = o.expect("P");
+            for i in 0..m {
+                let x: Vec<f64> = (0..n)
+                    .map(|j| {
+                        let s: f64 = (0..d).map(|c| q.f(i * d + c) * k.f(j * d + c)).sum();
+                        s * f64::from(scale)
+                    })
+                    .collect();
+                let mx = x.iter().copied().fold(f64::MIN, f64::max);
+                let total: f64 = x.iter().map(|v| (v - mx).exp()).sum();
+                for (j, v) in x.iter().enumerate() {
+                    p.set_f(i * n + j, (v - mx).exp() / total);
+                }
+            }
+            o.check("P", &p);
+        }
+    }
+}
+
 /// An integer GEMM case: exact, bit for bit, against an i64 reference.
 fn integer_gemm(name: &str) {
     for (m, n, k) in [(70usize, 83usize, 75usize), (64, 64, 64), (1, 9, 33)] {
@@ -1737,7 +1779,7 @@ macro_rules! corpus_cases {
             int4_gemv, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
-            mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_i8, mma_gemm_tf32, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
+            mma_attention_scores, mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_i8, mma_gemm_tf32, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
             scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,

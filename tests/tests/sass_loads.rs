@@ -152,7 +152,19 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     // Per file: (target, HMMA or IMMA, LDSM) — one per mma.sync and
     // fragment per K step, two on sm_75 (m16n8k8).
     type Counts = (u32, usize, usize);
-    let expected: [(&str, &str, &[Counts]); 6] = [
+    let expected: [(&str, &str, &[Counts]); 7] = [
+        // Two GEMM loops (the scores' two passes), each as mma_gemm_f16's.
+        (
+            "mma_attention_scores",
+            "HMMA",
+            &[
+                (75, 64, 24),
+                (80, 32, 24),
+                (86, 32, 24),
+                (89, 32, 24),
+                (90, 32, 24),
+            ],
+        ),
         // tf32: K steps of 8, two per trip.
         (
             "mma_gemm_tf32",

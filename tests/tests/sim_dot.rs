@@ -130,3 +130,70 @@ fn half_stores_assemble_with_ptxas() {
         );
     }
 }
+
+const ROW_SUMS: &str = r#"
+@launch(64)
+kernel row_sums(A: tensor<f16>[16, 16], W: tensor<f16>[16, 16], Y: tensor<f32>[16]) {
+  var a = A[0 :+ 16, 0 :+ 16]
+  var w = W[0 :+ 16, 0 :+ 16]
+  var acc = zeros<f32>[16, 16]
+  acc += dot(a, trans(w))
+  var s = shared<f32>[16, 17]
+  s[0 :+ 16, 0 :+ 16] = acc
+  if ctx.thread < 16 {
+    var t = 0.0
+    for j in range(0, 16) {
+      t += s[ctx.thread, j]
+    }
+    Y[ctx.thread] = t
+  }
+}
+"#;
+
+/// `s[0 :+ 16, 0 :+ 16] = acc` puts the accumulator, whose elements the
+/// two warps' lanes hold, into a scratch tile that one thread per row then
+/// reads: the compiler keeps a barrier between the lanes' shared stores
+/// and the reads. Taken out of the PTX, racecheck reports the read.
+#[test]
+fn an_accumulator_stored_into_a_scratch_tile_is_fenced_from_its_readers() {
+    let case = || Case::source(ROW_SUMS, "row_sums.pho", "row_sums");
+    let ptx = case().kernel.ptx.clone();
+    let last_store = ptx
+        .rfind("st.shared.f32")
+        .expect("the accumulator's shared stores");
+    let first_read = last_store + ptx[last_store..].find("ld.shared").expect("a read of s");
+    assert!(
+        ptx[last_store..first_read].contains("bar.sync 0;"),
+        "no barrier between the store of the accumulator and the reads:\n{ptx}"
+    );
+    let o = case().run([1, 1, 1]);
+    let (a, w) = (o.input("A"), o.input("W"));
+    let mut y = o.expect("Y");
+    for i in 0..16 {
+        let s: f64 = (0..16)
+            .map(|j| {
+                let d: f64 = (0..16).map(|k| a.f(i * 16 + k) * w.f(j * 16 + k)).sum();
+                f64::from(d as f32)
+            })
+            .sum();
+        y.set_f(i, s);
+    }
+    o.check("Y", &y);
+    let mut unfenced = case();
+    let cut = unfenced.kernel.ptx[..first_read]
+        .rfind("bar.sync 0;")
+        .expect("the barrier");
+    unfenced
+        .kernel
+        .ptx
+        .replace_range(cut..cut + "bar.sync 0;".len(), "");
+    match unfenced.launch([1, 1, 1]) {
+        Err(b) => match &b.1 {
+            phobos_sim::SimError::Check(r) => {
+                assert_eq!(r.kind, phobos_sim::CheckKind::Racecheck, "{r}")
+            }
+            e => panic!("expected a racecheck report, got: {e}"),
+        },
+        Ok(_) => panic!("the read of the unfenced accumulator store ran clean"),
+    }
+}

@@ -23,6 +23,16 @@ pub fn acc_elem_ok(t: ScalarTy) -> bool {
     matches!(t, ScalarTy::F32 | ScalarTy::F16 | ScalarTy::I32)
 }
 
+/// Whether an accumulator of `acc` may be stored converted to `to`
+/// (`C[...] = f16(acc)`): an f32 accumulator as f16 or bf16, an f16 one as
+/// f32.
+pub fn acc_converts(acc: ScalarTy, to: ScalarTy) -> bool {
+    matches!(
+        (acc, to),
+        (ScalarTy::F32, ScalarTy::F16 | ScalarTy::BF16) | (ScalarTy::F16, ScalarTy::F32)
+    )
+}
+
 /// What one `dot` of operands of type `op` into an accumulator of type
 /// `acc` compiles to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -476,3 +476,111 @@ fn an_accumulator_store_matches_its_target() {
         6,
     );
 }
+
+#[test]
+fn an_accumulator_is_stored_into_a_box_of_a_shared_tile() {
+    // Into the box [8 :+ 64, 0 :+ 64] of a padded scratch tile, and as
+    // f16 into an f16 tile: the lanes' stores at constant offsets from one
+    // address, between two barriers.
+    let src = k("  var acc = zeros<f32>[64, 64]
+  var s = shared<f32>[72, 66]
+  s[8 :+ 64, 0 :+ 64] = acc
+  var h = shared<f16>[64, 64]
+  h[0 :+ 64, 0 :+ 64] = f16(acc)
+  C[r + ctx.thread, c] = s[ctx.thread, 3] + f32(h[ctx.thread, 5])");
+    let p = ptx(&src, 80);
+    // 32 elements per lane, twice.
+    assert_eq!(p.matches("st.shared.f32").count(), 32, "{p}");
+    assert_eq!(p.matches("st.shared.b16").count(), 32, "{p}");
+    assert_eq!(p.matches("cvt.rn.f16.f32").count(), 32, "{p}");
+    assert!(p.contains("bar.sync 0;"), "{p}");
+}
+
+#[test]
+fn an_accumulator_stored_into_a_tile_fits_its_box() {
+    refused(
+        "acc_into_tile_shape",
+        &k("  var acc = zeros<f32>[64, 64]
+  var s = shared<f32>[64, 64]
+  s[0 :+ 64, 0 :+ 32] = acc"),
+        "P0460",
+        "the accumulator does not fit the box of `s` it is stored into",
+        7,
+    );
+    refused(
+        "acc_into_tile_type",
+        &k("  var acc = zeros<f32>[64, 64]
+  var s = shared<f16>[64, 64]
+  s[0 :+ 64, 0 :+ 64] = acc"),
+        "P0460",
+        "the accumulator does not fit the box of `s` it is stored into",
+        7,
+    );
+    refused(
+        "acc_into_tile_compound",
+        &k("  var acc = zeros<f32>[64, 64]
+  var s = shared<f32>[64, 64]
+  s[0 :+ 64, 0 :+ 64] += acc"),
+        "P0460",
+        "the accumulator does not fit the box of `s` it is stored into",
+        7,
+    );
+    refused(
+        "acc_into_tile_rank",
+        &k("  var acc = zeros<f32>[64, 64]
+  var s = shared<f32>[2, 64, 64]
+  s[0 :+ 1, 0 :+ 64, 0 :+ 64] = acc"),
+        "P0460",
+        "the accumulator does not fit the box of `s` it is stored into",
+        7,
+    );
+    refused(
+        "acc_into_tile_outside",
+        &k("  var acc = zeros<f32>[64, 64]
+  var s = shared<f32>[64, 64]
+  s[8 :+ 64, 0 :+ 64] = acc"),
+        "P0442",
+        "the box 8 :+ 64 does not fit axis 0 of `s`, which has 64",
+        7,
+    );
+    refused(
+        "acc_into_tile_start",
+        &k("  var acc = zeros<f32>[64, 64]
+  var s = shared<f32>[64, 64]
+  s[r :+ 64, 0 :+ 64] = acc"),
+        "P0442",
+        "where a tile box starts must be a compile-time constant",
+        7,
+    );
+}
+
+#[test]
+fn an_accumulator_store_into_a_tile_is_cta_wide() {
+    refused(
+        "acc_into_tile_varying",
+        &k("  var acc = zeros<f32>[64, 64]
+  var s = shared<f32>[64, 64]
+  if ctx.thread < 64 {
+    s[0 :+ 64, 0 :+ 64] = acc
+  }"),
+        "P0702",
+        "an accumulator store needs uniform control",
+        8,
+    );
+}
+
+/// An epilogue reads a scratch tile written element by element (one
+/// thread per row writes a per-row value): the element's place decides
+/// which value it reads, not the lane, so it is not P0459.
+#[test]
+fn an_epilogue_reads_a_tile_written_by_element_stores() {
+    let src = k("  var acc = zeros<f32>[64, 64]
+  var row_max = shared<f32>[64, 1]
+  if ctx.thread < 64 {
+    row_max[ctx.thread, 0] = F[r + ctx.thread, 0]
+  }
+  acc = acc - row_max
+  C[r :+ 64, c :+ 64] = acc");
+    let p = ptx(&src, 80);
+    assert!(p.contains("bar.sync 0;"), "{p}");
+}

@@ -316,6 +316,15 @@ pub enum StmtKind {
     /// CTA-wide masked store of an accumulator tile into a tensor box
     /// (`access`: a `Tile` access of the accumulator's shape).
     AccStore { acc: AccId, access: AccessId },
+    /// CTA-wide store of an accumulator tile into the box of the rank-2
+    /// tile buffer `buffer` that starts at `at` (row, column), each lane
+    /// writing the elements it holds: for the barrier analysis, a write of
+    /// that box by every thread.
+    AccToTile {
+        acc: AccId,
+        buffer: BufferId,
+        at: [u32; 2],
+    },
 }
 
 /// An accumulator tile: `rows x cols` elements of `elem`, spread over the
@@ -579,7 +588,10 @@ impl Func {
             } => out.extend([*start, *end, *step]),
             StmtKind::CtaColl { arg, .. } => out.push(*arg),
             StmtKind::AccMap { value, .. } => out.push(*value),
-            StmtKind::AccZero(_) | StmtKind::Mma { .. } | StmtKind::AccStore { .. } => {}
+            StmtKind::AccZero(_)
+            | StmtKind::Mma { .. }
+            | StmtKind::AccStore { .. }
+            | StmtKind::AccToTile { .. } => {}
             StmtKind::TileCopy { .. }
             | StmtKind::TileStore { .. }
             | StmtKind::Break

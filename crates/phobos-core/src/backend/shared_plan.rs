@@ -198,6 +198,7 @@ impl Walk<'_> {
             match kind {
                 StmtKind::TileCopy { buffer, .. }
                 | StmtKind::TileStore { buffer, .. }
+                | StmtKind::AccToTile { buffer, .. }
                 | StmtKind::CtaColl {
                     scratch: buffer, ..
                 } => self.touch(*buffer, span),

@@ -255,6 +255,7 @@ fn auto_candidate(f: &Func, body: &[StmtId]) -> bool {
                     | StmtKind::AccMap { .. }
                     | StmtKind::Mma { .. }
                     | StmtKind::AccStore { .. }
+                    | StmtKind::AccToTile { .. }
             ) {
                 plain = false;
             }
@@ -360,6 +361,7 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
         | StmtKind::Return
         | StmtKind::Fence
         | StmtKind::AccZero(_)
+        | StmtKind::AccToTile { .. }
         | StmtKind::Mma { .. } => (vec![], vec![]),
     }
 }
@@ -703,6 +705,7 @@ impl Builder<'_> {
                 access: self.clone_access(access),
             },
             StmtKind::AccZero(acc) => StmtKind::AccZero(acc),
+            StmtKind::AccToTile { acc, buffer, at } => StmtKind::AccToTile { acc, buffer, at },
             StmtKind::AccMap {
                 acc,
                 elem,

@@ -833,6 +833,20 @@ pub enum CheckError {
         compound: bool,
         span: Span,
     },
+    /// P0460: an accumulator of `[rows, cols]` `elem` stored into the box
+    /// `shape` of the shared tile `tile` (declared at `decl`) of `target`
+    /// elements, with a compound assignment when `compound`.
+    AccTileMismatch {
+        rows: u32,
+        cols: u32,
+        elem: ScalarTy,
+        tile: String,
+        shape: Vec<u32>,
+        target: ScalarTy,
+        compound: bool,
+        span: Span,
+        decl: Span,
+    },
     /// P0401: the epilogue of `name`, which holds `elem`, has a value of
     /// `found`.
     EpilogueType {
@@ -990,6 +1004,7 @@ impl CheckError {
             AccStoreConvert { .. } | AccStoreNotTensor { .. } | AccStoreMismatch { .. } => {
                 Code::P0509
             }
+            AccTileMismatch { .. } => Code::P0460,
             EpilogueType { .. } => Code::P0401,
         }
     }
@@ -2122,6 +2137,33 @@ impl CheckError {
                         }
                     ),
                 ),
+            AccTileMismatch {
+                rows,
+                cols,
+                elem,
+                tile,
+                shape,
+                target,
+                compound,
+                span,
+                decl,
+            } => code
+                .error(format!("the accumulator does not fit the box of `{tile}` it is stored into"))
+                .primary(
+                    span,
+                    format!(
+                        "the accumulator holds [{rows}, {cols}] {}, the box is {shape:?} of {}{}",
+                        elem.name(),
+                        target.name(),
+                        if compound {
+                            ", with a compound assignment"
+                        } else {
+                            ""
+                        }
+                    ),
+                )
+                .secondary(decl, format!("`{tile}` declared here"))
+                .note(format!("`{tile}[a :+ M, b :+ N] = acc` stores an [M, N] accumulator, with `=`, into a box of a rank-2 tile of its element type; an f32 accumulator into an f16 or bf16 tile as `f16(acc)` or `bf16(acc)`, an f16 one into an f32 tile as `f32(acc)`")),
             EpilogueType {
                 name,
                 elem,
@@ -2770,6 +2812,17 @@ impl CheckError {
                 target: ScalarTy::F32,
                 compound: false,
                 span,
+            },
+            AccTileMismatch {
+                rows: 64,
+                cols: 64,
+                elem: ScalarTy::F32,
+                tile: "s".to_string(),
+                shape: vec![64, 32],
+                target: ScalarTy::F32,
+                compound: false,
+                span,
+                decl: span,
             },
             EpilogueType {
                 name: name(),
