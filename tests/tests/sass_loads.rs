@@ -152,7 +152,19 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     // Per file: (target, HMMA or IMMA, LDSM) — one per mma.sync and
     // fragment per K step, two on sm_75 (m16n8k8).
     type Counts = (u32, usize, usize);
-    let expected: [(&str, &str, &[Counts]); 7] = [
+    let expected: [(&str, &str, &[Counts]); 8] = [
+        // f16 accumulation: the same instructions, half the registers.
+        (
+            "mma_gemm_f16acc",
+            "HMMA",
+            &[
+                (75, 32, 12),
+                (80, 16, 12),
+                (86, 16, 12),
+                (89, 16, 12),
+                (90, 16, 12),
+            ],
+        ),
         // Two GEMM loops (the scores' two passes), each as mma_gemm_f16's.
         (
             "mma_attention_scores",

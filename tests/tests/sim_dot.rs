@@ -197,3 +197,51 @@ fn an_accumulator_stored_into_a_scratch_tile_is_fenced_from_its_readers() {
         Ok(_) => panic!("the read of the unfenced accumulator store ran clean"),
     }
 }
+
+const F16_ACC: &str = r#"// needs: sm_80
+@launch(128)
+kernel f16_acc(A: tensor<f16>[M, 16], W: tensor<f16>[N, 16], F: tensor<f32>[M, N], H: tensor<f16>[64, 32]) {
+  var a = A[ctx.block.x * 64 :+ 64, 0 :+ 16]
+  var w = W[0 :+ 32, 0 :+ 16]
+  var acc = zeros<f16>[64, 32]
+  acc += dot(a, trans(w))
+  acc = acc * f16(2.0) - f16(0.25)
+  F[ctx.block.x * 64 :+ 64, 0 :+ 32] = f32(acc)
+  var s = shared<f16>[64, 32]
+  s[0 :+ 64, 0 :+ 32] = acc
+  H[0 :+ 64, 0 :+ 32] = s
+}
+"#;
+
+/// An f16 accumulator on sm_80: one m16n8k16 per fragment (K = 16) rounds
+/// the exact sum once to f16; the epilogue computes in f16 (each operation
+/// rounded), `f32(acc)` widens exactly, and the accumulator stored into
+/// an f16 scratch tile comes back out unchanged through a tile store.
+#[test]
+fn an_f16_accumulator_runs_its_epilogue_and_stores_in_f16_and_f32() {
+    // One CTA, ragged rows and columns.
+    let (m, n) = (60usize, 27usize);
+    let o = Case::source(F16_ACC, "f16_acc.pho", "f16_acc")
+        .dims(&[("M", m as i64), ("N", n as i64)])
+        .run([1, 1, 1]);
+    let (a, w) = (o.input("A"), o.input("W"));
+    let (mut f, mut h) = (o.expect("F"), o.expect("H"));
+    let half = |x: f64| f64::from(half::f16::from_f64(x));
+    for i in 0..64 {
+        for j in 0..32 {
+            // Rows and columns past A and W are zero-filled: a sum of 0.
+            let s: f64 = if i < m && j < n {
+                (0..16).map(|k| a.f(i * 16 + k) * w.f(j * 16 + k)).sum()
+            } else {
+                0.0
+            };
+            let v = half(half(half(s) * 2.0) - 0.25);
+            if i < m && j < n {
+                f.set_f(i * n + j, v);
+            }
+            h.set_f(i * 32 + j, v);
+        }
+    }
+    o.check("F", &f);
+    o.check("H", &h);
+}

@@ -205,13 +205,58 @@ fn an_accumulator_has_two_constant_extents() {
 }
 
 #[test]
-fn an_accumulator_holds_f32() {
+fn an_accumulator_holds_f32_f16_or_i32() {
     refused(
-        "acc_of_f16",
-        &k("  var acc = zeros<f16>[64, 64]"),
+        "acc_of_bf16",
+        &k("  var acc = zeros<bf16>[64, 64]"),
         "P0451",
-        "an accumulator tile of f16 is not supported",
+        "an accumulator tile of bf16 is not supported",
         5,
+    );
+}
+
+const GEMM_F16ACC: &str = "  var acc = zeros<f16>[64, 64]
+  for k in range(0, K, 32) {
+    var a = A[r :+ 64, k :+ 32]
+    var w = W[c :+ 64, k :+ 32]
+    acc += dot(a, trans(w))
+  }
+  acc = max(acc, f16(0.0))
+  C[r :+ 64, c :+ 64] = f32(acc)";
+
+/// An f16 accumulator: two f16 to a register (16 per lane for 64 x 64
+/// over 4 warps), `m16n8k16 .f16.f16.f16.f16` on sm_80 and two
+/// `m16n8k8` on sm_75, the epilogue on each half, the store converted.
+#[test]
+fn an_f16_accumulator_packs_two_elements_per_register() {
+    let src = k(GEMM_F16ACC);
+    let p80 = ptx(&src, 80);
+    assert_eq!(
+        p80.matches("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16")
+            .count(),
+        16,
+        "{p80}"
+    );
+    let p75 = ptx(&src, 75);
+    assert_eq!(
+        p75.matches("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16")
+            .count(),
+        32,
+        "{p75}"
+    );
+    // 32 elements per lane: each epilogue result packed back, each store
+    // converted to f32.
+    assert_eq!(p80.matches("cvt.f32.f16").count() >= 32, true, "{p80}");
+    assert_eq!(p80.matches("st.global.f32").count(), 32, "{p80}");
+    assert!(!p80.contains(".local"), "{p80}");
+    refused(
+        "f16_acc_of_bf16",
+        &k("  var acc = zeros<f16>[64, 64]
+  var a = H[r :+ 64, 0 :+ 16]
+  acc += dot(a, trans(a))"),
+        "P0456",
+        "no tensor-core product of bf16 x bf16 into f16",
+        7,
     );
 }
 

@@ -52,7 +52,7 @@ impl Cx<'_> {
         if let Some((_, span)) = ty {
             return fail(self, CheckError::AccTyped { span });
         }
-        if !matches!(elem, ScalarTy::F32 | ScalarTy::I32) {
+        if !mma::acc_elem_ok(*elem) {
             return fail(
                 self,
                 CheckError::AccElem {

@@ -1962,11 +1962,7 @@ impl CheckError {
             AccElem { elem, span } => code
                 .error(format!("an accumulator tile of {} is not supported", elem.name()))
                 .primary(span, "the accumulator's element type")
-                .note(if mma::acc_elem_ok(elem) {
-                    format!("accumulate in f32 or i32 (`zeros<f32>[M, N]`): the products Phobos compiles today are {}", mma::SUPPORTED_PAIRS)
-                } else {
-                    "an accumulator holds f32 (for f16 and bf16 products) or i32 (for i8 and u8 products)".to_string()
-                }),
+                .note("an accumulator holds f32 (for f16, bf16 and f32 products), f16 (for f16 products) or i32 (for i8 and u8 products)"),
             AccExtent { span } => code
                 .error("an accumulator tile's extents are constants from 1 to 65536")
                 .primary(span, "not such a constant")
@@ -2110,7 +2106,7 @@ impl CheckError {
             AccStoreConvert { from, to, span } => code
                 .error(format!("an accumulator of {} is not stored as {}", from.name(), to.name()))
                 .primary(span, "this conversion")
-                .note("an f32 accumulator is stored as f32, or converted with `f16(acc)` or `bf16(acc)`; an i32 one as i32"),
+                .note("an f32 accumulator is stored as f32, or converted with `f16(acc)` or `bf16(acc)`; an f16 one as f16, or as `f32(acc)`; an i32 one as i32"),
             AccStoreNotTensor { span } => code
                 .error("an accumulator tile is stored to a tensor")
                 .primary(span, "the target is not a tensor"),
@@ -2725,7 +2721,7 @@ impl CheckError {
             AccWithLet { name: name(), span },
             AccTyped { span },
             AccElem {
-                elem: ScalarTy::F16,
+                elem: ScalarTy::BF16,
                 span,
             },
             AccExtent { span },
