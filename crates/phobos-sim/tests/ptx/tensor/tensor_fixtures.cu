@@ -119,6 +119,63 @@ extern "C" __global__ void mma_s8_k32(const signed char *A, const signed char *B
     for (int r = 0; r < 4; r++) D[C_ROW(r) * 8 + C_COL(r)] = d[r];
 }
 
+// f16 x f16 -> f16, m16n8k16: C and D are two .f16x2 registers; c_r holds
+// row g + 8r, columns 2t (low half) and 2t + 1 (high half).
+extern "C" __global__ void mma_f16acc_k16(const u16 *A, const u16 *B, const u16 *C, u16 *D) {
+    int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+    u32 a[4], b[2], c[2], d[2];
+    for (int r = 0; r < 4; r++) {
+        int row = g + 8 * (r % 2), col = (r / 2) * 8 + 2 * t;
+        a[r] = pack16(A[row * 16 + col], A[row * 16 + col + 1]);
+    }
+    for (int r = 0; r < 2; r++) {
+        int row = r * 8 + 2 * t;
+        b[r] = pack16(B[row * 8 + g], B[(row + 1) * 8 + g]);
+    }
+    for (int r = 0; r < 2; r++) {
+        int row = g + 8 * r;
+        c[r] = pack16(C[row * 8 + 2 * t], C[row * 8 + 2 * t + 1]);
+    }
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 "
+        "{%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%8,%9};\n"
+        : "=r"(d[0]), "=r"(d[1])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+          "r"(c[0]), "r"(c[1]));
+    for (int r = 0; r < 2; r++) {
+        int row = g + 8 * r;
+        D[row * 8 + 2 * t] = (u16)(d[r] & 0xffff);
+        D[row * 8 + 2 * t + 1] = (u16)(d[r] >> 16);
+    }
+}
+
+// f16 x f16 -> f16, m16n8k8 (the shape sm_75 has): A is two .f16x2
+// registers, a_r at row g + 8r, columns 2t and 2t + 1; B one, rows 2t and
+// 2t + 1 of column g; C and D as for m16n8k16.
+extern "C" __global__ void mma_f16acc_k8(const u16 *A, const u16 *B, const u16 *C, u16 *D) {
+    int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+    u32 a[2], b, c[2], d[2];
+    for (int r = 0; r < 2; r++) {
+        int row = g + 8 * r;
+        a[r] = pack16(A[row * 8 + 2 * t], A[row * 8 + 2 * t + 1]);
+    }
+    b = pack16(B[(2 * t) * 8 + g], B[(2 * t + 1) * 8 + g]);
+    for (int r = 0; r < 2; r++) {
+        int row = g + 8 * r;
+        c[r] = pack16(C[row * 8 + 2 * t], C[row * 8 + 2 * t + 1]);
+    }
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 "
+        "{%0,%1}, {%2,%3}, {%4}, {%5,%6};\n"
+        : "=r"(d[0]), "=r"(d[1])
+        : "r"(a[0]), "r"(a[1]), "r"(b), "r"(c[0]), "r"(c[1]));
+    for (int r = 0; r < 2; r++) {
+        int row = g + 8 * r;
+        D[row * 8 + 2 * t] = (u16)(d[r] & 0xffff);
+        D[row * 8 + 2 * t + 1] = (u16)(d[r] >> 16);
+    }
+}
+
 // f16 m16n8k16 through shared memory: A and B arrive by cp.async (NVIDIA's
 // pipeline primitives), fragments come from ldmatrix. A is [16][16]
 // row-major; B is given row-major [16][8] and read with ldmatrix .trans.
