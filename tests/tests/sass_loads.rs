@@ -152,19 +152,17 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     // Per file: (target, HMMA or IMMA, LDSM) — one per mma.sync and
     // fragment per K step, two on sm_75 (m16n8k8).
     type Counts = (u32, usize, usize);
+    // The 64 x 64 GEMMs with K steps of 32: 16 fragments per trip.
+    let gemm_64: &[Counts] = &[
+        (75, 32, 12),
+        (80, 16, 12),
+        (86, 16, 12),
+        (89, 16, 12),
+        (90, 16, 12),
+    ];
     let expected: [(&str, &str, &[Counts]); 8] = [
         // f16 accumulation: the same instructions, half the registers.
-        (
-            "mma_gemm_f16acc",
-            "HMMA",
-            &[
-                (75, 32, 12),
-                (80, 16, 12),
-                (86, 16, 12),
-                (89, 16, 12),
-                (90, 16, 12),
-            ],
-        ),
+        ("mma_gemm_f16acc", "HMMA", gemm_64),
         // Two GEMM loops (the scores' two passes), each as mma_gemm_f16's.
         (
             "mma_attention_scores",
@@ -184,28 +182,8 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
             &[(80, 8, 8), (86, 8, 8), (89, 8, 8), (90, 8, 8)],
         ),
         // The fused epilogue keeps the accumulator in registers too.
-        (
-            "mma_gemm_bias_relu",
-            "HMMA",
-            &[
-                (75, 32, 12),
-                (80, 16, 12),
-                (86, 16, 12),
-                (89, 16, 12),
-                (90, 16, 12),
-            ],
-        ),
-        (
-            "mma_gemm_f16",
-            "HMMA",
-            &[
-                (75, 32, 12),
-                (80, 16, 12),
-                (86, 16, 12),
-                (89, 16, 12),
-                (90, 16, 12),
-            ],
-        ),
+        ("mma_gemm_bias_relu", "HMMA", gemm_64),
+        ("mma_gemm_f16", "HMMA", gemm_64),
         (
             "mma_gemm_bf16",
             "HMMA",

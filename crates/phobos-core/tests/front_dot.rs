@@ -543,60 +543,56 @@ fn an_accumulator_is_stored_into_a_box_of_a_shared_tile() {
 
 #[test]
 fn an_accumulator_stored_into_a_tile_fits_its_box() {
-    refused(
-        "acc_into_tile_shape",
-        &k("  var acc = zeros<f32>[64, 64]
-  var s = shared<f32>[64, 64]
-  s[0 :+ 64, 0 :+ 32] = acc"),
-        "P0460",
-        "the accumulator does not fit the box of `s` it is stored into",
-        7,
-    );
-    refused(
-        "acc_into_tile_type",
-        &k("  var acc = zeros<f32>[64, 64]
-  var s = shared<f16>[64, 64]
-  s[0 :+ 64, 0 :+ 64] = acc"),
-        "P0460",
-        "the accumulator does not fit the box of `s` it is stored into",
-        7,
-    );
-    refused(
-        "acc_into_tile_compound",
-        &k("  var acc = zeros<f32>[64, 64]
-  var s = shared<f32>[64, 64]
-  s[0 :+ 64, 0 :+ 64] += acc"),
-        "P0460",
-        "the accumulator does not fit the box of `s` it is stored into",
-        7,
-    );
-    refused(
-        "acc_into_tile_rank",
-        &k("  var acc = zeros<f32>[64, 64]
-  var s = shared<f32>[2, 64, 64]
-  s[0 :+ 1, 0 :+ 64, 0 :+ 64] = acc"),
-        "P0460",
-        "the accumulator does not fit the box of `s` it is stored into",
-        7,
-    );
-    refused(
-        "acc_into_tile_outside",
-        &k("  var acc = zeros<f32>[64, 64]
-  var s = shared<f32>[64, 64]
-  s[8 :+ 64, 0 :+ 64] = acc"),
-        "P0442",
-        "the box 8 :+ 64 does not fit axis 0 of `s`, which has 64",
-        7,
-    );
-    refused(
-        "acc_into_tile_start",
-        &k("  var acc = zeros<f32>[64, 64]
-  var s = shared<f32>[64, 64]
-  s[r :+ 64, 0 :+ 64] = acc"),
-        "P0442",
-        "where a tile box starts must be a compile-time constant",
-        7,
-    );
+    const MISFIT: &str = "the accumulator does not fit the box of `s` it is stored into";
+    // (snapshot, the tile's declaration, the store, code, message)
+    let cases = [
+        (
+            "acc_into_tile_shape",
+            "f32>[64, 64]",
+            "s[0 :+ 64, 0 :+ 32] = acc",
+            "P0460",
+            MISFIT,
+        ),
+        (
+            "acc_into_tile_type",
+            "f16>[64, 64]",
+            "s[0 :+ 64, 0 :+ 64] = acc",
+            "P0460",
+            MISFIT,
+        ),
+        (
+            "acc_into_tile_compound",
+            "f32>[64, 64]",
+            "s[0 :+ 64, 0 :+ 64] += acc",
+            "P0460",
+            MISFIT,
+        ),
+        (
+            "acc_into_tile_rank",
+            "f32>[2, 64, 64]",
+            "s[0 :+ 1, 0 :+ 64, 0 :+ 64] = acc",
+            "P0460",
+            MISFIT,
+        ),
+        (
+            "acc_into_tile_outside",
+            "f32>[64, 64]",
+            "s[8 :+ 64, 0 :+ 64] = acc",
+            "P0442",
+            "the box 8 :+ 64 does not fit axis 0 of `s`, which has 64",
+        ),
+        (
+            "acc_into_tile_start",
+            "f32>[64, 64]",
+            "s[r :+ 64, 0 :+ 64] = acc",
+            "P0442",
+            "where a tile box starts must be a compile-time constant",
+        ),
+    ];
+    for (name, tile, store, code, message) in cases {
+        let body = format!("  var acc = zeros<f32>[64, 64]\n  var s = shared<{tile}\n  {store}");
+        refused(name, &k(&body), code, message, 7);
+    }
 }
 
 #[test]
