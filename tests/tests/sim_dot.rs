@@ -95,7 +95,9 @@ fn an_f32_accumulator_is_stored_as_f16_and_bf16() {
 }
 
 /// The stores of `f16(acc)` and `bf16(acc)` assemble for every target
-/// (sm_75's bf16 rounding is done by hand).
+/// (sm_75's bf16 rounding is done by hand), and so do f16 accumulators,
+/// their epilogues and stores (packed pairs among them) and accumulators
+/// stored into shared tiles.
 #[test]
 fn half_stores_assemble_with_ptxas() {
     let Some(ptxas) = phobos_conformance::find_ptxas() else {
@@ -107,14 +109,23 @@ fn half_stores_assemble_with_ptxas() {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
-    for arch in phobos_core::ARCHES {
+    let sources = [
+        ("to_half", TO_HALF),
+        ("f16_acc", F16_ACC),
+        ("pairs", PAIRS),
+        ("row_sums", ROW_SUMS),
+    ];
+    for ((name, src), arch) in sources
+        .into_iter()
+        .flat_map(|s| phobos_core::ARCHES.into_iter().map(move |a| (s, a)))
+    {
         let (kernels, diags) = phobos_core::compile(
-            TO_HALF,
-            "to_half.pho",
+            src,
+            &format!("{name}.pho"),
             &phobos_core::CompileOptions::for_arch(arch),
         );
         assert!(diags.is_empty(), "{diags:?}");
-        let path = dir.path().join(format!("to_half.sm_{arch}.ptx"));
+        let path = dir.path().join(format!("{name}.sm_{arch}.ptx"));
         std::fs::write(&path, &kernels[0].ptx).expect("write ptx");
         let out = std::process::Command::new(&ptxas)
             .arg(format!("-arch=sm_{arch}"))
@@ -125,7 +136,7 @@ fn half_stores_assemble_with_ptxas() {
             .expect("run ptxas");
         assert!(
             out.status.success(),
-            "sm_{arch}: {}",
+            "{name} sm_{arch}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
@@ -243,5 +254,50 @@ fn an_f16_accumulator_runs_its_epilogue_and_stores_in_f16_and_f32() {
         }
     }
     o.check("F", &f);
+    o.check("H", &h);
+}
+
+const PAIRS: &str = r#"// needs: sm_80
+@launch(128)
+@aligned(N = 2)
+kernel pairs(A: tensor<f16>[M, 16], W: tensor<f16>[N, 16], C: tensor<f32>[M, N], H: tensor<f16>[M, N]) {
+  let r = ctx.block.x * 64
+  var a = A[r :+ 64, 0 :+ 16]
+  var w = W[0 :+ 32, 0 :+ 16]
+  var acc = zeros<f32>[64, 32]
+  acc += dot(a, trans(w))
+  C[r :+ 64, 0 :+ 32] = acc
+  var h = zeros<f16>[64, 32]
+  h += dot(a, trans(w))
+  H[r :+ 64, 0 :+ 32] = h
+}
+"#;
+
+/// With the row length proven even (`@aligned(N = 2)`), each lane's two
+/// adjacent elements go out as one store: `st.global.v2.f32`, and for an
+/// f16 accumulator into f16 the packed register as one `st.global.b32`;
+/// masked per pair at ragged rows and at N = 26 (the last pair of a row
+/// in bounds, the next one out).
+#[test]
+fn accumulator_pairs_are_stored_together_where_aligned() {
+    let ptx = Case::source(PAIRS, "pairs.pho", "pairs").kernel.ptx.clone();
+    // 64 x 32 over 4 warps: 16 elements per lane, 8 pairs.
+    assert_eq!(ptx.matches("st.global.v2.f32").count(), 8, "{ptx}");
+    assert_eq!(ptx.matches("st.global.b32").count(), 8, "{ptx}");
+    assert_eq!(ptx.matches("st.global.f32").count(), 0, "{ptx}");
+    let (m, n) = (70usize, 26usize);
+    let o = Case::source(PAIRS, "pairs.pho", "pairs")
+        .dims(&[("M", m as i64), ("N", n as i64)])
+        .run([m.div_ceil(64) as u32, 1, 1]);
+    let (a, w) = (o.input("A"), o.input("W"));
+    let (mut c, mut h) = (o.expect("C"), o.expect("H"));
+    for i in 0..m {
+        for j in 0..n {
+            let s: f64 = (0..16).map(|k| a.f(i * 16 + k) * w.f(j * 16 + k)).sum();
+            c.set_f(i * n + j, f64::from(s as f32));
+            h.set_f(i * n + j, f64::from(half::f16::from_f64(s)));
+        }
+    }
+    o.check("C", &c);
     o.check("H", &h);
 }

@@ -335,8 +335,9 @@ impl Emitter<'_> {
         self.load_cache.clear();
     }
 
-    /// Each lane stores its fragment pairs, each element masked at the
-    /// tensor's bounds.
+    /// Each lane stores its fragment pairs, masked at the tensor's bounds:
+    /// each pair as one `v2` store (one `b32` for f16 into f16) where
+    /// alignment is proven, else element by element.
     pub(super) fn acc_store(&mut self, acc: AccId, access: AccessId) {
         let a = self.f.accesses[access].clone();
         let (Mem::Tensor(p), Shape::Tile { .. }) = (a.mem, &a.shape) else {
@@ -358,6 +359,10 @@ impl Emitter<'_> {
         // (`C[...] = f16(acc)`, `f32(acc)`).
         let out = a.elem;
         let size = out.size();
+        // A lane's two adjacent elements as one store when the tile
+        // decision proves pairs aligned: an even start column and an even
+        // row length (the lane's first column is even).
+        let pairs = self.an.div.access[access.0 as usize].width >= 2 * size;
         let dm = self.operand(dims[0]);
         let dn = self.operand(dims[1]);
         for fm in 0..l.frag_m {
@@ -375,6 +380,24 @@ impl Emitter<'_> {
                         V::R(r) => r,
                         _ => base,
                     };
+                    if pairs {
+                        // Both columns are in bounds when the first is:
+                        // it is even, and so is the row length.
+                        let q = self.reg(RegClass::Pred);
+                        self.ins(&format!("setp.lt.u32 {q}, {col}, {dn};"));
+                        self.ins(&format!("and.pred {q}, {q}, {row_in};"));
+                        let first = self.acc_elem(acc, fm, fnn, h * 2);
+                        if t.elem == ScalarTy::F16 && out == ScalarTy::F16 {
+                            // The register holds the pair as stored.
+                            self.ins(&format!("@{q} st.global.b32 [{addr}], {};", first.0));
+                        } else {
+                            let (v0, st) = self.acc_out(t.elem, first, out);
+                            let second = self.acc_elem(acc, fm, fnn, h * 2 + 1);
+                            let (v1, _) = self.acc_out(t.elem, second, out);
+                            self.ins(&format!("@{q} st.global.v2{st} [{addr}], {{{v0}, {v1}}};"));
+                        }
+                        continue;
+                    }
                     for e in 0..2u32 {
                         let c = if e == 0 {
                             col
