@@ -246,7 +246,7 @@ fn an_f16_accumulator_packs_two_elements_per_register() {
     );
     // 32 elements per lane: each epilogue result packed back, each store
     // converted to f32.
-    assert_eq!(p80.matches("cvt.f32.f16").count() >= 32, true, "{p80}");
+    assert!(p80.matches("cvt.f32.f16").count() >= 32, "{p80}");
     assert_eq!(p80.matches("st.global.f32").count(), 32, "{p80}");
     assert!(!p80.contains(".local"), "{p80}");
     refused(
