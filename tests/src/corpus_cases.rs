@@ -1570,12 +1570,86 @@ pub fn mma_gemm_f16() {
     }
 }
 
+pub fn mma_gemm_f16acc() {
+    // f16 accumulation: each mma.sync rounds its sum to f16 (the ISA
+    // leaves how to the hardware), so element (i, j) may be off the exact
+    // sum by at most one f16 rounding (2^-11 relative, 2^-25 absolute for
+    // subnormals) per instruction of the sum of |a w| over K: K padded to
+    // the copies' 32, over 16 per instruction on sm_80 and 8 on sm_75.
+    for arch in [75, 80] {
+        for (m, n, k) in [(77usize, 90usize, 53usize), (5, 3, 7), (130, 64, 96)] {
+            let o = Case::corpus_for("mma_gemm_f16acc", arch)
+                .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+                .run([cdiv(m, 64), cdiv(n, 64), 1]);
+            let (a, w) = (o.input("A"), o.input("W"));
+            // The exact sums, in f64 (not rounded to C's f16).
+            let mut want = Tensor::zeros(ScalarTy::F64, &[m, n]);
+            for r in 0..m {
+                for col in 0..n {
+                    let s: f64 = (0..k).map(|x| a.f(r * k + x) * w.f(col * k + x)).sum();
+                    want.set_f(r * n + col, s);
+                }
+            }
+            let steps = (k.div_ceil(32) * 32 / if arch < 80 { 8 } else { 16 }) as f64;
+            o.check_within("C", &want, |i| {
+                let (r, col) = (i / n, i % n);
+                let abs: f64 = (0..k)
+                    .map(|x| (a.f(r * k + x) * w.f(col * k + x)).abs())
+                    .sum();
+                steps * (abs * 2f64.powi(-11) + 2f64.powi(-25))
+            });
+        }
+    }
+}
+
 pub fn mma_gemm_bf16() {
     for (m, n, k) in [(70usize, 45usize, 41usize), (64, 32, 16), (3, 70, 1)] {
         let o = Case::corpus("mma_gemm_bf16")
             .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
             .run([cdiv(m, 64), cdiv(n, 32), 1]);
         o.check("C", &gemm_reference(&o, m, n, k, false));
+    }
+}
+
+pub fn mma_attention_scores() {
+    // 77 query rows (two CTAs, the second ragged), 150 keys (three blocks
+    // of 64, the last one 22 wide: its other 42 columns are zero scores
+    // that must not enter the max or the sum), D = 40 (a ragged second
+    // copy of 32). Then one row and key block smaller than a fragment,
+    // a single key, and sizes that fill the blocks exactly. sm_75 runs
+    // two m16n8k8 per step, sm_80 one m16n8k16.
+    for arch in [75, 80] {
+        for (m, n, d) in [
+            (77usize, 150usize, 40usize),
+            (5, 3, 7),
+            (3, 1, 16),
+            (64, 128, 64),
+        ] {
+            let scale = 0.35f32;
+            let o = Case::corpus_for("mma_attention_scores", arch)
+                .dims(&[("M", m as i64), ("N", n as i64), ("D", d as i64)])
+                .scalar("scale", Scalar::F32(scale))
+                // P is below 1; the floor makes the comparison relative
+                // down to values of 1e-3 (1e-8 absolute below that).
+                .floor(1e-3)
+                .run([cdiv(m, 64), 1, 1]);
+            let (q, k) = (o.input("Q"), o.input("K"));
+            let mut p = o.expect("P");
+            for i in 0..m {
+                let x: Vec<f64> = (0..n)
+                    .map(|j| {
+                        let s: f64 = (0..d).map(|c| q.f(i * d + c) * k.f(j * d + c)).sum();
+                        s * f64::from(scale)
+                    })
+                    .collect();
+                let mx = x.iter().copied().fold(f64::MIN, f64::max);
+                let total: f64 = x.iter().map(|v| (v - mx).exp()).sum();
+                for (j, v) in x.iter().enumerate() {
+                    p.set_f(i * n + j, (v - mx).exp() / total);
+                }
+            }
+            o.check("P", &p);
+        }
     }
 }
 
@@ -1638,7 +1712,7 @@ macro_rules! corpus_cases {
             int4_gemv, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
-            mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_i8, mma_gemm_tf32, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
+            mma_attention_scores, mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_f16acc, mma_gemm_i8, mma_gemm_tf32, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
             scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,

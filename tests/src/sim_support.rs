@@ -831,6 +831,41 @@ impl Outcome {
         ))
     }
 
+    /// Compares float tensor `name` after the run with `want` within
+    /// `tol(i)` of element `i`, for results whose rounding the language
+    /// leaves to the hardware (f16 accumulation on tensor cores); panics
+    /// listing the first mismatches. Returns the largest error.
+    pub fn check_within(&self, name: &str, want: &Tensor, tol: impl Fn(usize) -> f64) -> f64 {
+        let got = &self.after[name];
+        assert_eq!(got.shape, want.shape, "{name}: shape");
+        let mut bad = Vec::new();
+        let mut worst = 0f64;
+        for i in 0..got.len() {
+            let (g, w) = (got.f(i), want.f(i));
+            let ok = if w.is_nan() {
+                g.is_nan()
+            } else {
+                worst = worst.max((g - w).abs());
+                (g - w).abs() <= tol(i)
+            };
+            if !ok && bad.len() < 8 {
+                let idx = unflatten(i, &got.shape);
+                bad.push(format!(
+                    "  {name}{idx:?}: got {g}, want {w} within {}",
+                    tol(i)
+                ));
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "{} ({}): elements of {name} differ from the reference:\n{}",
+            self.name,
+            self.entry,
+            bad.join("\n")
+        );
+        worst
+    }
+
     /// Tensors other than the written ones must be unchanged.
     pub fn check_unchanged(&self, name: &str) {
         assert!(

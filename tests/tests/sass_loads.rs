@@ -144,6 +144,10 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     // per K step).
     type Counts = (usize, usize);
     let expected: &[(&str, &str, Option<Counts>, Counts)] = &[
+        // f16 accumulation: the same instructions, half the registers.
+        ("mma_gemm_f16acc", "HMMA", Some((32, 12)), (16, 12)),
+        // Two GEMM loops (the scores' two passes), each as mma_gemm_f16's.
+        ("mma_attention_scores", "HMMA", Some((64, 24)), (32, 24)),
         // tf32: K steps of 8, two per trip.
         ("mma_gemm_tf32", "HMMA", None, (8, 8)),
         // The fused epilogue keeps the accumulator in registers too.

@@ -23,7 +23,9 @@
 //!   with `let i = ctx.thread`), so different threads touch different
 //!   elements;
 //! - two fills of boxes of one buffer that share no element
-//!   (`t[0 :+ 2, 4 :+ 64] = ...` then `t[0 :+ 2, 0 :+ 4] = ...`);
+//!   (`t[0 :+ 2, 4 :+ 64] = ...` then `t[0 :+ 2, 0 :+ 4] = ...`; an
+//!   accumulator stored into a box, `t[0 :+ 64, 0 :+ 64] = acc`, is a
+//!   fill written by every thread);
 //! - two atomics (`atomic_add(t[i], 1)` in every thread): the hardware
 //!   orders atomics on one element, so they need no barrier between them;
 //!   an atomic is a read and a write for every plain access;
@@ -508,6 +510,14 @@ impl Flatten<'_> {
                     self.buffer(*a, false, false, span);
                     self.buffer(*b, false, false, span);
                 }
+                // Every lane writes the elements it holds into the box: a
+                // fill, for conflicts.
+                StmtKind::AccToTile { buffer, .. } => {
+                    self.buffer(*buffer, true, false, span);
+                    if let Some(Event::Access { fill, .. }) = self.out.last_mut() {
+                        *fill = Some(s);
+                    }
+                }
                 // Their subscripts and values are `stmt_operands`, above.
                 StmtKind::AccStore { .. } | StmtKind::AccMap { .. } | StmtKind::AccZero(_) => {}
                 // What follows an early exit is inside the region of the
@@ -683,14 +693,17 @@ impl ThreadIndex {
     }
 }
 
-/// Whether two tile fills (`TileCopy` with a place in the buffer) write
-/// boxes of the buffer that share no element.
+/// Whether two tile fills (`TileCopy` with a place in the buffer, or
+/// `AccToTile`) write boxes of the buffer that share no element.
 fn disjoint_boxes(f: &Func, a: StmtId, b: StmtId) -> bool {
     let box_of = |s: StmtId| match &f.stmts[s].kind {
         StmtKind::TileCopy { access, at, .. } => match &f.accesses[*access].shape {
             Shape::Tile { shape } if shape.len() == at.len() => Some((at.clone(), shape.clone())),
             _ => None,
         },
+        StmtKind::AccToTile { acc, at, .. } => {
+            Some((at.to_vec(), vec![f.accs[*acc].rows, f.accs[*acc].cols]))
+        }
         _ => None,
     };
     let (Some((a0, al)), Some((b0, bl))) = (box_of(a), box_of(b)) else {

@@ -543,6 +543,7 @@ impl<'a> Emitter<'a> {
                 k,
             } => self.mma(*acc, (*a, *b), *b_trans, *k),
             StmtKind::AccStore { acc, access } => self.acc_store(*acc, *access),
+            StmtKind::AccToTile { acc, buffer, at } => self.acc_to_tile(*acc, *buffer, *at),
             StmtKind::AccMap {
                 acc,
                 elem,

@@ -325,9 +325,15 @@ pub enum StmtKind {
     },
     /// CTA-wide masked store of an accumulator tile into a tensor box
     /// (`access`: a `Tile` access of the accumulator's shape).
-    AccStore {
+    AccStore { acc: AccId, access: AccessId },
+    /// CTA-wide store of an accumulator tile into the box of the rank-2
+    /// tile buffer `buffer` that starts at `at` (row, column), each lane
+    /// writing the elements it holds: for the barrier analysis, a write of
+    /// that box by every thread.
+    AccToTile {
         acc: AccId,
-        access: AccessId,
+        buffer: BufferId,
+        at: [u32; 2],
     },
 }
 
@@ -590,7 +596,10 @@ impl Func {
             StmtKind::For(l) => out.extend([l.start, l.end, l.step]),
             StmtKind::CtaColl(c) => out.push(c.arg),
             StmtKind::AccMap { value, .. } => out.push(*value),
-            StmtKind::AccZero(_) | StmtKind::Mma { .. } | StmtKind::AccStore { .. } => {}
+            StmtKind::AccZero(_)
+            | StmtKind::Mma { .. }
+            | StmtKind::AccStore { .. }
+            | StmtKind::AccToTile { .. } => {}
             StmtKind::TileCopy { .. }
             | StmtKind::TileStore { .. }
             | StmtKind::Break

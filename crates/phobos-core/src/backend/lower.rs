@@ -500,6 +500,7 @@ impl<'k> Lower<'k> {
             hir::StmtKind::AccStore { dst, starts, src } => {
                 self.acc_store(*dst, starts, *src, span)
             }
+            hir::StmtKind::AccToTile { dst, at, src } => self.acc_to_tile(*dst, *at, *src, span),
             hir::StmtKind::AccMap {
                 acc,
                 elem,
@@ -1354,6 +1355,7 @@ fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
             }
             // A `dot` reads its tiles; an accumulator is in registers.
             hir::StmtKind::Dot { .. } => *reads = true,
+            hir::StmtKind::AccToTile { .. } => *writes = true,
             hir::StmtKind::AccMap { value, .. } => *reads |= reads_tile(value),
             hir::StmtKind::Fence
             | hir::StmtKind::AccZero { .. }

@@ -109,6 +109,9 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
             StmtKind::AccStore { acc, access: a } => {
                 let _ = writeln!(out, "{pad}{} = acc_store {acc}", access(f, *a));
             }
+            StmtKind::AccToTile { acc, buffer, at } => {
+                let _ = writeln!(out, "{pad}{buffer} at {at:?} = acc_store {acc}");
+            }
             StmtKind::If { cond, .. } => {
                 let _ = writeln!(out, "{pad}if {} {{", expr(f, *cond));
             }

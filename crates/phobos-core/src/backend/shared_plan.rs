@@ -196,9 +196,9 @@ impl Walk<'_> {
                 }
             }
             match kind {
-                StmtKind::TileCopy { buffer, .. } | StmtKind::TileStore { buffer, .. } => {
-                    self.touch(*buffer, span)
-                }
+                StmtKind::TileCopy { buffer, .. }
+                | StmtKind::TileStore { buffer, .. }
+                | StmtKind::AccToTile { buffer, .. } => self.touch(*buffer, span),
                 StmtKind::CtaColl(c) => self.touch(c.scratch, span),
                 StmtKind::Mma { a, b, .. } => {
                     self.touch(*a, span);

@@ -236,6 +236,7 @@ fn auto_candidate(f: &Func, body: &[StmtId]) -> bool {
                     | StmtKind::AccMap { .. }
                     | StmtKind::Mma { .. }
                     | StmtKind::AccStore { .. }
+                    | StmtKind::AccToTile { .. }
             ) {
                 plain = false;
             }
@@ -335,6 +336,7 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
         | StmtKind::Return
         | StmtKind::Fence
         | StmtKind::AccZero(_)
+        | StmtKind::AccToTile { .. }
         | StmtKind::Mma { .. } => (vec![], vec![]),
     }
 }
@@ -677,6 +679,7 @@ impl Builder<'_> {
                 access: self.clone_access(access),
             },
             StmtKind::AccZero(acc) => StmtKind::AccZero(acc),
+            StmtKind::AccToTile { acc, buffer, at } => StmtKind::AccToTile { acc, buffer, at },
             StmtKind::AccMap {
                 acc,
                 elem,
