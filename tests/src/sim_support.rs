@@ -654,6 +654,21 @@ impl Case {
         }
     }
 
+    /// Runs in the simulator expecting a check to fire; returns its report
+    /// (and panics if the case ran clean or failed otherwise).
+    pub fn report(self, grid: [u32; 3]) -> phobos_sim::CheckReport {
+        match self.launch(grid) {
+            Ok(o) => panic!(
+                "{} ({}) ran clean; a check should have fired",
+                o.name, o.entry
+            ),
+            Err(b) => match b.1 {
+                SimError::Check(r) => *r,
+                e => panic!("expected a check report, got: {e}"),
+            },
+        }
+    }
+
     /// Runs and panics on a simulator error.
     pub fn run(self, grid: [u32; 3]) -> Outcome {
         match self.executor {
@@ -740,6 +755,26 @@ impl Outcome {
         if let Err(e) = self.compare(name, want) {
             panic!("{e}");
         }
+    }
+
+    /// Checks tensor `name` after the run: element `i` of its first `len`
+    /// is `want(i)`, a float ([`Tensor::set_f`]); the rest is as it was
+    /// before the run.
+    pub fn check_f(&self, name: &str, len: usize, want: impl Fn(usize) -> f64) {
+        let mut t = self.expect(name);
+        for i in 0..len {
+            t.set_f(i, want(i));
+        }
+        self.check(name, &t);
+    }
+
+    /// [`Outcome::check_f`] for integer values ([`Tensor::set_i`]).
+    pub fn check_i(&self, name: &str, len: usize, want: impl Fn(usize) -> i64) {
+        let mut t = self.expect(name);
+        for i in 0..len {
+            t.set_i(i, want(i));
+        }
+        self.check(name, &t);
     }
 
     /// Like [`Outcome::check`], returning the description of a mismatch.

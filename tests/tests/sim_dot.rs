@@ -100,15 +100,9 @@ fn an_f32_accumulator_is_stored_as_f16_and_bf16() {
 /// stored into shared tiles.
 #[test]
 fn half_stores_assemble_with_ptxas() {
-    let Some(ptxas) = phobos_conformance::find_ptxas() else {
-        assert!(
-            !phobos_conformance::in_ci(),
-            "ptxas not found; CI=true requires it"
-        );
-        eprintln!("skipping: ptxas not found (set PHOBOS_PTXAS)");
+    let Some(ptxas) = phobos_conformance::ptxas_or_skip() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("temp dir");
     let sources = [
         ("to_half", TO_HALF),
         ("f16_acc", F16_ACC),
@@ -125,20 +119,9 @@ fn half_stores_assemble_with_ptxas() {
             &phobos_core::CompileOptions::for_arch(arch),
         );
         assert!(diags.is_empty(), "{diags:?}");
-        let path = dir.path().join(format!("{name}.sm_{arch}.ptx"));
-        std::fs::write(&path, &kernels[0].ptx).expect("write ptx");
-        let out = std::process::Command::new(&ptxas)
-            .arg(format!("-arch=sm_{arch}"))
-            .arg("-o")
-            .arg(path.with_extension("cubin"))
-            .arg(&path)
-            .output()
-            .expect("run ptxas");
-        assert!(
-            out.status.success(),
-            "{name} sm_{arch}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if let Err(e) = phobos_conformance::assemble(&ptxas, name, arch, &kernels[0].ptx) {
+            panic!("{name} sm_{arch}: {e}");
+        }
     }
 }
 
@@ -198,15 +181,8 @@ fn an_accumulator_stored_into_a_scratch_tile_is_fenced_from_its_readers() {
         .kernel
         .ptx
         .replace_range(cut..cut + "bar.sync 0;".len(), "");
-    match unfenced.launch([1, 1, 1]) {
-        Err(b) => match &b.1 {
-            phobos_sim::SimError::Check(r) => {
-                assert_eq!(r.kind, phobos_sim::CheckKind::Racecheck, "{r}")
-            }
-            e => panic!("expected a racecheck report, got: {e}"),
-        },
-        Ok(_) => panic!("the read of the unfenced accumulator store ran clean"),
-    }
+    let r = unfenced.report([1, 1, 1]);
+    assert_eq!(r.kind, phobos_sim::CheckKind::Racecheck, "{r}");
 }
 
 const F16_ACC: &str = r#"// needs: sm_80

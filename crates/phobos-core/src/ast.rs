@@ -202,6 +202,20 @@ pub struct Stmt {
     pub span: Span,
 }
 
+impl Stmt {
+    /// The blocks nested directly in this statement: an `if`'s then block
+    /// and its else block when written, a loop's body. Empty for every
+    /// other statement.
+    pub fn blocks(&self) -> Vec<&Block> {
+        match &self.kind {
+            StmtKind::If { then, els, .. } => std::iter::once(then).chain(els.as_deref()).collect(),
+            StmtKind::For(l) => vec![&l.body],
+            StmtKind::While { body, .. } => vec![body],
+            _ => Vec::new(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum StmtKind {
     /// `let x = e`, `var x: f32 = e` (`mutable` for `var`).
@@ -211,16 +225,8 @@ pub enum StmtKind {
         ty: Option<(ScalarTy, Span)>,
         init: Expr,
     },
-    /// `var acc: f32[4, 4] = 0.0`: a register array (`mutable` is false
-    /// for the `let` the checker refuses). `shape` holds the dims as written.
-    ArrayDecl {
-        mutable: bool,
-        name: Ident,
-        elem: (ScalarTy, Span),
-        shape: Vec<Expr>,
-        shape_span: Span,
-        init: Box<Expr>,
-    },
+    /// `var acc: f32[4, 4] = 0.0`: a register array, boxed (rare).
+    ArrayDecl(Box<ArrayDecl>),
     /// `x = e`, `x += e`, `y[0, row] = e`, `A[r :+ R, :] = t`.
     /// `op` is the operator of a compound assignment.
     Assign {
@@ -236,18 +242,9 @@ pub enum StmtKind {
         /// its largest kind (`tests/node_sizes.rs` pins the sizes).
         els: Option<Box<Block>>,
     },
-    /// `for i in range(a, b[, step]) [unroll N] { }`. The bounds are boxed:
-    /// inline they made every statement of a block 392 bytes.
-    For {
-        var: Box<Ident>,
-        start: Box<Expr>,
-        end: Box<Expr>,
-        step: Option<Box<Expr>>,
-        range_span: Span,
-        /// `unroll N`: the factor as written and the span of `unroll N`.
-        unroll: Option<Box<(u64, Span)>>,
-        body: Block,
-    },
+    /// `for i in range(a, b[, step]) [unroll N] { }`. Boxed: inline, its
+    /// bounds made every statement of a block 392 bytes.
+    For(Box<ForLoop>),
     /// `while cond { }`
     While { cond: Expr, body: Block },
     /// `break`: leaves the innermost loop.
@@ -260,6 +257,32 @@ pub enum StmtKind {
     Expr(Expr),
     /// A statement that failed to parse (already reported).
     Error,
+}
+
+/// `var acc: f32[4, 4] = 0.0`: a register array (`mutable` is false for
+/// the `let` the checker refuses). `shape` holds the dims as written.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ArrayDecl {
+    pub mutable: bool,
+    pub name: Ident,
+    pub elem: (ScalarTy, Span),
+    pub shape: Vec<Expr>,
+    pub shape_span: Span,
+    pub init: Expr,
+}
+
+/// `for var in range(start, end[, step]) [unroll N] { body }`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ForLoop {
+    pub var: Ident,
+    pub start: Expr,
+    pub end: Expr,
+    pub step: Option<Expr>,
+    /// `range(...)` as written.
+    pub range_span: Span,
+    /// `unroll N`: the factor as written and the span of `unroll N`.
+    pub unroll: Option<(u64, Span)>,
+    pub body: Block,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -353,6 +376,20 @@ pub enum ConfigKey {
     Xor,
     Down,
     Up,
+}
+
+impl ConfigKey {
+    /// The key as written: `over`, `width`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            ConfigKey::Over => "over",
+            ConfigKey::Width => "width",
+            ConfigKey::From => "from",
+            ConfigKey::Xor => "xor",
+            ConfigKey::Down => "down",
+            ConfigKey::Up => "up",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]

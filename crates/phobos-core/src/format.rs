@@ -194,19 +194,12 @@ fn erase_block(b: &mut Block) {
                 }
                 erase_expr(init);
             }
-            StmtKind::ArrayDecl {
-                name,
-                elem,
-                shape,
-                shape_span,
-                init,
-                ..
-            } => {
-                name.span = Span::default();
-                elem.1 = Span::default();
-                *shape_span = Span::default();
-                shape.iter_mut().for_each(erase_expr);
-                erase_expr(init);
+            StmtKind::ArrayDecl(a) => {
+                a.name.span = Span::default();
+                a.elem.1 = Span::default();
+                a.shape_span = Span::default();
+                a.shape.iter_mut().for_each(erase_expr);
+                erase_expr(&mut a.init);
             }
             StmtKind::Assign { target, value, .. } => {
                 erase_expr(target);
@@ -219,26 +212,18 @@ fn erase_block(b: &mut Block) {
                     erase_block(els);
                 }
             }
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                range_span,
-                unroll,
-                body,
-            } => {
-                var.span = Span::default();
-                erase_expr(start);
-                erase_expr(end);
-                if let Some(step) = step {
+            StmtKind::For(l) => {
+                l.var.span = Span::default();
+                erase_expr(&mut l.start);
+                erase_expr(&mut l.end);
+                if let Some(step) = &mut l.step {
                     erase_expr(step);
                 }
-                *range_span = Span::default();
-                if let Some(unroll) = unroll {
+                l.range_span = Span::default();
+                if let Some(unroll) = &mut l.unroll {
                     unroll.1 = Span::default();
                 }
-                erase_block(body);
+                erase_block(&mut l.body);
             }
             StmtKind::While { cond, body } => {
                 erase_expr(cond);
@@ -473,17 +458,6 @@ pub fn ctx_text(f: CtxField) -> &'static str {
     }
 }
 
-pub(crate) fn config_text(k: ConfigKey) -> &'static str {
-    match k {
-        ConfigKey::Over => "over",
-        ConfigKey::Width => "width",
-        ConfigKey::From => "from",
-        ConfigKey::Xor => "xor",
-        ConfigKey::Down => "down",
-        ConfigKey::Up => "up",
-    }
-}
-
 /// Where an expression is printed, for deciding on parentheses.
 #[derive(Clone, Copy, PartialEq)]
 enum Place {
@@ -620,7 +594,7 @@ impl<'a> Formatter<'a> {
                     .iter()
                     .map(|c| {
                         let value = layout(&self.expr(&c.value, Place::Config), 0);
-                        format!("{} {}", config_text(c.key), value)
+                        format!("{} {}", c.key.name(), value)
                     })
                     .collect();
                 list(
@@ -981,21 +955,14 @@ impl<'a> Formatter<'a> {
                 ]);
                 self.doc_line(&doc);
             }
-            StmtKind::ArrayDecl {
-                mutable,
-                name,
-                elem,
-                shape,
-                init,
-                ..
-            } => {
-                let kw = if *mutable { "var" } else { "let" };
-                let dims = shape.iter().map(|d| self.expr(d, Place::Top)).collect();
+            StmtKind::ArrayDecl(a) => {
+                let kw = if a.mutable { "var" } else { "let" };
+                let dims = a.shape.iter().map(|d| self.expr(d, Place::Top)).collect();
                 let doc = Doc::Concat(vec![
-                    text(format!("{kw} {}: {}", name.name, elem.0.name())),
+                    text(format!("{kw} {}: {}", a.name.name, a.elem.0.name())),
                     list("[", dims, "]"),
                     text(" = "),
-                    self.expr(init, Place::Top),
+                    self.expr(&a.init, Place::Top),
                 ]);
                 self.doc_line(&doc);
             }
@@ -1013,27 +980,22 @@ impl<'a> Formatter<'a> {
                 self.doc_line(&doc);
             }
             StmtKind::If { cond, then, els } => self.if_stmt(cond, then, els.as_deref(), false),
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                body,
-                unroll,
-                ..
-            } => {
-                let mut args = vec![self.expr(start, Place::Top), self.expr(end, Place::Top)];
-                args.extend(step.iter().map(|s| self.expr(s, Place::Top)));
+            StmtKind::For(l) => {
+                let mut args = vec![
+                    self.expr(&l.start, Place::Top),
+                    self.expr(&l.end, Place::Top),
+                ];
+                args.extend(l.step.iter().map(|s| self.expr(s, Place::Top)));
                 let doc = Doc::Concat(vec![
-                    list(format!("for {} in range(", var.name), args, ")"),
-                    text(match unroll {
+                    list(format!("for {} in range(", l.var.name), args, ")"),
+                    text(match l.unroll {
                         Some(u) => format!(" unroll {} {{", u.0),
                         None => " {".to_string(),
                     }),
                 ]);
                 self.doc_line(&doc);
-                self.last_end = body.span.start as usize + 1;
-                self.block_body(body);
+                self.last_end = l.body.span.start as usize + 1;
+                self.block_body(&l.body);
             }
             StmtKind::While { cond, body } => {
                 let doc = Doc::Concat(vec![
@@ -1142,7 +1104,8 @@ fn collect_blocks<'a>(k: &'a StmtKind, out: &mut Vec<&'a Block>) {
                 }
             }
         }
-        StmtKind::For { body, .. } | StmtKind::While { body, .. } => out.push(body),
+        StmtKind::For(l) => out.push(&l.body),
+        StmtKind::While { body, .. } => out.push(body),
         _ => {}
     }
 }

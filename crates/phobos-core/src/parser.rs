@@ -598,14 +598,14 @@ impl<'a> Parser<'a> {
             init.kind = ExprKind::Error;
         }
         if let (Some((dims, shape_span)), Some(elem)) = (shape, ty) {
-            return Ok(StmtKind::ArrayDecl {
+            return Ok(StmtKind::ArrayDecl(Box::new(ArrayDecl {
                 mutable,
                 name,
                 elem,
                 shape: dims,
                 shape_span,
-                init: Box::new(init),
-            });
+                init,
+            })));
         }
         Ok(StmtKind::Let {
             mutable,
@@ -673,15 +673,15 @@ impl<'a> Parser<'a> {
         let unroll = self.unroll_clause()?;
         let body = self.block()?;
         match (start, end) {
-            (Some(start), Some(end)) => Ok(StmtKind::For {
-                var: Box::new(var),
-                start: Box::new(start),
-                end: Box::new(end),
-                step: step.map(Box::new),
+            (Some(start), Some(end)) => Ok(StmtKind::For(Box::new(ForLoop {
+                var,
+                start,
+                end,
+                step,
                 range_span,
-                unroll: unroll.map(Box::new),
+                unroll,
                 body,
-            }),
+            }))),
             _ => Err(Reported),
         }
     }

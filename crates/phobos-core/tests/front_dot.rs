@@ -3,6 +3,8 @@
 //! rendered diagnostic (P0450-P0458, P0702, P0703, and the backend's
 //! P0811), and the instructions the backend makes of them.
 
+mod common;
+
 use phobos_core::render::render;
 use phobos_core::{compile, CompileOptions};
 
@@ -22,27 +24,11 @@ kernel k(A: tensor<f16>[M, K], W: tensor<f16>[N, K], B: tensor<f16>[K, N], H: te
 /// `src` is refused with exactly one error, `code` with `message`, at
 /// `line`; the rendered diagnostic is a snapshot.
 fn refused(name: &str, src: &str, code: &str, message: &str, line: u32) {
-    let (kernels, diags) = phobos_core::check_source(src);
-    let text = render(&diags, &format!("{name}.pho"), src, false);
-    assert!(kernels.is_empty(), "{name}: a kernel was accepted");
-    assert_eq!(diags.len(), 1, "{name}: expected one diagnostic:\n{text}");
-    assert_eq!(diags[0].code, code, "{name}:\n{text}");
-    assert_eq!(diags[0].message, message, "{name}:\n{text}");
-    let primary = diags[0]
-        .labels
-        .iter()
-        .find(|l| l.primary)
-        .expect("a primary label");
-    let at = phobos_core::source::LineIndex::new(src).line(primary.span.start as usize);
-    assert_eq!(at, line, "{name}: wrong line:\n{text}");
-    insta::assert_snapshot!(name, format!("{src}\n---\n{text}"));
+    insta::assert_snapshot!(name, common::refusal(name, src, code, message, line));
 }
 
 fn ptx(src: &str, arch: u32) -> String {
-    let (kernels, diags) = compile(src, "k.pho", &CompileOptions::for_arch(arch));
-    let text = render(&diags, "k.pho", src, false);
-    assert!(diags.iter().all(|d| !d.is_error()), "{text}");
-    kernels.iter().map(|k| k.ptx.as_str()).collect()
+    common::ptx_of(src, arch).concat()
 }
 
 const GEMM: &str = "  var acc = zeros<f32>[64, 64]

@@ -117,13 +117,15 @@ fn walk(
         let line = index.line(stmt.span.start as usize);
         info.statement_lines.insert(line);
         match &stmt.kind {
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
+            StmtKind::For(_) | StmtKind::While { .. } => {
                 let end = index.line((stmt.span.end as usize).saturating_sub(1));
                 info.loops.push(LoopInfo {
                     line,
                     end_line: end.max(line),
                 });
-                walk(kernel, body, index, info, accs);
+                for b in stmt.blocks() {
+                    walk(kernel, b, index, info, accs);
+                }
             }
             StmtKind::If { then, els, .. } => {
                 walk(kernel, then, index, info, accs);

@@ -286,19 +286,13 @@ impl Resolver<'_> {
                 );
                 self.bind(id);
             }
-            StmtKind::ArrayDecl {
-                mutable,
-                name,
-                elem,
-                shape,
-                init,
-                ..
-            } => {
+            StmtKind::ArrayDecl(a) => {
+                let (name, elem, shape) = (&a.name, a.elem, &a.shape);
                 for d in shape {
                     self.expr(d);
                 }
-                self.expr(init);
-                let kw = if *mutable { "var" } else { "let" };
+                self.expr(&a.init);
+                let kw = if a.mutable { "var" } else { "let" };
                 let scope = Span {
                     start: s.span.end,
                     end: block.end,
@@ -332,17 +326,11 @@ impl Resolver<'_> {
                 self.block(body);
             }
             StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                body,
-                ..
-            } => {
-                self.expr(start);
-                self.expr(end);
-                if let Some(st) = step {
+            StmtKind::For(l) => {
+                let (var, body) = (&l.var, &l.body);
+                self.expr(&l.start);
+                self.expr(&l.end);
+                if let Some(st) = &l.step {
                     self.expr(st);
                 }
                 self.scopes.push(vec![]);

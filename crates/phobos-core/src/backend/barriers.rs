@@ -462,26 +462,20 @@ impl Flatten<'_> {
                     self.region(then);
                     self.region(els);
                 }
-                StmtKind::For { body, .. } => {
+                StmtKind::For(l) => {
                     self.candidate(fence);
                     let first = self.out.len();
-                    self.region(body);
+                    self.region(&l.body);
                     let second = self.out.len();
-                    self.region(body);
+                    self.region(&l.body);
                     self.loops.push((first, second, self.out.len()));
                 }
-                StmtKind::CtaColl {
-                    scratch,
-                    before,
-                    written,
-                    read,
-                    ..
-                } => {
-                    self.candidate(Some(*before));
-                    self.buffer(*scratch, true, false, span);
-                    self.candidate(Some(*written));
-                    self.buffer(*scratch, false, false, span);
-                    self.candidate(Some(*read));
+                StmtKind::CtaColl(c) => {
+                    self.candidate(Some(c.before));
+                    self.buffer(c.scratch, true, false, span);
+                    self.candidate(Some(c.written));
+                    self.buffer(c.scratch, false, false, span);
+                    self.candidate(Some(c.read));
                 }
                 StmtKind::While { pre, cond, body } => {
                     // The first test always runs; each copy of the body and
@@ -633,9 +627,9 @@ impl ThreadIndex {
                     *count.entry(*v).or_default() += if loops > 0 { 2 } else { 1 };
                     defs.insert(*v, *e);
                 }
-                StmtKind::CtaColl { dst, .. }
-                | StmtKind::Atomic { dst: Some(dst), .. }
-                | StmtKind::For { var: dst, .. } => *count.entry(*dst).or_default() += 2,
+                StmtKind::Atomic { dst: Some(dst), .. } => *count.entry(*dst).or_default() += 2,
+                StmtKind::CtaColl(c) => *count.entry(c.dst).or_default() += 2,
+                StmtKind::For(l) => *count.entry(l.var).or_default() += 2,
                 _ => {}
             }
         });

@@ -212,6 +212,32 @@ pub struct Stmt {
     pub kind: StmtKind,
 }
 
+/// A CTA collective, hoisted out of its expression into `dst`: barrier
+/// `before`, butterfly per warp, lane 0 writes the warp's result into
+/// `scratch`, barrier `written`, every warp folds the scratch, barrier
+/// `read`.
+#[derive(Clone, Debug)]
+pub struct CtaColl {
+    pub dst: VarId,
+    pub op: CollOp,
+    pub arg: ExprId,
+    pub combine: Option<Combine>,
+    pub scratch: BufferId,
+    pub before: BarrierId,
+    pub written: BarrierId,
+    pub read: BarrierId,
+}
+
+/// `for var = start; var < end (or > end for a negative step); var += step { body }`.
+#[derive(Clone, Debug)]
+pub struct ForLoop {
+    pub var: VarId,
+    pub start: ExprId,
+    pub end: ExprId,
+    pub step: ExprId,
+    pub body: Vec<StmtId>,
+}
+
 #[derive(Clone, Debug)]
 pub enum StmtKind {
     /// Set a scalar var (`let`, `var`, assignment).
@@ -233,19 +259,16 @@ pub enum StmtKind {
         at: Vec<u32>,
     },
     /// CTA-wide masked store of a tile buffer into a tensor box.
-    TileStore { access: AccessId, buffer: BufferId },
+    TileStore {
+        access: AccessId,
+        buffer: BufferId,
+    },
     If {
         cond: ExprId,
         then: Vec<StmtId>,
         els: Vec<StmtId>,
     },
-    For {
-        var: VarId,
-        start: ExprId,
-        end: ExprId,
-        step: ExprId,
-        body: Vec<StmtId>,
-    },
+    For(ForLoop),
     /// `while cond { body }`: before every trip, `pre` runs (what lowering
     /// hoisted out of the condition), then `cond` decides.
     While {
@@ -260,20 +283,7 @@ pub enum StmtKind {
     Continue,
     /// The thread leaves the kernel.
     Return,
-    /// A CTA collective, hoisted out of its expression into `dst`:
-    /// barrier `before`, butterfly per warp, lane 0 writes the warp's result
-    /// into `scratch`, barrier `written`, every warp folds the scratch,
-    /// barrier `read`.
-    CtaColl {
-        dst: VarId,
-        op: CollOp,
-        arg: ExprId,
-        combine: Option<Combine>,
-        scratch: BufferId,
-        before: BarrierId,
-        written: BarrierId,
-        read: BarrierId,
-    },
+    CtaColl(CtaColl),
     /// A candidate CTA barrier; the barrier analysis keeps or elides it.
     Barrier(BarrierId),
     /// An atomic read-modify-write of one element: `access` is a point
@@ -315,7 +325,10 @@ pub enum StmtKind {
     },
     /// CTA-wide masked store of an accumulator tile into a tensor box
     /// (`access`: a `Tile` access of the accumulator's shape).
-    AccStore { acc: AccId, access: AccessId },
+    AccStore {
+        acc: AccId,
+        access: AccessId,
+    },
     /// CTA-wide store of an accumulator tile into the box of the rank-2
     /// tile buffer `buffer` that starts at `at` (row, column), each lane
     /// writing the elements it holds: for the barrier analysis, a write of
@@ -533,7 +546,7 @@ impl StmtKind {
     pub fn blocks(&self) -> Vec<&[StmtId]> {
         match self {
             StmtKind::If { then, els, .. } => vec![then, els],
-            StmtKind::For { body, .. } => vec![body],
+            StmtKind::For(l) => vec![&l.body],
             StmtKind::While { pre, body, .. } => vec![pre, body],
             _ => Vec::new(),
         }
@@ -556,7 +569,7 @@ impl StmtKind {
 
     /// True for `For` and `While`.
     pub fn is_loop(&self) -> bool {
-        matches!(self, StmtKind::For { .. } | StmtKind::While { .. })
+        matches!(self, StmtKind::For(_) | StmtKind::While { .. })
     }
 }
 
@@ -583,10 +596,8 @@ impl Func {
             }
             StmtKind::Atomic { args, .. } => out.extend(args),
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => out.push(*cond),
-            StmtKind::For {
-                start, end, step, ..
-            } => out.extend([*start, *end, *step]),
-            StmtKind::CtaColl { arg, .. } => out.push(*arg),
+            StmtKind::For(l) => out.extend([l.start, l.end, l.step]),
+            StmtKind::CtaColl(c) => out.push(c.arg),
             StmtKind::AccMap { value, .. } => out.push(*value),
             StmtKind::AccZero(_)
             | StmtKind::Mma { .. }

@@ -147,35 +147,27 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
                     }
                 }
             }
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                ..
-            } => {
+            StmtKind::For(l) => {
                 let _ = writeln!(
                     out,
-                    "{pad}for {var} in range({}, {}, {}) {{",
-                    expr(f, *start),
-                    expr(f, *end),
-                    expr(f, *step)
+                    "{pad}for {} in range({}, {}, {}) {{",
+                    l.var,
+                    expr(f, l.start),
+                    expr(f, l.end),
+                    expr(f, l.step)
                 );
             }
-            StmtKind::CtaColl {
-                dst,
-                op,
-                arg,
-                scratch,
-                before,
-                written,
-                read,
-                ..
-            } => {
+            StmtKind::CtaColl(c) => {
                 let _ = writeln!(
                     out,
-                    "{pad}{dst} = cta.{op:?}({}) scratch={scratch} barriers=[{before}, {written}, {read}]",
-                    expr(f, *arg)
+                    "{pad}{} = cta.{:?}({}) scratch={} barriers=[{}, {}, {}]",
+                    c.dst,
+                    c.op,
+                    expr(f, c.arg),
+                    c.scratch,
+                    c.before,
+                    c.written,
+                    c.read
                 );
             }
             StmtKind::Barrier(b) => {

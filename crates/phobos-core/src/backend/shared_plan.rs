@@ -198,10 +198,8 @@ impl Walk<'_> {
             match kind {
                 StmtKind::TileCopy { buffer, .. }
                 | StmtKind::TileStore { buffer, .. }
-                | StmtKind::AccToTile { buffer, .. }
-                | StmtKind::CtaColl {
-                    scratch: buffer, ..
-                } => self.touch(*buffer, span),
+                | StmtKind::AccToTile { buffer, .. } => self.touch(*buffer, span),
+                StmtKind::CtaColl(c) => self.touch(c.scratch, span),
                 StmtKind::Mma { a, b, .. } => {
                     self.touch(*a, span);
                     self.touch(*b, span);

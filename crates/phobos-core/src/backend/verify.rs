@@ -104,7 +104,7 @@ impl Verifier<'_> {
                 StmtKind::Store(..)
                 | StmtKind::RunStore { .. }
                 | StmtKind::If { .. }
-                | StmtKind::For { .. }
+                | StmtKind::For(_)
                 | StmtKind::While { .. } => self.use_barrier(*b),
                 _ => self.errors.push(format!("{s} cannot hold fence {b}")),
             }
@@ -191,23 +191,16 @@ impl Verifier<'_> {
                     }
                 }
             }
-            StmtKind::CtaColl {
-                combine,
-                scratch,
-                before,
-                written,
-                read,
-                ..
-            } => {
-                if let Some(c) = combine {
-                    self.use_expr(c.body);
+            StmtKind::CtaColl(c) => {
+                if let Some(x) = &c.combine {
+                    self.use_expr(x.body);
                 }
-                if !f.buffers.contains(*scratch) {
-                    self.errors.push(format!("{s}: {scratch} out of range"));
+                if !f.buffers.contains(c.scratch) {
+                    self.errors.push(format!("{s}: {} out of range", c.scratch));
                 }
-                self.use_barrier(*before);
-                self.use_barrier(*written);
-                self.use_barrier(*read);
+                self.use_barrier(c.before);
+                self.use_barrier(c.written);
+                self.use_barrier(c.read);
             }
             StmtKind::Barrier(b) => self.use_barrier(*b),
             StmtKind::AccZero(acc) => self.acc(s, *acc),
@@ -274,7 +267,7 @@ impl Verifier<'_> {
             }
             StmtKind::Store(..)
             | StmtKind::RunStore { .. }
-            | StmtKind::For { .. }
+            | StmtKind::For(_)
             | StmtKind::Return
             | StmtKind::Fence => {}
         }

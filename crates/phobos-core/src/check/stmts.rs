@@ -28,14 +28,7 @@ impl Cx<'_> {
                 ty,
                 init,
             } => self.let_stmt(*mutable, name, *ty, init),
-            StmtKind::ArrayDecl {
-                mutable,
-                name,
-                elem,
-                shape,
-                shape_span,
-                init,
-            } => self.array_decl(*mutable, name, *elem, shape, *shape_span, init),
+            StmtKind::ArrayDecl(a) => self.array_decl(a),
             StmtKind::Assign { target, op, value } => self.assign(target, *op, value, s.span),
             StmtKind::If { cond, then, els } => {
                 let cond = self.expr_of(cond, ScalarTy::Bool, "a condition");
@@ -49,22 +42,7 @@ impl Cx<'_> {
                     els,
                 })
             }
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                unroll,
-                body,
-                ..
-            } => self.for_stmt(
-                var,
-                start,
-                end,
-                step.as_deref(),
-                unroll.as_deref().copied(),
-                body,
-            ),
+            StmtKind::For(l) => self.for_stmt(l),
             StmtKind::While { cond, body } => {
                 let cond = self.expr_of(cond, ScalarTy::Bool, "a condition");
                 self.loop_depth += 1;
@@ -330,15 +308,8 @@ impl Cx<'_> {
         true
     }
 
-    fn for_stmt(
-        &mut self,
-        var: &ast::Ident,
-        start: &ast::Expr,
-        end: &ast::Expr,
-        step: Option<&ast::Expr>,
-        unroll: Option<(u64, Span)>,
-        body: &ast::Block,
-    ) -> Option<hir::StmtKind> {
+    fn for_stmt(&mut self, l: &ast::ForLoop) -> Option<hir::StmtKind> {
+        let (var, start, end, step) = (&l.var, &l.start, &l.end, l.step.as_ref());
         let s = self.index(start);
         let e = self.index(end);
         let st = match step {
@@ -350,13 +321,13 @@ impl Cx<'_> {
                 span: step.map_or(end.span, |x| x.span),
             });
         }
-        let unroll = self.unroll_factor(unroll, st.as_ref(), step.map_or(end.span, |x| x.span));
+        let unroll = self.unroll_factor(l.unroll, st.as_ref(), step.map_or(end.span, |x| x.span));
         self.push_scope();
         let local = self.new_local(&var.name, var.span, false, LocalKind::Scalar(ScalarTy::I32));
         self.bind(&var.name, Binding::Local(local));
         self.loop_vars.push(local);
         self.loop_depth += 1;
-        let body = self.block(body);
+        let body = self.block(&l.body);
         self.loop_depth -= 1;
         self.pop_scope();
         let unroll = match (unroll, own_exit(&body)) {
@@ -366,14 +337,14 @@ impl Cx<'_> {
             }
             _ => unroll,
         };
-        Some(hir::StmtKind::For {
+        Some(hir::StmtKind::For(Box::new(hir::ForLoop {
             var: local,
-            start: Box::new(s?),
-            end: Box::new(e?),
-            step: Box::new(st?),
+            start: s?,
+            end: e?,
+            step: st?,
             unroll: unroll?,
             body,
-        })
+        })))
     }
 
     /// The factor of `unroll N`: from 1 to 32, and (above 1) on a loop
