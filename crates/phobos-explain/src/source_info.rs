@@ -143,7 +143,9 @@ fn walk(
                 walk(kernel, then, index, info, accs);
                 walk(kernel, els, index, info, accs);
             }
-            StmtKind::AccZero { acc } => {
+            // The accumulator panel lights where the accumulator is zeroed
+            // and where it is stored into a shared tile.
+            StmtKind::AccZero { acc } | StmtKind::AccToTile { src: acc, .. } => {
                 accs.entry(acc.0).or_default().lines.insert(line);
             }
             StmtKind::Dot { acc, a, b, b_trans } => {

@@ -325,7 +325,10 @@ pub enum StmtKind {
     },
     /// CTA-wide masked store of an accumulator tile into a tensor box
     /// (`access`: a `Tile` access of the accumulator's shape).
-    AccStore { acc: AccId, access: AccessId },
+    AccStore {
+        acc: AccId,
+        access: AccessId,
+    },
     /// CTA-wide store of an accumulator tile into the box of the rank-2
     /// tile buffer `buffer` that starts at `at` (row, column), each lane
     /// writing the elements it holds: for the barrier analysis, a write of
