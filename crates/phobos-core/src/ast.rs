@@ -236,7 +236,7 @@ pub enum StmtKind {
         /// its largest kind (`tests/node_sizes.rs` pins the sizes).
         els: Option<Box<Block>>,
     },
-    /// `for i in range(a, b[, step]) [unroll N] { }`. The bounds are boxed:
+    /// `for i in range(a, b[, step]) [unroll N] [stages S] { }`. The bounds are boxed:
     /// inline they made every statement of a block 392 bytes.
     For {
         var: Box<Ident>,
@@ -246,6 +246,9 @@ pub enum StmtKind {
         range_span: Span,
         /// `unroll N`: the factor as written and the span of `unroll N`.
         unroll: Option<Box<(u64, Span)>>,
+        /// `stages S`: the count as written (an integer literal or a
+        /// name, e.g. an `@autotune` constant) and the span of `stages S`.
+        stages: Option<Box<(Expr, Span)>>,
         body: Block,
     },
     /// `while cond { }`

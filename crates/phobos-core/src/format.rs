@@ -226,6 +226,7 @@ fn erase_block(b: &mut Block) {
                 step,
                 range_span,
                 unroll,
+                stages,
                 body,
             } => {
                 var.span = Span::default();
@@ -237,6 +238,10 @@ fn erase_block(b: &mut Block) {
                 *range_span = Span::default();
                 if let Some(unroll) = unroll {
                     unroll.1 = Span::default();
+                }
+                if let Some(stages) = stages {
+                    erase_expr(&mut stages.0);
+                    stages.1 = Span::default();
                 }
                 erase_block(body);
             }
@@ -1020,17 +1025,24 @@ impl<'a> Formatter<'a> {
                 step,
                 body,
                 unroll,
+                stages,
                 ..
             } => {
                 let mut args = vec![self.expr(start, Place::Top), self.expr(end, Place::Top)];
                 args.extend(step.iter().map(|s| self.expr(s, Place::Top)));
-                let doc = Doc::Concat(vec![
+                let mut parts = vec![
                     list(format!("for {} in range(", var.name), args, ")"),
                     text(match unroll {
-                        Some(u) => format!(" unroll {} {{", u.0),
-                        None => " {".to_string(),
+                        Some(u) => format!(" unroll {}", u.0),
+                        None => String::new(),
                     }),
-                ]);
+                ];
+                if let Some(stages) = stages {
+                    parts.push(text(" stages "));
+                    parts.push(self.expr(&stages.0, Place::Top));
+                }
+                parts.push(text(" {"));
+                let doc = Doc::Concat(parts);
                 self.doc_line(&doc);
                 self.last_end = body.span.start as usize + 1;
                 self.block_body(body);

@@ -202,6 +202,9 @@ pub enum StmtKind {
         step: Box<Expr>,
         /// `unroll N` as written (1 to 32; above 1 only with a constant step).
         unroll: Option<u32>,
+        /// `stages S` (2 to 4): the body's tile copies go into an `S`-deep
+        /// `cp.async` ring (`check/stages.rs` has the rules it passed).
+        stages: Option<u32>,
         body: Block,
     },
     /// `while cond { body }`: `cond` is evaluated before every trip.

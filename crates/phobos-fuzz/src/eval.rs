@@ -358,6 +358,7 @@ impl Cta<'_> {
                 body,
                 // Unrolling changes no result.
                 unroll: _,
+                stages: _,
             } => {
                 let (s0, e0, st) = (
                     self.eval(start, mask)?,

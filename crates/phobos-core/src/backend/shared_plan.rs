@@ -197,6 +197,7 @@ impl Walk<'_> {
             }
             match kind {
                 StmtKind::TileCopy { buffer, .. }
+                | StmtKind::AsyncCopy { buffer, .. }
                 | StmtKind::TileStore { buffer, .. }
                 | StmtKind::CtaColl {
                     scratch: buffer, ..

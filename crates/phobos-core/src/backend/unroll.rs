@@ -194,6 +194,15 @@ fn factor(f: &Func, s: StmtId) -> Option<(u32, i128)> {
     if f.vars[*var].ty != ScalarTy::I32 {
         return None;
     }
+    // A loop around a `stages` ring stays as it is: `Func::rings` names
+    // the ring's own loop, which a copy would not be.
+    let mut ring = false;
+    f.walk_stmts(body, &mut |x, _| {
+        ring |= matches!(f.stmts[x].kind, StmtKind::AsyncCopy { .. });
+    });
+    if ring {
+        return None;
+    }
     let u = match f.loop_unroll.get(&s) {
         Some(&n) => n,
         None => {
@@ -354,6 +363,10 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
             access: a, args, ..
         } => ([access(*a), args.clone()].concat(), vec![]),
         StmtKind::AccMap { value, .. } => (vec![*value], vec![]),
+        StmtKind::AsyncCopy {
+            access: a, stage, ..
+        } => ([access(*a), vec![*stage]].concat(), vec![]),
+        StmtKind::AsyncCommit | StmtKind::AsyncWait(_) => (vec![], vec![]),
         StmtKind::Barrier(_)
         | StmtKind::Break
         | StmtKind::Continue
@@ -786,6 +799,19 @@ impl Builder<'_> {
                     dst,
                 }
             }
+            StmtKind::AsyncCopy {
+                access,
+                buffer,
+                at,
+                stage,
+            } => StmtKind::AsyncCopy {
+                access: self.clone_access(access),
+                buffer,
+                at,
+                stage: self.clone_expr(stage),
+            },
+            StmtKind::AsyncCommit => StmtKind::AsyncCommit,
+            StmtKind::AsyncWait(n) => StmtKind::AsyncWait(n),
             StmtKind::Fence => StmtKind::Fence,
             StmtKind::Break => StmtKind::Break,
             StmtKind::Continue => StmtKind::Continue,

@@ -55,6 +55,7 @@ impl Cx<'_> {
                 end,
                 step,
                 unroll,
+                stages,
                 body,
                 ..
             } => self.for_stmt(
@@ -63,6 +64,7 @@ impl Cx<'_> {
                 end,
                 step.as_deref(),
                 unroll.as_deref().copied(),
+                stages.as_deref(),
                 body,
             ),
             StmtKind::While { cond, body } => {
@@ -337,6 +339,7 @@ impl Cx<'_> {
         end: &ast::Expr,
         step: Option<&ast::Expr>,
         unroll: Option<(u64, Span)>,
+        stages: Option<&(ast::Expr, Span)>,
         body: &ast::Block,
     ) -> Option<hir::StmtKind> {
         let s = self.index(start);
@@ -350,7 +353,12 @@ impl Cx<'_> {
                 span: step.map_or(end.span, |x| x.span),
             });
         }
+        let unroll_span = unroll.map(|u| u.1);
         let unroll = self.unroll_factor(unroll, st.as_ref(), step.map_or(end.span, |x| x.span));
+        let count = stages.map(|(count, span)| {
+            let n = self.index(count).and_then(|c| self.stage_count(&c, *span));
+            (n, *span)
+        });
         self.push_scope();
         let local = self.new_local(&var.name, var.span, false, LocalKind::Scalar(ScalarTy::I32));
         self.bind(&var.name, Binding::Local(local));
@@ -366,12 +374,30 @@ impl Cx<'_> {
             }
             _ => unroll,
         };
+        let stages = match (count, &st) {
+            (None, _) => None,
+            (Some((Some(n), span)), Some(step)) => {
+                let l = super::stages::StagedLoop {
+                    span,
+                    var: local,
+                    step,
+                    unroll: unroll_span,
+                    body: &body,
+                };
+                if !self.check_staged(&l) {
+                    return None;
+                }
+                Some(n)
+            }
+            (Some(_), _) => return None,
+        };
         Some(hir::StmtKind::For {
             var: local,
             start: Box::new(s?),
             end: Box::new(e?),
             step: Box::new(st?),
             unroll: unroll?,
+            stages,
             body,
         })
     }

@@ -58,20 +58,14 @@ impl Emitter<'_> {
         (row, col)
     }
 
-    /// A buffer's shared base address (the symbol plus its plan offset),
-    /// its row pitch in elements and its element type.
+    /// A buffer's shared base address (the symbol plus its plan offset,
+    /// plus the stage a ring buffer's trip reads), its row pitch in elements and its element type.
     fn tile_base(&mut self, b: BufferId) -> (Reg, u32, ScalarTy) {
         let (pitch, elem) = match &self.f.buffers[b].kind {
             BufferKind::Tile { shape, elem } => (shape.last().copied().unwrap_or(1), *elem),
             BufferKind::Scratch { .. } => (1, ScalarTy::F16),
         };
-        let base = self.reg(RegClass::B32);
-        let smem = self.smem.clone();
-        self.ins(&format!("mov.u32 {base}, {smem};"));
-        let off = self.an.plan.offset[b.0 as usize];
-        if off != 0 {
-            self.ins(&format!("add.s32 {base}, {base}, {off};"));
-        }
+        let base = self.buffer_base(b);
         (base, pitch, elem)
     }
 
