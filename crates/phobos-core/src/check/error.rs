@@ -573,22 +573,21 @@ pub enum CheckError {
     /// P0472: a tile copy of a staged loop that is not a statement of the
     /// loop's own body (it is under an `if` or an inner loop).
     StagedCopyNested { span: Span, stages: Span },
-    /// P0472: a staged copy whose start uses `name` (at `cause`), a value
-    /// the loop computes or a memory read: the ring must compute it trips
-    /// ahead.
+    /// P0472: a staged copy whose start uses the local `name`, which the
+    /// loop computes, or (`None`) reads memory or other threads' values,
+    /// at `cause`: the ring must compute it trips ahead.
     StagedCopyStart {
-        name: String,
+        name: Option<String>,
         span: Span,
         cause: Span,
         stages: Span,
     },
     /// P0472: a staged tile (`name`) written by another statement (at
-    /// `span`) of the loop, or declared outside it (then `span` is the copy).
+    /// `span`) of the loop.
     StagedTileWritten {
         name: String,
         span: Span,
         copy: Span,
-        outside: bool,
     },
     /// P0411.
     UselessExpr { span: Span },
@@ -1741,28 +1740,20 @@ impl CheckError {
                 stages,
             } => code
                 .error("a staged tile copy's start must be known trips ahead")
-                .primary(cause, format!("`{name}` is computed in the loop or read from memory"))
+                .primary(cause, match name {
+                    Some(name) => format!("`{name}` is computed in the loop"),
+                    None => "this reads memory or other threads' values".to_string(),
+                })
                 .secondary(span, "this copy is issued early, for a later trip")
                 .secondary(stages, "a copy ring asked for here")
                 .note("a staged copy's starts may use the loop variable and values from before the loop"),
-            StagedTileWritten {
-                name,
-                span,
-                copy,
-                outside,
-            } => {
-                let d = code.error(format!(
+            StagedTileWritten { name, span, copy } => code
+                .error(format!(
                     "the staged tile `{name}` must be written only by its copy"
-                ));
-                if outside {
-                    d.primary(copy, format!("`{name}` is declared outside the loop"))
-                        .note(format!("declare it in the loop's body: `var {name} = ...`; each trip's copy goes to its own stage of a ring"))
-                } else {
-                    d.primary(span, format!("this writes into `{name}`"))
-                        .secondary(copy, "its copy, staged")
-                        .note("copy into a tile the loop does not stage, or remove `stages`")
-                }
-            }
+                ))
+                .primary(span, format!("this writes into `{name}`"))
+                .secondary(copy, "its copy, staged: each trip's copy goes to its own buffer of a ring")
+                .note("write into a tile the loop does not stage, or remove `stages`"),
             UselessExpr { span } => code
                 .error("this expression does nothing")
                 .primary(span, "its value is dropped")
@@ -2637,7 +2628,13 @@ impl CheckError {
             },
             StagedCopyNested { span, stages: span },
             StagedCopyStart {
-                name: name(),
+                name: Some(name()),
+                span,
+                cause: span,
+                stages: span,
+            },
+            StagedCopyStart {
+                name: None,
                 span,
                 cause: span,
                 stages: span,
@@ -2646,13 +2643,6 @@ impl CheckError {
                 name: name(),
                 span,
                 copy: span,
-                outside: false,
-            },
-            StagedTileWritten {
-                name: name(),
-                span,
-                copy: span,
-                outside: true,
             },
             UselessExpr { span },
             StoreNotSubscript { span },

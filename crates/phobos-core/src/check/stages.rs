@@ -7,8 +7,8 @@
 //! copy of the body must be computable there: it is a statement of the
 //! body itself (not under an `if` or an inner loop), its starts use only
 //! the loop variable and values from before the loop that the loop does not
-//! assign (no memory reads), and its tile is declared by the copy in the
-//! body and written by nothing else. The loop counts by a constant step, is
+//! assign (no memory reads), and its tile (which the copy declares: a tile
+//! is never assigned) is written by nothing else. The loop counts by a constant step, is
 //! not unrolled, and is not left by `break` or `return` (later trips'
 //! copies are in flight when a trip ends). What this module does not
 //! decide: whether the target has `cp.async` (sm_75 keeps plain copies,
@@ -95,23 +95,11 @@ impl Cx<'_> {
         }
         for (s, dst, starts) in &copies {
             let name = self.locals[dst.0 as usize].name.clone();
-            // Locals made while checking the body have larger ids than the
-            // loop variable; a staged tile must be one of them.
-            if dst.0 < l.var.0 {
-                self.report(CheckError::StagedTileWritten {
-                    name,
-                    span: s.span,
-                    copy: s.span,
-                    outside: true,
-                });
-                return false;
-            }
             if let Some(other) = tile_writer(&l.body.stmts, *dst, s.span) {
                 self.report(CheckError::StagedTileWritten {
                     name,
                     span: other,
                     copy: s.span,
-                    outside: false,
                 });
                 return false;
             }
@@ -138,7 +126,7 @@ impl Cx<'_> {
         e: &hir::Expr,
         var: LocalId,
         assigned: &HashSet<LocalId>,
-    ) -> Option<(String, Span)> {
+    ) -> Option<(Option<String>, Span)> {
         let mut bound = HashSet::new();
         e.walk(&mut |x| {
             if let hir::ExprKind::Let { local, .. } = x.kind {
@@ -154,11 +142,11 @@ impl Cx<'_> {
             match &x.kind {
                 K::Local(id) if *id != var && !bound.contains(id) => {
                     if id.0 > var.0 || assigned.contains(id) {
-                        cause = Some((self.locals[id.0 as usize].name.clone(), x.span));
+                        cause = Some((Some(self.locals[id.0 as usize].name.clone()), x.span));
                     }
                 }
                 K::Load { .. } | K::RunLoad { .. } | K::Collective { .. } | K::Shuffle { .. } => {
-                    cause = Some(("this read".to_string(), x.span));
+                    cause = Some((None, x.span));
                 }
                 _ => {}
             }
