@@ -290,7 +290,17 @@ impl Emitter<'_> {
                     BufferKind::Tile { shape, .. } => shape.iter().map(|&s| s as i128).collect(),
                     BufferKind::Scratch { .. } => vec![],
                 };
-                let base = self.buffer_base(b);
+                let off = self.an.plan.offset[b.0 as usize] as i128;
+                let base = self.reg(RegClass::B32);
+                self.ins(&format!("mov.u32 {base}, {};", self.smem));
+                let base = if off == 0 {
+                    base
+                } else {
+                    let d = self.reg(RegClass::B32);
+                    self.ins(&format!("add.s32 {d}, {base}, {off};"));
+                    d
+                };
+                self.at_read_stage(b, base);
                 self.address_32(base, &shape, &idx, size, &a.shape, ".shared")
             }
             Mem::Local(arr) => {
@@ -306,16 +316,9 @@ impl Emitter<'_> {
         }
     }
 
-    /// A buffer's shared address in a new register: the symbol plus its
-    /// plan offset, plus, for a ring buffer (`Func::rings`), the stage the
-    /// loop's trip reads.
-    pub(super) fn buffer_base(&mut self, b: BufferId) -> Reg {
-        let off = self.an.plan.offset[b.0 as usize];
-        let base = self.reg(RegClass::B32);
-        self.ins(&format!("mov.u32 {base}, {};", self.smem));
-        if off != 0 {
-            self.ins(&format!("add.s32 {base}, {base}, {off};"));
-        }
+    /// For a ring buffer (`Func::rings`), `base += read * stage_bytes`:
+    /// the stage the loop's trip reads. Nothing for other buffers.
+    pub(super) fn at_read_stage(&mut self, b: BufferId, base: Reg) {
         if let Some(ring) = self.f.rings.get(&b) {
             let read = self.var_reg(ring.read);
             self.ins(&format!(
@@ -323,7 +326,6 @@ impl Emitter<'_> {
                 ring.stage_bytes
             ));
         }
-        base
     }
 
     /// The byte offset of stage `stage` of ring buffer `b` (0 for a buffer

@@ -65,7 +65,14 @@ impl Emitter<'_> {
             BufferKind::Tile { shape, elem } => (shape.last().copied().unwrap_or(1), *elem),
             BufferKind::Scratch { .. } => (1, ScalarTy::F16),
         };
-        let base = self.buffer_base(b);
+        let base = self.reg(RegClass::B32);
+        let smem = self.smem.clone();
+        self.ins(&format!("mov.u32 {base}, {smem};"));
+        let off = self.an.plan.offset[b.0 as usize];
+        if off != 0 {
+            self.ins(&format!("add.s32 {base}, {base}, {off};"));
+        }
+        self.at_read_stage(b, base);
         (base, pitch, elem)
     }
 
