@@ -35,6 +35,17 @@ pub struct SourceInfo {
     pub statement_lines: BTreeSet<u32>,
     pub tiles: Vec<TileStmt>,
     pub accumulators: Vec<Accumulator>,
+    /// The `stages S` loops: the `for` line, `S`, and each staged copy's
+    /// line and tile name (see `crate::model::Ring`).
+    pub rings: Vec<StagedLoop>,
+}
+
+/// A `for ... stages S` loop as the source has it.
+#[derive(Clone, Debug, Default)]
+pub struct StagedLoop {
+    pub line: u32,
+    pub stages: u32,
+    pub copies: Vec<(u32, String)>,
 }
 
 /// What the walk finds of one accumulator local.
@@ -117,6 +128,33 @@ fn walk(
         let line = index.line(stmt.span.start as usize);
         info.statement_lines.insert(line);
         match &stmt.kind {
+            StmtKind::For {
+                stages: Some(stages),
+                body,
+                ..
+            } => {
+                info.rings.push(StagedLoop {
+                    line,
+                    stages: *stages,
+                    copies: body
+                        .stmts
+                        .iter()
+                        .filter_map(|s| match &s.kind {
+                            StmtKind::TileCopy { dst, .. } => Some((
+                                index.line(s.span.start as usize),
+                                local_name(kernel, dst.0),
+                            )),
+                            _ => None,
+                        })
+                        .collect(),
+                });
+                let end = index.line((stmt.span.end as usize).saturating_sub(1));
+                info.loops.push(LoopInfo {
+                    line,
+                    end_line: end.max(line),
+                });
+                walk(kernel, body, index, info, accs);
+            }
             StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
                 let end = index.line((stmt.span.end as usize).saturating_sub(1));
                 info.loops.push(LoopInfo {

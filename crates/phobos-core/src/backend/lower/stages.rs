@@ -64,6 +64,7 @@ impl Lower<'_> {
     }
 
     pub(super) fn staged_for(&mut self, l: &StagedFor) -> Vec<StmtId> {
+        // The checker made sure there is at least one copy.
         let copies: Vec<Staged> = l
             .body
             .stmts
@@ -106,7 +107,7 @@ impl Lower<'_> {
             let at = self.offset(k0, j * step, span);
             out.push(self.push_stmt(StmtKind::Set(kj, at), span));
             let stage = self.int_const(j, ScalarTy::I32, span);
-            out.push(self.issue(l.var, kj, end, step, &copies, stage, span));
+            out.push(self.issue(l.var, (kj, end), step, &copies, stage, Some(span)));
             out.push(self.push_stmt(StmtKind::AsyncCommit, span));
         }
         let last = self.int_const(s - 1, ScalarTy::I32, span);
@@ -116,6 +117,10 @@ impl Lower<'_> {
         let v = self.locals[&l.var];
         self.uniform_vars.insert(v);
         let mut body = Vec::new();
+        // The top of a trip is the first copy's line: the statements of a
+        // trip are the body's lines, so a step-through (explain) sees one
+        // trip where the loop's own line would start another.
+        let span = copies[0].span;
         let next = self.offset(read, 1, span);
         let sc = self.int_const(s, ScalarTy::I32, span);
         let next = self.binary(BinOp::Rem, next, sc, span);
@@ -131,14 +136,17 @@ impl Lower<'_> {
         let at = self.offset(v, (s - 1) * step, span);
         body.push(self.push_stmt(StmtKind::Set(ahead, at), span));
         let stage = self.var_expr(write, span);
-        body.push(self.issue(l.var, ahead, end, step, &copies, stage, span));
-        body.push(self.push_stmt(StmtKind::AsyncCommit, span));
+        body.push(self.issue(l.var, (ahead, end), step, &copies, stage, None));
+        // After the last copy, at its line.
+        let last_copy = copies[copies.len() - 1].span;
+        body.push(self.push_stmt(StmtKind::AsyncCommit, last_copy));
         let staged: Vec<Span> = copies.iter().map(|c| c.span).collect();
         let outer = std::mem::replace(&mut self.staged_copies, staged);
         let pre = std::mem::take(&mut self.pre);
         body.extend(self.block(l.body));
         self.pre = pre;
         self.staged_copies = outer;
+        let span = l.span;
         let start = self.var_expr(k0, span);
         let end_e = self.var_expr(end, span);
         let step_e = self.int_const(step, ScalarTy::I32, span);
@@ -167,30 +175,32 @@ impl Lower<'_> {
     }
 
     /// `if k is a trip { the copies, with the loop variable at k, into
-    /// stage }`: the staged copies of one trip.
-    #[allow(clippy::too_many_arguments)]
+    /// stage }`: the staged copies of one trip, each at its own line, or
+    /// all at `line_of_all` (the prologue's, at the loop's line: they run
+    /// before the loop's first trip).
     fn issue(
         &mut self,
         var: LocalId,
-        k: VarId,
-        end: VarId,
+        (k, end): (VarId, VarId),
         step: i128,
         copies: &[Staged],
         stage: ExprId,
-        span: Span,
+        line_of_all: Option<Span>,
     ) -> StmtId {
+        let span = line_of_all.unwrap_or(copies[0].span);
         let own = self.locals.insert(var, k);
         let pre = std::mem::take(&mut self.pre);
         let mut then = Vec::new();
         for (i, c) in copies.iter().enumerate() {
             let buffer = self.tiles[&c.dst];
             let (shape, at) = self.tile_box(c.dst, buffer);
+            let line = line_of_all.unwrap_or(c.span);
             let access = self.access(
                 hir::Memory::Tensor(c.src),
                 c.starts,
                 Shape::Tile { shape },
                 false,
-                c.span,
+                line,
             );
             then.append(&mut self.pre);
             // Each copy its own stage operand: expressions have one user.
@@ -202,7 +212,7 @@ impl Lower<'_> {
                     at,
                     stage,
                 },
-                c.span,
+                line,
             ));
         }
         self.pre = pre;
