@@ -202,6 +202,20 @@ pub struct Stmt {
     pub span: Span,
 }
 
+impl Stmt {
+    /// The blocks nested directly in this statement: an `if`'s then block
+    /// and its else block when written, a loop's body. Empty for every
+    /// other statement.
+    pub fn blocks(&self) -> Vec<&Block> {
+        match &self.kind {
+            StmtKind::If { then, els, .. } => std::iter::once(then).chain(els.as_deref()).collect(),
+            StmtKind::For(l) => vec![&l.body],
+            StmtKind::While { body, .. } => vec![body],
+            _ => Vec::new(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum StmtKind {
     /// `let x = e`, `var x: f32 = e` (`mutable` for `var`).
@@ -236,21 +250,9 @@ pub enum StmtKind {
         /// its largest kind (`tests/node_sizes.rs` pins the sizes).
         els: Option<Box<Block>>,
     },
-    /// `for i in range(a, b[, step]) [unroll N] [stages S] { }`. The bounds are boxed:
-    /// inline they made every statement of a block 392 bytes.
-    For {
-        var: Box<Ident>,
-        start: Box<Expr>,
-        end: Box<Expr>,
-        step: Option<Box<Expr>>,
-        range_span: Span,
-        /// `unroll N`: the factor as written and the span of `unroll N`.
-        unroll: Option<Box<(u64, Span)>>,
-        /// `stages S`: the count as written (an integer literal or a
-        /// name, e.g. an `@autotune` constant) and the span of `stages S`.
-        stages: Option<Box<(Expr, Span)>>,
-        body: Block,
-    },
+    /// `for i in range(a, b[, step]) [unroll N] [stages S] { }`. Boxed: inline, its
+    /// bounds made every statement of a block 392 bytes.
+    For(Box<ForLoop>),
     /// `while cond { }`
     While { cond: Expr, body: Block },
     /// `break`: leaves the innermost loop.
@@ -263,6 +265,23 @@ pub enum StmtKind {
     Expr(Expr),
     /// A statement that failed to parse (already reported).
     Error,
+}
+
+/// `for var in range(start, end[, step]) [unroll N] { body }`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ForLoop {
+    pub var: Ident,
+    pub start: Expr,
+    pub end: Expr,
+    pub step: Option<Expr>,
+    /// `range(...)` as written.
+    pub range_span: Span,
+    /// `unroll N`: the factor as written and the span of `unroll N`.
+    pub unroll: Option<(u64, Span)>,
+    /// `stages S`: the count as written (an integer literal or a name,
+    /// e.g. an `@autotune` constant) and the span of `stages S`.
+    pub stages: Option<(Expr, Span)>,
+    pub body: Block,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -219,31 +219,22 @@ fn erase_block(b: &mut Block) {
                     erase_block(els);
                 }
             }
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                range_span,
-                unroll,
-                stages,
-                body,
-            } => {
-                var.span = Span::default();
-                erase_expr(start);
-                erase_expr(end);
-                if let Some(step) = step {
+            StmtKind::For(l) => {
+                l.var.span = Span::default();
+                erase_expr(&mut l.start);
+                erase_expr(&mut l.end);
+                if let Some(step) = &mut l.step {
                     erase_expr(step);
                 }
-                *range_span = Span::default();
-                if let Some(unroll) = unroll {
+                l.range_span = Span::default();
+                if let Some(unroll) = &mut l.unroll {
                     unroll.1 = Span::default();
                 }
-                if let Some(stages) = stages {
+                if let Some(stages) = &mut l.stages {
                     erase_expr(&mut stages.0);
                     stages.1 = Span::default();
                 }
-                erase_block(body);
+                erase_block(&mut l.body);
             }
             StmtKind::While { cond, body } => {
                 erase_expr(cond);
@@ -1018,34 +1009,28 @@ impl<'a> Formatter<'a> {
                 self.doc_line(&doc);
             }
             StmtKind::If { cond, then, els } => self.if_stmt(cond, then, els.as_deref(), false),
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                body,
-                unroll,
-                stages,
-                ..
-            } => {
-                let mut args = vec![self.expr(start, Place::Top), self.expr(end, Place::Top)];
-                args.extend(step.iter().map(|s| self.expr(s, Place::Top)));
+            StmtKind::For(l) => {
+                let mut args = vec![
+                    self.expr(&l.start, Place::Top),
+                    self.expr(&l.end, Place::Top),
+                ];
+                args.extend(l.step.iter().map(|s| self.expr(s, Place::Top)));
                 let mut parts = vec![
-                    list(format!("for {} in range(", var.name), args, ")"),
-                    text(match unroll {
+                    list(format!("for {} in range(", l.var.name), args, ")"),
+                    text(match l.unroll {
                         Some(u) => format!(" unroll {}", u.0),
                         None => String::new(),
                     }),
                 ];
-                if let Some(stages) = stages {
+                if let Some(stages) = &l.stages {
                     parts.push(text(" stages "));
                     parts.push(self.expr(&stages.0, Place::Top));
                 }
                 parts.push(text(" {"));
                 let doc = Doc::Concat(parts);
                 self.doc_line(&doc);
-                self.last_end = body.span.start as usize + 1;
-                self.block_body(body);
+                self.last_end = l.body.span.start as usize + 1;
+                self.block_body(&l.body);
             }
             StmtKind::While { cond, body } => {
                 let doc = Doc::Concat(vec![
@@ -1154,7 +1139,8 @@ fn collect_blocks<'a>(k: &'a StmtKind, out: &mut Vec<&'a Block>) {
                 }
             }
         }
-        StmtKind::For { body, .. } | StmtKind::While { body, .. } => out.push(body),
+        StmtKind::For(l) => out.push(&l.body),
+        StmtKind::While { body, .. } => out.push(body),
         _ => {}
     }
 }

@@ -128,6 +128,21 @@ pub struct Block {
     pub stmts: Vec<Stmt>,
 }
 
+/// `for var in range(start, end, step)`; `step` is a positive or negative i32.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ForLoop {
+    pub var: LocalId,
+    pub start: Expr,
+    pub end: Expr,
+    pub step: Expr,
+    /// `unroll N` as written (1 to 32; above 1 only with a constant step).
+    pub unroll: Option<u32>,
+    /// `stages S` (2 to 4): the body's tile copies go into an `S`-deep
+    /// `cp.async` ring (`check/stages.rs` has the rules it passed).
+    pub stages: Option<u32>,
+    pub body: Block,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Stmt {
     pub kind: StmtKind,
@@ -194,19 +209,8 @@ pub enum StmtKind {
         then: Block,
         els: Block,
     },
-    /// `for var in range(start, end, step)`; `step` is a positive or negative i32.
-    For {
-        var: LocalId,
-        start: Box<Expr>,
-        end: Box<Expr>,
-        step: Box<Expr>,
-        /// `unroll N` as written (1 to 32; above 1 only with a constant step).
-        unroll: Option<u32>,
-        /// `stages S` (2 to 4): the body's tile copies go into an `S`-deep
-        /// `cp.async` ring (`check/stages.rs` has the rules it passed).
-        stages: Option<u32>,
-        body: Block,
-    },
+    /// `for var in range(start, end, step)`, boxed to keep statements small.
+    For(Box<ForLoop>),
     /// `while cond { body }`: `cond` is evaluated before every trip.
     While { cond: Box<Expr>, body: Block },
     /// Leaves the innermost enclosing `for` or `while` (the checker ensures
@@ -345,6 +349,17 @@ pub struct Expr {
 }
 
 impl Stmt {
+    /// The blocks nested directly in this statement: an `if`'s then and
+    /// else blocks, a loop's body. Empty for every other statement.
+    pub fn blocks(&self) -> Vec<&Block> {
+        match &self.kind {
+            StmtKind::If { then, els, .. } => vec![then, els],
+            StmtKind::For(l) => vec![&l.body],
+            StmtKind::While { body, .. } => vec![body],
+            _ => Vec::new(),
+        }
+    }
+
     /// Calls `f` on each expression written directly in this statement
     /// (not in its nested blocks): subscripts before values, a loop's
     /// bounds, a condition. The one walk over a statement's expressions
@@ -375,12 +390,10 @@ impl Stmt {
             }
             StmtKind::AccMap { value, .. } => f(value),
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => f(cond),
-            StmtKind::For {
-                start, end, step, ..
-            } => {
-                f(start);
-                f(end);
-                f(step);
+            StmtKind::For(l) => {
+                f(&l.start);
+                f(&l.end);
+                f(&l.step);
             }
             StmtKind::Break
             | StmtKind::Continue

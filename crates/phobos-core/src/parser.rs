@@ -674,16 +674,16 @@ impl<'a> Parser<'a> {
         let stages = self.stages_clause()?;
         let body = self.block()?;
         match (start, end) {
-            (Some(start), Some(end)) => Ok(StmtKind::For {
-                var: Box::new(var),
-                start: Box::new(start),
-                end: Box::new(end),
-                step: step.map(Box::new),
+            (Some(start), Some(end)) => Ok(StmtKind::For(Box::new(ForLoop {
+                var,
+                start,
+                end,
+                step,
                 range_span,
-                unroll: unroll.map(Box::new),
-                stages: stages.map(Box::new),
+                unroll,
+                stages,
                 body,
-            }),
+            }))),
             _ => Err(Reported),
         }
     }

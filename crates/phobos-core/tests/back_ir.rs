@@ -223,9 +223,7 @@ fn stmt_uses(
         } => *value == e || *only == Some(e) || index(access),
         StmtKind::TileCopy { access, .. } | StmtKind::TileStore { access, .. } => index(access),
         StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => *cond == e,
-        StmtKind::For {
-            start, end, step, ..
-        } => [*start, *end, *step].contains(&e),
+        StmtKind::For(l) => [l.start, l.end, l.step].contains(&e),
         StmtKind::CtaColl { arg, combine, .. } => *arg == e || combine.is_some_and(|c| c.body == e),
         StmtKind::Atomic { access, args, .. } => args.contains(&e) || index(access),
         StmtKind::AccStore { access, .. } => index(access),

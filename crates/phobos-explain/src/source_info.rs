@@ -103,6 +103,26 @@ fn accumulator(kernel: &Kernel, local: u32, uses: AccUse) -> Option<Accumulator>
     })
 }
 
+/// A staged loop's ring as the source has it: its copies are the tile
+/// copies of its body (`check/stages.rs` allows no other).
+fn staged_loop(kernel: &Kernel, index: &LineIndex, line: u32, stages: u32, body: &Block) -> StagedLoop {
+    let copies = body
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::TileCopy { dst, .. } => {
+                Some((index.line(s.span.start as usize), local_name(kernel, dst.0)))
+            }
+            _ => None,
+        })
+        .collect();
+    StagedLoop {
+        line,
+        stages,
+        copies,
+    }
+}
+
 fn local_name(kernel: &Kernel, local: u32) -> String {
     kernel
         .locals
@@ -128,40 +148,20 @@ fn walk(
         let line = index.line(stmt.span.start as usize);
         info.statement_lines.insert(line);
         match &stmt.kind {
-            StmtKind::For {
-                stages: Some(stages),
-                body,
-                ..
-            } => {
-                info.rings.push(StagedLoop {
-                    line,
-                    stages: *stages,
-                    copies: body
-                        .stmts
-                        .iter()
-                        .filter_map(|s| match &s.kind {
-                            StmtKind::TileCopy { dst, .. } => Some((
-                                index.line(s.span.start as usize),
-                                local_name(kernel, dst.0),
-                            )),
-                            _ => None,
-                        })
-                        .collect(),
-                });
+            StmtKind::For(_) | StmtKind::While { .. } => {
+                if let StmtKind::For(l) = &stmt.kind {
+                    if let Some(stages) = l.stages {
+                        info.rings.push(staged_loop(kernel, index, line, stages, &l.body));
+                    }
+                }
                 let end = index.line((stmt.span.end as usize).saturating_sub(1));
                 info.loops.push(LoopInfo {
                     line,
                     end_line: end.max(line),
                 });
-                walk(kernel, body, index, info, accs);
-            }
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
-                let end = index.line((stmt.span.end as usize).saturating_sub(1));
-                info.loops.push(LoopInfo {
-                    line,
-                    end_line: end.max(line),
-                });
-                walk(kernel, body, index, info, accs);
+                for b in stmt.blocks() {
+                    walk(kernel, b, index, info, accs);
+                }
             }
             StmtKind::If { then, els, .. } => {
                 walk(kernel, then, index, info, accs);

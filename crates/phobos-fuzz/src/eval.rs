@@ -350,20 +350,13 @@ impl Cta<'_> {
                 self.block(&then.stmts, &yes)?;
                 self.block(&els.stmts, &no)?;
             }
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                body,
-                // Unrolling changes no result.
-                unroll: _,
-                stages: _,
-            } => {
+            // Unrolling (`l.unroll`) and staging (`l.stages`) change no result.
+            StmtKind::For(l) => {
+                let (var, body) = (l.var, &l.body);
                 let (s0, e0, st) = (
-                    self.eval(start, mask)?,
-                    self.eval(end, mask)?,
-                    self.eval(step, mask)?,
+                    self.eval(&l.start, mask)?,
+                    self.eval(&l.end, mask)?,
+                    self.eval(&l.step, mask)?,
                 );
                 let mut i: Vec<i128> = s0.iter().map(|v| value::as_i(v.s())).collect();
                 self.exits.push((vec![false; self.n], vec![false; self.n]));

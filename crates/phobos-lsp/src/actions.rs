@@ -138,7 +138,7 @@ impl Analysis {
         })?;
         if chain[top..]
             .iter()
-            .any(|s| matches!(s.kind, StmtKind::For { .. }))
+            .any(|s| matches!(s.kind, StmtKind::For(_)))
         {
             return None;
         }
@@ -346,7 +346,7 @@ impl Analysis {
                                 block(e, at, out);
                             }
                         }
-                        StmtKind::For { body, .. } => block(body, at, out),
+                        StmtKind::For(l) => block(&l.body, at, out),
                         _ => {}
                     }
                     return;
@@ -421,16 +421,7 @@ fn find_expr(s: &Stmt, at: Span) -> Option<&Expr> {
 fn walk_stmts<'a>(b: &'a ast::Block, f: &mut dyn FnMut(&'a Stmt)) {
     for s in &b.stmts {
         f(s);
-        match &s.kind {
-            StmtKind::If { then, els, .. } => {
-                walk_stmts(then, f);
-                if let Some(e) = els {
-                    walk_stmts(e, f);
-                }
-            }
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } => walk_stmts(body, f),
-            _ => {}
-        }
+        s.blocks().into_iter().for_each(|b| walk_stmts(b, f));
     }
 }
 
@@ -448,12 +439,10 @@ fn walk_stmt_exprs<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
             walk_expr(value, f);
         }
         StmtKind::If { cond, .. } => walk_expr(cond, f),
-        StmtKind::For {
-            start, end, step, ..
-        } => {
-            walk_expr(start, f);
-            walk_expr(end, f);
-            if let Some(st) = step {
+        StmtKind::For(l) => {
+            walk_expr(&l.start, f);
+            walk_expr(&l.end, f);
+            if let Some(st) = &l.step {
                 walk_expr(st, f);
             }
         }

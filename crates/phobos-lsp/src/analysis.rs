@@ -640,18 +640,15 @@ fn find_assigned_value(b: &hir::Block, span: Span) -> Option<&hir::Expr> {
             {
                 return Some(init)
             }
-            hir::StmtKind::If { then, els, .. } => {
-                if let Some(e) = find_assigned_value(then, span).or(find_assigned_value(els, span))
+            _ => {
+                if let Some(e) = s
+                    .blocks()
+                    .into_iter()
+                    .find_map(|b| find_assigned_value(b, span))
                 {
                     return Some(e);
                 }
             }
-            hir::StmtKind::For { body, .. } | hir::StmtKind::While { body, .. } => {
-                if let Some(e) = find_assigned_value(body, span) {
-                    return Some(e);
-                }
-            }
-            _ => {}
         }
     }
     None
@@ -689,17 +686,11 @@ pub fn visit_kernel_exprs<'a>(k: &'a hir::Kernel, f: &mut dyn FnMut(&'a hir::Exp
                     block(then, f);
                     block(els, f);
                 }
-                hir::StmtKind::For {
-                    start,
-                    end,
-                    step,
-                    body,
-                    ..
-                } => {
-                    visit_hir(start, f);
-                    visit_hir(end, f);
-                    visit_hir(step, f);
-                    block(body, f);
+                hir::StmtKind::For(l) => {
+                    visit_hir(&l.start, f);
+                    visit_hir(&l.end, f);
+                    visit_hir(&l.step, f);
+                    block(&l.body, f);
                 }
                 hir::StmtKind::While { cond, body } => {
                     visit_hir(cond, f);

@@ -85,7 +85,8 @@ impl Analysis {
                     self.block_hints(e, uniformity, out);
                 }
             }
-            StmtKind::For { var, body, .. } => {
+            StmtKind::For(l) => {
+                let (var, body) = (&l.var, &l.body);
                 if uniformity {
                     if let Some(kv) = self.kernel_at(var.span.start as usize) {
                         if let Some((lid, _)) = kv.local_at(var.span.start as usize) {

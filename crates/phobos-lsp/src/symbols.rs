@@ -332,17 +332,11 @@ impl Resolver<'_> {
                 self.block(body);
             }
             StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                body,
-                ..
-            } => {
-                self.expr(start);
-                self.expr(end);
-                if let Some(st) = step {
+            StmtKind::For(l) => {
+                let (var, body) = (&l.var, &l.body);
+                self.expr(&l.start);
+                self.expr(&l.end);
+                if let Some(st) = &l.step {
                     self.expr(st);
                 }
                 self.scopes.push(vec![]);

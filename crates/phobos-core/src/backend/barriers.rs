@@ -489,19 +489,19 @@ impl Flatten<'_> {
                     self.region(then);
                     self.region(els);
                 }
-                StmtKind::For { body, .. } => {
+                StmtKind::For(l) => {
                     self.candidate(fence);
                     let ring = f.rings.values().any(|r| r.looped == s);
                     let first = self.out.len();
                     if ring {
                         self.trips.insert(s, 0);
                     }
-                    self.region(body);
+                    self.region(&l.body);
                     let second = self.out.len();
                     if ring {
                         self.trips.insert(s, 1);
                     }
-                    self.region(body);
+                    self.region(&l.body);
                     self.trips.remove(&s);
                     self.loops.push((first, second, self.out.len()));
                 }
@@ -682,9 +682,10 @@ impl ThreadIndex {
                     *count.entry(*v).or_default() += if loops > 0 { 2 } else { 1 };
                     defs.insert(*v, *e);
                 }
-                StmtKind::CtaColl { dst, .. }
-                | StmtKind::Atomic { dst: Some(dst), .. }
-                | StmtKind::For { var: dst, .. } => *count.entry(*dst).or_default() += 2,
+                StmtKind::CtaColl { dst, .. } | StmtKind::Atomic { dst: Some(dst), .. } => {
+                    *count.entry(*dst).or_default() += 2
+                }
+                StmtKind::For(l) => *count.entry(l.var).or_default() += 2,
                 _ => {}
             }
         });

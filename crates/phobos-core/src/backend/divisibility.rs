@@ -161,16 +161,10 @@ fn assignments(
                 assignments(f, then, d, next, assigned);
                 assignments(f, els, d, next, assigned);
             }
-            StmtKind::For {
-                var,
-                start,
-                step,
-                body,
-                ..
-            } => {
-                let x = gcd(d.expr[start.0 as usize], d.expr[step.0 as usize]);
-                join(*var, x, next, assigned);
-                assignments(f, body, d, next, assigned);
+            StmtKind::For(l) => {
+                let x = gcd(d.expr[l.start.0 as usize], d.expr[l.step.0 as usize]);
+                join(l.var, x, next, assigned);
+                assignments(f, &l.body, d, next, assigned);
             }
             StmtKind::While { pre, body, .. } => {
                 assignments(f, pre, d, next, assigned);

@@ -522,13 +522,7 @@ impl<'a> Emitter<'a> {
                     self.place_label(&l_end);
                 }
             }
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                body,
-            } => self.for_loop(s, *var, *start, *end, *step, body),
+            StmtKind::For(l) => self.for_loop(s, l),
             StmtKind::While { pre, cond, body } => self.while_loop(s, pre, *cond, body),
             StmtKind::Break | StmtKind::Continue => {
                 // The verifier checks every `Break`/`Continue` is in a loop.
@@ -590,22 +584,14 @@ impl<'a> Emitter<'a> {
         self.place_label(&done);
     }
 
-    fn for_loop(
-        &mut self,
-        stmt: StmtId,
-        var: super::ir::VarId,
-        start: ExprId,
-        end: ExprId,
-        step: ExprId,
-        body: &[StmtId],
-    ) {
-        let ty = self.f.vars[var].ty;
-        let i = self.var_reg(var);
-        let s = self.expr(start);
+    fn for_loop(&mut self, stmt: StmtId, l: &super::ir::ForLoop) {
+        let ty = self.f.vars[l.var].ty;
+        let i = self.var_reg(l.var);
+        let s = self.expr(l.start);
         self.mov_to(i, s, ty);
-        let e = self.expr(end);
+        let e = self.expr(l.end);
         let e = self.in_reg(e, ty);
-        let st = self.expr(step);
+        let st = self.expr(l.step);
         let st = match st {
             V::R(r) => {
                 // A step known only at run time: evaluate it once.
@@ -646,10 +632,10 @@ impl<'a> Emitter<'a> {
         self.ins(&format!("@{p} bra {done};"));
         // A label for `continue` only when the body has one, so loops
         // without it keep their PTX.
-        let next = continues(self.f, body).then(|| self.label("next"));
+        let next = continues(self.f, &l.body).then(|| self.label("next"));
         self.loops
             .push((next.clone().unwrap_or_default(), done.clone()));
-        self.block(body);
+        self.block(&l.body);
         self.loops.pop();
         if let Some(next) = next {
             self.place_label(&next);

@@ -217,6 +217,16 @@ pub struct Stmt {
     pub kind: StmtKind,
 }
 
+/// `for var = start; var < end (or > end for a negative step); var += step { body }`.
+#[derive(Clone, Debug)]
+pub struct ForLoop {
+    pub var: VarId,
+    pub start: ExprId,
+    pub end: ExprId,
+    pub step: ExprId,
+    pub body: Vec<StmtId>,
+}
+
 #[derive(Clone, Debug)]
 pub enum StmtKind {
     /// Set a scalar var (`let`, `var`, assignment).
@@ -238,7 +248,10 @@ pub enum StmtKind {
         at: Vec<u32>,
     },
     /// CTA-wide masked store of a tile buffer into a tensor box.
-    TileStore { access: AccessId, buffer: BufferId },
+    TileStore {
+        access: AccessId,
+        buffer: BufferId,
+    },
     /// A tile copy into stage `stage` (an `i32` from 0 to the ring's
     /// stages - 1) of a ring buffer (`Func::rings`), issued with
     /// `cp.async` and zero-filled outside the tensor: the bytes land when
@@ -261,13 +274,7 @@ pub enum StmtKind {
         then: Vec<StmtId>,
         els: Vec<StmtId>,
     },
-    For {
-        var: VarId,
-        start: ExprId,
-        end: ExprId,
-        step: ExprId,
-        body: Vec<StmtId>,
-    },
+    For(ForLoop),
     /// `while cond { body }`: before every trip, `pre` runs (what lowering
     /// hoisted out of the condition), then `cond` decides.
     While {
@@ -337,7 +344,10 @@ pub enum StmtKind {
     },
     /// CTA-wide masked store of an accumulator tile into a tensor box
     /// (`access`: a `Tile` access of the accumulator's shape).
-    AccStore { acc: AccId, access: AccessId },
+    AccStore {
+        acc: AccId,
+        access: AccessId,
+    },
 }
 
 /// A tile buffer of a `stages S` loop: `stages` copies of the tile, each
@@ -562,7 +572,7 @@ impl StmtKind {
     pub fn blocks(&self) -> Vec<&[StmtId]> {
         match self {
             StmtKind::If { then, els, .. } => vec![then, els],
-            StmtKind::For { body, .. } => vec![body],
+            StmtKind::For(l) => vec![&l.body],
             StmtKind::While { pre, body, .. } => vec![pre, body],
             _ => Vec::new(),
         }
@@ -586,7 +596,7 @@ impl StmtKind {
 
     /// True for `For` and `While`.
     pub fn is_loop(&self) -> bool {
-        matches!(self, StmtKind::For { .. } | StmtKind::While { .. })
+        matches!(self, StmtKind::For(_) | StmtKind::While { .. })
     }
 }
 
@@ -613,9 +623,7 @@ impl Func {
             }
             StmtKind::Atomic { args, .. } => out.extend(args),
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => out.push(*cond),
-            StmtKind::For {
-                start, end, step, ..
-            } => out.extend([*start, *end, *step]),
+            StmtKind::For(l) => out.extend([l.start, l.end, l.step]),
             StmtKind::CtaColl { arg, .. } => out.push(*arg),
             StmtKind::AccMap { value, .. } => out.push(*value),
             StmtKind::AsyncCopy { stage, .. } => out.push(*stage),

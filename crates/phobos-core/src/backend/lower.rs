@@ -24,7 +24,7 @@
 
 use super::ir::{
     Access, Barrier, BarrierRole, Buffer, BufferId, BufferKind, Combine, Expr, ExprId, ExprKind,
-    Func, Mem, Shape, Stmt, StmtId, StmtKind, Var, VarId,
+    ForLoop, Func, Mem, Shape, Stmt, StmtId, StmtKind, Var, VarId,
 };
 use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
 use crate::check::uniformity::Judge;
@@ -280,15 +280,11 @@ impl<'k> Lower<'k> {
                     own |= o1 || o2;
                     ret |= r1 || r2;
                 }
-                hir::StmtKind::For {
-                    start,
-                    end,
-                    step,
-                    body,
-                    ..
-                } => {
-                    let bounds = [start, end, step].iter().all(|e| self.hir_uniform(e));
-                    ret |= self.loop_leaves_varying(&body.stmts, v || !bounds);
+                hir::StmtKind::For(l) => {
+                    let bounds = [&l.start, &l.end, &l.step]
+                        .iter()
+                        .all(|e| self.hir_uniform(e));
+                    ret |= self.loop_leaves_varying(&l.body.stmts, v || !bounds);
                 }
                 hir::StmtKind::While { cond, body } => {
                     let v2 = v || !self.hir_uniform(cond);
@@ -495,7 +491,7 @@ impl<'k> Lower<'k> {
                 let cond = self.judged_expr(cond);
                 self.if_stmt(cond, then, els, span)
             }
-            hir::StmtKind::For { .. } | hir::StmtKind::While { .. } if self.pred.is_some() => {
+            hir::StmtKind::For(_) | hir::StmtKind::While { .. } if self.pred.is_some() => {
                 // A loop under a predicate: its body runs per thread.
                 let outer = std::mem::replace(&mut self.uniform, false);
                 let pred = self.pred.take();
@@ -504,37 +500,15 @@ impl<'k> Lower<'k> {
                 self.uniform = outer;
                 out
             }
-            hir::StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                stages: Some(stages),
-                body,
-                ..
-            } if self.rings_here()
-                && [start, end].iter().all(|e| self.hir_uniform(e))
-                && !self.left_early(&body.stmts) =>
+            hir::StmtKind::For(l)
+                if l.stages.is_some()
+                    && self.rings_here()
+                    && [&l.start, &l.end].iter().all(|e| self.hir_uniform(e))
+                    && !self.left_early(&l.body.stmts) =>
             {
-                self.staged_for(&stages::StagedFor {
-                var: *var,
-                start,
-                end,
-                step,
-                stages: *stages,
-                body,
-                span,
-            })
+                self.staged_for(l, span)
             }
-            hir::StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                unroll,
-                body,
-                ..
-            } => self.for_stmt(*var, start, end, step, *unroll, body, span),
+            hir::StmtKind::For(l) => self.for_stmt(l, span),
             hir::StmtKind::While { cond, body } => self.while_stmt(cond, body, span),
             hir::StmtKind::Atomic {
                 op,
@@ -633,49 +607,40 @@ impl<'k> Lower<'k> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn for_stmt(
-        &mut self,
-        var: hir::LocalId,
-        start: &hir::Expr,
-        end: &hir::Expr,
-        step: &hir::Expr,
-        unroll: Option<u32>,
-        body: &hir::Block,
-        span: Span,
-    ) -> Vec<StmtId> {
-        if let Some(copies) = self.full_unroll(var, start, end, step, body) {
+    fn for_stmt(&mut self, l: &hir::ForLoop, span: Span) -> Vec<StmtId> {
+        if let Some(copies) = self.full_unroll(l) {
             return copies;
         }
-        let v = self.locals[&var];
-        let start = self.judged_expr(start);
-        let end = self.judged_expr(end);
-        let step = self.judged_expr(step);
+        let v = self.locals[&l.var];
+        let start = self.judged_expr(&l.start);
+        let end = self.judged_expr(&l.end);
+        let step = self.judged_expr(&l.step);
         let outer = self.uniform;
         let uniform_bounds =
             self.is_uniform(start) && self.is_uniform(end) && self.is_uniform(step);
         if outer && uniform_bounds {
             self.uniform_vars.insert(v);
         }
-        self.uniform = outer && uniform_bounds && !self.left_early(&body.stmts);
+        self.uniform = outer && uniform_bounds && !self.left_early(&l.body.stmts);
         if self.uniform {
             self.uniform_vars.insert(v);
         }
         let pre = std::mem::take(&mut self.pre);
-        let body = self.block(body);
+        let body = self.block(&l.body);
         self.pre = pre;
         self.uniform = outer;
         let s = self.push_stmt(
-            StmtKind::For {
+            StmtKind::For(ForLoop {
                 var: v,
                 start,
                 end,
                 step,
                 body,
-            },
+            }),
             span,
         );
         self.fence_read(s, &[start, end, step], span);
-        if let Some(n) = unroll {
+        if let Some(n) = l.unroll {
             self.f.loop_unroll.insert(s, n);
         }
         vec![s]
@@ -1390,15 +1355,9 @@ fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
                 scan_block(then, reads, writes);
                 scan_block(els, reads, writes);
             }
-            hir::StmtKind::For {
-                start,
-                end,
-                step,
-                body,
-                ..
-            } => {
-                *reads |= reads_tile(start) || reads_tile(end) || reads_tile(step);
-                scan_block(body, reads, writes);
+            hir::StmtKind::For(l) => {
+                *reads |= reads_tile(&l.start) || reads_tile(&l.end) || reads_tile(&l.step);
+                scan_block(&l.body, reads, writes);
             }
             hir::StmtKind::While { cond, body } => {
                 *reads |= reads_tile(cond);
@@ -1435,9 +1394,7 @@ fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
 fn has_exit(b: &hir::Block) -> bool {
     b.stmts.iter().any(|s| match &s.kind {
         hir::StmtKind::Break | hir::StmtKind::Continue | hir::StmtKind::Return => true,
-        hir::StmtKind::If { then, els, .. } => has_exit(then) || has_exit(els),
-        hir::StmtKind::For { body, .. } | hir::StmtKind::While { body, .. } => has_exit(body),
-        _ => false,
+        _ => s.blocks().into_iter().any(has_exit),
     })
 }
 

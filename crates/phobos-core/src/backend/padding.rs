@@ -58,11 +58,7 @@ enum Def<'a> {
     /// `let x = e` (or a `var` never assigned), or a `fn` argument.
     Value(&'a hir::Expr),
     /// A `for` loop variable.
-    Loop {
-        start: &'a hir::Expr,
-        end: &'a hir::Expr,
-        step: &'a hir::Expr,
-    },
+    Loop(&'a hir::ForLoop),
     /// Assigned after its declaration: not bounded here.
     Assigned,
 }
@@ -86,16 +82,9 @@ fn collect_defs<'a>(s: &'a hir::Stmt, defs: &mut HashMap<LocalId, Def<'a>>) {
         } => {
             defs.insert(*local, Def::Assigned);
         }
-        StmtKind::For {
-            var,
-            start,
-            end,
-            step,
-            body,
-            ..
-        } => {
-            defs.insert(*var, Def::Loop { start, end, step });
-            body.stmts.iter().for_each(|s| collect_defs(s, defs));
+        StmtKind::For(l) => {
+            defs.insert(l.var, Def::Loop(l));
+            l.body.stmts.iter().for_each(|s| collect_defs(s, defs));
         }
         StmtKind::If { cond, then, els } => {
             exprs(cond, defs);
@@ -214,9 +203,8 @@ impl Bounds<'_> {
                 then.stmts.iter().for_each(|s| self.stmt(s, reach));
                 els.stmts.iter().for_each(|s| self.stmt(s, reach));
             }
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
-                body.stmts.iter().for_each(|s| self.stmt(s, reach));
-            }
+            StmtKind::For(l) => l.body.stmts.iter().for_each(|s| self.stmt(s, reach)),
+            StmtKind::While { body, .. } => body.stmts.iter().for_each(|s| self.stmt(s, reach)),
             _ => {}
         }
         let mut reads = Vec::new();
@@ -284,10 +272,10 @@ impl Bounds<'_> {
                 let e: &hir::Expr = e;
                 self.range(e)
             }
-            Some(Def::Loop { start, end, step }) => {
-                let (start, end, step): (&hir::Expr, &hir::Expr, &hir::Expr) = (start, end, step);
-                let (s, e) = (self.range(start), self.range(end));
-                match const_of(step) {
+            Some(Def::Loop(l)) => {
+                let l: &hir::ForLoop = l;
+                let (s, e) = (self.range(&l.start), self.range(&l.end));
+                match const_of(&l.step) {
                     Some(st) if st > 0 => Range {
                         lo: s.lo,
                         hi: e.hi.map(|h| h - 1),

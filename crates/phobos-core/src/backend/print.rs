@@ -168,19 +168,14 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
                     }
                 }
             }
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                ..
-            } => {
+            StmtKind::For(l) => {
                 let _ = writeln!(
                     out,
-                    "{pad}for {var} in range({}, {}, {}) {{",
-                    expr(f, *start),
-                    expr(f, *end),
-                    expr(f, *step)
+                    "{pad}for {} in range({}, {}, {}) {{",
+                    l.var,
+                    expr(f, l.start),
+                    expr(f, l.end),
+                    expr(f, l.step)
                 );
             }
             StmtKind::CtaColl {

@@ -54,8 +54,8 @@
 
 use super::error::BackendError;
 use super::ir::{
-    Access, AccessId, Barrier, Combine, Expr, ExprId, ExprKind, Func, Mem, Stmt, StmtId, StmtKind,
-    Var, VarId,
+    Access, AccessId, Barrier, Combine, Expr, ExprId, ExprKind, ForLoop, Func, Mem, Stmt, StmtId,
+    StmtKind, Var, VarId,
 };
 use crate::ast::{BinOp, ScalarTy, Span};
 use crate::hir::{Builtin, ConstVal, Ty};
@@ -146,22 +146,10 @@ fn block(f: &mut Func, stmts: Vec<StmtId>) -> Vec<StmtId> {
                 f.stmts[s].kind = StmtKind::If { cond, then, els };
                 out.push(s);
             }
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                body,
-            } => {
+            StmtKind::For(mut l) => {
                 // Inner loops first: a copy of this body copies them unrolled.
-                let body = block(f, body);
-                f.stmts[s].kind = StmtKind::For {
-                    var,
-                    start,
-                    end,
-                    step,
-                    body,
-                };
+                l.body = block(f, l.body);
+                f.stmts[s].kind = StmtKind::For(l);
                 match factor(f, s) {
                     Some((u, c)) => out.extend(expand(f, s, u, c)),
                     None => out.push(s),
@@ -180,24 +168,17 @@ fn block(f: &mut Func, stmts: Vec<StmtId>) -> Vec<StmtId> {
 
 /// The factor for loop `s` and its constant step, or `None` to keep it.
 fn factor(f: &Func, s: StmtId) -> Option<(u32, i128)> {
-    let StmtKind::For {
-        var,
-        start,
-        end,
-        step,
-        body,
-    } = &f.stmts[s].kind
-    else {
+    let StmtKind::For(l) = &f.stmts[s].kind else {
         return None;
     };
-    let c = f.const_int(*step).filter(|c| *c != 0)?;
-    if f.vars[*var].ty != ScalarTy::I32 {
+    let c = f.const_int(l.step).filter(|c| *c != 0)?;
+    if f.vars[l.var].ty != ScalarTy::I32 {
         return None;
     }
     // A loop around a `stages` ring stays as it is: `Func::rings` names
     // the ring's own loop, which a copy would not be.
     let mut ring = false;
-    f.walk_stmts(body, &mut |x, _| {
+    f.walk_stmts(&l.body, &mut |x, _| {
         ring |= matches!(f.stmts[x].kind, StmtKind::AsyncCopy { .. });
     });
     if ring {
@@ -206,10 +187,10 @@ fn factor(f: &Func, s: StmtId) -> Option<(u32, i128)> {
     let u = match f.loop_unroll.get(&s) {
         Some(&n) => n,
         None => {
-            if !auto_candidate(f, body) {
+            if !auto_candidate(f, &l.body) {
                 return None;
             }
-            match (f.const_int(*start), f.const_int(*end)) {
+            match (f.const_int(l.start), f.const_int(l.end)) {
                 (Some(a), Some(b)) => {
                     let trips = trip_count(a, b, c);
                     if trips < 2 {
@@ -251,7 +232,7 @@ fn auto_candidate(f: &Func, body: &[StmtId]) -> bool {
         Item::Stmt(s) => {
             if matches!(
                 f.stmts[s].kind,
-                StmtKind::For { .. }
+                StmtKind::For(_)
                     | StmtKind::While { .. }
                     | StmtKind::Break
                     | StmtKind::Continue
@@ -345,13 +326,7 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
         | StmtKind::TileStore { access: a, .. }
         | StmtKind::AccStore { access: a, .. } => (access(*a), vec![]),
         StmtKind::If { cond, then, els } => (vec![*cond], vec![then, els]),
-        StmtKind::For {
-            start,
-            end,
-            step,
-            body,
-            ..
-        } => (vec![*start, *end, *step], vec![body]),
+        StmtKind::For(l) => (vec![l.start, l.end, l.step], vec![&l.body]),
         StmtKind::CtaColl { arg, combine, .. } => (
             std::iter::once(*arg)
                 .chain(combine.map(|c| c.body))
@@ -380,13 +355,13 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
 /// Replace loop `s` by the statements that run it `u` bodies per trip
 /// (see the module docs); `s` itself becomes the remainder loop.
 fn expand(f: &mut Func, s: StmtId, u: u32, c: i128) -> Vec<StmtId> {
-    let StmtKind::For {
+    let StmtKind::For(ForLoop {
         var,
         start,
         end,
         step,
         body,
-    } = f.stmts[s].kind.clone()
+    }) = f.stmts[s].kind.clone()
     else {
         return vec![s];
     };
@@ -451,26 +426,26 @@ fn expand(f: &mut Func, s: StmtId, u: u32, c: i128) -> Vec<StmtId> {
     main_body.push(b.stmt(StmtKind::Set(rest_v, next)));
     let main_start = b.var_expr(start_v);
     let main_step = b.int(u as i128 * c);
-    let main = b.stmt(StmtKind::For {
+    let main = b.stmt(StmtKind::For(ForLoop {
         var: main_v,
         start: main_start,
         end: limit,
         step: main_step,
         body: main_body,
-    });
+    }));
 
     // The original statement runs what is left, on fresh copies of the body
     // (the originals now sit in the main loop's first copy).
     let rest_start = b.var_expr(rest_v);
     let rest_end = b.var_expr(end_v);
     let rest_body = body.iter().map(|&st| b.clone_stmt(st)).collect();
-    b.f.stmts[s].kind = StmtKind::For {
+    b.f.stmts[s].kind = StmtKind::For(ForLoop {
         var,
         start: rest_start,
         end: rest_end,
         step,
         body: rest_body,
-    };
+    });
     // A fence after the loop's bounds (a candidate barrier between reading
     // a tile in them and the body writing it) now goes after the statements
     // that evaluate them; the remainder loop's bounds read only vars.
@@ -499,7 +474,7 @@ fn shiftable_accesses(f: &Func, k: VarId, body: &[StmtId]) -> HashMap<AccessId, 
                 StmtKind::Set(v, _) | StmtKind::CtaColl { dst: v, .. } => {
                     *sets.entry(*v).or_default() += 1
                 }
-                StmtKind::For { var, .. } => *sets.entry(*var).or_default() += 2,
+                StmtKind::For(l) => *sets.entry(l.var).or_default() += 2,
                 _ => {}
             }
         }
@@ -747,19 +722,13 @@ impl Builder<'_> {
                 then: then.iter().map(|&t| self.clone_stmt(t)).collect(),
                 els: els.iter().map(|&t| self.clone_stmt(t)).collect(),
             },
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                body,
-            } => StmtKind::For {
-                var,
-                start: self.clone_expr(start),
-                end: self.clone_expr(end),
-                step: self.clone_expr(step),
-                body: body.iter().map(|&t| self.clone_stmt(t)).collect(),
-            },
+            StmtKind::For(l) => StmtKind::For(ForLoop {
+                var: l.var,
+                start: self.clone_expr(l.start),
+                end: self.clone_expr(l.end),
+                step: self.clone_expr(l.step),
+                body: l.body.iter().map(|&t| self.clone_stmt(t)).collect(),
+            }),
             StmtKind::CtaColl {
                 dst,
                 op,

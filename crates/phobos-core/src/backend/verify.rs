@@ -104,7 +104,7 @@ impl Verifier<'_> {
                 StmtKind::Store(..)
                 | StmtKind::RunStore { .. }
                 | StmtKind::If { .. }
-                | StmtKind::For { .. }
+                | StmtKind::For(_)
                 | StmtKind::While { .. } => self.use_barrier(*b),
                 _ => self.errors.push(format!("{s} cannot hold fence {b}")),
             }
@@ -263,7 +263,7 @@ impl Verifier<'_> {
             }
             StmtKind::Store(..)
             | StmtKind::RunStore { .. }
-            | StmtKind::For { .. }
+            | StmtKind::For(_)
             | StmtKind::Return
             | StmtKind::Fence => {}
         }

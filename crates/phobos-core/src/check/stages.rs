@@ -161,22 +161,20 @@ fn leaving_exit(stmts: &[hir::Stmt]) -> Option<(Span, &'static str)> {
     stmts.iter().find_map(|s| match &s.kind {
         hir::StmtKind::Break => Some((s.span, "break")),
         hir::StmtKind::Return => Some((s.span, "return")),
-        hir::StmtKind::If { then, els, .. } => {
-            leaving_exit(&then.stmts).or_else(|| leaving_exit(&els.stmts))
-        }
-        hir::StmtKind::For { body, .. } | hir::StmtKind::While { body, .. } => {
-            returns(&body.stmts).map(|r| (r, "return"))
-        }
-        _ => None,
+        hir::StmtKind::If { .. } => s.blocks().into_iter().find_map(|b| leaving_exit(&b.stmts)),
+        // An inner loop's `break` leaves that loop only.
+        _ => s
+            .blocks()
+            .into_iter()
+            .find_map(|b| returns(&b.stmts))
+            .map(|r| (r, "return")),
     })
 }
 
 fn returns(stmts: &[hir::Stmt]) -> Option<Span> {
-    stmts.iter().find_map(|s| match &s.kind {
+    stmts.iter().find_map(|s| match s.kind {
         hir::StmtKind::Return => Some(s.span),
-        hir::StmtKind::If { then, els, .. } => returns(&then.stmts).or_else(|| returns(&els.stmts)),
-        hir::StmtKind::For { body, .. } | hir::StmtKind::While { body, .. } => returns(&body.stmts),
-        _ => None,
+        _ => s.blocks().into_iter().find_map(|b| returns(&b.stmts)),
     })
 }
 
@@ -185,23 +183,17 @@ fn returns(stmts: &[hir::Stmt]) -> Option<Span> {
 fn written_locals(stmts: &[hir::Stmt], out: &mut HashSet<LocalId>) {
     for s in stmts {
         match &s.kind {
-            hir::StmtKind::Assign { local, .. } => {
-                out.insert(*local);
-            }
-            hir::StmtKind::Atomic {
+            hir::StmtKind::Assign { local, .. }
+            | hir::StmtKind::Atomic {
                 result: Some(local),
                 ..
             } => {
                 out.insert(*local);
             }
-            hir::StmtKind::If { then, els, .. } => {
-                written_locals(&then.stmts, out);
-                written_locals(&els.stmts, out);
-            }
-            hir::StmtKind::For { body, .. } | hir::StmtKind::While { body, .. } => {
-                written_locals(&body.stmts, out)
-            }
             _ => {}
+        }
+        for b in s.blocks() {
+            written_locals(&b.stmts, out);
         }
     }
 }
@@ -211,13 +203,7 @@ fn written_locals(stmts: &[hir::Stmt], out: &mut HashSet<LocalId>) {
 fn nested_copy(stmts: &[hir::Stmt], top: bool) -> Option<Span> {
     stmts.iter().find_map(|s| match &s.kind {
         hir::StmtKind::TileCopy { .. } | hir::StmtKind::TileFill { .. } if !top => Some(s.span),
-        hir::StmtKind::If { then, els, .. } => {
-            nested_copy(&then.stmts, false).or_else(|| nested_copy(&els.stmts, false))
-        }
-        hir::StmtKind::For { body, .. } | hir::StmtKind::While { body, .. } => {
-            nested_copy(&body.stmts, false)
-        }
-        _ => None,
+        _ => s.blocks().into_iter().find_map(|b| nested_copy(&b.stmts, false)),
     })
 }
 
@@ -231,15 +217,11 @@ fn tile_writer(stmts: &[hir::Stmt], tile: LocalId, copy: Span) -> Option<Span> {
             hir::StmtKind::Store { dst, .. }
             | hir::StmtKind::RunStore { dst, .. }
             | hir::StmtKind::Atomic { dst, .. } => *dst == hir::Memory::Tile(tile),
-            hir::StmtKind::If { then, els, .. } => {
-                return tile_writer(&then.stmts, tile, copy)
-                    .or_else(|| tile_writer(&els.stmts, tile, copy))
-            }
-            hir::StmtKind::For { body, .. } | hir::StmtKind::While { body, .. } => {
-                return tile_writer(&body.stmts, tile, copy)
-            }
             _ => false,
         };
-        hit.then_some(s.span)
+        if hit {
+            return Some(s.span);
+        }
+        s.blocks().into_iter().find_map(|b| tile_writer(&b.stmts, tile, copy))
     })
 }

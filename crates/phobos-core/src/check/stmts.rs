@@ -49,24 +49,7 @@ impl Cx<'_> {
                     els,
                 })
             }
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                unroll,
-                stages,
-                body,
-                ..
-            } => self.for_stmt(
-                var,
-                start,
-                end,
-                step.as_deref(),
-                unroll.as_deref().copied(),
-                stages.as_deref(),
-                body,
-            ),
+            StmtKind::For(l) => self.for_stmt(l),
             StmtKind::While { cond, body } => {
                 let cond = self.expr_of(cond, ScalarTy::Bool, "a condition");
                 self.loop_depth += 1;
@@ -332,16 +315,8 @@ impl Cx<'_> {
         true
     }
 
-    fn for_stmt(
-        &mut self,
-        var: &ast::Ident,
-        start: &ast::Expr,
-        end: &ast::Expr,
-        step: Option<&ast::Expr>,
-        unroll: Option<(u64, Span)>,
-        stages: Option<&(ast::Expr, Span)>,
-        body: &ast::Block,
-    ) -> Option<hir::StmtKind> {
+    fn for_stmt(&mut self, l: &ast::ForLoop) -> Option<hir::StmtKind> {
+        let (var, start, end, step) = (&l.var, &l.start, &l.end, l.step.as_ref());
         let s = self.index(start);
         let e = self.index(end);
         let st = match step {
@@ -353,9 +328,8 @@ impl Cx<'_> {
                 span: step.map_or(end.span, |x| x.span),
             });
         }
-        let unroll_span = unroll.map(|u| u.1);
-        let unroll = self.unroll_factor(unroll, st.as_ref(), step.map_or(end.span, |x| x.span));
-        let count = stages.map(|(count, span)| {
+        let unroll = self.unroll_factor(l.unroll, st.as_ref(), step.map_or(end.span, |x| x.span));
+        let count = l.stages.as_ref().map(|(count, span)| {
             let n = self.index(count).and_then(|c| self.stage_count(&c, *span));
             (n, *span)
         });
@@ -364,7 +338,7 @@ impl Cx<'_> {
         self.bind(&var.name, Binding::Local(local));
         self.loop_vars.push(local);
         self.loop_depth += 1;
-        let body = self.block(body);
+        let body = self.block(&l.body);
         self.loop_depth -= 1;
         self.pop_scope();
         let unroll = match (unroll, own_exit(&body)) {
@@ -377,29 +351,29 @@ impl Cx<'_> {
         let stages = match (count, &st) {
             (None, _) => None,
             (Some((Some(n), span)), Some(step)) => {
-                let l = super::stages::StagedLoop {
+                let staged = super::stages::StagedLoop {
                     span,
                     var: local,
                     step,
-                    unroll: unroll_span,
+                    unroll: l.unroll.map(|u| u.1),
                     body: &body,
                 };
-                if !self.check_staged(&l) {
+                if !self.check_staged(&staged) {
                     return None;
                 }
                 Some(n)
             }
             (Some(_), _) => return None,
         };
-        Some(hir::StmtKind::For {
+        Some(hir::StmtKind::For(Box::new(hir::ForLoop {
             var: local,
-            start: Box::new(s?),
-            end: Box::new(e?),
-            step: Box::new(st?),
+            start: s?,
+            end: e?,
+            step: st?,
             unroll: unroll?,
             stages,
             body,
-        })
+        })))
     }
 
     /// The factor of `unroll N`: from 1 to 32, and (above 1) on a loop

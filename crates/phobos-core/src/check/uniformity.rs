@@ -232,12 +232,7 @@ fn written_memory(kernel: &Kernel) -> Vec<Memory> {
                 StmtKind::Store { dst, .. }
                 | StmtKind::RunStore { dst, .. }
                 | StmtKind::Atomic { dst, .. } => out.push(*dst),
-                StmtKind::If { then, els, .. } => {
-                    walk(then, out);
-                    walk(els, out);
-                }
-                StmtKind::For { body, .. } | StmtKind::While { body, .. } => walk(body, out),
-                _ => {}
+                _ => s.blocks().into_iter().for_each(|b| walk(b, out)),
             }
         }
     }
@@ -397,15 +392,8 @@ impl Uni<'_> {
             StmtKind::Break => self.exit("break", s.span),
             StmtKind::Continue => self.exit("continue", s.span),
             StmtKind::Return => self.exit("return", s.span),
-            StmtKind::For {
-                var,
-                start,
-                end,
-                step,
-                body,
-                ..
-            } => {
-                let bounds = [start, end, step];
+            StmtKind::For(l) => {
+                let bounds = [&l.start, &l.end, &l.step];
                 let level = bounds
                     .iter()
                     .map(|e| self.expr(e))
@@ -413,7 +401,7 @@ impl Uni<'_> {
                     .unwrap_or(Level::Uniform);
                 let via = bounds.iter().find_map(|e| self.varying_local(e, level));
                 let load = bounds.iter().find_map(|e| self.written_load(e));
-                let span = start.span.to(end.span).to(step.span);
+                let span = l.start.span.to(l.end.span).to(l.step.span);
                 let by_thread = level == Level::Varying
                     && bounds
                         .iter()
@@ -426,7 +414,7 @@ impl Uni<'_> {
                     load,
                     by_thread,
                 };
-                self.loop_body(s.span, c, body, Some(*var));
+                self.loop_body(s.span, c, &l.body, Some(l.var));
             }
         }
     }
@@ -908,9 +896,7 @@ fn gcd(a: i128, b: i128) -> i128 {
 fn find_let(b: &Block, id: LocalId) -> Option<&Expr> {
     b.stmts.iter().find_map(|s| match &s.kind {
         StmtKind::Let { local, init } if *local == id => Some(init),
-        StmtKind::If { then, els, .. } => find_let(then, id).or_else(|| find_let(els, id)),
-        StmtKind::For { body, .. } | StmtKind::While { body, .. } => find_let(body, id),
-        _ => None,
+        _ => s.blocks().into_iter().find_map(|b| find_let(b, id)),
     })
 }
 

@@ -279,21 +279,15 @@ impl Lower<'_> {
     /// array with what may fold to constants once the loop variable is one:
     /// the body once per trip, the variable replaced by the trip's value.
     /// `None` when the loop is lowered as a loop.
-    pub(super) fn full_unroll(
-        &mut self,
-        var: LocalId,
-        start: &hir::Expr,
-        end: &hir::Expr,
-        step: &hir::Expr,
-        body: &hir::Block,
-    ) -> Option<Vec<StmtId>> {
+    pub(super) fn full_unroll(&mut self, l: &hir::ForLoop) -> Option<Vec<StmtId>> {
+        let (var, body) = (l.var, &l.body);
         if !self.indexes_register_array(&body.stmts) || super::has_exit(body) {
             return None;
         }
         let (start, end, step) = (
-            self.hir_const(start)?,
-            self.hir_const(end)?,
-            self.hir_const(step)?,
+            self.hir_const(&l.start)?,
+            self.hir_const(&l.end)?,
+            self.hir_const(&l.step)?,
         );
         let mut trips = Vec::new();
         let mut i = start;
@@ -345,16 +339,10 @@ impl Lower<'_> {
             {
                 found |= self.in_registers(*a) && !all_literals(index);
             }
-            match &s.kind {
-                hir::StmtKind::If { then, els, .. } => {
-                    found |= self.indexes_register_array(&then.stmts)
-                        || self.indexes_register_array(&els.stmts);
-                }
-                hir::StmtKind::For { body, .. } | hir::StmtKind::While { body, .. } => {
-                    found |= self.indexes_register_array(&body.stmts);
-                }
-                _ => {}
-            }
+            found |= s
+                .blocks()
+                .iter()
+                .any(|b| self.indexes_register_array(&b.stmts));
             if found {
                 return true;
             }

@@ -37,12 +37,7 @@ fn walk(b: &hir::Block, out: &mut HashSet<LocalId>) {
                 out.insert(*a);
                 out.insert(*b);
             }
-            hir::StmtKind::If { then, els, .. } => {
-                walk(then, out);
-                walk(els, out);
-            }
-            hir::StmtKind::For { body, .. } | hir::StmtKind::While { body, .. } => walk(body, out),
-            _ => {}
+            _ => s.blocks().into_iter().for_each(|b| walk(b, out)),
         }
     }
 }

@@ -35,7 +35,9 @@
 
 use super::Lower;
 use crate::ast::{BinOp, ScalarTy, Span};
-use crate::backend::ir::{BarrierRole, ExprId, ExprKind, Ring, Shape, StmtId, StmtKind, Var, VarId};
+use crate::backend::ir::{
+    BarrierRole, ExprId, ExprKind, ForLoop, Ring, Shape, StmtId, StmtKind, Var, VarId,
+};
 use crate::hir::{self, ConstVal, LocalId, Ty};
 
 /// One tile copy of a staged loop's body.
@@ -46,24 +48,16 @@ struct Staged<'h> {
     span: Span,
 }
 
-/// The parts of a staged `for`, as the checker left them.
-pub(super) struct StagedFor<'h> {
-    pub var: LocalId,
-    pub start: &'h hir::Expr,
-    pub end: &'h hir::Expr,
-    pub step: &'h hir::Expr,
-    pub stages: u32,
-    pub body: &'h hir::Block,
-    pub span: Span,
-}
-
 impl Lower<'_> {
     /// Whether a loop with `stages` gets its ring here.
     pub(super) fn rings_here(&self) -> bool {
         self.async_copies && self.uniform && self.pred.is_none()
     }
 
-    pub(super) fn staged_for(&mut self, l: &StagedFor) -> Vec<StmtId> {
+    pub(super) fn staged_for(&mut self, l: &hir::ForLoop, loop_span: Span) -> Vec<StmtId> {
+        let span = loop_span;
+        // The caller checked `l.stages` is there.
+        let stages = l.stages.unwrap_or(2);
         // The checker made sure there is at least one copy.
         let copies: Vec<Staged> = l
             .body
@@ -80,15 +74,14 @@ impl Lower<'_> {
             })
             .collect();
         // The checker made sure the step is a constant.
-        let step = self.hir_const(l.step).unwrap_or(1);
-        let span = l.span;
-        let s = i128::from(l.stages);
+        let step = self.hir_const(&l.step).unwrap_or(1);
+        let s = i128::from(stages);
         let mut out = Vec::new();
         let k0 = self.uniform_var("stage_k0", span);
-        let e = self.expr(l.start);
+        let e = self.expr(&l.start);
         out.push(self.push_stmt(StmtKind::Set(k0, e), span));
         let end = self.uniform_var("stage_end", span);
-        let e = self.expr(l.end);
+        let e = self.expr(&l.end);
         out.push(self.push_stmt(StmtKind::Set(end, e), span));
         let read = self.uniform_var("stage_read", span);
         let write = self.uniform_var("stage_write", span);
@@ -96,7 +89,7 @@ impl Lower<'_> {
         for c in &copies {
             let b = self.tiles[&c.dst];
             let stage_bytes = self.f.buffers[b].bytes;
-            self.f.buffers[b].bytes = stage_bytes.saturating_mul(u64::from(l.stages));
+            self.f.buffers[b].bytes = stage_bytes.saturating_mul(u64::from(stages));
             rings.push((b, stage_bytes));
             // Earlier users of these bytes (the plan may reuse them) are
             // done before the prologue's copies.
@@ -129,7 +122,7 @@ impl Lower<'_> {
         let sc = self.int_const(s, ScalarTy::I32, span);
         let prev = self.binary(BinOp::Rem, prev, sc, span);
         body.push(self.push_stmt(StmtKind::Set(write, prev), span));
-        body.push(self.push_stmt(StmtKind::AsyncWait(l.stages - 2), span));
+        body.push(self.push_stmt(StmtKind::AsyncWait(stages - 2), span));
         let first = self.tiles[&copies[0].dst];
         body.push(self.barrier(BarrierRole::RingWait(first), span));
         let ahead = self.uniform_var("stage_k", span);
@@ -143,26 +136,26 @@ impl Lower<'_> {
         let staged: Vec<Span> = copies.iter().map(|c| c.span).collect();
         let outer = std::mem::replace(&mut self.staged_copies, staged);
         let pre = std::mem::take(&mut self.pre);
-        body.extend(self.block(l.body));
+        body.extend(self.block(&l.body));
         self.pre = pre;
         self.staged_copies = outer;
-        let span = l.span;
+        let span = loop_span;
         let start = self.var_expr(k0, span);
         let end_e = self.var_expr(end, span);
         let step_e = self.int_const(step, ScalarTy::I32, span);
         let f = self.push_stmt(
-            StmtKind::For {
+            StmtKind::For(ForLoop {
                 var: v,
                 start,
                 end: end_e,
                 step: step_e,
                 body,
-            },
+            }),
             span,
         );
         for (b, stage_bytes) in rings {
             let ring = Ring {
-                stages: l.stages,
+                stages,
                 stage_bytes,
                 read,
                 looped: f,
