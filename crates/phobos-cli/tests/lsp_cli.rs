@@ -450,6 +450,35 @@ fn semantic_tokens_style_varying_and_uniform_values_apart() {
     c.stop();
 }
 
+#[test]
+fn a_loops_unroll_and_stages_are_keywords_and_a_variable_named_stages_is_not() {
+    let src = "@launch(128)
+kernel k(A: tensor<f32>[N, K], y: tensor<f32>[1, N]) {
+  let stages = 2
+  var acc: f32 = 0.0
+  for k in range(0, K, 32) unroll 1 stages 2 {
+    var t = A[0 :+ 4, k :+ 32]
+    acc += t[0, stages]
+  }
+  y[0, 0] = acc
+}
+";
+    let uri = "file:///k.pho";
+    let mut c = Client::start();
+    c.open(uri, src);
+    let _ = c.diagnostics(uri);
+    let toks = semantic_tokens(&mut c, uri, src);
+    let on = |text: &str, line: u32| {
+        toks.iter()
+            .find(|t| t.text == text && t.line == line)
+            .map(|t| t.ty.clone())
+    };
+    assert_eq!(on("unroll", 4).as_deref(), Some("keyword"), "{toks:?}");
+    assert_eq!(on("stages", 4).as_deref(), Some("keyword"), "{toks:?}");
+    assert_ne!(on("stages", 6).as_deref(), Some("keyword"), "{toks:?}");
+    c.stop();
+}
+
 /// `semanticTokens/range` gives the tokens of the lines asked for, the same
 /// as the whole-document request gives for them, encoded from the
 /// document's start.

@@ -242,7 +242,7 @@ pub enum StmtKind {
         /// its largest kind (`tests/node_sizes.rs` pins the sizes).
         els: Option<Box<Block>>,
     },
-    /// `for i in range(a, b[, step]) [unroll N] { }`. Boxed: inline, its
+    /// `for i in range(a, b[, step]) [unroll N] [stages S] { }`. Boxed: inline, its
     /// bounds made every statement of a block 392 bytes.
     For(Box<ForLoop>),
     /// `while cond { }`
@@ -282,6 +282,9 @@ pub struct ForLoop {
     pub range_span: Span,
     /// `unroll N`: the factor as written and the span of `unroll N`.
     pub unroll: Option<(u64, Span)>,
+    /// `stages S`: the count as written (an integer literal or a name,
+    /// e.g. an `@autotune` constant) and the span of `stages S`.
+    pub stages: Option<(Expr, Span)>,
     pub body: Block,
 }
 

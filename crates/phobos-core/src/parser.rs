@@ -668,6 +668,7 @@ impl<'a> Parser<'a> {
         let mut args = args.into_iter();
         let (start, end, step) = (args.next(), args.next(), args.next());
         let unroll = self.unroll_clause()?;
+        let stages = self.stages_clause()?;
         let body = self.block()?;
         match (start, end) {
             (Some(start), Some(end)) => Ok(StmtKind::For(Box::new(ForLoop {
@@ -677,6 +678,7 @@ impl<'a> Parser<'a> {
                 step,
                 range_span,
                 unroll,
+                stages,
                 body,
             }))),
             _ => Err(Reported),
@@ -702,6 +704,22 @@ impl<'a> Parser<'a> {
             }
             _ => Err(self.error_expected("an unroll factor (an integer literal)")),
         }
+    }
+
+    /// `stages S` after a loop's `range(...)` (and its `unroll N`): `S` is
+    /// an integer literal or a name (an `@autotune` constant); the checker
+    /// judges it.
+    fn stages_clause(&mut self) -> PResult<Option<(Expr, Span)>> {
+        if !self.at_word("stages") {
+            return Ok(None);
+        }
+        let start = self.bump().span;
+        if !matches!(self.kind(), Tok::Int(_) | Tok::Ident | Tok::LParen) {
+            return Err(self.error_expected("a stage count (an integer or a constant's name)"));
+        }
+        let count = self.primary()?;
+        let span = start.to(count.span);
+        Ok(Some((count, span)))
     }
 
     fn expr_stmt(&mut self) -> PResult<StmtKind> {

@@ -47,6 +47,17 @@ pub struct SourceInfo {
     pub statement_lines: BTreeSet<u32>,
     pub tiles: Vec<TileStmt>,
     pub accumulators: Vec<Accumulator>,
+    /// The `stages S` loops: the `for` line, `S`, and each staged copy's
+    /// line and tile name (see `crate::model::Ring`).
+    pub rings: Vec<StagedLoop>,
+}
+
+/// A `for ... stages S` loop as the source has it.
+#[derive(Clone, Debug, Default)]
+pub struct StagedLoop {
+    pub line: u32,
+    pub stages: u32,
+    pub copies: Vec<(u32, String)>,
 }
 
 /// What the walk finds of one accumulator local.
@@ -104,6 +115,26 @@ fn accumulator(kernel: &Kernel, local: u32, uses: AccUse) -> Option<Accumulator>
     })
 }
 
+/// A staged loop's ring as the source has it: its copies are the tile
+/// copies of its body (`check/stages.rs` allows no other).
+fn staged_loop(kernel: &Kernel, index: &LineIndex, line: u32, stages: u32, body: &Block) -> StagedLoop {
+    let copies = body
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::TileCopy { dst, .. } => {
+                Some((index.line(s.span.start as usize), local_name(kernel, dst.0)))
+            }
+            _ => None,
+        })
+        .collect();
+    StagedLoop {
+        line,
+        stages,
+        copies,
+    }
+}
+
 fn local_name(kernel: &Kernel, local: u32) -> String {
     kernel
         .locals
@@ -130,6 +161,11 @@ fn walk(
         info.statement_lines.insert(line);
         match &stmt.kind {
             StmtKind::For(_) | StmtKind::While { .. } => {
+                if let StmtKind::For(l) = &stmt.kind {
+                    if let Some(stages) = l.stages {
+                        info.rings.push(staged_loop(kernel, index, line, stages, &l.body));
+                    }
+                }
                 let end = index.line((stmt.span.end as usize).saturating_sub(1));
                 info.loops.push(LoopInfo {
                     line,

@@ -223,6 +223,7 @@ fn staged_trace_limited(events: CtaEvents, tiles: Vec<TileOp>, max_steps: usize)
         threads: 128,
         opcodes: &opcodes,
         accumulators: &[],
+        rings: &[],
     };
     let cta = build_cta(&layout, &events, max_steps);
     Trace {
@@ -244,6 +245,7 @@ fn staged_trace_limited(events: CtaEvents, tiles: Vec<TileOp>, max_steps: usize)
         picked: 0,
         heat: vec![],
         accumulators: vec![],
+        rings: vec![],
     }
 }
 

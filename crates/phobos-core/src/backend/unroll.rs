@@ -175,6 +175,15 @@ fn factor(f: &Func, s: StmtId) -> Option<(u32, i128)> {
     if f.vars[l.var].ty != ScalarTy::I32 {
         return None;
     }
+    // A loop around a `stages` ring stays as it is: `Func::rings` names
+    // the ring's own loop, which a copy would not be.
+    let mut ring = false;
+    f.walk_stmts(&l.body, &mut |x, _| {
+        ring |= matches!(f.stmts[x].kind, StmtKind::AsyncCopy { .. });
+    });
+    if ring {
+        return None;
+    }
     let u = match f.loop_unroll.get(&s) {
         Some(&n) => n,
         None => {
@@ -330,6 +339,10 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
             access: a, args, ..
         } => ([access(*a), args.clone()].concat(), vec![]),
         StmtKind::AccMap { value, .. } => (vec![*value], vec![]),
+        StmtKind::AsyncCopy {
+            access: a, stage, ..
+        } => ([access(*a), vec![*stage]].concat(), vec![]),
+        StmtKind::AsyncCommit | StmtKind::AsyncWait(_) => (vec![], vec![]),
         StmtKind::Barrier(_)
         | StmtKind::Break
         | StmtKind::Continue
@@ -697,10 +710,16 @@ impl Builder<'_> {
                     *a = self.clone_expr(*a);
                 }
             }
+            StmtKind::AsyncCopy { access, stage, .. } => {
+                *access = self.clone_access(*access);
+                *stage = self.clone_expr(*stage);
+            }
             StmtKind::Barrier(b) => *b = self.clone_barrier(*b),
             StmtKind::AccZero(_)
             | StmtKind::AccToTile { .. }
             | StmtKind::Mma { .. }
+            | StmtKind::AsyncCommit
+            | StmtKind::AsyncWait(_)
             | StmtKind::Fence
             | StmtKind::Break
             | StmtKind::Continue
