@@ -23,19 +23,10 @@ struct Row {
 
 type Outcome = Result<Row, String>;
 
-/// Deterministic inputs in [-1, 1) (a 64-bit LCG; no dependency needed).
+/// Deterministic inputs in [-1, 1), from a seeded `fastrand` generator.
 fn inputs(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..len)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..len).map(|_| rng.f32() * 2.0 - 1.0).collect()
 }
 
 fn matvec_reference(w: &[f32], x: &[f32], n: usize, k: usize) -> Vec<f64> {

@@ -54,17 +54,11 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-/// Deterministic inputs in [-1, 1) (a 64-bit LCG, fast enough for 2^28).
+/// Deterministic inputs in [-1, 1), from a seeded `fastrand` generator
+/// (fast enough for 2^28).
 fn inputs(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..len).map(|_| rng.f32() * 2.0 - 1.0).collect()
 }
 
 /// How the benchmark times work on the device.

@@ -73,17 +73,10 @@ pub fn compile_with_tuning(
     Kernel::with_tuning(source, tuning)
 }
 
-/// Deterministic values in [-1, 1).
+/// Deterministic values in [-1, 1), from a seeded `fastrand` generator.
 pub fn values(len: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    (0..len)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..len).map(|_| rng.f32() * 2.0 - 1.0).collect()
 }
 
 /// A matvec's tensors on one device: `W[n, k]`, `x[1, k]` and `y[1, n]`.
