@@ -416,39 +416,40 @@ impl Stmt {
 }
 
 impl Expr {
-    /// Calls `f` on this expression and every expression inside it,
-    /// `reduce` combine bodies included.
-    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
-        f(self);
+    /// The expressions this one evaluates directly, in evaluation order. A
+    /// collective's combine body is not among them: it runs inside the
+    /// collective, on the combine's own locals.
+    pub fn operands(&self) -> Vec<&Expr> {
         match &self.kind {
-            ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => x.walk(f),
-            ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => run.walk(f),
-            ExprKind::Binary(_, a, b) => {
-                a.walk(f);
-                b.walk(f);
-            }
-            ExprKind::Let { value, body, .. } => {
-                value.walk(f);
-                body.walk(f);
-            }
+            ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => vec![x],
+            ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => vec![run],
+            ExprKind::Binary(_, a, b) => vec![a, b],
+            ExprKind::Let { value, body, .. } => vec![value, body],
             ExprKind::Builtin(_, xs)
             | ExprKind::Load { index: xs, .. }
-            | ExprKind::RunLoad { index: xs, .. } => xs.iter().for_each(|x| x.walk(f)),
-            ExprKind::Collective { arg, combine, .. } => {
-                arg.walk(f);
-                if let Some(c) = combine {
-                    c.body.walk(f);
-                }
-            }
-            ExprKind::Shuffle { lane, value, .. } => {
-                lane.walk(f);
-                value.walk(f);
-            }
+            | ExprKind::RunLoad { index: xs, .. } => xs.iter().collect(),
+            ExprKind::Collective { arg, .. } => vec![arg],
+            ExprKind::Shuffle { lane, value, .. } => vec![lane, value],
             ExprKind::Const(_)
             | ExprKind::Param(_)
             | ExprKind::Dim(_)
             | ExprKind::Ctx(_)
-            | ExprKind::Local(_) => {}
+            | ExprKind::Local(_) => Vec::new(),
+        }
+    }
+
+    /// Calls `f` on this expression and every expression inside it, outer
+    /// first, `reduce` combine bodies included (after the argument).
+    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        for x in self.operands() {
+            x.walk(f);
+        }
+        if let ExprKind::Collective {
+            combine: Some(c), ..
+        } = &self.kind
+        {
+            c.body.walk(f);
         }
     }
 }

@@ -658,56 +658,8 @@ fn find_assigned_value(b: &hir::Block, span: Span) -> Option<&hir::Expr> {
 pub fn visit_kernel_exprs<'a>(k: &'a hir::Kernel, f: &mut dyn FnMut(&'a hir::Expr)) {
     fn block<'a>(b: &'a hir::Block, f: &mut dyn FnMut(&'a hir::Expr)) {
         for s in &b.stmts {
-            match &s.kind {
-                hir::StmtKind::Let { init: e, .. } | hir::StmtKind::Assign { value: e, .. } => {
-                    visit_hir(e, f)
-                }
-                hir::StmtKind::Store { index, value, .. } => {
-                    index.iter().for_each(|e| visit_hir(e, f));
-                    visit_hir(value, f);
-                }
-                hir::StmtKind::RunStore {
-                    index, value, only, ..
-                } => {
-                    index.iter().for_each(|e| visit_hir(e, f));
-                    visit_hir(value, f);
-                    if let Some(o) = only {
-                        visit_hir(o, f);
-                    }
-                }
-                hir::StmtKind::TileCopy { starts, .. }
-                | hir::StmtKind::TileFill { starts, .. }
-                | hir::StmtKind::AccStore { starts, .. }
-                | hir::StmtKind::TileStore { starts, .. } => {
-                    starts.iter().for_each(|e| visit_hir(e, f))
-                }
-                hir::StmtKind::If { cond, then, els } => {
-                    visit_hir(cond, f);
-                    block(then, f);
-                    block(els, f);
-                }
-                hir::StmtKind::For(l) => {
-                    visit_hir(&l.start, f);
-                    visit_hir(&l.end, f);
-                    visit_hir(&l.step, f);
-                    block(&l.body, f);
-                }
-                hir::StmtKind::While { cond, body } => {
-                    visit_hir(cond, f);
-                    block(body, f);
-                }
-                hir::StmtKind::AccMap { value, .. } => visit_hir(value, f),
-                hir::StmtKind::Atomic { index, args, .. } => {
-                    index.iter().chain(args).for_each(|e| visit_hir(e, f))
-                }
-                hir::StmtKind::Break
-                | hir::StmtKind::Continue
-                | hir::StmtKind::Return
-                | hir::StmtKind::Fence
-                | hir::StmtKind::AccZero { .. }
-                | hir::StmtKind::AccToTile { .. }
-                | hir::StmtKind::Dot { .. } => {}
-            }
+            s.exprs(&mut |e| visit_hir(e, f));
+            s.blocks().into_iter().for_each(|b| block(b, f));
         }
     }
     block(&k.body, f);
@@ -716,27 +668,5 @@ pub fn visit_kernel_exprs<'a>(k: &'a hir::Kernel, f: &mut dyn FnMut(&'a hir::Exp
 /// `e` and every expression inside it, outer first.
 pub fn visit_hir<'a>(e: &'a hir::Expr, f: &mut dyn FnMut(&'a hir::Expr)) {
     f(e);
-    use hir::ExprKind as K;
-    match &e.kind {
-        K::Const(_) | K::Local(_) | K::Param(_) | K::Dim(_) | K::Ctx(_) => {}
-        K::Unary(_, x) | K::Convert(x) | K::RunSum(x) => visit_hir(x, f),
-        K::Elem { run, .. } | K::Word { run, .. } => visit_hir(run, f),
-        K::Binary(_, a, b) => {
-            visit_hir(a, f);
-            visit_hir(b, f);
-        }
-        K::Builtin(_, xs) => xs.iter().for_each(|x| visit_hir(x, f)),
-        K::Load { index, .. } | K::RunLoad { index, .. } => {
-            index.iter().for_each(|x| visit_hir(x, f))
-        }
-        K::Collective { arg, .. } => visit_hir(arg, f),
-        K::Shuffle { lane, value, .. } => {
-            visit_hir(lane, f);
-            visit_hir(value, f);
-        }
-        K::Let { value, body, .. } => {
-            visit_hir(value, f);
-            visit_hir(body, f);
-        }
-    }
+    e.operands().into_iter().for_each(|x| visit_hir(x, f));
 }

@@ -935,65 +935,21 @@ fn cta_collective_in(e: &Expr) -> Option<Span> {
 
 /// Every load in `e`, with its span and what it reads.
 fn visit_loads(e: &Expr, f: &mut dyn FnMut(Span, Memory)) {
-    match &e.kind {
-        ExprKind::Load { src, index } | ExprKind::RunLoad { src, index, .. } => {
-            f(e.span, *src);
-            index.iter().for_each(|x| visit_loads(x, f));
-        }
-        ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => visit_loads(x, f),
-        ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => visit_loads(run, f),
-        ExprKind::Binary(_, a, b) => {
-            visit_loads(a, f);
-            visit_loads(b, f);
-        }
-        ExprKind::Let { value, body, .. } => {
-            visit_loads(value, f);
-            visit_loads(body, f);
-        }
-        ExprKind::Builtin(_, xs) => xs.iter().for_each(|x| visit_loads(x, f)),
-        ExprKind::Collective { arg, .. } => visit_loads(arg, f),
-        ExprKind::Shuffle { lane, value, .. } => {
-            visit_loads(lane, f);
-            visit_loads(value, f);
-        }
-        ExprKind::Const(_)
-        | ExprKind::Param(_)
-        | ExprKind::Dim(_)
-        | ExprKind::Ctx(_)
-        | ExprKind::Local(_) => {}
+    if let ExprKind::Load { src, .. } | ExprKind::RunLoad { src, .. } = &e.kind {
+        f(e.span, *src);
     }
+    e.operands().into_iter().for_each(|x| visit_loads(x, f));
 }
 
+/// Every local `e` reads (register arrays included), outside combine bodies.
 fn visit_locals(e: &Expr, f: &mut dyn FnMut(LocalId)) {
     match &e.kind {
-        ExprKind::Local(id) => f(*id),
-        ExprKind::Load {
+        ExprKind::Local(id)
+        | ExprKind::Load {
             src: Memory::Array(id),
-            index,
-        } => {
-            f(*id);
-            index.iter().for_each(|x| visit_locals(x, f));
-        }
-        ExprKind::Unary(_, x) | ExprKind::Convert(x) | ExprKind::RunSum(x) => visit_locals(x, f),
-        ExprKind::Elem { run, .. } | ExprKind::Word { run, .. } => visit_locals(run, f),
-        ExprKind::Binary(_, a, b) => {
-            visit_locals(a, f);
-            visit_locals(b, f);
-        }
-        ExprKind::Let { value, body, .. } => {
-            visit_locals(value, f);
-            visit_locals(body, f);
-        }
-        ExprKind::Builtin(_, xs)
-        | ExprKind::Load { index: xs, .. }
-        | ExprKind::RunLoad { index: xs, .. } => {
-            xs.iter().for_each(|x| visit_locals(x, f));
-        }
-        ExprKind::Collective { arg, .. } => visit_locals(arg, f),
-        ExprKind::Shuffle { lane, value, .. } => {
-            visit_locals(lane, f);
-            visit_locals(value, f);
-        }
-        ExprKind::Const(_) | ExprKind::Param(_) | ExprKind::Dim(_) | ExprKind::Ctx(_) => {}
+            ..
+        } => f(*id),
+        _ => {}
     }
+    e.operands().into_iter().for_each(|x| visit_locals(x, f));
 }
