@@ -1602,6 +1602,67 @@ pub fn mma_gemm_f16acc() {
     }
 }
 
+pub fn mma_gemm_staged() {
+    // The 3-stage ring: K = 88 (2.75 trips of 32, so the last trip's copy
+    // is ragged and the ring's prologue and tail issue past the end), a
+    // K of one trip (the prologue's second copy is past the end), and 7
+    // trips. sm_75 has no cp.async and copies plainly.
+    for arch in [75, 80] {
+        for (m, n, k) in [(77usize, 90usize, 88usize), (5, 3, 8), (130, 64, 200)] {
+            let o = Case::corpus_for("mma_gemm_staged", arch)
+                .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+                .run([cdiv(m, 64), cdiv(n, 64), 1]);
+            o.check("C", &gemm_reference(&o, m, n, k, true));
+        }
+    }
+}
+
+pub fn mma_gemm_staged_bf16() {
+    // 8-byte chunks: N = 44 ends inside a chunk of the second column
+    // block's B copies (a src-size prefix), K = 36 inside A's.
+    for (m, n, k) in [(70usize, 44usize, 36usize), (64, 32, 16), (3, 68, 4)] {
+        let o = Case::corpus("mma_gemm_staged_bf16")
+            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+            .run([cdiv(m, 64), cdiv(n, 32), 1]);
+        o.check("C", &gemm_reference(&o, m, n, k, false));
+    }
+}
+
+pub fn mma_gemm_staged_tf32() {
+    for (m, n, k) in [(70usize, 45usize, 37usize), (64, 32, 8), (20, 33, 100)] {
+        let o = Case::corpus("mma_gemm_staged_tf32")
+            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+            .run([cdiv(m, 64), cdiv(n, 32), 1]);
+        let (a, w) = (o.input("A"), o.input("W"));
+        let mut c = o.expect("C");
+        for r in 0..m {
+            for col in 0..n {
+                let s: f64 = (0..k)
+                    .map(|x| tf32(a.f(r * k + x)) * tf32(w.f(col * k + x)))
+                    .sum();
+                c.set_f(r * n + col, s);
+            }
+        }
+        o.check("C", &c);
+    }
+}
+
+pub fn staged_row_sum() {
+    for arch in [75, 80] {
+        for (r, l) in [(100usize, 148usize), (64, 32), (7, 4)] {
+            let o = Case::corpus_for("staged_row_sum", arch)
+                .dims(&[("R", r as i64), ("L", l as i64)])
+                .run(g1(cdiv(r, 64)));
+            let x = o.input("X");
+            let mut y = o.expect("y");
+            for row in 0..r {
+                y.set_f(row, (0..l).map(|c| x.f(row * l + c)).sum());
+            }
+            o.check("y", &y);
+        }
+    }
+}
+
 pub fn mma_gemm_bf16() {
     for (m, n, k) in [(70usize, 45usize, 41usize), (64, 32, 16), (3, 70, 1)] {
         let o = Case::corpus("mma_gemm_bf16")
@@ -1712,9 +1773,9 @@ macro_rules! corpus_cases {
             int4_gemv, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
-            mma_attention_scores, mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_f16acc, mma_gemm_i8, mma_gemm_tf32, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
+            mma_attention_scores, mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_f16acc, mma_gemm_i8, mma_gemm_staged, mma_gemm_staged_bf16, mma_gemm_staged_tf32, mma_gemm_tf32, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
             scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
-            staged_matvec, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
+            staged_matvec, staged_row_sum, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,
             types_i16_u16, types_i64_u64, types_i8_u8, vec_add,
         }

@@ -180,3 +180,46 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The `stages S` rings: on every sm_80+ target ptxas makes each
+/// `cp.async` an `LDGSTS`, each commit an `LDGDEPBAR` and each wait a
+/// `DEPBAR`, the GEMMs keep their `HMMA` and `LDSM`, and nothing goes to
+/// local memory (the ring's stage registers included).
+#[test]
+fn staged_loops_use_ldgsts_without_local_memory() {
+    let (Some(ptxas), Some(nvdisasm)) = (find_ptxas(), find_nvdisasm()) else {
+        assert!(
+            !in_ci(),
+            "ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM); CI=true requires both"
+        );
+        eprintln!("skipping: ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut failures = Vec::new();
+    for (name, mma) in [
+        ("mma_gemm_staged", true),
+        ("mma_gemm_staged_bf16", true),
+        ("mma_gemm_staged_tf32", true),
+        ("staged_row_sum", false),
+    ] {
+        for arch in [80u32, 86, 89, 90] {
+            let sass = sass_of(&ptxas, &nvdisasm, dir.path(), name, arch);
+            let count = |op: &str| {
+                sass.lines()
+                    .filter(|l| l.split_whitespace().any(|w| w.starts_with(op)))
+                    .count()
+            };
+            let (ldgsts, commit, wait) = (count("LDGSTS"), count("LDGDEPBAR"), count("DEPBAR"));
+            let local = analyze(&sass).local;
+            eprintln!("{name} sm_{arch}: {ldgsts} LDGSTS, {commit} LDGDEPBAR, {wait} DEPBAR, {local} LDL/STL");
+            let mma_ok = !mma || (count("HMMA") > 0 && count("LDSM") > 0);
+            if ldgsts == 0 || commit == 0 || wait == 0 || local > 0 || !mma_ok {
+                failures.push(format!(
+                    "{name} sm_{arch}: {ldgsts} LDGSTS, {commit} LDGDEPBAR, {wait} DEPBAR, {local} LDL/STL, HMMA/LDSM {mma_ok}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

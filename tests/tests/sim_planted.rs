@@ -430,3 +430,74 @@ fn every_barrier_the_backend_keeps_is_needed() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `mma_gemm_staged` (a 3-stage `cp.async` ring) for sm_80, one CTA, four
+/// trips of its K loop.
+fn staged_gemm() -> Case {
+    let mut c = Case::corpus_for("mma_gemm_staged", 80).dims(&[("M", 64), ("N", 64), ("K", 128)]);
+    c.opts.threads = 1;
+    c
+}
+
+#[test]
+fn a_staged_loop_without_its_wait_group_reads_copies_in_flight() {
+    // Each trip waits for its own stage (`cp.async.wait_group 1`) before
+    // the barrier; without the wait, the ldmatrix of `dot` (line 13) reads
+    // bytes whose cp.async has not landed.
+    clean(staged_gemm(), [1, 1, 1]);
+    let planted = with_ptx(staged_gemm(), |p| {
+        assert_eq!(p.matches("cp.async.wait_group 1;").count(), 1, "{p}");
+        p.replace("\tcp.async.wait_group 1;\n", "")
+    });
+    let r = report(planted, [1, 1, 1]);
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+    assert_eq!(r.kernel, "mma_gemm_staged");
+    assert_eq!(r.space, Some(Space::Shared), "{r}");
+    assert!(r.message.contains("cp.async"), "{r}");
+    assert_eq!(line_of(&r), 13, "{r}");
+}
+
+#[test]
+fn a_staged_loop_without_its_barrier_is_a_race() {
+    // The ring's one barrier per trip orders the other warps' copies
+    // (landed at their waits) before this warp's ldmatrix, and this
+    // trip's reads before the next trip's copies into the same stage.
+    clean(staged_gemm(), [1, 1, 1]);
+    let planted = with_ptx(staged_gemm(), |p| {
+        let in_loop = p.matches("bar.sync").count();
+        assert_eq!(in_loop, 1, "one kept barrier, the ring's:\n{p}");
+        p.replace("\tbar.sync 0;\n", "")
+    });
+    let r = report(planted, [1, 1, 1]);
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+    assert_eq!(r.kernel, "mma_gemm_staged");
+    assert_eq!(r.space, Some(Space::Shared), "{r}");
+    assert!(r.tensor.is_some(), "the report names the shared buffer:\n{r}");
+}
+
+#[test]
+fn every_barrier_a_staged_kernel_keeps_is_needed() {
+    // As `every_barrier_the_backend_keeps_is_needed`, for the rings on
+    // sm_80: the ring's barrier (and any other kept one) must guard a
+    // hazard the simulator sees.
+    let mut row_sum = Case::corpus_for("staged_row_sum", 80).dims(&[("R", 64), ("L", 100)]);
+    row_sum.opts.threads = 1;
+    let cases = [(staged_gemm(), [1, 1, 1]), (row_sum, [1, 1, 1])];
+    let mut failures = Vec::new();
+    for (case, grid) in cases {
+        let ptx = case.kernel.ptx.clone();
+        let kept = case.variant().barriers.iter().filter(|b| b.kept).count();
+        assert_eq!(ptx.matches("bar.sync").count(), kept, "{ptx}");
+        assert!(kept >= 1);
+        for n in 0..kept {
+            let mut c = case.clone();
+            c.kernel.ptx = without_barrier(&ptx, n);
+            match c.launch(grid) {
+                Err(b) if matches!(&b.1, SimError::Check(r) if r.kind == CheckKind::Racecheck) => {}
+                Ok(_) => failures.push(format!("{} without barrier {n}: ran clean", case.meta().name)),
+                Err(b) => failures.push(format!("{} without barrier {n}: {}", case.meta().name, b.1)),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

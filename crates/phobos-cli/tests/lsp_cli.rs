@@ -450,6 +450,35 @@ fn semantic_tokens_style_varying_and_uniform_values_apart() {
     c.stop();
 }
 
+#[test]
+fn a_loops_unroll_and_stages_are_keywords_and_a_variable_named_stages_is_not() {
+    let src = "@launch(128)
+kernel k(A: tensor<f32>[N, K], y: tensor<f32>[1, N]) {
+  let stages = 2
+  var acc: f32 = 0.0
+  for k in range(0, K, 32) unroll 1 stages 2 {
+    var t = A[0 :+ 4, k :+ 32]
+    acc += t[0, stages]
+  }
+  y[0, 0] = acc
+}
+";
+    let uri = "file:///k.pho";
+    let mut c = Client::start();
+    c.open(uri, src);
+    let _ = c.diagnostics(uri);
+    let toks = semantic_tokens(&mut c, uri, src);
+    let on = |text: &str, line: u32| {
+        toks.iter()
+            .find(|t| t.text == text && t.line == line)
+            .map(|t| t.ty.clone())
+    };
+    assert_eq!(on("unroll", 4).as_deref(), Some("keyword"), "{toks:?}");
+    assert_eq!(on("stages", 4).as_deref(), Some("keyword"), "{toks:?}");
+    assert_ne!(on("stages", 6).as_deref(), Some("keyword"), "{toks:?}");
+    c.stop();
+}
+
 /// `semanticTokens/range` gives the tokens of the lines asked for, the same
 /// as the whole-document request gives for them, encoded from the
 /// document's start.
@@ -584,6 +613,11 @@ fn semantic_tokens_delta_follows_an_edit() {
     c.stop();
 }
 
+/// Asserts that the inlay hints `h` hold `label` at `at`.
+fn assert_hint(h: &[(Position, String)], at: Position, label: &str) {
+    assert!(h.iter().any(|(p, l)| *p == at && l == label), "{h:?}");
+}
+
 #[test]
 fn inlay_hints_show_types_and_optionally_uniformity() {
     let src = seed("lanes_matvec.pho");
@@ -617,14 +651,8 @@ fn inlay_hints_show_types_and_optionally_uniformity() {
     c.open(uri, &src);
     let _ = c.diagnostics(uri);
     let h = hints(&mut c);
-    assert!(
-        h.contains(&(after("let row", "row"), ": i32".into())),
-        "{h:?}"
-    );
-    assert!(
-        h.contains(&(after("let total", "total"), ": f32".into())),
-        "{h:?}"
-    );
+    assert_hint(&h, after("let row", "row"), ": i32");
+    assert_hint(&h, after("let total", "total"), ": f32");
     // `var acc: f32` is typed as written: no hint.
     assert!(
         !h.iter().any(|(p, _)| p.line == find(&src, "var acc").0),
@@ -641,19 +669,10 @@ fn inlay_hints_show_types_and_optionally_uniformity() {
     c.open(uri, &src);
     let _ = c.diagnostics(uri);
     let h = hints(&mut c);
-    assert!(
-        h.contains(&(after("let row", "row"), "warp-uniform".into())),
-        "{h:?}"
-    );
-    assert!(
-        h.contains(&(after("let at", "at"), "varying".into())),
-        "{h:?}"
-    );
+    assert_hint(&h, after("let row", "row"), "warp-uniform");
+    assert_hint(&h, after("let at", "at"), "varying");
     // After the written type for a typed `var`.
-    assert!(
-        h.contains(&(after("var acc: f32", "acc: f32"), "varying".into())),
-        "{h:?}"
-    );
+    assert_hint(&h, after("var acc: f32", "acc: f32"), "varying");
     c.stop();
 }
 

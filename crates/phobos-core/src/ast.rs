@@ -242,7 +242,7 @@ pub enum StmtKind {
         /// its largest kind (`tests/node_sizes.rs` pins the sizes).
         els: Option<Box<Block>>,
     },
-    /// `for i in range(a, b[, step]) [unroll N] { }`. Boxed: inline, its
+    /// `for i in range(a, b[, step]) [unroll N] [stages S] { }`. Boxed: inline, its
     /// bounds made every statement of a block 392 bytes.
     For(Box<ForLoop>),
     /// `while cond { }`
@@ -282,6 +282,9 @@ pub struct ForLoop {
     pub range_span: Span,
     /// `unroll N`: the factor as written and the span of `unroll N`.
     pub unroll: Option<(u64, Span)>,
+    /// `stages S`: the count as written (an integer literal or a name,
+    /// e.g. an `@autotune` constant) and the span of `stages S`.
+    pub stages: Option<(Expr, Span)>,
     pub body: Block,
 }
 
@@ -337,6 +340,40 @@ pub enum ExprKind {
     Error,
 }
 
+impl Expr {
+    /// The expressions written directly inside this one, in source order:
+    /// operands, a call's arguments, an index's base then its subscripts'
+    /// expressions, a collective's config values then its arguments, a
+    /// tile's dims.
+    pub fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::Unary(_, x) => vec![x],
+            ExprKind::Binary(_, a, b) => vec![a, b],
+            ExprKind::Call { args, .. } => args.iter().collect(),
+            ExprKind::Index { base, subs } => std::iter::once(&**base)
+                .chain(subs.iter().flat_map(Subscript::exprs))
+                .collect(),
+            ExprKind::Collective(c) => c.config.iter().map(|c| &c.value).chain(&c.args).collect(),
+            ExprKind::Shared { dims, .. } | ExprKind::Zeros { dims, .. } => dims.iter().collect(),
+            ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Bool(_)
+            | ExprKind::Name(_)
+            | ExprKind::Ctx(_)
+            | ExprKind::Error => Vec::new(),
+        }
+    }
+
+    /// Calls `f` on this expression and every expression inside it, outer
+    /// first, in source order.
+    pub fn walk<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
+        f(self);
+        for c in self.children() {
+            c.walk(f);
+        }
+    }
+}
+
 /// `op<config>(args)`: a collective or a shuffle (`ExprKind::Collective`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Collective {
@@ -358,6 +395,18 @@ pub enum Subscript {
     },
     /// `:`, the whole dim.
     Full(Span),
+}
+
+impl Subscript {
+    /// The expressions written in this subscript: a point's index, a
+    /// span's start and length.
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match self {
+            Subscript::Point(x) => vec![x],
+            Subscript::Span { start, len, .. } => vec![start, len],
+            Subscript::Full(_) => Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -77,7 +77,7 @@ pub fn compile_variant(
     lines: &LineIndex,
     arch: u32,
 ) -> Result<CompiledVariant, Diagnostic> {
-    let mut func = lower::lower(kernel, &entry_name(kernel));
+    let mut func = lower::lower_for(kernel, &entry_name(kernel), arch >= 80);
     verified(&func, kernel, "lower")?;
     targets::check(&func, arch)?;
     unroll::unroll(&mut func, kernel.span)?;

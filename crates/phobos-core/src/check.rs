@@ -21,6 +21,7 @@ pub mod error;
 mod fns;
 mod header;
 mod scratch;
+mod stages;
 mod stmts;
 mod subscripts;
 mod types;

@@ -223,6 +223,10 @@ fn erase_block(b: &mut Block) {
                 if let Some(unroll) = &mut l.unroll {
                     unroll.1 = Span::default();
                 }
+                if let Some(stages) = &mut l.stages {
+                    erase_expr(&mut stages.0);
+                    stages.1 = Span::default();
+                }
                 erase_block(&mut l.body);
             }
             StmtKind::While { cond, body } => {
@@ -986,13 +990,19 @@ impl<'a> Formatter<'a> {
                     self.expr(&l.end, Place::Top),
                 ];
                 args.extend(l.step.iter().map(|s| self.expr(s, Place::Top)));
-                let doc = Doc::Concat(vec![
+                let mut parts = vec![
                     list(format!("for {} in range(", l.var.name), args, ")"),
                     text(match l.unroll {
-                        Some(u) => format!(" unroll {} {{", u.0),
-                        None => " {".to_string(),
+                        Some(u) => format!(" unroll {}", u.0),
+                        None => String::new(),
                     }),
-                ]);
+                ];
+                if let Some(stages) = &l.stages {
+                    parts.push(text(" stages "));
+                    parts.push(self.expr(&stages.0, Place::Top));
+                }
+                parts.push(text(" {"));
+                let doc = Doc::Concat(parts);
                 self.doc_line(&doc);
                 self.last_end = l.body.span.start as usize + 1;
                 self.block_body(&l.body);

@@ -137,6 +137,9 @@ pub struct ForLoop {
     pub step: Expr,
     /// `unroll N` as written (1 to 32; above 1 only with a constant step).
     pub unroll: Option<u32>,
+    /// `stages S` (2 to 4): the body's tile copies go into an `S`-deep
+    /// `cp.async` ring (`check/stages.rs` has the rules it passed).
+    pub stages: Option<u32>,
     pub body: Block,
 }
 

@@ -59,15 +59,12 @@ pub fn parse_with_comments(src: &str) -> (File, Vec<Comment>, Vec<Diagnostic>) {
         unreported: crate::diag::Counts::default(),
     };
     let file = p.file();
-    if p.unreported.total() > 0 {
-        p.diags.push(Diagnostic::not_shown(
-            format!(
-                "{} more syntax errors not reported: the parser stops reporting after {PARSE_DIAGNOSTICS}",
-                p.unreported.total()
-            ),
-            p.unreported,
-        ));
-    }
+    p.diags.extend(Diagnostic::unreported(
+        p.unreported,
+        "syntax errors",
+        "parser",
+        PARSE_DIAGNOSTICS,
+    ));
     (file, comments, p.diags)
 }
 
@@ -671,6 +668,7 @@ impl<'a> Parser<'a> {
         let mut args = args.into_iter();
         let (start, end, step) = (args.next(), args.next(), args.next());
         let unroll = self.unroll_clause()?;
+        let stages = self.stages_clause()?;
         let body = self.block()?;
         match (start, end) {
             (Some(start), Some(end)) => Ok(StmtKind::For(Box::new(ForLoop {
@@ -680,6 +678,7 @@ impl<'a> Parser<'a> {
                 step,
                 range_span,
                 unroll,
+                stages,
                 body,
             }))),
             _ => Err(Reported),
@@ -705,6 +704,22 @@ impl<'a> Parser<'a> {
             }
             _ => Err(self.error_expected("an unroll factor (an integer literal)")),
         }
+    }
+
+    /// `stages S` after a loop's `range(...)` (and its `unroll N`): `S` is
+    /// an integer literal or a name (an `@autotune` constant); the checker
+    /// judges it.
+    fn stages_clause(&mut self) -> PResult<Option<(Expr, Span)>> {
+        if !self.at_word("stages") {
+            return Ok(None);
+        }
+        let start = self.bump().span;
+        if !matches!(self.kind(), Tok::Int(_) | Tok::Ident | Tok::LParen) {
+            return Err(self.error_expected("a stage count (an integer or a constant's name)"));
+        }
+        let count = self.primary()?;
+        let span = start.to(count.span);
+        Ok(Some((count, span)))
     }
 
     fn expr_stmt(&mut self) -> PResult<StmtKind> {

@@ -225,6 +225,7 @@ fn stmt_uses(
         StmtKind::Atomic { access, args, .. } => args.contains(&e) || index(access),
         StmtKind::AccStore { access, .. } => index(access),
         StmtKind::AccMap { value, .. } => *value == e,
+        StmtKind::AsyncCopy { access, stage, .. } => *stage == e || index(access),
         _ => false,
     }
 }

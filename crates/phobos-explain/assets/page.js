@@ -228,6 +228,56 @@
     }
   }
 
+  // ----- cp.async rings: which stage a trip reads, which its copies fill ---
+
+  // Each `stages S` loop's tiles as S boxes each (their stages, in
+  // byte-ruler order). Trip i reads stage i % S and its copies fill stage
+  // (i + S - 1) % S, the one trip i - 1 read; before the loop (on its
+  // line), the prologue's copies fill stages 0 .. S-2.
+  const rings = T.rings || [];
+  $("rings").hidden = rings.length === 0;
+  const ringViews = rings.map((r) => {
+    const box = html("div", "ring", $("ring-views"));
+    html("div", "name mono", box,
+      `line ${r.line}: stages ${r.stages} · wait_group ${r.stages - 2} + one barrier per trip`);
+    const rows = r.buffers.map((b) => {
+      const row = html("div", "ring-row", box);
+      html("span", "mono", row, `${b.name} `);
+      const cells = [];
+      for (let st = 0; st < r.stages; st++) {
+        const a = b.offset + st * b.stage_bytes;
+        cells.push(html("span", "stage", row, `stage ${st} [${a}, ${a + b.stage_bytes})`));
+      }
+      return cells;
+    });
+    const state = html("div", "ring-state", box, "");
+    return { r, rows, state };
+  });
+  function drawRings(s) {
+    for (const v of ringViews) {
+      const S = v.r.stages;
+      const it = (s.iterations || []).find((x) => x.loop === v.r.loop);
+      const prologue = !it && s.line === v.r.line && s.shared.some((t) => t.kind === "write");
+      let read = -1, fill = [];
+      if (it) {
+        read = it.iteration % S;
+        fill = [(it.iteration + S - 1) % S];
+        v.state.textContent = `trip ${it.iteration}: reads stage ${read}; its copies (for trip ${it.iteration + S - 1}) fill stage ${fill[0]}`;
+      } else if (prologue) {
+        fill = [...Array(S - 1).keys()];
+        v.state.textContent = `prologue: trips 0 to ${S - 2} fill stages 0 to ${S - 2}`;
+      } else {
+        v.state.textContent = "";
+      }
+      for (const cells of v.rows) {
+        cells.forEach((c, st) => {
+          c.classList.toggle("read", st === read);
+          c.classList.toggle("fill", fill.includes(st));
+        });
+      }
+    }
+  }
+
   // ----- barriers ----------------------------------------------------------
 
   const barrierItems = T.barriers.map((b) => {
@@ -414,6 +464,7 @@
     drawShared(s);
     drawBarriers(s);
     drawAccumulators(s);
+    drawRings(s);
     drawThreads(s);
     drawReadout(s);
     $("cta-label").textContent = `CTA ${T.ctas[cta].cta}`;

@@ -136,6 +136,8 @@ const PANELS: &str = r#"<main>
 <div class="legend" id="shared-legend"><span style="--sw:#e07b24">written</span><span style="--sw:#9467bd">atomics</span><span style="--sw:#4e79a7">read</span></div></section>
 <section id="accumulators" hidden><h2>accumulators (registers)</h2><div id="acc-views"></div>
 <div class="legend"><span style="--sw:#4e79a7">a warp's part (one colour per warp), lit while the step works on it</span><span style="--sw:#fff;--bd:#aab2bc">16 × 8 fragments</span></div></section>
+<section id="rings" hidden><h2>cp.async ring</h2><div id="ring-views"></div>
+<div class="legend"><span style="--sw:#4e79a7">the stage this trip reads</span><span style="--sw:#e07b24">the stage this trip's copies fill (for a later trip)</span><span style="--sw:#e3e7ec">in flight or waiting</span></div></section>
 <section id="barriers"><h2>barriers</h2><ul id="barrier-list"></ul></section>
 <section id="threads"><h2>threads and lanes</h2><svg id="threads-svg" role="img" aria-label="the CTA's threads"></svg>
 <svg id="lanes-svg" role="img" aria-label="warp 0's lanes and shuffles"></svg></section>

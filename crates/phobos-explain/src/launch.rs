@@ -35,6 +35,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         statement_lines,
         tiles: tile_stmts,
         accumulators,
+        rings: staged,
     } = source;
     let dim_values: Vec<i64> = dim_ids
         .iter()
@@ -100,6 +101,11 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         tensors.iter().position(|t| &t.name == name)
     };
 
+    let rings = if req.arch >= 80 {
+        rings_of(&staged, &loops, &shared)
+    } else {
+        Vec::new()
+    };
     let mut ctas = Vec::with_capacity(traced.len());
     for &c in &traced {
         let events = recorder.ctas.remove(&c).unwrap_or_else(|| CtaEvents {
@@ -115,6 +121,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
             threads: variant.threads,
         };
         let tiles = source_info::tiles_for_cta(&tile_stmts, &env, &tensor_of);
+        let rings = &rings;
         let layout = Layout {
             tensors: &tensors,
             buffers: &buffers,
@@ -126,11 +133,13 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
             threads: variant.threads,
             opcodes: &recorder.opcodes,
             accumulators: &accumulators,
+            rings,
         };
         ctas.push(steps::build_cta(&layout, &events, req.max_steps));
     }
     let picked = traced.iter().position(|&c| c == picked_cta).unwrap_or(0);
     Ok(Trace {
+        rings,
         version: TRACE_VERSION,
         kernel: meta.name.clone(),
         entry: variant.entry.clone(),
@@ -325,6 +334,37 @@ fn resolve_cta(cta: Cta, grid: [u32; 3]) -> Result<(u32, u64), ExplainError> {
         }
     };
     Ok((picked_cta, total_ctas))
+}
+
+/// The `stages S` loops as rings on the shared plan (sm_80 and later: on
+/// sm_75 the compiler keeps plain copies): each staged tile's buffer holds
+/// its `S` stages one after another.
+fn rings_of(staged: &[source_info::StagedLoop], loops: &[LoopInfo], shared: &SharedPlan) -> Vec<Ring> {
+    staged
+        .iter()
+        .filter_map(|s| {
+            let r#loop = loops.iter().position(|l| l.line == s.line)?;
+            let buffers = s
+                .copies
+                .iter()
+                .filter_map(|(_, name)| {
+                    let b = shared.buffers.iter().find(|b| &b.name == name)?;
+                    Some(RingBuffer {
+                        name: name.clone(),
+                        offset: b.offset,
+                        stage_bytes: b.bytes / s.stages.max(1),
+                    })
+                })
+                .collect();
+            Some(Ring {
+                line: s.line,
+                r#loop,
+                stages: s.stages,
+                copy_lines: s.copies.iter().map(|(l, _)| *l).collect(),
+                buffers,
+            })
+        })
+        .collect()
 }
 
 /// The variant's shared-memory plan and barriers, as the trace shows them.

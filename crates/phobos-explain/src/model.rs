@@ -47,6 +47,57 @@ pub struct Trace {
     /// warp layout the compiler chose for it.
     #[serde(default)]
     pub accumulators: Vec<Accumulator>,
+    /// The `stages S` loops that run as a `cp.async` ring (sm_80 and
+    /// later; none on sm_75, where they copy plainly).
+    #[serde(default)]
+    pub rings: Vec<Ring>,
+}
+
+/// A `for ... stages S` loop's `cp.async` ring: each tile it copies has
+/// `stages` buffers in shared memory, one after another. Before the loop
+/// (steps on its line) the copies of trips `0 .. S-2` fill stages
+/// `0 .. S-2` (one commit each); trip `i` (from its first copy's line) waits for its own copies (`cp.async.wait_group S-2`), passes
+/// the loop's one barrier, issues the copies of trip `i + S - 1` into
+/// stage [`Ring::fill_stage`] (the one trip `i - 1` read) and commits, and
+/// computes on stage [`Ring::read_stage`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ring {
+    /// The `for` line (where the prologue is), and the loop's index in
+    /// `Trace::loops`.
+    pub line: u32,
+    pub r#loop: usize,
+    pub stages: u32,
+    /// The copies' lines; a trip's wait, barrier and commit are on the
+    /// first.
+    pub copy_lines: Vec<u32>,
+    /// The ring's tiles: each stage of `name` is `stage_bytes` long, stage
+    /// `s` at `offset + s * stage_bytes` on the byte ruler.
+    pub buffers: Vec<RingBuffer>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RingBuffer {
+    pub name: String,
+    pub offset: u32,
+    pub stage_bytes: u32,
+}
+
+impl Ring {
+    /// The stage trip `trip` computes on.
+    pub fn read_stage(&self, trip: u32) -> u32 {
+        trip % self.stages.max(1)
+    }
+
+    /// The stage trip `trip`'s copies (those of trip `trip + S - 1`) fill.
+    pub fn fill_stage(&self, trip: u32) -> u32 {
+        (trip + self.stages.max(1) - 1) % self.stages.max(1)
+    }
+
+    /// The stage byte range `[start, end)` of buffer `b` on the ruler.
+    pub fn stage_range(&self, b: &RingBuffer, stage: u32) -> [u32; 2] {
+        let start = b.offset + stage * b.stage_bytes;
+        [start, start + b.stage_bytes]
+    }
 }
 
 /// An accumulator tile: CTA-wide, held in registers, spread over the

@@ -21,6 +21,7 @@ pub fn describe(layout: &Layout<'_>, step: &Step) -> Vec<String> {
     if let Some(sentence) = accumulator_sentence(layout, step) {
         out.push(sentence);
     }
+    out.extend(layout.rings.iter().filter_map(|r| ring_sentence(r, step)));
     for group in merged_groups(&step.accesses) {
         if group.space != Space::Local {
             out.push(access_sentence(layout, step, &group));
@@ -103,6 +104,62 @@ fn accumulator_sentence(layout: &Layout<'_>, step: &Step) -> Option<String> {
             format!("{parts}. Each warp stores its own part, masked at the tensor's bounds.")
         }
         None => format!("{parts}. Each warp sets its registers to 0."),
+    })
+}
+
+/// What a step of a `stages S` loop does with its `cp.async` ring: before
+/// the loop (its line), the prologue's copies; at the top of a trip (the
+/// first copy's line), the wait, the barrier and the copies for a later
+/// trip; on the other copies' lines, which stage they fill; in the rest of
+/// the body, which stage the trip reads.
+fn ring_sentence(r: &Ring, step: &Step) -> Option<String> {
+    if step.kind != StepKind::Statement {
+        return None;
+    }
+    let s = r.stages;
+    let trip = step
+        .iterations
+        .iter()
+        .find(|i| i.r#loop == r.r#loop)
+        .map(|i| i.iteration);
+    let writes = step.shared.iter().any(|t| t.kind == AccessKind::Write);
+    let tiles = r
+        .buffers
+        .iter()
+        .map(|b| b.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(match trip {
+        None if step.line == r.line && writes => format!(
+            "The ring's prologue: cp.async copies of {tiles} for trips 0 to {} go into stages \
+             0 to {} of {s}, one cp.async.commit_group per trip; nothing waits for them yet.",
+            s - 2,
+            s - 2,
+        ),
+        None => return None,
+        Some(i) if r.copy_lines.first() == Some(&step.line) => format!(
+            "Trip {i} of the ring: cp.async.wait_group {} (this thread's copies for trip {i} \
+             have landed in stage {}), then the loop's one barrier (every thread's copies \
+             are visible, and every warp is done reading stage {}); then the cp.async copies \
+             of trip {} go into stage {} of {s}, zero-filled past the tensor's bounds, and \
+             cp.async.commit_group.",
+            s - 2,
+            r.read_stage(i),
+            r.fill_stage(i),
+            i + s - 1,
+            r.fill_stage(i),
+        ),
+        Some(i) if r.copy_lines.contains(&step.line) => format!(
+            "cp.async: the copy of trip {} goes into stage {} of {s}, the one trip {} read.",
+            i + s - 1,
+            r.fill_stage(i),
+            i.saturating_sub(1),
+        ),
+        Some(_) if step.shared.is_empty() => return None,
+        Some(i) => format!(
+            "Trip {i} reads stage {} of {s} of the ring's tiles ({tiles}).",
+            r.read_stage(i)
+        ),
     })
 }
 

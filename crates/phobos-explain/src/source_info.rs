@@ -27,6 +27,18 @@ pub struct TileStmt {
     pub store: bool,
 }
 
+impl TileStmt {
+    fn new(line: u32, param: ParamId, starts: &[Expr], shape: Vec<u64>, store: bool) -> TileStmt {
+        TileStmt {
+            line,
+            param,
+            starts: starts.to_vec(),
+            shape,
+            store,
+        }
+    }
+}
+
 /// Loops and tile statements of one kernel variant.
 #[derive(Clone, Debug, Default)]
 pub struct SourceInfo {
@@ -35,6 +47,17 @@ pub struct SourceInfo {
     pub statement_lines: BTreeSet<u32>,
     pub tiles: Vec<TileStmt>,
     pub accumulators: Vec<Accumulator>,
+    /// The `stages S` loops: the `for` line, `S`, and each staged copy's
+    /// line and tile name (see `crate::model::Ring`).
+    pub rings: Vec<StagedLoop>,
+}
+
+/// A `for ... stages S` loop as the source has it.
+#[derive(Clone, Debug, Default)]
+pub struct StagedLoop {
+    pub line: u32,
+    pub stages: u32,
+    pub copies: Vec<(u32, String)>,
 }
 
 /// What the walk finds of one accumulator local.
@@ -92,6 +115,26 @@ fn accumulator(kernel: &Kernel, local: u32, uses: AccUse) -> Option<Accumulator>
     })
 }
 
+/// A staged loop's ring as the source has it: its copies are the tile
+/// copies of its body (`check/stages.rs` allows no other).
+fn staged_loop(kernel: &Kernel, index: &LineIndex, line: u32, stages: u32, body: &Block) -> StagedLoop {
+    let copies = body
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::TileCopy { dst, .. } => {
+                Some((index.line(s.span.start as usize), local_name(kernel, dst.0)))
+            }
+            _ => None,
+        })
+        .collect();
+    StagedLoop {
+        line,
+        stages,
+        copies,
+    }
+}
+
 fn local_name(kernel: &Kernel, local: u32) -> String {
     kernel
         .locals
@@ -118,6 +161,11 @@ fn walk(
         info.statement_lines.insert(line);
         match &stmt.kind {
             StmtKind::For(_) | StmtKind::While { .. } => {
+                if let StmtKind::For(l) = &stmt.kind {
+                    if let Some(stages) = l.stages {
+                        info.rings.push(staged_loop(kernel, index, line, stages, &l.body));
+                    }
+                }
                 let end = index.line((stmt.span.end as usize).saturating_sub(1));
                 info.loops.push(LoopInfo {
                     line,
@@ -156,39 +204,25 @@ fn walk(
             }
             StmtKind::TileCopy { dst, src, starts } => {
                 if let Some(shape) = tile_shape(kernel, dst.0 as usize) {
-                    info.tiles.push(TileStmt {
-                        line,
-                        param: *src,
-                        starts: starts.clone(),
-                        shape,
-                        store: false,
-                    });
+                    info.tiles
+                        .push(TileStmt::new(line, *src, starts, shape, false));
                 }
             }
             StmtKind::TileFill {
                 src, starts, shape, ..
             } => {
                 // The tensor box a fill reads, as the page draws a copy's.
-                info.tiles.push(TileStmt {
-                    line,
-                    param: *src,
-                    starts: starts.clone(),
-                    shape: shape.iter().map(|&d| u64::from(d)).collect(),
-                    store: false,
-                });
+                let shape = shape.iter().map(|&d| u64::from(d)).collect();
+                info.tiles
+                    .push(TileStmt::new(line, *src, starts, shape, false));
             }
             StmtKind::TileStore { dst, starts, src } | StmtKind::AccStore { dst, starts, src } => {
                 if matches!(stmt.kind, StmtKind::AccStore { .. }) {
                     accs.entry(src.0).or_default().lines.insert(line);
                 }
                 if let Some(shape) = tile_shape(kernel, src.0 as usize) {
-                    info.tiles.push(TileStmt {
-                        line,
-                        param: *dst,
-                        starts: starts.clone(),
-                        shape,
-                        store: true,
-                    });
+                    info.tiles
+                        .push(TileStmt::new(line, *dst, starts, shape, true));
                 }
             }
             _ => {}

@@ -55,6 +55,8 @@ pub struct Layout<'a> {
     pub opcodes: &'a BTreeMap<u32, String>,
     /// The kernel's accumulator tiles and their warp layouts.
     pub accumulators: &'a [Accumulator],
+    /// The `stages S` loops' `cp.async` rings.
+    pub rings: &'a [Ring],
 }
 
 impl Layout<'_> {

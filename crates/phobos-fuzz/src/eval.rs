@@ -350,7 +350,7 @@ impl Cta<'_> {
                 self.block(&then.stmts, &yes)?;
                 self.block(&els.stmts, &no)?;
             }
-            // Unrolling (`l.unroll`) changes no result.
+            // Unrolling (`l.unroll`) and staging (`l.stages`) change no result.
             StmtKind::For(l) => {
                 let (var, body) = (l.var, &l.body);
                 let (s0, e0, st) = (

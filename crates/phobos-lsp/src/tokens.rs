@@ -202,7 +202,9 @@ impl Analysis {
                             ty: TokenType::Function,
                             modifiers: DEFAULT_LIBRARY,
                         })
-                    } else if word == "unroll" && prev == Some(&Tok::RParen) {
+                    } else if (word == "unroll" && prev == Some(&Tok::RParen))
+                        || (word == "stages" && matches!(prev, Some(Tok::RParen | Tok::Int(_))))
+                    {
                         plain(TokenType::Keyword)
                     } else {
                         None

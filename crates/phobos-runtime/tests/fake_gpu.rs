@@ -182,13 +182,7 @@ fn stand_in_launches_and_module_loads_from_threads_run_concurrently() {
             let run_scale = |dev: &Device| {
                 let x = dev.upload(&[1.5f32; 64], &[64]).unwrap();
                 let mut y = dev.zeros::<f32>(&[64]).unwrap();
-                scale
-                    .launch(
-                        dev,
-                        Some(Grid::from(2)),
-                        &[Arg::from(&x), Arg::from(&mut y)],
-                    )
-                    .unwrap();
+                launch_xy(&scale, dev, 2, &x, &mut y).unwrap();
                 assert_eq!(y.to_vec().unwrap(), vec![3.0; 64]);
             };
             let run_matvec = |dev: &Device| {
@@ -368,22 +362,10 @@ fn stand_in_cubins_are_refused_so_the_ptx_is_loaded() {
             let with_ptx = compile(SCALE, &[75], vec![(arch, elf.clone())]);
             let x = dev.upload(&[1.0f32; 32], &[32]).unwrap();
             let mut y = dev.zeros::<f32>(&[32]).unwrap();
-            with_ptx
-                .launch(
-                    &dev,
-                    Some(Grid::from(1)),
-                    &[Arg::from(&x), Arg::from(&mut y)],
-                )
-                .unwrap();
+            launch_xy(&with_ptx, &dev, 1, &x, &mut y).unwrap();
             assert_eq!(y.to_vec().unwrap(), vec![2.0; 32]);
             let cubin_only = compile(SCALE, &[], vec![(arch, elf)]);
-            let e = cubin_only
-                .launch(
-                    &dev,
-                    Some(Grid::from(1)),
-                    &[Arg::from(&x), Arg::from(&mut y)],
-                )
-                .unwrap_err();
+            let e = launch_xy(&cubin_only, &dev, 1, &x, &mut y).unwrap_err();
             assert!(
                 e.to_string().contains("CUDA_ERROR_NO_BINARY_FOR_GPU"),
                 "{e}"
@@ -431,11 +413,7 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
             let launch = |d: &Device, ctas: u32| {
                 let x = d.upload(&vec![1.0f32; 4096], &[4096]).unwrap();
                 let mut y = d.zeros::<f32>(&[4096]).unwrap();
-                kernel.launch(
-                    d,
-                    Some(Grid::from(ctas)),
-                    &[Arg::from(&x), Arg::from(&mut y)],
-                )
+                launch_xy(&kernel, d, ctas, &x, &mut y)
             };
             // The simulator's defaults admit it.
             launch(&sim, 2).unwrap();
@@ -455,14 +433,7 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
             );
             let x = dev.upload(&vec![1.0f32; 4096], &[4096]).unwrap();
             let mut y = dev.zeros::<f32>(&[4096]).unwrap();
-            match narrow
-                .launch(
-                    &dev,
-                    Some(Grid::from(2)),
-                    &[Arg::from(&x), Arg::from(&mut y)],
-                )
-                .unwrap_err()
-            {
+            match launch_xy(&narrow, &dev, 2, &x, &mut y).unwrap_err() {
                 LaunchError::SharedMemoryTooLarge { limit, .. } => assert_eq!(limit, 4096),
                 e => panic!("{e:?}"),
             }
@@ -470,24 +441,11 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
             let scale = compile(SCALE, &[75], vec![]);
             let x = dev.upload(&vec![1.0f32; 128], &[128]).unwrap();
             let mut y = dev.zeros::<f32>(&[128]).unwrap();
-            match scale
-                .launch(
-                    &dev,
-                    Some(Grid::from(4)),
-                    &[Arg::from(&x), Arg::from(&mut y)],
-                )
-                .unwrap_err()
-            {
+            match launch_xy(&scale, &dev, 4, &x, &mut y).unwrap_err() {
                 LaunchError::GridTooLarge { limit, .. } => assert_eq!(limit, [3, 65535, 65535]),
                 e => panic!("{e:?}"),
             }
-            scale
-                .launch(
-                    &dev,
-                    Some(Grid::from(3)),
-                    &[Arg::from(&x), Arg::from(&mut y)],
-                )
-                .unwrap();
+            launch_xy(&scale, &dev, 3, &x, &mut y).unwrap();
         },
     );
 }

@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use phobos_runtime::{cdiv, Arg, Device, Grid, LaunchError};
+use phobos_runtime::{cdiv, Device, Grid, LaunchError};
 use std::process::Command;
 
 fn gpu() -> Device {
@@ -214,13 +214,7 @@ fn gpu_overlapping_read_only_and_written_tensors_are_refused() {
     let buf = dev.upload(&values(128, 3), &[128]).unwrap();
     let x = buf.view(0, &[64]);
     let mut y = buf.view(32, &[64]);
-    let e = kernel
-        .launch(
-            &dev,
-            Some(Grid::from(2)),
-            &[Arg::from(&x), Arg::from(&mut y)],
-        )
-        .unwrap_err();
+    let e = launch_xy(&kernel, &dev, 2, &x, &mut y).unwrap_err();
     assert!(matches!(e, LaunchError::Aliasing { .. }), "{e:?}");
     assert!(e.to_string().contains(&dev.arch_label()), "{e}");
 }

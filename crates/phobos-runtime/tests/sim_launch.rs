@@ -101,11 +101,7 @@ fn scale_views(dev: &Device, x_at: usize, y_at: usize, n: usize) -> Result<Vec<f
     let buf = dev.upload(&values(3 * n, 9), &[3 * n]).unwrap();
     let x = buf.view(x_at, &[n]);
     let mut y = buf.view(y_at, &[n]);
-    kernel.launch(
-        dev,
-        Some(Grid::from(cdiv(n, 32))),
-        &[Arg::from(&x), Arg::from(&mut y)],
-    )?;
+    launch_xy(&kernel, dev, cdiv(n, 32), &x, &mut y)?;
     Ok(y.to_vec().unwrap())
 }
 

@@ -91,6 +91,11 @@ enum Event {
         acc: Option<AccessId>,
         /// Which flattened statement instance the event belongs to.
         inst: u32,
+        /// For a ring buffer (`Func::rings`) in its loop: which stage the
+        /// event touches, modulo the stage count, counting the first trip
+        /// the stream holds as trip 0. Events on different stages of one
+        /// ring never conflict.
+        stage: Option<u32>,
     },
     /// A candidate barrier and the innermost region (index into
     /// `Flatten::regions`) around it, if any.
@@ -112,6 +117,7 @@ pub fn place(
         loops: Vec::new(),
         regions: Vec::new(),
         open: Vec::new(),
+        trips: HashMap::new(),
     };
     flat.block(&f.body);
     let (events, loops, regions) = (flat.out, flat.loops, flat.regions);
@@ -231,6 +237,7 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
             fill: pfill,
             acc: pa,
             inst: pi,
+            stage: ps,
             ..
         },
         Event::Access {
@@ -241,6 +248,7 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
             fill: xfill,
             acc: xa,
             inst: xi,
+            stage: xs,
             ..
         },
     ) = (p, x)
@@ -249,6 +257,11 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
     };
     if !(*pw || *xw) || !plan.overlap(f, *pb, *xb) {
         return false;
+    }
+    if let (Some(a), Some(b)) = (ps, xs) {
+        if pb == xb && a != b {
+            return false;
+        }
     }
     // Atomics on one element are ordered by the hardware, whichever
     // threads make them.
@@ -342,6 +355,7 @@ fn role_buffer(role: BarrierRole) -> (BufferId, bool) {
     match role {
         BarrierRole::BeforeTile(b) | BarrierRole::CtaBefore(b) => (b, true),
         BarrierRole::AfterTileCopy(b)
+        | BarrierRole::RingWait(b)
         | BarrierRole::AfterTileWrite(b)
         | BarrierRole::AfterRead(b)
         | BarrierRole::CtaWritten(b)
@@ -414,6 +428,9 @@ struct Flatten<'f> {
     regions: Vec<(usize, usize)>,
     /// The regions being flattened, innermost last.
     open: Vec<u32>,
+    /// The ring loops being flattened (`Func::rings`), with the copy of
+    /// their body being flattened (0 or 1).
+    trips: HashMap<StmtId, u32>,
 }
 
 impl Flatten<'_> {
@@ -457,6 +474,18 @@ impl Flatten<'_> {
                 StmtKind::TileStore { buffer, .. } => {
                     self.buffer(*buffer, false, false, span);
                 }
+                // A copy in flight is a write of its stage from when it is
+                // issued (that is when the simulator's racecheck starts
+                // watching its bytes) to its wait, which comes before the
+                // ring's barrier; other threads read the stage after it.
+                StmtKind::AsyncCopy { buffer, stage, .. } => {
+                    self.buffer(*buffer, true, true, span);
+                    let written = self.stage_of(*buffer, Some(*stage));
+                    if let Some(Event::Access { stage, .. }) = self.out.last_mut() {
+                        *stage = written;
+                    }
+                }
+                StmtKind::AsyncCommit | StmtKind::AsyncWait(_) => {}
                 StmtKind::If { then, els, .. } => {
                     self.candidate(fence);
                     self.region(then);
@@ -464,10 +493,18 @@ impl Flatten<'_> {
                 }
                 StmtKind::For(l) => {
                     self.candidate(fence);
+                    let ring = f.rings.values().any(|r| r.looped == s);
                     let first = self.out.len();
+                    if ring {
+                        self.trips.insert(s, 0);
+                    }
                     self.region(&l.body);
                     let second = self.out.len();
+                    if ring {
+                        self.trips.insert(s, 1);
+                    }
                     self.region(&l.body);
+                    self.trips.remove(&s);
                     self.loops.push((first, second, self.out.len()));
                 }
                 StmtKind::CtaColl(c) => {
@@ -551,9 +588,29 @@ impl Flatten<'_> {
         }
     }
 
+    /// The stage of ring buffer `b` an event of the trip being flattened
+    /// touches: the trip's own (`read`), or the one a copy fills (`stage`:
+    /// a constant in the prologue, the ring's write var in the loop, which
+    /// is the stage of the trip before). `None` outside a ring's loop.
+    fn stage_of(&self, b: BufferId, written: Option<ExprId>) -> Option<u32> {
+        let ring = self.f.rings.get(&b)?;
+        let n = ring.stages;
+        let trip = self.trips.get(&ring.looped).copied();
+        match written {
+            None => trip.map(|t| t % n),
+            Some(e) => match self.f.exprs[e].kind {
+                ExprKind::Const(crate::hir::ConstVal::Int(j)) => Some((j as u32) % n),
+                ExprKind::Var(_) => trip.map(|t| (t + n - 1) % n),
+                _ => None,
+            },
+        }
+    }
+
     /// A whole-buffer event (tile copy, tile store, collective scratch).
     fn buffer(&mut self, buffer: BufferId, write: bool, copy: bool, span: Span) {
+        let stage = self.stage_of(buffer, None);
         self.out.push(Event::Access {
+            stage,
             buffer,
             write,
             copy,
@@ -580,7 +637,9 @@ impl Flatten<'_> {
     fn access_event(&mut self, acc: AccessId, exact: bool, atomic: bool) {
         let a = &self.f.accesses[acc];
         if let Mem::Buffer(b) = a.mem {
+            let stage = self.stage_of(b, None);
             self.out.push(Event::Access {
+                stage,
                 buffer: b,
                 write: a.store,
                 copy: false,

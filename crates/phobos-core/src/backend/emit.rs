@@ -495,6 +495,14 @@ impl<'a> Emitter<'a> {
             } => self.store_run(*access, *value, *only, self.f.fence(s)),
             StmtKind::TileCopy { access, buffer, at } => self.tile_copy(*access, *buffer, at),
             StmtKind::TileStore { access, buffer } => self.tile_store(*access, *buffer),
+            StmtKind::AsyncCopy {
+                access,
+                buffer,
+                at,
+                stage,
+            } => self.async_copy(*access, *buffer, at, *stage),
+            StmtKind::AsyncCommit => self.ins("cp.async.commit_group;"),
+            StmtKind::AsyncWait(n) => self.ins(&format!("cp.async.wait_group {n};")),
             StmtKind::If { cond, then, els } => {
                 let c = self.expr(*cond);
                 let p = self.in_reg(c, ScalarTy::Bool);

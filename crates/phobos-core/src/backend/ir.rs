@@ -124,6 +124,11 @@ pub struct Func {
     /// Side tables: the source span of each expression and statement.
     pub expr_spans: Vec<Span>,
     pub stmt_spans: Vec<Span>,
+    /// Side table filled by lowering (`lower/stages.rs`): the ring buffers
+    /// of `stages S` loops. Every access to one but its `AsyncCopy`s (point
+    /// and run subscripts, `Mma` reads, tile stores) addresses the stage
+    /// its `read` var holds.
+    pub rings: BTreeMap<BufferId, Ring>,
     /// Side table: the factor of `unroll N` written on a `For`, read (and
     /// emptied) by the `unroll` pass.
     pub loop_unroll: BTreeMap<StmtId, u32>,
@@ -263,6 +268,23 @@ pub enum StmtKind {
         access: AccessId,
         buffer: BufferId,
     },
+    /// A tile copy into stage `stage` (an `i32` from 0 to the ring's
+    /// stages - 1) of a ring buffer (`Func::rings`), issued with
+    /// `cp.async` and zero-filled outside the tensor: the bytes land when
+    /// the issuing thread's `AsyncWait` completes the group, and before
+    /// that no thread may touch them. `at` as for `TileCopy`.
+    AsyncCopy {
+        access: AccessId,
+        buffer: BufferId,
+        at: Vec<u32>,
+        stage: ExprId,
+    },
+    /// `cp.async.commit_group`: the thread's copies since the last commit
+    /// become its newest group.
+    AsyncCommit,
+    /// `cp.async.wait_group n`: every group of the thread but the newest
+    /// `n` has landed.
+    AsyncWait(u32),
     If {
         cond: ExprId,
         then: Vec<StmtId>,
@@ -338,6 +360,18 @@ pub enum StmtKind {
         buffer: BufferId,
         at: [u32; 2],
     },
+}
+
+/// A tile buffer of a `stages S` loop: `stages` copies of the tile, each
+/// `stage_bytes` long (the buffer's `bytes` is their sum); trip `i` of the
+/// loop reads stage `i % stages`, which `read` holds.
+#[derive(Clone, Copy, Debug)]
+pub struct Ring {
+    pub stages: u32,
+    pub stage_bytes: u64,
+    pub read: VarId,
+    /// The `For` whose trips take turns in the stages.
+    pub looped: StmtId,
 }
 
 /// An accumulator tile: `rows x cols` elements of `elem`, spread over the
@@ -453,6 +487,10 @@ pub enum BarrierRole {
     /// Inside an `If` or `For`: after its condition or bounds read the
     /// buffer, before the body runs.
     AfterRead(BufferId),
+    /// At the top of a trip of a `stages S` loop, after its `AsyncWait`:
+    /// before threads read the stage other threads' copies filled, and
+    /// before the trip's copies rewrite the stage the last trip read.
+    RingWait(BufferId),
     /// The three barriers of a CTA collective.
     CtaBefore(BufferId),
     CtaWritten(BufferId),
@@ -560,6 +598,7 @@ impl StmtKind {
             StmtKind::Store(access, _)
             | StmtKind::RunStore { access, .. }
             | StmtKind::TileCopy { access, .. }
+            | StmtKind::AsyncCopy { access, .. }
             | StmtKind::TileStore { access, .. }
             | StmtKind::AccStore { access, .. }
             | StmtKind::Atomic { access, .. } => Some(*access),
@@ -599,6 +638,8 @@ impl Func {
             StmtKind::For(l) => out.extend([l.start, l.end, l.step]),
             StmtKind::CtaColl(c) => out.push(c.arg),
             StmtKind::AccMap { value, .. } => out.push(*value),
+            StmtKind::AsyncCopy { stage, .. } => out.push(*stage),
+            StmtKind::AsyncCommit | StmtKind::AsyncWait(_) => {}
             StmtKind::AccZero(_)
             | StmtKind::Mma { .. }
             | StmtKind::AccStore { .. }

@@ -35,6 +35,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod arrays;
 mod mma;
+mod stages;
 
 /// Lower one variant. `entry` is the PTX entry name.
 ///
@@ -42,9 +43,15 @@ mod mma;
 /// fold to a constant moves its array to local memory, and the variant is
 /// lowered again (at most once more per array).
 pub fn lower(kernel: &hir::Kernel, entry: &str) -> Func {
+    lower_for(kernel, entry, true)
+}
+
+/// Lower one variant for a target that has `cp.async` (`async_copies`:
+/// sm_80+, where `stages S` loops get their ring) or not.
+pub fn lower_for(kernel: &hir::Kernel, entry: &str, async_copies: bool) -> Func {
     let mut in_local = BTreeMap::new();
     loop {
-        let (f, dynamic) = lower_placed(kernel, entry, &in_local);
+        let (f, dynamic) = lower_placed(kernel, entry, &in_local, async_copies);
         let mut moved = false;
         for (array, span) in dynamic {
             if let std::collections::btree_map::Entry::Vacant(v) = in_local.entry(array) {
@@ -62,6 +69,7 @@ fn lower_placed(
     kernel: &hir::Kernel,
     entry: &str,
     in_local: &BTreeMap<hir::LocalId, Span>,
+    async_copies: bool,
 ) -> (Func, Vec<(hir::LocalId, Span)>) {
     let mut cx = Lower {
         k: kernel,
@@ -91,6 +99,8 @@ fn lower_placed(
         dynamic_arrays: Vec::new(),
         run_locals: HashMap::new(),
         accs: HashMap::new(),
+        async_copies,
+        staged_copies: Vec::new(),
     };
     let dot_operands = mma::dot_operands(&kernel.body);
     for (i, local) in kernel.locals.iter().enumerate() {
@@ -165,7 +175,7 @@ struct Lower<'k> {
     lazy: u32,
     /// The `fn` arguments substituted at their uses (see `lazy`).
     substituted: HashMap<hir::LocalId, hir::Expr>,
-    /// Inside a predicated `if` (see `predicated_if`): the bool var that
+    /// Inside a predicated `if` (see `predicated_if_under`): the bool var that
     /// says whether this thread takes the branch. Each statement is
     /// wrapped in `if pred`, so barriers can go between them.
     pred: Option<VarId>,
@@ -192,6 +202,12 @@ struct Lower<'k> {
     run_locals: HashMap<hir::LocalId, Vec<VarId>>,
     /// Accumulator tiles (see `mma`).
     accs: HashMap<hir::LocalId, super::ir::AccId>,
+    /// Whether the target has `cp.async`, so `stages S` loops get a ring
+    /// (see `stages`).
+    async_copies: bool,
+    /// Inside a ring's loop body: its tile copies (by span), which the
+    /// ring issues itself.
+    staged_copies: Vec<Span>,
 }
 
 impl<'k> Lower<'k> {
@@ -408,6 +424,7 @@ impl<'k> Lower<'k> {
                 self.fence_store(s, *dst, &operands);
                 vec![s]
             }
+            hir::StmtKind::TileCopy { .. } if self.staged_copies.contains(&span) => vec![],
             hir::StmtKind::TileCopy { dst, src, starts } => {
                 let buffer = self.tiles[dst];
                 // The tile's own shape: a `dot` operand's buffer has padded
@@ -451,7 +468,7 @@ impl<'k> Lower<'k> {
                 if self.is_uniform(cond) {
                     self.if_stmt(cond, then, els, span)
                 } else {
-                    self.predicated_if(cond, then, els, span)
+                    self.predicated_if_under(None, cond, then, els, span)
                 }
             }
             hir::StmtKind::If { cond: c, then, els }
@@ -482,6 +499,14 @@ impl<'k> Lower<'k> {
                 self.pred = pred;
                 self.uniform = outer;
                 out
+            }
+            hir::StmtKind::For(l)
+                if l.stages.is_some()
+                    && self.rings_here()
+                    && [&l.start, &l.end].iter().all(|e| self.hir_uniform(e))
+                    && !self.left_early(&l.body.stmts) =>
+            {
+                self.staged_for(l, span)
             }
             hir::StmtKind::For(l) => self.for_stmt(l, span),
             hir::StmtKind::While { cond, body } => self.while_stmt(cond, body, span),
@@ -582,7 +607,6 @@ impl<'k> Lower<'k> {
         vec![s]
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn for_stmt(&mut self, l: &hir::ForLoop, span: Span) -> Vec<StmtId> {
         if let Some(copies) = self.full_unroll(l) {
             return copies;
@@ -630,21 +654,12 @@ impl<'k> Lower<'k> {
     /// candidate barriers between them at uniform control. A store whose
     /// operands read a tile is split into computing the operands and
     /// storing them, with a candidate between (`t[i] = t[i] + t[i - d]`).
-    fn predicated_if(
-        &mut self,
-        cond: ExprId,
-        then: &hir::Block,
-        els: &hir::Block,
-        span: Span,
-    ) -> Vec<StmtId> {
-        self.predicated_if_under(None, cond, then, els, span)
-    }
-
-    /// [`Self::predicated_if`] inside a predicated `if` whose predicate is
-    /// `outer`: the condition is evaluated only where `outer` holds (it may
-    /// load what only those threads may), the then-branch runs where both
-    /// hold and the else-branch where `outer` holds and `cond` does not.
-    /// The statements come back already predicated (`block` must not wrap
+    ///
+    /// Inside a predicated `if` whose predicate is `outer` (`Some`), the
+    /// condition is evaluated only where `outer` holds (it may load what
+    /// only those threads may), the then-branch runs where both hold and
+    /// the else-branch where `outer` holds and `cond` does not. The
+    /// statements come back already predicated (`block` must not wrap
     /// them again; `predicated_already` says so).
     fn predicated_if_under(
         &mut self,

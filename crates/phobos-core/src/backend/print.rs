@@ -76,6 +76,30 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
             StmtKind::TileStore { access: a, buffer } => {
                 let _ = writeln!(out, "{pad}{} = tile_store {buffer}", access(f, *a));
             }
+            StmtKind::AsyncCopy {
+                access: a,
+                buffer,
+                at,
+                stage,
+            } => {
+                let at = if at.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {at:?}")
+                };
+                let _ = writeln!(
+                    out,
+                    "{pad}{buffer}[stage {}]{at} = async_copy {}",
+                    expr(f, *stage),
+                    access(f, *a)
+                );
+            }
+            StmtKind::AsyncCommit => {
+                let _ = writeln!(out, "{pad}async_commit");
+            }
+            StmtKind::AsyncWait(n) => {
+                let _ = writeln!(out, "{pad}async_wait {n}");
+            }
             StmtKind::AccZero(acc) => {
                 let _ = writeln!(out, "{pad}{acc} = zeros");
             }
@@ -210,6 +234,7 @@ fn role(f: &Func, b: super::ir::BarrierId) -> String {
         BarrierRole::AfterTileCopy(x) => format!("after-copy {x}"),
         BarrierRole::AfterTileWrite(x) => format!("after-write {x}"),
         BarrierRole::AfterRead(x) => format!("after-read {x}"),
+        BarrierRole::RingWait(x) => format!("ring-wait {x}"),
         BarrierRole::CtaBefore(x) => format!("cta-before {x}"),
         BarrierRole::CtaWritten(x) => format!("cta-written {x}"),
         BarrierRole::CtaRead(x) => format!("cta-read {x}"),

@@ -197,6 +197,7 @@ impl Walk<'_> {
             }
             match kind {
                 StmtKind::TileCopy { buffer, .. }
+                | StmtKind::AsyncCopy { buffer, .. }
                 | StmtKind::TileStore { buffer, .. }
                 | StmtKind::AccToTile { buffer, .. } => self.touch(*buffer, span),
                 StmtKind::CtaColl(c) => self.touch(c.scratch, span),

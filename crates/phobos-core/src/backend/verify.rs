@@ -25,6 +25,8 @@
 //!     is a tensor tile store of its accumulator's shape; an `AccToTile`'s
 //!     box (its start plus the accumulator's shape) lies inside its rank-2
 //!     tile buffer.
+//! 11. An `AsyncCopy` writes into a ring buffer (`Func::rings`), at an
+//!     `i32` stage.
 //!
 //! Run after `lower` in debug builds and in the tests.
 
@@ -147,6 +149,17 @@ impl Verifier<'_> {
                     self.errors.push(format!("{s}: {buffer} out of range"));
                 }
             }
+            StmtKind::AsyncCopy { buffer, stage, .. } => {
+                if !f.rings.contains_key(buffer) {
+                    self.errors
+                        .push(format!("{s}: an async copy into {buffer}, which is no ring"));
+                }
+                if f.exprs.contains(*stage) && f.exprs[*stage].ty != Ty::Scalar(ScalarTy::I32) {
+                    self.errors
+                        .push(format!("{s}: an async copy's stage {stage} is not i32"));
+                }
+            }
+            StmtKind::AsyncCommit | StmtKind::AsyncWait(_) => {}
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => {
                 if f.exprs.contains(*cond) && f.exprs[*cond].ty != Ty::Scalar(ScalarTy::Bool) {
                     let what = if kind.is_loop() { "while" } else { "if" };

@@ -558,6 +558,37 @@ pub enum CheckError {
     UnrollRange { factor: u64, span: Span },
     /// P0414.
     UnrollStep { span: Span, step: Span },
+    /// P0470: `stages S` whose count is not a constant from 2 to 4
+    /// (`found` is `None` when it is not a constant).
+    StagesCount { found: Option<i128>, span: Span },
+    /// P0470: `stages` on a loop whose step is not a constant.
+    StagesStep { span: Span, step: Span },
+    /// P0470: `stages` together with `unroll` (at `unroll`).
+    StagesUnroll { span: Span, unroll: Span },
+    /// P0471: `stages` on a loop whose body copies no tile from a tensor.
+    StagesNoCopy { span: Span },
+    /// P0471: `stages` on a loop that a `break` or `return` (at `exit`)
+    /// leaves.
+    StagesLeft { span: Span, exit: Span, word: &'static str },
+    /// P0472: a tile copy of a staged loop that is not a statement of the
+    /// loop's own body (it is under an `if` or an inner loop).
+    StagedCopyNested { span: Span, stages: Span },
+    /// P0472: a staged copy whose start uses the local `name`, which the
+    /// loop computes, or (`None`) reads memory or other threads' values,
+    /// at `cause`: the ring must compute it trips ahead.
+    StagedCopyStart {
+        name: Option<String>,
+        span: Span,
+        cause: Span,
+        stages: Span,
+    },
+    /// P0472: a staged tile (`name`) written by another statement (at
+    /// `span`) of the loop.
+    StagedTileWritten {
+        name: String,
+        span: Span,
+        copy: Span,
+    },
     /// P0411.
     UselessExpr { span: Span },
     /// P0409: `store` into something that is not a subscript.
@@ -957,6 +988,11 @@ impl CheckError {
             FloatIntoIntLiteralVar { .. } => Code::P0400,
             ZeroStep { .. } => Code::P0413,
             UnrollLeft { .. } | UnrollRange { .. } | UnrollStep { .. } => Code::P0414,
+            StagesCount { .. } | StagesStep { .. } | StagesUnroll { .. } => Code::P0470,
+            StagesNoCopy { .. } | StagesLeft { .. } => Code::P0471,
+            StagedCopyNested { .. } | StagedCopyStart { .. } | StagedTileWritten { .. } => {
+                Code::P0472
+            }
             UselessExpr { .. } => Code::P0411,
             StoreIndexRange { .. } => Code::P0507,
             FnNamedLikeBuiltin { .. } | FnTwice { .. } => Code::P0201,
@@ -1681,6 +1717,58 @@ impl CheckError {
                 .primary(span, "unrolling asked for here")
                 .secondary(step, "this step is known only at run time")
                 .note("write the step as a constant expression, or remove `unroll`"),
+            StagesCount { found, span } => code
+                .error(match found {
+                    Some(n) => format!("a loop's stage count must be from 2 to 4, found {n}"),
+                    None => "a loop's stage count must be a constant".to_string(),
+                })
+                .primary(span, "this count")
+                .note("`stages 3` keeps three trips' tile copies in flight; the count may be an `@autotune` constant"),
+            StagesStep { span, step } => code
+                .error("`stages` needs a loop whose step is a constant")
+                .primary(span, "a copy ring asked for here")
+                .secondary(step, "this step is known only at run time")
+                .note("the ring issues the copies of later trips early, at `k + step`, `k + 2 * step`, ...; write the step as a constant expression"),
+            StagesUnroll { span, unroll } => code
+                .error("a loop cannot have both `unroll` and `stages`")
+                .primary(span, "a copy ring asked for here")
+                .secondary(unroll, "unrolling asked for here")
+                .note("remove one of them"),
+            StagesNoCopy { span } => code
+                .error("`stages` on a loop whose body copies no tile from a tensor")
+                .primary(span, "nothing to stage")
+                .note("`stages S` puts the loop's tile copies (`var a = A[r :+ 64, k :+ 32]`) in an S-deep `cp.async` ring; remove it"),
+            StagesLeft { span, exit, word } => code
+                .error(format!("a loop with `stages` cannot be left by `{word}`"))
+                .primary(exit, "this leaves the loop")
+                .secondary(span, "a copy ring asked for here")
+                .note("the ring has later trips' copies in flight when a trip ends; remove `stages`, or the exit"),
+            StagedCopyNested { span, stages } => code
+                .error("a staged loop's tile copies must be statements of its own body")
+                .primary(span, "this copy is under an `if` or an inner loop")
+                .secondary(stages, "a copy ring asked for here")
+                .note("the ring issues every trip's copies at the top of an earlier trip; move the copy out of the `if` or inner loop, or remove `stages`"),
+            StagedCopyStart {
+                name,
+                span,
+                cause,
+                stages,
+            } => code
+                .error("a staged tile copy's start must be known trips ahead")
+                .primary(cause, match name {
+                    Some(name) => format!("`{name}` is computed in the loop"),
+                    None => "this reads memory or other threads' values".to_string(),
+                })
+                .secondary(span, "this copy is issued early, for a later trip")
+                .secondary(stages, "a copy ring asked for here")
+                .note("a staged copy's starts may use the loop variable and values from before the loop"),
+            StagedTileWritten { name, span, copy } => code
+                .error(format!(
+                    "the staged tile `{name}` must be written only by its copy"
+                ))
+                .primary(span, format!("this writes into `{name}`"))
+                .secondary(copy, "its copy, staged: each trip's copy goes to its own buffer of a ring")
+                .note("write into a tile the loop does not stage, or remove `stages`"),
             UselessExpr { span } => code
                 .error("this expression does nothing")
                 .primary(span, "its value is dropped")
@@ -2563,6 +2651,37 @@ impl CheckError {
             UnrollLeft { span },
             UnrollRange { factor: 64, span },
             UnrollStep { span, step: span },
+            StagesCount {
+                found: Some(5),
+                span,
+            },
+            StagesCount { found: None, span },
+            StagesStep { span, step: span },
+            StagesUnroll { span, unroll: span },
+            StagesNoCopy { span },
+            StagesLeft {
+                span,
+                exit: span,
+                word: "break",
+            },
+            StagedCopyNested { span, stages: span },
+            StagedCopyStart {
+                name: Some(name()),
+                span,
+                cause: span,
+                stages: span,
+            },
+            StagedCopyStart {
+                name: None,
+                span,
+                cause: span,
+                stages: span,
+            },
+            StagedTileWritten {
+                name: name(),
+                span,
+                copy: span,
+            },
             UselessExpr { span },
             StoreNotSubscript { span },
             StoreNotRun { span },

@@ -322,6 +322,10 @@ impl Cx<'_> {
             });
         }
         let unroll = self.unroll_factor(l.unroll, st.as_ref(), step.map_or(end.span, |x| x.span));
+        let count = l.stages.as_ref().map(|(count, span)| {
+            let n = self.index(count).and_then(|c| self.stage_count(&c, *span));
+            (n, *span)
+        });
         self.push_scope();
         let local = self.new_local(&var.name, var.span, false, LocalKind::Scalar(ScalarTy::I32));
         self.bind(&var.name, Binding::Local(local));
@@ -337,12 +341,30 @@ impl Cx<'_> {
             }
             _ => unroll,
         };
+        let stages = match (count, &st) {
+            (None, _) => None,
+            (Some((Some(n), span)), Some(step)) => {
+                let staged = super::stages::StagedLoop {
+                    span,
+                    var: local,
+                    step,
+                    unroll: l.unroll.map(|u| u.1),
+                    body: &body,
+                };
+                if !self.check_staged(&staged) {
+                    return None;
+                }
+                Some(n)
+            }
+            (Some(_), _) => return None,
+        };
         Some(hir::StmtKind::For(Box::new(hir::ForLoop {
             var: local,
             start: s?,
             end: e?,
             step: st?,
             unroll: unroll?,
+            stages,
             body,
         })))
     }

@@ -124,6 +124,18 @@ impl Matvec {
     }
 }
 
+/// Launches `kernel`, whose parameters are `x` (read) and `y` (written),
+/// over `ctas` CTAs.
+pub fn launch_xy(
+    kernel: &Kernel,
+    dev: &Device,
+    ctas: u32,
+    x: &Tensor<f32>,
+    y: &mut Tensor<f32>,
+) -> Result<(), LaunchError> {
+    kernel.launch(dev, Some(Grid::from(ctas)), &[Arg::from(x), Arg::from(y)])
+}
+
 pub fn matvec(w: &[f32], x: &[f32], n: usize, k: usize) -> Vec<f64> {
     (0..n)
         .map(|r| {

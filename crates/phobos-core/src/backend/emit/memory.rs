@@ -300,6 +300,7 @@ impl Emitter<'_> {
                     self.ins(&format!("add.s32 {d}, {base}, {off};"));
                     d
                 };
+                self.at_read_stage(b, base);
                 self.address_32(base, &shape, &idx, size, &a.shape, ".shared")
             }
             Mem::Local(arr) => {
@@ -311,6 +312,40 @@ impl Emitter<'_> {
                 let base = self.reg(RegClass::B32);
                 self.ins(&format!("mov.u32 {base}, {};", local_name(self.f, arr)));
                 self.address_32(base, &shape, &idx, size, &a.shape, ".local")
+            }
+        }
+    }
+
+    /// For a ring buffer (`Func::rings`), `base += read * stage_bytes`:
+    /// the stage the loop's trip reads. Nothing for other buffers.
+    pub(super) fn at_read_stage(&mut self, b: BufferId, base: Reg) {
+        if let Some(ring) = self.f.rings.get(&b) {
+            let read = self.var_reg(ring.read);
+            self.ins(&format!(
+                "mad.lo.s32 {base}, {read}, {}, {base};",
+                ring.stage_bytes
+            ));
+        }
+    }
+
+    /// The byte offset of stage `stage` of ring buffer `b` (0 for a buffer
+    /// that is no ring).
+    fn stage_offset(&mut self, b: BufferId, stage: Option<ExprId>) -> V {
+        let Some(ring) = self.f.rings.get(&b).copied() else {
+            return V::I(0, ScalarTy::I32);
+        };
+        let bytes = i128::from(ring.stage_bytes);
+        let v = match stage {
+            Some(e) => self.scalar_expr(e),
+            None => V::R(self.var_reg(ring.read)),
+        };
+        match v {
+            V::I(c, _) => V::I(c * bytes, ScalarTy::I32),
+            _ => {
+                let r = self.in_reg(v, ScalarTy::I32);
+                let d = self.reg(RegClass::B32);
+                self.ins(&format!("mul.lo.s32 {d}, {r}, {bytes};"));
+                V::R(d)
             }
         }
     }
@@ -835,7 +870,14 @@ impl Emitter<'_> {
     }
 
     pub(crate) fn tile_copy(&mut self, acc: AccessId, buffer: BufferId, at: &[u32]) {
-        self.tile_transfer(acc, buffer, false, at);
+        self.tile_transfer(acc, buffer, Transfer::Copy, at);
+        self.cur_access = None;
+    }
+
+    /// A tile copy into stage `stage` of a ring buffer, with `cp.async`
+    /// (see `tile_chunk`).
+    pub(crate) fn async_copy(&mut self, acc: AccessId, buffer: BufferId, at: &[u32], stage: ExprId) {
+        self.tile_transfer(acc, buffer, Transfer::Async(stage), at);
         self.cur_access = None;
     }
 
@@ -851,7 +893,7 @@ impl Emitter<'_> {
         } else {
             vec![]
         };
-        self.tile_transfer(acc, buffer, true, &at);
+        self.tile_transfer(acc, buffer, Transfer::Store, &at);
         self.cur_access = None;
     }
 
@@ -863,7 +905,8 @@ impl Emitter<'_> {
     /// `at` (copies only) places the box in a larger buffer: each element
     /// then goes to its own place in the buffer's row-major layout, with
     /// vectors only where every chunk stays aligned there.
-    fn tile_transfer(&mut self, acc: AccessId, buffer: BufferId, to_global: bool, at: &[u32]) {
+    fn tile_transfer(&mut self, acc: AccessId, buffer: BufferId, how: Transfer, at: &[u32]) {
+        let to_global = matches!(how, Transfer::Store);
         let a = self.f.accesses[acc].clone();
         let Mem::Tensor(p) = a.mem else { return };
         let Shape::Tile { shape } = a.shape.clone() else {
@@ -901,6 +944,11 @@ impl Emitter<'_> {
         let total = rows * chunks_per_row;
         let (dims, written) = self.tensor_dims(p);
         let starts: Vec<V> = a.index.iter().map(|e| self.scalar_expr(*e)).collect();
+        let stage = match how {
+            Transfer::Async(e) => Some(e),
+            _ => None,
+        };
+        let stage_off = self.stage_offset(buffer, stage);
         self.loc(a.span);
         self.cur_access = Some(acc);
         let threads = self.f.threads;
@@ -924,6 +972,8 @@ impl Emitter<'_> {
             gspace,
             to_global,
             placed,
+            stage_off,
+            async_copy: stage.is_some() && matches!(v * size, 4 | 8 | 16),
         };
         if iters <= 4 {
             for it in 0..iters {
@@ -1043,6 +1093,13 @@ impl Emitter<'_> {
         if x.smem_base != 0 {
             self.ins(&format!("add.s32 {saddr}, {saddr}, {};", x.smem_base));
         }
+        match x.stage_off {
+            V::I(0, _) => {}
+            off => {
+                let off = self.operand(off);
+                self.ins(&format!("add.s32 {saddr}, {saddr}, {off};"));
+            }
+        }
         let sh = Addr {
             space: ".shared",
             store_space: ".shared",
@@ -1064,7 +1121,9 @@ impl Emitter<'_> {
         let gcol = self.in_reg(g[rank - 1], ScalarTy::I32);
         let dlast = self.operand(x.dims[rank - 1]);
         let done = self.label("chunk_done");
-        if x.v > 1 {
+        if x.async_copy {
+            self.async_chunk(x, (gl.reg, &sh), (gcol, &dlast), inb, &done);
+        } else if x.v > 1 {
             // Whole chunk inside: 0 <= gcol && gcol + v <= D.
             let full = self.reg(RegClass::Pred);
             let end = self.reg(RegClass::B32);
@@ -1103,9 +1162,64 @@ impl Emitter<'_> {
                 self.ins(&format!("st.shared{raw} {}, {r};", sh.at(off)));
             }
         }
-        if x.v > 1 {
+        if x.v > 1 || x.async_copy {
             self.place_label(&done);
         }
+    }
+
+    /// One chunk of a copy into a ring buffer: one `cp.async` of the
+    /// chunk's `v * size` bytes (`.cg` for 16, `.ca` for 4 or 8), whose
+    /// `src-size` operand is the bytes inside the tensor: all of them, a
+    /// prefix where the row ends inside the chunk, none (zero fill) for a
+    /// chunk outside. A chunk that starts before column 0 and ends after
+    /// it has no such prefix: it branches to the element-by-element plain
+    /// copy that follows (the ring's barrier orders plain stores as it
+    /// orders the copies' landing).
+    fn async_chunk(
+        &mut self,
+        x: &TileCtx,
+        (gaddr, sh): (Reg, &Addr),
+        (gcol, dlast): (Reg, &str),
+        inb: Reg,
+        done: &str,
+    ) {
+        let size = x.t.size();
+        let bytes = x.v * size;
+        let elementwise = self.label("chunk_masked");
+        let neg = self.reg(RegClass::Pred);
+        self.ins(&format!("setp.lt.s32 {neg}, {gcol}, 0;"));
+        let end = self.reg(RegClass::B32);
+        self.ins(&format!("add.s32 {end}, {gcol}, {};", x.v));
+        let straddle = self.reg(RegClass::Pred);
+        self.ins(&format!("setp.gt.s32 {straddle}, {end}, 0;"));
+        self.ins(&format!("and.pred {straddle}, {straddle}, {neg};"));
+        self.ins(&format!("@{straddle} bra {elementwise};"));
+        // Elements inside: min(max(D - gcol, 0), v), none when the chunk's
+        // row is outside or it starts before column 0.
+        let n = self.reg(RegClass::B32);
+        self.ins(&format!("sub.s32 {n}, {dlast}, {gcol};"));
+        self.ins(&format!("max.s32 {n}, {n}, 0;"));
+        self.ins(&format!("min.s32 {n}, {n}, {};", x.v));
+        let out = self.reg(RegClass::Pred);
+        self.ins(&format!("not.pred {out}, {inb};"));
+        self.ins(&format!("or.pred {out}, {out}, {neg};"));
+        self.ins(&format!("selp.b32 {n}, 0, {n}, {out};"));
+        // No bytes read: the tensor's base (always a valid, aligned
+        // address) stands in for one that may be outside it.
+        let none = self.reg(RegClass::Pred);
+        self.ins(&format!("setp.eq.s32 {none}, {n}, 0;"));
+        let src = self.reg(RegClass::B64);
+        self.ins(&format!("selp.b64 {src}, {}, {gaddr}, {none};", x.base));
+        if size > 1 {
+            self.ins(&format!("mul.lo.s32 {n}, {n}, {size};"));
+        }
+        let cache = if bytes == 16 { "cg" } else { "ca" };
+        self.ins(&format!(
+            "cp.async.{cache}.shared.global [{}], [{src}], {bytes}, {n};",
+            sh.reg
+        ));
+        self.ins(&format!("bra {done};"));
+        self.place_label(&elementwise);
     }
 
     /// One vector instruction each way for a whole chunk.
@@ -1164,6 +1278,23 @@ struct TileCtx {
     /// A box placed in a larger buffer: where it starts, and the buffer's
     /// row-major strides in elements.
     placed: Option<(Vec<u32>, Vec<i128>)>,
+    /// Added to every shared address: the stage of a ring buffer.
+    stage_off: V,
+    /// Chunks move with `cp.async` (a copy into a ring buffer whose chunks
+    /// are 4, 8 or 16 bytes; others copy as plain loads and stores).
+    async_copy: bool,
+}
+
+/// Which way a tile moves, and how.
+#[derive(Clone, Copy)]
+enum Transfer {
+    /// Global to shared, plain loads and stores.
+    Copy,
+    /// Global to shared into a ring buffer's stage (an `i32` expression),
+    /// with `cp.async` where the chunks allow.
+    Async(ExprId),
+    /// Shared to global.
+    Store,
 }
 
 /// Where a tile copy's box goes in its buffer, when it is not the whole

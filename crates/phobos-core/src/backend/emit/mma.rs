@@ -154,8 +154,8 @@ impl Emitter<'_> {
         }
     }
 
-    /// A buffer's shared base address (the symbol plus its plan offset),
-    /// its row pitch in elements and its element type.
+    /// A buffer's shared base address (the symbol plus its plan offset,
+    /// plus the stage a ring buffer's trip reads), its row pitch in elements and its element type.
     fn tile_base(&mut self, b: BufferId) -> (Reg, u32, ScalarTy) {
         let (pitch, elem) = match &self.f.buffers[b].kind {
             BufferKind::Tile { shape, elem } => (shape.last().copied().unwrap_or(1), *elem),
@@ -168,6 +168,7 @@ impl Emitter<'_> {
         if off != 0 {
             self.ins(&format!("add.s32 {base}, {base}, {off};"));
         }
+        self.at_read_stage(b, base);
         (base, pitch, elem)
     }
 

@@ -253,7 +253,7 @@ impl Lower<'_> {
     /// The value of an `i32` HIR expression when it is a compile-time
     /// constant here (literals, folded `ctx` values, constant dims, loop
     /// variables being unrolled and `let`s of constant value).
-    fn hir_const(&self, e: &hir::Expr) -> Option<i128> {
+    pub(super) fn hir_const(&self, e: &hir::Expr) -> Option<i128> {
         use hir::ExprKind as K;
         let Ty::Scalar(t) = e.ty else { return None };
         match &e.kind {
