@@ -174,43 +174,34 @@ fn each_warp_stores_the_part_the_layout_gives_it() {
     }
 }
 
+/// The trace of corpus kernel `name` on sm_80, CTA 0, with `inputs`.
+fn corpus_trace(name: &str, inputs: Vec<(String, Input)>) -> (Trace, String) {
+    let src = corpus(name);
+    let file = format!("{name}.pho");
+    let mut req = Request::new(src.clone(), file, name.into(), 80, None);
+    req.inputs = inputs;
+    (phobos_explain::trace(&req).expect("explain runs"), src)
+}
+
 /// The attention scores' first accumulator lights at its zeroing, its
 /// `dot` and its store into the scratch tile `s`; an f16 accumulator
 /// holds two elements to a register (16 per lane for 64 x 64 over 4
 /// warps, not 32).
 #[test]
 fn the_panel_lights_an_accumulator_stored_into_a_shared_tile() {
-    let src = corpus("mma_attention_scores");
-    let mut req = Request::new(
-        src.clone(),
-        "mma_attention_scores.pho".into(),
-        "mma_attention_scores".into(),
-        80,
-        None,
+    let random = |name: &str, shape: [u64; 2]| {
+        let shape = shape.to_vec();
+        (name.to_string(), Input::Random { shape })
+    };
+    let (t, src) = corpus_trace(
+        "mma_attention_scores",
+        vec![
+            random("Q", [70, 40]),
+            random("K", [90, 40]),
+            ("scale".into(), Input::Scalar(0.3)),
+            random("P", [70, 90]),
+        ],
     );
-    req.inputs = vec![
-        (
-            "Q".into(),
-            Input::Random {
-                shape: vec![70, 40],
-            },
-        ),
-        (
-            "K".into(),
-            Input::Random {
-                shape: vec![90, 40],
-            },
-        ),
-        ("scale".into(), Input::Scalar(0.3)),
-        (
-            "P".into(),
-            Input::Random {
-                shape: vec![70, 90],
-            },
-        ),
-    ];
-    let t = phobos_explain::trace(&req).expect("explain runs");
-    let first = &t.accumulators[0];
     let lines: Vec<u32> = [
         "zeros<f32>",
         "dot(q, trans(kt))",
@@ -219,35 +210,12 @@ fn the_panel_lights_an_accumulator_stored_into_a_shared_tile() {
     .iter()
     .map(|n| line_of(&src, n))
     .collect();
-    assert_eq!(first.lines, lines);
-    let src = corpus("mma_gemm_f16acc");
-    let mut req = Request::new(
-        src,
-        "mma_gemm_f16acc.pho".into(),
-        "mma_gemm_f16acc".into(),
-        80,
-        None,
-    );
-    req.inputs = vec![
-        (
-            "A".into(),
-            Input::Random {
-                shape: vec![70, 40],
-            },
-        ),
-        (
-            "W".into(),
-            Input::Random {
-                shape: vec![90, 40],
-            },
-        ),
-        (
-            "C".into(),
-            Input::Random {
-                shape: vec![70, 90],
-            },
-        ),
+    assert_eq!(t.accumulators[0].lines, lines);
+    let inputs = vec![
+        random("A", [70, 40]),
+        random("W", [90, 40]),
+        random("C", [70, 90]),
     ];
-    let t = phobos_explain::trace(&req).expect("explain runs");
+    let (t, _) = corpus_trace("mma_gemm_f16acc", inputs);
     assert_eq!(t.accumulators[0].registers_per_lane, 16);
 }

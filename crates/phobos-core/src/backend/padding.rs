@@ -192,6 +192,14 @@ impl Bounds<'_> {
             StmtKind::TileCopy { dst: l, .. } | StmtKind::TileStore { src: l, .. } => {
                 reach.insert(*l, None);
             }
+            // An accumulator stored into a box writes its columns.
+            StmtKind::AccToTile { dst, at, src } => {
+                let top = match self.k.locals[src.0 as usize].kind {
+                    LocalKind::Acc { cols, .. } => Some(i128::from(at[1]) + i128::from(cols) - 1),
+                    _ => None,
+                };
+                join(reach, *dst, top);
+            }
             StmtKind::TileFill { dst, at, shape, .. } => {
                 let top = match (at.last(), shape.last()) {
                     (Some(a), Some(n)) => Some(i128::from(*a) + i128::from(*n) - 1),
@@ -549,6 +557,14 @@ mod tests {
         let src = "fn col(i) = i + 2\n@launch(32)\nkernel t(A: tensor<f32>[32, 32], B: tensor<f32>[32, 36]) {\n  var t = shared<f32>[32, 40]\n  t[0 :+ 32, 0 :+ 32] = A[0 :+ 32, 0 :+ 32]\n  B[ctx.lane, 0 :+ 4] = t[ctx.lane, 28 :+ 4]\n  B[ctx.lane, col(ctx.lane)] = t[0, col(ctx.lane)]\n}\n";
         // Columns up to 33 (col(31)) are read: 6 of 40 are padding.
         assert_eq!(pads(src), vec![("t".to_string(), 6)]);
+    }
+
+    #[test]
+    fn an_accumulator_stored_into_a_tile_reaches_its_box() {
+        // The store reaches columns 4 to 19 of 24, the reads only 0 to 3:
+        // 4 columns are padding (20 were, before the store counted).
+        let src = "@launch(32)\nkernel t(A: tensor<f16>[16, 16], Y: tensor<f32>[16]) {\n  var a = A[0 :+ 16, 0 :+ 16]\n  var acc = zeros<f32>[16, 16]\n  acc += dot(a, trans(a))\n  var s = shared<f32>[16, 24]\n  s[0 :+ 16, 4 :+ 16] = acc\n  Y[ctx.lane % 16] = s[ctx.lane % 16, ctx.lane % 4]\n}\n";
+        assert_eq!(pads(src), vec![("s".to_string(), 4)]);
     }
 
     #[test]

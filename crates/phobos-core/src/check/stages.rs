@@ -203,7 +203,10 @@ fn written_locals(stmts: &[hir::Stmt], out: &mut HashSet<LocalId>) {
 fn nested_copy(stmts: &[hir::Stmt], top: bool) -> Option<Span> {
     stmts.iter().find_map(|s| match &s.kind {
         hir::StmtKind::TileCopy { .. } | hir::StmtKind::TileFill { .. } if !top => Some(s.span),
-        _ => s.blocks().into_iter().find_map(|b| nested_copy(&b.stmts, false)),
+        _ => s
+            .blocks()
+            .into_iter()
+            .find_map(|b| nested_copy(&b.stmts, false)),
     })
 }
 
@@ -223,6 +226,8 @@ fn tile_writer(stmts: &[hir::Stmt], tile: LocalId, copy: Span) -> Option<Span> {
         if hit {
             return Some(s.span);
         }
-        s.blocks().into_iter().find_map(|b| tile_writer(&b.stmts, tile, copy))
+        s.blocks()
+            .into_iter()
+            .find_map(|b| tile_writer(&b.stmts, tile, copy))
     })
 }
