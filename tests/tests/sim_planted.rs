@@ -481,7 +481,10 @@ fn a_staged_loop_without_its_barrier_is_a_race() {
     assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
     assert_eq!(r.kernel, "mma_gemm_staged");
     assert_eq!(r.space, Some(Space::Shared), "{r}");
-    assert!(r.tensor.is_some(), "the report names the shared buffer:\n{r}");
+    assert!(
+        r.tensor.is_some(),
+        "the report names the shared buffer:\n{r}"
+    );
 }
 
 #[test]
@@ -503,8 +506,13 @@ fn every_barrier_a_staged_kernel_keeps_is_needed() {
             c.kernel.ptx = without_barrier(&ptx, n);
             match c.launch(grid) {
                 Err(b) if matches!(&b.1, SimError::Check(r) if r.kind == CheckKind::Racecheck) => {}
-                Ok(_) => failures.push(format!("{} without barrier {n}: ran clean", case.meta().name)),
-                Err(b) => failures.push(format!("{} without barrier {n}: {}", case.meta().name, b.1)),
+                Ok(_) => failures.push(format!(
+                    "{} without barrier {n}: ran clean",
+                    case.meta().name
+                )),
+                Err(b) => {
+                    failures.push(format!("{} without barrier {n}: {}", case.meta().name, b.1))
+                }
             }
         }
     }

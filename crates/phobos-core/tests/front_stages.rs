@@ -71,7 +71,12 @@ fn every_rule_of_a_staged_loop_is_refused_with_its_code() {
             "P0470",
             8,
         ),
-        ("with unroll", gemm(" unroll 2 stages 2", "", ""), "P0470", 8),
+        (
+            "with unroll",
+            gemm(" unroll 2 stages 2", "", ""),
+            "P0470",
+            8,
+        ),
         (
             "no copy",
             k("  for k in range(0, K, 32) stages 2 {
@@ -145,7 +150,11 @@ fn every_rule_of_a_staged_loop_is_refused_with_its_code() {
         ),
         (
             "a fill into the staged tile",
-            gemm(" stages 2", "", "    a[0 :+ 1, 0 :+ 32] = A[r :+ 1, k :+ 32]\n"),
+            gemm(
+                " stages 2",
+                "",
+                "    a[0 :+ 1, 0 :+ 32] = A[r :+ 1, k :+ 32]\n",
+            ),
             "P0472",
             11,
         ),
@@ -228,7 +237,10 @@ kernel k(A: tensor<f32>[M, K], W: tensor<f32>[N, K], C: tensor<f32>[M, N]) {
     assert!(p.contains("], 4, %r"), "{p}");
     let f16 = f32.replace("f32>[M, K], W: tensor<f32>", "f16>[M, K], W: tensor<f16>");
     let p = ptx(&f16, 80);
-    assert!(!p.contains("cp.async.ca") && !p.contains("cp.async.cg"), "{p}");
+    assert!(
+        !p.contains("cp.async.ca") && !p.contains("cp.async.cg"),
+        "{p}"
+    );
     assert!(p.contains("cp.async.commit_group;"), "{p}");
     assert_eq!(p.matches("bar.sync").count(), 1, "{p}");
 }

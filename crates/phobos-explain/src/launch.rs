@@ -339,7 +339,11 @@ fn resolve_cta(cta: Cta, grid: [u32; 3]) -> Result<(u32, u64), ExplainError> {
 /// The `stages S` loops as rings on the shared plan (sm_80 and later: on
 /// sm_75 the compiler keeps plain copies): each staged tile's buffer holds
 /// its `S` stages one after another.
-fn rings_of(staged: &[source_info::StagedLoop], loops: &[LoopInfo], shared: &SharedPlan) -> Vec<Ring> {
+fn rings_of(
+    staged: &[source_info::StagedLoop],
+    loops: &[LoopInfo],
+    shared: &SharedPlan,
+) -> Vec<Ring> {
     staged
         .iter()
         .filter_map(|s| {

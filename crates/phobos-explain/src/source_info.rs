@@ -105,7 +105,13 @@ fn accumulator(kernel: &Kernel, local: u32, uses: AccUse) -> Option<Accumulator>
 
 /// A staged loop's ring as the source has it: its copies are the tile
 /// copies of its body (`check/stages.rs` allows no other).
-fn staged_loop(kernel: &Kernel, index: &LineIndex, line: u32, stages: u32, body: &Block) -> StagedLoop {
+fn staged_loop(
+    kernel: &Kernel,
+    index: &LineIndex,
+    line: u32,
+    stages: u32,
+    body: &Block,
+) -> StagedLoop {
     let copies = body
         .stmts
         .iter()
@@ -151,7 +157,8 @@ fn walk(
             StmtKind::For(_) | StmtKind::While { .. } => {
                 if let StmtKind::For(l) = &stmt.kind {
                     if let Some(stages) = l.stages {
-                        info.rings.push(staged_loop(kernel, index, line, stages, &l.body));
+                        info.rings
+                            .push(staged_loop(kernel, index, line, stages, &l.body));
                     }
                 }
                 let end = index.line((stmt.span.end as usize).saturating_sub(1));

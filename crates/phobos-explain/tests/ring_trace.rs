@@ -83,7 +83,10 @@ fn the_trace_has_the_ring_and_its_stages_on_the_ruler() {
         assert_eq!(b.name, name);
         assert_eq!(b.stage_bytes, 64 * 40 * 2);
         let planned = t.shared.buffers.iter().find(|p| p.name == name).unwrap();
-        assert_eq!((planned.offset, planned.bytes), (b.offset, 3 * b.stage_bytes));
+        assert_eq!(
+            (planned.offset, planned.bytes),
+            (b.offset, 3 * b.stage_bytes)
+        );
     }
     // sm_75 has no cp.async: the loop copies plainly, no ring is drawn.
     let (t75, _) = staged_trace(75);
@@ -112,7 +115,9 @@ fn each_trip_fills_and_reads_the_stages_the_page_draws() {
                 let want = r.fill_stage(i);
                 assert!(writes.iter().all(|w| w.1 == want), "trip {i}: {writes:?}");
                 assert!(
-                    s.readout.iter().any(|l| l.contains(&format!("stage {want} of 3"))),
+                    s.readout
+                        .iter()
+                        .any(|l| l.contains(&format!("stage {want} of 3"))),
                     "{:?}",
                     s.readout
                 );
@@ -148,10 +153,17 @@ fn each_trip_fills_and_reads_the_stages_the_page_draws() {
     let head = cta
         .steps
         .iter()
-        .find(|s| s.line == r.copy_lines[0] && trip(r, s) == Some(1) && s.kind == phobos_explain::StepKind::Statement)
+        .find(|s| {
+            s.line == r.copy_lines[0]
+                && trip(r, s) == Some(1)
+                && s.kind == phobos_explain::StepKind::Statement
+        })
         .expect("the second trip's top");
     let said = head.readout.join(" ");
-    assert!(said.contains("cp.async.wait_group 1") && said.contains("one barrier"), "{said}");
+    assert!(
+        said.contains("cp.async.wait_group 1") && said.contains("one barrier"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -159,5 +171,8 @@ fn the_page_carries_the_ring_panel() {
     let (t, _) = staged_trace(80);
     let page = phobos_explain::html::render(&t);
     assert!(page.contains("id=\"rings\"") && page.contains("drawRings"));
-    assert!(page.contains("\"rings\":[{"), "the trace's rings are embedded");
+    assert!(
+        page.contains("\"rings\":[{"),
+        "the trace's rings are embedded"
+    );
 }

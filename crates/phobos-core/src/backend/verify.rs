@@ -149,8 +149,9 @@ impl Verifier<'_> {
             }
             StmtKind::AsyncCopy { buffer, stage, .. } => {
                 if !f.rings.contains_key(buffer) {
-                    self.errors
-                        .push(format!("{s}: an async copy into {buffer}, which is no ring"));
+                    self.errors.push(format!(
+                        "{s}: an async copy into {buffer}, which is no ring"
+                    ));
                 }
                 if f.exprs.contains(*stage) && f.exprs[*stage].ty != Ty::Scalar(ScalarTy::I32) {
                     self.errors

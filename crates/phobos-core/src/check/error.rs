@@ -569,7 +569,11 @@ pub enum CheckError {
     StagesNoCopy { span: Span },
     /// P0471: `stages` on a loop that a `break` or `return` (at `exit`)
     /// leaves.
-    StagesLeft { span: Span, exit: Span, word: &'static str },
+    StagesLeft {
+        span: Span,
+        exit: Span,
+        word: &'static str,
+    },
     /// P0472: a tile copy of a staged loop that is not a statement of the
     /// loop's own body (it is under an `if` or an inner loop).
     StagedCopyNested { span: Span, stages: Span },

@@ -140,10 +140,14 @@ impl Cx<'_> {
             }
             use hir::ExprKind as K;
             match &x.kind {
-                K::Local(id) if *id != var && !bound.contains(id) => {
-                    if id.0 > var.0 || assigned.contains(id) {
-                        cause = Some((Some(self.locals[id.0 as usize].name.clone()), x.span));
-                    }
+                // Locals made while checking the body have larger ids
+                // than the loop variable.
+                K::Local(id)
+                    if *id != var
+                        && !bound.contains(id)
+                        && (id.0 > var.0 || assigned.contains(id)) =>
+                {
+                    cause = Some((Some(self.locals[id.0 as usize].name.clone()), x.span));
                 }
                 K::Load { .. } | K::RunLoad { .. } | K::Collective { .. } | K::Shuffle { .. } => {
                     cause = Some((None, x.span));
@@ -203,7 +207,10 @@ fn written_locals(stmts: &[hir::Stmt], out: &mut HashSet<LocalId>) {
 fn nested_copy(stmts: &[hir::Stmt], top: bool) -> Option<Span> {
     stmts.iter().find_map(|s| match &s.kind {
         hir::StmtKind::TileCopy { .. } | hir::StmtKind::TileFill { .. } if !top => Some(s.span),
-        _ => s.blocks().into_iter().find_map(|b| nested_copy(&b.stmts, false)),
+        _ => s
+            .blocks()
+            .into_iter()
+            .find_map(|b| nested_copy(&b.stmts, false)),
     })
 }
 
@@ -222,6 +229,8 @@ fn tile_writer(stmts: &[hir::Stmt], tile: LocalId, copy: Span) -> Option<Span> {
         if hit {
             return Some(s.span);
         }
-        s.blocks().into_iter().find_map(|b| tile_writer(&b.stmts, tile, copy))
+        s.blocks()
+            .into_iter()
+            .find_map(|b| tile_writer(&b.stmts, tile, copy))
     })
 }

@@ -876,7 +876,13 @@ impl Emitter<'_> {
 
     /// A tile copy into stage `stage` of a ring buffer, with `cp.async`
     /// (see `tile_chunk`).
-    pub(crate) fn async_copy(&mut self, acc: AccessId, buffer: BufferId, at: &[u32], stage: ExprId) {
+    pub(crate) fn async_copy(
+        &mut self,
+        acc: AccessId,
+        buffer: BufferId,
+        at: &[u32],
+        stage: ExprId,
+    ) {
         self.tile_transfer(acc, buffer, Transfer::Async(stage), at);
         self.cur_access = None;
     }

@@ -197,7 +197,11 @@ impl Lower<'_> {
             );
             then.append(&mut self.pre);
             // Each copy its own stage operand: expressions have one user.
-            let stage = if i == 0 { stage } else { self.copy_expr(stage, span) };
+            let stage = if i == 0 {
+                stage
+            } else {
+                self.copy_expr(stage, span)
+            };
             then.push(self.push_stmt(
                 StmtKind::AsyncCopy {
                     access,
@@ -255,11 +259,7 @@ impl Lower<'_> {
     }
 
     fn binary(&mut self, op: BinOp, a: ExprId, b: ExprId, span: Span) -> ExprId {
-        self.push_expr(
-            ExprKind::Binary(op, a, b),
-            Ty::Scalar(ScalarTy::I32),
-            span,
-        )
+        self.push_expr(ExprKind::Binary(op, a, b), Ty::Scalar(ScalarTy::I32), span)
     }
 
     /// A copy of a stage operand (a constant or a var).
