@@ -17,17 +17,33 @@ use phobos_conformance::sass::{analyze, find_nvdisasm};
 use phobos_conformance::{compile, corpus_file, find_ptxas, in_ci};
 use std::process::Command;
 
-/// The floor this test holds the seed kernels to.
-const MIN_IN_FLIGHT: usize = 6;
-
-#[test]
-fn seed_matvecs_issue_several_16_byte_loads_before_the_first_use() {
+/// ptxas and nvdisasm, or `None` (after saying so) where they are not
+/// installed; CI requires both.
+fn tools() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     let (Some(ptxas), Some(nvdisasm)) = (find_ptxas(), find_nvdisasm()) else {
         assert!(
             !in_ci(),
             "ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM); CI=true requires both"
         );
         eprintln!("skipping: ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM)");
+        return None;
+    };
+    Some((ptxas, nvdisasm))
+}
+
+/// How many SASS instructions start with `op` (`HMMA`, `LDSM`, ...).
+fn count_ops(sass: &str, op: &str) -> usize {
+    sass.lines()
+        .filter(|l| l.split_whitespace().any(|w| w.starts_with(op)))
+        .count()
+}
+
+/// The floor this test holds the seed kernels to.
+const MIN_IN_FLIGHT: usize = 6;
+
+#[test]
+fn seed_matvecs_issue_several_16_byte_loads_before_the_first_use() {
+    let Some((ptxas, nvdisasm)) = tools() else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
@@ -96,12 +112,7 @@ fn sass_of(
 
 #[test]
 fn a_register_array_indexed_by_unrolled_loops_has_no_local_memory_in_sass() {
-    let (Some(ptxas), Some(nvdisasm)) = (find_ptxas(), find_nvdisasm()) else {
-        assert!(
-            !in_ci(),
-            "ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM); CI=true requires both"
-        );
-        eprintln!("skipping: ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM)");
+    let Some((ptxas, nvdisasm)) = tools() else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
@@ -140,12 +151,7 @@ fn a_register_array_indexed_by_unrolled_loops_has_no_local_memory_in_sass() {
 /// GEMM's accumulator on sm_80).
 #[test]
 fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
-    let (Some(ptxas), Some(nvdisasm)) = (find_ptxas(), find_nvdisasm()) else {
-        assert!(
-            !in_ci(),
-            "ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM); CI=true requires both"
-        );
-        eprintln!("skipping: ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM)");
+    let Some((ptxas, nvdisasm)) = tools() else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
@@ -203,11 +209,7 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     for (name, mma, targets) in expected {
         for &(arch, hmma, ldsm) in targets {
             let sass = sass_of(&ptxas, &nvdisasm, dir.path(), name, arch);
-            let count = |op: &str| {
-                sass.lines()
-                    .filter(|l| l.split_whitespace().any(|w| w.starts_with(op)))
-                    .count()
-            };
+            let count = |op: &str| count_ops(&sass, op);
             let (h, l) = (count(mma), count("LDSM"));
             let local = analyze(&sass).local;
             eprintln!("{name} sm_{arch}: {h} {mma}, {l} LDSM, {local} local-memory instructions");
@@ -227,12 +229,7 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
 /// local memory (the ring's stage registers included).
 #[test]
 fn staged_loops_use_ldgsts_without_local_memory() {
-    let (Some(ptxas), Some(nvdisasm)) = (find_ptxas(), find_nvdisasm()) else {
-        assert!(
-            !in_ci(),
-            "ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM); CI=true requires both"
-        );
-        eprintln!("skipping: ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM)");
+    let Some((ptxas, nvdisasm)) = tools() else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
@@ -245,11 +242,7 @@ fn staged_loops_use_ldgsts_without_local_memory() {
     ] {
         for arch in [80u32, 86, 89, 90] {
             let sass = sass_of(&ptxas, &nvdisasm, dir.path(), name, arch);
-            let count = |op: &str| {
-                sass.lines()
-                    .filter(|l| l.split_whitespace().any(|w| w.starts_with(op)))
-                    .count()
-            };
+            let count = |op: &str| count_ops(&sass, op);
             let (ldgsts, commit, wait) = (count("LDGSTS"), count("LDGDEPBAR"), count("DEPBAR"));
             let local = analyze(&sass).local;
             eprintln!("{name} sm_{arch}: {ldgsts} LDGSTS, {commit} LDGDEPBAR, {wait} DEPBAR, {local} LDL/STL");

@@ -6,35 +6,15 @@
 //! layout the page draws against what the emitted PTX does in the
 //! simulator.
 
-use phobos_explain::{AccessKind, Cta, Input, Request, Trace};
+use phobos_explain::{AccessKind, Trace};
 
-fn corpus(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/../../tests/in/{name}.pho",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("the corpus kernel is there")
-}
+#[path = "support/kernels.rs"]
+mod kernels;
 
 /// `mma_gemm_f16` (C = A · Wᵀ, 64 × 64 of C per CTA of 4 warps) at a
 /// ragged size: 2 × 2 CTAs, the last row and column of CTAs partly masked.
 fn gemm_trace(cta: [u32; 3]) -> (Trace, String) {
-    let src = corpus("mma_gemm_f16");
-    let (m, n, k) = (77, 90, 53);
-    let mut req = Request::new(
-        src.clone(),
-        "mma_gemm_f16.pho".into(),
-        "mma_gemm_f16".into(),
-        80,
-        None,
-    );
-    req.cta = Cta::Xyz(cta);
-    req.inputs = vec![
-        ("A".into(), Input::Random { shape: vec![m, k] }),
-        ("W".into(), Input::Random { shape: vec![n, k] }),
-        ("C".into(), Input::Random { shape: vec![m, n] }),
-    ];
-    (phobos_explain::trace(&req).expect("explain runs"), src)
+    kernels::gemm_trace("mma_gemm_f16", 80, cta, (77, 90, 53))
 }
 
 fn line_of(src: &str, needle: &str) -> u32 {
