@@ -81,11 +81,7 @@ pub fn row_sum() {
             .dims(&[("N", n as i64), ("M", m as i64)])
             .run(g1(n as u32));
         let a = o.input("A");
-        let mut y = o.expect("y");
-        for r in 0..n {
-            y.set_f(r, (0..m).map(|c| a.f(r * m + c)).sum());
-        }
-        o.check("y", &y);
+        o.check_f("y", n, |r| (0..m).map(|c| a.f(r * m + c)).sum());
     }
 }
 
@@ -226,11 +222,7 @@ pub fn atomic_ops() {
     let winners: Vec<usize> = (0..128).filter(|&t| w.i(t) == 0).collect();
     assert_eq!(winners.len(), 1, "one atomic_cas must win");
     assert_eq!(y.i(0), winners[0] as i64 + 1);
-    let mut want_w = o.expect("W");
-    for t in 0..128 {
-        want_w.set_i(t, if t == winners[0] { 0 } else { y.i(0) });
-    }
-    o.check("W", &want_w);
+    o.check_i("W", 128, |t| if t == winners[0] { 0 } else { y.i(0) });
     // Shared: slot j got 16 adds of 1, whose old values are s0 .. s0 + 15;
     // slot 8 + j was xored with the threads t = j mod 8.
     let (s0, old) = (o.input("S0"), &o.after["O"]);
@@ -258,11 +250,7 @@ pub fn autotune_block() {
             .run(g1(cdiv(n, block as usize) + 1));
         assert!(o.entry.contains(&block.to_string()), "variant {}", o.entry);
         let x = o.input("x");
-        let mut y = o.expect("y");
-        for i in 0..n {
-            y.set_f(i, 2.0 * x.f(i));
-        }
-        o.check("y", &y);
+        o.check_f("y", n, |i| 2.0 * x.f(i));
     }
 }
 
@@ -273,11 +261,7 @@ pub fn autotune_dim() {
             .dims(&[("N", n as i64), ("K", k as i64)])
             .run(g1(cdiv(n, 2) + 1));
         let w = o.input("W");
-        let mut y = o.expect("y");
-        for r in 0..n {
-            y.set_f(r, (0..k).map(|c| w.f(r * k + c)).sum());
-        }
-        o.check("y", &y);
+        o.check_f("y", n, |r| (0..k).map(|c| w.f(r * k + c)).sum());
     }
 }
 
@@ -335,18 +319,23 @@ pub fn cta_softmax() {
             .dims(&[("N", n as i64), ("M", m as i64)])
             .floor(0.0)
             .run(g1(n as u32));
-        let x = o.input("X");
-        let mut y = o.expect("Y");
-        for r in 0..n {
-            let row: Vec<f64> = (0..m).map(|c| x.f(r * m + c)).collect();
-            let mx = row.iter().cloned().fold(f64::MIN, f64::max);
-            let total: f64 = row.iter().map(|v| (v - mx).exp()).sum();
-            for (c, v) in row.iter().enumerate() {
-                y.set_f(r * m + c, (v - mx).exp() / total);
-            }
-        }
-        o.check("Y", &y);
+        check_softmax(&o, n, m);
     }
+}
+
+/// Checks `Y` as the softmax of each of the `n` rows of `m` values of `X`.
+fn check_softmax(o: &Outcome, n: usize, m: usize) {
+    let x = o.input("X");
+    let mut y = o.expect("Y");
+    for r in 0..n {
+        let row: Vec<f64> = (0..m).map(|c| x.f(r * m + c)).collect();
+        let mx = row.iter().cloned().fold(f64::MIN, f64::max);
+        let total: f64 = row.iter().map(|v| (v - mx).exp()).sum();
+        for (c, v) in row.iter().enumerate() {
+            y.set_f(r * m + c, (v - mx).exp() / total);
+        }
+    }
+    o.check("Y", &y);
 }
 
 pub fn cta_sum_loop() {
@@ -355,11 +344,7 @@ pub fn cta_sum_loop() {
         .dims(&[("R", r as i64)])
         .run(g1(1));
     let a = o.input("A");
-    let mut want = o.expect("O");
-    for i in 0..r {
-        want.set_f(i, (0..256).map(|c| a.f(i * 256 + c)).sum());
-    }
-    o.check("O", &want);
+    o.check_f("O", r, |i| (0..256).map(|c| a.f(i * 256 + c)).sum());
 }
 
 pub fn dp4a_nibble() {
@@ -455,11 +440,7 @@ pub fn grid_2d() {
         .dims(&[("N", n as i64), ("M", m as i64)])
         .run([cdiv(m, 32) + 1, cdiv(n, 8) + 1, 1]);
     let (a, b) = (o.input("A"), o.input("B"));
-    let mut c = o.expect("C");
-    for i in 0..n * m {
-        c.set_f(i, a.f(i) + 2.0 * b.f(i));
-    }
-    o.check("C", &c);
+    o.check_f("C", n * m, |i| a.f(i) + 2.0 * b.f(i));
 }
 
 pub fn grid_attr() {
@@ -470,11 +451,9 @@ pub fn grid_attr() {
         assert_eq!(grid, g1(cdiv(n, 4)));
         let o = case.run(grid);
         let a = o.input("A");
-        let mut y = o.expect("y");
-        for r in 0..n {
-            y.set_f(r, (0..k).map(|c| a.f(r * k + c)).fold(f64::MIN, f64::max));
-        }
-        o.check("y", &y);
+        o.check_f("y", n, |r| {
+            (0..k).map(|c| a.f(r * k + c)).fold(f64::MIN, f64::max)
+        });
     }
 }
 
@@ -828,11 +807,7 @@ pub fn rank3() {
         .dims(&[("B", b as i64), ("R", r as i64), ("C", c as i64)])
         .run(g1(cdiv(b * r, 64) + 1));
     let x = o.input("X");
-    let mut out = o.expect("O");
-    for i in 0..b * r {
-        out.set_f(i, (0..c).map(|k| x.f(i * c + k)).sum());
-    }
-    o.check("O", &out);
+    o.check_f("O", b * r, |i| (0..c).map(|k| x.f(i * c + k)).sum());
 }
 
 pub fn run_column() {
@@ -841,11 +816,9 @@ pub fn run_column() {
         .dims(&[("M", m as i64)])
         .run(g1(cdiv(m, 64)));
     let (a, b) = (o.input("A"), o.input("B"));
-    let mut y = o.expect("y");
-    for c in 0..m {
-        y.set_f(c, (0..4).map(|r| a.f(r * m + c) * b.f(r * m + c)).sum());
-    }
-    o.check("y", &y);
+    o.check_f("y", m, |c| {
+        (0..4).map(|r| a.f(r * m + c) * b.f(r * m + c)).sum()
+    });
 }
 
 pub fn run_f16() {
@@ -862,11 +835,7 @@ pub fn run_f16() {
     }
     let o = c.run(g1(cdiv(n, 4) + 1));
     let w = o.input("W");
-    let mut y = o.expect("y");
-    for r in 0..n {
-        y.set_f(r, (0..k).map(|j| w.f(r * k + j)).sum());
-    }
-    o.check("y", &y);
+    o.check_f("y", n, |r| (0..k).map(|j| w.f(r * k + j)).sum());
 }
 
 pub fn run_long() {
@@ -952,11 +921,7 @@ pub fn run_gelu() {
             .gen("X", Gen::Float(-4.0, 4.0))
             .run(g1(cdiv(n * k / 4, 128) + extra));
         let x = o.input("X");
-        let mut y = o.expect("Y");
-        for i in 0..n * k {
-            y.set_f(i, gelu_ref(x.f(i)));
-        }
-        o.check("Y", &y);
+        o.check_f("Y", n * k, |i| gelu_ref(x.f(i)));
     }
 }
 
@@ -968,17 +933,7 @@ pub fn run_softmax() {
             .dims(&[("N", n as i64), ("K", k as i64)])
             .gen("X", Gen::Float(-8.0, 8.0))
             .run(g1(cdiv(n, 4) + extra));
-        let x = o.input("X");
-        let mut y = o.expect("Y");
-        for r in 0..n {
-            let row: Vec<f64> = (0..k).map(|c| x.f(r * k + c)).collect();
-            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let total: f64 = row.iter().map(|v| (v - m).exp()).sum();
-            for (c, v) in row.iter().enumerate() {
-                y.set_f(r * k + c, (v - m).exp() / total);
-            }
-        }
-        o.check("Y", &y);
+        check_softmax(&o, n, k);
     }
 }
 
@@ -1035,11 +990,7 @@ pub fn run_unaligned() {
         .dims(&[("N", n as i64), ("K", k as i64)])
         .run(g1(cdiv(n, 32)));
     let a = o.input("A");
-    let mut y = o.expect("y");
-    for i in 0..n {
-        y.set_f(i, (1..5).map(|c| a.f(i * k + c)).sum());
-    }
-    o.check("y", &y);
+    o.check_f("y", n, |i| (1..5).map(|c| a.f(i * k + c)).sum());
 }
 
 pub fn saxpy() {
@@ -1051,11 +1002,7 @@ pub fn saxpy() {
     let y0 = Tensor::random(ScalarTy::F32, &[n], Gen::Full, &mut c.rng);
     let o = c.init("Y", y0).run(g1(cdiv(n, 256) + 1));
     let (x, y0) = (o.input("X"), o.input("Y"));
-    let mut y = o.expect("Y");
-    for i in 0..n {
-        y.set_f(i, 2.5 * x.f(i) + y0.f(i));
-    }
-    o.check("Y", &y);
+    o.check_f("Y", n, |i| 2.5 * x.f(i) + y0.f(i));
 }
 
 pub fn scalars() {
@@ -1092,35 +1039,25 @@ fn src_in_piece(t: usize, width: usize, src: i64) -> usize {
     }
 }
 
+/// Runs corpus kernel `name`, which transposes `A` (`n` x `m`) into `B`,
+/// over `grid`, and checks `B[c, r] = A[r, c]`.
+fn transposes(name: &str, n: usize, m: usize, grid: [u32; 3]) {
+    let o = Case::corpus(name)
+        .dims(&[("N", n as i64), ("M", m as i64)])
+        .run(grid);
+    let a = o.input("A");
+    o.check_f("B", n * m, |i| a.f((i % n) * m + i / n));
+}
+
 pub fn scratch_transpose() {
     for (n, m) in [(45usize, 70usize), (64, 32)] {
-        let o = Case::corpus("scratch_transpose")
-            .dims(&[("N", n as i64), ("M", m as i64)])
-            .run([cdiv(m, 32), cdiv(n, 32), 1]);
-        let a = o.input("A");
-        let mut b = o.expect("B");
-        for r in 0..n {
-            for c in 0..m {
-                b.set_f(c * n + r, a.f(r * m + c));
-            }
-        }
-        o.check("B", &b);
+        transposes("scratch_transpose", n, m, [cdiv(m, 32), cdiv(n, 32), 1]);
     }
 }
 
 pub fn scratch_fill() {
     for (n, m) in [(45usize, 70usize), (32, 32)] {
-        let o = Case::corpus("scratch_fill")
-            .dims(&[("N", n as i64), ("M", m as i64)])
-            .run([cdiv(m, 32), cdiv(n, 32), 1]);
-        let a = o.input("A");
-        let mut b = o.expect("B");
-        for r in 0..n {
-            for c in 0..m {
-                b.set_f(c * n + r, a.f(r * m + c));
-            }
-        }
-        o.check("B", &b);
+        transposes("scratch_fill", n, m, [cdiv(m, 32), cdiv(n, 32), 1]);
     }
 }
 
@@ -1163,79 +1100,72 @@ pub fn scratch_scan() {
     o.check("Y", &y);
 }
 
+/// Checks the outputs `names` of a shuffle of `A` over 64 threads: thread
+/// `t` of output `j` holds `A[sources(t)[j]]`.
+fn check_shuffles<const N: usize>(
+    o: &Outcome,
+    names: [&str; N],
+    sources: impl Fn(usize) -> [usize; N],
+) {
+    let a = o.input("A");
+    let mut outs: Vec<Tensor> = names.iter().map(|n| o.expect(n)).collect();
+    for t in 0..64 {
+        for (out, src) in outs.iter_mut().zip(sources(t)) {
+            out.set_f(t, a.f(src));
+        }
+    }
+    for (n, want) in names.iter().zip(&outs) {
+        o.check(n, want);
+    }
+}
+
 pub fn shfl_down_up() {
     let o = Case::corpus("shfl_down_up")
         .gen("S", Gen::Int(-40, 40))
         .run(g1(1));
-    let (a, s) = (o.input("A"), o.input("S"));
-    let mut outs: Vec<Tensor> = ["D3", "U5", "DW", "UV", "DV"]
-        .iter()
-        .map(|n| o.expect(n))
-        .collect();
-    for t in 0..64 {
+    let s = o.input("S");
+    check_shuffles(&o, ["D3", "U5", "DW", "UV", "DV"], |t| {
         let lane = |w: usize| (t % w) as i64;
         let st = s.i(t);
-        let srcs = [
+        [
             src_in_piece(t, 32, lane(32) + 3),
             src_in_piece(t, 32, lane(32) - 5),
             src_in_piece(t, 8, lane(8) + 1),
             src_in_piece(t, 16, lane(16) - st),
             src_in_piece(t, 32, lane(32) + st),
-        ];
-        for (out, src) in outs.iter_mut().zip(srcs) {
-            out.set_f(t, a.f(src));
-        }
-    }
-    for (n, want) in ["D3", "U5", "DW", "UV", "DV"].iter().zip(&outs) {
-        o.check(n, want);
-    }
+        ]
+    });
 }
 
 pub fn shfl_from() {
     let o = Case::corpus("shfl_from")
         .gen("S", Gen::Int(-10, 40))
         .run(g1(1));
-    let (a, s) = (o.input("A"), o.input("S"));
-    let names = ["B0", "P", "V", "W"];
-    let mut outs: Vec<Tensor> = names.iter().map(|n| o.expect(n)).collect();
-    for t in 0..64 {
-        let srcs = [
+    let s = o.input("S");
+    check_shuffles(&o, ["B0", "P", "V", "W"], |t| {
+        [
             src_in_piece(t, 32, 0),
             src_in_piece(t, 4, 3),
             src_in_piece(t, 32, s.i(t)),
             src_in_piece(t, 8, s.i(t)),
-        ];
-        for (out, src) in outs.iter_mut().zip(srcs) {
-            out.set_f(t, a.f(src));
-        }
-    }
-    for (n, want) in names.iter().zip(&outs) {
-        o.check(n, want);
-    }
+        ]
+    });
 }
 
 pub fn shfl_xor() {
     let o = Case::corpus("shfl_xor")
         .gen("M", Gen::Int(-4, 20))
         .run(g1(1));
-    let (a, m) = (o.input("A"), o.input("M"));
-    let names = ["X1", "X16", "W", "V"];
-    let mut outs: Vec<Tensor> = names.iter().map(|n| o.expect(n)).collect();
-    for t in 0..64 {
+    let m = o.input("M");
+    check_shuffles(&o, ["X1", "X16", "W", "V"], |t| {
         let lane = |w: usize| (t % w) as i64;
-        let srcs = [
+        [
             src_in_piece(t, 32, lane(32) ^ 1),
             src_in_piece(t, 32, lane(32) ^ 16),
             src_in_piece(t, 4, lane(4) ^ 2),
             src_in_piece(t, 8, lane(8) ^ m.i(t)),
-        ];
-        for (out, src) in outs.iter_mut().zip(srcs) {
-            out.set_f(t, a.f(src));
-        }
-    }
-    for (n, want) in names.iter().zip(&outs) {
-        o.check(n, want);
-    }
+        ]
+    });
 }
 
 pub fn shfl_types() {
@@ -1320,11 +1250,7 @@ pub fn tile_i8() {
         .dims(&[("N", n as i64)])
         .run(g1(cdiv(n, 64) + 1));
     let (q, v) = (o.input("Q"), o.input("V"));
-    let mut y = o.expect("y");
-    for r in 0..n {
-        y.set_i(r, (0..64).map(|k| q.i(r * 64 + k) * v.i(k)).sum());
-    }
-    o.check("y", &y);
+    o.check_i("y", n, |r| (0..64).map(|k| q.i(r * 64 + k) * v.i(k)).sum());
 }
 
 pub fn tile_lut() {
@@ -1333,11 +1259,7 @@ pub fn tile_lut() {
         .dims(&[("N", n as i64)])
         .run(g1(cdiv(n, 64) + 1));
     let (l, x) = (o.input("L"), o.input("X"));
-    let mut y = o.expect("y");
-    for i in 0..n {
-        y.set_f(i, (0..16).map(|k| l.f(k) * x.f(i * 16 + k)).sum());
-    }
-    o.check("y", &y);
+    o.check_f("y", n, |i| (0..16).map(|k| l.f(k) * x.f(i * 16 + k)).sum());
 }
 
 pub fn tile_ragged() {
@@ -1347,46 +1269,29 @@ pub fn tile_ragged() {
         .dims(&[("N", n as i64), ("M", m as i64)])
         .run([cdiv(m, 32) + 1, cdiv(n, 16) + 1, 1]);
     let a = o.input("A");
-    let mut b = o.expect("B");
-    for i in 0..n * m {
-        b.set_f(i, 2.0 * a.f(i));
-    }
-    o.check("B", &b);
+    o.check_f("B", n * m, |i| 2.0 * a.f(i));
 }
 
 pub fn tile_reuse() {
     let o = Case::corpus("tile_reuse").run(g1(1));
     let (a, b) = (o.input("A"), o.input("B"));
-    let mut y = o.expect("y");
-    for t in 0..256 {
-        y.set_f(t, a.f((t + 255) % 256) + b.f((t + 1) % 256));
-    }
-    o.check("y", &y);
+    o.check_f("y", 256, |t| a.f((t + 255) % 256) + b.f((t + 1) % 256));
 }
 
 pub fn tile_transpose() {
     let (n, m) = (45, 70);
-    let o = Case::corpus("tile_transpose")
-        .dims(&[("N", n as i64), ("M", m as i64)])
-        .run([cdiv(m, 32) + 1, cdiv(n, 32) + 1, 1]);
-    let a = o.input("A");
-    let mut b = o.expect("B");
-    for r in 0..n {
-        for c in 0..m {
-            b.set_f(c * n + r, a.f(r * m + c));
-        }
-    }
-    o.check("B", &b);
+    transposes(
+        "tile_transpose",
+        n,
+        m,
+        [cdiv(m, 32) + 1, cdiv(n, 32) + 1, 1],
+    );
 }
 
 pub fn tile_write() {
     let o = Case::corpus("tile_write").run(g1(1));
     let x = o.input("X");
-    let mut y = o.expect("y");
-    for t in 0..128 {
-        y.set_f(t, 3.0 * x.f((t + 7) % 128));
-    }
-    o.check("y", &y);
+    o.check_f("y", 128, |t| 3.0 * x.f((t + 7) % 128));
 }
 
 pub fn types_bf16() {
@@ -1526,11 +1431,7 @@ pub fn vec_add() {
         .dims(&[("N", n as i64)])
         .run(g1(cdiv(n, 128) + 2));
     let (a, b) = (o.input("A"), o.input("B"));
-    let mut c = o.expect("C");
-    for i in 0..n {
-        c.set_f(i, a.f(i) + b.f(i));
-    }
-    o.check("C", &c);
+    o.check_f("C", n, |i| a.f(i) + b.f(i));
 }
 pub fn int4_gemv() {
     // 37 rows over 4 warps per CTA: the last CTA is ragged, one CTA past it.
@@ -1685,6 +1586,38 @@ pub fn mma_gemm_f16() {
     });
 }
 
+pub fn mma_gemm_f16acc() {
+    // f16 accumulation: each mma.sync rounds its sum to f16 (the ISA
+    // leaves how to the hardware), so element (i, j) may be off the exact
+    // sum by at most one f16 rounding (2^-11 relative, 2^-25 absolute for
+    // subnormals) per instruction of the sum of |a w| over K: K padded to
+    // the copies' 32, over 16 per instruction on sm_80 and 8 on sm_75.
+    for arch in [75, 80] {
+        for (m, n, k) in [(77usize, 90usize, 53usize), (5, 3, 7), (130, 64, 96)] {
+            let o = Case::corpus_for("mma_gemm_f16acc", arch)
+                .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+                .run([cdiv(m, 64), cdiv(n, 64), 1]);
+            let (a, w) = (o.input("A"), o.input("W"));
+            // The exact sums, in f64 (not rounded to C's f16).
+            let mut want = Tensor::zeros(ScalarTy::F64, &[m, n]);
+            for r in 0..m {
+                for col in 0..n {
+                    let s: f64 = (0..k).map(|x| a.f(r * k + x) * w.f(col * k + x)).sum();
+                    want.set_f(r * n + col, s);
+                }
+            }
+            let steps = (k.div_ceil(32) * 32 / if arch < 80 { 8 } else { 16 }) as f64;
+            o.check_within("C", &want, |i| {
+                let (r, col) = (i / n, i % n);
+                let abs: f64 = (0..k)
+                    .map(|x| (a.f(r * k + x) * w.f(col * k + x)).abs())
+                    .sum();
+                steps * (abs * 2f64.powi(-11) + 2f64.powi(-25))
+            });
+        }
+    }
+}
+
 pub fn mma_gemm_staged() {
     // The 3-stage ring: K = 88 (2.75 trips of 32, so the last trip's copy
     // is ragged and the ring's prologue and tail issue past the end), a
@@ -1732,6 +1665,48 @@ pub fn mma_gemm_bf16() {
     float_gemm("mma_gemm_bf16", &[80], 32, &sizes, |o, m, n, k| {
         gemm_reference(o, m, n, k, false)
     });
+}
+
+pub fn mma_attention_scores() {
+    // 77 query rows (two CTAs, the second ragged), 150 keys (three blocks
+    // of 64, the last one 22 wide: its other 42 columns are zero scores
+    // that must not enter the max or the sum), D = 40 (a ragged second
+    // copy of 32). Then one row and key block smaller than a fragment,
+    // a single key, and sizes that fill the blocks exactly. sm_75 runs
+    // two m16n8k8 per step, sm_80 one m16n8k16.
+    for arch in [75, 80] {
+        for (m, n, d) in [
+            (77usize, 150usize, 40usize),
+            (5, 3, 7),
+            (3, 1, 16),
+            (64, 128, 64),
+        ] {
+            let scale = 0.35f32;
+            let o = Case::corpus_for("mma_attention_scores", arch)
+                .dims(&[("M", m as i64), ("N", n as i64), ("D", d as i64)])
+                .scalar("scale", Scalar::F32(scale))
+                // P is below 1; the floor makes the comparison relative
+                // down to values of 1e-3 (1e-8 absolute below that).
+                .floor(1e-3)
+                .run([cdiv(m, 64), 1, 1]);
+            let (q, k) = (o.input("Q"), o.input("K"));
+            let mut p = o.expect("P");
+            for i in 0..m {
+                let x: Vec<f64> = (0..n)
+                    .map(|j| {
+                        let s: f64 = (0..d).map(|c| q.f(i * d + c) * k.f(j * d + c)).sum();
+                        s * f64::from(scale)
+                    })
+                    .collect();
+                let mx = x.iter().copied().fold(f64::MIN, f64::max);
+                let total: f64 = x.iter().map(|v| (v - mx).exp()).sum();
+                for (j, v) in x.iter().enumerate() {
+                    p.set_f(i * n + j, (v - mx).exp() / total);
+                }
+            }
+            o.check("P", &p);
+        }
+    }
 }
 
 /// An integer GEMM case: exact, bit for bit, against an i64 reference.
@@ -1793,7 +1768,7 @@ macro_rules! corpus_cases {
             int4_gemv, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
-            mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_i8, mma_gemm_staged, mma_gemm_staged_bf16, mma_gemm_staged_tf32, mma_gemm_tf32, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
+            mma_attention_scores, mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_f16acc, mma_gemm_i8, mma_gemm_staged, mma_gemm_staged_bf16, mma_gemm_staged_tf32, mma_gemm_tf32, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
             scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, staged_row_sum, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
             tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,

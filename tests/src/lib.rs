@@ -176,6 +176,39 @@ pub fn ptxas_or_skip() -> Option<PathBuf> {
     found
 }
 
+/// Assembles `ptx`, kernel `name`'s, for `sm_{arch}` with the ptxas at
+/// `path`, as builds do ([`phobos_build::assemble_ptx`]): the cubin's
+/// bytes, or what ptxas said.
+pub fn assemble(path: &Path, name: &str, arch: u32, ptx: &str) -> Result<Vec<u8>, String> {
+    let ptxas = phobos_build::Ptxas {
+        path: path.to_path_buf(),
+        version: String::new(),
+        targets: None,
+        named: true,
+    };
+    phobos_build::assemble_ptx(&ptxas, name, arch, ptx).map_err(|e| e.to_string())
+}
+
+/// Runs `cmd` (a cargo build of a user's crate, say) with `CARGO` the
+/// cargo running the tests and no `RUSTFLAGS`; panics with its status and
+/// output unless it succeeds, else returns them as text.
+pub fn run_checked(cmd: &mut std::process::Command) -> String {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let out = cmd
+        .env("CARGO", &cargo)
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("the command runs");
+    let all = format!(
+        "status: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{all}");
+    all
+}
+
 /// Whether this run is CI (`CI=true` or `CI=1`, as every test in the
 /// workspace reads it), where missing tools fail tests.
 pub fn in_ci() -> bool {

@@ -654,6 +654,21 @@ impl Case {
         }
     }
 
+    /// Runs in the simulator expecting a check to fire; returns its report
+    /// (and panics if the case ran clean or failed otherwise).
+    pub fn report(self, grid: [u32; 3]) -> phobos_sim::CheckReport {
+        match self.launch(grid) {
+            Ok(o) => panic!(
+                "{} ({}) ran clean; a check should have fired",
+                o.name, o.entry
+            ),
+            Err(b) => match b.1 {
+                SimError::Check(r) => *r,
+                e => panic!("expected a check report, got: {e}"),
+            },
+        }
+    }
+
     /// Runs and panics on a simulator error.
     pub fn run(self, grid: [u32; 3]) -> Outcome {
         match self.executor {
@@ -742,6 +757,26 @@ impl Outcome {
         }
     }
 
+    /// Checks tensor `name` after the run: element `i` of its first `len`
+    /// is `want(i)`, a float ([`Tensor::set_f`]); the rest is as it was
+    /// before the run.
+    pub fn check_f(&self, name: &str, len: usize, want: impl Fn(usize) -> f64) {
+        let mut t = self.expect(name);
+        for i in 0..len {
+            t.set_f(i, want(i));
+        }
+        self.check(name, &t);
+    }
+
+    /// [`Outcome::check_f`] for integer values ([`Tensor::set_i`]).
+    pub fn check_i(&self, name: &str, len: usize, want: impl Fn(usize) -> i64) {
+        let mut t = self.expect(name);
+        for i in 0..len {
+            t.set_i(i, want(i));
+        }
+        self.check(name, &t);
+    }
+
     /// Like [`Outcome::check`], returning the description of a mismatch.
     pub fn compare(&self, name: &str, want: &Tensor) -> Result<(), String> {
         let got = &self.after[name];
@@ -794,6 +829,41 @@ impl Outcome {
             got.len(),
             bad.join("\n")
         ))
+    }
+
+    /// Compares float tensor `name` after the run with `want` within
+    /// `tol(i)` of element `i`, for results whose rounding the language
+    /// leaves to the hardware (f16 accumulation on tensor cores); panics
+    /// listing the first mismatches. Returns the largest error.
+    pub fn check_within(&self, name: &str, want: &Tensor, tol: impl Fn(usize) -> f64) -> f64 {
+        let got = &self.after[name];
+        assert_eq!(got.shape, want.shape, "{name}: shape");
+        let mut bad = Vec::new();
+        let mut worst = 0f64;
+        for i in 0..got.len() {
+            let (g, w) = (got.f(i), want.f(i));
+            let ok = if w.is_nan() {
+                g.is_nan()
+            } else {
+                worst = worst.max((g - w).abs());
+                (g - w).abs() <= tol(i)
+            };
+            if !ok && bad.len() < 8 {
+                let idx = unflatten(i, &got.shape);
+                bad.push(format!(
+                    "  {name}{idx:?}: got {g}, want {w} within {}",
+                    tol(i)
+                ));
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "{} ({}): elements of {name} differ from the reference:\n{}",
+            self.name,
+            self.entry,
+            bad.join("\n")
+        );
+        worst
     }
 
     /// Tensors other than the written ones must be unchanged.

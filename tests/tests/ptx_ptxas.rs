@@ -2,22 +2,18 @@
 //! NVIDIA's ptxas for that target. Without ptxas the test is skipped with a
 //! message, except under `CI=true`, where a missing ptxas fails it.
 
-use phobos_conformance::{compile, corpus, ptxas_or_skip};
-use std::process::Command;
+use phobos_conformance::{assemble, compile, corpus, ptxas_or_skip};
 
 #[test]
 fn ptxas_accepts_every_corpus_kernel_for_every_target() {
     let Some(ptxas) = ptxas_or_skip() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("temp dir");
     let mut jobs = Vec::new();
     for f in corpus() {
         for arch in f.arches() {
             let ptx: String = compile(&f, arch).iter().map(|k| k.ptx.as_str()).collect();
-            let path = dir.path().join(format!("{}.sm_{arch}.ptx", f.name));
-            std::fs::write(&path, ptx).expect("write ptx");
-            jobs.push((f.name.clone(), arch, path));
+            jobs.push((f.name.clone(), arch, ptx));
         }
     }
     let failures: Vec<String> = std::thread::scope(|s| {
@@ -28,19 +24,9 @@ fn ptxas_accepts_every_corpus_kernel_for_every_target() {
                 let ptxas = &ptxas;
                 s.spawn(move || {
                     let mut bad = Vec::new();
-                    for (name, arch, path) in chunk {
-                        let out = Command::new(ptxas)
-                            .arg(format!("-arch=sm_{arch}"))
-                            .arg("-o")
-                            .arg(path.with_extension("cubin"))
-                            .arg(path)
-                            .output()
-                            .expect("run ptxas");
-                        if !out.status.success() {
-                            bad.push(format!(
-                                "{name} sm_{arch}:\n{}",
-                                String::from_utf8_lossy(&out.stderr)
-                            ));
+                    for (name, arch, ptx) in chunk {
+                        if let Err(e) = assemble(ptxas, name, *arch, ptx) {
+                            bad.push(format!("{name} sm_{arch}:\n{e}"));
                         }
                     }
                     bad

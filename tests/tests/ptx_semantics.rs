@@ -13,103 +13,152 @@ use phobos_core::binding::{bind, ArgShape, LaunchRequest, Limits, PtxValue};
 use phobos_core::meta::{DimRefMeta, ParamKindMeta};
 use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
 
+/// The little-endian bytes of `v`, each value by `bytes`.
+fn le<T: Copy, const N: usize>(v: &[T], bytes: fn(T) -> [u8; N]) -> Vec<u8> {
+    v.iter().flat_map(|x| bytes(*x)).collect()
+}
+/// The values in `b`, each read from its little-endian bytes by `value`.
+fn from_le<T, const N: usize>(b: &[u8], value: fn([u8; N]) -> T) -> Vec<T> {
+    b.chunks(N).map(|c| value(c.try_into().unwrap())).collect()
+}
 fn f32s(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|f| f.to_le_bytes()).collect()
+    le(v, f32::to_le_bytes)
 }
 fn to_f32(b: &[u8]) -> Vec<f32> {
-    b.chunks(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    from_le(b, f32::from_le_bytes)
 }
 fn to_i32(b: &[u8]) -> Vec<i32> {
-    b.chunks(4)
-        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    from_le(b, i32::from_le_bytes)
+}
+fn to_u16(b: &[u8]) -> Vec<u16> {
+    from_le(b, u16::from_le_bytes)
 }
 
-/// Runs corpus kernel `name` over `grid` with `params` in the kernel's
-/// declaration order (a buffer per tensor, a value per scalar) and the
-/// runtime dims by name. The PTX arguments, their order, the variant
-/// (`entry`, checked) and the block size (`threads`, checked) come from
-/// the one launch binding (`phobos_core::binding`), as every executor
-/// gets them.
-fn run(
-    name: &str,
-    entry: &str,
+/// One kernel parameter's value: an input tensor's bytes, an output
+/// tensor of that many zero bytes, or a scalar.
+enum Param {
+    In(Vec<u8>),
+    Out(usize),
+    Value(KernelArg),
+}
+use Param::{In, Out, Value};
+
+/// A launch of corpus kernel variant `entry` (the kernel's file is the name
+/// before any `__`) over `grid` CTAs of `threads` threads.
+struct Launch {
+    entry: &'static str,
     grid: [u32; 3],
     threads: u32,
-    dev: &mut Device,
-    params: &[KernelArg],
-    dims: &[(&str, usize)],
-) {
-    let k = compile(&corpus_file(name), 75);
-    let meta = &k[0].meta;
-    assert_eq!(
-        params.len(),
-        meta.params.len(),
-        "{name}: one value per parameter"
-    );
-    let dim = |d: &DimRefMeta| match d {
-        DimRefMeta::Named(n) => {
-            dims.iter()
-                .find(|(x, _)| x == n)
-                .unwrap_or_else(|| panic!("{name}: give dim {n}"))
-                .1 as u64
-        }
-        DimRefMeta::Const(c) => *c,
-    };
-    let shapes: Vec<Vec<u64>> = meta
-        .params
-        .iter()
-        .map(|p| match &p.kind {
-            ParamKindMeta::Tensor { dims, .. } => dims.iter().map(dim).collect(),
-            ParamKindMeta::Scalar(_) => Vec::new(),
-        })
-        .collect();
-    let shapes: Vec<ArgShape<'_>> = meta
-        .params
-        .iter()
-        .zip(&shapes)
-        .map(|(p, shape)| match &p.kind {
-            ParamKindMeta::Tensor { elem, .. } => ArgShape::Tensor {
-                elem: *elem,
-                shape,
-                capacity: None,
-                address: None,
-            },
-            ParamKindMeta::Scalar(ty) => ArgShape::Scalar(*ty),
-        })
-        .collect();
-    let request = LaunchRequest {
-        args: &shapes,
-        grid: Some(grid),
-        picked: &[],
-        limits: Limits::SM75,
-    };
-    let binding = bind(meta, &request).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let variant = binding.first();
-    assert_eq!(variant.entry, entry, "{name}: the variant the dims pick");
-    assert_eq!(variant.threads, threads, "{name}: the block size");
-    let args: Vec<KernelArg> = binding
-        .ptx_args(variant)
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
-        .into_iter()
-        .map(|v| match v {
-            PtxValue::Tensor(i) | PtxValue::Scalar(i) => params[i].clone(),
-            PtxValue::Dim(d) => KernelArg::I32(d),
-        })
-        .collect();
-    let m = Module::parse(&k[0].ptx).unwrap_or_else(|e| panic!("{e}"));
-    dev.launch(
-        &m,
+}
+
+fn launch(entry: &'static str, grid: [u32; 3], threads: u32) -> Launch {
+    Launch {
         entry,
         grid,
-        [threads, 1, 1],
-        &args,
-        &LaunchOptions::default(),
-        None,
-    )
-    .unwrap_or_else(|e| panic!("{name}: {e}"));
+        threads,
+    }
+}
+
+impl Launch {
+    /// Runs the kernel with `params` in its declaration order (a value per
+    /// tensor and per scalar, each buffer named after its parameter) and
+    /// the runtime dims by name, and returns every parameter's bytes after
+    /// the launch (none for a scalar). The PTX arguments, their order, the
+    /// variant (`entry`, checked) and the block size (`threads`, checked)
+    /// come from the one launch binding (`phobos_core::binding`), as every
+    /// executor gets them.
+    fn run(&self, dims: &[(&str, usize)], params: Vec<Param>) -> Vec<Vec<u8>> {
+        let name = self.entry.split("__").next().unwrap();
+        let k = compile(&corpus_file(name), 75);
+        let meta = &k[0].meta;
+        assert_eq!(
+            params.len(),
+            meta.params.len(),
+            "{name}: one value per parameter"
+        );
+        let dim = |d: &DimRefMeta| match d {
+            DimRefMeta::Named(n) => {
+                dims.iter()
+                    .find(|(x, _)| x == n)
+                    .unwrap_or_else(|| panic!("{name}: give dim {n}"))
+                    .1 as u64
+            }
+            DimRefMeta::Const(c) => *c,
+        };
+        let shapes: Vec<Vec<u64>> = meta
+            .params
+            .iter()
+            .map(|p| match &p.kind {
+                ParamKindMeta::Tensor { dims, .. } => dims.iter().map(dim).collect(),
+                ParamKindMeta::Scalar(_) => Vec::new(),
+            })
+            .collect();
+        let shapes: Vec<ArgShape<'_>> = meta
+            .params
+            .iter()
+            .zip(&shapes)
+            .map(|(p, shape)| match &p.kind {
+                ParamKindMeta::Tensor { elem, .. } => ArgShape::Tensor {
+                    elem: *elem,
+                    shape,
+                    capacity: None,
+                    address: None,
+                },
+                ParamKindMeta::Scalar(ty) => ArgShape::Scalar(*ty),
+            })
+            .collect();
+        let request = LaunchRequest {
+            args: &shapes,
+            grid: Some(self.grid),
+            picked: &[],
+            limits: Limits::SM75,
+        };
+        let binding = bind(meta, &request).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let variant = binding.first();
+        assert_eq!(
+            variant.entry, self.entry,
+            "{name}: the variant the dims pick"
+        );
+        assert_eq!(variant.threads, self.threads, "{name}: the block size");
+        let mut dev = Device::new();
+        let values: Vec<KernelArg> = params
+            .iter()
+            .zip(&meta.params)
+            .map(|(p, m)| match p {
+                In(bytes) => KernelArg::Buffer(dev.alloc_from(&m.name, bytes).unwrap()),
+                Out(n) => KernelArg::Buffer(dev.alloc(&m.name, *n).unwrap()),
+                Value(v) => v.clone(),
+            })
+            .collect();
+        let args: Vec<KernelArg> = binding
+            .ptx_args(variant)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .into_iter()
+            .map(|v| match v {
+                PtxValue::Tensor(i) | PtxValue::Scalar(i) => values[i].clone(),
+                PtxValue::Dim(d) => KernelArg::I32(d),
+            })
+            .collect();
+        let m = Module::parse(&k[0].ptx).unwrap_or_else(|e| panic!("{e}"));
+        dev.launch(
+            &m,
+            self.entry,
+            self.grid,
+            [self.threads, 1, 1],
+            &args,
+            &LaunchOptions::default(),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        params
+            .iter()
+            .zip(&values)
+            .map(|(p, v)| match (p, v) {
+                (In(_) | Out(_), KernelArg::Buffer(b)) => dev.to_vec(*b).unwrap(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
 }
 
 #[test]
@@ -122,33 +171,16 @@ fn seeds() {
         .collect();
     // lanes_matvec takes K at run time; staged_matvec's K = 256 picks
     // its variant (the binding leaves it out of the PTX arguments).
-    for (name, entry) in [
-        ("lanes_matvec", "lanes_matvec"),
-        ("staged_matvec", "staged_matvec__K256"),
-    ] {
-        let mut dev = Device::new();
-        let wb = dev.alloc_from("W", &f32s(&w)).unwrap();
-        let xb = dev.alloc_from("x", &f32s(&x)).unwrap();
-        let yb = dev.alloc("y", n * 4).unwrap();
-        let args = [
-            KernelArg::Buffer(wb),
-            KernelArg::Buffer(xb),
-            KernelArg::Buffer(yb),
-        ];
-        run(
-            name,
-            entry,
-            [n.div_ceil(4) as u32, 1, 1],
-            128,
-            &mut dev,
-            &args,
+    for entry in ["lanes_matvec", "staged_matvec__K256"] {
+        let out = launch(entry, [n.div_ceil(4) as u32, 1, 1], 128).run(
             &[("N", n), ("K", k)],
+            vec![In(f32s(&w)), In(f32s(&x)), Out(n * 4)],
         );
-        let y = to_f32(&dev.to_vec(yb).unwrap());
+        let y = to_f32(&out[2]);
         for r in 0..n {
             assert!(
                 (y[r] - want[r]).abs() < 1e-2,
-                "{name} row {r}: {} vs {}",
+                "{entry} row {r}: {} vs {}",
                 y[r],
                 want[r]
             );
@@ -169,61 +201,25 @@ fn seeds() {
                 .sum::<i32>() as f32
         })
         .collect();
-    let mut dev = Device::new();
-    let ab = dev
-        .alloc_from("A", &a.iter().map(|v| *v as u8).collect::<Vec<_>>())
-        .unwrap();
-    let wb = dev
-        .alloc_from("W", &wq.iter().map(|v| *v as u8).collect::<Vec<_>>())
-        .unwrap();
-    let cb = dev.alloc("C", n * 4).unwrap();
-    run(
-        "i8_matvec",
-        "i8_matvec",
-        [n.div_ceil(8) as u32, 1, 1],
-        256,
-        &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(wb),
-            KernelArg::Buffer(cb),
-        ],
-        &[("K", k), ("N", n)],
-    );
-    let c = to_f32(&dev.to_vec(cb).unwrap());
-    assert_eq!(c, want);
+    let params = vec![
+        In(le(&a, i8::to_le_bytes)),
+        In(le(&wq, i8::to_le_bytes)),
+        Out(n * 4),
+    ];
+    let out =
+        launch("i8_matvec", [n.div_ceil(8) as u32, 1, 1], 256).run(&[("K", k), ("N", n)], params);
+    assert_eq!(to_f32(&out[2]), want);
     // lane_max
     let av: Vec<f32> = (0..128).map(|i| (i * 37 % 101) as f32).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
-    let ob = dev.alloc("O", 4).unwrap();
-    run(
-        "lane_max",
-        "lane_max",
-        [1, 1, 1],
-        128,
-        &mut dev,
-        &[KernelArg::Buffer(ab), KernelArg::Buffer(ob)],
-        &[],
-    );
-    let o = to_f32(&dev.to_vec(ob).unwrap());
+    let out = launch("lane_max", [1, 1, 1], 128).run(&[], vec![In(f32s(&av)), Out(4)]);
+    let o = to_f32(&out[1]);
     assert_eq!(o[0], av[..32].iter().cloned().fold(f32::MIN, f32::max));
     // row_sum
     let (n, m) = (7usize, 1000usize);
     let av: Vec<f32> = (0..n * m).map(|i| (i % 3) as f32).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
-    let yb = dev.alloc("y", n * 4).unwrap();
-    run(
-        "row_sum",
-        "row_sum",
-        [n as u32, 1, 1],
-        256,
-        &mut dev,
-        &[KernelArg::Buffer(ab), KernelArg::Buffer(yb)],
-        &[("N", n), ("M", m)],
-    );
-    let y = to_f32(&dev.to_vec(yb).unwrap());
+    let out = launch("row_sum", [n as u32, 1, 1], 256)
+        .run(&[("N", n), ("M", m)], vec![In(f32s(&av)), Out(n * 4)]);
+    let y = to_f32(&out[1]);
     for r in 0..n {
         assert_eq!(y[r], av[r * m..(r + 1) * m].iter().sum::<f32>(), "row {r}");
     }
@@ -233,29 +229,9 @@ fn seeds() {
         .map(|i| ((i * 37 % 101) as f32) - 50.0)
         .collect();
     let bv: Vec<i32> = (0..g * 128).map(|i| (i % 7) as i32).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
-    let bb = dev
-        .alloc_from(
-            "B",
-            &bv.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
-        )
-        .unwrap();
-    let ob = dev.alloc("O", g * 8 * 4).unwrap();
-    run(
-        "cta_forms",
-        "cta_forms",
-        [g as u32, 1, 1],
-        128,
-        &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(bb),
-            KernelArg::Buffer(ob),
-        ],
-        &[("G", g)],
-    );
-    let o = to_f32(&dev.to_vec(ob).unwrap());
+    let inputs = vec![In(f32s(&av)), In(le(&bv, i32::to_le_bytes)), Out(g * 8 * 4)];
+    let out = launch("cta_forms", [g as u32, 1, 1], 128).run(&[("G", g)], inputs);
+    let o = to_f32(&out[2]);
     for gi in 0..g {
         let row = &av[gi * 128..(gi + 1) * 128];
         let mx = row.iter().cloned().fold(f32::MIN, f32::max);
@@ -272,36 +248,9 @@ fn seeds() {
     // shuffles
     let av: Vec<f32> = (0..64).map(|i| i as f32).collect();
     let sv: Vec<i32> = (0..64).map(|i| (i * 7 % 45) - 6).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
-    let sb = dev
-        .alloc_from(
-            "S",
-            &sv.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
-        )
-        .unwrap();
-    let outs: Vec<_> = (0..5)
-        .map(|i| dev.alloc(&format!("o{i}"), 256).unwrap())
-        .collect();
-    let mut args = vec![KernelArg::Buffer(ab), KernelArg::Buffer(sb)];
-    args.extend(outs.iter().map(|b| KernelArg::Buffer(*b)));
-    run(
-        "shfl_down_up",
-        "shfl_down_up",
-        [1, 1, 1],
-        64,
-        &mut dev,
-        &args,
-        &[],
-    );
-    let get = |d: &Device, i: usize| to_f32(&d.to_vec(outs[i]).unwrap());
-    let (d3, u5, dw, uv, dv) = (
-        get(&dev, 0),
-        get(&dev, 1),
-        get(&dev, 2),
-        get(&dev, 3),
-        get(&dev, 4),
-    );
+    let out = launch("shfl_down_up", [1, 1, 1], 64).run(&[], shuffle_params(&av, &sv, 5));
+    let get = |i: usize| to_f32(&out[2 + i]);
+    let (d3, u5, dw, uv, dv) = (get(0), get(1), get(2), get(3), get(4));
     for t in 0..64usize {
         let lane = (t % 32) as i64;
         let base = (t - t % 32) as i64;
@@ -321,44 +270,35 @@ fn seeds() {
         assert_eq!(uv[t], src(lane - s, 16), "uv {t}");
         assert_eq!(dv[t], src(lane + s, 32), "dv {t}");
     }
-    let _ = to_i32;
+}
+
+/// The parameters of the shuffle kernels: the f32 values `A`, the i32
+/// sources or masks, and `outs` outputs of 64 f32 each.
+fn shuffle_params(a: &[f32], s: &[i32], outs: usize) -> Vec<Param> {
+    let mut params = vec![In(f32s(a)), In(le(s, i32::to_le_bytes))];
+    params.extend((0..outs).map(|_| Out(256)));
+    params
 }
 
 #[test]
 fn tiles() {
     let (n, m) = (37usize, 70usize);
     let a: Vec<f32> = (0..n * m).map(|i| i as f32).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&a)).unwrap();
-    let bb = dev.alloc_from("B", &f32s(&vec![-1.0; n * m])).unwrap();
-    run(
-        "tile_ragged",
-        "tile_ragged",
-        [m.div_ceil(32) as u32, n.div_ceil(16) as u32, 1],
-        128,
-        &mut dev,
-        &[KernelArg::Buffer(ab), KernelArg::Buffer(bb)],
+    let grid = [m.div_ceil(32) as u32, n.div_ceil(16) as u32, 1];
+    let out = launch("tile_ragged", grid, 128).run(
         &[("N", n), ("M", m)],
+        vec![In(f32s(&a)), In(f32s(&vec![-1.0; n * m]))],
     );
-    let b = to_f32(&dev.to_vec(bb).unwrap());
+    let b = to_f32(&out[1]);
     for i in 0..n * m {
         assert_eq!(b[i], 2.0 * a[i], "ragged {i}");
     }
     let (n, m) = (45usize, 70usize);
     let a: Vec<f32> = (0..n * m).map(|i| i as f32).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&a)).unwrap();
-    let bb = dev.alloc("B", n * m * 4).unwrap();
-    run(
-        "tile_transpose",
-        "tile_transpose",
-        [m.div_ceil(32) as u32, n.div_ceil(32) as u32, 1],
-        256,
-        &mut dev,
-        &[KernelArg::Buffer(ab), KernelArg::Buffer(bb)],
-        &[("N", n), ("M", m)],
-    );
-    let b = to_f32(&dev.to_vec(bb).unwrap());
+    let grid = [m.div_ceil(32) as u32, n.div_ceil(32) as u32, 1];
+    let out = launch("tile_transpose", grid, 256)
+        .run(&[("N", n), ("M", m)], vec![In(f32s(&a)), Out(n * m * 4)]);
+    let b = to_f32(&out[1]);
     for r in 0..n {
         for c in 0..m {
             assert_eq!(b[c * n + r], a[r * m + c]);
@@ -366,70 +306,24 @@ fn tiles() {
     }
     let av: Vec<f32> = (0..256).map(|i| i as f32).collect();
     let bv: Vec<f32> = (0..256).map(|i| 1000.0 * i as f32).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
-    let bb = dev.alloc_from("B", &f32s(&bv)).unwrap();
-    let yb = dev.alloc("y", 1024).unwrap();
-    run(
-        "tile_reuse",
-        "tile_reuse",
-        [1, 1, 1],
-        256,
-        &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(bb),
-            KernelArg::Buffer(yb),
-        ],
-        &[],
-    );
-    let y = to_f32(&dev.to_vec(yb).unwrap());
+    let out = launch("tile_reuse", [1, 1, 1], 256)
+        .run(&[], vec![In(f32s(&av)), In(f32s(&bv)), Out(1024)]);
+    let y = to_f32(&out[2]);
     for i in 0..256 {
         assert_eq!(y[i], av[(i + 255) % 256] + bv[(i + 1) % 256]);
     }
     let xv: Vec<f32> = (0..128).map(|i| i as f32).collect();
-    let mut dev = Device::new();
-    let xb = dev.alloc_from("X", &f32s(&xv)).unwrap();
-    let yb = dev.alloc("y", 512).unwrap();
-    run(
-        "tile_write",
-        "tile_write",
-        [1, 1, 1],
-        128,
-        &mut dev,
-        &[KernelArg::Buffer(xb), KernelArg::Buffer(yb)],
-        &[],
-    );
-    let y = to_f32(&dev.to_vec(yb).unwrap());
+    let out = launch("tile_write", [1, 1, 1], 128).run(&[], vec![In(f32s(&xv)), Out(512)]);
+    let y = to_f32(&out[1]);
     for i in 0..128 {
         assert_eq!(y[i], 3.0 * xv[(i + 7) % 128]);
     }
     // halo f16
     let n = 300usize;
     let xs: Vec<u16> = (0..n).map(|i| half_bits((i % 10) as f32)).collect();
-    let mut dev = Device::new();
-    let xb = dev
-        .alloc_from(
-            "x",
-            &xs.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
-        )
-        .unwrap();
-    let yb = dev.alloc("y", n * 2).unwrap();
-    run(
-        "tile_f16_halo",
-        "tile_f16_halo",
-        [n.div_ceil(128) as u32, 1, 1],
-        128,
-        &mut dev,
-        &[KernelArg::Buffer(xb), KernelArg::Buffer(yb)],
-        &[("N", n)],
-    );
-    let y: Vec<u16> = dev
-        .to_vec(yb)
-        .unwrap()
-        .chunks(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
+    let out = launch("tile_f16_halo", [n.div_ceil(128) as u32, 1, 1], 128)
+        .run(&[("N", n)], vec![In(le(&xs, u16::to_le_bytes)), Out(n * 2)]);
+    let y = to_u16(&out[1]);
     for (i, got) in y.iter().enumerate() {
         let v = |j: i64| {
             if (0..n as i64).contains(&j) {
@@ -453,36 +347,19 @@ fn half_bits(x: f32) -> u16 {
     (((e + 15) as u16) << 10) | ((m * 1024.0) as u16)
 }
 
-fn bytes_i32(v: &[i32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
 #[test]
 fn lanes_more() {
     // lane_argmax
     let av: Vec<f32> = (0..64).map(|i| (i * 37 % 11) as f32).collect();
     let bv: Vec<i32> = (0..64).map(|i| i * 13 % 5).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
-    let bb = dev.alloc_from("B", &bytes_i32(&bv)).unwrap();
-    let wb = dev.alloc("W", 256).unwrap();
-    let pb = dev.alloc("P", 256).unwrap();
-    run(
-        "lane_argmax",
-        "lane_argmax",
-        [1, 1, 1],
-        64,
-        &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(bb),
-            KernelArg::Buffer(wb),
-            KernelArg::Buffer(pb),
-        ],
-        &[],
-    );
-    let w = to_i32(&dev.to_vec(wb).unwrap());
-    let p = to_i32(&dev.to_vec(pb).unwrap());
+    let inputs = vec![
+        In(f32s(&av)),
+        In(le(&bv, i32::to_le_bytes)),
+        Out(256),
+        Out(256),
+    ];
+    let out = launch("lane_argmax", [1, 1, 1], 64).run(&[], inputs);
+    let (w, p) = (to_i32(&out[2]), to_i32(&out[3]));
     for t in 0..64 {
         let ws = t - t % 32;
         let mx = av[ws..ws + 32].iter().cloned().fold(f32::MIN, f32::max);
@@ -503,19 +380,8 @@ fn lanes_more() {
     let av: Vec<f32> = (0..96)
         .map(|i| if i % 7 == 0 || i >= 64 { 1.0 } else { -1.0 })
         .collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
-    let ob = dev.alloc("O", 96 * 4).unwrap();
-    run(
-        "lane_any_all",
-        "lane_any_all",
-        [1, 1, 1],
-        96,
-        &mut dev,
-        &[KernelArg::Buffer(ab), KernelArg::Buffer(ob)],
-        &[],
-    );
-    let o = to_i32(&dev.to_vec(ob).unwrap());
+    let out = launch("lane_any_all", [1, 1, 1], 96).run(&[], vec![In(f32s(&av)), Out(96 * 4)]);
+    let o = to_i32(&out[1]);
     for t in 0..96 {
         let c = |i: usize| av[i] > 0.0;
         let piece = |w: usize| (t - t % w)..(t - t % w + w);
@@ -528,27 +394,8 @@ fn lanes_more() {
     // shfl_from / xor
     let av: Vec<f32> = (0..64).map(|i| i as f32).collect();
     let sv: Vec<i32> = (0..64).map(|i| (i * 7 % 45) - 6).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
-    let sb = dev.alloc_from("S", &bytes_i32(&sv)).unwrap();
-    let outs: Vec<_> = (0..4)
-        .map(|i| dev.alloc(&format!("o{i}"), 256).unwrap())
-        .collect();
-    let mut args = vec![KernelArg::Buffer(ab), KernelArg::Buffer(sb)];
-    args.extend(outs.iter().map(|b| KernelArg::Buffer(*b)));
-    run(
-        "shfl_from",
-        "shfl_from",
-        [1, 1, 1],
-        64,
-        &mut dev,
-        &args,
-        &[],
-    );
-    let o: Vec<Vec<f32>> = outs
-        .iter()
-        .map(|b| to_f32(&dev.to_vec(*b).unwrap()))
-        .collect();
+    let out = launch("shfl_from", [1, 1, 1], 64).run(&[], shuffle_params(&av, &sv, 4));
+    let o: Vec<Vec<f32>> = out[2..].iter().map(|b| to_f32(b)).collect();
     for t in 0..64usize {
         let from = |s: i64, w: usize| {
             let start = (t - t % w) as i64;
@@ -563,19 +410,8 @@ fn lanes_more() {
         assert_eq!(o[2][t], from(sv[t] as i64, 32), "V {t}");
         assert_eq!(o[3][t], from(sv[t] as i64, 8), "W {t}");
     }
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
-    let sb = dev.alloc_from("M", &bytes_i32(&sv)).unwrap();
-    let outs: Vec<_> = (0..4)
-        .map(|i| dev.alloc(&format!("o{i}"), 256).unwrap())
-        .collect();
-    let mut args = vec![KernelArg::Buffer(ab), KernelArg::Buffer(sb)];
-    args.extend(outs.iter().map(|b| KernelArg::Buffer(*b)));
-    run("shfl_xor", "shfl_xor", [1, 1, 1], 64, &mut dev, &args, &[]);
-    let o: Vec<Vec<f32>> = outs
-        .iter()
-        .map(|b| to_f32(&dev.to_vec(*b).unwrap()))
-        .collect();
+    let out = launch("shfl_xor", [1, 1, 1], 64).run(&[], shuffle_params(&av, &sv, 4));
+    let o: Vec<Vec<f32>> = out[2..].iter().map(|b| to_f32(b)).collect();
     for t in 0..64usize {
         let lane = (t % 32) as i64;
         let xr = |m: i64, w: i64| {
@@ -595,26 +431,8 @@ fn lanes_more() {
     // lane_reduce
     let av: Vec<f32> = (0..64).map(|i| ((i % 5) as f32) - 2.0 + 0.5).collect();
     let bv: Vec<i32> = (0..64).map(|i| 1 << (i % 31)).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
-    let bb = dev.alloc_from("B", &bytes_i32(&bv)).unwrap();
-    let outs: Vec<_> = (0..3)
-        .map(|i| dev.alloc(&format!("o{i}"), 256).unwrap())
-        .collect();
-    let mut args = vec![KernelArg::Buffer(ab), KernelArg::Buffer(bb)];
-    args.extend(outs.iter().map(|b| KernelArg::Buffer(*b)));
-    run(
-        "lane_reduce",
-        "lane_reduce",
-        [1, 1, 1],
-        64,
-        &mut dev,
-        &args,
-        &[],
-    );
-    let r = to_f32(&dev.to_vec(outs[0]).unwrap());
-    let q = to_f32(&dev.to_vec(outs[1]).unwrap());
-    let ii = to_i32(&dev.to_vec(outs[2]).unwrap());
+    let out = launch("lane_reduce", [1, 1, 1], 64).run(&[], shuffle_params(&av, &bv, 3));
+    let (r, q, ii) = (to_f32(&out[2]), to_f32(&out[3]), to_i32(&out[4]));
     for t in 0..64 {
         let p4 = t - t % 4;
         let w = t - t % 32;
@@ -633,27 +451,9 @@ fn bytes_and_runs() {
     let n = 33usize;
     let a: Vec<u8> = (0..n * 32).map(|i| (i * 37 % 256) as u8).collect();
     let b: Vec<u8> = (0..n * 32).map(|i| (i * 91 % 256) as u8).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &a).unwrap();
-    let bb = dev.alloc_from("B", &b).unwrap();
-    let db = dev.alloc("D", n * 4).unwrap();
-    let sb = dev.alloc("S", n * 4).unwrap();
-    run(
-        "dp4a_u8",
-        "dp4a_u8",
-        [2, 1, 1],
-        32,
-        &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(bb),
-            KernelArg::Buffer(db),
-            KernelArg::Buffer(sb),
-        ],
-        &[("N", n)],
-    );
-    let d = to_i32(&dev.to_vec(db).unwrap());
-    let s = to_i32(&dev.to_vec(sb).unwrap());
+    let params = vec![In(a.clone()), In(b.clone()), Out(n * 4), Out(n * 4)];
+    let out = launch("dp4a_u8", [2, 1, 1], 32).run(&[("N", n)], params);
+    let (d, s) = (to_i32(&out[2]), to_i32(&out[3]));
     for i in 0..n {
         let r = i * 32..(i + 1) * 32;
         assert_eq!(
@@ -667,27 +467,10 @@ fn bytes_and_runs() {
     let q: Vec<i8> = (0..n * 16).map(|i| (i * 53 % 256) as u8 as i8).collect();
     let x: Vec<i8> = (0..n * 16).map(|i| (i * 29 % 256) as u8 as i8).collect();
     let x2: Vec<i8> = (0..n * 16).map(|i| (i * 71 % 256) as u8 as i8).collect();
-    let mut dev = Device::new();
-    let u = |v: &[i8]| v.iter().map(|x| *x as u8).collect::<Vec<_>>();
-    let qb = dev.alloc_from("Q", &u(&q)).unwrap();
-    let xb = dev.alloc_from("X", &u(&x)).unwrap();
-    let x2b = dev.alloc_from("X2", &u(&x2)).unwrap();
-    let db = dev.alloc("D", n * 4).unwrap();
-    run(
-        "dp4a_nibble",
-        "dp4a_nibble",
-        [2, 1, 1],
-        32,
-        &mut dev,
-        &[
-            KernelArg::Buffer(qb),
-            KernelArg::Buffer(xb),
-            KernelArg::Buffer(x2b),
-            KernelArg::Buffer(db),
-        ],
-        &[("N", n)],
-    );
-    let d = to_i32(&dev.to_vec(db).unwrap());
+    let mut params: Vec<Param> = [&q, &x, &x2].map(|v| In(le(v, i8::to_le_bytes))).into();
+    params.push(Out(n * 4));
+    let out = launch("dp4a_nibble", [2, 1, 1], 32).run(&[("N", n)], params);
+    let d = to_i32(&out[3]);
     for i in 0..n {
         let want: i32 = (i * 16..(i + 1) * 16)
             .map(|k| (q[k] as i32 & 15) * x[k] as i32 + ((q[k] as i32 >> 4) & 15) * x2[k] as i32)
@@ -697,26 +480,15 @@ fn bytes_and_runs() {
     // run_store
     let (n, k) = (8usize, 64usize);
     let xv: Vec<f32> = (0..n * k).map(|i| i as f32).collect();
-    let mut dev = Device::new();
-    let xb = dev.alloc_from("X", &f32s(&xv)).unwrap();
-    let yb = dev.alloc("Y", n * k * 4).unwrap();
-    let y2b = dev.alloc("Y2", n * k * 4).unwrap();
-    run(
-        "run_store",
-        "run_store",
-        [(n * k / 4 / 64) as u32, 1, 1],
-        64,
-        &mut dev,
-        &[
-            KernelArg::Buffer(xb),
-            KernelArg::Buffer(yb),
-            KernelArg::Buffer(y2b),
-            KernelArg::F32(0.5),
-        ],
-        &[("N", n), ("K", k)],
-    );
-    let y = to_f32(&dev.to_vec(yb).unwrap());
-    let y2 = to_f32(&dev.to_vec(y2b).unwrap());
+    let params = vec![
+        In(f32s(&xv)),
+        Out(n * k * 4),
+        Out(n * k * 4),
+        Value(KernelArg::F32(0.5)),
+    ];
+    let out =
+        launch("run_store", [(n * k / 4 / 64) as u32, 1, 1], 64).run(&[("N", n), ("K", k)], params);
+    let (y, y2) = (to_f32(&out[1]), to_f32(&out[2]));
     for i in 0..n * k {
         assert_eq!(y[i], xv[i] * 0.5 + 1.0);
         assert_eq!(y2[i], if i % 4 == 2 { 0.5 } else { 0.0 });
@@ -724,25 +496,9 @@ fn bytes_and_runs() {
     // run_long
     let n = 50usize;
     let av: Vec<f32> = (0..n * 16).map(|i| i as f32).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
-    let yb = dev.alloc("y", n * 4).unwrap();
-    let zb = dev.alloc("Z", n * 64).unwrap();
-    run(
-        "run_long",
-        "run_long",
-        [2, 1, 1],
-        32,
-        &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(yb),
-            KernelArg::Buffer(zb),
-        ],
-        &[("N", n)],
-    );
-    let y = to_f32(&dev.to_vec(yb).unwrap());
-    let z = to_f32(&dev.to_vec(zb).unwrap());
+    let out = launch("run_long", [2, 1, 1], 32)
+        .run(&[("N", n)], vec![In(f32s(&av)), Out(n * 4), Out(n * 64)]);
+    let (y, z) = (to_f32(&out[1]), to_f32(&out[2]));
     for i in 0..n {
         assert_eq!(
             y[i],
@@ -757,18 +513,8 @@ fn bytes_and_runs() {
     }
     // loops
     let n = 70usize;
-    let mut dev = Device::new();
-    let ob = dev.alloc("O", n * 4).unwrap();
-    run(
-        "loops",
-        "loops",
-        [3, 1, 1],
-        32,
-        &mut dev,
-        &[KernelArg::Buffer(ob)],
-        &[("N", n)],
-    );
-    let o = to_i32(&dev.to_vec(ob).unwrap());
+    let out = launch("loops", [3, 1, 1], 32).run(&[("N", n)], vec![Out(n * 4)]);
+    let o = to_i32(&out[0]);
     for i in 0..n as i32 {
         let mut s: i32 = (0..=i).rev().step_by(3).sum();
         for a in 0..3 {
@@ -788,19 +534,9 @@ fn bytes_and_runs() {
     // short circuit: 128 threads over N=100
     let n = 100usize;
     let av: Vec<f32> = (0..n).map(|i| (i as f32) - 50.0).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&av)).unwrap();
-    let ob = dev.alloc("O", n * 4).unwrap();
-    run(
-        "short_circuit",
-        "short_circuit",
-        [2, 1, 1],
-        64,
-        &mut dev,
-        &[KernelArg::Buffer(ab), KernelArg::Buffer(ob)],
-        &[("N", n)],
-    );
-    let o = to_i32(&dev.to_vec(ob).unwrap());
+    let out =
+        launch("short_circuit", [2, 1, 1], 64).run(&[("N", n)], vec![In(f32s(&av)), Out(n * 4)]);
+    let o = to_i32(&out[1]);
     for i in 0..n {
         let mut w = 0;
         if av[i] > 0.0 {
@@ -858,32 +594,15 @@ fn types() {
     let n = 300usize;
     let a: Vec<i8> = (0..n).map(|i| (i * 37 % 256) as u8 as i8).collect();
     let b: Vec<u8> = (0..n).map(|i| (i * 91 % 256) as u8).collect();
-    let mut dev = Device::new();
-    let ab = dev
-        .alloc_from("A", &a.iter().map(|x| *x as u8).collect::<Vec<_>>())
-        .unwrap();
-    let bb = dev.alloc_from("B", &b).unwrap();
-    let sb = dev.alloc("S", n).unwrap();
-    let ub = dev.alloc("U", n).unwrap();
-    let wb = dev.alloc("W", n * 4).unwrap();
-    run(
-        "types_i8_u8",
-        "types_i8_u8",
-        [10, 1, 1],
-        32,
-        &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(bb),
-            KernelArg::Buffer(sb),
-            KernelArg::Buffer(ub),
-            KernelArg::Buffer(wb),
-        ],
-        &[("N", n)],
-    );
-    let s = dev.to_vec(sb).unwrap();
-    let u = dev.to_vec(ub).unwrap();
-    let w = to_i32(&dev.to_vec(wb).unwrap());
+    let params = vec![
+        In(le(&a, i8::to_le_bytes)),
+        In(b.clone()),
+        Out(n),
+        Out(n),
+        Out(n * 4),
+    ];
+    let out = launch("types_i8_u8", [10, 1, 1], 32).run(&[("N", n)], params);
+    let (s, u, w) = (&out[2], &out[3], to_i32(&out[4]));
     for i in 0..n {
         assert_eq!(s[i] as i8, a[i].wrapping_mul(3).wrapping_add(100), "S {i}");
         assert_eq!(u[i], b[i].wrapping_mul(7).wrapping_add(200), "U {i}");
@@ -897,32 +616,8 @@ fn types() {
     let n = 500usize;
     let av: Vec<u16> = (0..n).map(|i| f16b((i as f32 - 250.0) * 0.37)).collect();
     let bv: Vec<u16> = (0..n).map(|i| f16b((i % 17) as f32 * 0.13)).collect();
-    let mut dev = Device::new();
-    let bytes16 = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>();
-    let ab = dev.alloc_from("A", &bytes16(&av)).unwrap();
-    let bb = dev.alloc_from("B", &bytes16(&bv)).unwrap();
-    let ob = dev.alloc("O", n * 2).unwrap();
-    let fb = dev.alloc("F", n * 4).unwrap();
-    run(
-        "types_f16",
-        "types_f16",
-        [4, 1, 1],
-        128,
-        &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(bb),
-            KernelArg::Buffer(ob),
-            KernelArg::Buffer(fb),
-        ],
-        &[("N", n)],
-    );
-    let o: Vec<u16> = dev
-        .to_vec(ob)
-        .unwrap()
-        .chunks(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
+    let out = launch("types_f16", [4, 1, 1], 128).run(&[("N", n)], halves_params(&av, &bv, n));
+    let o = to_u16(&out[2]);
     for i in 0..n {
         let p = f16b(h2f(av[i]) * h2f(bv[i]));
         let want = f16b(h2f(p) + 1.5);
@@ -932,32 +627,8 @@ fn types() {
     let n = 300usize;
     let av: Vec<u16> = (0..n).map(|i| bf((i as f32 - 150.0) * 1.37)).collect();
     let bv: Vec<u16> = (0..n).map(|i| bf((i % 23) as f32 * 3.1)).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &bytes16(&av)).unwrap();
-    let bb = dev.alloc_from("B", &bytes16(&bv)).unwrap();
-    let ob = dev.alloc("O", n * 2).unwrap();
-    let fb = dev.alloc("F", n * 4).unwrap();
-    run(
-        "types_bf16",
-        "types_bf16",
-        [3, 1, 1],
-        128,
-        &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(bb),
-            KernelArg::Buffer(ob),
-            KernelArg::Buffer(fb),
-        ],
-        &[("N", n)],
-    );
-    let o: Vec<u16> = dev
-        .to_vec(ob)
-        .unwrap()
-        .chunks(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
-    let f = to_f32(&dev.to_vec(fb).unwrap());
+    let out = launch("types_bf16", [3, 1, 1], 128).run(&[("N", n)], halves_params(&av, &bv, n));
+    let (o, f) = (to_u16(&out[2]), to_f32(&out[3]));
     for i in 0..n {
         assert_eq!(o[i], bf(bf2f(av[i]).max(bf2f(bv[i])) * 2.0), "bf16 {i}");
         assert_eq!(f[i], bf2f(bf(bf2f(av[i]) + bf2f(bv[i]))), "bf16 F {i}");
@@ -965,43 +636,12 @@ fn types() {
     // i64
     let n = 100usize;
     let av: Vec<i64> = (0..n).map(|i| (i as i64 - 50) * 123_456_789).collect();
-    let mut dev = Device::new();
-    let ab = dev
-        .alloc_from(
-            "A",
-            &av.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>(),
-        )
-        .unwrap();
-    let sb = dev.alloc("S", n * 8).unwrap();
-    let ub = dev.alloc("U", n * 8).unwrap();
-    let lb = dev.alloc("L", n * 4).unwrap();
-    run(
-        "types_i64_u64",
-        "types_i64_u64",
-        [4, 1, 1],
-        32,
-        &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(sb),
-            KernelArg::Buffer(ub),
-            KernelArg::Buffer(lb),
-        ],
-        &[("N", n)],
-    );
-    let s: Vec<i64> = dev
-        .to_vec(sb)
-        .unwrap()
-        .chunks(8)
-        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-        .collect();
-    let u: Vec<u64> = dev
-        .to_vec(ub)
-        .unwrap()
-        .chunks(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-        .collect();
-    let l = to_i32(&dev.to_vec(lb).unwrap());
+    let a = le(&av, i64::to_le_bytes);
+    let params = vec![In(a), Out(n * 8), Out(n * 8), Out(n * 4)];
+    let out = launch("types_i64_u64", [4, 1, 1], 32).run(&[("N", n)], params);
+    let s = from_le(&out[1], i64::from_le_bytes);
+    let u = from_le(&out[2], u64::from_le_bytes);
+    let l = to_i32(&out[3]);
     for i in 0..n {
         let a = av[i];
         assert_eq!(
@@ -1018,30 +658,10 @@ fn types() {
     // elem_word
     let n = 20usize;
     let av: Vec<i8> = (0..n * 16).map(|i| (i * 53 % 256) as u8 as i8).collect();
-    let mut dev = Device::new();
-    let ab = dev
-        .alloc_from("A", &av.iter().map(|x| *x as u8).collect::<Vec<_>>())
-        .unwrap();
-    let ob = dev.alloc("O", n * 4).unwrap();
-    let sb = dev.alloc("S", n * 16).unwrap();
-    let fb = dev.alloc("F", n * 16).unwrap();
-    run(
-        "elem_word",
-        "elem_word",
-        [1, 1, 1],
-        32,
-        &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(ob),
-            KernelArg::Buffer(sb),
-            KernelArg::Buffer(fb),
-        ],
-        &[("N", n)],
-    );
-    let o = to_i32(&dev.to_vec(ob).unwrap());
-    let s = to_i32(&dev.to_vec(sb).unwrap());
-    let f = to_f32(&dev.to_vec(fb).unwrap());
+    let a = le(&av, i8::to_le_bytes);
+    let params = vec![In(a), Out(n * 4), Out(n * 16), Out(n * 16)];
+    let out = launch("elem_word", [1, 1, 1], 32).run(&[("N", n)], params);
+    let (o, s, f) = (to_i32(&out[1]), to_i32(&out[2]), to_f32(&out[3]));
     for i in 0..n {
         let word = |j: usize| {
             i32::from_le_bytes([
@@ -1064,29 +684,22 @@ fn types() {
     }
 }
 
+/// The parameters of the half-type kernels: halves `A` and `B` in, `n`
+/// halves `O` and `n` f32 `F` out.
+fn halves_params(a: &[u16], b: &[u16], n: usize) -> Vec<Param> {
+    let (a, b) = (le(a, u16::to_le_bytes), le(b, u16::to_le_bytes));
+    vec![In(a), In(b), Out(n * 2), Out(n * 4)]
+}
+
 #[test]
 fn more_kernels() {
     // run_f16: 8 halves per lane per step, summed in f16.
     let (n, k) = (10usize, 512usize);
     let w: Vec<u16> = (0..n * k).map(|i| f16b(((i % 7) as f32) * 0.25)).collect();
-    let mut dev = Device::new();
-    let wb = dev
-        .alloc_from(
-            "W",
-            &w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>(),
-        )
-        .unwrap();
-    let yb = dev.alloc("y", n * 4).unwrap();
-    run(
-        "run_f16",
-        "run_f16",
-        [n.div_ceil(4) as u32, 1, 1],
-        128,
-        &mut dev,
-        &[KernelArg::Buffer(wb), KernelArg::Buffer(yb)],
-        &[("N", n), ("K", k)],
-    );
-    let y = to_f32(&dev.to_vec(yb).unwrap());
+    let params = vec![In(le(&w, u16::to_le_bytes)), Out(n * 4)];
+    let out =
+        launch("run_f16", [n.div_ceil(4) as u32, 1, 1], 128).run(&[("N", n), ("K", k)], params);
+    let y = to_f32(&out[1]);
     for r in 0..n {
         let want: f32 = (0..k).map(|c| h2f(w[r * k + c])).sum();
         assert!(
@@ -1098,19 +711,9 @@ fn more_kernels() {
     // cta_softmax
     let (n, m) = (4usize, 1000usize);
     let x: Vec<f32> = (0..n * m).map(|i| ((i * 13 % 29) as f32) * 0.1).collect();
-    let mut dev = Device::new();
-    let xb = dev.alloc_from("X", &f32s(&x)).unwrap();
-    let yb = dev.alloc("Y", n * m * 4).unwrap();
-    run(
-        "cta_softmax",
-        "cta_softmax",
-        [n as u32, 1, 1],
-        256,
-        &mut dev,
-        &[KernelArg::Buffer(xb), KernelArg::Buffer(yb)],
-        &[("N", n), ("M", m)],
-    );
-    let y = to_f32(&dev.to_vec(yb).unwrap());
+    let out = launch("cta_softmax", [n as u32, 1, 1], 256)
+        .run(&[("N", n), ("M", m)], vec![In(f32s(&x)), Out(n * m * 4)]);
+    let y = to_f32(&out[1]);
     for r in 0..n {
         let row = &x[r * m..(r + 1) * m];
         let mx = row.iter().cloned().fold(f32::MIN, f32::max);
@@ -1124,24 +727,10 @@ fn more_kernels() {
     let (n, m) = (50usize, 70usize);
     let a: Vec<f32> = (0..n * m).map(|i| i as f32).collect();
     let b: Vec<f32> = (0..n * m).map(|i| (i % 9) as f32).collect();
-    let mut dev = Device::new();
-    let ab = dev.alloc_from("A", &f32s(&a)).unwrap();
-    let bb = dev.alloc_from("B", &f32s(&b)).unwrap();
-    let cb = dev.alloc("C", n * m * 4).unwrap();
-    run(
-        "grid_2d",
-        "grid_2d",
-        [m.div_ceil(32) as u32, n.div_ceil(8) as u32, 1],
-        256,
-        &mut dev,
-        &[
-            KernelArg::Buffer(ab),
-            KernelArg::Buffer(bb),
-            KernelArg::Buffer(cb),
-        ],
-        &[("N", n), ("M", m)],
-    );
-    let c = to_f32(&dev.to_vec(cb).unwrap());
+    let grid = [m.div_ceil(32) as u32, n.div_ceil(8) as u32, 1];
+    let params = vec![In(f32s(&a)), In(f32s(&b)), Out(n * m * 4)];
+    let out = launch("grid_2d", grid, 256).run(&[("N", n), ("M", m)], params);
+    let c = to_f32(&out[2]);
     for i in 0..n * m {
         assert_eq!(c[i], a[i] + 2.0 * b[i]);
     }
@@ -1149,24 +738,9 @@ fn more_kernels() {
     let n = 70usize;
     let q: Vec<u8> = (0..n * 64).map(|i| (i * 37 % 256) as u8).collect();
     let v: Vec<u8> = (0..64).map(|i| (i * 11 % 256) as u8).collect();
-    let mut dev = Device::new();
-    let qb = dev.alloc_from("Q", &q).unwrap();
-    let vb = dev.alloc_from("V", &v).unwrap();
-    let yb = dev.alloc("y", n * 4).unwrap();
-    run(
-        "tile_i8",
-        "tile_i8",
-        [n.div_ceil(64) as u32, 1, 1],
-        64,
-        &mut dev,
-        &[
-            KernelArg::Buffer(qb),
-            KernelArg::Buffer(vb),
-            KernelArg::Buffer(yb),
-        ],
-        &[("N", n)],
-    );
-    let y = to_i32(&dev.to_vec(yb).unwrap());
+    let params = vec![In(q.clone()), In(v.clone()), Out(n * 4)];
+    let out = launch("tile_i8", [n.div_ceil(64) as u32, 1, 1], 64).run(&[("N", n)], params);
+    let y = to_i32(&out[2]);
     for r in 0..n {
         let want: i32 = (0..64)
             .map(|k| q[r * 64 + k] as i8 as i32 * v[k] as i8 as i32)
@@ -1176,19 +750,9 @@ fn more_kernels() {
     // autotune_dim: the K = 128 variant.
     let (n, k) = (9usize, 128usize);
     let w: Vec<f32> = (0..n * k).map(|i| (i % 5) as f32).collect();
-    let mut dev = Device::new();
-    let wb = dev.alloc_from("W", &f32s(&w)).unwrap();
-    let yb = dev.alloc("y", n * 4).unwrap();
-    run(
-        "autotune_dim",
-        "autotune_dim__K128",
-        [n.div_ceil(2) as u32, 1, 1],
-        64,
-        &mut dev,
-        &[KernelArg::Buffer(wb), KernelArg::Buffer(yb)],
-        &[("N", n), ("K", k)],
-    );
-    let y = to_f32(&dev.to_vec(yb).unwrap());
+    let out = launch("autotune_dim__K128", [n.div_ceil(2) as u32, 1, 1], 64)
+        .run(&[("N", n), ("K", k)], vec![In(f32s(&w)), Out(n * 4)]);
+    let y = to_f32(&out[1]);
     for r in 0..n {
         assert_eq!(
             y[r],

@@ -14,12 +14,16 @@
 //! under `CI=true`, where a missing tool fails them.
 
 use phobos_conformance::sass::{analyze, find_nvdisasm};
-use phobos_conformance::{compile, corpus_file, find_ptxas, in_ci};
+use phobos_conformance::{assemble, compile, corpus_file, find_ptxas, in_ci};
+use std::path::PathBuf;
 use std::process::Command;
 
-/// ptxas and nvdisasm, or `None` (after saying so) where they are not
-/// installed; CI requires both.
-fn tools() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+/// The floor this test holds the seed kernels to.
+const MIN_IN_FLIGHT: usize = 6;
+
+/// ptxas and nvdisasm, or None (with a message) when either is missing;
+/// under `CI=true` a missing tool fails the test.
+fn tools() -> Option<(PathBuf, PathBuf)> {
     let (Some(ptxas), Some(nvdisasm)) = (find_ptxas(), find_nvdisasm()) else {
         assert!(
             !in_ci(),
@@ -37,9 +41,6 @@ fn count_ops(sass: &str, op: &str) -> usize {
         .filter(|l| l.split_whitespace().any(|w| w.starts_with(op)))
         .count()
 }
-
-/// The floor this test holds the seed kernels to.
-const MIN_IN_FLIGHT: usize = 6;
 
 #[test]
 fn seed_matvecs_issue_several_16_byte_loads_before_the_first_use() {
@@ -82,21 +83,10 @@ fn sass_of(
         .iter()
         .map(|k| k.ptx.as_str())
         .collect();
-    let ptx_path = dir.join(format!("{name}.sm_{arch}.ptx"));
-    let cubin = ptx_path.with_extension("cubin");
-    std::fs::write(&ptx_path, ptx).expect("write ptx");
-    let out = Command::new(ptxas)
-        .arg(format!("-arch=sm_{arch}"))
-        .arg("-o")
-        .arg(&cubin)
-        .arg(&ptx_path)
-        .output()
-        .expect("run ptxas");
-    assert!(
-        out.status.success(),
-        "ptxas failed on {name} sm_{arch}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let bytes = assemble(ptxas, name, arch, &ptx)
+        .unwrap_or_else(|e| panic!("ptxas failed on {name} sm_{arch}: {e}"));
+    let cubin = dir.join(format!("{name}.sm_{arch}.cubin"));
+    std::fs::write(&cubin, bytes).expect("write cubin");
     let out = Command::new(nvdisasm)
         .arg("-c")
         .arg(&cubin)
@@ -155,59 +145,30 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
-    // Per file: (target, HMMA or IMMA, LDSM) — one per mma.sync and
-    // fragment per K step, two on sm_75 (m16n8k8).
-    type Counts = (u32, usize, usize);
-    let expected: [(&str, &str, &[Counts]); 6] = [
+    // Per file: HMMA or IMMA, then how many of them and of LDSM there are
+    // on sm_75 if the file is built for it (m16n8k8: two per K step of 16),
+    // and on each of sm_80, 86, 89 and 90 (one per mma.sync and fragment
+    // per K step).
+    type Counts = (usize, usize);
+    let expected: &[(&str, &str, Option<Counts>, Counts)] = &[
+        // f16 accumulation: the same instructions, half the registers.
+        ("mma_gemm_f16acc", "HMMA", Some((32, 12)), (16, 12)),
+        // Two GEMM loops (the scores' two passes), each as mma_gemm_f16's.
+        ("mma_attention_scores", "HMMA", Some((64, 24)), (32, 24)),
         // tf32: K steps of 8, two per trip.
-        (
-            "mma_gemm_tf32",
-            "HMMA",
-            &[(80, 8, 8), (86, 8, 8), (89, 8, 8), (90, 8, 8)],
-        ),
+        ("mma_gemm_tf32", "HMMA", None, (8, 8)),
         // The fused epilogue keeps the accumulator in registers too.
-        (
-            "mma_gemm_bias_relu",
-            "HMMA",
-            &[
-                (75, 32, 12),
-                (80, 16, 12),
-                (86, 16, 12),
-                (89, 16, 12),
-                (90, 16, 12),
-            ],
-        ),
-        (
-            "mma_gemm_f16",
-            "HMMA",
-            &[
-                (75, 32, 12),
-                (80, 16, 12),
-                (86, 16, 12),
-                (89, 16, 12),
-                (90, 16, 12),
-            ],
-        ),
-        (
-            "mma_gemm_bf16",
-            "HMMA",
-            &[(80, 4, 4), (86, 4, 4), (89, 4, 4), (90, 4, 4)],
-        ),
-        (
-            "mma_gemm_i8",
-            "IMMA",
-            &[(80, 16, 12), (86, 16, 12), (89, 16, 12), (90, 16, 12)],
-        ),
+        ("mma_gemm_bias_relu", "HMMA", Some((32, 12)), (16, 12)),
+        ("mma_gemm_f16", "HMMA", Some((32, 12)), (16, 12)),
+        ("mma_gemm_bf16", "HMMA", None, (4, 4)),
+        ("mma_gemm_i8", "IMMA", None, (16, 12)),
         // K steps of 32: one mma step per trip.
-        (
-            "mma_gemm_u8",
-            "IMMA",
-            &[(80, 8, 6), (86, 8, 6), (89, 8, 6), (90, 8, 6)],
-        ),
+        ("mma_gemm_u8", "IMMA", None, (8, 6)),
     ];
     let mut failures = Vec::new();
-    for (name, mma, targets) in expected {
-        for &(arch, hmma, ldsm) in targets {
+    for &(name, mma, sm75, from_sm80) in expected {
+        let later = [80, 86, 89, 90].map(|arch| (arch, from_sm80));
+        for (arch, (hmma, ldsm)) in sm75.map(|c| (75, c)).into_iter().chain(later) {
             let sass = sass_of(&ptxas, &nvdisasm, dir.path(), name, arch);
             let count = |op: &str| count_ops(&sass, op);
             let (h, l) = (count(mma), count("LDSM"));

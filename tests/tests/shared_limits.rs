@@ -3,8 +3,7 @@
 //! emits for a kernel above 48 KB is accepted by NVIDIA's ptxas for every
 //! target it fits.
 
-use phobos_conformance::ptxas_or_skip;
-use std::process::Command;
+use phobos_conformance::{assemble, ptxas_or_skip};
 
 #[test]
 fn the_compiler_and_the_simulator_agree_on_every_targets_limit() {
@@ -29,7 +28,6 @@ fn ptxas_accepts_dynamic_shared_memory_where_it_fits() {
     let Some(ptxas) = ptxas_or_skip() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("temp dir");
     let mut assembled = 0;
     for arch in phobos_core::ARCHES {
         let (kernels, _) = phobos_core::compile(
@@ -40,21 +38,9 @@ fn ptxas_accepts_dynamic_shared_memory_where_it_fits() {
         let Some(k) = kernels.first() else {
             continue; // over this target's limit: P0801 (tested in phobos-core)
         };
-        let input = dir.path().join(format!("big.sm_{arch}.ptx"));
-        std::fs::write(&input, &k.ptx).expect("write ptx");
-        let out = Command::new(&ptxas)
-            .arg(format!("-arch=sm_{arch}"))
-            .arg(&input)
-            .arg("-o")
-            .arg(dir.path().join(format!("big.sm_{arch}.cubin")))
-            .output()
-            .expect("ptxas runs");
-        assert!(
-            out.status.success(),
-            "sm_{arch}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if let Err(e) = assemble(&ptxas, "big", arch, &k.ptx) {
+            panic!("sm_{arch}: {e}");
+        }
         assembled += 1;
     }
     assert_eq!(assembled, 3, "sm_80, sm_90 and sm_100");

@@ -4,7 +4,7 @@
 
 use phobos_conformance::sim_support::{Case, Tensor};
 use phobos_core::ast::ScalarTy;
-use phobos_sim::{CheckKind, SimError, Space};
+use phobos_sim::{CheckKind, Space};
 
 const BUMP: &str = "@launch(64)
 kernel bump(I: tensor<i32>[N], H: tensor<u32>[16]) {
@@ -12,25 +12,24 @@ kernel bump(I: tensor<i32>[N], H: tensor<u32>[16]) {
 }
 ";
 
-#[test]
-fn an_atomic_past_the_end_of_its_tensor_is_a_memcheck_error() {
+/// [`BUMP`] over 64 indices, thread `t` bumping `H[index(t)]`.
+fn bump(index: impl Fn(usize) -> i64) -> Case {
     let mut c = Case::source(BUMP, "bump.pho", "bump")
         .dims(&[("N", 64)])
         .init("H", Tensor::zeros(ScalarTy::U32, &[16]));
     c.prepare();
     let i = c.tensors.get_mut("I").expect("I");
     for t in 0..64 {
-        i.set_i(t, (t % 16) as i64);
+        i.set_i(t, index(t));
     }
+    c
+}
+
+#[test]
+fn an_atomic_past_the_end_of_its_tensor_is_a_memcheck_error() {
     // Thread 40 bumps H[16], one element past the end.
-    i.set_i(40, 16);
-    let r = match c.launch([1, 1, 1]) {
-        Ok(_) => panic!("an out-of-bounds atomic ran clean"),
-        Err(b) => match b.1 {
-            SimError::Check(r) => *r,
-            e => panic!("expected a check report, got: {e}"),
-        },
-    };
+    let c = bump(|t| if t == 40 { 16 } else { (t % 16) as i64 });
+    let r = c.report([1, 1, 1]);
     assert_eq!(r.kind, CheckKind::Memcheck, "{r}");
     assert_eq!(r.space, Some(Space::Global), "{r}");
     assert_eq!(r.tensor.as_deref(), Some("H"), "{r}");
@@ -40,15 +39,7 @@ fn an_atomic_past_the_end_of_its_tensor_is_a_memcheck_error() {
 
 #[test]
 fn every_thread_bumping_one_counter_counts_exactly() {
-    let mut c = Case::source(BUMP, "bump.pho", "bump")
-        .dims(&[("N", 64)])
-        .init("H", Tensor::zeros(ScalarTy::U32, &[16]));
-    c.prepare();
-    let i = c.tensors.get_mut("I").expect("I");
-    for t in 0..64 {
-        i.set_i(t, 3);
-    }
-    let o = c.run([4, 1, 1]);
+    let o = bump(|_| 3).run([4, 1, 1]);
     let mut want = Tensor::zeros(ScalarTy::U32, &[16]);
     want.set_i(3, 4 * 64);
     o.check("H", &want);

@@ -36,6 +36,25 @@ fn run(src: &str, file: &str, kernel: &str, checks: bool, init: &[(&str, Tensor)
     c
 }
 
+/// Runs `kernel` of `src` on one CTA with `init`, racecheck on and then
+/// off, and checks its output `out` against `want` each time.
+fn runs_right(src: &str, kernel: &str, init: &[(&str, Tensor)], out: &str, want: &Tensor) {
+    for checks in [true, false] {
+        let o = run(src, "k.pho", kernel, checks, init).run([1, 1, 1]);
+        o.check(out, want);
+    }
+}
+
+/// Checks scan kernel `src` on input `x` against its inclusive prefix sum.
+fn scans_right(src: &str, x: &[f32]) {
+    let mut want = x.to_vec();
+    for i in 1..256 {
+        want[i] += want[i - 1];
+    }
+    let init = [("X", Tensor::from_f32(&[1, 256], x))];
+    runs_right(src, "scan", &init, "Y", &Tensor::from_f32(&[256], &want));
+}
+
 /// The PTX lines of the first statement on source line `line` that writes
 /// shared memory: every `bar.sync` must come after its shared reads.
 fn barrier_between_read_and_write(ptx: &str, line: u32) -> bool {
@@ -65,16 +84,7 @@ fn barrier_between_read_and_write(ptx: &str, line: u32) -> bool {
 #[test]
 fn a_scan_reading_the_tile_inside_the_writing_statement_is_correct() {
     let x: Vec<f32> = (0..256).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
-    let mut want = x.clone();
-    for i in 1..256 {
-        want[i] += want[i - 1];
-    }
-    for checks in [true, false] {
-        let c = run(SCAN, "scan.pho", "scan", checks, &[]);
-        let c = c.init("X", Tensor::from_f32(&[1, 256], &x));
-        let o = c.run([1, 1, 1]);
-        o.check("Y", &Tensor::from_f32(&[256], &want));
-    }
+    scans_right(SCAN, &x);
     let ptx = &compile_src(SCAN, "scan.pho")[0].ptx;
     assert!(barrier_between_read_and_write(ptx, 8), "{ptx}");
 }
@@ -113,18 +123,9 @@ fn a_tile_read_in_a_condition_or_loop_bound_is_fenced_from_the_body() {
     x[0] = 7;
     let cond: Vec<i32> = (0..128).map(|i| 100 + (i + 1) % 128).collect();
     let bound: Vec<i32> = (0..128).map(|i| x[(i + 1) % 128] + 7).collect();
+    let init = [("X", Tensor::from_i32(&[128], &x))];
     for (src, name, want) in [(COND, "cond", cond), (BOUND, "bound", bound)] {
-        for checks in [true, false] {
-            let c = run(
-                src,
-                "k.pho",
-                name,
-                checks,
-                &[("X", Tensor::from_i32(&[128], &x))],
-            );
-            let o = c.run([1, 1, 1]);
-            o.check("Y", &Tensor::from_i32(&[128], &want));
-        }
+        runs_right(src, name, &init, "Y", &Tensor::from_i32(&[128], &want));
     }
 }
 
@@ -152,16 +153,7 @@ kernel scan(X: tensor<f32>[1, 256], Y: tensor<f32>[256]) {
 #[test]
 fn a_scan_reading_and_writing_the_tile_under_a_varying_if_is_correct() {
     let x: Vec<f32> = (0..256).map(|i| ((i * 29) % 13) as f32 - 6.0).collect();
-    let mut want = x.clone();
-    for i in 1..256 {
-        want[i] += want[i - 1];
-    }
-    for checks in [true, false] {
-        let c = run(SCAN_IF, "scan.pho", "scan", checks, &[]);
-        let c = c.init("X", Tensor::from_f32(&[1, 256], &x));
-        let o = c.run([1, 1, 1]);
-        o.check("Y", &Tensor::from_f32(&[256], &want));
-    }
+    scans_right(SCAN_IF, &x);
     let ptx = &compile_src(SCAN_IF, "scan.pho")[0].ptx;
     assert!(barrier_between_read_and_write(ptx, 9), "{ptx}");
 }
@@ -425,23 +417,19 @@ fn barriers_after_a_tile_read_survive_loop_unrolling() {
     let want: Vec<i32> = (0..64)
         .map(|i| if i < 32 { a[2] + 2 } else { x[i] })
         .collect();
-    for checks in [true, false] {
-        let c = run(UNROLLED_BOUND, "k.pho", "k", checks, &[])
-            .init("X", Tensor::from_i32(&[64], &x))
-            .init("A", Tensor::from_i32(&[64], &a));
-        c.run([1, 1, 1]).check("Y", &Tensor::from_i32(&[64], &want));
-    }
+    let init = [
+        ("X", Tensor::from_i32(&[64], &x)),
+        ("A", Tensor::from_i32(&[64], &a)),
+    ];
+    runs_right(
+        UNROLLED_BOUND,
+        "k",
+        &init,
+        "Y",
+        &Tensor::from_i32(&[64], &want),
+    );
     let x: Vec<f32> = (0..256).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
-    let mut want = x.clone();
-    for i in 1..256 {
-        want[i] += want[i - 1];
-    }
-    for checks in [true, false] {
-        let c = run(UNROLLED_SCAN, "scan.pho", "scan", checks, &[])
-            .init("X", Tensor::from_f32(&[1, 256], &x));
-        c.run([1, 1, 1])
-            .check("Y", &Tensor::from_f32(&[256], &want));
-    }
+    scans_right(UNROLLED_SCAN, &x);
 }
 
 /// A varying `if` whose condition reads the tile its branch writes. It is
@@ -470,10 +458,12 @@ fn a_varying_if_whose_condition_reads_the_tile_it_writes_is_fenced() {
     let want: Vec<f32> = (0..64)
         .map(|i| if x[63 - i] > 0.0 { x[i] + 1.0 } else { -x[i] })
         .collect();
-    for checks in [true, false] {
-        let c = run(PRED_COND, "pred.pho", "pred_if", checks, &[])
-            .init("X", Tensor::from_f32(&[64], &x));
-        let o = c.run([1, 1, 1]);
-        o.check("Y", &Tensor::from_f32(&[64], &want));
-    }
+    let init = [("X", Tensor::from_f32(&[64], &x))];
+    runs_right(
+        PRED_COND,
+        "pred_if",
+        &init,
+        "Y",
+        &Tensor::from_f32(&[64], &want),
+    );
 }

@@ -95,38 +95,185 @@ fn an_f32_accumulator_is_stored_as_f16_and_bf16() {
 }
 
 /// The stores of `f16(acc)` and `bf16(acc)` assemble for every target
-/// (sm_75's bf16 rounding is done by hand).
+/// (sm_75's bf16 rounding is done by hand), and so do f16 accumulators,
+/// their epilogues and stores (packed pairs among them) and accumulators
+/// stored into shared tiles.
 #[test]
 fn half_stores_assemble_with_ptxas() {
-    let Some(ptxas) = phobos_conformance::find_ptxas() else {
-        assert!(
-            !phobos_conformance::in_ci(),
-            "ptxas not found; CI=true requires it"
-        );
-        eprintln!("skipping: ptxas not found (set PHOBOS_PTXAS)");
+    let Some(ptxas) = phobos_conformance::ptxas_or_skip() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("temp dir");
-    for arch in phobos_core::ARCHES {
+    let sources = [
+        ("to_half", TO_HALF),
+        ("f16_acc", F16_ACC),
+        ("pairs", PAIRS),
+        ("row_sums", ROW_SUMS),
+    ];
+    for ((name, src), arch) in sources
+        .into_iter()
+        .flat_map(|s| phobos_core::ARCHES.into_iter().map(move |a| (s, a)))
+    {
         let (kernels, diags) = phobos_core::compile(
-            TO_HALF,
-            "to_half.pho",
+            src,
+            &format!("{name}.pho"),
             &phobos_core::CompileOptions::for_arch(arch),
         );
         assert!(diags.is_empty(), "{diags:?}");
-        let path = dir.path().join(format!("to_half.sm_{arch}.ptx"));
-        std::fs::write(&path, &kernels[0].ptx).expect("write ptx");
-        let out = std::process::Command::new(&ptxas)
-            .arg(format!("-arch=sm_{arch}"))
-            .arg("-o")
-            .arg(path.with_extension("cubin"))
-            .arg(&path)
-            .output()
-            .expect("run ptxas");
-        assert!(
-            out.status.success(),
-            "sm_{arch}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if let Err(e) = phobos_conformance::assemble(&ptxas, name, arch, &kernels[0].ptx) {
+            panic!("{name} sm_{arch}: {e}");
+        }
     }
+}
+
+const ROW_SUMS: &str = r#"
+@launch(64)
+kernel row_sums(A: tensor<f16>[16, 16], W: tensor<f16>[16, 16], Y: tensor<f32>[16]) {
+  var a = A[0 :+ 16, 0 :+ 16]
+  var w = W[0 :+ 16, 0 :+ 16]
+  var acc = zeros<f32>[16, 16]
+  acc += dot(a, trans(w))
+  var s = shared<f32>[16, 17]
+  s[0 :+ 16, 0 :+ 16] = acc
+  if ctx.thread < 16 {
+    var t = 0.0
+    for j in range(0, 16) {
+      t += s[ctx.thread, j]
+    }
+    Y[ctx.thread] = t
+  }
+}
+"#;
+
+/// `s[0 :+ 16, 0 :+ 16] = acc` puts the accumulator, whose elements the
+/// two warps' lanes hold, into a scratch tile that one thread per row then
+/// reads: the compiler keeps a barrier between the lanes' shared stores
+/// and the reads. Taken out of the PTX, racecheck reports the read.
+#[test]
+fn an_accumulator_stored_into_a_scratch_tile_is_fenced_from_its_readers() {
+    let case = || Case::source(ROW_SUMS, "row_sums.pho", "row_sums");
+    let ptx = case().kernel.ptx.clone();
+    let last_store = ptx
+        .rfind("st.shared.f32")
+        .expect("the accumulator's shared stores");
+    let first_read = last_store + ptx[last_store..].find("ld.shared").expect("a read of s");
+    assert!(
+        ptx[last_store..first_read].contains("bar.sync 0;"),
+        "no barrier between the store of the accumulator and the reads:\n{ptx}"
+    );
+    let o = case().run([1, 1, 1]);
+    let (a, w) = (o.input("A"), o.input("W"));
+    let mut y = o.expect("Y");
+    for i in 0..16 {
+        let s: f64 = (0..16)
+            .map(|j| {
+                let d: f64 = (0..16).map(|k| a.f(i * 16 + k) * w.f(j * 16 + k)).sum();
+                f64::from(d as f32)
+            })
+            .sum();
+        y.set_f(i, s);
+    }
+    o.check("Y", &y);
+    let mut unfenced = case();
+    let cut = unfenced.kernel.ptx[..first_read]
+        .rfind("bar.sync 0;")
+        .expect("the barrier");
+    unfenced
+        .kernel
+        .ptx
+        .replace_range(cut..cut + "bar.sync 0;".len(), "");
+    let r = unfenced.report([1, 1, 1]);
+    assert_eq!(r.kind, phobos_sim::CheckKind::Racecheck, "{r}");
+}
+
+const F16_ACC: &str = r#"// needs: sm_80
+@launch(128)
+kernel f16_acc(A: tensor<f16>[M, 16], W: tensor<f16>[N, 16], F: tensor<f32>[M, N], H: tensor<f16>[64, 32]) {
+  var a = A[ctx.block.x * 64 :+ 64, 0 :+ 16]
+  var w = W[0 :+ 32, 0 :+ 16]
+  var acc = zeros<f16>[64, 32]
+  acc += dot(a, trans(w))
+  acc = acc * f16(2.0) - f16(0.25)
+  F[ctx.block.x * 64 :+ 64, 0 :+ 32] = f32(acc)
+  var s = shared<f16>[64, 32]
+  s[0 :+ 64, 0 :+ 32] = acc
+  H[0 :+ 64, 0 :+ 32] = s
+}
+"#;
+
+/// An f16 accumulator on sm_80: one m16n8k16 per fragment (K = 16) rounds
+/// the exact sum once to f16; the epilogue computes in f16 (each operation
+/// rounded), `f32(acc)` widens exactly, and the accumulator stored into
+/// an f16 scratch tile comes back out unchanged through a tile store.
+#[test]
+fn an_f16_accumulator_runs_its_epilogue_and_stores_in_f16_and_f32() {
+    // One CTA, ragged rows and columns.
+    let (m, n) = (60usize, 27usize);
+    let o = Case::source(F16_ACC, "f16_acc.pho", "f16_acc")
+        .dims(&[("M", m as i64), ("N", n as i64)])
+        .run([1, 1, 1]);
+    let (a, w) = (o.input("A"), o.input("W"));
+    let (mut f, mut h) = (o.expect("F"), o.expect("H"));
+    let half = |x: f64| f64::from(half::f16::from_f64(x));
+    for i in 0..64 {
+        for j in 0..32 {
+            // Rows and columns past A and W are zero-filled: a sum of 0.
+            let s: f64 = if i < m && j < n {
+                (0..16).map(|k| a.f(i * 16 + k) * w.f(j * 16 + k)).sum()
+            } else {
+                0.0
+            };
+            let v = half(half(half(s) * 2.0) - 0.25);
+            if i < m && j < n {
+                f.set_f(i * n + j, v);
+            }
+            h.set_f(i * 32 + j, v);
+        }
+    }
+    o.check("F", &f);
+    o.check("H", &h);
+}
+
+const PAIRS: &str = r#"// needs: sm_80
+@launch(128)
+@aligned(N = 2)
+kernel pairs(A: tensor<f16>[M, 16], W: tensor<f16>[N, 16], C: tensor<f32>[M, N], H: tensor<f16>[M, N]) {
+  let r = ctx.block.x * 64
+  var a = A[r :+ 64, 0 :+ 16]
+  var w = W[0 :+ 32, 0 :+ 16]
+  var acc = zeros<f32>[64, 32]
+  acc += dot(a, trans(w))
+  C[r :+ 64, 0 :+ 32] = acc
+  var h = zeros<f16>[64, 32]
+  h += dot(a, trans(w))
+  H[r :+ 64, 0 :+ 32] = h
+}
+"#;
+
+/// With the row length proven even (`@aligned(N = 2)`), each lane's two
+/// adjacent elements go out as one store: `st.global.v2.f32`, and for an
+/// f16 accumulator into f16 the packed register as one `st.global.b32`;
+/// masked per pair at ragged rows and at N = 26 (the last pair of a row
+/// in bounds, the next one out).
+#[test]
+fn accumulator_pairs_are_stored_together_where_aligned() {
+    let ptx = Case::source(PAIRS, "pairs.pho", "pairs").kernel.ptx.clone();
+    // 64 x 32 over 4 warps: 16 elements per lane, 8 pairs.
+    assert_eq!(ptx.matches("st.global.v2.f32").count(), 8, "{ptx}");
+    assert_eq!(ptx.matches("st.global.b32").count(), 8, "{ptx}");
+    assert_eq!(ptx.matches("st.global.f32").count(), 0, "{ptx}");
+    let (m, n) = (70usize, 26usize);
+    let o = Case::source(PAIRS, "pairs.pho", "pairs")
+        .dims(&[("M", m as i64), ("N", n as i64)])
+        .run([m.div_ceil(64) as u32, 1, 1]);
+    let (a, w) = (o.input("A"), o.input("W"));
+    let (mut c, mut h) = (o.expect("C"), o.expect("H"));
+    for i in 0..m {
+        for j in 0..n {
+            let s: f64 = (0..16).map(|k| a.f(i * 16 + k) * w.f(j * 16 + k)).sum();
+            c.set_f(i * n + j, f64::from(s as f32));
+            h.set_f(i * n + j, f64::from(half::f16::from_f64(s)));
+        }
+    }
+    o.check("C", &c);
+    o.check("H", &h);
 }

@@ -35,23 +35,12 @@ fn readme_block() -> String {
     section[start..start + len].to_string()
 }
 
+/// Runs `cmd` on the simulator, building into the shared target folder.
 fn run(cmd: &mut Command) -> String {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    let out = cmd
-        .env("CARGO", &cargo)
+    let cmd = cmd
         .env("CARGO_TARGET_DIR", shared_target())
-        .env("PHOBOS_BACKEND", "sim")
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("the command runs");
-    let all = format!(
-        "status: {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{all}");
-    all
+        .env("PHOBOS_BACKEND", "sim");
+    phobos_conformance::run_checked(cmd)
 }
 
 #[test]

@@ -1,72 +1,16 @@
-//! Unit tests of the generated code, on hand-made metadata.
+//! Unit tests of the generated code, on the compiler's metadata for the
+//! corpus kernel lanes_matvec, edited by each test.
 
 use super::*;
-use phobos_core::meta::{
-    DimMeta, DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, ParamMeta, PtxParam, VariantMeta,
-};
+use phobos_core::meta::{GridExpr, KernelMeta, ParamKindMeta, ParamMeta};
 
-fn tensor(name: &str, elem: ScalarTy, dims: &[&str], written: bool) -> ParamMeta {
-    ParamMeta {
-        name: name.to_string(),
-        kind: ParamKindMeta::Tensor {
-            elem,
-            dims: dims
-                .iter()
-                .map(|d| match d.parse() {
-                    Ok(c) => DimRefMeta::Const(c),
-                    Err(_) => DimRefMeta::Named(d.to_string()),
-                })
-                .collect(),
-            written,
-            vector_bytes: 16,
-        },
-    }
-}
-
+/// The corpus kernel lanes_matvec's metadata, as the compiler writes it.
 fn lanes_matvec() -> KernelMeta {
-    KernelMeta {
-        name: "lanes_matvec".into(),
-        source_file: "kernels/matvec.pho".into(),
-        params: vec![
-            tensor("W", ScalarTy::F32, &["N", "K"], false),
-            tensor("x", ScalarTy::F32, &["1", "K"], false),
-            tensor("y", ScalarTy::F32, &["1", "N"], true),
-        ],
-        dims: vec![
-            DimMeta {
-                name: "N".into(),
-                defined_by: vec![("W".into(), 0), ("y".into(), 1)],
-                autotuned: false,
-            },
-            DimMeta {
-                name: "K".into(),
-                defined_by: vec![("W".into(), 1), ("x".into(), 1)],
-                autotuned: false,
-            },
-        ],
-        aligned: vec![("K".into(), 128)],
-        threads: 128,
-        grid: None,
-        autotune: vec![],
-        variants: vec![VariantMeta {
-            entry: "lanes_matvec".into(),
-            values: vec![],
-            threads: 128,
-            grid: None,
-            ptx_params: vec![
-                PtxParam::TensorPtr("W".into()),
-                PtxParam::TensorPtr("x".into()),
-                PtxParam::TensorPtr("y".into()),
-                PtxParam::Dim("N".into()),
-                PtxParam::Dim("K".into()),
-            ],
-            shared_bytes: 0,
-            shared_plan: vec![],
-            barriers: vec![],
-            loads: vec![],
-            arrays: vec![],
-        }],
-    }
+    let src = include_str!("../../../tests/in/lanes_matvec.pho");
+    let opts = phobos_core::CompileOptions::for_arch(75);
+    let (kernels, diags) = phobos_core::compile(src, "kernels/matvec.pho", &opts);
+    assert!(!diags.iter().any(|d| d.is_error()), "{diags:?}");
+    kernels.into_iter().next().expect("one kernel").meta
 }
 
 fn assets(meta: KernelMeta) -> KernelAssets {

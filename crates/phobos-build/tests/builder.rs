@@ -5,15 +5,8 @@ use phobos_build::{BuildError, Builder};
 use std::fs;
 use std::path::Path;
 
-const AXPY: &str = "@launch(256)
-@grid(cdiv(N, ctx.threads))
-kernel axpy(alpha: f32, x: tensor<f32>[N], y: tensor<f32>[N]) {
-  let i = ctx.block.x * ctx.threads + ctx.thread
-  if i < N {
-    y[i] = alpha * x[i] + y[i]
-  }
-}
-";
+/// y = alpha * x + y with its own @grid.
+const AXPY: &str = include_str!("../../../tests/fixtures/axpy.pho");
 
 fn crate_dir(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

@@ -29,10 +29,6 @@ pub struct Args {
     /// The kernel to explain.
     #[arg(long)]
     pub kernel: String,
-    /// CTAs along x, y and z: `8`, `4,2` or `4,2,1` (default: the
-    /// kernel's `@grid`).
-    #[arg(long)]
-    pub grid: Option<String>,
     /// The target.
     #[arg(long, default_value = "sm_75")]
     pub arch: String,
@@ -42,12 +38,6 @@ pub struct Args {
     /// What to write.
     #[arg(long, value_enum, default_value = "html")]
     pub format: Format,
-    /// Where to write it (default: standard output).
-    #[arg(short, long)]
-    pub output: Option<PathBuf>,
-    /// Seed for the values of `shape:` inputs.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
     /// Steps kept per CTA before the trace is cut short.
     #[arg(long, default_value_t = 4000)]
     pub max_steps: usize,
@@ -59,10 +49,38 @@ pub struct Args {
     /// constant, `NAME=V` (repeatable); otherwise each takes its first value.
     #[arg(long = "define", value_name = "NAME=V")]
     pub defines: Vec<String>,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+}
+
+/// What `phobos explain` and `phobos profile` share: the grid, the
+/// parameters' values and where the result goes.
+#[derive(clap::Args)]
+pub struct LaunchArgs {
+    /// CTAs along x, y and z: `8`, `4,2` or `4,2,1` (default: the
+    /// kernel's `@grid`).
+    #[arg(long)]
+    pub grid: Option<String>,
+    /// Seed for the values of `shape:` inputs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where to write it (default: standard output).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
     /// A value per parameter: `W=w.npy` (a .npy file), `W=shape:8x256`
     /// (random values of that shape) or `alpha=0.5` (a scalar).
     #[arg(value_name = "PARAM=VALUE")]
     pub inputs: Vec<String>,
+}
+
+impl LaunchArgs {
+    /// The `--grid` given, if any, parsed.
+    pub(crate) fn parsed_grid(&self) -> Result<Option<[u32; 3]>, String> {
+        self.grid
+            .as_deref()
+            .map(crate::args::parse_grid)
+            .transpose()
+    }
 }
 
 pub fn run(a: Args) -> u8 {
@@ -72,29 +90,11 @@ pub fn run(a: Args) -> u8 {
 fn explain(a: &Args) -> Result<(), Failure> {
     let source = crate::args::read_source(&a.file).map_err(Failure::usage)?;
     let arch = phobos_core::parse_arch(&a.arch).map_err(Failure::usage)?;
-    let grid = a
-        .grid
-        .as_deref()
-        .map(crate::args::parse_grid)
-        .transpose()
-        .map_err(Failure::usage)?;
-    let inputs = crate::args::parse_bindings(&a.inputs).map_err(Failure::usage)?;
-    let cta = parse_cta(&a.cta)?;
-    let file_name = a.file.display().to_string();
-    let mut req = Request::new(
-        source.clone(),
-        file_name.clone(),
-        a.kernel.clone(),
-        arch,
-        grid,
-    );
-    req.cta = cta;
-    req.seed = a.seed;
+    let grid = a.launch.parsed_grid().map_err(Failure::usage)?;
+    let mut req = request(&a.file, &source, &a.kernel, arch, grid, &a.launch)?;
+    req.cta = parse_cta(&a.cta)?;
     req.max_steps = a.max_steps.max(1);
     req.max_work = a.max_work;
-    for (name, value) in inputs {
-        req.inputs.push((name.clone(), input(&name, value)?));
-    }
     for (name, value) in crate::args::parse_defines(&a.defines).map_err(Failure::usage)? {
         if req.inputs.iter().any(|(n, _)| n == &name) {
             return Err(Failure::usage(format!(
@@ -103,6 +103,7 @@ fn explain(a: &Args) -> Result<(), Failure> {
         }
         req.inputs.push((name, Input::Scalar(value as f64)));
     }
+    let file_name = req.file_name.clone();
     let progress = crate::progress::Progress::start(format!("explaining {file_name}"));
     let trace = phobos_explain::trace(&req);
     progress.stop();
@@ -112,7 +113,7 @@ fn explain(a: &Args) -> Result<(), Failure> {
         Format::Json => phobos_explain::to_json(&trace) + "\n",
         Format::Text => phobos_explain::text::render(&trace),
     };
-    match &a.output {
+    match &a.launch.output {
         Some(path) => {
             std::fs::write(path, &out)
                 .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))?;
@@ -167,6 +168,33 @@ fn parse_cta(s: &str) -> Result<Cta, Failure> {
             .map_err(|_| Failure::usage(format!("--cta {s}: `{p}` is not a number")))?;
     }
     Ok(Cta::Xyz(id))
+}
+
+/// The explainer's request for `kernel` of `file` (whose text is `source`)
+/// on `arch` over `grid`, with the bindings and seed of `launch`; the rest
+/// as [`Request::new`] has it.
+pub(crate) fn request(
+    file: &Path,
+    source: &str,
+    kernel: &str,
+    arch: u32,
+    grid: Option<[u32; 3]>,
+    launch: &LaunchArgs,
+) -> Result<Request, Failure> {
+    let bindings = crate::args::parse_bindings(&launch.inputs).map_err(Failure::usage)?;
+    let file_name = file.display().to_string();
+    let mut req = Request::new(
+        source.to_string(),
+        file_name,
+        kernel.to_string(),
+        arch,
+        grid,
+    );
+    req.seed = launch.seed;
+    for (name, value) in bindings {
+        req.inputs.push((name.clone(), input(&name, value)?));
+    }
+    Ok(req)
 }
 
 /// One binding as the explainer's input.

@@ -11,14 +11,12 @@
 //! Exit codes: 0 success, 1 a kernel that does not compile or that the
 //! simulator stops, 2 usage and IO errors.
 
-use crate::explain::{explain_failure, input};
+use crate::explain::{explain_failure, request, LaunchArgs};
 use crate::failure::Failure;
-use phobos_explain::Request;
 use phobos_profile::occupancy::{self, CtaResources};
 use phobos_profile::report::{LaunchInfo, Profile};
 use phobos_profile::roofline;
 use phobos_profile::{CtaSample, Profiler};
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -37,10 +35,6 @@ pub struct Args {
     /// The kernel to profile.
     #[arg(long)]
     pub kernel: String,
-    /// CTAs along x, y and z: `8`, `4,2` or `4,2,1` (default: the
-    /// kernel's `@grid`).
-    #[arg(long)]
-    pub grid: Option<String>,
     /// The target (default: the --gpu's architecture, else sm_90).
     #[arg(long)]
     pub arch: Option<String>,
@@ -54,16 +48,8 @@ pub struct Args {
     /// says so); default: every CTA.
     #[arg(long)]
     pub cta_sample: Option<u32>,
-    /// Seed for the values of `shape:` inputs.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Where to write it (default: standard output).
-    #[arg(short, long)]
-    pub output: Option<PathBuf>,
-    /// A value per parameter: `W=w.npy` (a .npy file), `W=shape:8x256`
-    /// (random values of that shape) or `alpha=0.5` (a scalar).
-    #[arg(value_name = "PARAM=VALUE")]
-    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
 }
 
 pub fn run(a: Args) -> u8 {
@@ -89,25 +75,10 @@ fn profile(a: &Args) -> Result<(), Failure> {
     if a.cta_sample == Some(0) {
         return Err(Failure::usage("--cta-sample must be at least 1"));
     }
-    let grid = a
-        .grid
-        .as_deref()
-        .map(crate::args::parse_grid)
-        .transpose()
-        .map_err(|m| Failure::usage(format!("--grid: {m}")))?;
-    let file_name = a.file.display().to_string();
-    let mut req = Request::new(
-        source.clone(),
-        file_name.clone(),
-        a.kernel.clone(),
-        arch,
-        grid,
-    );
-    req.seed = a.seed;
-    let bindings = crate::args::parse_bindings(&a.inputs).map_err(Failure::usage)?;
-    for (name, value) in bindings {
-        req.inputs.push((name.clone(), input(&name, value)?));
-    }
+    let grid = a.launch.parsed_grid();
+    let grid = grid.map_err(|m| Failure::usage(format!("--grid: {m}")))?;
+    let req = request(&a.file, &source, &a.kernel, arch, grid, &a.launch)?;
+    let file_name = req.file_name.clone();
     let sample = a.cta_sample.map_or(CtaSample::All, CtaSample::Spread);
     let progress = crate::progress::Progress::start(format!("profiling {file_name}"));
     // The counters are split over every core, as plain simulation runs.
@@ -155,16 +126,10 @@ fn profile(a: &Args) -> Result<(), Failure> {
         Format::Text => report.to_text(&source),
         Format::Json => report.to_json() + "\n",
     };
-    match &a.output {
+    match &a.launch.output {
         Some(path) => std::fs::write(path, &out)
             .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display()))),
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(out.as_bytes())
-                .and_then(|()| stdout.flush())
-                .map_err(|e| Failure::usage(format!("cannot write the output: {e}")))
-        }
+        None => crate::out::print(&out).map_err(Failure::usage),
     }
 }
 

@@ -48,60 +48,61 @@ fn setup() -> tempfile::TempDir {
     dir
 }
 
+/// [`setup`] with one more kernel file, `name`.
+fn setup_with(name: &str, src: &str) -> tempfile::TempDir {
+    let dir = setup();
+    std::fs::write(dir.path().join(name), src).expect("write");
+    dir
+}
+
 const INPUTS: [&str; 3] = ["W=shape:8x256", "x=shape:1x256", "y=shape:1x8"];
+
+/// `staged.pho`'s kernel over a grid of 2, then `rest`.
+fn staged<'a>(rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "2"];
+    args.extend_from_slice(rest);
+    args
+}
+
+/// The JSON page that a successful `phobos explain --format json` printed.
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", stderr(o));
+    serde_json::from_slice(&o.stdout).expect("JSON on stdout")
+}
+
+/// The index of the CTA the page steps through.
+fn picked_cta(v: &serde_json::Value) -> &serde_json::Value {
+    &v["ctas"][v["picked"].as_u64().unwrap_or(0) as usize]["cta"]
+}
+
+/// Asserts that `phobos` exited with `code` and said `message` on stderr.
+fn assert_fails(o: &Output, code: i32, message: &str) {
+    assert_eq!(o.status.code(), Some(code), "{}", stderr(o));
+    assert!(stderr(o).contains(message), "{}", stderr(o));
+}
 
 #[test]
 fn html_json_and_text() {
     let dir = setup();
-    let mut args = vec![
-        "staged.pho",
-        "--kernel",
-        "staged_matvec",
-        "--grid",
-        "2",
-        "-o",
-        "page.html",
-    ];
-    args.extend(INPUTS);
-    let o = phobos(dir.path(), &args);
+    let o = phobos(
+        dir.path(),
+        &[staged(&["-o", "page.html"]), INPUTS.to_vec()].concat(),
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let page = std::fs::read_to_string(dir.path().join("page.html")).expect("the page");
     assert!(page.starts_with("<!DOCTYPE html>"));
     assert!(page.contains("stepped through as the compiler built it for sm_75"));
     assert!(stderr(&o).contains("wrote page.html"));
 
-    let mut args = vec![
-        "staged.pho",
-        "--kernel",
-        "staged_matvec",
-        "--grid",
-        "2",
-        "--format",
-        "json",
-        "--cta",
-        "1",
-    ];
-    args.extend(INPUTS);
-    let o = phobos(dir.path(), &args);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    let json_args = staged(&["--format", "json", "--cta", "1"]);
+    let v = json(&phobos(dir.path(), &[json_args, INPUTS.to_vec()].concat()));
     assert_eq!(v["kernel"], "staged_matvec");
-    assert_eq!(
-        v["ctas"][v["picked"].as_u64().unwrap_or(0) as usize]["cta"],
-        1
-    );
+    assert_eq!(*picked_cta(&v), 1);
 
-    let mut args = vec![
-        "staged.pho",
-        "--kernel",
-        "staged_matvec",
-        "--grid",
-        "2",
-        "--format",
-        "text",
-    ];
-    args.extend(INPUTS);
-    let o = phobos(dir.path(), &args);
+    let o = phobos(
+        dir.path(),
+        &[staged(&["--format", "text"]), INPUTS.to_vec()].concat(),
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("shuffle step 5 of 5"), "{text}");
@@ -113,42 +114,14 @@ fn npy_inputs_are_read() {
     let w: Vec<f32> = (0..8 * 256).map(|i| i as f32).collect();
     write_npy_f32(&dir.path().join("w.npy"), &[8, 256], &w);
     write_npy_f32(&dir.path().join("x.npy"), &[1, 256], &[1.0; 256]);
-    let o = phobos(
-        dir.path(),
-        &[
-            "staged.pho",
-            "--kernel",
-            "staged_matvec",
-            "--grid",
-            "2",
-            "--format",
-            "json",
-            "W=w.npy",
-            "x=x.npy",
-            "y=shape:1x8",
-        ],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let args = staged(&["--format", "json", "W=w.npy", "x=x.npy", "y=shape:1x8"]);
+    let v = json(&phobos(dir.path(), &args));
     assert_eq!(v["tensors"][0]["shape"], serde_json::json!([8, 256]));
 
     // A .npy of the wrong shape names the dim it contradicts.
     write_npy_f32(&dir.path().join("x2.npy"), &[1, 128], &[1.0; 128]);
-    let o = phobos(
-        dir.path(),
-        &[
-            "staged.pho",
-            "--kernel",
-            "staged_matvec",
-            "--grid",
-            "2",
-            "W=w.npy",
-            "x=x2.npy",
-            "y=shape:1x8",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("dim K"), "{}", stderr(&o));
+    let o = phobos(dir.path(), &staged(&["W=w.npy", "x=x2.npy", "y=shape:1x8"]));
+    assert_fails(&o, 2, "dim K");
 }
 
 #[test]
@@ -163,83 +136,20 @@ fn usage_and_io_errors_exit_2() {
             vec!["staged.pho", "--kernel", "staged_matvec", "--grid", "0"],
             "not a positive grid size",
         ),
-        (
-            vec![
-                "staged.pho",
-                "--kernel",
-                "staged_matvec",
-                "--grid",
-                "2",
-                "--arch",
-                "sm_61",
-            ],
-            "unknown target `sm_61`",
-        ),
-        (
-            vec![
-                "staged.pho",
-                "--kernel",
-                "staged_matvec",
-                "--grid",
-                "2",
-                "W",
-            ],
-            "not a binding",
-        ),
-        (
-            vec![
-                "staged.pho",
-                "--kernel",
-                "staged_matvec",
-                "--grid",
-                "2",
-                "W=nope.npy",
-            ],
-            "cannot open `nope.npy`",
-        ),
+        (staged(&["--arch", "sm_61"]), "unknown target `sm_61`"),
+        (staged(&["W"]), "not a binding"),
+        (staged(&["W=nope.npy"]), "cannot open `nope.npy`"),
         (
             vec!["staged.pho", "--kernel", "nope", "--grid", "2"],
             "no kernel `nope`",
         ),
+        (staged(&INPUTS[..2]), "no value for parameter `y`"),
         (
-            vec![
-                "staged.pho",
-                "--kernel",
-                "staged_matvec",
-                "--grid",
-                "2",
-                "W=shape:8x256",
-                "x=shape:1x256",
-            ],
-            "no value for parameter `y`",
-        ),
-        (
-            vec![
-                "staged.pho",
-                "--kernel",
-                "staged_matvec",
-                "--grid",
-                "2",
-                "--cta",
-                "5",
-                "W=shape:8x256",
-                "x=shape:1x256",
-                "y=shape:1x8",
-            ],
+            staged(&[&["--cta", "5"], &INPUTS[..]].concat()),
             "outside the grid",
         ),
         (
-            vec![
-                "staged.pho",
-                "--kernel",
-                "staged_matvec",
-                "--grid",
-                "2",
-                "W=shape:8x256",
-                "x=shape:1x256",
-                "y=shape:1x8",
-                "z=1",
-            ],
+            staged(&[&INPUTS[..], &["z=1"]].concat()),
             "no parameter `z`",
         ),
     ];
@@ -257,12 +167,10 @@ fn usage_and_io_errors_exit_2() {
 
 #[test]
 fn a_kernel_that_does_not_compile_exits_1_with_the_diagnostic() {
-    let dir = setup();
-    std::fs::write(
-        dir.path().join("bad.pho"),
+    let dir = setup_with(
+        "bad.pho",
         "@launch(128)\nkernel k(A: tensor<f32>[1, 128]) {\n  let x = A[0, nope]\n}\n",
-    )
-    .expect("write");
+    );
     let o = phobos(
         dir.path(),
         &["bad.pho", "--kernel", "k", "--grid", "1", "A=shape:1x128"],
@@ -273,50 +181,31 @@ fn a_kernel_that_does_not_compile_exits_1_with_the_diagnostic() {
 
 #[test]
 fn the_grid_comes_from_at_grid_when_not_given() {
-    let dir = setup();
-    std::fs::write(
-        dir.path().join("scale.pho"),
-        "@launch(64)\n@grid(cdiv(N, 64))\nkernel scale(x: tensor<f32>[1, N], y: tensor<f32>[1, N]) {\n  let i = ctx.block.x * 64 + ctx.thread\n  if i < N {\n    y[0, i] = 2.0 * x[0, i]\n  }\n}\n",
-    )
-    .expect("write");
-    let o = phobos(
-        dir.path(),
-        &[
-            "scale.pho",
-            "--kernel",
-            "scale",
-            "--format",
-            "json",
-            "--cta",
-            "3,0",
-            "x=shape:1x200",
-            "y=shape:1x200",
-        ],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let dir = setup_with("scale.pho", "@launch(64)\n@grid(cdiv(N, 64))\nkernel scale(x: tensor<f32>[1, N], y: tensor<f32>[1, N]) {\n  let i = ctx.block.x * 64 + ctx.thread\n  if i < N {\n    y[0, i] = 2.0 * x[0, i]\n  }\n}\n");
+    let args = [
+        "scale.pho",
+        "--kernel",
+        "scale",
+        "--format",
+        "json",
+        "--cta",
+        "3,0",
+        "x=shape:1x200",
+        "y=shape:1x200",
+    ];
+    let v = json(&phobos(dir.path(), &args));
     assert_eq!(v["grid"], serde_json::json!([4, 1, 1]));
-    assert_eq!(
-        v["ctas"][v["picked"].as_u64().unwrap_or(0) as usize]["cta"],
-        3
-    );
+    assert_eq!(*picked_cta(&v), 3);
 
     // Without @grid, the grid must be given.
     let mut args = vec!["staged.pho", "--kernel", "staged_matvec"];
     args.extend(INPUTS);
-    let o = phobos(dir.path(), &args);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("has no @grid"), "{}", stderr(&o));
+    assert_fails(&phobos(dir.path(), &args), 2, "has no @grid");
 }
 
 #[test]
 fn an_autotune_constant_picks_the_variant() {
-    let dir = setup();
-    std::fs::write(
-        dir.path().join("block.pho"),
-        "@autotune(BLOCK in [64, 128])\n@launch(BLOCK)\n@grid(cdiv(N, BLOCK))\nkernel block(x: tensor<f32>[N], y: tensor<f32>[N]) {\n  let i = ctx.block.x * BLOCK + ctx.thread\n  if i < N {\n    y[i] = 2.0 * x[i]\n  }\n}\n",
-    )
-    .expect("write");
+    let dir = setup_with("block.pho", "@autotune(BLOCK in [64, 128])\n@launch(BLOCK)\n@grid(cdiv(N, BLOCK))\nkernel block(x: tensor<f32>[N], y: tensor<f32>[N]) {\n  let i = ctx.block.x * BLOCK + ctx.thread\n  if i < N {\n    y[i] = 2.0 * x[i]\n  }\n}\n");
     let run = |block: &'static str| {
         phobos(
             dir.path(),
@@ -332,16 +221,8 @@ fn an_autotune_constant_picks_the_variant() {
             ],
         )
     };
-    let o = run("BLOCK=128");
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let v = json(&run("BLOCK=128"));
     assert_eq!(v["threads"], 128);
     assert_eq!(v["grid"], serde_json::json!([8, 1, 1]));
-    let o = run("BLOCK=100");
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("compiled for BLOCK in [64, 128]"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails(&run("BLOCK=100"), 2, "compiled for BLOCK in [64, 128]");
 }

@@ -98,15 +98,11 @@ fn expect(dir: &Path, args: &[&str], code: i32, names: &[&str]) -> Output {
     out
 }
 
-const AXPY: &str = "@launch(32)
-@grid(cdiv(N, ctx.threads))
-kernel axpy(alpha: f32, x: tensor<f32>[N], y: tensor<f32>[N]) {
-  let i = ctx.block.x * ctx.threads + ctx.thread
-  if i < N {
-    y[i] = alpha * x[i] + y[i]
-  }
-}
-";
+/// y = alpha * x + y with its own @grid, in CTAs of 32 threads (the
+/// work budgets below count them).
+static AXPY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    include_str!("../../../tests/fixtures/axpy.pho").replace("@launch(256)", "@launch(32)")
+});
 
 /// A `.npy` (version 1.0) of little-endian f32 values.
 fn npy_f32(values: &[f32]) -> Vec<u8> {
@@ -136,6 +132,16 @@ fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
         std::fs::write(dir.path().join(name), bytes).expect("write");
     }
     dir
+}
+
+/// `phobos explain k.pho --kernel axpy`, then `rest`.
+fn explain_axpy<'a>(rest: &[&'a str]) -> Vec<&'a str> {
+    [&["explain", "k.pho", "--kernel", "axpy"][..], rest].concat()
+}
+
+/// `phobos sim k.pho alpha=1`, then `rest`.
+fn sim_axpy<'a>(rest: &[&'a str]) -> Vec<&'a str> {
+    [&["sim", "k.pho", "alpha=1"][..], rest].concat()
 }
 
 fn axpy_dir() -> tempfile::TempDir {
@@ -350,7 +356,7 @@ fn a_ladder_of_links_is_walked_once_per_directory() {
     for i in 0..=rungs {
         std::fs::create_dir(d.path().join(format!("d{i}"))).expect("mkdir");
     }
-    std::fs::write(d.path().join(format!("d{rungs}/k.pho")), AXPY).expect("write");
+    std::fs::write(d.path().join(format!("d{rungs}/k.pho")), AXPY.as_str()).expect("write");
     for i in 0..rungs {
         for link in ["a", "b"] {
             std::os::unix::fs::symlink(
@@ -383,34 +389,14 @@ fn launches_beyond_the_limits_are_refused_up_front() {
     expect(d.path(), &args, 2, &["budget", "--max-work 137434759200"]);
     expect(
         d.path(),
-        &[
-            "explain",
-            "k.pho",
-            "--kernel",
-            "axpy",
-            "--grid",
-            "65535,65535",
-            "alpha=1",
-            "x=x.npy",
-            "y=y.npy",
-        ],
+        &explain_axpy(&["--grid", "65535,65535", "alpha=1", "x=x.npy", "y=y.npy"]),
         2,
         &["budget", "--max-work"],
     );
     // Far more host threads than cores: clamped, not spawned.
     expect(
         d.path(),
-        &[
-            "sim",
-            "k.pho",
-            "alpha=1",
-            "x=x.npy",
-            "y=y.npy",
-            "--out",
-            "o",
-            "--threads",
-            "100000",
-        ],
+        &sim_axpy(&["x=x.npy", "y=y.npy", "--out", "o", "--threads", "100000"]),
         0,
         &[],
     );
@@ -422,9 +408,7 @@ fn an_out_that_is_a_file_is_refused_before_the_run() {
     std::fs::write(d.path().join("taken"), b"").expect("write");
     expect(
         d.path(),
-        &[
-            "sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "taken",
-        ],
+        &sim_axpy(&["x=x.npy", "y=y.npy", "--out", "taken"]),
         2,
         &["`taken` is a file"],
     );
@@ -437,18 +421,46 @@ fn an_out_that_is_a_file_is_refused_before_the_run() {
     );
 }
 
+/// `/dev/full` opened for writing: every write to it fails.
+fn full() -> std::fs::File {
+    std::fs::File::create("/dev/full").expect("/dev/full")
+}
+
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Runs `cmd` with `stream` a pipe whose reader is gone before the command
+/// writes (standard output is a pipe too when it is not that stream).
+fn reader_gone(mut cmd: Command, stream: Stream) -> Output {
+    match stream {
+        Stream::Stdout => cmd.stdout(Stdio::piped()).stderr(Stdio::piped()),
+        Stream::Stderr => cmd.stdout(Stdio::null()).stderr(Stdio::piped()),
+    };
+    let mut child = cmd.spawn().expect("spawn");
+    match stream {
+        Stream::Stdout => drop(child.stdout.take()),
+        Stream::Stderr => drop(child.stderr.take()),
+    }
+    child.wait_with_output().expect("wait")
+}
+
 #[test]
 fn a_full_or_closed_stdout_is_no_panic() {
     let d = axpy_dir();
     for args in [
         &["ptx", "k.pho"][..],
         &["report", "k.pho"],
+        &sim_axpy(&["x=x.npy", "y=y.npy", "--out", "o"]),
+        // `profile` wrote its report by hand and said "cannot write the
+        // output" where every other command names standard output.
         &[
-            "sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o",
+            "profile", "k.pho", "--kernel", "axpy", "alpha=1", "x=x.npy", "y=y.npy",
         ],
     ] {
         let mut cmd = capped(args, d.path());
-        cmd.stdout(std::fs::File::create("/dev/full").expect("/dev/full"));
+        cmd.stdout(full());
         cmd.stderr(Stdio::piped());
         let out = cmd.output().expect("run");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -458,11 +470,7 @@ fn a_full_or_closed_stdout_is_no_panic() {
             "{args:?}: {err}"
         );
         // A reader that stops reading: a quiet end, not exit 101.
-        let mut cmd = capped(args, d.path());
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn");
-        drop(child.stdout.take());
-        let out = child.wait_with_output().expect("wait");
+        let out = reader_gone(capped(args, d.path()), Stream::Stdout);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(
@@ -473,7 +481,7 @@ fn a_full_or_closed_stdout_is_no_panic() {
     }
     let bad = dir_with(&[("k.pho", b"kernel\n")]);
     let mut cmd = capped(&["check", "k.pho", "--message-format", "json"], bad.path());
-    cmd.stdout(std::fs::File::create("/dev/full").expect("/dev/full"));
+    cmd.stdout(full());
     cmd.stderr(Stdio::piped());
     let out = cmd.output().expect("run");
     assert_eq!(out.status.code(), Some(2));
@@ -493,7 +501,7 @@ fn a_full_or_closed_stderr_is_no_panic() {
         (&["build", "bad.pho", "--out", "o"], 1),
         (&["sim", "bad.pho", "--out", "o"], 1),
         (&["sim", "k.pho", "x=missing.npy", "--out", "o"], 2),
-        (&["explain", "k.pho", "--kernel", "axpy", "alpha=abc"], 2),
+        (&explain_axpy(&["alpha=abc"]), 2),
         (&["profile", "k.pho", "--gpu", "nonesuch"], 2),
         (&["fmt", "bad.pho"], 1),
         (&["fmt", "--check", "bad.pho"], 1),
@@ -503,7 +511,7 @@ fn a_full_or_closed_stderr_is_no_panic() {
         // Standard error on a full device.
         let mut cmd = capped(args, d.path());
         cmd.stdout(Stdio::null());
-        cmd.stderr(std::fs::File::create("/dev/full").expect("/dev/full"));
+        cmd.stderr(full());
         let status = cmd.status().expect("run");
         assert_eq!(
             status.code(),
@@ -511,11 +519,7 @@ fn a_full_or_closed_stderr_is_no_panic() {
             "{args:?} with stderr full: {status:?}"
         );
         // Standard error a pipe whose reader is gone.
-        let mut cmd = capped(args, d.path());
-        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn");
-        drop(child.stderr.take());
-        let status = child.wait().expect("wait");
+        let status = reader_gone(capped(args, d.path()), Stream::Stderr).status;
         assert_eq!(
             status.code(),
             Some(code),
@@ -523,15 +527,10 @@ fn a_full_or_closed_stderr_is_no_panic() {
         );
     }
     // The progress line of a long run, written to a full stderr.
-    let mut cmd = capped(
-        &[
-            "sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o",
-        ],
-        d.path(),
-    );
+    let mut cmd = capped(&sim_axpy(&["x=x.npy", "y=y.npy", "--out", "o"]), d.path());
     cmd.env("PHOBOS_PROGRESS_AFTER_MS", "0");
     cmd.stdout(Stdio::null());
-    cmd.stderr(std::fs::File::create("/dev/full").expect("/dev/full"));
+    cmd.stderr(full());
     assert_eq!(cmd.status().expect("run").code(), Some(0));
 }
 
@@ -571,29 +570,13 @@ fn an_npy_header_bomb_is_refused_before_allocating() {
     std::fs::write(d.path().join("bomb.npy"), &bomb).expect("write");
     expect(
         d.path(),
-        &[
-            "sim",
-            "k.pho",
-            "alpha=1",
-            "x=bomb.npy",
-            "y=y.npy",
-            "--out",
-            "o",
-        ],
+        &sim_axpy(&["x=bomb.npy", "y=y.npy", "--out", "o"]),
         2,
         &["header claims 4294967295 bytes"],
     );
     expect(
         d.path(),
-        &[
-            "explain",
-            "k.pho",
-            "--kernel",
-            "axpy",
-            "alpha=1",
-            "x=bomb.npy",
-            "y=y.npy",
-        ],
+        &explain_axpy(&["alpha=1", "x=bomb.npy", "y=y.npy"]),
         2,
         &["header claims 4294967295 bytes"],
     );
@@ -603,15 +586,7 @@ fn an_npy_header_bomb_is_refused_before_allocating() {
     std::fs::write(d.path().join("big.npy"), &big).expect("write");
     expect(
         d.path(),
-        &[
-            "sim",
-            "k.pho",
-            "alpha=1",
-            "x=big.npy",
-            "y=y.npy",
-            "--out",
-            "o",
-        ],
+        &sim_axpy(&["x=big.npy", "y=y.npy", "--out", "o"]),
         2,
         &["3000000000 does not fit the kernels' 32-bit index"],
     );
@@ -755,23 +730,13 @@ fn bindings_and_targets_mean_one_thing_everywhere() {
     let d = axpy_dir();
     expect(
         d.path(),
-        &[
-            "explain",
-            "k.pho",
-            "--kernel",
-            "axpy",
-            "alpha=abc",
-            "x=x.npy",
-            "y=y.npy",
-        ],
+        &explain_axpy(&["alpha=abc", "x=x.npy", "y=y.npy"]),
         2,
         &["`abc` is neither a number"],
     );
     expect(
         d.path(),
-        &[
-            "explain", "k.pho", "--kernel", "axpy", "alpha=1", "alpha=2", "x=x.npy", "y=y.npy",
-        ],
+        &explain_axpy(&["alpha=1", "alpha=2", "x=x.npy", "y=y.npy"]),
         2,
         &["`alpha` is given twice"],
     );
@@ -842,9 +807,7 @@ fn empty_tensors_say_which_axis_of_the_grid_is_empty() {
     ]);
     let out = expect(
         d.path(),
-        &[
-            "sim", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o",
-        ],
+        &sim_axpy(&["x=x.npy", "y=y.npy", "--out", "o"]),
         2,
         &[
             "the grid 0 x 1 x 1 has no CTA along x",

@@ -613,6 +613,11 @@ fn semantic_tokens_delta_follows_an_edit() {
     c.stop();
 }
 
+/// Asserts that the inlay hints `h` hold `label` at `at`.
+fn assert_hint(h: &[(Position, String)], at: Position, label: &str) {
+    assert!(h.iter().any(|(p, l)| *p == at && l == label), "{h:?}");
+}
+
 #[test]
 fn inlay_hints_show_types_and_optionally_uniformity() {
     let src = seed("lanes_matvec.pho");
@@ -646,14 +651,8 @@ fn inlay_hints_show_types_and_optionally_uniformity() {
     c.open(uri, &src);
     let _ = c.diagnostics(uri);
     let h = hints(&mut c);
-    assert!(
-        h.contains(&(after("let row", "row"), ": i32".into())),
-        "{h:?}"
-    );
-    assert!(
-        h.contains(&(after("let total", "total"), ": f32".into())),
-        "{h:?}"
-    );
+    assert_hint(&h, after("let row", "row"), ": i32");
+    assert_hint(&h, after("let total", "total"), ": f32");
     // `var acc: f32` is typed as written: no hint.
     assert!(
         !h.iter().any(|(p, _)| p.line == find(&src, "var acc").0),
@@ -670,19 +669,10 @@ fn inlay_hints_show_types_and_optionally_uniformity() {
     c.open(uri, &src);
     let _ = c.diagnostics(uri);
     let h = hints(&mut c);
-    assert!(
-        h.contains(&(after("let row", "row"), "warp-uniform".into())),
-        "{h:?}"
-    );
-    assert!(
-        h.contains(&(after("let at", "at"), "varying".into())),
-        "{h:?}"
-    );
+    assert_hint(&h, after("let row", "row"), "warp-uniform");
+    assert_hint(&h, after("let at", "at"), "varying");
     // After the written type for a typed `var`.
-    assert!(
-        h.contains(&(after("var acc: f32", "acc: f32"), "varying".into())),
-        "{h:?}"
-    );
+    assert_hint(&h, after("var acc: f32", "acc: f32"), "varying");
     c.stop();
 }
 

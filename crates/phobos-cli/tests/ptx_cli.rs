@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+
 fn corpus(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/in")
@@ -22,6 +24,15 @@ fn phobos(args: &[&str]) -> Output {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
+}
+
+/// `phobos ptx` on `src`, written as `name`, which must exit 1 (a compile
+/// error); returns what it said on stderr.
+fn ptx_fails(name: &str, src: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let out = phobos(&["ptx", &common::write(dir.path(), name, src)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    text(&out.stderr)
 }
 
 #[test]
@@ -76,32 +87,18 @@ fn bad_target_and_missing_file_are_usage_errors() {
 
 #[test]
 fn a_compile_error_is_rendered_with_its_location_and_exits_1() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bad.pho");
-    std::fs::write(
-        &path,
-        "@launch(32)\nkernel k(A: tensor<f32>[N]) {\n  A[0] = undefined_name\n}\n",
-    )
-    .unwrap();
-    let out = phobos(&["ptx", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = text(&out.stderr);
+    let src = "@launch(32)\nkernel k(A: tensor<f32>[N]) {\n  A[0] = undefined_name\n}\n";
+    let err = ptx_fails("bad.pho", src);
     assert!(err.contains("bad.pho:3:"), "{err}");
     assert!(err.contains("undefined_name"), "{err}");
 }
 
 #[test]
 fn too_much_shared_memory_is_a_compile_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.pho");
-    std::fs::write(
-        &path,
+    let err = ptx_fails(
+        "big.pho",
         "@launch(256)\nkernel big(A: tensor<f32>[128, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 128, :]\n  y[0, ctx.thread] = a[1, ctx.thread]\n}\n",
-    )
-    .unwrap();
-    let out = phobos(&["ptx", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = text(&out.stderr);
+    );
     assert!(
         err.contains("P0801") && err.contains("131072 bytes"),
         "{err}"

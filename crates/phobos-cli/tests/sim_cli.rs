@@ -26,6 +26,12 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Asserts that `phobos` exited with `code` and said `message` on stderr.
+fn assert_fails(out: &Output, code: i32, message: &str) {
+    assert_eq!(out.status.code(), Some(code), "{}", stderr(out));
+    assert!(stderr(out).contains(message), "{}", stderr(out));
+}
+
 /// A small deterministic generator, so failures reproduce.
 struct Rng(u64);
 
@@ -66,14 +72,17 @@ fn read_npy<T: npyz::Deserialize>(path: &Path) -> (Vec<u64>, Vec<T>) {
 
 struct Case {
     dir: tempfile::TempDir,
+    /// The kernel source's path, as text.
+    file: String,
 }
 
 impl Case {
-    fn new(name: &str, src: &str) -> (Case, String) {
+    fn new(name: &str, src: &str) -> Case {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join(name);
         std::fs::write(&p, src).expect("write source");
-        (Case { dir }, p.display().to_string())
+        let file = p.display().to_string();
+        Case { dir, file }
     }
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
@@ -83,6 +92,15 @@ impl Case {
     }
     fn out(&self) -> String {
         self.path("out").display().to_string()
+    }
+    /// Runs `phobos sim FILE FLAGS.. T=DIR/T.npy.. --out DIR/out`, one
+    /// `T=` argument per tensor named in `tensors`.
+    fn sim(&self, flags: &[&str], tensors: &[&str]) -> Output {
+        let mut args = vec!["sim".to_string(), self.file.clone()];
+        args.extend(flags.iter().map(|f| f.to_string()));
+        args.extend(tensors.iter().map(|t| self.arg(t, &format!("{t}.npy"))));
+        args.extend(["--out".to_string(), self.out()]);
+        phobos(&args.iter().map(String::as_str).collect::<Vec<_>>())
     }
 }
 
@@ -115,21 +133,12 @@ fn check_matvec(c: &Case, w: &[f32], x: &[f32], n: usize, k: usize) {
 fn lanes_matvec_with_ragged_rows() {
     // N = 10 rows over CTAs of 4 warps: the third CTA has two idle warps.
     let (n, k) = (10, 256);
-    let (c, file) = Case::new("lanes_matvec.pho", LANES_MATVEC);
+    let c = Case::new("lanes_matvec.pho", LANES_MATVEC);
     let (w, x) = matvec_inputs(&c, n, k, 7);
-    let out = phobos(&[
-        "sim",
-        &file,
-        "--kernel",
-        "lanes_matvec",
-        "--grid",
-        "3",
-        &c.arg("W", "W.npy"),
-        &c.arg("x", "x.npy"),
-        &c.arg("y", "y.npy"),
-        "--out",
-        &c.out(),
-    ]);
+    let out = c.sim(
+        &["--kernel", "lanes_matvec", "--grid", "3"],
+        &["W", "x", "y"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("checks passed"), "{stdout}");
@@ -143,19 +152,9 @@ fn lanes_matvec_with_ragged_rows() {
 #[test]
 fn staged_matvec_through_shared_memory() {
     let (n, k) = (9, 256);
-    let (c, file) = Case::new("staged.pho", STAGED_MATVEC);
+    let c = Case::new("staged.pho", STAGED_MATVEC);
     let (w, x) = matvec_inputs(&c, n, k, 11);
-    let out = phobos(&[
-        "sim",
-        &file,
-        "--grid",
-        "3",
-        &c.arg("W", "W.npy"),
-        &c.arg("x", "x.npy"),
-        &c.arg("y", "y.npy"),
-        "--out",
-        &c.out(),
-    ]);
+    let out = c.sim(&["--grid", "3"], &["W", "x", "y"]);
     assert!(out.status.success(), "{}", stderr(&out));
     check_matvec(&c, &w, &x, n, k);
 }
@@ -163,24 +162,14 @@ fn staged_matvec_through_shared_memory() {
 #[test]
 fn i8_matvec_matches_exact_integers() {
     let (n, k) = (13, 96);
-    let (c, file) = Case::new("i8.pho", I8_MATVEC);
+    let c = Case::new("i8.pho", I8_MATVEC);
     let mut r = Rng(3);
     let a: Vec<i8> = (0..k).map(|_| r.i8()).collect();
     let w: Vec<i8> = (0..n * k).map(|_| r.i8()).collect();
     write_npy(&c.path("A.npy"), &[1, k as u64], &a);
     write_npy(&c.path("W.npy"), &[n as u64, k as u64], &w);
     write_npy(&c.path("C.npy"), &[1, n as u64], &vec![f32::NAN; n]);
-    let out = phobos(&[
-        "sim",
-        &file,
-        "--grid",
-        "2",
-        &c.arg("A", "A.npy"),
-        &c.arg("W", "W.npy"),
-        &c.arg("C", "C.npy"),
-        "--out",
-        &c.out(),
-    ]);
+    let out = c.sim(&["--grid", "2"], &["A", "W", "C"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let (_, got) = read_npy::<f32>(&c.path("out/C.npy"));
     for col in 0..n {
@@ -193,21 +182,12 @@ fn i8_matvec_matches_exact_integers() {
 
 #[test]
 fn lane_max_folds_warp_zero() {
-    let (c, file) = Case::new("lane_max.pho", LANE_MAX);
+    let c = Case::new("lane_max.pho", LANE_MAX);
     let mut r = Rng(5);
     let a: Vec<f32> = (0..128).map(|_| r.f32()).collect();
     write_npy(&c.path("A.npy"), &[1, 128], &a);
     write_npy(&c.path("O.npy"), &[1, 1], &[f32::NAN]);
-    let out = phobos(&[
-        "sim",
-        &file,
-        "--grid",
-        "1",
-        &c.arg("A", "A.npy"),
-        &c.arg("O", "O.npy"),
-        "--out",
-        &c.out(),
-    ]);
+    let out = c.sim(&["--grid", "1"], &["A", "O"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let (_, o) = read_npy::<f32>(&c.path("out/O.npy"));
     let want = a[..32].iter().copied().fold(f32::MIN, f32::max);
@@ -216,19 +196,10 @@ fn lane_max_folds_warp_zero() {
 
 #[test]
 fn a_missing_bounds_guard_fails_memcheck_with_exit_1() {
-    let (c, file) = Case::new("copy.pho", UNGUARDED);
+    let c = Case::new("copy.pho", UNGUARDED);
     write_npy(&c.path("A.npy"), &[1, 100], &vec![1.0f32; 100]);
     write_npy(&c.path("B.npy"), &[1, 128], &vec![0.0f32; 128]);
-    let out = phobos(&[
-        "sim",
-        &file,
-        "--grid",
-        "1",
-        &c.arg("A", "A.npy"),
-        &c.arg("B", "B.npy"),
-        "--out",
-        &c.out(),
-    ]);
+    let out = c.sim(&["--grid", "1"], &["A", "B"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
@@ -240,23 +211,25 @@ fn a_missing_bounds_guard_fails_memcheck_with_exit_1() {
     assert!(err.contains("tensor `A`, which has 400 bytes"), "{err}");
 }
 
+/// lanes_matvec with zero inputs of these shapes, `x` of element type `X`
+/// (the kernel wants f32).
+fn lanes_matvec_zeros<X>(w: &[u64], x: &[u64], y: &[u64]) -> Case
+where
+    X: npyz::AutoSerialize + Copy + Default,
+{
+    let c = Case::new("lanes_matvec.pho", LANES_MATVEC);
+    let zeros = |shape: &[u64]| vec![0.0f32; shape.iter().product::<u64>() as usize];
+    write_npy(&c.path("W.npy"), w, &zeros(w));
+    let xs = vec![X::default(); x.iter().product::<u64>() as usize];
+    write_npy(&c.path("x.npy"), x, &xs);
+    write_npy(&c.path("y.npy"), y, &zeros(y));
+    c
+}
+
 #[test]
 fn dims_that_disagree_name_both_tensors() {
-    let (c, file) = Case::new("lanes_matvec.pho", LANES_MATVEC);
-    write_npy(&c.path("W.npy"), &[4, 256], &vec![0.0f32; 1024]);
-    write_npy(&c.path("x.npy"), &[1, 128], &vec![0.0f32; 128]);
-    write_npy(&c.path("y.npy"), &[1, 4], &[0.0f32; 4]);
-    let out = phobos(&[
-        "sim",
-        &file,
-        "--grid",
-        "1",
-        &c.arg("W", "W.npy"),
-        &c.arg("x", "x.npy"),
-        &c.arg("y", "y.npy"),
-        "--out",
-        &c.out(),
-    ]);
+    let c = lanes_matvec_zeros::<f32>(&[4, 256], &[1, 128], &[1, 4]);
+    let out = c.sim(&["--grid", "1"], &["W", "x", "y"]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out).trim(),
@@ -266,21 +239,8 @@ fn dims_that_disagree_name_both_tensors() {
 
 #[test]
 fn a_dtype_that_does_not_match_is_refused() {
-    let (c, file) = Case::new("lanes_matvec.pho", LANES_MATVEC);
-    write_npy(&c.path("W.npy"), &[4, 128], &vec![0.0f32; 512]);
-    write_npy(&c.path("x.npy"), &[1, 128], &vec![0.0f64; 128]);
-    write_npy(&c.path("y.npy"), &[1, 4], &[0.0f32; 4]);
-    let out = phobos(&[
-        "sim",
-        &file,
-        "--grid",
-        "1",
-        &c.arg("W", "W.npy"),
-        &c.arg("x", "x.npy"),
-        &c.arg("y", "y.npy"),
-        "--out",
-        &c.out(),
-    ]);
+    let c = lanes_matvec_zeros::<f64>(&[4, 128], &[1, 128], &[1, 4]);
+    let out = c.sim(&["--grid", "1"], &["W", "x", "y"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
@@ -292,52 +252,20 @@ fn a_dtype_that_does_not_match_is_refused() {
 
 #[test]
 fn shapes_and_alignment_are_checked() {
-    let (c, file) = Case::new("lanes_matvec.pho", LANES_MATVEC);
-    write_npy(&c.path("W.npy"), &[4, 100], &vec![0.0f32; 400]);
-    write_npy(&c.path("x.npy"), &[1, 100], &vec![0.0f32; 100]);
-    write_npy(&c.path("y.npy"), &[4], &[0.0f32; 4]);
-    let args = |y: &str| {
-        vec![
-            "sim".to_string(),
-            file.clone(),
-            "--grid".into(),
-            "1".into(),
-            c.arg("W", "W.npy"),
-            c.arg("x", "x.npy"),
-            c.arg("y", y),
-            "--out".into(),
-            c.out(),
-        ]
-    };
-    let run = |a: Vec<String>| phobos(&a.iter().map(String::as_str).collect::<Vec<_>>());
-    let out = run(args("y.npy"));
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("tensor `y` has 2 dimensions"),
-        "{}",
-        stderr(&out)
-    );
+    let c = lanes_matvec_zeros::<f32>(&[4, 100], &[1, 100], &[4]);
+    let out = c.sim(&["--grid", "1", &c.arg("y", "y.npy")], &["W", "x"]);
+    assert_fails(&out, 2, "tensor `y` has 2 dimensions");
     write_npy(&c.path("y2.npy"), &[1, 4], &[0.0f32; 4]);
-    let out = run(args("y2.npy"));
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("multiple of 128 (@aligned), but `W` gives 100"),
-        "{}",
-        stderr(&out)
-    );
+    let out = c.sim(&["--grid", "1", &c.arg("y", "y2.npy")], &["W", "x"]);
+    assert_fails(&out, 2, "multiple of 128 (@aligned), but `W` gives 100");
 }
 
 #[test]
 fn usage_errors_exit_2() {
-    let (c, file) = Case::new("lanes_matvec.pho", LANES_MATVEC);
-    let out = phobos(&["sim", &file, "--kernel", "nope", "--out", &c.out()]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("has no kernel `nope` (it has: lanes_matvec)"),
-        "{}",
-        stderr(&out)
-    );
-    let out = phobos(&["sim", &file, "--out", &c.out(), "W=w.npy"]);
+    let c = Case::new("lanes_matvec.pho", LANES_MATVEC);
+    let out = c.sim(&["--kernel", "nope"], &[]);
+    assert_fails(&out, 2, "has no kernel `nope` (it has: lanes_matvec)");
+    let out = c.sim(&["W=w.npy"], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains(
@@ -346,58 +274,32 @@ fn usage_errors_exit_2() {
         "{}",
         stderr(&out)
     );
-    let out = phobos(&["sim", &file, "--out", &c.out(), "Q=1"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("has no parameter `Q`"),
-        "{}",
-        stderr(&out)
-    );
-    let out = phobos(&[
-        "sim",
-        &file,
-        "--out",
-        &c.out(),
-        &c.arg("W", "missing.npy"),
-        "x=a.npy",
-        "y=b.npy",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("cannot open"), "{}", stderr(&out));
+    let out = c.sim(&["Q=1"], &[]);
+    assert_fails(&out, 2, "has no parameter `Q`");
+    let out = c.sim(&[&c.arg("W", "missing.npy"), "x=a.npy", "y=b.npy"], &[]);
+    assert_fails(&out, 2, "cannot open");
     let out = phobos(&["sim", "/nonexistent/k.pho", "--out", &c.out()]);
     assert_eq!(out.status.code(), Some(2));
-    let out = phobos(&["sim", &file, "--grid", "0", "--out", &c.out()]);
+    let out = c.sim(&["--grid", "0"], &[]);
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn a_kernel_without_a_grid_needs_one() {
-    let (c, file) = Case::new("lane_max.pho", LANE_MAX);
+    let c = Case::new("lane_max.pho", LANE_MAX);
     write_npy(&c.path("A.npy"), &[1, 128], &vec![0.0f32; 128]);
     write_npy(&c.path("O.npy"), &[1, 1], &[0.0f32]);
-    let out = phobos(&[
-        "sim",
-        &file,
-        &c.arg("A", "A.npy"),
-        &c.arg("O", "O.npy"),
-        "--out",
-        &c.out(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("has no @grid; give the grid with --grid"),
-        "{}",
-        stderr(&out)
-    );
+    let out = c.sim(&[], &["A", "O"]);
+    assert_fails(&out, 2, "has no @grid; give the grid with --grid");
 }
 
 #[test]
 fn compile_errors_exit_1_with_the_diagnostic() {
-    let (c, file) = Case::new(
+    let c = Case::new(
         "bad.pho",
         "kernel k(A: tensor<f32>[1, 4]) {\n  A[0, 0] = nope\n}\n",
     );
-    let out = phobos(&["sim", &file, "--out", &c.out()]);
+    let out = c.sim(&[], &[]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.contains("bad.pho:2"), "{err}");
@@ -416,21 +318,12 @@ kernel scale(A: tensor<f32>[1, N], alpha: f32, B: tensor<f32>[1, N]) {
 
 #[test]
 fn scalars_and_the_kernels_own_grid() {
-    let (c, file) = Case::new("scale.pho", SCALE);
+    let c = Case::new("scale.pho", SCALE);
     let n = 300;
     let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
     write_npy(&c.path("A.npy"), &[1, n as u64], &a);
     write_npy(&c.path("B.npy"), &[1, n as u64], &vec![f32::NAN; n]);
-    let out = phobos(&[
-        "sim",
-        &file,
-        &c.arg("A", "A.npy"),
-        "alpha=2.5",
-        &c.arg("B", "B.npy"),
-        "--out",
-        &c.out(),
-        "--no-check",
-    ]);
+    let out = c.sim(&["alpha=2.5", "--no-check"], &["A", "B"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("grid (3, 1, 1) x 128 threads"), "{stdout}");
@@ -438,44 +331,20 @@ fn scalars_and_the_kernels_own_grid() {
     let (_, b) = read_npy::<f32>(&c.path("out/B.npy"));
     assert_eq!(b, a.iter().map(|v| v * 2.5).collect::<Vec<_>>());
 
-    let out = phobos(&[
-        "sim",
-        &file,
-        &c.arg("A", "A.npy"),
-        "alpha=fast",
-        &c.arg("B", "B.npy"),
-        "--out",
-        &c.out(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("`alpha=fast`: `fast` is neither a number"),
-        "{}",
-        stderr(&out)
-    );
+    let out = c.sim(&["alpha=fast"], &["A", "B"]);
+    assert_fails(&out, 2, "`alpha=fast`: `fast` is neither a number");
 }
 
 #[test]
 fn an_autotuned_dim_without_a_variant_is_refused() {
     let (n, k) = (4, 128);
-    let (c, file) = Case::new("staged.pho", STAGED_MATVEC);
+    let c = Case::new("staged.pho", STAGED_MATVEC);
     matvec_inputs(&c, n, k, 1);
-    let out = phobos(&[
-        "sim",
-        &file,
-        "--grid",
-        "1",
-        &c.arg("W", "W.npy"),
-        &c.arg("x", "x.npy"),
-        &c.arg("y", "y.npy"),
-        "--out",
-        &c.out(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("has no variant for these dims: `K` = 128 (compiled for [256])"),
-        "{}",
-        stderr(&out)
+    let out = c.sim(&["--grid", "1"], &["W", "x", "y"]);
+    assert_fails(
+        &out,
+        2,
+        "has no variant for these dims: `K` = 128 (compiled for [256])",
     );
 }
 
@@ -485,12 +354,12 @@ const TUNED: &str = include_str!("../../../tests/in/autotune_block.pho");
 #[test]
 fn define_runs_the_variant_of_a_free_tuning_constant() {
     let n = 1000;
-    let (c, file) = Case::new("autotune_block.pho", TUNED);
+    let c = Case::new("autotune_block.pho", TUNED);
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
     write_npy(&c.path("x.npy"), &[n as u64], &x);
     write_npy(&c.path("y.npy"), &[n as u64], &vec![0.0f32; n]);
     let run = |defines: &[&str]| {
-        let mut args = vec!["sim", file.as_str(), "x=x.npy", "y=y.npy", "--out", "out"];
+        let mut args = vec!["sim", c.file.as_str(), "x=x.npy", "y=y.npy", "--out", "out"];
         args.extend_from_slice(defines);
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_phobos"));
         cmd.args(&args).current_dir(c.dir.path());

@@ -225,16 +225,8 @@ pub enum StmtKind {
         ty: Option<(ScalarTy, Span)>,
         init: Expr,
     },
-    /// `var acc: f32[4, 4] = 0.0`: a register array (`mutable` is false
-    /// for the `let` the checker refuses). `shape` holds the dims as written.
-    ArrayDecl {
-        mutable: bool,
-        name: Ident,
-        elem: (ScalarTy, Span),
-        shape: Vec<Expr>,
-        shape_span: Span,
-        init: Box<Expr>,
-    },
+    /// `var acc: f32[4, 4] = 0.0`: a register array, boxed (rare).
+    ArrayDecl(Box<ArrayDecl>),
     /// `x = e`, `x += e`, `y[0, row] = e`, `A[r :+ R, :] = t`.
     /// `op` is the operator of a compound assignment.
     Assign {
@@ -265,6 +257,18 @@ pub enum StmtKind {
     Expr(Expr),
     /// A statement that failed to parse (already reported).
     Error,
+}
+
+/// `var acc: f32[4, 4] = 0.0`: a register array (`mutable` is false for
+/// the `let` the checker refuses). `shape` holds the dims as written.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ArrayDecl {
+    pub mutable: bool,
+    pub name: Ident,
+    pub elem: (ScalarTy, Span),
+    pub shape: Vec<Expr>,
+    pub shape_span: Span,
+    pub init: Expr,
 }
 
 /// `for var in range(start, end[, step]) [unroll N] { body }`.
@@ -336,6 +340,40 @@ pub enum ExprKind {
     Error,
 }
 
+impl Expr {
+    /// The expressions written directly inside this one, in source order:
+    /// operands, a call's arguments, an index's base then its subscripts'
+    /// expressions, a collective's config values then its arguments, a
+    /// tile's dims.
+    pub fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::Unary(_, x) => vec![x],
+            ExprKind::Binary(_, a, b) => vec![a, b],
+            ExprKind::Call { args, .. } => args.iter().collect(),
+            ExprKind::Index { base, subs } => std::iter::once(&**base)
+                .chain(subs.iter().flat_map(Subscript::exprs))
+                .collect(),
+            ExprKind::Collective(c) => c.config.iter().map(|c| &c.value).chain(&c.args).collect(),
+            ExprKind::Shared { dims, .. } | ExprKind::Zeros { dims, .. } => dims.iter().collect(),
+            ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Bool(_)
+            | ExprKind::Name(_)
+            | ExprKind::Ctx(_)
+            | ExprKind::Error => Vec::new(),
+        }
+    }
+
+    /// Calls `f` on this expression and every expression inside it, outer
+    /// first, in source order.
+    pub fn walk<'a>(&'a self, f: &mut dyn FnMut(&'a Expr)) {
+        f(self);
+        for c in self.children() {
+            c.walk(f);
+        }
+    }
+}
+
 /// `op<config>(args)`: a collective or a shuffle (`ExprKind::Collective`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Collective {
@@ -359,6 +397,18 @@ pub enum Subscript {
     Full(Span),
 }
 
+impl Subscript {
+    /// The expressions written in this subscript: a point's index, a
+    /// span's start and length.
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match self {
+            Subscript::Point(x) => vec![x],
+            Subscript::Span { start, len, .. } => vec![start, len],
+            Subscript::Full(_) => Vec::new(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ConfigItem {
     pub key: ConfigKey,
@@ -375,6 +425,20 @@ pub enum ConfigKey {
     Xor,
     Down,
     Up,
+}
+
+impl ConfigKey {
+    /// The key as written: `over`, `width`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            ConfigKey::Over => "over",
+            ConfigKey::Width => "width",
+            ConfigKey::From => "from",
+            ConfigKey::Xor => "xor",
+            ConfigKey::Down => "down",
+            ConfigKey::Up => "up",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]

@@ -101,6 +101,7 @@ codes! {
     P0457,
     P0458,
     P0459,
+    P0460,
     P0470,
     P0471,
     P0472,
@@ -295,6 +296,18 @@ impl Diagnostic {
         };
         d.hidden = Some(hidden);
         d
+    }
+    /// The P0006 a stage that stops reporting after `limit` diagnostics
+    /// adds for the `hidden` ones it only counted ("N more `what` not
+    /// reported: the `stage` stops reporting after `limit`"), or `None`
+    /// when it hid none.
+    pub fn unreported(hidden: Counts, what: &str, stage: &str, limit: usize) -> Option<Diagnostic> {
+        (hidden.total() > 0).then(|| {
+            let n = hidden.total();
+            let message =
+                format!("{n} more {what} not reported: the {stage} stops reporting after {limit}");
+            Diagnostic::not_shown(message, hidden)
+        })
     }
     pub fn primary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
         self.labels.push(Label {

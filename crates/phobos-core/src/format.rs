@@ -194,19 +194,12 @@ fn erase_block(b: &mut Block) {
                 }
                 erase_expr(init);
             }
-            StmtKind::ArrayDecl {
-                name,
-                elem,
-                shape,
-                shape_span,
-                init,
-                ..
-            } => {
-                name.span = Span::default();
-                elem.1 = Span::default();
-                *shape_span = Span::default();
-                shape.iter_mut().for_each(erase_expr);
-                erase_expr(init);
+            StmtKind::ArrayDecl(a) => {
+                a.name.span = Span::default();
+                a.elem.1 = Span::default();
+                a.shape_span = Span::default();
+                a.shape.iter_mut().for_each(erase_expr);
+                erase_expr(&mut a.init);
             }
             StmtKind::Assign { target, value, .. } => {
                 erase_expr(target);
@@ -469,17 +462,6 @@ pub fn ctx_text(f: CtxField) -> &'static str {
     }
 }
 
-pub(crate) fn config_text(k: ConfigKey) -> &'static str {
-    match k {
-        ConfigKey::Over => "over",
-        ConfigKey::Width => "width",
-        ConfigKey::From => "from",
-        ConfigKey::Xor => "xor",
-        ConfigKey::Down => "down",
-        ConfigKey::Up => "up",
-    }
-}
-
 /// Where an expression is printed, for deciding on parentheses.
 #[derive(Clone, Copy, PartialEq)]
 enum Place {
@@ -616,7 +598,7 @@ impl<'a> Formatter<'a> {
                     .iter()
                     .map(|c| {
                         let value = layout(&self.expr(&c.value, Place::Config), 0);
-                        format!("{} {}", config_text(c.key), value)
+                        format!("{} {}", c.key.name(), value)
                     })
                     .collect();
                 list(
@@ -977,21 +959,14 @@ impl<'a> Formatter<'a> {
                 ]);
                 self.doc_line(&doc);
             }
-            StmtKind::ArrayDecl {
-                mutable,
-                name,
-                elem,
-                shape,
-                init,
-                ..
-            } => {
-                let kw = if *mutable { "var" } else { "let" };
-                let dims = shape.iter().map(|d| self.expr(d, Place::Top)).collect();
+            StmtKind::ArrayDecl(a) => {
+                let kw = if a.mutable { "var" } else { "let" };
+                let dims = a.shape.iter().map(|d| self.expr(d, Place::Top)).collect();
                 let doc = Doc::Concat(vec![
-                    text(format!("{kw} {}: {}", name.name, elem.0.name())),
+                    text(format!("{kw} {}: {}", a.name.name, a.elem.0.name())),
                     list("[", dims, "]"),
                     text(" = "),
-                    self.expr(init, Place::Top),
+                    self.expr(&a.init, Place::Top),
                 ]);
                 self.doc_line(&doc);
             }

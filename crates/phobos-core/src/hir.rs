@@ -99,7 +99,7 @@ pub enum LocalKind {
     /// An accumulator tile, `var acc = zeros<f32>[M, N]`: CTA-wide, of a
     /// constant shape, held in registers spread over the CTA's warps by
     /// the compiler (`mma::WarpLayout`); not element-addressable. Written
-    /// by `AccZero` and `Dot`, read by `AccStore`.
+    /// by `AccZero` and `Dot`, read by `AccStore` and `AccToTile`.
     Acc {
         elem: ScalarTy,
         rows: u32,
@@ -271,6 +271,15 @@ pub enum StmtKind {
         starts: Vec<Expr>,
         src: LocalId,
     },
+    /// `s[a0 :+ M, a1 :+ N] = acc`: CTA-wide store of an accumulator tile
+    /// into the box of the rank-2 shared tile `dst` that starts at the
+    /// constants `at` (inside the tile, checked). Each element converted
+    /// as for `AccStore` when the tile's type differs (`= f16(acc)`).
+    AccToTile {
+        dst: LocalId,
+        at: [u32; 2],
+        src: LocalId,
+    },
 }
 
 /// The read-modify-write of an atomic.
@@ -400,6 +409,7 @@ impl Stmt {
             | StmtKind::Return
             | StmtKind::Fence
             | StmtKind::AccZero { .. }
+            | StmtKind::AccToTile { .. }
             | StmtKind::Dot { .. } => {}
         }
     }

@@ -198,15 +198,13 @@ pub fn lex_with_comments(src: &str) -> (Vec<Token>, Vec<Comment>, Vec<Diagnostic
     // The guess above is for short tokens; long statements made the
     // vector double past it. The tokens live as long as the parse.
     lx.toks.shrink_to_fit();
-    if lx.unreported.total() > 0 {
-        lx.diags.push(Diagnostic::not_shown(
-            format!(
-                "{} more bad characters or numbers not reported: the lexer stops reporting after {LEX_DIAGNOSTICS}",
-                lx.unreported.total()
-            ),
-            lx.unreported,
-        ));
-    }
+    let what = "bad characters or numbers";
+    lx.diags.extend(Diagnostic::unreported(
+        lx.unreported,
+        what,
+        "lexer",
+        LEX_DIAGNOSTICS,
+    ));
     (lx.toks, lx.comments, lx.diags)
 }
 

@@ -23,6 +23,16 @@ pub fn acc_elem_ok(t: ScalarTy) -> bool {
     matches!(t, ScalarTy::F32 | ScalarTy::F16 | ScalarTy::I32)
 }
 
+/// Whether an accumulator of `acc` may be stored converted to `to`
+/// (`C[...] = f16(acc)`): an f32 accumulator as f16 or bf16, an f16 one as
+/// f32.
+pub fn acc_converts(acc: ScalarTy, to: ScalarTy) -> bool {
+    matches!(
+        (acc, to),
+        (ScalarTy::F32, ScalarTy::F16 | ScalarTy::BF16) | (ScalarTy::F16, ScalarTy::F32)
+    )
+}
+
 /// What one `dot` of operands of type `op` into an accumulator of type
 /// `acc` compiles to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +58,15 @@ pub fn dot_kind(op: ScalarTy, acc: ScalarTy) -> Option<DotKind> {
     match (op, acc) {
         // sm_75 has m16n8k8 f16; the backend issues two of them per k16 step.
         (ScalarTy::F16, ScalarTy::F32) => Some(DotKind {
+            op,
+            acc,
+            k: 16,
+            min_arch: 75,
+            b_trans_only: false,
+        }),
+        // f16 accumulation: m16n8k16 .f16.f16.f16.f16 on sm_80+, two
+        // m16n8k8 on sm_75, the accumulator two f16 to a register.
+        (ScalarTy::F16, ScalarTy::F16) => Some(DotKind {
             op,
             acc,
             k: 16,
@@ -82,7 +101,7 @@ pub fn dot_kind(op: ScalarTy, acc: ScalarTy) -> Option<DotKind> {
 }
 
 /// The pairs [`dot_kind`] accepts, as the diagnostics list them.
-pub const SUPPORTED_PAIRS: &str = "f16 x f16 -> f32 (sm_75 and newer), bf16 x bf16 -> f32 (sm_80 and newer), f32 x f32 as tf32 -> f32, i8 x i8 and u8 x u8 -> i32 (sm_80 and newer, as `dot(a, trans(w))`)";
+pub const SUPPORTED_PAIRS: &str = "f16 x f16 -> f32 or f16 (sm_75 and newer), bf16 x bf16 -> f32 (sm_80 and newer), f32 x f32 as tf32 -> f32, i8 x i8 and u8 x u8 -> i32 (sm_80 and newer, as `dot(a, trans(w))`)";
 
 /// The PTX type name of an operand or accumulator element in `mma.sync`.
 pub fn ptx_name(t: ScalarTy) -> &'static str {
@@ -194,6 +213,7 @@ mod tests {
         let l = WarpLayout::choose(64, 64, 4).unwrap();
         assert_eq!((l.wm, l.wn, l.frag_m, l.frag_n), (2, 2, 2, 4));
         assert_eq!(l.regs(ScalarTy::F32), 32);
+        assert_eq!(l.regs(ScalarTy::F16), 16);
         // 16 rows cannot go to two warp rows, nor 8 columns to two warp columns.
         assert_eq!(WarpLayout::choose(16, 8, 2), None);
         assert_eq!(
@@ -212,6 +232,11 @@ mod tests {
         assert_eq!(dot_kind(ScalarTy::F32, ScalarTy::F32).map(|k| k.k), Some(8));
         assert_eq!(dot_kind(ScalarTy::F64, ScalarTy::F32), None);
         assert_eq!(dot_kind(ScalarTy::F16, ScalarTy::I32), None);
+        assert_eq!(
+            dot_kind(ScalarTy::F16, ScalarTy::F16).map(|k| k.k),
+            Some(16)
+        );
+        assert_eq!(dot_kind(ScalarTy::BF16, ScalarTy::F16), None);
         let i8 = dot_kind(ScalarTy::I8, ScalarTy::I32).unwrap();
         assert_eq!((i8.k, i8.min_arch, i8.b_trans_only), (32, 80, true));
         assert_eq!(dot_kind(ScalarTy::I8, ScalarTy::F32), None);

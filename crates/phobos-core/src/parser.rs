@@ -59,15 +59,12 @@ pub fn parse_with_comments(src: &str) -> (File, Vec<Comment>, Vec<Diagnostic>) {
         unreported: crate::diag::Counts::default(),
     };
     let file = p.file();
-    if p.unreported.total() > 0 {
-        p.diags.push(Diagnostic::not_shown(
-            format!(
-                "{} more syntax errors not reported: the parser stops reporting after {PARSE_DIAGNOSTICS}",
-                p.unreported.total()
-            ),
-            p.unreported,
-        ));
-    }
+    p.diags.extend(Diagnostic::unreported(
+        p.unreported,
+        "syntax errors",
+        "parser",
+        PARSE_DIAGNOSTICS,
+    ));
     (file, comments, p.diags)
 }
 
@@ -598,14 +595,14 @@ impl<'a> Parser<'a> {
             init.kind = ExprKind::Error;
         }
         if let (Some((dims, shape_span)), Some(elem)) = (shape, ty) {
-            return Ok(StmtKind::ArrayDecl {
+            return Ok(StmtKind::ArrayDecl(Box::new(ArrayDecl {
                 mutable,
                 name,
                 elem,
                 shape: dims,
                 shape_span,
-                init: Box::new(init),
-            });
+                init,
+            })));
         }
         Ok(StmtKind::Let {
             mutable,

@@ -162,11 +162,8 @@ fn the_ir_walks_reach_every_statement_and_expression_once() {
                 for &s in &stmts {
                     let kind = &f.stmts[s].kind;
                     let mut roots = f.stmt_operands(s);
-                    if let StmtKind::CtaColl {
-                        combine: Some(c), ..
-                    } = kind
-                    {
-                        roots.push(c.body);
+                    if let StmtKind::CtaColl(c) = kind {
+                        roots.extend(c.combine.map(|x| x.body));
                     }
                     if let StmtKind::Store(acc, value) = kind {
                         let n = f.accesses[*acc].index.len();
@@ -224,7 +221,7 @@ fn stmt_uses(
         StmtKind::TileCopy { access, .. } | StmtKind::TileStore { access, .. } => index(access),
         StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => *cond == e,
         StmtKind::For(l) => [l.start, l.end, l.step].contains(&e),
-        StmtKind::CtaColl { arg, combine, .. } => *arg == e || combine.is_some_and(|c| c.body == e),
+        StmtKind::CtaColl(c) => c.arg == e || c.combine.is_some_and(|x| x.body == e),
         StmtKind::Atomic { access, args, .. } => args.contains(&e) || index(access),
         StmtKind::AccStore { access, .. } => index(access),
         StmtKind::AccMap { value, .. } => *value == e,

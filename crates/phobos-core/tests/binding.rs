@@ -16,15 +16,8 @@ fn meta(src: &str) -> KernelMeta {
     kernels.into_iter().next().expect("one kernel").meta
 }
 
-const AXPY: &str = "@launch(256)
-@grid(cdiv(N, ctx.threads))
-kernel axpy(alpha: f32, x: tensor<f32>[N], y: tensor<f32>[N]) {
-  let i = ctx.block.x * ctx.threads + ctx.thread
-  if i < N {
-    y[i] = alpha * x[i] + y[i]
-  }
-}
-";
+/// y = alpha * x + y with its own @grid.
+const AXPY: &str = include_str!("../../../tests/fixtures/axpy.pho");
 
 /// A free tuning constant with `@grid` following it (the corpus kernel).
 const BLOCK: &str = include_str!("../../../tests/in/autotune_block.pho");

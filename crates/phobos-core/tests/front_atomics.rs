@@ -3,23 +3,11 @@
 //! P0810 target architecture), uniformity of their results, what they
 //! make of the tensor they write, and the PTX they become.
 
+mod common;
+
+use common::{accepted, codes};
 use phobos_core::hir::{ParamKind, StmtKind};
 use phobos_core::{compile, CompileOptions};
-
-fn codes(src: &str) -> Vec<&'static str> {
-    phobos_core::check_source(src)
-        .1
-        .iter()
-        .map(|d| d.code.as_str())
-        .collect()
-}
-
-fn accepted(src: &str) -> Vec<phobos_core::hir::CheckedKernel> {
-    let (kernels, diags) = phobos_core::check_source(src);
-    let text = phobos_core::render::render(&diags, "k.pho", src, false);
-    assert!(diags.is_empty(), "rejected:\n{text}");
-    kernels
-}
 
 /// A kernel with a tensor of each atomic type around `body`.
 fn k(body: &str) -> String {
@@ -38,10 +26,7 @@ kernel k(
 }
 
 fn ptx(src: &str, arch: u32) -> String {
-    let (kernels, diags) = compile(src, "k.pho", &CompileOptions::for_arch(arch));
-    let text = phobos_core::render::render(&diags, "k.pho", src, false);
-    assert!(diags.iter().all(|d| !d.is_error()), "{text}");
-    kernels[0].ptx.clone()
+    common::ptx_of(src, arch).remove(0)
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! rendered diagnostic (P0450-P0458, P0702, P0703, and the backend's
 //! P0811), and the instructions the backend makes of them.
 
+mod common;
+
 use phobos_core::render::render;
 use phobos_core::{compile, CompileOptions};
 
@@ -22,27 +24,11 @@ kernel k(A: tensor<f16>[M, K], W: tensor<f16>[N, K], B: tensor<f16>[K, N], H: te
 /// `src` is refused with exactly one error, `code` with `message`, at
 /// `line`; the rendered diagnostic is a snapshot.
 fn refused(name: &str, src: &str, code: &str, message: &str, line: u32) {
-    let (kernels, diags) = phobos_core::check_source(src);
-    let text = render(&diags, &format!("{name}.pho"), src, false);
-    assert!(kernels.is_empty(), "{name}: a kernel was accepted");
-    assert_eq!(diags.len(), 1, "{name}: expected one diagnostic:\n{text}");
-    assert_eq!(diags[0].code, code, "{name}:\n{text}");
-    assert_eq!(diags[0].message, message, "{name}:\n{text}");
-    let primary = diags[0]
-        .labels
-        .iter()
-        .find(|l| l.primary)
-        .expect("a primary label");
-    let at = phobos_core::source::LineIndex::new(src).line(primary.span.start as usize);
-    assert_eq!(at, line, "{name}: wrong line:\n{text}");
-    insta::assert_snapshot!(name, format!("{src}\n---\n{text}"));
+    insta::assert_snapshot!(name, common::refusal(name, src, code, message, line));
 }
 
 fn ptx(src: &str, arch: u32) -> String {
-    let (kernels, diags) = compile(src, "k.pho", &CompileOptions::for_arch(arch));
-    let text = render(&diags, "k.pho", src, false);
-    assert!(diags.iter().all(|d| !d.is_error()), "{text}");
-    kernels.iter().map(|k| k.ptx.as_str()).collect()
+    common::ptx_of(src, arch).concat()
 }
 
 const GEMM: &str = "  var acc = zeros<f32>[64, 64]
@@ -205,13 +191,58 @@ fn an_accumulator_has_two_constant_extents() {
 }
 
 #[test]
-fn an_accumulator_holds_f32() {
+fn an_accumulator_holds_f32_f16_or_i32() {
     refused(
-        "acc_of_f16",
-        &k("  var acc = zeros<f16>[64, 64]"),
+        "acc_of_bf16",
+        &k("  var acc = zeros<bf16>[64, 64]"),
         "P0451",
-        "an accumulator tile of f16 is not supported",
+        "an accumulator tile of bf16 is not supported",
         5,
+    );
+}
+
+const GEMM_F16ACC: &str = "  var acc = zeros<f16>[64, 64]
+  for k in range(0, K, 32) {
+    var a = A[r :+ 64, k :+ 32]
+    var w = W[c :+ 64, k :+ 32]
+    acc += dot(a, trans(w))
+  }
+  acc = max(acc, f16(0.0))
+  C[r :+ 64, c :+ 64] = f32(acc)";
+
+/// An f16 accumulator: two f16 to a register (16 per lane for 64 x 64
+/// over 4 warps), `m16n8k16 .f16.f16.f16.f16` on sm_80 and two
+/// `m16n8k8` on sm_75, the epilogue on each half, the store converted.
+#[test]
+fn an_f16_accumulator_packs_two_elements_per_register() {
+    let src = k(GEMM_F16ACC);
+    let p80 = ptx(&src, 80);
+    assert_eq!(
+        p80.matches("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16")
+            .count(),
+        16,
+        "{p80}"
+    );
+    let p75 = ptx(&src, 75);
+    assert_eq!(
+        p75.matches("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16")
+            .count(),
+        32,
+        "{p75}"
+    );
+    // 32 elements per lane: each epilogue result packed back, each store
+    // converted to f32.
+    assert!(p80.matches("cvt.f32.f16").count() >= 32, "{p80}");
+    assert_eq!(p80.matches("st.global.f32").count(), 32, "{p80}");
+    assert!(!p80.contains(".local"), "{p80}");
+    refused(
+        "f16_acc_of_bf16",
+        &k("  var acc = zeros<f16>[64, 64]
+  var a = H[r :+ 64, 0 :+ 16]
+  acc += dot(a, trans(a))"),
+        "P0456",
+        "no tensor-core product of bf16 x bf16 into f16",
+        7,
     );
 }
 
@@ -475,4 +506,108 @@ fn an_accumulator_store_matches_its_target() {
         "the accumulator does not match the target's shape and type",
         6,
     );
+}
+
+#[test]
+fn an_accumulator_is_stored_into_a_box_of_a_shared_tile() {
+    // Into the box [8 :+ 64, 0 :+ 64] of a padded scratch tile, and as
+    // f16 into an f16 tile: the lanes' stores at constant offsets from one
+    // address, between two barriers.
+    let src = k("  var acc = zeros<f32>[64, 64]
+  var s = shared<f32>[72, 66]
+  s[8 :+ 64, 0 :+ 64] = acc
+  var h = shared<f16>[64, 64]
+  h[0 :+ 64, 0 :+ 64] = f16(acc)
+  C[r + ctx.thread, c] = s[ctx.thread, 3] + f32(h[ctx.thread, 5])");
+    let p = ptx(&src, 80);
+    // 32 elements per lane, twice.
+    assert_eq!(p.matches("st.shared.f32").count(), 32, "{p}");
+    assert_eq!(p.matches("st.shared.b16").count(), 32, "{p}");
+    assert_eq!(p.matches("cvt.rn.f16.f32").count(), 32, "{p}");
+    assert!(p.contains("bar.sync 0;"), "{p}");
+}
+
+#[test]
+fn an_accumulator_stored_into_a_tile_fits_its_box() {
+    const MISFIT: &str = "the accumulator does not fit the box of `s` it is stored into";
+    // (snapshot, the tile's declaration, the store, code, message)
+    let cases = [
+        (
+            "acc_into_tile_shape",
+            "f32>[64, 64]",
+            "s[0 :+ 64, 0 :+ 32] = acc",
+            "P0460",
+            MISFIT,
+        ),
+        (
+            "acc_into_tile_type",
+            "f16>[64, 64]",
+            "s[0 :+ 64, 0 :+ 64] = acc",
+            "P0460",
+            MISFIT,
+        ),
+        (
+            "acc_into_tile_compound",
+            "f32>[64, 64]",
+            "s[0 :+ 64, 0 :+ 64] += acc",
+            "P0460",
+            MISFIT,
+        ),
+        (
+            "acc_into_tile_rank",
+            "f32>[2, 64, 64]",
+            "s[0 :+ 1, 0 :+ 64, 0 :+ 64] = acc",
+            "P0460",
+            MISFIT,
+        ),
+        (
+            "acc_into_tile_outside",
+            "f32>[64, 64]",
+            "s[8 :+ 64, 0 :+ 64] = acc",
+            "P0442",
+            "the box 8 :+ 64 does not fit axis 0 of `s`, which has 64",
+        ),
+        (
+            "acc_into_tile_start",
+            "f32>[64, 64]",
+            "s[r :+ 64, 0 :+ 64] = acc",
+            "P0442",
+            "where a tile box starts must be a compile-time constant",
+        ),
+    ];
+    for (name, tile, store, code, message) in cases {
+        let body = format!("  var acc = zeros<f32>[64, 64]\n  var s = shared<{tile}\n  {store}");
+        refused(name, &k(&body), code, message, 7);
+    }
+}
+
+#[test]
+fn an_accumulator_store_into_a_tile_is_cta_wide() {
+    refused(
+        "acc_into_tile_varying",
+        &k("  var acc = zeros<f32>[64, 64]
+  var s = shared<f32>[64, 64]
+  if ctx.thread < 64 {
+    s[0 :+ 64, 0 :+ 64] = acc
+  }"),
+        "P0702",
+        "an accumulator store needs uniform control",
+        8,
+    );
+}
+
+/// An epilogue reads a scratch tile written element by element (one
+/// thread per row writes a per-row value): the element's place decides
+/// which value it reads, not the lane, so it is not P0459.
+#[test]
+fn an_epilogue_reads_a_tile_written_by_element_stores() {
+    let src = k("  var acc = zeros<f32>[64, 64]
+  var row_max = shared<f32>[64, 1]
+  if ctx.thread < 64 {
+    row_max[ctx.thread, 0] = F[r + ctx.thread, 0]
+  }
+  acc = acc - row_max
+  C[r :+ 64, c :+ 64] = acc");
+    let p = ptx(&src, 80);
+    assert!(p.contains("bar.sync 0;"), "{p}");
 }

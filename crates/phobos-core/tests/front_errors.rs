@@ -2,22 +2,10 @@
 //! and what is rejected with which code. Several errors in one file are all
 //! reported; nothing panics or overflows the stack.
 
+mod common;
+
+use common::{accepted, codes};
 use phobos_core::hir::{self, ExprKind, ParamKind, StmtKind};
-
-fn codes(src: &str) -> Vec<&'static str> {
-    phobos_core::check_source(src)
-        .1
-        .iter()
-        .map(|d| d.code.as_str())
-        .collect()
-}
-
-fn accepted(src: &str) -> Vec<hir::CheckedKernel> {
-    let (kernels, diags) = phobos_core::check_source(src);
-    let text = phobos_core::render::render(&diags, "k.pho", src, false);
-    assert!(diags.is_empty(), "rejected:\n{text}");
-    kernels
-}
 
 /// A kernel with a few handy parameters around `body`.
 fn k(body: &str) -> String {

@@ -3,24 +3,13 @@
 //! source is in the snapshot beside them). Update with `cargo insta review`
 //! or `INSTA_UPDATE=always`; CI fails on any difference.
 
+mod common;
+
 use phobos_core::render::render;
 
 /// Check `src`: exactly one error, with `code`, `message`, at `line`.
 fn rejected(name: &str, src: &str, code: &str, message: &str, line: u32) {
-    let (kernels, diags) = phobos_core::check_source(src);
-    let text = render(&diags, &format!("{name}.pho"), src, false);
-    assert!(kernels.is_empty(), "{name}: a kernel was accepted");
-    assert_eq!(diags.len(), 1, "{name}: expected one diagnostic:\n{text}");
-    assert_eq!(diags[0].code, code, "{name}:\n{text}");
-    assert_eq!(diags[0].message, message, "{name}:\n{text}");
-    let primary = diags[0]
-        .labels
-        .iter()
-        .find(|l| l.primary)
-        .expect("a primary label");
-    let at = phobos_core::source::LineIndex::new(src).line(primary.span.start as usize);
-    assert_eq!(at, line, "{name}: wrong line:\n{text}");
-    insta::assert_snapshot!(name, format!("{src}\n---\n{text}"));
+    insta::assert_snapshot!(name, common::refusal(name, src, code, message, line));
 }
 
 /// The page's lane-divergent kernel, exactly as printed.

@@ -2,6 +2,8 @@
 //! checker accepts, each error path with its code (P0440, P0441), and what
 //! the backend makes of them.
 
+mod common;
+
 use phobos_core::{compile, CompileOptions};
 
 fn codes(src: &str) -> Vec<&'static str> {
@@ -19,10 +21,7 @@ fn k(body: &str) -> String {
 }
 
 fn ptx(src: &str) -> String {
-    let (kernels, diags) = compile(src, "k.pho", &CompileOptions::for_arch(80));
-    let text = phobos_core::render::render(&diags, "k.pho", src, false);
-    assert!(diags.iter().all(|d| !d.is_error()), "{text}");
-    kernels[0].ptx.clone()
+    common::ptx_of(src, 80).remove(0)
 }
 
 #[test]

@@ -244,3 +244,31 @@ kernel k(A: tensor<f32>[M, K], W: tensor<f32>[N, K], C: tensor<f32>[M, N]) {
     assert!(p.contains("cp.async.commit_group;"), "{p}");
     assert_eq!(p.matches("bar.sync").count(), 1, "{p}");
 }
+
+/// An accumulator stored into a staged tile writes the ring's buffer while
+/// later trips' copies may be landing in it: P0472, like any other write
+/// of the tile in the loop (the rule missed this statement when both
+/// arrived together).
+#[test]
+fn an_accumulator_stored_into_a_staged_tile_is_p0472() {
+    let src = "@launch(32)
+kernel k(A: tensor<f16>[M, K], W: tensor<f16>[N, K], C: tensor<f16>[M, N]) {
+  var acc = zeros<f16>[16, 16]
+  for k in range(0, K, 16) stages 2 {
+    var a = A[0 :+ 16, k :+ 16]
+    var w = W[0 :+ 16, k :+ 16]
+    acc += dot(a, trans(w))
+    a[0 :+ 16, 0 :+ 16] = acc
+  }
+  C[0 :+ 16, 0 :+ 16] = acc
+}
+";
+    let (kernels, diags) = phobos_core::check_source(src);
+    let text = render(&diags, "k.pho", src, false);
+    assert!(kernels.is_empty(), "accepted:\n{text}");
+    assert_eq!(diags.len(), 1, "{text}");
+    assert_eq!(diags[0].code, "P0472", "{text}");
+    let primary = diags[0].labels.iter().find(|l| l.primary).expect("primary");
+    let at = phobos_core::source::LineIndex::new(src).line(primary.span.start as usize);
+    assert_eq!(at, 8, "{text}");
+}

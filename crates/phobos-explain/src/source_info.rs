@@ -27,6 +27,18 @@ pub struct TileStmt {
     pub store: bool,
 }
 
+impl TileStmt {
+    fn new(line: u32, param: ParamId, starts: &[Expr], shape: Vec<u64>, store: bool) -> TileStmt {
+        TileStmt {
+            line,
+            param,
+            starts: starts.to_vec(),
+            shape,
+            store,
+        }
+    }
+}
+
 /// Loops and tile statements of one kernel variant.
 #[derive(Clone, Debug, Default)]
 pub struct SourceInfo {
@@ -174,7 +186,9 @@ fn walk(
                 walk(kernel, then, index, info, accs);
                 walk(kernel, els, index, info, accs);
             }
-            StmtKind::AccZero { acc } => {
+            // The accumulator panel lights where the accumulator is zeroed
+            // and where it is stored into a shared tile.
+            StmtKind::AccZero { acc } | StmtKind::AccToTile { src: acc, .. } => {
                 accs.entry(acc.0).or_default().lines.insert(line);
             }
             StmtKind::Dot { acc, a, b, b_trans } => {
@@ -197,39 +211,25 @@ fn walk(
             }
             StmtKind::TileCopy { dst, src, starts } => {
                 if let Some(shape) = tile_shape(kernel, dst.0 as usize) {
-                    info.tiles.push(TileStmt {
-                        line,
-                        param: *src,
-                        starts: starts.clone(),
-                        shape,
-                        store: false,
-                    });
+                    info.tiles
+                        .push(TileStmt::new(line, *src, starts, shape, false));
                 }
             }
             StmtKind::TileFill {
                 src, starts, shape, ..
             } => {
                 // The tensor box a fill reads, as the page draws a copy's.
-                info.tiles.push(TileStmt {
-                    line,
-                    param: *src,
-                    starts: starts.clone(),
-                    shape: shape.iter().map(|&d| u64::from(d)).collect(),
-                    store: false,
-                });
+                let shape = shape.iter().map(|&d| u64::from(d)).collect();
+                info.tiles
+                    .push(TileStmt::new(line, *src, starts, shape, false));
             }
             StmtKind::TileStore { dst, starts, src } | StmtKind::AccStore { dst, starts, src } => {
                 if matches!(stmt.kind, StmtKind::AccStore { .. }) {
                     accs.entry(src.0).or_default().lines.insert(line);
                 }
                 if let Some(shape) = tile_shape(kernel, src.0 as usize) {
-                    info.tiles.push(TileStmt {
-                        line,
-                        param: *dst,
-                        starts: starts.clone(),
-                        shape,
-                        store: true,
-                    });
+                    info.tiles
+                        .push(TileStmt::new(line, *dst, starts, shape, true));
                 }
             }
             _ => {}

@@ -68,6 +68,21 @@ fn access(
     }
 }
 
+/// One access of `bytes` by each lane of warp `w`, lane `l` at `addr(l)`.
+fn warp_accesses(
+    ev: &mut RawEvent,
+    w: u32,
+    (space, write): (RawSpace, bool),
+    bytes: u32,
+    buffer: Option<usize>,
+    addr: impl Fn(u32) -> u64,
+) {
+    for l in 0..32 {
+        let a = access(w * 32 + l, space, write, addr(l), bytes, buffer);
+        ev.accesses.push(a);
+    }
+}
+
 fn tensors() -> Vec<TensorInfo> {
     let t = |name: &str, shape: Vec<u64>, written| TensorInfo {
         name: name.into(),
@@ -92,30 +107,16 @@ fn staged_events(x_stride: u64) -> CtaEvents {
     let full = u32::MAX;
     // Line 4: warps 0 and 1 copy x (64 lanes × 16 bytes), then a barrier.
     for w in 0..2 {
+        let thread = |l: u32| u64::from(w * 32 + l);
         let ev = e.op(w, full, 10, 4);
-        for l in 0..32 {
-            let t = w * 32 + l;
-            ev.accesses.push(access(
-                t,
-                RawSpace::Global,
-                false,
-                X_BASE + u64::from(t) * 16 * x_stride,
-                16,
-                Some(1),
-            ));
-        }
+        let global_read = (RawSpace::Global, false);
+        warp_accesses(ev, w, global_read, 16, Some(1), |l| {
+            X_BASE + thread(l) * 16 * x_stride
+        });
         let ev = e.op(w, full, 11, 4);
-        for l in 0..32 {
-            let t = w * 32 + l;
-            ev.accesses.push(access(
-                t,
-                RawSpace::Shared,
-                true,
-                u64::from(t) * 16,
-                16,
-                None,
-            ));
-        }
+        warp_accesses(ev, w, (RawSpace::Shared, true), 16, None, |l| {
+            thread(l) * 16
+        });
     }
     for w in 0..4 {
         e.op(w, full, 12, 4).barrier = true;
@@ -127,30 +128,13 @@ fn staged_events(x_stride: u64) -> CtaEvents {
         e.op(w, full, 16, 8);
         for k in 0..2u64 {
             e.op(w, full, 17, 9);
+            let col = |l: u32| k * 128 + u64::from(l) * 4;
             let ev = e.op(w, full, 18, 10);
-            for l in 0..32u64 {
-                let col = k * 128 + l * 4;
-                let addr = W_BASE + (u64::from(w) * 256 + col) * 4;
-                ev.accesses.push(access(
-                    w * 32 + l as u32,
-                    RawSpace::Global,
-                    false,
-                    addr,
-                    16,
-                    Some(0),
-                ));
-            }
+            warp_accesses(ev, w, (RawSpace::Global, false), 16, Some(0), |l| {
+                W_BASE + (u64::from(w) * 256 + col(l)) * 4
+            });
             let ev = e.op(w, full, 19, 10);
-            for l in 0..32u64 {
-                ev.accesses.push(access(
-                    w * 32 + l as u32,
-                    RawSpace::Shared,
-                    false,
-                    (k * 128 + l * 4) * 4,
-                    16,
-                    None,
-                ));
-            }
+            warp_accesses(ev, w, (RawSpace::Shared, false), 16, None, |l| col(l) * 4);
             e.op(w, full, 20, 8);
         }
         for (i, m) in [16u32, 8, 4, 2, 1].into_iter().enumerate() {

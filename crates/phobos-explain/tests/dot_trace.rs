@@ -153,3 +153,81 @@ fn each_warp_stores_the_part_the_layout_gives_it() {
         assert_eq!(stored, want, "CTA {cta:?}");
     }
 }
+
+/// The attention scores' first accumulator lights at its zeroing, its
+/// `dot` and its store into the scratch tile `s`; an f16 accumulator
+/// holds two elements to a register (16 per lane for 64 x 64 over 4
+/// warps, not 32).
+#[test]
+fn the_panel_lights_an_accumulator_stored_into_a_shared_tile() {
+    let src = corpus("mma_attention_scores");
+    let mut req = Request::new(
+        src.clone(),
+        "mma_attention_scores.pho".into(),
+        "mma_attention_scores".into(),
+        80,
+        None,
+    );
+    req.inputs = vec![
+        (
+            "Q".into(),
+            Input::Random {
+                shape: vec![70, 40],
+            },
+        ),
+        (
+            "K".into(),
+            Input::Random {
+                shape: vec![90, 40],
+            },
+        ),
+        ("scale".into(), Input::Scalar(0.3)),
+        (
+            "P".into(),
+            Input::Random {
+                shape: vec![70, 90],
+            },
+        ),
+    ];
+    let t = phobos_explain::trace(&req).expect("explain runs");
+    let first = &t.accumulators[0];
+    let lines: Vec<u32> = [
+        "zeros<f32>",
+        "dot(q, trans(kt))",
+        "s[0 :+ 64, 0 :+ 64] = acc",
+    ]
+    .iter()
+    .map(|n| line_of(&src, n))
+    .collect();
+    assert_eq!(first.lines, lines);
+    let src = corpus("mma_gemm_f16acc");
+    let mut req = Request::new(
+        src,
+        "mma_gemm_f16acc.pho".into(),
+        "mma_gemm_f16acc".into(),
+        80,
+        None,
+    );
+    req.inputs = vec![
+        (
+            "A".into(),
+            Input::Random {
+                shape: vec![70, 40],
+            },
+        ),
+        (
+            "W".into(),
+            Input::Random {
+                shape: vec![90, 40],
+            },
+        ),
+        (
+            "C".into(),
+            Input::Random {
+                shape: vec![70, 90],
+            },
+        ),
+    ];
+    let t = phobos_explain::trace(&req).expect("explain runs");
+    assert_eq!(t.accumulators[0].registers_per_lane, 16);
+}

@@ -435,7 +435,8 @@ impl Cta<'_> {
             StmtKind::AccZero { .. }
             | StmtKind::Dot { .. }
             | StmtKind::AccMap { .. }
-            | StmtKind::AccStore { .. } => {
+            | StmtKind::AccStore { .. }
+            | StmtKind::AccToTile { .. } => {
                 return undefined(
                     "accumulator tiles and `dot` are outside the reference evaluator",
                 );

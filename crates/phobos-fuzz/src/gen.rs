@@ -62,22 +62,6 @@ struct Tile {
     two_d: bool,
 }
 
-const INT_TYS: [ScalarTy; 8] = [
-    ScalarTy::I8,
-    ScalarTy::U8,
-    ScalarTy::I16,
-    ScalarTy::U16,
-    ScalarTy::I32,
-    ScalarTy::U32,
-    ScalarTy::I64,
-    ScalarTy::U64,
-];
-const FLOAT_TYS: [ScalarTy; 4] = [ScalarTy::F16, ScalarTy::BF16, ScalarTy::F32, ScalarTy::F64];
-
-fn is_float(t: ScalarTy) -> bool {
-    FLOAT_TYS.contains(&t)
-}
-
 fn bits(t: ScalarTy) -> u32 {
     crate::value::bits(t)
 }
@@ -329,7 +313,7 @@ impl Gen {
                     lvl = Lvl::Varying;
                 }
                 let name = self.name("v");
-                let exact = x.exact && !(mutable && is_float(ty));
+                let exact = x.exact && !(mutable && ty.is_float());
                 self.vars.push(Var {
                     name: name.clone(),
                     ty,
@@ -642,7 +626,7 @@ impl Gen {
     fn lit(&mut self, ty: ScalarTy) -> E {
         let text = match ty {
             ScalarTy::Bool => self.pick(&["true", "false"]).to_string(),
-            t if is_float(t) => {
+            t if t.is_float() => {
                 let k: i32 = self.rng.gen_range(-16..=16);
                 let v = format!("{:?}", f64::from(k) / 8.0);
                 format!("{}({v})", t.name())
@@ -768,7 +752,7 @@ impl Gen {
                     // a bool), outside loops (a later write in the loop
                     // body would reach an earlier read in the next
                     // iteration).
-                    let int = INT_TYS.contains(&ty);
+                    let int = ty.is_int();
                     let cands: Vec<(usize, u32)> = (0..self.outs.len())
                         .filter(|&o| self.outs[o].1 == ty)
                         .flat_map(|o| (0..SLOTS).map(move |k| (o, k)))
@@ -823,7 +807,7 @@ impl Gen {
             let r = self.rng.gen_range(0..100);
             let x = match ty {
                 ScalarTy::Bool => self.bool_node(r, d),
-                t if is_float(t) => self.float_node(t, r, d),
+                t if t.is_float() => self.float_node(t, r, d),
                 t => self.int_node(t, r, d),
             };
             if let Some(x) = x {
@@ -838,6 +822,31 @@ impl Gen {
             lvl: a.lvl.max(b.lvl),
             exact: a.exact && b.exact,
             e: E::node(ty, parts, vec![a.e, b.e]),
+        }
+    }
+
+    /// `(x op y)` on two new operands of type `t`, `op` picked from `ops`
+    /// after them.
+    fn infix(&mut self, t: ScalarTy, d: u32, ops: &[&str]) -> X {
+        let (x, y) = (self.expr(t, d), self.expr(t, d));
+        let op = self.pick(ops);
+        self.bin(t, &["(", &format!(" {op} "), ")"], x, y)
+    }
+
+    /// `f(x, y)` on two new operands of type `t`, `f` picked from `fs`
+    /// after them.
+    fn call2(&mut self, t: ScalarTy, d: u32, fs: &[&str]) -> X {
+        let (x, y) = (self.expr(t, d), self.expr(t, d));
+        let f = self.pick(fs);
+        self.bin(t, &[&format!("{f}("), ", ", ")"], x, y)
+    }
+
+    /// A node of three operands, exact as the caller says.
+    fn node3(ty: ScalarTy, parts: &[&str], [a, b, c]: [X; 3], exact: bool) -> X {
+        X {
+            lvl: a.lvl.max(b.lvl).max(c.lvl),
+            exact,
+            e: E::node(ty, parts, vec![a.e, b.e, c.e]),
         }
     }
 
@@ -899,11 +908,7 @@ impl Gen {
 
     fn int_node(&mut self, t: ScalarTy, r: u32, d: u32) -> Option<X> {
         Some(match r {
-            0..=24 => {
-                let (x, y) = (self.expr(t, d), self.expr(t, d));
-                let op = self.pick(&["+", "-", "*", "&", "|", "^"]);
-                self.bin(t, &["(", &format!(" {op} "), ")"], x, y)
-            }
+            0..=24 => self.infix(t, d, &["+", "-", "*", "&", "|", "^"]),
             25..=29 => {
                 let (x, y) = (self.expr(t, d), self.expr(t, d));
                 let op = self.pick(&["/", "%"]);
@@ -915,11 +920,7 @@ impl Gen {
                 let m = bits(t) - 1;
                 self.bin(t, &["(", &format!(" {op} ("), &format!(" & {m}))")], x, y)
             }
-            34..=41 => {
-                let (x, y) = (self.expr(t, d), self.expr(t, d));
-                let f = self.pick(&["min", "max", "mix"]);
-                self.bin(t, &[&format!("{f}("), ", ", ")"], x, y)
-            }
+            34..=41 => self.call2(t, d, &["min", "max", "mix"]),
             42..=44 => {
                 let x = self.expr(t, d);
                 let f = self.pick(&["abs(", "-(", "!("]);
@@ -931,11 +932,7 @@ impl Gen {
                     self.expr(t, d),
                     self.expr(t, d),
                 );
-                X {
-                    lvl: c.lvl.max(x.lvl).max(y.lvl),
-                    exact: true,
-                    e: E::node(t, &["select(", ", ", ", ", ")"], vec![c.e, x.e, y.e]),
-                }
+                Self::node3(t, &["select(", ", ", ", ", ")"], [c, x, y], true)
             }
             48..=52 => {
                 // A conversion from another type.
@@ -951,17 +948,16 @@ impl Gen {
                 self.bin(t, &["cdiv((", " & 63), ((", " & 7) + 1))"], x, y)
             }
             56..=58 if t == ScalarTy::I32 => {
-                let from = self.pick(&INT_TYS);
+                // The integer types in `ScalarTy::ALL`'s order, I8 to U64.
+                let ints: Vec<ScalarTy> =
+                    ScalarTy::ALL.into_iter().filter(|t| t.is_int()).collect();
+                let from = self.pick(&ints);
                 let x = self.expr(from, d);
                 Self::un(t, &["popcount(", ")"], x)
             }
             59..=63 if matches!(t, ScalarTy::I32 | ScalarTy::U32) => {
                 let (x, y, s) = (self.expr(t, d), self.expr(t, d), self.expr(t, d));
-                X {
-                    lvl: x.lvl.max(y.lvl).max(s.lvl),
-                    exact: true,
-                    e: E::node(t, &["byteperm(", ", ", ", ", ")"], vec![x.e, y.e, s.e]),
-                }
+                Self::node3(t, &["byteperm(", ", ", ", ", ")"], [x, y, s], true)
             }
             64..=67 if matches!(t, ScalarTy::I32 | ScalarTy::U32) => {
                 // Signed words give i32; u32 only when both words are u32.
@@ -971,11 +967,7 @@ impl Gen {
                     (self.pick(&[ScalarTy::I32, ScalarTy::U32]), ScalarTy::I32)
                 };
                 let (x, y, c) = (self.expr(wa, d), self.expr(wb, d), self.expr(t, d));
-                X {
-                    lvl: x.lvl.max(y.lvl).max(c.lvl),
-                    exact: true,
-                    e: E::node(t, &["dp4a(", ", ", ", ", ")"], vec![x.e, y.e, c.e]),
-                }
+                Self::node3(t, &["dp4a(", ", ", ", ", ")"], [x, y, c], true)
             }
             68..=77 if self.feat.runs => self.run_expr(t, d)?,
             78..=89 if self.feat.collectives => {
@@ -1008,11 +1000,7 @@ impl Gen {
 
     fn float_node(&mut self, t: ScalarTy, r: u32, d: u32) -> Option<X> {
         Some(match r {
-            0..=19 => {
-                let (x, y) = (self.expr(t, d), self.expr(t, d));
-                let op = self.pick(&["+", "-"]);
-                self.bin(t, &["(", &format!(" {op} "), ")"], x, y)
-            }
+            0..=19 => self.infix(t, d, &["+", "-"]),
             20..=27 => {
                 let (x, y) = (self.expr(t, d), self.expr(t, d));
                 self.bin(t, &["min(max((", " * ", "), -64.0), 64.0)"], x, y)
@@ -1021,22 +1009,12 @@ impl Gen {
                 let (x, y) = (self.expr(t, d), self.expr(t, d));
                 self.bin(t, &["(", " / (abs(", ") + 1.0))"], x, y)
             }
-            32..=39 => {
-                let (x, y) = (self.expr(t, d), self.expr(t, d));
-                let f = self.pick(&["min", "max"]);
-                self.bin(t, &[&format!("{f}("), ", ", ")"], x, y)
-            }
+            32..=39 => self.call2(t, d, &["min", "max"]),
             40..=43 => {
                 let (x, y, z) = (self.expr(t, d), self.expr(t, d), self.expr(t, d));
-                X {
-                    lvl: x.lvl.max(y.lvl).max(z.lvl),
-                    exact: x.exact && y.exact && z.exact,
-                    e: E::node(
-                        t,
-                        &["min(max(fma(", ", ", ", ", "), -64.0), 64.0)"],
-                        vec![x.e, y.e, z.e],
-                    ),
-                }
+                let exact = x.exact && y.exact && z.exact;
+                let fma = ["min(max(fma(", ", ", ", ", "), -64.0), 64.0)"];
+                Self::node3(t, &fma, [x, y, z], exact)
             }
             44..=49 => {
                 let x = self.expr(t, d);
@@ -1074,11 +1052,8 @@ impl Gen {
                     self.expr(t, d),
                     self.expr(t, d),
                 );
-                X {
-                    lvl: c.lvl.max(x.lvl).max(y.lvl),
-                    exact: x.exact && y.exact,
-                    e: E::node(t, &["select(", ", ", ", ", ")"], vec![c.e, x.e, y.e]),
-                }
+                let exact = x.exact && y.exact;
+                Self::node3(t, &["select(", ", ", ", ", ")"], [c, x, y], exact)
             }
             62..=69 => {
                 let from = self.pick(&ScalarTy::ALL);
@@ -1161,7 +1136,7 @@ impl Gen {
         let a = src.choose(&mut self.rng)?.clone();
         let len = self.pick(&[1u32, 2, 3, 4, 8]);
         let s = self.expr(t, d.min(1));
-        let op = if is_float(t) {
+        let op = if t.is_float() {
             self.pick(&["+", "-"])
         } else {
             self.pick(&["+", "*", "^", "-"])
@@ -1184,7 +1159,7 @@ impl Gen {
         } else {
             X {
                 lvl: idx.lvl.max(s.lvl),
-                exact: s.exact && !is_float(t),
+                exact: s.exact && !t.is_float(),
                 e: E::node(
                     t,
                     &[
@@ -1208,11 +1183,11 @@ impl Gen {
             return None;
         }
         let rt = if op == "argmax" { ScalarTy::I32 } else { t };
-        if op == "reduce" && (t == ScalarTy::Bool || (is_float(t) && !x.exact)) {
+        if op == "reduce" && (t == ScalarTy::Bool || (t.is_float() && !x.exact)) {
             return None;
         }
         let f = if op == "reduce" {
-            if is_float(t) {
+            if t.is_float() {
                 ", big"
             } else {
                 self.pick(&[", big", ", flip"])

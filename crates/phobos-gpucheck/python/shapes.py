@@ -28,6 +28,27 @@ def shapes(small):
     return SMALL if small else FULL
 
 
+def setup(seed):
+    """What both comparison scripts start from: their command line
+    (`--out FILE [--small]`), the shapes it picks, the CUDA device, and a
+    maker of random tensors in [-1, 1) seeded with `seed`."""
+    import argparse
+
+    import torch
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--small", action="store_true")
+    args = p.parse_args()
+    dev = torch.device("cuda")
+    g = torch.Generator(device=dev).manual_seed(seed)
+
+    def rnd(*shape, dtype=torch.float32):
+        return (torch.rand(*shape, device=dev, generator=g) * 2 - 1).to(dtype)
+
+    return args, shapes(args.small), dev, rnd
+
+
 GEMMS = ("bf16_gemm_4096", "bf16_gemm_8192")
 
 

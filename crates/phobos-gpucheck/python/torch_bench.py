@@ -5,13 +5,12 @@ warm-ups). Writes {"rows": [{"kernel", "ms", "gbs", "op", "note"}]}.
 
     python3 torch_bench.py --out torch.json [--small]
 """
-import argparse
 import json
 import sys
 
 import torch
 
-from shapes import GEMMS, bytes_moved, flops, gemm_shape, shapes
+from shapes import GEMMS, bytes_moved, flops, gemm_shape, setup
 
 
 def median_ms(fn, runs=30):
@@ -37,16 +36,7 @@ def median_ms(fn, runs=30):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--out", required=True)
-    p.add_argument("--small", action="store_true")
-    args = p.parse_args()
-    s = shapes(args.small)
-    dev = torch.device("cuda")
-    g = torch.Generator(device=dev).manual_seed(0)
-
-    def rnd(*shape, dtype=torch.float32):
-        return (torch.rand(*shape, device=dev, generator=g) * 2 - 1).to(dtype)
+    args, s, dev, rnd = setup(0)
 
     cases = []
     n = s["copy_bytes"] // 4

@@ -6,7 +6,6 @@ the full sum. Writes {"rows": [{"kernel", "ms", "gbs", "ok", "note"}]}.
 
     python3 triton_bench.py --out triton.json [--small]
 """
-import argparse
 import json
 import sys
 
@@ -15,7 +14,7 @@ import triton
 import triton.language as tl
 from triton.testing import do_bench
 
-from shapes import bytes_moved, shapes
+from shapes import bytes_moved, setup
 
 
 @triton.jit
@@ -76,16 +75,7 @@ def copy_kernel(S, D, N, BLOCK: tl.constexpr):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--out", required=True)
-    p.add_argument("--small", action="store_true")
-    args = p.parse_args()
-    s = shapes(args.small)
-    dev = torch.device("cuda")
-    g = torch.Generator(device=dev).manual_seed(1)
-
-    def rnd(*shape, dtype=torch.float32):
-        return (torch.rand(*shape, device=dev, generator=g) * 2 - 1).to(dtype)
+    args, s, dev, rnd = setup(1)
 
     def gemv(w, x, integer=False):
         n, k = w.shape

@@ -11,6 +11,7 @@
 //! Needs ptxas for the bundle's cubins (`PHOBOS_PTXAS`): without it the
 //! test fails in CI and is skipped, saying so, elsewhere.
 
+use phobos_conformance::{in_ci, run_checked};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -21,26 +22,9 @@ fn workspace() -> PathBuf {
         .expect("the workspace root exists")
 }
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
+/// Runs `cmd` on the backend it picks itself (no `PHOBOS_BACKEND`).
 fn run(cmd: &mut Command) -> String {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    let out = cmd
-        .env("CARGO", &cargo)
-        .env_remove("RUSTFLAGS")
-        .env_remove("PHOBOS_BACKEND")
-        .output()
-        .expect("the command runs");
-    let all = format!(
-        "status: {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{all}");
-    all
+    run_checked(cmd.env_remove("PHOBOS_BACKEND"))
 }
 
 fn step<'a>(results: &'a serde_json::Value, name: &str) -> &'a str {

@@ -430,9 +430,9 @@ fn walk_stmts<'a>(b: &'a ast::Block, f: &mut dyn FnMut(&'a Stmt)) {
 fn walk_stmt_exprs<'a>(s: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
     match &s.kind {
         StmtKind::Let { init, .. } => walk_expr(init, f),
-        StmtKind::ArrayDecl { shape, init, .. } => {
-            shape.iter().for_each(|d| walk_expr(d, f));
-            walk_expr(init, f);
+        StmtKind::ArrayDecl(a) => {
+            a.shape.iter().for_each(|d| walk_expr(d, f));
+            walk_expr(&a.init, f);
         }
         StmtKind::Assign { target, value, .. } => {
             walk_expr(target, f);
@@ -458,39 +458,5 @@ pub(crate) fn walk_block_exprs<'a>(b: &'a ast::Block, f: &mut dyn FnMut(&'a Expr
 }
 
 pub(crate) fn walk_expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
-    f(e);
-    match &e.kind {
-        ExprKind::Unary(_, x) => walk_expr(x, f),
-        ExprKind::Binary(_, a, b) => {
-            walk_expr(a, f);
-            walk_expr(b, f);
-        }
-        ExprKind::Call { args, .. } => args.iter().for_each(|a| walk_expr(a, f)),
-        ExprKind::Index { base, subs } => {
-            walk_expr(base, f);
-            for s in subs {
-                match s {
-                    ast::Subscript::Point(x) => walk_expr(x, f),
-                    ast::Subscript::Span { start, len, .. } => {
-                        walk_expr(start, f);
-                        walk_expr(len, f);
-                    }
-                    ast::Subscript::Full(_) => {}
-                }
-            }
-        }
-        ExprKind::Collective(c) => {
-            c.config.iter().for_each(|c| walk_expr(&c.value, f));
-            c.args.iter().for_each(|a| walk_expr(a, f));
-        }
-        ExprKind::Shared { dims, .. } | ExprKind::Zeros { dims, .. } => {
-            dims.iter().for_each(|d| walk_expr(d, f))
-        }
-        ExprKind::Int(_)
-        | ExprKind::Float(_)
-        | ExprKind::Bool(_)
-        | ExprKind::Name(_)
-        | ExprKind::Ctx(_)
-        | ExprKind::Error => {}
-    }
+    e.walk(f);
 }

@@ -705,6 +705,7 @@ pub fn visit_kernel_exprs<'a>(k: &'a hir::Kernel, f: &mut dyn FnMut(&'a hir::Exp
                 | hir::StmtKind::Return
                 | hir::StmtKind::Fence
                 | hir::StmtKind::AccZero { .. }
+                | hir::StmtKind::AccToTile { .. }
                 | hir::StmtKind::Dot { .. } => {}
             }
         }

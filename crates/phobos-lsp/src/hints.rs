@@ -102,7 +102,7 @@ impl Analysis {
             }
             StmtKind::While { body, .. } => self.block_hints(body, uniformity, out),
             StmtKind::Assign { .. }
-            | StmtKind::ArrayDecl { .. }
+            | StmtKind::ArrayDecl(_)
             | StmtKind::Expr(_)
             | StmtKind::Break
             | StmtKind::Continue

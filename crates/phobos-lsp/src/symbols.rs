@@ -263,6 +263,17 @@ impl Resolver<'_> {
         self.scopes.pop();
     }
 
+    /// Defines and binds the local `name` that statement `s` declares, in
+    /// scope from after `s` to the end of its `block`.
+    fn define_local(&mut self, name: &Ident, s: &Stmt, block: Span, detail: String) {
+        let scope = Span {
+            start: s.span.end,
+            end: block.end,
+        };
+        let id = self.define(name, SymbolKind::Local, scope, detail);
+        self.bind(id);
+    }
+
     fn stmt(&mut self, s: &Stmt, block: Span) {
         match &s.kind {
             StmtKind::Let {
@@ -274,47 +285,21 @@ impl Resolver<'_> {
                 self.expr(init);
                 let kw = if *mutable { "var" } else { "let" };
                 let ty = ty.map_or(String::new(), |(t, _)| format!(": {}", t.name()));
-                let scope = Span {
-                    start: s.span.end,
-                    end: block.end,
-                };
-                let id = self.define(
-                    name,
-                    SymbolKind::Local,
-                    scope,
-                    format!("{kw} {}{ty}", name.name),
-                );
-                self.bind(id);
+                self.define_local(name, s, block, format!("{kw} {}{ty}", name.name));
             }
-            StmtKind::ArrayDecl {
-                mutable,
-                name,
-                elem,
-                shape,
-                init,
-                ..
-            } => {
-                for d in shape {
+            StmtKind::ArrayDecl(a) => {
+                for d in &a.shape {
                     self.expr(d);
                 }
-                self.expr(init);
-                let kw = if *mutable { "var" } else { "let" };
-                let scope = Span {
-                    start: s.span.end,
-                    end: block.end,
-                };
-                let id = self.define(
-                    name,
-                    SymbolKind::Local,
-                    scope,
-                    format!(
-                        "{kw} {}: {}[{} dims]",
-                        name.name,
-                        elem.0.name(),
-                        shape.len()
-                    ),
+                self.expr(&a.init);
+                let kw = if a.mutable { "var" } else { "let" };
+                let (name, elem, dims) = (&a.name.name, a.elem.0.name(), a.shape.len());
+                self.define_local(
+                    &a.name,
+                    s,
+                    block,
+                    format!("{kw} {name}: {elem}[{dims} dims]"),
                 );
-                self.bind(id);
             }
             StmtKind::Assign { target, value, .. } => {
                 self.expr(target);
@@ -373,40 +358,9 @@ impl Resolver<'_> {
                 let span = self.name_span(e, n);
                 self.use_name(n, span);
             }
-            ExprKind::Unary(_, x) => self.expr(x),
-            ExprKind::Binary(_, a, b) => {
-                self.expr(a);
-                self.expr(b);
-            }
-            ExprKind::Call { callee, args } => {
-                self.use_name(&callee.name, callee.span);
-                args.iter().for_each(|a| self.expr(a));
-            }
-            ExprKind::Index { base, subs } => {
-                self.expr(base);
-                for s in subs {
-                    match s {
-                        Subscript::Point(x) => self.expr(x),
-                        Subscript::Span { start, len, .. } => {
-                            self.expr(start);
-                            self.expr(len);
-                        }
-                        Subscript::Full(_) => {}
-                    }
-                }
-            }
-            ExprKind::Collective(c) => {
-                c.config.iter().for_each(|c| self.expr(&c.value));
-                c.args.iter().for_each(|a| self.expr(a));
-            }
-            ExprKind::Shared { dims, .. } | ExprKind::Zeros { dims, .. } => {
-                dims.iter().for_each(|d| self.expr(d))
-            }
-            ExprKind::Int(_)
-            | ExprKind::Float(_)
-            | ExprKind::Bool(_)
-            | ExprKind::Ctx(_)
-            | ExprKind::Error => {}
+            ExprKind::Call { callee, .. } => self.use_name(&callee.name, callee.span),
+            _ => {}
         }
+        e.children().into_iter().for_each(|c| self.expr(c));
     }
 }

@@ -115,6 +115,45 @@ impl FirstTouches {
     }
 }
 
+/// Counts that add up field by field (a struct of them, or one count).
+trait Accumulate {
+    fn accumulate(&mut self, o: &Self);
+}
+
+impl Accumulate for u64 {
+    fn accumulate(&mut self, o: &u64) {
+        *self += o;
+    }
+}
+
+/// `add` for a struct of counts: each of `fields` (every field of it)
+/// adds up on its own.
+macro_rules! counts {
+    ($ty:ident: $($field:ident),+) => {
+        impl Accumulate for $ty {
+            fn accumulate(&mut self, o: &$ty) {
+                $(self.$field.accumulate(&o.$field);)+
+            }
+        }
+
+        impl $ty {
+            /// Adds `o`'s counts to these.
+            pub fn add(&mut self, o: &$ty) {
+                self.accumulate(o);
+            }
+        }
+    };
+}
+
+/// The sum of three sets of counts.
+fn sum<T: Accumulate + Copy>(parts: [&T; 3]) -> T {
+    let mut total = *parts[0];
+    for p in &parts[1..] {
+        total.accumulate(p);
+    }
+    total
+}
+
 /// Global-memory counters of one kind of access (loads, stores or atomics).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GlobalCounters {
@@ -133,14 +172,9 @@ impl GlobalCounters {
     pub fn bytes_moved(&self) -> u64 {
         self.sectors * 32
     }
-
-    pub fn add(&mut self, o: &GlobalCounters) {
-        self.requests += o.requests;
-        self.sectors += o.sectors;
-        self.lines += o.lines;
-        self.bytes_requested += o.bytes_requested;
-    }
 }
+
+counts!(GlobalCounters: requests, sectors, lines, bytes_requested);
 
 /// Shared-memory counters of one kind of access.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -156,13 +190,9 @@ impl SharedCounters {
     pub fn bank_conflicts(&self) -> u64 {
         self.wavefronts - self.ideal_wavefronts
     }
-
-    pub fn add(&mut self, o: &SharedCounters) {
-        self.requests += o.requests;
-        self.wavefronts += o.wavefronts;
-        self.ideal_wavefronts += o.ideal_wavefronts;
-    }
 }
+
+counts!(SharedCounters: requests, wavefronts, ideal_wavefronts);
 
 /// Everything counted for one source line (or for a whole kernel).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -198,18 +228,12 @@ pub struct LineCounters {
 impl LineCounters {
     /// All global requests: loads, stores and atomics.
     pub fn global(&self) -> GlobalCounters {
-        let mut g = self.global_load;
-        g.add(&self.global_store);
-        g.add(&self.global_atomic);
-        g
+        sum([&self.global_load, &self.global_store, &self.global_atomic])
     }
 
     /// All shared requests: loads, stores and atomics.
     pub fn shared(&self) -> SharedCounters {
-        let mut s = self.shared_load;
-        s.add(&self.shared_store);
-        s.add(&self.shared_atomic);
-        s
+        sum([&self.shared_load, &self.shared_store, &self.shared_atomic])
     }
 
     /// Average lanes per executed warp instruction, if any executed.
@@ -217,26 +241,26 @@ impl LineCounters {
         (self.warp_instructions > 0)
             .then(|| self.thread_instructions as f64 / self.warp_instructions as f64)
     }
-
-    pub fn add(&mut self, o: &LineCounters) {
-        self.global_load.add(&o.global_load);
-        self.global_store.add(&o.global_store);
-        self.global_atomic.add(&o.global_atomic);
-        self.shared_load.add(&o.shared_load);
-        self.shared_store.add(&o.shared_store);
-        self.shared_atomic.add(&o.shared_atomic);
-        self.warp_instructions += o.warp_instructions;
-        self.thread_instructions += o.thread_instructions;
-        self.predicated_on_threads += o.predicated_on_threads;
-        self.branches += o.branches;
-        self.divergent_branches += o.divergent_branches;
-        self.barriers += o.barriers;
-        self.fp32_flops += o.fp32_flops;
-        self.fp64_flops += o.fp64_flops;
-        self.int8_ops += o.int8_ops;
-        self.dram_bytes += o.dram_bytes;
-    }
 }
+
+counts!(
+    LineCounters: global_load,
+    global_store,
+    global_atomic,
+    shared_load,
+    shared_store,
+    shared_atomic,
+    warp_instructions,
+    thread_instructions,
+    predicated_on_threads,
+    branches,
+    divergent_branches,
+    barriers,
+    fp32_flops,
+    fp64_flops,
+    int8_ops,
+    dram_bytes
+);
 
 /// Which CTAs are counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -364,6 +388,12 @@ impl Profiler {
             }
             _ => (true, Vec::new()),
         };
+        Profiler::empty(sampled, sample_all)
+    }
+
+    /// A profiler of the CTAs `sampled` (all when `sample_all`) that has
+    /// counted nothing yet.
+    fn empty(sampled: Vec<u32>, sample_all: bool) -> Profiler {
         Profiler {
             sampled,
             sample_all,
@@ -547,17 +577,7 @@ impl Observer for Profiler {
 
 impl SplitObserver for Profiler {
     fn split(&self) -> Profiler {
-        Profiler {
-            sampled: self.sampled.clone(),
-            sample_all: self.sample_all,
-            lines: Vec::new(),
-            touched: FirstTouches::default(),
-            ctas_seen: HashSet::new(),
-            last_cta: None,
-            group: Vec::with_capacity(32),
-            shared: Vec::with_capacity(32),
-            scratch: Vec::with_capacity(128),
-        }
+        Profiler::empty(self.sampled.clone(), self.sample_all)
     }
 
     fn join(&mut self, other: Profiler) {

@@ -29,21 +29,11 @@ fn launch_out_of_bounds(dev: &Device) -> Result<(), LaunchError> {
 fn launch_matvec(dev: &Device) -> Result<Vec<f32>, String> {
     let kernel = compile(LANES_MATVEC, &[75], vec![]);
     let (n, k) = (8, 128);
-    let w = dev
-        .upload(&values(n * k, 1), &[n, k])
+    let mut m =
+        Matvec::upload(dev, &values(n * k, 1), &values(k, 2), n).map_err(|e| e.to_string())?;
+    m.launch(&kernel, dev, Grid::from(cdiv(n, 4)))
         .map_err(|e| e.to_string())?;
-    let x = dev
-        .upload(&values(k, 2), &[1, k])
-        .map_err(|e| e.to_string())?;
-    let mut y = dev.zeros::<f32>(&[1, n]).map_err(|e| e.to_string())?;
-    kernel
-        .launch(
-            dev,
-            Some(Grid::from(cdiv(n, 4))),
-            &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
-        )
-        .map_err(|e| e.to_string())?;
-    y.to_vec().map_err(|e| e.to_string())
+    m.y.to_vec().map_err(|e| e.to_string())
 }
 
 #[test]
@@ -58,16 +48,8 @@ fn stand_in_an_async_fault_names_the_launches_in_flight_and_a_new_device_recover
             // the fault is reported.
             launch_matvec(&dev).unwrap();
             let kernel = compile(LANES_MATVEC, &[75], vec![]);
-            let w = dev.zeros::<f32>(&[4, 128]).unwrap();
-            let x = dev.zeros::<f32>(&[1, 128]).unwrap();
-            let mut y = dev.zeros::<f32>(&[1, 4]).unwrap();
-            kernel
-                .launch(
-                    &dev,
-                    Some(Grid::from(1)),
-                    &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
-                )
-                .unwrap();
+            let mut m = Matvec::zeros(&dev, 4, 128).unwrap();
+            m.launch(&kernel, &dev, Grid::from(1)).unwrap();
             // The launch is queued; the fault surfaces at the next
             // synchronizing call.
             launch_out_of_bounds(&dev).unwrap();
@@ -91,7 +73,7 @@ fn stand_in_an_async_fault_names_the_launches_in_flight_and_a_new_device_recover
             assert!(dev.zeros::<f32>(&[4]).is_err());
             let second = Device::cuda(0).unwrap();
             assert!(second.upload(&[1.0f32], &[1]).is_err());
-            drop((w, x, y, second, dev));
+            drop((m, second, dev));
             // Every handle dropped: the context is released, and the GPU
             // opens again with a fresh one.
             let dev = fake_gpu();
@@ -200,27 +182,13 @@ fn stand_in_launches_and_module_loads_from_threads_run_concurrently() {
             let run_scale = |dev: &Device| {
                 let x = dev.upload(&[1.5f32; 64], &[64]).unwrap();
                 let mut y = dev.zeros::<f32>(&[64]).unwrap();
-                scale
-                    .launch(
-                        dev,
-                        Some(Grid::from(2)),
-                        &[Arg::from(&x), Arg::from(&mut y)],
-                    )
-                    .unwrap();
+                launch_xy(&scale, dev, 2, &x, &mut y).unwrap();
                 assert_eq!(y.to_vec().unwrap(), vec![3.0; 64]);
             };
             let run_matvec = |dev: &Device| {
-                let w = dev.upload(&[1.0f32; 4 * 128], &[4, 128]).unwrap();
-                let x = dev.upload(&[1.0f32; 128], &[1, 128]).unwrap();
-                let mut y = dev.zeros::<f32>(&[1, 4]).unwrap();
-                matvec
-                    .launch(
-                        dev,
-                        Some(Grid::from(1)),
-                        &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
-                    )
-                    .unwrap();
-                assert_eq!(y.to_vec().unwrap(), vec![128.0; 4]);
+                let mut m = Matvec::upload(dev, &[1.0f32; 4 * 128], &[1.0f32; 128], 4).unwrap();
+                m.launch(&matvec, dev, Grid::from(1)).unwrap();
+                assert_eq!(m.y.to_vec().unwrap(), vec![128.0; 4]);
             };
             // Two kernels loaded and launched at once, then one kernel
             // launched from two threads at once.
@@ -394,22 +362,10 @@ fn stand_in_cubins_are_refused_so_the_ptx_is_loaded() {
             let with_ptx = compile(SCALE, &[75], vec![(arch, elf.clone())]);
             let x = dev.upload(&[1.0f32; 32], &[32]).unwrap();
             let mut y = dev.zeros::<f32>(&[32]).unwrap();
-            with_ptx
-                .launch(
-                    &dev,
-                    Some(Grid::from(1)),
-                    &[Arg::from(&x), Arg::from(&mut y)],
-                )
-                .unwrap();
+            launch_xy(&with_ptx, &dev, 1, &x, &mut y).unwrap();
             assert_eq!(y.to_vec().unwrap(), vec![2.0; 32]);
             let cubin_only = compile(SCALE, &[], vec![(arch, elf)]);
-            let e = cubin_only
-                .launch(
-                    &dev,
-                    Some(Grid::from(1)),
-                    &[Arg::from(&x), Arg::from(&mut y)],
-                )
-                .unwrap_err();
+            let e = launch_xy(&cubin_only, &dev, 1, &x, &mut y).unwrap_err();
             assert!(
                 e.to_string().contains("CUDA_ERROR_NO_BINARY_FOR_GPU"),
                 "{e}"
@@ -457,11 +413,7 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
             let launch = |d: &Device, ctas: u32| {
                 let x = d.upload(&vec![1.0f32; 4096], &[4096]).unwrap();
                 let mut y = d.zeros::<f32>(&[4096]).unwrap();
-                kernel.launch(
-                    d,
-                    Some(Grid::from(ctas)),
-                    &[Arg::from(&x), Arg::from(&mut y)],
-                )
+                launch_xy(&kernel, d, ctas, &x, &mut y)
             };
             // The simulator's defaults admit it.
             launch(&sim, 2).unwrap();
@@ -481,14 +433,7 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
             );
             let x = dev.upload(&vec![1.0f32; 4096], &[4096]).unwrap();
             let mut y = dev.zeros::<f32>(&[4096]).unwrap();
-            match narrow
-                .launch(
-                    &dev,
-                    Some(Grid::from(2)),
-                    &[Arg::from(&x), Arg::from(&mut y)],
-                )
-                .unwrap_err()
-            {
+            match launch_xy(&narrow, &dev, 2, &x, &mut y).unwrap_err() {
                 LaunchError::SharedMemoryTooLarge { limit, .. } => assert_eq!(limit, 4096),
                 e => panic!("{e:?}"),
             }
@@ -496,24 +441,11 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
             let scale = compile(SCALE, &[75], vec![]);
             let x = dev.upload(&vec![1.0f32; 128], &[128]).unwrap();
             let mut y = dev.zeros::<f32>(&[128]).unwrap();
-            match scale
-                .launch(
-                    &dev,
-                    Some(Grid::from(4)),
-                    &[Arg::from(&x), Arg::from(&mut y)],
-                )
-                .unwrap_err()
-            {
+            match launch_xy(&scale, &dev, 4, &x, &mut y).unwrap_err() {
                 LaunchError::GridTooLarge { limit, .. } => assert_eq!(limit, [3, 65535, 65535]),
                 e => panic!("{e:?}"),
             }
-            scale
-                .launch(
-                    &dev,
-                    Some(Grid::from(3)),
-                    &[Arg::from(&x), Arg::from(&mut y)],
-                )
-                .unwrap();
+            launch_xy(&scale, &dev, 3, &x, &mut y).unwrap();
         },
     );
 }

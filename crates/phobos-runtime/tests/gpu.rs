@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use phobos_runtime::{cdiv, Arg, Device, Grid, LaunchError};
+use phobos_runtime::{cdiv, Device, Grid, LaunchError};
 use std::process::Command;
 
 fn gpu() -> Device {
@@ -19,17 +19,9 @@ fn gpu() -> Device {
 
 fn run_matvec(dev: &Device, kernel: &phobos_runtime::Kernel, n: usize, k: usize) -> f64 {
     let (w, x) = (values(n * k, 11), values(k, 12));
-    let wt = dev.upload(&w, &[n, k]).unwrap();
-    let xt = dev.upload(&x, &[1, k]).unwrap();
-    let mut yt = dev.zeros::<f32>(&[1, n]).unwrap();
-    kernel
-        .launch(
-            dev,
-            Some(Grid::from(cdiv(n, 4))),
-            &[Arg::from(&wt), Arg::from(&xt), Arg::from(&mut yt)],
-        )
-        .unwrap();
-    max_error(&yt.to_vec().unwrap(), &matvec(&w, &x, n, k))
+    let mut m = Matvec::upload(dev, &w, &x, n).unwrap();
+    m.launch(kernel, dev, Grid::from(cdiv(n, 4))).unwrap();
+    max_error(&m.y.to_vec().unwrap(), &matvec(&w, &x, n, k))
 }
 
 #[test]
@@ -91,16 +83,8 @@ fn gpu_a_bad_module_reports_the_jit_log() {
         ptx: Box::leak(vec![(75, &*Box::leak(broken.into_boxed_str()))].into_boxed_slice()),
         cubins: &[],
     });
-    let w = dev.zeros::<f32>(&[4, 128]).unwrap();
-    let x = dev.zeros::<f32>(&[1, 128]).unwrap();
-    let mut y = dev.zeros::<f32>(&[1, 4]).unwrap();
-    let e = kernel
-        .launch(
-            &dev,
-            Some(Grid::from(1)),
-            &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
-        )
-        .unwrap_err();
+    let mut m = Matvec::zeros(&dev, 4, 128).unwrap();
+    let e = m.launch(&kernel, &dev, Grid::from(1)).unwrap_err();
     let LaunchError::ModuleLoad { log, artifact, .. } = &e else {
         panic!("{e:?}");
     };
@@ -153,15 +137,9 @@ fn gpu_launch_checks_use_the_device_limits() {
         ]
     );
     let kernel = compile(LANES_MATVEC, &[75], vec![]);
-    let w = dev.zeros::<f32>(&[4, 128]).unwrap();
-    let x = dev.zeros::<f32>(&[1, 128]).unwrap();
-    let mut y = dev.zeros::<f32>(&[1, 4]).unwrap();
-    let e = kernel
-        .launch(
-            &dev,
-            Some(Grid([1, l.max_grid[1] + 1, 1])),
-            &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
-        )
+    let mut m = Matvec::zeros(&dev, 4, 128).unwrap();
+    let e = m
+        .launch(&kernel, &dev, Grid([1, l.max_grid[1] + 1, 1]))
         .unwrap_err();
     match &e {
         LaunchError::GridTooLarge { limit, .. } => assert_eq!(*limit, l.max_grid),
@@ -182,17 +160,9 @@ fn gpu_and_simulator_agree() {
     let (w, x) = (values(n * k, 21), values(k, 22));
     let mut out = Vec::new();
     for dev in [gpu(), Device::sim()] {
-        let wt = dev.upload(&w, &[n, k]).unwrap();
-        let xt = dev.upload(&x, &[1, k]).unwrap();
-        let mut yt = dev.zeros::<f32>(&[1, n]).unwrap();
-        kernel
-            .launch(
-                &dev,
-                Some(Grid::from(cdiv(n, 4))),
-                &[Arg::from(&wt), Arg::from(&xt), Arg::from(&mut yt)],
-            )
-            .unwrap();
-        out.push(yt.to_vec().unwrap());
+        let mut m = Matvec::upload(&dev, &w, &x, n).unwrap();
+        m.launch(&kernel, &dev, Grid::from(cdiv(n, 4))).unwrap();
+        out.push(m.y.to_vec().unwrap());
     }
     // Same PTX, same order of additions; ptxas may contract a multiply
     // and an add into one fma, so allow rounding differences.
@@ -244,13 +214,7 @@ fn gpu_overlapping_read_only_and_written_tensors_are_refused() {
     let buf = dev.upload(&values(128, 3), &[128]).unwrap();
     let x = buf.view(0, &[64]);
     let mut y = buf.view(32, &[64]);
-    let e = kernel
-        .launch(
-            &dev,
-            Some(Grid::from(2)),
-            &[Arg::from(&x), Arg::from(&mut y)],
-        )
-        .unwrap_err();
+    let e = launch_xy(&kernel, &dev, 2, &x, &mut y).unwrap_err();
     assert!(matches!(e, LaunchError::Aliasing { .. }), "{e:?}");
     assert!(e.to_string().contains(&dev.arch_label()), "{e}");
 }

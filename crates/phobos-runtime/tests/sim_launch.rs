@@ -13,18 +13,11 @@ fn a_good_launch_succeeds_and_matches_the_reference() {
     let kernel = compile(LANES_MATVEC, &[75], vec![]);
     let (n, k) = (10, 256);
     let (w, x) = (values(n * k, 1), values(k, 2));
-    let wt = dev.upload(&w, &[n, k]).unwrap();
-    let xt = dev.upload(&x, &[1, k]).unwrap();
+    let mut m = Matvec::upload(&dev, &w, &x, n).unwrap();
     for _ in 0..2 {
-        let mut yt = dev.zeros::<f32>(&[1, n]).unwrap();
-        kernel
-            .launch(
-                &dev,
-                Some(Grid::from(cdiv(n, 4))),
-                &[Arg::from(&wt), Arg::from(&xt), Arg::from(&mut yt)],
-            )
-            .unwrap();
-        let err = max_error(&yt.to_vec().unwrap(), &matvec(&w, &x, n, k));
+        m.y = dev.zeros::<f32>(&[1, n]).unwrap();
+        m.launch(&kernel, &dev, Grid::from(cdiv(n, 4))).unwrap();
+        let err = max_error(&m.y.to_vec().unwrap(), &matvec(&w, &x, n, k));
         assert!(err < 1e-4, "max error {err}");
     }
 }
@@ -53,16 +46,8 @@ fn an_out_of_bounds_store_is_reported_by_the_simulator() {
 fn the_compiled_metadata_drives_the_checks() {
     let dev = Device::sim();
     let kernel = compile(LANES_MATVEC, &[75], vec![]);
-    let w = dev.zeros::<f32>(&[4, 100]).unwrap();
-    let x = dev.zeros::<f32>(&[1, 100]).unwrap();
-    let mut y = dev.zeros::<f32>(&[1, 4]).unwrap();
-    let e = kernel
-        .launch(
-            &dev,
-            Some(Grid::from(1)),
-            &[Arg::from(&w), Arg::from(&x), Arg::from(&mut y)],
-        )
-        .unwrap_err();
+    let mut m = Matvec::zeros(&dev, 4, 100).unwrap();
+    let e = m.launch(&kernel, &dev, Grid::from(1)).unwrap_err();
     assert!(
         matches!(
             e,
@@ -97,26 +82,12 @@ fn a_tuned_dim_picks_its_variant_or_is_refused() {
     let kernel = compile(STAGED_MATVEC, &[75], vec![]);
     let (n, k) = (6, 256);
     let (w, x) = (values(n * k, 8), values(k, 9));
-    let wt = dev.upload(&w, &[n, k]).unwrap();
-    let xt = dev.upload(&x, &[1, k]).unwrap();
-    let mut yt = dev.zeros::<f32>(&[1, n]).unwrap();
-    kernel
-        .launch(
-            &dev,
-            Some(Grid::from(cdiv(n, 4))),
-            &[Arg::from(&wt), Arg::from(&xt), Arg::from(&mut yt)],
-        )
-        .unwrap();
-    assert!(max_error(&yt.to_vec().unwrap(), &matvec(&w, &x, n, k)) < 1e-4);
-    let w2 = dev.zeros::<f32>(&[n, 512]).unwrap();
-    let x2 = dev.zeros::<f32>(&[1, 512]).unwrap();
-    let e = kernel
-        .launch(
-            &dev,
-            Some(Grid::from(2)),
-            &[Arg::from(&w2), Arg::from(&x2), Arg::from(&mut yt)],
-        )
-        .unwrap_err();
+    let mut m = Matvec::upload(&dev, &w, &x, n).unwrap();
+    m.launch(&kernel, &dev, Grid::from(cdiv(n, 4))).unwrap();
+    assert!(max_error(&m.y.to_vec().unwrap(), &matvec(&w, &x, n, k)) < 1e-4);
+    m.w = dev.zeros::<f32>(&[n, 512]).unwrap();
+    m.x = dev.zeros::<f32>(&[1, 512]).unwrap();
+    let e = m.launch(&kernel, &dev, Grid::from(2)).unwrap_err();
     assert!(
         matches!(e, LaunchError::NoVariant { value: 512, .. }),
         "{e:?}"
@@ -130,11 +101,7 @@ fn scale_views(dev: &Device, x_at: usize, y_at: usize, n: usize) -> Result<Vec<f
     let buf = dev.upload(&values(3 * n, 9), &[3 * n]).unwrap();
     let x = buf.view(x_at, &[n]);
     let mut y = buf.view(y_at, &[n]);
-    kernel.launch(
-        dev,
-        Some(Grid::from(cdiv(n, 32))),
-        &[Arg::from(&x), Arg::from(&mut y)],
-    )?;
+    launch_xy(&kernel, dev, cdiv(n, 32), &x, &mut y)?;
     Ok(y.to_vec().unwrap())
 }
 

@@ -178,19 +178,15 @@ impl Shadow {
     /// caller decides later whether that is an initcheck error or the first
     /// half of a race (another thread writing it in the same epoch).
     pub(crate) fn read(&mut self, off: u32, len: u32, s: &Stamp) -> Result<Option<u32>, Hazard> {
-        let mut uninit = None;
-        for o in off..off + len {
-            let Some(c) = self.cells.get_mut(o as usize) else {
-                continue;
-            };
-            if c.w_tid == NONE {
-                uninit = uninit.or(Some(o));
-            } else if let Some((other, other_pc)) = c.after_write(s) {
-                return Err(Hazard::ReadAfterWrite {
-                    offset: o,
-                    other,
-                    other_pc,
-                });
+        self.visit(off, len, |o, c| {
+            if c.w_tid != NONE {
+                if let Some((other, other_pc)) = c.after_write(s) {
+                    return Err(Hazard::ReadAfterWrite {
+                        offset: o,
+                        other,
+                        other_pc,
+                    });
+                }
             }
             let same_epoch = c.r_tid != NONE && c.r_epoch == s.epoch;
             if !same_epoch {
@@ -201,20 +197,18 @@ impl Shadow {
             }
             c.r_epoch = s.epoch;
             c.r_wep = s.wep;
-        }
-        Ok(uninit)
+            Ok(())
+        })
     }
 
     /// Records a plain write of `[off, off + len)`.
     pub(crate) fn write(&mut self, off: u32, len: u32, s: &Stamp) -> Result<(), Hazard> {
-        for o in off..off + len {
-            let Some(c) = self.cells.get_mut(o as usize) else {
-                continue;
-            };
+        self.visit(off, len, |o, c| {
             c.write_hazard(s, o, true)?;
             *c = Cell::written(s, WriteKind::Plain);
-        }
-        Ok(())
+            Ok(())
+        })
+        .map(|_| ())
     }
 
     /// Records an atomic read-modify-write of `[off, off + len)`. Atomics
@@ -223,14 +217,7 @@ impl Shadow {
     /// sync) orders. Returns the first byte not yet written, as
     /// [`Shadow::read`] does.
     pub(crate) fn atomic(&mut self, off: u32, len: u32, s: &Stamp) -> Result<Option<u32>, Hazard> {
-        let mut uninit = None;
-        for o in off..off + len {
-            let Some(c) = self.cells.get_mut(o as usize) else {
-                continue;
-            };
-            if c.w_tid == NONE {
-                uninit = uninit.or(Some(o));
-            }
+        self.visit(off, len, |o, c| {
             // Atomics do not race with earlier atomics.
             c.write_hazard(s, o, c.w_kind == WriteKind::Plain)?;
             let earlier_atomics = c.w_kind != WriteKind::Plain && c.w_epoch == s.epoch;
@@ -241,6 +228,29 @@ impl Shadow {
                     WriteKind::Atomic
                 };
             *c = Cell::written(s, kind);
+            Ok(())
+        })
+    }
+
+    /// Runs `visit` on each byte of `[off, off + len)` in order (bytes past
+    /// the shadow are skipped), stopping at its first hazard. Returns the
+    /// first byte that no thread had written before its visit.
+    #[inline]
+    fn visit(
+        &mut self,
+        off: u32,
+        len: u32,
+        mut visit: impl FnMut(u32, &mut Cell) -> Result<(), Hazard>,
+    ) -> Result<Option<u32>, Hazard> {
+        let mut uninit = None;
+        for o in off..off + len {
+            let Some(c) = self.cells.get_mut(o as usize) else {
+                continue;
+            };
+            if c.w_tid == NONE {
+                uninit = uninit.or(Some(o));
+            }
+            visit(o, c)?;
         }
         Ok(uninit)
     }
@@ -636,41 +646,42 @@ mod tests {
         }
     }
 
+    /// The hazard `r` reports: its kind (read after write, write after
+    /// read, write after write) and the other thread.
+    fn hazard<T: std::fmt::Debug>(r: Result<T, Hazard>) -> (&'static str, Option<u32>) {
+        match r {
+            Err(Hazard::ReadAfterWrite { other, .. }) => ("RAW", other),
+            Err(Hazard::WriteAfterRead { other, .. }) => ("WAR", other),
+            Err(Hazard::WriteAfterWrite { other, .. }) => ("WAW", other),
+            Ok(v) => panic!("no hazard reported: Ok({v:?})"),
+        }
+    }
+
+    /// A shadow of `bytes` bytes that nothing has touched.
+    fn shadow(bytes: usize) -> Shadow {
+        let mut s = Shadow::default();
+        s.reset(bytes);
+        s
+    }
+
     #[test]
     fn barrier_epochs_order_accesses() {
-        let mut s = Shadow::default();
-        s.reset(8);
+        let mut s = shadow(8);
         assert_eq!(s.read(4, 4, &st(0, 0)), Ok(Some(4)));
         s.write(0, 4, &st(0, 0)).unwrap();
-        assert!(matches!(
-            s.read(0, 4, &st(40, 0)),
-            Err(Hazard::ReadAfterWrite { other: Some(0), .. })
-        ));
+        assert_eq!(hazard(s.read(0, 4, &st(40, 0))), ("RAW", Some(0)));
         assert_eq!(s.read(0, 4, &st(40, 1)), Ok(None));
         s.read(0, 4, &st(41, 1)).unwrap();
-        assert!(matches!(
-            s.write(0, 4, &st(40, 1)),
-            Err(Hazard::WriteAfterRead { other: None, .. })
-        ));
+        assert_eq!(hazard(s.write(0, 4, &st(40, 1))), ("WAR", None));
         s.write(0, 4, &st(40, 2)).unwrap();
-        assert!(matches!(
-            s.write(2, 1, &st(7, 2)),
-            Err(Hazard::WriteAfterWrite {
-                other: Some(40),
-                ..
-            })
-        ));
+        assert_eq!(hazard(s.write(2, 1, &st(7, 2))), ("WAW", Some(40)));
         // A read of unwritten bytes followed by another thread's write is a race.
-        assert!(matches!(
-            s.write(4, 4, &st(9, 0)),
-            Err(Hazard::WriteAfterRead { other: Some(0), .. })
-        ));
+        assert_eq!(hazard(s.write(4, 4, &st(9, 0))), ("WAR", Some(0)));
     }
 
     #[test]
     fn warp_sync_orders_lanes_of_one_warp() {
-        let mut s = Shadow::default();
-        s.reset(4);
+        let mut s = shadow(4);
         s.write(0, 4, &st(1, 0)).unwrap();
         let later = Stamp {
             tid: 2,
@@ -683,57 +694,38 @@ mod tests {
 
     #[test]
     fn atomics_do_not_race_each_other() {
-        let mut s = Shadow::default();
-        s.reset(4);
+        let mut s = shadow(4);
         s.write(0, 4, &st(0, 0)).unwrap();
         assert_eq!(s.atomic(0, 4, &st(3, 1)), Ok(None));
         assert_eq!(s.atomic(0, 4, &st(40, 1)), Ok(None));
-        assert!(matches!(
-            s.read(0, 4, &st(5, 1)),
-            Err(Hazard::ReadAfterWrite { other: None, .. })
-        ));
+        assert_eq!(hazard(s.read(0, 4, &st(5, 1))), ("RAW", None));
         // After a barrier the atomics' result may be read.
         assert_eq!(s.read(0, 4, &st(5, 2)), Ok(None));
     }
 
     #[test]
     fn an_atomic_races_with_an_unordered_plain_read() {
-        let mut s = Shadow::default();
-        s.reset(4);
+        let mut s = shadow(4);
         s.write(0, 4, &st(0, 0)).unwrap();
         s.read(0, 4, &st(3, 1)).unwrap();
-        assert!(matches!(
-            s.atomic(0, 4, &st(40, 1)),
-            Err(Hazard::WriteAfterRead { other: Some(3), .. })
-        ));
+        assert_eq!(hazard(s.atomic(0, 4, &st(40, 1))), ("WAR", Some(3)));
         // A plain write by another thread in the atomic's epoch is a race.
-        let mut s = Shadow::default();
-        s.reset(4);
+        let mut s = shadow(4);
         s.atomic(0, 4, &st(7, 0)).unwrap();
-        assert!(matches!(
-            s.write(0, 4, &st(8, 0)),
-            Err(Hazard::WriteAfterWrite { other: Some(7), .. })
-        ));
+        assert_eq!(hazard(s.write(0, 4, &st(8, 0))), ("WAW", Some(7)));
     }
 
     #[test]
     fn a_thread_reads_its_own_atomic_without_a_barrier() {
-        let mut s = Shadow::default();
-        s.reset(8);
+        let mut s = shadow(8);
         s.atomic(0, 4, &st(7, 0)).unwrap();
         assert_eq!(s.read(0, 4, &st(7, 0)), Ok(None));
         // Another thread may not.
-        assert!(matches!(
-            s.read(0, 4, &st(9, 0)),
-            Err(Hazard::ReadAfterWrite { other: Some(7), .. })
-        ));
+        assert_eq!(hazard(s.read(0, 4, &st(9, 0))), ("RAW", Some(7)));
         // Atomics of two threads, then a read by one of them: a race, since
         // the other's atomic is not ordered before it.
         s.atomic(4, 4, &st(1, 0)).unwrap();
         s.atomic(4, 4, &st(2, 0)).unwrap();
-        assert!(matches!(
-            s.read(4, 4, &st(1, 0)),
-            Err(Hazard::ReadAfterWrite { other: None, .. })
-        ));
+        assert_eq!(hazard(s.read(4, 4, &st(1, 0))), ("RAW", None));
     }
 }

@@ -4,7 +4,8 @@
 mod common;
 use common::*;
 use phobos_sim::{
-    AccessKind, Device, KernelArg, LaunchOptions, Module, Observer, SimError, Space, StepInfo,
+    AccessKind, Device, KernelArg, LaunchOptions, LaunchStats, Module, Observer, SimError, Space,
+    StepInfo,
 };
 
 const LANES_MATVEC: &str = include_str!("ptx/lanes_matvec.ptx");
@@ -86,27 +87,33 @@ fn matvec_setup(
     let w: Vec<f32> = (0..n * k).map(|i| ((i % 17) as f32 - 8.0) * 0.25).collect();
     let x: Vec<f32> = (0..k).map(|i| ((i % 5) as f32 - 2.0) * 0.5).collect();
     let mut dev = Device::new();
-    let wb = dev
-        .alloc_from(
-            "W",
-            &words_to_bytes(&w.iter().map(|v| v.to_bits()).collect::<Vec<_>>()),
-        )
-        .expect("alloc");
-    let xb = dev
-        .alloc_from(
-            "x",
-            &words_to_bytes(&x.iter().map(|v| v.to_bits()).collect::<Vec<_>>()),
-        )
-        .expect("alloc");
+    let bits = |v: &[f32]| words_to_bytes(&v.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    let wb = dev.alloc_from("W", &bits(&w)).expect("alloc");
+    let xb = dev.alloc_from("x", &bits(&x)).expect("alloc");
     let yb = dev.alloc("y", n * 4).expect("alloc");
+    let [wa, xa, ya] = [wb, xb, yb].map(KernelArg::Buffer);
     let args = [
-        KernelArg::Buffer(wb),
-        KernelArg::Buffer(xb),
-        KernelArg::Buffer(yb),
+        wa,
+        xa,
+        ya,
         KernelArg::I32(n as i32),
         KernelArg::I32(k as i32),
     ];
     (dev, args, yb, w, x)
+}
+
+/// Launches lanes_matvec over `grid` CTAs of `[threads, 1, 1]` with the
+/// default options.
+fn launch_matvec(
+    dev: &Device,
+    grid: [u32; 3],
+    threads: u32,
+    args: &[KernelArg],
+    observer: Option<&mut dyn Observer>,
+) -> Result<LaunchStats, SimError> {
+    let m = Module::parse(LANES_MATVEC).expect("parses");
+    let (opts, block) = (LaunchOptions::default(), [threads, 1, 1]);
+    dev.launch(&m, "lanes_matvec", grid, block, args, &opts, observer)
 }
 
 #[test]
@@ -114,18 +121,7 @@ fn lanes_matvec_with_ragged_rows_matches_a_reference() {
     // 10 rows: the last CTA has two rows past N, which must be skipped.
     let (n, k) = (10, 256);
     let (dev, args, yb, w, x) = matvec_setup(n, k);
-    let m = Module::parse(LANES_MATVEC).expect("parses");
-    let stats = dev
-        .launch(
-            &m,
-            "lanes_matvec",
-            [3, 1, 1],
-            [128, 1, 1],
-            &args,
-            &LaunchOptions::default(),
-            None,
-        )
-        .expect("runs");
+    let stats = launch_matvec(&dev, [3, 1, 1], 128, &args, None).expect("runs");
     let y = bytes_to_words(&dev.to_vec(yb).expect("read"));
     for r in 0..n {
         let want: f64 = (0..k)
@@ -145,100 +141,40 @@ fn lanes_matvec_with_ragged_rows_matches_a_reference() {
 #[test]
 fn arguments_are_checked_against_the_params() {
     let (dev, args, ..) = matvec_setup(4, 128);
-    let m = Module::parse(LANES_MATVEC).expect("parses");
-    let opts = LaunchOptions::default();
-    let err = dev
-        .launch(
-            &m,
-            "lanes_matvec",
-            [1, 1, 1],
-            [128, 1, 1],
-            &args[..4],
-            &opts,
-            None,
-        )
-        .unwrap_err();
+    let err = launch_matvec(&dev, [1, 1, 1], 128, &args[..4], None).unwrap_err();
     assert!(
         err.to_string().contains("the kernel takes 5 parameters"),
         "{err}"
     );
     let mut bad = args.clone();
     bad[3] = KernelArg::F32(4.0);
-    let err = dev
-        .launch(
-            &m,
-            "lanes_matvec",
-            [1, 1, 1],
-            [128, 1, 1],
-            &bad,
-            &opts,
-            None,
-        )
-        .unwrap_err();
+    let err = launch_matvec(&dev, [1, 1, 1], 128, &bad, None).unwrap_err();
     assert_eq!(
         err.to_string(),
         "bad arguments for kernel `lanes_matvec`: parameter 3 `p_N` is .s32 (4 bytes), but the argument is F32(4.0)"
     );
     bad[3] = KernelArg::Bytes(vec![4, 0, 0, 0]);
-    dev.launch(
-        &m,
-        "lanes_matvec",
-        [1, 1, 1],
-        [128, 1, 1],
-        &bad,
-        &opts,
-        None,
-    )
-    .expect("raw bytes fit");
+    launch_matvec(&dev, [1, 1, 1], 128, &bad, None).expect("raw bytes fit");
 }
 
 #[test]
 fn launch_configurations_are_validated() {
     let (dev, args, ..) = matvec_setup(4, 128);
-    let m = Module::parse(LANES_MATVEC).expect("parses");
     let opts = LaunchOptions::default();
-    let err = dev
-        .launch(
-            &m,
-            "lanes_matvec",
-            [0, 1, 1],
-            [128, 1, 1],
-            &args,
-            &opts,
-            None,
-        )
-        .unwrap_err();
+    let err = launch_matvec(&dev, [0, 1, 1], 128, &args, None).unwrap_err();
     assert!(
         err.to_string().contains("must not have a zero dimension"),
         "{err}"
     );
-    let err = dev
-        .launch(
-            &m,
-            "lanes_matvec",
-            [1, 1, 1],
-            [64, 1, 1],
-            &args,
-            &opts,
-            None,
-        )
-        .unwrap_err();
+    let err = launch_matvec(&dev, [1, 1, 1], 64, &args, None).unwrap_err();
     assert!(
         err.to_string().contains("requires a block of [128, 1, 1]"),
         "{err}"
     );
     let plain = Module::parse(&kernel("", "")).expect("parses");
-    let err = dev
-        .launch(
-            &plain,
-            "k",
-            [1, 1, 1],
-            [1025, 1, 1],
-            &args[..2],
-            &opts,
-            None,
-        )
-        .unwrap_err();
+    let block = [1025, 1, 1];
+    let err = dev.launch(&plain, "k", [1, 1, 1], block, &args[..2], &opts, None);
+    let err = err.unwrap_err();
     assert!(
         err.to_string().contains("exceeds the limit of 1024"),
         "{err}"
@@ -307,18 +243,8 @@ impl Observer for Recorder {
 #[test]
 fn observer_sees_accesses_shuffles_and_only_the_ctas_it_wants() {
     let (dev, args, ..) = matvec_setup(8, 128);
-    let m = Module::parse(LANES_MATVEC).expect("parses");
     let mut rec = Recorder::default();
-    dev.launch(
-        &m,
-        "lanes_matvec",
-        [2, 1, 1],
-        [128, 1, 1],
-        &args,
-        &LaunchOptions::default(),
-        Some(&mut rec),
-    )
-    .expect("runs");
+    launch_matvec(&dev, [2, 1, 1], 128, &args, Some(&mut rec)).expect("runs");
     assert_eq!(rec.ctas, vec![1]);
     assert_eq!(
         rec.shuffles,

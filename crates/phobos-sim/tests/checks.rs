@@ -17,6 +17,18 @@ fn report(e: SimError) -> CheckReport {
     }
 }
 
+/// The report of running `body` (after `decls`) on `threads` threads with
+/// an input of one zero word, which must fail.
+fn caught(decls: &str, body: &str, threads: u32) -> CheckReport {
+    report(fail32(decls, body, threads, &[0]))
+}
+
+/// Asserts that `r` is a `kind` report whose message says `message`.
+fn says(r: &CheckReport, kind: CheckKind, message: &str) {
+    assert_eq!(r.kind, kind);
+    assert!(r.message.contains(message), "{}", r.message);
+}
+
 #[test]
 fn unguarded_global_read_is_caught_by_memcheck() {
     // 64 threads read in[tid] but `in` holds 40 words.
@@ -73,11 +85,10 @@ $out:
 fn misaligned_vector_load_is_caught() {
     let body = "    ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd2+4];\n";
     let r = report(fail32("", body, 32, &[0; 16]));
-    assert_eq!(r.kind, CheckKind::Memcheck);
-    assert!(
-        r.message.contains("misaligned global load of 16 bytes"),
-        "{}",
-        r.message
+    says(
+        &r,
+        CheckKind::Memcheck,
+        "misaligned global load of 16 bytes",
     );
     assert_eq!(r.tensor.as_deref(), Some("in"));
 }
@@ -91,7 +102,7 @@ fn shared_out_of_bounds_is_caught() {
     add.u32 %r3, %r2, %r1;
     st.shared.u32 [%r3], %r0;
 ";
-    let r = report(fail32(decls, body, 64, &[0]));
+    let r = caught(decls, body, 64);
     assert_eq!(r.kind, CheckKind::Memcheck);
     assert_eq!(r.thread, Some([32, 0, 0]));
     assert_eq!(r.space, Some(Space::Shared));
@@ -127,9 +138,8 @@ fn shared_write_without_barrier_is_a_race() {
     let body = EXCHANGE.replace("BARRIER", "");
     // Warp 0 reads warp 1's slots before warp 1 writes them: whichever
     // order the hardware picks, the pair is a race.
-    let r = report(fail32(TILE, &body, 64, &[0]));
-    assert_eq!(r.kind, CheckKind::Racecheck);
-    assert!(r.message.contains("write-after-read"), "{}", r.message);
+    let r = caught(TILE, &body, 64);
+    says(&r, CheckKind::Racecheck, "write-after-read");
     assert_eq!(r.tensor.as_deref(), Some("tile"));
     assert_eq!(r.thread, Some([32, 0, 0]));
     let text = r.to_string();
@@ -176,9 +186,8 @@ $write:
     st.shared.u32 [%r3], 5;
 $end:
 ";
-    let r = report(fail32(TILE, body, 64, &[0]));
-    assert_eq!(r.kind, CheckKind::Racecheck);
-    assert!(r.message.contains("write-after-read"), "{}", r.message);
+    let r = caught(TILE, body, 64);
+    says(&r, CheckKind::Racecheck, "write-after-read");
 }
 
 #[test]
@@ -193,7 +202,7 @@ fn lanes_of_one_warp_race_without_a_warp_sync() {
     SYNC
     ld.shared.u32 %r6, [%r5];
 ";
-    let r = report(fail32(TILE, &body.replace("SYNC", ""), 32, &[0]));
+    let r = caught(TILE, &body.replace("SYNC", ""), 32);
     assert_eq!(r.kind, CheckKind::Racecheck);
     run_n(
         TILE,
@@ -213,12 +222,11 @@ fn barrier_under_divergent_control_is_a_deadlock_report() {
     bar.sync 0;
 $skip:
 ";
-    let r = report(fail32("", body, 64, &[0]));
-    assert_eq!(r.kind, CheckKind::Synccheck);
-    assert!(
-        r.message.contains("reached by 16 of the CTA's 64 threads"),
-        "{}",
-        r.message
+    let r = caught("", body, 64);
+    says(
+        &r,
+        CheckKind::Synccheck,
+        "reached by 16 of the CTA's 64 threads",
     );
     assert_eq!(r.source.as_ref().map(|s| s.line), Some(9));
     let text = r.to_string();
@@ -236,28 +244,26 @@ $a:
     bar.sync 0;
 $end:
 ";
-    let r = report(fail32("", body, 64, &[0]));
-    assert_eq!(r.kind, CheckKind::Synccheck);
-    assert!(r.message.contains("different bar.sync"), "{}", r.message);
+    let r = caught("", body, 64);
+    says(&r, CheckKind::Synccheck, "different bar.sync");
     assert_eq!(r.notes.len(), 2);
+}
+
+/// A body in which lanes 16-31 branch past `then`, which lanes 0-15 run;
+/// all lanes then run `after`.
+fn low_half_runs(then: &str, after: &str) -> String {
+    format!("    setp.ge.u32 %p1, %r0, 16;\n    @%p1 bra $end;\n    {then}\n$end:\n{after}")
 }
 
 #[test]
 fn shuffle_under_divergent_control_is_caught() {
     // Lanes 16-31 leave; lanes 0-15 shuffle with a full mask.
-    let body = "
-    setp.ge.u32 %p1, %r0, 16;
-    @%p1 bra $end;
-    shfl.sync.bfly.b32 %r1, %r0, 1, 31, 0xffffffff;
-$end:
-";
-    let r = report(fail32("", body, 32, &[0]));
-    assert_eq!(r.kind, CheckKind::Synccheck);
-    assert!(
-        r.message
-            .contains("lanes 0-15 of warp 0 arrived, but lanes 16-31"),
-        "{}",
-        r.message
+    let body = low_half_runs("shfl.sync.bfly.b32 %r1, %r0, 1, 31, 0xffffffff;", "");
+    let r = caught("", &body, 32);
+    says(
+        &r,
+        CheckKind::Synccheck,
+        "lanes 0-15 of warp 0 arrived, but lanes 16-31",
     );
     assert!(
         r.to_string().contains("lane 16 and others like it exited"),
@@ -265,42 +271,25 @@ $end:
     );
 
     // Lanes 16-31 wait at a barrier instead: a deadlock, reported.
-    let body = "
-    setp.ge.u32 %p1, %r0, 16;
-    @%p1 bra $bar;
-    shfl.sync.bfly.b32 %r1, %r0, 1, 31, 0xffffffff;
-$bar:
-    bar.sync 0;
-";
-    let r = report(fail32("", body, 32, &[0]));
-    assert_eq!(r.kind, CheckKind::Synccheck);
-    assert!(r.message.contains("never reach it"), "{}", r.message);
+    let shfl = "shfl.sync.bfly.b32 %r1, %r0, 1, 31, 0xffffffff;";
+    let body = low_half_runs(shfl, "    bar.sync 0;\n");
+    let r = caught("", &body, 32);
+    says(&r, CheckKind::Synccheck, "never reach it");
     assert!(r.to_string().contains("wait at bar.sync"), "{r}");
 }
 
 #[test]
 fn shuffle_reading_a_lane_outside_the_mask_is_caught() {
-    let body = "
-    setp.ge.u32 %p1, %r0, 16;
-    @%p1 bra $end;
-    shfl.sync.bfly.b32 %r1, %r0, 16, 31, 0x0000ffff;
-$end:
-";
-    let r = report(fail32("", body, 32, &[0]));
-    assert_eq!(r.kind, CheckKind::Synccheck);
-    assert!(r.message.contains("reads lane 16"), "{}", r.message);
+    let body = low_half_runs("shfl.sync.bfly.b32 %r1, %r0, 16, 31, 0x0000ffff;", "");
+    let r = caught("", &body, 32);
+    says(&r, CheckKind::Synccheck, "reads lane 16");
 }
 
 #[test]
 fn lane_outside_its_own_mask_is_caught() {
     let body = "    shfl.sync.bfly.b32 %r1, %r0, 1, 31, 0x0000ffff;\n";
-    let r = report(fail32("", body, 32, &[0]));
-    assert_eq!(r.kind, CheckKind::Synccheck);
-    assert!(
-        r.message.contains("does not include the lane itself"),
-        "{}",
-        r.message
-    );
+    let r = caught("", body, 32);
+    says(&r, CheckKind::Synccheck, "does not include the lane itself");
 }
 
 #[test]
@@ -314,7 +303,7 @@ fn read_of_unwritten_shared_memory_is_caught_by_initcheck() {
     bar.sync 0;
     ld.shared.u32 %r4, [%r3];
 ";
-    let r = report(fail32(TILE, body, 64, &[0]));
+    let r = caught(TILE, body, 64);
     assert_eq!(r.kind, CheckKind::Initcheck);
     assert_eq!(r.thread, Some([32, 0, 0]));
     assert_eq!(r.address, Some(128));
@@ -336,12 +325,7 @@ $spin:
         .map(|_| ())
         .unwrap_err();
     let r = report(err);
-    assert_eq!(r.kind, CheckKind::StepLimit);
-    assert!(
-        r.message.contains("more than 10000 instructions"),
-        "{}",
-        r.message
-    );
+    says(&r, CheckKind::StepLimit, "more than 10000 instructions");
     // The library names its own limit, never a command-line flag.
     assert!(
         r.message.contains("LaunchOptions::max_steps"),

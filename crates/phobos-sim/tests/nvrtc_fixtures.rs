@@ -130,6 +130,54 @@ fn mma_m16n8k16_bf16_matches_the_reference() {
     }
 }
 
+/// `D = A·B + C` with f16 C and D (`m16n8k{k}...f16.f16.f16.f16`): the
+/// exact sum rounded once to f16, so within half an f16 ulp of the f64
+/// reference (2^-11 relative; 2^-25 absolute for subnormals).
+fn run_f16_accumulator(kernel: &str, k: usize, seed: u64) {
+    let (a, b, c32) = half_inputs(seed, k, false);
+    let c: Vec<u16> = c32.iter().map(|&x| f16::from_f32(x).to_bits()).collect();
+    let out = run(
+        kernel,
+        &[
+            bytes(&a, u16::to_le_bytes),
+            bytes(&b, u16::to_le_bytes),
+            bytes(&c, u16::to_le_bytes),
+            vec![0; 128 * 2],
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{kernel}: {e}"));
+    let want = reference(
+        &half_f64(&a, false),
+        &half_f64(&b, false),
+        &half_f64(&c, false),
+        k,
+    );
+    for (i, (ch, &w)) in out.chunks_exact(2).zip(&want).enumerate() {
+        let g = f16::from_bits(u16::from_le_bytes([ch[0], ch[1]])).to_f64();
+        let tol = w.abs() * 2f64.powi(-11) + 2f64.powi(-25);
+        assert!(
+            (g - w).abs() <= tol,
+            "{kernel}: D[{}][{}] = {g}, want {w}",
+            i / 8,
+            i % 8
+        );
+    }
+}
+
+#[test]
+fn mma_m16n8k16_with_f16_accumulators_matches_the_reference() {
+    for seed in 20..24 {
+        run_f16_accumulator("mma_f16acc_k16", 16, seed);
+    }
+}
+
+#[test]
+fn mma_m16n8k8_with_f16_accumulators_matches_the_reference() {
+    for seed in 30..34 {
+        run_f16_accumulator("mma_f16acc_k8", 8, seed);
+    }
+}
+
 #[test]
 fn ldmatrix_and_cp_async_feed_the_same_mma() {
     for seed in 10..14 {

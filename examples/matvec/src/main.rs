@@ -66,18 +66,31 @@ fn timed(
     Ok(start.elapsed())
 }
 
-fn lanes_matvec(dev: &Device, n: usize, k: usize) -> Outcome {
-    let (w, x) = (inputs(n * k, 1), inputs(k, 2));
+/// The signature the generated bindings give both f32 matvecs.
+type F32Matvec = fn(
+    &Device,
+    u32,
+    &Tensor<f32>,
+    &Tensor<f32>,
+    &mut Tensor<f32>,
+) -> Result<(), phobos_runtime::LaunchError>;
+
+/// Runs f32 matvec `kernel` (named `name`) on `n` x `k` inputs from
+/// `seeds`, over CTAs of 4 warps, one row per warp (128 threads).
+fn f32_matvec(
+    dev: &Device,
+    (name, kernel): (&'static str, F32Matvec),
+    (n, k): (usize, usize),
+    seeds: (u64, u64),
+) -> Outcome {
+    let (w, x) = (inputs(n * k, seeds.0), inputs(k, seeds.1));
     let wt = dev.upload(&w, &[n, k]).map_err(|e| e.to_string())?;
     let xt = dev.upload(&x, &[1, k]).map_err(|e| e.to_string())?;
     let mut yt: Tensor<f32> = dev.zeros(&[1, n]).map_err(|e| e.to_string())?;
-    // 128 threads = 4 warps per CTA, one row per warp.
-    let time = timed(dev, || {
-        kernels::lanes_matvec(dev, cdiv(n, 4), &wt, &xt, &mut yt)
-    })?;
+    let time = timed(dev, || kernel(dev, cdiv(n, 4), &wt, &xt, &mut yt))?;
     let y = yt.to_vec().map_err(|e| e.to_string())?;
     Ok(Row {
-        kernel: "lanes_matvec",
+        kernel: name,
         shape: format!("N={n} K={k}"),
         time,
         max_error: max_error(&y, &matvec_reference(&w, &x, n, k)),
@@ -85,23 +98,18 @@ fn lanes_matvec(dev: &Device, n: usize, k: usize) -> Outcome {
     })
 }
 
+fn lanes_matvec(dev: &Device, n: usize, k: usize) -> Outcome {
+    f32_matvec(dev, ("lanes_matvec", kernels::lanes_matvec), (n, k), (1, 2))
+}
+
 fn staged_matvec(dev: &Device, n: usize) -> Outcome {
     let k = 256; // the kernel's only @autotune value
-    let (w, x) = (inputs(n * k, 3), inputs(k, 4));
-    let wt = dev.upload(&w, &[n, k]).map_err(|e| e.to_string())?;
-    let xt = dev.upload(&x, &[1, k]).map_err(|e| e.to_string())?;
-    let mut yt: Tensor<f32> = dev.zeros(&[1, n]).map_err(|e| e.to_string())?;
-    let time = timed(dev, || {
-        kernels::staged_matvec(dev, cdiv(n, 4), &wt, &xt, &mut yt)
-    })?;
-    let y = yt.to_vec().map_err(|e| e.to_string())?;
-    Ok(Row {
-        kernel: "staged_matvec",
-        shape: format!("N={n} K={k}"),
-        time,
-        max_error: max_error(&y, &matvec_reference(&w, &x, n, k)),
-        tolerance: 1e-5 * k as f64,
-    })
+    f32_matvec(
+        dev,
+        ("staged_matvec", kernels::staged_matvec),
+        (n, k),
+        (3, 4),
+    )
 }
 
 fn i8_matvec(dev: &Device, n: usize, k: usize) -> Outcome {

@@ -23,7 +23,9 @@
 //!   with `let i = ctx.thread`), so different threads touch different
 //!   elements;
 //! - two fills of boxes of one buffer that share no element
-//!   (`t[0 :+ 2, 4 :+ 64] = ...` then `t[0 :+ 2, 0 :+ 4] = ...`);
+//!   (`t[0 :+ 2, 4 :+ 64] = ...` then `t[0 :+ 2, 0 :+ 4] = ...`; an
+//!   accumulator stored into a box, `t[0 :+ 64, 0 :+ 64] = acc`, is a
+//!   fill written by every thread);
 //! - two atomics (`atomic_add(t[i], 1)` in every thread): the hardware
 //!   orders atomics on one element, so they need no barrier between them;
 //!   an atomic is a read and a write for every plain access;
@@ -505,18 +507,12 @@ impl Flatten<'_> {
                     self.trips.remove(&s);
                     self.loops.push((first, second, self.out.len()));
                 }
-                StmtKind::CtaColl {
-                    scratch,
-                    before,
-                    written,
-                    read,
-                    ..
-                } => {
-                    self.candidate(Some(*before));
-                    self.buffer(*scratch, true, false, span);
-                    self.candidate(Some(*written));
-                    self.buffer(*scratch, false, false, span);
-                    self.candidate(Some(*read));
+                StmtKind::CtaColl(c) => {
+                    self.candidate(Some(c.before));
+                    self.buffer(c.scratch, true, false, span);
+                    self.candidate(Some(c.written));
+                    self.buffer(c.scratch, false, false, span);
+                    self.candidate(Some(c.read));
                 }
                 StmtKind::While { pre, cond, body } => {
                     // The first test always runs; each copy of the body and
@@ -550,6 +546,14 @@ impl Flatten<'_> {
                 StmtKind::Mma { a, b, .. } => {
                     self.buffer(*a, false, false, span);
                     self.buffer(*b, false, false, span);
+                }
+                // Every lane writes the elements it holds into the box: a
+                // fill, for conflicts.
+                StmtKind::AccToTile { buffer, .. } => {
+                    self.buffer(*buffer, true, false, span);
+                    if let Some(Event::Access { fill, .. }) = self.out.last_mut() {
+                        *fill = Some(s);
+                    }
                 }
                 // Their subscripts and values are `stmt_operands`, above.
                 StmtKind::AccStore { .. } | StmtKind::AccMap { .. } | StmtKind::AccZero(_) => {}
@@ -682,9 +686,8 @@ impl ThreadIndex {
                     *count.entry(*v).or_default() += if loops > 0 { 2 } else { 1 };
                     defs.insert(*v, *e);
                 }
-                StmtKind::CtaColl { dst, .. } | StmtKind::Atomic { dst: Some(dst), .. } => {
-                    *count.entry(*dst).or_default() += 2
-                }
+                StmtKind::Atomic { dst: Some(dst), .. } => *count.entry(*dst).or_default() += 2,
+                StmtKind::CtaColl(c) => *count.entry(c.dst).or_default() += 2,
                 StmtKind::For(l) => *count.entry(l.var).or_default() += 2,
                 _ => {}
             }
@@ -749,14 +752,17 @@ impl ThreadIndex {
     }
 }
 
-/// Whether two tile fills (`TileCopy` with a place in the buffer) write
-/// boxes of the buffer that share no element.
+/// Whether two tile fills (`TileCopy` with a place in the buffer, or
+/// `AccToTile`) write boxes of the buffer that share no element.
 fn disjoint_boxes(f: &Func, a: StmtId, b: StmtId) -> bool {
     let box_of = |s: StmtId| match &f.stmts[s].kind {
         StmtKind::TileCopy { access, at, .. } => match &f.accesses[*access].shape {
             Shape::Tile { shape } if shape.len() == at.len() => Some((at.clone(), shape.clone())),
             _ => None,
         },
+        StmtKind::AccToTile { acc, at, .. } => {
+            Some((at.to_vec(), vec![f.accs[*acc].rows, f.accs[*acc].cols]))
+        }
         _ => None,
     };
     let (Some((a0, al)), Some((b0, bl))) = (box_of(a), box_of(b)) else {

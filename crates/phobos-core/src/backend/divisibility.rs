@@ -170,7 +170,7 @@ fn assignments(
                 assignments(f, pre, d, next, assigned);
                 assignments(f, body, d, next, assigned);
             }
-            StmtKind::CtaColl { dst, .. } => join(*dst, 1, next, assigned),
+            StmtKind::CtaColl(c) => join(c.dst, 1, next, assigned),
             _ => {}
         }
     }

@@ -538,7 +538,7 @@ impl<'a> Emitter<'a> {
                 }
             }
             StmtKind::Return => self.ins("ret;"),
-            StmtKind::CtaColl { .. } => self.cta_collective(s),
+            StmtKind::CtaColl(_) => self.cta_collective(s),
             StmtKind::Atomic { .. } => self.atomic(s),
             StmtKind::Fence => self.fence(),
             StmtKind::Barrier(b) => self.barrier(*b),
@@ -551,6 +551,7 @@ impl<'a> Emitter<'a> {
                 k,
             } => self.mma(*acc, (*a, *b), *b_trans, *k),
             StmtKind::AccStore { acc, access } => self.acc_store(*acc, *access),
+            StmtKind::AccToTile { acc, buffer, at } => self.acc_to_tile(*acc, *buffer, *at),
             StmtKind::AccMap {
                 acc,
                 elem,

@@ -217,6 +217,22 @@ pub struct Stmt {
     pub kind: StmtKind,
 }
 
+/// A CTA collective, hoisted out of its expression into `dst`: barrier
+/// `before`, butterfly per warp, lane 0 writes the warp's result into
+/// `scratch`, barrier `written`, every warp folds the scratch, barrier
+/// `read`.
+#[derive(Clone, Debug)]
+pub struct CtaColl {
+    pub dst: VarId,
+    pub op: CollOp,
+    pub arg: ExprId,
+    pub combine: Option<Combine>,
+    pub scratch: BufferId,
+    pub before: BarrierId,
+    pub written: BarrierId,
+    pub read: BarrierId,
+}
+
 /// `for var = start; var < end (or > end for a negative step); var += step { body }`.
 #[derive(Clone, Debug)]
 pub struct ForLoop {
@@ -289,20 +305,7 @@ pub enum StmtKind {
     Continue,
     /// The thread leaves the kernel.
     Return,
-    /// A CTA collective, hoisted out of its expression into `dst`:
-    /// barrier `before`, butterfly per warp, lane 0 writes the warp's result
-    /// into `scratch`, barrier `written`, every warp folds the scratch,
-    /// barrier `read`.
-    CtaColl {
-        dst: VarId,
-        op: CollOp,
-        arg: ExprId,
-        combine: Option<Combine>,
-        scratch: BufferId,
-        before: BarrierId,
-        written: BarrierId,
-        read: BarrierId,
-    },
+    CtaColl(CtaColl),
     /// A candidate CTA barrier; the barrier analysis keeps or elides it.
     Barrier(BarrierId),
     /// An atomic read-modify-write of one element: `access` is a point
@@ -347,6 +350,15 @@ pub enum StmtKind {
     AccStore {
         acc: AccId,
         access: AccessId,
+    },
+    /// CTA-wide store of an accumulator tile into the box of the rank-2
+    /// tile buffer `buffer` that starts at `at` (row, column), each lane
+    /// writing the elements it holds: for the barrier analysis, a write of
+    /// that box by every thread.
+    AccToTile {
+        acc: AccId,
+        buffer: BufferId,
+        at: [u32; 2],
     },
 }
 
@@ -624,11 +636,14 @@ impl Func {
             StmtKind::Atomic { args, .. } => out.extend(args),
             StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => out.push(*cond),
             StmtKind::For(l) => out.extend([l.start, l.end, l.step]),
-            StmtKind::CtaColl { arg, .. } => out.push(*arg),
+            StmtKind::CtaColl(c) => out.push(c.arg),
             StmtKind::AccMap { value, .. } => out.push(*value),
             StmtKind::AsyncCopy { stage, .. } => out.push(*stage),
             StmtKind::AsyncCommit | StmtKind::AsyncWait(_) => {}
-            StmtKind::AccZero(_) | StmtKind::Mma { .. } | StmtKind::AccStore { .. } => {}
+            StmtKind::AccZero(_)
+            | StmtKind::Mma { .. }
+            | StmtKind::AccStore { .. }
+            | StmtKind::AccToTile { .. } => {}
             StmtKind::TileCopy { .. }
             | StmtKind::TileStore { .. }
             | StmtKind::Break

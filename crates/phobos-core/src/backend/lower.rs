@@ -23,8 +23,8 @@
 //! an early exit is never predicated.
 
 use super::ir::{
-    Access, Barrier, BarrierRole, Buffer, BufferId, BufferKind, Combine, Expr, ExprId, ExprKind,
-    ForLoop, Func, Mem, Shape, Stmt, StmtId, StmtKind, Var, VarId,
+    Access, Barrier, BarrierRole, Buffer, BufferId, BufferKind, Combine, CtaColl, Expr, ExprId,
+    ExprKind, ForLoop, Func, Mem, Shape, Stmt, StmtId, StmtKind, Var, VarId,
 };
 use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
 use crate::check::uniformity::Judge;
@@ -175,7 +175,7 @@ struct Lower<'k> {
     lazy: u32,
     /// The `fn` arguments substituted at their uses (see `lazy`).
     substituted: HashMap<hir::LocalId, hir::Expr>,
-    /// Inside a predicated `if` (see `predicated_if`): the bool var that
+    /// Inside a predicated `if` (see `predicated_if_under`): the bool var that
     /// says whether this thread takes the branch. Each statement is
     /// wrapped in `if pred`, so barriers can go between them.
     pred: Option<VarId>,
@@ -468,7 +468,7 @@ impl<'k> Lower<'k> {
                 if self.is_uniform(cond) {
                     self.if_stmt(cond, then, els, span)
                 } else {
-                    self.predicated_if(cond, then, els, span)
+                    self.predicated_if_under(None, cond, then, els, span)
                 }
             }
             hir::StmtKind::If { cond: c, then, els }
@@ -525,6 +525,7 @@ impl<'k> Lower<'k> {
             hir::StmtKind::AccStore { dst, starts, src } => {
                 self.acc_store(*dst, starts, *src, span)
             }
+            hir::StmtKind::AccToTile { dst, at, src } => self.acc_to_tile(*dst, *at, *src, span),
             hir::StmtKind::AccMap {
                 acc,
                 elem,
@@ -606,7 +607,6 @@ impl<'k> Lower<'k> {
         vec![s]
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn for_stmt(&mut self, l: &hir::ForLoop, span: Span) -> Vec<StmtId> {
         if let Some(copies) = self.full_unroll(l) {
             return copies;
@@ -654,21 +654,12 @@ impl<'k> Lower<'k> {
     /// candidate barriers between them at uniform control. A store whose
     /// operands read a tile is split into computing the operands and
     /// storing them, with a candidate between (`t[i] = t[i] + t[i - d]`).
-    fn predicated_if(
-        &mut self,
-        cond: ExprId,
-        then: &hir::Block,
-        els: &hir::Block,
-        span: Span,
-    ) -> Vec<StmtId> {
-        self.predicated_if_under(None, cond, then, els, span)
-    }
-
-    /// [`Self::predicated_if`] inside a predicated `if` whose predicate is
-    /// `outer`: the condition is evaluated only where `outer` holds (it may
-    /// load what only those threads may), the then-branch runs where both
-    /// hold and the else-branch where `outer` holds and `cond` does not.
-    /// The statements come back already predicated (`block` must not wrap
+    ///
+    /// Inside a predicated `if` whose predicate is `outer` (`Some`), the
+    /// condition is evaluated only where `outer` holds (it may load what
+    /// only those threads may), the then-branch runs where both hold and
+    /// the else-branch where `outer` holds and `cond` does not. The
+    /// statements come back already predicated (`block` must not wrap
     /// them again; `predicated_already` says so).
     fn predicated_if_under(
         &mut self,
@@ -1306,7 +1297,7 @@ impl<'k> Lower<'k> {
         let written = mk(self, BarrierRole::CtaWritten(scratch));
         let read = mk(self, BarrierRole::CtaRead(scratch));
         let stmt = self.push_stmt(
-            StmtKind::CtaColl {
+            StmtKind::CtaColl(CtaColl {
                 dst,
                 op,
                 arg,
@@ -1315,7 +1306,7 @@ impl<'k> Lower<'k> {
                 before,
                 written,
                 read,
-            },
+            }),
             span,
         );
         self.pre.push(stmt);
@@ -1379,6 +1370,7 @@ fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
             }
             // A `dot` reads its tiles; an accumulator is in registers.
             hir::StmtKind::Dot { .. } => *reads = true,
+            hir::StmtKind::AccToTile { .. } => *writes = true,
             hir::StmtKind::AccMap { value, .. } => *reads |= reads_tile(value),
             hir::StmtKind::Fence
             | hir::StmtKind::AccZero { .. }

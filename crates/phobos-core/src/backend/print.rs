@@ -125,6 +125,9 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
             StmtKind::AccStore { acc, access: a } => {
                 let _ = writeln!(out, "{pad}{} = acc_store {acc}", access(f, *a));
             }
+            StmtKind::AccToTile { acc, buffer, at } => {
+                let _ = writeln!(out, "{pad}{buffer} at {at:?} = acc_store {acc}");
+            }
             StmtKind::If { cond, .. } => {
                 let _ = writeln!(out, "{pad}if {} {{", expr(f, *cond));
             }
@@ -170,20 +173,17 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
                     expr(f, l.step)
                 );
             }
-            StmtKind::CtaColl {
-                dst,
-                op,
-                arg,
-                scratch,
-                before,
-                written,
-                read,
-                ..
-            } => {
+            StmtKind::CtaColl(c) => {
                 let _ = writeln!(
                     out,
-                    "{pad}{dst} = cta.{op:?}({}) scratch={scratch} barriers=[{before}, {written}, {read}]",
-                    expr(f, *arg)
+                    "{pad}{} = cta.{:?}({}) scratch={} barriers=[{}, {}, {}]",
+                    c.dst,
+                    c.op,
+                    expr(f, c.arg),
+                    c.scratch,
+                    c.before,
+                    c.written,
+                    c.read
                 );
             }
             StmtKind::Barrier(b) => {

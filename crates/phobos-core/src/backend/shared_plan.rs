@@ -199,9 +199,8 @@ impl Walk<'_> {
                 StmtKind::TileCopy { buffer, .. }
                 | StmtKind::AsyncCopy { buffer, .. }
                 | StmtKind::TileStore { buffer, .. }
-                | StmtKind::CtaColl {
-                    scratch: buffer, ..
-                } => self.touch(*buffer, span),
+                | StmtKind::AccToTile { buffer, .. } => self.touch(*buffer, span),
+                StmtKind::CtaColl(c) => self.touch(c.scratch, span),
                 StmtKind::Mma { a, b, .. } => {
                     self.touch(*a, span);
                     self.touch(*b, span);

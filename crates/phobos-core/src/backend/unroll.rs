@@ -240,11 +240,12 @@ fn auto_candidate(f: &Func, body: &[StmtId]) -> bool {
                     | StmtKind::Barrier(_)
                     | StmtKind::TileCopy { .. }
                     | StmtKind::TileStore { .. }
-                    | StmtKind::CtaColl { .. }
+                    | StmtKind::CtaColl(_)
                     | StmtKind::AccZero(_)
                     | StmtKind::AccMap { .. }
                     | StmtKind::Mma { .. }
                     | StmtKind::AccStore { .. }
+                    | StmtKind::AccToTile { .. }
             ) {
                 plain = false;
             }
@@ -327,9 +328,9 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
         | StmtKind::AccStore { access: a, .. } => (access(*a), vec![]),
         StmtKind::If { cond, then, els } => (vec![*cond], vec![then, els]),
         StmtKind::For(l) => (vec![l.start, l.end, l.step], vec![&l.body]),
-        StmtKind::CtaColl { arg, combine, .. } => (
-            std::iter::once(*arg)
-                .chain(combine.map(|c| c.body))
+        StmtKind::CtaColl(c) => (
+            std::iter::once(c.arg)
+                .chain(c.combine.map(|c| c.body))
                 .collect(),
             vec![],
         ),
@@ -348,6 +349,7 @@ fn parts(f: &Func, s: StmtId) -> (Vec<ExprId>, Vec<&[StmtId]>) {
         | StmtKind::Return
         | StmtKind::Fence
         | StmtKind::AccZero(_)
+        | StmtKind::AccToTile { .. }
         | StmtKind::Mma { .. } => (vec![], vec![]),
     }
 }
@@ -471,9 +473,8 @@ fn shiftable_accesses(f: &Func, k: VarId, body: &[StmtId]) -> HashMap<AccessId, 
     walk(f, body, &mut |f, item| {
         if let Item::Stmt(s) = item {
             match &f.stmts[s].kind {
-                StmtKind::Set(v, _) | StmtKind::CtaColl { dst: v, .. } => {
-                    *sets.entry(*v).or_default() += 1
-                }
+                StmtKind::Set(v, _) => *sets.entry(*v).or_default() += 1,
+                StmtKind::CtaColl(c) => *sets.entry(c.dst).or_default() += 1,
                 StmtKind::For(l) => *sets.entry(l.var).or_default() += 2,
                 _ => {}
             }
@@ -657,136 +658,73 @@ impl Builder<'_> {
     /// A deep copy of a statement: new expressions, accesses, statements and
     /// candidate barriers with the original spans; the same vars and buffers.
     fn clone_stmt(&mut self, s: StmtId) -> StmtId {
-        let kind = match self.f.stmts[s].kind.clone() {
-            StmtKind::Set(v, e) => StmtKind::Set(v, self.clone_expr(e)),
+        // The copy's operands are fresh copies, cloned in evaluation order.
+        let mut kind = self.f.stmts[s].kind.clone();
+        match &mut kind {
+            StmtKind::Set(_, e) => *e = self.clone_expr(*e),
             StmtKind::Store(a, e) => {
-                let a = self.clone_access(a);
-                StmtKind::Store(a, self.clone_expr(e))
+                *a = self.clone_access(*a);
+                *e = self.clone_expr(*e);
             }
             StmtKind::RunStore {
                 access,
                 value,
                 only,
             } => {
-                let access = self.clone_access(access);
-                let value = self.clone_expr(value);
-                let only = only.map(|o| self.clone_expr(o));
-                StmtKind::RunStore {
-                    access,
-                    value,
-                    only,
+                *access = self.clone_access(*access);
+                *value = self.clone_expr(*value);
+                if let Some(o) = only {
+                    *o = self.clone_expr(*o);
                 }
             }
-            StmtKind::TileCopy { access, buffer, at } => StmtKind::TileCopy {
-                access: self.clone_access(access),
-                buffer,
-                at,
-            },
-            StmtKind::TileStore { access, buffer } => StmtKind::TileStore {
-                access: self.clone_access(access),
-                buffer,
-            },
-            StmtKind::AccStore { acc, access } => StmtKind::AccStore {
-                acc,
-                access: self.clone_access(access),
-            },
-            StmtKind::AccZero(acc) => StmtKind::AccZero(acc),
-            StmtKind::AccMap {
-                acc,
-                elem,
-                row,
-                col,
-                value,
-            } => StmtKind::AccMap {
-                acc,
-                elem,
-                row,
-                col,
-                value: self.clone_expr(value),
-            },
-            StmtKind::Mma {
-                acc,
-                a,
-                b,
-                b_trans,
-                k,
-            } => StmtKind::Mma {
-                acc,
-                a,
-                b,
-                b_trans,
-                k,
-            },
-            StmtKind::If { cond, then, els } => StmtKind::If {
-                cond: self.clone_expr(cond),
-                then: then.iter().map(|&t| self.clone_stmt(t)).collect(),
-                els: els.iter().map(|&t| self.clone_stmt(t)).collect(),
-            },
-            StmtKind::For(l) => StmtKind::For(ForLoop {
-                var: l.var,
-                start: self.clone_expr(l.start),
-                end: self.clone_expr(l.end),
-                step: self.clone_expr(l.step),
-                body: l.body.iter().map(|&t| self.clone_stmt(t)).collect(),
-            }),
-            StmtKind::CtaColl {
-                dst,
-                op,
-                arg,
-                combine,
-                scratch,
-                before,
-                written,
-                read,
-            } => StmtKind::CtaColl {
-                dst,
-                op,
-                arg: self.clone_expr(arg),
-                combine: combine.map(|c| self.clone_combine(c)),
-                scratch,
-                before: self.clone_barrier(before),
-                written: self.clone_barrier(written),
-                read: self.clone_barrier(read),
-            },
-            StmtKind::While { pre, cond, body } => StmtKind::While {
-                pre: pre.iter().map(|&t| self.clone_stmt(t)).collect(),
-                cond: self.clone_expr(cond),
-                body: body.iter().map(|&t| self.clone_stmt(t)).collect(),
-            },
-            StmtKind::Atomic {
-                op,
-                access,
-                args,
-                dst,
-            } => {
-                let access = self.clone_access(access);
-                let args = args.iter().map(|&a| self.clone_expr(a)).collect();
-                StmtKind::Atomic {
-                    op,
-                    access,
-                    args,
-                    dst,
+            StmtKind::TileCopy { access, .. }
+            | StmtKind::TileStore { access, .. }
+            | StmtKind::AccStore { access, .. } => *access = self.clone_access(*access),
+            StmtKind::AccMap { value, .. } => *value = self.clone_expr(*value),
+            StmtKind::If { cond, then, els } => {
+                *cond = self.clone_expr(*cond);
+                *then = self.clone_block(then);
+                *els = self.clone_block(els);
+            }
+            StmtKind::For(l) => {
+                l.start = self.clone_expr(l.start);
+                l.end = self.clone_expr(l.end);
+                l.step = self.clone_expr(l.step);
+                l.body = self.clone_block(&l.body);
+            }
+            StmtKind::CtaColl(c) => {
+                c.arg = self.clone_expr(c.arg);
+                c.combine = c.combine.map(|x| self.clone_combine(x));
+                c.before = self.clone_barrier(c.before);
+                c.written = self.clone_barrier(c.written);
+                c.read = self.clone_barrier(c.read);
+            }
+            StmtKind::While { pre, cond, body } => {
+                *pre = self.clone_block(pre);
+                *cond = self.clone_expr(*cond);
+                *body = self.clone_block(body);
+            }
+            StmtKind::Atomic { access, args, .. } => {
+                *access = self.clone_access(*access);
+                for a in args.iter_mut() {
+                    *a = self.clone_expr(*a);
                 }
             }
-            StmtKind::AsyncCopy {
-                access,
-                buffer,
-                at,
-                stage,
-            } => StmtKind::AsyncCopy {
-                access: self.clone_access(access),
-                buffer,
-                at,
-                stage: self.clone_expr(stage),
-            },
-            StmtKind::AsyncCommit => StmtKind::AsyncCommit,
-            StmtKind::AsyncWait(n) => StmtKind::AsyncWait(n),
-            StmtKind::Fence => StmtKind::Fence,
-            StmtKind::Break => StmtKind::Break,
-            StmtKind::Continue => StmtKind::Continue,
-            StmtKind::Return => StmtKind::Return,
-            StmtKind::Barrier(b) => StmtKind::Barrier(self.clone_barrier(b)),
-        };
+            StmtKind::AsyncCopy { access, stage, .. } => {
+                *access = self.clone_access(*access);
+                *stage = self.clone_expr(*stage);
+            }
+            StmtKind::Barrier(b) => *b = self.clone_barrier(*b),
+            StmtKind::AccZero(_)
+            | StmtKind::AccToTile { .. }
+            | StmtKind::Mma { .. }
+            | StmtKind::AsyncCommit
+            | StmtKind::AsyncWait(_)
+            | StmtKind::Fence
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Return => {}
+        }
         self.f.stmt_spans.push(self.f.stmt_span(s));
         let copy = self.f.stmts.push(Stmt { kind });
         // The copy's own fence (between its operands and its write, or
@@ -796,6 +734,10 @@ impl Builder<'_> {
             self.f.fences.push((copy, fence));
         }
         copy
+    }
+
+    fn clone_block(&mut self, b: &[StmtId]) -> Vec<StmtId> {
+        b.iter().map(|&t| self.clone_stmt(t)).collect()
     }
 
     fn clone_barrier(&mut self, b: super::ir::BarrierId) -> super::ir::BarrierId {
@@ -821,62 +763,45 @@ impl Builder<'_> {
     /// Operands are copied before their user, so the copy keeps the arena's
     /// evaluation order (verifier invariant 3).
     fn clone_expr(&mut self, e: ExprId) -> ExprId {
-        let Expr { kind, ty } = self.f.exprs[e].clone();
-        let kind = match kind {
-            k @ (ExprKind::Const(_)
+        // Operands are cloned in evaluation order, as in `clone_stmt`.
+        let Expr { mut kind, ty } = self.f.exprs[e].clone();
+        match &mut kind {
+            ExprKind::Const(_)
             | ExprKind::Var(_)
             | ExprKind::RunVars(_)
             | ExprKind::Param(_)
             | ExprKind::Dim(_)
-            | ExprKind::Ctx(_)) => k,
-            ExprKind::Unary(op, a) => ExprKind::Unary(op, self.clone_expr(a)),
-            ExprKind::Binary(op, a, b) => {
-                let a = self.clone_expr(a);
-                ExprKind::Binary(op, a, self.clone_expr(b))
+            | ExprKind::Ctx(_) => {}
+            ExprKind::Unary(_, a)
+            | ExprKind::Convert(a)
+            | ExprKind::RunSum(a)
+            | ExprKind::Elem(a, _)
+            | ExprKind::Word(a, _) => *a = self.clone_expr(*a),
+            ExprKind::Binary(_, a, b) => {
+                *a = self.clone_expr(*a);
+                *b = self.clone_expr(*b);
             }
-            ExprKind::Convert(a) => ExprKind::Convert(self.clone_expr(a)),
-            ExprKind::Builtin(op, args) => {
-                ExprKind::Builtin(op, args.iter().map(|&a| self.clone_expr(a)).collect())
+            ExprKind::Builtin(_, args) => {
+                for a in args.iter_mut() {
+                    *a = self.clone_expr(*a);
+                }
             }
-            ExprKind::Load(a) => ExprKind::Load(self.clone_access(a)),
-            ExprKind::RunLoad(a) => ExprKind::RunLoad(self.clone_access(a)),
-            ExprKind::RunSum(a) => ExprKind::RunSum(self.clone_expr(a)),
+            ExprKind::Load(a) | ExprKind::RunLoad(a) => *a = self.clone_access(*a),
             ExprKind::Dp4aSum { a, b } => {
-                let a = self.clone_expr(a);
-                let b = b.map(|b| self.clone_expr(b));
-                ExprKind::Dp4aSum { a, b }
-            }
-            ExprKind::Elem(a, i) => ExprKind::Elem(self.clone_expr(a), i),
-            ExprKind::Word(a, i) => ExprKind::Word(self.clone_expr(a), i),
-            ExprKind::LaneColl {
-                op,
-                width,
-                arg,
-                combine,
-            } => {
-                let arg = self.clone_expr(arg);
-                ExprKind::LaneColl {
-                    op,
-                    width,
-                    arg,
-                    combine: combine.map(|c| self.clone_combine(c)),
+                *a = self.clone_expr(*a);
+                if let Some(b) = b {
+                    *b = self.clone_expr(*b);
                 }
             }
-            ExprKind::Shuffle {
-                mode,
-                width,
-                lane,
-                value,
-            } => {
-                let lane = self.clone_expr(lane);
-                ExprKind::Shuffle {
-                    mode,
-                    width,
-                    lane,
-                    value: self.clone_expr(value),
-                }
+            ExprKind::LaneColl { arg, combine, .. } => {
+                *arg = self.clone_expr(*arg);
+                *combine = combine.map(|c| self.clone_combine(c));
             }
-        };
+            ExprKind::Shuffle { lane, value, .. } => {
+                *lane = self.clone_expr(*lane);
+                *value = self.clone_expr(*value);
+            }
+        }
         self.f.expr_spans.push(self.f.expr_span(e));
         self.f.exprs.push(Expr { kind, ty })
     }

@@ -22,7 +22,9 @@
 //! 9. A `RunVars` run names one existing var per element.
 //! 10. An `Mma` reads two rank-2 tile buffers whose shapes (before the
 //!     padding of their rows) fit its accumulator; an `AccStore`'s access
-//!     is a tensor tile store of its accumulator's shape.
+//!     is a tensor tile store of its accumulator's shape; an `AccToTile`'s
+//!     box (its start plus the accumulator's shape) lies inside its rank-2
+//!     tile buffer.
 //! 11. An `AsyncCopy` writes into a ring buffer (`Func::rings`), at an
 //!     `i32` stage.
 //!
@@ -203,23 +205,16 @@ impl Verifier<'_> {
                     }
                 }
             }
-            StmtKind::CtaColl {
-                combine,
-                scratch,
-                before,
-                written,
-                read,
-                ..
-            } => {
-                if let Some(c) = combine {
-                    self.use_expr(c.body);
+            StmtKind::CtaColl(c) => {
+                if let Some(x) = &c.combine {
+                    self.use_expr(x.body);
                 }
-                if !f.buffers.contains(*scratch) {
-                    self.errors.push(format!("{s}: {scratch} out of range"));
+                if !f.buffers.contains(c.scratch) {
+                    self.errors.push(format!("{s}: {} out of range", c.scratch));
                 }
-                self.use_barrier(*before);
-                self.use_barrier(*written);
-                self.use_barrier(*read);
+                self.use_barrier(c.before);
+                self.use_barrier(c.written);
+                self.use_barrier(c.read);
             }
             StmtKind::Barrier(b) => self.use_barrier(*b),
             StmtKind::AccZero(acc) => self.acc(s, *acc),
@@ -246,6 +241,28 @@ impl Verifier<'_> {
             } => {
                 self.acc(s, *acc);
                 self.mma(s, *acc, (*a, *b), *b_trans, *k);
+            }
+            StmtKind::AccToTile { acc, buffer, at } => {
+                self.acc(s, *acc);
+                let (accs, buffers) = (&self.f.accs, &self.f.buffers);
+                let found = (accs.contains(*acc) && buffers.contains(*buffer))
+                    .then(|| (&accs[*acc], &buffers[*buffer]));
+                let inside = match found {
+                    Some((t, b)) => match &b.kind {
+                        BufferKind::Tile { shape, .. } => {
+                            shape.len() == 2
+                                && u64::from(at[0]) + u64::from(t.rows) <= u64::from(shape[0])
+                                && u64::from(at[1]) + u64::from(t.cols) <= u64::from(shape[1])
+                        }
+                        BufferKind::Scratch { .. } => false,
+                    },
+                    None => false,
+                };
+                if !inside {
+                    self.errors.push(format!(
+                        "{s}: the box {acc} is stored to at {at:?} is not inside the rank-2 tile {buffer}"
+                    ));
+                }
             }
             StmtKind::AccStore { acc, access } => {
                 self.acc(s, *acc);

@@ -15,16 +15,9 @@ use crate::hir::{self, LocalKind, Ty, MAX_ARRAY_ELEMS};
 
 impl Cx<'_> {
     /// `var name: elem[d0, d1, ...] = init`.
-    pub fn array_decl(
-        &mut self,
-        mutable: bool,
-        name: &ast::Ident,
-        elem: (ScalarTy, Span),
-        shape: &[ast::Expr],
-        shape_span: Span,
-        init: &ast::Expr,
-    ) -> Option<hir::StmtKind> {
-        let dims = self.array_dims(name, shape, shape_span);
+    pub fn array_decl(&mut self, a: &ast::ArrayDecl) -> Option<hir::StmtKind> {
+        let (mutable, name, elem, init) = (a.mutable, &a.name, a.elem, &a.init);
+        let dims = self.array_dims(name, &a.shape, a.shape_span);
         let value = self.expr(init, Some(elem.0));
         if !mutable {
             self.report(CheckError::ArrayLet {

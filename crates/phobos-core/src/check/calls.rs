@@ -71,6 +71,16 @@ pub(crate) fn is_builtin_name(name: &str) -> bool {
         )
 }
 
+/// A call as written, with the type its context wants: what the checks of
+/// a built-in or `fn` call take.
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    callee: &'a Ident,
+    args: &'a [ast::Expr],
+    want: Option<ScalarTy>,
+    span: Span,
+}
+
 impl Cx<'_> {
     pub fn call(
         &mut self,
@@ -79,18 +89,24 @@ impl Cx<'_> {
         want: Option<ScalarTy>,
         span: Span,
     ) -> Ex {
+        let c = Call {
+            callee,
+            args,
+            want,
+            span,
+        };
         let name = callee.name.as_str();
         if let Some(t) = ScalarTy::from_name(name) {
             return self.convert(t, args, span);
         }
         if let Some((b, sig)) = builtin(name) {
-            return self.math(b, sig, callee, args, want, span);
+            return self.math(b, sig, c);
         }
         match name {
             "dot" | "trans" => self.dot_in_expr(name, span),
-            "select" => self.select(callee, args, want, span),
+            "select" => self.select(c),
             "dp4a" => self.dp4a(callee, args, span),
-            "byteperm" => self.byteperm(callee, args, want, span),
+            "byteperm" => self.byteperm(c),
             "popcount" => self.popcount(callee, args, span),
             "sum" => self.run_sum(callee, args, span),
             _ if super::atomics::is_atomic_name(name) => {
@@ -109,7 +125,7 @@ impl Cx<'_> {
                 });
                 None
             }
-            _ => self.call_fn(callee, args, want, span),
+            _ => self.call_fn(c),
         }
     }
 
@@ -243,15 +259,8 @@ impl Cx<'_> {
         Some(first.map(|(l, _)| l))
     }
 
-    fn math(
-        &mut self,
-        b: Builtin,
-        sig: Sig,
-        callee: &Ident,
-        args: &[ast::Expr],
-        want: Option<ScalarTy>,
-        span: Span,
-    ) -> Ex {
+    fn math(&mut self, b: Builtin, sig: Sig, c: Call) -> Ex {
+        let (callee, args, want, span) = (c.callee, c.args, c.want, c.span);
         let n = match sig {
             Sig::Numeric(n) | Sig::Float(n) | Sig::Int(n) => n,
         };
@@ -287,13 +296,8 @@ impl Cx<'_> {
         Some(mk(hir::ExprKind::Builtin(b, xs), ty, span))
     }
 
-    fn select(
-        &mut self,
-        callee: &Ident,
-        args: &[ast::Expr],
-        want: Option<ScalarTy>,
-        span: Span,
-    ) -> Ex {
+    fn select(&mut self, c: Call) -> Ex {
+        let (callee, args, want, span) = (c.callee, c.args, c.want, c.span);
         if !self.arity(callee, args, 3, span) {
             return None;
         }
@@ -357,13 +361,8 @@ impl Cx<'_> {
         ))
     }
 
-    fn byteperm(
-        &mut self,
-        callee: &Ident,
-        args: &[ast::Expr],
-        want: Option<ScalarTy>,
-        span: Span,
-    ) -> Ex {
+    fn byteperm(&mut self, c: Call) -> Ex {
+        let (callee, args, want, span) = (c.callee, c.args, c.want, c.span);
         if !self.arity(callee, args, 3, span) {
             return None;
         }
@@ -503,13 +502,8 @@ impl Cx<'_> {
         ))
     }
 
-    fn call_fn(
-        &mut self,
-        callee: &Ident,
-        args: &[ast::Expr],
-        want: Option<ScalarTy>,
-        span: Span,
-    ) -> Ex {
+    fn call_fn(&mut self, c: Call) -> Ex {
+        let (callee, args, want, span) = (c.callee, c.args, c.want, c.span);
         let Some(f) = self.fns.items.get(callee.name.as_str()).copied() else {
             let name = callee.name.as_str();
             let d = if matches!(

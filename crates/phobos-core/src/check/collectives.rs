@@ -9,17 +9,6 @@ use super::error::CheckError;
 use crate::ast::{self, ConfigItem, ConfigKey, CtxField, ExprKind, Ident, ScalarTy, Span};
 use crate::hir::{self, CollOp, Combine, Group, LocalKind, ShflMode, Ty};
 
-fn key_name(k: ConfigKey) -> &'static str {
-    match k {
-        ConfigKey::Over => "over",
-        ConfigKey::Width => "width",
-        ConfigKey::From => "from",
-        ConfigKey::Xor => "xor",
-        ConfigKey::Down => "down",
-        ConfigKey::Up => "up",
-    }
-}
-
 fn coll_op(name: &str) -> Option<CollOp> {
     CollOp::ALL.into_iter().find(|op| op.name() == name)
 }
@@ -65,7 +54,7 @@ impl Cx<'_> {
         for item in config {
             if let Some(first) = out.iter().find(|i| i.key == item.key) {
                 self.report(CheckError::ConfigTwice {
-                    key: key_name(item.key),
+                    key: item.key.name(),
                     span: item.span,
                     first: first.span,
                 });
@@ -83,7 +72,7 @@ impl Cx<'_> {
             .find(|i| !matches!(i.key, ConfigKey::Over | ConfigKey::Width))
         {
             self.report(CheckError::ShuffleConfigOnCollective {
-                key: key_name(bad.key),
+                key: bad.key.name(),
                 op: op.to_string(),
                 span: bad.key_span,
             });
@@ -273,7 +262,7 @@ impl Cx<'_> {
         let [mode] = modes.as_slice() else {
             let given: Vec<String> = modes
                 .iter()
-                .map(|m| format!("`{}`", key_name(m.key)))
+                .map(|m| format!("`{}`", m.key.name()))
                 .collect();
             self.report(CheckError::ShuffleModes {
                 given,

@@ -52,7 +52,7 @@ impl Cx<'_> {
         if let Some((_, span)) = ty {
             return fail(self, CheckError::AccTyped { span });
         }
-        if !matches!(elem, ScalarTy::F32 | ScalarTy::I32) {
+        if !mma::acc_elem_ok(*elem) {
             return fail(
                 self,
                 CheckError::AccElem {
@@ -328,20 +328,7 @@ impl Cx<'_> {
         value: &ast::Expr,
         (src, to): (LocalId, Option<ScalarTy>),
     ) -> Option<hir::StmtKind> {
-        let LocalKind::Acc { elem, rows, cols } = self.locals[src.0 as usize].kind else {
-            return None;
-        };
-        let float_to_half =
-            elem == ScalarTy::F32 && matches!(to, Some(ScalarTy::F16 | ScalarTy::BF16));
-        if let Some(t) = to.filter(|&t| t != elem && !float_to_half) {
-            self.report(CheckError::AccStoreConvert {
-                from: elem,
-                to: t,
-                span: value.span,
-            });
-            return None;
-        }
-        let elem = to.unwrap_or(elem);
+        let (elem, rows, cols) = self.stored_acc(src, to, value.span)?;
         let Memory::Tensor(dst) = mem.memory else {
             self.report(CheckError::AccStoreNotTensor { span: value.span });
             return None;
@@ -363,6 +350,69 @@ impl Cx<'_> {
 }
 
 impl Cx<'_> {
+    /// The element type an accumulator is stored as (its own, or the
+    /// conversion `to` written around it) and its shape; `None` after
+    /// reporting a conversion that is not offered (P0509).
+    fn stored_acc(
+        &mut self,
+        src: LocalId,
+        to: Option<ScalarTy>,
+        span: Span,
+    ) -> Option<(ScalarTy, u32, u32)> {
+        let LocalKind::Acc { elem, rows, cols } = self.locals[src.0 as usize].kind else {
+            return None;
+        };
+        if let Some(t) = to.filter(|&t| t != elem && !mma::acc_converts(elem, t)) {
+            self.report(CheckError::AccStoreConvert {
+                from: elem,
+                to: t,
+                span,
+            });
+            return None;
+        }
+        Some((to.unwrap_or(elem), rows, cols))
+    }
+
+    /// `s[a0 :+ M, a1 :+ N] = acc`, or `= f16(acc)`: the accumulator into
+    /// the box of the rank-2 shared tile `s` at the constant starts
+    /// `a0, a1` (P0442), of its shape and element type (P0460).
+    pub fn acc_to_tile(
+        &mut self,
+        mem: &Mem,
+        at: Vec<hir::Expr>,
+        shape: &[u32],
+        op: Option<BinOp>,
+        value: &ast::Expr,
+        (src, to): (LocalId, Option<ScalarTy>),
+    ) -> Option<hir::StmtKind> {
+        let Memory::Tile(dst) = mem.memory else {
+            return None;
+        };
+        let (elem, rows, cols) = self.stored_acc(src, to, value.span)?;
+        if op.is_some() || shape != [rows, cols] || mem.elem != elem {
+            self.report(CheckError::AccTileMismatch {
+                rows,
+                cols,
+                elem,
+                tile: mem.name.clone(),
+                shape: shape.to_vec(),
+                target: mem.elem,
+                compound: op.is_some(),
+                span: value.span,
+                decl: self.locals[dst.0 as usize].span,
+            });
+            return None;
+        }
+        let [a0, a1] = self.box_at(mem, &at, shape)?[..] else {
+            return None;
+        };
+        Some(hir::StmtKind::AccToTile {
+            dst,
+            at: [a0, a1],
+            src,
+        })
+    }
+
     /// `acc = e`: `e` is elementwise over the accumulator (its name stands
     /// for each element), shared tiles of its shape or of one row or
     /// column of it (broadcast), and values the same in every thread.

@@ -868,6 +868,20 @@ pub enum CheckError {
         compound: bool,
         span: Span,
     },
+    /// P0460: an accumulator of `[rows, cols]` `elem` stored into the box
+    /// `shape` of the shared tile `tile` (declared at `decl`) of `target`
+    /// elements, with a compound assignment when `compound`.
+    AccTileMismatch {
+        rows: u32,
+        cols: u32,
+        elem: ScalarTy,
+        tile: String,
+        shape: Vec<u32>,
+        target: ScalarTy,
+        compound: bool,
+        span: Span,
+        decl: Span,
+    },
     /// P0401: the epilogue of `name`, which holds `elem`, has a value of
     /// `found`.
     EpilogueType {
@@ -1030,6 +1044,7 @@ impl CheckError {
             AccStoreConvert { .. } | AccStoreNotTensor { .. } | AccStoreMismatch { .. } => {
                 Code::P0509
             }
+            AccTileMismatch { .. } => Code::P0460,
             EpilogueType { .. } => Code::P0401,
         }
     }
@@ -2039,11 +2054,7 @@ impl CheckError {
             AccElem { elem, span } => code
                 .error(format!("an accumulator tile of {} is not supported", elem.name()))
                 .primary(span, "the accumulator's element type")
-                .note(if mma::acc_elem_ok(elem) {
-                    format!("accumulate in f32 or i32 (`zeros<f32>[M, N]`): the products Phobos compiles today are {}", mma::SUPPORTED_PAIRS)
-                } else {
-                    "an accumulator holds f32 (for f16 and bf16 products) or i32 (for i8 and u8 products)".to_string()
-                }),
+                .note("an accumulator holds f32 (for f16, bf16 and f32 products), f16 (for f16 products) or i32 (for i8 and u8 products)"),
             AccExtent { span } => code
                 .error("an accumulator tile's extents are constants from 1 to 65536")
                 .primary(span, "not such a constant")
@@ -2187,7 +2198,7 @@ impl CheckError {
             AccStoreConvert { from, to, span } => code
                 .error(format!("an accumulator of {} is not stored as {}", from.name(), to.name()))
                 .primary(span, "this conversion")
-                .note("an f32 accumulator is stored as f32, or converted with `f16(acc)` or `bf16(acc)`; an i32 one as i32"),
+                .note("an f32 accumulator is stored as f32, or converted with `f16(acc)` or `bf16(acc)`; an f16 one as f16, or as `f32(acc)`; an i32 one as i32"),
             AccStoreNotTensor { span } => code
                 .error("an accumulator tile is stored to a tensor")
                 .primary(span, "the target is not a tensor"),
@@ -2214,6 +2225,33 @@ impl CheckError {
                         }
                     ),
                 ),
+            AccTileMismatch {
+                rows,
+                cols,
+                elem,
+                tile,
+                shape,
+                target,
+                compound,
+                span,
+                decl,
+            } => code
+                .error(format!("the accumulator does not fit the box of `{tile}` it is stored into"))
+                .primary(
+                    span,
+                    format!(
+                        "the accumulator holds [{rows}, {cols}] {}, the box is {shape:?} of {}{}",
+                        elem.name(),
+                        target.name(),
+                        if compound {
+                            ", with a compound assignment"
+                        } else {
+                            ""
+                        }
+                    ),
+                )
+                .secondary(decl, format!("`{tile}` declared here"))
+                .note(format!("`{tile}[a :+ M, b :+ N] = acc` stores an [M, N] accumulator, with `=`, into a box of a rank-2 tile of its element type; an f32 accumulator into an f16 or bf16 tile as `f16(acc)` or `bf16(acc)`, an f16 one into an f32 tile as `f32(acc)`")),
             EpilogueType {
                 name,
                 elem,
@@ -2806,7 +2844,7 @@ impl CheckError {
             AccWithLet { name: name(), span },
             AccTyped { span },
             AccElem {
-                elem: ScalarTy::F16,
+                elem: ScalarTy::BF16,
                 span,
             },
             AccExtent { span },
@@ -2893,6 +2931,17 @@ impl CheckError {
                 target: ScalarTy::F32,
                 compound: false,
                 span,
+            },
+            AccTileMismatch {
+                rows: 64,
+                cols: 64,
+                elem: ScalarTy::F32,
+                tile: "s".to_string(),
+                shape: vec![64, 32],
+                target: ScalarTy::F32,
+                compound: false,
+                span,
+                decl: span,
             },
             EpilogueType {
                 name: name(),

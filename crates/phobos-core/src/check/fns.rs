@@ -159,14 +159,7 @@ impl<'a> BodyWalk<'a, '_> {
     }
 
     fn subscript(&mut self, s: &'a Subscript) {
-        match s {
-            Subscript::Point(e) => self.expr(e),
-            Subscript::Span { start, len, .. } => {
-                self.expr(start);
-                self.expr(len);
-            }
-            Subscript::Full(_) => {}
-        }
+        s.exprs().into_iter().for_each(|x| self.expr(x));
     }
 
     fn name_of(&self, n: &str) -> &'a str {

@@ -78,30 +78,9 @@ impl Cx<'_> {
         None
     }
 
-    /// `t[a0 :+ L0, ...] = A[s0 :+ L0, ...]`: a CTA-wide copy of a tensor
-    /// box into the box of tile `t` at the constant starts `a0, ...`.
-    pub fn tile_fill(
-        &mut self,
-        mem: &Mem,
-        at: Vec<hir::Expr>,
-        shape: &[u32],
-        op: Option<ast::BinOp>,
-        value: &ast::Expr,
-    ) -> Option<hir::StmtKind> {
-        let Memory::Tile(dst) = mem.memory else {
-            return None;
-        };
-        let ExprKind::Index { base, subs } = &value.kind else {
-            self.report(CheckError::FillNotBox { span: value.span });
-            return None;
-        };
-        if let Some(bop) = op {
-            self.report(CheckError::FillCompound {
-                op: bop.symbol(),
-                span: value.span,
-            });
-            return None;
-        }
+    /// Where the box `at :+ shape` of tile `mem` starts: constants, with the
+    /// box inside the tile (P0442). Shared by fills and accumulator stores.
+    pub fn box_at(&mut self, mem: &Mem, at: &[hir::Expr], shape: &[u32]) -> Option<Vec<u32>> {
         let mut starts = Vec::new();
         for (axis, (e, len)) in at.iter().zip(shape).enumerate() {
             let extent = mem.dims[axis].unwrap_or(0);
@@ -126,6 +105,34 @@ impl Cx<'_> {
                 }
             }
         }
+        Some(starts)
+    }
+
+    /// `t[a0 :+ L0, ...] = A[s0 :+ L0, ...]`: a CTA-wide copy of a tensor
+    /// box into the box of tile `t` at the constant starts `a0, ...`.
+    pub fn tile_fill(
+        &mut self,
+        mem: &Mem,
+        at: Vec<hir::Expr>,
+        shape: &[u32],
+        op: Option<ast::BinOp>,
+        value: &ast::Expr,
+    ) -> Option<hir::StmtKind> {
+        let Memory::Tile(dst) = mem.memory else {
+            return None;
+        };
+        let ExprKind::Index { base, subs } = &value.kind else {
+            self.report(CheckError::FillNotBox { span: value.span });
+            return None;
+        };
+        if let Some(bop) = op {
+            self.report(CheckError::FillCompound {
+                op: bop.symbol(),
+                span: value.span,
+            });
+            return None;
+        }
+        let starts = self.box_at(mem, &at, shape)?;
         let src = self.memory(base)?;
         let Memory::Tensor(param) = src.memory else {
             self.report(CheckError::FillFromTile { span: base.span });

@@ -221,6 +221,7 @@ fn tile_writer(stmts: &[hir::Stmt], tile: LocalId, copy: Span) -> Option<Span> {
             hir::StmtKind::TileCopy { dst, .. } | hir::StmtKind::TileFill { dst, .. } => {
                 *dst == tile && s.span != copy
             }
+            hir::StmtKind::AccToTile { dst, .. } => *dst == tile,
             hir::StmtKind::Store { dst, .. }
             | hir::StmtKind::RunStore { dst, .. }
             | hir::StmtKind::Atomic { dst, .. } => *dst == hir::Memory::Tile(tile),

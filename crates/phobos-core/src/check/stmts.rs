@@ -28,14 +28,7 @@ impl Cx<'_> {
                 ty,
                 init,
             } => self.let_stmt(*mutable, name, *ty, init),
-            StmtKind::ArrayDecl {
-                mutable,
-                name,
-                elem,
-                shape,
-                shape_span,
-                init,
-            } => self.array_decl(*mutable, name, *elem, shape, *shape_span, init),
+            StmtKind::ArrayDecl(a) => self.array_decl(a),
             StmtKind::Assign { target, op, value } => self.assign(target, *op, value, s.span),
             StmtKind::If { cond, then, els } => {
                 let cond = self.expr_of(cond, ScalarTy::Bool, "a condition");

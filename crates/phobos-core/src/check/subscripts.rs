@@ -340,7 +340,10 @@ impl Cx<'_> {
                 })
             }
             Shape::Tile { starts, shape } if matches!(mem.memory, Memory::Tile(_)) => {
-                self.tile_fill(&mem, starts, &shape, op, value)
+                match self.value_acc(value) {
+                    Some(acc) => self.acc_to_tile(&mem, starts, &shape, op, value, acc),
+                    None => self.tile_fill(&mem, starts, &shape, op, value),
+                }
             }
             Shape::Tile { starts, shape } => match self.value_acc(value) {
                 Some(acc) => self.acc_store(&mem, starts, &shape, op, value, acc),

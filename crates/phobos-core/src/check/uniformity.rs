@@ -195,6 +195,11 @@ struct Uni<'k> {
     /// trip after the first runs without the threads that left, so the
     /// whole body is under that exit. Found during the fixpoint.
     left_loops: std::collections::HashMap<u32, Ctrl>,
+    /// Inside an epilogue's value: a tile load there reads the element's
+    /// place (or a broadcast row or column of it), the same whichever
+    /// lane computes the element, even of a tile written element by
+    /// element (the barrier analysis fences the writes from the read).
+    in_epilogue: bool,
 }
 
 /// The tensors the kernel writes and the tiles it writes element by element
@@ -213,6 +218,7 @@ impl<'k> Uni<'k> {
             report: false,
             changed: false,
             diags: Vec::new(),
+            in_epilogue: false,
             loops: Vec::new(),
             left_loops: std::collections::HashMap::new(),
         }
@@ -375,7 +381,9 @@ impl Uni<'_> {
                 // Each element is computed by the lane that holds it: the
                 // value may differ only through the element, its place
                 // and the tiles it reads.
+                self.in_epilogue = true;
                 let level = self.expr(value);
+                self.in_epilogue = false;
                 if self.report && level > Level::Uniform {
                     self.diags.push(
                         CheckError::EpilogueVarying {
@@ -389,6 +397,7 @@ impl Uni<'_> {
             StmtKind::AccStore { starts, .. } => {
                 self.tile_stmt(starts, s.span, "an accumulator store")
             }
+            StmtKind::AccToTile { .. } => self.tile_stmt(&[], s.span, "an accumulator store"),
             StmtKind::Break => self.exit("break", s.span),
             StmtKind::Continue => self.exit("continue", s.span),
             StmtKind::Return => self.exit("return", s.span),
@@ -678,7 +687,8 @@ impl Uni<'_> {
             }
             ExprKind::Load { src, index } | ExprKind::RunLoad { src, index, .. } => {
                 let l = self.all(index);
-                if self.written.contains(src) {
+                let tile_in_epilogue = self.in_epilogue && matches!(src, Memory::Tile(_));
+                if self.written.contains(src) && !tile_in_epilogue {
                     Level::Varying
                 } else {
                     l

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use phobos_runtime::{Kernel, KernelSource};
+use phobos_runtime::{Arg, Device, DeviceError, Grid, Kernel, KernelSource, LaunchError, Tensor};
 
 pub const LANES_MATVEC: &str = include_str!("../../../../tests/in/lanes_matvec.pho");
 
@@ -84,6 +84,56 @@ pub fn values(len: usize, seed: u64) -> Vec<f32> {
             ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect()
+}
+
+/// A matvec's tensors on one device: `W[n, k]`, `x[1, k]` and `y[1, n]`.
+pub struct Matvec {
+    pub w: Tensor<f32>,
+    pub x: Tensor<f32>,
+    pub y: Tensor<f32>,
+}
+
+impl Matvec {
+    /// `W` and `x` uploaded from `w` and `x`, `y` zero.
+    pub fn upload(dev: &Device, w: &[f32], x: &[f32], n: usize) -> Result<Matvec, DeviceError> {
+        let k = x.len();
+        Ok(Matvec {
+            w: dev.upload(w, &[n, k])?,
+            x: dev.upload(x, &[1, k])?,
+            y: dev.zeros(&[1, n])?,
+        })
+    }
+
+    /// All three zero.
+    pub fn zeros(dev: &Device, n: usize, k: usize) -> Result<Matvec, DeviceError> {
+        Ok(Matvec {
+            w: dev.zeros(&[n, k])?,
+            x: dev.zeros(&[1, k])?,
+            y: dev.zeros(&[1, n])?,
+        })
+    }
+
+    /// Launches `kernel` (a matvec's signature) on these tensors.
+    pub fn launch(&mut self, kernel: &Kernel, dev: &Device, grid: Grid) -> Result<(), LaunchError> {
+        let args = [
+            Arg::from(&self.w),
+            Arg::from(&self.x),
+            Arg::from(&mut self.y),
+        ];
+        kernel.launch(dev, Some(grid), &args)
+    }
+}
+
+/// Launches `kernel`, whose parameters are `x` (read) and `y` (written),
+/// over `ctas` CTAs.
+pub fn launch_xy(
+    kernel: &Kernel,
+    dev: &Device,
+    ctas: u32,
+    x: &Tensor<f32>,
+    y: &mut Tensor<f32>,
+) -> Result<(), LaunchError> {
+    kernel.launch(dev, Some(Grid::from(ctas)), &[Arg::from(x), Arg::from(y)])
 }
 
 pub fn matvec(w: &[f32], x: &[f32], n: usize, k: usize) -> Vec<f64> {

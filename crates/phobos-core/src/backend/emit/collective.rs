@@ -10,7 +10,7 @@
 
 use super::{Emitter, Reg, RegClass, V};
 use crate::ast::{BinOp, ScalarTy};
-use crate::backend::ir::{BarrierId, Combine, ExprId, ExprKind, StmtId, StmtKind};
+use crate::backend::ir::{BarrierId, Combine, CtaColl, ExprId, ExprKind, StmtId, StmtKind};
 use crate::hir::{Builtin, CollOp, ShflMode};
 
 const FULL: &str = "-1";
@@ -350,29 +350,21 @@ impl Emitter<'_> {
     }
 
     pub(crate) fn cta_collective(&mut self, s: StmtId) {
-        let StmtKind::CtaColl {
-            dst,
-            op,
-            arg,
-            combine,
-            scratch,
-            before,
-            written,
-            read,
-        } = self.f.stmts[s].kind.clone()
-        else {
+        let StmtKind::CtaColl(c) = &self.f.stmts[s].kind else {
             return;
         };
-        let t = self.ty(arg);
-        let v = self.scalar_expr(arg);
+        let c: CtaColl = c.clone();
+        let op = c.op;
+        let t = self.ty(c.arg);
+        let v = self.scalar_expr(c.arg);
         self.loc(self.f.stmt_span(s));
-        self.barrier(before);
+        self.barrier(c.before);
         let tid = V::R(self.tid);
-        let (wv, wi) = self.butterfly(op, t, combine, v, tid, 32);
+        let (wv, wi) = self.butterfly(op, t, c.combine, v, tid, 32);
         // Lane 0 of each warp writes the warp's result into its slot.
         let word = if t.size() == 8 { 8u32 } else { 4 };
         let slot = if op == CollOp::Argmax { word * 2 } else { word };
-        let off = self.an.plan.offset[scratch.0 as usize];
+        let off = self.an.plan.offset[c.scratch.0 as usize];
         let base = self.reg(RegClass::B32);
         self.ins(&format!("mov.u32 {base}, {};", self.smem));
         if off != 0 {
@@ -391,7 +383,7 @@ impl Emitter<'_> {
             let wi = self.in_reg(wi, ScalarTy::I32);
             self.ins(&format!("@{lane0} st.shared.b32 [{my}+{word}], {wi};"));
         }
-        self.barrier(written);
+        self.barrier(c.written);
         // Every thread folds the slots in warp order.
         let warps = (self.f.threads / 32).max(1);
         let mut acc = (V::I(0, t), V::I(0, ScalarTy::I32));
@@ -423,12 +415,12 @@ impl Emitter<'_> {
                 let ni = self.select(ScalarTy::I32, gt, xi, acc.1);
                 (nv, ni)
             } else {
-                (self.combine2(op, t, combine, acc.0, x), xi)
+                (self.combine2(op, t, c.combine, acc.0, x), xi)
             };
         }
-        self.barrier(read);
-        let d = self.var_reg(dst);
-        let dt = self.f.vars[dst].ty;
+        self.barrier(c.read);
+        let d = self.var_reg(c.dst);
+        let dt = self.f.vars[c.dst].ty;
         let result = if op == CollOp::Argmax { acc.1 } else { acc.0 };
         self.mov_to(d, result, dt);
     }

@@ -29,7 +29,13 @@ impl Emitter<'_> {
     pub(super) fn declare_accs(&mut self) {
         for (_, t) in self.f.accs.iter() {
             let n = t.layout.regs(t.elem);
-            let class = RegClass::of(t.elem);
+            // f16 elements go two to a register (`.f16x2`), as mma.sync
+            // takes them.
+            let class = if t.elem == ScalarTy::F16 {
+                RegClass::B32
+            } else {
+                RegClass::of(t.elem)
+            };
             let regs: Vec<Reg> = (0..n).map(|_| self.reg(class)).collect();
             self.acc_regs.push(regs);
         }
@@ -56,6 +62,96 @@ impl Emitter<'_> {
         self.ins(&format!("rem.u32 {col}, {w}, {};", l.wn));
         self.ins(&format!("mul.lo.s32 {col}, {col}, {};", l.warp_cols()));
         (row, col)
+    }
+
+    /// This lane's first row and column in the accumulator: its warp's
+    /// origin plus `lane / 4` and `2 (lane % 4)` (the `m16n8` fragment's
+    /// rows `g`, `g + 8` and columns `2t`, `2t + 1`).
+    fn lane_origin(&mut self, acc: AccId) -> (Reg, Reg) {
+        let (wrow, wcol) = self.warp_origin(acc);
+        let lane = self.lane;
+        let g = self.reg(RegClass::B32);
+        self.ins(&format!("shr.u32 {g}, {lane}, 2;"));
+        let c2 = self.reg(RegClass::B32);
+        self.ins(&format!("and.b32 {c2}, {lane}, 3;"));
+        self.ins(&format!("shl.b32 {c2}, {c2}, 1;"));
+        let row0 = self.reg(RegClass::B32);
+        self.ins(&format!("add.s32 {row0}, {wrow}, {g};"));
+        let col0 = self.reg(RegClass::B32);
+        self.ins(&format!("add.s32 {col0}, {wcol}, {c2};"));
+        (row0, col0)
+    }
+
+    /// Where element `r` (0 to 3: row `g + 8 (r / 2)`, column
+    /// `2t + r % 2`) of fragment `(fm, fnn)` lives: its register, and for
+    /// an f16 accumulator which half of it (0 low, 1 high).
+    fn acc_elem(&self, acc: AccId, fm: u32, fnn: u32, r: u32) -> (Reg, Option<u32>) {
+        let t = &self.f.accs[acc];
+        let frag = (fm * t.layout.frag_n + fnn) as usize;
+        let regs = &self.acc_regs[acc.0 as usize];
+        if t.elem == ScalarTy::F16 {
+            (regs[frag * 2 + r as usize / 2], Some(r % 2))
+        } else {
+            (regs[frag * 4 + r as usize], None)
+        }
+    }
+
+    /// The element in `reg` (its `half` for an f16 accumulator) in a
+    /// register of its own type.
+    fn acc_read(&mut self, reg: Reg, half: Option<u32>) -> Reg {
+        let Some(h) = half else {
+            return reg;
+        };
+        let (lo, hi) = (self.reg(RegClass::B16), self.reg(RegClass::B16));
+        self.ins(&format!("mov.b32 {{{lo}, {hi}}}, {reg};"));
+        if h == 0 {
+            lo
+        } else {
+            hi
+        }
+    }
+
+    /// Writes `v` (a value of the accumulator's type `elem`) as the
+    /// element in `reg` (its `half` for an f16 accumulator).
+    fn acc_write(&mut self, reg: Reg, half: Option<u32>, v: V, elem: ScalarTy) {
+        let Some(h) = half else {
+            let mv = match reg.class {
+                RegClass::F32 => "mov.f32",
+                RegClass::B16 => "mov.b16",
+                _ => "mov.b32",
+            };
+            let op = self.operand(v);
+            self.ins(&format!("{mv} {reg}, {op};"));
+            return;
+        };
+        let v = self.in_reg(v, elem);
+        let (lo, hi) = (self.reg(RegClass::B16), self.reg(RegClass::B16));
+        self.ins(&format!("mov.b32 {{{lo}, {hi}}}, {reg};"));
+        let (lo, hi) = if h == 0 { (v, hi) } else { (lo, v) };
+        self.ins(&format!("mov.b32 {reg}, {{{lo}, {hi}}};"));
+    }
+
+    /// The element in `reg`/`half` of an accumulator of `elem`, converted
+    /// for a store of `out` elements (`f16(acc)`, `f32(acc)`), with the
+    /// store's type suffix.
+    fn acc_out(
+        &mut self,
+        elem: ScalarTy,
+        (reg, half): (Reg, Option<u32>),
+        out: ScalarTy,
+    ) -> (Reg, &'static str) {
+        let v = self.acc_read(reg, half);
+        match (elem, out) {
+            (ScalarTy::F32, ScalarTy::F16 | ScalarTy::BF16) => (self.f32_to_half(v, out), ".b16"),
+            (ScalarTy::F16, ScalarTy::F32) => {
+                let f = self.reg(RegClass::F32);
+                self.ins(&format!("cvt.f32.f16 {f}, {v};"));
+                (f, ".f32")
+            }
+            (ScalarTy::F16, _) => (v, ".b16"),
+            (ScalarTy::F32, _) => (v, ".f32"),
+            _ => (v, ".u32"),
+        }
     }
 
     /// A buffer's shared base address (the symbol plus its plan offset,
@@ -129,12 +225,14 @@ impl Emitter<'_> {
         }
         let ty = crate::mma::ptx_name(op);
         // The accumulator's name: `f32` (`ptx_name` gives the operand's
-        // `tf32` for f32).
+        // `tf32` for f32), `f16` or `s32`.
         let dty = if t.elem == ScalarTy::F32 {
             "f32"
         } else {
             crate::mma::ptx_name(t.elem)
         };
+        // Registers per fragment: four elements, two to a register for f16.
+        let per = if t.elem == ScalarTy::F16 { 2 } else { 4 };
         // f32 operands are rounded to tf32 as they leave `ldmatrix`.
         let tf32 = op == ScalarTy::F32;
         for ks in 0..k / kk {
@@ -154,12 +252,12 @@ impl Emitter<'_> {
             }
             for (fm, ar) in afr.iter().enumerate() {
                 for (fnn, br) in bfr.iter().enumerate() {
-                    let i = (fm * l.frag_n as usize + fnn) * 4;
-                    let d = list(&frags[i..i + 4]);
+                    let i = (fm * l.frag_n as usize + fnn) * per;
+                    let d = list(&frags[i..i + per]);
                     if sm75 {
                         for h in 0..2 {
                             self.ins(&format!(
-                                "mma.sync.aligned.m16n8k8.row.col.f32.{ty}.{ty}.f32 {{{d}}}, {{{}, {}}}, {{{}}}, {{{d}}};",
+                                "mma.sync.aligned.m16n8k8.row.col.{dty}.{ty}.{ty}.{dty} {{{d}}}, {{{}, {}}}, {{{}}}, {{{d}}};",
                                 ar[2 * h], ar[2 * h + 1], br[h]
                             ));
                         }
@@ -214,48 +312,33 @@ impl Emitter<'_> {
     ) {
         let t = self.f.accs[acc].clone();
         let l = t.layout;
-        let (wrow, wcol) = self.warp_origin(acc);
-        let lane = self.lane;
-        let g = self.reg(RegClass::B32);
-        self.ins(&format!("shr.u32 {g}, {lane}, 2;"));
-        let c2 = self.reg(RegClass::B32);
-        self.ins(&format!("and.b32 {c2}, {lane}, 3;"));
-        self.ins(&format!("shl.b32 {c2}, {c2}, 1;"));
-        let row0 = self.reg(RegClass::B32);
-        self.ins(&format!("add.s32 {row0}, {wrow}, {g};"));
-        let col0 = self.reg(RegClass::B32);
-        self.ins(&format!("add.s32 {col0}, {wcol}, {c2};"));
+        let (row0, col0) = self.lane_origin(acc);
         let [elem, row, col] = vars.map(|v| self.var_reg(v));
-        let frags = self.acc_regs[acc.0 as usize].clone();
-        let mv = if t.elem == ScalarTy::F32 {
-            "mov.f32"
-        } else {
-            "mov.b32"
-        };
         for fm in 0..l.frag_m {
             for fnn in 0..l.frag_n {
                 for r in 0..4u32 {
-                    let i = (fm * l.frag_n + fnn) as usize * 4 + r as usize;
-                    // Register r: row g + 8 (r / 2), column 2t + r % 2.
+                    // Element r: row g + 8 (r / 2), column 2t + r % 2.
                     self.ins(&format!(
                         "add.s32 {row}, {row0}, {};",
                         fm * 16 + (r / 2) * 8
                     ));
                     self.ins(&format!("add.s32 {col}, {col0}, {};", fnn * 8 + r % 2));
-                    self.ins(&format!("{mv} {elem}, {};", frags[i]));
+                    let (reg, half) = self.acc_elem(acc, fm, fnn, r);
+                    let x = self.acc_read(reg, half);
+                    self.acc_write(elem, None, V::R(x), t.elem);
                     // The value's loads read other elements each time.
                     self.load_cache.clear();
                     let v = self.expr(value);
-                    let op = self.operand(v);
-                    self.ins(&format!("{mv} {}, {op};", frags[i]));
+                    self.acc_write(reg, half, v, t.elem);
                 }
             }
         }
         self.load_cache.clear();
     }
 
-    /// Each lane stores its fragment pairs, each element masked at the
-    /// tensor's bounds.
+    /// Each lane stores its fragment pairs, masked at the tensor's bounds:
+    /// each pair as one `v2` store (one `b32` for f16 into f16) where
+    /// alignment is proven, else element by element.
     pub(super) fn acc_store(&mut self, acc: AccId, access: AccessId) {
         let a = self.f.accesses[access].clone();
         let (Mem::Tensor(p), Shape::Tile { .. }) = (a.mem, &a.shape) else {
@@ -267,36 +350,20 @@ impl Emitter<'_> {
         let starts: Vec<V> = a.index.iter().map(|e| self.scalar_expr(*e)).collect();
         self.loc(a.span);
         self.cur_access = Some(access);
-        let (wrow, wcol) = self.warp_origin(acc);
-        let lane = self.lane;
-        // This lane's first row and column in a fragment: lane / 4, 2 (lane % 4).
-        let g = self.reg(RegClass::B32);
-        self.ins(&format!("shr.u32 {g}, {lane}, 2;"));
-        let c2 = self.reg(RegClass::B32);
-        self.ins(&format!("and.b32 {c2}, {lane}, 3;"));
-        self.ins(&format!("shl.b32 {c2}, {c2}, 1;"));
-        let row0 = self.reg(RegClass::B32);
         let s0 = self.in_reg(starts[0], ScalarTy::I32);
-        self.ins(&format!("add.s32 {row0}, {wrow}, {g};"));
-        self.ins(&format!("add.s32 {row0}, {row0}, {s0};"));
-        let col0 = self.reg(RegClass::B32);
         let s1 = self.in_reg(starts[1], ScalarTy::I32);
-        self.ins(&format!("add.s32 {col0}, {wcol}, {c2};"));
+        let (row0, col0) = self.lane_origin(acc);
+        self.ins(&format!("add.s32 {row0}, {row0}, {s0};"));
         self.ins(&format!("add.s32 {col0}, {col0}, {s1};"));
         let base = self.params[p.0 as usize].unwrap_or(Reg::new(RegClass::B64, 0));
-        let frags = self.acc_regs[acc.0 as usize].clone();
-        // The tensor's element type: the accumulator's, or f16/bf16 from
-        // an f32 accumulator (`C[...] = f16(acc)`).
+        // The tensor's element type: the accumulator's, or converted
+        // (`C[...] = f16(acc)`, `f32(acc)`).
         let out = a.elem;
-        let half = out != t.elem && matches!(out, ScalarTy::F16 | ScalarTy::BF16);
-        let st = if half {
-            ".b16"
-        } else if t.elem == ScalarTy::F32 {
-            ".f32"
-        } else {
-            ".u32"
-        };
-        let size: u32 = if half { 2 } else { 4 };
+        let size = out.size();
+        // A lane's two adjacent elements as one store when the tile
+        // decision proves pairs aligned: an even start column and an even
+        // row length (the lane's first column is even).
+        let pairs = self.an.div.access[access.0 as usize].width >= 2 * size;
         let dm = self.operand(dims[0]);
         let dn = self.operand(dims[1]);
         for fm in 0..l.frag_m {
@@ -314,7 +381,24 @@ impl Emitter<'_> {
                         V::R(r) => r,
                         _ => base,
                     };
-                    let i = (fm * l.frag_n + fnn) as usize * 4 + h as usize * 2;
+                    if pairs {
+                        // Both columns are in bounds when the first is:
+                        // it is even, and so is the row length.
+                        let q = self.reg(RegClass::Pred);
+                        self.ins(&format!("setp.lt.u32 {q}, {col}, {dn};"));
+                        self.ins(&format!("and.pred {q}, {q}, {row_in};"));
+                        let first = self.acc_elem(acc, fm, fnn, h * 2);
+                        if t.elem == ScalarTy::F16 && out == ScalarTy::F16 {
+                            // The register holds the pair as stored.
+                            self.ins(&format!("@{q} st.global.b32 [{addr}], {};", first.0));
+                        } else {
+                            let (v0, st) = self.acc_out(t.elem, first, out);
+                            let second = self.acc_elem(acc, fm, fnn, h * 2 + 1);
+                            let (v1, _) = self.acc_out(t.elem, second, out);
+                            self.ins(&format!("@{q} st.global.v2{st} [{addr}], {{{v0}, {v1}}};"));
+                        }
+                        continue;
+                    }
                     for e in 0..2u32 {
                         let c = if e == 0 {
                             col
@@ -331,14 +415,46 @@ impl Emitter<'_> {
                         } else {
                             format!("[{addr}+{size}]")
                         };
-                        let v = frags[i + e as usize];
-                        let v = if half { self.f32_to_half(v, out) } else { v };
+                        let place = self.acc_elem(acc, fm, fnn, h * 2 + e);
+                        let (v, st) = self.acc_out(t.elem, place, out);
                         self.ins(&format!("@{q} st.global{st} {off}, {v};"));
                     }
                 }
             }
         }
         self.cur_access = None;
+    }
+}
+
+impl Emitter<'_> {
+    /// `s[at] = acc`: each lane writes the elements it holds into the box
+    /// of the tile buffer at `at`, converted to the tile's type. One lane
+    /// address; every element is at a constant offset from it.
+    pub(super) fn acc_to_tile(&mut self, acc: AccId, buffer: BufferId, at: [u32; 2]) {
+        let t = self.f.accs[acc].clone();
+        let l = t.layout;
+        let (row0, col0) = self.lane_origin(acc);
+        let (base, pitch, out) = self.tile_base(buffer);
+        let size = out.size();
+        if at[0] != 0 {
+            self.ins(&format!("add.s32 {row0}, {row0}, {};", at[0]));
+        }
+        if at[1] != 0 {
+            self.ins(&format!("add.s32 {col0}, {col0}, {};", at[1]));
+        }
+        let addr = self.lane_addr(base, row0, col0, pitch, size);
+        for fm in 0..l.frag_m {
+            for h in 0..2 {
+                for fnn in 0..l.frag_n {
+                    for e in 0..2u32 {
+                        let off = ((fm * 16 + h * 8) * pitch + fnn * 8 + e) * size;
+                        let place = self.acc_elem(acc, fm, fnn, h * 2 + e);
+                        let (v, st) = self.acc_out(t.elem, place, out);
+                        self.ins(&format!("st.shared{st} [{addr}+{off}], {v};"));
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -21,14 +21,7 @@ pub(crate) fn int_suffix(t: ScalarTy) -> &'static str {
 
 /// The `mov` type of a register holding a value of type `t`.
 pub(crate) fn mov_ty(t: ScalarTy) -> &'static str {
-    match RegClass::of(t) {
-        RegClass::Pred => ".pred",
-        RegClass::B16 => ".b16",
-        RegClass::B32 => ".b32",
-        RegClass::B64 => ".b64",
-        RegClass::F32 => ".f32",
-        RegClass::F64 => ".f64",
-    }
+    RegClass::of(t).decl()
 }
 
 fn bits_suffix(t: ScalarTy) -> &'static str {

@@ -1,7 +1,9 @@
 //! Accumulator tiles and `dot` in lowering: each accumulator gets its warp
 //! layout (`mma::WarpLayout`, the one the checker validated), a `dot`
 //! becomes an `Mma` statement that reads its two tile buffers whole, and
-//! an accumulator store becomes an `AccStore` with a tensor tile access.
+//! an accumulator store becomes an `AccStore` with a tensor tile access,
+//! or an `AccToTile` into a box of a tile buffer between candidate
+//! barriers.
 //!
 //! The tiles a `dot` reads get padded rows: 16 bytes more than the row
 //! holds, so that the eight 16-byte rows one `ldmatrix` matrix reads fall
@@ -18,7 +20,7 @@
 
 use super::Lower;
 use crate::ast::{ScalarTy, Span};
-use crate::backend::ir::{AccTile, BufferId, BufferKind, Shape, StmtId, StmtKind};
+use crate::backend::ir::{AccTile, BarrierRole, BufferId, BufferKind, Shape, StmtId, StmtKind};
 use crate::hir::{self, LocalId, LocalKind};
 use crate::mma::WarpLayout;
 use std::collections::HashSet;
@@ -155,5 +157,24 @@ impl Lower<'_> {
             span,
         );
         vec![self.push_stmt(StmtKind::AccStore { acc, access }, span)]
+    }
+
+    /// `s[at] = acc`: between candidate barriers, like a fill of the box:
+    /// earlier readers of the tile must be done before any lane writes,
+    /// and the box is read afterwards by threads other than the lane that
+    /// held each element.
+    pub(super) fn acc_to_tile(
+        &mut self,
+        dst: LocalId,
+        at: [u32; 2],
+        src: LocalId,
+        span: Span,
+    ) -> Vec<StmtId> {
+        let acc = self.accs[&src];
+        let buffer = self.tiles[&dst];
+        let before = self.barrier(BarrierRole::BeforeTile(buffer), span);
+        let store = self.push_stmt(StmtKind::AccToTile { acc, buffer, at }, span);
+        let after = self.barrier(BarrierRole::AfterTileWrite(buffer), span);
+        vec![before, store, after]
     }
 }
