@@ -160,36 +160,29 @@ fn each_warp_stores_the_part_the_layout_gives_it() {
 /// warps, not 32).
 #[test]
 fn the_panel_lights_an_accumulator_stored_into_a_shared_tile() {
-    let src = corpus("mma_attention_scores");
-    let mut req = Request::new(
-        src.clone(),
-        "mma_attention_scores.pho".into(),
-        "mma_attention_scores".into(),
-        80,
-        None,
-    );
-    req.inputs = vec![
+    use phobos_explain::Input::{Random, Scalar};
+    let inputs = vec![
         (
-            "Q".into(),
-            Input::Random {
+            "Q",
+            Random {
                 shape: vec![70, 40],
             },
         ),
         (
-            "K".into(),
-            Input::Random {
+            "K",
+            Random {
                 shape: vec![90, 40],
             },
         ),
-        ("scale".into(), Input::Scalar(0.3)),
+        ("scale", Scalar(0.3)),
         (
-            "P".into(),
-            Input::Random {
+            "P",
+            Random {
                 shape: vec![70, 90],
             },
         ),
     ];
-    let t = phobos_explain::trace(&req).expect("explain runs");
+    let (t, src) = kernels::corpus_trace("mma_attention_scores", 80, [0, 0, 0], inputs);
     let first = &t.accumulators[0];
     let lines: Vec<u32> = [
         "zeros<f32>",
@@ -200,34 +193,6 @@ fn the_panel_lights_an_accumulator_stored_into_a_shared_tile() {
     .map(|n| line_of(&src, n))
     .collect();
     assert_eq!(first.lines, lines);
-    let src = corpus("mma_gemm_f16acc");
-    let mut req = Request::new(
-        src,
-        "mma_gemm_f16acc.pho".into(),
-        "mma_gemm_f16acc".into(),
-        80,
-        None,
-    );
-    req.inputs = vec![
-        (
-            "A".into(),
-            Input::Random {
-                shape: vec![70, 40],
-            },
-        ),
-        (
-            "W".into(),
-            Input::Random {
-                shape: vec![90, 40],
-            },
-        ),
-        (
-            "C".into(),
-            Input::Random {
-                shape: vec![70, 90],
-            },
-        ),
-    ];
-    let t = phobos_explain::trace(&req).expect("explain runs");
+    let (t, _) = kernels::gemm_trace("mma_gemm_f16acc", 80, [0, 0, 0], (70, 90, 40));
     assert_eq!(t.accumulators[0].registers_per_lane, 16);
 }
