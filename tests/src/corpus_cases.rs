@@ -1536,23 +1536,43 @@ fn tf32(x: f64) -> f64 {
     f64::from(f32::from_bits(b.wrapping_add(0x1000) & 0xFFFF_E000))
 }
 
-pub fn mma_gemm_tf32() {
-    for (m, n, k) in [(70usize, 45usize, 37usize), (64, 32, 8)] {
-        let o = Case::corpus("mma_gemm_tf32")
-            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
-            .run([cdiv(m, 64), cdiv(n, 32), 1]);
-        let (a, w) = (o.input("A"), o.input("W"));
-        let mut c = o.expect("C");
-        for r in 0..m {
-            for col in 0..n {
-                let s: f64 = (0..k)
-                    .map(|x| tf32(a.f(r * k + x)) * tf32(w.f(col * k + x)))
-                    .sum();
-                c.set_f(r * n + col, s);
-            }
+/// C = A · Wᵀ of the operands rounded to tf32, in f64.
+fn tf32_reference(o: &Outcome, m: usize, n: usize, k: usize) -> Tensor {
+    let (a, w) = (o.input("A"), o.input("W"));
+    let mut c = o.expect("C");
+    for r in 0..m {
+        for col in 0..n {
+            let s: f64 = (0..k)
+                .map(|x| tf32(a.f(r * k + x)) * tf32(w.f(col * k + x)))
+                .sum();
+            c.set_f(r * n + col, s);
         }
-        o.check("C", &c);
     }
+    c
+}
+
+/// Runs a GEMM of the corpus (64 rows of C per CTA, `cols` columns) at
+/// each `(M, N, K)` for each target, and checks C against `reference`.
+fn float_gemm(
+    name: &str,
+    archs: &[u32],
+    cols: usize,
+    sizes: &[(usize, usize, usize)],
+    reference: impl Fn(&Outcome, usize, usize, usize) -> Tensor,
+) {
+    for &arch in archs {
+        for &(m, n, k) in sizes {
+            let o = Case::corpus_for(name, arch)
+                .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+                .run([cdiv(m, 64), cdiv(n, cols), 1]);
+            o.check("C", &reference(&o, m, n, k));
+        }
+    }
+}
+
+pub fn mma_gemm_tf32() {
+    let sizes = [(70, 45, 37), (64, 32, 8)];
+    float_gemm("mma_gemm_tf32", &[80], 32, &sizes, tf32_reference);
 }
 
 pub fn mma_gemm_f16() {
@@ -1560,14 +1580,10 @@ pub fn mma_gemm_f16() {
     // copy nor of the 16 of an mma): ragged everywhere. Then one block
     // inside a single fragment, and a K below one mma step. sm_75 runs two
     // m16n8k8 per step, sm_80 one m16n8k16.
-    for arch in [75, 80] {
-        for (m, n, k) in [(77usize, 90usize, 53usize), (5, 3, 7), (130, 64, 96)] {
-            let o = Case::corpus_for("mma_gemm_f16", arch)
-                .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
-                .run([cdiv(m, 64), cdiv(n, 64), 1]);
-            o.check("C", &gemm_reference(&o, m, n, k, true));
-        }
-    }
+    let sizes = [(77, 90, 53), (5, 3, 7), (130, 64, 96)];
+    float_gemm("mma_gemm_f16", &[75, 80], 64, &sizes, |o, m, n, k| {
+        gemm_reference(o, m, n, k, true)
+    });
 }
 
 pub fn mma_gemm_f16acc() {
@@ -1607,44 +1623,25 @@ pub fn mma_gemm_staged() {
     // is ragged and the ring's prologue and tail issue past the end), a
     // K of one trip (the prologue's second copy is past the end), and 7
     // trips. sm_75 has no cp.async and copies plainly.
-    for arch in [75, 80] {
-        for (m, n, k) in [(77usize, 90usize, 88usize), (5, 3, 8), (130, 64, 200)] {
-            let o = Case::corpus_for("mma_gemm_staged", arch)
-                .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
-                .run([cdiv(m, 64), cdiv(n, 64), 1]);
-            o.check("C", &gemm_reference(&o, m, n, k, true));
-        }
-    }
+    let sizes = [(77, 90, 88), (5, 3, 8), (130, 64, 200)];
+    float_gemm("mma_gemm_staged", &[75, 80], 64, &sizes, |o, m, n, k| {
+        gemm_reference(o, m, n, k, true)
+    });
 }
 
 pub fn mma_gemm_staged_bf16() {
     // 8-byte chunks: N = 44 ends inside a chunk of the second column
     // block's B copies (a src-size prefix), K = 36 inside A's.
-    for (m, n, k) in [(70usize, 44usize, 36usize), (64, 32, 16), (3, 68, 4)] {
-        let o = Case::corpus("mma_gemm_staged_bf16")
-            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
-            .run([cdiv(m, 64), cdiv(n, 32), 1]);
-        o.check("C", &gemm_reference(&o, m, n, k, false));
-    }
+    let sizes = [(70, 44, 36), (64, 32, 16), (3, 68, 4)];
+    float_gemm("mma_gemm_staged_bf16", &[80], 32, &sizes, |o, m, n, k| {
+        gemm_reference(o, m, n, k, false)
+    });
 }
 
 pub fn mma_gemm_staged_tf32() {
-    for (m, n, k) in [(70usize, 45usize, 37usize), (64, 32, 8), (20, 33, 100)] {
-        let o = Case::corpus("mma_gemm_staged_tf32")
-            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
-            .run([cdiv(m, 64), cdiv(n, 32), 1]);
-        let (a, w) = (o.input("A"), o.input("W"));
-        let mut c = o.expect("C");
-        for r in 0..m {
-            for col in 0..n {
-                let s: f64 = (0..k)
-                    .map(|x| tf32(a.f(r * k + x)) * tf32(w.f(col * k + x)))
-                    .sum();
-                c.set_f(r * n + col, s);
-            }
-        }
-        o.check("C", &c);
-    }
+    // 4-byte chunks; K = 100 is seven trips of 16 through four stages.
+    let sizes = [(70, 45, 37), (64, 32, 8), (20, 33, 100)];
+    float_gemm("mma_gemm_staged_tf32", &[80], 32, &sizes, tf32_reference);
 }
 
 pub fn staged_row_sum() {
@@ -1664,12 +1661,10 @@ pub fn staged_row_sum() {
 }
 
 pub fn mma_gemm_bf16() {
-    for (m, n, k) in [(70usize, 45usize, 41usize), (64, 32, 16), (3, 70, 1)] {
-        let o = Case::corpus("mma_gemm_bf16")
-            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
-            .run([cdiv(m, 64), cdiv(n, 32), 1]);
-        o.check("C", &gemm_reference(&o, m, n, k, false));
-    }
+    let sizes = [(70, 45, 41), (64, 32, 16), (3, 70, 1)];
+    float_gemm("mma_gemm_bf16", &[80], 32, &sizes, |o, m, n, k| {
+        gemm_reference(o, m, n, k, false)
+    });
 }
 
 pub fn mma_attention_scores() {

@@ -509,3 +509,39 @@ fn every_barrier_a_staged_kernel_keeps_is_needed() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn a_ring_inside_an_outer_loop_keeps_the_barrier_before_each_prologue() {
+    // The outer loop runs the ring twice: the second prologue rewrites
+    // stages the first ring's last trips read, so the barrier before the
+    // prologue is kept, and deleting it is a race.
+    const NESTED: &str = "// needs: sm_80
+@launch(64)
+@aligned(L = 4)
+kernel nested(X: tensor<f32>[R, L], y: tensor<f32>[1, R]) {
+  var acc: f32 = 0.0
+  for o in range(0, 2) {
+    for k in range(0, L, 32) stages 2 {
+      var t = X[0 :+ 64, k :+ 32]
+      for j in range(0, 32) {
+        acc += t[63 - ctx.thread, j]
+      }
+    }
+  }
+  y[0, ctx.thread] = acc
+}
+";
+    let case = || {
+        let mut c = Case::source(NESTED, "nested.pho", "nested").dims(&[("R", 64), ("L", 96)]);
+        c.opts.threads = 1;
+        c
+    };
+    clean(case(), [1, 1, 1]);
+    let kept = case().variant().barriers.iter().filter(|b| b.kept).count();
+    assert_eq!(kept, 2, "the prologue's and the ring's");
+    let ptx = case().kernel.ptx.clone();
+    let mut planted = case();
+    planted.kernel.ptx = without_barrier(&ptx, 0);
+    let r = report(planted, [1, 1, 1]);
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+}

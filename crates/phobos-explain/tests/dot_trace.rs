@@ -6,35 +6,15 @@
 //! layout the page draws against what the emitted PTX does in the
 //! simulator.
 
-use phobos_explain::{AccessKind, Cta, Input, Request, Trace};
+use phobos_explain::{AccessKind, Trace};
 
-fn corpus(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/../../tests/in/{name}.pho",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("the corpus kernel is there")
-}
+#[path = "support/kernels.rs"]
+mod kernels;
 
 /// `mma_gemm_f16` (C = A · Wᵀ, 64 × 64 of C per CTA of 4 warps) at a
 /// ragged size: 2 × 2 CTAs, the last row and column of CTAs partly masked.
 fn gemm_trace(cta: [u32; 3]) -> (Trace, String) {
-    let src = corpus("mma_gemm_f16");
-    let (m, n, k) = (77, 90, 53);
-    let mut req = Request::new(
-        src.clone(),
-        "mma_gemm_f16.pho".into(),
-        "mma_gemm_f16".into(),
-        80,
-        None,
-    );
-    req.cta = Cta::Xyz(cta);
-    req.inputs = vec![
-        ("A".into(), Input::Random { shape: vec![m, k] }),
-        ("W".into(), Input::Random { shape: vec![n, k] }),
-        ("C".into(), Input::Random { shape: vec![m, n] }),
-    ];
-    (phobos_explain::trace(&req).expect("explain runs"), src)
+    kernels::gemm_trace("mma_gemm_f16", 80, cta, (77, 90, 53))
 }
 
 fn line_of(src: &str, needle: &str) -> u32 {
@@ -174,34 +154,36 @@ fn each_warp_stores_the_part_the_layout_gives_it() {
     }
 }
 
-/// The trace of corpus kernel `name` on sm_80, CTA 0, with `inputs`.
-fn corpus_trace(name: &str, inputs: Vec<(String, Input)>) -> (Trace, String) {
-    let src = corpus(name);
-    let file = format!("{name}.pho");
-    let mut req = Request::new(src.clone(), file, name.into(), 80, None);
-    req.inputs = inputs;
-    (phobos_explain::trace(&req).expect("explain runs"), src)
-}
-
 /// The attention scores' first accumulator lights at its zeroing, its
 /// `dot` and its store into the scratch tile `s`; an f16 accumulator
 /// holds two elements to a register (16 per lane for 64 x 64 over 4
 /// warps, not 32).
 #[test]
 fn the_panel_lights_an_accumulator_stored_into_a_shared_tile() {
-    let random = |name: &str, shape: [u64; 2]| {
-        let shape = shape.to_vec();
-        (name.to_string(), Input::Random { shape })
-    };
-    let (t, src) = corpus_trace(
-        "mma_attention_scores",
-        vec![
-            random("Q", [70, 40]),
-            random("K", [90, 40]),
-            ("scale".into(), Input::Scalar(0.3)),
-            random("P", [70, 90]),
-        ],
-    );
+    use phobos_explain::Input::{Random, Scalar};
+    let inputs = vec![
+        (
+            "Q",
+            Random {
+                shape: vec![70, 40],
+            },
+        ),
+        (
+            "K",
+            Random {
+                shape: vec![90, 40],
+            },
+        ),
+        ("scale", Scalar(0.3)),
+        (
+            "P",
+            Random {
+                shape: vec![70, 90],
+            },
+        ),
+    ];
+    let (t, src) = kernels::corpus_trace("mma_attention_scores", 80, [0, 0, 0], inputs);
+    let first = &t.accumulators[0];
     let lines: Vec<u32> = [
         "zeros<f32>",
         "dot(q, trans(kt))",
@@ -210,12 +192,7 @@ fn the_panel_lights_an_accumulator_stored_into_a_shared_tile() {
     .iter()
     .map(|n| line_of(&src, n))
     .collect();
-    assert_eq!(t.accumulators[0].lines, lines);
-    let inputs = vec![
-        random("A", [70, 40]),
-        random("W", [90, 40]),
-        random("C", [70, 90]),
-    ];
-    let (t, _) = corpus_trace("mma_gemm_f16acc", inputs);
+    assert_eq!(first.lines, lines);
+    let (t, _) = kernels::gemm_trace("mma_gemm_f16acc", 80, [0, 0, 0], (70, 90, 40));
     assert_eq!(t.accumulators[0].registers_per_lane, 16);
 }

@@ -5,34 +5,15 @@
 //! `0 .. S-2` — is checked against the shared bytes the simulator saw each
 //! step touch, so the drawing cannot drift from the emitted PTX.
 
-use phobos_explain::{AccessKind, Input, Request, Ring, Step, Trace};
+use phobos_explain::{AccessKind, Ring, Step, Trace};
 
-fn corpus(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/../../tests/in/{name}.pho",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("the corpus kernel is there")
-}
+#[path = "support/kernels.rs"]
+mod kernels;
 
 /// `mma_gemm_staged` (3 stages, K in steps of 32) with K = 128: the ring's
 /// prologue, four trips and two copies issued past the end.
 fn staged_trace(arch: u32) -> (Trace, String) {
-    let src = corpus("mma_gemm_staged");
-    let (m, n, k) = (64, 64, 128);
-    let mut req = Request::new(
-        src.clone(),
-        "mma_gemm_staged.pho".into(),
-        "mma_gemm_staged".into(),
-        arch,
-        None,
-    );
-    req.inputs = vec![
-        ("A".into(), Input::Random { shape: vec![m, k] }),
-        ("W".into(), Input::Random { shape: vec![n, k] }),
-        ("C".into(), Input::Random { shape: vec![m, n] }),
-    ];
-    (phobos_explain::trace(&req).expect("explain runs"), src)
+    kernels::gemm_trace("mma_gemm_staged", arch, [0, 0, 0], (64, 64, 128))
 }
 
 fn line_of(src: &str, needle: &str) -> u32 {

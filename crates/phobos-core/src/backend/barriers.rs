@@ -91,11 +91,14 @@ enum Event {
         acc: Option<AccessId>,
         /// Which flattened statement instance the event belongs to.
         inst: u32,
-        /// For a ring buffer (`Func::rings`) in its loop: which stage the
-        /// event touches, modulo the stage count, counting the first trip
-        /// the stream holds as trip 0. Events on different stages of one
-        /// ring never conflict.
-        stage: Option<u32>,
+        /// For a ring buffer (`Func::rings`): which flattening of its loop
+        /// the event belongs to (its prologue belongs to the flattening
+        /// that follows it) and which stage it touches, modulo the stage
+        /// count, counting that flattening's first trip as trip 0. Events
+        /// of one flattening on different stages of one ring never
+        /// conflict; across flattenings (an outer loop's trips) nothing is
+        /// known.
+        stage: Option<(u32, u32)>,
     },
     /// A candidate barrier and the innermost region (index into
     /// `Flatten::regions`) around it, if any.
@@ -118,6 +121,7 @@ pub fn place(
         regions: Vec::new(),
         open: Vec::new(),
         trips: HashMap::new(),
+        flattenings: HashMap::new(),
     };
     flat.block(&f.body);
     let (events, loops, regions) = (flat.out, flat.loops, flat.regions);
@@ -258,8 +262,8 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
     if !(*pw || *xw) || !plan.overlap(f, *pb, *xb) {
         return false;
     }
-    if let (Some(a), Some(b)) = (ps, xs) {
-        if pb == xb && a != b {
+    if let (Some((ia, a)), Some((ib, b))) = (ps, xs) {
+        if pb == xb && ia == ib && a != b {
             return false;
         }
     }
@@ -431,6 +435,9 @@ struct Flatten<'f> {
     /// The ring loops being flattened (`Func::rings`), with the copy of
     /// their body being flattened (0 or 1).
     trips: HashMap<StmtId, u32>,
+    /// How many times each ring loop has been flattened: the number of
+    /// the flattening under way, or the next one (for its prologue).
+    flattenings: HashMap<StmtId, u32>,
 }
 
 impl Flatten<'_> {
@@ -505,6 +512,9 @@ impl Flatten<'_> {
                     }
                     self.region(&l.body);
                     self.trips.remove(&s);
+                    if ring {
+                        *self.flattenings.entry(s).or_default() += 1;
+                    }
                     self.loops.push((first, second, self.out.len()));
                 }
                 StmtKind::CtaColl(c) => {
@@ -592,18 +602,20 @@ impl Flatten<'_> {
     /// touches: the trip's own (`read`), or the one a copy fills (`stage`:
     /// a constant in the prologue, the ring's write var in the loop, which
     /// is the stage of the trip before). `None` outside a ring's loop.
-    fn stage_of(&self, b: BufferId, written: Option<ExprId>) -> Option<u32> {
+    fn stage_of(&self, b: BufferId, written: Option<ExprId>) -> Option<(u32, u32)> {
         let ring = self.f.rings.get(&b)?;
         let n = ring.stages;
         let trip = self.trips.get(&ring.looped).copied();
-        match written {
+        let stage = match written {
             None => trip.map(|t| t % n),
             Some(e) => match self.f.exprs[e].kind {
                 ExprKind::Const(crate::hir::ConstVal::Int(j)) => Some((j as u32) % n),
                 ExprKind::Var(_) => trip.map(|t| (t + n - 1) % n),
                 _ => None,
             },
-        }
+        }?;
+        let flattening = self.flattenings.get(&ring.looped).copied().unwrap_or(0);
+        Some((flattening, stage))
     }
 
     /// A whole-buffer event (tile copy, tile store, collective scratch).

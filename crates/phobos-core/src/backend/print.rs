@@ -66,11 +66,7 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
                 buffer,
                 at,
             } => {
-                let at = if at.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {at:?}")
-                };
+                let at = placed_at(at);
                 let _ = writeln!(out, "{pad}{buffer}{at} = tile_copy {}", access(f, *a));
             }
             StmtKind::TileStore { access: a, buffer } => {
@@ -82,11 +78,7 @@ fn block(f: &Func, b: &[StmtId], depth: usize, out: &mut String) {
                 at,
                 stage,
             } => {
-                let at = if at.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {at:?}")
-                };
+                let at = placed_at(at);
                 let _ = writeln!(
                     out,
                     "{pad}{buffer}[stage {}]{at} = async_copy {}",
@@ -225,6 +217,16 @@ fn nested(f: &Func, s: StmtId, depth: usize, out: &mut String) {
     }
     if !blocks.is_empty() {
         let _ = writeln!(out, "{pad}}}");
+    }
+}
+
+/// ` at [0, 0]` for a copy into a box of a larger buffer, nothing for one
+/// that fills the whole buffer.
+fn placed_at(at: &[u32]) -> String {
+    if at.is_empty() {
+        String::new()
+    } else {
+        format!(" at {at:?}")
     }
 }
 

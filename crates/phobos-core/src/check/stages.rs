@@ -140,10 +140,14 @@ impl Cx<'_> {
             }
             use hir::ExprKind as K;
             match &x.kind {
-                K::Local(id) if *id != var && !bound.contains(id) => {
-                    if id.0 > var.0 || assigned.contains(id) {
-                        cause = Some((Some(self.locals[id.0 as usize].name.clone()), x.span));
-                    }
+                // Locals made while checking the body have larger ids
+                // than the loop variable.
+                K::Local(id)
+                    if *id != var
+                        && !bound.contains(id)
+                        && (id.0 > var.0 || assigned.contains(id)) =>
+                {
+                    cause = Some((Some(self.locals[id.0 as usize].name.clone()), x.span));
                 }
                 K::Load { .. } | K::RunLoad { .. } | K::Collective { .. } | K::Shuffle { .. } => {
                     cause = Some((None, x.span));

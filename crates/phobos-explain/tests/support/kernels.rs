@@ -26,6 +26,47 @@ pub fn trace(
     phobos_explain::trace(&req).unwrap_or_else(|e| panic!("explain {kernel}: {e}"))
 }
 
+/// Kernel `name` of the corpus (`tests/in/{name}.pho`) traced on
+/// `sm_<arch>` with CTA `cta` picked and these inputs; with its source.
+pub fn corpus_trace(
+    name: &str,
+    arch: u32,
+    cta: [u32; 3],
+    inputs: Vec<(&str, phobos_explain::Input)>,
+) -> (phobos_explain::Trace, String) {
+    let src = std::fs::read_to_string(format!(
+        "{}/../../tests/in/{name}.pho",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("the corpus kernel is there");
+    let mut req =
+        phobos_explain::Request::new(src.clone(), format!("{name}.pho"), name.into(), arch, None);
+    req.cta = phobos_explain::Cta::Xyz(cta);
+    req.inputs = inputs
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect();
+    let t = phobos_explain::trace(&req).unwrap_or_else(|e| panic!("explain {name}: {e}"));
+    (t, src)
+}
+
+/// A tensor-core GEMM of the corpus, C = A · Wᵀ (`A: [M, K]`, `W: [N, K]`,
+/// `C: [M, N]`, random inputs), traced as [`corpus_trace`] does.
+pub fn gemm_trace(
+    name: &str,
+    arch: u32,
+    cta: [u32; 3],
+    (m, n, k): (u64, u64, u64),
+) -> (phobos_explain::Trace, String) {
+    use phobos_explain::Input::Random;
+    let inputs = vec![
+        ("A", Random { shape: vec![m, k] }),
+        ("W", Random { shape: vec![n, k] }),
+        ("C", Random { shape: vec![m, n] }),
+    ];
+    corpus_trace(name, arch, cta, inputs)
+}
+
 /// The 1-based line of `src` on which `needle` first appears, so that tests
 /// assert lines of the corpus file rather than copies of its numbers.
 pub fn line_of(src: &str, needle: &str) -> u64 {
