@@ -54,6 +54,20 @@ fn stages_from_a_constant_or_an_autotune_constant_are_accepted() {
     }
 }
 
+/// Checks that `src` is refused with exactly one diagnostic, `code`, whose
+/// primary label is on `line`; returns the rendered text.
+fn refused_once(name: &str, src: &str, code: &str, line: u32) -> String {
+    let (kernels, diags) = phobos_core::check_source(src);
+    let text = render(&diags, "k.pho", src, false);
+    assert!(kernels.is_empty(), "{name}: accepted");
+    assert_eq!(diags.len(), 1, "{name}: one diagnostic:\n{text}");
+    assert_eq!(diags[0].code, code, "{name}:\n{text}");
+    let primary = diags[0].labels.iter().find(|l| l.primary).expect("primary");
+    let at = phobos_core::source::LineIndex::new(src).line(primary.span.start as usize);
+    assert_eq!(at, line, "{name}: wrong line:\n{text}");
+    text
+}
+
 #[test]
 fn every_rule_of_a_staged_loop_is_refused_with_its_code() {
     let cases: Vec<(&str, String, &str, u32)> = vec![
@@ -161,14 +175,7 @@ fn every_rule_of_a_staged_loop_is_refused_with_its_code() {
     ];
     let mut rendered = String::new();
     for (name, src, code, line) in cases {
-        let (kernels, diags) = phobos_core::check_source(&src);
-        let text = render(&diags, "k.pho", &src, false);
-        assert!(kernels.is_empty(), "{name}: accepted");
-        assert_eq!(diags.len(), 1, "{name}: one diagnostic:\n{text}");
-        assert_eq!(diags[0].code, code, "{name}:\n{text}");
-        let primary = diags[0].labels.iter().find(|l| l.primary).expect("primary");
-        let at = phobos_core::source::LineIndex::new(&src).line(primary.span.start as usize);
-        assert_eq!(at, line, "{name}: wrong line:\n{text}");
+        let text = refused_once(name, &src, code, line);
         rendered.push_str(&format!("== {name}\n{text}\n"));
     }
     insta::assert_snapshot!("stages_refused", rendered);
@@ -263,12 +270,5 @@ kernel k(A: tensor<f16>[M, K], W: tensor<f16>[N, K], C: tensor<f16>[M, N]) {
   C[0 :+ 16, 0 :+ 16] = acc
 }
 ";
-    let (kernels, diags) = phobos_core::check_source(src);
-    let text = render(&diags, "k.pho", src, false);
-    assert!(kernels.is_empty(), "accepted:\n{text}");
-    assert_eq!(diags.len(), 1, "{text}");
-    assert_eq!(diags[0].code, "P0472", "{text}");
-    let primary = diags[0].labels.iter().find(|l| l.primary).expect("primary");
-    let at = phobos_core::source::LineIndex::new(src).line(primary.span.start as usize);
-    assert_eq!(at, 8, "{text}");
+    refused_once("accumulator into the staged tile", src, "P0472", 8);
 }
