@@ -7,8 +7,9 @@
 //! The passes live in `check/`: `header` (params, dims, attributes),
 //! `types` (expressions), `calls` (built-ins and `fn` inlining),
 //! `subscripts`, `collectives`, `stmts`, and `uniformity`, which runs on
-//! the finished HIR. They report [`CheckError`]s; `error` turns each into
-//! its diagnostic, the one place the checker's messages are written.
+//! the finished HIR. Each pass reports errors of its own enum in
+//! `error/` (`HeaderError`, `StmtError`, ...), which writes its messages;
+//! [`CheckError`] holds any of them.
 
 mod arrays;
 mod atomics;
@@ -32,6 +33,7 @@ use crate::diag::Diagnostic;
 use crate::hir::{self, CheckedKernel, ParamKind};
 use cx::{Binding, Cx, FnTable};
 pub use error::CheckError;
+use error::KernelError;
 use header::Header;
 use std::collections::HashMap;
 
@@ -45,7 +47,7 @@ pub fn check_file(file: &File, src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic
         let Item::Kernel(k) = item else { continue };
         if let Some(first) = kernel_names.insert(&k.name.name, k.name.span) {
             diags.push(
-                CheckError::KernelTwice {
+                KernelError::KernelTwice {
                     name: k.name.name.clone(),
                     span: k.name.span,
                     first,
@@ -209,13 +211,13 @@ fn check_variant(
 
 /// P0311 for a kernel whose variants together exceed
 /// [`cx::MAX_TOTAL_EXPR_NODES`] expressions.
-fn too_much_tuning(k: &ast::Kernel, variants: usize, nodes: usize, total: usize) -> CheckError {
+fn too_much_tuning(k: &ast::Kernel, variants: usize, nodes: usize, total: usize) -> KernelError {
     let span = k
         .attrs
         .iter()
         .find(|a| matches!(a.kind, ast::AttrKind::Autotune(_)))
         .map_or(k.name.span, |a| a.span);
-    CheckError::TooMuchTuning {
+    KernelError::TooMuchTuning {
         variants,
         nodes,
         total,
@@ -235,7 +237,7 @@ fn grid_exprs(cx: &mut Cx, es: &[ast::Expr]) -> Option<Vec<hir::Expr>> {
             if grid_expr_ok(&x) {
                 return Some(x);
             }
-            cx.report(CheckError::GridNotHost { span: e.span });
+            cx.report(KernelError::GridNotHost { span: e.span });
             None
         })
         .collect();

@@ -8,7 +8,7 @@
 
 use super::consts::const_int;
 use super::cx::{Binding, Cx};
-use super::error::CheckError;
+use super::error::ArrayError;
 use super::subscripts::{Mem, Shape};
 use crate::ast::{self, ScalarTy, Span, Subscript};
 use crate::hir::{self, LocalKind, Ty, MAX_ARRAY_ELEMS};
@@ -20,7 +20,7 @@ impl Cx<'_> {
         let dims = self.array_dims(name, &a.shape, a.shape_span);
         let value = self.expr(init, Some(elem.0));
         if !mutable {
-            self.report(CheckError::ArrayLet {
+            self.report(ArrayError::ArrayLet {
                 name: name.name.clone(),
                 elem: elem.0,
                 span: name.span,
@@ -29,7 +29,7 @@ impl Cx<'_> {
         let value = match value {
             Some(v) if v.ty == Ty::Scalar(elem.0) => Some(v),
             Some(v) => {
-                self.report(CheckError::ArrayInitType {
+                self.report(ArrayError::ArrayInitType {
                     name: name.name.clone(),
                     elem: elem.0,
                     found: v.ty,
@@ -62,7 +62,7 @@ impl Cx<'_> {
         shape_span: Span,
     ) -> Option<Vec<u32>> {
         if shape.is_empty() {
-            self.report(CheckError::ArrayNoDims { span: shape_span });
+            self.report(ArrayError::ArrayNoDims { span: shape_span });
             return None;
         }
         let mut dims = Vec::new();
@@ -71,14 +71,14 @@ impl Cx<'_> {
             match const_int(&x) {
                 Some(v) if (1..=i128::from(MAX_ARRAY_ELEMS)).contains(&v) => dims.push(v as u32),
                 Some(v) => {
-                    self.report(CheckError::ArrayDimRange {
+                    self.report(ArrayError::ArrayDimRange {
                         value: v,
                         span: d.span,
                     });
                     return None;
                 }
                 None => {
-                    self.report(CheckError::ArrayDimNotConstant {
+                    self.report(ArrayError::ArrayDimNotConstant {
                         text: self.text(d.span).to_string(),
                         span: d.span,
                     });
@@ -88,7 +88,7 @@ impl Cx<'_> {
         }
         let elems: u64 = dims.iter().map(|&d| u64::from(d)).product();
         if elems > MAX_ARRAY_ELEMS {
-            self.report(CheckError::ArrayTooLarge {
+            self.report(ArrayError::ArrayTooLarge {
                 name: name.name.clone(),
                 elems,
                 span: shape_span,
@@ -108,7 +108,7 @@ impl Cx<'_> {
             let e = match s {
                 Subscript::Point(e) => e,
                 Subscript::Span { span, .. } | Subscript::Full(span) => {
-                    self.report(CheckError::ArraySpan {
+                    self.report(ArrayError::ArraySpan {
                         name: mem.name.clone(),
                         span: *span,
                     });
@@ -122,7 +122,7 @@ impl Cx<'_> {
             };
             let dim = mem.dims.get(axis).copied().flatten().unwrap_or(0);
             if let Some(v) = const_int(&x).filter(|&v| v < 0 || v >= i128::from(dim)) {
-                self.report(CheckError::ArrayIndexRange {
+                self.report(ArrayError::ArrayIndexRange {
                     index: v,
                     axis,
                     name: mem.name.clone(),

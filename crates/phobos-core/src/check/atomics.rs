@@ -14,7 +14,7 @@
 //! question (P0810), since the front end does not know the target.
 
 use super::cx::Cx;
-use super::error::CheckError;
+use super::error::AtomicError;
 use super::subscripts::Shape;
 use crate::ast::{self, ExprKind, Ident, ScalarTy, Span};
 use crate::hir::{self, AtomicOp, LocalId, LocalKind};
@@ -82,7 +82,7 @@ impl Cx<'_> {
         }
         let p = self.atomic_parts(callee, args, init.span)?;
         if let Some((want, tspan)) = ty.filter(|(t, _)| *t != p.elem) {
-            self.report(CheckError::AtomicResultDeclared {
+            self.report(AtomicError::AtomicResultDeclared {
                 name: name.name.clone(),
                 declared: want,
                 op: p.op,
@@ -112,7 +112,7 @@ impl Cx<'_> {
         let p = self.atomic_parts(callee, args, value.span)?;
         let ty = self.local_ty(local)?;
         if ty != hir::Ty::Scalar(p.elem) {
-            self.report(CheckError::AtomicResultAssigned {
+            self.report(AtomicError::AtomicResultAssigned {
                 name: n.to_string(),
                 holds: ty,
                 op: p.op,
@@ -130,14 +130,14 @@ impl Cx<'_> {
             self.fence_as_value(span);
             return;
         }
-        self.report(CheckError::AtomicInExpr {
+        self.report(AtomicError::AtomicInExpr {
             op: callee.name.clone(),
             span,
         });
     }
 
     fn fence_as_value(&mut self, span: Span) {
-        self.report(CheckError::FenceAsValue { span });
+        self.report(AtomicError::FenceAsValue { span });
     }
 
     /// Check `atomic_op(T[i, j], args...)`.
@@ -154,7 +154,7 @@ impl Cx<'_> {
         }
         let target = &args[0];
         let ExprKind::Index { base, subs } = &target.kind else {
-            self.report(CheckError::AtomicNotElement {
+            self.report(AtomicError::AtomicNotElement {
                 op,
                 span: target.span,
             });
@@ -165,7 +165,7 @@ impl Cx<'_> {
         if matches!(mem.memory, hir::Memory::Array(_)) {
             // A register array is the thread's own: no other thread can
             // update it, and it has no address an `atom` could take.
-            self.report(CheckError::AtomicOnArray {
+            self.report(AtomicError::AtomicOnArray {
                 op,
                 array: mem.name.clone(),
                 span: target.span,
@@ -174,7 +174,7 @@ impl Cx<'_> {
         }
         let shape = self.shape(&mem, subs, target.span)?;
         let Shape::Point(index) = shape else {
-            self.report(CheckError::AtomicOnSpan {
+            self.report(AtomicError::AtomicOnSpan {
                 op,
                 name: mem.name.clone(),
                 span: target.span,
@@ -182,7 +182,7 @@ impl Cx<'_> {
             return None;
         };
         if !op.supports(mem.elem) {
-            self.report(CheckError::AtomicNotOnType {
+            self.report(AtomicError::AtomicNotOnType {
                 op,
                 name: mem.name.clone(),
                 elem: mem.elem,

@@ -5,7 +5,7 @@
 
 use super::consts::const_int;
 use super::cx::{elem_of, mk, Binding, Cx, Ex, MAX_INLINE_DEPTH};
-use super::error::CheckError;
+use super::error::{CallError, FnError, SubscriptError};
 use super::types::{has_float_literal, is_untyped};
 use crate::ast::{self, FnItem, Ident, ScalarTy, Span};
 use crate::hir::{self, Builtin, LocalKind, Ty};
@@ -115,11 +115,11 @@ impl Cx<'_> {
             }
             "elem" | "word" => self.elem_or_word(callee, args, span),
             "store" => {
-                self.report(CheckError::StoreAsValue { span });
+                self.report(CallError::StoreAsValue { span });
                 None
             }
             "any" | "all" | "argmax" | "reduce" | "shfl" => {
-                self.report(CheckError::NoConfig {
+                self.report(CallError::NoConfig {
                     name: name.to_string(),
                     span: callee.span,
                 });
@@ -145,7 +145,7 @@ impl Cx<'_> {
         if args.len() == n {
             return true;
         }
-        self.report(CheckError::Arity {
+        self.report(CallError::Arity {
             callee: callee.name.clone(),
             want: n,
             found: args.len(),
@@ -157,7 +157,7 @@ impl Cx<'_> {
 
     fn convert(&mut self, t: ScalarTy, args: &[ast::Expr], span: Span) -> Ex {
         if args.len() != 1 {
-            self.report(CheckError::ConvertArity {
+            self.report(CallError::ConvertArity {
                 to: t,
                 found: args.len(),
                 span,
@@ -176,7 +176,7 @@ impl Cx<'_> {
         let x = self.expr(&args[0], want)?;
         let from = elem_of(x.ty)?;
         if t == ScalarTy::Bool && from != ScalarTy::Bool {
-            self.report(CheckError::ConvertToBool { from, span });
+            self.report(CallError::ConvertToBool { from, span });
             return None;
         }
         let ty = match x.ty {
@@ -215,7 +215,7 @@ impl Cx<'_> {
         let out = out?;
         let first = out.first().and_then(|x| elem_of(x.ty));
         if let Some(bad) = out.iter().find(|x| elem_of(x.ty) != first) {
-            self.report(CheckError::ArgTypes {
+            self.report(CallError::ArgTypes {
                 first,
                 found: bad.ty,
                 span: bad.span,
@@ -245,7 +245,7 @@ impl Cx<'_> {
             match first {
                 None => first = Some((len, x.span)),
                 Some((l0, s0)) if l0 != len => {
-                    self.report(CheckError::ArgRunLengths {
+                    self.report(SubscriptError::ArgRunLengths {
                         first: l0,
                         first_span: s0,
                         len,
@@ -284,7 +284,7 @@ impl Cx<'_> {
                 Sig::Float(_) => "floats",
                 Sig::Int(_) => "integers",
             };
-            self.report(CheckError::MathArg {
+            self.report(CallError::MathArg {
                 callee: callee.name.clone(),
                 kind,
                 found: t,
@@ -319,7 +319,7 @@ impl Cx<'_> {
         if elem_of(c.ty) == Some(ScalarTy::Bool) {
             return Some(c);
         }
-        self.report(CheckError::SelectCondition {
+        self.report(SubscriptError::SelectCondition {
             found: c.ty,
             span: e.span,
         });
@@ -332,7 +332,7 @@ impl Cx<'_> {
         if matches!(x.ty, Ty::Scalar(ScalarTy::I32 | ScalarTy::U32)) {
             return Some(x);
         }
-        self.report(CheckError::WordArg {
+        self.report(CallError::WordArg {
             what: what.to_string(),
             found: x.ty,
             span: e.span,
@@ -386,7 +386,7 @@ impl Cx<'_> {
         // Elementwise on a run of integers, like the math built-ins.
         let x = self.expr(&args[0], None)?;
         if !elem_of(x.ty).is_some_and(ScalarTy::is_int) {
-            self.report(CheckError::PopcountArg {
+            self.report(CallError::PopcountArg {
                 found: x.ty,
                 span: args[0].span,
             });
@@ -416,7 +416,7 @@ impl Cx<'_> {
                 span,
             )),
             t => {
-                self.report(CheckError::SumOfNonRun {
+                self.report(CallError::SumOfNonRun {
                     found: t,
                     span: args[0].span,
                 });
@@ -431,7 +431,7 @@ impl Cx<'_> {
         match const_int(&x) {
             Some(v) if (0..i128::from(limit)).contains(&v) => Some(v as u32),
             Some(v) => {
-                self.report(CheckError::RunIndexRange {
+                self.report(CallError::RunIndexRange {
                     what: what.to_string(),
                     index: v,
                     limit,
@@ -440,7 +440,7 @@ impl Cx<'_> {
                 None
             }
             None => {
-                self.report(CheckError::RunIndexNotConstant {
+                self.report(CallError::RunIndexNotConstant {
                     what: what.to_string(),
                     span: e.span,
                 });
@@ -455,7 +455,7 @@ impl Cx<'_> {
         }
         let run = self.expr(&args[0], None)?;
         let Ty::Run { elem, len } = run.ty else {
-            self.report(CheckError::ElemOfNonRun {
+            self.report(CallError::ElemOfNonRun {
                 callee: callee.name.clone(),
                 found: run.ty,
                 span: args[0].span,
@@ -477,7 +477,7 @@ impl Cx<'_> {
             ScalarTy::I8 => ScalarTy::I32,
             ScalarTy::U8 => ScalarTy::U32,
             _ => {
-                self.report(CheckError::WordOfNonBytes {
+                self.report(CallError::WordOfNonBytes {
                     elem,
                     span: args[0].span,
                 });
@@ -485,7 +485,7 @@ impl Cx<'_> {
             }
         };
         if len % 4 != 0 {
-            self.report(CheckError::WordOfRagged {
+            self.report(CallError::WordOfRagged {
                 len,
                 span: args[0].span,
             });
@@ -506,21 +506,20 @@ impl Cx<'_> {
         let (callee, args, want, span) = (c.callee, c.args, c.want, c.span);
         let Some(f) = self.fns.items.get(callee.name.as_str()).copied() else {
             let name = callee.name.as_str();
-            let d = if matches!(
+            if matches!(
                 name,
                 "__syncthreads" | "__syncwarp" | "syncthreads" | "barrier"
             ) {
-                CheckError::BarrierCall {
+                self.report(CallError::BarrierCall {
                     name: name.to_string(),
                     span: callee.span,
-                }
+                });
             } else {
-                CheckError::UnknownFn {
+                self.report(FnError::UnknownFn {
                     name: name.to_string(),
                     span: callee.span,
-                }
-            };
-            self.report(d);
+                });
+            }
             return None;
         };
         if self.fns.broken.contains(callee.name.as_str()) {
@@ -561,7 +560,7 @@ impl Cx<'_> {
             // Reported once per kernel variant: every later call would fail too.
             if !self.inline_exhausted {
                 self.inline_exhausted = true;
-                self.report(CheckError::InlineExhausted {
+                self.report(CallError::InlineExhausted {
                     name: f.name.name.clone(),
                     span,
                 });

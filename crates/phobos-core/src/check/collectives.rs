@@ -5,7 +5,7 @@
 
 use super::consts::const_int;
 use super::cx::{elem_of, mk, ty_name, Binding, Cx, Ex};
-use super::error::CheckError;
+use super::error::CollectiveError;
 use crate::ast::{self, ConfigItem, ConfigKey, CtxField, ExprKind, Ident, ScalarTy, Span};
 use crate::hir::{self, CollOp, Combine, Group, LocalKind, ShflMode, Ty};
 
@@ -53,7 +53,7 @@ impl Cx<'_> {
         let mut out: Vec<&ConfigItem> = Vec::new();
         for item in config {
             if let Some(first) = out.iter().find(|i| i.key == item.key) {
-                self.report(CheckError::ConfigTwice {
+                self.report(CollectiveError::ConfigTwice {
                     key: item.key.name(),
                     span: item.span,
                     first: first.span,
@@ -71,7 +71,7 @@ impl Cx<'_> {
             .iter()
             .find(|i| !matches!(i.key, ConfigKey::Over | ConfigKey::Width))
         {
-            self.report(CheckError::ShuffleConfigOnCollective {
+            self.report(CollectiveError::ShuffleConfigOnCollective {
                 key: bad.key.name(),
                 op: op.to_string(),
                 span: bad.key_span,
@@ -80,7 +80,7 @@ impl Cx<'_> {
         }
         let width = items.iter().find(|i| i.key == ConfigKey::Width);
         let Some(over) = items.iter().find(|i| i.key == ConfigKey::Over) else {
-            self.report(CheckError::NoOver {
+            self.report(CollectiveError::NoOver {
                 op: op.to_string(),
                 span: config_span,
             });
@@ -96,7 +96,7 @@ impl Cx<'_> {
             }
             ExprKind::Ctx(CtxField::Thread) => match width {
                 Some(w) => {
-                    self.report(CheckError::CtaWidth {
+                    self.report(CollectiveError::CtaWidth {
                         span: w.span,
                         over: over.value.span,
                     });
@@ -105,7 +105,7 @@ impl Cx<'_> {
                 None => Some(Group::Thread),
             },
             _ => {
-                self.report(CheckError::BadOver {
+                self.report(CollectiveError::BadOver {
                     span: over.value.span,
                 });
                 None
@@ -117,20 +117,20 @@ impl Cx<'_> {
     fn width(&mut self, item: &ConfigItem) -> Option<u32> {
         let x = self.expr(&item.value, Some(ScalarTy::I32))?;
         let Some(w) = const_int(&x) else {
-            self.report(CheckError::WidthNotConstant {
+            self.report(CollectiveError::WidthNotConstant {
                 span: item.value.span,
             });
             return None;
         };
         if w <= 0 || w & (w - 1) != 0 {
-            self.report(CheckError::WidthNotPowerOfTwo {
+            self.report(CollectiveError::WidthNotPowerOfTwo {
                 width: w,
                 span: item.value.span,
             });
             return None;
         }
         if w > 32 {
-            self.report(CheckError::WidthAboveWarp {
+            self.report(CollectiveError::WidthAboveWarp {
                 width: w,
                 span: item.value.span,
             });
@@ -161,14 +161,14 @@ impl Cx<'_> {
         let is_bool = t == ScalarTy::Bool;
         match op {
             CollOp::Any | CollOp::All if !is_bool => {
-                self.report(CheckError::AnyAllNotBool {
+                self.report(CollectiveError::AnyAllNotBool {
                     found: t.name(),
                     span: args[0].span,
                 });
                 None
             }
             CollOp::Sum | CollOp::Max | CollOp::Min | CollOp::Argmax if is_bool => {
-                self.report(CheckError::FoldOfBool {
+                self.report(CollectiveError::FoldOfBool {
                     op: callee.name.clone(),
                     span: args[0].span,
                 });
@@ -187,7 +187,7 @@ impl Cx<'_> {
         if let Ty::Scalar(_) = x.ty {
             return Some(x);
         }
-        self.report(CheckError::CollectiveOfRun {
+        self.report(CollectiveError::CollectiveOfRun {
             found: ty_name(x.ty),
             span: e.span,
         });
@@ -206,7 +206,7 @@ impl Cx<'_> {
             _ => None,
         };
         let Some(item) = item.filter(|i| i.params.len() == 2) else {
-            self.report(CheckError::CombineNotFn { span: f.span });
+            self.report(CollectiveError::CombineNotFn { span: f.span });
             return None;
         };
         if self.fns.broken.contains(item.name.name.as_str()) {
@@ -230,7 +230,7 @@ impl Cx<'_> {
         ];
         let body = self.inline(item, args, Some(t), f.span)?;
         if body.ty != Ty::Scalar(t) {
-            self.report(CheckError::CombineType {
+            self.report(CollectiveError::CombineType {
                 name: item.name.name.clone(),
                 elem: t.name(),
                 found: ty_name(body.ty),
@@ -255,7 +255,7 @@ impl Cx<'_> {
         span: Span,
     ) -> Ex {
         if let Some(over) = items.iter().find(|i| i.key == ConfigKey::Over) {
-            self.report(CheckError::ShuffleOver { span: over.span });
+            self.report(CollectiveError::ShuffleOver { span: over.span });
             return None;
         }
         let modes: Vec<&&ConfigItem> = items.iter().filter(|i| i.key != ConfigKey::Width).collect();
@@ -264,7 +264,7 @@ impl Cx<'_> {
                 .iter()
                 .map(|m| format!("`{}`", m.key.name()))
                 .collect();
-            self.report(CheckError::ShuffleModes {
+            self.report(CollectiveError::ShuffleModes {
                 given,
                 span: config_span,
             });
@@ -278,7 +278,7 @@ impl Cx<'_> {
         let value = if args.len() == 1 {
             self.scalar_collective_arg(&args[0], want)
         } else {
-            self.report(CheckError::ShuffleArgs {
+            self.report(CollectiveError::ShuffleArgs {
                 found: args.len(),
                 span,
             });
@@ -293,7 +293,7 @@ impl Cx<'_> {
         };
         if mode_kind == ShflMode::Xor {
             if let Some(m) = const_int(&lane).filter(|&m| m < 0 || m >= i128::from(width)) {
-                self.report(CheckError::XorPastWidth {
+                self.report(CollectiveError::XorPastWidth {
                     mask: m,
                     width,
                     span: mode.value.span,

@@ -133,11 +133,10 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// Report an error. Inside an inlined `fn` body the diagnostic also
-    /// points at the calls that led there.
-    /// Report an error, with a label at each `fn` call being inlined.
-    pub fn report(&mut self, e: CheckError) {
-        let mut d = e.into_diagnostic();
+    /// Report an error of any pass. Inside an inlined `fn` body the
+    /// diagnostic also points at each call being inlined.
+    pub fn report(&mut self, e: impl Into<CheckError>) {
+        let mut d = e.into().into_diagnostic();
         for (name, span) in self.inline_stack.iter().rev() {
             d = d.secondary(*span, format!("in this call of `{name}`"));
         }

@@ -11,7 +11,7 @@
 
 use super::consts::const_int;
 use super::cx::{Binding, Cx};
-use super::error::CheckError;
+use super::error::DotError;
 use super::subscripts::Mem;
 use crate::ast::{self, BinOp, ExprKind, ScalarTy, Span};
 use crate::hir::{self, LocalId, LocalKind, Memory};
@@ -35,7 +35,7 @@ impl Cx<'_> {
         else {
             return None;
         };
-        let fail = |cx: &mut Self, e: CheckError| {
+        let fail = |cx: &mut Self, e: DotError| {
             cx.report(e);
             cx.bind(&name.name, Binding::Poisoned);
             Some(None)
@@ -43,19 +43,19 @@ impl Cx<'_> {
         if !mutable {
             return fail(
                 self,
-                CheckError::AccWithLet {
+                DotError::AccWithLet {
                     name: name.name.clone(),
                     span: name.span,
                 },
             );
         }
         if let Some((_, span)) = ty {
-            return fail(self, CheckError::AccTyped { span });
+            return fail(self, DotError::AccTyped { span });
         }
         if !mma::acc_elem_ok(*elem) {
             return fail(
                 self,
-                CheckError::AccElem {
+                DotError::AccElem {
                     elem: *elem,
                     span: *elem_span,
                 },
@@ -67,14 +67,14 @@ impl Cx<'_> {
             match const_int(&x) {
                 Some(v) if (1..=1 << 16).contains(&v) => shape.push(v as u32),
                 _ => {
-                    return fail(self, CheckError::AccExtent { span: d.span });
+                    return fail(self, DotError::AccExtent { span: d.span });
                 }
             }
         }
         let [rows, cols] = shape[..] else {
             return fail(
                 self,
-                CheckError::AccRank {
+                DotError::AccRank {
                     found: shape.len(),
                     span: init.span,
                 },
@@ -83,7 +83,7 @@ impl Cx<'_> {
         if !rows.is_multiple_of(FRAG_M) || !cols.is_multiple_of(FRAG_N) {
             return fail(
                 self,
-                CheckError::AccNotFragments {
+                DotError::AccNotFragments {
                     rows,
                     cols,
                     span: init.span,
@@ -94,7 +94,7 @@ impl Cx<'_> {
         let Some(layout) = WarpLayout::choose(rows, cols, warps) else {
             return fail(
                 self,
-                CheckError::AccWarpSplit {
+                DotError::AccWarpSplit {
                     rows,
                     cols,
                     warps,
@@ -106,7 +106,7 @@ impl Cx<'_> {
         if regs > MAX_ACC_REGS {
             return fail(
                 self,
-                CheckError::AccTooManyRegs {
+                DotError::AccTooManyRegs {
                     rows,
                     cols,
                     regs,
@@ -129,7 +129,7 @@ impl Cx<'_> {
 
     /// `zeros<...>` inside an expression (P0450).
     pub fn zeros_in_expr(&mut self, span: Span) -> Option<hir::Expr> {
-        self.report(CheckError::ZerosInExpr { span });
+        self.report(DotError::ZerosInExpr { span });
         None
     }
 
@@ -166,7 +166,7 @@ impl Cx<'_> {
             return self.acc_epilogue(acc, n, &whole);
         }
         let (Some(BinOp::Add), Some(args)) = (op, dot_args) else {
-            self.report(CheckError::DotNotAdded {
+            self.report(DotError::DotNotAdded {
                 name: n.to_string(),
                 span: target_span,
                 decl: self.locals[acc.0 as usize].span,
@@ -174,7 +174,7 @@ impl Cx<'_> {
             return None;
         };
         if args.len() != 2 {
-            self.report(CheckError::DotArity {
+            self.report(DotError::DotArity {
                 found: args.len(),
                 span: value.span,
             });
@@ -193,7 +193,7 @@ impl Cx<'_> {
         let (ta, sa) = self.tile_of(a)?;
         let (tb, sb) = self.tile_of(b)?;
         let Some(kind) = mma::dot_kind(ta, elem).filter(|_| ta == tb) else {
-            self.report(CheckError::DotTypes {
+            self.report(DotError::DotTypes {
                 a: self.locals[a.0 as usize].name.clone(),
                 a_elem: ta,
                 b: self.locals[b.0 as usize].name.clone(),
@@ -204,7 +204,7 @@ impl Cx<'_> {
             return None;
         };
         if kind.b_trans_only && !b_trans {
-            self.report(CheckError::DotNotTrans {
+            self.report(DotError::DotNotTrans {
                 a_elem: ta,
                 b_elem: tb,
                 span: args[1].span,
@@ -219,7 +219,7 @@ impl Cx<'_> {
             (sb[0], sb[1])
         };
         if m != rows || nb != cols || ka != kb {
-            self.report(CheckError::DotShapes {
+            self.report(DotError::DotShapes {
                 a: [m, ka],
                 b: sb,
                 b_trans,
@@ -231,7 +231,7 @@ impl Cx<'_> {
             return None;
         }
         if !ka.is_multiple_of(kind.k) {
-            self.report(CheckError::DotK {
+            self.report(DotError::DotK {
                 elem: ta,
                 k: ka,
                 step: kind.k,
@@ -258,7 +258,7 @@ impl Cx<'_> {
                 _ => {}
             }
         }
-        self.report(CheckError::DotOperand {
+        self.report(DotError::DotOperand {
             under_trans,
             span: e.span,
         });
@@ -276,7 +276,7 @@ impl Cx<'_> {
 
     /// `dot(...)` or `trans(...)` anywhere but `acc += dot(...)` (P0455).
     pub fn dot_in_expr(&mut self, name: &str, span: Span) -> Option<hir::Expr> {
-        self.report(CheckError::DotInExpr {
+        self.report(DotError::DotInExpr {
             name: name.to_string(),
             span,
         });
@@ -285,7 +285,7 @@ impl Cx<'_> {
 
     /// An accumulator named where a value or a subscript is needed (P0458).
     pub fn acc_not_value(&mut self, id: LocalId, n: &str, span: Span) {
-        self.report(CheckError::AccNotValue {
+        self.report(DotError::AccNotValue {
             name: n.to_string(),
             span,
             decl: self.locals[id.0 as usize].span,
@@ -330,11 +330,11 @@ impl Cx<'_> {
     ) -> Option<hir::StmtKind> {
         let (elem, rows, cols) = self.stored_acc(src, to, value.span)?;
         let Memory::Tensor(dst) = mem.memory else {
-            self.report(CheckError::AccStoreNotTensor { span: value.span });
+            self.report(DotError::AccStoreNotTensor { span: value.span });
             return None;
         };
         if op.is_some() || shape != [rows, cols] || mem.elem != elem {
-            self.report(CheckError::AccStoreMismatch {
+            self.report(DotError::AccStoreMismatch {
                 rows,
                 cols,
                 elem,
@@ -363,7 +363,7 @@ impl Cx<'_> {
             return None;
         };
         if let Some(t) = to.filter(|&t| t != elem && !mma::acc_converts(elem, t)) {
-            self.report(CheckError::AccStoreConvert {
+            self.report(DotError::AccStoreConvert {
                 from: elem,
                 to: t,
                 span,
@@ -390,7 +390,7 @@ impl Cx<'_> {
         };
         let (elem, rows, cols) = self.stored_acc(src, to, value.span)?;
         if op.is_some() || shape != [rows, cols] || mem.elem != elem {
-            self.report(CheckError::AccTileMismatch {
+            self.report(DotError::AccTileMismatch {
                 rows,
                 cols,
                 elem,
@@ -433,7 +433,7 @@ impl Cx<'_> {
         self.pop_scope();
         let x = x?;
         if x.ty != hir::Ty::Scalar(elem) {
-            self.report(CheckError::EpilogueType {
+            self.report(DotError::EpilogueType {
                 name: n.to_string(),
                 elem,
                 found: x.ty,
@@ -453,7 +453,7 @@ impl Cx<'_> {
             }
         });
         if let Some(span) = bad {
-            self.report(CheckError::EpilogueCollective {
+            self.report(DotError::EpilogueCollective {
                 name: n.to_string(),
                 span,
             });
@@ -530,7 +530,7 @@ impl Cx<'_> {
         s: &[u32],
         shape: [u32; 2],
     ) -> Option<ast::Expr> {
-        self.report(CheckError::EpilogueTileShape {
+        self.report(DotError::EpilogueTileShape {
             name: t.to_string(),
             tile: s.to_vec(),
             shape,

@@ -5,7 +5,7 @@
 
 use super::calls::is_builtin_name;
 use super::cx::FnTable;
-use super::error::CheckError;
+use super::error::FnError;
 use crate::ast::{self, ExprKind, File, FnItem, Item, Span, Subscript};
 use crate::diag::Diagnostic;
 use std::collections::{HashMap, HashSet};
@@ -20,7 +20,7 @@ pub(crate) fn fn_table<'a>(file: &'a File, diags: &mut Vec<Diagnostic>) -> FnTab
         let name = f.name.name.as_str();
         if is_builtin_name(name) {
             diags.push(
-                CheckError::FnNamedLikeBuiltin {
+                FnError::FnNamedLikeBuiltin {
                     name: name.to_string(),
                     span: f.name.span,
                 }
@@ -30,7 +30,7 @@ pub(crate) fn fn_table<'a>(file: &'a File, diags: &mut Vec<Diagnostic>) -> FnTab
         }
         if let Some(first) = table.items.get(name) {
             diags.push(
-                CheckError::FnTwice {
+                FnError::FnTwice {
                     name: name.to_string(),
                     span: f.name.span,
                     first: first.name.span,
@@ -80,7 +80,7 @@ impl<'a> BodyWalk<'a, '_> {
         for p in &self.f.params {
             if !seen.insert(p.name.as_str()) {
                 self.diags.push(
-                    CheckError::FnParamTwice {
+                    FnError::FnParamTwice {
                         name: p.name.clone(),
                         span: p.span,
                     }
@@ -99,12 +99,12 @@ impl<'a> BodyWalk<'a, '_> {
             ExprKind::Name(n) if self.is_param(n) => {}
             ExprKind::Name(n) => {
                 let d = if self.fns.contains(n.as_str()) {
-                    CheckError::FnAsValue {
+                    FnError::FnAsValue {
                         name: n.clone(),
                         span: e.span,
                     }
                 } else {
-                    CheckError::FnBodyUnknownName {
+                    FnError::FnBodyUnknownName {
                         name: n.clone(),
                         span: e.span,
                     }
@@ -172,7 +172,7 @@ impl<'a> BodyWalk<'a, '_> {
             self.calls.push((self.name_of(n), callee.span));
         } else if !is_builtin_name(n) {
             self.diags.push(
-                CheckError::UnknownFn {
+                FnError::UnknownFn {
                     name: n.to_string(),
                     span: callee.span,
                 }
@@ -219,7 +219,7 @@ fn report_cycle(path: &[&str], closing_call: Span, diags: &mut Vec<Diagnostic>) 
     // One report per cycle: only from its alphabetically first member.
     if path.iter().all(|n| *n >= first) {
         diags.push(
-            CheckError::Recursion {
+            FnError::Recursion {
                 path: path.iter().map(|n| n.to_string()).collect(),
                 span: closing_call,
             }

@@ -3,7 +3,7 @@
 //! `variants` then lists the autotune combinations the body is checked for.
 
 use super::cx::Binding;
-use super::error::{BadTuneValue, CheckError};
+use super::error::{BadTuneValue, HeaderError};
 use crate::ast::{self, AttrKind, BinOp, Dim, ExprKind, ParamTy, ScalarTy, Span, UnOp};
 use crate::consteval;
 use crate::diag::Diagnostic;
@@ -70,7 +70,7 @@ pub(crate) fn check_header(k: &ast::Kernel, diags: &mut Vec<Diagnostic>) -> Head
         let key = attr_key(&attr.kind);
         if let (Some(key), Some(first)) = (key, key.and_then(|k| seen.get(k))) {
             diags.push(
-                CheckError::AttrTwice {
+                HeaderError::AttrTwice {
                     key,
                     span: attr.span,
                     first: *first,
@@ -86,7 +86,7 @@ pub(crate) fn check_header(k: &ast::Kernel, diags: &mut Vec<Diagnostic>) -> Head
     }
     if h.launch.is_none() {
         diags.push(
-            CheckError::NoLaunch {
+            HeaderError::NoLaunch {
                 kernel: k.name.name.clone(),
                 span: k.name.span,
             }
@@ -104,7 +104,7 @@ pub(crate) fn check_header(k: &ast::Kernel, diags: &mut Vec<Diagnostic>) -> Head
             .iter()
             .find(|a| matches!(a.kind, AttrKind::Autotune(_)));
         diags.push(
-            CheckError::TooManyVariants {
+            HeaderError::TooManyVariants {
                 combos,
                 span: span.map_or(k.name.span, |a| a.span),
             }
@@ -129,7 +129,7 @@ fn add_param(h: &mut Header, p: &ast::Param, diags: &mut Vec<Diagnostic>) {
     let id = ParamId(h.params.len() as u32);
     if h.bindings.contains_key(&p.name.name) {
         diags.push(
-            CheckError::ParamTwice {
+            HeaderError::ParamTwice {
                 name: p.name.name.clone(),
                 span: p.name.span,
             }
@@ -168,14 +168,14 @@ fn add_dim(
 ) -> DimRef {
     match d {
         Dim::Const(0, span) => {
-            diags.push(CheckError::ZeroDim { span: *span }.into());
+            diags.push(HeaderError::ZeroDim { span: *span }.into());
             DimRef::Const(1)
         }
         Dim::Const(v, span) if *v > i32::MAX as u64 => {
             // Dims are `i32` in the kernel (indices, bounds, strides): a
             // larger constant was truncated in the PTX.
             diags.push(
-                CheckError::DimTooWide {
+                HeaderError::DimTooWide {
                     dim: *v,
                     span: *span,
                 }
@@ -192,7 +192,7 @@ fn add_dim(
             }
             Some(_) => {
                 diags.push(
-                    CheckError::DimNamedLikeParam {
+                    HeaderError::DimNamedLikeParam {
                         name: name.name.clone(),
                         span: name.span,
                     }
@@ -220,7 +220,7 @@ fn add_attr(h: &mut Header, attr: &ast::Attr, diags: &mut Vec<Diagnostic>) {
         AttrKind::Grid(es) => {
             if es.is_empty() || es.len() > 3 {
                 diags.push(
-                    CheckError::GridCount {
+                    HeaderError::GridCount {
                         found: es.len(),
                         span: attr.span,
                     }
@@ -241,7 +241,7 @@ fn add_attr(h: &mut Header, attr: &ast::Attr, diags: &mut Vec<Diagnostic>) {
             }
         }
         AttrKind::Unknown(name) => diags.push(
-            CheckError::UnknownAttr {
+            HeaderError::UnknownAttr {
                 name: name.name.clone(),
                 span: attr.span,
             }
@@ -253,7 +253,7 @@ fn add_attr(h: &mut Header, attr: &ast::Attr, diags: &mut Vec<Diagnostic>) {
 fn add_aligned(h: &mut Header, name: &ast::Ident, value: &ast::Expr, diags: &mut Vec<Diagnostic>) {
     let Some(dim) = h.dim_id(&name.name) else {
         diags.push(
-            CheckError::AlignedNotDim {
+            HeaderError::AlignedNotDim {
                 name: name.name.clone(),
                 span: name.span,
             }
@@ -264,7 +264,7 @@ fn add_aligned(h: &mut Header, name: &ast::Ident, value: &ast::Expr, diags: &mut
     match ast_const(value, &|_| None) {
         Some(v) if v > 0 => h.aligned.push((dim, v as u64)),
         None if has_error(value) => {}
-        _ => diags.push(CheckError::AlignedNotPositive { span: value.span }.into()),
+        _ => diags.push(HeaderError::AlignedNotPositive { span: value.span }.into()),
     }
 }
 
@@ -278,7 +278,7 @@ fn add_autotune(
         || h.autotune.iter().any(|(n, _, _)| *n == name.name)
     {
         diags.push(
-            CheckError::AutotuneHere {
+            HeaderError::AutotuneHere {
                 name: name.name.clone(),
                 span: name.span,
             }
@@ -291,7 +291,7 @@ fn add_autotune(
     let mut out: Vec<i64> = Vec::new();
     for v in values {
         let bad = |why| {
-            CheckError::AutotuneValue {
+            HeaderError::AutotuneValue {
                 name: name.name.clone(),
                 why,
                 span: v.span,
@@ -304,12 +304,12 @@ fn add_autotune(
             Some(x) if out.contains(&x) => diags.push(bad(BadTuneValue::Twice(x))),
             Some(x) => out.push(x),
             None if has_error(v) => {}
-            None => diags.push(CheckError::AutotuneNotConstant { span: v.span }.into()),
+            None => diags.push(HeaderError::AutotuneNotConstant { span: v.span }.into()),
         }
     }
     if values.is_empty() {
         diags.push(
-            CheckError::AutotuneNoValues {
+            HeaderError::AutotuneNoValues {
                 name: name.name.clone(),
                 span: name.span,
             }
@@ -370,7 +370,7 @@ pub(crate) fn launch_threads(
         Some(t) if (32..=1024).contains(&t) && t % 32 == 0 => Some(t as u32),
         Some(t) => {
             diags.push(
-                CheckError::LaunchNotWarps {
+                HeaderError::LaunchNotWarps {
                     threads: t,
                     span: e.span,
                 }
@@ -380,7 +380,7 @@ pub(crate) fn launch_threads(
         }
         None if has_error(e) => None,
         None => {
-            diags.push(CheckError::LaunchNotConstant { span: e.span }.into());
+            diags.push(HeaderError::LaunchNotConstant { span: e.span }.into());
             None
         }
     }

@@ -15,7 +15,7 @@
 
 use super::consts::const_int;
 use super::cx::{Binding, Cx};
-use super::error::CheckError;
+use super::error::{ScratchError, SubscriptError};
 use super::subscripts::{Mem, Shape};
 use crate::ast::{self, ExprKind, ScalarTy, Span};
 use crate::hir::{self, LocalKind, Memory};
@@ -39,7 +39,7 @@ impl Cx<'_> {
             return None;
         };
         if let Some((_, span)) = ty {
-            self.report(CheckError::ScratchTyped { span });
+            self.report(ScratchError::ScratchTyped { span });
             return Some(false);
         }
         let mut shape = Vec::new();
@@ -50,20 +50,20 @@ impl Cx<'_> {
             match const_int(&x) {
                 Some(v) if (1..=MAX_AXIS).contains(&v) => shape.push(v as u32),
                 Some(v) => {
-                    self.report(CheckError::ScratchExtentRange {
+                    self.report(ScratchError::ScratchExtentRange {
                         value: v,
                         span: d.span,
                     });
                     return Some(false);
                 }
                 None => {
-                    self.report(CheckError::ScratchExtentNotConstant { span: d.span });
+                    self.report(ScratchError::ScratchExtentNotConstant { span: d.span });
                     return Some(false);
                 }
             }
         }
         if shape.is_empty() {
-            self.report(CheckError::ScratchNoExtent { span: init.span });
+            self.report(ScratchError::ScratchNoExtent { span: init.span });
             return Some(false);
         }
         let kind = LocalKind::Tile { elem: *elem, shape };
@@ -74,7 +74,7 @@ impl Cx<'_> {
 
     /// `shared<...>` met inside an expression (P0441).
     pub fn scratch_in_expr(&mut self, span: Span) -> Option<hir::Expr> {
-        self.report(CheckError::ScratchInExpr { span });
+        self.report(ScratchError::ScratchInExpr { span });
         None
     }
 
@@ -89,7 +89,7 @@ impl Cx<'_> {
                     starts.push(a as u32)
                 }
                 Some(a) => {
-                    self.report(CheckError::FillOutside {
+                    self.report(ScratchError::FillOutside {
                         start: a,
                         len: *len,
                         axis,
@@ -100,7 +100,7 @@ impl Cx<'_> {
                     return None;
                 }
                 None => {
-                    self.report(CheckError::FillStartNotConstant { span: e.span });
+                    self.report(ScratchError::FillStartNotConstant { span: e.span });
                     return None;
                 }
             }
@@ -122,11 +122,11 @@ impl Cx<'_> {
             return None;
         };
         let ExprKind::Index { base, subs } = &value.kind else {
-            self.report(CheckError::FillNotBox { span: value.span });
+            self.report(ScratchError::FillNotBox { span: value.span });
             return None;
         };
         if let Some(bop) = op {
-            self.report(CheckError::FillCompound {
+            self.report(ScratchError::FillCompound {
                 op: bop.symbol(),
                 span: value.span,
             });
@@ -135,11 +135,11 @@ impl Cx<'_> {
         let starts = self.box_at(mem, &at, shape)?;
         let src = self.memory(base)?;
         let Memory::Tensor(param) = src.memory else {
-            self.report(CheckError::FillFromTile { span: base.span });
+            self.report(ScratchError::FillFromTile { span: base.span });
             return None;
         };
         if subs.len() != src.dims.len() {
-            self.report(CheckError::SubscriptCount {
+            self.report(SubscriptError::SubscriptCount {
                 name: src.name.clone(),
                 dims: src.dims.len(),
                 found: subs.len(),
@@ -155,7 +155,7 @@ impl Cx<'_> {
             return None;
         };
         if src_shape != shape || src.elem != mem.elem {
-            self.report(CheckError::FillMismatch {
+            self.report(ScratchError::FillMismatch {
                 from: (src_shape.clone(), src.elem),
                 into: (shape.to_vec(), mem.elem),
                 span: value.span,

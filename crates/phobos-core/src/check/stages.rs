@@ -15,7 +15,7 @@
 //! the backend's choice) and where barriers go (`backend/barriers.rs`).
 
 use super::cx::Cx;
-use super::error::CheckError;
+use super::error::StmtError;
 use crate::ast::Span;
 use crate::hir::{self, LocalId};
 use std::collections::HashSet;
@@ -40,7 +40,7 @@ impl Cx<'_> {
         match super::consts::const_int(count) {
             Some(n) if STAGES.contains(&n) => Some(n as u32),
             found => {
-                self.report(CheckError::StagesCount { found, span });
+                self.report(StmtError::StagesCount { found, span });
                 None
             }
         }
@@ -50,21 +50,21 @@ impl Cx<'_> {
     /// reporting the first broken one.
     pub(super) fn check_staged(&mut self, l: &StagedLoop) -> bool {
         if let Some(unroll) = l.unroll {
-            self.report(CheckError::StagesUnroll {
+            self.report(StmtError::StagesUnroll {
                 span: l.span,
                 unroll,
             });
             return false;
         }
         if super::consts::const_int(l.step).is_none() {
-            self.report(CheckError::StagesStep {
+            self.report(StmtError::StagesStep {
                 span: l.span,
                 step: l.step.span,
             });
             return false;
         }
         if let Some((exit, word)) = leaving_exit(&l.body.stmts) {
-            self.report(CheckError::StagesLeft {
+            self.report(StmtError::StagesLeft {
                 span: l.span,
                 exit,
                 word,
@@ -83,11 +83,11 @@ impl Cx<'_> {
             })
             .collect();
         if copies.is_empty() {
-            self.report(CheckError::StagesNoCopy { span: l.span });
+            self.report(StmtError::StagesNoCopy { span: l.span });
             return false;
         }
         if let Some(nested) = nested_copy(&l.body.stmts, true) {
-            self.report(CheckError::StagedCopyNested {
+            self.report(StmtError::StagedCopyNested {
                 span: nested,
                 stages: l.span,
             });
@@ -96,7 +96,7 @@ impl Cx<'_> {
         for (s, dst, starts) in &copies {
             let name = self.locals[dst.0 as usize].name.clone();
             if let Some(other) = tile_writer(&l.body.stmts, *dst, s.span) {
-                self.report(CheckError::StagedTileWritten {
+                self.report(StmtError::StagedTileWritten {
                     name,
                     span: other,
                     copy: s.span,
@@ -105,7 +105,7 @@ impl Cx<'_> {
             }
             for start in *starts {
                 if let Some((name, cause)) = self.early_cause(start, l.var, &assigned) {
-                    self.report(CheckError::StagedCopyStart {
+                    self.report(StmtError::StagedCopyStart {
                         name,
                         span: s.span,
                         cause,

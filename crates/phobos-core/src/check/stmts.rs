@@ -2,7 +2,7 @@
 //! stores, `store(run, i, v)`, `if`/`else` and `for ... in range(...)`.
 
 use super::cx::{const_i32, elem_of, mk, Binding, Cx};
-use super::error::CheckError;
+use super::error::{StmtError, SubscriptError};
 use crate::ast::{self, BinOp, ExprKind, ScalarTy, Span, StmtKind};
 use crate::hir::{self, LocalKind, Ty};
 
@@ -59,7 +59,7 @@ impl Cx<'_> {
                     _ => ("continue", hir::StmtKind::Continue),
                 };
                 if self.loop_depth == 0 {
-                    self.report(CheckError::ExitOutsideLoop { word, span: s.span });
+                    self.report(StmtError::ExitOutsideLoop { word, span: s.span });
                     return None;
                 }
                 Some(kind)
@@ -98,7 +98,7 @@ impl Cx<'_> {
         if let Some(tile) = self.tile_copy(name, mutable, init) {
             if let Some(copy) = tile {
                 if let Some((_, span)) = ty {
-                    self.report(CheckError::TileCopyTyped { span });
+                    self.report(StmtError::TileCopyTyped { span });
                 }
                 return Some(copy);
             }
@@ -115,7 +115,7 @@ impl Cx<'_> {
             (Ty::Scalar(t), None) => t,
             (Ty::Scalar(t), Some((want, _))) if t == want => t,
             (found, Some((want, span))) if matches!(found, Ty::Scalar(_)) => {
-                self.report(CheckError::DeclaredType {
+                self.report(StmtError::DeclaredType {
                     name: name.name.clone(),
                     declared: want,
                     found,
@@ -126,7 +126,7 @@ impl Cx<'_> {
                 return None;
             }
             (found, _) => {
-                self.report(CheckError::RunInVariable {
+                self.report(StmtError::RunInVariable {
                     found,
                     span: init.span,
                 });
@@ -159,7 +159,7 @@ impl Cx<'_> {
             ExprKind::Name(n) => self.assign_local(n, target.span, op, value, span),
             ExprKind::Error => None,
             _ => {
-                self.report(CheckError::AssignToExpr { span: target.span });
+                self.report(StmtError::AssignToExpr { span: target.span });
                 None
             }
         }
@@ -187,7 +187,7 @@ impl Cx<'_> {
                 return None;
             }
             Some(_) => {
-                self.report(CheckError::AssignToNonLocal {
+                self.report(StmtError::AssignToNonLocal {
                     name: n.to_string(),
                     span: target_span,
                 });
@@ -202,25 +202,25 @@ impl Cx<'_> {
         if !info.mutable || array || matches!(info.kind, LocalKind::Tile { .. }) {
             let decl = info.span;
             let d = if self.loop_vars.contains(&local) {
-                CheckError::AssignToLoopVar {
+                StmtError::AssignToLoopVar {
                     name: n.to_string(),
                     span: target_span,
                     decl,
                 }
             } else if array {
-                CheckError::AssignToArray {
+                StmtError::AssignToArray {
                     name: n.to_string(),
                     span: target_span,
                     decl,
                 }
             } else if matches!(info.kind, LocalKind::Tile { .. }) {
-                CheckError::AssignToTile {
+                StmtError::AssignToTile {
                     name: n.to_string(),
                     span: target_span,
                     decl,
                 }
             } else {
-                CheckError::AssignTwice {
+                StmtError::AssignTwice {
                     name: n.to_string(),
                     span: target_span,
                     decl,
@@ -245,7 +245,7 @@ impl Cx<'_> {
         };
         if let (Ty::Run { len, elem }, Ty::Scalar(t)) = (v.ty, ty) {
             if elem == t {
-                self.report(CheckError::AssignRun {
+                self.report(SubscriptError::AssignRun {
                     name: n.to_string(),
                     len,
                     elem,
@@ -255,7 +255,7 @@ impl Cx<'_> {
             }
         }
         if v.ty != ty {
-            self.report(CheckError::AssignType {
+            self.report(StmtError::AssignType {
                 name: n.to_string(),
                 holds: ty,
                 value: v.ty,
@@ -295,7 +295,7 @@ impl Cx<'_> {
         let Some(Ty::Scalar(lt)) = self.local_ty(local) else {
             return false;
         };
-        self.report(CheckError::FloatIntoIntLiteralVar {
+        self.report(StmtError::FloatIntoIntLiteralVar {
             name: n.to_string(),
             op: op.symbol(),
             holds: lt,
@@ -317,7 +317,7 @@ impl Cx<'_> {
             None => Some(const_i32(1, end.span)),
         };
         if let Some(0) = st.as_ref().and_then(super::consts::const_int) {
-            self.report(CheckError::ZeroStep {
+            self.report(StmtError::ZeroStep {
                 span: step.map_or(end.span, |x| x.span),
             });
         }
@@ -336,7 +336,7 @@ impl Cx<'_> {
         self.pop_scope();
         let unroll = match (unroll, own_exit(&body)) {
             (Some(Some(n)), Some(span)) if n > 1 => {
-                self.report(CheckError::UnrollLeft { span });
+                self.report(StmtError::UnrollLeft { span });
                 None
             }
             _ => unroll,
@@ -381,11 +381,11 @@ impl Cx<'_> {
             return Some(None);
         };
         if !(1..=MAX_UNROLL).contains(&n) {
-            self.report(CheckError::UnrollRange { factor: n, span });
+            self.report(StmtError::UnrollRange { factor: n, span });
             return None;
         }
         if n > 1 && step.and_then(super::consts::const_int).is_none() {
-            self.report(CheckError::UnrollStep {
+            self.report(StmtError::UnrollStep {
                 span,
                 step: step_span,
             });
@@ -404,7 +404,7 @@ impl Cx<'_> {
             }
         }
         self.expr(e, None)?;
-        self.report(CheckError::UselessExpr { span: e.span });
+        self.report(StmtError::UselessExpr { span: e.span });
         None
     }
 
@@ -419,14 +419,14 @@ impl Cx<'_> {
             return None;
         }
         let ExprKind::Index { base, subs } = &args[0].kind else {
-            self.report(CheckError::StoreNotSubscript { span: args[0].span });
+            self.report(StmtError::StoreNotSubscript { span: args[0].span });
             return None;
         };
         let mem = self.memory(base)?;
         let Some(super::subscripts::Shape::Run { index, axis, len }) =
             self.shape(&mem, subs, args[0].span)
         else {
-            self.report(CheckError::StoreNotRun { span: args[0].span });
+            self.report(StmtError::StoreNotRun { span: args[0].span });
             return None;
         };
         self.mark_written(mem.memory);
@@ -434,7 +434,7 @@ impl Cx<'_> {
         let v = self.expr_of(&args[2], mem.elem, "the stored value");
         let (i, v) = (i?, v?);
         if let Some(c) = super::consts::const_int(&i).filter(|&c| c < 0 || c >= i128::from(len)) {
-            self.report(CheckError::StoreIndexRange {
+            self.report(StmtError::StoreIndexRange {
                 index: c,
                 len,
                 span: args[1].span,

@@ -6,7 +6,7 @@
 
 use super::consts::const_int;
 use super::cx::{const_i32, elem_of, mk, Binding, Cx, Ex};
-use super::error::CheckError;
+use super::error::SubscriptError;
 use crate::ast::{self, ExprKind, ScalarTy, Span, Subscript};
 use crate::hir::{self, DimRef, LocalKind, Memory, ParamKind, Ty};
 
@@ -82,7 +82,7 @@ impl Cx<'_> {
     }
 
     fn not_subscriptable(&mut self, span: Span) -> Option<Mem> {
-        self.report(CheckError::NotSubscriptable { span });
+        self.report(SubscriptError::NotSubscriptable { span });
         None
     }
 
@@ -97,7 +97,7 @@ impl Cx<'_> {
     /// Check and classify a subscript list against `mem`.
     pub fn shape(&mut self, mem: &Mem, subs: &[Subscript], span: Span) -> Option<Shape> {
         if subs.len() != mem.dims.len() {
-            self.report(CheckError::SubscriptCount {
+            self.report(SubscriptError::SubscriptCount {
                 name: mem.name.clone(),
                 dims: mem.dims.len(),
                 found: subs.len(),
@@ -167,7 +167,7 @@ impl Cx<'_> {
                 Some(v as u32)
             }
             Some(v) => {
-                self.report(CheckError::SpanLenRange {
+                self.report(SubscriptError::SpanLenRange {
                     what: what.to_string(),
                     value: v,
                     span: len.span,
@@ -175,7 +175,7 @@ impl Cx<'_> {
                 None
             }
             None => {
-                self.report(CheckError::SpanLenNotConstant {
+                self.report(SubscriptError::SpanLenNotConstant {
                     what: what.to_string(),
                     text: self.text(len.span).to_string(),
                     span: len.span,
@@ -192,7 +192,7 @@ impl Cx<'_> {
         for (axis, s) in subs.iter().enumerate() {
             let (start, len) = match s {
                 Subscript::Point(e) => {
-                    self.report(CheckError::TilePoint { span: e.span });
+                    self.report(SubscriptError::TilePoint { span: e.span });
                     ok = false;
                     continue;
                 }
@@ -218,7 +218,7 @@ impl Cx<'_> {
         match mem.dims.get(axis).copied().flatten() {
             Some(v) if v > 0 && v <= i64::from(u32::MAX) => Some(v as u32),
             _ => {
-                self.report(CheckError::FullDimUnknown {
+                self.report(SubscriptError::FullDimUnknown {
                     axis,
                     name: mem.name.clone(),
                     span,
@@ -254,7 +254,7 @@ impl Cx<'_> {
                 span,
             )),
             Shape::Tile { .. } => {
-                self.report(CheckError::TileAsValue { span });
+                self.report(SubscriptError::TileAsValue { span });
                 None
             }
         }
@@ -283,11 +283,11 @@ impl Cx<'_> {
         }
         let mem = self.memory(base)?;
         let Memory::Tensor(src) = mem.memory else {
-            self.report(CheckError::TileCopyFromTile { span: base.span });
+            self.report(SubscriptError::TileCopyFromTile { span: base.span });
             return None;
         };
         if subs.len() != mem.dims.len() {
-            self.report(CheckError::SubscriptCount {
+            self.report(SubscriptError::SubscriptCount {
                 name: mem.name.clone(),
                 dims: mem.dims.len(),
                 found: subs.len(),
@@ -403,7 +403,7 @@ impl Cx<'_> {
         let same_elem = elem_of(v.ty) == Some(mem.elem);
         match (v.ty, target_ty) {
             (Ty::Run { len, .. }, Ty::Scalar(_)) if same_elem => {
-                self.report(CheckError::StoreRunIntoElement {
+                self.report(SubscriptError::StoreRunIntoElement {
                     len,
                     name: mem.name.clone(),
                     elem: mem.elem,
@@ -412,7 +412,7 @@ impl Cx<'_> {
                 return None;
             }
             (Ty::Run { len, .. }, Ty::Run { len: want, .. }) if same_elem => {
-                self.report(CheckError::StoreRunLength {
+                self.report(SubscriptError::StoreRunLength {
                     len,
                     want,
                     value: value.span,
@@ -422,7 +422,7 @@ impl Cx<'_> {
             }
             _ => {}
         }
-        self.report(CheckError::StoreType {
+        self.report(SubscriptError::StoreType {
             value: v.ty,
             name: mem.name.clone(),
             holds: target_ty,
@@ -447,12 +447,12 @@ impl Cx<'_> {
                 return None;
             }
             _ => {
-                self.report(CheckError::TileStoreNotTile { span: value.span });
+                self.report(SubscriptError::TileStoreNotTile { span: value.span });
                 return None;
             }
         };
         let Memory::Tensor(dst) = mem.memory else {
-            self.report(CheckError::TileStoreIntoTile { span: value.span });
+            self.report(SubscriptError::TileStoreIntoTile { span: value.span });
             return None;
         };
         if let LocalKind::Tile {
@@ -461,7 +461,7 @@ impl Cx<'_> {
         } = &self.locals[tile.0 as usize].kind
         {
             if tshape.as_slice() != shape || *elem != mem.elem {
-                self.report(CheckError::TileStoreMismatch {
+                self.report(SubscriptError::TileStoreMismatch {
                     tile: (tshape.clone(), *elem),
                     target: (shape.to_vec(), mem.elem),
                     span: value.span,

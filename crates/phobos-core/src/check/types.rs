@@ -7,7 +7,7 @@ use super::consts::{fits, fold_binary, undefined_binary};
 use super::cx::{
     const_i32, elem_of, mk, Binding, Cx, Ex, INLINE_BUDGET, MAX_EXPR_DEPTH, MAX_EXPR_NODES,
 };
-use super::error::CheckError;
+use super::error::{FnError, HeaderError, TypeError};
 use crate::ast::{self, BinOp, CtxField, ExprKind, ScalarTy, Span, UnOp};
 use crate::hir::{self, ConstVal, Ty};
 
@@ -87,12 +87,12 @@ impl Cx<'_> {
                 // Talk about fns only when one was inlined.
                 let inlined = self.inline_budget < INLINE_BUDGET;
                 let d = if too_deep {
-                    CheckError::ExprTooDeep {
+                    TypeError::ExprTooDeep {
                         inlined,
                         span: e.span,
                     }
                 } else {
-                    CheckError::TooManyExprs {
+                    TypeError::TooManyExprs {
                         inlined,
                         span: e.span,
                     }
@@ -138,7 +138,7 @@ impl Cx<'_> {
         if x.ty == Ty::Scalar(t) {
             return Some(x);
         }
-        self.report(CheckError::ExprType {
+        self.report(TypeError::ExprType {
             what: what.to_string(),
             want: t,
             found: x.ty,
@@ -153,7 +153,7 @@ impl Cx<'_> {
         match x.ty {
             Ty::Scalar(_) => Some(x),
             t => {
-                self.report(CheckError::RunNotScalar {
+                self.report(TypeError::RunNotScalar {
                     found: t,
                     span: e.span,
                 });
@@ -169,7 +169,7 @@ impl Cx<'_> {
             _ => ScalarTy::I32,
         };
         if !fits(v, t) {
-            self.report(CheckError::IntLiteralRange {
+            self.report(TypeError::IntLiteralRange {
                 value: v,
                 ty: t,
                 span,
@@ -187,7 +187,7 @@ impl Cx<'_> {
         let t = match want {
             Some(t) if t.is_float() => t,
             Some(t) if t.is_int() => {
-                self.report(CheckError::FloatLiteralForInt { ty: t, span });
+                self.report(TypeError::FloatLiteralForInt { ty: t, span });
                 return None;
             }
             _ => ScalarTy::F32,
@@ -196,7 +196,7 @@ impl Cx<'_> {
         // for f64 also lexes as infinity, and that one does not fit.
         let named = v.is_nan() || (v.is_infinite() && self.text(span).trim() == "inf");
         if let Some(largest) = float_overflows(v, t).filter(|_| !named) {
-            self.report(CheckError::FloatLiteralRange {
+            self.report(TypeError::FloatLiteralRange {
                 text: self.text(span).trim().to_string(),
                 ty: t,
                 largest,
@@ -227,7 +227,7 @@ impl Cx<'_> {
                         self.locals[id.0 as usize].kind,
                         hir::LocalKind::Array { .. }
                     );
-                    self.report(CheckError::LocalNotValue {
+                    self.report(TypeError::LocalNotValue {
                         name: n.to_string(),
                         array,
                         span,
@@ -240,7 +240,7 @@ impl Cx<'_> {
                     Some(mk(hir::ExprKind::Param(id), Ty::Scalar(t), span))
                 }
                 hir::ParamKind::Tensor { .. } => {
-                    self.report(CheckError::TensorNotValue {
+                    self.report(TypeError::TensorNotValue {
                         name: n.to_string(),
                         span,
                     });
@@ -258,23 +258,14 @@ impl Cx<'_> {
     }
 
     fn unknown_name(&mut self, n: &str, span: Span) -> Ex {
-        let d = if self.fns.items.contains_key(n) {
-            CheckError::FnAsValue {
-                name: n.to_string(),
-                span,
-            }
+        let name = n.to_string();
+        if self.fns.items.contains_key(n) {
+            self.report(FnError::FnAsValue { name, span });
         } else if self.grid_mode {
-            CheckError::GridName {
-                name: n.to_string(),
-                span,
-            }
+            self.report(TypeError::GridName { name, span });
         } else {
-            CheckError::UnknownName {
-                name: n.to_string(),
-                span,
-            }
-        };
-        self.report(d);
+            self.report(TypeError::UnknownName { name, span });
+        }
         None
     }
 
@@ -290,7 +281,7 @@ impl Cx<'_> {
             return Some(const_i32(v, span));
         }
         if self.grid_mode {
-            self.report(CheckError::GridCtx { span });
+            self.report(TypeError::GridCtx { span });
             return None;
         }
         Some(mk(hir::ExprKind::Ctx(f), Ty::Scalar(ScalarTy::I32), span))
@@ -308,7 +299,7 @@ impl Cx<'_> {
         };
         if !ok {
             let sym = if op == UnOp::Neg { "-" } else { "!" };
-            self.report(CheckError::UnaryType {
+            self.report(TypeError::UnaryType {
                 op: sym,
                 found: inner.ty,
                 span: x.span,
@@ -367,7 +358,7 @@ impl Cx<'_> {
             return Some(folded);
         }
         if let Some(why) = undefined_binary(op, &x, &y, ty) {
-            self.report(CheckError::UndefinedConstant {
+            self.report(HeaderError::UndefinedConstant {
                 text: self.text(span).to_string(),
                 why,
                 span,
@@ -402,7 +393,7 @@ impl Cx<'_> {
         let (ex, ey) = (elem_of(x.ty)?, elem_of(y.ty)?);
         let run_len = match (x.ty, y.ty) {
             (Ty::Run { len: l1, .. }, Ty::Run { len: l2, .. }) if l1 != l2 => {
-                self.report(CheckError::RunLengths {
+                self.report(TypeError::RunLengths {
                     left: l1,
                     right: l2,
                     span: x.span,
@@ -414,7 +405,7 @@ impl Cx<'_> {
             _ => None,
         };
         if ex != ey {
-            self.report(CheckError::OperandTypes {
+            self.report(TypeError::OperandTypes {
                 left: ex,
                 op: op.symbol(),
                 right: ey,
@@ -434,7 +425,7 @@ impl Cx<'_> {
             ex == ScalarTy::Bool
         };
         if !ok {
-            self.report(CheckError::BinaryType {
+            self.report(TypeError::BinaryType {
                 op: op.symbol(),
                 ty: ex,
                 span,

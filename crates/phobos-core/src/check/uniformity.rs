@@ -30,7 +30,7 @@
 //! condition early in it, the pass first raises every local's level to a
 //! fixpoint, then walks the kernel once more to report.
 
-use super::error::{CheckError, Control, Origin, VaryingCause};
+use super::error::{Control, Origin, UniformityError, VaryingCause};
 use crate::ast::{BinOp, CtxField, Span};
 use crate::diag::Diagnostic;
 use crate::hir::ConstVal;
@@ -386,7 +386,7 @@ impl Uni<'_> {
                 self.in_epilogue = false;
                 if self.report && level > Level::Uniform {
                     self.diags.push(
-                        CheckError::EpilogueVarying {
+                        UniformityError::EpilogueVarying {
                             between: level.between(),
                             span: value.span,
                         }
@@ -519,7 +519,7 @@ impl Uni<'_> {
         if let Some(c) = self.first_ctrl_above(Level::Uniform) {
             let cause = self.cause_of(c);
             self.diags.push(
-                CheckError::TileVarying {
+                UniformityError::TileVarying {
                     what: what.to_string(),
                     span,
                     cause,
@@ -531,7 +531,7 @@ impl Uni<'_> {
                 .iter()
                 .find(|e| self.expr_level_quiet(e) > Level::Uniform);
             self.diags.push(
-                CheckError::TileStartVarying {
+                UniformityError::TileStartVarying {
                     what: what.to_string(),
                     between: start_level.between(),
                     span: bad.map_or(span, |e| e.span),
@@ -638,7 +638,7 @@ impl Uni<'_> {
                     if self.report {
                         let name = op.symbol();
                         self.diags.push(
-                            CheckError::CtaCollectiveGuarded {
+                            UniformityError::CtaCollectiveGuarded {
                                 op: name,
                                 span,
                                 left: a.span,
@@ -830,9 +830,9 @@ impl Uni<'_> {
         };
         let (what, cause) = (what.to_string(), self.cause_of(c));
         let e = if allowed == Level::Uniform {
-            CheckError::CtaCollectiveVarying { what, span, cause }
+            UniformityError::CtaCollectiveVarying { what, span, cause }
         } else {
-            CheckError::LaneCollectiveVarying {
+            UniformityError::LaneCollectiveVarying {
                 what,
                 span,
                 cause,
