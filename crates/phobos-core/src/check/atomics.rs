@@ -15,6 +15,7 @@
 
 use super::cx::Cx;
 use super::error::AtomicError;
+use super::stmts::LetDecl;
 use super::subscripts::Shape;
 use crate::ast::{self, ExprKind, Ident, ScalarTy, Span};
 use crate::hir::{self, AtomicOp, LocalId, LocalKind};
@@ -68,32 +69,26 @@ impl Cx<'_> {
 
     /// `let old = atomic_add(...)` (or `var`): declares `name` with the
     /// element's type, which a written type must equal.
-    pub fn atomic_let(
-        &mut self,
-        mutable: bool,
-        name: &ast::Ident,
-        ty: Option<(ScalarTy, Span)>,
-        init: &ast::Expr,
-    ) -> Option<hir::StmtKind> {
-        let (callee, args) = atomic_call(init)?;
-        if callee.name == "fence" {
-            self.fence_as_value(init.span);
-            return None;
-        }
-        let p = self.atomic_parts(callee, args, init.span)?;
-        if let Some((want, tspan)) = ty.filter(|(t, _)| *t != p.elem) {
+    pub fn atomic_let(&mut self, l: LetDecl) -> Option<hir::StmtKind> {
+        let p = self.atomic_value(l.init)?;
+        if let Some((want, tspan)) = l.ty.filter(|(t, _)| *t != p.elem) {
             self.report(AtomicError::AtomicResultDeclared {
-                name: name.name.clone(),
+                name: l.name.name.clone(),
                 declared: want,
                 op: p.op,
                 elem: p.elem,
-                span: init.span,
+                span: l.init.span,
                 decl: tspan,
             });
             return None;
         }
-        let local = self.new_local(&name.name, name.span, mutable, LocalKind::Scalar(p.elem));
-        self.bind(&name.name, super::cx::Binding::Local(local));
+        let local = self.new_local(
+            &l.name.name,
+            l.name.span,
+            l.mutable,
+            LocalKind::Scalar(p.elem),
+        );
+        self.bind(&l.name.name, super::cx::Binding::Local(local));
         Some(atomic_into(p, local))
     }
 
@@ -104,12 +99,7 @@ impl Cx<'_> {
         n: &str,
         value: &ast::Expr,
     ) -> Option<hir::StmtKind> {
-        let (callee, args) = atomic_call(value)?;
-        if callee.name == "fence" {
-            self.fence_as_value(value.span);
-            return None;
-        }
-        let p = self.atomic_parts(callee, args, value.span)?;
+        let p = self.atomic_value(value)?;
         let ty = self.local_ty(local)?;
         if ty != hir::Ty::Scalar(p.elem) {
             self.report(AtomicError::AtomicResultAssigned {
@@ -122,6 +112,18 @@ impl Cx<'_> {
             return None;
         }
         Some(atomic_into(p, local))
+    }
+
+    /// The parts of the atomic call `value` whose old value a `let` or an
+    /// assignment takes; `None` when it is no atomic call, or is `fence()`
+    /// (which has no value) or refused, both reported.
+    fn atomic_value(&mut self, value: &ast::Expr) -> Option<AtomicParts> {
+        let (callee, args) = atomic_call(value)?;
+        if callee.name == "fence" {
+            self.fence_as_value(value.span);
+            return None;
+        }
+        self.atomic_parts(callee, args, value.span)
     }
 
     /// An atomic or `fence()` met inside an expression (P0430).

@@ -3,7 +3,7 @@
 //! checked expression back as a constant (run lengths, widths, `elem`
 //! indices need one).
 
-use super::cx::mk;
+use super::cx::constant;
 use crate::ast::{BinOp, Span};
 use crate::consteval;
 use crate::hir::{self, ConstVal, Ty};
@@ -35,7 +35,7 @@ pub(crate) fn fold_binary(
         return None;
     }
     let v = consteval::exact(op, t, a, b).ok()?;
-    Some(mk(hir::ExprKind::Const(ConstVal::Int(v)), ty, span))
+    Some(constant(ConstVal::Int(v), ty, span))
 }
 
 /// Why `x op y` on integer constants has no defined value, when it has

@@ -213,9 +213,14 @@ pub(crate) fn mk(kind: hir::ExprKind, ty: Ty, span: Span) -> hir::Expr {
     hir::Expr { kind, ty, span }
 }
 
+/// The constant `c` of type `ty`.
+pub(crate) fn constant(c: hir::ConstVal, ty: Ty, span: Span) -> hir::Expr {
+    mk(hir::ExprKind::Const(c), ty, span)
+}
+
 pub(crate) fn const_i32(v: i64, span: Span) -> hir::Expr {
-    mk(
-        hir::ExprKind::Const(hir::ConstVal::Int(v as i128)),
+    constant(
+        hir::ConstVal::Int(v as i128),
         Ty::Scalar(ScalarTy::I32),
         span,
     )

@@ -12,6 +12,7 @@
 use super::consts::const_int;
 use super::cx::{Binding, Cx};
 use super::error::DotError;
+use super::stmts::LetDecl;
 use super::subscripts::Mem;
 use crate::ast::{self, BinOp, ExprKind, ScalarTy, Span};
 use crate::hir::{self, LocalId, LocalKind, Memory};
@@ -20,36 +21,30 @@ use crate::mma::{self, WarpLayout, FRAG_M, FRAG_N, MAX_ACC_REGS};
 impl Cx<'_> {
     /// `var acc = zeros<T>[M, N]`. `None` when `init` is not `zeros`;
     /// `Some(None)` after an error (reported).
-    pub fn acc_let(
-        &mut self,
-        name: &ast::Ident,
-        mutable: bool,
-        ty: Option<(ScalarTy, Span)>,
-        init: &ast::Expr,
-    ) -> Option<Option<hir::StmtKind>> {
+    pub fn acc_let(&mut self, l: LetDecl) -> Option<Option<hir::StmtKind>> {
         let ExprKind::Zeros {
             elem,
             elem_span,
             dims,
-        } = &init.kind
+        } = &l.init.kind
         else {
             return None;
         };
         let fail = |cx: &mut Self, e: DotError| {
             cx.report(e);
-            cx.bind(&name.name, Binding::Poisoned);
+            cx.bind(&l.name.name, Binding::Poisoned);
             Some(None)
         };
-        if !mutable {
+        if !l.mutable {
             return fail(
                 self,
                 DotError::AccWithLet {
-                    name: name.name.clone(),
-                    span: name.span,
+                    name: l.name.name.clone(),
+                    span: l.name.span,
                 },
             );
         }
-        if let Some((_, span)) = ty {
+        if let Some((_, span)) = l.ty {
             return fail(self, DotError::AccTyped { span });
         }
         if !mma::acc_elem_ok(*elem) {
@@ -76,7 +71,7 @@ impl Cx<'_> {
                 self,
                 DotError::AccRank {
                     found: shape.len(),
-                    span: init.span,
+                    span: l.init.span,
                 },
             );
         };
@@ -86,7 +81,7 @@ impl Cx<'_> {
                 DotError::AccNotFragments {
                     rows,
                     cols,
-                    span: init.span,
+                    span: l.init.span,
                 },
             );
         }
@@ -98,7 +93,7 @@ impl Cx<'_> {
                     rows,
                     cols,
                     warps,
-                    span: init.span,
+                    span: l.init.span,
                 },
             );
         };
@@ -113,7 +108,7 @@ impl Cx<'_> {
                     warps,
                     warp_rows: layout.warp_rows(),
                     warp_cols: layout.warp_cols(),
-                    span: init.span,
+                    span: l.init.span,
                 },
             );
         }
@@ -122,8 +117,8 @@ impl Cx<'_> {
             rows,
             cols,
         };
-        let acc = self.new_local(&name.name, name.span, true, kind);
-        self.bind(&name.name, Binding::Local(acc));
+        let acc = self.new_local(&l.name.name, l.name.span, true, kind);
+        self.bind(&l.name.name, Binding::Local(acc));
         Some(Some(hir::StmtKind::AccZero { acc }))
     }
 

@@ -15,9 +15,10 @@
 
 use super::consts::const_int;
 use super::cx::{Binding, Cx};
-use super::error::{ScratchError, SubscriptError};
+use super::error::ScratchError;
+use super::stmts::LetDecl;
 use super::subscripts::{Mem, Shape};
-use crate::ast::{self, ExprKind, ScalarTy, Span};
+use crate::ast::{self, ExprKind, Span};
 use crate::hir::{self, LocalKind, Memory};
 
 /// The largest extent of one axis of a scratch tile (the shared plan
@@ -28,17 +29,11 @@ impl Cx<'_> {
     /// `let`/`var name = shared<T>[dims]`: declares the tile `name`.
     /// `None` when `init` is not a scratch declaration; `Some(false)`
     /// when it is one with an error (reported).
-    pub fn scratch_let(
-        &mut self,
-        name: &ast::Ident,
-        mutable: bool,
-        ty: Option<(ScalarTy, Span)>,
-        init: &ast::Expr,
-    ) -> Option<bool> {
-        let ExprKind::Shared { elem, dims, .. } = &init.kind else {
+    pub fn scratch_let(&mut self, l: LetDecl) -> Option<bool> {
+        let ExprKind::Shared { elem, dims, .. } = &l.init.kind else {
             return None;
         };
-        if let Some((_, span)) = ty {
+        if let Some((_, span)) = l.ty {
             self.report(ScratchError::ScratchTyped { span });
             return Some(false);
         }
@@ -63,12 +58,12 @@ impl Cx<'_> {
             }
         }
         if shape.is_empty() {
-            self.report(ScratchError::ScratchNoExtent { span: init.span });
+            self.report(ScratchError::ScratchNoExtent { span: l.init.span });
             return Some(false);
         }
         let kind = LocalKind::Tile { elem: *elem, shape };
-        let local = self.new_local(&name.name, name.span, mutable, kind);
-        self.bind(&name.name, Binding::Local(local));
+        let local = self.new_local(&l.name.name, l.name.span, l.mutable, kind);
+        self.bind(&l.name.name, Binding::Local(local));
         Some(true)
     }
 
@@ -138,15 +133,7 @@ impl Cx<'_> {
             self.report(ScratchError::FillFromTile { span: base.span });
             return None;
         };
-        if subs.len() != src.dims.len() {
-            self.report(SubscriptError::SubscriptCount {
-                name: src.name.clone(),
-                dims: src.dims.len(),
-                found: subs.len(),
-                span: value.span,
-            });
-            return None;
-        }
+        self.subscript_count(&src, subs, value.span)?;
         let Some(Shape::Tile {
             starts: src_starts,
             shape: src_shape,

@@ -9,6 +9,19 @@ use crate::hir::{self, LocalKind, Ty};
 /// The largest factor `unroll N` accepts.
 pub(crate) const MAX_UNROLL: u64 = 32;
 
+/// A `let` or `var` statement's parts, as each pass that may declare its
+/// local (an atomic's old value, an accumulator, a scratch tile, a plain
+/// value) takes them.
+#[derive(Clone, Copy)]
+pub(super) struct LetDecl<'a> {
+    /// `var`, not `let`.
+    pub mutable: bool,
+    pub name: &'a ast::Ident,
+    /// The written scalar type, and where it is written.
+    pub ty: Option<(ScalarTy, Span)>,
+    pub init: &'a ast::Expr,
+}
+
 impl Cx<'_> {
     pub fn block(&mut self, b: &ast::Block) -> hir::Block {
         self.push_scope();
@@ -27,7 +40,12 @@ impl Cx<'_> {
                 name,
                 ty,
                 init,
-            } => self.let_stmt(*mutable, name, *ty, init),
+            } => self.let_stmt(LetDecl {
+                mutable: *mutable,
+                name,
+                ty: *ty,
+                init,
+            }),
             StmtKind::ArrayDecl(a) => self.array_decl(a),
             StmtKind::Assign { target, op, value } => self.assign(target, *op, value, s.span),
             StmtKind::If { cond, then, els } => {
@@ -71,73 +89,67 @@ impl Cx<'_> {
         Some(hir::Stmt { kind, span: s.span })
     }
 
-    fn let_stmt(
-        &mut self,
-        mutable: bool,
-        name: &ast::Ident,
-        ty: Option<(ScalarTy, Span)>,
-        init: &ast::Expr,
-    ) -> Option<hir::StmtKind> {
-        if super::atomics::atomic_call(init).is_some() {
-            let atomic = self.atomic_let(mutable, name, ty, init);
+    fn let_stmt(&mut self, l: LetDecl) -> Option<hir::StmtKind> {
+        if super::atomics::atomic_call(l.init).is_some() {
+            let atomic = self.atomic_let(l);
             if atomic.is_none() {
-                self.poison(name);
+                self.poison(l.name);
             }
             return atomic;
         }
-        if let Some(acc) = self.acc_let(name, mutable, ty, init) {
+        if let Some(acc) = self.acc_let(l) {
             return acc;
         }
-        if let Some(ok) = self.scratch_let(name, mutable, ty, init) {
+        if let Some(ok) = self.scratch_let(l) {
             if !ok {
-                self.poison(name);
+                self.poison(l.name);
             }
             // The declaration itself runs nothing.
             return None;
         }
-        if let Some(tile) = self.tile_copy(name, mutable, init) {
+        if let Some(tile) = self.tile_copy(l.name, l.mutable, l.init) {
             if let Some(copy) = tile {
-                if let Some((_, span)) = ty {
+                if let Some((_, span)) = l.ty {
                     self.report(StmtError::TileCopyTyped { span });
                 }
                 return Some(copy);
             }
         } else {
-            self.poison(name);
+            self.poison(l.name);
             return None;
         }
-        let x = self.expr(init, ty.map(|t| t.0));
+        let x = self.expr(l.init, l.ty.map(|t| t.0));
         let Some(x) = x else {
-            self.poison(name);
+            self.poison(l.name);
             return None;
         };
-        let t = match (x.ty, ty) {
+        let t = match (x.ty, l.ty) {
             (Ty::Scalar(t), None) => t,
             (Ty::Scalar(t), Some((want, _))) if t == want => t,
             (found, Some((want, span))) if matches!(found, Ty::Scalar(_)) => {
                 self.report(StmtError::DeclaredType {
-                    name: name.name.clone(),
+                    name: l.name.name.clone(),
                     declared: want,
                     found,
-                    span: init.span,
+                    span: l.init.span,
                     decl: span,
                 });
-                self.poison(name);
+                self.poison(l.name);
                 return None;
             }
             (found, _) => {
                 self.report(StmtError::RunInVariable {
                     found,
-                    span: init.span,
+                    span: l.init.span,
                 });
-                self.poison(name);
+                self.poison(l.name);
                 return None;
             }
         };
-        let local = self.new_local(&name.name, name.span, mutable, LocalKind::Scalar(t));
-        self.bind(&name.name, Binding::Local(local));
-        if let (true, None, ExprKind::Int(v)) = (mutable, ty, &init.kind) {
-            self.int_literal_vars.push((local, init.span, *v));
+        let local = self.new_local(&l.name.name, l.name.span, l.mutable, LocalKind::Scalar(t));
+        self.bind(&l.name.name, Binding::Local(local));
+        if let (true, None, ExprKind::Int(v)) = (l.mutable, l.ty, &l.init.kind) {
+            self.int_literal_vars.push((local, l.init.span, *v));
         }
         Some(hir::StmtKind::Let { local, init: x })
     }

@@ -94,17 +94,24 @@ impl Cx<'_> {
         }
     }
 
+    /// `Some` when `subs` has one subscript per dim of `mem`, else `None`
+    /// after reporting P0500 at `span`.
+    pub fn subscript_count(&mut self, mem: &Mem, subs: &[Subscript], span: Span) -> Option<()> {
+        if subs.len() == mem.dims.len() {
+            return Some(());
+        }
+        self.report(SubscriptError::SubscriptCount {
+            name: mem.name.clone(),
+            dims: mem.dims.len(),
+            found: subs.len(),
+            span,
+        });
+        None
+    }
+
     /// Check and classify a subscript list against `mem`.
     pub fn shape(&mut self, mem: &Mem, subs: &[Subscript], span: Span) -> Option<Shape> {
-        if subs.len() != mem.dims.len() {
-            self.report(SubscriptError::SubscriptCount {
-                name: mem.name.clone(),
-                dims: mem.dims.len(),
-                found: subs.len(),
-                span,
-            });
-            return None;
-        }
+        self.subscript_count(mem, subs, span)?;
         if let Memory::Array(_) = mem.memory {
             return self.array_shape(mem, subs);
         }
@@ -286,15 +293,7 @@ impl Cx<'_> {
             self.report(SubscriptError::TileCopyFromTile { span: base.span });
             return None;
         };
-        if subs.len() != mem.dims.len() {
-            self.report(SubscriptError::SubscriptCount {
-                name: mem.name.clone(),
-                dims: mem.dims.len(),
-                found: subs.len(),
-                span: init.span,
-            });
-            return None;
-        }
+        self.subscript_count(&mem, subs, init.span)?;
         let Shape::Tile { starts, shape } = self.tile_shape(&mem, subs)? else {
             return None;
         };

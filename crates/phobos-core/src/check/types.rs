@@ -5,7 +5,8 @@
 
 use super::consts::{fits, fold_binary, undefined_binary};
 use super::cx::{
-    const_i32, elem_of, mk, Binding, Cx, Ex, INLINE_BUDGET, MAX_EXPR_DEPTH, MAX_EXPR_NODES,
+    const_i32, constant, elem_of, mk, Binding, Cx, Ex, INLINE_BUDGET, MAX_EXPR_DEPTH,
+    MAX_EXPR_NODES,
 };
 use super::error::{FnError, HeaderError, TypeError};
 use crate::ast::{self, BinOp, CtxField, ExprKind, ScalarTy, Span, UnOp};
@@ -112,8 +113,8 @@ impl Cx<'_> {
         match &e.kind {
             ExprKind::Int(v) => self.int_literal(*v as i128, want, e.span),
             ExprKind::Float(v) => self.float_literal(*v, want, e.span),
-            ExprKind::Bool(b) => Some(mk(
-                hir::ExprKind::Const(ConstVal::Bool(*b)),
+            ExprKind::Bool(b) => Some(constant(
+                ConstVal::Bool(*b),
                 Ty::Scalar(ScalarTy::Bool),
                 e.span,
             )),
@@ -176,11 +177,7 @@ impl Cx<'_> {
             });
             return None;
         }
-        Some(mk(
-            hir::ExprKind::Const(ConstVal::Int(v)),
-            Ty::Scalar(t),
-            span,
-        ))
+        Some(constant(ConstVal::Int(v), Ty::Scalar(t), span))
     }
 
     fn float_literal(&mut self, v: f64, want: Option<ScalarTy>, span: Span) -> Ex {
@@ -204,11 +201,7 @@ impl Cx<'_> {
             });
             return None;
         }
-        Some(mk(
-            hir::ExprKind::Const(ConstVal::Float(v)),
-            Ty::Scalar(t),
-            span,
-        ))
+        Some(constant(ConstVal::Float(v), Ty::Scalar(t), span))
     }
 
     fn name(&mut self, n: &str, span: Span, want: Option<ScalarTy>) -> Ex {
@@ -307,11 +300,7 @@ impl Cx<'_> {
             return None;
         }
         if let (UnOp::Neg, hir::ExprKind::Const(ConstVal::Float(v))) = (op, &inner.kind) {
-            return Some(mk(
-                hir::ExprKind::Const(ConstVal::Float(-v)),
-                inner.ty,
-                span,
-            ));
+            return Some(constant(ConstVal::Float(-v), inner.ty, span));
         }
         let ty = inner.ty;
         Some(mk(hir::ExprKind::Unary(op, Box::new(inner)), ty, span))
