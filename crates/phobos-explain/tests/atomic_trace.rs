@@ -3,8 +3,8 @@
 //! outlines them in dashed purple), and the readout says "updates
 //! atomically".
 
-use phobos_explain::{Input, Request};
-use serde_json::Value;
+#[path = "support/kernels.rs"]
+mod kernels;
 
 const HISTOGRAM: &str = "@launch(64)
 kernel hist(X: tensor<u8>[N], H: tensor<u32>[64]) {
@@ -19,19 +19,15 @@ kernel hist(X: tensor<u8>[N], H: tensor<u32>[64]) {
 
 #[test]
 fn atomics_are_marked_on_the_boxes_and_bytes_they_touch() {
-    let mut req = Request::new(
-        HISTOGRAM.into(),
-        "hist.pho".into(),
-        "hist".into(),
+    let req = kernels::request(
+        HISTOGRAM,
+        "hist",
         75,
         Some([1, 1, 1]),
+        &[("X", &[300]), ("H", &[64])],
     );
-    req.inputs = vec![
-        ("X".into(), Input::Random { shape: vec![300] }),
-        ("H".into(), Input::Random { shape: vec![64] }),
-    ];
     let trace = phobos_explain::trace(&req).expect("explain runs");
-    let v: Value = serde_json::from_str(&phobos_explain::to_json(&trace)).expect("JSON");
+    let v = kernels::json(&trace);
     let picked = v["picked"].as_u64().expect("picked") as usize;
     let steps = v["ctas"][picked]["steps"].as_array().expect("steps");
     let kinds = |field: &str| -> Vec<String> {

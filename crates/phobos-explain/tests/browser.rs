@@ -14,7 +14,6 @@ mod cdp;
 mod kernels;
 
 use kernels::trace;
-use phobos_explain::Input;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -40,12 +39,6 @@ fn browser() -> Option<cdp::Browser> {
             eprintln!("skipping the browser test: no chromium on PATH (install Debian's `chromium` package, or set PHOBOS_CHROMIUM)");
             None
         }
-    }
-}
-
-fn shape(dims: &[u64]) -> Input {
-    Input::Random {
-        shape: dims.to_vec(),
     }
 }
 
@@ -102,6 +95,18 @@ fn problems(b: &mut cdp::Browser, page_url: &str) -> Vec<String> {
     out
 }
 
+/// Writes page `html` to `file` in the artifacts folder and opens it,
+/// asserting that it loaded without problems; returns its URL and the time
+/// it took to open.
+fn show(b: &mut cdp::Browser, file: &str, html: &str) -> (String, Duration) {
+    let page = artifacts().join(file);
+    std::fs::write(&page, html).expect("write the page");
+    let url = format!("file://{}", page.display());
+    let took = open(b, &page);
+    assert_eq!(problems(b, &url), Vec::<String>::new());
+    (url, took)
+}
+
 fn step(b: &mut cdp::Browser) -> i64 {
     let v = b
         .eval("Number(document.body.dataset.step)")
@@ -126,18 +131,14 @@ fn the_page_steps_through_staged_matvec_in_chromium() {
         kernels::STAGED_MATVEC,
         "staged_matvec",
         2,
-        vec![
-            ("W", shape(&[8, 256])),
-            ("x", shape(&[1, 256])),
-            ("y", shape(&[1, 8])),
-        ],
+        &[("W", &[8, 256]), ("x", &[1, 256]), ("y", &[1, 8])],
     );
     let dir = artifacts();
-    let page = dir.join("staged_matvec.html");
-    std::fs::write(&page, phobos_explain::html::render(&t)).expect("write the page");
-    let url = format!("file://{}", page.display());
-    open(&mut b, &page);
-    assert_eq!(problems(&mut b, &url), Vec::<String>::new());
+    let (url, _) = show(
+        &mut b,
+        "staged_matvec.html",
+        &phobos_explain::html::render(&t),
+    );
 
     let n = t.picked_cta().steps.len() as i64;
     let label = b
@@ -248,23 +249,15 @@ fn a_4096_square_tensor_makes_a_small_page_that_opens_fast() {
         kernels::LANES_MATVEC,
         "lanes_matvec",
         2,
-        vec![
-            ("W", shape(&[4096, 4096])),
-            ("x", shape(&[1, 4096])),
-            ("y", shape(&[1, 4096])),
-        ],
+        &[("W", &[4096, 4096]), ("x", &[1, 4096]), ("y", &[1, 4096])],
     );
-    let page = artifacts().join("lanes_matvec_4096.html");
     let html = phobos_explain::html::render(&t);
     assert!(html.len() < 3_000_000, "the page is {} bytes", html.len());
-    std::fs::write(&page, &html).expect("write the page");
-    let url = format!("file://{}", page.display());
-    let took = open(&mut b, &page);
+    let (_, took) = show(&mut b, "lanes_matvec_4096.html", &html);
     assert!(
         took < Duration::from_secs(2),
         "the page took {took:?} to open"
     );
-    assert_eq!(problems(&mut b, &url), Vec::<String>::new());
     // Stepping a large page stays quick: walk to the end.
     let last = t.picked_cta().steps.len() as i64 - 1;
     key(&mut b, "End", 35);
@@ -275,11 +268,7 @@ fn a_4096_square_tensor_makes_a_small_page_that_opens_fast() {
 #[test]
 fn the_heat_column_shows_the_profile_counters_of_each_line() {
     let Some(mut b) = browser() else { return };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/in/tile_transpose.pho"
-    ))
-    .expect("the corpus kernel is there");
+    let src = kernels::corpus_src("tile_transpose");
     // One 32 x 32 tile: the line that stores t[j, i] to B makes 32 warp
     // stores of 128 contiguous bytes (4 sectors each) and 32 shared reads
     // down a column of the tile (32 wavefronts each, 31 of them conflicts),
@@ -288,13 +277,9 @@ fn the_heat_column_shows_the_profile_counters_of_each_line() {
         &src,
         "tile_transpose",
         1,
-        vec![("A", shape(&[32, 32])), ("B", shape(&[32, 32]))],
+        &[("A", &[32, 32]), ("B", &[32, 32])],
     );
-    let line = src
-        .lines()
-        .position(|l| l.contains("= t[j, i]"))
-        .expect("the store line") as u32
-        + 1;
+    let line = kernels::line_of(&src, "= t[j, i]") as u32;
     let h = t
         .heat
         .iter()
@@ -307,11 +292,11 @@ fn the_heat_column_shows_the_profile_counters_of_each_line() {
     );
     assert_eq!(h.active_lanes_avg, Some(32.0));
 
-    let page = artifacts().join("tile_transpose_heat.html");
-    std::fs::write(&page, phobos_explain::html::render(&t)).expect("write the page");
-    let url = format!("file://{}", page.display());
-    open(&mut b, &page);
-    assert_eq!(problems(&mut b, &url), Vec::<String>::new());
+    show(
+        &mut b,
+        "tile_transpose_heat.html",
+        &phobos_explain::html::render(&t),
+    );
     let cells = |b: &mut cdp::Browser, n: u32| {
         b.eval(&format!(
             "[...document.querySelectorAll('#source-pre .ln[data-n=\"{n}\"] .heat .hc')].map(c => c.textContent)"
@@ -347,23 +332,19 @@ fn the_heat_column_shows_the_profile_counters_of_each_line() {
 #[test]
 fn the_padding_of_a_scratch_tile_is_hatched_on_the_ruler() {
     let Some(mut b) = browser() else { return };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/in/scratch_transpose.pho"
-    ))
-    .expect("the corpus kernel is there");
+    let src = kernels::corpus_src("scratch_transpose");
     let t = trace(
         &src,
         "scratch_transpose",
         1,
-        vec![("A", shape(&[45, 70])), ("B", shape(&[70, 45]))],
+        &[("A", &[45, 70]), ("B", &[70, 45])],
     );
     let dir = artifacts();
-    let page = dir.join("scratch_transpose.html");
-    std::fs::write(&page, phobos_explain::html::render(&t)).expect("write the page");
-    let url = format!("file://{}", page.display());
-    open(&mut b, &page);
-    assert_eq!(problems(&mut b, &url), Vec::<String>::new());
+    show(
+        &mut b,
+        "scratch_transpose.html",
+        &phobos_explain::html::render(&t),
+    );
     // One hatched stripe per row of `shared<f32>[32, 33]`: the 4 bytes of
     // column 32 at the end of each 132-byte row.
     let stripes = b
@@ -412,26 +393,14 @@ fn the_padding_of_a_scratch_tile_is_hatched_on_the_ruler() {
 #[test]
 fn the_accumulator_panel_lights_each_warps_part_at_the_dot() {
     let Some(mut b) = browser() else { return };
-    let src = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/in/mma_gemm_f16.pho"
-    ))
-    .expect("the corpus kernel is there");
+    let src = kernels::corpus_src("mma_gemm_f16");
     let t = trace(
         &src,
         "mma_gemm_f16",
         1,
-        vec![
-            ("A", shape(&[64, 32])),
-            ("W", shape(&[64, 32])),
-            ("C", shape(&[64, 64])),
-        ],
+        &[("A", &[64, 32]), ("W", &[64, 32]), ("C", &[64, 64])],
     );
-    let dot_line = src
-        .lines()
-        .position(|l| l.contains("dot(a, trans(w))"))
-        .expect("the dot line") as u32
-        + 1;
+    let dot_line = kernels::line_of(&src, "dot(a, trans(w))") as u32;
     let steps = &t.picked_cta().steps;
     let dot_step = steps
         .iter()
@@ -442,11 +411,11 @@ fn the_accumulator_panel_lights_each_warps_part_at_the_dot() {
         .position(|s| t.accumulator_at(s.line).is_none())
         .expect("a step that does not touch the accumulator");
 
-    let page = artifacts().join("mma_gemm_f16.html");
-    std::fs::write(&page, phobos_explain::html::render(&t)).expect("write the page");
-    let url = format!("file://{}", page.display());
-    open(&mut b, &page);
-    assert_eq!(problems(&mut b, &url), Vec::<String>::new());
+    show(
+        &mut b,
+        "mma_gemm_f16.html",
+        &phobos_explain::html::render(&t),
+    );
     let shown = b
         .eval("[!document.getElementById('accumulators').hidden, document.querySelectorAll('#acc-views .warp-tile').length, document.querySelector('#acc-views .name').textContent]")
         .expect("the panel");

@@ -2,34 +2,18 @@
 //! marks the bytes of a padded tile that no access reaches, the page and
 //! the text say how many, and no recorded shared access ever touches them.
 
-use phobos_explain::{Input, Request, Trace};
-use serde_json::Value;
+#[path = "support/kernels.rs"]
+mod kernels;
+
+use phobos_explain::Trace;
 
 const TRANSPOSE: &str = include_str!("../../../tests/in/scratch_transpose.pho");
 const FILL: &str = include_str!("../../../tests/in/scratch_fill.pho");
 
+/// The trace of a 45 x 70 transpose by `kernel` of `src` on 3 x 2 CTAs.
 fn trace(src: &str, kernel: &str) -> Trace {
-    let mut req = Request::new(
-        src.into(),
-        format!("{kernel}.pho"),
-        kernel.into(),
-        75,
-        Some([3, 2, 1]),
-    );
-    req.inputs = vec![
-        (
-            "A".into(),
-            Input::Random {
-                shape: vec![45, 70],
-            },
-        ),
-        (
-            "B".into(),
-            Input::Random {
-                shape: vec![70, 45],
-            },
-        ),
-    ];
+    let shapes: &[(&str, &[u64])] = &[("A", &[45, 70]), ("B", &[70, 45])];
+    let req = kernels::request(src, kernel, 75, Some([3, 2, 1]), shapes);
     phobos_explain::trace(&req).unwrap_or_else(|e| panic!("explain {kernel}: {e}"))
 }
 
@@ -37,7 +21,7 @@ fn trace(src: &str, kernel: &str) -> Trace {
 fn the_padding_column_of_a_32_by_33_tile_is_in_the_json() {
     for (src, kernel) in [(TRANSPOSE, "scratch_transpose"), (FILL, "scratch_fill")] {
         let t = trace(src, kernel);
-        let v: Value = serde_json::from_str(&phobos_explain::to_json(&t)).expect("JSON");
+        let v = kernels::json(&t);
         let buffers = v["shared"]["buffers"].as_array().expect("buffers");
         assert_eq!(buffers.len(), 1, "{kernel}: {buffers:?}");
         let b = &buffers[0];

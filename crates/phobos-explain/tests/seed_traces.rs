@@ -7,17 +7,15 @@
 #[path = "support/kernels.rs"]
 mod kernels;
 
-use phobos_explain::{Cta, Input, Request};
+use phobos_explain::Cta;
 use serde_json::Value;
 
 fn trace_json(src: &str, kernel: &str, grid: u32, inputs: &[(&str, &[u64])]) -> Value {
-    let inputs = inputs
-        .iter()
-        .map(|(n, s)| (*n, Input::Random { shape: s.to_vec() }))
-        .collect();
-    let trace = kernels::trace(src, kernel, grid, inputs);
-    serde_json::from_str(&phobos_explain::to_json(&trace)).expect("the JSON parses")
+    kernels::json(&kernels::trace(src, kernel, grid, inputs))
 }
+
+/// The shapes both matvecs of the page run with: 8 rows of 256.
+const MATVEC_SHAPES: &[(&str, &[u64])] = &[("W", &[8, 256]), ("x", &[1, 256]), ("y", &[1, 8])];
 
 fn steps(v: &Value) -> &Vec<Value> {
     let picked = v["picked"].as_u64().expect("picked") as usize;
@@ -53,12 +51,7 @@ fn xor_mask(step: &Value) -> u64 {
 
 #[test]
 fn lanes_matvec_has_no_ruler_and_a_five_step_butterfly() {
-    let v = trace_json(
-        kernels::LANES_MATVEC,
-        "lanes_matvec",
-        2,
-        &[("W", &[8, 256]), ("x", &[1, 256]), ("y", &[1, 8])],
-    );
+    let v = trace_json(kernels::LANES_MATVEC, "lanes_matvec", 2, MATVEC_SHAPES);
     assert_eq!(v["shared"]["bytes"], 0);
     assert_eq!(v["shared"]["buffers"].as_array().map(Vec::len), Some(0));
     assert_eq!(v["arch"], "sm_75");
@@ -85,12 +78,7 @@ fn lanes_matvec_has_no_ruler_and_a_five_step_butterfly() {
 
 #[test]
 fn staged_matvec_has_a_1024_byte_ruler_a_kept_barrier_and_a_row_of_w_per_warp() {
-    let v = trace_json(
-        kernels::STAGED_MATVEC,
-        "staged_matvec",
-        2,
-        &[("W", &[8, 256]), ("x", &[1, 256]), ("y", &[1, 8])],
-    );
+    let v = trace_json(kernels::STAGED_MATVEC, "staged_matvec", 2, MATVEC_SHAPES);
     assert_eq!(v["shared"]["bytes"], 1024);
     let xs = &v["shared"]["buffers"][0];
     assert_eq!(xs["name"], "xs");
@@ -192,30 +180,11 @@ fn i8_matvec_makes_two_16_byte_loads_per_lane_per_step() {
 
 #[test]
 fn a_tile_past_the_end_shows_masked_elements() {
-    let mut req = Request::new(
-        kernels::TAIL_TILE.into(),
-        "tail.pho".into(),
-        "tail_tile".into(),
-        75,
-        Some([2, 1, 1]),
-    );
+    let shapes: &[(&str, &[u64])] = &[("x", &[1, 300]), ("y", &[1, 300])];
+    let mut req = kernels::request(kernels::TAIL_TILE, "tail_tile", 75, Some([2, 1, 1]), shapes);
     req.cta = Cta::Linear(1);
-    req.inputs = vec![
-        (
-            "x".into(),
-            Input::Random {
-                shape: vec![1, 300],
-            },
-        ),
-        (
-            "y".into(),
-            Input::Random {
-                shape: vec![1, 300],
-            },
-        ),
-    ];
     let trace = phobos_explain::trace(&req).unwrap_or_else(|e| panic!("{e}"));
-    let v: Value = serde_json::from_str(&phobos_explain::to_json(&trace)).expect("json");
+    let v = kernels::json(&trace);
     let masked: Vec<&Value> = steps(&v)
         .iter()
         .flat_map(|s| s["masked"].as_array().into_iter().flatten())

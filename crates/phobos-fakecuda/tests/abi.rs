@@ -43,6 +43,17 @@ fn context() -> *mut c_void {
     ctx
 }
 
+/// A device allocation of `bytes` in the current context, which must
+/// succeed.
+fn alloc(bytes: usize) -> u64 {
+    let mut p = 0u64;
+    assert_eq!(
+        unsafe { cuMemAlloc_v2(&mut p, bytes) },
+        CUresult::CUDA_SUCCESS
+    );
+    p
+}
+
 fn load(ptx: &str) -> Result<*mut c_void, (CUresult, String)> {
     let text = CString::new(ptx).unwrap();
     let mut log = vec![0u8; 4096];
@@ -112,8 +123,7 @@ fn launch_twice(f: *mut c_void, x: u64, n: i32, threads: u32) -> CUresult {
 fn a_kernel_runs_on_device_memory() {
     let ctx = context();
     let module = function(load(TWICE).unwrap());
-    let mut x = 0u64;
-    assert_eq!(unsafe { cuMemAlloc_v2(&mut x, 16) }, CUresult::CUDA_SUCCESS);
+    let x = alloc(16);
     let data: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0]
         .iter()
         .flat_map(|f| f.to_le_bytes())
@@ -143,8 +153,7 @@ fn a_kernel_runs_on_device_memory() {
 fn a_fault_is_pending_until_a_synchronizing_call_then_sticky() {
     let ctx = context();
     let module = function(load(TWICE).unwrap());
-    let mut x = 0u64;
-    assert_eq!(unsafe { cuMemAlloc_v2(&mut x, 16) }, CUresult::CUDA_SUCCESS);
+    let x = alloc(16);
     // n = 64 over 4 floats: threads 4.. store past the end.
     assert_eq!(launch_twice(module, x, 64, 64), CUresult::CUDA_SUCCESS);
     // Queued work after the fault is accepted, and never runs.
@@ -192,11 +201,7 @@ fn jit_errors_fill_the_log_and_cubins_are_refused() {
 fn events_measure_simulated_work() {
     let ctx = context();
     let module = function(load(TWICE).unwrap());
-    let mut x = 0u64;
-    assert_eq!(
-        unsafe { cuMemAlloc_v2(&mut x, 4096) },
-        CUresult::CUDA_SUCCESS
-    );
+    let x = alloc(4096);
     let (mut a, mut b, mut c) = (null_mut(), null_mut(), null_mut());
     for e in [&mut a, &mut b, &mut c] {
         assert_eq!(unsafe { cuEventCreate(e, 0) }, CUresult::CUDA_SUCCESS);
@@ -276,35 +281,9 @@ fn contexts_follow_the_drivers_current_context_rules() {
 }
 
 /// Each thread stores its index at byte 90000 + 4 * tid of the dynamic
-/// shared array and, after a barrier, writes its neighbour's to `y`.
-const NEIGHBOUR: &str = r#"
-.version 7.8
-.target sm_86
-.address_size 64
-.extern .shared .align 16 .b8 dyn[];
-.visible .entry neighbour(.param .u64 p_y)
-{
-  .reg .b32 %r<8>;
-  .reg .b64 %rd<5>;
-  mov.u32 %r1, %tid.x;
-  mov.u32 %r4, dyn;
-  shl.b32 %r2, %r1, 2;
-  add.u32 %r3, %r2, 90000;
-  add.u32 %r5, %r4, %r3;
-  st.shared.u32 [%r5], %r1;
-  bar.sync 0;
-  xor.b32 %r6, %r1, 1;
-  shl.b32 %r6, %r6, 2;
-  add.u32 %r6, %r6, 90000;
-  add.u32 %r6, %r4, %r6;
-  ld.shared.u32 %r7, [%r6];
-  ld.param.u64 %rd1, [p_y];
-  mul.wide.u32 %rd3, %r1, 4;
-  add.s64 %rd4, %rd1, %rd3;
-  st.global.u32 [%rd4], %r7;
-  ret;
-}
-"#;
+/// shared array and, after a barrier, writes its neighbour's to `y`: the
+/// simulator's own dynamic shared memory kernel.
+const NEIGHBOUR: &str = include_str!("../../phobos-sim/tests/ptx/dynamic_neighbour.ptx");
 
 #[test]
 fn dynamic_shared_memory_above_48_kilobytes_needs_the_opt_in_attribute() {
@@ -325,11 +304,7 @@ fn dynamic_shared_memory_above_48_kilobytes_needs_the_opt_in_attribute() {
         CUresult::CUDA_SUCCESS
     );
     assert_eq!(optin, 99 * 1024);
-    let mut y = 0u64;
-    assert_eq!(
-        unsafe { cuMemAlloc_v2(&mut y, 128) },
-        CUresult::CUDA_SUCCESS
-    );
+    let y = alloc(128);
     let bytes = 92 * 1024;
     let launch = |shared: u32| {
         let mut py = y;

@@ -3,28 +3,18 @@
 //! the path `phobos profile` takes) and, where the language cannot express
 //! the case, on hand-written PTX run in the simulator directly.
 
-use phobos_explain::{Input, Request};
+// The explain tests' helpers: corpus sources and random-input requests.
+#[path = "../../phobos-explain/tests/support/kernels.rs"]
+mod explain_support;
+
+use explain_support::{corpus_src, request};
 use phobos_profile::{CtaSample, LineCounters, Profiler};
 use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
 
 /// Runs `kernel` of `source` with random inputs of the given shapes and
 /// returns the profiler and the source.
 fn profile(source: &str, kernel: &str, grid: [u32; 3], shapes: &[(&str, &[u64])]) -> Profiler {
-    let mut req = Request::new(
-        source.to_string(),
-        "test.pho".to_string(),
-        kernel.to_string(),
-        80,
-        Some(grid),
-    );
-    for (name, shape) in shapes {
-        req.inputs.push((
-            name.to_string(),
-            Input::Random {
-                shape: shape.to_vec(),
-            },
-        ));
-    }
+    let req = request(source, kernel, 80, Some(grid), shapes);
     let (_, profiler) = phobos_explain::run_observed(&req, |_, grid| {
         Profiler::new(grid.iter().map(|&g| u64::from(g)).product(), CtaSample::All)
     })
@@ -82,11 +72,7 @@ fn contiguous_f32_accesses_take_four_sectors_per_request() {
 
 #[test]
 fn lanes_matvec_16_byte_runs_take_sixteen_sectors_per_request() {
-    let source = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/in/lanes_matvec.pho"
-    ))
-    .expect("the seed kernel is in the corpus");
+    let source = corpus_src("lanes_matvec");
     // N = 100 rows, one warp each (25 CTAs of 4 warps); K = 256 is two
     // steps of 32 lanes x 4 floats; each step loads 16 bytes per lane of W
     // and of x: 512 contiguous bytes, 16 sectors, 4 lines per request.
@@ -132,11 +118,7 @@ fn a_column_read_with_a_128_byte_stride_takes_32_sectors_per_request() {
 
 #[test]
 fn a_naive_transpose_read_from_a_shared_tile_takes_31_extra_wavefronts() {
-    let source = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/in/tile_transpose.pho"
-    ))
-    .expect("the corpus kernel is there");
+    let source = corpus_src("tile_transpose");
     // One 32 x 32 tile, 8 warps x 4 iterations read t[j, i] with j the
     // lane: 32 words 128 bytes apart, all in bank i.
     let p = profile(
@@ -292,17 +274,8 @@ fn padding_a_shared_tile_to_33_words_removes_the_conflicts() {
 
 #[test]
 fn sampling_counts_only_the_sampled_ctas() {
-    let mut req = Request::new(
-        VEC_ADD.to_string(),
-        "test.pho".to_string(),
-        "vec_add".to_string(),
-        80,
-        Some([8, 1, 1]),
-    );
-    for name in ["A", "B", "C"] {
-        req.inputs
-            .push((name.to_string(), Input::Random { shape: vec![1024] }));
-    }
+    let shapes: &[(&str, &[u64])] = &[("A", &[1024]), ("B", &[1024]), ("C", &[1024])];
+    let req = request(VEC_ADD, "vec_add", 80, Some([8, 1, 1]), shapes);
     let (_, p) = phobos_explain::run_observed(&req, |_, _| Profiler::new(8, CtaSample::Spread(2)))
         .expect("runs");
     assert_eq!(p.ctas_profiled(), 2);
@@ -321,8 +294,7 @@ fn launch_corpus(
     dims: &[(&str, i32)],
     threads: Option<usize>,
 ) -> Profiler {
-    let path = format!("{}/../../tests/in/{file}", env!("CARGO_MANIFEST_DIR"));
-    let source = std::fs::read_to_string(&path).expect("the corpus kernel is there");
+    let source = corpus_src(file.trim_end_matches(".pho"));
     let (kernels, diags) =
         phobos_core::compile(&source, file, &phobos_core::CompileOptions::for_arch(80));
     assert!(!diags.iter().any(|d| d.is_error()), "{file} compiles");
@@ -425,11 +397,7 @@ fn a_launch_split_over_threads_counts_what_one_thread_counts() {
 #[test]
 #[ignore]
 fn profiling_overhead() {
-    let source = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/in/lanes_matvec.pho"
-    ))
-    .expect("the seed kernel is in the corpus");
+    let source = corpus_src("lanes_matvec");
     let (kernels, _) = phobos_core::compile(
         &source,
         "lanes_matvec.pho",

@@ -11,10 +11,7 @@ use phobos_sim::{
 };
 
 fn report(e: SimError) -> CheckReport {
-    match e {
-        SimError::Check(r) => *r,
-        other => panic!("expected a check report, got: {other}"),
-    }
+    check_report(&e).clone()
 }
 
 /// The report of running `body` (after `decls`) on `threads` threads with
@@ -96,13 +93,8 @@ fn misaligned_vector_load_is_caught() {
 #[test]
 fn shared_out_of_bounds_is_caught() {
     let decls = "    .shared .align 4 .b8 buf[128];";
-    let body = "
-    shl.b32 %r1, %r0, 2;
-    mov.u32 %r2, buf;
-    add.u32 %r3, %r2, %r1;
-    st.shared.u32 [%r3], %r0;
-";
-    let r = caught(decls, body, 64);
+    let body = own_word("buf") + "    st.shared.u32 [%r3], %r0;\n";
+    let r = caught(decls, &body, 64);
     assert_eq!(r.kind, CheckKind::Memcheck);
     assert_eq!(r.thread, Some([32, 0, 0]));
     assert_eq!(r.space, Some(Space::Shared));
@@ -113,16 +105,18 @@ fn shared_out_of_bounds_is_caught() {
         r.message
     );
     // 32 threads fit.
-    run_n(decls, body, 32, &[0], 1);
+    run_n(decls, &body, 32, &[0], 1);
 }
 
-const EXCHANGE: &str = "
-    shl.b32 %r1, %r0, 2;
-    mov.u32 %r2, tile;
-    add.u32 %r3, %r2, %r1;
+/// Each thread writes its word of `tile` and, after `barrier`, reads the
+/// word 32 threads on.
+fn exchange(barrier: &str) -> String {
+    let own = own_word("tile");
+    format!(
+        "{own}
     .loc 1 3 5
     st.shared.u32 [%r3], %r0;
-    BARRIER
+    {barrier}
     add.u32 %r4, %r0, 32;
     and.b32 %r4, %r4, 63;
     shl.b32 %r4, %r4, 2;
@@ -130,12 +124,15 @@ const EXCHANGE: &str = "
     .loc 1 5 5
     ld.shared.u32 %r6, [%r5];
     st.global.u32 [%rd4], %r6;
-";
+"
+    )
+}
+
 const TILE: &str = "    .shared .align 4 .b8 tile[256];";
 
 #[test]
 fn shared_write_without_barrier_is_a_race() {
-    let body = EXCHANGE.replace("BARRIER", "");
+    let body = exchange("");
     // Warp 0 reads warp 1's slots before warp 1 writes them: whichever
     // order the hardware picks, the pair is a race.
     let r = caught(TILE, &body, 64);
@@ -152,7 +149,7 @@ fn shared_write_without_barrier_is_a_race() {
 
 #[test]
 fn the_same_exchange_with_a_barrier_passes() {
-    let body = EXCHANGE.replace("BARRIER", "bar.sync 0;");
+    let body = exchange("bar.sync 0;");
     let out = run_n(TILE, &body, 64, &[0], 1);
     for t in 0..64u32 {
         assert_eq!(out[0][t as usize], (t + 32) % 64);
@@ -161,7 +158,7 @@ fn the_same_exchange_with_a_barrier_passes() {
 
 #[test]
 fn checks_off_runs_the_racy_kernel() {
-    let body = EXCHANGE.replace("BARRIER", "");
+    let body = exchange("");
     let opts = LaunchOptions {
         checks: false,
         ..LaunchOptions::default()
@@ -171,10 +168,8 @@ fn checks_off_runs_the_racy_kernel() {
 
 #[test]
 fn write_after_read_without_barrier_is_a_race() {
-    let body = "
-    shl.b32 %r1, %r0, 2;
-    mov.u32 %r2, tile;
-    add.u32 %r3, %r2, %r1;
+    let body = own_word("tile")
+        + "
     st.shared.u32 [%r3], %r0;
     bar.sync 0;
     setp.ge.u32 %p1, %r0, 32;
@@ -186,16 +181,14 @@ $write:
     st.shared.u32 [%r3], 5;
 $end:
 ";
-    let r = caught(TILE, body, 64);
+    let r = caught(TILE, &body, 64);
     says(&r, CheckKind::Racecheck, "write-after-read");
 }
 
 #[test]
 fn lanes_of_one_warp_race_without_a_warp_sync() {
-    let body = "
-    shl.b32 %r1, %r0, 2;
-    mov.u32 %r2, tile;
-    add.u32 %r3, %r2, %r1;
+    let body = own_word("tile")
+        + "
     st.shared.u32 [%r3], %r0;
     xor.b32 %r4, %r1, 4;
     add.u32 %r5, %r2, %r4;
@@ -294,16 +287,14 @@ fn lane_outside_its_own_mask_is_caught() {
 
 #[test]
 fn read_of_unwritten_shared_memory_is_caught_by_initcheck() {
-    let body = "
-    shl.b32 %r1, %r0, 2;
-    mov.u32 %r2, tile;
-    add.u32 %r3, %r2, %r1;
+    let body = own_word("tile")
+        + "
     setp.lt.u32 %p1, %r0, 32;
     @%p1 st.shared.u32 [%r3], %r0;
     bar.sync 0;
     ld.shared.u32 %r4, [%r3];
 ";
-    let r = caught(TILE, body, 64);
+    let r = caught(TILE, &body, 64);
     assert_eq!(r.kind, CheckKind::Initcheck);
     assert_eq!(r.thread, Some([32, 0, 0]));
     assert_eq!(r.address, Some(128));

@@ -5,43 +5,11 @@
 
 use phobos_sim::{max_shared_bytes, Device, KernelArg, LaunchOptions, Module};
 
-/// Each thread stores its index at byte 100000 + 4 * tid of the dynamic
-/// array, and after a barrier writes its neighbour's value to `y`.
+/// The kernel `neighbour` of `ptx/dynamic_neighbour.ptx` (each thread
+/// stores its index at byte 90000 + 4 * tid of the dynamic array, and after
+/// a barrier writes its neighbour's value to `y`), for `target`.
 fn ptx(target: &str) -> String {
-    format!(
-        ".version 7.8
-.target {target}
-.address_size 64
-
-.extern .shared .align 16 .b8 dyn[];
-
-.visible .entry k(
-	.param .u64 p_y
-)
-{{
-	.reg .b32 %r<8>;
-	.reg .b64 %rd<5>;
-	mov.u32 %r1, %tid.x;
-	mov.u32 %r4, dyn;
-	shl.b32 %r2, %r1, 2;
-	add.u32 %r3, %r2, 100000;
-	add.u32 %r5, %r4, %r3;
-	st.shared.u32 [%r5], %r1;
-	bar.sync 0;
-	xor.b32 %r6, %r1, 1;
-	shl.b32 %r6, %r6, 2;
-	add.u32 %r6, %r6, 100000;
-	add.u32 %r6, %r4, %r6;
-	ld.shared.u32 %r7, [%r6];
-	ld.param.u64 %rd1, [p_y];
-	cvta.to.global.u64 %rd2, %rd1;
-	mul.wide.u32 %rd3, %r1, 4;
-	add.s64 %rd4, %rd2, %rd3;
-	st.global.u32 [%rd4], %r7;
-	ret;
-}}
-"
-    )
+    include_str!("ptx/dynamic_neighbour.ptx").replace(".target sm_86", &format!(".target {target}"))
 }
 
 fn run(target: &str, dynamic: u32) -> Result<Vec<u32>, String> {
@@ -54,7 +22,7 @@ fn run(target: &str, dynamic: u32) -> Result<Vec<u32>, String> {
     };
     dev.launch(
         &m,
-        "k",
+        "neighbour",
         [1, 1, 1],
         [32, 1, 1],
         &[KernelArg::Buffer(y)],
@@ -94,7 +62,7 @@ fn dynamic_shared_memory_is_checked_against_the_targets_limit() {
 
 #[test]
 fn an_access_past_the_dynamic_bytes_given_is_out_of_bounds() {
-    // 64 KB given, byte 100000 used: the simulator's memcheck finds it.
+    // 64 KB given, byte 90000 used: the simulator's memcheck finds it.
     let err = run("sm_80", 64 * 1024).unwrap_err();
     assert!(err.contains("shared"), "{err}");
 }
@@ -109,7 +77,7 @@ fn static_shared_memory_above_48_kilobytes_is_refused() {
     let err = Device::new()
         .launch(
             &m,
-            "k",
+            "neighbour",
             [1, 1, 1],
             [32, 1, 1],
             &[KernelArg::U64(0)],

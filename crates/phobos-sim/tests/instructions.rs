@@ -70,9 +70,7 @@ fn integer_arithmetic() {
             !a,
             u32::from(l == 0),
         ];
-        for (i, w) in want.iter().enumerate() {
-            assert_eq!(out[i][l], *w, "{} lane {l}", ops[i]);
-        }
+        assert_lane(&out, l, &want, &ops);
     }
 }
 
@@ -95,15 +93,9 @@ fn wide_and_64_bit_arithmetic() {
     cvt.u32.u64 %r8, %rd16;
     mov.b64 {%r9, %r10}, %rd11;
 ";
-    let mut b = body.to_string();
-    for (i, r) in ["%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r10"]
-        .iter()
-        .enumerate()
-    {
-        b += &store(i, 32, r);
-    }
+    let regs = ["%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r10"];
     let inp = inputs();
-    let out = run32(&b, &inp, 8);
+    let out = run32_regs(body, &regs, &inp);
     for l in 0..32 {
         let a = inp[l];
         let w10 = i64::from(a as i32) * -3;
@@ -122,9 +114,7 @@ fn wide_and_64_bit_arithmetic() {
             (w10 >> 32) as u32,
             (w11 >> 32) as u32,
         ];
-        for (i, w) in want.iter().enumerate() {
-            assert_eq!(out[i][l], *w, "result {i} lane {l}");
-        }
+        assert_lane(&out, l, &want, &regs);
     }
 }
 
@@ -148,12 +138,8 @@ fn shifts_and_bit_operations() {
     let regs = [
         "%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r10", "%r11", "%r12", "%r13",
     ];
-    let mut b = body.to_string();
-    for (i, r) in regs.iter().enumerate() {
-        b += &store(i, 32, r);
-    }
     let inp = inputs();
-    let out = run32(&b, &inp, regs.len());
+    let out = run32_regs(body, &regs, &inp);
     let bfe_ref = |a: u32, pos: u32, len: u32, signed: bool| -> u32 {
         let mut d = 0u32;
         let sbit = if signed && len > 0 {
@@ -187,9 +173,7 @@ fn shifts_and_bit_operations() {
             bfe_ref(a, 4, l, true),
             (a & !(0x1F << 3)) | ((l & 0x1F) << 3),
         ];
-        for (i, w) in want.iter().enumerate() {
-            assert_eq!(out[i][l as usize], *w, "{} lane {l}", regs[i]);
-        }
+        assert_lane(&out, l as usize, &want, &regs);
     }
 }
 
@@ -212,12 +196,8 @@ fn prmt_dp4a_dp2a() {
     let regs = [
         "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9", "%r10", "%r11", "%r12",
     ];
-    let mut b = body.to_string();
-    for (i, r) in regs.iter().enumerate() {
-        b += &store(i, 32, r);
-    }
     let inp = inputs();
-    let out = run32(&b, &inp, regs.len());
+    let out = run32_regs(body, &regs, &inp);
     let prmt = |a: u32, b: u32, c: u32| -> u32 {
         let bytes = ((u64::from(b) << 32) | u64::from(a)).to_le_bytes();
         let mut r = 0;
@@ -283,9 +263,7 @@ fn prmt_dp4a_dp2a() {
             dp2(a, b2, 1, false, true),
             dp2(a, b2, 1, true, false),
         ];
-        for (i, w) in want.iter().enumerate() {
-            assert_eq!(out[i][l], *w, "{} lane {l}", regs[i]);
-        }
+        assert_lane(&out, l, &want, &regs);
     }
 }
 
@@ -346,9 +324,7 @@ fn float_arithmetic() {
             c.exp2(),
             (d1.mul_add(d2, d1) / d2) as f32,
         ];
-        for (i, w) in want.iter().enumerate() {
-            assert_eq!(out[i][l], w.to_bits(), "{} lane {l}", regs[i]);
-        }
+        assert_lane(&out, l, &want.map(f32::to_bits), &regs);
     }
 }
 
@@ -401,12 +377,8 @@ fn float_special_values_and_ftz() {
     let regs = [
         "%r1", "%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9",
     ];
-    let mut b = body.to_string();
-    for (i, r) in regs.iter().enumerate() {
-        b += &store(i, 32, r);
-    }
     let sub = f32::from_bits(0x0000_0100);
-    let out = run32(&b, &[f(f32::NAN), f(2.0), f(sub)], regs.len());
+    let out = run32_regs(body, &regs, &[f(f32::NAN), f(2.0), f(sub)]);
     assert_eq!(out[0][0], f(2.0), "min with NaN returns the other");
     assert_eq!(out[1][0], f(2.0), "max with NaN returns the other");
     assert_eq!(out[2][0], 0, "ftz flushes a subnormal");
@@ -445,17 +417,13 @@ fn conversions_with_rounding_modes() {
         "%r1", "%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9", "%r10", "%r11", "%r13",
         "%r14",
     ];
-    let mut b = body.to_string();
-    for (i, r) in regs.iter().enumerate() {
-        b += &store(i, 32, r);
-    }
     let vals: Vec<f32> = vec![
         2.5, -2.5, 3.5, -0.5, 0.49999997, 255.7, 300.0, -7.25, 1e10, -1e10, 65519.0, 65520.0,
         1.0009766, 1.0004883, 3.25159, 200.5, -200.5, 0.0, -0.0, 1e-8, 127.5, -128.6, 1.5, 7.5,
         8.5, -1.5, 1234.567, 0.1, 0.2, 0.3, 100000.0, -3.0,
     ];
     let inp: Vec<u32> = vals.iter().map(|v| f(*v)).collect();
-    let out = run32(&b, &inp, regs.len());
+    let out = run32_regs(body, &regs, &inp);
     let sat = |x: f32, lo: f32, hi: f32| x.clamp(lo, hi);
     for (l, &v) in vals.iter().enumerate() {
         let rpi = sat(v.ceil(), i32::MIN as f32, i32::MAX as f32) as i32;
@@ -517,12 +485,8 @@ fn compare_select_and_predicate_logic() {
     let regs = [
         "%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9", "%r10",
     ];
-    let mut b = body.to_string();
-    for (i, r) in regs.iter().enumerate() {
-        b += &store(i, 32, r);
-    }
     let inp = inputs();
-    let out = run32(&b, &inp, regs.len());
+    let out = run32_regs(body, &regs, &inp);
     for l in 0..32usize {
         let p1 = (inp[l] as i32) < 0;
         let p2 = l < 16;
@@ -538,9 +502,7 @@ fn compare_select_and_predicate_logic() {
             u32::from(!p1),
             if p2 { 200 } else { 100 } + u32::from(!p1),
         ];
-        for (i, w) in want.iter().enumerate() {
-            assert_eq!(out[i][l], *w, "{} lane {l}", regs[i]);
-        }
+        assert_lane(&out, l, &want, &regs);
     }
 }
 
@@ -594,10 +556,8 @@ fn loads_and_stores_of_every_width() {
 #[test]
 fn shared_local_param_and_generic_memory() {
     let decls = "    .shared .align 16 .b8 tile[512];\n    .local .align 8 .b8 scratch[16];";
-    let body = "
-    shl.b32 %r1, %r0, 2;
-    mov.u32 %r2, tile;
-    add.u32 %r3, %r2, %r1;
+    let body = own_word("tile")
+        + "
     mul.lo.u32 %r4, %r0, 3;
     st.shared.u32 [%r3], %r4;
     bar.sync 0;
@@ -619,7 +579,7 @@ fn shared_local_param_and_generic_memory() {
     ld.u32 %r11, [%rd15+4];
     ld.param.u32 %r12, [p_in];
 ";
-    let mut b = body.to_string();
+    let mut b = body;
     for (i, r) in ["%r7", "%r8", "%r9", "%r10", "%r11", "%r12"]
         .iter()
         .enumerate()

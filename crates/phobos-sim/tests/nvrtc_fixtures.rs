@@ -6,6 +6,9 @@
 //! layout bug in the simulator cannot hide by being made the same way twice.
 //! Results are compared with f64 references on random inputs.
 
+mod common;
+
+use common::check_report;
 use half::{bf16, f16};
 use phobos_sim::{CheckKind, Device, KernelArg, LaunchOptions, Module, SimError};
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -262,9 +265,7 @@ fn a_cp_async_destination_read_before_its_wait_is_a_race() {
         &[bytes(&x, f32::to_le_bytes), vec![0; 32 * 4]],
     )
     .expect_err("the early read must be reported");
-    let SimError::Check(r) = &err else {
-        panic!("expected a check report, got {err}");
-    };
+    let r = check_report(&err);
     assert_eq!(r.kind, CheckKind::Racecheck, "{err}");
     assert!(
         err.to_string().contains("cp.async has not yet delivered"),
@@ -296,9 +297,7 @@ fn a_stage_still_in_flight_after_wait_group_1_is_a_race() {
         &[bytes(&x, f32::to_le_bytes), vec![0; 32 * 4]],
     )
     .expect_err("the second stage is still in flight");
-    let SimError::Check(r) = &err else {
-        panic!("expected a check report, got {err}");
-    };
+    let r = check_report(&err);
     assert_eq!(r.kind, CheckKind::Racecheck, "{err}");
 }
 
@@ -326,8 +325,6 @@ fn partial_warps_cannot_run_warp_wide_matrix_instructions() {
             None,
         )
         .expect_err("16 threads cannot run mma.sync.aligned");
-    let SimError::Check(r) = &err else {
-        panic!("expected a check report, got {err}");
-    };
+    let r = check_report(&err);
     assert_eq!(r.kind, CheckKind::Synccheck, "{err}");
 }

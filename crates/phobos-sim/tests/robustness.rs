@@ -2,25 +2,12 @@
 //! parses and runs to a result or an error, or is refused with an error.
 
 use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
+use rand::{rngs::StdRng, Rng, SeedableRng};
 
 const BASE: &str = include_str!("ptx/lanes_matvec.ptx");
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// Replaces, deletes or duplicates a token-sized piece of the text.
-fn mutate(src: &str, r: &mut Rng) -> String {
+fn mutate(src: &str, r: &mut StdRng) -> String {
     let words: Vec<&str> = src
         .split_inclusive(|c: char| c.is_whitespace() || ",;[]{}".contains(c))
         .collect();
@@ -47,10 +34,10 @@ fn mutate(src: &str, r: &mut Rng) -> String {
         "ld.shared.u32",
         ".shared .b8 s[4000000000];",
     ];
-    for _ in 0..=r.below(3) {
-        let i = r.below(out.len());
-        match r.below(3) {
-            0 => out[i] = picks[r.below(picks.len())].to_string() + " ",
+    for _ in 0..=r.gen_range(0..3) {
+        let i = r.gen_range(0..out.len());
+        match r.gen_range(0..3) {
+            0 => out[i] = picks[r.gen_range(0..picks.len())].to_string() + " ",
             1 => out[i].clear(),
             _ => {
                 let w = out[i].clone();
@@ -63,7 +50,7 @@ fn mutate(src: &str, r: &mut Rng) -> String {
 
 #[test]
 fn mutated_ptx_gives_errors_not_panics() {
-    let mut r = Rng(0x5EED);
+    let mut r = StdRng::seed_from_u64(0x5EED);
     let mut parsed = 0;
     for _ in 0..400 {
         let src = mutate(BASE, &mut r);

@@ -197,13 +197,9 @@ $skip:
     selp.u32 %r7, 1, 0, %p6;
 ";
     let regs = ["%r2", "%r3", "%r4", "%r5", "%r6", "%r7"];
-    let mut b = body.to_string();
-    for (i, r) in regs.iter().enumerate() {
-        b += &store(i, 32, r);
-    }
     // True in lanes 0-7 and in later lanes not divisible by 3.
     let inp: Vec<u32> = (0..32).map(|l| u32::from(l < 8 || l % 3 != 0)).collect();
-    let out = run32(&b, &inp, regs.len());
+    let out = run32_regs(body, &regs, &inp);
     let ballot: u32 = (0..32)
         .filter(|&l| inp[l] != 0)
         .fold(0, |m, l| m | (1 << l));

@@ -4,26 +4,56 @@
 //! (`tests/in`), and two small ones that show masked tile elements and
 //! extra 128-byte lines.
 
-/// The trace of `kernel` of `src` on sm_75 over `grid` CTAs along x, with
-/// these inputs; panics when explain refuses.
-pub fn trace(
+/// The request to run `kernel` of `src` (as file `{kernel}.pho`) on
+/// `sm_<arch>` over `grid` (`None`: the kernel's own grid), with random
+/// inputs of these shapes.
+pub fn request(
     src: &str,
     kernel: &str,
-    grid: u32,
-    inputs: Vec<(&str, phobos_explain::Input)>,
-) -> phobos_explain::Trace {
+    arch: u32,
+    grid: Option<[u32; 3]>,
+    shapes: &[(&str, &[u64])],
+) -> phobos_explain::Request {
     let mut req = phobos_explain::Request::new(
         src.into(),
         format!("{kernel}.pho"),
         kernel.into(),
-        75,
-        Some([grid, 1, 1]),
+        arch,
+        grid,
     );
-    req.inputs = inputs
-        .into_iter()
-        .map(|(n, v)| (n.to_string(), v))
+    req.inputs = shapes
+        .iter()
+        .map(|(n, s)| {
+            (
+                n.to_string(),
+                phobos_explain::Input::Random { shape: s.to_vec() },
+            )
+        })
         .collect();
+    req
+}
+
+/// The trace of `kernel` of `src` on sm_75 over `grid` CTAs along x, with
+/// random inputs of these shapes; panics when explain refuses.
+pub fn trace(
+    src: &str,
+    kernel: &str,
+    grid: u32,
+    shapes: &[(&str, &[u64])],
+) -> phobos_explain::Trace {
+    let req = request(src, kernel, 75, Some([grid, 1, 1]), shapes);
     phobos_explain::trace(&req).unwrap_or_else(|e| panic!("explain {kernel}: {e}"))
+}
+
+/// A trace's JSON form (the format other tools read), parsed.
+pub fn json(trace: &phobos_explain::Trace) -> serde_json::Value {
+    serde_json::from_str(&phobos_explain::to_json(trace)).expect("the JSON parses")
+}
+
+/// The source of kernel `name` of the corpus, `tests/in/{name}.pho`.
+pub fn corpus_src(name: &str) -> String {
+    let path = format!("{}/../../tests/in/{name}.pho", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
 }
 
 /// Kernel `name` of the corpus (`tests/in/{name}.pho`) traced on
@@ -34,11 +64,7 @@ pub fn corpus_trace(
     cta: [u32; 3],
     inputs: Vec<(&str, phobos_explain::Input)>,
 ) -> (phobos_explain::Trace, String) {
-    let src = std::fs::read_to_string(format!(
-        "{}/../../tests/in/{name}.pho",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("the corpus kernel is there");
+    let src = corpus_src(name);
     let mut req =
         phobos_explain::Request::new(src.clone(), format!("{name}.pho"), name.into(), arch, None);
     req.cta = phobos_explain::Cta::Xyz(cta);

@@ -2,7 +2,7 @@
 //! kernel, run it, and read back what each thread stored.
 #![allow(dead_code)]
 
-use phobos_sim::{Device, KernelArg, LaunchOptions, LaunchStats, Module, SimError};
+use phobos_sim::{CheckReport, Device, KernelArg, LaunchOptions, LaunchStats, Module, SimError};
 
 /// Value stored in output buffers before a run, so unwritten slots show.
 pub const POISON: u32 = 0xDEAD_BEEF;
@@ -38,6 +38,13 @@ pub fn kernel(decls: &str, body: &str) -> String {
 }}
 "#
     )
+}
+
+/// PTX that sets `%r1` to 4 * `%r0` (the thread's byte offset), `%r2` to the
+/// address of the shared array `array`, and `%r3` to the thread's own word
+/// of it, `&array[%r0]`.
+pub fn own_word(array: &str) -> String {
+    format!("    shl.b32 %r1, %r0, 2;\n    mov.u32 %r2, {array};\n    add.u32 %r3, %r2, %r1;\n")
 }
 
 pub struct Run {
@@ -105,6 +112,24 @@ pub fn run_n(decls: &str, body: &str, threads: u32, input: &[u32], n_out: usize)
     r.out.chunks(threads as usize).map(|c| c.to_vec()).collect()
 }
 
+/// Runs `body` on 32 threads with `input`, then stores `regs`: result `i`
+/// of each lane is its value of `regs[i]`.
+pub fn run32_regs(body: &str, regs: &[&str], input: &[u32]) -> Vec<Vec<u32>> {
+    let mut b = body.to_string();
+    for (i, r) in regs.iter().enumerate() {
+        b += &store(i, 32, r);
+    }
+    run32(&b, input, regs.len())
+}
+
+/// Asserts that result `i` of lane `lane` is `want[i]`, naming the result
+/// `names[i]` in the message.
+pub fn assert_lane(out: &[Vec<u32>], lane: usize, want: &[u32], names: &[&str]) {
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(out[i][lane], *w, "{} lane {lane}", names[i]);
+    }
+}
+
 /// Runs a snippet expecting a check failure; returns the error.
 pub fn fail32(decls: &str, body: &str, threads: u32, input: &[u32]) -> SimError {
     let ptx = kernel(decls, body);
@@ -112,6 +137,13 @@ pub fn fail32(decls: &str, body: &str, threads: u32, input: &[u32]) -> SimError 
         Ok(_) => panic!("the launch should have failed\n{ptx}"),
         Err(e) => e,
     }
+}
+
+/// The check report `e` carries ([`SimError::report`]); panics on any
+/// other error.
+pub fn check_report(e: &SimError) -> &CheckReport {
+    e.report()
+        .unwrap_or_else(|| panic!("expected a check report, got: {e}"))
 }
 
 /// `st.global.u32 [%rd4+OFF], REG;` for result `i` with `threads` threads.
