@@ -57,7 +57,7 @@
 use super::error::{verb, BackendError, HazardAccess};
 use super::ir::{
     AccessId, BarrierId, BarrierRole, BufferId, ExprId, ExprKind, Func, Mem, Shape, StmtId,
-    StmtKind, VarId,
+    StmtKind, VarId, Within,
 };
 use super::shared_plan::SharedPlan;
 use crate::ast::{BinOp, CtxField, Span};
@@ -284,7 +284,9 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
         if pb == xb && threads.disjoint(f, *pa, *xa) {
             return false;
         }
-        if pi == xi && !*pw && *xw && same_subscripts(f, *pa, *xa) {
+        // One statement that reads and then writes the same elements: each
+        // thread writes only what it read itself.
+        if pi == xi && !*pw && *xw && f.same_elements(*pa, *xa, Within::Kernel) {
             return false;
         }
     }
@@ -723,7 +725,7 @@ impl ThreadIndex {
         (0..a.index.len()).any(|k| {
             run_axis(&a.shape) != Some(k)
                 && run_axis(&b.shape) != Some(k)
-                && same_expr(f, a.index[k], b.index[k])
+                && f.same_value(a.index[k], b.index[k], Within::Kernel)
                 && self.one_to_one(f, a.index[k])
         })
     }
@@ -788,39 +790,4 @@ fn disjoint_boxes(f: &Func, a: StmtId, b: StmtId) -> bool {
         );
         a_end <= u64::from(b0[k]) || b_end <= u64::from(a0[k])
     })
-}
-
-/// Whether two accesses name the same elements when evaluated in one
-/// statement by one thread: same shape, structurally equal subscripts.
-fn same_subscripts(f: &Func, a: AccessId, b: AccessId) -> bool {
-    let (a, b) = (&f.accesses[a], &f.accesses[b]);
-    a.mem == b.mem
-        && a.shape == b.shape
-        && a.index.len() == b.index.len()
-        && a.index
-            .iter()
-            .zip(&b.index)
-            .all(|(x, y)| same_expr(f, *x, *y))
-}
-
-/// Structural equality of side-effect-free expressions built from
-/// constants, vars, parameters, dims, `ctx` and arithmetic; anything else
-/// (loads, shuffles, built-ins) is never equal.
-fn same_expr(f: &Func, a: ExprId, b: ExprId) -> bool {
-    if f.exprs[a].ty != f.exprs[b].ty {
-        return false;
-    }
-    match (&f.exprs[a].kind, &f.exprs[b].kind) {
-        (ExprKind::Const(x), ExprKind::Const(y)) => format!("{x:?}") == format!("{y:?}"),
-        (ExprKind::Var(x), ExprKind::Var(y)) => x == y,
-        (ExprKind::Param(x), ExprKind::Param(y)) => x == y,
-        (ExprKind::Dim(x), ExprKind::Dim(y)) => x == y,
-        (ExprKind::Ctx(x), ExprKind::Ctx(y)) => x == y,
-        (ExprKind::Unary(o, x), ExprKind::Unary(p, y)) => o == p && same_expr(f, *x, *y),
-        (ExprKind::Convert(x), ExprKind::Convert(y)) => same_expr(f, *x, *y),
-        (ExprKind::Binary(o, x1, x2), ExprKind::Binary(p, y1, y2)) => {
-            o == p && same_expr(f, *x1, *y1) && same_expr(f, *x2, *y2)
-        }
-        _ => false,
-    }
 }

@@ -170,6 +170,15 @@ impl std::fmt::Display for Reg {
     }
 }
 
+/// Registers as a PTX operand list, `%r1, %r2`: the inside of a vector
+/// operand's braces or an `mma`'s fragments.
+fn reg_list(regs: &[Reg]) -> String {
+    regs.iter()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A scalar operand: a register or an immediate.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum V {

@@ -447,6 +447,17 @@ pub enum Shape {
     },
 }
 
+impl Shape {
+    /// How many elements an access of this shape reads or writes.
+    pub fn elems(&self) -> u32 {
+        match self {
+            Shape::Point => 1,
+            Shape::Run { len, .. } => *len,
+            Shape::Tile { shape } => shape.iter().product(),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Access {
     pub mem: Mem,
@@ -689,6 +700,81 @@ impl Func {
             ExprKind::Load(a) | ExprKind::RunLoad(a) => Some(a),
             _ => None,
         }
+    }
+
+    /// Whether `a` and `b` have the same value where `within` says both
+    /// are evaluated: structurally equal trees of constants (equal to the
+    /// bit), vars, parameters, dims, `ctx` fields and arithmetic. In a
+    /// [`Within::Stretch`], built-ins of equal operands and loads of the
+    /// same elements are equal too; in [`Within::Kernel`] they never are.
+    pub fn same_value(&self, a: ExprId, b: ExprId, within: Within) -> bool {
+        let stretch = within == Within::Stretch;
+        if stretch && a == b {
+            return true;
+        }
+        let (x, y) = (&self.exprs[a], &self.exprs[b]);
+        if x.ty != y.ty {
+            return false;
+        }
+        let same = |p: &ExprId, q: &ExprId| self.same_value(*p, *q, within);
+        match (&x.kind, &y.kind) {
+            (ExprKind::Const(p), ExprKind::Const(q)) => same_const(p, q),
+            (ExprKind::Var(p), ExprKind::Var(q)) => p == q,
+            (ExprKind::Param(p), ExprKind::Param(q)) => p == q,
+            (ExprKind::Dim(p), ExprKind::Dim(q)) => p == q,
+            (ExprKind::Ctx(p), ExprKind::Ctx(q)) => p == q,
+            (ExprKind::Unary(o, p), ExprKind::Unary(r, q)) => o == r && same(p, q),
+            (ExprKind::Convert(p), ExprKind::Convert(q)) => same(p, q),
+            (ExprKind::Binary(o, p1, p2), ExprKind::Binary(r, q1, q2)) => {
+                o == r && same(p1, q1) && same(p2, q2)
+            }
+            (ExprKind::Builtin(o, ps), ExprKind::Builtin(r, qs)) if stretch => {
+                o == r && ps.len() == qs.len() && ps.iter().zip(qs).all(|(p, q)| same(p, q))
+            }
+            (ExprKind::Load(p), ExprKind::Load(q))
+            | (ExprKind::RunLoad(p), ExprKind::RunLoad(q))
+                if stretch =>
+            {
+                self.same_elements(*p, *q, within)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether accesses `a` and `b` name the same elements where `within`
+    /// says both are evaluated by one thread: same memory and shape, and
+    /// subscripts of the same value ([`Func::same_value`]).
+    pub fn same_elements(&self, a: AccessId, b: AccessId, within: Within) -> bool {
+        let (x, y) = (&self.accesses[a], &self.accesses[b]);
+        x.mem == y.mem
+            && x.shape == y.shape
+            && x.index.len() == y.index.len()
+            && x.index
+                .iter()
+                .zip(&y.index)
+                .all(|(i, j)| self.same_value(*i, *j, within))
+    }
+}
+
+/// Where the two expressions that [`Func::same_value`] compares are
+/// evaluated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Within {
+    /// Anywhere in the kernel (the barrier placement's view of two
+    /// statements): memory may change between them, so no load or
+    /// built-in is known to be equal.
+    Kernel,
+    /// One straight-line stretch that stores nothing and sets no var read
+    /// by either (the emitter's load cache).
+    Stretch,
+}
+
+/// Equal constants: floats by their bits, so that `-0.0` and `0.0`
+/// (which `1.0 / x` tells apart) differ.
+fn same_const(x: &ConstVal, y: &ConstVal) -> bool {
+    match (x, y) {
+        (ConstVal::Float(p), ConstVal::Float(q)) => p.to_bits() == q.to_bits(),
+        _ => x == y,
     }
 }
 

@@ -402,11 +402,7 @@ impl<'k> Lower<'k> {
                 value,
                 only,
             } => {
-                let shape = Shape::Run {
-                    axis: *axis,
-                    len: *len,
-                };
-                let access = self.access(*dst, index, shape, true, span);
+                let access = self.run_access(*dst, index, *axis, *len, true, span);
                 let value = self.expr(value);
                 let only = only.as_ref().map(|i| self.expr(i));
                 self.note_tile_write(*dst, span);
@@ -446,13 +442,7 @@ impl<'k> Lower<'k> {
             hir::StmtKind::TileStore { dst, starts, src } => {
                 let buffer = self.tiles[src];
                 let (shape, _) = self.tile_box(*src, buffer);
-                let access = self.access(
-                    hir::Memory::Tensor(*dst),
-                    starts,
-                    Shape::Tile { shape },
-                    true,
-                    span,
-                );
+                let access = self.tensor_box(*dst, starts, shape, true, span);
                 let before = self.barrier(BarrierRole::BeforeTile(buffer), span);
                 let store = self.push_stmt(StmtKind::TileStore { access, buffer }, span);
                 vec![before, store]
@@ -551,13 +541,7 @@ impl<'k> Lower<'k> {
         at: Vec<u32>,
         span: Span,
     ) -> Vec<StmtId> {
-        let access = self.access(
-            hir::Memory::Tensor(src),
-            starts,
-            Shape::Tile { shape },
-            false,
-            span,
-        );
+        let access = self.tensor_box(src, starts, shape, false, span);
         let before = self.barrier(BarrierRole::BeforeTile(buffer), span);
         let copy = self.push_stmt(StmtKind::TileCopy { access, buffer, at }, span);
         let after = self.barrier(BarrierRole::AfterTileCopy(buffer), span);
@@ -865,6 +849,34 @@ impl<'k> Lower<'k> {
         self.access_of(mem, index, shape, store, span)
     }
 
+    /// The access of the box `starts :+ shape` of tensor `tensor`: what a
+    /// tile copy reads and a tile or accumulator store writes.
+    fn tensor_box(
+        &mut self,
+        tensor: hir::ParamId,
+        starts: &[hir::Expr],
+        shape: Vec<u32>,
+        store: bool,
+        span: Span,
+    ) -> super::ir::AccessId {
+        let shape = Shape::Tile { shape };
+        self.access(hir::Memory::Tensor(tensor), starts, shape, store, span)
+    }
+
+    /// The access of the `len` elements from `index` along `axis`: what a
+    /// run load reads and a run store writes.
+    fn run_access(
+        &mut self,
+        mem: hir::Memory,
+        index: &[hir::Expr],
+        axis: usize,
+        len: u32,
+        store: bool,
+        span: Span,
+    ) -> super::ir::AccessId {
+        self.access(mem, index, Shape::Run { axis, len }, store, span)
+    }
+
     fn access_of(
         &mut self,
         mem: hir::Memory,
@@ -1048,11 +1060,7 @@ impl<'k> Lower<'k> {
                 axis,
                 len,
             } => {
-                let shape = Shape::Run {
-                    axis: *axis,
-                    len: *len,
-                };
-                let acc = self.access(*src, index, shape, false, span);
+                let acc = self.run_access(*src, index, *axis, *len, false, span);
                 self.push_expr(ExprKind::RunLoad(acc), ty, span)
             }
             hir::ExprKind::RunSum(inner) => {

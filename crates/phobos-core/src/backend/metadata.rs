@@ -4,7 +4,7 @@
 //! with their entries and `.param` lists, shared plans, barriers and the
 //! decision for every memory access.
 
-use super::ir::{AccessId, Mem, Shape, StmtKind};
+use super::ir::{AccessId, Mem, StmtKind};
 use super::CompiledVariant;
 use crate::ast::BinOp;
 use crate::hir::{self, Builtin, CheckedKernel, ConstVal, DimRef, ExprKind, ParamKind};
@@ -191,11 +191,7 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
             Mem::Buffer(b) => v.func.buffers[b].name.clone(),
             Mem::Local(a) => v.func.arrays[a].name.clone(),
         };
-        let elems = match &a.shape {
-            Shape::Point => 1,
-            Shape::Run { len, .. } => *len,
-            Shape::Tile { shape } => shape.iter().product(),
-        };
+        let elems = a.shape.elems();
         AccessMeta {
             line,
             col,

@@ -3,7 +3,7 @@
 //! or a tile (shared), with the default `.relaxed.gpu` semantics, and
 //! `fence()` as `fence.acq_rel.gpu`.
 
-use super::{Emitter, RegClass, V};
+use super::{reg_list, Emitter, Reg, RegClass, V};
 use crate::ast::ScalarTy;
 use crate::backend::ir::{StmtId, StmtKind};
 use crate::hir::AtomicOp;
@@ -56,16 +56,13 @@ impl Emitter<'_> {
         };
         let t = self.f.accesses[access].elem;
         let vals: Vec<V> = args.iter().map(|&a| self.expr(a)).collect();
-        let regs: Vec<String> = vals
-            .into_iter()
-            .map(|v| self.in_reg(v, t).to_string())
-            .collect();
+        let regs: Vec<Reg> = vals.into_iter().map(|v| self.in_reg(v, t)).collect();
         let (space, addr) = self.atomic_address(access);
         if let Some(b) = self.f.fence(s) {
             self.barrier(b);
         }
         let opty = op_suffix(op, t);
-        let srcs = regs.join(", ");
+        let srcs = reg_list(&regs);
         // `red` has no `exch` or `cas`: those keep `atom` with a scratch
         // destination.
         let red = dst.is_none() && !matches!(op, AtomicOp::Exch | AtomicOp::Cas);

@@ -79,34 +79,6 @@ impl Emitter<'_> {
         self.bits_to_value(d, t)
     }
 
-    /// `selp` for any type.
-    fn select(&mut self, t: ScalarTy, c: Reg, a: V, b: V) -> V {
-        if t == ScalarTy::Bool {
-            let (pa, pb) = (self.in_reg(a, t), self.in_reg(b, t));
-            let (x, y, d) = (
-                self.reg(RegClass::Pred),
-                self.reg(RegClass::Pred),
-                self.reg(RegClass::Pred),
-            );
-            self.ins(&format!("and.pred {x}, {c}, {pa};"));
-            self.ins(&format!("not.pred {y}, {c};"));
-            self.ins(&format!("and.pred {y}, {y}, {pb};"));
-            self.ins(&format!("or.pred {d}, {x}, {y};"));
-            return V::R(d);
-        }
-        let (ra, rb) = (self.in_reg(a, t), self.in_reg(b, t));
-        let d = self.reg(RegClass::of(t));
-        let sfx = match d.class {
-            RegClass::B16 => ".b16",
-            RegClass::B64 => ".b64",
-            RegClass::F32 => ".f32",
-            RegClass::F64 => ".f64",
-            _ => ".b32",
-        };
-        self.ins(&format!("selp{sfx} {d}, {ra}, {rb}, {c};"));
-        V::R(d)
-    }
-
     /// Fold two values with a collective's operation.
     fn combine2(&mut self, op: CollOp, t: ScalarTy, combine: Option<Combine>, a: V, b: V) -> V {
         match op {
@@ -229,6 +201,17 @@ impl Emitter<'_> {
         V::R(d)
     }
 
+    /// The lane's position in its piece of `width` lanes (a power of two).
+    fn lane_in_piece(&mut self, width: u32) -> Reg {
+        if width == 32 {
+            return self.lane;
+        }
+        let r = self.reg(RegClass::B32);
+        let lane = self.lane;
+        self.ins(&format!("and.b32 {r}, {lane}, {};", width - 1));
+        r
+    }
+
     pub(crate) fn lane_collective(&mut self, e: ExprId) -> V {
         let ExprKind::LaneColl {
             op,
@@ -243,14 +226,7 @@ impl Emitter<'_> {
         let v = self.scalar_expr(arg);
         self.loc(self.f.expr_span(e));
         let idx = if op == CollOp::Argmax {
-            if width == 32 {
-                V::R(self.lane)
-            } else {
-                let r = self.reg(RegClass::B32);
-                let lane = self.lane;
-                self.ins(&format!("and.b32 {r}, {lane}, {};", width - 1));
-                V::R(r)
-            }
+            V::R(self.lane_in_piece(width))
         } else {
             V::I(0, ScalarTy::I32)
         };
@@ -316,14 +292,7 @@ impl Emitter<'_> {
         // read it with shfl.idx (which wraps), and keep the own value where
         // the position is outside the piece.
         let sr = self.in_reg(s, ScalarTy::I32);
-        let lip = if width == 32 {
-            self.lane
-        } else {
-            let r = self.reg(RegClass::B32);
-            let lane = self.lane;
-            self.ins(&format!("and.b32 {r}, {lane}, {};", width - 1));
-            r
-        };
+        let lip = self.lane_in_piece(width);
         let pos = self.reg(RegClass::B32);
         match mode {
             ShflMode::From => self.ins(&format!("mov.b32 {pos}, {sr};")),

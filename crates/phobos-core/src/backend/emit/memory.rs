@@ -4,9 +4,11 @@
 //! CTA-wide tile copies and stores (all threads together, vectorized where
 //! aligned, masked at the tensor's bounds).
 
-use super::{Emitter, Reg, RegClass, V};
+use super::{reg_list, Emitter, Reg, RegClass, V};
 use crate::ast::ScalarTy;
-use crate::backend::ir::{AccessId, BarrierId, BufferId, BufferKind, ExprId, ExprKind, Mem, Shape};
+use crate::backend::ir::{
+    AccessId, BarrierId, BufferId, BufferKind, ExprId, ExprKind, Mem, Shape, Within,
+};
 use crate::hir::{DimRef, ParamKind};
 
 /// A run as loaded: elements, or packed words of sub-word elements.
@@ -526,10 +528,7 @@ impl Emitter<'_> {
         let a = self.f.accesses[acc].clone();
         let t = a.elem;
         let size = t.size();
-        let len = match a.shape {
-            Shape::Run { len, .. } => len,
-            _ => 1,
-        };
+        let len = a.shape.elems();
         let width = self.an.div.access[acc.0 as usize].width;
         let (addr, stride) = self.address(acc);
         if width <= size {
@@ -546,11 +545,7 @@ impl Emitter<'_> {
             let mut elems = Vec::new();
             for c in 0..chunks {
                 let regs: Vec<Reg> = (0..per).map(|_| self.reg(RegClass::of(t))).collect();
-                let list = regs
-                    .iter()
-                    .map(|r| r.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                let list = reg_list(&regs);
                 let at = addr.at((c * width) as i64);
                 self.ins(&format!(
                     "ld{}.v{per}{} {{{list}}}, {at};",
@@ -578,11 +573,7 @@ impl Emitter<'_> {
             if per == 1 {
                 self.ins(&format!("ld{}.u32 {}, {at};", addr.space, regs[0]));
             } else {
-                let list = regs
-                    .iter()
-                    .map(|r| r.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                let list = reg_list(&regs);
                 self.ins(&format!("ld{}.v{per}.u32 {{{list}}}, {at};", addr.space));
             }
             words.extend(regs);
@@ -805,11 +796,7 @@ impl Emitter<'_> {
             self.run_elems(value)
         } else {
             let v = self.scalar_expr(value);
-            let len = match a.shape {
-                Shape::Run { len, .. } => len,
-                _ => 1,
-            };
-            vec![v; len as usize]
+            vec![v; a.shape.elems() as usize]
         };
         let width = self.an.div.access[acc.0 as usize].width;
         let (addr, stride) = self.address(acc);
@@ -828,11 +815,7 @@ impl Emitter<'_> {
             let per = per_bytes / size as usize;
             for (c, chunk) in elems.chunks(per).enumerate() {
                 let regs: Vec<Reg> = chunk.iter().map(|v| self.in_reg(*v, t)).collect();
-                let list = regs
-                    .iter()
-                    .map(|r| r.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                let list = reg_list(&regs);
                 let at = addr.at((c * per_bytes) as i64);
                 self.ins(&format!(
                     "st{}.v{per}{} {at}, {{{list}}};",
@@ -856,11 +839,7 @@ impl Emitter<'_> {
             if per == 1 {
                 self.ins(&format!("st{}.u32 {at}, {};", addr.store_space, chunk[0]));
             } else {
-                let list = chunk
-                    .iter()
-                    .map(|r| r.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                let list = reg_list(chunk);
                 self.ins(&format!(
                     "st{}.v{per}.u32 {at}, {{{list}}};",
                     addr.store_space
@@ -1240,11 +1219,7 @@ impl Emitter<'_> {
             (1, ".u16", RegClass::B32)
         };
         let regs: Vec<Reg> = (0..n).map(|_| self.reg(class)).collect();
-        let list = regs
-            .iter()
-            .map(|r| r.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let list = reg_list(&regs);
         let vec = if n == 1 {
             String::new()
         } else {
@@ -1345,50 +1320,11 @@ pub(crate) enum Cached {
     Run(RunData),
 }
 
-/// Whether two loads read the same elements: same memory, type and shape,
-/// and structurally equal indices.
+/// Whether two loads read the same elements: same type, and the same
+/// elements within the straight-line stretch the load cache spans.
 fn same_access(f: &crate::backend::ir::Func, a: AccessId, b: AccessId) -> bool {
     let (x, y) = (&f.accesses[a], &f.accesses[b]);
-    x.mem == y.mem
-        && x.elem == y.elem
-        && x.shape == y.shape
-        && !x.store
-        && !y.store
-        && x.index.len() == y.index.len()
-        && x.index
-            .iter()
-            .zip(&y.index)
-            .all(|(i, j)| same_expr(f, *i, *j))
-}
-
-/// Structural equality of two side-effect-free expressions.
-fn same_expr(f: &crate::backend::ir::Func, a: ExprId, b: ExprId) -> bool {
-    if a == b {
-        return true;
-    }
-    let (x, y) = (&f.exprs[a], &f.exprs[b]);
-    if x.ty != y.ty {
-        return false;
-    }
-    match (&x.kind, &y.kind) {
-        (ExprKind::Const(p), ExprKind::Const(q)) => p == q,
-        (ExprKind::Var(p), ExprKind::Var(q)) => p == q,
-        (ExprKind::Param(p), ExprKind::Param(q)) => p == q,
-        (ExprKind::Dim(p), ExprKind::Dim(q)) => p == q,
-        (ExprKind::Ctx(p), ExprKind::Ctx(q)) => p == q,
-        (ExprKind::Unary(o, p), ExprKind::Unary(r, q)) => o == r && same_expr(f, *p, *q),
-        (ExprKind::Convert(p), ExprKind::Convert(q)) => same_expr(f, *p, *q),
-        (ExprKind::Binary(o, p1, p2), ExprKind::Binary(r, q1, q2)) => {
-            o == r && same_expr(f, *p1, *q1) && same_expr(f, *p2, *q2)
-        }
-        (ExprKind::Builtin(o, ps), ExprKind::Builtin(r, qs)) => {
-            o == r && ps.len() == qs.len() && ps.iter().zip(qs).all(|(p, q)| same_expr(f, *p, *q))
-        }
-        (ExprKind::Load(p), ExprKind::Load(q)) | (ExprKind::RunLoad(p), ExprKind::RunLoad(q)) => {
-            same_access(f, *p, *q)
-        }
-        _ => false,
-    }
+    x.elem == y.elem && !x.store && !y.store && f.same_elements(a, b, Within::Stretch)
 }
 
 /// Whether the address of access `a` depends on var `v`.

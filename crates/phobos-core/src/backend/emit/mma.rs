@@ -20,7 +20,7 @@
 //! only the `trans(w)` form exists (`ldmatrix .trans` moves 16-bit
 //! elements).
 
-use super::{Emitter, Reg, RegClass, V};
+use super::{reg_list, Emitter, Reg, RegClass, V};
 use crate::ast::ScalarTy;
 use crate::backend::ir::{AccId, AccessId, BufferId, BufferKind, Mem, Shape};
 
@@ -253,7 +253,7 @@ impl Emitter<'_> {
             for (fm, ar) in afr.iter().enumerate() {
                 for (fnn, br) in bfr.iter().enumerate() {
                     let i = (fm * l.frag_n as usize + fnn) * per;
-                    let d = list(&frags[i..i + per]);
+                    let d = reg_list(&frags[i..i + per]);
                     if sm75 {
                         for h in 0..2 {
                             self.ins(&format!(
@@ -264,8 +264,8 @@ impl Emitter<'_> {
                     } else {
                         self.ins(&format!(
                             "mma.sync.aligned.m16n8k{kk}.row.col.{dty}.{ty}.{ty}.{dty} {{{d}}}, {{{}}}, {{{}}}, {{{d}}};",
-                            list(ar),
-                            list(br)
+                            reg_list(ar),
+                            reg_list(br)
                         ));
                     }
                 }
@@ -281,7 +281,7 @@ impl Emitter<'_> {
         let regs: Vec<Reg> = (0..count).map(|_| self.reg(RegClass::B32)).collect();
         self.ins(&format!(
             "ldmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16 {{{}}}, [{addr}+{off}];",
-            list(&regs)
+            reg_list(&regs)
         ));
         if tf32 {
             self.round_to_tf32(&regs)
@@ -456,11 +456,4 @@ impl Emitter<'_> {
             }
         }
     }
-}
-
-fn list(regs: &[Reg]) -> String {
-    regs.iter()
-        .map(|r| r.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
 }

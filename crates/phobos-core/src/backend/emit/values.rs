@@ -696,32 +696,7 @@ impl Emitter<'_> {
             Builtin::Select => {
                 let c = self.in_reg(args[0], ScalarTy::Bool);
                 let vt = tys.get(1).copied().unwrap_or(t);
-                if vt == ScalarTy::Bool {
-                    let a = self.in_reg(args[1], vt);
-                    let bb = self.in_reg(args[2], vt);
-                    let (x, y, d) = (
-                        self.reg(RegClass::Pred),
-                        self.reg(RegClass::Pred),
-                        self.reg(RegClass::Pred),
-                    );
-                    self.ins(&format!("and.pred {x}, {c}, {a};"));
-                    self.ins(&format!("not.pred {y}, {c};"));
-                    self.ins(&format!("and.pred {y}, {y}, {bb};"));
-                    self.ins(&format!("or.pred {d}, {x}, {y};"));
-                    return V::R(d);
-                }
-                let a = self.in_reg(args[1], vt);
-                let bb = self.in_reg(args[2], vt);
-                let d = self.reg(RegClass::of(vt));
-                let sfx = match RegClass::of(vt) {
-                    RegClass::B16 => ".b16",
-                    RegClass::B64 => ".b64",
-                    RegClass::F32 => ".f32",
-                    RegClass::F64 => ".f64",
-                    _ => ".b32",
-                };
-                self.ins(&format!("selp{sfx} {d}, {a}, {bb}, {c};"));
-                V::R(d)
+                self.select(vt, c, args[1], args[2])
             }
             Builtin::Cdiv => {
                 let a = self.in_reg(args[0], at);
@@ -830,6 +805,44 @@ impl Emitter<'_> {
         std::array::from_fn(|_| self.reg(class))
     }
 
+    /// `c ? a : b` for a value of any type: `selp`, or predicate logic
+    /// for `bool` (PTX has no `selp.pred`).
+    pub(super) fn select(&mut self, t: ScalarTy, c: Reg, a: V, b: V) -> V {
+        if t == ScalarTy::Bool {
+            let (pa, pb) = (self.in_reg(a, t), self.in_reg(b, t));
+            let [x, y, d] = self.regs(RegClass::Pred);
+            self.ins(&format!("and.pred {x}, {c}, {pa};"));
+            self.ins(&format!("not.pred {y}, {c};"));
+            self.ins(&format!("and.pred {y}, {y}, {pb};"));
+            self.ins(&format!("or.pred {d}, {x}, {y};"));
+            return V::R(d);
+        }
+        let (ra, rb) = (self.in_reg(a, t), self.in_reg(b, t));
+        let d = self.reg(RegClass::of(t));
+        let sfx = match d.class {
+            RegClass::B16 => ".b16",
+            RegClass::B64 => ".b64",
+            RegClass::F32 => ".f32",
+            RegClass::F64 => ".f64",
+            _ => ".b32",
+        };
+        self.ins(&format!("selp{sfx} {d}, {ra}, {rb}, {c};"));
+        V::R(d)
+    }
+
+    /// `y = c[0] x^n + c[1] x^(n-1) + ... + c[n]` in f32 by Horner's rule,
+    /// one `fma.rn` a coefficient after the first two; the coefficients
+    /// are PTX f32 literals, highest power first (at least two).
+    fn horner(&mut self, y: Reg, x: Reg, coefficients: &[&str]) {
+        let [top, next, rest @ ..] = coefficients else {
+            unreachable!("a polynomial of degree 0");
+        };
+        self.ins(&format!("fma.rn.f32 {y}, {x}, {top}, {next};"));
+        for c in rest {
+            self.ins(&format!("fma.rn.f32 {y}, {x}, {y}, {c};"));
+        }
+    }
+
     /// `y = ln(x)` (or `log2(x)` with `base2`) in f32, accurate to a few
     /// ulp: `lg2.approx.f32` is only good to 2^-22 absolute on (0.5, 2)
     /// (PTX ISA 9.7.3.20), which is no relative accuracy at all near x = 1.
@@ -857,10 +870,17 @@ impl Emitter<'_> {
         self.ins(&format!("add.f32 {m}, {m}, 0f3F800000;"));
         self.ins(&format!("div.rn.f32 {s}, {s}, {m};"));
         self.ins(&format!("mul.f32 {s2}, {s}, {s};"));
-        self.ins(&format!("fma.rn.f32 {poly}, {s2}, 0f3E638E39, 0f3E924925;"));
-        self.ins(&format!("fma.rn.f32 {poly}, {s2}, {poly}, 0f3ECCCCCD;"));
-        self.ins(&format!("fma.rn.f32 {poly}, {s2}, {poly}, 0f3F2AAAAB;"));
-        self.ins(&format!("fma.rn.f32 {poly}, {s2}, {poly}, 0f40000000;"));
+        self.horner(
+            poly,
+            s2,
+            &[
+                "0f3E638E39",
+                "0f3E924925",
+                "0f3ECCCCCD",
+                "0f3F2AAAAB",
+                "0f40000000",
+            ],
+        );
         self.ins(&format!("mul.f32 {poly}, {s}, {poly};"));
         self.ins(&format!("fma.rn.f32 {exact}, {ef}, 0f3F317218, {poly};"));
         self.ins(&format!("lg2.approx.f32 {rough}, {x};"));
@@ -893,16 +913,25 @@ impl Emitter<'_> {
         self.ins(&format!("fma.rn.f32 {r}, {kf}, 0fA7C234C4, {r};"));
         self.ins(&format!("cvt.rzi.s32.f32 {k}, {kf};"));
         self.ins(&format!("mul.f32 {r2}, {r}, {r};"));
-        self.ins(&format!("fma.rn.f32 {sn}, {r2}, 0f3638EF1D, 0fB9500D01;"));
-        self.ins(&format!("fma.rn.f32 {sn}, {r2}, {sn}, 0f3C088889;"));
-        self.ins(&format!("fma.rn.f32 {sn}, {r2}, {sn}, 0fBE2AAAAB;"));
+        self.horner(
+            sn,
+            r2,
+            &["0f3638EF1D", "0fB9500D01", "0f3C088889", "0fBE2AAAAB"],
+        );
         self.ins(&format!("mul.f32 {sn}, {sn}, {r2};"));
         self.ins(&format!("fma.rn.f32 {sn}, {sn}, {r}, {r};"));
-        self.ins(&format!("fma.rn.f32 {cs}, {r2}, 0fB493F27E, 0f37D00D01;"));
-        self.ins(&format!("fma.rn.f32 {cs}, {r2}, {cs}, 0fBAB60B61;"));
-        self.ins(&format!("fma.rn.f32 {cs}, {r2}, {cs}, 0f3D2AAAAB;"));
-        self.ins(&format!("fma.rn.f32 {cs}, {r2}, {cs}, 0fBF000000;"));
-        self.ins(&format!("fma.rn.f32 {cs}, {r2}, {cs}, 0f3F800000;"));
+        self.horner(
+            cs,
+            r2,
+            &[
+                "0fB493F27E",
+                "0f37D00D01",
+                "0fBAB60B61",
+                "0f3D2AAAAB",
+                "0fBF000000",
+                "0f3F800000",
+            ],
+        );
         // Quadrant q: sin(x) is sin r, cos r, -sin r, -cos r for q = 0..3;
         // cos(x) is sin(x + pi/2), one quadrant on.
         if cos {
@@ -942,9 +971,11 @@ impl Emitter<'_> {
         self.ins(&format!("or.b32 {bits}, {bits}, {sign};"));
         self.ins(&format!("mov.b32 {big}, {bits};"));
         self.ins(&format!("mul.f32 {x2}, {x}, {x};"));
-        self.ins(&format!("fma.rn.f32 {poly}, {x2}, 0f3CB327A4, 0fBD5D0DD1;"));
-        self.ins(&format!("fma.rn.f32 {poly}, {x2}, {poly}, 0f3E088889;"));
-        self.ins(&format!("fma.rn.f32 {poly}, {x2}, {poly}, 0fBEAAAAAB;"));
+        self.horner(
+            poly,
+            x2,
+            &["0f3CB327A4", "0fBD5D0DD1", "0f3E088889", "0fBEAAAAAB"],
+        );
         self.ins(&format!("mul.f32 {small}, {x2}, {x};"));
         self.ins(&format!("fma.rn.f32 {small}, {small}, {poly}, {x};"));
         self.ins(&format!("setp.lt.f32 {p}, {a}, 0f3E000000;"));

@@ -20,7 +20,7 @@
 
 use super::Lower;
 use crate::ast::{ScalarTy, Span};
-use crate::backend::ir::{AccTile, BarrierRole, BufferId, BufferKind, Shape, StmtId, StmtKind};
+use crate::backend::ir::{AccTile, BarrierRole, BufferId, BufferKind, StmtId, StmtKind};
 use crate::hir::{self, LocalId, LocalKind};
 use crate::mma::WarpLayout;
 use std::collections::HashSet;
@@ -149,13 +149,7 @@ impl Lower<'_> {
     ) -> Vec<StmtId> {
         let acc = self.accs[&src];
         let shape = vec![self.f.accs[acc].rows, self.f.accs[acc].cols];
-        let access = self.access(
-            hir::Memory::Tensor(dst),
-            starts,
-            Shape::Tile { shape },
-            true,
-            span,
-        );
+        let access = self.tensor_box(dst, starts, shape, true, span);
         vec![self.push_stmt(StmtKind::AccStore { acc, access }, span)]
     }
 

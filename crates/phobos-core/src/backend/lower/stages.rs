@@ -36,7 +36,7 @@
 use super::Lower;
 use crate::ast::{BinOp, ScalarTy, Span};
 use crate::backend::ir::{
-    BarrierRole, ExprId, ExprKind, ForLoop, Ring, Shape, StmtId, StmtKind, Var, VarId,
+    BarrierRole, ExprId, ExprKind, ForLoop, Ring, StmtId, StmtKind, Var, VarId,
 };
 use crate::hir::{self, ConstVal, LocalId, Ty};
 
@@ -188,13 +188,7 @@ impl Lower<'_> {
             let buffer = self.tiles[&c.dst];
             let (shape, at) = self.tile_box(c.dst, buffer);
             let line = line_of_all.unwrap_or(c.span);
-            let access = self.access(
-                hir::Memory::Tensor(c.src),
-                c.starts,
-                Shape::Tile { shape },
-                false,
-                line,
-            );
+            let access = self.tensor_box(c.src, c.starts, shape, false, line);
             then.append(&mut self.pre);
             // Each copy its own stage operand: expressions have one user.
             let stage = if i == 0 {
