@@ -37,23 +37,24 @@ pub fn matvec_ref(o: &Outcome, out: &str, n: usize, k: usize) -> Tensor {
     y
 }
 
-pub fn lanes_matvec() {
-    // 101 rows: not a multiple of 4 warps per CTA; 2 CTAs past the end.
-    for (n, extra) in [(101, 2), (3, 0)] {
-        let o = Case::corpus("lanes_matvec")
+/// Runs matvec `name` (a warp a row, 4 warps a CTA, K = 256) for each
+/// `(rows, extra CTAs past the last row)`, against [`matvec_ref`].
+fn warp_per_row_matvec(name: &str, runs: [(usize, u32); 2]) {
+    for (n, extra) in runs {
+        let o = Case::corpus(name)
             .dims(&[("N", n as i64), ("K", 256)])
             .run(g1(cdiv(n, 4) + extra));
         o.check("y", &matvec_ref(&o, "y", n, 256));
     }
 }
 
+pub fn lanes_matvec() {
+    // 101 rows: not a multiple of 4 warps per CTA; 2 CTAs past the end.
+    warp_per_row_matvec("lanes_matvec", [(101, 2), (3, 0)]);
+}
+
 pub fn staged_matvec() {
-    for (n, extra) in [(101, 2), (2, 1)] {
-        let o = Case::corpus("staged_matvec")
-            .dims(&[("N", n as i64), ("K", 256)])
-            .run(g1(cdiv(n, 4) + extra));
-        o.check("y", &matvec_ref(&o, "y", n, 256));
-    }
+    warp_per_row_matvec("staged_matvec", [(101, 2), (2, 1)]);
 }
 
 pub fn i8_matvec() {

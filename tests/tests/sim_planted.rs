@@ -39,6 +39,15 @@ fn with_ptx(mut case: Case, edit: impl Fn(&str) -> String) -> Case {
     case
 }
 
+/// `case` with the line `instr` deleted from its PTX, which must hold
+/// `what` exactly once: the deleted line is the only one of its kind.
+fn without_the_one(case: Case, what: &str, instr: &str) -> Case {
+    with_ptx(case, |p| {
+        assert_eq!(p.matches(what).count(), 1, "one {what}:\n{p}");
+        p.replace(&format!("\t{instr}\n"), "")
+    })
+}
+
 /// `case` run on one host thread.
 fn one_thread(mut case: Case) -> Case {
     case.opts.threads = 1;
@@ -267,10 +276,7 @@ fn a_tile_copy_without_its_barrier_is_a_race() {
     // deleted: line 12 reads elements of `xs` that other threads write.
     let case = || one_thread(staged_matvec());
     clean(case(), [2, 1, 1]);
-    let planted = with_ptx(case(), |p| {
-        assert_eq!(p.matches("bar.sync").count(), 1, "{p}");
-        p.replace("\tbar.sync 0;\n", "")
-    });
+    let planted = without_the_one(case(), "bar.sync", "bar.sync 0;");
     let r = report(planted, [2, 1, 1]);
     assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
     assert_eq!(r.kernel, "staged_matvec__K256");
@@ -435,10 +441,11 @@ fn a_staged_loop_without_its_wait_group_reads_copies_in_flight() {
     // the barrier; without the wait, the ldmatrix of `dot` (line 13) reads
     // bytes whose cp.async has not landed.
     clean(staged_gemm(), [1, 1, 1]);
-    let planted = with_ptx(staged_gemm(), |p| {
-        assert_eq!(p.matches("cp.async.wait_group 1;").count(), 1, "{p}");
-        p.replace("\tcp.async.wait_group 1;\n", "")
-    });
+    let planted = without_the_one(
+        staged_gemm(),
+        "cp.async.wait_group 1;",
+        "cp.async.wait_group 1;",
+    );
     let r = report(planted, [1, 1, 1]);
     assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
     assert_eq!(r.kernel, "mma_gemm_staged");
@@ -453,11 +460,8 @@ fn a_staged_loop_without_its_barrier_is_a_race() {
     // (landed at their waits) before this warp's ldmatrix, and this
     // trip's reads before the next trip's copies into the same stage.
     clean(staged_gemm(), [1, 1, 1]);
-    let planted = with_ptx(staged_gemm(), |p| {
-        let in_loop = p.matches("bar.sync").count();
-        assert_eq!(in_loop, 1, "one kept barrier, the ring's:\n{p}");
-        p.replace("\tbar.sync 0;\n", "")
-    });
+    // One kept barrier, the ring's.
+    let planted = without_the_one(staged_gemm(), "bar.sync", "bar.sync 0;");
     let r = report(planted, [1, 1, 1]);
     assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
     assert_eq!(r.kernel, "mma_gemm_staged");
