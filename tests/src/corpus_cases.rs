@@ -21,8 +21,13 @@ fn g1(x: u32) -> [u32; 3] {
     [x, 1, 1]
 }
 
+/// The case of corpus kernel `name` with its dim `N` set to `n`.
+fn with_n(name: &str, n: usize) -> Case {
+    Case::corpus(name).dims(&[("N", n as i64)])
+}
+
 /// Reference for the matvec family: y[0, r] = sum_k W[r, k] * x[0, k].
-fn matvec_ref(o: &Outcome, out: &str, n: usize, k: usize) -> Tensor {
+pub fn matvec_ref(o: &Outcome, out: &str, n: usize, k: usize) -> Tensor {
     let (w, x) = (o.input("W"), o.input("x"));
     let mut y = o.expect(out);
     for r in 0..n {
@@ -32,23 +37,24 @@ fn matvec_ref(o: &Outcome, out: &str, n: usize, k: usize) -> Tensor {
     y
 }
 
-pub fn lanes_matvec() {
-    // 101 rows: not a multiple of 4 warps per CTA; 2 CTAs past the end.
-    for (n, extra) in [(101, 2), (3, 0)] {
-        let o = Case::corpus("lanes_matvec")
+/// Runs matvec `name` (a warp a row, 4 warps a CTA, K = 256) for each
+/// `(rows, extra CTAs past the last row)`, against [`matvec_ref`].
+fn warp_per_row_matvec(name: &str, runs: [(usize, u32); 2]) {
+    for (n, extra) in runs {
+        let o = Case::corpus(name)
             .dims(&[("N", n as i64), ("K", 256)])
             .run(g1(cdiv(n, 4) + extra));
         o.check("y", &matvec_ref(&o, "y", n, 256));
     }
 }
 
+pub fn lanes_matvec() {
+    // 101 rows: not a multiple of 4 warps per CTA; 2 CTAs past the end.
+    warp_per_row_matvec("lanes_matvec", [(101, 2), (3, 0)]);
+}
+
 pub fn staged_matvec() {
-    for (n, extra) in [(101, 2), (2, 1)] {
-        let o = Case::corpus("staged_matvec")
-            .dims(&[("N", n as i64), ("K", 256)])
-            .run(g1(cdiv(n, 4) + extra));
-        o.check("y", &matvec_ref(&o, "y", n, 256));
-    }
+    warp_per_row_matvec("staged_matvec", [(101, 2), (2, 1)]);
 }
 
 pub fn i8_matvec() {
@@ -57,14 +63,20 @@ pub fn i8_matvec() {
         let o = Case::corpus("i8_matvec")
             .dims(&[("N", n as i64), ("K", k as i64)])
             .run(g1(cdiv(n, 8) + extra));
-        let (a, w) = (o.input("A"), o.input("W"));
-        let mut c = o.expect("C");
-        for col in 0..n {
-            let s: i64 = (0..k).map(|j| a.i(j) * w.i(col * k + j)).sum();
-            c.set_f(col, s as f64);
-        }
-        o.check("C", &c);
+        o.check("C", &i8_matvec_ref(&o, n, k));
     }
+}
+
+/// Reference for i8_matvec: C[0, col] = sum_j A[0, j] * W[col, j], exact
+/// in integers.
+pub fn i8_matvec_ref(o: &Outcome, n: usize, k: usize) -> Tensor {
+    let (a, w) = (o.input("A"), o.input("W"));
+    let mut c = o.expect("C");
+    for col in 0..n {
+        let s: i64 = (0..k).map(|j| a.i(j) * w.i(col * k + j)).sum();
+        c.set_f(col, s as f64);
+    }
+    c
 }
 
 pub fn lane_max() {
@@ -89,9 +101,7 @@ pub fn atomic_histogram() {
     // 100,003 bytes over 7 CTAs (a grid that does not divide N), then a
     // short input over more CTAs than it needs: most CTAs count nothing.
     for (n, grid) in [(100_003usize, 7u32), (300, 4)] {
-        let mut c = Case::corpus("atomic_histogram")
-            .dims(&[("N", n as i64)])
-            .init("H", Tensor::zeros(ScalarTy::U32, &[256]));
+        let mut c = with_n("atomic_histogram", n).init("H", Tensor::zeros(ScalarTy::U32, &[256]));
         c.prepare();
         // Skew the bytes so some bins are hot (many atomics on one
         // element from one warp) and some stay empty.
@@ -244,8 +254,7 @@ pub fn atomic_ops() {
 pub fn autotune_block() {
     for block in [64, 128] {
         let n = 1000;
-        let o = Case::corpus("autotune_block")
-            .dims(&[("N", n as i64)])
+        let o = with_n("autotune_block", n)
             .tune("BLOCK", block)
             .run(g1(cdiv(n, block as usize) + 1));
         assert!(o.entry.contains(&block.to_string()), "variant {}", o.entry);
@@ -349,9 +358,7 @@ pub fn cta_sum_loop() {
 
 pub fn dp4a_nibble() {
     let n = 40;
-    let o = Case::corpus("dp4a_nibble")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 32) + 1));
+    let o = with_n("dp4a_nibble", n).run(g1(cdiv(n, 32) + 1));
     let (q, x, x2) = (o.input("Q"), o.input("X"), o.input("X2"));
     let mut d = o.expect("D");
     for i in 0..n {
@@ -368,17 +375,12 @@ pub fn dp4a_nibble() {
 
 pub fn dp4a_u8() {
     let n = 33;
-    let o = Case::corpus("dp4a_u8")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 32)));
+    let o = with_n("dp4a_u8", n).run(g1(cdiv(n, 32)));
     let (a, b) = (o.input("A"), o.input("B"));
-    let (mut d, mut s) = (o.expect("D"), o.expect("S"));
-    for i in 0..n {
-        d.set_i(i, (0..32).map(|k| a.i(i * 32 + k) * b.i(i * 32 + k)).sum());
-        s.set_i(i, (0..32).map(|k| a.i(i * 32 + k)).sum());
-    }
-    o.check("D", &d);
-    o.check("S", &s);
+    o.check_i("D", n, |i| {
+        (0..32).map(|k| a.i(i * 32 + k) * b.i(i * 32 + k)).sum()
+    });
+    o.check_i("S", n, |i| (0..32).map(|k| a.i(i * 32 + k)).sum());
 }
 
 /// Little-endian word `j` of the 16 bytes at `A[i, 0..16]`, as i32.
@@ -412,9 +414,7 @@ fn byteperm(a: u32, b: u32, sel: u32) -> u32 {
 
 pub fn elem_word() {
     let n = 20;
-    let o = Case::corpus("elem_word")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 32)));
+    let o = with_n("elem_word", n).run(g1(cdiv(n, 32)));
     let a = o.input("A");
     let (mut out, mut s, mut f) = (o.expect("O"), o.expect("S"), o.expect("F"));
     for i in 0..n {
@@ -459,8 +459,7 @@ pub fn grid_attr() {
 
 pub fn int_ops() {
     let n = 64;
-    let mut c = Case::corpus("int_ops")
-        .dims(&[("N", n as i64)])
+    let mut c = with_n("int_ops", n)
         .gen("A", Gen::Int(-(1 << 30), 1 << 30))
         .gen("B", Gen::Int(-1000, 1000));
     c.prepare();
@@ -667,7 +666,6 @@ pub fn control_flow() {
 pub fn lane_f16_sum() {
     let o = Case::corpus("lane_f16_sum").run(g1(1));
     let (a, b, cc) = (o.input("A"), o.input("B"), o.input("C"));
-    let (mut h, mut d, mut l) = (o.expect("H"), o.expect("D"), o.expect("L"));
     // f16 sums round after every add, in the page's butterfly order.
     let av: Vec<f16> = (0..32).map(|t| f16::from_f64(a.f(t))).collect();
     let hs = butterfly(&av, 8, |x, y| f16::from_f32(x.to_f32() + y.to_f32()));
@@ -675,72 +673,51 @@ pub fn lane_f16_sum() {
     let ds = butterfly(&bv, 32, f64::max);
     let cv: Vec<i64> = (0..32).map(|t| cc.i(t)).collect();
     let ls = butterfly(&cv, 32, i64::wrapping_add);
-    for t in 0..32 {
-        h.set_f(t, hs[t].to_f64());
-        d.set_f(t, ds[t]);
-        l.set_i(t, ls[t]);
-    }
-    o.check("H", &h);
-    o.check("D", &d);
-    o.check("L", &l);
+    o.check_f("H", 32, |t| hs[t].to_f64());
+    o.check_f("D", 32, |t| ds[t]);
+    o.check_i("L", 32, |t| ls[t]);
 }
 
 pub fn lane_min_max_int() {
     let o = Case::corpus("lane_min_max_int").run(g1(1));
     let (a, b) = (o.input("A"), o.input("B"));
-    let (mut mx, mut mn, mut ub) = (o.expect("MX"), o.expect("MN"), o.expect("UB"));
     let av: Vec<i32> = (0..64).map(|t| a.i(t) as i32).collect();
     let bv: Vec<u32> = (0..64).map(|t| b.i(t) as u32).collect();
     let m1 = butterfly(&av, 32, i32::max);
     let m2 = butterfly(&av, 16, i32::min);
     let u1 = butterfly(&bv, 4, u32::max);
     let u2 = butterfly(&bv, 32, u32::min);
-    for t in 0..64 {
-        mx.set_i(t, i64::from(m1[t]));
-        mn.set_i(t, i64::from(m2[t]));
-        ub.set_i(t, i64::from(u1[t].wrapping_add(u2[t])));
-    }
-    o.check("MX", &mx);
-    o.check("MN", &mn);
-    o.check("UB", &ub);
+    o.check_i("MX", 64, |t| i64::from(m1[t]));
+    o.check_i("MN", 64, |t| i64::from(m2[t]));
+    o.check_i("UB", 64, |t| i64::from(u1[t].wrapping_add(u2[t])));
 }
 
 pub fn lane_reduce() {
     let o = Case::corpus("lane_reduce").run(g1(1));
     let (a, b) = (o.input("A"), o.input("B"));
-    let (mut r, mut q, mut i) = (o.expect("R"), o.expect("Q"), o.expect("I"));
-    for t in 0..64 {
-        let p4 = t / 4 * 4;
-        let w = t / 32 * 32;
-        r.set_f(t, (p4..p4 + 4).map(|k| a.f(k)).product());
-        q.set_f(t, (w..w + 32).map(|k| a.f(k).abs()).fold(0.0, f64::max));
-        i.set_i(t, (w..w + 32).fold(0, |s, k| s | b.i(k)));
-    }
-    o.check("R", &r);
-    o.check("Q", &q);
-    o.check("I", &i);
+    // The four lanes of `t`'s piece of 4, and the 32 of its warp.
+    let piece = |t: usize| t / 4 * 4..t / 4 * 4 + 4;
+    let warp = |t: usize| t / 32 * 32..t / 32 * 32 + 32;
+    o.check_f("R", 64, |t| piece(t).map(|k| a.f(k)).product());
+    o.check_f("Q", 64, |t| {
+        warp(t).map(|k| a.f(k).abs()).fold(0.0, f64::max)
+    });
+    o.check_i("I", 64, |t| warp(t).fold(0, |s, k| s | b.i(k)));
 }
 
 pub fn lane_sum_width() {
     let o = Case::corpus("lane_sum_width").run(g1(2));
     let a = o.input("A");
-    let (mut s8, mut s32, mut s2) = (o.expect("S8"), o.expect("S32"), o.expect("S2"));
-    for t in 0..128 {
-        let piece = |w: usize| (t / w * w..t / w * w + w).map(|k| a.f(k)).sum::<f64>();
-        s8.set_f(t, piece(8));
-        s32.set_f(t, piece(32));
-        s2.set_f(t, piece(2));
-    }
-    o.check("S8", &s8);
-    o.check("S32", &s32);
-    o.check("S2", &s2);
+    // The sum over the piece of `w` lanes that holds lane `t`.
+    let piece = |t: usize, w: usize| (t / w * w..t / w * w + w).map(|k| a.f(k)).sum::<f64>();
+    o.check_f("S8", 128, |t| piece(t, 8));
+    o.check_f("S32", 128, |t| piece(t, 32));
+    o.check_f("S2", 128, |t| piece(t, 2));
 }
 
 pub fn loops() {
     let n = 70;
-    let o = Case::corpus("loops")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 32) + 1));
+    let o = with_n("loops", n).run(g1(cdiv(n, 32) + 1));
     let mut want = o.expect("O");
     for i in 0..n as i64 {
         let mut s = 0;
@@ -768,8 +745,7 @@ pub fn loops() {
 
 pub fn math_f32() {
     let n = 100;
-    let o = Case::corpus("math_f32")
-        .dims(&[("N", n as i64)])
+    let o = with_n("math_f32", n)
         .gen("A", Gen::Float(0.05, 4.0))
         .run(g1(cdiv(n, 64) + 1));
     let a = o.input("A");
@@ -840,9 +816,7 @@ pub fn run_f16() {
 
 pub fn run_long() {
     let n = 50;
-    let o = Case::corpus("run_long")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 32)));
+    let o = with_n("run_long", n).run(g1(cdiv(n, 32)));
     let a = o.input("A");
     let (mut y, mut z) = (o.expect("y"), o.expect("Z"));
     for i in 0..n {
@@ -995,9 +969,7 @@ pub fn run_unaligned() {
 
 pub fn saxpy() {
     let n = 777;
-    let mut c = Case::corpus("saxpy")
-        .dims(&[("N", n as i64)])
-        .scalar("alpha", Scalar::F32(2.5));
+    let mut c = with_n("saxpy", n).scalar("alpha", Scalar::F32(2.5));
     // Y is read and written in place: it starts random, not poisoned.
     let y0 = Tensor::random(ScalarTy::F32, &[n], Gen::Full, &mut c.rng);
     let o = c.init("Y", y0).run(g1(cdiv(n, 256) + 1));
@@ -1008,8 +980,7 @@ pub fn saxpy() {
 pub fn scalars() {
     for flag in [true, false] {
         let n = 100;
-        let o = Case::corpus("scalars")
-            .dims(&[("N", n as i64)])
+        let o = with_n("scalars", n)
             .gen("A", Gen::Int(-10_000, 10_000))
             .scalar("k", Scalar::I32(3))
             .scalar("bias_i", Scalar::I32(-7))
@@ -1196,8 +1167,7 @@ pub fn short_circuit() {
     let n = 100;
     // Three CTAs of 64 over-cover N = 100; elements that are neither > 0
     // nor < -5 stay poisoned.
-    let o = Case::corpus("short_circuit")
-        .dims(&[("N", n as i64)])
+    let o = with_n("short_circuit", n)
         .gen("A", Gen::Float(-10.0, 10.0))
         .run(g1(cdiv(n, 64) + 1));
     let a = o.input("A");
@@ -1226,9 +1196,7 @@ fn hadd(a: f64, b: f64) -> f64 {
 
 pub fn tile_f16_halo() {
     let n = 300;
-    let o = Case::corpus("tile_f16_halo")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 128)));
+    let o = with_n("tile_f16_halo", n).run(g1(cdiv(n, 128)));
     let x = o.input("x");
     let at = |i: i64| {
         if (0..n as i64).contains(&i) {
@@ -1246,18 +1214,14 @@ pub fn tile_f16_halo() {
 
 pub fn tile_i8() {
     let n = 70;
-    let o = Case::corpus("tile_i8")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 64) + 1));
+    let o = with_n("tile_i8", n).run(g1(cdiv(n, 64) + 1));
     let (q, v) = (o.input("Q"), o.input("V"));
     o.check_i("y", n, |r| (0..64).map(|k| q.i(r * 64 + k) * v.i(k)).sum());
 }
 
 pub fn tile_lut() {
     let n = 100;
-    let o = Case::corpus("tile_lut")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 64) + 1));
+    let o = with_n("tile_lut", n).run(g1(cdiv(n, 64) + 1));
     let (l, x) = (o.input("L"), o.input("X"));
     o.check_f("y", n, |i| (0..16).map(|k| l.f(k) * x.f(i * 16 + k)).sum());
 }
@@ -1296,140 +1260,100 @@ pub fn tile_write() {
 
 pub fn types_bf16() {
     let n = 300;
-    let o = Case::corpus("types_bf16")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 128)));
+    let o = with_n("types_bf16", n).run(g1(cdiv(n, 128)));
     let (a, b) = (o.input("A"), o.input("B"));
-    let (mut out, mut f) = (o.expect("O"), o.expect("F"));
-    for i in 0..n {
-        out.set_f(i, bf16::from_f64(a.f(i).max(b.f(i)) * 2.0).to_f64());
-        // bf16 + bf16 rounds to bf16 before the conversion to f32.
-        f.set_f(i, bf16::from_f64(a.f(i) + b.f(i)).to_f64());
-    }
-    o.check("O", &out);
-    o.check("F", &f);
+    o.check_f("O", n, |i| {
+        bf16::from_f64(a.f(i).max(b.f(i)) * 2.0).to_f64()
+    });
+    // bf16 + bf16 rounds to bf16 before the conversion to f32.
+    o.check_f("F", n, |i| bf16::from_f64(a.f(i) + b.f(i)).to_f64());
 }
 
 pub fn types_bool() {
     let n = 90;
-    let o = Case::corpus("types_bool")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 32)));
+    let o = with_n("types_bool", n).run(g1(cdiv(n, 32)));
     let (a, k) = (o.input("A"), o.input("K"));
-    let (mut m, mut c) = (o.expect("M"), o.expect("C"));
-    for i in 0..n {
-        let kk = k.i(i) != 0;
-        let mm = a.f(i) > 0.0 && !kk;
-        m.set_i(i, i64::from(mm));
-        c.set_i(i, if mm || kk { 1 } else { 2 } + i64::from(mm != kk));
-    }
-    o.check("M", &m);
-    o.check("C", &c);
+    let kk = |i: usize| k.i(i) != 0;
+    let mm = |i: usize| a.f(i) > 0.0 && !kk(i);
+    o.check_i("M", n, |i| i64::from(mm(i)));
+    o.check_i("C", n, |i| {
+        (if mm(i) || kk(i) { 1 } else { 2 }) + i64::from(mm(i) != kk(i))
+    });
 }
 
 pub fn types_f16() {
     let n = 500;
-    let o = Case::corpus("types_f16")
-        .dims(&[("N", n as i64)])
+    let o = with_n("types_f16", n)
         .gen("A", Gen::Float(-8.0, 8.0))
         .gen("B", Gen::Float(-8.0, 8.0))
         .run(g1(cdiv(n, 128)));
     let (a, b) = (o.input("A"), o.input("B"));
-    let (mut out, mut f) = (o.expect("O"), o.expect("F"));
-    for i in 0..n {
-        let p = f16::from_f64(a.f(i) * b.f(i)).to_f64();
-        out.set_f(i, hadd(p, 1.5));
-        f.set_f(i, f64::from((a.f(i) as f32) - (b.f(i) as f32)));
-    }
-    o.check("O", &out);
-    o.check("F", &f);
+    o.check_f("O", n, |i| {
+        hadd(f16::from_f64(a.f(i) * b.f(i)).to_f64(), 1.5)
+    });
+    o.check_f("F", n, |i| f64::from((a.f(i) as f32) - (b.f(i) as f32)));
 }
 
 pub fn types_f64() {
     let n = 100;
-    let o = Case::corpus("types_f64")
-        .dims(&[("N", n as i64)])
+    let o = with_n("types_f64", n)
         .gen("A", Gen::Float(0.0, 100.0))
         .run(g1(cdiv(n, 64) + 1));
     let a = o.input("A");
-    let (mut out, mut iv) = (o.expect("O"), o.expect("I"));
-    for i in 0..n {
-        let x = a.f(i);
-        out.set_f(i, x.sqrt() * 1e-3 + x / 3.0);
-        iv.set_i(i, x.floor() as i64);
-    }
-    o.check("O", &out);
-    o.check("I", &iv);
+    o.check_f("O", n, |i| a.f(i).sqrt() * 1e-3 + a.f(i) / 3.0);
+    o.check_i("I", n, |i| a.f(i).floor() as i64);
 }
 
 pub fn types_i16_u16() {
     let n = 200;
-    let o = Case::corpus("types_i16_u16")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 64) + 1));
+    let o = with_n("types_i16_u16", n).run(g1(cdiv(n, 64) + 1));
     let a = o.input("A");
-    let (mut s, mut u, mut f) = (o.expect("S"), o.expect("U"), o.expect("F"));
-    for i in 0..n {
-        let x = a.i(i) as i16;
-        s.set_i(i, i64::from(x.wrapping_mul(300).wrapping_sub(5)));
-        u.set_i(i, i64::from(x as u16 / 3));
-        f.set_f(i, f64::from(x) * 0.5);
-    }
-    o.check("S", &s);
-    o.check("U", &u);
-    o.check("F", &f);
+    let x = |i: usize| a.i(i) as i16;
+    o.check_i("S", n, |i| {
+        i64::from(x(i).wrapping_mul(300).wrapping_sub(5))
+    });
+    o.check_i("U", n, |i| i64::from(x(i) as u16 / 3));
+    o.check_f("F", n, |i| f64::from(x(i)) * 0.5);
 }
 
 pub fn types_i64_u64() {
     let n = 100;
-    let o = Case::corpus("types_i64_u64")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 32) + 1));
+    let o = with_n("types_i64_u64", n).run(g1(cdiv(n, 32) + 1));
     let a = o.input("A");
-    let (mut s, mut u, mut l) = (o.expect("S"), o.expect("U"), o.expect("L"));
-    for i in 0..n {
+    o.check_i("S", n, |i| {
         let x = a.i(i);
-        s.set_i(
-            i,
-            x.wrapping_mul(x)
-                .wrapping_add((i as i64) << 33)
-                .wrapping_sub(x / 7)
-                .wrapping_add(x % 5),
-        );
-        u.set_i(i, (((x as u64) >> 3) ^ 255) as i64);
-        l.set_i(i, i64::from((x as i32).wrapping_add(i32::from(x > 0))));
-    }
-    o.check("S", &s);
-    o.check("U", &u);
-    o.check("L", &l);
+        x.wrapping_mul(x)
+            .wrapping_add((i as i64) << 33)
+            .wrapping_sub(x / 7)
+            .wrapping_add(x % 5)
+    });
+    o.check_i("U", n, |i| (((a.i(i) as u64) >> 3) ^ 255) as i64);
+    o.check_i("L", n, |i| {
+        let x = a.i(i);
+        i64::from((x as i32).wrapping_add(i32::from(x > 0)))
+    });
 }
 
 pub fn types_i8_u8() {
     let n = 300;
-    let o = Case::corpus("types_i8_u8")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 32)));
+    let o = with_n("types_i8_u8", n).run(g1(cdiv(n, 32)));
     let (a, b) = (o.input("A"), o.input("B"));
-    let (mut s, mut u, mut w) = (o.expect("S"), o.expect("U"), o.expect("W"));
-    for i in 0..n {
-        let (x, y) = (a.i(i) as i8, b.i(i) as u8);
-        s.set_i(i, i64::from(x.wrapping_mul(3).wrapping_add(100)));
-        u.set_i(i, i64::from(y.wrapping_mul(7).wrapping_add(200)));
-        w.set_i(
-            i,
-            i64::from(x) + i64::from(y) + i64::from(x >> 2) + i64::from(y >> 3),
-        );
-    }
-    o.check("S", &s);
-    o.check("U", &u);
-    o.check("W", &w);
+    let (x, y) = (|i: usize| a.i(i) as i8, |i: usize| b.i(i) as u8);
+    o.check_i("S", n, |i| {
+        i64::from(x(i).wrapping_mul(3).wrapping_add(100))
+    });
+    o.check_i("U", n, |i| {
+        i64::from(y(i).wrapping_mul(7).wrapping_add(200))
+    });
+    o.check_i("W", n, |i| {
+        let (x, y) = (x(i), y(i));
+        i64::from(x) + i64::from(y) + i64::from(x >> 2) + i64::from(y >> 3)
+    });
 }
 
 pub fn vec_add() {
     let n = 1000;
-    let o = Case::corpus("vec_add")
-        .dims(&[("N", n as i64)])
-        .run(g1(cdiv(n, 128) + 2));
+    let o = with_n("vec_add", n).run(g1(cdiv(n, 128) + 2));
     let (a, b) = (o.input("A"), o.input("B"));
     o.check_f("C", n, |i| a.f(i) + b.f(i));
 }

@@ -107,6 +107,14 @@ pub fn compile(file: &CorpusFile, arch: u32) -> Vec<CompiledKernel> {
     kernels
 }
 
+/// The diagnostics of compiling `src` (as file `file`) for sm_75: their
+/// codes, and their rendered text for a failing assertion's message.
+pub fn diagnostic_codes(src: &str, file: &str) -> (Vec<&'static str>, String) {
+    let (_, diags) = phobos_core::compile(src, file, &CompileOptions::for_arch(75));
+    let text = phobos_core::render::render(&diags, file, src, false);
+    (diags.iter().map(|d| d.code.as_str()).collect(), text)
+}
+
 /// Whether snapshots are being rewritten (`PHOBOS_BLESS=1`).
 pub fn blessing() -> bool {
     std::env::var("PHOBOS_BLESS").is_ok_and(|v| v == "1")

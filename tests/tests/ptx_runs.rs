@@ -94,6 +94,15 @@ fn a_computed_run_argument_is_computed_once() {
     assert_eq!(count(&k.ptx, "ld.global"), 1, "{}", k.ptx);
 }
 
+/// What the metadata reports of the store of `Y`.
+fn store_of_y(k: &phobos_core::CompiledKernel) -> &phobos_core::meta::AccessMeta {
+    k.meta.variants[0]
+        .loads
+        .iter()
+        .find(|a| a.store && a.target == "Y")
+        .expect("the store of Y is reported")
+}
+
 #[test]
 fn an_unaligned_run_store_falls_back_with_its_reason() {
     // Without `@aligned(K = 4)` the row start `r * K` may be any number of
@@ -103,11 +112,7 @@ fn an_unaligned_run_store_falls_back_with_its_reason() {
     let k = compile_src(&src);
     assert_eq!(count(&k.ptx, "st.global.v4"), 0, "{}", k.ptx);
     assert_eq!(count(&k.ptx, "st.global.f32"), 4, "{}", k.ptx);
-    let store = k.meta.variants[0]
-        .loads
-        .iter()
-        .find(|a| a.store && a.target == "Y")
-        .expect("the store of Y is reported");
+    let store = store_of_y(&k);
     assert_eq!((store.elems, store.width_bytes), (4, 4), "{store:?}");
     assert!(!store.reason.is_empty(), "{store:?}");
     eprintln!("reason: {}", store.reason);
@@ -115,11 +120,7 @@ fn an_unaligned_run_store_falls_back_with_its_reason() {
     let src = CUBES.replace("@aligned(K = 4)", "@aligned(K = 2)");
     let k = compile_src(&src);
     assert_eq!(count(&k.ptx, "st.global.v2.f32"), 2, "{}", k.ptx);
-    let store = k.meta.variants[0]
-        .loads
-        .iter()
-        .find(|a| a.store && a.target == "Y")
-        .expect("the store of Y is reported");
+    let store = store_of_y(&k);
     assert_eq!(store.width_bytes, 8, "{store:?}");
     assert!(!store.reason.is_empty(), "{store:?}");
     eprintln!("reason: {}", store.reason);

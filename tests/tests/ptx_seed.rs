@@ -44,6 +44,17 @@ fn unrolled(ptx: &str, factor: usize, needle: &str, per_step: usize) -> (String,
 /// Steps per trip of a loop whose trip count is known only at run time.
 const AUTO: usize = phobos_core::backend::unroll::AUTO_FACTOR as usize;
 
+/// The first access the metadata reports of `target`.
+fn access_of<'a>(
+    v: &'a phobos_core::meta::VariantMeta,
+    target: &str,
+) -> &'a phobos_core::meta::AccessMeta {
+    v.loads
+        .iter()
+        .find(|l| l.target == target)
+        .unwrap_or_else(|| panic!("an access of {target}"))
+}
+
 fn count(hay: &str, needle: &str) -> usize {
     hay.matches(needle).count()
 }
@@ -75,17 +86,9 @@ fn lanes_matvec_loads_four_floats_twice_per_step_and_folds_in_five_shuffles() {
     assert_eq!(count(&ptx, "bar.sync"), 0);
     let v = &meta.variants[0];
     assert_eq!(v.shared_bytes, 0);
-    let w = v
-        .loads
-        .iter()
-        .find(|l| l.target == "W")
-        .expect("a load of W");
+    let w = access_of(v, "W");
     assert_eq!((w.width_bytes, w.align_bytes), (16, 16));
-    let x = v
-        .loads
-        .iter()
-        .find(|l| l.target == "x")
-        .expect("a load of x");
+    let x = access_of(v, "x");
     assert_eq!((x.width_bytes, x.align_bytes), (16, 16));
 }
 
@@ -137,11 +140,7 @@ fn staged_matvec_copies_the_tile_then_one_barrier_and_plans_1024_bytes() {
     // K is the constant 256: two steps in all, so two per trip.
     unrolled(&ptx, 2, "ld.global.nc.v4.f32", 1);
     unrolled(&ptx, 2, "ld.shared.v4.f32", 1);
-    let xs = v
-        .loads
-        .iter()
-        .find(|l| l.target == "xs")
-        .expect("a read of xs");
+    let xs = access_of(v, "xs");
     assert_eq!(xs.width_bytes, 16);
 }
 

@@ -21,9 +21,16 @@ use std::process::Command;
 /// The floor this test holds the seed kernels to.
 const MIN_IN_FLIGHT: usize = 6;
 
-/// ptxas and nvdisasm, or None (with a message) when either is missing;
-/// under `CI=true` a missing tool fails the test.
-fn tools() -> Option<(PathBuf, PathBuf)> {
+/// ptxas, nvdisasm and a scratch folder for the cubins between them.
+struct Tools {
+    ptxas: PathBuf,
+    nvdisasm: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+/// The tools, or None (with a message) when either is missing; under
+/// `CI=true` a missing tool fails the test.
+fn tools() -> Option<Tools> {
     let (Some(ptxas), Some(nvdisasm)) = (find_ptxas(), find_nvdisasm()) else {
         assert!(
             !in_ci(),
@@ -32,7 +39,12 @@ fn tools() -> Option<(PathBuf, PathBuf)> {
         eprintln!("skipping: ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM)");
         return None;
     };
-    Some((ptxas, nvdisasm))
+    let dir = tempfile::tempdir().expect("temp dir");
+    Some(Tools {
+        ptxas,
+        nvdisasm,
+        dir,
+    })
 }
 
 /// How many SASS instructions start with `op` (`HMMA`, `LDSM`, ...).
@@ -44,14 +56,13 @@ fn count_ops(sass: &str, op: &str) -> usize {
 
 #[test]
 fn seed_matvecs_issue_several_16_byte_loads_before_the_first_use() {
-    let Some((ptxas, nvdisasm)) = tools() else {
+    let Some(tools) = tools() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("temp dir");
     let mut failures = Vec::new();
     for name in ["lanes_matvec", "i8_matvec"] {
         for arch in [80u32, 90] {
-            let sass = sass_of(&ptxas, &nvdisasm, dir.path(), name, arch);
+            let sass = tools.sass_of(name, arch);
             let r = analyze(&sass);
             eprintln!(
                 "{name} sm_{arch}: {} LDG.E.128, {} in flight before the first use (groups {:?}), {} local-memory instructions",
@@ -69,43 +80,38 @@ fn seed_matvecs_issue_several_16_byte_loads_before_the_first_use() {
     );
 }
 
-/// The SASS of corpus kernel `name` for `sm_{arch}`: compiled by Phobos,
-/// assembled by ptxas, disassembled by nvdisasm.
-fn sass_of(
-    ptxas: &std::path::Path,
-    nvdisasm: &std::path::Path,
-    dir: &std::path::Path,
-    name: &str,
-    arch: u32,
-) -> String {
-    let file = corpus_file(name);
-    let ptx: String = compile(&file, arch)
-        .iter()
-        .map(|k| k.ptx.as_str())
-        .collect();
-    let bytes = assemble(ptxas, name, arch, &ptx)
-        .unwrap_or_else(|e| panic!("ptxas failed on {name} sm_{arch}: {e}"));
-    let cubin = dir.join(format!("{name}.sm_{arch}.cubin"));
-    std::fs::write(&cubin, bytes).expect("write cubin");
-    let out = Command::new(nvdisasm)
-        .arg("-c")
-        .arg(&cubin)
-        .output()
-        .expect("run nvdisasm");
-    assert!(
-        out.status.success(),
-        "nvdisasm failed on {name} sm_{arch}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+impl Tools {
+    /// The SASS of corpus kernel `name` for `sm_{arch}`: compiled by Phobos,
+    /// assembled by ptxas, disassembled by nvdisasm.
+    fn sass_of(&self, name: &str, arch: u32) -> String {
+        let file = corpus_file(name);
+        let ptx: String = compile(&file, arch)
+            .iter()
+            .map(|k| k.ptx.as_str())
+            .collect();
+        let bytes = assemble(&self.ptxas, name, arch, &ptx)
+            .unwrap_or_else(|e| panic!("ptxas failed on {name} sm_{arch}: {e}"));
+        let cubin = self.dir.path().join(format!("{name}.sm_{arch}.cubin"));
+        std::fs::write(&cubin, bytes).expect("write cubin");
+        let out = Command::new(&self.nvdisasm)
+            .arg("-c")
+            .arg(&cubin)
+            .output()
+            .expect("run nvdisasm");
+        assert!(
+            out.status.success(),
+            "nvdisasm failed on {name} sm_{arch}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
 }
 
 #[test]
 fn a_register_array_indexed_by_unrolled_loops_has_no_local_memory_in_sass() {
-    let Some((ptxas, nvdisasm)) = tools() else {
+    let Some(tools) = tools() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("temp dir");
     for arch in [80u32, 90] {
         // Phobos keeps it in registers itself: ptxas would scalarize a
         // small `.local` array indexed in constant loops too, so the PTX
@@ -118,7 +124,7 @@ fn a_register_array_indexed_by_unrolled_loops_has_no_local_memory_in_sass() {
             !ptx.contains(".local"),
             "reg_gemm sm_{arch}: a .local array in the PTX"
         );
-        let sass = sass_of(&ptxas, &nvdisasm, dir.path(), "reg_gemm", arch);
+        let sass = tools.sass_of("reg_gemm", arch);
         let r = analyze(&sass);
         // The kernel's own global loads are there (the test reads real SASS).
         assert!(sass.contains("LDG"), "no global load in reg_gemm sm_{arch}");
@@ -141,10 +147,9 @@ fn a_register_array_indexed_by_unrolled_loops_has_no_local_memory_in_sass() {
 /// GEMM's accumulator on sm_80).
 #[test]
 fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
-    let Some((ptxas, nvdisasm)) = tools() else {
+    let Some(tools) = tools() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("temp dir");
     // Per file: HMMA or IMMA, then how many of them and of LDSM there are
     // on sm_75 if the file is built for it (m16n8k8: two per K step of 16),
     // and on each of sm_80, 86, 89 and 90 (one per mma.sync and fragment
@@ -169,7 +174,7 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     for &(name, mma, sm75, from_sm80) in expected {
         let later = [80, 86, 89, 90].map(|arch| (arch, from_sm80));
         for (arch, (hmma, ldsm)) in sm75.map(|c| (75, c)).into_iter().chain(later) {
-            let sass = sass_of(&ptxas, &nvdisasm, dir.path(), name, arch);
+            let sass = tools.sass_of(name, arch);
             let count = |op: &str| count_ops(&sass, op);
             let (h, l) = (count(mma), count("LDSM"));
             let local = analyze(&sass).local;
@@ -190,10 +195,9 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
 /// local memory (the ring's stage registers included).
 #[test]
 fn staged_loops_use_ldgsts_without_local_memory() {
-    let Some((ptxas, nvdisasm)) = tools() else {
+    let Some(tools) = tools() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("temp dir");
     let mut failures = Vec::new();
     for (name, mma) in [
         ("mma_gemm_staged", true),
@@ -202,7 +206,7 @@ fn staged_loops_use_ldgsts_without_local_memory() {
         ("staged_row_sum", false),
     ] {
         for arch in [80u32, 86, 89, 90] {
-            let sass = sass_of(&ptxas, &nvdisasm, dir.path(), name, arch);
+            let sass = tools.sass_of(name, arch);
             let count = |op: &str| count_ops(&sass, op);
             let (ldgsts, commit, wait) = (count("LDGSTS"), count("LDGDEPBAR"), count("DEPBAR"));
             let local = analyze(&sass).local;

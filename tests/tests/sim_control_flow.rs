@@ -6,12 +6,10 @@
 //! compared with a Rust reference.
 
 use phobos_conformance::sim_support::{Case, Tensor};
-use phobos_core::CompileOptions;
 
+/// The diagnostic codes of compiling `src` as `k.pho`, and their text.
 fn codes(src: &str) -> (Vec<&'static str>, String) {
-    let (_, diags) = phobos_core::compile(src, "k.pho", &CompileOptions::for_arch(75));
-    let text = phobos_core::render::render(&diags, "k.pho", src, false);
-    (diags.iter().map(|d| d.code.as_str()).collect(), text)
+    phobos_conformance::diagnostic_codes(src, "k.pho")
 }
 
 #[test]

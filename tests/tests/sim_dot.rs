@@ -6,7 +6,21 @@
 //! an f32 accumulator stored as f16 or bf16, on sm_75 (where bf16 is
 //! rounded by hand) and sm_80.
 
-use phobos_conformance::sim_support::Case;
+use phobos_conformance::sim_support::{Case, Outcome};
+
+/// Runs `kernel` of `src` (`A: [M, 16]`, `W: [N, 16]`) with `M = m` and
+/// `N = n`, one CTA per 64 rows.
+fn run_mn(src: &str, file: &str, kernel: &str, m: usize, n: usize) -> Outcome {
+    Case::source(src, file, kernel)
+        .dims(&[("M", m as i64), ("N", n as i64)])
+        .run([m.div_ceil(64) as u32, 1, 1])
+}
+
+/// The exact dot product of row `i` of `A` and row `j` of `W` (K = 16).
+fn dot16(o: &Outcome, i: usize, j: usize) -> f64 {
+    let (a, w) = (o.input("A"), o.input("W"));
+    (0..16).map(|k| a.f(i * 16 + k) * w.f(j * 16 + k)).sum()
+}
 
 const SQUARES: &str = r#"
 @launch(64)
@@ -76,15 +90,11 @@ kernel to_half(A: tensor<f16>[M, 16], W: tensor<f16>[N, 16], H: tensor<f16>[M, N
 fn an_f32_accumulator_is_stored_as_f16_and_bf16() {
     for arch_src in [TO_HALF.to_string(), format!("// needs: sm_80\n{TO_HALF}")] {
         let (m, n) = (70usize, 27usize);
-        let o = Case::source(&arch_src, "to_half.pho", "to_half")
-            .dims(&[("M", m as i64), ("N", n as i64)])
-            .run([m.div_ceil(64) as u32, 1, 1]);
-        let (a, w) = (o.input("A"), o.input("W"));
+        let o = run_mn(&arch_src, "to_half.pho", "to_half", m, n);
         let (mut h, mut b) = (o.expect("H"), o.expect("B"));
         for i in 0..m {
             for j in 0..n {
-                let s: f64 = (0..16).map(|k| a.f(i * 16 + k) * w.f(j * 16 + k)).sum();
-                let s = s as f32;
+                let s = dot16(&o, i, j) as f32;
                 h.set_f(i * n + j, f64::from(half::f16::from_f32(s)));
                 b.set_f(i * n + j, f64::from(half::bf16::from_f32(s)));
             }
@@ -161,18 +171,9 @@ fn an_accumulator_stored_into_a_scratch_tile_is_fenced_from_its_readers() {
         "no barrier between the store of the accumulator and the reads:\n{ptx}"
     );
     let o = case().run([1, 1, 1]);
-    let (a, w) = (o.input("A"), o.input("W"));
-    let mut y = o.expect("Y");
-    for i in 0..16 {
-        let s: f64 = (0..16)
-            .map(|j| {
-                let d: f64 = (0..16).map(|k| a.f(i * 16 + k) * w.f(j * 16 + k)).sum();
-                f64::from(d as f32)
-            })
-            .sum();
-        y.set_f(i, s);
-    }
-    o.check("Y", &y);
+    o.check_f("Y", 16, |i| {
+        (0..16).map(|j| f64::from(dot16(&o, i, j) as f32)).sum()
+    });
     let mut unfenced = case();
     let cut = unfenced.kernel.ptx[..first_read]
         .rfind("bar.sync 0;")
@@ -208,20 +209,13 @@ kernel f16_acc(A: tensor<f16>[M, 16], W: tensor<f16>[N, 16], F: tensor<f32>[M, N
 fn an_f16_accumulator_runs_its_epilogue_and_stores_in_f16_and_f32() {
     // One CTA, ragged rows and columns.
     let (m, n) = (60usize, 27usize);
-    let o = Case::source(F16_ACC, "f16_acc.pho", "f16_acc")
-        .dims(&[("M", m as i64), ("N", n as i64)])
-        .run([1, 1, 1]);
-    let (a, w) = (o.input("A"), o.input("W"));
+    let o = run_mn(F16_ACC, "f16_acc.pho", "f16_acc", m, n);
     let (mut f, mut h) = (o.expect("F"), o.expect("H"));
     let half = |x: f64| f64::from(half::f16::from_f64(x));
     for i in 0..64 {
         for j in 0..32 {
             // Rows and columns past A and W are zero-filled: a sum of 0.
-            let s: f64 = if i < m && j < n {
-                (0..16).map(|k| a.f(i * 16 + k) * w.f(j * 16 + k)).sum()
-            } else {
-                0.0
-            };
+            let s = if i < m && j < n { dot16(&o, i, j) } else { 0.0 };
             let v = half(half(half(s) * 2.0) - 0.25);
             if i < m && j < n {
                 f.set_f(i * n + j, v);
@@ -262,14 +256,11 @@ fn accumulator_pairs_are_stored_together_where_aligned() {
     assert_eq!(ptx.matches("st.global.b32").count(), 8, "{ptx}");
     assert_eq!(ptx.matches("st.global.f32").count(), 0, "{ptx}");
     let (m, n) = (70usize, 26usize);
-    let o = Case::source(PAIRS, "pairs.pho", "pairs")
-        .dims(&[("M", m as i64), ("N", n as i64)])
-        .run([m.div_ceil(64) as u32, 1, 1]);
-    let (a, w) = (o.input("A"), o.input("W"));
+    let o = run_mn(PAIRS, "pairs.pho", "pairs", m, n);
     let (mut c, mut h) = (o.expect("C"), o.expect("H"));
     for i in 0..m {
         for j in 0..n {
-            let s: f64 = (0..16).map(|k| a.f(i * 16 + k) * w.f(j * 16 + k)).sum();
+            let s = dot16(&o, i, j);
             c.set_f(i * n + j, f64::from(s as f32));
             h.set_f(i * n + j, f64::from(half::f16::from_f64(s)));
         }

@@ -39,6 +39,35 @@ fn with_ptx(mut case: Case, edit: impl Fn(&str) -> String) -> Case {
     case
 }
 
+/// `case` with the line `instr` deleted from its PTX, which must hold
+/// `what` exactly once: the deleted line is the only one of its kind.
+fn without_the_one(case: Case, what: &str, instr: &str) -> Case {
+    with_ptx(case, |p| {
+        assert_eq!(p.matches(what).count(), 1, "one {what}:\n{p}");
+        p.replace(&format!("\t{instr}\n"), "")
+    })
+}
+
+/// `case` run on one host thread.
+fn one_thread(mut case: Case) -> Case {
+    case.opts.threads = 1;
+    case
+}
+
+/// The seed page's staged matvec, 8 rows of 256.
+fn staged_matvec() -> Case {
+    Case::corpus("staged_matvec").dims(&[("N", 8), ("K", 256)])
+}
+
+/// Asserts that `r` is about shared memory and names the buffer.
+fn assert_names_shared(r: &CheckReport) {
+    assert_eq!(r.space, Some(Space::Shared), "{r}");
+    assert!(
+        r.tensor.is_some(),
+        "the report names the shared buffer:\n{r}"
+    );
+}
+
 fn line_of(r: &CheckReport) -> u32 {
     r.source
         .as_ref()
@@ -179,11 +208,7 @@ fn a_cta_collective_barrier_skipped_by_odd_threads_is_caught() {
     // They then read the scratch that even threads wrote with no barrier
     // between: racecheck fires first. With racecheck off, the barrier the
     // odd threads never reach is still reported, by synccheck.
-    let case = || {
-        let mut c = Case::corpus("row_sum").dims(&[("N", 2), ("M", 300)]);
-        c.opts.threads = 1;
-        c
-    };
+    let case = || one_thread(Case::corpus("row_sum").dims(&[("N", 2), ("M", 300)]));
     clean(case(), [2, 1, 1]);
     let planted = || with_ptx(case(), |p| skip_on_odd_threads(p, "bar.sync"));
     let r = report(planted(), [2, 1, 1]);
@@ -226,11 +251,7 @@ fn a_shuffle_that_odd_lanes_skip_is_a_synccheck_error() {
 fn a_read_of_a_tile_never_written_is_an_initcheck_error() {
     // staged_matvec with the tile copy's shared stores deleted: line 12
     // reads `xs`, which no thread wrote.
-    let case = || {
-        let mut c = Case::corpus("staged_matvec").dims(&[("N", 8), ("K", 256)]);
-        c.opts.threads = 1;
-        c
-    };
+    let case = || one_thread(staged_matvec());
     clean(case(), [2, 1, 1]);
     let planted = with_ptx(case(), |p| {
         p.lines()
@@ -245,11 +266,7 @@ fn a_read_of_a_tile_never_written_is_an_initcheck_error() {
     assert_eq!(r.cta, [0, 0, 0], "{r}");
     assert!(r.thread.is_some(), "{r}");
     assert!(r.instruction.starts_with("ld.shared"), "{r}");
-    assert_eq!(r.space, Some(Space::Shared), "{r}");
-    assert!(
-        r.tensor.is_some(),
-        "the report names the shared buffer:\n{r}"
-    );
+    assert_names_shared(&r);
     assert_in_tile(&planted_plan(), &r, "xs");
 }
 
@@ -257,27 +274,16 @@ fn a_read_of_a_tile_never_written_is_an_initcheck_error() {
 fn a_tile_copy_without_its_barrier_is_a_race() {
     // staged_matvec with the barrier after `var xs = x[0 :+ 1, :]` (line 6)
     // deleted: line 12 reads elements of `xs` that other threads write.
-    let case = || {
-        let mut c = Case::corpus("staged_matvec").dims(&[("N", 8), ("K", 256)]);
-        c.opts.threads = 1;
-        c
-    };
+    let case = || one_thread(staged_matvec());
     clean(case(), [2, 1, 1]);
-    let planted = with_ptx(case(), |p| {
-        assert_eq!(p.matches("bar.sync").count(), 1, "{p}");
-        p.replace("\tbar.sync 0;\n", "")
-    });
+    let planted = without_the_one(case(), "bar.sync", "bar.sync 0;");
     let r = report(planted, [2, 1, 1]);
     assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
     assert_eq!(r.kernel, "staged_matvec__K256");
     assert!([6, 12].contains(&line_of(&r)), "{r}");
     assert_eq!(r.cta, [0, 0, 0], "{r}");
     assert!(r.thread.is_some(), "{r}");
-    assert_eq!(r.space, Some(Space::Shared), "{r}");
-    assert!(
-        r.tensor.is_some(),
-        "the report names the shared buffer:\n{r}"
-    );
+    assert_names_shared(&r);
     // One side of the race is the copy (line 6), the other the read
     // (line 12), named in a note.
     let other = if line_of(&r) == 6 { 12 } else { 6 };
@@ -292,11 +298,7 @@ fn a_tile_copy_without_its_barrier_is_a_race() {
 
 /// staged_matvec's shared plan.
 fn planted_plan() -> Vec<phobos_core::meta::SharedBuffer> {
-    Case::corpus("staged_matvec")
-        .dims(&[("N", 8), ("K", 256)])
-        .variant()
-        .shared_plan
-        .clone()
+    staged_matvec().variant().shared_plan.clone()
 }
 
 /// The report's shared address falls inside the planned buffer `tile`.
@@ -365,10 +367,7 @@ fn every_barrier_the_backend_keeps_is_needed() {
     // the elements its thread-strided loop then reads and writes, so its two
     // barriers are conservative: correct, but no hazard crosses them.
     let cases: Vec<(Case, [u32; 3])> = vec![
-        (
-            Case::corpus("staged_matvec").dims(&[("N", 8), ("K", 256)]),
-            [2, 1, 1],
-        ),
+        (staged_matvec(), [2, 1, 1]),
         (
             Case::corpus("row_sum").dims(&[("N", 2), ("M", 300)]),
             [2, 1, 1],
@@ -409,8 +408,7 @@ fn every_barrier_the_backend_keeps_is_needed() {
             case.meta().name
         );
         for (n, barrier) in kept.iter().enumerate() {
-            let mut c = case.clone();
-            c.opts.threads = 1;
+            let mut c = one_thread(case.clone());
             c.kernel.ptx = without_barrier(&ptx, n);
             let name = format!(
                 "{} without barrier {n} (line {}: {})",
@@ -434,9 +432,7 @@ fn every_barrier_the_backend_keeps_is_needed() {
 /// `mma_gemm_staged` (a 3-stage `cp.async` ring) for sm_80, one CTA, four
 /// trips of its K loop.
 fn staged_gemm() -> Case {
-    let mut c = Case::corpus_for("mma_gemm_staged", 80).dims(&[("M", 64), ("N", 64), ("K", 128)]);
-    c.opts.threads = 1;
-    c
+    one_thread(Case::corpus_for("mma_gemm_staged", 80).dims(&[("M", 64), ("N", 64), ("K", 128)]))
 }
 
 #[test]
@@ -445,10 +441,11 @@ fn a_staged_loop_without_its_wait_group_reads_copies_in_flight() {
     // the barrier; without the wait, the ldmatrix of `dot` (line 13) reads
     // bytes whose cp.async has not landed.
     clean(staged_gemm(), [1, 1, 1]);
-    let planted = with_ptx(staged_gemm(), |p| {
-        assert_eq!(p.matches("cp.async.wait_group 1;").count(), 1, "{p}");
-        p.replace("\tcp.async.wait_group 1;\n", "")
-    });
+    let planted = without_the_one(
+        staged_gemm(),
+        "cp.async.wait_group 1;",
+        "cp.async.wait_group 1;",
+    );
     let r = report(planted, [1, 1, 1]);
     assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
     assert_eq!(r.kernel, "mma_gemm_staged");
@@ -463,19 +460,12 @@ fn a_staged_loop_without_its_barrier_is_a_race() {
     // (landed at their waits) before this warp's ldmatrix, and this
     // trip's reads before the next trip's copies into the same stage.
     clean(staged_gemm(), [1, 1, 1]);
-    let planted = with_ptx(staged_gemm(), |p| {
-        let in_loop = p.matches("bar.sync").count();
-        assert_eq!(in_loop, 1, "one kept barrier, the ring's:\n{p}");
-        p.replace("\tbar.sync 0;\n", "")
-    });
+    // One kept barrier, the ring's.
+    let planted = without_the_one(staged_gemm(), "bar.sync", "bar.sync 0;");
     let r = report(planted, [1, 1, 1]);
     assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
     assert_eq!(r.kernel, "mma_gemm_staged");
-    assert_eq!(r.space, Some(Space::Shared), "{r}");
-    assert!(
-        r.tensor.is_some(),
-        "the report names the shared buffer:\n{r}"
-    );
+    assert_names_shared(&r);
 }
 
 #[test]
@@ -483,8 +473,7 @@ fn every_barrier_a_staged_kernel_keeps_is_needed() {
     // As `every_barrier_the_backend_keeps_is_needed`, for the rings on
     // sm_80: the ring's barrier (and any other kept one) must guard a
     // hazard the simulator sees.
-    let mut row_sum = Case::corpus_for("staged_row_sum", 80).dims(&[("R", 64), ("L", 100)]);
-    row_sum.opts.threads = 1;
+    let row_sum = one_thread(Case::corpus_for("staged_row_sum", 80).dims(&[("R", 64), ("L", 100)]));
     let cases = [(staged_gemm(), [1, 1, 1]), (row_sum, [1, 1, 1])];
     let mut failures = Vec::new();
     for (case, grid) in cases {
@@ -531,11 +520,8 @@ kernel nested(X: tensor<f32>[R, L], y: tensor<f32>[1, R]) {
   y[0, ctx.thread] = acc
 }
 ";
-    let case = || {
-        let mut c = Case::source(NESTED, "nested.pho", "nested").dims(&[("R", 64), ("L", 96)]);
-        c.opts.threads = 1;
-        c
-    };
+    let case =
+        || one_thread(Case::source(NESTED, "nested.pho", "nested").dims(&[("R", 64), ("L", 96)]));
     clean(case(), [1, 1, 1]);
     let kept = case().variant().barriers.iter().filter(|b| b.kept).count();
     assert_eq!(kept, 2, "the prologue's and the ring's");

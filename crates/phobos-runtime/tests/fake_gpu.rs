@@ -29,8 +29,7 @@ fn launch_out_of_bounds(dev: &Device) -> Result<(), LaunchError> {
 fn launch_matvec(dev: &Device) -> Result<Vec<f32>, String> {
     let kernel = compile(LANES_MATVEC, &[75], vec![]);
     let (n, k) = (8, 128);
-    let mut m =
-        Matvec::upload(dev, &values(n * k, 1), &values(k, 2), n).map_err(|e| e.to_string())?;
+    let (mut m, _) = Matvec::random(dev, n, k, 1).map_err(|e| e.to_string())?;
     m.launch(&kernel, dev, Grid::from(cdiv(n, 4)))
         .map_err(|e| e.to_string())?;
     m.y.to_vec().map_err(|e| e.to_string())

@@ -18,10 +18,8 @@ fn gpu() -> Device {
 }
 
 fn run_matvec(dev: &Device, kernel: &phobos_runtime::Kernel, n: usize, k: usize) -> f64 {
-    let (w, x) = (values(n * k, 11), values(k, 12));
-    let mut m = Matvec::upload(dev, &w, &x, n).unwrap();
-    m.launch(kernel, dev, Grid::from(cdiv(n, 4))).unwrap();
-    max_error(&m.y.to_vec().unwrap(), &matvec(&w, &x, n, k))
+    let (mut m, want) = Matvec::random(dev, n, k, 11).unwrap();
+    m.launch_error(kernel, dev, &want)
 }
 
 #[test]

@@ -11,13 +11,11 @@ use phobos_runtime::{cdiv, Arg, Device, Grid, LaunchError};
 fn a_good_launch_succeeds_and_matches_the_reference() {
     let dev = Device::sim();
     let kernel = compile(LANES_MATVEC, &[75], vec![]);
-    let (n, k) = (10, 256);
-    let (w, x) = (values(n * k, 1), values(k, 2));
-    let mut m = Matvec::upload(&dev, &w, &x, n).unwrap();
+    let n = 10;
+    let (mut m, want) = Matvec::random(&dev, n, 256, 1).unwrap();
     for _ in 0..2 {
         m.y = dev.zeros::<f32>(&[1, n]).unwrap();
-        m.launch(&kernel, &dev, Grid::from(cdiv(n, 4))).unwrap();
-        let err = max_error(&m.y.to_vec().unwrap(), &matvec(&w, &x, n, k));
+        let err = m.launch_error(&kernel, &dev, &want);
         assert!(err < 1e-4, "max error {err}");
     }
 }
@@ -80,11 +78,9 @@ fn a_free_tuning_constant_with_grid_runs_a_variant_with_its_own_grid() {
 fn a_tuned_dim_picks_its_variant_or_is_refused() {
     let dev = Device::sim();
     let kernel = compile(STAGED_MATVEC, &[75], vec![]);
-    let (n, k) = (6, 256);
-    let (w, x) = (values(n * k, 8), values(k, 9));
-    let mut m = Matvec::upload(&dev, &w, &x, n).unwrap();
-    m.launch(&kernel, &dev, Grid::from(cdiv(n, 4))).unwrap();
-    assert!(max_error(&m.y.to_vec().unwrap(), &matvec(&w, &x, n, k)) < 1e-4);
+    let n = 6;
+    let (mut m, want) = Matvec::random(&dev, n, 256, 8).unwrap();
+    assert!(m.launch_error(&kernel, &dev, &want) < 1e-4);
     m.w = dev.zeros::<f32>(&[n, 512]).unwrap();
     m.x = dev.zeros::<f32>(&[1, 512]).unwrap();
     let e = m.launch(&kernel, &dev, Grid::from(2)).unwrap_err();

@@ -217,36 +217,24 @@ fn prmt_dp4a_dp2a() {
         }
         r
     };
+    // Field `i` of `bits` bits of `x`, sign-extended when `signed`.
+    let field = |x: u32, i: u32, bits: u32, signed: bool| -> i64 {
+        let v = i64::from((x >> (bits * i)) & ((1 << bits) - 1));
+        if signed && v >= 1 << (bits - 1) {
+            v - (1 << bits)
+        } else {
+            v
+        }
+    };
     let dp4 = |a: u32, b: u32, c: i64, sa: bool, sb: bool| -> u32 {
-        let ext = |x: u32, i: u32, s: bool| {
-            let v = (x >> (8 * i)) & 0xFF;
-            if s {
-                i64::from(v as u8 as i8)
-            } else {
-                i64::from(v)
-            }
-        };
-        (c + (0..4).map(|i| ext(a, i, sa) * ext(b, i, sb)).sum::<i64>()) as u32
+        (c + (0..4)
+            .map(|i| field(a, i, 8, sa) * field(b, i, 8, sb))
+            .sum::<i64>()) as u32
     };
     let dp2 = |a: u32, b: u32, c: i64, hi: bool, s: bool| -> u32 {
-        let h = |i: u32| {
-            let v = (a >> (16 * i)) & 0xFFFF;
-            if s {
-                i64::from(v as u16 as i16)
-            } else {
-                i64::from(v)
-            }
-        };
         let k = if hi { 2 } else { 0 };
-        let by = |i: u32| {
-            let v = (b >> (8 * i)) & 0xFF;
-            if s {
-                i64::from(v as u8 as i8)
-            } else {
-                i64::from(v)
-            }
-        };
-        (c + h(0) * by(k) + h(1) * by(k + 1)) as u32
+        (c + field(a, 0, 16, s) * field(b, k, 8, s) + field(a, 1, 16, s) * field(b, k + 1, 8, s))
+            as u32
     };
     for l in 0..32usize {
         let a = inp[l];

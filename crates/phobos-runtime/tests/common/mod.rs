@@ -3,7 +3,9 @@
 
 #![allow(dead_code)]
 
-use phobos_runtime::{Arg, Device, DeviceError, Grid, Kernel, KernelSource, LaunchError, Tensor};
+use phobos_runtime::{
+    cdiv, Arg, Device, DeviceError, Grid, Kernel, KernelSource, LaunchError, Tensor,
+};
 
 pub const LANES_MATVEC: &str = include_str!("../../../../tests/in/lanes_matvec.pho");
 
@@ -95,6 +97,27 @@ impl Matvec {
             x: dev.upload(x, &[1, k])?,
             y: dev.zeros(&[1, n])?,
         })
+    }
+
+    /// `W[n, k]` and `x[1, k]` uploaded from [`values`] of seeds `seed`
+    /// and `seed + 1`, `y` zero; with the reference `y` ([`matvec`]).
+    pub fn random(
+        dev: &Device,
+        n: usize,
+        k: usize,
+        seed: u64,
+    ) -> Result<(Matvec, Vec<f64>), DeviceError> {
+        let (w, x) = (values(n * k, seed), values(k, seed + 1));
+        Ok((Matvec::upload(dev, &w, &x, n)?, matvec(&w, &x, n, k)))
+    }
+
+    /// Launches `kernel` (a warp a row, 4 rows a CTA) and returns the
+    /// largest difference of `y` from `want`; panics if the launch fails.
+    pub fn launch_error(&mut self, kernel: &Kernel, dev: &Device, want: &[f64]) -> f64 {
+        let rows = want.len();
+        self.launch(kernel, dev, Grid::from(cdiv(rows, 4)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        max_error(&self.y.to_vec().unwrap_or_else(|e| panic!("{e}")), want)
     }
 
     /// All three zero.
