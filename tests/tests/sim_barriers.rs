@@ -54,6 +54,12 @@ fn scans_right(src: &str, x: &[f32]) {
     runs_right(src, "scan", &init, "Y", &Tensor::from_f32(&[256], &want));
 }
 
+/// The 1-based line of `src` on which `needle` first appears.
+fn line_of(src: &str, needle: &str) -> u32 {
+    let at = src.lines().position(|l| l.contains(needle));
+    at.unwrap_or_else(|| panic!("`{needle}` is not in the kernel")) as u32 + 1
+}
+
 /// The PTX lines of the first statement on source line `line` that writes
 /// shared memory: every `bar.sync` must come after its shared reads.
 fn barrier_between_read_and_write(ptx: &str, line: u32) -> bool {
@@ -85,7 +91,8 @@ fn a_scan_reading_the_tile_inside_the_writing_statement_is_correct() {
     let x: Vec<f32> = (0..256).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
     scans_right(SCAN, &x);
     let ptx = &compile_src(SCAN, "scan.pho")[0].ptx;
-    assert!(barrier_between_read_and_write(ptx, 8), "{ptx}");
+    let line = line_of(SCAN, "t[0, i] = t[0, i] +");
+    assert!(barrier_between_read_and_write(ptx, line), "{ptx}");
 }
 
 /// The tile is read in an `if` condition by every thread, then written in
@@ -154,7 +161,8 @@ fn a_scan_reading_and_writing_the_tile_under_a_varying_if_is_correct() {
     let x: Vec<f32> = (0..256).map(|i| ((i * 29) % 13) as f32 - 6.0).collect();
     scans_right(SCAN_IF, &x);
     let ptx = &compile_src(SCAN_IF, "scan.pho")[0].ptx;
-    assert!(barrier_between_read_and_write(ptx, 9), "{ptx}");
+    let line = line_of(SCAN_IF, "t[0, i] = t[0, i] +");
+    assert!(barrier_between_read_and_write(ptx, line), "{ptx}");
 }
 
 #[test]
@@ -305,21 +313,6 @@ kernel k(X: tensor<i32>[64], A: tensor<i32>[64], Y: tensor<i32>[64]) {
 }
 "#;
 
-/// The scan unrolled by hand (`unroll 2`): each copy of the statement
-/// keeps its barrier between the reads and the write.
-const UNROLLED_SCAN: &str = r#"
-@launch(256)
-kernel scan(X: tensor<f32>[1, 256], Y: tensor<f32>[256]) {
-  var t = X[0 :+ 1, 0 :+ 256]
-  let i = ctx.thread
-  for k in range(0, 8) unroll 2 {
-    let d = 1 << k
-    t[0, i] = t[0, i] + select(i >= d, t[0, max(i - d, 0)], 0.0)
-  }
-  Y[i] = t[0, i]
-}
-"#;
-
 #[test]
 fn barriers_after_a_tile_read_survive_loop_unrolling() {
     let mut x: Vec<i32> = (0..64).map(|i| 1000 + i).collect();
@@ -339,8 +332,11 @@ fn barriers_after_a_tile_read_survive_loop_unrolling() {
         "Y",
         &Tensor::from_i32(&[64], &want),
     );
+    // The scan unrolled by hand (`unroll 2`): each copy of the statement
+    // keeps its barrier between the reads and the write.
+    let unrolled_scan = SCAN.replace("range(0, 8) {", "range(0, 8) unroll 2 {");
     let x: Vec<f32> = (0..256).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
-    scans_right(UNROLLED_SCAN, &x);
+    scans_right(&unrolled_scan, &x);
 }
 
 /// A varying `if` whose condition reads the tile its branch writes. It is

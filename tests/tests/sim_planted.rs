@@ -68,6 +68,19 @@ fn assert_names_shared(r: &CheckReport) {
     );
 }
 
+/// Asserts that `r` is a `kind` report of kernel `kernel`, at `line` of
+/// its source file `{kernel}.pho`.
+fn assert_caught_at(r: &CheckReport, kind: CheckKind, kernel: &str, line: u32) {
+    assert_eq!(r.kind, kind, "{r}");
+    assert_eq!(r.kernel, kernel);
+    let file = format!("{kernel}.pho");
+    assert_eq!(
+        r.source.as_ref().map(|s| s.file.as_str()),
+        Some(file.as_str())
+    );
+    assert_eq!(line_of(r), line, "{r}");
+}
+
 fn line_of(r: &CheckReport) -> u32 {
     r.source
         .as_ref()
@@ -88,13 +101,7 @@ fn a_missing_bounds_guard_is_an_out_of_bounds_read() {
     let case = || Case::source(NO_GUARD, "no_guard.pho", "no_guard").dims(&[("N", n)]);
     // The grid overshoots N: thread 104 of CTA 7 is the first at i = N.
     let r = report(case(), [cdiv(n as usize, 128), 1, 1]);
-    assert_eq!(r.kind, CheckKind::Memcheck, "{r}");
-    assert_eq!(r.kernel, "no_guard");
-    assert_eq!(
-        r.source.as_ref().map(|s| s.file.as_str()),
-        Some("no_guard.pho")
-    );
-    assert_eq!(line_of(&r), 4, "{r}");
+    assert_caught_at(&r, CheckKind::Memcheck, "no_guard", 4);
     assert_eq!(r.cta, [7, 0, 0], "{r}");
     assert_eq!(r.thread, Some([104, 0, 0]), "{r}");
     assert!(r.instruction.starts_with("ld.global"), "{r}");
@@ -186,13 +193,7 @@ fn a_barrier_under_lane_divergent_control_is_a_synccheck_error() {
         skip_on_odd_threads(&p, "bar.sync")
     });
     let r = report(planted, [2, 1, 1]);
-    assert_eq!(r.kind, CheckKind::Synccheck, "{r}");
-    assert_eq!(r.kernel, "plain");
-    assert_eq!(
-        r.source.as_ref().map(|s| s.file.as_str()),
-        Some("plain.pho")
-    );
-    assert_eq!(line_of(&r), 5, "{r}");
+    assert_caught_at(&r, CheckKind::Synccheck, "plain", 5);
     assert!(r.thread.is_some(), "{r}");
     assert!(r.instruction.starts_with("bar"), "{r}");
     assert!(
