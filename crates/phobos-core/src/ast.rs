@@ -216,6 +216,21 @@ impl Stmt {
     }
 }
 
+/// `var` for a `mutable` declaration, `let` for the others.
+pub fn decl_keyword(mutable: bool) -> &'static str {
+    if mutable {
+        "var"
+    } else {
+        "let"
+    }
+}
+
+/// A `let`/`var` statement as written up to its `=`, as in `var x: f32`.
+pub fn let_head(mutable: bool, name: &Ident, ty: Option<(ScalarTy, Span)>) -> String {
+    let ty = ty.map_or(String::new(), |(t, _)| format!(": {}", t.name()));
+    format!("{} {}{ty}", decl_keyword(mutable), name.name)
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum StmtKind {
     /// `let x = e`, `var x: f32 = e` (`mutable` for `var`).
