@@ -525,3 +525,23 @@ impl BinOp {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The formatter prints this head before ` = `, and the language
+    /// server shows it as a local's detail.
+    #[test]
+    fn let_head_is_the_statement_as_written_up_to_its_value() {
+        let name = Ident {
+            name: "x".to_string(),
+            span: Span::new(4, 5),
+        };
+        let f32_ty = Some((ScalarTy::F32, Span::new(7, 10)));
+        assert_eq!(let_head(true, &name, f32_ty), "var x: f32");
+        assert_eq!(let_head(false, &name, None), "let x");
+        assert_eq!(decl_keyword(true), "var");
+        assert_eq!(decl_keyword(false), "let");
+    }
+}
