@@ -216,6 +216,21 @@ impl Stmt {
     }
 }
 
+/// `var` for a `mutable` declaration, `let` for the others.
+pub fn decl_keyword(mutable: bool) -> &'static str {
+    if mutable {
+        "var"
+    } else {
+        "let"
+    }
+}
+
+/// A `let`/`var` statement as written up to its `=`, as in `var x: f32`.
+pub fn let_head(mutable: bool, name: &Ident, ty: Option<(ScalarTy, Span)>) -> String {
+    let ty = ty.map_or(String::new(), |(t, _)| format!(": {}", t.name()));
+    format!("{} {}{ty}", decl_keyword(mutable), name.name)
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum StmtKind {
     /// `let x = e`, `var x: f32 = e` (`mutable` for `var`).
@@ -508,5 +523,25 @@ impl BinOp {
             BinOp::And => "&&",
             BinOp::Or => "||",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The formatter prints this head before ` = `, and the language
+    /// server shows it as a local's detail.
+    #[test]
+    fn let_head_is_the_statement_as_written_up_to_its_value() {
+        let name = Ident {
+            name: "x".to_string(),
+            span: Span::new(4, 5),
+        };
+        let f32_ty = Some((ScalarTy::F32, Span::new(7, 10)));
+        assert_eq!(let_head(true, &name, f32_ty), "var x: f32");
+        assert_eq!(let_head(false, &name, None), "let x");
+        assert_eq!(decl_keyword(true), "var");
+        assert_eq!(decl_keyword(false), "let");
     }
 }

@@ -214,6 +214,49 @@ pub fn cap(diags: &mut Vec<Diagnostic>) {
     );
 }
 
+/// A stage's diagnostics, kept up to a limit and only counted past it, so
+/// garbage input cannot fill memory with them (the lexer's and the
+/// parser's).
+pub struct Limited {
+    diags: Vec<Diagnostic>,
+    limit: usize,
+    /// Diagnostics past `limit`, counted only.
+    unreported: Counts,
+}
+
+impl Limited {
+    /// Starting from `diags`, which count toward `limit`.
+    pub fn new(diags: Vec<Diagnostic>, limit: usize) -> Limited {
+        Limited {
+            diags,
+            limit,
+            unreported: Counts::default(),
+        }
+    }
+
+    /// Keep `d`, or count it once `limit` diagnostics are kept.
+    pub fn push(&mut self, d: Diagnostic) {
+        if self.diags.len() < self.limit {
+            self.diags.push(d);
+        } else {
+            self.unreported.add(&d);
+        }
+    }
+
+    /// The diagnostics kept, then the P0006 of
+    /// [`Diagnostic::unreported`] for those only counted.
+    pub fn finish(self, what: &str, stage: &str) -> Vec<Diagnostic> {
+        let mut diags = self.diags;
+        diags.extend(Diagnostic::unreported(
+            self.unreported,
+            what,
+            stage,
+            self.limit,
+        ));
+        diags
+    }
+}
+
 /// How many errors and warnings a list of diagnostics stands for: a P0006
 /// count adds the diagnostics it hides, not itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

@@ -951,16 +951,14 @@ impl<'a> Formatter<'a> {
                 ty,
                 init,
             } => {
-                let kw = if *mutable { "var" } else { "let" };
-                let ty = ty.map_or(String::new(), |(t, _)| format!(": {}", t.name()));
                 let doc = Doc::Concat(vec![
-                    text(format!("{kw} {}{ty} = ", name.name)),
+                    text(format!("{} = ", let_head(*mutable, name, *ty))),
                     self.expr(init, Place::Top),
                 ]);
                 self.doc_line(&doc);
             }
             StmtKind::ArrayDecl(a) => {
-                let kw = if a.mutable { "var" } else { "let" };
+                let kw = decl_keyword(a.mutable);
                 let dims = a.shape.iter().map(|d| self.expr(d, Place::Top)).collect();
                 let doc = Doc::Concat(vec![
                     text(format!("{kw} {}: {}", a.name.name, a.elem.0.name())),

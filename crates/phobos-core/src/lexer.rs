@@ -4,7 +4,7 @@
 //! decides what `over`, `ctx`, `tensor` or `range` mean where they appear.
 
 use crate::ast::Span;
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Limited};
 use crate::parse_error::ParseError;
 
 /// One token. `nl_before` records a line break between it and the previous
@@ -191,21 +191,14 @@ pub fn lex_with_comments(src: &str) -> (Vec<Token>, Vec<Comment>, Vec<Diagnostic
         nl: false,
         toks: Vec::with_capacity(src.len() / 3 + 1),
         comments: Vec::new(),
-        diags: Vec::new(),
-        unreported: crate::diag::Counts::default(),
+        diags: Limited::new(Vec::new(), LEX_DIAGNOSTICS),
     };
     lx.run();
     // The guess above is for short tokens; long statements made the
     // vector double past it. The tokens live as long as the parse.
     lx.toks.shrink_to_fit();
-    let what = "bad characters or numbers";
-    lx.diags.extend(Diagnostic::unreported(
-        lx.unreported,
-        what,
-        "lexer",
-        LEX_DIAGNOSTICS,
-    ));
-    (lx.toks, lx.comments, lx.diags)
+    let diags = lx.diags.finish("bad characters or numbers", "lexer");
+    (lx.toks, lx.comments, diags)
 }
 
 struct Lexer<'a> {
@@ -215,19 +208,13 @@ struct Lexer<'a> {
     nl: bool,
     toks: Vec<Token>,
     comments: Vec<Comment>,
-    diags: Vec<Diagnostic>,
-    /// Diagnostics past [`LEX_DIAGNOSTICS`], counted only.
-    unreported: crate::diag::Counts,
+    /// Up to [`LEX_DIAGNOSTICS`].
+    diags: Limited,
 }
 
 impl Lexer<'_> {
     fn report(&mut self, e: ParseError) {
-        let d = e.diagnostic();
-        if self.diags.len() < LEX_DIAGNOSTICS {
-            self.diags.push(d);
-        } else {
-            self.unreported.add(&d);
-        }
+        self.diags.push(e.diagnostic());
     }
 
     fn peek(&self, ahead: usize) -> u8 {

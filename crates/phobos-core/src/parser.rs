@@ -8,7 +8,7 @@
 //! line starts a new statement, outside of parentheses and brackets.
 
 use crate::ast::*;
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Limited};
 use crate::lexer::{lex_with_comments, Comment, Tok, Token};
 use crate::parse_error::ParseError;
 
@@ -55,17 +55,10 @@ pub fn parse_with_comments(src: &str) -> (File, Vec<Comment>, Vec<Diagnostic>) {
         depth: 0,
         nest: 0,
         in_config: false,
-        diags,
-        unreported: crate::diag::Counts::default(),
+        diags: Limited::new(diags, PARSE_DIAGNOSTICS),
     };
     let file = p.file();
-    p.diags.extend(Diagnostic::unreported(
-        p.unreported,
-        "syntax errors",
-        "parser",
-        PARSE_DIAGNOSTICS,
-    ));
-    (file, comments, p.diags)
+    (file, comments, p.diags.finish("syntax errors", "parser"))
 }
 
 /// Diagnostics the parser keeps; later ones are only counted, so garbage
@@ -87,19 +80,13 @@ struct Parser<'a> {
     nest: usize,
     /// Inside a collective's `<...>`, where `>` closes the configuration.
     in_config: bool,
-    diags: Vec<Diagnostic>,
-    /// Diagnostics past [`PARSE_DIAGNOSTICS`], counted only.
-    unreported: crate::diag::Counts,
+    /// The lexer's, then the parser's, up to [`PARSE_DIAGNOSTICS`].
+    diags: Limited,
 }
 
 impl<'a> Parser<'a> {
     fn report(&mut self, e: ParseError) {
-        let d = e.diagnostic();
-        if self.diags.len() < PARSE_DIAGNOSTICS {
-            self.diags.push(d);
-        } else {
-            self.unreported.add(&d);
-        }
+        self.diags.push(e.diagnostic());
     }
 
     // ----- token access -------------------------------------------------

@@ -283,16 +283,14 @@ impl Resolver<'_> {
                 init,
             } => {
                 self.expr(init);
-                let kw = if *mutable { "var" } else { "let" };
-                let ty = ty.map_or(String::new(), |(t, _)| format!(": {}", t.name()));
-                self.define_local(name, s, block, format!("{kw} {}{ty}", name.name));
+                self.define_local(name, s, block, let_head(*mutable, name, *ty));
             }
             StmtKind::ArrayDecl(a) => {
                 for d in &a.shape {
                     self.expr(d);
                 }
                 self.expr(&a.init);
-                let kw = if a.mutable { "var" } else { "let" };
+                let kw = decl_keyword(a.mutable);
                 let (name, elem, dims) = (&a.name.name, a.elem.0.name(), a.shape.len());
                 self.define_local(
                     &a.name,

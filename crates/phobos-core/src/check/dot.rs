@@ -312,8 +312,12 @@ impl Cx<'_> {
         Some((acc, to))
     }
 
-    /// `C[s0 :+ M, s1 :+ N] = acc`, or `= f16(acc)` (a float accumulator
-    /// stored as f16 or bf16, each element rounded to nearest even).
+    /// `C[s0 :+ M, s1 :+ N] = acc` into a tensor, or `s[a0 :+ M, a1 :+ N]
+    /// = acc` into the box of the rank-2 shared tile `s` at the constant
+    /// starts `a0, a1` (P0442); or `= f16(acc)` (a float accumulator stored
+    /// as f16 or bf16, each element rounded to nearest even). The target
+    /// has the accumulator's shape and element type (P0509 for a tensor,
+    /// P0460 for a tile).
     pub fn acc_store(
         &mut self,
         mem: &Mem,
@@ -324,23 +328,50 @@ impl Cx<'_> {
         (src, to): (LocalId, Option<ScalarTy>),
     ) -> Option<hir::StmtKind> {
         let (elem, rows, cols) = self.stored_acc(src, to, value.span)?;
-        let Memory::Tensor(dst) = mem.memory else {
-            self.report(DotError::AccStoreNotTensor { span: value.span });
-            return None;
-        };
-        if op.is_some() || shape != [rows, cols] || mem.elem != elem {
-            self.report(DotError::AccStoreMismatch {
-                rows,
-                cols,
-                elem,
-                shape: shape.to_vec(),
-                target: mem.elem,
-                compound: op.is_some(),
-                span: value.span,
-            });
-            return None;
+        let fits = op.is_none() && shape == [rows, cols] && mem.elem == elem;
+        match mem.memory {
+            Memory::Tensor(dst) if fits => Some(hir::StmtKind::AccStore { dst, starts, src }),
+            Memory::Tile(dst) if fits => {
+                let [a0, a1] = self.box_at(mem, &starts, shape)?[..] else {
+                    return None;
+                };
+                Some(hir::StmtKind::AccToTile {
+                    dst,
+                    at: [a0, a1],
+                    src,
+                })
+            }
+            Memory::Tensor(_) => {
+                self.report(DotError::AccStoreMismatch {
+                    rows,
+                    cols,
+                    elem,
+                    shape: shape.to_vec(),
+                    target: mem.elem,
+                    compound: op.is_some(),
+                    span: value.span,
+                });
+                None
+            }
+            Memory::Tile(dst) => {
+                self.report(DotError::AccTileMismatch {
+                    rows,
+                    cols,
+                    elem,
+                    tile: mem.name.clone(),
+                    shape: shape.to_vec(),
+                    target: mem.elem,
+                    compound: op.is_some(),
+                    span: value.span,
+                    decl: self.locals[dst.0 as usize].span,
+                });
+                None
+            }
+            Memory::Array(_) => {
+                self.report(DotError::AccStoreNotTensor { span: value.span });
+                None
+            }
         }
-        Some(hir::StmtKind::AccStore { dst, starts, src })
     }
 }
 
@@ -366,46 +397,6 @@ impl Cx<'_> {
             return None;
         }
         Some((to.unwrap_or(elem), rows, cols))
-    }
-
-    /// `s[a0 :+ M, a1 :+ N] = acc`, or `= f16(acc)`: the accumulator into
-    /// the box of the rank-2 shared tile `s` at the constant starts
-    /// `a0, a1` (P0442), of its shape and element type (P0460).
-    pub fn acc_to_tile(
-        &mut self,
-        mem: &Mem,
-        at: Vec<hir::Expr>,
-        shape: &[u32],
-        op: Option<BinOp>,
-        value: &ast::Expr,
-        (src, to): (LocalId, Option<ScalarTy>),
-    ) -> Option<hir::StmtKind> {
-        let Memory::Tile(dst) = mem.memory else {
-            return None;
-        };
-        let (elem, rows, cols) = self.stored_acc(src, to, value.span)?;
-        if op.is_some() || shape != [rows, cols] || mem.elem != elem {
-            self.report(DotError::AccTileMismatch {
-                rows,
-                cols,
-                elem,
-                tile: mem.name.clone(),
-                shape: shape.to_vec(),
-                target: mem.elem,
-                compound: op.is_some(),
-                span: value.span,
-                decl: self.locals[dst.0 as usize].span,
-            });
-            return None;
-        }
-        let [a0, a1] = self.box_at(mem, &at, shape)?[..] else {
-            return None;
-        };
-        Some(hir::StmtKind::AccToTile {
-            dst,
-            at: [a0, a1],
-            src,
-        })
     }
 
     /// `acc = e`: `e` is elementwise over the accumulator (its name stands

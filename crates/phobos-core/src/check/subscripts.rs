@@ -338,14 +338,11 @@ impl Cx<'_> {
                     only: None,
                 })
             }
-            Shape::Tile { starts, shape } if matches!(mem.memory, Memory::Tile(_)) => {
-                match self.value_acc(value) {
-                    Some(acc) => self.acc_to_tile(&mem, starts, &shape, op, value, acc),
-                    None => self.tile_fill(&mem, starts, &shape, op, value),
-                }
-            }
             Shape::Tile { starts, shape } => match self.value_acc(value) {
                 Some(acc) => self.acc_store(&mem, starts, &shape, op, value, acc),
+                None if matches!(mem.memory, Memory::Tile(_)) => {
+                    self.tile_fill(&mem, starts, &shape, op, value)
+                }
                 None => self.tile_store(&mem, starts, &shape, op, value),
             },
         }

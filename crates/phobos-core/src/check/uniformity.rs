@@ -56,32 +56,20 @@ impl Level {
     }
 }
 
-/// What made control vary at some point.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum CtrlKind {
-    Cond,
-    Loop,
-    /// The left side of a short-circuit operator (`&&` or `||`), which
-    /// guards its right side.
-    Guard(&'static str),
-    /// An early exit (`break`, `continue` or `return`, the word) taken
-    /// under varying control; `because` is the condition or loop that made
-    /// it vary. `loop_depth` is the depth of the loop whose body it affects
-    /// (`None` for `return`, which affects the rest of the kernel).
-    Exit {
-        word: &'static str,
-        because: Option<(Span, bool)>,
-        loop_depth: Option<u32>,
-    },
-}
-
 /// Why control at some point is not uniform: a condition, a loop or an
 /// early exit.
 #[derive(Clone, Copy, Debug)]
 struct Ctrl {
     level: Level,
     span: Span,
-    kind: CtrlKind,
+    /// What made control vary: a condition, a loop, the left side of
+    /// `&&` or `||` (which guards its right side), or an early exit taken
+    /// under varying control, as the diagnostics name it.
+    kind: Control,
+    /// For an exit, the depth of the loop whose body it affects (`None`
+    /// for `return`, which affects the rest of the kernel, and for every
+    /// other kind).
+    exit_depth: Option<u32>,
     /// The local whose level made the condition vary, when one did.
     via: Option<LocalId>,
     /// A load from memory the kernel writes that made it vary, when one did.
@@ -326,18 +314,9 @@ impl Uni<'_> {
             StmtKind::TileStore { starts, .. } => self.tile_stmt(starts, s.span, "a tile store"),
             StmtKind::If { cond, then, els } => {
                 let level = self.expr(cond);
-                let via = self.varying_local(cond, level);
-                let load = self.written_load(cond);
-                let by_thread = level == Level::Varying && self.by_thread(cond);
                 let at = self.ctrl.len();
-                self.ctrl.push(Ctrl {
-                    level,
-                    span: cond.span,
-                    kind: CtrlKind::Cond,
-                    via,
-                    load,
-                    by_thread,
-                });
+                let c = self.ctrl_by(cond, level, Control::Cond);
+                self.ctrl.push(c);
                 self.block(then);
                 self.block(els);
                 // Exits inside the branches stay: they outlive the `if`.
@@ -345,17 +324,7 @@ impl Uni<'_> {
             }
             StmtKind::While { cond, body } => {
                 let level = self.expr(cond);
-                let via = self.varying_local(cond, level);
-                let load = self.written_load(cond);
-                let by_thread = level == Level::Varying && self.by_thread(cond);
-                let c = Ctrl {
-                    level,
-                    span: cond.span,
-                    kind: CtrlKind::Loop,
-                    via,
-                    load,
-                    by_thread,
-                };
+                let c = self.ctrl_by(cond, level, Control::Loop);
                 self.loop_body(s.span, c, body, None);
             }
             StmtKind::Atomic {
@@ -418,7 +387,8 @@ impl Uni<'_> {
                 let c = Ctrl {
                     level,
                     span,
-                    kind: CtrlKind::Loop,
+                    kind: Control::Loop,
+                    exit_depth: None,
                     via,
                     load,
                     by_thread,
@@ -448,9 +418,7 @@ impl Uni<'_> {
         // a `return`'s stays for the rest of the kernel.
         let mut i = 0;
         self.ctrl.retain(|x| {
-            let keep = i < at
-                || !(i == at
-                    || matches!(x.kind, CtrlKind::Exit { loop_depth: Some(d), .. } if d >= depth));
+            let keep = i < at || !(i == at || x.exit_depth.is_some_and(|d| d >= depth));
             i += 1;
             keep
         });
@@ -466,17 +434,13 @@ impl Uni<'_> {
         }
         let because = self
             .first_ctrl_above(Level::Uniform)
-            .map(|c| (c.span, c.kind == CtrlKind::Loop));
+            .map(|c| (c.span, c.kind == Control::Loop));
         let depth = self.loops.len() as u32;
-        let loop_depth = (word != "return").then_some(depth);
         let c = Ctrl {
             level,
             span,
-            kind: CtrlKind::Exit {
-                word,
-                because,
-                loop_depth,
-            },
+            kind: Control::Exit { word, because },
+            exit_depth: (word != "return").then_some(depth),
             via: None,
             load: None,
             by_thread: false,
@@ -495,11 +459,9 @@ impl Uni<'_> {
                 .get(&key)
                 .map_or(Level::Uniform, |x| x.level);
             if level > known {
-                let mut c = c;
-                c.kind = CtrlKind::Exit {
-                    word,
-                    because,
-                    loop_depth: Some(d),
+                let c = Ctrl {
+                    exit_depth: Some(d),
+                    ..c
                 };
                 self.left_loops.insert(key, c);
                 self.changed = true;
@@ -548,12 +510,7 @@ impl Uni<'_> {
     /// What the diagnostics say about control `c`: its kind, and the local
     /// or load that makes it vary.
     fn cause_of(&self, c: Ctrl) -> VaryingCause {
-        let control = match c.kind {
-            CtrlKind::Loop => Control::Loop,
-            CtrlKind::Cond => Control::Cond,
-            CtrlKind::Guard(op) => Control::Guard(op),
-            CtrlKind::Exit { word, because, .. } => Control::Exit { word, because },
-        };
+        let control = c.kind;
         let origin = if let Some(local) = c.via {
             let name = &self.kernel.locals[local.0 as usize].name;
             self.cause[local.0 as usize].map(|cause| Origin::Assigned {
@@ -582,6 +539,20 @@ impl Uni<'_> {
     }
 
     /// The first load in `e` from memory the kernel writes.
+    /// The control of `kind` that the condition `e`, of `level`, makes,
+    /// with the local or load it varies through.
+    fn ctrl_by(&self, e: &Expr, level: Level, kind: Control) -> Ctrl {
+        Ctrl {
+            level,
+            span: e.span,
+            kind,
+            exit_depth: None,
+            via: self.varying_local(e, level),
+            load: self.written_load(e),
+            by_thread: level == Level::Varying && self.by_thread(e),
+        }
+    }
+
     fn written_load(&self, e: &Expr) -> Option<(Span, Memory)> {
         let mut found = None;
         visit_loads(e, &mut |span, mem| {
@@ -649,17 +620,8 @@ impl Uni<'_> {
                     self.expr_level_quiet(b);
                     return Level::Varying;
                 }
-                let via = self.varying_local(a, left);
-                let load = self.written_load(a);
-                let by_thread = left == Level::Varying && self.by_thread(a);
-                self.ctrl.push(Ctrl {
-                    level: left,
-                    span: a.span,
-                    kind: CtrlKind::Guard(op.symbol()),
-                    via,
-                    load,
-                    by_thread,
-                });
+                let c = self.ctrl_by(a, left, Control::Guard(op.symbol()));
+                self.ctrl.push(c);
                 let right = self.expr(b);
                 self.ctrl.pop();
                 left.max(right)
