@@ -830,6 +830,16 @@ impl<'k> Lower<'k> {
         vec![s]
     }
 
+    /// `v = x` before the statement being lowered (in `pre`): a value an
+    /// expression needs once. `v` is uniform where `x` and control are.
+    fn set_before(&mut self, v: VarId, x: ExprId, span: Span) {
+        if self.uniform && self.is_uniform(x) {
+            self.uniform_vars.insert(v);
+        }
+        let set = self.push_stmt(StmtKind::Set(v, x), span);
+        self.pre.push(set);
+    }
+
     fn note_tile_write(&mut self, dst: hir::Memory, span: Span) {
         if let hir::Memory::Tile(l) = dst {
             let b = self.tiles[&l];
@@ -985,13 +995,8 @@ impl<'k> Lower<'k> {
                     return self.expr(body);
                 }
                 // Evaluated once, before the statement that holds it.
-                let v = self.locals[local];
                 let e = self.expr(value);
-                if self.uniform && self.is_uniform(e) {
-                    self.uniform_vars.insert(v);
-                }
-                let set = self.push_stmt(StmtKind::Set(v, e), value.span);
-                self.pre.push(set);
+                self.set_before(self.locals[local], e, value.span);
                 self.expr(body)
             }
             hir::ExprKind::Param(p) => self.push_expr(ExprKind::Param(*p), ty, span),
@@ -1138,11 +1143,7 @@ impl<'k> Lower<'k> {
                 name: format!("{name}.{i}"),
                 ty: elem,
             });
-            if self.uniform && self.is_uniform(x) {
-                self.uniform_vars.insert(v);
-            }
-            let set = self.push_stmt(StmtKind::Set(v, x), value.span);
-            self.pre.push(set);
+            self.set_before(v, x, value.span);
             vars.push(v);
         }
         self.run_locals.insert(local, vars);
@@ -1165,11 +1166,7 @@ impl<'k> Lower<'k> {
                 name: "operand".to_string(),
                 ty: t,
             });
-            if self.uniform && self.is_uniform(x) {
-                self.uniform_vars.insert(v);
-            }
-            let set = self.push_stmt(StmtKind::Set(v, x), e.span);
-            self.pre.push(set);
+            self.set_before(v, x, e.span);
             scalars.insert(e as *const hir::Expr, v);
             return;
         }
@@ -1178,13 +1175,8 @@ impl<'k> Lower<'k> {
                 match value.ty {
                     Ty::Run { elem, len } => self.bind_run(*local, value, elem, len),
                     _ => {
-                        let v = self.locals[local];
                         let x = self.expr(value);
-                        if self.uniform && self.is_uniform(x) {
-                            self.uniform_vars.insert(v);
-                        }
-                        let set = self.push_stmt(StmtKind::Set(v, x), value.span);
-                        self.pre.push(set);
+                        self.set_before(self.locals[local], x, value.span);
                     }
                 }
                 self.prepare_run(body, scalars);
