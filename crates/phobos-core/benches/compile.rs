@@ -3,31 +3,12 @@
 //! of the times per stage. The goal is under 20 ms for the whole corpus on
 //! a 2-core machine (ptxas excluded). Plain `std::time`, no framework.
 
-// Reading the corpus files is the harness, not the IO-free library.
-#![allow(clippy::disallowed_methods)]
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 30;
-
-fn corpus() -> Vec<(String, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/in");
-    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
-        .expect("the corpus under tests/in")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pho"))
-        .map(|p| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let src = std::fs::read_to_string(&p).expect("read a corpus file");
-            (name, src)
-        })
-        .collect();
-    files.sort();
-    files
-}
 
 /// The best and the median of `RUNS` timings of `f`.
 fn time(mut f: impl FnMut()) -> (Duration, Duration) {
@@ -43,7 +24,7 @@ fn time(mut f: impl FnMut()) -> (Duration, Duration) {
 }
 
 fn main() {
-    let files = corpus();
+    let files = common::corpus();
     let opts = phobos_core::CompileOptions::for_arch(75);
     let mut kernels = 0;
     let mut ptx_bytes = 0;

@@ -3,6 +3,7 @@
 //! limit (dynamic shared memory above 48 KB),
 //! and barrier placement with its reasons.
 
+use phobos_core::backend::divisibility::AccessInfo;
 use phobos_core::backend::{compile_variant, CompiledVariant};
 use phobos_core::source::LineIndex;
 
@@ -20,6 +21,19 @@ fn var_divisor(v: &CompiledVariant, name: &str) -> u64 {
         .find(|(_, x)| x.name == name)
         .expect("var");
     v.div.var[id.0 as usize]
+}
+
+/// The first access of `v` that `is` picks; `what` names it in a failure.
+fn access<'a>(
+    v: &'a CompiledVariant,
+    what: &str,
+    is: impl Fn(&AccessInfo) -> bool,
+) -> &'a AccessInfo {
+    v.div
+        .access
+        .iter()
+        .find(|a| is(a))
+        .unwrap_or_else(|| panic!("no {what}"))
 }
 
 #[test]
@@ -41,12 +55,7 @@ fn lanes_matvec_divisors_prove_sixteen_byte_runs() {
 fn without_aligned_the_row_start_is_unproven() {
     let src = "@launch(32)\nkernel k(W: tensor<f32>[N, K], y: tensor<f32>[N]) {\n  let r = ctx.block.x\n  y[r] = sum(W[r, ctx.lane * 4 :+ 4])\n}\n";
     let v = compile(src).expect("compiles");
-    let run = v
-        .div
-        .access
-        .iter()
-        .find(|a| !a.reason.is_empty())
-        .expect("a narrowed access");
+    let run = access(&v, "a narrowed access", |a| !a.reason.is_empty());
     assert_eq!((run.width, run.align), (4, 4));
     assert!(
         run.reason.contains("only proven 4-byte aligned"),
@@ -71,12 +80,7 @@ fn divisors_of_sums_products_shifts_and_var_assignments() {
 fn a_run_along_the_first_axis_is_per_element() {
     let src = "@launch(32)\nkernel k(A: tensor<f32>[4, M], y: tensor<f32>[M]) {\n  y[ctx.lane] = sum(A[0 :+ 4, ctx.lane])\n}\n";
     let v = compile(src).expect("compiles");
-    let run = v
-        .div
-        .access
-        .iter()
-        .find(|a| a.reason.contains("axis 0"))
-        .expect("column run");
+    let run = access(&v, "a column run", |a| a.reason.contains("axis 0"));
     assert_eq!(run.width, 4);
 }
 

@@ -1,45 +1,32 @@
 //! The backend IR: its text form for the seed kernels (snapshots), the
 //! verifier on every corpus kernel, and the verifier catching broken IR.
 
-// Reading the corpus files is the harness, not the IO-free library.
-#![allow(clippy::disallowed_methods)]
+mod common;
 
+use common::corpus;
 use phobos_core::backend::ir::{ExprKind, StmtKind};
 use phobos_core::backend::{lower, print, verify};
 
-fn variant(src: &str) -> phobos_core::hir::Kernel {
+/// The IR of the first variant of `src`'s first kernel, lowered under
+/// the entry name `entry`.
+fn lowered(src: &str, entry: &str) -> phobos_core::backend::ir::Func {
     let (kernels, diags) = phobos_core::check_source(src);
     assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
-    kernels[0].variants[0].clone()
-}
-
-fn corpus() -> Vec<(String, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/in");
-    let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
-        .expect("the corpus")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pho"))
-        .map(|p| {
-            let src = std::fs::read_to_string(&p).expect("read");
-            (p.display().to_string(), src)
-        })
-        .collect();
-    out.sort();
-    out
+    lower::lower(&kernels[0].variants[0], entry)
 }
 
 #[test]
 fn lanes_matvec_text_form() {
-    let src = include_str!("seed/lanes_matvec.pho");
-    let f = lower::lower(&variant(src), "lanes_matvec");
+    let f = lowered(include_str!("seed/lanes_matvec.pho"), "lanes_matvec");
     insta::assert_snapshot!("back_ir_lanes_matvec", print::print(&f));
 }
 
 #[test]
 fn staged_matvec_text_form_shows_the_copy_and_its_barriers() {
-    let src = include_str!("seed/staged_matvec.pho");
-    let f = lower::lower(&variant(src), "staged_matvec__K256");
-    let text = print::print(&f);
+    let text = print::print(&lowered(
+        include_str!("seed/staged_matvec.pho"),
+        "staged_matvec__K256",
+    ));
     assert!(text.contains("= tile_copy"), "{text}");
     assert!(text.contains("barrier bar0 (before-tile buf0)"), "{text}");
     assert!(text.contains("barrier bar1 (after-copy buf0)"), "{text}");
@@ -48,8 +35,7 @@ fn staged_matvec_text_form_shows_the_copy_and_its_barriers() {
 
 #[test]
 fn i8_matvec_sum_lowers_to_dp4a() {
-    let src = include_str!("seed/i8_matvec.pho");
-    let f = lower::lower(&variant(src), "i8_matvec");
+    let f = lowered(include_str!("seed/i8_matvec.pho"), "i8_matvec");
     let dp4a = f
         .exprs
         .iter()
@@ -80,8 +66,10 @@ fn verifier_accepts_every_corpus_kernel() {
 
 #[test]
 fn verifier_reports_a_shared_expression_and_a_misplaced_barrier() {
-    let src = include_str!("seed/staged_matvec.pho");
-    let mut f = lower::lower(&variant(src), "staged_matvec__K256");
+    let mut f = lowered(
+        include_str!("seed/staged_matvec.pho"),
+        "staged_matvec__K256",
+    );
     // Use the condition of the first `if` a second time.
     let (cond, if_stmt) = f
         .stmts
@@ -128,9 +116,10 @@ fn every_snippet_of_the_page_compiles_for_every_target() {
 
 #[test]
 fn control_flow_text_form_shows_while_pre_and_else_blocks() {
-    let src = include_str!("../../../tests/in/control_flow.pho");
-    let f = lower::lower(&variant(src), "control_flow");
-    let text = print::print(&f);
+    let text = print::print(&lowered(
+        include_str!("../../../tests/in/control_flow.pho"),
+        "control_flow",
+    ));
     assert!(text.contains("while {"), "{text}");
     assert!(text.contains("} else {"), "{text}");
     insta::assert_snapshot!("back_ir_control_flow", text);

@@ -5,21 +5,13 @@
 use phobos_core::meta::GridExpr;
 use phobos_core::{compile, CompileOptions};
 
-const SRC: &str = "
-@autotune(BLOCK in [64, 128])
-@launch(BLOCK)
-@grid(cdiv(N, BLOCK))
-kernel scale(x: tensor<f32>[N], y: tensor<f32>[N]) {
-  let i = ctx.block.x * ctx.threads + ctx.thread
-  if i < N {
-    y[i] = 2.0 * x[i]
-  }
-}
-";
+/// The corpus kernel with a free autotune constant BLOCK in [64, 128] and
+/// `@grid(cdiv(N, BLOCK))`.
+const SRC: &str = include_str!("../../../tests/in/autotune_block.pho");
 
 #[test]
 fn every_variant_has_its_own_grid() {
-    let (kernels, diags) = compile(SRC, "scale.pho", &CompileOptions::default());
+    let (kernels, diags) = compile(SRC, "autotune_block.pho", &CompileOptions::default());
     assert!(diags.is_empty(), "{diags:?}");
     let meta = &kernels[0].meta;
     assert_eq!(meta.variants.len(), 2);

@@ -132,17 +132,17 @@ fn a_tensor_written_only_by_atomics_is_written_and_read_coherently() {
 
 #[test]
 fn an_atomic_inside_an_expression_is_p0430() {
-    assert_eq!(codes(&k("  I[i] = atomic_add(I[0], 1) + 1")), ["P0430"]);
-    assert_eq!(
-        codes(&k("  if atomic_add(I[0], 1) == 0 {\n    I[i] = 1\n  }")),
-        ["P0430"]
+    common::each_gives(
+        k,
+        &["P0430"],
+        &[
+            "  I[i] = atomic_add(I[0], 1) + 1",
+            "  if atomic_add(I[0], 1) == 0 {\n    I[i] = 1\n  }",
+            "  var a = 0\n  a += atomic_add(I[0], 1)",
+            "  let f = fence()",
+            "  var a = 0\n  a = fence()",
+        ],
     );
-    assert_eq!(
-        codes(&k("  var a = 0\n  a += atomic_add(I[0], 1)")),
-        ["P0430"]
-    );
-    assert_eq!(codes(&k("  let f = fence()")), ["P0430"]);
-    assert_eq!(codes(&k("  var a = 0\n  a = fence()")), ["P0430"]);
     // Inside a fn body it is inside an expression too.
     let src = format!(
         "fn bump(x) = atomic_add(x, 1)\n{}",
@@ -212,37 +212,37 @@ fn half_precision_min_and_max_say_why_they_are_refused() {
 
 #[test]
 fn an_atomic_needs_one_element_of_a_tensor_or_tile() {
-    assert_eq!(codes(&k("  var x = 0\n  atomic_add(x, 1)")), ["P0432"]);
-    assert_eq!(codes(&k("  atomic_add(I[0 :+ 4], 1)")), ["P0432"]);
-    // A register array is the thread's own: refused, not an internal
-    // error in lowering (it panicked once arrays and atomics met).
-    assert_eq!(
-        codes(&k("  var acc: i32[4] = 0
+    common::gives_each(
+        k,
+        &[
+            ("  var x = 0\n  atomic_add(x, 1)", "P0432"),
+            ("  atomic_add(I[0 :+ 4], 1)", "P0432"),
+            // A register array is the thread's own: refused, not an internal
+            // error in lowering (it panicked once arrays and atomics met).
+            (
+                "  var acc: i32[4] = 0
   atomic_add(acc[1], 1)
-  I[i] = acc[1]")),
-        ["P0432"]
-    );
-    assert_eq!(
-        codes(&k("  var acc: i32[4] = 0
+  I[i] = acc[1]",
+                "P0432",
+            ),
+            (
+                "  var acc: i32[4] = 0
   let old = atomic_max(acc[i & 3], 1)
-  I[i] = old")),
-        ["P0432"]
-    );
-    assert_eq!(codes(&k("  atomic_add(I[0, 1], 1)")), ["P0500"]);
-    assert_eq!(codes(&k("  atomic_add(I[0])")), ["P0204"]);
-    assert_eq!(codes(&k("  atomic_cas(I[0], 1)")), ["P0204"]);
-    assert_eq!(codes(&k("  fence(1)")), ["P0204"]);
-    assert_eq!(codes(&k("  atomic_add(I[0], 1.5)")), ["P0403"]);
-    assert_eq!(codes(&k("  atomic_add(I[0], F[0])")), ["P0401"]);
-    assert_eq!(
-        codes(&k("  let a: f32 = atomic_add(I[0], 1)\n  F[i] = a")),
-        ["P0401"]
-    );
-    assert_eq!(
-        codes(&k(
-            "  var a: f32 = 0.0\n  a = atomic_add(I[0], 1)\n  F[i] = a"
-        )),
-        ["P0401"]
+  I[i] = old",
+                "P0432",
+            ),
+            ("  atomic_add(I[0, 1], 1)", "P0500"),
+            ("  atomic_add(I[0])", "P0204"),
+            ("  atomic_cas(I[0], 1)", "P0204"),
+            ("  fence(1)", "P0204"),
+            ("  atomic_add(I[0], 1.5)", "P0403"),
+            ("  atomic_add(I[0], F[0])", "P0401"),
+            ("  let a: f32 = atomic_add(I[0], 1)\n  F[i] = a", "P0401"),
+            (
+                "  var a: f32 = 0.0\n  a = atomic_add(I[0], 1)\n  F[i] = a",
+                "P0401",
+            ),
+        ],
     );
 }
 

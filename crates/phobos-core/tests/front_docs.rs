@@ -66,28 +66,21 @@ fn codes_serialize_as_their_names() {
     assert_eq!(Code::parse("P0000"), None);
 }
 
-/// Each backend example converts to a diagnostic of its own code with a
-/// message, so `into_diagnostic` covers every variant.
+/// Each checker and backend example converts to a diagnostic of its own
+/// code with a message, so `into_diagnostic` covers every variant; all are
+/// errors but P0419, the checker's one warning (no backend code is P0419).
 #[test]
-fn every_backend_error_converts() {
-    for e in BackendError::examples() {
-        let code = e.code();
-        let d = e.clone().into_diagnostic();
-        assert_eq!(d.code, code, "{e:?}");
-        assert!(d.is_error() && !d.message.is_empty(), "{e:?}");
-    }
-}
-
-/// Each checker example converts to a diagnostic of its own code; P0419
-/// is the checker's one warning.
-#[test]
-fn every_check_error_converts() {
-    for e in CheckError::examples() {
-        let code = e.code();
-        let d = e.clone().into_diagnostic();
-        assert_eq!(d.code, code, "{e:?}");
-        assert_eq!(d.is_error(), code != Code::P0419, "{e:?}");
-        assert!(!d.message.is_empty(), "{e:?}");
+fn every_check_and_backend_error_converts() {
+    let checks = CheckError::examples()
+        .into_iter()
+        .map(|e| (format!("{e:?}"), e.code(), e.into_diagnostic()));
+    let backend = BackendError::examples()
+        .into_iter()
+        .map(|e| (format!("{e:?}"), e.code(), e.into_diagnostic()));
+    for (example, code, d) in checks.chain(backend) {
+        assert_eq!(d.code, code, "{example}");
+        assert_eq!(d.is_error(), code != Code::P0419, "{example}");
+        assert!(!d.message.is_empty(), "{example}");
     }
 }
 

@@ -1,7 +1,8 @@
 //! Accumulator tiles and `dot` (docs/language.md, "Tensor cores"): what the
 //! checker accepts, each refusal with its code as a snapshot of the
-//! rendered diagnostic (P0450-P0458, P0702, P0703, and the backend's
-//! P0811), and the instructions the backend makes of them.
+//! rendered diagnostic (P0450-P0460, P0702, P0703, and the backend's
+//! P0811; most of them in `kernels/dot_refused.txt`), and the instructions
+//! the backend makes of them.
 
 mod common;
 
@@ -29,6 +30,19 @@ fn refused(name: &str, src: &str, code: &str, message: &str, line: u32) {
 
 fn ptx(src: &str, arch: u32) -> String {
     common::ptx_of(src, arch).concat()
+}
+
+/// Each case of `kernels/dot_refused.txt`, its lines in the GEMM kernel,
+/// is refused at its marked line; each rendered diagnostic is a snapshot.
+#[test]
+fn every_refusal_of_the_fixture_is_refused_at_its_marked_line() {
+    let cases = common::cases(include_str!("kernels/dot_refused.txt"));
+    assert!(!cases.is_empty(), "the fixture has no case");
+    for case in cases {
+        let src = k(case.text.trim_end_matches('\n'));
+        let line = case.line_in(&src);
+        refused(&case.name, &src, &case.code, &case.message, line);
+    }
 }
 
 const GEMM: &str = "  var acc = zeros<f32>[64, 64]
@@ -154,53 +168,6 @@ fn i8_products_accumulate_in_i32_with_m16n8k32() {
     );
 }
 
-#[test]
-fn an_accumulator_is_declared_with_var() {
-    refused(
-        "acc_with_let",
-        &k("  let acc = zeros<f32>[64, 64]"),
-        "P0450",
-        "an accumulator tile is declared with `var`",
-        5,
-    );
-}
-
-#[test]
-fn an_accumulator_has_two_constant_extents() {
-    refused(
-        "acc_runtime_extent",
-        &k("  var acc = zeros<f32>[M, 64]"),
-        "P0450",
-        "an accumulator tile's extents are constants from 1 to 65536",
-        5,
-    );
-    refused(
-        "acc_rank_three",
-        &k("  var acc = zeros<f32>[16, 16, 16]"),
-        "P0450",
-        "an accumulator tile has two extents, rows and columns; found 3",
-        5,
-    );
-    refused(
-        "zeros_in_an_expression",
-        &k("  let x = zeros<f32>[16, 8] + 1.0"),
-        "P0450",
-        "`zeros<...>[...]` declares an accumulator tile, and is not a value",
-        5,
-    );
-}
-
-#[test]
-fn an_accumulator_holds_f32_f16_or_i32() {
-    refused(
-        "acc_of_bf16",
-        &k("  var acc = zeros<bf16>[64, 64]"),
-        "P0451",
-        "an accumulator tile of bf16 is not supported",
-        5,
-    );
-}
-
 const GEMM_F16ACC: &str = "  var acc = zeros<f16>[64, 64]
   for k in range(0, K, 32) {
     var a = A[r :+ 64, k :+ 32]
@@ -235,70 +202,6 @@ fn an_f16_accumulator_packs_two_elements_per_register() {
     assert!(p80.matches("cvt.f32.f16").count() >= 32, "{p80}");
     assert_eq!(p80.matches("st.global.f32").count(), 32, "{p80}");
     assert!(!p80.contains(".local"), "{p80}");
-    refused(
-        "f16_acc_of_bf16",
-        &k("  var acc = zeros<f16>[64, 64]
-  var a = H[r :+ 64, 0 :+ 16]
-  acc += dot(a, trans(a))"),
-        "P0456",
-        "no tensor-core product of bf16 x bf16 into f16",
-        7,
-    );
-}
-
-#[test]
-fn shapes_must_tile_the_instruction() {
-    refused(
-        "acc_rows_not_16",
-        &k("  var acc = zeros<f32>[24, 64]"),
-        "P0452",
-        "an accumulator of [24, 64] does not tile the tensor-core instruction",
-        5,
-    );
-    // 16 x 8 cannot go to four warps.
-    refused(
-        "acc_too_small_for_the_warps",
-        &k("  var acc = zeros<f32>[16, 8]"),
-        "P0452",
-        "an accumulator of [16, 8] cannot be split over the CTA's 4 warps",
-        5,
-    );
-    refused(
-        "dot_k_not_16",
-        &k("  var acc = zeros<f32>[64, 64]
-  var a = A[r :+ 64, 0 :+ 24]
-  var w = W[c :+ 64, 0 :+ 24]
-  acc += dot(a, trans(w))"),
-        "P0452",
-        "a `dot` over K = 24 does not tile the tensor-core instruction",
-        8,
-    );
-}
-
-#[test]
-fn an_accumulator_over_the_register_budget_is_refused() {
-    // 256 x 128 over 4 warps: 128 x 64 per warp, 256 registers per lane.
-    refused(
-        "acc_over_budget",
-        &k("  var acc = zeros<f32>[256, 128]"),
-        "P0453",
-        "an accumulator of [256, 128] needs 256 registers per thread over 4 warps, above the budget of 128",
-        5,
-    );
-}
-
-#[test]
-fn dot_only_adds_to_an_accumulator() {
-    refused(
-        "dot_assigned",
-        &k("  var acc = zeros<f32>[64, 64]
-  var a = A[r :+ 64, 0 :+ 16]
-  var w = W[c :+ 64, 0 :+ 16]
-  acc = dot(a, trans(w))"),
-        "P0454",
-        "`dot` adds to the accumulator tile `acc`: write `acc += dot(a, b)`",
-        8,
-    );
 }
 
 #[test]
@@ -326,84 +229,7 @@ fn an_epilogue_is_elementwise_on_the_registers() {
 }
 
 #[test]
-fn an_epilogue_combines_values_the_same_in_every_thread() {
-    refused(
-        "epilogue_of_a_varying_value",
-        &k("  var acc = zeros<f32>[64, 64]
-  acc = acc + f32(ctx.thread)"),
-        "P0459",
-        "the values an epilogue combines must be the same in the whole CTA",
-        6,
-    );
-    refused(
-        "epilogue_with_a_collective",
-        &k("  var acc = zeros<f32>[64, 64]
-  acc = acc + sum<over ctx.thread>(1.0)"),
-        "P0459",
-        "an epilogue holds no collective or shuffle",
-        6,
-    );
-    refused(
-        "epilogue_tile_of_another_shape",
-        &k("  var acc = zeros<f32>[64, 64]
-  let t = F[0 :+ 2, c :+ 64]
-  acc = acc + t"),
-        "P0457",
-        "the tile `t` does not fit the accumulator's shape",
-        7,
-    );
-    refused(
-        "epilogue_of_another_type",
-        &k("  var acc = zeros<f32>[64, 64]
-  acc = acc > 0.0"),
-        "P0401",
-        "the accumulator tile `acc` holds f32, the value is bool",
-        6,
-    );
-}
-
-#[test]
-fn dot_takes_shared_tiles() {
-    refused(
-        "dot_of_a_tensor",
-        &k("  var acc = zeros<f32>[64, 64]
-  var w = W[c :+ 64, 0 :+ 16]
-  acc += dot(A, trans(w))"),
-        "P0455",
-        "`dot` takes a shared tile of two dims",
-        7,
-    );
-    refused(
-        "dot_in_an_expression",
-        &k("  let x = dot(1.0, 2.0)"),
-        "P0455",
-        "`dot` is only used as `acc += dot(a, b)`",
-        5,
-    );
-}
-
-#[test]
-fn operand_types_need_an_instruction() {
-    refused(
-        "dot_of_mixed_types",
-        &k("  var acc = zeros<f32>[64, 64]
-  var a = A[r :+ 64, 0 :+ 16]
-  var h = H[c :+ 64, 0 :+ 16]
-  acc += dot(a, trans(h))"),
-        "P0456",
-        "no tensor-core product of f16 x bf16 into f32",
-        8,
-    );
-    refused(
-        "dot_of_f32_without_trans",
-        &k("  var acc = zeros<f32>[64, 64]
-  var a = F[r :+ 64, 0 :+ 16]
-  var b = F[0 :+ 16, c :+ 64]
-  acc += dot(a, b)"),
-        "P0456",
-        "a `dot` of f32 tiles takes its second operand as `trans(w)`",
-        8,
-    );
+fn f32_operands_are_tf32_products() {
     // f32 operands are tf32 products (m16n8k8, sm_80), rounded with
     // cvt.rna as they leave ldmatrix.
     let tf32 = k("  var acc = zeros<f32>[64, 64]
@@ -427,88 +253,6 @@ fn operand_types_need_an_instruction() {
 }
 
 #[test]
-fn dot_shapes_must_match_the_accumulator() {
-    refused(
-        "dot_shape_mismatch",
-        &k("  var acc = zeros<f32>[64, 64]
-  var a = A[r :+ 64, 0 :+ 16]
-  var w = W[c :+ 32, 0 :+ 16]
-  acc += dot(a, trans(w))"),
-        "P0457",
-        "the shapes of `dot` do not match its accumulator",
-        8,
-    );
-}
-
-#[test]
-fn an_accumulator_is_not_element_addressable() {
-    refused(
-        "acc_subscripted",
-        &k("  var acc = zeros<f32>[64, 64]
-  C[0, 0] = acc[0, 0]"),
-        "P0458",
-        "the accumulator tile `acc` is not element-addressable",
-        6,
-    );
-    refused(
-        "acc_as_a_value",
-        &k("  var acc = zeros<f32>[64, 64]
-  let x = acc + 1.0"),
-        "P0458",
-        "the accumulator tile `acc` is not element-addressable",
-        6,
-    );
-}
-
-#[test]
-fn dot_is_cta_wide() {
-    refused(
-        "dot_under_a_warp_condition",
-        &k("  var acc = zeros<f32>[64, 64]
-  var a = A[r :+ 64, 0 :+ 16]
-  var w = W[c :+ 64, 0 :+ 16]
-  if ctx.warp == 0 {
-    acc += dot(a, trans(w))
-  }"),
-        "P0702",
-        "a `dot` needs uniform control",
-        9,
-    );
-    refused(
-        "acc_store_at_a_varying_start",
-        &k("  var acc = zeros<f32>[64, 64]
-  C[ctx.thread :+ 64, c :+ 64] = acc"),
-        "P0703",
-        "the start of an accumulator store must be the same in the whole CTA",
-        6,
-    );
-}
-
-#[test]
-fn an_accumulator_is_stored_as_its_type_or_as_f16_or_bf16() {
-    refused(
-        "acc_stored_as_i32",
-        &k("  var acc = zeros<f32>[64, 64]
-  C[r :+ 64, c :+ 64] = i32(acc)"),
-        "P0509",
-        "an accumulator of f32 is not stored as i32",
-        6,
-    );
-}
-
-#[test]
-fn an_accumulator_store_matches_its_target() {
-    refused(
-        "acc_store_shape",
-        &k("  var acc = zeros<f32>[64, 64]
-  C[r :+ 32, c :+ 64] = acc"),
-        "P0509",
-        "the accumulator does not match the target's shape and type",
-        6,
-    );
-}
-
-#[test]
 fn an_accumulator_is_stored_into_a_box_of_a_shared_tile() {
     // Into the box [8 :+ 64, 0 :+ 64] of a padded scratch tile, and as
     // f16 into an f16 tile: the lanes' stores at constant offsets from one
@@ -525,75 +269,6 @@ fn an_accumulator_is_stored_into_a_box_of_a_shared_tile() {
     assert_eq!(p.matches("st.shared.b16").count(), 32, "{p}");
     assert_eq!(p.matches("cvt.rn.f16.f32").count(), 32, "{p}");
     assert!(p.contains("bar.sync 0;"), "{p}");
-}
-
-#[test]
-fn an_accumulator_stored_into_a_tile_fits_its_box() {
-    const MISFIT: &str = "the accumulator does not fit the box of `s` it is stored into";
-    // (snapshot, the tile's declaration, the store, code, message)
-    let cases = [
-        (
-            "acc_into_tile_shape",
-            "f32>[64, 64]",
-            "s[0 :+ 64, 0 :+ 32] = acc",
-            "P0460",
-            MISFIT,
-        ),
-        (
-            "acc_into_tile_type",
-            "f16>[64, 64]",
-            "s[0 :+ 64, 0 :+ 64] = acc",
-            "P0460",
-            MISFIT,
-        ),
-        (
-            "acc_into_tile_compound",
-            "f32>[64, 64]",
-            "s[0 :+ 64, 0 :+ 64] += acc",
-            "P0460",
-            MISFIT,
-        ),
-        (
-            "acc_into_tile_rank",
-            "f32>[2, 64, 64]",
-            "s[0 :+ 1, 0 :+ 64, 0 :+ 64] = acc",
-            "P0460",
-            MISFIT,
-        ),
-        (
-            "acc_into_tile_outside",
-            "f32>[64, 64]",
-            "s[8 :+ 64, 0 :+ 64] = acc",
-            "P0442",
-            "the box 8 :+ 64 does not fit axis 0 of `s`, which has 64",
-        ),
-        (
-            "acc_into_tile_start",
-            "f32>[64, 64]",
-            "s[r :+ 64, 0 :+ 64] = acc",
-            "P0442",
-            "where a tile box starts must be a compile-time constant",
-        ),
-    ];
-    for (name, tile, store, code, message) in cases {
-        let body = format!("  var acc = zeros<f32>[64, 64]\n  var s = shared<{tile}\n  {store}");
-        refused(name, &k(&body), code, message, 7);
-    }
-}
-
-#[test]
-fn an_accumulator_store_into_a_tile_is_cta_wide() {
-    refused(
-        "acc_into_tile_varying",
-        &k("  var acc = zeros<f32>[64, 64]
-  var s = shared<f32>[64, 64]
-  if ctx.thread < 64 {
-    s[0 :+ 64, 0 :+ 64] = acc
-  }"),
-        "P0702",
-        "an accumulator store needs uniform control",
-        8,
-    );
 }
 
 /// An epilogue reads a scratch tile written element by element (one

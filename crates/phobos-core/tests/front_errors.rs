@@ -26,38 +26,45 @@ fn literals_adapt_to_their_use() {
 
 #[test]
 fn no_implicit_conversions() {
-    assert_eq!(
-        codes(&k(
-            "  let a: f32 = 1.0\n  let b: i32 = 2\n  C[0, i] = a + b"
-        )),
-        ["P0400"]
-    );
-    assert_eq!(codes(&k("  let a = i + 1.5\n  C[0, i] = a")), ["P0403"]);
-    assert_eq!(
-        codes(&k("  let h: u8 = 300\n  C[0, i] = i32(h)")),
-        ["P0403"]
-    );
-    assert_eq!(codes(&k("  A[0, i] = C[0, i]")), ["P0401"]);
-    assert_eq!(
-        codes(&k("  let c = bool(s)\n  C[0, i] = select(c, 1, 0)")),
-        ["P0404"]
+    common::gives_each(
+        k,
+        &[
+            (
+                "  let a: f32 = 1.0\n  let b: i32 = 2\n  C[0, i] = a + b",
+                "P0400",
+            ),
+            ("  let a = i + 1.5\n  C[0, i] = a", "P0403"),
+            ("  let h: u8 = 300\n  C[0, i] = i32(h)", "P0403"),
+            ("  A[0, i] = C[0, i]", "P0401"),
+            ("  let c = bool(s)\n  C[0, i] = select(c, 1, 0)", "P0404"),
+        ],
     );
 }
 
 #[test]
 fn conversions_and_math_builtins() {
     accepted(&k("  let x = A[0, i]\n  let y = fma(x, 2.0, sqrt(abs(x))) + exp2(floor(x)) + tanh(ceil(x))\n  let n = cdiv(N, 64) + min(i, 3) + max(1, i)\n  A[0, i] = select(y > 0.0, y, f32(n))\n  C[0, i] = i32(y) + popcount(u32(n))"));
-    assert_eq!(codes(&k("  A[0, i] = sqrt(i)")), ["P0407"]);
-    assert_eq!(codes(&k("  A[0, i] = max(s, 1.0, 2.0)")), ["P0204"]);
+    common::gives_each(
+        k,
+        &[
+            ("  A[0, i] = sqrt(i)", "P0407"),
+            ("  A[0, i] = max(s, 1.0, 2.0)", "P0204"),
+        ],
+    );
 }
 
 #[test]
 fn names_and_assignment() {
-    assert_eq!(codes(&k("  A[0, i] = missing")), ["P0200"]);
-    assert_eq!(codes(&k("  let x = 1\n  x = 2\n  C[0, i] = x")), ["P0207"]);
-    assert_eq!(codes(&k("  N = 3")), ["P0207"]);
-    assert_eq!(codes(&k("  A + 1.0")), ["P0408"]);
-    assert_eq!(codes(&k("  i + 1")), ["P0411"]);
+    common::gives_each(
+        k,
+        &[
+            ("  A[0, i] = missing", "P0200"),
+            ("  let x = 1\n  x = 2\n  C[0, i] = x", "P0207"),
+            ("  N = 3", "P0207"),
+            ("  A + 1.0", "P0408"),
+            ("  i + 1", "P0411"),
+        ],
+    );
 }
 
 #[test]
@@ -83,26 +90,30 @@ fn runs_and_run_builtins() {
     assert!(body
         .iter()
         .any(|s| matches!(&s.kind, StmtKind::RunStore { only: None, .. })));
-    assert_eq!(
-        codes(&k("  let n = i\n  A[0, 0] = sum(A[0, 0 :+ n])")),
-        ["P0501"]
+    common::gives_each(
+        k,
+        &[
+            ("  let n = i\n  A[0, 0] = sum(A[0, 0 :+ n])", "P0501"),
+            ("  A[0, 0] = sum(A[0, 0 :+ 4] * A[1, 0 :+ 8])", "P0505"),
+            ("  A[0, 0] = sum(A[0, i])", "P0506"),
+            ("  A[0, 0] = elem(A[0, 0 :+ 4], 4)", "P0507"),
+            ("  C[0, 0] = word(A[0, 0 :+ 4], 0)", "P0508"),
+            ("  let r = A[0, 0 :+ 4]", "P0409"),
+        ],
     );
-    assert_eq!(
-        codes(&k("  A[0, 0] = sum(A[0, 0 :+ 4] * A[1, 0 :+ 8])")),
-        ["P0505"]
-    );
-    assert_eq!(codes(&k("  A[0, 0] = sum(A[0, i])")), ["P0506"]);
-    assert_eq!(codes(&k("  A[0, 0] = elem(A[0, 0 :+ 4], 4)")), ["P0507"]);
-    assert_eq!(codes(&k("  C[0, 0] = word(A[0, 0 :+ 4], 0)")), ["P0508"]);
-    assert_eq!(codes(&k("  let r = A[0, 0 :+ 4]")), ["P0409"]);
 }
 
 #[test]
 fn subscript_shapes() {
-    assert_eq!(codes(&k("  A[0, 0] = A[0]")), ["P0500"]);
-    assert_eq!(codes(&k("  var t = A[0 :+ 1, :]")), ["P0502"]);
-    assert_eq!(codes(&k("  A[0, 0] = sum(A[0 :+ 2, 0 :+ 2])")), ["P0503"]);
-    assert_eq!(codes(&k("  A[0, 0] = s[0]")), ["P0510"]);
+    common::gives_each(
+        k,
+        &[
+            ("  A[0, 0] = A[0]", "P0500"),
+            ("  var t = A[0 :+ 1, :]", "P0502"),
+            ("  A[0, 0] = sum(A[0 :+ 2, 0 :+ 2])", "P0503"),
+            ("  A[0, 0] = s[0]", "P0510"),
+        ],
+    );
 }
 
 #[test]
@@ -134,24 +145,18 @@ kernel t(x: tensor<f32>[R, 256], y: tensor<f32>[R, 256]) {
 #[test]
 fn attributes() {
     let body = "kernel k(A: tensor<f32>[N, K]) {\n  A[0, 0] = 1.0\n}\n";
-    assert_eq!(codes(&format!("@launch(100)\n{body}")), ["P0302"]);
-    assert_eq!(codes(body), ["P0301"]);
-    assert_eq!(
-        codes(&format!("@launch(64)\n@aligned(Q = 4)\n{body}")),
-        ["P0304"]
-    );
-    assert_eq!(
-        codes(&format!("@launch(64)\n@autotune(K in [N])\n{body}")),
-        ["P0306"]
-    );
-    assert_eq!(codes(&format!("@launch(64)\n@tile(4)\n{body}")), ["P0300"]);
-    assert_eq!(
-        codes(&format!("@launch(64)\n@launch(64)\n{body}")),
-        ["P0307"]
-    );
-    assert_eq!(
-        codes(&format!("@launch(64)\n@grid(ctx.lane)\n{body}")),
-        ["P0308"]
+    // The attributes before the kernel, and the one code they give.
+    common::gives_each(
+        |attributes| format!("{attributes}{body}"),
+        &[
+            ("@launch(100)\n", "P0302"),
+            ("", "P0301"),
+            ("@launch(64)\n@aligned(Q = 4)\n", "P0304"),
+            ("@launch(64)\n@autotune(K in [N])\n", "P0306"),
+            ("@launch(64)\n@tile(4)\n", "P0300"),
+            ("@launch(64)\n@launch(64)\n", "P0307"),
+            ("@launch(64)\n@grid(ctx.lane)\n", "P0308"),
+        ],
     );
     let ks = accepted(&format!(
         "@launch(64)\n@grid(cdiv(N, ctx.warps), K / 4)\n{body}"
@@ -272,27 +277,26 @@ fn unroll_takes_a_factor_from_1_to_32_on_a_constant_step() {
     accepted(&k(
         "  for j in range(0, i) unroll 1 {\n    C[0, j] = 0\n  }",
     ));
-    assert_eq!(
-        codes(&k(
-            "  for j in range(0, 64) unroll 0 {\n    C[0, j] = 0\n  }"
-        )),
-        ["P0414"]
-    );
-    assert_eq!(
-        codes(&k(
-            "  for j in range(0, 64) unroll 33 {\n    C[0, j] = 0\n  }"
-        )),
-        ["P0414"]
-    );
-    assert_eq!(
-        codes(&k(
-            "  for j in range(0, 64, i + 1) unroll 2 {\n    C[0, j] = 0\n  }"
-        )),
-        ["P0414"]
-    );
-    assert_eq!(
-        codes(&k("  for j in range(0, 64) unroll {\n    C[0, j] = 0\n  }")),
-        ["P0100"]
+    common::gives_each(
+        k,
+        &[
+            (
+                "  for j in range(0, 64) unroll 0 {\n    C[0, j] = 0\n  }",
+                "P0414",
+            ),
+            (
+                "  for j in range(0, 64) unroll 33 {\n    C[0, j] = 0\n  }",
+                "P0414",
+            ),
+            (
+                "  for j in range(0, 64, i + 1) unroll 2 {\n    C[0, j] = 0\n  }",
+                "P0414",
+            ),
+            (
+                "  for j in range(0, 64) unroll {\n    C[0, j] = 0\n  }",
+                "P0100",
+            ),
+        ],
     );
 }
 
@@ -313,24 +317,29 @@ fn inf_and_nan_are_float_literals() {
     );
     // Where an integer is needed they are refused as any float literal is;
     // a decimal literal that rounds to infinity still does not fit.
-    assert_eq!(codes(&k("  let n: i32 = inf\n  C[0, i] = n")), ["P0403"]);
-    assert_eq!(codes(&k("  C[0, i] = i + nan")), ["P0403"]);
-    assert_eq!(codes(&k("  A[0, i] = 1e39")), ["P0403"]);
-    assert_eq!(
-        codes(&k("  let h: f16 = 1e400\n  A[0, i] = f32(h)")),
-        ["P0403"]
+    common::gives_each(
+        k,
+        &[
+            ("  let n: i32 = inf\n  C[0, i] = n", "P0403"),
+            ("  C[0, i] = i + nan", "P0403"),
+            ("  A[0, i] = 1e39", "P0403"),
+            ("  let h: f16 = 1e400\n  A[0, i] = f32(h)", "P0403"),
+            // They are reserved words: not a name to bind.
+            ("  let inf = 1.0\n  A[0, i] = inf", "P0100"),
+        ],
     );
-    // They are reserved words: not a name to bind.
-    assert_eq!(codes(&k("  let inf = 1.0\n  A[0, i] = inf")), ["P0100"]);
 }
 
 #[test]
 fn break_and_continue_need_a_loop() {
-    assert_eq!(
-        codes(&k("  if i > 3 {\n    break\n  }\n  A[0, i] = s")),
-        ["P0415"]
+    common::each_gives(
+        k,
+        &["P0415"],
+        &[
+            "  if i > 3 {\n    break\n  }\n  A[0, i] = s",
+            "  continue\n  A[0, i] = s",
+        ],
     );
-    assert_eq!(codes(&k("  continue\n  A[0, i] = s")), ["P0415"]);
     // `return` may go anywhere; `break` leaves the innermost loop, here a `while`.
     accepted(&k("  if i > 3 {\n    return\n  }\n  for j in range(0, 4) {\n    while true {\n      break\n    }\n    continue\n  }\n  A[0, i] = s"));
     // A loop its own break leaves cannot be unrolled; an inner loop's break is not its own.

@@ -3,23 +3,15 @@
 //! runs, a computed run argument is bound once, and every misuse is a
 //! diagnostic with its code.
 
+mod common;
+
+use common::{accepted, codes};
 use phobos_core::ast::ScalarTy;
 use phobos_core::diag::Diagnostic;
 use phobos_core::hir::{self, ExprKind, StmtKind, Ty};
 
 fn diags(src: &str) -> Vec<Diagnostic> {
     phobos_core::check_source(src).1
-}
-
-fn codes(src: &str) -> Vec<&'static str> {
-    diags(src).iter().map(|d| d.code.as_str()).collect()
-}
-
-fn accepted(src: &str) -> Vec<hir::CheckedKernel> {
-    let (kernels, diags) = phobos_core::check_source(src);
-    let text = phobos_core::render::render(&diags, "k.pho", src, false);
-    assert!(diags.is_empty(), "rejected:\n{text}");
-    kernels
 }
 
 const FNS: &str = "fn gelu(x) = 0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
@@ -155,12 +147,13 @@ fn a_run_where_a_fn_needs_a_scalar_is_reported_inside_the_call() {
 
 #[test]
 fn a_run_returned_where_a_scalar_goes_is_p0409() {
-    assert_eq!(codes(&k("  let r = twice(A[0, 0 :+ 4])")), ["P0409"]);
-    assert_eq!(
-        codes(&k(
-            "  var v = 0.0\n  v = twice(A[0, 0 :+ 4])\n  A[0, i] = v"
-        )),
-        ["P0409"]
+    common::each_gives(
+        k,
+        &["P0409"],
+        &[
+            "  let r = twice(A[0, 0 :+ 4])",
+            "  var v = 0.0\n  v = twice(A[0, 0 :+ 4])\n  A[0, i] = v",
+        ],
     );
     let d = diags(&k("  A[0, i] = twice(A[0, 0 :+ 4])"));
     assert_eq!(d.len(), 1, "{d:?}");
@@ -196,14 +189,13 @@ fn run_lengths_and_types_must_agree() {
             "{bad}"
         );
     }
-    assert_eq!(
-        codes(&k("  A[1, 0 :+ 4] = max(A[0, 0 :+ 4], C[0, 0 :+ 4])")),
-        ["P0400"]
+    common::gives_each(
+        k,
+        &[
+            ("  A[1, 0 :+ 4] = max(A[0, 0 :+ 4], C[0, 0 :+ 4])", "P0400"),
+            ("  A[1, 0 :+ 4] = select(A[0, 0 :+ 4], 1.0, 0.0)", "P0401"),
+            ("  C[0, 0 :+ 4] = sqrt(C[0, 0 :+ 4])", "P0407"),
+            ("  C[0, i] = dp4a(C[0, 0 :+ 4], 1, 0)", "P0409"),
+        ],
     );
-    assert_eq!(
-        codes(&k("  A[1, 0 :+ 4] = select(A[0, 0 :+ 4], 1.0, 0.0)")),
-        ["P0401"]
-    );
-    assert_eq!(codes(&k("  C[0, 0 :+ 4] = sqrt(C[0, 0 :+ 4])")), ["P0407"]);
-    assert_eq!(codes(&k("  C[0, i] = dp4a(C[0, 0 :+ 4], 1, 0)")), ["P0409"]);
 }

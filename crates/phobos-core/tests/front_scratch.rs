@@ -4,15 +4,8 @@
 
 mod common;
 
+use common::codes;
 use phobos_core::{compile, CompileOptions};
-
-fn codes(src: &str) -> Vec<&'static str> {
-    phobos_core::check_source(src)
-        .1
-        .iter()
-        .map(|d| d.code.as_str())
-        .collect()
-}
 
 fn k(body: &str) -> String {
     format!(
@@ -39,29 +32,16 @@ fn a_scratch_tile_of_constant_shape_is_a_tile_nothing_is_copied_into() {
 
 #[test]
 fn a_scratch_shape_must_be_constant_and_positive() {
-    assert_eq!(
-        codes(&k("  var s = shared<f32>[n, 4]\n  s[0, 0] = 1.0")),
-        ["P0440"]
-    );
-    assert_eq!(
-        codes(&k("  var s = shared<f32>[0]\n  s[0] = 1.0")),
-        ["P0440"]
-    );
-    assert_eq!(
-        codes(&k("  var s = shared<f32>[4, -2]\n  s[0, 0] = 1.0")),
-        ["P0440"]
-    );
-    assert_eq!(
-        codes(&k("  var s = shared<f32>[N]\n  s[0] = 1.0")),
-        ["P0440"]
-    );
-    assert_eq!(
-        codes(&k("  var s = shared<f32>[]\n  s[0] = 1.0")),
-        ["P0440"]
-    );
-    assert_eq!(
-        codes(&k("  var s = shared<f32>[2.0]\n  s[0] = 1.0")),
-        ["P0403"]
+    common::gives_each(
+        k,
+        &[
+            ("  var s = shared<f32>[n, 4]\n  s[0, 0] = 1.0", "P0440"),
+            ("  var s = shared<f32>[0]\n  s[0] = 1.0", "P0440"),
+            ("  var s = shared<f32>[4, -2]\n  s[0, 0] = 1.0", "P0440"),
+            ("  var s = shared<f32>[N]\n  s[0] = 1.0", "P0440"),
+            ("  var s = shared<f32>[]\n  s[0] = 1.0", "P0440"),
+            ("  var s = shared<f32>[2.0]\n  s[0] = 1.0", "P0403"),
+        ],
     );
     // An unknown type is a syntax error: the declaration is dropped.
     assert_eq!(codes(&k("  var s = shared<float>[4]"))[0], "P0104");
@@ -76,18 +56,17 @@ fn a_scratch_shape_must_be_constant_and_positive() {
 
 #[test]
 fn scratch_is_declared_on_its_own() {
-    assert_eq!(
-        codes(&k("  let x = shared<f32>[4][0]\n  B[0, 0] = x")),
-        ["P0441"]
+    common::gives_each(
+        k,
+        &[
+            ("  let x = shared<f32>[4][0]\n  B[0, 0] = x", "P0441"),
+            ("  B[0, 0] = shared<f32>[4]", "P0441"),
+            ("  var s: f32 = shared<f32>[4]", "P0401"),
+            // Subscripts and rank as for any tile.
+            ("  var s = shared<f32>[4, 4]\n  s[0] = 1.0", "P0500"),
+            ("  var s = shared<f32>[4]\n  s = 1.0", "P0207"),
+        ],
     );
-    assert_eq!(codes(&k("  B[0, 0] = shared<f32>[4]")), ["P0441"]);
-    assert_eq!(codes(&k("  var s: f32 = shared<f32>[4]")), ["P0401"]);
-    // Subscripts and rank as for any tile.
-    assert_eq!(
-        codes(&k("  var s = shared<f32>[4, 4]\n  s[0] = 1.0")),
-        ["P0500"]
-    );
-    assert_eq!(codes(&k("  var s = shared<f32>[4]\n  s = 1.0")), ["P0207"]);
     // `shared` stays an ordinary name where no `<type>` follows.
     assert_eq!(
         codes(&k("  let shared = 3\n  B[0, 0] = f32(shared)")),
@@ -126,44 +105,18 @@ fn a_partial_fill_copies_a_tensor_box_into_a_constant_box_of_a_tile() {
     let ok = k("  var s = shared<f32>[8, 33]\n  s[0 :+ 8, 1 :+ 32] = A[ctx.block.x * 8 :+ 8, :]\n  B[0, ctx.lane] = s[3, ctx.lane + 1]");
     assert_eq!(codes(&ok), Vec::<&str>::new());
     // Starts inside the tile are constants, and the box fits.
-    assert_eq!(
-        codes(&k(
-            "  var s = shared<f32>[8, 33]\n  s[0 :+ 8, n :+ 32] = A[0 :+ 8, :]"
-        )),
-        ["P0442"]
-    );
-    assert_eq!(
-        codes(&k(
-            "  var s = shared<f32>[8, 33]\n  s[0 :+ 8, 2 :+ 32] = A[0 :+ 8, :]"
-        )),
-        ["P0442"]
-    );
-    // The source is a tensor box of the same shape and type.
-    assert_eq!(
-        codes(&k(
-            "  var s = shared<f32>[8, 33]\n  s[0 :+ 8, 0 :+ 16] = A[0 :+ 8, :]"
-        )),
-        ["P0509"]
-    );
-    assert_eq!(
-        codes(&k(
-            "  var s = shared<i32>[8, 32]\n  s[0 :+ 8, :] = A[0 :+ 8, :]"
-        )),
-        ["P0509"]
-    );
-    assert_eq!(codes(&k("  var s = shared<f32>[8, 32]\n  var u = shared<f32>[8, 32]\n  s[0 :+ 8, :] = u[0 :+ 8, :]")), ["P0509"]);
-    assert_eq!(
-        codes(&k("  var s = shared<f32>[8, 32]\n  s[0 :+ 8, :] = 1.0")),
-        ["P0509"]
-    );
-    assert_eq!(
-        codes(&k(
-            "  var s = shared<f32>[8, 32]\n  s[0 :+ 8, :] += A[0 :+ 8, :]"
-        )),
-        ["P0509"]
-    );
-    // A fill is a CTA-wide statement: uniform control (P0702).
-    assert_eq!(codes(&k("  var s = shared<f32>[8, 32]\n  if ctx.thread < 4 {\n    s[0 :+ 8, :] = A[0 :+ 8, :]\n  }")), ["P0702"]);
+    common::gives_each(k, &[
+        ("  var s = shared<f32>[8, 33]\n  s[0 :+ 8, n :+ 32] = A[0 :+ 8, :]", "P0442"),
+        ("  var s = shared<f32>[8, 33]\n  s[0 :+ 8, 2 :+ 32] = A[0 :+ 8, :]", "P0442"),
+        // The source is a tensor box of the same shape and type.
+        ("  var s = shared<f32>[8, 33]\n  s[0 :+ 8, 0 :+ 16] = A[0 :+ 8, :]", "P0509"),
+        ("  var s = shared<i32>[8, 32]\n  s[0 :+ 8, :] = A[0 :+ 8, :]", "P0509"),
+        ("  var s = shared<f32>[8, 32]\n  var u = shared<f32>[8, 32]\n  s[0 :+ 8, :] = u[0 :+ 8, :]", "P0509"),
+        ("  var s = shared<f32>[8, 32]\n  s[0 :+ 8, :] = 1.0", "P0509"),
+        ("  var s = shared<f32>[8, 32]\n  s[0 :+ 8, :] += A[0 :+ 8, :]", "P0509"),
+        // A fill is a CTA-wide statement: uniform control (P0702).
+        ("  var s = shared<f32>[8, 32]\n  if ctx.thread < 4 {\n    s[0 :+ 8, :] = A[0 :+ 8, :]\n  }", "P0702"),
+    ]);
 }
 
 #[test]

@@ -2,10 +2,12 @@
 //! what the checker accepts, every rule it refuses with its code and the
 //! line of its primary label (the rendered diagnostics are one snapshot),
 //! the formatter's round trip, and the ring the backend makes of it on
-//! sm_80 (and not on sm_75).
+//! sm_80 (and not on sm_75). Whole kernels are the cases of
+//! `kernels/stages.txt`.
+
+mod common;
 
 use phobos_core::render::render;
-use phobos_core::{compile, CompileOptions};
 
 /// A kernel around `body`, with 128 threads (4 warps) and an `@autotune`
 /// constant `S`.
@@ -37,11 +39,16 @@ fn gemm(head: &str, pre: &str, post: &str) -> String {
     ))
 }
 
+/// The case `name` of `kernels/stages.txt`.
+fn stages_kernel(name: &str) -> common::Case {
+    common::cases(include_str!("kernels/stages.txt"))
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no case {name} in kernels/stages.txt"))
+}
+
 fn ptx(src: &str, arch: u32) -> String {
-    let (kernels, diags) = compile(src, "k.pho", &CompileOptions::for_arch(arch));
-    let text = render(&diags, "k.pho", src, false);
-    assert!(diags.iter().all(|d| !d.is_error()), "{text}");
-    kernels.iter().map(|k| k.ptx.as_str()).collect()
+    common::ptx_of(src, arch).concat()
 }
 
 #[test]
@@ -228,17 +235,7 @@ fn narrow_rows_copy_in_smaller_chunks_or_plainly() {
     // f32 with nothing known of K: 4-byte `.ca` chunks. f16 with nothing
     // known: 2-byte chunks, which cp.async cannot move, so plain copies in
     // the ring (still one barrier per trip).
-    let f32 = "@launch(128)
-kernel k(A: tensor<f32>[M, K], W: tensor<f32>[N, K], C: tensor<f32>[M, N]) {
-  var acc = zeros<f32>[64, 32]
-  for k in range(0, K, 16) stages 2 {
-    var a = A[0 :+ 64, k :+ 16]
-    var w = W[0 :+ 32, k :+ 16]
-    acc += dot(a, trans(w))
-  }
-  C[0 :+ 64, 0 :+ 32] = acc
-}
-";
+    let f32 = &stages_kernel("narrow_rows_f32").text;
     let p = ptx(f32, 80);
     assert!(p.contains("cp.async.ca.shared.global ["), "{p}");
     assert!(p.contains("], 4, %r"), "{p}");
@@ -258,17 +255,7 @@ kernel k(A: tensor<f32>[M, K], W: tensor<f32>[N, K], C: tensor<f32>[M, N]) {
 /// arrived together).
 #[test]
 fn an_accumulator_stored_into_a_staged_tile_is_p0472() {
-    let src = "@launch(32)
-kernel k(A: tensor<f16>[M, K], W: tensor<f16>[N, K], C: tensor<f16>[M, N]) {
-  var acc = zeros<f16>[16, 16]
-  for k in range(0, K, 16) stages 2 {
-    var a = A[0 :+ 16, k :+ 16]
-    var w = W[0 :+ 16, k :+ 16]
-    acc += dot(a, trans(w))
-    a[0 :+ 16, 0 :+ 16] = acc
-  }
-  C[0 :+ 16, 0 :+ 16] = acc
-}
-";
-    refused_once("accumulator into the staged tile", src, "P0472", 8);
+    let case = stages_kernel("accumulator_into_the_staged_tile");
+    let line = case.line_in(&case.text);
+    refused_once(&case.name, &case.text, &case.code, line);
 }

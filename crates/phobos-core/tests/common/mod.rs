@@ -1,12 +1,36 @@
-//! Helpers shared by the front-end test files: check a kernel and expect it
-//! accepted, or refused with one error at a line. Each file keeps its own
-//! `insta::assert_snapshot!` so the snapshot names stay the file's.
+//! Helpers shared by phobos-core's test files (and its `compile` bench):
+//! read the corpus, check a kernel and expect it accepted, or refused with
+//! one error at a line, and read the cases of a fixture file. Each file
+//! keeps its own `insta::assert_snapshot!` so the snapshot names stay the
+//! file's.
 
 #![allow(dead_code)] // Each test file uses only some of them.
 
 use phobos_core::hir::CheckedKernel;
 use phobos_core::render::render;
 use phobos_core::{compile, CompileOptions};
+
+/// Each `.pho` file of the conformance corpus (`tests/in`), as its file
+/// name and its text, sorted by name.
+#[allow(clippy::disallowed_methods)] // Reading the corpus is the harness's.
+pub fn corpus() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/in");
+    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .expect("the corpus under tests/in")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pho"))
+        .map(|p| {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let src = std::fs::read_to_string(&p).expect("read a corpus file");
+            (name, src)
+        })
+        .collect();
+    files.sort();
+    files
+}
 
 /// The codes of every diagnostic checking `src` gives, in order.
 pub fn codes(src: &str) -> Vec<&'static str> {
@@ -15,6 +39,22 @@ pub fn codes(src: &str) -> Vec<&'static str> {
         .iter()
         .map(|d| d.code.as_str())
         .collect()
+}
+
+/// Checks that each of `bodies`, put in its kernel by `wrap`, gives
+/// exactly the diagnostics `want`, in order; a failure names the body.
+pub fn each_gives(wrap: impl Fn(&str) -> String, want: &[&str], bodies: &[&str]) {
+    for body in bodies {
+        assert_eq!(codes(&wrap(body)), want, "{body}");
+    }
+}
+
+/// Checks that each body of `cases`, put in its kernel by `wrap`, gives
+/// exactly one diagnostic, the code beside it.
+pub fn gives_each(wrap: impl Fn(&str) -> String, cases: &[(&str, &str)]) {
+    for (body, code) in cases {
+        assert_eq!(codes(&wrap(body)), [*code], "{body}");
+    }
 }
 
 /// The kernels of `src`, which must check without a diagnostic.
@@ -52,4 +92,72 @@ pub fn refusal(name: &str, src: &str, code: &str, message: &str, line: u32) -> S
     let at = phobos_core::source::LineIndex::new(src).line(primary.span.start as usize);
     assert_eq!(at, line, "{name}: wrong line:\n{text}");
     format!("{src}\n---\n{text}")
+}
+
+/// One case of a fixture file under `tests/kernels/`: a header line
+/// `== NAME [CODE [MESSAGE]]`, then the case's source lines. A line
+/// written with a leading `>` is where the primary label must be; the `>`
+/// is not part of the source.
+pub struct Case {
+    pub name: String,
+    pub code: String,
+    pub message: String,
+    /// The source lines, each ending in a newline.
+    pub text: String,
+    /// Which line of `text` (from 0) was marked with `>`, if one was.
+    marked: Option<usize>,
+}
+
+impl Case {
+    /// The line (from 1) of `src` marked in the fixture; `src` holds the
+    /// case's text once, placed inside a wrapping kernel or alone.
+    pub fn line_in(&self, src: &str) -> u32 {
+        let at = src
+            .find(&self.text)
+            .unwrap_or_else(|| panic!("{}: the case's text is not in the source", self.name));
+        let before = src[..at].matches('\n').count();
+        let marked = self
+            .marked
+            .unwrap_or_else(|| panic!("{}: no line is marked with `>`", self.name));
+        (before + marked + 1) as u32
+    }
+}
+
+/// The cases of a fixture file, in order; lines before the first header
+/// and lines starting with `#` are comments, and blank lines at the end
+/// of a case are not part of it.
+pub fn cases(fixture: &str) -> Vec<Case> {
+    let mut cases: Vec<Case> = Vec::new();
+    for line in fixture.lines() {
+        if let Some(header) = line.strip_prefix("== ") {
+            let mut words = header.splitn(3, ' ');
+            let mut word = || words.next().unwrap_or_default().to_string();
+            let (name, code, message) = (word(), word(), word());
+            cases.push(Case {
+                name,
+                code,
+                message,
+                text: String::new(),
+                marked: None,
+            });
+        } else if let Some(case) = cases.last_mut().filter(|_| !line.starts_with('#')) {
+            let source_line = match line.strip_prefix('>') {
+                Some(rest) => {
+                    assert!(case.marked.is_none(), "{}: two marked lines", case.name);
+                    case.marked = Some(case.text.lines().count());
+                    rest
+                }
+                None => line,
+            };
+            case.text.push_str(source_line);
+            case.text.push('\n');
+        }
+    }
+    // Blank lines after a case separate it from the next one.
+    for case in &mut cases {
+        while case.text.ends_with("\n\n") || case.text == "\n" {
+            case.text.pop();
+        }
+    }
+    cases
 }
