@@ -13,6 +13,40 @@
 //! A code has several variants when its messages differ, and a code can
 //! belong to several passes (P0401, a value of the wrong type, is one).
 
+/// Declares one pass's error enum with each variant's stable code written
+/// beside it (`Variant { fields } => P0201,`), and its `code()`: the list
+/// of a pass's codes is its type, with no second table to keep in step.
+macro_rules! pass_error {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $(
+                $(#[$vmeta:meta])*
+                $variant:ident { $($(#[$fmeta:meta])* $field:ident : $fty:ty),* $(,)? } => $code:ident,
+            )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum $name {
+            $(
+                $(#[$vmeta])*
+                #[doc = concat!("\n\nCode ", stringify!($code), ".")]
+                $variant { $($(#[$fmeta])* $field: $fty),* },
+            )*
+        }
+
+        impl $name {
+            /// The stable code of this error.
+            pub fn code(&self) -> Code {
+                match self {
+                    $($name::$variant { .. } => Code::$code,)*
+                }
+            }
+        }
+    };
+}
+
 mod arrays;
 mod atomics;
 mod calls;

@@ -8,62 +8,43 @@ use crate::check::types::conversion_note;
 use crate::diag::{Code, Diagnostic};
 use crate::hir::{Ty, MAX_ARRAY_ELEMS};
 
-/// An error of `check/arrays.rs`: register arrays.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ArrayError {
-    /// P0418.
-    ArrayLet {
-        name: String,
-        elem: ScalarTy,
-        span: Span,
-    },
-    /// P0401: the initial value of `name` (elements of `elem`) is `found`.
-    ArrayInitType {
-        name: String,
-        elem: ScalarTy,
-        found: Ty,
-        span: Span,
-        elem_span: Span,
-    },
-    /// P0416.
-    ArrayNoDims { span: Span },
-    /// P0416.
-    ArrayDimRange { value: i128, span: Span },
-    /// P0416: `text` is the dim's source.
-    ArrayDimNotConstant { text: String, span: Span },
-    /// P0416.
-    ArrayTooLarge {
-        name: String,
-        elems: u64,
-        span: Span,
-    },
-    /// P0418.
-    ArraySpan { name: String, span: Span },
-    /// P0417.
-    ArrayIndexRange {
-        index: i128,
-        axis: usize,
-        name: String,
-        dim: i64,
-        span: Span,
-    },
+pass_error! {
+    /// An error of `check/arrays.rs`: register arrays.
+    pub enum ArrayError {
+        ArrayLet {
+            name: String,
+            elem: ScalarTy,
+            span: Span,
+        } => P0418,
+        /// The initial value of `name` (elements of `elem`) is `found`.
+        ArrayInitType {
+            name: String,
+            elem: ScalarTy,
+            found: Ty,
+            span: Span,
+            elem_span: Span,
+        } => P0401,
+        ArrayNoDims { span: Span } => P0416,
+        ArrayDimRange { value: i128, span: Span } => P0416,
+        /// `text` is the dim's source.
+        ArrayDimNotConstant { text: String, span: Span } => P0416,
+        ArrayTooLarge {
+            name: String,
+            elems: u64,
+            span: Span,
+        } => P0416,
+        ArraySpan { name: String, span: Span } => P0418,
+        ArrayIndexRange {
+            index: i128,
+            axis: usize,
+            name: String,
+            dim: i64,
+            span: Span,
+        } => P0417,
+    }
 }
 
 impl ArrayError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use ArrayError::*;
-        match self {
-            ArrayLet { .. } | ArraySpan { .. } => Code::P0418,
-            ArrayInitType { .. } => Code::P0401,
-            ArrayNoDims { .. }
-            | ArrayDimRange { .. }
-            | ArrayDimNotConstant { .. }
-            | ArrayTooLarge { .. } => Code::P0416,
-            ArrayIndexRange { .. } => Code::P0417,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {

@@ -7,65 +7,54 @@ use crate::check::cx::ty_name;
 use crate::diag::{Code, Diagnostic};
 use crate::hir::{AtomicOp, Ty};
 
-/// An error of `check/atomics.rs`: atomics and `fence()`.
-#[derive(Clone, Debug, PartialEq)]
-pub enum AtomicError {
-    /// P0401: `let name: declared = op(...)` where the element is `elem`.
-    AtomicResultDeclared {
-        name: String,
-        declared: ScalarTy,
-        op: AtomicOp,
-        elem: ScalarTy,
-        span: Span,
-        decl: Span,
-    },
-    /// P0401: `name = op(...)` where `name` holds `holds`.
-    AtomicResultAssigned {
-        name: String,
-        holds: Ty,
-        op: AtomicOp,
-        elem: ScalarTy,
-        span: Span,
-    },
-    /// P0430: the atomic `op` inside an expression.
-    AtomicInExpr { op: String, span: Span },
-    /// P0430.
-    FenceAsValue { span: Span },
-    /// P0432: the target is not a subscript.
-    AtomicNotElement { op: AtomicOp, span: Span },
-    /// P0432: the target is an element of the register array `array`.
-    AtomicOnArray {
-        op: AtomicOp,
-        array: String,
-        span: Span,
-    },
-    /// P0432: the target is a span of `name`.
-    AtomicOnSpan {
-        op: AtomicOp,
-        name: String,
-        span: Span,
-    },
-    /// P0431: `op` on `name`, which holds `elem`.
-    AtomicNotOnType {
-        op: AtomicOp,
-        name: String,
-        elem: ScalarTy,
-        span: Span,
-    },
+pass_error! {
+    /// An error of `check/atomics.rs`: atomics and `fence()`.
+    pub enum AtomicError {
+        /// `let name: declared = op(...)` where the element is `elem`.
+        AtomicResultDeclared {
+            name: String,
+            declared: ScalarTy,
+            op: AtomicOp,
+            elem: ScalarTy,
+            span: Span,
+            decl: Span,
+        } => P0401,
+        /// `name = op(...)` where `name` holds `holds`.
+        AtomicResultAssigned {
+            name: String,
+            holds: Ty,
+            op: AtomicOp,
+            elem: ScalarTy,
+            span: Span,
+        } => P0401,
+        /// The atomic `op` inside an expression.
+        AtomicInExpr { op: String, span: Span } => P0430,
+        FenceAsValue { span: Span } => P0430,
+        /// The target is not a subscript.
+        AtomicNotElement { op: AtomicOp, span: Span } => P0432,
+        /// The target is an element of the register array `array`.
+        AtomicOnArray {
+            op: AtomicOp,
+            array: String,
+            span: Span,
+        } => P0432,
+        /// The target is a span of `name`.
+        AtomicOnSpan {
+            op: AtomicOp,
+            name: String,
+            span: Span,
+        } => P0432,
+        /// `op` on `name`, which holds `elem`.
+        AtomicNotOnType {
+            op: AtomicOp,
+            name: String,
+            elem: ScalarTy,
+            span: Span,
+        } => P0431,
+    }
 }
 
 impl AtomicError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use AtomicError::*;
-        match self {
-            AtomicResultDeclared { .. } | AtomicResultAssigned { .. } => Code::P0401,
-            AtomicInExpr { .. } | FenceAsValue { .. } => Code::P0430,
-            AtomicNotElement { .. } | AtomicOnArray { .. } | AtomicOnSpan { .. } => Code::P0432,
-            AtomicNotOnType { .. } => Code::P0431,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {

@@ -7,94 +7,72 @@ use crate::check::cx::{elem_of, ty_name, INLINE_BUDGET, MAX_INLINE_DEPTH};
 use crate::diag::{Code, Diagnostic};
 use crate::hir::Ty;
 
-/// An error of `check/calls.rs`: built-ins and fn calls.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CallError {
-    /// P0412.
-    StoreAsValue { span: Span },
-    /// P0601: `name` (a collective or `shfl`) without `<...>`.
-    NoConfig { name: String, span: Span },
-    /// P0204: `callee` takes `want` arguments. `reduce_hint`: the callee is
-    /// `reduce`, whose second argument is a fn.
-    Arity {
-        callee: String,
-        want: usize,
-        found: usize,
-        span: Span,
-        reduce_hint: bool,
-    },
-    /// P0204: a conversion to `to` with other than one argument.
-    ConvertArity {
-        to: ScalarTy,
-        found: usize,
-        span: Span,
-    },
-    /// P0404.
-    ConvertToBool { from: ScalarTy, span: Span },
-    /// P0400: a built-in's arguments of two types.
-    ArgTypes {
-        first: Option<ScalarTy>,
-        found: Ty,
-        span: Span,
-    },
-    /// P0407: `callee` takes `kind` ("floats" or "integers").
-    MathArg {
-        callee: String,
-        kind: &'static str,
-        found: ScalarTy,
-        span: Span,
-    },
-    /// P0407: `what` must be a packed word.
-    WordArg { what: String, found: Ty, span: Span },
-    /// P0407.
-    PopcountArg { found: Ty, span: Span },
-    /// P0506.
-    SumOfNonRun { found: Ty, span: Span },
-    /// P0507: `what` (an element or word index) outside `0..limit`.
-    RunIndexRange {
-        what: String,
-        index: i128,
-        limit: u32,
-        span: Span,
-    },
-    /// P0507: `what` is not a constant.
-    RunIndexNotConstant { what: String, span: Span },
-    /// P0409: `elem`/`word` (`callee`) of something that is not a run.
-    ElemOfNonRun {
-        callee: String,
-        found: Ty,
-        span: Span,
-    },
-    /// P0508: `word` of a run of `elem`.
-    WordOfNonBytes { elem: ScalarTy, span: Span },
-    /// P0508: `word` of a run of `len` elements.
-    WordOfRagged { len: u32, span: Span },
-    /// P0205: a barrier call (`__syncthreads()`...).
-    BarrierCall { name: String, span: Span },
-    /// P0211: inlining `name` exhausted the depth or the budget.
-    InlineExhausted { name: String, span: Span },
+pass_error! {
+    /// An error of `check/calls.rs`: built-ins and fn calls.
+    pub enum CallError {
+        StoreAsValue { span: Span } => P0412,
+        /// `name` (a collective or `shfl`) without `<...>`.
+        NoConfig { name: String, span: Span } => P0601,
+        /// `callee` takes `want` arguments. `reduce_hint`: the callee is
+        /// `reduce`, whose second argument is a fn.
+        Arity {
+            callee: String,
+            want: usize,
+            found: usize,
+            span: Span,
+            reduce_hint: bool,
+        } => P0204,
+        /// A conversion to `to` with other than one argument.
+        ConvertArity {
+            to: ScalarTy,
+            found: usize,
+            span: Span,
+        } => P0204,
+        ConvertToBool { from: ScalarTy, span: Span } => P0404,
+        /// A built-in's arguments of two types.
+        ArgTypes {
+            first: Option<ScalarTy>,
+            found: Ty,
+            span: Span,
+        } => P0400,
+        /// `callee` takes `kind` ("floats" or "integers").
+        MathArg {
+            callee: String,
+            kind: &'static str,
+            found: ScalarTy,
+            span: Span,
+        } => P0407,
+        /// `what` must be a packed word.
+        WordArg { what: String, found: Ty, span: Span } => P0407,
+        PopcountArg { found: Ty, span: Span } => P0407,
+        SumOfNonRun { found: Ty, span: Span } => P0506,
+        /// `what` (an element or word index) outside `0..limit`.
+        RunIndexRange {
+            what: String,
+            index: i128,
+            limit: u32,
+            span: Span,
+        } => P0507,
+        /// `what` is not a constant.
+        RunIndexNotConstant { what: String, span: Span } => P0507,
+        /// `elem`/`word` (`callee`) of something that is not a run.
+        ElemOfNonRun {
+            callee: String,
+            found: Ty,
+            span: Span,
+        } => P0409,
+        /// `word` of a run of `elem`.
+        WordOfNonBytes { elem: ScalarTy, span: Span } => P0508,
+        /// `word` of a run of `len` elements.
+        WordOfRagged { len: u32, span: Span } => P0508,
+        /// A barrier call (`__syncthreads()`...).
+        BarrierCall { name: String, span: Span } => P0205,
+        /// Inlining `name` exhausted the depth or the budget.
+        InlineExhausted { name: String, span: Span } => P0211,
+    }
 }
 
 impl CallError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use CallError::*;
-        match self {
-            StoreAsValue { .. } => Code::P0412,
-            NoConfig { .. } => Code::P0601,
-            Arity { .. } | ConvertArity { .. } => Code::P0204,
-            ConvertToBool { .. } => Code::P0404,
-            ArgTypes { .. } => Code::P0400,
-            MathArg { .. } | WordArg { .. } | PopcountArg { .. } => Code::P0407,
-            SumOfNonRun { .. } => Code::P0506,
-            RunIndexRange { .. } | RunIndexNotConstant { .. } => Code::P0507,
-            ElemOfNonRun { .. } => Code::P0409,
-            WordOfNonBytes { .. } | WordOfRagged { .. } => Code::P0508,
-            BarrierCall { .. } => Code::P0205,
-            InlineExhausted { .. } => Code::P0211,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {

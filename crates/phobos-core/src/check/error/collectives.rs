@@ -5,83 +5,51 @@
 use crate::ast::Span;
 use crate::diag::{Code, Diagnostic};
 
-/// An error of `check/collectives.rs`: collective and shuffle configuration.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CollectiveError {
-    /// P0609.
-    ConfigTwice {
-        key: &'static str,
-        span: Span,
-        first: Span,
-    },
-    /// P0616: `key` (from, xor, down, up) on collective `op`.
-    ShuffleConfigOnCollective {
-        key: &'static str,
-        op: String,
-        span: Span,
-    },
-    /// P0601.
-    NoOver { op: String, span: Span },
-    /// P0602.
-    CtaWidth { span: Span, over: Span },
-    /// P0600.
-    BadOver { span: Span },
-    /// P0604.
-    WidthNotConstant { span: Span },
-    /// P0603.
-    WidthNotPowerOfTwo { width: i128, span: Span },
-    /// P0605.
-    WidthAboveWarp { width: i128, span: Span },
-    /// P0607: `any`/`all` of a `found` value.
-    AnyAllNotBool { found: &'static str, span: Span },
-    /// P0613: `op` of a condition.
-    FoldOfBool { op: String, span: Span },
-    /// P0615: a collective's value of type `found`.
-    CollectiveOfRun { found: String, span: Span },
-    /// P0612: the combine is not a fn of two parameters.
-    CombineNotFn { span: Span },
-    /// P0612: `name`'s body has type `found`, not `elem`.
-    CombineType {
-        name: String,
-        elem: &'static str,
-        found: String,
-        span: Span,
-        body: Span,
-    },
-    /// P0610.
-    ShuffleOver { span: Span },
-    /// P0606: `given` are the modes written, as `` `xor` ``.
-    ShuffleModes { given: Vec<String>, span: Span },
-    /// P0204.
-    ShuffleArgs { found: usize, span: Span },
-    /// P0608.
-    XorPastWidth { mask: i128, width: u32, span: Span },
+pass_error! {
+    /// An error of `check/collectives.rs`: collective and shuffle configuration.
+    pub enum CollectiveError {
+        ConfigTwice {
+            key: &'static str,
+            span: Span,
+            first: Span,
+        } => P0609,
+        /// `key` (from, xor, down, up) on collective `op`.
+        ShuffleConfigOnCollective {
+            key: &'static str,
+            op: String,
+            span: Span,
+        } => P0616,
+        NoOver { op: String, span: Span } => P0601,
+        CtaWidth { span: Span, over: Span } => P0602,
+        BadOver { span: Span } => P0600,
+        WidthNotConstant { span: Span } => P0604,
+        WidthNotPowerOfTwo { width: i128, span: Span } => P0603,
+        WidthAboveWarp { width: i128, span: Span } => P0605,
+        /// `any`/`all` of a `found` value.
+        AnyAllNotBool { found: &'static str, span: Span } => P0607,
+        /// `op` of a condition.
+        FoldOfBool { op: String, span: Span } => P0613,
+        /// A collective's value of type `found`.
+        CollectiveOfRun { found: String, span: Span } => P0615,
+        /// The combine is not a fn of two parameters.
+        CombineNotFn { span: Span } => P0612,
+        /// `name`'s body has type `found`, not `elem`.
+        CombineType {
+            name: String,
+            elem: &'static str,
+            found: String,
+            span: Span,
+            body: Span,
+        } => P0612,
+        ShuffleOver { span: Span } => P0610,
+        /// `given` are the modes written, as `` `xor` ``.
+        ShuffleModes { given: Vec<String>, span: Span } => P0606,
+        ShuffleArgs { found: usize, span: Span } => P0204,
+        XorPastWidth { mask: i128, width: u32, span: Span } => P0608,
+    }
 }
 
 impl CollectiveError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use CollectiveError::*;
-        match self {
-            ConfigTwice { .. } => Code::P0609,
-            ShuffleConfigOnCollective { .. } => Code::P0616,
-            NoOver { .. } => Code::P0601,
-            CtaWidth { .. } => Code::P0602,
-            BadOver { .. } => Code::P0600,
-            WidthNotConstant { .. } => Code::P0604,
-            WidthNotPowerOfTwo { .. } => Code::P0603,
-            WidthAboveWarp { .. } => Code::P0605,
-            AnyAllNotBool { .. } => Code::P0607,
-            FoldOfBool { .. } => Code::P0613,
-            CollectiveOfRun { .. } => Code::P0615,
-            CombineNotFn { .. } | CombineType { .. } => Code::P0612,
-            ShuffleOver { .. } => Code::P0610,
-            ShuffleModes { .. } => Code::P0606,
-            ShuffleArgs { .. } => Code::P0204,
-            XorPastWidth { .. } => Code::P0608,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {

@@ -9,178 +9,152 @@ use crate::diag::{Code, Diagnostic};
 use crate::hir::Ty;
 use crate::mma::{self, FRAG_M, FRAG_N, MAX_ACC_REGS};
 
-/// An error of `check/dot.rs`: tensor cores (accumulator tiles and `dot`).
-#[derive(Clone, Debug, PartialEq)]
-pub enum DotError {
-    /// P0450: the accumulator `name` declared with `let`.
-    AccWithLet { name: String, span: Span },
-    /// P0450: `var acc: T = zeros<...>[...]`.
-    AccTyped { span: Span },
-    /// P0451: an accumulator of `elem`.
-    AccElem { elem: ScalarTy, span: Span },
-    /// P0450: an extent that is not a constant from 1 to 65536.
-    AccExtent { span: Span },
-    /// P0450: `found` extents, not two.
-    AccRank { found: usize, span: Span },
-    /// P0452: `[rows, cols]` not a whole number of fragments.
-    AccNotFragments { rows: u32, cols: u32, span: Span },
-    /// P0452: `[rows, cols]` that no grid of `warps` warps divides.
-    AccWarpSplit {
-        rows: u32,
-        cols: u32,
-        warps: u32,
-        span: Span,
-    },
-    /// P0453: `regs` registers per thread; each warp owns
-    /// `[warp_rows, warp_cols]`.
-    AccTooManyRegs {
-        rows: u32,
-        cols: u32,
-        regs: u32,
-        warps: u32,
-        warp_rows: u32,
-        warp_cols: u32,
-        span: Span,
-    },
-    /// P0450: `zeros<...>[...]` inside an expression.
-    ZerosInExpr { span: Span },
-    /// P0454: the accumulator `name` (declared at `decl`) assigned a `dot`
-    /// other than with `+=`.
-    DotNotAdded {
-        name: String,
-        span: Span,
-        decl: Span,
-    },
-    /// P0204: `dot` with `found` arguments.
-    DotArity { found: usize, span: Span },
-    /// P0456: `a` of `a_elem` times `b` of `b_elem` into `acc`.
-    DotTypes {
-        a: String,
-        a_elem: ScalarTy,
-        b: String,
-        b_elem: ScalarTy,
-        acc: ScalarTy,
-        span: Span,
-    },
-    /// P0456: a `dot` of `a_elem` tiles whose second operand (of `b_elem`)
-    /// is not `trans(w)`.
-    DotNotTrans {
-        a_elem: ScalarTy,
-        b_elem: ScalarTy,
-        span: Span,
-    },
-    /// P0457: `a` is `[a[0], a[1]]`, `b` as written `[b[0], b[1]]` (under
-    /// `trans` when `b_trans`), the accumulator (declared at `decl`)
-    /// `[rows, cols]`.
-    DotShapes {
-        a: [u32; 2],
-        b: [u32; 2],
-        b_trans: bool,
-        rows: u32,
-        cols: u32,
-        span: Span,
-        decl: Span,
-    },
-    /// P0452: K = `k` is not a multiple of `step`, for `elem` products.
-    DotK {
-        elem: ScalarTy,
-        k: u32,
-        step: u32,
-        span: Span,
-    },
-    /// P0455: a `dot` (or `trans`, `under_trans`) operand that is not a
-    /// rank-2 shared tile.
-    DotOperand { under_trans: bool, span: Span },
-    /// P0455: `name` (`dot` or `trans`) inside an expression.
-    DotInExpr { name: String, span: Span },
-    /// P0458: the accumulator `name` (declared at `decl`) used as a value.
-    AccNotValue {
-        name: String,
-        span: Span,
-        decl: Span,
-    },
-    /// P0509: an accumulator of `from` stored as `to`.
-    AccStoreConvert {
-        from: ScalarTy,
-        to: ScalarTy,
-        span: Span,
-    },
-    /// P0509: an accumulator stored to what is not a tensor.
-    AccStoreNotTensor { span: Span },
-    /// P0509: an accumulator of `[rows, cols]` `elem` stored to a target
-    /// of `shape` and `target`, with a compound assignment when
-    /// `compound`.
-    AccStoreMismatch {
-        rows: u32,
-        cols: u32,
-        elem: ScalarTy,
-        shape: Vec<u32>,
-        target: ScalarTy,
-        compound: bool,
-        span: Span,
-    },
-    /// P0460: an accumulator of `[rows, cols]` `elem` stored into the box
-    /// `shape` of the shared tile `tile` (declared at `decl`) of `target`
-    /// elements, with a compound assignment when `compound`.
-    AccTileMismatch {
-        rows: u32,
-        cols: u32,
-        elem: ScalarTy,
-        tile: String,
-        shape: Vec<u32>,
-        target: ScalarTy,
-        compound: bool,
-        span: Span,
-        decl: Span,
-    },
-    /// P0401: the epilogue of `name`, which holds `elem`, has a value of
-    /// `found`.
-    EpilogueType {
-        name: String,
-        elem: ScalarTy,
-        found: Ty,
-        span: Span,
-    },
-    /// P0459: a collective or shuffle in the epilogue of `name`.
-    EpilogueCollective { name: String, span: Span },
-    /// P0457: the tile `name` of `tile` in an epilogue of an accumulator
-    /// of `shape`.
-    EpilogueTileShape {
-        name: String,
-        tile: Vec<u32>,
-        shape: [u32; 2],
-        span: Span,
-    },
+pass_error! {
+    /// An error of `check/dot.rs`: tensor cores (accumulator tiles and `dot`).
+    pub enum DotError {
+        /// The accumulator `name` declared with `let`.
+        AccWithLet { name: String, span: Span } => P0450,
+        /// `var acc: T = zeros<...>[...]`.
+        AccTyped { span: Span } => P0450,
+        /// An accumulator of `elem`.
+        AccElem { elem: ScalarTy, span: Span } => P0451,
+        /// An extent that is not a constant from 1 to 65536.
+        AccExtent { span: Span } => P0450,
+        /// `found` extents, not two.
+        AccRank { found: usize, span: Span } => P0450,
+        /// `[rows, cols]` not a whole number of fragments.
+        AccNotFragments { rows: u32, cols: u32, span: Span } => P0452,
+        /// `[rows, cols]` that no grid of `warps` warps divides.
+        AccWarpSplit {
+            rows: u32,
+            cols: u32,
+            warps: u32,
+            span: Span,
+        } => P0452,
+        /// `regs` registers per thread; each warp owns
+        /// `[warp_rows, warp_cols]`.
+        AccTooManyRegs {
+            rows: u32,
+            cols: u32,
+            regs: u32,
+            warps: u32,
+            warp_rows: u32,
+            warp_cols: u32,
+            span: Span,
+        } => P0453,
+        /// `zeros<...>[...]` inside an expression.
+        ZerosInExpr { span: Span } => P0450,
+        /// The accumulator `name` (declared at `decl`) assigned a `dot`
+        /// other than with `+=`.
+        DotNotAdded {
+            name: String,
+            span: Span,
+            decl: Span,
+        } => P0454,
+        /// `dot` with `found` arguments.
+        DotArity { found: usize, span: Span } => P0204,
+        /// `a` of `a_elem` times `b` of `b_elem` into `acc`.
+        DotTypes {
+            a: String,
+            a_elem: ScalarTy,
+            b: String,
+            b_elem: ScalarTy,
+            acc: ScalarTy,
+            span: Span,
+        } => P0456,
+        /// A `dot` of `a_elem` tiles whose second operand (of `b_elem`)
+        /// is not `trans(w)`.
+        DotNotTrans {
+            a_elem: ScalarTy,
+            b_elem: ScalarTy,
+            span: Span,
+        } => P0456,
+        /// `a` is `[a[0], a[1]]`, `b` as written `[b[0], b[1]]` (under
+        /// `trans` when `b_trans`), the accumulator (declared at `decl`)
+        /// `[rows, cols]`.
+        DotShapes {
+            a: [u32; 2],
+            b: [u32; 2],
+            b_trans: bool,
+            rows: u32,
+            cols: u32,
+            span: Span,
+            decl: Span,
+        } => P0457,
+        /// K = `k` is not a multiple of `step`, for `elem` products.
+        DotK {
+            elem: ScalarTy,
+            k: u32,
+            step: u32,
+            span: Span,
+        } => P0452,
+        /// A `dot` (or `trans`, `under_trans`) operand that is not a
+        /// rank-2 shared tile.
+        DotOperand { under_trans: bool, span: Span } => P0455,
+        /// `name` (`dot` or `trans`) inside an expression.
+        DotInExpr { name: String, span: Span } => P0455,
+        /// The accumulator `name` (declared at `decl`) used as a value.
+        AccNotValue {
+            name: String,
+            span: Span,
+            decl: Span,
+        } => P0458,
+        /// An accumulator of `from` stored as `to`.
+        AccStoreConvert {
+            from: ScalarTy,
+            to: ScalarTy,
+            span: Span,
+        } => P0509,
+        /// An accumulator stored to what is not a tensor.
+        AccStoreNotTensor { span: Span } => P0509,
+        /// An accumulator of `[rows, cols]` `elem` stored to a target
+        /// of `shape` and `target`, with a compound assignment when
+        /// `compound`.
+        AccStoreMismatch {
+            rows: u32,
+            cols: u32,
+            elem: ScalarTy,
+            shape: Vec<u32>,
+            target: ScalarTy,
+            compound: bool,
+            span: Span,
+        } => P0509,
+        /// An accumulator of `[rows, cols]` `elem` stored into the box
+        /// `shape` of the shared tile `tile` (declared at `decl`) of `target`
+        /// elements, with a compound assignment when `compound`.
+        AccTileMismatch {
+            rows: u32,
+            cols: u32,
+            elem: ScalarTy,
+            tile: String,
+            shape: Vec<u32>,
+            target: ScalarTy,
+            compound: bool,
+            span: Span,
+            decl: Span,
+        } => P0460,
+        /// The epilogue of `name`, which holds `elem`, has a value of
+        /// `found`.
+        EpilogueType {
+            name: String,
+            elem: ScalarTy,
+            found: Ty,
+            span: Span,
+        } => P0401,
+        /// A collective or shuffle in the epilogue of `name`.
+        EpilogueCollective { name: String, span: Span } => P0459,
+        /// The tile `name` of `tile` in an epilogue of an accumulator
+        /// of `shape`.
+        EpilogueTileShape {
+            name: String,
+            tile: Vec<u32>,
+            shape: [u32; 2],
+            span: Span,
+        } => P0457,
+    }
 }
 
 impl DotError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use DotError::*;
-        match self {
-            AccWithLet { .. }
-            | AccTyped { .. }
-            | AccExtent { .. }
-            | AccRank { .. }
-            | ZerosInExpr { .. } => Code::P0450,
-            AccElem { .. } => Code::P0451,
-            AccNotFragments { .. } | AccWarpSplit { .. } | DotK { .. } => Code::P0452,
-            AccTooManyRegs { .. } => Code::P0453,
-            DotNotAdded { .. } => Code::P0454,
-            DotArity { .. } => Code::P0204,
-            DotTypes { .. } | DotNotTrans { .. } => Code::P0456,
-            DotShapes { .. } | EpilogueTileShape { .. } => Code::P0457,
-            DotOperand { .. } | DotInExpr { .. } => Code::P0455,
-            AccNotValue { .. } => Code::P0458,
-            AccStoreConvert { .. } | AccStoreNotTensor { .. } | AccStoreMismatch { .. } => {
-                Code::P0509
-            }
-            AccTileMismatch { .. } => Code::P0460,
-            EpilogueType { .. } => Code::P0401,
-            EpilogueCollective { .. } => Code::P0459,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {

@@ -5,43 +5,27 @@
 use crate::ast::Span;
 use crate::diag::{Code, Diagnostic};
 
-/// An error of `check/fns.rs`: the fn items.
-#[derive(Clone, Debug, PartialEq)]
-pub enum FnError {
-    /// P0201.
-    FnNamedLikeBuiltin { name: String, span: Span },
-    /// P0201.
-    FnTwice {
-        name: String,
-        span: Span,
-        first: Span,
-    },
-    /// P0202.
-    FnParamTwice { name: String, span: Span },
-    /// P0206.
-    FnAsValue { name: String, span: Span },
-    /// P0200: a name in a fn body that is not a parameter.
-    FnBodyUnknownName { name: String, span: Span },
-    /// P0205: an unknown callee.
-    UnknownFn { name: String, span: Span },
-    /// P0210: the fn `path[0]` calls itself through `path[1..]`.
-    Recursion { path: Vec<String>, span: Span },
+pass_error! {
+    /// An error of `check/fns.rs`: the fn items.
+    pub enum FnError {
+        FnNamedLikeBuiltin { name: String, span: Span } => P0201,
+        FnTwice {
+            name: String,
+            span: Span,
+            first: Span,
+        } => P0201,
+        FnParamTwice { name: String, span: Span } => P0202,
+        FnAsValue { name: String, span: Span } => P0206,
+        /// A name in a fn body that is not a parameter.
+        FnBodyUnknownName { name: String, span: Span } => P0200,
+        /// An unknown callee.
+        UnknownFn { name: String, span: Span } => P0205,
+        /// The fn `path[0]` calls itself through `path[1..]`.
+        Recursion { path: Vec<String>, span: Span } => P0210,
+    }
 }
 
 impl FnError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use FnError::*;
-        match self {
-            FnNamedLikeBuiltin { .. } | FnTwice { .. } => Code::P0201,
-            FnParamTwice { .. } => Code::P0202,
-            FnAsValue { .. } => Code::P0206,
-            FnBodyUnknownName { .. } => Code::P0200,
-            UnknownFn { .. } => Code::P0205,
-            Recursion { .. } => Code::P0210,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {

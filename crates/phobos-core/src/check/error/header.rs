@@ -17,83 +17,50 @@ pub enum BadTuneValue {
     Twice(i64),
 }
 
-/// An error of `check/header.rs`: parameters, dims and attributes.
-#[derive(Clone, Debug, PartialEq)]
-pub enum HeaderError {
-    /// P0307.
-    AttrTwice {
-        key: &'static str,
-        span: Span,
-        first: Span,
-    },
-    /// P0301.
-    NoLaunch { kernel: String, span: Span },
-    /// P0311: more than [`MAX_VARIANTS`] combinations.
-    TooManyVariants { combos: usize, span: Span },
-    /// P0202: a parameter, or a dim, named like an earlier parameter or dim.
-    ParamTwice { name: String, span: Span },
-    /// P0202: a dim named like a parameter.
-    DimNamedLikeParam { name: String, span: Span },
-    /// P0203.
-    ZeroDim { span: Span },
-    /// P0203: a constant dim above `i32` (it was truncated in the PTX).
-    DimTooWide { dim: u64, span: Span },
-    /// P0419 (a warning): an operation on constants the language leaves
-    /// without a value (`1 / 0`, `1 << 32`), kept for run time.
-    UndefinedConstant {
-        text: String,
-        why: crate::consteval::Undefined,
-        span: Span,
-    },
-    /// P0308.
-    GridCount { found: usize, span: Span },
-    /// P0300.
-    UnknownAttr { name: String, span: Span },
-    /// P0304.
-    AlignedNotDim { name: String, span: Span },
-    /// P0305.
-    AlignedNotPositive { span: Span },
-    /// P0309.
-    AutotuneHere { name: String, span: Span },
-    /// P0306: a constant value that cannot be a candidate.
-    AutotuneValue {
-        name: String,
-        why: BadTuneValue,
-        span: Span,
-    },
-    /// P0306.
-    AutotuneNotConstant { span: Span },
-    /// P0310.
-    AutotuneNoValues { name: String, span: Span },
-    /// P0302.
-    LaunchNotWarps { threads: i64, span: Span },
-    /// P0303.
-    LaunchNotConstant { span: Span },
+pass_error! {
+    /// An error of `check/header.rs`: parameters, dims and attributes.
+    pub enum HeaderError {
+        AttrTwice {
+            key: &'static str,
+            span: Span,
+            first: Span,
+        } => P0307,
+        NoLaunch { kernel: String, span: Span } => P0301,
+        /// More than [`MAX_VARIANTS`] combinations.
+        TooManyVariants { combos: usize, span: Span } => P0311,
+        /// A parameter, or a dim, named like an earlier parameter or dim.
+        ParamTwice { name: String, span: Span } => P0202,
+        /// A dim named like a parameter.
+        DimNamedLikeParam { name: String, span: Span } => P0202,
+        ZeroDim { span: Span } => P0203,
+        /// A constant dim above `i32` (it was truncated in the PTX).
+        DimTooWide { dim: u64, span: Span } => P0203,
+        /// P0419 (a warning): an operation on constants the language leaves
+        /// without a value (`1 / 0`, `1 << 32`), kept for run time.
+        UndefinedConstant {
+            text: String,
+            why: crate::consteval::Undefined,
+            span: Span,
+        } => P0419,
+        GridCount { found: usize, span: Span } => P0308,
+        UnknownAttr { name: String, span: Span } => P0300,
+        AlignedNotDim { name: String, span: Span } => P0304,
+        AlignedNotPositive { span: Span } => P0305,
+        AutotuneHere { name: String, span: Span } => P0309,
+        /// A constant value that cannot be a candidate.
+        AutotuneValue {
+            name: String,
+            why: BadTuneValue,
+            span: Span,
+        } => P0306,
+        AutotuneNotConstant { span: Span } => P0306,
+        AutotuneNoValues { name: String, span: Span } => P0310,
+        LaunchNotWarps { threads: i64, span: Span } => P0302,
+        LaunchNotConstant { span: Span } => P0303,
+    }
 }
 
 impl HeaderError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use HeaderError::*;
-        match self {
-            AttrTwice { .. } => Code::P0307,
-            NoLaunch { .. } => Code::P0301,
-            TooManyVariants { .. } => Code::P0311,
-            ParamTwice { .. } | DimNamedLikeParam { .. } => Code::P0202,
-            ZeroDim { .. } | DimTooWide { .. } => Code::P0203,
-            UndefinedConstant { .. } => Code::P0419,
-            GridCount { .. } => Code::P0308,
-            UnknownAttr { .. } => Code::P0300,
-            AlignedNotDim { .. } => Code::P0304,
-            AlignedNotPositive { .. } => Code::P0305,
-            AutotuneHere { .. } => Code::P0309,
-            AutotuneValue { .. } | AutotuneNotConstant { .. } => Code::P0306,
-            AutotuneNoValues { .. } => Code::P0310,
-            LaunchNotWarps { .. } => Code::P0302,
-            LaunchNotConstant { .. } => Code::P0303,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {

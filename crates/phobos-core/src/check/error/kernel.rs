@@ -6,37 +6,28 @@ use crate::ast::Span;
 use crate::check::cx::MAX_TOTAL_EXPR_NODES;
 use crate::diag::{Code, Diagnostic};
 
-/// An error of `check.rs`: items and whole kernels.
-#[derive(Clone, Debug, PartialEq)]
-pub enum KernelError {
-    /// P0201: a second kernel of one name.
-    KernelTwice {
-        name: String,
-        span: Span,
-        first: Span,
-    },
-    /// P0311: all variants together have too many expressions.
-    TooMuchTuning {
-        variants: usize,
-        nodes: usize,
-        total: usize,
-        span: Span,
-    },
-    /// P0308: `@grid` computes what the host cannot.
-    GridNotHost { span: Span },
+pass_error! {
+    /// An error of `check.rs`: items and whole kernels.
+    pub enum KernelError {
+        /// A second kernel of one name.
+        KernelTwice {
+            name: String,
+            span: Span,
+            first: Span,
+        } => P0201,
+        /// All variants together have too many expressions.
+        TooMuchTuning {
+            variants: usize,
+            nodes: usize,
+            total: usize,
+            span: Span,
+        } => P0311,
+        /// `@grid` computes what the host cannot.
+        GridNotHost { span: Span } => P0308,
+    }
 }
 
 impl KernelError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use KernelError::*;
-        match self {
-            KernelTwice { .. } => Code::P0201,
-            TooMuchTuning { .. } => Code::P0311,
-            GridNotHost { .. } => Code::P0308,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {

@@ -6,62 +6,41 @@ use crate::ast::{ScalarTy, Span};
 use crate::check::scratch::MAX_AXIS;
 use crate::diag::{Code, Diagnostic};
 
-/// An error of `check/scratch.rs`: shared scratch tiles and partial fills.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ScratchError {
-    /// P0401.
-    ScratchTyped { span: Span },
-    /// P0440.
-    ScratchExtentRange { value: i128, span: Span },
-    /// P0440.
-    ScratchExtentNotConstant { span: Span },
-    /// P0440.
-    ScratchNoExtent { span: Span },
-    /// P0441.
-    ScratchInExpr { span: Span },
-    /// P0509: a partial fill from something that is not a subscript.
-    FillNotBox { span: Span },
-    /// P0509: a partial fill from a box of a tile.
-    FillFromTile { span: Span },
-    /// P0509: a partial fill with `op=`.
-    FillCompound { op: &'static str, span: Span },
-    /// P0442: the box `start :+ len` outside axis `axis` (of `extent`) of
-    /// the tile `name`.
-    FillOutside {
-        start: i128,
-        len: u32,
-        axis: usize,
-        name: String,
-        extent: i64,
-        span: Span,
-    },
-    /// P0442.
-    FillStartNotConstant { span: Span },
-    /// P0509: the tensor box (`from`) and the tile box (`into`) differ.
-    FillMismatch {
-        from: (Vec<u32>, ScalarTy),
-        into: (Vec<u32>, ScalarTy),
-        span: Span,
-    },
+pass_error! {
+    /// An error of `check/scratch.rs`: shared scratch tiles and partial fills.
+    pub enum ScratchError {
+        ScratchTyped { span: Span } => P0401,
+        ScratchExtentRange { value: i128, span: Span } => P0440,
+        ScratchExtentNotConstant { span: Span } => P0440,
+        ScratchNoExtent { span: Span } => P0440,
+        ScratchInExpr { span: Span } => P0441,
+        /// A partial fill from something that is not a subscript.
+        FillNotBox { span: Span } => P0509,
+        /// A partial fill from a box of a tile.
+        FillFromTile { span: Span } => P0509,
+        /// A partial fill with `op=`.
+        FillCompound { op: &'static str, span: Span } => P0509,
+        /// The box `start :+ len` outside axis `axis` (of `extent`) of
+        /// the tile `name`.
+        FillOutside {
+            start: i128,
+            len: u32,
+            axis: usize,
+            name: String,
+            extent: i64,
+            span: Span,
+        } => P0442,
+        FillStartNotConstant { span: Span } => P0442,
+        /// The tensor box (`from`) and the tile box (`into`) differ.
+        FillMismatch {
+            from: (Vec<u32>, ScalarTy),
+            into: (Vec<u32>, ScalarTy),
+            span: Span,
+        } => P0509,
+    }
 }
 
 impl ScratchError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use ScratchError::*;
-        match self {
-            ScratchTyped { .. } => Code::P0401,
-            ScratchExtentRange { .. }
-            | ScratchExtentNotConstant { .. }
-            | ScratchNoExtent { .. } => Code::P0440,
-            ScratchInExpr { .. } => Code::P0441,
-            FillNotBox { .. } | FillFromTile { .. } | FillCompound { .. } | FillMismatch { .. } => {
-                Code::P0509
-            }
-            FillOutside { .. } | FillStartNotConstant { .. } => Code::P0442,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {

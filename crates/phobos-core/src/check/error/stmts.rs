@@ -9,150 +9,117 @@ use crate::check::types::conversion_note;
 use crate::diag::{Code, Diagnostic};
 use crate::hir::Ty;
 
-/// An error of `check/stmts.rs`: statements.
-#[derive(Clone, Debug, PartialEq)]
-pub enum StmtError {
-    /// P0415: `word` (`break` or `continue`) outside a loop.
-    ExitOutsideLoop { word: &'static str, span: Span },
-    /// P0401.
-    TileCopyTyped { span: Span },
-    /// P0401: `name` declared `declared` with a value of type `found`.
-    DeclaredType {
-        name: String,
-        declared: ScalarTy,
-        found: Ty,
-        span: Span,
-        decl: Span,
-    },
-    /// P0409: a run kept in a variable.
-    RunInVariable { found: Ty, span: Span },
-    /// P0207: the target is not a variable or a subscript.
-    AssignToExpr { span: Span },
-    /// P0207: `name` is a parameter, dim or constant.
-    AssignToNonLocal { name: String, span: Span },
-    /// P0207.
-    AssignToLoopVar {
-        name: String,
-        span: Span,
-        decl: Span,
-    },
-    /// P0207.
-    AssignToArray {
-        name: String,
-        span: Span,
-        decl: Span,
-    },
-    /// P0207.
-    AssignToTile {
-        name: String,
-        span: Span,
-        decl: Span,
-    },
-    /// P0207: a second assignment to a `let`.
-    AssignTwice {
-        name: String,
-        span: Span,
-        decl: Span,
-    },
-    /// P0401: `name` holds `holds`, the value is `value`.
-    AssignType {
-        name: String,
-        holds: Ty,
-        value: Ty,
-        span: Span,
-    },
-    /// P0400: `name op= float` where `name` is `var name = literal`, an
-    /// integer.
-    FloatIntoIntLiteralVar {
-        name: String,
-        op: &'static str,
-        holds: ScalarTy,
-        value: ScalarTy,
-        literal: u64,
-        span: Span,
-        literal_span: Span,
-    },
-    /// P0413.
-    ZeroStep { span: Span },
-    /// P0414: `unroll` on a loop that `break` or `continue` (at `span`)
-    /// leaves.
-    UnrollLeft { span: Span },
-    /// P0414.
-    UnrollRange { factor: u64, span: Span },
-    /// P0414.
-    UnrollStep { span: Span, step: Span },
-    /// P0470: `stages S` whose count is not a constant from 2 to 4
-    /// (`found` is `None` when it is not a constant).
-    StagesCount { found: Option<i128>, span: Span },
-    /// P0470: `stages` on a loop whose step is not a constant.
-    StagesStep { span: Span, step: Span },
-    /// P0470: `stages` together with `unroll` (at `unroll`).
-    StagesUnroll { span: Span, unroll: Span },
-    /// P0471: `stages` on a loop whose body copies no tile from a tensor.
-    StagesNoCopy { span: Span },
-    /// P0471: `stages` on a loop that a `break` or `return` (at `exit`)
-    /// leaves.
-    StagesLeft {
-        span: Span,
-        exit: Span,
-        word: &'static str,
-    },
-    /// P0472: a tile copy of a staged loop that is not a statement of the
-    /// loop's own body (it is under an `if` or an inner loop).
-    StagedCopyNested { span: Span, stages: Span },
-    /// P0472: a staged copy whose start uses the local `name`, which the
-    /// loop computes, or (`None`) reads memory or other threads' values,
-    /// at `cause`: the ring must compute it trips ahead.
-    StagedCopyStart {
-        name: Option<String>,
-        span: Span,
-        cause: Span,
-        stages: Span,
-    },
-    /// P0472: a staged tile (`name`) written by another statement (at
-    /// `span`) of the loop.
-    StagedTileWritten {
-        name: String,
-        span: Span,
-        copy: Span,
-    },
-    /// P0411.
-    UselessExpr { span: Span },
-    /// P0409: `store` into something that is not a subscript.
-    StoreNotSubscript { span: Span },
-    /// P0409: `store` into a subscript that is not a run.
-    StoreNotRun { span: Span },
-    /// P0507: `store`'s element index `index` outside a run of `len`.
-    StoreIndexRange { index: i128, len: u32, span: Span },
+pass_error! {
+    /// An error of `check/stmts.rs`: statements.
+    pub enum StmtError {
+        /// `word` (`break` or `continue`) outside a loop.
+        ExitOutsideLoop { word: &'static str, span: Span } => P0415,
+        TileCopyTyped { span: Span } => P0401,
+        /// `name` declared `declared` with a value of type `found`.
+        DeclaredType {
+            name: String,
+            declared: ScalarTy,
+            found: Ty,
+            span: Span,
+            decl: Span,
+        } => P0401,
+        /// A run kept in a variable.
+        RunInVariable { found: Ty, span: Span } => P0409,
+        /// The target is not a variable or a subscript.
+        AssignToExpr { span: Span } => P0207,
+        /// `name` is a parameter, dim or constant.
+        AssignToNonLocal { name: String, span: Span } => P0207,
+        AssignToLoopVar {
+            name: String,
+            span: Span,
+            decl: Span,
+        } => P0207,
+        AssignToArray {
+            name: String,
+            span: Span,
+            decl: Span,
+        } => P0207,
+        AssignToTile {
+            name: String,
+            span: Span,
+            decl: Span,
+        } => P0207,
+        /// A second assignment to a `let`.
+        AssignTwice {
+            name: String,
+            span: Span,
+            decl: Span,
+        } => P0207,
+        /// `name` holds `holds`, the value is `value`.
+        AssignType {
+            name: String,
+            holds: Ty,
+            value: Ty,
+            span: Span,
+        } => P0401,
+        /// `name op= float` where `name` is `var name = literal`, an
+        /// integer.
+        FloatIntoIntLiteralVar {
+            name: String,
+            op: &'static str,
+            holds: ScalarTy,
+            value: ScalarTy,
+            literal: u64,
+            span: Span,
+            literal_span: Span,
+        } => P0400,
+        ZeroStep { span: Span } => P0413,
+        /// `unroll` on a loop that `break` or `continue` (at `span`)
+        /// leaves.
+        UnrollLeft { span: Span } => P0414,
+        UnrollRange { factor: u64, span: Span } => P0414,
+        UnrollStep { span: Span, step: Span } => P0414,
+        /// `stages S` whose count is not a constant from 2 to 4
+        /// (`found` is `None` when it is not a constant).
+        StagesCount { found: Option<i128>, span: Span } => P0470,
+        /// `stages` on a loop whose step is not a constant.
+        StagesStep { span: Span, step: Span } => P0470,
+        /// `stages` together with `unroll` (at `unroll`).
+        StagesUnroll { span: Span, unroll: Span } => P0470,
+        /// `stages` on a loop whose body copies no tile from a tensor.
+        StagesNoCopy { span: Span } => P0471,
+        /// `stages` on a loop that a `break` or `return` (at `exit`)
+        /// leaves.
+        StagesLeft {
+            span: Span,
+            exit: Span,
+            word: &'static str,
+        } => P0471,
+        /// A tile copy of a staged loop that is not a statement of the
+        /// loop's own body (it is under an `if` or an inner loop).
+        StagedCopyNested { span: Span, stages: Span } => P0472,
+        /// A staged copy whose start uses the local `name`, which the
+        /// loop computes, or (`None`) reads memory or other threads' values,
+        /// at `cause`: the ring must compute it trips ahead.
+        StagedCopyStart {
+            name: Option<String>,
+            span: Span,
+            cause: Span,
+            stages: Span,
+        } => P0472,
+        /// A staged tile (`name`) written by another statement (at
+        /// `span`) of the loop.
+        StagedTileWritten {
+            name: String,
+            span: Span,
+            copy: Span,
+        } => P0472,
+        UselessExpr { span: Span } => P0411,
+        /// `store` into something that is not a subscript.
+        StoreNotSubscript { span: Span } => P0409,
+        /// `store` into a subscript that is not a run.
+        StoreNotRun { span: Span } => P0409,
+        /// `store`'s element index `index` outside a run of `len`.
+        StoreIndexRange { index: i128, len: u32, span: Span } => P0507,
+    }
 }
 
 impl StmtError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use StmtError::*;
-        match self {
-            ExitOutsideLoop { .. } => Code::P0415,
-            TileCopyTyped { .. } | DeclaredType { .. } | AssignType { .. } => Code::P0401,
-            RunInVariable { .. } | StoreNotSubscript { .. } | StoreNotRun { .. } => Code::P0409,
-            AssignToExpr { .. }
-            | AssignToNonLocal { .. }
-            | AssignToLoopVar { .. }
-            | AssignToArray { .. }
-            | AssignToTile { .. }
-            | AssignTwice { .. } => Code::P0207,
-            FloatIntoIntLiteralVar { .. } => Code::P0400,
-            ZeroStep { .. } => Code::P0413,
-            UnrollLeft { .. } | UnrollRange { .. } | UnrollStep { .. } => Code::P0414,
-            StagesCount { .. } | StagesStep { .. } | StagesUnroll { .. } => Code::P0470,
-            StagesNoCopy { .. } | StagesLeft { .. } => Code::P0471,
-            StagedCopyNested { .. } | StagedCopyStart { .. } | StagedTileWritten { .. } => {
-                Code::P0472
-            }
-            UselessExpr { .. } => Code::P0411,
-            StoreIndexRange { .. } => Code::P0507,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {

@@ -9,114 +9,89 @@ use crate::check::types::conversion_note;
 use crate::diag::{Code, Diagnostic};
 use crate::hir::Ty;
 
-/// An error of `check/subscripts.rs`: tensors, tiles, runs.
-#[derive(Clone, Debug, PartialEq)]
-pub enum SubscriptError {
-    /// P0510.
-    NotSubscriptable { span: Span },
-    /// P0500: `name` has `dims` dims and `found` subscripts.
-    SubscriptCount {
-        name: String,
-        dims: usize,
-        found: usize,
-        span: Span,
-    },
-    /// P0501: a `what` ("run" or "tile") length out of range.
-    SpanLenRange {
-        what: String,
-        value: i128,
-        span: Span,
-    },
-    /// P0501: a `what` length that is not a constant; `text` is its source.
-    SpanLenNotConstant {
-        what: String,
-        text: String,
-        span: Span,
-    },
-    /// P0504.
-    TilePoint { span: Span },
-    /// P0502.
-    FullDimUnknown {
-        axis: usize,
-        name: String,
-        span: Span,
-    },
-    /// P0503.
-    TileAsValue { span: Span },
-    /// P0509: a tile copied from a tile.
-    TileCopyFromTile { span: Span },
-    /// P0505: two runs of different lengths in one elementwise built-in.
-    ArgRunLengths {
-        first: u32,
-        first_span: Span,
-        len: u32,
-        span: Span,
-    },
-    /// P0401: `select`'s condition neither bool nor a run of bool.
-    SelectCondition { found: Ty, span: Span },
-    /// P0409: a run assigned to a scalar variable.
-    AssignRun {
-        name: String,
-        len: u32,
-        elem: ScalarTy,
-        span: Span,
-    },
-    /// P0409: a run stored into one element.
-    StoreRunIntoElement {
-        len: u32,
-        name: String,
-        elem: ScalarTy,
-        span: Span,
-    },
-    /// P0505: a run stored into a run of another length.
-    StoreRunLength {
-        len: u32,
-        want: u32,
-        value: Span,
-        span: Span,
-    },
-    /// P0401: a `value` stored into `name`, which holds `holds`
-    /// (elements of `elem`).
-    StoreType {
-        value: Ty,
-        name: String,
-        holds: Ty,
-        elem: ScalarTy,
-        span: Span,
-    },
-    /// P0509.
-    TileStoreNotTile { span: Span },
-    /// P0509.
-    TileStoreIntoTile { span: Span },
-    /// P0509: the tile (`tile`) and the target (`target`) differ.
-    TileStoreMismatch {
-        tile: (Vec<u32>, ScalarTy),
-        target: (Vec<u32>, ScalarTy),
-        span: Span,
-    },
+pass_error! {
+    /// An error of `check/subscripts.rs`: tensors, tiles, runs.
+    pub enum SubscriptError {
+        NotSubscriptable { span: Span } => P0510,
+        /// `name` has `dims` dims and `found` subscripts.
+        SubscriptCount {
+            name: String,
+            dims: usize,
+            found: usize,
+            span: Span,
+        } => P0500,
+        /// A `what` ("run" or "tile") length out of range.
+        SpanLenRange {
+            what: String,
+            value: i128,
+            span: Span,
+        } => P0501,
+        /// A `what` length that is not a constant; `text` is its source.
+        SpanLenNotConstant {
+            what: String,
+            text: String,
+            span: Span,
+        } => P0501,
+        TilePoint { span: Span } => P0504,
+        FullDimUnknown {
+            axis: usize,
+            name: String,
+            span: Span,
+        } => P0502,
+        TileAsValue { span: Span } => P0503,
+        /// A tile copied from a tile.
+        TileCopyFromTile { span: Span } => P0509,
+        /// Two runs of different lengths in one elementwise built-in.
+        ArgRunLengths {
+            first: u32,
+            first_span: Span,
+            len: u32,
+            span: Span,
+        } => P0505,
+        /// `select`'s condition neither bool nor a run of bool.
+        SelectCondition { found: Ty, span: Span } => P0401,
+        /// A run assigned to a scalar variable.
+        AssignRun {
+            name: String,
+            len: u32,
+            elem: ScalarTy,
+            span: Span,
+        } => P0409,
+        /// A run stored into one element.
+        StoreRunIntoElement {
+            len: u32,
+            name: String,
+            elem: ScalarTy,
+            span: Span,
+        } => P0409,
+        /// A run stored into a run of another length.
+        StoreRunLength {
+            len: u32,
+            want: u32,
+            value: Span,
+            span: Span,
+        } => P0505,
+        /// A `value` stored into `name`, which holds `holds`
+        /// (elements of `elem`).
+        StoreType {
+            value: Ty,
+            name: String,
+            holds: Ty,
+            elem: ScalarTy,
+            span: Span,
+        } => P0401,
+        TileStoreNotTile { span: Span } => P0509,
+        TileStoreIntoTile { span: Span } => P0509,
+        /// The tile (`tile`) and the target (`target`) differ.
+        TileStoreMismatch {
+            tile: (Vec<u32>, ScalarTy),
+            target: (Vec<u32>, ScalarTy),
+            span: Span,
+        } => P0509,
+    }
 }
 
 impl SubscriptError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use SubscriptError::*;
-        match self {
-            NotSubscriptable { .. } => Code::P0510,
-            SubscriptCount { .. } => Code::P0500,
-            SpanLenRange { .. } | SpanLenNotConstant { .. } => Code::P0501,
-            TilePoint { .. } => Code::P0504,
-            FullDimUnknown { .. } => Code::P0502,
-            TileAsValue { .. } => Code::P0503,
-            TileCopyFromTile { .. }
-            | TileStoreNotTile { .. }
-            | TileStoreIntoTile { .. }
-            | TileStoreMismatch { .. } => Code::P0509,
-            ArgRunLengths { .. } | StoreRunLength { .. } => Code::P0505,
-            SelectCondition { .. } | StoreType { .. } => Code::P0401,
-            AssignRun { .. } | StoreRunIntoElement { .. } => Code::P0409,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {

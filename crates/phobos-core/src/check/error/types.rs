@@ -8,102 +8,79 @@ use crate::check::types::conversion_note;
 use crate::diag::{Code, Diagnostic};
 use crate::hir::Ty;
 
-/// An error of `check/types.rs`: expressions.
-#[derive(Clone, Debug, PartialEq)]
-pub enum TypeError {
-    /// P0211: deeper than [`MAX_EXPR_DEPTH`]. `inlined`: fns were inlined.
-    ExprTooDeep { inlined: bool, span: Span },
-    /// P0211: more than [`MAX_EXPR_NODES`] expressions.
-    TooManyExprs { inlined: bool, span: Span },
-    /// P0401: `what` must be `want`.
-    ExprType {
-        what: String,
-        want: ScalarTy,
-        found: Ty,
-        span: Span,
-    },
-    /// P0409: a run where a scalar is needed.
-    RunNotScalar { found: Ty, span: Span },
-    /// P0403.
-    IntLiteralRange {
-        value: i128,
-        ty: ScalarTy,
-        span: Span,
-    },
-    /// P0403.
-    FloatLiteralForInt { ty: ScalarTy, span: Span },
-    /// P0403: `text` rounds to infinity in `ty`, whose largest finite
-    /// value is `largest`.
-    FloatLiteralRange {
-        text: String,
-        ty: ScalarTy,
-        largest: &'static str,
-        span: Span,
-    },
-    /// P0408: a tile (or register array, `array`) used without subscript.
-    LocalNotValue {
-        name: String,
-        array: bool,
-        span: Span,
-    },
-    /// P0408.
-    TensorNotValue { name: String, span: Span },
-    /// P0308: `@grid` names what is not a dim or constant.
-    GridName { name: String, span: Span },
-    /// P0200.
-    UnknownName { name: String, span: Span },
-    /// P0308: `@grid` uses a `ctx` field known only in the kernel.
-    GridCtx { span: Span },
-    /// P0402: `op` (`-` or `!`) on `found`.
-    UnaryType {
-        op: &'static str,
-        found: Ty,
-        span: Span,
-    },
-    /// P0505.
-    RunLengths {
-        left: u32,
-        right: u32,
-        span: Span,
-        right_span: Span,
-    },
-    /// P0400: `left op right`.
-    OperandTypes {
-        left: ScalarTy,
-        op: &'static str,
-        right: ScalarTy,
-        span: Span,
-        left_span: Span,
-        right_span: Span,
-    },
-    /// P0402: `op` on operands of `ty`.
-    BinaryType {
-        op: &'static str,
-        ty: ScalarTy,
-        span: Span,
-    },
+pass_error! {
+    /// An error of `check/types.rs`: expressions.
+    pub enum TypeError {
+        /// Deeper than [`MAX_EXPR_DEPTH`]. `inlined`: fns were inlined.
+        ExprTooDeep { inlined: bool, span: Span } => P0211,
+        /// More than [`MAX_EXPR_NODES`] expressions.
+        TooManyExprs { inlined: bool, span: Span } => P0211,
+        /// `what` must be `want`.
+        ExprType {
+            what: String,
+            want: ScalarTy,
+            found: Ty,
+            span: Span,
+        } => P0401,
+        /// A run where a scalar is needed.
+        RunNotScalar { found: Ty, span: Span } => P0409,
+        IntLiteralRange {
+            value: i128,
+            ty: ScalarTy,
+            span: Span,
+        } => P0403,
+        FloatLiteralForInt { ty: ScalarTy, span: Span } => P0403,
+        /// `text` rounds to infinity in `ty`, whose largest finite
+        /// value is `largest`.
+        FloatLiteralRange {
+            text: String,
+            ty: ScalarTy,
+            largest: &'static str,
+            span: Span,
+        } => P0403,
+        /// A tile (or register array, `array`) used without subscript.
+        LocalNotValue {
+            name: String,
+            array: bool,
+            span: Span,
+        } => P0408,
+        TensorNotValue { name: String, span: Span } => P0408,
+        /// `@grid` names what is not a dim or constant.
+        GridName { name: String, span: Span } => P0308,
+        UnknownName { name: String, span: Span } => P0200,
+        /// `@grid` uses a `ctx` field known only in the kernel.
+        GridCtx { span: Span } => P0308,
+        /// `op` (`-` or `!`) on `found`.
+        UnaryType {
+            op: &'static str,
+            found: Ty,
+            span: Span,
+        } => P0402,
+        RunLengths {
+            left: u32,
+            right: u32,
+            span: Span,
+            right_span: Span,
+        } => P0505,
+        /// `left op right`.
+        OperandTypes {
+            left: ScalarTy,
+            op: &'static str,
+            right: ScalarTy,
+            span: Span,
+            left_span: Span,
+            right_span: Span,
+        } => P0400,
+        /// `op` on operands of `ty`.
+        BinaryType {
+            op: &'static str,
+            ty: ScalarTy,
+            span: Span,
+        } => P0402,
+    }
 }
 
 impl TypeError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use TypeError::*;
-        match self {
-            ExprTooDeep { .. } | TooManyExprs { .. } => Code::P0211,
-            ExprType { .. } => Code::P0401,
-            RunNotScalar { .. } => Code::P0409,
-            IntLiteralRange { .. } | FloatLiteralForInt { .. } | FloatLiteralRange { .. } => {
-                Code::P0403
-            }
-            LocalNotValue { .. } | TensorNotValue { .. } => Code::P0408,
-            GridName { .. } | GridCtx { .. } => Code::P0308,
-            UnknownName { .. } => Code::P0200,
-            UnaryType { .. } | BinaryType { .. } => Code::P0402,
-            RunLengths { .. } => Code::P0505,
-            OperandTypes { .. } => Code::P0400,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {

@@ -97,64 +97,52 @@ impl VaryingCause {
     }
 }
 
-/// An error of `check/uniformity.rs`: where collectives and tiles may run.
-#[derive(Clone, Debug, PartialEq)]
-pub enum UniformityError {
-    /// P0700: `what` (a shuffle or lane collective) under control that
-    /// differs between the lanes of a warp. `warp_hint`: the control
-    /// varies only through `ctx.thread` taken whole, so `ctx.warp` may be
-    /// what was meant.
-    LaneCollectiveVarying {
-        what: String,
-        span: Span,
-        cause: VaryingCause,
-        warp_hint: bool,
-    },
-    /// P0701: `what` (a CTA collective) under control that is not uniform.
-    CtaCollectiveVarying {
-        what: String,
-        span: Span,
-        cause: VaryingCause,
-    },
-    /// P0702: `what` (a tile copy or store) under control that is not
-    /// uniform.
-    TileVarying {
-        what: String,
-        span: Span,
-        cause: VaryingCause,
-    },
-    /// P0703: the start of `what` differs between `between` ("lanes" or
-    /// "warps").
-    TileStartVarying {
-        what: String,
-        between: &'static str,
-        span: Span,
-    },
-    /// P0704: a CTA collective on the right of `op` (`&&` or `||`).
-    CtaCollectiveGuarded {
-        op: &'static str,
-        span: Span,
-        left: Span,
-    },
-    /// P0459: an epilogue's value differs between `between` ("lanes" or
-    /// "warps").
-    EpilogueVarying { between: &'static str, span: Span },
+pass_error! {
+    /// An error of `check/uniformity.rs`: where collectives and tiles may run.
+    pub enum UniformityError {
+        /// `what` (a shuffle or lane collective) under control that
+        /// differs between the lanes of a warp. `warp_hint`: the control
+        /// varies only through `ctx.thread` taken whole, so `ctx.warp` may be
+        /// what was meant.
+        LaneCollectiveVarying {
+            what: String,
+            span: Span,
+            cause: VaryingCause,
+            warp_hint: bool,
+        } => P0700,
+        /// `what` (a CTA collective) under control that is not uniform.
+        CtaCollectiveVarying {
+            what: String,
+            span: Span,
+            cause: VaryingCause,
+        } => P0701,
+        /// `what` (a tile copy or store) under control that is not
+        /// uniform.
+        TileVarying {
+            what: String,
+            span: Span,
+            cause: VaryingCause,
+        } => P0702,
+        /// The start of `what` differs between `between` ("lanes" or
+        /// "warps").
+        TileStartVarying {
+            what: String,
+            between: &'static str,
+            span: Span,
+        } => P0703,
+        /// A CTA collective on the right of `op` (`&&` or `||`).
+        CtaCollectiveGuarded {
+            op: &'static str,
+            span: Span,
+            left: Span,
+        } => P0704,
+        /// An epilogue's value differs between `between` ("lanes" or
+        /// "warps").
+        EpilogueVarying { between: &'static str, span: Span } => P0459,
+    }
 }
 
 impl UniformityError {
-    /// The stable code of this error.
-    pub fn code(&self) -> Code {
-        use UniformityError::*;
-        match self {
-            LaneCollectiveVarying { .. } => Code::P0700,
-            CtaCollectiveVarying { .. } => Code::P0701,
-            TileVarying { .. } => Code::P0702,
-            TileStartVarying { .. } => Code::P0703,
-            CtaCollectiveGuarded { .. } => Code::P0704,
-            EpilogueVarying { .. } => Code::P0459,
-        }
-    }
-
     /// The diagnostic users see: the one place its message, labels and
     /// notes are written.
     pub fn into_diagnostic(self) -> Diagnostic {
