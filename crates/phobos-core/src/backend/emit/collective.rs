@@ -89,7 +89,7 @@ impl Emitter<'_> {
                 } else {
                     Builtin::Min
                 };
-                self.builtin_pub(bop, t, a, b)
+                self.builtin(bop, t, &[t], &[a, b])
             }
             CollOp::Any => self.binary(BinOp::Or, ScalarTy::Bool, ScalarTy::Bool, a, b),
             CollOp::All => self.binary(BinOp::And, ScalarTy::Bool, ScalarTy::Bool, a, b),
@@ -106,27 +106,6 @@ impl Emitter<'_> {
                 None => a,
             },
         }
-    }
-
-    fn builtin_pub(&mut self, b: Builtin, t: ScalarTy, x: V, y: V) -> V {
-        let name = if b == Builtin::Min { "min" } else { "max" };
-        if matches!(t, ScalarTy::F16 | ScalarTy::BF16) {
-            let rx = self.in_reg(x, t);
-            let ry = self.in_reg(y, t);
-            let fx = self.half_to_f32(rx, t);
-            let fy = self.half_to_f32(ry, t);
-            let d = self.reg(RegClass::F32);
-            self.ins(&format!("{name}.f32 {d}, {fx}, {fy};"));
-            return V::R(self.f32_to_half(d, t));
-        }
-        let rx = self.in_reg(x, t);
-        let oy = self.operand(y);
-        let d = self.reg(RegClass::of(t));
-        self.ins(&format!(
-            "{name}{} {d}, {rx}, {oy};",
-            super::values::int_suffix(t)
-        ));
-        V::R(d)
     }
 
     /// Argmax step: take the other (value, index) when its value is larger,

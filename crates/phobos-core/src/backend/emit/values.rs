@@ -641,7 +641,9 @@ impl Emitter<'_> {
         }
     }
 
-    fn builtin(&mut self, b: Builtin, t: ScalarTy, tys: &[ScalarTy], args: &[V]) -> V {
+    /// A built-in on values already computed; `tys` are the arguments'
+    /// types (the first decides the instruction's type).
+    pub(super) fn builtin(&mut self, b: Builtin, t: ScalarTy, tys: &[ScalarTy], args: &[V]) -> V {
         let at = tys.first().copied().unwrap_or(t);
         match b {
             Builtin::Min | Builtin::Max => {
