@@ -691,20 +691,23 @@ fn actions(c: &mut Client, uri: &str, src: &str, at: &str) -> Vec<CodeAction> {
         .collect()
 }
 
-/// The code action offered at `at` whose title `title` picks; a failure
-/// lists the ones offered.
-fn action(
+/// The code action at `at` whose title `title` picks (a failure lists the
+/// ones offered), and `src` after it, which must check clean.
+fn fix(
     c: &mut Client,
     uri: &str,
     src: &str,
     at: &str,
     title: impl Fn(&str) -> bool,
-) -> CodeAction {
+) -> (CodeAction, String) {
     let acts = actions(c, uri, src, at);
-    acts.iter()
+    let a = acts
+        .iter()
         .find(|a| title(&a.title))
         .cloned()
-        .unwrap_or_else(|| panic!("{acts:?}"))
+        .unwrap_or_else(|| panic!("{acts:?}"));
+    let fixed = apply_and_recheck(c, uri, src, &a);
+    (a, fixed)
 }
 
 /// Apply `a` to `src` and check the result with a fresh document: it must
@@ -730,12 +733,11 @@ fn code_action_declares_the_float_type() {
     let uri = "file:///acc.pho";
     let (mut c, d) = Client::opened(uri, src);
     assert_eq!(d[0].code, Some(NumberOrString::String("P0400".into())));
-    let a = action(&mut c, uri, src, "A[i, ctx.thread]", |t| {
+    let (a, fixed) = fix(&mut c, uri, src, "A[i, ctx.thread]", |t| {
         t.contains("as `f32`")
     });
     assert_eq!(a.kind, Some(CodeActionKind::QUICKFIX));
     assert_eq!(a.diagnostics.as_ref().map(Vec::len), Some(1));
-    let fixed = apply_and_recheck(&mut c, uri, src, &a);
     assert!(fixed.contains("  var acc: f32 = 0.0\n"), "{fixed}");
     c.stop();
 }
@@ -747,10 +749,9 @@ fn code_action_moves_a_collective_out_of_a_varying_if_only_where_valid() {
     let uri = "file:///hoist.pho";
     let (mut c, d) = Client::opened(uri, src);
     assert_eq!(d[0].code, Some(NumberOrString::String("P0700".into())));
-    let a = action(&mut c, uri, src, "sum<over ctx.lane>(x)", |t| {
+    let (_, fixed) = fix(&mut c, uri, src, "sum<over ctx.lane>(x)", |t| {
         t.starts_with("Move `sum<over ctx.lane>(x)` before the `if`")
     });
-    let fixed = apply_and_recheck(&mut c, uri, src, &a);
     assert!(
         fixed.contains("  var r = 0.0\n  let sum_all = sum<over ctx.lane>(x)\n  if ctx.lane == 0 {\n    r = sum_all\n  }"),
         "{fixed}"
@@ -784,16 +785,14 @@ fn code_action_uses_ctx_warp() {
     let uri = "file:///warp.pho";
     let (mut c, d) = Client::opened(uri, src);
     assert!(d.is_empty());
-    let a = action(&mut c, uri, src, "ctx.thread / 32", |t| {
+    let (a, fixed) = fix(&mut c, uri, src, "ctx.thread / 32", |t| {
         t.starts_with("Use `ctx.warp`")
     });
     assert_eq!(a.kind, Some(CodeActionKind::REFACTOR_REWRITE));
-    let fixed = apply_and_recheck(&mut c, uri, src, &a);
     assert!(fixed.contains("  let w = ctx.warp\n"), "{fixed}");
-    let a = action(&mut c, uri, src, "ctx.thread % 32", |t| {
+    let (_, fixed) = fix(&mut c, uri, src, "ctx.thread % 32", |t| {
         t.starts_with("Use `ctx.lane`")
     });
-    let fixed = apply_and_recheck(&mut c, uri, src, &a);
     assert!(fixed.contains("A[w, ctx.lane]"), "{fixed}");
     // Nothing to rewrite on a plain name.
     assert!(actions(&mut c, uri, src, "O[0, w]").is_empty());
