@@ -459,28 +459,28 @@ fn a_tuning_file_is_embedded_with_the_bindings() {
     .unwrap();
     builder(dir.path(), out.path()).build().unwrap();
     assert!(out.path().join("phobos/tuning.ron").exists());
-    // A missing or malformed file is an error naming it.
+    // A missing or malformed file is an error naming it: (the file, what
+    // it holds if it exists, what the error says).
     fs::remove_file(dir.path().join("phobos.toml")).unwrap();
-    let err = builder(dir.path(), out.path())
-        .tuning("missing.ron")
-        .build()
-        .unwrap_err();
-    assert!(err.to_string().contains("missing.ron"), "{err}");
-    fs::write(dir.path().join("bad.ron"), "[1, 2").unwrap();
-    let err = builder(dir.path(), out.path())
-        .tuning("bad.ron")
-        .build()
-        .unwrap_err();
-    assert!(err.to_string().contains("not a tuning file"), "{err}");
-    fs::write(dir.path().join("other.ron"), "(arches: [80])").unwrap();
-    let err = builder(dir.path(), out.path())
-        .tuning("other.ron")
-        .build()
-        .unwrap_err();
-    assert!(
-        err.to_string().contains("no `version` and `entries`"),
-        "{err}"
-    );
+    let cases = [
+        ("missing.ron", None, "missing.ron"),
+        ("bad.ron", Some("[1, 2"), "not a tuning file"),
+        (
+            "other.ron",
+            Some("(arches: [80])"),
+            "no `version` and `entries`",
+        ),
+    ];
+    for (file, contents, says) in cases {
+        if let Some(contents) = contents {
+            fs::write(dir.path().join(file), contents).unwrap();
+        }
+        let err = builder(dir.path(), out.path())
+            .tuning(file)
+            .build()
+            .unwrap_err();
+        assert!(err.to_string().contains(says), "{file}: {err}");
+    }
 }
 
 #[cfg(unix)]

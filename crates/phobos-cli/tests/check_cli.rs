@@ -3,7 +3,7 @@
 use std::path::Path;
 
 mod common;
-use common::{phobos, write};
+use common::{assert_says, phobos, write};
 
 fn seed_dir() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -38,14 +38,13 @@ fn an_error_exits_1_with_a_rustc_style_report() {
     let out = phobos(&["check", &bad]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("error[P0700]: `sum<over ctx.lane>` needs every lane of its warp"),
-        "{err}"
-    );
-    assert!(err.contains("bad.pho:6:9"), "{err}");
-    assert!(
-        err.contains("this condition differs between lanes"),
-        "{err}"
+    assert_says(
+        &err,
+        &[
+            "error[P0700]: `sum<over ctx.lane>` needs every lane of its warp",
+            "bad.pho:6:9",
+            "this condition differs between lanes",
+        ],
     );
 }
 

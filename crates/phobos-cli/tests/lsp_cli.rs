@@ -103,6 +103,15 @@ impl Client {
         }
     }
 
+    /// A server with `text` open as `uri`, and the diagnostics it first
+    /// published for it.
+    fn opened(uri: &str, text: &str) -> (Client, Vec<Diagnostic>) {
+        let mut c = Client::start();
+        c.open(uri, text);
+        let d = c.diagnostics(uri);
+        (c, d)
+    }
+
     fn open(&mut self, uri: &str, text: &str) {
         self.notify(
             "textDocument/didOpen",
@@ -152,12 +161,8 @@ fn find(src: &str, needle: &str) -> (u32, u32) {
 fn seed_kernel_hover_definition_and_clean_diagnostics() {
     let src = seed("lanes_matvec.pho");
     let uri = "file:///seed/lanes_matvec.pho";
-    let mut c = Client::start();
-    c.open(uri, &src);
-    assert!(
-        c.diagnostics(uri).is_empty(),
-        "the seed kernel has diagnostics"
-    );
+    let (mut c, d) = Client::opened(uri, &src);
+    assert!(d.is_empty(), "the seed kernel has diagnostics");
 
     // `row` at its use in `if row < N`: i32, warp-uniform (from ctx.warp).
     let (l, ch) = find(&src, "if row < N");
@@ -217,9 +222,7 @@ fn seed_kernel_hover_definition_and_clean_diagnostics() {
 fn diagnostics_have_codes_and_related_information_and_follow_edits() {
     let uri = "file:///k.pho";
     let bad = "@launch(32)\nkernel k(A: tensor<f32>[N], O: tensor<f32>[N]) {\n  let x = A[ctx.lane]\n  if x > 0.0 {\n    O[0] = sum<over ctx.lane>(x)\n  }\n}\n";
-    let mut c = Client::start();
-    c.open(uri, bad);
-    let d = c.diagnostics(uri);
+    let (mut c, d) = Client::opened(uri, bad);
     assert_eq!(d.len(), 1, "{d:?}");
     assert_eq!(
         d[0].code,
@@ -245,9 +248,7 @@ fn diagnostics_have_codes_and_related_information_and_follow_edits() {
 fn completion_and_formatting() {
     let uri = "file:///c.pho";
     let text = "@launch(32)\nkernel k(A: tensor<f32>[N]) {\n  let v = A[0]\n  let w = ctx.\n  let s = sum<>(v)\n}\n";
-    let mut c = Client::start();
-    c.open(uri, text);
-    let _ = c.diagnostics(uri);
+    let (mut c, _) = Client::opened(uri, text);
     let labels = |v: Value| -> Vec<String> {
         let r: CompletionResponse = serde_json::from_value(v).expect("completion");
         match r {
@@ -464,9 +465,7 @@ kernel k(A: tensor<f32>[N, K], y: tensor<f32>[1, N]) {
 }
 ";
     let uri = "file:///k.pho";
-    let mut c = Client::start();
-    c.open(uri, src);
-    let _ = c.diagnostics(uri);
+    let (mut c, _) = Client::opened(uri, src);
     let toks = semantic_tokens(&mut c, uri, src);
     let on = |text: &str, line: u32| {
         toks.iter()
@@ -647,9 +646,7 @@ fn inlay_hints_show_types_and_optionally_uniformity() {
         )
     };
 
-    let mut c = Client::start();
-    c.open(uri, &src);
-    let _ = c.diagnostics(uri);
+    let (mut c, _) = Client::opened(uri, &src);
     let h = hints(&mut c);
     assert_hint(&h, after("let row", "row"), ": i32");
     assert_hint(&h, after("let total", "total"), ": f32");
@@ -694,6 +691,25 @@ fn actions(c: &mut Client, uri: &str, src: &str, at: &str) -> Vec<CodeAction> {
         .collect()
 }
 
+/// The code action at `at` whose title `title` picks (a failure lists the
+/// ones offered), and `src` after it, which must check clean.
+fn fix(
+    c: &mut Client,
+    uri: &str,
+    src: &str,
+    at: &str,
+    title: impl Fn(&str) -> bool,
+) -> (CodeAction, String) {
+    let acts = actions(c, uri, src, at);
+    let a = acts
+        .iter()
+        .find(|a| title(&a.title))
+        .cloned()
+        .unwrap_or_else(|| panic!("{acts:?}"));
+    let fixed = apply_and_recheck(c, uri, src, &a);
+    (a, fixed)
+}
+
 /// Apply `a` to `src` and check the result with a fresh document: it must
 /// have no diagnostics.
 fn apply_and_recheck(c: &mut Client, uri: &str, src: &str, a: &CodeAction) -> String {
@@ -715,18 +731,13 @@ fn apply_and_recheck(c: &mut Client, uri: &str, src: &str, a: &CodeAction) -> St
 fn code_action_declares_the_float_type() {
     let src = "@launch(64)\nkernel k(A: tensor<f32>[64, 64], B: tensor<f32>[1, 64]) {\n  var acc = 0\n  for i in range(0, 64) {\n    acc += A[i, ctx.thread]\n  }\n  B[0, ctx.thread] = acc\n}\n";
     let uri = "file:///acc.pho";
-    let mut c = Client::start();
-    c.open(uri, src);
-    let d = c.diagnostics(uri);
+    let (mut c, d) = Client::opened(uri, src);
     assert_eq!(d[0].code, Some(NumberOrString::String("P0400".into())));
-    let acts = actions(&mut c, uri, src, "A[i, ctx.thread]");
-    let a = acts
-        .iter()
-        .find(|a| a.title.contains("as `f32`"))
-        .unwrap_or_else(|| panic!("{acts:?}"));
+    let (a, fixed) = fix(&mut c, uri, src, "A[i, ctx.thread]", |t| {
+        t.contains("as `f32`")
+    });
     assert_eq!(a.kind, Some(CodeActionKind::QUICKFIX));
     assert_eq!(a.diagnostics.as_ref().map(Vec::len), Some(1));
-    let fixed = apply_and_recheck(&mut c, uri, src, a);
     assert!(fixed.contains("  var acc: f32 = 0.0\n"), "{fixed}");
     c.stop();
 }
@@ -736,21 +747,11 @@ fn code_action_moves_a_collective_out_of_a_varying_if_only_where_valid() {
     // The page's lane-divergent kernel.
     let src = "@launch(128)\nkernel k(A: tensor<f32>[1, 128], O: tensor<f32>[1, 1]) {\n  let x = A[0, ctx.thread]\n  var r = 0.0\n  if ctx.lane == 0 {\n    r = sum<over ctx.lane>(x)\n  }\n  if ctx.thread == 0 {\n    O[0, 0] = r\n  }\n}\n";
     let uri = "file:///hoist.pho";
-    let mut c = Client::start();
-    c.open(uri, src);
-    assert_eq!(
-        c.diagnostics(uri)[0].code,
-        Some(NumberOrString::String("P0700".into()))
-    );
-    let acts = actions(&mut c, uri, src, "sum<over ctx.lane>(x)");
-    let a = acts
-        .iter()
-        .find(|a| {
-            a.title
-                .starts_with("Move `sum<over ctx.lane>(x)` before the `if`")
-        })
-        .unwrap_or_else(|| panic!("{acts:?}"));
-    let fixed = apply_and_recheck(&mut c, uri, src, a);
+    let (mut c, d) = Client::opened(uri, src);
+    assert_eq!(d[0].code, Some(NumberOrString::String("P0700".into())));
+    let (_, fixed) = fix(&mut c, uri, src, "sum<over ctx.lane>(x)", |t| {
+        t.starts_with("Move `sum<over ctx.lane>(x)` before the `if`")
+    });
     assert!(
         fixed.contains("  var r = 0.0\n  let sum_all = sum<over ctx.lane>(x)\n  if ctx.lane == 0 {\n    r = sum_all\n  }"),
         "{fixed}"
@@ -782,23 +783,16 @@ fn code_action_moves_a_collective_out_of_a_varying_if_only_where_valid() {
 fn code_action_uses_ctx_warp() {
     let src = "@launch(128)\nkernel k(A: tensor<f32>[4, 32], O: tensor<f32>[1, 4]) {\n  let w = ctx.thread / 32\n  let s = sum<over ctx.lane>(A[w, ctx.thread % 32])\n  if ctx.lane == 0 {\n    O[0, w] = s\n  }\n}\n";
     let uri = "file:///warp.pho";
-    let mut c = Client::start();
-    c.open(uri, src);
-    assert!(c.diagnostics(uri).is_empty());
-    let acts = actions(&mut c, uri, src, "ctx.thread / 32");
-    let a = acts
-        .iter()
-        .find(|a| a.title.starts_with("Use `ctx.warp`"))
-        .unwrap_or_else(|| panic!("{acts:?}"));
+    let (mut c, d) = Client::opened(uri, src);
+    assert!(d.is_empty());
+    let (a, fixed) = fix(&mut c, uri, src, "ctx.thread / 32", |t| {
+        t.starts_with("Use `ctx.warp`")
+    });
     assert_eq!(a.kind, Some(CodeActionKind::REFACTOR_REWRITE));
-    let fixed = apply_and_recheck(&mut c, uri, src, a);
     assert!(fixed.contains("  let w = ctx.warp\n"), "{fixed}");
-    let acts = actions(&mut c, uri, src, "ctx.thread % 32");
-    let a = acts
-        .iter()
-        .find(|a| a.title.starts_with("Use `ctx.lane`"))
-        .unwrap_or_else(|| panic!("{acts:?}"));
-    let fixed = apply_and_recheck(&mut c, uri, src, a);
+    let (_, fixed) = fix(&mut c, uri, src, "ctx.thread % 32", |t| {
+        t.starts_with("Use `ctx.lane`")
+    });
     assert!(fixed.contains("A[w, ctx.lane]"), "{fixed}");
     // Nothing to rewrite on a plain name.
     assert!(actions(&mut c, uri, src, "O[0, w]").is_empty());

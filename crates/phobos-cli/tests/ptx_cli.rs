@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
+use common::assert_says;
 
 fn corpus(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -99,10 +100,7 @@ fn too_much_shared_memory_is_a_compile_error() {
         "big.pho",
         "@launch(256)\nkernel big(A: tensor<f32>[128, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 128, :]\n  y[0, ctx.thread] = a[1, ctx.thread]\n}\n",
     );
-    assert!(
-        err.contains("P0801") && err.contains("131072 bytes"),
-        "{err}"
-    );
+    assert_says(&err, &["P0801", "131072 bytes"]);
 }
 
 #[test]
@@ -174,10 +172,7 @@ fn a_phobos_ptxas_naming_a_missing_file_is_an_error_as_in_cargo_builds() {
     let out = build_with_ptxas(&missing, &dir.path().join("out"));
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
-    assert!(
-        err.contains("no-such-ptxas") && err.contains("cannot run"),
-        "{err}"
-    );
+    assert_says(&err, &["no-such-ptxas", "cannot run"]);
 }
 
 #[test]
@@ -251,23 +246,16 @@ fn report_shows_widths_alignment_plan_and_barriers() {
     let out = phobos(&["report", corpus("staged_matvec.pho").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let r = text(&out.stdout);
-    assert!(
-        r.contains("load W (4 elems): 16 bytes per instruction, proven 16-byte aligned"),
-        "{r}"
-    );
-    assert!(
-        r.contains("load xs (4 elems): 16 bytes per instruction"),
-        "{r}"
-    );
-    assert!(r.contains("shared memory: 1024 bytes"), "{r}");
-    assert!(r.contains("xs at offset 0, 1024 bytes"), "{r}");
-    assert!(
-        r.contains("elided nothing before it touched the bytes of `xs`"),
-        "{r}"
-    );
-    assert!(
-        r.contains("kept   `xs` copied into at line 6 is then read by other threads at line 12"),
-        "{r}"
+    assert_says(
+        &r,
+        &[
+            "load W (4 elems): 16 bytes per instruction, proven 16-byte aligned",
+            "load xs (4 elems): 16 bytes per instruction",
+            "shared memory: 1024 bytes",
+            "xs at offset 0, 1024 bytes",
+            "elided nothing before it touched the bytes of `xs`",
+            "kept   `xs` copied into at line 6 is then read by other threads at line 12",
+        ],
     );
     let out = phobos(&["report", corpus("run_unaligned.pho").to_str().unwrap()]);
     assert!(text(&out.stdout).contains("not wider: the address is only proven 4-byte aligned"));

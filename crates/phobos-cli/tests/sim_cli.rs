@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
-use common::phobos;
+use common::{assert_says, phobos};
 
 // The seed page's kernels, from the conformance corpus.
 const LANES_MATVEC: &str = include_str!("../../../tests/in/lanes_matvec.pho");
@@ -32,22 +32,11 @@ fn assert_fails(out: &Output, code: i32, message: &str) {
     assert!(stderr(out).contains(message), "{}", stderr(out));
 }
 
-/// A small deterministic generator, so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn f32(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
-    }
-    fn i8(&mut self) -> i8 {
-        self.next() as i8
-    }
+/// Values in [-1, 1) from a generator seeded with `seed`, so failures
+/// reproduce.
+fn values(len: usize, seed: u64) -> Vec<f32> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..len).map(|_| rng.f32() * 2.0 - 1.0).collect()
 }
 
 fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, shape: &[u64], data: &[T]) {
@@ -109,9 +98,8 @@ fn close(got: f32, want: f64) -> bool {
 }
 
 fn matvec_inputs(c: &Case, n: usize, k: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
-    let mut r = Rng(seed);
-    let w: Vec<f32> = (0..n * k).map(|_| r.f32()).collect();
-    let x: Vec<f32> = (0..k).map(|_| r.f32()).collect();
+    let w = values(n * k, seed);
+    let x = values(k, seed + 1);
     write_npy(&c.path("W.npy"), &[n as u64, k as u64], &w);
     write_npy(&c.path("x.npy"), &[1, k as u64], &x);
     write_npy(&c.path("y.npy"), &[1, n as u64], &vec![f32::NAN; n]);
@@ -163,9 +151,9 @@ fn staged_matvec_through_shared_memory() {
 fn i8_matvec_matches_exact_integers() {
     let (n, k) = (13, 96);
     let c = Case::new("i8.pho", I8_MATVEC);
-    let mut r = Rng(3);
-    let a: Vec<i8> = (0..k).map(|_| r.i8()).collect();
-    let w: Vec<i8> = (0..n * k).map(|_| r.i8()).collect();
+    let mut rng = fastrand::Rng::with_seed(3);
+    let a: Vec<i8> = (0..k).map(|_| rng.i8(..)).collect();
+    let w: Vec<i8> = (0..n * k).map(|_| rng.i8(..)).collect();
     write_npy(&c.path("A.npy"), &[1, k as u64], &a);
     write_npy(&c.path("W.npy"), &[n as u64, k as u64], &w);
     write_npy(&c.path("C.npy"), &[1, n as u64], &vec![f32::NAN; n]);
@@ -183,8 +171,7 @@ fn i8_matvec_matches_exact_integers() {
 #[test]
 fn lane_max_folds_warp_zero() {
     let c = Case::new("lane_max.pho", LANE_MAX);
-    let mut r = Rng(5);
-    let a: Vec<f32> = (0..128).map(|_| r.f32()).collect();
+    let a = values(128, 5);
     write_npy(&c.path("A.npy"), &[1, 128], &a);
     write_npy(&c.path("O.npy"), &[1, 1], &[f32::NAN]);
     let out = c.sim(&["--grid", "1"], &["A", "O"]);
@@ -206,9 +193,14 @@ fn a_missing_bounds_guard_fails_memcheck_with_exit_1() {
         err.starts_with("memcheck: out-of-bounds global load of 4 bytes in kernel `copy`"),
         "{err}"
     );
-    assert!(err.contains("copy.pho:3:"), "{err}");
-    assert!(err.contains("thread (100, 0, 0)"), "{err}");
-    assert!(err.contains("tensor `A`, which has 400 bytes"), "{err}");
+    assert_says(
+        &err,
+        &[
+            "copy.pho:3:",
+            "thread (100, 0, 0)",
+            "tensor `A`, which has 400 bytes",
+        ],
+    );
 }
 
 /// lanes_matvec with zero inputs of these shapes, `x` of element type `X`

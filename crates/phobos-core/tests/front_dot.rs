@@ -59,24 +59,9 @@ fn a_gemm_compiles_to_ldmatrix_and_mma() {
     let p = ptx(&src, 80);
     // 2 x 2 warps of 32 x 32: per 16-deep step, 2 A blocks (x4) and 4 B
     // blocks (x2), 8 fragments; K = 32 is two steps.
-    assert_eq!(
-        p.matches("ldmatrix.sync.aligned.m8n8.x4.shared.b16")
-            .count(),
-        4,
-        "{p}"
-    );
-    assert_eq!(
-        p.matches("ldmatrix.sync.aligned.m8n8.x2.shared.b16")
-            .count(),
-        8,
-        "{p}"
-    );
-    assert_eq!(
-        p.matches("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
-            .count(),
-        16,
-        "{p}"
-    );
+    common::assert_count(&p, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 4);
+    common::assert_count(&p, "ldmatrix.sync.aligned.m8n8.x2.shared.b16", 8);
+    common::assert_count(&p, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16);
     assert!(
         !p.contains(".trans"),
         "trans(w) reads w's rows as B's columns: {p}"
@@ -86,14 +71,10 @@ fn a_gemm_compiles_to_ldmatrix_and_mma() {
     // A barrier after the copies, and one before the next trip's copies.
     assert!(p.matches("bar.sync 0;").count() >= 2, "{p}");
     // Each lane stores its 32 elements, masked.
-    assert_eq!(p.matches("st.global.f32").count(), 32, "{p}");
+    common::assert_count(&p, "st.global.f32", 32);
     // sm_75: two m16n8k8 per step and fragment, PTX ISA 6.5.
     let p75 = ptx(&src, 75);
-    assert_eq!(
-        p75.matches("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32")
-            .count(),
-        32
-    );
+    common::assert_count(&p75, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", 32);
     assert!(p75.contains(".version 6.5"), "{p75}");
 }
 
@@ -105,12 +86,7 @@ fn a_row_major_b_is_read_with_ldmatrix_trans() {
   acc += dot(a, b)
   C[r :+ 64, c :+ 64] = acc");
     let p = ptx(&src, 80);
-    assert_eq!(
-        p.matches("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16")
-            .count(),
-        4,
-        "{p}"
-    );
+    common::assert_count(&p, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16", 4);
 }
 
 #[test]
@@ -147,13 +123,8 @@ fn i8_products_accumulate_in_i32_with_m16n8k32() {
     };
     let src = with_i8(k(&body("trans(w)")));
     let p = ptx(&src, 80);
-    assert_eq!(
-        p.matches("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32")
-            .count(),
-        8,
-        "{p}"
-    );
-    assert_eq!(p.matches("st.global.u32").count(), 32, "{p}");
+    common::assert_count(&p, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", 8);
+    common::assert_count(&p, "st.global.u32", 32);
     // 16 bytes of padding are 16 i8 elements: 64 x 48 bytes per tile.
     assert!(p.contains(".shared .align 16 .b8 k_smem[6144]"), "{p}");
     let (_, diags) = compile(&src, "k.pho", &CompileOptions::for_arch(75));
@@ -184,23 +155,17 @@ const GEMM_F16ACC: &str = "  var acc = zeros<f16>[64, 64]
 fn an_f16_accumulator_packs_two_elements_per_register() {
     let src = k(GEMM_F16ACC);
     let p80 = ptx(&src, 80);
-    assert_eq!(
-        p80.matches("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16")
-            .count(),
+    common::assert_count(
+        &p80,
+        "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16",
         16,
-        "{p80}"
     );
     let p75 = ptx(&src, 75);
-    assert_eq!(
-        p75.matches("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16")
-            .count(),
-        32,
-        "{p75}"
-    );
+    common::assert_count(&p75, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", 32);
     // 32 elements per lane: each epilogue result packed back, each store
     // converted to f32.
     assert!(p80.matches("cvt.f32.f16").count() >= 32, "{p80}");
-    assert_eq!(p80.matches("st.global.f32").count(), 32, "{p80}");
+    common::assert_count(&p80, "st.global.f32", 32);
     assert!(!p80.contains(".local"), "{p80}");
 }
 
@@ -223,9 +188,9 @@ fn an_epilogue_is_elementwise_on_the_registers() {
     let p = ptx(&src, 80);
     // 32 elements per lane, each with one bias and one tile load, twice
     // multiplied (once in each epilogue).
-    assert_eq!(p.matches("max.f32").count(), 32, "{p}");
-    assert_eq!(p.matches("ld.shared.f32").count(), 64, "{p}");
-    assert_eq!(p.matches("mul.f32").count(), 64, "{p}");
+    common::assert_count(&p, "max.f32", 32);
+    common::assert_count(&p, "ld.shared.f32", 64);
+    common::assert_count(&p, "mul.f32", 64);
 }
 
 #[test]
@@ -238,18 +203,9 @@ fn f32_operands_are_tf32_products() {
   acc += dot(a, trans(b))
   C[r :+ 64, c :+ 64] = acc");
     let p = ptx(&tf32, 80);
-    assert_eq!(
-        p.matches("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
-            .count(),
-        16,
-        "{p}"
-    );
+    common::assert_count(&p, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 16);
     // Per step, 2 A blocks of 4 registers and 4 B blocks of 2.
-    assert_eq!(
-        p.matches("cvt.rna.tf32.f32").count(),
-        2 * (2 * 4 + 4 * 2),
-        "{p}"
-    );
+    common::assert_count(&p, "cvt.rna.tf32.f32", 2 * (2 * 4 + 4 * 2));
 }
 
 #[test]
@@ -265,9 +221,9 @@ fn an_accumulator_is_stored_into_a_box_of_a_shared_tile() {
   C[r + ctx.thread, c] = s[ctx.thread, 3] + f32(h[ctx.thread, 5])");
     let p = ptx(&src, 80);
     // 32 elements per lane, twice.
-    assert_eq!(p.matches("st.shared.f32").count(), 32, "{p}");
-    assert_eq!(p.matches("st.shared.b16").count(), 32, "{p}");
-    assert_eq!(p.matches("cvt.rn.f16.f32").count(), 32, "{p}");
+    common::assert_count(&p, "st.shared.f32", 32);
+    common::assert_count(&p, "st.shared.b16", 32);
+    common::assert_count(&p, "cvt.rn.f16.f32", 32);
     assert!(p.contains("bar.sync 0;"), "{p}");
 }
 

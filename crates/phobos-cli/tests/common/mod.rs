@@ -1,5 +1,5 @@
-//! What the CLI's test files share: running the built `phobos` binary and
-//! writing a source file.
+//! What the CLI's test files share: running the built `phobos` binary,
+//! writing a source file, and checking what it said.
 
 #![allow(dead_code)]
 
@@ -20,4 +20,12 @@ pub fn write(dir: &Path, name: &str, src: &str) -> String {
     let p = dir.join(name);
     std::fs::write(&p, src).expect("write");
     p.display().to_string()
+}
+
+/// Asserts that `text` contains each of `parts`; a failure names the
+/// missing part and shows the whole text.
+pub fn assert_says(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "no {part:?} in:\n{text}");
+    }
 }

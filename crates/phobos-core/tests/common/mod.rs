@@ -41,6 +41,12 @@ pub fn codes(src: &str) -> Vec<&'static str> {
         .collect()
 }
 
+/// Asserts that `needle` stands `n` times in `text` (a PTX module, say);
+/// a failure shows the text.
+pub fn assert_count(text: &str, needle: &str, n: usize) {
+    assert_eq!(text.matches(needle).count(), n, "{needle:?} in:\n{text}");
+}
+
 /// Checks that each of `bodies`, put in its kernel by `wrap`, gives
 /// exactly the diagnostics `want`, in order; a failure names the body.
 pub fn each_gives(wrap: impl Fn(&str) -> String, want: &[&str], bodies: &[&str]) {
