@@ -843,3 +843,25 @@ fn strip_converts(f: &Func, mut e: ExprId) -> ExprId {
     }
     e
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_constants_are_the_same_only_with_the_same_bits() {
+        // `-0.0 == 0.0`, but `1.0 / x` tells them apart, so neither the
+        // load cache nor the barrier placement may treat them as one value.
+        assert!(!same_const(&ConstVal::Float(-0.0), &ConstVal::Float(0.0)));
+        assert!(same_const(
+            &ConstVal::Float(f64::NAN),
+            &ConstVal::Float(f64::NAN)
+        ));
+        assert!(!same_const(
+            &ConstVal::Float(f64::NAN),
+            &ConstVal::Float(-f64::NAN)
+        ));
+        assert!(same_const(&ConstVal::Int(3), &ConstVal::Int(3)));
+        assert!(!same_const(&ConstVal::Int(3), &ConstVal::Float(3.0)));
+    }
+}
