@@ -178,7 +178,7 @@ pub fn report(m: &KernelMeta) -> String {
             let padding = match b.padding {
                 Some(p) if p.row_bytes > 0 => format!(
                     " ({} of them padding: the last {} of each {}-byte row, which no access reaches)",
-                    b.bytes / p.row_bytes * p.pad_bytes,
+                    b.padding_bytes(),
                     p.pad_bytes,
                     p.row_bytes
                 ),

@@ -165,8 +165,13 @@ pub enum PtxParam {
     Dim(String),
 }
 
+/// One buffer of the shared-memory plan. `P` describes its padding: the
+/// metadata's [`Padding`], or a view's richer form of it (`phobos explain`'s
+/// page adds the row count and total), so a view reuses the plan's fields
+/// instead of declaring them again.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SharedBuffer {
+#[serde(bound(deserialize = "P: Deserialize<'de>"))]
+pub struct SharedBuffer<P = Padding> {
     /// The tile's name, or e.g. `sum@12:9` for CTA-collective scratch.
     pub name: String,
     pub offset: u32,
@@ -177,7 +182,31 @@ pub struct SharedBuffer {
     /// (`shared<f32>[32, 33]` used as 32 x 32): the padding. Absent when
     /// every element may be used, and in metadata written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub padding: Option<Padding>,
+    pub padding: Option<P>,
+}
+
+impl<P: Copy + Into<Padding>> SharedBuffer<P> {
+    /// The padding's byte ranges, `[start, end)` from shared byte 0: the
+    /// last `pad_bytes` of each row. Empty without padding.
+    pub fn padding_ranges(&self) -> Vec<[u32; 2]> {
+        let Some(p) = self.padding.map(Into::into) else {
+            return Vec::new();
+        };
+        (1..=p.rows(self.bytes).unwrap_or(0))
+            .map(|r| {
+                let end = self.offset + r * p.row_bytes;
+                [end - p.pad_bytes, end]
+            })
+            .collect()
+    }
+
+    /// The padding's bytes in all (0 without padding).
+    pub fn padding_bytes(&self) -> u32 {
+        self.padding
+            .map(Into::into)
+            .and_then(|p: Padding| Some(p.rows(self.bytes)? * p.pad_bytes))
+            .unwrap_or(0)
+    }
 }
 
 /// The padding of a shared tile: each row of `row_bytes` bytes (the last
@@ -186,6 +215,14 @@ pub struct SharedBuffer {
 pub struct Padding {
     pub row_bytes: u32,
     pub pad_bytes: u32,
+}
+
+impl Padding {
+    /// The rows of a buffer of `buffer_bytes` bytes; `None` for a
+    /// zero-byte row, which no real plan has.
+    pub fn rows(self, buffer_bytes: u32) -> Option<u32> {
+        buffer_bytes.checked_div(self.row_bytes)
+    }
 }
 
 /// A register array and where the compiler put it.

@@ -383,15 +383,7 @@ fn plan_of(variant: &VariantMeta) -> (SharedPlan, Vec<Barrier>) {
                 offset: b.offset,
                 bytes: b.bytes,
                 live_lines: b.live_lines,
-                padding: b.padding.and_then(|p| {
-                    let rows = b.bytes.checked_div(p.row_bytes)?;
-                    Some(SharedPadding {
-                        row_bytes: p.row_bytes,
-                        pad_bytes: p.pad_bytes,
-                        rows,
-                        bytes: rows * p.pad_bytes,
-                    })
-                }),
+                padding: b.padding.and_then(|p| SharedPadding::of(p, b.bytes)),
             })
             .collect(),
     };

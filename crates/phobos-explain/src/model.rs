@@ -8,6 +8,7 @@
 //! a 2-D grid of `rows × cols` where `cols` is its last dim and `rows` the
 //! product of the others.
 
+pub use phobos_core::meta::Padding;
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a field changes meaning or disappears.
@@ -209,52 +210,37 @@ pub struct SharedPlan {
     pub buffers: Vec<SharedBuffer>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SharedBuffer {
-    pub name: String,
-    pub offset: u32,
-    pub bytes: u32,
-    /// First and last source line over which the buffer is live.
-    pub live_lines: (u32, u32),
-    /// The bytes of a tile that no access of the kernel reaches (the
-    /// padding column of `shared<f32>[32, 33]`), drawn hatched on the ruler.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub padding: Option<SharedPadding>,
-}
+/// A planned shared buffer as the page draws it: the metadata's buffer, with
+/// its padding counted out in rows.
+pub type SharedBuffer = phobos_core::meta::SharedBuffer<SharedPadding>;
 
-/// Padding inside a shared buffer: each of its `rows` rows of `row_bytes`
-/// bytes ends in `pad_bytes` bytes that no access reaches, `bytes` in all.
+/// Padding inside a shared buffer: the metadata's row layout (each row of
+/// `row_bytes` bytes ends in `pad_bytes` bytes that no access reaches), for
+/// `rows` rows, `bytes` in all; drawn hatched on the ruler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SharedPadding {
-    pub row_bytes: u32,
-    pub pad_bytes: u32,
+    #[serde(flatten)]
+    pub layout: Padding,
     pub rows: u32,
     pub bytes: u32,
 }
 
-impl SharedBuffer {
-    /// The padding's byte ranges, `[start, end)` from the ruler's 0.
-    pub fn padding_ranges(&self) -> Vec<[u32; 2]> {
-        let Some(p) = self.padding else {
-            return Vec::new();
-        };
-        (1..=p.rows)
-            .map(|r| {
-                let end = self.offset + r * p.row_bytes;
-                [end - p.pad_bytes, end]
-            })
-            .collect()
+impl SharedPadding {
+    /// The padding of a planned buffer of `buffer_bytes` bytes; `None` for a
+    /// zero-byte row.
+    pub fn of(layout: Padding, buffer_bytes: u32) -> Option<Self> {
+        let rows = layout.rows(buffer_bytes)?;
+        Some(SharedPadding {
+            layout,
+            rows,
+            bytes: rows * layout.pad_bytes,
+        })
     }
+}
 
-    /// `4224 bytes`, or `4224 bytes, 128 of them padding`.
-    pub fn size_words(&self) -> String {
-        match self.padding {
-            Some(p) => format!(
-                "{} bytes, {} of them padding: the last {} of each {}-byte row",
-                self.bytes, p.bytes, p.pad_bytes, p.row_bytes
-            ),
-            None => format!("{} bytes", self.bytes),
-        }
+impl From<SharedPadding> for Padding {
+    fn from(p: SharedPadding) -> Padding {
+        p.layout
     }
 }
 

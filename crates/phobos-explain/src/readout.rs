@@ -4,7 +4,7 @@
 //! nothing that is not already in the step.
 
 use crate::model::*;
-use crate::steps::Layout;
+use crate::steps::{self, Layout};
 
 /// The sentences describing one step.
 pub fn describe(layout: &Layout<'_>, step: &Step) -> Vec<String> {
@@ -476,8 +476,8 @@ fn access_sentence(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String 
                     format!(
                         " {target} has {} of padding, the last {} of each {}-byte row, which no access reaches",
                         count(u64::from(p.bytes), "byte", "bytes"),
-                        p.pad_bytes,
-                        p.row_bytes
+                        p.layout.pad_bytes,
+                        p.layout.row_bytes
                     )
                 })
                 .unwrap_or_default();
@@ -516,18 +516,8 @@ fn global_what(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String {
                 return format!("the same {}", many[0].0.trim_start_matches("the "));
             }
             if t.rows == 1 {
-                let lo = boxes
-                    .iter()
-                    .filter_map(|b| b.ranges.first())
-                    .map(|r| r[0])
-                    .min()
-                    .unwrap_or(0);
-                let hi = boxes
-                    .iter()
-                    .filter_map(|b| b.ranges.last())
-                    .map(|r| r[1])
-                    .max()
-                    .unwrap_or(1);
+                let lo = steps::first_touched(&boxes).unwrap_or(0);
+                let hi = steps::end_touched(&boxes).unwrap_or(1);
                 let sizes: Vec<u64> = boxes
                     .iter()
                     .map(|b| b.ranges.iter().map(|r| r[1] - r[0]).sum())

@@ -802,6 +802,24 @@ fn shared_touches(layout: &Layout<'_>, events: &[&RawEvent]) -> Vec<SharedTouch>
         .collect()
 }
 
+/// The smallest element any of `boxes` touches (ranges are sorted).
+pub(crate) fn first_touched(boxes: &[&TensorBox]) -> Option<u64> {
+    boxes
+        .iter()
+        .filter_map(|b| b.ranges.first())
+        .map(|r| r[0])
+        .min()
+}
+
+/// One past the largest element any of `boxes` touches.
+pub(crate) fn end_touched(boxes: &[&TensorBox]) -> Option<u64> {
+    boxes
+        .iter()
+        .filter_map(|b| b.ranges.last())
+        .map(|r| r[1])
+        .max()
+}
+
 /// The tile elements past the tensor's end for a tile copy or store on
 /// this line. The tile's origin comes from its evaluated start subscripts,
 /// or else from the smallest element the step touched.
@@ -821,12 +839,7 @@ fn masked_boxes(layout: &Layout<'_>, line: u32, boxes: &[TensorBox]) -> Vec<Mask
             Some(o) if o.len() == rank => o.clone(),
             Some(_) => continue,
             None => {
-                let first = touched
-                    .iter()
-                    .filter_map(|b| b.ranges.first())
-                    .map(|r| r[0])
-                    .min()
-                    .unwrap_or(0);
+                let first = first_touched(&touched).unwrap_or(0);
                 if rank == 1 {
                     vec![first as i64]
                 } else {

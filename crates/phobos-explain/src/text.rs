@@ -1,7 +1,7 @@
 //! The `text` format: the header and each step's readout as plain lines
 //! for a terminal, one block per step of the picked CTA.
 
-use crate::model::{StepKind, Trace};
+use crate::model::{SharedBuffer, StepKind, Trace};
 use std::fmt::Write;
 
 /// The readout of the picked CTA.
@@ -25,7 +25,7 @@ pub fn render(trace: &Trace) -> String {
                 .shared
                 .buffers
                 .iter()
-                .map(|b| format!("{} at offset {} ({})", b.name, b.offset, b.size_words()))
+                .map(|b| format!("{} at offset {} ({})", b.name, b.offset, size_words(b)))
                 .collect();
             format!(": {}.", parts.join(", "))
         }
@@ -74,4 +74,15 @@ pub fn render(trace: &Trace) -> String {
         let _ = writeln!(out, "\n(the trace stops here: the step limit was reached)");
     }
     out
+}
+
+/// `4224 bytes`, or `4224 bytes, 128 of them padding: ...`.
+fn size_words(buffer: &SharedBuffer) -> String {
+    match buffer.padding {
+        Some(p) => format!(
+            "{} bytes, {} of them padding: the last {} of each {}-byte row",
+            buffer.bytes, p.bytes, p.layout.pad_bytes, p.layout.row_bytes
+        ),
+        None => format!("{} bytes", buffer.bytes),
+    }
 }

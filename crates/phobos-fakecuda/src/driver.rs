@@ -48,6 +48,8 @@ const SCHEDULERS: f64 = 4.0;
 /// How long a rendezvous waits for its other callers.
 const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// A context's error state; a new or reset context starts without faults.
+#[derive(Default)]
 struct Context {
     /// A fault no synchronizing call has returned yet.
     pending: Option<CUresult>,
@@ -275,13 +277,7 @@ impl Driver {
             Some(c) => c,
             None => {
                 let c = s.handle();
-                s.contexts.insert(
-                    c,
-                    Context {
-                        pending: None,
-                        sticky: None,
-                    },
-                );
+                s.contexts.insert(c, Context::default());
                 s.primary = Some(c);
                 c
             }
@@ -315,13 +311,7 @@ impl Driver {
         if let Some(ctx) = s.primary {
             let mut sim = self.memory_mut();
             s.destroy_context(&mut sim, ctx);
-            s.contexts.insert(
-                ctx,
-                Context {
-                    pending: None,
-                    sticky: None,
-                },
-            );
+            s.contexts.insert(ctx, Context::default());
             self.trace(|| "cuDevicePrimaryCtxReset".into());
         }
     }
@@ -329,13 +319,7 @@ impl Driver {
     pub(crate) fn ctx_create(&self) -> u64 {
         let mut s = self.state();
         let c = s.handle();
-        s.contexts.insert(
-            c,
-            Context {
-                pending: None,
-                sticky: None,
-            },
-        );
+        s.contexts.insert(c, Context::default());
         drop(s);
         CURRENT.with(|cur| cur.borrow_mut().push(c));
         c

@@ -76,6 +76,22 @@ fn device_ok(dev: c_int) -> Result<(), CUresult> {
     }
 }
 
+/// Writes to `*ctx` the context `make` gives on device `dev`; `make` runs
+/// only once the device and the out-pointer are known to be good, since it
+/// creates or retains a context.
+unsafe fn new_context(
+    ctx: *mut Handle,
+    dev: c_int,
+    make: impl FnOnce(&Driver) -> u64,
+) -> Result<(), CUresult> {
+    let d = drv()?;
+    device_ok(dev)?;
+    if ctx.is_null() {
+        return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+    }
+    out(ctx, h(make(d)))
+}
+
 fn h(v: u64) -> Handle {
     v as usize as Handle
 }
@@ -214,12 +230,7 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
 #[no_mangle]
 pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut Handle, dev: c_int) -> CUresult {
     guard("cuDevicePrimaryCtxRetain", || {
-        let d = drv()?;
-        device_ok(dev)?;
-        if ctx.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        out(ctx, h(d.primary_retain()))
+        new_context(ctx, dev, Driver::primary_retain)
     })
 }
 
@@ -257,12 +268,7 @@ pub extern "C" fn cuDevicePrimaryCtxReset_v2(dev: c_int) -> CUresult {
 #[no_mangle]
 pub unsafe extern "C" fn cuCtxCreate_v2(ctx: *mut Handle, _flags: c_uint, dev: c_int) -> CUresult {
     guard("cuCtxCreate_v2", || {
-        let d = drv()?;
-        device_ok(dev)?;
-        if ctx.is_null() {
-            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
-        }
-        out(ctx, h(d.ctx_create()))
+        new_context(ctx, dev, Driver::ctx_create)
     })
 }
 

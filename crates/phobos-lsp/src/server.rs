@@ -249,6 +249,27 @@ fn doc<'d>(docs: &'d mut HashMap<Url, Doc>, uri: &Url) -> Result<&'d mut Doc, (i
     ))
 }
 
+/// The analysis of the open document a request points into, and the byte
+/// offset it points at.
+fn analysis_at<'d>(
+    docs: &'d mut HashMap<Url, Doc>,
+    pos: &TextDocumentPositionParams,
+) -> Result<(&'d Analysis, usize), (i32, String)> {
+    let a = doc(docs, &pos.text_document.uri)?.analysis();
+    Ok((a, offset(&a.src, pos.position)))
+}
+
+/// The analysis of the open document `uri`, and the byte span of `within`.
+fn analysis_over<'d>(
+    docs: &'d mut HashMap<Url, Doc>,
+    uri: &Url,
+    within: Range,
+) -> Result<(&'d Analysis, Span), (i32, String)> {
+    let a = doc(docs, uri)?.analysis();
+    let span = Span::new(offset(&a.src, within.start), offset(&a.src, within.end));
+    Ok((a, span))
+}
+
 fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request, settings: Settings) -> Reply {
     match req.method.as_str() {
         SemanticTokensFullRequest::METHOD => {
@@ -279,8 +300,7 @@ fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request, settings: Settings) -> R
         }
         SemanticTokensRangeRequest::METHOD => {
             let p: SemanticTokensRangeParams = params(req)?;
-            let a = doc(docs, &p.text_document.uri)?.analysis();
-            let span = Span::new(offset(&a.src, p.range.start), offset(&a.src, p.range.end));
+            let (a, span) = analysis_over(docs, &p.text_document.uri, p.range)?;
             json(SemanticTokensRangeResult::Tokens(SemanticTokens {
                 result_id: None,
                 data: encode_tokens(a, Some(span)),
@@ -288,8 +308,7 @@ fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request, settings: Settings) -> R
         }
         InlayHintRequest::METHOD => {
             let p: InlayHintParams = params(req)?;
-            let a = doc(docs, &p.text_document.uri)?.analysis();
-            let span = Span::new(offset(&a.src, p.range.start), offset(&a.src, p.range.end));
+            let (a, span) = analysis_over(docs, &p.text_document.uri, p.range)?;
             let hints: Vec<InlayHint> = a
                 .inlay_hints(span, settings.uniformity_hints)
                 .into_iter()
@@ -312,8 +331,7 @@ fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request, settings: Settings) -> R
         CodeActionRequest::METHOD => {
             let p: CodeActionParams = params(req)?;
             let uri = p.text_document.uri.clone();
-            let a = doc(docs, &uri)?.analysis();
-            let span = Span::new(offset(&a.src, p.range.start), offset(&a.src, p.range.end));
+            let (a, span) = analysis_over(docs, &uri, p.range)?;
             let actions: Vec<CodeActionOrCommand> = a
                 .code_actions(span)
                 .into_iter()
@@ -351,8 +369,7 @@ fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request, settings: Settings) -> R
         HoverRequest::METHOD => {
             let p: HoverParams = params(req)?;
             let pos = p.text_document_position_params;
-            let a = doc(docs, &pos.text_document.uri)?.analysis();
-            let at = offset(&a.src, pos.position);
+            let (a, at) = analysis_at(docs, &pos)?;
             json(a.hover(at).map(|(text, span)| Hover {
                 contents: HoverContents::Markup(MarkupContent {
                     kind: MarkupKind::Markdown,
@@ -365,8 +382,7 @@ fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request, settings: Settings) -> R
             let p: GotoDefinitionParams = params(req)?;
             let pos = p.text_document_position_params;
             let uri = pos.text_document.uri.clone();
-            let a = doc(docs, &uri)?.analysis();
-            let at = offset(&a.src, pos.position);
+            let (a, at) = analysis_at(docs, &pos)?;
             json(a.definition(at).map(|span| {
                 GotoDefinitionResponse::Scalar(Location::new(uri.clone(), range(a, span)))
             }))
@@ -375,8 +391,7 @@ fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request, settings: Settings) -> R
             let p: ReferenceParams = params(req)?;
             let pos = p.text_document_position;
             let uri = pos.text_document.uri.clone();
-            let a = doc(docs, &uri)?.analysis();
-            let at = offset(&a.src, pos.position);
+            let (a, at) = analysis_at(docs, &pos)?;
             let mut spans = a.references(at);
             if !p.context.include_declaration && !spans.is_empty() {
                 spans.remove(0);
@@ -391,8 +406,7 @@ fn dispatch(docs: &mut HashMap<Url, Doc>, req: Request, settings: Settings) -> R
         Completion::METHOD => {
             let p: CompletionParams = params(req)?;
             let pos = p.text_document_position;
-            let a = doc(docs, &pos.text_document.uri)?.analysis();
-            let at = offset(&a.src, pos.position);
+            let (a, at) = analysis_at(docs, &pos)?;
             let items: Vec<CompletionItem> = a
                 .completions(at)
                 .into_iter()

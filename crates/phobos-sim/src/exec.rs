@@ -647,28 +647,7 @@ impl Warp {
             };
             u64::from(f.to_bits())
         };
-        let [a, b, c] = s;
-        match op {
-            FloatOp::Add => self.map2(active, d, a, b, |x, y| fout(fin(x) + fin(y))),
-            FloatOp::Sub => self.map2(active, d, a, b, |x, y| fout(fin(x) - fin(y))),
-            FloatOp::Mul => self.map2(active, d, a, b, |x, y| fout(fin(x) * fin(y))),
-            FloatOp::Fma => self.map3(active, d, [a, b, c], |x, y, z| {
-                fout(fin(x).mul_add(fin(y), fin(z)))
-            }),
-            FloatOp::Div => self.map2(active, d, a, b, |x, y| fout(fin(x) / fin(y))),
-            FloatOp::Rcp => self.map1(active, d, a, |x| fout(1.0 / fin(x))),
-            FloatOp::Sqrt => self.map1(active, d, a, |x| fout(fin(x).sqrt())),
-            FloatOp::Rsqrt => self.map1(active, d, a, |x| fout(1.0 / fin(x).sqrt())),
-            FloatOp::Ex2 => self.map1(active, d, a, |x| fout(fin(x).exp2())),
-            FloatOp::Lg2 => self.map1(active, d, a, |x| fout(fin(x).log2())),
-            FloatOp::Sin => self.map1(active, d, a, |x| fout(fin(x).sin())),
-            FloatOp::Cos => self.map1(active, d, a, |x| fout(fin(x).cos())),
-            FloatOp::Tanh => self.map1(active, d, a, |x| fout(fin(x).tanh())),
-            FloatOp::Abs => self.map1(active, d, a, |x| fout(fin(x).abs())),
-            FloatOp::Neg => self.map1(active, d, a, |x| fout(-fin(x))),
-            FloatOp::Min => self.map2(active, d, a, b, |x, y| fout(fin(x).min(fin(y)))),
-            FloatOp::Max => self.map2(active, d, a, b, |x, y| fout(fin(x).max(fin(y)))),
-        }
+        self.float_op(op, d, s, active, fin, fout);
     }
 
     /// Move the result of an f32 `.approx` instruction by its documented
@@ -684,27 +663,41 @@ impl Warp {
 
     fn float64(&mut self, op: FloatOp, sat: bool, d: Slot, s: [Slot; 3], active: u32) {
         let fout = move |f: f64| if sat { sat_f64(f) } else { f }.to_bits();
-        let [a, b, c] = s;
+        self.float_op(op, d, s, active, f64_of, fout);
+    }
+
+    /// One float operation over the active lanes, the same table for both
+    /// widths: `fin` reads a register as `F` and `fout` writes a result back,
+    /// each applying the instruction's flushing and saturation.
+    fn float_op<F: SimFloat>(
+        &mut self,
+        op: FloatOp,
+        d: Slot,
+        [a, b, c]: [Slot; 3],
+        active: u32,
+        fin: impl Fn(u64) -> F + Copy,
+        fout: impl Fn(F) -> u64 + Copy,
+    ) {
         match op {
-            FloatOp::Add => self.map2(active, d, a, b, |x, y| fout(f64_of(x) + f64_of(y))),
-            FloatOp::Sub => self.map2(active, d, a, b, |x, y| fout(f64_of(x) - f64_of(y))),
-            FloatOp::Mul => self.map2(active, d, a, b, |x, y| fout(f64_of(x) * f64_of(y))),
+            FloatOp::Add => self.map2(active, d, a, b, |x, y| fout(fin(x) + fin(y))),
+            FloatOp::Sub => self.map2(active, d, a, b, |x, y| fout(fin(x) - fin(y))),
+            FloatOp::Mul => self.map2(active, d, a, b, |x, y| fout(fin(x) * fin(y))),
             FloatOp::Fma => self.map3(active, d, [a, b, c], |x, y, z| {
-                fout(f64_of(x).mul_add(f64_of(y), f64_of(z)))
+                fout(fin(x).mul_add(fin(y), fin(z)))
             }),
-            FloatOp::Div => self.map2(active, d, a, b, |x, y| fout(f64_of(x) / f64_of(y))),
-            FloatOp::Rcp => self.map1(active, d, a, |x| fout(1.0 / f64_of(x))),
-            FloatOp::Sqrt => self.map1(active, d, a, |x| fout(f64_of(x).sqrt())),
-            FloatOp::Rsqrt => self.map1(active, d, a, |x| fout(1.0 / f64_of(x).sqrt())),
-            FloatOp::Ex2 => self.map1(active, d, a, |x| fout(f64_of(x).exp2())),
-            FloatOp::Lg2 => self.map1(active, d, a, |x| fout(f64_of(x).log2())),
-            FloatOp::Sin => self.map1(active, d, a, |x| fout(f64_of(x).sin())),
-            FloatOp::Cos => self.map1(active, d, a, |x| fout(f64_of(x).cos())),
-            FloatOp::Tanh => self.map1(active, d, a, |x| fout(f64_of(x).tanh())),
-            FloatOp::Abs => self.map1(active, d, a, |x| fout(f64_of(x).abs())),
-            FloatOp::Neg => self.map1(active, d, a, |x| fout(-f64_of(x))),
-            FloatOp::Min => self.map2(active, d, a, b, |x, y| fout(f64_of(x).min(f64_of(y)))),
-            FloatOp::Max => self.map2(active, d, a, b, |x, y| fout(f64_of(x).max(f64_of(y)))),
+            FloatOp::Div => self.map2(active, d, a, b, |x, y| fout(fin(x) / fin(y))),
+            FloatOp::Rcp => self.map1(active, d, a, |x| fout(F::ONE / fin(x))),
+            FloatOp::Sqrt => self.map1(active, d, a, |x| fout(fin(x).sqrt())),
+            FloatOp::Rsqrt => self.map1(active, d, a, |x| fout(F::ONE / fin(x).sqrt())),
+            FloatOp::Ex2 => self.map1(active, d, a, |x| fout(fin(x).exp2())),
+            FloatOp::Lg2 => self.map1(active, d, a, |x| fout(fin(x).log2())),
+            FloatOp::Sin => self.map1(active, d, a, |x| fout(fin(x).sin())),
+            FloatOp::Cos => self.map1(active, d, a, |x| fout(fin(x).cos())),
+            FloatOp::Tanh => self.map1(active, d, a, |x| fout(fin(x).tanh())),
+            FloatOp::Abs => self.map1(active, d, a, |x| fout(fin(x).abs())),
+            FloatOp::Neg => self.map1(active, d, a, |x| fout(-fin(x))),
+            FloatOp::Min => self.map2(active, d, a, b, |x, y| fout(fin(x).min(fin(y)))),
+            FloatOp::Max => self.map2(active, d, a, b, |x, y| fout(fin(x).max(fin(y)))),
         }
     }
 
