@@ -183,6 +183,14 @@ pub fn place(
             at[b.0 as usize].get_or_insert(i);
         }
     }
+    let elided = Elided {
+        f,
+        plan,
+        events: &events,
+        regions: &regions,
+        kept: &kept,
+        lines,
+    };
     Ok(f.barriers
         .iter()
         .map(|(id, b)| {
@@ -191,16 +199,7 @@ pub fn place(
                 Some(d) => BarrierDecision { line, ..d },
                 None => BarrierDecision {
                     kept: false,
-                    reason: elision_reason(
-                        f,
-                        plan,
-                        &events,
-                        &regions,
-                        &kept,
-                        lines,
-                        id,
-                        at[id.0 as usize],
-                    ),
+                    reason: elided.reason(id, at[id.0 as usize]),
                     line,
                 },
             }
@@ -369,53 +368,66 @@ fn role_buffer(role: BarrierRole) -> (BufferId, bool) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn elision_reason(
-    f: &Func,
-    plan: &SharedPlan,
-    events: &[Event],
-    regions: &[(usize, usize)],
-    kept: &[bool],
-    lines: &LineIndex,
-    id: BarrierId,
-    // The first position of `id` in `events`.
-    pos: Option<usize>,
-) -> String {
-    let (buf, before_kind) = role_buffer(f.barriers[id].role);
-    let name = &f.buffers[buf].name;
-    let Some(pos) = pos else {
-        return "unreachable".to_string();
-    };
-    let touches = |e: &Event| match e {
-        Event::Access { buffer, .. } => plan.overlap(f, *buffer, buf),
-        _ => false,
-    };
-    // A kept barrier between `j` and `i` that runs on every path from one
-    // to the other.
-    let kept_line = |j: usize, i: usize| {
-        events[j + 1..i].iter().find_map(|e| match e {
-            Event::Candidate(b, r) if kept[b.0 as usize] && reach(regions, *r, i) <= j => {
-                Some(lines.line(f.barriers[*b].span.start as usize))
+/// What the reasons for eliding a candidate read: the decided stream.
+struct Elided<'a> {
+    f: &'a Func,
+    plan: &'a SharedPlan,
+    events: &'a [Event],
+    regions: &'a [(usize, usize)],
+    /// Indexed by `BarrierId`: the candidates kept.
+    kept: &'a [bool],
+    lines: &'a LineIndex,
+}
+
+impl Elided<'_> {
+    /// Why the candidate `id`, first at `pos` in the stream, was elided.
+    fn reason(&self, id: BarrierId, pos: Option<usize>) -> String {
+        let Elided {
+            f,
+            plan,
+            events,
+            regions,
+            kept,
+            lines,
+        } = *self;
+        let (buf, before_kind) = role_buffer(f.barriers[id].role);
+        let name = &f.buffers[buf].name;
+        let Some(pos) = pos else {
+            return "unreachable".to_string();
+        };
+        let touches = |e: &Event| match e {
+            Event::Access { buffer, .. } => plan.overlap(f, *buffer, buf),
+            _ => false,
+        };
+        // A kept barrier between `j` and `i` that runs on every path from one
+        // to the other.
+        let kept_line = |j: usize, i: usize| {
+            events[j + 1..i].iter().find_map(|e| match e {
+                Event::Candidate(b, r) if kept[b.0 as usize] && reach(regions, *r, i) <= j => {
+                    Some(lines.line(f.barriers[*b].span.start as usize))
+                }
+                _ => None,
+            })
+        };
+        if before_kind {
+            let Some(last) = events[..pos].iter().rposition(touches) else {
+                return format!("nothing before it touched the bytes of `{name}`");
+            };
+            if let Some(l) = kept_line(last, pos) {
+                return format!("the barrier kept at line {l} already separates the earlier accesses to the bytes of `{name}`");
             }
-            _ => None,
-        })
-    };
-    if before_kind {
-        let Some(last) = events[..pos].iter().rposition(touches) else {
-            return format!("nothing before it touched the bytes of `{name}`");
-        };
-        if let Some(l) = kept_line(last, pos) {
-            return format!("the barrier kept at line {l} already separates the earlier accesses to the bytes of `{name}`");
+            format!(
+                "the earlier accesses to the bytes of `{name}` do not conflict with the later ones"
+            )
+        } else {
+            let Some(next) = events[pos + 1..].iter().position(touches) else {
+                return format!("nothing after it touches the bytes of `{name}`");
+            };
+            if let Some(l) = kept_line(pos, pos + 1 + next) {
+                return format!("the barrier kept at line {l} comes first, before the next access to the bytes of `{name}`");
+            }
+            format!("no later access to the bytes of `{name}` conflicts with the ones before it")
         }
-        format!("the earlier accesses to the bytes of `{name}` do not conflict with the later ones")
-    } else {
-        let Some(next) = events[pos + 1..].iter().position(touches) else {
-            return format!("nothing after it touches the bytes of `{name}`");
-        };
-        if let Some(l) = kept_line(pos, pos + 1 + next) {
-            return format!("the barrier kept at line {l} comes first, before the next access to the bytes of `{name}`");
-        }
-        format!("no later access to the bytes of `{name}` conflicts with the ones before it")
     }
 }
 
