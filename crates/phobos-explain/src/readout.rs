@@ -516,8 +516,7 @@ fn global_what(layout: &Layout<'_>, step: &Step, g: &AccessGroup) -> String {
                 return format!("the same {}", many[0].0.trim_start_matches("the "));
             }
             if t.rows == 1 {
-                let lo = steps::first_touched(&boxes).unwrap_or(0);
-                let hi = steps::end_touched(&boxes).unwrap_or(1);
+                let [lo, hi] = steps::touched_extent(&boxes).unwrap_or([0, 1]);
                 let sizes: Vec<u64> = boxes
                     .iter()
                     .map(|b| b.ranges.iter().map(|r| r[1] - r[0]).sum())

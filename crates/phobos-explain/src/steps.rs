@@ -802,22 +802,12 @@ fn shared_touches(layout: &Layout<'_>, events: &[&RawEvent]) -> Vec<SharedTouch>
         .collect()
 }
 
-/// The smallest element any of `boxes` touches (ranges are sorted).
-pub(crate) fn first_touched(boxes: &[&TensorBox]) -> Option<u64> {
-    boxes
-        .iter()
-        .filter_map(|b| b.ranges.first())
-        .map(|r| r[0])
-        .min()
-}
-
-/// One past the largest element any of `boxes` touches.
-pub(crate) fn end_touched(boxes: &[&TensorBox]) -> Option<u64> {
-    boxes
-        .iter()
-        .filter_map(|b| b.ranges.last())
-        .map(|r| r[1])
-        .max()
+/// The elements `boxes` touch, from the smallest to one past the largest
+/// (each box's ranges are in order); `None` when they touch none.
+pub(crate) fn touched_extent(boxes: &[&TensorBox]) -> Option<[u64; 2]> {
+    let firsts = boxes.iter().filter_map(|b| b.ranges.first());
+    let lasts = boxes.iter().filter_map(|b| b.ranges.last());
+    Some([firsts.map(|r| r[0]).min()?, lasts.map(|r| r[1]).max()?])
 }
 
 /// The tile elements past the tensor's end for a tile copy or store on
@@ -839,7 +829,7 @@ fn masked_boxes(layout: &Layout<'_>, line: u32, boxes: &[TensorBox]) -> Vec<Mask
             Some(o) if o.len() == rank => o.clone(),
             Some(_) => continue,
             None => {
-                let first = first_touched(&touched).unwrap_or(0);
+                let first = touched_extent(&touched).map_or(0, |[first, _]| first);
                 if rank == 1 {
                     vec![first as i64]
                 } else {

@@ -325,6 +325,7 @@ pub fn registers_from_ptxas(verbose: &str, entry: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Limiter::*;
 
     fn occ(arch: u32, threads: u32, registers: Option<u32>, shared_bytes: u32) -> Occupancy {
         occupancy(
@@ -359,7 +360,7 @@ mod tests {
         // registers per warp, 16384 / 1024 = 16 warps per sub-partition,
         // 64 warps, 8 CTAs by registers.
         let o = occ(80, 256, Some(32), 0);
-        expect(&o, (8, 64), 1.0, &[Limiter::Registers, Limiter::Warps]);
+        expect(&o, (8, 64), 1.0, &[Registers, Warps]);
         // 1 KB reserved per CTA: 167936 / 1024 = 164 CTAs by shared memory.
         assert_eq!(o.ctas_allowed_by.shared_memory, Some(164));
     }
@@ -368,17 +369,12 @@ mod tests {
     fn sm80_64_registers_halve_occupancy() {
         // 64 x 32 = 2048 per warp: 8 warps per sub-partition, 32 per SM,
         // 8 CTAs of 4 warps: 32 of 64 warps.
-        expect(
-            &occ(80, 128, Some(64), 0),
-            (8, 32),
-            0.5,
-            &[Limiter::Registers],
-        );
+        expect(&occ(80, 128, Some(64), 0), (8, 32), 0.5, &[Registers]);
     }
 
     #[test]
     fn sm80_one_warp_ctas_hit_the_cta_limit() {
-        expect(&occ(80, 32, Some(32), 0), (32, 32), 0.5, &[Limiter::Ctas]);
+        expect(&occ(80, 32, Some(32), 0), (32, 32), 0.5, &[Ctas]);
     }
 
     #[test]
@@ -387,30 +383,20 @@ mod tests {
         // 233472; 233472 / 50176 = 4.65, so 4 CTAs of 8 warps: 50 %.
         let o = occ(90, 256, Some(32), 48 * 1024);
         assert_eq!(o.shared_bytes_allocated, 50176);
-        expect(&o, (4, 32), 0.5, &[Limiter::SharedMemory]);
+        expect(&o, (4, 32), 0.5, &[SharedMemory]);
     }
 
     #[test]
     fn sm90_three_warp_ctas_leave_a_warp_slot_empty() {
         // 64 / 3 = 21 CTAs by warps, 63 warps: 98.4 %.
-        expect(
-            &occ(90, 96, Some(16), 0),
-            (21, 63),
-            63.0 / 64.0,
-            &[Limiter::Warps],
-        );
+        expect(&occ(90, 96, Some(16), 0), (21, 63), 63.0 / 64.0, &[Warps]);
     }
 
     #[test]
     fn sm90_1024_threads_of_72_registers_do_not_fit() {
         // 72 x 32 = 2304 per warp; 16384 / 2304 = 7 warps per
         // sub-partition, 28 per SM: not one CTA of 32 warps.
-        expect(
-            &occ(90, 1024, Some(72), 0),
-            (0, 0),
-            0.0,
-            &[Limiter::Registers],
-        );
+        expect(&occ(90, 1024, Some(72), 0), (0, 0), 0.0, &[Registers]);
     }
 
     #[test]
@@ -418,7 +404,7 @@ mod tests {
         // 40 x 32 = 1280 per warp; 16384 / 1280 = 12 per sub-partition,
         // 48 warps = 12 CTAs of 4 warps; 48 / 4 = 12 by warps too.
         let o = occ(86, 128, Some(40), 0);
-        expect(&o, (12, 48), 1.0, &[Limiter::Registers, Limiter::Warps]);
+        expect(&o, (12, 48), 1.0, &[Registers, Warps]);
         // 33 registers round up to 1280 per warp as well (33 x 32 = 1056).
         assert_eq!(
             occ(86, 128, Some(33), 0).ctas_allowed_by.registers,
@@ -434,12 +420,7 @@ mod tests {
     fn sm80_256_threads_of_64_registers_take_half_the_sm() {
         // 64 x 32 = 2048 registers per warp; 16384 / 2048 = 8 warps per
         // sub-partition, 32 per SM: 4 CTAs of 8 warps, 50 %.
-        expect(
-            &occ(80, 256, Some(64), 0),
-            (4, 32),
-            0.5,
-            &[Limiter::Registers],
-        );
+        expect(&occ(80, 256, Some(64), 0), (4, 32), 0.5, &[Registers]);
     }
 
     #[test]
@@ -448,38 +429,28 @@ mod tests {
         // 167936 = 4 x 41984: 4 CTAs of 8 warps, 32 of 64 warps.
         let o = occ(80, 256, Some(32), 40 * 1024);
         assert_eq!(o.shared_bytes_allocated, 41984);
-        expect(&o, (4, 32), 0.5, &[Limiter::SharedMemory]);
+        expect(&o, (4, 32), 0.5, &[SharedMemory]);
         // 100 bytes round up to 1152 with the reserve: 167936 / 1152 = 145
         // CTAs by shared memory, so the 32-CTA and 64-warp limits bind
         // instead (16 registers allow 64 CTAs of 2 warps).
         let o = occ(80, 64, Some(16), 100);
         assert_eq!(o.shared_bytes_allocated, 1152);
         assert_eq!(o.ctas_allowed_by.shared_memory, Some(145));
-        expect(&o, (32, 64), 1.0, &[Limiter::Warps, Limiter::Ctas]);
+        expect(&o, (32, 64), 1.0, &[Warps, Ctas]);
     }
 
     #[test]
     fn sm80_1024_threads_of_64_registers_fit_once() {
         // 2048 per warp x 32 warps = 65536, exactly the per-CTA limit: one
         // CTA, 32 of 64 warps.
-        expect(
-            &occ(80, 1024, Some(64), 0),
-            (1, 32),
-            0.5,
-            &[Limiter::Registers],
-        );
+        expect(&occ(80, 1024, Some(64), 0), (1, 32), 0.5, &[Registers]);
     }
 
     #[test]
     fn sm90_255_registers_leave_two_warps_per_sub_partition() {
         // 255 x 32 = 8160, rounded to 8192 per warp; 16384 / 8192 = 2
         // warps per sub-partition, 8 per SM: 2 CTAs of 4 warps, 12.5 %.
-        expect(
-            &occ(90, 128, Some(255), 0),
-            (2, 8),
-            0.125,
-            &[Limiter::Registers],
-        );
+        expect(&occ(90, 128, Some(255), 0), (2, 8), 0.125, &[Registers]);
     }
 
     #[test]
@@ -488,14 +459,14 @@ mod tests {
         // registers, more than the 65536 a CTA may have.
         let o = occ(90, 1024, Some(65), 0);
         assert_eq!(o.ctas_allowed_by.registers, Some(0));
-        expect(&o, (0, 0), 0.0, &[Limiter::Registers]);
+        expect(&o, (0, 0), 0.0, &[Registers]);
     }
 
     #[test]
     fn a_kernel_without_registers_is_not_limited_by_them() {
         let o = occ(90, 256, Some(0), 0);
         assert_eq!(o.ctas_allowed_by.registers, None);
-        expect(&o, (8, 64), 1.0, &[Limiter::Warps]);
+        expect(&o, (8, 64), 1.0, &[Warps]);
     }
 
     #[test]
@@ -557,7 +528,7 @@ mod tests {
         let o = occ(75, 64, None, 0);
         assert_eq!(o.ctas_allowed_by.registers, None);
         assert_eq!(o.ctas_allowed_by.shared_memory, None);
-        expect(&o, (16, 32), 1.0, &[Limiter::Warps, Limiter::Ctas]);
+        expect(&o, (16, 32), 1.0, &[Warps, Ctas]);
     }
 
     #[test]
