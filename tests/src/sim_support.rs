@@ -30,6 +30,7 @@ use phobos_core::ast::ScalarTy;
 use phobos_core::binding::{bind, ArgShape, Binding, LaunchRequest, Limits, PtxValue};
 use phobos_core::meta::{DimRefMeta, KernelMeta, ParamKindMeta, VariantMeta};
 use phobos_core::{CompileOptions, CompiledKernel};
+use phobos_sim::Launch;
 use phobos_sim::{Device, KernelArg, LaunchOptions, LaunchStats, Module, SimError};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -624,10 +625,7 @@ impl Case {
         }
         let before = self.tensors.clone();
         let res = dev.launch(
-            &module,
-            &variant.entry,
-            grid,
-            [variant.threads, 1, 1],
+            Launch::new(&module, &variant.entry, grid, [variant.threads, 1, 1]),
             &args,
             &self.opts,
             None,

@@ -141,10 +141,7 @@ impl Launch {
             .collect();
         let m = Module::parse(&k[0].ptx).unwrap_or_else(|e| panic!("{e}"));
         dev.launch(
-            &m,
-            self.entry,
-            self.grid,
-            [self.threads, 1, 1],
+            phobos_sim::Launch::new(&m, self.entry, self.grid, [self.threads, 1, 1]),
             &args,
             &LaunchOptions::default(),
             None,

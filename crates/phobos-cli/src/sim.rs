@@ -285,10 +285,7 @@ fn simulate(
         variant.entry, variant.threads
     ));
     let result = dev.launch(
-        &module,
-        &variant.entry,
-        grid,
-        [variant.threads, 1, 1],
+        phobos_sim::Launch::new(&module, &variant.entry, grid, [variant.threads, 1, 1]),
         &args,
         &opts,
         None,

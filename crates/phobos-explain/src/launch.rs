@@ -13,6 +13,7 @@ use phobos_core::binding::{self, describe_param, ArgShape, BindError, LaunchRequ
 use phobos_core::meta::{KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
 use phobos_core::{CompileOptions, CompiledKernel};
 use phobos_profile::{CtaSample, Profiler};
+use phobos_sim::Launch;
 use phobos_sim::{
     Device, KernelArg, LaunchOptions, Module, Observer, SimError, SplitObserver, StepInfo,
 };
@@ -705,8 +706,15 @@ fn simulate<S: SplitObserver>(
     let opts = LaunchOptions::default();
     let entry = &variant.entry;
     match watch {
-        Watch::One(o) => device.launch(&module, entry, grid, block, &args, &opts, Some(o)),
-        Watch::Split(o) => device.launch_split(&module, entry, grid, block, &args, &opts, o),
+        Watch::One(o) => device.launch(
+            Launch::new(&module, entry, grid, block),
+            &args,
+            &opts,
+            Some(o),
+        ),
+        Watch::Split(o) => {
+            device.launch_split(Launch::new(&module, entry, grid, block), &args, &opts, o)
+        }
     }
     .map_err(run_err)?;
     Ok(bases)

@@ -27,6 +27,7 @@
 
 use crate::config::Config;
 use cudarc::driver::sys::{CUjit_option, CUresult};
+use phobos_sim::Launch;
 use phobos_sim::{BufferId, CheckKind, KernelArg, LaunchOptions, Module, SimError};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_void, CStr};
@@ -760,10 +761,7 @@ impl Driver {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .launch(
-                &sim_module,
-                &entry,
-                grid,
-                block,
+                Launch::new(&sim_module, &entry, grid, block),
                 &args,
                 &LaunchOptions {
                     dynamic_shared_bytes: dynamic_shared,

@@ -10,6 +10,7 @@ use phobos_core::ast::ScalarTy;
 use phobos_core::hir::{DimRef, Kernel, ParamKind};
 use phobos_core::meta::PtxParam;
 use phobos_core::CompileOptions;
+use phobos_sim::Launch;
 use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -306,10 +307,12 @@ pub fn run_case(case: &Case, opts: &RunOptions) -> Verdict {
         });
     }
     let launch = dev.launch(
-        &module,
-        &variant.entry,
-        [case.grid, 1, 1],
-        [variant.threads, 1, 1],
+        Launch::new(
+            &module,
+            &variant.entry,
+            [case.grid, 1, 1],
+            [variant.threads, 1, 1],
+        ),
         &kargs,
         &LaunchOptions {
             threads: 1,

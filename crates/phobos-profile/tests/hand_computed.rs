@@ -9,7 +9,7 @@ mod explain_support;
 
 use explain_support::{corpus_src, request};
 use phobos_profile::{CtaSample, LineCounters, Profiler};
-use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
+use phobos_sim::{Device, KernelArg, Launch, LaunchOptions, Module};
 
 /// Runs `kernel` of `source` with random inputs of the given shapes and
 /// returns the profiler and the source.
@@ -255,10 +255,7 @@ fn padding_a_shared_tile_to_33_words_removes_the_conflicts() {
         ..LaunchOptions::default()
     };
     dev.launch(
-        &module,
-        "columns",
-        [1, 1, 1],
-        [32, 1, 1],
+        Launch::new(&module, "columns", [1, 1, 1], [32, 1, 1]),
         &[],
         &opts,
         Some(&mut p),
@@ -326,19 +323,13 @@ fn launch_corpus(
     let block = [variant.threads, 1, 1];
     match threads {
         None => dev.launch(
-            &module,
-            &variant.entry,
-            grid,
-            block,
+            Launch::new(&module, &variant.entry, grid, block),
             &args,
             &LaunchOptions::default(),
             Some(&mut p),
         ),
         Some(threads) => dev.launch_split(
-            &module,
-            &variant.entry,
-            grid,
-            block,
+            Launch::new(&module, &variant.entry, grid, block),
             &args,
             &LaunchOptions {
                 threads,
@@ -434,19 +425,24 @@ fn profiling_overhead() {
         let mut p = Profiler::new(u64::from(grid[0]), CtaSample::All);
         let start = std::time::Instant::now();
         match how {
-            None => dev.launch(&module, &variant.entry, grid, block, &args, opts, None),
+            None => dev.launch(
+                Launch::new(&module, &variant.entry, grid, block),
+                &args,
+                opts,
+                None,
+            ),
             Some(false) => dev.launch(
-                &module,
-                &variant.entry,
-                grid,
-                block,
+                Launch::new(&module, &variant.entry, grid, block),
                 &args,
                 opts,
                 Some(&mut p),
             ),
-            Some(true) => {
-                dev.launch_split(&module, &variant.entry, grid, block, &args, opts, &mut p)
-            }
+            Some(true) => dev.launch_split(
+                Launch::new(&module, &variant.entry, grid, block),
+                &args,
+                opts,
+                &mut p,
+            ),
         }
         .expect("runs");
         let took = start.elapsed().as_secs_f64();

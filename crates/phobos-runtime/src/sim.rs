@@ -9,6 +9,7 @@ use crate::device::EntryCall;
 use crate::error::{DeviceError, LaunchError};
 use crate::launch::{KernelId, PtxArg};
 use phobos_core::meta::VariantMeta;
+use phobos_sim::Launch;
 use phobos_sim::{BufferId, CheckReport, KernelArg, LaunchOptions, Module, SimError, Space};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -152,10 +153,7 @@ impl SimBackend {
             })
             .collect();
         let result = state.device.launch(
-            &module,
-            call.entry,
-            call.grid,
-            call.block,
+            Launch::new(&module, call.entry, call.grid, call.block),
             &args,
             &LaunchOptions {
                 dynamic_shared_bytes: variant.dynamic_shared_bytes(),

@@ -6,7 +6,7 @@
 //! poisoned with NaN, and after its runs it is verified against a float64
 //! reference, so every configuration's result is checked.
 
-use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
+use phobos_sim::{Device, KernelArg, Launch, LaunchOptions, Module};
 use std::time::Instant;
 
 const N: usize = 1024;
@@ -81,10 +81,7 @@ fn bench(label: &str, ptx: &str) -> Result<(), Box<dyn std::error::Error>> {
             for _ in 0..11 {
                 let t = Instant::now();
                 let stats = dev.launch(
-                    &module,
-                    "lanes_matvec",
-                    [(N / 4) as u32, 1, 1],
-                    [128, 1, 1],
+                    Launch::new(&module, "lanes_matvec", [(N / 4) as u32, 1, 1], [128, 1, 1]),
                     &args,
                     &opts,
                     None,

@@ -273,20 +273,37 @@ fn marshal(dev: &Device, entry: &Entry, args: &[KernelArg]) -> Result<Vec<u8>, S
     Ok(buf)
 }
 
+/// What one launch runs: `entry` of `module` over a `grid` of CTAs of
+/// `block` threads.
+#[derive(Clone, Copy)]
+pub struct Launch<'a> {
+    pub module: &'a Module,
+    pub entry: &'a str,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+}
+
+impl<'a> Launch<'a> {
+    pub fn new(module: &'a Module, entry: &'a str, grid: [u32; 3], block: [u32; 3]) -> Self {
+        Launch {
+            module,
+            entry,
+            grid,
+            block,
+        }
+    }
+}
+
 impl Device {
-    /// Runs `entry` of `module` over a `grid` of CTAs of `block` threads.
+    /// Runs a [`Launch`] with `args`.
     ///
     /// The launch fails with the first check report (of the lowest CTA
     /// index that failed, so the result does not depend on thread timing).
     /// With an observer, CTAs run on the calling thread in order and the
     /// observer sees every instruction of the CTAs it wants.
-    #[allow(clippy::too_many_arguments)]
     pub fn launch(
         &self,
-        module: &Module,
-        entry: &str,
-        grid: [u32; 3],
-        block: [u32; 3],
+        kernel: Launch<'_>,
         args: &[KernelArg],
         opts: &LaunchOptions,
         observer: Option<&mut dyn Observer>,
@@ -295,46 +312,36 @@ impl Device {
             Some(o) => Observing::<NoSplit>::One(o),
             None => Observing::None,
         };
-        self.launch_observed(module, entry, grid, block, args, opts, observing)
+        self.launch_observed(kernel, args, opts, observing)
     }
 
     /// Runs a launch as [`Device::launch`] does, on `opts.threads` host
     /// threads (0: all cores), with a copy of `observer` on each
     /// ([`SplitObserver::split`]); the copies are joined back into it when
     /// every CTA has run. On failure the observer is left as it was.
-    #[allow(clippy::too_many_arguments)]
     pub fn launch_split<O: SplitObserver>(
         &self,
-        module: &Module,
-        entry: &str,
-        grid: [u32; 3],
-        block: [u32; 3],
+        kernel: Launch<'_>,
         args: &[KernelArg],
         opts: &LaunchOptions,
         observer: &mut O,
     ) -> Result<LaunchStats, SimError> {
-        self.launch_observed(
-            module,
-            entry,
-            grid,
-            block,
-            args,
-            opts,
-            Observing::Split(observer),
-        )
+        self.launch_observed(kernel, args, opts, Observing::Split(observer))
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn launch_observed<O: SplitObserver>(
         &self,
-        module: &Module,
-        entry: &str,
-        grid: [u32; 3],
-        block: [u32; 3],
+        kernel: Launch<'_>,
         args: &[KernelArg],
         opts: &LaunchOptions,
         mut observer: Observing<'_, O>,
     ) -> Result<LaunchStats, SimError> {
+        let Launch {
+            module,
+            entry,
+            grid,
+            block,
+        } = kernel;
         let e = module.entry(entry)?;
         let launch_err = |message: String| SimError::Launch {
             kernel: e.name.clone(),

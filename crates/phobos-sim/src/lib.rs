@@ -5,7 +5,7 @@
 //! # Using it
 //!
 //! ```
-//! use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
+//! use phobos_sim::{Device, KernelArg, Launch, LaunchOptions, Module};
 //!
 //! let ptx = r#"
 //! .version 7.5
@@ -36,7 +36,8 @@
 //! let data: Vec<u8> = [1.0f32, 2.0, 3.0].iter().flat_map(|f| f.to_le_bytes()).collect();
 //! let x = dev.alloc_from("x", &data)?;
 //! let args = [KernelArg::Buffer(x), KernelArg::I32(3)];
-//! let stats = dev.launch(&module, "twice", [1, 1, 1], [32, 1, 1], &args, &LaunchOptions::default(), None)?;
+//! let kernel = Launch::new(&module, "twice", [1, 1, 1], [32, 1, 1]);
+//! let stats = dev.launch(kernel, &args, &LaunchOptions::default(), None)?;
 //! let out = dev.to_vec(x)?;
 //! assert_eq!(f32::from_le_bytes(out[8..12].try_into().unwrap()), 6.0);
 //! assert!(stats.thread_instructions > 0);
@@ -86,7 +87,7 @@ mod warp;
 pub use decode::{ParamInfo, Ty};
 pub use error::{CheckKind, CheckReport, SimError, SourceLoc};
 pub use launch::{
-    max_shared_bytes, Approx, KernelArg, LaunchOptions, LaunchStats, STATIC_SHARED_LIMIT,
+    max_shared_bytes, Approx, KernelArg, Launch, LaunchOptions, LaunchStats, STATIC_SHARED_LIMIT,
 };
 pub use memory::{BufferId, Device, MAX_BUFFER_BYTES};
 pub use module::Module;

@@ -4,8 +4,8 @@
 mod common;
 use common::*;
 use phobos_sim::{
-    AccessKind, Device, KernelArg, LaunchOptions, LaunchStats, Module, Observer, SimError, Space,
-    StepInfo,
+    AccessKind, Device, KernelArg, Launch, LaunchOptions, LaunchStats, Module, Observer, SimError,
+    Space, StepInfo,
 };
 
 const LANES_MATVEC: &str = include_str!("ptx/lanes_matvec.ptx");
@@ -113,7 +113,12 @@ fn launch_matvec(
 ) -> Result<LaunchStats, SimError> {
     let m = Module::parse(LANES_MATVEC).expect("parses");
     let (opts, block) = (LaunchOptions::default(), [threads, 1, 1]);
-    dev.launch(&m, "lanes_matvec", grid, block, args, &opts, observer)
+    dev.launch(
+        Launch::new(&m, "lanes_matvec", grid, block),
+        args,
+        &opts,
+        observer,
+    )
 }
 
 #[test]
@@ -173,7 +178,12 @@ fn launch_configurations_are_validated() {
     );
     let plain = Module::parse(&kernel("", "")).expect("parses");
     let block = [1025, 1, 1];
-    let err = dev.launch(&plain, "k", [1, 1, 1], block, &args[..2], &opts, None);
+    let err = dev.launch(
+        Launch::new(&plain, "k", [1, 1, 1], block),
+        &args[..2],
+        &opts,
+        None,
+    );
     let err = err.unwrap_err();
     assert!(
         err.to_string().contains("exceeds the limit of 1024"),
@@ -278,10 +288,7 @@ fn observer_sees_barriers() {
     let a = dev.alloc("a", 4).expect("alloc");
     let mut obs = Bars(0, 0);
     dev.launch(
-        &m,
-        "k",
-        [1, 1, 1],
-        [64, 1, 1],
+        Launch::new(&m, "k", [1, 1, 1], [64, 1, 1]),
         &[KernelArg::Buffer(a), KernelArg::Buffer(a)],
         &LaunchOptions::default(),
         Some(&mut obs),

@@ -7,7 +7,7 @@
 mod common;
 use common::*;
 use phobos_sim::{
-    CheckKind, CheckReport, Device, KernelArg, LaunchOptions, Module, SimError, Space,
+    CheckKind, CheckReport, Device, KernelArg, Launch, LaunchOptions, Module, SimError, Space,
 };
 
 fn report(e: SimError) -> CheckReport {
@@ -351,10 +351,7 @@ fn the_lowest_failing_cta_is_reported_whatever_the_thread_count() {
         };
         let err = dev
             .launch(
-                &module,
-                "k",
-                [16, 1, 1],
-                [32, 1, 1],
+                Launch::new(&module, "k", [16, 1, 1], [32, 1, 1]),
                 &[KernelArg::Buffer(out), KernelArg::Buffer(inp)],
                 &opts,
                 None,

@@ -3,7 +3,7 @@
 //! `sharedMemBytes`), checked against the module target's limit per CTA as
 //! a GPU checks it.
 
-use phobos_sim::{max_shared_bytes, Device, KernelArg, LaunchOptions, Module};
+use phobos_sim::{max_shared_bytes, Device, KernelArg, Launch, LaunchOptions, Module};
 
 /// The kernel `neighbour` of `ptx/dynamic_neighbour.ptx` (each thread
 /// stores its index at byte 90000 + 4 * tid of the dynamic array, and after
@@ -21,10 +21,7 @@ fn run(target: &str, dynamic: u32) -> Result<Vec<u32>, String> {
         ..LaunchOptions::default()
     };
     dev.launch(
-        &m,
-        "neighbour",
-        [1, 1, 1],
-        [32, 1, 1],
+        Launch::new(&m, "neighbour", [1, 1, 1], [32, 1, 1]),
         &[KernelArg::Buffer(y)],
         &opts,
         None,
@@ -76,10 +73,7 @@ fn static_shared_memory_above_48_kilobytes_is_refused() {
     let m = Module::parse(&src).unwrap();
     let err = Device::new()
         .launch(
-            &m,
-            "neighbour",
-            [1, 1, 1],
-            [32, 1, 1],
+            Launch::new(&m, "neighbour", [1, 1, 1], [32, 1, 1]),
             &[KernelArg::U64(0)],
             &LaunchOptions::default(),
             None,

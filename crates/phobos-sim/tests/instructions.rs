@@ -5,6 +5,7 @@
 
 mod common;
 use common::*;
+use phobos_sim::Launch;
 
 fn inputs() -> Vec<u32> {
     // Mixed signs and magnitudes, one per lane.
@@ -674,7 +675,12 @@ fn atomics_across_ctas_and_in_shared() {
         phobos_sim::KernelArg::Buffer(inp),
     ];
     let stats = dev
-        .launch(&module, "k", [8, 1, 1], [64, 1, 1], &args, &opts, None)
+        .launch(
+            Launch::new(&module, "k", [8, 1, 1], [64, 1, 1]),
+            &args,
+            &opts,
+            None,
+        )
         .expect("runs");
     let w = bytes_to_words(&dev.to_vec(inp).expect("read"));
     assert_eq!(w[0], 8 * 64, "every thread of every CTA added 1");
@@ -723,10 +729,7 @@ fn half_float_atomics_and_the_flush_of_global_f32_adds() {
         phobos_sim::KernelArg::Buffer(inp),
     ];
     dev.launch(
-        &module,
-        "k",
-        [4, 1, 1],
-        [64, 1, 1],
+        Launch::new(&module, "k", [4, 1, 1], [64, 1, 1]),
         &args,
         &Default::default(),
         None,

@@ -10,7 +10,7 @@ mod common;
 
 use common::check_report;
 use half::{bf16, f16};
-use phobos_sim::{CheckKind, Device, KernelArg, LaunchOptions, Module, SimError};
+use phobos_sim::{CheckKind, Device, KernelArg, Launch, LaunchOptions, Module, SimError};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 const PTX: &str = include_str!("ptx/tensor/tensor_fixtures.ptx");
@@ -30,10 +30,7 @@ fn run(kernel: &str, bufs: &[Vec<u8>]) -> Result<Vec<u8>, SimError> {
     }
     let args: Vec<KernelArg> = ids.iter().map(|&b| KernelArg::Buffer(b)).collect();
     dev.launch(
-        &module,
-        kernel,
-        [1, 1, 1],
-        [32, 1, 1],
+        Launch::new(&module, kernel, [1, 1, 1], [32, 1, 1]),
         &args,
         &LaunchOptions::default(),
         None,
@@ -316,10 +313,7 @@ fn partial_warps_cannot_run_warp_wide_matrix_instructions() {
     let args: Vec<KernelArg> = bufs.iter().map(|&b| KernelArg::Buffer(b)).collect();
     let err = dev
         .launch(
-            &module,
-            "mma_f16_k16",
-            [1, 1, 1],
-            [16, 1, 1],
+            Launch::new(&module, "mma_f16_k16", [1, 1, 1], [16, 1, 1]),
             &args,
             &LaunchOptions::default(),
             None,

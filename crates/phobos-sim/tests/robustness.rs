@@ -1,7 +1,7 @@
 //! Malformed and mutated PTX never panics or hangs: every input either
 //! parses and runs to a result or an error, or is refused with an error.
 
-use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
+use phobos_sim::{Device, KernelArg, Launch, LaunchOptions, Module};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 const BASE: &str = include_str!("ptx/lanes_matvec.ptx");
@@ -75,7 +75,12 @@ fn mutated_ptx_gives_errors_not_panics() {
             ..LaunchOptions::default()
         };
         for entry in m.entry_names() {
-            let _ = dev.launch(&m, entry, [2, 1, 1], [128, 1, 1], &args, &opts, None);
+            let _ = dev.launch(
+                Launch::new(&m, entry, [2, 1, 1], [128, 1, 1]),
+                &args,
+                &opts,
+                None,
+            );
         }
     }
     assert!(
@@ -98,10 +103,7 @@ fn resource_limits_are_errors() {
     let m = Module::parse(&big_shared).expect("parses");
     let dev = Device::new();
     let err = dev.launch(
-        &m,
-        "lanes_matvec",
-        [1, 1, 1],
-        [128, 1, 1],
+        Launch::new(&m, "lanes_matvec", [1, 1, 1], [128, 1, 1]),
         &[],
         &LaunchOptions::default(),
         None,

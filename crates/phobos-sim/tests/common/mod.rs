@@ -2,7 +2,9 @@
 //! kernel, run it, and read back what each thread stored.
 #![allow(dead_code)]
 
-use phobos_sim::{CheckReport, Device, KernelArg, LaunchOptions, LaunchStats, Module, SimError};
+use phobos_sim::{
+    CheckReport, Device, KernelArg, Launch, LaunchOptions, LaunchStats, Module, SimError,
+};
 
 /// Value stored in output buffers before a run, so unwritten slots show.
 pub const POISON: u32 = 0xDEAD_BEEF;
@@ -84,10 +86,7 @@ pub fn run_grid(
     let out = dev.alloc_from("out", &words_to_bytes(&vec![POISON; out_words]))?;
     let inp = dev.alloc_from("in", &words_to_bytes(input))?;
     let stats = dev.launch(
-        &module,
-        "k",
-        grid,
-        block,
+        Launch::new(&module, "k", grid, block),
         &[KernelArg::Buffer(out), KernelArg::Buffer(inp)],
         opts,
         None,
