@@ -1,9 +1,11 @@
-//! Finding a line of a kernel's source text by a snippet of it, so that
-//! tests assert the lines of the file they run (a corpus kernel under
-//! `tests/in`, a fixture) rather than copies of its line numbers.
+//! Finding a line of a kernel's text (`.pho` source or PTX) by a snippet
+//! of it, so that tests assert the lines of the file they run (a corpus
+//! kernel under `tests/in`, a fixture) rather than copies of its line
+//! numbers.
 //!
-//! The explain and profile tests include this file by path (they do not
-//! depend on the conformance crate), so it needs nothing but `std`.
+//! The simulator, explain and profile tests include this file by path
+//! (they do not depend on the conformance crate), so it needs nothing but
+//! `std`.
 
 /// The 1-based number of the only line of `src` containing `needle`.
 /// Panics unless exactly one line does: a snippet that matches several
