@@ -15,6 +15,9 @@ pub mod executor;
 pub mod kernels;
 pub mod sass;
 pub mod sim_support;
+pub mod source_lines;
+
+pub use source_lines::line_of;
 
 use phobos_core::{CompileOptions, CompiledKernel};
 use std::path::{Path, PathBuf};

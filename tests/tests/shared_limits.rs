@@ -21,7 +21,7 @@ fn the_compiler_and_the_simulator_agree_on_every_targets_limit() {
 }
 
 /// 128 KB of tiles.
-const TILES_128K: &str = "@launch(256)\nkernel big(A: tensor<f32>[64, 256], B: tensor<f32>[64, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 64, :]\n  var b = B[0 :+ 64, :]\n  y[0, ctx.thread] = a[3, ctx.thread] + b[5, ctx.thread]\n}\n";
+const TILES_128K: &str = include_str!("../fixtures/tiles_128k.pho");
 
 #[test]
 fn ptxas_accepts_dynamic_shared_memory_where_it_fits() {

@@ -7,6 +7,7 @@
 //! fence (both accesses inside a loop whose bounds differ between threads)
 //! is refused with P0802.
 
+use phobos_conformance::line_of;
 use phobos_conformance::sim_support::{compile_src, Case, Gen, Tensor};
 use phobos_core::ast::ScalarTy;
 
@@ -52,12 +53,6 @@ fn scans_right(src: &str, x: &[f32]) {
     }
     let init = [("X", Tensor::from_f32(&[1, 256], x))];
     runs_right(src, "scan", &init, "Y", &Tensor::from_f32(&[256], &want));
-}
-
-/// The 1-based line of `src` on which `needle` first appears.
-fn line_of(src: &str, needle: &str) -> u32 {
-    let at = src.lines().position(|l| l.contains(needle));
-    at.unwrap_or_else(|| panic!("`{needle}` is not in the kernel")) as u32 + 1
 }
 
 /// The PTX lines of the first statement on source line `line` that writes

@@ -15,11 +15,14 @@
 //!   still to write.
 //!
 //! Each report must name the check, the kernel, the `.pho` line, the CTA
-//! and thread and, for memory, the tensor or shared buffer. Each planted
-//! kernel also has its unplanted twin run clean, so a check that fires on
-//! everything would fail here too.
+//! and thread and, for memory, the tensor or shared buffer. The expected
+//! line is found in the kernel's source text by a snippet of its
+//! statement, so that editing a corpus file cannot leave a stale number
+//! here. Each planted kernel also has its unplanted twin run clean, so a
+//! check that fires on everything would fail here too.
 
 use phobos_conformance::sim_support::{cdiv, Case, Outcome};
+use phobos_conformance::{corpus_file, line_of};
 use phobos_sim::{CheckKind, CheckReport, SimError, Space};
 
 /// Runs `case`, expecting a check report.
@@ -68,24 +71,44 @@ fn assert_names_shared(r: &CheckReport) {
     );
 }
 
-/// Asserts that `r` is a `kind` report of kernel `kernel`, at `line` of
-/// its source file `{kernel}.pho`.
-fn assert_caught_at(r: &CheckReport, kind: CheckKind, kernel: &str, line: u32) {
-    assert_eq!(r.kind, kind, "{r}");
-    assert_eq!(r.kernel, kernel);
-    let file = format!("{kernel}.pho");
-    assert_eq!(
-        r.source.as_ref().map(|s| s.file.as_str()),
-        Some(file.as_str())
-    );
-    assert_eq!(line_of(r), line, "{r}");
+/// A line of a kernel's source file, as a check report names it.
+#[derive(Debug, PartialEq)]
+struct At {
+    file: String,
+    line: u32,
 }
 
-fn line_of(r: &CheckReport) -> u32 {
-    r.source
+/// The only line of `src`, compiled as file `file`, that contains `marker`.
+fn source_at(file: &str, src: &str, marker: &str) -> At {
+    At {
+        file: file.to_string(),
+        line: line_of(src, marker),
+    }
+}
+
+/// The only line of corpus file `tests/in/{stem}.pho` that contains
+/// `marker`.
+fn corpus_at(stem: &str, marker: &str) -> At {
+    source_at(&format!("{stem}.pho"), &corpus_file(stem).src, marker)
+}
+
+/// The source line a report names.
+fn at(r: &CheckReport) -> At {
+    let s = r
+        .source
         .as_ref()
-        .unwrap_or_else(|| panic!("the report has no source line:\n{r}"))
-        .line
+        .unwrap_or_else(|| panic!("the report has no source line:\n{r}"));
+    At {
+        file: s.file.clone(),
+        line: s.line,
+    }
+}
+
+/// Asserts that `r` is a `kind` report of kernel `kernel`, at `want`.
+fn assert_caught_at(r: &CheckReport, kind: CheckKind, kernel: &str, want: &At) {
+    assert_eq!(r.kind, kind, "{r}");
+    assert_eq!(r.kernel, kernel, "{r}");
+    assert_eq!(&at(r), want, "{r}");
 }
 
 const NO_GUARD: &str = "@launch(128)
@@ -101,7 +124,8 @@ fn a_missing_bounds_guard_is_an_out_of_bounds_read() {
     let case = || Case::source(NO_GUARD, "no_guard.pho", "no_guard").dims(&[("N", n)]);
     // The grid overshoots N: thread 104 of CTA 7 is the first at i = N.
     let r = report(case(), [cdiv(n as usize, 128), 1, 1]);
-    assert_caught_at(&r, CheckKind::Memcheck, "no_guard", 4);
+    let read = source_at("no_guard.pho", NO_GUARD, "C[i] = A[i] + B[i]");
+    assert_caught_at(&r, CheckKind::Memcheck, "no_guard", &read);
     assert_eq!(r.cta, [7, 0, 0], "{r}");
     assert_eq!(r.thread, Some([104, 0, 0]), "{r}");
     assert!(r.instruction.starts_with("ld.global"), "{r}");
@@ -133,9 +157,8 @@ fn a_guard_on_the_wrong_tensor_is_an_out_of_bounds_store() {
     };
     // C has 200 elements; thread 72 of CTA 1 stores C[200].
     let r = report(case(200), [2, 1, 1]);
-    assert_eq!(r.kind, CheckKind::Memcheck, "{r}");
-    assert_eq!(r.kernel, "short_out");
-    assert_eq!(line_of(&r), 5, "{r}");
+    let store = source_at("short_out.pho", NO_GUARD_STORE, "C[i] = 2.0 * A[i]");
+    assert_caught_at(&r, CheckKind::Memcheck, "short_out", &store);
     assert_eq!(r.cta, [1, 0, 0], "{r}");
     assert_eq!(r.thread, Some([72, 0, 0]), "{r}");
     assert!(r.instruction.starts_with("st.global"), "{r}");
@@ -184,8 +207,8 @@ kernel plain(A: tensor<f32>[N], C: tensor<f32>[N]) {
 
 #[test]
 fn a_barrier_under_lane_divergent_control_is_a_synccheck_error() {
-    // A barrier planted before the store of line 5, which odd threads
-    // branch around: the even threads wait for them forever.
+    // A barrier planted before the store `C[i] = A[i] + 1.0`, which odd
+    // threads branch around: the even threads wait for them forever.
     let case = || Case::source(PLAIN, "plain.pho", "plain").dims(&[("N", 256)]);
     clean(case(), [2, 1, 1]);
     let planted = with_ptx(case(), |p| {
@@ -193,7 +216,8 @@ fn a_barrier_under_lane_divergent_control_is_a_synccheck_error() {
         skip_on_odd_threads(&p, "bar.sync")
     });
     let r = report(planted, [2, 1, 1]);
-    assert_caught_at(&r, CheckKind::Synccheck, "plain", 5);
+    let store = source_at("plain.pho", PLAIN, "C[i] = A[i] + 1.0");
+    assert_caught_at(&r, CheckKind::Synccheck, "plain", &store);
     assert!(r.thread.is_some(), "{r}");
     assert!(r.instruction.starts_with("bar"), "{r}");
     assert!(
@@ -204,26 +228,24 @@ fn a_barrier_under_lane_divergent_control_is_a_synccheck_error() {
 
 #[test]
 fn a_cta_collective_barrier_skipped_by_odd_threads_is_caught() {
-    // row_sum's CTA collective (line 10) exchanges warp totals through
-    // shared scratch behind a barrier; odd threads now branch around it.
-    // They then read the scratch that even threads wrote with no barrier
-    // between: racecheck fires first. With racecheck off, the barrier the
-    // odd threads never reach is still reported, by synccheck.
+    // row_sum's CTA collective (`sum<over ctx.thread>`) exchanges warp
+    // totals through shared scratch behind a barrier; odd threads now
+    // branch around it. They then read the scratch that even threads wrote
+    // with no barrier between: racecheck fires first. With racecheck off,
+    // the barrier the odd threads never reach is still reported, by
+    // synccheck.
     let case = || one_thread(Case::corpus("row_sum").dims(&[("N", 2), ("M", 300)]));
     clean(case(), [2, 1, 1]);
     let planted = || with_ptx(case(), |p| skip_on_odd_threads(p, "bar.sync"));
+    let collective = corpus_at("row_sum", "sum<over ctx.thread>(acc)");
     let r = report(planted(), [2, 1, 1]);
-    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
-    assert_eq!(r.kernel, "row_sum");
-    assert_eq!(line_of(&r), 10, "{r}");
+    assert_caught_at(&r, CheckKind::Racecheck, "row_sum", &collective);
     assert_eq!(r.cta, [0, 0, 0], "{r}");
     assert_eq!(r.tensor.as_deref(), Some("row_sum_smem"), "{r}");
     let mut unchecked = planted();
     unchecked.opts.checks = false;
     let r = report(unchecked, [2, 1, 1]);
-    assert_eq!(r.kind, CheckKind::Synccheck, "{r}");
-    assert_eq!(r.kernel, "row_sum");
-    assert_eq!(line_of(&r), 10, "{r}");
+    assert_caught_at(&r, CheckKind::Synccheck, "row_sum", &collective);
     assert_eq!(r.cta, [0, 0, 0], "{r}");
     assert!(
         r.notes.iter().any(|n| n.contains("thread (1, 0, 0)")),
@@ -233,25 +255,24 @@ fn a_cta_collective_barrier_skipped_by_odd_threads_is_caught() {
 
 #[test]
 fn a_shuffle_that_odd_lanes_skip_is_a_synccheck_error() {
-    // lanes_matvec's butterfly (line 14) with its first shfl.sync skipped
-    // by odd lanes: the full member mask never arrives.
+    // lanes_matvec's butterfly (`sum<over ctx.lane>`) with its first
+    // shfl.sync skipped by odd lanes: the full member mask never arrives.
     let case = || Case::corpus("lanes_matvec").dims(&[("N", 8), ("K", 256)]);
     clean(case(), [2, 1, 1]);
     let r = report(
         with_ptx(case(), |p| skip_on_odd_threads(p, "shfl.sync")),
         [2, 1, 1],
     );
-    assert_eq!(r.kind, CheckKind::Synccheck, "{r}");
-    assert_eq!(r.kernel, "lanes_matvec");
-    assert_eq!(line_of(&r), 14, "{r}");
+    let butterfly = corpus_at("lanes_matvec", "sum<over ctx.lane>(acc)");
+    assert_caught_at(&r, CheckKind::Synccheck, "lanes_matvec", &butterfly);
     assert!(r.instruction.starts_with("shfl.sync"), "{r}");
     assert!(r.thread.is_some(), "{r}");
 }
 
 #[test]
 fn a_read_of_a_tile_never_written_is_an_initcheck_error() {
-    // staged_matvec with the tile copy's shared stores deleted: line 12
-    // reads `xs`, which no thread wrote.
+    // staged_matvec with the tile copy's shared stores deleted: the loop
+    // body reads `xs`, which no thread wrote.
     let case = || one_thread(staged_matvec());
     clean(case(), [2, 1, 1]);
     let planted = with_ptx(case(), |p| {
@@ -261,9 +282,12 @@ fn a_read_of_a_tile_never_written_is_an_initcheck_error() {
             .collect()
     });
     let r = report(planted, [2, 1, 1]);
-    assert_eq!(r.kind, CheckKind::Initcheck, "{r}");
-    assert_eq!(r.kernel, "staged_matvec__K256");
-    assert_eq!(line_of(&r), 12, "{r}");
+    assert_caught_at(
+        &r,
+        CheckKind::Initcheck,
+        "staged_matvec__K256",
+        &staged_read(),
+    );
     assert_eq!(r.cta, [0, 0, 0], "{r}");
     assert!(r.thread.is_some(), "{r}");
     assert!(r.instruction.starts_with("ld.shared"), "{r}");
@@ -273,28 +297,37 @@ fn a_read_of_a_tile_never_written_is_an_initcheck_error() {
 
 #[test]
 fn a_tile_copy_without_its_barrier_is_a_race() {
-    // staged_matvec with the barrier after `var xs = x[0 :+ 1, :]` (line 6)
-    // deleted: line 12 reads elements of `xs` that other threads write.
+    // staged_matvec with the barrier after its tile copy
+    // `var xs = x[0 :+ 1, :]` deleted: the loop body reads elements of `xs`
+    // that other threads write.
     let case = || one_thread(staged_matvec());
     clean(case(), [2, 1, 1]);
     let planted = without_the_one(case(), "bar.sync", "bar.sync 0;");
     let r = report(planted, [2, 1, 1]);
     assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
     assert_eq!(r.kernel, "staged_matvec__K256");
-    assert!([6, 12].contains(&line_of(&r)), "{r}");
+    let (copy, read) = (staged_copy(), staged_read());
+    let here = at(&r);
+    assert!(here == copy || here == read, "{r}");
     assert_eq!(r.cta, [0, 0, 0], "{r}");
     assert!(r.thread.is_some(), "{r}");
     assert_names_shared(&r);
-    // One side of the race is the copy (line 6), the other the read
-    // (line 12), named in a note.
-    let other = if line_of(&r) == 6 { 12 } else { 6 };
-    assert!(
-        r.notes
-            .iter()
-            .any(|n| n.contains(&format!("staged_matvec.pho:{other}:"))),
-        "{r}"
-    );
+    // One side of the race is the copy, the other the read, named in a
+    // note.
+    let other = if here == copy { read } else { copy };
+    let other = format!("{}:{}:", other.file, other.line);
+    assert!(r.notes.iter().any(|n| n.contains(&other)), "{r}");
     assert_in_tile(&planted_plan(), &r, "xs");
+}
+
+/// staged_matvec's tile copy `var xs = x[0 :+ 1, :]`.
+fn staged_copy() -> At {
+    corpus_at("staged_matvec", "var xs = x[")
+}
+
+/// staged_matvec's read of the tile, in its loop body.
+fn staged_read() -> At {
+    corpus_at("staged_matvec", "acc += sum(W[row, at :+ 4] * xs[")
 }
 
 /// staged_matvec's shared plan.
@@ -319,7 +352,8 @@ fn assert_in_tile(plan: &[phobos_core::meta::SharedBuffer], r: &CheckReport, til
 fn a_launch_that_breaks_aligned_is_a_misaligned_vector_access() {
     // run_store promises @aligned(K = 4) and moves each 4-run with one
     // 16-byte access. With K = 66 the rows start 8 bytes off: thread 16 of
-    // CTA 0 (row 1, k = 0) makes the first misaligned access, at line 10.
+    // CTA 0 (row 1, k = 0) makes the first misaligned access, in the run
+    // store `Y[r, k :+ 4] = X[r, k :+ 4] * alpha + 1.0`.
     let case = |k| {
         Case::corpus("run_store")
             .dims(&[("N", 4), ("K", k)])
@@ -327,9 +361,8 @@ fn a_launch_that_breaks_aligned_is_a_misaligned_vector_access() {
     };
     clean(case(64), [1, 1, 1]);
     let r = report(case(66).break_aligned(), [1, 1, 1]);
-    assert_eq!(r.kind, CheckKind::Memcheck, "{r}");
-    assert_eq!(r.kernel, "run_store");
-    assert_eq!(line_of(&r), 10, "{r}");
+    let run = corpus_at("run_store", "Y[r, k :+ 4] = X[r, k :+ 4]");
+    assert_caught_at(&r, CheckKind::Memcheck, "run_store", &run);
     assert_eq!(r.cta, [0, 0, 0], "{r}");
     assert_eq!(r.thread, Some([16, 0, 0]), "{r}");
     assert!(r.message.contains("misaligned"), "{r}");
@@ -439,7 +472,7 @@ fn staged_gemm() -> Case {
 #[test]
 fn a_staged_loop_without_its_wait_group_reads_copies_in_flight() {
     // Each trip waits for its own stage (`cp.async.wait_group 1`) before
-    // the barrier; without the wait, the ldmatrix of `dot` (line 13) reads
+    // the barrier; without the wait, the ldmatrix of `dot(a, trans(w))` reads
     // bytes whose cp.async has not landed.
     clean(staged_gemm(), [1, 1, 1]);
     let planted = without_the_one(
@@ -448,11 +481,10 @@ fn a_staged_loop_without_its_wait_group_reads_copies_in_flight() {
         "cp.async.wait_group 1;",
     );
     let r = report(planted, [1, 1, 1]);
-    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
-    assert_eq!(r.kernel, "mma_gemm_staged");
+    let dot = corpus_at("mma_gemm_staged", "dot(a, trans(w))");
+    assert_caught_at(&r, CheckKind::Racecheck, "mma_gemm_staged", &dot);
     assert_eq!(r.space, Some(Space::Shared), "{r}");
     assert!(r.message.contains("cp.async"), "{r}");
-    assert_eq!(line_of(&r), 13, "{r}");
 }
 
 #[test]

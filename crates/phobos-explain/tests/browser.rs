@@ -279,7 +279,7 @@ fn the_heat_column_shows_the_profile_counters_of_each_line() {
         1,
         &[("A", &[32, 32]), ("B", &[32, 32])],
     );
-    let line = kernels::line_of(&src, "= t[j, i]") as u32;
+    let line = kernels::line_of(&src, "= t[j, i]");
     let h = t
         .heat
         .iter()
@@ -400,7 +400,7 @@ fn the_accumulator_panel_lights_each_warps_part_at_the_dot() {
         1,
         &[("A", &[64, 32]), ("W", &[64, 32]), ("C", &[64, 64])],
     );
-    let dot_line = kernels::line_of(&src, "dot(a, trans(w))") as u32;
+    let dot_line = kernels::line_of(&src, "dot(a, trans(w))");
     let steps = &t.picked_cta().steps;
     let dot_step = steps
         .iter()

@@ -10,14 +10,12 @@ use phobos_explain::{AccessKind, Ring, Step, Trace};
 #[path = "support/kernels.rs"]
 mod kernels;
 
+use kernels::line_of;
+
 /// `mma_gemm_staged` (3 stages, K in steps of 32) with K = 128: the ring's
 /// prologue, four trips and two copies issued past the end.
 fn staged_trace(arch: u32) -> (Trace, String) {
     kernels::gemm_trace("mma_gemm_staged", arch, [0, 0, 0], (64, 64, 128))
-}
-
-fn line_of(src: &str, needle: &str) -> u32 {
-    src.lines().position(|l| l.contains(needle)).expect(needle) as u32 + 1
 }
 
 /// The stages of the ring's tiles that `step`'s shared accesses of `kind`

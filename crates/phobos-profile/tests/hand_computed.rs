@@ -7,7 +7,7 @@
 #[path = "../../phobos-explain/tests/support/kernels.rs"]
 mod explain_support;
 
-use explain_support::{corpus_src, request};
+use explain_support::{corpus_src, line_of, request};
 use phobos_profile::{CtaSample, LineCounters, Profiler};
 use phobos_sim::{Device, KernelArg, Launch, LaunchOptions, Module};
 
@@ -22,31 +22,13 @@ fn profile(source: &str, kernel: &str, grid: [u32; 3], shapes: &[(&str, &[u64])]
     profiler
 }
 
-/// The 1-based number of the only line of `source` containing `text`.
-fn line_of(source: &str, text: &str) -> u32 {
-    let hits: Vec<usize> = source
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| l.contains(text))
-        .map(|(i, _)| i + 1)
-        .collect();
-    assert_eq!(hits.len(), 1, "`{text}` is on exactly one line");
-    hits[0] as u32
-}
-
 fn counters_at(p: &Profiler, source: &str, text: &str) -> LineCounters {
     p.line(line_of(source, text))
 }
 
-const VEC_ADD: &str = "\
-@launch(128)
-kernel vec_add(A: tensor<f32>[N], B: tensor<f32>[N], C: tensor<f32>[N]) {
-  let i = ctx.block.x * ctx.threads + ctx.thread
-  if i < N {
-    C[i] = A[i] + B[i]
-  }
-}
-";
+/// The corpus's `vec_add`: one element of `C = A + B` per thread, under
+/// a guard `i < N`.
+const VEC_ADD: &str = include_str!("../../../tests/in/vec_add.pho");
 
 #[test]
 fn contiguous_f32_accesses_take_four_sectors_per_request() {

@@ -3,10 +3,16 @@
 
 mod common;
 use common::*;
+
+// The conformance tests' `line_of`: the only line of a text that contains
+// a snippet.
+#[path = "../../../tests/src/source_lines.rs"]
+mod source_lines;
 use phobos_sim::{
     AccessKind, Device, KernelArg, Launch, LaunchOptions, LaunchStats, Module, Observer, SimError,
     Space, StepInfo,
 };
+use source_lines::line_of;
 
 const LANES_MATVEC: &str = include_str!("ptx/lanes_matvec.ptx");
 
@@ -17,11 +23,7 @@ fn unsupported_instructions_are_named_with_their_line() {
         "    tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [tex, {%f5, %f6}];\n",
     );
     let err = Module::parse(&ptx).unwrap_err();
-    let line = ptx
-        .lines()
-        .position(|l| l.contains("tex.2d"))
-        .expect("line")
-        + 1;
+    let line = line_of(&ptx, "tex.2d");
     assert_eq!(
         err.to_string(),
         format!("unsupported instruction tex.2d.v4.f32.f32 at line {line}")

@@ -93,15 +93,13 @@ pub fn gemm_trace(
     corpus_trace(name, arch, cta, inputs)
 }
 
-/// The 1-based line of `src` on which `needle` first appears, so that tests
-/// assert lines of the corpus file rather than copies of its numbers.
-pub fn line_of(src: &str, needle: &str) -> u64 {
-    let at = src
-        .lines()
-        .position(|l| l.contains(needle))
-        .unwrap_or_else(|| panic!("`{needle}` is not in the kernel"));
-    at as u64 + 1
-}
+// The conformance tests' `line_of`: the only line of a kernel's text that
+// contains a snippet, so that tests assert lines of the corpus file rather
+// than copies of its numbers.
+#[path = "../../../../tests/src/source_lines.rs"]
+mod source_lines;
+#[allow(unused_imports)] // not every test binary asserts lines
+pub use source_lines::line_of;
 
 pub const LANES_MATVEC: &str = include_str!("../../../../tests/in/lanes_matvec.pho");
 
