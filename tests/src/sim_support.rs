@@ -504,15 +504,8 @@ impl Case {
             .params
             .iter()
             .zip(&shapes)
-            .map(|(p, shape)| match (&p.kind, shape) {
-                (_, Some((elem, shape))) => ArgShape::Tensor {
-                    elem: *elem,
-                    shape,
-                    capacity: None,
-                    address: None,
-                },
-                (ParamKindMeta::Scalar(ty), None) => ArgShape::Scalar(*ty),
-                (ParamKindMeta::Tensor { elem, .. }, None) => ArgShape::Scalar(*elem),
+            .map(|(p, shape)| {
+                ArgShape::of_param(&p.kind, shape.as_ref().map(|(e, s)| (*e, &s[..])))
             })
             .collect();
         let picked: Vec<(String, i64)> = self

@@ -97,14 +97,12 @@ impl Launch {
             .params
             .iter()
             .zip(&shapes)
-            .map(|(p, shape)| match &p.kind {
-                ParamKindMeta::Tensor { elem, .. } => ArgShape::Tensor {
-                    elem: *elem,
-                    shape,
-                    capacity: None,
-                    address: None,
-                },
-                ParamKindMeta::Scalar(ty) => ArgShape::Scalar(*ty),
+            .map(|(p, shape)| {
+                let tensor = match &p.kind {
+                    ParamKindMeta::Tensor { elem, .. } => Some((*elem, &shape[..])),
+                    ParamKindMeta::Scalar(_) => None,
+                };
+                ArgShape::of_param(&p.kind, tensor)
             })
             .collect();
         let request = LaunchRequest {

@@ -544,15 +544,12 @@ fn bind_launch<'m>(
     let args: Vec<ArgShape<'_>> = meta
         .params
         .iter()
-        .map(|p| match (&p.kind, tensors.get(&p.name)) {
-            (ParamKindMeta::Tensor { .. }, Some(t)) => ArgShape::Tensor {
-                elem: t.elem,
-                shape: &t.shape,
-                capacity: None,
-                address: None,
-            },
-            (ParamKindMeta::Tensor { elem, .. }, None) => ArgShape::Scalar(*elem),
-            (ParamKindMeta::Scalar(ty), _) => ArgShape::Scalar(*ty),
+        .map(|p| {
+            let tensor = match (&p.kind, tensors.get(&p.name)) {
+                (ParamKindMeta::Tensor { .. }, Some(t)) => Some((t.elem, &t.shape[..])),
+                _ => None,
+            };
+            ArgShape::of_param(&p.kind, tensor)
         })
         .collect();
     let request = LaunchRequest {

@@ -48,6 +48,26 @@ pub enum ArgShape<'a> {
     Scalar(ScalarTy),
 }
 
+impl<'a> ArgShape<'a> {
+    /// The argument a caller gives a parameter of `kind`: a tensor of
+    /// `elem` and `shape` where it has one (`elem` is the tensor's own,
+    /// which [`bind`] checks against the parameter's), else a scalar of the
+    /// parameter's type. Buffers are taken to be allocated for the shape,
+    /// with whatever alignment the kernel needs.
+    pub fn of_param(kind: &ParamKindMeta, tensor: Option<(ScalarTy, &'a [u64])>) -> ArgShape<'a> {
+        match (kind, tensor) {
+            (_, Some((elem, shape))) => ArgShape::Tensor {
+                elem,
+                shape,
+                capacity: None,
+                address: None,
+            },
+            (ParamKindMeta::Tensor { elem, .. }, None) => ArgShape::Scalar(*elem),
+            (ParamKindMeta::Scalar(ty), None) => ArgShape::Scalar(*ty),
+        }
+    }
+}
+
 /// A launch to bind: arguments in the kernel's parameter order.
 #[derive(Clone, Copy, Debug)]
 pub struct LaunchRequest<'a> {

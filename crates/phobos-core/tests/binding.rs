@@ -383,3 +383,43 @@ kernel shapes(x: tensor<f32>[N]) {
     );
     assert!(b.eval_grid(&overflow, v).is_err());
 }
+
+#[test]
+fn a_parameter_gets_the_callers_tensor_or_else_a_scalar_of_its_type() {
+    let m = meta(AXPY);
+    let kinds: Vec<_> = m.params.iter().map(|p| &p.kind).collect();
+    let x = kinds
+        .iter()
+        .position(|k| matches!(k, phobos_core::meta::ParamKindMeta::Tensor { .. }))
+        .expect("a tensor parameter");
+    let alpha = kinds
+        .iter()
+        .position(|k| matches!(k, phobos_core::meta::ParamKindMeta::Scalar(_)))
+        .expect("a scalar parameter");
+    let shape = [7u64];
+    // The tensor's own element type is kept, so that bind can refuse a
+    // mismatch; the buffer is taken to be allocated for the shape.
+    assert_eq!(
+        ArgShape::of_param(kinds[x], Some((ScalarTy::F16, &shape))),
+        tensor(ScalarTy::F16, &shape)
+    );
+    // A tensor parameter without a tensor is a scalar of its element type
+    // (which bind reports as the wrong kind of argument).
+    assert_eq!(
+        ArgShape::of_param(kinds[x], None),
+        ArgShape::Scalar(ScalarTy::F32)
+    );
+    assert_eq!(
+        ArgShape::of_param(kinds[alpha], None),
+        ArgShape::Scalar(ScalarTy::F32)
+    );
+    let args: Vec<_> = m
+        .params
+        .iter()
+        .map(|p| ArgShape::of_param(&p.kind, None))
+        .collect();
+    assert!(matches!(
+        bind(&m, &req(&args, None)),
+        Err(BindError::Kind { .. })
+    ));
+}

@@ -267,15 +267,12 @@ fn bind_and_pick<'m>(
         .params
         .iter()
         .zip(&shapes)
-        .map(|(p, shape)| match (&p.kind, shape) {
-            (ParamKindMeta::Tensor { elem, .. }, Some(shape)) => ArgShape::Tensor {
-                elem: *elem,
-                shape,
-                capacity: None,
-                address: None,
-            },
-            (ParamKindMeta::Scalar(ty), _) => ArgShape::Scalar(*ty),
-            (ParamKindMeta::Tensor { elem, .. }, None) => ArgShape::Scalar(*elem),
+        .map(|(p, shape)| {
+            let tensor = match (&p.kind, shape) {
+                (ParamKindMeta::Tensor { elem, .. }, Some(shape)) => Some((*elem, &shape[..])),
+                _ => None,
+            };
+            ArgShape::of_param(&p.kind, tensor)
         })
         .collect();
     let usage = |e: BindError| ExplainError::Usage(format!("`{}`: {e}", meta.name));
