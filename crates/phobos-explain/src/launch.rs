@@ -9,8 +9,10 @@ use crate::source_info::{self, Env, SourceInfo};
 use crate::steps::{self, BufferMap, Layout};
 use crate::{Cta, ExplainError, Input, Request};
 use phobos_core::ast::ScalarTy;
-use phobos_core::binding::{self, describe_param, ArgShape, BindError, LaunchRequest, Limits};
-use phobos_core::meta::{KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
+use phobos_core::binding::{
+    self, describe_param, ArgShape, BindError, LaunchRequest, Limits, PtxValue,
+};
+use phobos_core::meta::{KernelMeta, ParamKindMeta, VariantMeta};
 use phobos_core::{CompileOptions, CompiledKernel};
 use phobos_profile::{CtaSample, Profiler};
 use phobos_sim::Launch;
@@ -302,7 +304,46 @@ fn bind_and_pick<'m>(
         .map(|d| (d.name.clone(), d.value))
         .collect();
     fill_random(meta, &inputs, &mut bound, req.seed)?;
+    bound.ptx_args = param_args(meta, &bound, &binding.ptx_args(variant).map_err(usage)?)?;
     Ok((bound, variant, grid))
+}
+
+/// The entry's `.param` values, in the order the binding gives them: a
+/// tensor by its place in `bound.tensors` (the order its buffers are
+/// allocated in), a scalar at the PTX parameter's type, a dim's value.
+fn param_args(
+    meta: &KernelMeta,
+    bound: &Bound,
+    values: &[PtxValue],
+) -> Result<Vec<ParamArg>, ExplainError> {
+    values
+        .iter()
+        .map(|v| match *v {
+            PtxValue::Tensor(i) => {
+                let name = &meta.params[i].name;
+                let t = bound.tensors.iter().position(|t| &t.name == name);
+                t.map(ParamArg::Tensor).ok_or_else(|| {
+                    ExplainError::Run(format!("the PTX takes tensor `{name}`, which has no input"))
+                })
+            }
+            PtxValue::Scalar(i) => {
+                let p = &meta.params[i];
+                let ty = match p.kind {
+                    ParamKindMeta::Scalar(ty) | ParamKindMeta::Tensor { elem: ty, .. } => ty,
+                };
+                let v = bound.scalars.get(&p.name).copied().unwrap_or(0.0);
+                Ok(ParamArg::Value(scalar_arg(ty, v)))
+            }
+            PtxValue::Dim(v) => Ok(ParamArg::Value(KernelArg::I32(v))),
+        })
+        .collect()
+}
+
+/// One `.param` value of a launch.
+enum ParamArg {
+    /// The tensor at this index of `Bound::tensors`.
+    Tensor(usize),
+    Value(KernelArg),
 }
 
 /// The picked CTA's linear index, and the number of CTAs in the grid.
@@ -437,6 +478,8 @@ struct Bound {
     data: Vec<Vec<u8>>,
     dims: BTreeMap<String, u64>,
     scalars: BTreeMap<String, f64>,
+    /// The entry's `.param` values, once bound.
+    ptx_args: Vec<ParamArg>,
 }
 
 /// Reads each parameter's input: its shape and bytes (the data given; a
@@ -459,6 +502,7 @@ fn read_inputs(meta: &KernelMeta, inputs: &[(String, Input)]) -> Result<Bound, E
         data: vec![],
         dims: BTreeMap::new(),
         scalars: BTreeMap::new(),
+        ptx_args: vec![],
     };
     for p in &meta.params {
         let given = inputs.iter().find(|(n, _)| n == &p.name).map(|(_, v)| v);
@@ -670,35 +714,14 @@ fn simulate<S: SplitObserver>(
         bases.push(device.address(id).map_err(run_err)?);
         ids.push(id);
     }
-    let mut args = Vec::with_capacity(variant.ptx_params.len());
-    for p in &variant.ptx_params {
-        args.push(match p {
-            PtxParam::TensorPtr(name) => {
-                let i = bound
-                    .tensors
-                    .iter()
-                    .position(|t| &t.name == name)
-                    .ok_or_else(|| {
-                        ExplainError::Run(format!(
-                            "the PTX takes tensor `{name}`, which the kernel does not declare"
-                        ))
-                    })?;
-                KernelArg::Buffer(ids[i])
-            }
-            PtxParam::Dim(name) => {
-                let v = bound.dims.get(name).copied().unwrap_or(0);
-                let v = i32::try_from(v).map_err(|_| {
-                    ExplainError::Usage(format!(
-                        "dim {name} = {v} does not fit the kernel's 32-bit index arithmetic"
-                    ))
-                })?;
-                KernelArg::I32(v)
-            }
-            PtxParam::Scalar(name, ty) => {
-                scalar_arg(*ty, bound.scalars.get(name).copied().unwrap_or(0.0))
-            }
-        });
-    }
+    let args: Vec<KernelArg> = bound
+        .ptx_args
+        .iter()
+        .map(|a| match a {
+            ParamArg::Tensor(i) => KernelArg::Buffer(ids[*i]),
+            ParamArg::Value(v) => v.clone(),
+        })
+        .collect();
     let block = [variant.threads, 1, 1];
     let opts = LaunchOptions::default();
     let entry = &variant.entry;
