@@ -16,6 +16,7 @@ use crate::launch::{CtaState, Ctx};
 use crate::memory::{classify_generic, Generic, GlobalFault};
 use crate::numeric::*;
 use crate::observer::{Access, AccessKind, Space};
+use crate::tensor::SharedBytes;
 use crate::warp::{lanes, Warp, FULL};
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -914,7 +915,7 @@ impl Warp {
             ));
         }
         let off = addr as u32;
-        self.shared_check(l, off, total, m.store, pc, cx, cta)?;
+        self.shared_check(SharedBytes::new(l, off, total, m.store), pc, cx, cta)?;
         let start = off as usize;
         copy_values(&mut cta.shared[start..], m, vals);
         Ok(())
@@ -1154,7 +1155,7 @@ impl Warp {
                 Space::Shared,
             ));
         }
-        self.async_guard(l, addr as u32, size, true, cx, cta)?;
+        self.async_guard(SharedBytes::new(l, addr as u32, size, true), cx, cta)?;
         if cx.checks {
             let st = self.stamp(l, cta.epoch, pc);
             let outcome = cta.shadow.atomic(addr as u32, size, &st);

@@ -292,19 +292,43 @@ impl AsyncState {
     }
 }
 
+/// One lane's access of the shared bytes `[off, off + len)`, as the
+/// racecheck sees it.
+#[derive(Clone, Copy)]
+pub(crate) struct SharedBytes {
+    pub lane: usize,
+    pub off: u32,
+    pub len: u32,
+    pub store: bool,
+}
+
+impl SharedBytes {
+    pub fn new(lane: usize, off: u32, len: u32, store: bool) -> Self {
+        SharedBytes {
+            lane,
+            off,
+            len,
+            store,
+        }
+    }
+}
+
 impl Warp {
     /// Racecheck for a shared access of `[off, off + len)` while copies are
     /// in flight: touching bytes that a `cp.async` has not yet delivered is
     /// a race, whoever issued it.
     pub(crate) fn async_guard(
         &self,
-        l: usize,
-        off: u32,
-        len: u32,
-        store: bool,
+        bytes: SharedBytes,
         cx: &Ctx,
         cta: &CtaState,
     ) -> Result<(), Fault> {
+        let SharedBytes {
+            lane: l,
+            off,
+            len,
+            store,
+        } = bytes;
         if !cx.checks || !cta.asyncs.busy() {
             return Ok(());
         }
@@ -330,18 +354,20 @@ impl Warp {
 
     /// Shadow check (racecheck and initcheck) for one lane's shared access,
     /// after the check against copies in flight.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn shared_check(
         &self,
-        l: usize,
-        off: u32,
-        len: u32,
-        store: bool,
+        bytes: SharedBytes,
         pc: u32,
         cx: &Ctx,
         cta: &mut CtaState,
     ) -> Result<(), Fault> {
-        self.async_guard(l, off, len, store, cx, cta)?;
+        self.async_guard(bytes, cx, cta)?;
+        let SharedBytes {
+            lane: l,
+            off,
+            len,
+            store,
+        } = bytes;
         if !cx.checks {
             return Ok(());
         }
@@ -356,12 +382,10 @@ impl Warp {
 
     /// A shared-memory byte offset for lane `l`'s address, checked for
     /// space, alignment and bounds.
-    #[allow(clippy::too_many_arguments)]
     fn shared_offset(
         &self,
         l: usize,
-        space: MemSpace,
-        addr: Addr,
+        (space, addr): (MemSpace, Addr),
         len: u32,
         what: &str,
         cx: &Ctx,
@@ -418,8 +442,8 @@ impl Warp {
             for (r, row) in m.iter_mut().enumerate() {
                 let p = i * 8 + r;
                 let off =
-                    self.shared_offset(p, op.space, op.addr, 16, "ldmatrix row read", cx, cta)?;
-                self.shared_check(p, off, 16, false, pc, cx, cta)?;
+                    self.shared_offset(p, (op.space, op.addr), 16, "ldmatrix row read", cx, cta)?;
+                self.shared_check(SharedBytes::new(p, off, 16, false), pc, cx, cta)?;
                 let bytes = &cta.shared[off as usize..off as usize + 16];
                 for (k, v) in row.iter_mut().enumerate() {
                     *v = u16::from_le_bytes([bytes[2 * k], bytes[2 * k + 1]]);
@@ -566,8 +590,7 @@ impl Warp {
             }
             let off = self.shared_offset(
                 l,
-                MemSpace::Shared,
-                dst,
+                (MemSpace::Shared, dst),
                 len,
                 "cp.async shared write",
                 cx,
@@ -595,7 +618,7 @@ impl Warp {
                 }
                 buffer = Some(bi);
             }
-            self.shared_check(l, off, len, true, pc, cx, cta)?;
+            self.shared_check(SharedBytes::new(l, off, len, true), pc, cx, cta)?;
             let a = &mut cta.asyncs;
             if a.pending.len() < cta.shared.len() {
                 a.pending.resize(cta.shared.len(), 0);
@@ -683,7 +706,7 @@ impl Warp {
             // The bytes are written now, by this thread, in this barrier
             // interval: other threads need a barrier before reading them.
             for (off, len) in landed {
-                self.shared_check(l, off, len, true, pc, cx, cta)?;
+                self.shared_check(SharedBytes::new(l, off, len, true), pc, cx, cta)?;
             }
         }
         Ok(())
