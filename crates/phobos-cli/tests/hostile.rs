@@ -265,18 +265,21 @@ fn nested_fns_check_and_compile_within_the_cap() {
     );
 }
 
-#[test]
-fn six_nested_unrolls_are_refused_not_compiled_forever() {
-    let src = unroll_nest(6, 1);
+/// Asserts that `phobos check` and `phobos ptx` both refuse `src` (as
+/// `k.pho`), exiting 1 with each of `says` in their output.
+fn check_and_ptx_refuse(src: &str, says: &[&str]) {
     let d = dir_with(&[("k.pho", src.as_bytes())]);
     for cmd in ["check", "ptx"] {
-        expect(
-            d.path(),
-            &[cmd, "k.pho"],
-            1,
-            &["P0803", "after unrolling; the limit is 1000000"],
-        );
+        expect(d.path(), &[cmd, "k.pho"], 1, says);
     }
+}
+
+#[test]
+fn six_nested_unrolls_are_refused_not_compiled_forever() {
+    check_and_ptx_refuse(
+        &unroll_nest(6, 1),
+        &["P0803", "after unrolling; the limit is 1000000"],
+    );
 }
 
 #[test]
@@ -311,20 +314,14 @@ fn twenty_thousand_collectives_or_tiles_compile_within_the_limits() {
 
 #[test]
 fn many_variants_of_a_large_kernel_are_refused_up_front() {
-    let src = tuned_kernel(256, 40_000);
-    let d = dir_with(&[("k.pho", src.as_bytes())]);
-    for cmd in ["check", "ptx"] {
-        expect(
-            d.path(),
-            &[cmd, "k.pho"],
-            1,
-            &[
-                "P0311",
-                "256 variants",
-                "the limit is 1000000 for all variants together",
-            ],
-        );
-    }
+    check_and_ptx_refuse(
+        &tuned_kernel(256, 40_000),
+        &[
+            "P0311",
+            "256 variants",
+            "the limit is 1000000 for all variants together",
+        ],
+    );
 }
 
 #[test]
