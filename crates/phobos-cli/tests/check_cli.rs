@@ -156,11 +156,7 @@ fn mutated_kernels_exit_0_or_1() {
 #[test]
 fn backend_errors_are_reported_by_check() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let big = write(
-        dir.path(),
-        "big.pho",
-        "@launch(256)\nkernel big(A: tensor<f32>[128, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 128, :]\n  y[0, ctx.thread] = a[1, ctx.thread]\n}\n",
-    );
+    let big = write(dir.path(), "big.pho", common::TILES_128K);
     let racy = write(
         dir.path(),
         "racy.pho",

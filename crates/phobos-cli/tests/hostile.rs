@@ -11,6 +11,10 @@
 //! per-thread arenas from reserving address space the process never uses.
 #![cfg(target_os = "linux")]
 
+#[path = "../../phobos-core/tests/common/hostile_kernels.rs"]
+mod hostile_kernels;
+
+use hostile_kernels::{tile_kernel, tuned_kernel, unroll_nest};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -153,7 +157,7 @@ fn axpy_dir() -> tempfile::TempDir {
 
 #[test]
 fn a_tile_larger_than_four_gigabytes_is_refused() {
-    let src = "@launch(32)\nkernel k(A: tensor<f32>[N, 3], y: tensor<f32>[N]) {\n  var a = A[0 :+ 1431655766, :]\n  y[ctx.thread] = a[0, 0]\n}\n";
+    let src = tile_kernel("1431655766", "3");
     let d = dir_with(&[("k.pho", src.as_bytes())]);
     expect(
         d.path(),
@@ -261,22 +265,21 @@ fn nested_fns_check_and_compile_within_the_cap() {
     );
 }
 
-#[test]
-fn six_nested_unrolls_are_refused_not_compiled_forever() {
-    let mut src = String::from("@launch(32)\nkernel k(y: tensor<f32>[N]) {\n  var a = 0.0\n");
-    for i in 0..6 {
-        src += &format!("for i{i} in range(0, N) unroll 32 {{\n");
-    }
-    src += &format!("a = a + 1.0\n{}  y[ctx.thread] = a\n}}\n", "}\n".repeat(6));
+/// Asserts that `phobos check` and `phobos ptx` both refuse `src` (as
+/// `k.pho`), exiting 1 with each of `says` in their output.
+fn check_and_ptx_refuse(src: &str, says: &[&str]) {
     let d = dir_with(&[("k.pho", src.as_bytes())]);
     for cmd in ["check", "ptx"] {
-        expect(
-            d.path(),
-            &[cmd, "k.pho"],
-            1,
-            &["P0803", "after unrolling; the limit is 1000000"],
-        );
+        expect(d.path(), &[cmd, "k.pho"], 1, says);
     }
+}
+
+#[test]
+fn six_nested_unrolls_are_refused_not_compiled_forever() {
+    check_and_ptx_refuse(
+        &unroll_nest(6, 1),
+        &["P0803", "after unrolling; the limit is 1000000"],
+    );
 }
 
 #[test]
@@ -311,25 +314,14 @@ fn twenty_thousand_collectives_or_tiles_compile_within_the_limits() {
 
 #[test]
 fn many_variants_of_a_large_kernel_are_refused_up_front() {
-    let values: Vec<String> = (1..=256).map(|v| v.to_string()).collect();
-    let src = format!(
-        "@launch(32)\n@autotune(J in [{}])\nkernel k(y: tensor<f32>[N]) {{\n  var a = 0.0\n{}  y[ctx.thread] = a + f32(J)\n}}\n",
-        values.join(", "),
-        "  a = a + 1.0\n".repeat(40_000)
+    check_and_ptx_refuse(
+        &tuned_kernel(256, 40_000),
+        &[
+            "P0311",
+            "256 variants",
+            "the limit is 1000000 for all variants together",
+        ],
     );
-    let d = dir_with(&[("k.pho", src.as_bytes())]);
-    for cmd in ["check", "ptx"] {
-        expect(
-            d.path(),
-            &[cmd, "k.pho"],
-            1,
-            &[
-                "P0311",
-                "256 variants",
-                "the limit is 1000000 for all variants together",
-            ],
-        );
-    }
 }
 
 #[test]

@@ -5,6 +5,9 @@
 //! uniformity modifiers, inlay hints, and code actions whose edits are
 //! applied and checked again.
 
+#[path = "../../phobos-core/tests/common/mod.rs"]
+mod core_common;
+
 use lsp_server::{Message, Notification, Request, RequestId};
 use lsp_types::*;
 use serde_json::{json, Value};
@@ -149,6 +152,16 @@ fn hover_text(v: &Value) -> String {
         .to_string()
 }
 
+/// The source of case `name` of phobos-core's fixture of refused kernels
+/// (`tests/kernels/rejected.txt`), which front_rejected.rs checks.
+fn rejected(name: &str) -> String {
+    core_common::cases(include_str!("../../phobos-core/tests/kernels/rejected.txt"))
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no case `{name}` in rejected.txt"))
+        .text
+}
+
 /// (line, character) of the first `needle` in `src`, 0-based.
 fn find(src: &str, needle: &str) -> (u32, u32) {
     let at = src.find(needle).unwrap_or_else(|| panic!("no `{needle}`"));
@@ -230,8 +243,10 @@ fn diagnostics_have_codes_and_related_information_and_follow_edits() {
         "{d:?}"
     );
     let related = d[0].related_information.clone().unwrap_or_default();
+    // The related information points at the varying condition.
+    let cond = find(bad, "if x > 0.0").0;
     assert!(
-        related.iter().any(|r| r.location.range.start.line == 3),
+        related.iter().any(|r| r.location.range.start.line == cond),
         "{related:?}"
     );
     // Fixing the kernel clears the diagnostics.
@@ -406,9 +421,8 @@ fn semantic_tokens_style_varying_and_uniform_values_apart() {
             .find(|t| t.text == text && t.line == line)
             .unwrap_or_else(|| panic!("no token `{text}` on line {line}: {toks:?}"))
     };
-    let line_of = |needle: &str| find(&src, needle).0;
     // `at` (from ctx.lane) is varying, at its declaration and its uses.
-    let at_decl = find_tok("at", line_of("let at"));
+    let at_decl = find_tok("at", find(&src, "let at").0);
     assert_eq!(at_decl.ty, "variable");
     assert!(
         at_decl.modifiers.contains(&"declaration".into()),
@@ -416,7 +430,7 @@ fn semantic_tokens_style_varying_and_uniform_values_apart() {
     );
     assert!(at_decl.modifiers.contains(&"varying".into()), "{at_decl:?}");
     // `row` (from ctx.warp) is warp-uniform where it is used.
-    let row_use = find_tok("row", line_of("if row < N"));
+    let row_use = find_tok("row", find(&src, "if row < N").0);
     assert!(
         row_use.modifiers.contains(&"warpUniform".into()),
         "{row_use:?}"
@@ -426,26 +440,26 @@ fn semantic_tokens_style_varying_and_uniform_values_apart() {
         "{row_use:?}"
     );
     // The dim `N` is uniform; `total`, a fold over the warp, is warp-uniform.
-    let n_use = find_tok("N", line_of("if row < N"));
+    let n_use = find_tok("N", find(&src, "if row < N").0);
     assert!(n_use.modifiers.contains(&"uniform".into()), "{n_use:?}");
-    let total = find_tok("total", line_of("let total"));
+    let total = find_tok("total", find(&src, "let total").0);
     assert!(total.modifiers.contains(&"warpUniform".into()), "{total:?}");
     // ctx fields carry their own level.
-    let lane = find_tok("lane", line_of("let at"));
+    let lane = find_tok("lane", find(&src, "let at").0);
     assert_eq!(lane.ty, "property");
     assert!(lane.modifiers.contains(&"varying".into()), "{lane:?}");
-    let warp = find_tok("warp", line_of("let row"));
+    let warp = find_tok("warp", find(&src, "let row").0);
     assert!(warp.modifiers.contains(&"warpUniform".into()), "{warp:?}");
     // Keywords, types, collectives and attributes are classified.
     assert_eq!(
-        find_tok("kernel", line_of("kernel lanes_matvec")).ty,
+        find_tok("kernel", find(&src, "kernel lanes_matvec").0).ty,
         "keyword"
     );
-    assert_eq!(find_tok("f32", line_of("var acc")).ty, "type");
-    assert_eq!(find_tok("launch", 0).ty, "decorator");
+    assert_eq!(find_tok("f32", find(&src, "var acc").0).ty, "type");
+    assert_eq!(find_tok("launch", find(&src, "@launch").0).ty, "decorator");
     let sum = toks
         .iter()
-        .find(|t| t.text == "sum" && t.line == line_of("let total"))
+        .find(|t| t.text == "sum" && t.line == find(&src, "let total").0)
         .expect("sum");
     assert_eq!(sum.ty, "function");
     c.stop();
@@ -472,9 +486,11 @@ kernel k(A: tensor<f32>[N, K], y: tensor<f32>[1, N]) {
             .find(|t| t.text == text && t.line == line)
             .map(|t| t.ty.clone())
     };
-    assert_eq!(on("unroll", 4).as_deref(), Some("keyword"), "{toks:?}");
-    assert_eq!(on("stages", 4).as_deref(), Some("keyword"), "{toks:?}");
-    assert_ne!(on("stages", 6).as_deref(), Some("keyword"), "{toks:?}");
+    let head = find(src, "unroll 1 stages 2").0;
+    let read = find(src, "acc += t[0, stages]").0;
+    assert_eq!(on("unroll", head).as_deref(), Some("keyword"), "{toks:?}");
+    assert_eq!(on("stages", head).as_deref(), Some("keyword"), "{toks:?}");
+    assert_ne!(on("stages", read).as_deref(), Some("keyword"), "{toks:?}");
     c.stop();
 }
 
@@ -729,7 +745,7 @@ fn apply_and_recheck(c: &mut Client, uri: &str, src: &str, a: &CodeAction) -> St
 
 #[test]
 fn code_action_declares_the_float_type() {
-    let src = "@launch(64)\nkernel k(A: tensor<f32>[64, 64], B: tensor<f32>[1, 64]) {\n  var acc = 0\n  for i in range(0, 64) {\n    acc += A[i, ctx.thread]\n  }\n  B[0, ctx.thread] = acc\n}\n";
+    let src = &rejected("float_added_to_an_integer_literal_var");
     let uri = "file:///acc.pho";
     let (mut c, d) = Client::opened(uri, src);
     assert_eq!(d[0].code, Some(NumberOrString::String("P0400".into())));
@@ -745,7 +761,7 @@ fn code_action_declares_the_float_type() {
 #[test]
 fn code_action_moves_a_collective_out_of_a_varying_if_only_where_valid() {
     // The page's lane-divergent kernel.
-    let src = "@launch(128)\nkernel k(A: tensor<f32>[1, 128], O: tensor<f32>[1, 1]) {\n  let x = A[0, ctx.thread]\n  var r = 0.0\n  if ctx.lane == 0 {\n    r = sum<over ctx.lane>(x)\n  }\n  if ctx.thread == 0 {\n    O[0, 0] = r\n  }\n}\n";
+    let src = &rejected("lane_divergent_sum");
     let uri = "file:///hoist.pho";
     let (mut c, d) = Client::opened(uri, src);
     assert_eq!(d[0].code, Some(NumberOrString::String("P0700".into())));

@@ -96,10 +96,7 @@ fn a_compile_error_is_rendered_with_its_location_and_exits_1() {
 
 #[test]
 fn too_much_shared_memory_is_a_compile_error() {
-    let err = ptx_fails(
-        "big.pho",
-        "@launch(256)\nkernel big(A: tensor<f32>[128, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 128, :]\n  y[0, ctx.thread] = a[1, ctx.thread]\n}\n",
-    );
+    let err = ptx_fails("big.pho", common::TILES_128K);
     assert_says(&err, &["P0801", "131072 bytes"]);
 }
 

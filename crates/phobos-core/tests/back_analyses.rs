@@ -86,7 +86,7 @@ fn a_run_along_the_first_axis_is_per_element() {
 
 #[test]
 fn more_than_the_targets_shared_memory_is_p0801_at_the_kernel() {
-    let src = "@launch(256)\nkernel big(A: tensor<f32>[64, 256], B: tensor<f32>[64, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 64, :]\n  var b = B[0 :+ 64, :]\n  y[0, ctx.thread] = a[3, ctx.thread] + b[5, ctx.thread]\n}\n";
+    let src = TILES_128K;
     let d = compile(src).err().expect("too much shared memory");
     assert_eq!(d.code, "P0801");
     assert!(d.message.contains("131072 bytes"), "{}", d.message);
@@ -167,7 +167,7 @@ fn two_cta_collectives_in_a_row_fence_the_shared_scratch() {
 /// 128 KB of tiles: more than a `.shared` declaration may hold (48 KB) and
 /// than sm_75 (64 KB) or sm_86/sm_89/sm_120 (99 KB) allow one CTA, within
 /// sm_80's 163 KB and sm_90's and sm_100's 227 KB.
-const TILES_128K: &str = "@launch(256)\nkernel big(A: tensor<f32>[64, 256], B: tensor<f32>[64, 256], y: tensor<f32>[1, 256]) {\n  var a = A[0 :+ 64, :]\n  var b = B[0 :+ 64, :]\n  y[0, ctx.thread] = a[3, ctx.thread] + b[5, ctx.thread]\n}\n";
+const TILES_128K: &str = include_str!("../../../tests/fixtures/tiles_128k.pho");
 
 #[test]
 fn tiles_above_48_kilobytes_are_dynamic_shared_memory_within_each_targets_limit() {

@@ -22,22 +22,8 @@ const AXPY: &str = include_str!("../../../tests/fixtures/axpy.pho");
 /// A free tuning constant with `@grid` following it (the corpus kernel).
 const BLOCK: &str = include_str!("../../../tests/in/autotune_block.pho");
 
-const DIM: &str = "@autotune(K in [64, 128])
-@launch(64)
-kernel rows(W: tensor<f32>[N, K], y: tensor<f32>[N]) {
-  let r = ctx.block.x * ctx.warps + ctx.warp
-  var acc = 0.0
-  if r < N {
-    for k in range(ctx.lane * 4, K, ctx.lanes * 4) {
-      acc += sum(W[r, k :+ 4])
-    }
-  }
-  let t = sum<over ctx.lane>(acc)
-  if ctx.lane == 0 && r < N {
-    y[r] = t
-  }
-}
-";
+/// An autotuned dim, K in {64, 128} (the corpus kernel).
+const DIM: &str = include_str!("../../../tests/in/autotune_dim.pho");
 
 const ALIGNED: &str = "@launch(32)
 @aligned(K = 128)

@@ -17,6 +17,12 @@ kernel k(A: tensor<f32>[N, 128], x: tensor<f32>[1, 128], O: tensor<f32>[1, N]) {
     )
 }
 
+/// The line (of the whole file) of the one line of `body` holding
+/// `snippet`, once `body` is in its kernel.
+fn line(body: &str, snippet: &str) -> u32 {
+    common::source_lines::line_of(&kernel(body), snippet)
+}
+
 fn accepted(body: &str) {
     assert_eq!(common::accepted(&kernel(body)).len(), 1);
 }
@@ -93,11 +99,8 @@ fn a_thread_index_divided_otherwise_still_varies() {
         "(ctx.thread + ctx.block.x * 48) / 32 < 2",
         "(ctx.thread - 32) / 32 < 2",
     ] {
-        rejected(
-            &format!("{ROW}  if {cond} {{\n    O[0, 0] = sum<over ctx.lane>(v)\n  }}"),
-            "P0700",
-            6,
-        );
+        let body = format!("{ROW}  if {cond} {{\n    O[0, 0] = sum<over ctx.lane>(v)\n  }}");
+        rejected(&body, "P0700", line(&body, "sum<over ctx.lane>"));
     }
 }
 
@@ -108,11 +111,8 @@ fn rejects_cta_collective_right_of_and() {
     // Even under a uniform guard: CTA collectives run before their
     // statement, so they could not honour the guard.
     for guard in ["ctx.thread < N", "ctx.block.x < 4"] {
-        rejected(
-            &format!("{ROW}  if {guard} && sum<over ctx.thread>(A[ctx.block.x, 0]) > 0.0 {{\n    O[0, 0] = 1.0\n  }}"),
-            "P0704",
-            5,
-        );
+        let body = format!("{ROW}  if {guard} && sum<over ctx.thread>(A[ctx.block.x, 0]) > 0.0 {{\n    O[0, 0] = 1.0\n  }}");
+        rejected(&body, "P0704", line(&body, "sum<over ctx.thread>"));
     }
 }
 
@@ -154,12 +154,11 @@ fn assert_cause(body: &str, line: u32, words: &str) {
 
 #[test]
 fn rejects_lane_collective_after_a_lane_varying_return() {
-    // Line 5: the condition; line 6: the return; line 8: the collective.
     let body =
         format!("{ROW}  if ctx.lane == 0 {{\n    return\n  }}\n  O[0, 0] = sum<over ctx.lane>(v)");
-    rejected(&body, "P0700", 8);
-    assert_cause(&body, 6, "`return`");
-    assert_cause(&body, 5, "condition");
+    rejected(&body, "P0700", line(&body, "sum<over ctx.lane>"));
+    assert_cause(&body, line(&body, "return"), "`return`");
+    assert_cause(&body, line(&body, "if ctx.lane == 0"), "condition");
 }
 
 /// The help text that P0700 adds when control varies only through
@@ -205,16 +204,10 @@ fn p0700_suggests_ctx_warp_where_control_varies_through_ctx_thread() {
 fn a_warp_uniform_return_keeps_lane_collectives_but_not_cta_ones() {
     let ret = format!("{ROW}  if row >= N {{\n    return\n  }}\n");
     accepted(&format!("{ret}  O[0, row] = sum<over ctx.lane>(v)"));
-    rejected(
-        &format!("{ret}  O[0, 0] = sum<over ctx.thread>(v)"),
-        "P0701",
-        8,
-    );
-    rejected(
-        &format!("{ret}  var t = x[0 :+ 1, :]\n  O[0, 0] = t[0, 0]"),
-        "P0702",
-        8,
-    );
+    let cta = format!("{ret}  O[0, 0] = sum<over ctx.thread>(v)");
+    rejected(&cta, "P0701", line(&cta, "sum<over ctx.thread>"));
+    let tile = format!("{ret}  var t = x[0 :+ 1, :]\n  O[0, 0] = t[0, 0]");
+    rejected(&tile, "P0702", line(&tile, "var t = x[0 :+ 1, :]"));
     // A return every thread takes or none does changes nothing.
     accepted(&format!(
         "{ROW}  if N < 2 {{\n    return\n  }}\n  var t = x[0 :+ 1, :]\n  O[0, 0] = sum<over ctx.thread>(t[0, ctx.thread])"
@@ -227,8 +220,8 @@ fn rejects_collective_after_a_varying_break_in_its_loop() {
     let brk = format!(
         "{ROW}  var acc = 0.0\n  for k in range(0, 4) {{\n    acc += sum<over ctx.lane>(v)\n    if v > 0.5 {{\n      break\n    }}\n  }}\n  O[0, 0] = acc"
     );
-    rejected(&brk, "P0700", 7);
-    assert_cause(&brk, 9, "`break`");
+    rejected(&brk, "P0700", line(&brk, "sum<over ctx.lane>"));
+    assert_cause(&brk, line(&brk, "break"), "`break`");
     // After the loop every lane is back: the collective is fine there.
     accepted(&format!(
         "{ROW}  var acc = 0.0\n  for k in range(0, 4) {{\n    if v > 0.5 {{\n      break\n    }}\n    acc += v\n  }}\n  O[0, 0] = sum<over ctx.lane>(acc)"
@@ -237,20 +230,16 @@ fn rejects_collective_after_a_varying_break_in_its_loop() {
     accepted(&format!(
         "{ROW}  var acc = 0.0\n  for k in range(0, 4) {{\n    acc += sum<over ctx.lane>(v)\n    if v > 0.5 {{\n      continue\n    }}\n    acc += 1.0\n  }}\n  O[0, 0] = acc"
     ));
-    rejected(
-        &format!("{ROW}  var acc = 0.0\n  for k in range(0, 4) {{\n    if v > 0.5 {{\n      continue\n    }}\n    acc += sum<over ctx.lane>(v)\n  }}\n  O[0, 0] = acc"),
-        "P0700",
-        10,
-    );
+    let cont = format!("{ROW}  var acc = 0.0\n  for k in range(0, 4) {{\n    if v > 0.5 {{\n      continue\n    }}\n    acc += sum<over ctx.lane>(v)\n  }}\n  O[0, 0] = acc");
+    rejected(&cont, "P0700", line(&cont, "sum<over ctx.lane>"));
 }
 
 #[test]
 fn rejects_a_varying_while_condition_around_a_collective() {
-    rejected(
-        &format!("{ROW}  var n = v\n  while n > 0.0 {{\n    n -= sum<over ctx.lane>(v)\n  }}\n  O[0, 0] = n"),
-        "P0700",
-        7,
+    let wh = format!(
+        "{ROW}  var n = v\n  while n > 0.0 {{\n    n -= sum<over ctx.lane>(v)\n  }}\n  O[0, 0] = n"
     );
+    rejected(&wh, "P0700", line(&wh, "sum<over ctx.lane>"));
     accepted(&format!(
         "{ROW}  var k = 0\n  while k < N {{\n    O[0, k] = sum<over ctx.thread>(v)\n    k += 1\n  }}"
     ));

@@ -3,6 +3,10 @@
 //! and `fn` nests that grow exponentially when substituted. Each must end in
 //! a clear diagnostic (or a small output), never a wrap, a panic or gigabytes.
 
+#[path = "common/hostile_kernels.rs"]
+mod hostile_kernels;
+
+use hostile_kernels::{tile_kernel, tuned_kernel, unroll_nest};
 use phobos_core::{compile, CompileOptions, Diagnostic};
 
 fn diags(src: &str) -> Vec<Diagnostic> {
@@ -30,12 +34,6 @@ fn ptx(src: &str) -> String {
     let text = phobos_core::render::render(&ds, "k.pho", src, false);
     assert!(ds.iter().all(|d| !d.is_error()), "rejected:\n{text}");
     kernels.iter().map(|k| k.ptx.as_str()).collect()
-}
-
-fn tile_kernel(rows: &str, cols: &str) -> String {
-    format!(
-        "@launch(32)\nkernel k(A: tensor<f32>[N, {cols}], y: tensor<f32>[N]) {{\n  var a = A[0 :+ {rows}, :]\n  y[ctx.thread] = a[0, 0]\n}}\n"
-    )
 }
 
 #[test]
@@ -251,18 +249,6 @@ fn a_chain_of_operators_or_subscripts_is_bounded_not_a_stack_overflow() {
     the_error(&longest, "P0211");
 }
 
-/// `depth` loops nested, each `unroll 32`, around `body` copies of one
-/// statement.
-fn unroll_nest(depth: usize, body: usize) -> String {
-    let mut src = String::from("@launch(32)\nkernel k(y: tensor<f32>[N]) {\n  var a = 0.0\n");
-    for i in 0..depth {
-        src += &format!("for i{i} in range(0, N) unroll 32 {{\n");
-    }
-    src += &"a = a + 1.0\n".repeat(body);
-    src += &"}\n".repeat(depth);
-    src + "  y[ctx.thread] = a\n}\n"
-}
-
 #[test]
 fn nested_unrolls_are_bounded_by_their_unrolled_size() {
     // Six nested `unroll 32` loops never finished compiling: 33^6 copies.
@@ -285,17 +271,6 @@ fn nested_unrolls_are_bounded_by_their_unrolled_size() {
     let end = inner.rfind("  y[").expect("store");
     two.insert_str(two.rfind("  y[").expect("store"), &inner[start..end]);
     the_error(&two, "P0803");
-}
-
-/// A kernel tuned over `j` values (one variant each) whose body is
-/// `stmts` statements of three expressions.
-fn tuned_kernel(j: usize, stmts: usize) -> String {
-    let values: Vec<String> = (1..=j).map(|v| v.to_string()).collect();
-    format!(
-        "@launch(32)\n@autotune(J in [{}])\nkernel k(y: tensor<f32>[N]) {{\n  var a = 0.0\n{}  y[ctx.thread] = a + f32(J)\n}}\n",
-        values.join(", "),
-        "  a = a + 1.0\n".repeat(stmts)
-    )
 }
 
 #[test]

@@ -11,23 +11,47 @@ const W_BASE: u64 = 0x1000_0000;
 const X_BASE: u64 = 0x2000_0000;
 const Y_BASE: u64 = 0x3000_0000;
 
-const SOURCE: &str = "@autotune(K in [256])
-@launch(128)
-kernel staged_matvec(W: tensor<f32>[N, K], x: tensor<f32>[1, K], y: tensor<f32>[1, N]) {
-  var xs = x[0 :+ 1, :]
-  let row = ctx.block.x * ctx.warps + ctx.warp
-  var acc: f32 = 0.0
-  if row < N {
-    for k in range(0, K, ctx.lanes * 4) {
-      let at = k + ctx.lane * 4
-      acc += sum(W[row, at :+ 4] * xs[0, at :+ 4])
+/// The seed page's staged_matvec, from the conformance corpus.
+const SOURCE: &str = include_str!("../../../tests/in/staged_matvec.pho");
+
+#[path = "../../../tests/src/source_lines.rs"]
+mod source_lines;
+
+/// The line of `SOURCE` holding `snippet`; the hand-made events carry
+/// these lines, as the simulator's would.
+fn line(snippet: &str) -> u32 {
+    source_lines::line_of(SOURCE, snippet)
+}
+
+/// The lines of staged_matvec's statements that the events and the
+/// assertions name.
+struct Lines {
+    copy: u32,
+    row: u32,
+    acc: u32,
+    guard: u32,
+    for_k: u32,
+    at: u32,
+    body: u32,
+    total: u32,
+    store_guard: u32,
+    store: u32,
+}
+
+fn lines() -> Lines {
+    Lines {
+        copy: line("var xs = x[0 :+ 1, :]"),
+        row: line("let row ="),
+        acc: line("var acc"),
+        guard: line("if row < N"),
+        for_k: line("for k in range"),
+        at: line("let at ="),
+        body: line("acc += sum"),
+        total: line("let total ="),
+        store_guard: line("if ctx.lane == 0"),
+        store: line("y[0, row] = total"),
     }
-  }
-  let total = sum<over ctx.lane>(acc)
-  if ctx.lane == 0 && row < N {
-    y[0, row] = total
-  }
-}";
+}
 
 struct Events {
     list: Vec<RawEvent>,
@@ -105,46 +129,48 @@ fn tensors() -> Vec<TensorInfo> {
 fn staged_events(x_stride: u64) -> CtaEvents {
     let mut e = Events { list: vec![] };
     let full = u32::MAX;
-    // Line 4: warps 0 and 1 copy x (64 lanes × 16 bytes), then a barrier.
+    let line = lines();
+    // The tile copy: warps 0 and 1 copy x (64 lanes × 16 bytes), then a
+    // barrier.
     for w in 0..2 {
         let thread = |l: u32| u64::from(w * 32 + l);
-        let ev = e.op(w, full, 10, 4);
+        let ev = e.op(w, full, 10, line.copy);
         let global_read = (RawSpace::Global, false);
         warp_accesses(ev, w, global_read, 16, Some(1), |l| {
             X_BASE + thread(l) * 16 * x_stride
         });
-        let ev = e.op(w, full, 11, 4);
+        let ev = e.op(w, full, 11, line.copy);
         warp_accesses(ev, w, (RawSpace::Shared, true), 16, None, |l| {
             thread(l) * 16
         });
     }
     for w in 0..4 {
-        e.op(w, full, 12, 4).barrier = true;
+        e.op(w, full, 12, line.copy).barrier = true;
     }
     for w in 0..4 {
-        e.op(w, full, 13, 5);
-        e.op(w, full, 14, 6);
-        e.op(w, full, 15, 7);
-        e.op(w, full, 16, 8);
+        e.op(w, full, 13, line.row);
+        e.op(w, full, 14, line.acc);
+        e.op(w, full, 15, line.guard);
+        e.op(w, full, 16, line.for_k);
         for k in 0..2u64 {
-            e.op(w, full, 17, 9);
+            e.op(w, full, 17, line.at);
             let col = |l: u32| k * 128 + u64::from(l) * 4;
-            let ev = e.op(w, full, 18, 10);
+            let ev = e.op(w, full, 18, line.body);
             warp_accesses(ev, w, (RawSpace::Global, false), 16, Some(0), |l| {
                 W_BASE + (u64::from(w) * 256 + col(l)) * 4
             });
-            let ev = e.op(w, full, 19, 10);
+            let ev = e.op(w, full, 19, line.body);
             warp_accesses(ev, w, (RawSpace::Shared, false), 16, None, |l| col(l) * 4);
-            e.op(w, full, 20, 8);
+            e.op(w, full, 20, line.for_k);
         }
         for (i, m) in [16u32, 8, 4, 2, 1].into_iter().enumerate() {
-            let ev = e.op(w, full, 21 + 2 * i as u32, 13);
+            let ev = e.op(w, full, 21 + 2 * i as u32, line.total);
             ev.shuffle = true;
             ev.shuffles = (0..32).map(|l| (l, l ^ m)).collect();
-            e.op(w, full, 22 + 2 * i as u32, 13);
+            e.op(w, full, 22 + 2 * i as u32, line.total);
         }
-        e.op(w, full, 31, 14);
-        let ev = e.op(w, 1, 32, 15);
+        e.op(w, full, 31, line.store_guard);
+        let ev = e.op(w, 1, 32, line.store);
         ev.accesses.push(access(
             w * 32,
             RawSpace::Global,
@@ -167,6 +193,7 @@ fn staged_trace(events: CtaEvents, tiles: Vec<TileOp>) -> Trace {
 }
 
 fn staged_trace_limited(events: CtaEvents, tiles: Vec<TileOp>, max_steps: usize) -> Trace {
+    let line = lines();
     let tensors = tensors();
     let buffers = vec![
         BufferMap {
@@ -191,18 +218,19 @@ fn staged_trace_limited(events: CtaEvents, tiles: Vec<TileOp>, max_steps: usize)
             name: "xs".into(),
             offset: 0,
             bytes: 1024,
-            live_lines: (4, 10),
+            live_lines: (line.copy, line.body),
             padding: None,
         }],
     };
     let barriers = vec![Barrier {
-        line: 4,
+        line: line.copy,
         kept: true,
         reason: "Each lane then reads elements of xs that other threads copied".into(),
     }];
     let loops = vec![LoopInfo {
-        line: 8,
-        end_line: 11,
+        line: line.for_k,
+        // The loop's closing brace is the line after its body.
+        end_line: line.body + 1,
     }];
     let opcodes: BTreeMap<u32, String> = [
         (10, "ld.global.nc.v4.f32"),
@@ -251,7 +279,7 @@ fn staged_trace_limited(events: CtaEvents, tiles: Vec<TileOp>, max_steps: usize)
 
 fn x_tile(origin: i64) -> Vec<TileOp> {
     vec![TileOp {
-        line: 4,
+        line: lines().copy,
         tensor: 1,
         origin: Some(vec![0, origin]),
         shape: vec![1, 256],
@@ -263,12 +291,16 @@ fn x_tile(origin: i64) -> Vec<TileOp> {
 fn statements_loops_barriers_and_butterflies_become_steps() {
     let trace = staged_trace(staged_events(1), x_tile(0));
     let steps = &trace.ctas[0].steps;
-    let lines: Vec<u32> = steps.iter().map(|s| s.line).collect();
-    // copy, barrier, 5 6 7 8, two iterations of 9 10, five shuffles, 14, 15.
-    assert_eq!(
-        lines,
-        vec![4, 4, 5, 6, 7, 8, 9, 10, 9, 10, 13, 13, 13, 13, 13, 14, 15]
-    );
+    let got: Vec<u32> = steps.iter().map(|s| s.line).collect();
+    let l = lines();
+    // The copy and its barrier, the four statements up to the loop, two
+    // iterations of its two statements, five shuffles, the guard, the
+    // store.
+    let mut want = vec![l.copy, l.copy, l.row, l.acc, l.guard, l.for_k];
+    want.extend([l.at, l.body, l.at, l.body]);
+    want.extend([l.total; 5]);
+    want.extend([l.store_guard, l.store]);
+    assert_eq!(got, want);
     assert_eq!(steps[1].kind, StepKind::Barrier);
     assert_eq!(steps[1].barrier, Some(0));
     assert_eq!(steps[1].warps, vec![0, 1, 2, 3]);
@@ -302,7 +334,7 @@ fn boxes_lines_and_shared_bytes_per_step() {
     assert_eq!(copy.shared[0].ranges, vec![[0, 1024]]);
     assert_eq!(copy.shared[0].buffer, Some(0));
     assert!(copy.masked.is_empty());
-    let body = &steps[9]; // line 10, second iteration
+    let body = &steps[9]; // The loop body, second iteration.
     let w_boxes: Vec<(u32, Vec<[u64; 2]>)> = body
         .boxes
         .iter()
@@ -401,10 +433,11 @@ fn the_page_is_self_contained() {
 fn the_text_format_lists_every_step() {
     let trace = staged_trace(staged_events(1), x_tile(0));
     let text = crate::text::render(&trace);
+    let total = lines().total;
     assert!(
-        text.contains(
-            "step 11 of 17 · line 13, shuffle step 1 of 5: let total = sum<over ctx.lane>(acc)"
-        ),
+        text.contains(&format!(
+            "step 11 of 17 · line {total}, shuffle step 1 of 5: let total = sum<over ctx.lane>(acc)"
+        )),
         "{text}"
     );
     assert!(text.contains("Shuffle step 1 of 5: each lane of warp 0 takes the value of lane ^ 16"));

@@ -6,6 +6,10 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// 128 KB of shared tiles in kernel `big`: over sm_75's and sm_86's limit
+/// (P0801), within sm_80's.
+pub const TILES_128K: &str = include_str!("../../../../tests/fixtures/tiles_128k.pho");
+
 /// Runs `phobos ARGS` without colour and waits for it.
 pub fn phobos(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_phobos"))

@@ -6,6 +6,11 @@
 
 #![allow(dead_code)] // Each test file uses only some of them.
 
+/// Finding the one line of a kernel holding a snippet (shared with the
+/// simulator's and explain's tests).
+#[path = "../../../../tests/src/source_lines.rs"]
+pub mod source_lines;
+
 use phobos_core::hir::CheckedKernel;
 use phobos_core::render::render;
 use phobos_core::{compile, CompileOptions};
