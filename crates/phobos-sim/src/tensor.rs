@@ -362,17 +362,12 @@ impl Warp {
         cta: &mut CtaState,
     ) -> Result<(), Fault> {
         self.async_guard(bytes, cx, cta)?;
-        let SharedBytes {
-            lane: l,
-            off,
-            len,
-            store,
-        } = bytes;
         if !cx.checks {
             return Ok(());
         }
+        let (l, off, len) = (bytes.lane, bytes.off, bytes.len);
         let st = self.stamp(l, cta.epoch, pc);
-        let outcome = if store {
+        let outcome = if bytes.store {
             cta.shadow.write(off, len, &st).map(|()| None)
         } else {
             cta.shadow.read(off, len, &st)
