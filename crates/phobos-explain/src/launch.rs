@@ -15,9 +15,8 @@ use phobos_core::binding::{
 use phobos_core::meta::{KernelMeta, ParamKindMeta, VariantMeta};
 use phobos_core::{CompileOptions, CompiledKernel};
 use phobos_profile::{CtaSample, Profiler};
-use phobos_sim::Launch;
 use phobos_sim::{
-    Device, KernelArg, LaunchOptions, Module, Observer, SimError, SplitObserver, StepInfo,
+    Device, KernelArg, Launch, LaunchOptions, Module, Observer, SimError, SplitObserver, StepInfo,
 };
 use std::collections::BTreeMap;
 

@@ -27,8 +27,7 @@
 
 use crate::config::Config;
 use cudarc::driver::sys::{CUjit_option, CUresult};
-use phobos_sim::Launch;
-use phobos_sim::{BufferId, CheckKind, KernelArg, LaunchOptions, Module, SimError};
+use phobos_sim::{BufferId, CheckKind, KernelArg, Launch, LaunchOptions, Module, SimError};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_void, CStr};
 use std::io::Write;

@@ -9,8 +9,9 @@ use crate::device::EntryCall;
 use crate::error::{DeviceError, LaunchError};
 use crate::launch::{KernelId, PtxArg};
 use phobos_core::meta::VariantMeta;
-use phobos_sim::Launch;
-use phobos_sim::{BufferId, CheckReport, KernelArg, LaunchOptions, Module, SimError, Space};
+use phobos_sim::{
+    BufferId, CheckReport, KernelArg, Launch, LaunchOptions, Module, SimError, Space,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
