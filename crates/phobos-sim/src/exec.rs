@@ -18,6 +18,7 @@ use crate::numeric::*;
 use crate::observer::{Access, AccessKind, Space};
 use crate::tensor::SharedBytes;
 use crate::warp::{lanes, Warp, FULL};
+use num_traits::Float;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// One load or store of `n` values of `ty` per lane (`ld`, `st`, their
@@ -670,7 +671,7 @@ impl Warp {
     /// One float operation over the active lanes, the same table for both
     /// widths: `fin` reads a register as `F` and `fout` writes a result back,
     /// each applying the instruction's flushing and saturation.
-    fn float_op<F: SimFloat>(
+    fn float_op<F: Float>(
         &mut self,
         op: FloatOp,
         d: Slot,
@@ -687,9 +688,9 @@ impl Warp {
                 fout(fin(x).mul_add(fin(y), fin(z)))
             }),
             FloatOp::Div => self.map2(active, d, a, b, |x, y| fout(fin(x) / fin(y))),
-            FloatOp::Rcp => self.map1(active, d, a, |x| fout(F::ONE / fin(x))),
+            FloatOp::Rcp => self.map1(active, d, a, |x| fout(F::one() / fin(x))),
             FloatOp::Sqrt => self.map1(active, d, a, |x| fout(fin(x).sqrt())),
-            FloatOp::Rsqrt => self.map1(active, d, a, |x| fout(F::ONE / fin(x).sqrt())),
+            FloatOp::Rsqrt => self.map1(active, d, a, |x| fout(F::one() / fin(x).sqrt())),
             FloatOp::Ex2 => self.map1(active, d, a, |x| fout(fin(x).exp2())),
             FloatOp::Lg2 => self.map1(active, d, a, |x| fout(fin(x).log2())),
             FloatOp::Sin => self.map1(active, d, a, |x| fout(fin(x).sin())),

@@ -8,59 +8,6 @@
 //! clean them.
 
 use crate::decode::{Cmp, Round, Ty};
-use std::ops::{Add, Div, Mul, Neg, Sub};
-
-/// The arithmetic that the f32 and f64 float instructions share, so that one
-/// table of operations (`Warp::float_op`) serves both widths.
-pub(crate) trait SimFloat:
-    Copy
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Div<Output = Self>
-    + Neg<Output = Self>
-{
-    const ONE: Self;
-    fn mul_add(self, a: Self, b: Self) -> Self;
-    fn sqrt(self) -> Self;
-    fn exp2(self) -> Self;
-    fn log2(self) -> Self;
-    fn sin(self) -> Self;
-    fn cos(self) -> Self;
-    fn tanh(self) -> Self;
-    fn abs(self) -> Self;
-    fn min(self, other: Self) -> Self;
-    fn max(self, other: Self) -> Self;
-}
-
-/// Implements [`SimFloat`] for a primitive float by its inherent methods:
-/// the unary ones, then those of two operands.
-macro_rules! sim_float {
-    ($t:ty: $($unary:ident),*; $($binary:ident),*) => {
-        impl SimFloat for $t {
-            const ONE: Self = 1.0;
-            #[inline(always)]
-            fn mul_add(self, a: Self, b: Self) -> Self {
-                <$t>::mul_add(self, a, b)
-            }
-            $(
-                #[inline(always)]
-                fn $unary(self) -> Self {
-                    <$t>::$unary(self)
-                }
-            )*
-            $(
-                #[inline(always)]
-                fn $binary(self, other: Self) -> Self {
-                    <$t>::$binary(self, other)
-                }
-            )*
-        }
-    };
-}
-
-sim_float!(f32: sqrt, exp2, log2, sin, cos, tanh, abs; min, max);
-sim_float!(f64: sqrt, exp2, log2, sin, cos, tanh, abs; min, max);
 
 /// The low `bits` bits set.
 #[inline(always)]
