@@ -41,6 +41,17 @@ rm -rf "$TARGET/package"
 rm -rf "$TARGET"/debug/.fingerprint/phobos-* "$TARGET"/debug/build/phobos-* \
     "$TARGET"/debug/deps/libphobos_* "$TARGET"/debug/deps/phobos_*
 
+# Every member packages, the ones marked `publish = false` too: each path
+# dependency has a version, and a member's dependencies on other members
+# are on members it may publish.
+echo "== cargo package --workspace --no-verify"
+if ! "$CARGO" package --workspace --no-verify --allow-dirty >"$SCRATCH/workspace-package.log" 2>&1; then
+    cat "$SCRATCH/workspace-package.log" >&2
+    echo "package-check: cargo package --workspace failed" >&2
+    exit 1
+fi
+rm -rf "$TARGET/package"
+
 echo "== cargo package (${CRATES[*]})"
 args=()
 for c in "${CRATES[@]}"; do args+=(-p "$c"); done

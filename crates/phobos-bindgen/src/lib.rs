@@ -118,7 +118,10 @@ pub fn generate_kernel(kernel: &KernelAssets, root: &AssetRoot) -> String {
 
 fn kernel_fn(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str) -> String {
     let meta = &kernel.meta;
-    let reserved = ["device", "grid", "KERNEL"];
+    // A parameter is a pattern, and in a pattern the prelude's variants
+    // `Some`, `None`, `Ok` and `Err` match the variant instead of binding a
+    // name (rustc E0530, E0308): they are renamed like the function's own.
+    let reserved = ["device", "grid", "KERNEL", "Some", "None", "Ok", "Err"];
     let param_names: Vec<&str> = meta.params.iter().map(|p| p.name.as_str()).collect();
     let params: Vec<(String, &ParamKindMeta)> = names::unique_idents(&param_names, &reserved)
         .into_iter()

@@ -75,6 +75,25 @@ fn a_kernel_with_grid_takes_no_grid_and_scalars_go_by_value() {
     assert!(code.contains("include_str!(\"/tmp/x/type.meta.ron\")"));
 }
 
+/// Parameters named like the prelude's variants broke the generated code
+/// (a parameter is a pattern; `Some` in one is the variant).
+#[test]
+fn parameters_named_like_prelude_variants_are_renamed() {
+    let mut meta = lanes_matvec();
+    for name in ["Some", "None", "Ok", "Err"] {
+        meta.params.push(ParamMeta {
+            name: name.into(),
+            kind: ParamKindMeta::Scalar(ScalarTy::I32),
+        });
+    }
+    let code = generate_kernel(&assets(meta), &AssetRoot::OutDir(String::new()));
+    assert!(
+        code.contains("    Some_: i32,\n    None_: i32,\n    Ok_: i32,\n    Err_: i32,\n"),
+        "{code}"
+    );
+    assert!(code.contains("phobos_rt::Arg::scalar(Err_)"), "{code}");
+}
+
 #[test]
 fn identifiers_that_rust_reserves_are_renamed() {
     assert_eq!(rust_ident("match"), "r#match");

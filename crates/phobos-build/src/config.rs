@@ -53,10 +53,8 @@ pub(crate) enum ArchValue {
 
 impl ConfigFile {
     pub(crate) fn read(path: &Path) -> Result<ConfigFile, BuildError> {
-        let text = std::fs::read_to_string(path).map_err(|e| BuildError::Io {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        let text =
+            crate::read::file(path, crate::read::CONFIG).map_err(|e| BuildError::read(path, e))?;
         toml::from_str(&text).map_err(|e| BuildError::Config {
             path: path.to_path_buf(),
             message: e.to_string(),

@@ -21,6 +21,7 @@
 mod config;
 mod output;
 mod ptxas;
+pub mod read;
 pub mod walk;
 
 pub use config::DEFAULT_ARCHES;
@@ -114,11 +115,21 @@ pub enum BuildError {
     RuntimeCrate {
         name: String,
     },
-    /// A path under the kernel directory (or `phobos.toml`'s) holds a line
-    /// break, which no `cargo:rerun-if-changed` line can carry.
+    /// A path under the kernel directory (or `phobos.toml`'s) that no
+    /// `cargo:rerun-if-changed` line can carry.
     UntrackablePath {
         path: PathBuf,
+        reason: Untrackable,
     },
+}
+
+/// Why cargo cannot be told to watch a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Untrackable {
+    /// A line break in the name (a directive is one line).
+    LineBreak,
+    /// A name that is not UTF-8 (a directive is text).
+    NotUtf8,
 }
 
 impl BuildError {
@@ -127,6 +138,15 @@ impl BuildError {
             path: path.to_path_buf(),
             message: e.to_string(),
         }
+    }
+
+    /// A file [`read`] refused: the message names it once (in front).
+    pub(crate) fn read(path: &Path, e: read::ReadError) -> BuildError {
+        let message = match e {
+            read::ReadError::Io(e) => e.to_string(),
+            e => e.message("the file"),
+        };
+        BuildError::io(path, message)
     }
 }
 
@@ -153,10 +173,22 @@ impl fmt::Display for BuildError {
             }
             BuildError::Env { var, message } => write!(f, "error: {var}: {message}"),
             BuildError::Ptxas { message } => write!(f, "error: ptxas: {message}"),
-            BuildError::UntrackablePath { path } => write!(
+            BuildError::UntrackablePath {
+                path,
+                reason: Untrackable::LineBreak,
+            } => write!(
                 f,
                 "error: {path:?} has a line break in its name; cargo cannot be told to \
                  watch it (a `cargo:rerun-if-changed` directive is one line): rename it"
+            ),
+            BuildError::UntrackablePath {
+                path,
+                reason: Untrackable::NotUtf8,
+            } => write!(
+                f,
+                "error: {path:?} is not a UTF-8 name; cargo cannot be told to watch it \
+                 (a `cargo:rerun-if-changed` directive is text), so every build would \
+                 rerun the build script: rename it"
             ),
             BuildError::RuntimeCrate { name } => write!(
                 f,
@@ -339,12 +371,15 @@ impl Builder {
         // stops it.
         trackable(&config_path)?;
         self.directive(&format!("cargo:rerun-if-changed={}", config_path.display()));
-        let config = if config_path.is_file() {
-            ConfigFile::read(&config_path)?
-        } else if self.config.is_some() {
-            return Err(BuildError::io(&config_path, "no such file"));
-        } else {
-            ConfigFile::default()
+        // A phobos.toml that is a device or a pipe could be endless, or
+        // never end: refused, where it used to be ignored.
+        let config = match std::fs::metadata(&config_path) {
+            Ok(m) if m.is_file() => ConfigFile::read(&config_path)?,
+            Ok(_) => return Err(BuildError::io(&config_path, "not a regular file")),
+            Err(_) if self.config.is_some() => {
+                return Err(BuildError::io(&config_path, "no such file"))
+            }
+            Err(_) => ConfigFile::default(),
         };
 
         let arches_asked = env.var("PHOBOS_ARCHES").is_some()
@@ -426,7 +461,7 @@ impl Builder {
     /// runtime owns the rest of the format.
     fn read_tuning(&self, path: &Path) -> Result<String, BuildError> {
         self.directive(&format!("cargo:rerun-if-changed={}", path.display()));
-        let text = std::fs::read_to_string(path).map_err(|e| BuildError::io(path, e))?;
+        let text = read::file(path, read::TUNING).map_err(|e| BuildError::read(path, e))?;
         let bad = |message: String| BuildError::Config {
             path: path.to_path_buf(),
             message,
@@ -483,11 +518,16 @@ impl Builder {
         let mut files = Vec::new();
         for path in walked.files {
             self.rerun_if_changed(&path);
-            let display = path
-                .strip_prefix(manifest_dir)
-                .unwrap_or(&path)
-                .to_string_lossy()
-                .replace('\\', "/");
+            // Components joined by `/` on every system: a `\\` is a
+            // separator only on Windows, and a character of the name here.
+            let display = match path.strip_prefix(manifest_dir) {
+                Ok(rel) => rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/"),
+                Err(_) => path.to_string_lossy().into_owned(),
+            };
             files.push((path, display));
         }
         Ok(files)
@@ -659,15 +699,24 @@ const TUNING_FILE: &str = "tuning.ron";
 /// one: `cargo:rerun-if-changed=a<LF>cargo:rustc-link-lib=x` would track
 /// `a` and inject a second directive.
 fn trackable(path: &Path) -> Result<(), BuildError> {
+    let refuse = |reason| {
+        Err(BuildError::UntrackablePath {
+            path: path.to_path_buf(),
+            reason,
+        })
+    };
     if path
         .as_os_str()
         .as_encoded_bytes()
         .iter()
         .any(|b| matches!(b, b'\n' | b'\r'))
     {
-        return Err(BuildError::UntrackablePath {
-            path: path.to_path_buf(),
-        });
+        return refuse(Untrackable::LineBreak);
+    }
+    // A directive is text: a name that is not UTF-8 would be printed
+    // lossily, name no file, and make cargo rerun the script every build.
+    if path.to_str().is_none() {
+        return refuse(Untrackable::NotUtf8);
     }
     Ok(())
 }
@@ -694,7 +743,7 @@ fn compile_files(
     let mut warnings = Vec::new();
     let (mut n_errors, mut failed_files) = (0usize, 0usize);
     for (path, display) in files {
-        let src = std::fs::read_to_string(path).map_err(|e| BuildError::io(path, e))?;
+        let src = read::file(path, read::SOURCE).map_err(|e| BuildError::read(path, e))?;
         let mut per_arch = Vec::new();
         // Diagnostics are reported once per file, however many architectures
         // produce them.

@@ -536,11 +536,110 @@ fn a_path_with_a_line_break_is_refused_not_printed_as_a_directive() {
         .build()
         .unwrap_err();
     assert!(
-        matches!(&err, BuildError::UntrackablePath { path } if path.ends_with("a\ncargo:rustc-link-lib=evil.pho")),
+        matches!(&err, BuildError::UntrackablePath { path, .. } if path.ends_with("a\ncargo:rustc-link-lib=evil.pho")),
         "{err:?}"
     );
     let text = err.to_string();
     assert!(text.contains("line break"), "{text}");
     assert!(text.contains("a\\ncargo:rustc-link-lib=evil.pho"), "{text}");
     assert!(!out.path().join("kernels.rs").exists());
+}
+
+/// A kernel source over the compiler's limit is refused after reading the
+/// limit and one byte: the build script read a 1.5 GB file whole before
+/// the compiler said P0005.
+#[test]
+fn a_source_over_the_limit_is_refused_without_reading_it_whole() {
+    let dir = crate_dir(&[("kernels/k.pho", AXPY)]);
+    let huge = dir.path().join("kernels/huge.pho");
+    // Sparse: 1.5 GB long, costing no disk.
+    fs::File::create(&huge)
+        .unwrap()
+        .set_len(1_500_000_000)
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let err = builder(dir.path(), out.path()).build().unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("huge.pho"), "{text}");
+    assert!(
+        text.contains("larger than 1 MiB, the most Phobos reads as one source file"),
+        "{text}"
+    );
+}
+
+/// `tuning = "/dev/zero"` read until memory ran out; a phobos.toml that is
+/// a device was ignored, and a huge one read whole.
+#[cfg(unix)]
+#[test]
+fn an_endless_tuning_file_or_config_is_refused() {
+    let dir = crate_dir(&[
+        ("kernels/k.pho", AXPY),
+        ("phobos.toml", "[build]\ntuning = \"/dev/zero\"\n"),
+    ]);
+    let out = tempfile::tempdir().unwrap();
+    let err = builder(dir.path(), out.path()).build().unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("/dev/zero"), "{text}");
+    assert!(
+        text.contains("the most Phobos reads as a tuning file"),
+        "{text}"
+    );
+
+    let dir = crate_dir(&[("kernels/k.pho", AXPY)]);
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("phobos.toml")).unwrap();
+    let err = builder(dir.path(), out.path()).build().unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("phobos.toml: not a regular file"), "{text}");
+    // A regular phobos.toml is read only up to its limit.
+    let dir = crate_dir(&[("kernels/k.pho", AXPY)]);
+    fs::File::create(dir.path().join("phobos.toml"))
+        .unwrap()
+        .set_len(1_500_000_000)
+        .unwrap();
+    let err = builder(dir.path(), out.path()).build().unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("the most Phobos reads as a phobos.toml"),
+        "{text}"
+    );
+}
+
+/// A file name that is not UTF-8 cannot be watched by cargo (its
+/// directive named no file, so every build reran the script): refused.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_name_that_is_not_utf8_is_refused() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = crate_dir(&[("kernels/k.pho", AXPY)]);
+    let name = std::ffi::OsStr::from_bytes(b"kernels/bad\xff.pho");
+    fs::write(dir.path().join(name), AXPY.replace("axpy", "axpy2")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let err = builder(dir.path(), out.path())
+        .cargo_directives(true)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            BuildError::UntrackablePath {
+                reason: phobos_build::Untrackable::NotUtf8,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("not a UTF-8 name"), "{err}");
+}
+
+/// A `\` in a file name is part of the name on Unix: an error in
+/// `kernels/back\slash.pho` was reported at `kernels/back/slash.pho`.
+#[cfg(unix)]
+#[test]
+fn a_backslash_in_a_file_name_is_shown_as_written() {
+    let dir = crate_dir(&[("kernels/back\\slash.pho", "kernel k( {\n")]);
+    let out = tempfile::tempdir().unwrap();
+    let err = builder(dir.path(), out.path()).build().unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("kernels/back\\slash.pho:"), "{text}");
+    assert!(!text.contains("back/slash"), "{text}");
 }

@@ -413,7 +413,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let x = dev.upload(&[1.0f32], &[1])?;
     let mut y = dev.zeros::<f32>(&[1])?;
     kernels::plain(&dev, 1, &x, &mut y)?;
-    println!(\"{:?} {:?}\", out.to_vec()?, y.to_vec()?);
+    let mut z = dev.zeros::<f32>(&[1])?;
+    kernels::prelude(&dev, 1, &x, &mut z, 2.0, 1)?;
+    println!(\"{:?} {:?} {:?}\", out.to_vec()?, y.to_vec()?, z.to_vec()?);
     Ok(())
 }
 ";
@@ -426,6 +428,16 @@ kernel plain(x: tensor<f32>[N], y: tensor<f32>[N]) {
 }
 ";
 
+/// Parameters named like the prelude's variants: a parameter is a
+/// pattern, so the bindings must rename them (they broke `cargo build`).
+const PRELUDE: &str = "@launch(32)
+kernel prelude(Some: tensor<f32>[N], None: tensor<f32>[N], Ok: f32, Err: i32) {
+  if ctx.thread < N {
+    None[ctx.thread] = Some[ctx.thread] * Ok + f32(Err)
+  }
+}
+";
+
 #[test]
 fn the_generated_bindings_are_clippy_clean() {
     let dir = new_crate(
@@ -434,6 +446,7 @@ fn the_generated_bindings_are_clippy_clean() {
             ("src/main.rs", CLIPPY_MAIN),
             ("kernels/many.pho", MANY),
             ("kernels/plain.pho", PLAIN),
+            ("kernels/prelude.pho", PRELUDE),
         ],
     );
     let out = cargo(
@@ -446,7 +459,7 @@ fn the_generated_bindings_are_clippy_clean() {
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(
-        all.contains("[7.5, 7.5, 7.5, 7.5, 7.5, 7.5, 7.5, 7.5] [1.0]"),
+        all.contains("[7.5, 7.5, 7.5, 7.5, 7.5, 7.5, 7.5, 7.5] [1.0] [3.0]"),
         "{all}"
     );
 }

@@ -7,10 +7,6 @@ use phobos_core::ast::ScalarTy;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// Largest `.pho` source read (bytes); larger files are refused before
-/// they are read whole, so `check /dev/zero` ends at once.
-pub const MAX_SOURCE_BYTES: u64 = phobos_core::parser::MAX_SOURCE_BYTES as u64;
-
 /// The grid limits of every supported target (CUDA's): x up to 2^31 - 1,
 /// y and z up to 65535. The runtime refuses the same grids.
 pub const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
@@ -45,35 +41,18 @@ pub fn check_grid_dim(i: usize, v: u64) -> Result<u32, String> {
         })
 }
 
-/// Reads a `.pho` file, refusing one larger than [`MAX_SOURCE_BYTES`]
-/// without reading it whole.
+/// Reads a `.pho` file, refusing one larger than the compiler's limit (1 MiB)
+/// without reading it whole (phobos-build's reader, the build script's).
 pub fn read_source(path: &Path) -> Result<String, String> {
-    let shown = path.display();
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    read_capped(file, &format!("`{shown}`"))
+    phobos_build::read::file(path, phobos_build::read::SOURCE)
+        .map_err(|e| e.message(&format!("`{}`", path.display())))
 }
 
-/// Reads a source from `reader` (a file, or stdin for `fmt -`), refusing
-/// one larger than [`MAX_SOURCE_BYTES`] without reading it whole. `shown`
-/// names the source in messages.
+/// Reads a source from `reader` (stdin for `fmt -`), refusing one larger
+/// than the compiler's limit (1 MiB) without reading it whole. `shown` names the
+/// source in messages.
 pub fn read_capped(reader: impl Read, shown: &str) -> Result<String, String> {
-    let mut bytes = Vec::new();
-    reader
-        .take(MAX_SOURCE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if bytes.len() as u64 > MAX_SOURCE_BYTES {
-        return Err(format!(
-            "{shown} is larger than {} MiB, the most Phobos reads as one source file",
-            MAX_SOURCE_BYTES >> 20
-        ));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "{shown} is not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
-    })
+    phobos_build::read::text(reader, phobos_build::read::SOURCE).map_err(|e| e.message(shown))
 }
 
 /// The value of one `PARAM=VALUE` argument, by its spelling.

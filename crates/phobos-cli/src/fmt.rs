@@ -128,119 +128,78 @@ fn format_or_report(src: &str, name: &str) -> Option<String> {
     }
 }
 
-/// Write through a temporary file in the same directory, so an interrupted
-/// run never leaves half a file.
+/// Replace the text of the file at `path` (through any symbolic links) and
+/// keep everything else about it: its mode, owner and group, its links.
+/// The text goes to a uniquely named temporary file in the target's
+/// directory, made like the file, which then replaces it, so an
+/// interrupted run never leaves half a file. Where that cannot keep the
+/// file as it was (another owner we may not give the new file, several
+/// hard links), the file is rewritten in place.
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let tmp = path.with_extension("pho.fmt-tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    let target = std::fs::canonicalize(path)?;
+    let meta = std::fs::metadata(&target)?;
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let name = target
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy());
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".fmt-tmp")
+        .tempfile_in(dir)?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    std::fs::set_permissions(tmp.path(), meta.permissions())?;
+    if !same_owner_possible(tmp.path(), &meta) {
+        drop(tmp);
+        return std::fs::write(&target, text);
+    }
+    tmp.persist(&target).map_err(|e| e.error)?;
+    Ok(())
 }
 
-/// A unified diff of two texts by lines (longest common subsequence), with
-/// three lines of context.
+/// Whether the new file at `tmp` can stand for the old one: it has (or can
+/// be given) the old file's owner and group, and the old file has no other
+/// hard links that a rename would leave behind.
+#[cfg(unix)]
+fn same_owner_possible(tmp: &Path, old: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if old.nlink() > 1 {
+        return false;
+    }
+    let Ok(new) = std::fs::metadata(tmp) else {
+        return false;
+    };
+    (new.uid() == old.uid() && new.gid() == old.gid())
+        || std::os::unix::fs::chown(tmp, Some(old.uid()), Some(old.gid())).is_ok()
+}
+
+#[cfg(not(unix))]
+fn same_owner_possible(_tmp: &Path, _old: &std::fs::Metadata) -> bool {
+    true
+}
+
+/// A unified diff of two texts by lines, with three lines of context, and
+/// a note for what a diff of lines cannot show: line ends other than `\n`
+/// and a missing final newline.
 pub fn unified_diff(name: &str, old: &str, new: &str) -> String {
-    let a: Vec<&str> = old.lines().collect();
-    let b: Vec<&str> = new.lines().collect();
-    let ops = diff_ops(&a, &b);
-    let mut out = format!("--- {name}\n+++ {name} (formatted)\n");
-    const CONTEXT: usize = 3;
-    let mut i = 0;
-    while i < ops.len() {
-        if matches!(ops[i], Op::Same(..)) {
-            i += 1;
-            continue;
-        }
-        // A hunk: from CONTEXT lines before the change to CONTEXT after the
-        // last change that is within 2 * CONTEXT of the previous one.
-        let start = i.saturating_sub(CONTEXT);
-        let mut end = i;
-        let mut j = i;
-        while j < ops.len() {
-            if !matches!(ops[j], Op::Same(..)) {
-                end = j;
-            } else if j - end > 2 * CONTEXT {
-                break;
-            }
-            j += 1;
-        }
-        let stop = (end + 1 + CONTEXT).min(ops.len());
-        let (mut la, mut lb) = (usize::MAX, usize::MAX);
-        let (mut na, mut nb) = (0, 0);
-        for op in &ops[start..stop] {
-            match *op {
-                Op::Same(x, y) => {
-                    la = la.min(x);
-                    lb = lb.min(y);
-                    na += 1;
-                    nb += 1;
-                }
-                Op::Del(x) => {
-                    la = la.min(x);
-                    na += 1;
-                }
-                Op::Add(y) => {
-                    lb = lb.min(y);
-                    nb += 1;
-                }
-            }
-        }
-        let la = if la == usize::MAX { 0 } else { la + 1 };
-        let lb = if lb == usize::MAX { 0 } else { lb + 1 };
-        out.push_str(&format!("@@ -{la},{na} +{lb},{nb} @@\n"));
-        for op in &ops[start..stop] {
-            match *op {
-                Op::Same(x, _) => out.push_str(&format!(" {}\n", a[x])),
-                Op::Del(x) => out.push_str(&format!("-{}\n", a[x])),
-                Op::Add(y) => out.push_str(&format!("+{}\n", b[y])),
-            }
-        }
-        i = stop;
+    let diff = similar::TextDiff::from_lines(old, new);
+    let mut out = diff
+        .unified_diff()
+        .context_radius(3)
+        .missing_newline_hint(true)
+        .header(name, &format!("{name} (formatted)"))
+        .to_string();
+    if old.contains('\r') {
+        let ends = if old.contains("\r\n") {
+            "\\r\\n"
+        } else {
+            "\\r"
+        };
+        out.push_str(&format!(
+            "note: `{name}` has {ends} line ends; formatted files end lines with \\n\n"
+        ));
     }
     out
-}
-
-#[derive(Clone, Copy)]
-enum Op {
-    Same(usize, usize),
-    Del(usize),
-    Add(usize),
-}
-
-fn diff_ops(a: &[&str], b: &[&str]) -> Vec<Op> {
-    // Past a few million cells the table costs too much memory: show the
-    // whole file replaced instead.
-    if a.len().saturating_mul(b.len()) > 4_000_000 {
-        let mut ops: Vec<Op> = (0..a.len()).map(Op::Del).collect();
-        ops.extend((0..b.len()).map(Op::Add));
-        return ops;
-    }
-    // lcs[i][j]: the longest common subsequence of a[i..] and b[j..].
-    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j) = (0, 0);
-    let mut ops = Vec::new();
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            ops.push(Op::Same(i, j));
-            i += 1;
-            j += 1;
-        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            ops.push(Op::Del(i));
-            i += 1;
-        } else {
-            ops.push(Op::Add(j));
-            j += 1;
-        }
-    }
-    ops
 }
 
 #[cfg(test)]
@@ -254,5 +213,17 @@ mod tests {
             d,
             "--- k.pho\n+++ k.pho (formatted)\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
         );
+    }
+
+    /// Texts that differ only in line ends or the final newline used to
+    /// give a diff with no changed line.
+    #[test]
+    fn diff_shows_line_ends_and_a_missing_final_newline() {
+        let d = unified_diff("k.pho", "a\nb", "a\nb\n");
+        assert!(d.contains("\\ No newline at end of file"), "{d}");
+        let d = unified_diff("k.pho", "a\r\nb\r\n", "a\nb\n");
+        assert!(d.contains("has \\r\\n line ends"), "{d}");
+        let d = unified_diff("k.pho", "a\rb\r", "a\nb\n");
+        assert!(d.contains("has \\r line ends"), "{d}");
     }
 }

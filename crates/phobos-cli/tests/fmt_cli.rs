@@ -83,3 +83,87 @@ fn a_missing_path_is_a_usage_error() {
     let out = phobos(&["fmt", "/no/such/dir/k.pho"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Formatting rewrites a file's text and nothing else about it: a 0600
+/// file stayed 0644 after a rewrite, and its owner and group were lost.
+#[cfg(unix)]
+#[test]
+fn a_rewrite_keeps_mode_owner_and_group() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = write(dir.path(), "a.pho", MESSY);
+    std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    // As root, give the file another owner, which a new file would not
+    // have (uid and gid 1 are `daemon` on Debian).
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        std::os::unix::fs::chown(&a, Some(1), Some(1)).expect("chown");
+    }
+    let before = std::fs::metadata(&a).expect("stat");
+    let out = phobos(&["fmt", &a]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(read(&a), TIDY);
+    let after = std::fs::metadata(&a).expect("stat");
+    assert_eq!(after.permissions().mode() & 0o7777, 0o600);
+    assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+}
+
+/// A symbolic link to a .pho file stays a link, and the file it points at
+/// is the one formatted (the link used to be replaced by a regular file).
+#[cfg(unix)]
+#[test]
+fn a_symlink_stays_a_link_and_its_target_is_formatted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("real")).expect("mkdir");
+    let target = write(&dir.path().join("real"), "k.pho", MESSY);
+    let link = dir.path().join("link.pho");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let out = phobos(&["fmt", &link.display().to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(std::fs::symlink_metadata(&link)
+        .expect("lstat")
+        .file_type()
+        .is_symlink());
+    assert_eq!(read(&target), TIDY);
+    // The temporary file went to the target's directory and is gone.
+    let names = |d: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&dir.path().join("real")), ["k.pho"]);
+    assert_eq!(names(dir.path()), ["link.pho", "real"]);
+}
+
+/// A file of the old temporary name is someone's file: it used to be
+/// overwritten and deleted.
+#[test]
+fn a_file_named_like_the_old_temporary_is_left_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = write(dir.path(), "a.pho", MESSY);
+    let tmp = write(dir.path(), "a.pho.fmt-tmp", "mine\n");
+    let out = phobos(&["fmt", &a]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(read(&a), TIDY);
+    assert_eq!(read(&tmp), "mine\n");
+}
+
+/// `--check` on a file that differs from its formatted text only in line
+/// ends, or in the final newline, says so (it exited 1 with an empty diff).
+#[test]
+fn check_shows_line_end_and_final_newline_differences() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crlf = write(dir.path(), "crlf.pho", &TIDY.replace('\n', "\r\n"));
+    let out = phobos(&["fmt", "--check", &crlf]);
+    assert_eq!(out.status.code(), Some(1));
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert!(diff.contains("line ends"), "{diff}");
+    let bare = write(dir.path(), "bare.pho", TIDY.trim_end());
+    let out = phobos(&["fmt", "--check", &bare]);
+    assert_eq!(out.status.code(), Some(1));
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert!(diff.contains("No newline at end of file"), "{diff}");
+}

@@ -2,7 +2,9 @@
 //! and scopes, types, subscripts, collective configuration and uniformity.
 //! Each kernel is checked once per `@autotune` combination, with the tuned
 //! values as constants; a diagnostic that several variants share is
-//! reported once. Only kernels without errors are returned.
+//! reported once. Only kernels without errors are compiled; the ones with
+//! errors are kept apart ([`Checked::partial`]) for tools that show what
+//! the checker could judge.
 //!
 //! The passes live in `check/`: `header` (params, dims, attributes),
 //! `types` (expressions), `calls` (built-ins and `fn` inlining),
@@ -39,10 +41,30 @@ use std::collections::HashMap;
 
 /// Check every kernel of a parsed file.
 pub fn check_file(file: &File, src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
+    let (checked, diags) = check_file_with_partial(file, src);
+    (checked.kernels, diags)
+}
+
+/// What the checker made of a file's kernels.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// The kernels that checked without errors.
+    pub kernels: Vec<CheckedKernel>,
+    /// The kernels with errors, as far as the checker could judge them:
+    /// their HIR holds what checked (an expression that did not is left
+    /// out or stands in for), and their uniformity facts are the ones the
+    /// uniformity pass found. Only for tools that show facts in a broken
+    /// file (the language server's hover); never compiled.
+    pub partial: Vec<CheckedKernel>,
+}
+
+/// [`check_file`], keeping the kernels with errors apart in
+/// [`Checked::partial`].
+pub fn check_file_with_partial(file: &File, src: &str) -> (Checked, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let fns = fns::fn_table(file, &mut diags);
     let mut kernel_names: HashMap<&str, ast::Span> = HashMap::new();
-    let mut out = Vec::new();
+    let mut out = Checked::default();
     for item in &file.items {
         let Item::Kernel(k) = item else { continue };
         if let Some(first) = kernel_names.insert(&k.name.name, k.name.span) {
@@ -56,8 +78,10 @@ pub fn check_file(file: &File, src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic
             );
             continue;
         }
-        if let Some(checked) = check_kernel(k, src, &fns, &mut diags) {
-            out.push(checked);
+        match check_kernel(k, src, &fns, &mut diags) {
+            Some((checked, false)) => out.kernels.push(checked),
+            Some((checked, true)) => out.partial.push(checked),
+            None => {}
         }
     }
     (out, diags)
@@ -68,7 +92,7 @@ fn check_kernel(
     src: &str,
     fns: &FnTable,
     diags: &mut Vec<Diagnostic>,
-) -> Option<CheckedKernel> {
+) -> Option<(CheckedKernel, bool)> {
     let mut header_diags = Vec::new();
     let header = header::check_header(k, &mut header_diags);
     let variants = header.variants();
@@ -101,10 +125,7 @@ fn check_kernel(
         diags.push(e.into());
         return None;
     }
-    if failed {
-        return None;
-    }
-    Some(CheckedKernel {
+    let checked = CheckedKernel {
         name: k.name.name.clone(),
         span: k.span,
         autotune: header
@@ -113,7 +134,8 @@ fn check_kernel(
             .map(|(n, v, _)| (n.clone(), v.clone()))
             .collect(),
         variants: kernels,
-    })
+    };
+    Some((checked, failed))
 }
 
 /// Report each distinct diagnostic once; one that only some variants have

@@ -6,6 +6,7 @@
 use crate::ast::Span;
 use crate::diag::{Diagnostic, Limited};
 use crate::parse_error::ParseError;
+use crate::source::is_line_break;
 
 /// One token. `nl_before` records a line break between it and the previous
 /// token: statements end at line breaks, so an operator that starts a new
@@ -235,7 +236,7 @@ impl Lexer<'_> {
             let c = self.src[self.pos];
             let start = self.pos;
             match c {
-                b'\n' => {
+                _ if is_line_break(self.src, self.pos) => {
                     self.nl = true;
                     self.pos += 1;
                 }
@@ -258,7 +259,7 @@ impl Lexer<'_> {
 
     fn line_comment(&mut self) {
         let start = self.pos;
-        while self.pos < self.src.len() && self.src[self.pos] != b'\n' {
+        while self.pos < self.src.len() && !matches!(self.src[self.pos], b'\n' | b'\r') {
             self.pos += 1;
         }
         self.comments.push(Comment {
@@ -288,7 +289,7 @@ impl Lexer<'_> {
                         return;
                     }
                 }
-                (b'\n', _) => {
+                _ if is_line_break(self.src, self.pos) => {
                     self.nl = true;
                     self.pos += 1;
                 }

@@ -26,6 +26,7 @@ pub mod source;
 
 pub use diag::{Code, Diagnostic, Severity};
 pub use pipeline::{
-    add_once_per_target, check_for_targets, check_source, compile, file_module, max_shared_bytes,
-    parse_arch, CompileOptions, CompiledKernel, ARCHES, STATIC_SHARED_LIMIT,
+    add_once_per_target, check_for_targets, check_source, check_source_with_partial, compile,
+    file_module, max_shared_bytes, parse_arch, CompileOptions, CompiledKernel, ARCHES,
+    STATIC_SHARED_LIMIT,
 };

@@ -114,8 +114,21 @@ pub fn check_source(src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
 /// [`check_source`] with every diagnostic kept, for callers that add more
 /// before capping.
 fn check_source_uncapped(src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
+    let (checked, diags) = check_source_with_partial(src);
+    (checked.kernels, diags)
+}
+
+/// [`check_source`] keeping the kernels with errors, as far as the checker
+/// could judge them, in [`crate::check::Checked::partial`] (for editors;
+/// diagnostics not capped). A kernel with a syntax error inside it is in
+/// neither list.
+pub fn check_source_with_partial(src: &str) -> (crate::check::Checked, Vec<Diagnostic>) {
     let (file, mut diags) = crate::parser::parse(src);
-    let (mut kernels, check_diags) = crate::check::check_file(&file, src);
+    let (checked, check_diags) = crate::check::check_file_with_partial(&file, src);
+    let crate::check::Checked {
+        mut kernels,
+        mut partial,
+    } = checked;
     // A kernel with a syntax error inside it is not returned either: the
     // parser dropped or blanked what it could not read.
     let syntax_errors: Vec<u32> = diags
@@ -123,14 +136,16 @@ fn check_source_uncapped(src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic>) {
         .filter(|d| d.is_error())
         .filter_map(|d| d.labels.iter().find(|l| l.primary).map(|l| l.span.start))
         .collect();
-    kernels.retain(|k| {
+    let readable = |k: &CheckedKernel| {
         !syntax_errors
             .iter()
             .any(|&at| k.span.start <= at && at < k.span.end)
-    });
+    };
+    kernels.retain(readable);
+    partial.retain(readable);
     diags.extend(check_diags);
     sort_by_position(&mut diags);
-    (kernels, diags)
+    (crate::check::Checked { kernels, partial }, diags)
 }
 
 /// Sorts diagnostics by their primary label. Stable: diagnostics at one

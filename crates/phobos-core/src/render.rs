@@ -4,13 +4,14 @@
 //! object per diagnostic. Pure functions of their inputs: no IO here.
 
 use crate::diag::{Diagnostic, Severity};
-use crate::source::LineIndex;
+use crate::source::{is_line_break, LineIndex};
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label as CsLabel};
 use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term::{self, termcolor};
 
 /// Render diagnostics as text, optionally with ANSI colours.
 pub fn render(diags: &[Diagnostic], file_name: &str, src: &str, color: bool) -> String {
+    let src = &lone_cr_as_newline(src);
     let file = SimpleFile::new(file_name, src);
     // ASCII borders give rustc's `-->` and `|`.
     let config = term::Config {
@@ -57,6 +58,27 @@ struct Elided<'a> {
     /// Per line: original start, shown start, and the window kept
     /// (original offsets) with the bytes of the `…` before it.
     lines: Vec<ElidedLine>,
+}
+
+/// `src` with each lone `\r` (a line break, see `source::is_line_break`)
+/// turned into `\n`, which codespan-reporting counts: one byte for one, so
+/// every span still points at the same text.
+fn lone_cr_as_newline(src: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = src.as_bytes();
+    if !(0..bytes.len()).any(|i| bytes[i] == b'\r' && is_line_break(bytes, i)) {
+        return std::borrow::Cow::Borrowed(src);
+    }
+    let out: String = src
+        .char_indices()
+        .map(|(i, c)| {
+            if c == '\r' && is_line_break(bytes, i) {
+                '\n'
+            } else {
+                c
+            }
+        })
+        .collect();
+    std::borrow::Cow::Owned(out)
 }
 
 #[derive(Clone, Copy)]
@@ -338,6 +360,25 @@ mod tests {
         let json = to_json(&[d], "k.pho", src);
         assert_eq!(json[0]["line"], 2);
         assert_eq!(json[0]["col"], 9);
+    }
+
+    /// A file saved with lone `\r` line ends (or `\r\n`) is drawn and
+    /// numbered by its lines, like one with `\n`.
+    #[test]
+    fn cr_and_crlf_files_are_shown_by_line() {
+        for eol in ["\r", "\r\n"] {
+            let src = format!("let a = 1{eol}let b = oops{eol}");
+            let at = src.find("oops").expect("oops");
+            let d = Code::P0200
+                .error("cannot find `oops` in this scope")
+                .primary(Span::new(at, at + 4), "not declared");
+            let text = render(std::slice::from_ref(&d), "k.pho", &src, false);
+            assert!(text.contains("k.pho:2:9"), "{eol:?}: {text}");
+            assert!(text.contains("2 | let b = oops"), "{eol:?}: {text}");
+            assert!(!text.contains("let a = 1\r"), "{eol:?}: {text}");
+            let json = to_json(&[d], "k.pho", &src);
+            assert_eq!(json[0]["line"], 2, "{eol:?}");
+        }
     }
 
     #[test]

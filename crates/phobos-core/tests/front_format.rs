@@ -249,3 +249,41 @@ fn layout_and_spans_do_not_count_but_meaning_does() {
             != tree("@launch(64)\n@launch(32)\nkernel k(A: tensor<f32>[N]) {\n  A[0] = 1.0\n}\n")
     );
 }
+
+/// docs/language.md: every list between parentheses or brackets may end
+/// with a comma (the formatter writes one when it breaks a list), and a
+/// collective's configuration may not.
+#[test]
+fn a_trailing_comma_is_the_same_list_in_every_bracketed_list() {
+    let plain = "fn f(a, b) = max(a, b)
+@grid(4, 2)
+@aligned(K = 4)
+@autotune(B in [1, 2])
+@launch(32)
+kernel k(A: tensor<f32>[N, 8], s: f32) {
+  var t = shared<f32>[4, 8]
+  let x = A[0, 0 :+ 4][1] + f(s, 1.0)
+  for j in range(0, N, 2) {
+    A[j, 0] = x
+  }
+}
+";
+    let commas = "fn f(a, b,) = max(a, b,)
+@grid(4, 2,)
+@aligned(K = 4,)
+@autotune(B in [1, 2,],)
+@launch(32)
+kernel k(A: tensor<f32>[N, 8,], s: f32,) {
+  var t = shared<f32>[4, 8,]
+  let x = A[0, 0 :+ 4,][1,] + f(s, 1.0,)
+  for j in range(0, N, 2,) {
+    A[j, 0,] = x
+  }
+}
+";
+    assert_eq!(tree(commas), tree(plain));
+    let (_, diags) = phobos_core::parser::parse(
+        "@launch(32)\nkernel k(A: tensor<f32>[N]) {\n  A[0] = sum<over ctx.lane,>(A[0])\n}\n",
+    );
+    assert!(diags.iter().any(Diagnostic::is_error), "{diags:?}");
+}

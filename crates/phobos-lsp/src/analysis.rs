@@ -217,12 +217,21 @@ impl Analysis {
         if let Some(note) = self.symbol_facts(id) {
             text.push_str("\n\n");
             text.push_str(&note);
+            text.push_str(self.partial_note(offset));
         } else if self.kernel_at(offset).is_none() && def.kind.in_kernel() {
-            text.push_str(
-                "\n\n*Types and uniformity are shown once the kernel checks without errors.*",
-            );
+            text.push_str("\n\n*Types and uniformity are shown once the kernel parses.*");
         }
         Some((text, span))
+    }
+
+    /// A note for facts from a kernel with errors, else nothing.
+    fn partial_note(&self, offset: usize) -> &'static str {
+        match self.kernel_at(offset) {
+            Some(kv) if kv.placed.unit.is_partial(kv.k) => {
+                "\n\n*The kernel has errors: this is what the checker could judge.*"
+            }
+            _ => "",
+        }
     }
 
     /// The checked kernel whose span holds document offset `offset`.
@@ -433,6 +442,7 @@ impl Analysis {
             }
             _ => {}
         }
+        text.push_str(self.partial_note(offset));
         Some((text, kv.to_doc(e.span)))
     }
 
@@ -441,9 +451,12 @@ impl Analysis {
     /// collectives, types and the names in scope.
     pub fn completions(&self, offset: usize) -> Vec<Completion> {
         let before = self.src.get(..offset).unwrap_or("");
+        // The word starts after the last character that is not part of a
+        // name; that character may take several bytes (`ï`, an emoji).
         let word_start = before
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .map_or(0, |i| i + 1);
+            .char_indices()
+            .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(0, |(i, c)| i + c.len_utf8());
         let head = &before[..word_start];
         let field = |l: &str, d: &str| Completion {
             label: l.into(),

@@ -256,7 +256,7 @@ fn analysis_at<'d>(
     pos: &TextDocumentPositionParams,
 ) -> Result<(&'d Analysis, usize), (i32, String)> {
     let a = doc(docs, &pos.text_document.uri)?.analysis();
-    Ok((a, offset(&a.src, pos.position)))
+    Ok((a, offset(a, pos.position)))
 }
 
 /// The analysis of the open document `uri`, and the byte span of `within`.
@@ -266,7 +266,7 @@ fn analysis_over<'d>(
     within: Range,
 ) -> Result<(&'d Analysis, Span), (i32, String)> {
     let a = doc(docs, uri)?.analysis();
-    let span = Span::new(offset(&a.src, within.start), offset(&a.src, within.end));
+    let span = Span::new(offset(a, within.start), offset(a, within.end));
     Ok((a, span))
 }
 
@@ -479,20 +479,17 @@ fn to_lsp_diagnostic(uri: &Url, a: &Analysis, d: &phobos_core::Diagnostic) -> Di
 }
 
 /// Byte offset of an LSP position (UTF-16 character within the line),
-/// clamped into the text.
-pub fn offset(src: &str, pos: Position) -> usize {
-    let mut line_start = 0;
-    for _ in 0..pos.line {
-        match src[line_start..].find('\n') {
-            Some(i) => line_start += i + 1,
-            None => return src.len(),
-        }
-    }
-    let line_end = src[line_start..]
-        .find('\n')
-        .map_or(src.len(), |i| line_start + i);
+/// clamped into the text. Lines end at `\n`, `\r\n` or `\r`, as LSP
+/// counts them (the analysis's `LineIndex`).
+pub fn offset(a: &Analysis, pos: Position) -> usize {
+    let line = pos.line.saturating_add(1);
+    let (Some(line_start), Some(line_end)) =
+        (a.lines.line_start(line), a.lines.line_end(&a.src, line))
+    else {
+        return a.src.len();
+    };
     let mut units = 0u32;
-    for (i, c) in src[line_start..line_end].char_indices() {
+    for (i, c) in a.src[line_start..line_end].char_indices() {
         if units >= pos.character {
             return line_start + i;
         }

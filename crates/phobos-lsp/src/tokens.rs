@@ -92,6 +92,11 @@ impl Analysis {
     /// in `range` are looked up, so the cost follows the range (what an
     /// editor shows), apart from lexing the document once.
     pub fn semantic_tokens_in(&self, range: Span) -> Vec<SemToken> {
+        // A document the compiler refuses to read (P0005) gets no tokens:
+        // lexing it would cost tens of bytes per source byte.
+        if self.src.len() > phobos_core::parser::MAX_SOURCE_BYTES {
+            return Vec::new();
+        }
         let overlaps = |s: Span| s.start < range.end && range.start < s.end;
         let (tokens, comments, _) = lex_with_comments(&self.src);
         let uses: HashMap<u32, usize> = self

@@ -34,6 +34,9 @@ pub struct Unit {
     pub src: String,
     pub lines: LineIndex,
     pub kernels: Vec<CheckedKernel>,
+    /// The kernels with errors, as far as the checker could judge them
+    /// (hover shows their types and uniformity too).
+    pub partial: Vec<CheckedKernel>,
     pub metas: Vec<KernelMeta>,
     /// Every diagnostic of the unit: the front end's, then the backend's.
     pub diagnostics: Vec<Diagnostic>,
@@ -44,7 +47,9 @@ impl Unit {
     /// kernel for sm_75 (the backend reports shared-memory limits and
     /// tile hazards, and gives hover its load widths and tile plans).
     pub fn analyse(src: String) -> Unit {
-        let (kernels, mut diagnostics) = phobos_core::check_source(&src);
+        let (checked, mut diagnostics) = phobos_core::check_source_with_partial(&src);
+        phobos_core::diag::cap(&mut diagnostics);
+        let phobos_core::check::Checked { kernels, partial } = checked;
         let mut metas = Vec::new();
         if !diagnostics.iter().any(Diagnostic::is_error) {
             let opts = CompileOptions::default();
@@ -59,19 +64,29 @@ impl Unit {
             lines: LineIndex::new(&src),
             src,
             kernels,
+            partial,
             metas,
             diagnostics,
         }
     }
 
     /// The checked kernel (first variant) whose span holds `offset`, with
-    /// its uniformity facts (the checker's side table).
+    /// its uniformity facts (the checker's side table); a kernel with
+    /// errors gives what the checker could judge of it.
     pub fn kernel_at(&self, offset: usize) -> Option<(&hir::Kernel, &Facts)> {
         self.kernels
             .iter()
+            .chain(&self.partial)
             .find(|k| k.span.range().contains(&offset))
             .and_then(|k| k.variants.first())
             .map(|k| (k, &k.uniformity))
+    }
+
+    /// Whether `kernel` (from [`Unit::kernel_at`]) has errors.
+    pub fn is_partial(&self, kernel: &hir::Kernel) -> bool {
+        self.partial
+            .iter()
+            .any(|c| c.variants.first().is_some_and(|v| std::ptr::eq(v, kernel)))
     }
 
     pub fn meta_of(&self, kernel: &hir::Kernel) -> Option<&VariantMeta> {
