@@ -10,7 +10,7 @@
 //! swizzle or the reference is wrong.
 
 use half::bf16;
-use phobos_sim::{Device, KernelArg, Launch, LaunchOptions, Module, SimError};
+use phobos_sim::{Approx, Device, KernelArg, Launch, LaunchOptions, Module, SimError};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 const MANIFEST: &str = include_str!("ptx/triton/MANIFEST");
@@ -329,17 +329,20 @@ fn gemm_matches(name: &str, shapes: &[(usize, usize, usize)]) {
 #[test]
 fn matmul_64x64x32_matches_the_reference() {
     // M and N not multiples of the tile; K a multiple of 16, not of 32.
-    gemm_matches("matmul_64x64x32", &[(200, 136, 176), (64, 72, 32)]);
+    gemm_matches(
+        "matmul_64x64x32",
+        &[(200, 136, 176), (64, 72, 32), (250, 262, 256)],
+    );
 }
 
 #[test]
 fn matmul_128x64x64_matches_the_reference() {
-    gemm_matches("matmul_128x64x64", &[(136, 100, 208)]);
+    gemm_matches("matmul_128x64x64", &[(136, 100, 208), (257, 255, 240)]);
 }
 
 #[test]
 fn matmul_32x32x32_matches_the_reference() {
-    gemm_matches("matmul_32x32x32", &[(77, 45, 144)]);
+    gemm_matches("matmul_32x32x32", &[(77, 45, 144), (255, 257, 96)]);
 }
 
 // ---------------------------------------------------------------------------
@@ -371,7 +374,12 @@ fn softmax_reference(x: &[f32], rows: usize, cols: usize, ld: usize) -> Vec<(usi
     out
 }
 
-fn softmax_run(fx: &Fixture, ptx: &str, seed: u64) -> Result<Result<(), String>, SimError> {
+fn softmax_run(
+    fx: &Fixture,
+    ptx: &str,
+    seed: u64,
+    opts: &LaunchOptions,
+) -> Result<Result<(), String>, SimError> {
     let (rows, cols, ld) = (37, 200, 208);
     let programs = 16;
     let x = uniform(&mut rng(seed), rows * ld, -4.0, 4.0);
@@ -390,7 +398,7 @@ fn softmax_run(fx: &Fixture, ptx: &str, seed: u64) -> Result<Result<(), String>,
             ("n_rows", Arg::I32(rows as i32)),
             ("n_cols", Arg::I32(cols as i32)),
         ],
-        &LaunchOptions::default(),
+        opts,
     )?;
     let y = output(&outs, "output_ptr");
     Ok(compare(
@@ -403,8 +411,13 @@ fn softmax_run(fx: &Fixture, ptx: &str, seed: u64) -> Result<Result<(), String>,
 #[test]
 fn softmax_matches_the_reference() {
     let fx = fixture("softmax");
-    for seed in 0..2 {
-        softmax_run(&fx, fx.ptx, seed)
+    // `ex2.approx` correctly rounded, and off by its documented 2 ulp.
+    let worst = LaunchOptions {
+        approx: Approx::WorstCase,
+        ..LaunchOptions::default()
+    };
+    for (seed, opts) in [(0, LaunchOptions::default()), (1, worst)] {
+        softmax_run(&fx, fx.ptx, seed, &opts)
             .unwrap_or_else(|e| panic!("softmax: {e}"))
             .unwrap_or_else(|e| panic!("{e}"));
     }
@@ -572,9 +585,11 @@ fn a_wrong_reference_fails_the_comparison() {
     assert!(t.check("matmul", &c).is_err());
 }
 
-/// The PTX with every `mma.sync` instruction's two first A registers
-/// swapped: the fragment rule of rows `g` and `g + 8` exchanged.
-fn swap_mma_a_rows(ptx: &str) -> String {
+/// The PTX with the first two registers of operand `which` (1: A, 2: B)
+/// of every `mma.sync` swapped. On a correct simulator this computes what
+/// the original PTX computes on a simulator with a wrong fragment rule: for
+/// A, rows `g` and `g + 8` exchanged; for B, rows `2t..` and `2t + 8..`.
+fn swap_mma_fragment(ptx: &str, which: usize) -> String {
     let mut n = 0;
     let out = ptx
         .lines()
@@ -582,13 +597,13 @@ fn swap_mma_a_rows(ptx: &str) -> String {
             if !l.trim_start().starts_with("mma.sync") {
                 return l.to_string();
             }
-            // `mma... { d0, d1, d2, d3 }, { a0, a1, a2, a3 }, ...`
-            let open = l.match_indices('{').nth(1).expect("the A vector").0;
+            // `mma... { d0, .. }, { a0, .. }, { b0, b1 }, { c0, .. };`
+            let open = l.match_indices('{').nth(which).expect("the operand").0;
             let close = open + l[open..].find('}').expect("its end");
-            let regs: Vec<&str> = l[open + 1..close].split(',').map(str::trim).collect();
-            let swapped = [regs[1], regs[0], regs[2], regs[3]].join(", ");
+            let mut regs: Vec<&str> = l[open + 1..close].split(',').map(str::trim).collect();
+            regs.swap(0, 1);
             n += 1;
-            format!("{}{{ {swapped} }}{}", &l[..open], &l[close + 1..])
+            format!("{}{{ {} }}{}", &l[..open], regs.join(", "), &l[close + 1..])
         })
         .collect::<Vec<_>>()
         .join("\n");
@@ -600,10 +615,15 @@ fn swap_mma_a_rows(ptx: &str) -> String {
 fn a_wrong_fragment_rule_fails_the_gemm() {
     let fx = fixture("matmul_64x64x32");
     let g = Gemm::random(64, 64, 64, 9);
-    let c = g
-        .run(&fx, &swap_mma_a_rows(fx.ptx))
-        .expect("the mutant runs");
-    assert!(g.check("mutant", &c).is_err(), "the mutant matched");
+    for (which, operand) in [(1, "A"), (2, "B")] {
+        let c = g
+            .run(&fx, &swap_mma_fragment(fx.ptx, which))
+            .expect("the mutant runs");
+        assert!(
+            g.check("mutant", &c).is_err(),
+            "the mutant with {operand}'s fragment rows swapped matched"
+        );
+    }
 }
 
 /// The PTX with the first `xor.b32` (the swizzle of the first cp.async's
