@@ -667,3 +667,45 @@ fn a_wrong_swizzle_fails_the_gemm() {
         Err(e) => assert!(e.report().is_some(), "{e}"),
     }
 }
+
+#[test]
+fn a_race_in_inlined_triton_code_names_the_kernels_line() {
+    // Each lane stores its lane id instead of the warp's maximum to the
+    // warp's shared word: a real write-after-write race, in code Triton
+    // inlined from `tl.max` (standard.py) into the kernel.
+    let fx = fixture("softmax");
+    let lines: Vec<&str> = fx.ptx.lines().collect();
+    let i = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("st.shared.b32"))
+        .expect("the store of the warp's maximum");
+    let value = lines[i]
+        .rsplit(',')
+        .next()
+        .expect("its value")
+        .trim()
+        .trim_end_matches(';');
+    let mut mutant: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    mutant.insert(i, format!("\tmov.u32 \t{value}, %laneid;"));
+    let err = softmax_run(&fx, &mutant.join("\n"), 0, &LaunchOptions::default())
+        .expect_err("the race is reported");
+    let r = err.report().unwrap_or_else(|| panic!("{err}"));
+    assert!(r.message.contains("write-after-write"), "{err}");
+    let src = r.source.clone().expect("a source position");
+    assert!(src.file.ends_with("triton/language/standard.py"), "{err}");
+    // The call site in kernels.py, found by its text.
+    const KERNELS: &str = include_str!("ptx/triton/kernels.py");
+    let call = "row - tl.max(row, axis=0)";
+    let (n, text) = KERNELS
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains(call))
+        .expect("the call");
+    let col = text.find("tl.max").expect("tl.max") + 1;
+    let note = r.notes.first().expect("the inlining note");
+    assert!(note.starts_with("inlined at "), "{err}");
+    assert!(
+        note.ends_with(&format!("kernels.py:{}:{col}", n + 1)),
+        "{err}"
+    );
+}
