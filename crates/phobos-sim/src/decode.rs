@@ -809,7 +809,7 @@ fn special(name: &str) -> Option<Special> {
 }
 
 /// Encodes a numeric literal as the bits of a value of type `ty`, by the
-/// PTX ISA's rules for constants (section 4.5.1) as ptxas applies them:
+/// PTX ISA's rules for constants (section 4.5, "Constants") as ptxas applies them:
 ///
 /// - `0fXXXXXXXX` is an exact f32; `0dXXXXXXXXXXXXXXXX` and decimal floats
 ///   (`1.5`, `1e3`, `.5`) are f64. A float literal may be the operand of an
