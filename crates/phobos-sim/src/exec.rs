@@ -921,12 +921,15 @@ impl Warp {
         if m.store && cx.checks {
             // Which bytes the store leaves as they are: racecheck does not
             // report two unordered writes of the same value.
+            let n = total as usize;
             let mut new = [0u8; 32];
-            copy_values(&mut new, m, vals);
-            for (i, (n, o)) in new.iter().zip(&cta.shared[start..]).enumerate() {
-                if i < total as usize && n == o {
-                    bytes.unchanged |= 1 << i;
-                }
+            copy_values(&mut new[..n], m, vals);
+            for (i, (a, b)) in new[..n]
+                .iter()
+                .zip(&cta.shared[start..start + n])
+                .enumerate()
+            {
+                bytes.unchanged |= u32::from(a == b) << i;
             }
         }
         self.shared_check(bytes, pc, cx, cta)?;
