@@ -460,6 +460,16 @@ pub(crate) enum Op {
         d: Slot,
         a: Slot,
     },
+    /// `cvt.{rn,rz}.{f16x2,bf16x2}.f32 d, a, b`: `a` converted into the
+    /// upper half of `d`, `b` into the lower half (`dst` is `F16` or
+    /// `Bf16`).
+    CvtPack {
+        d: Slot,
+        a: Slot,
+        b: Slot,
+        dst: Ty,
+        rnd: Round,
+    },
     /// `wait_group keep` (`Some`) or `wait_all` (`None`).
     CpAsyncWait {
         keep: Option<u32>,
@@ -584,6 +594,9 @@ enum Name {
     Pred(PredId),
     /// A symbol whose value is an address (shared, local or param offset).
     Sym(u64),
+    /// A module-level `.global` variable, which the simulator does not
+    /// place in memory: declaring one is fine, using one is unsupported.
+    Global,
 }
 
 struct Decoder {
@@ -616,6 +629,9 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
         params: HashMap::new(),
         mmas: Vec::new(),
     };
+    for g in &m.globals {
+        d.names.insert(g.name.clone(), Name::Global);
+    }
     for r in &e.regs {
         let is_pred = r.ty == ".pred";
         if !is_pred && type_size(&r.ty).is_none() {
@@ -1013,6 +1029,9 @@ impl Decoder {
                         format!("predicate `{name}` used as a value"),
                     ))
                 }
+                Some(Name::Global) => {
+                    return Err(unsupported(format!(".global variable {name}"), line))
+                }
                 None => {}
             }
             if let Some(sp) = special(name) {
@@ -1079,6 +1098,7 @@ impl Decoder {
                     line,
                     format!("predicate `{b}` used as an address"),
                 )),
+                Some(Name::Global) => Err(unsupported(format!(".global variable {b}"), line)),
                 None => Err(SimError::parse(
                     line,
                     format!("undeclared name `{b}` in an address"),
@@ -1571,6 +1591,23 @@ impl Decoder {
 
     fn cvt(&mut self, i: &RawInst, mods: &[&str]) -> Result<Op, SimError> {
         let line = i.line;
+        if let Some(&pair) = mods.iter().find(|m| matches!(**m, "f16x2" | "bf16x2")) {
+            // `cvt.frnd2{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b` with
+            // frnd2 `.rn` or `.rz`; the simulator runs the plain form.
+            let rnd = match mods {
+                ["rn", _, "f32"] => Round::Rn,
+                ["rz", _, "f32"] => Round::Rz,
+                _ => return Err(unsupported(&i.opcode, line)),
+            };
+            self.want(&i.operands, 3, i)?;
+            return Ok(Op::CvtPack {
+                d: self.dst(&i.operands[0], line)?,
+                a: self.src(&i.operands[1], Ty::F32, line)?,
+                b: self.src(&i.operands[2], Ty::F32, line)?,
+                dst: if pair == "f16x2" { Ty::F16 } else { Ty::Bf16 },
+                rnd,
+            });
+        }
         self.want(&i.operands, 2, i)?;
         if mods.contains(&"tf32") {
             // Only `cvt.rna{.satfinite}.tf32.f32` exists (sm_80+).

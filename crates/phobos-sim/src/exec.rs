@@ -222,6 +222,10 @@ impl Warp {
                     self.map1(active, d, a, |x| cvt(x, dst, src, rnd, sat, ftz));
                 }
             }
+            Op::CvtPack { d, a, b, dst, rnd } => self.map2(active, d, a, b, |x, y| {
+                let half = |v| cvt(v, dst, Ty::F32, rnd, false, false) & 0xFFFF;
+                (half(x) << 16) | half(y)
+            }),
             Op::CvtTf32 { d, a } => self.map1(active, d, a, |x| {
                 u64::from(crate::tensor::tf32_rna(x as u32))
             }),

@@ -207,6 +207,9 @@ pub(crate) struct RawModule {
     /// `.extern .shared` arrays of no size: the dynamic shared memory a
     /// launch passes (`sharedMemBytes`), which they all start at.
     pub extern_shared: Vec<VarDecl>,
+    /// Module-level `.global` variables (declared, with any initializer
+    /// skipped; the decoder refuses an instruction that uses one).
+    pub globals: Vec<VarDecl>,
     pub entries: Vec<RawEntry>,
 }
 
@@ -282,7 +285,18 @@ pub(crate) fn parse(src: &str) -> Result<RawModule, SimError> {
                     }
                     module.extern_shared.push(v);
                 }
-                ".func" | ".extern" | ".global" | ".const" | ".tex" | ".surfref" | ".texref"
+                // Triton's libdevice leaves unreferenced strings such as
+                // `.global .align 1 .b8 _$_str[11] = {95, ...};`.
+                ".global" => {
+                    p.pos += 1;
+                    let v = p.var_decl(line)?;
+                    if p.eat_punct('=') {
+                        p.initializer(line)?;
+                    }
+                    p.expect_punct(';')?;
+                    module.globals.push(v);
+                }
+                ".func" | ".extern" | ".const" | ".tex" | ".surfref" | ".texref"
                 | ".samplerref" => {
                     return Err(SimError::Unsupported {
                         instruction: w.clone(),
@@ -463,6 +477,26 @@ impl Parser {
             *v = u32::try_from(n).map_err(|_| SimError::parse(line, "`.loc` value too large"))?;
         }
         Ok((vals[0], vals[1], vals[2]))
+    }
+
+    /// Skips a variable's initializer (`5`, `{1, 2}`, `{{1}, {2}}`) up to
+    /// the `;` that ends the declaration.
+    fn initializer(&mut self, line: usize) -> Result<(), SimError> {
+        let mut depth = 0u32;
+        loop {
+            match self.peek_tok() {
+                None => return Err(SimError::parse(line, "unterminated initializer")),
+                Some(Tok::Punct(';')) if depth == 0 => return Ok(()),
+                Some(Tok::Punct('{')) => depth += 1,
+                Some(Tok::Punct('}')) => {
+                    depth = depth
+                        .checked_sub(1)
+                        .ok_or_else(|| SimError::parse(line, "unbalanced `}` in an initializer"))?;
+                }
+                Some(_) => {}
+            }
+            self.pos += 1;
+        }
     }
 
     /// Skips `.section NAME { ... }`.

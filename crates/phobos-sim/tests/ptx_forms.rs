@@ -256,3 +256,60 @@ fn a_vector_of_the_wrong_size_is_refused() {
     let e = Module::parse(&kernel("", "    st.global.b32 [%rd4], {%r1, %r2};\n")).unwrap_err();
     assert!(e.to_string().contains("needs 1 sources"), "{e}");
 }
+
+#[test]
+fn cvt_packs_two_f32_into_a_half_pair() {
+    // The first source goes to the upper half (PTX ISA, `cvt`); Triton
+    // writes this when it narrows an f32 tile to f16 for `tl.dot`.
+    let body = "    cvt.rn.f16x2.f32 %r1, 0f3F800000, 0f40000000;
+    cvt.rn.bf16x2.f32 %r2, 0fC0400000, 0f3F800000;
+    cvt.rn.f16x2.f32 %r3, 0f3F801000, 0f3F803000;
+    cvt.rz.f16x2.f32 %r4, 0f3F801000, 0f3F803000;
+";
+    let got = bits(body, &["%r1", "%r2", "%r3", "%r4"]);
+    let f16 = |x: f32| u32::from(half::f16::from_f32(x).to_bits());
+    let bf16 = |x: f32| u32::from(half::bf16::from_f32(x).to_bits());
+    assert_eq!(got[0], f16(1.0) << 16 | f16(2.0));
+    assert_eq!(got[1], bf16(-3.0) << 16 | bf16(1.0));
+    // 1 + 2^-11 is a tie (to even: 1.0); 1 + 3·2^-11 rounds up to 1 + 2^-9
+    // with .rn and down to 1 + 2^-10 with .rz.
+    assert_eq!(got[2], 0x3C00 << 16 | 0x3C02);
+    assert_eq!(got[3], 0x3C00 << 16 | 0x3C01);
+    let e = Module::parse(&kernel("", "    cvt.rn.relu.f16x2.f32 %r1, %f1, %f2;\n")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("unsupported instruction cvt.rn.relu.f16x2.f32"),
+        "{e}"
+    );
+    let e = Module::parse(&kernel("", "    cvt.rn.f16x2.f32 %r1, %f1;\n")).unwrap_err();
+    assert!(e.to_string().contains("takes 3 operands"), "{e}");
+}
+
+#[test]
+fn unused_global_variables_are_accepted_and_used_ones_refused() {
+    // libdevice's strings in Triton's PTX: declared, never used.
+    let globals = ".global .align 1 .b8 _$_str[11] = {95, 95, 67, 85, 68, 65, 95, 70, 84, 90};
+.global .align 4 .b32 counter;
+.global .align 4 .u32 table[2] = {{1}, {2}};
+";
+    let ptx = kernel("", &store(0, 32, "%r0")).replacen(".file", &format!("{globals}.file"), 1);
+    let r = run_with(&ptx, 32, &[0], 1, &LaunchOptions::default()).expect("runs");
+    assert_eq!(r.out, (0..32).collect::<Vec<u32>>());
+    let used =
+        kernel("", "    mov.u64 %rd6, _$_str;\n").replacen(".file", &format!("{globals}.file"), 1);
+    let e = Module::parse(&used).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("unsupported instruction .global variable _$_str"),
+        "{e}"
+    );
+    let used = kernel("", "    ld.global.u32 %r1, [counter];\n").replacen(
+        ".file",
+        &format!("{globals}.file"),
+        1,
+    );
+    let e = Module::parse(&used).unwrap_err();
+    assert!(e.to_string().contains(".global variable counter"), "{e}");
+    let bad = kernel("", "").replacen(".file", ".global .b32 x = {1, 2;\n.file", 1);
+    assert!(Module::parse(&bad).is_err());
+}

@@ -9,7 +9,7 @@
 //! that the comparison and the fixtures fail when a fragment rule, a
 //! swizzle or the reference is wrong.
 
-use half::bf16;
+use half::{bf16, f16};
 use phobos_sim::{Approx, Device, KernelArg, Launch, LaunchOptions, Module, SimError};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
@@ -37,6 +37,8 @@ const PTX: &[(&str, &str)] = &[
     ("row_sum", include_str!("ptx/triton/row_sum.ptx")),
     ("gemv", include_str!("ptx/triton/gemv.ptx")),
     ("gemv_split", include_str!("ptx/triton/gemv_split.ptx")),
+    ("layer_norm", include_str!("ptx/triton/layer_norm.ptx")),
+    ("attention", include_str!("ptx/triton/attention.ptx")),
 ];
 
 /// One MANIFEST line: how Triton compiled the kernel and launches it.
@@ -97,6 +99,7 @@ fn fixture(name: &str) -> Fixture {
 enum Arg {
     Buf(Vec<u8>),
     I32(i32),
+    F32(f32),
 }
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
@@ -136,6 +139,7 @@ fn run_ptx(
                 kargs.push(KernelArg::Buffer(id));
             }
             (Arg::I32(v), false) => kargs.push(KernelArg::I32(*v)),
+            (Arg::F32(v), false) => kargs.push(KernelArg::F32(*v)),
             _ => panic!("{}: argument `{name}` is not a {ty}", fx.name),
         }
     }
@@ -532,6 +536,114 @@ fn gemv_matches_the_reference() {
 #[test]
 fn gemv_with_a_cta_wide_reduction_matches_the_reference() {
     gemv_run("gemv_split", 19, 600, 22);
+}
+
+#[test]
+fn layer_norm_matches_the_reference() {
+    let fx = fixture("layer_norm");
+    let (rows, cols, ld) = (7, 1000, 1008);
+    let eps = 1e-5f32;
+    let mut r = rng(31);
+    let x: Vec<f32> = uniform(&mut r, rows * ld, -2.0, 2.0)
+        .iter()
+        .map(|v| v + 0.5)
+        .collect();
+    let w = uniform(&mut r, cols, 0.5, 1.5);
+    let b = uniform(&mut r, cols, -1.0, 1.0);
+    let outs = run_ptx(
+        &fx,
+        fx.ptx,
+        rows as u32,
+        &[
+            ("x_ptr", Arg::Buf(f32_bytes(&x))),
+            ("y_ptr", Arg::Buf(f32_bytes(&vec![f32::NAN; rows * ld]))),
+            ("w_ptr", Arg::Buf(f32_bytes(&w))),
+            ("b_ptr", Arg::Buf(f32_bytes(&b))),
+            ("stride", Arg::I32(ld as i32)),
+            ("n_cols", Arg::I32(cols as i32)),
+            ("eps", Arg::F32(eps)),
+        ],
+        &LaunchOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("layer_norm: {e}"));
+    let y = output(&outs, "y_ptr");
+    let n = cols as f64;
+    let mut want = Vec::new();
+    for row in 0..rows {
+        let xs: Vec<f64> = x[row * ld..row * ld + cols]
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect();
+        let mean = xs.iter().sum::<f64>() / n;
+        let var = xs.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+        let rstd = 1.0 / (var + f64::from(eps)).sqrt();
+        // The f32 mean is off by at most (n+1)·2^-24·Σ|x|/n; the variance,
+        // the square root and the division by a few hundred ulps.
+        let e_mean = (n + 1.0) * 2f64.powi(-24) * xs.iter().map(|v| v.abs()).sum::<f64>() / n;
+        for c in 0..cols {
+            let (wc, bc) = (f64::from(w[c]), f64::from(b[c]));
+            let v = (xs[c] - mean) * rstd * wc + bc;
+            let tol = wc * rstd * (e_mean + (xs[c] - mean).abs() * (n + 16.0) * 2f64.powi(-22))
+                + v.abs() * 2f64.powi(-22)
+                + 1e-6;
+            want.push((row * ld + c, v, tol));
+        }
+    }
+    compare(&y, &want, "layer_norm").unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn attention_matches_the_reference() {
+    let fx = fixture("attention");
+    let d = constexpr(&fx, "HEAD_DIM");
+    let (n_ctx, ld, scale) = (100, 64, 0.125f32);
+    assert_eq!(d, ld);
+    let mut r = rng(41);
+    let mut half = |len: usize| -> Vec<u16> {
+        (0..len)
+            .map(|_| f16::from_f32(r.gen_range(-1.0..1.0)).to_bits())
+            .collect()
+    };
+    let (q, k, v) = (half(n_ctx * ld), half(n_ctx * ld), half(n_ctx * ld));
+    let bits = |x: &[u16]| -> Vec<u8> { x.iter().flat_map(|b| b.to_le_bytes()).collect() };
+    let grid = n_ctx.div_ceil(constexpr(&fx, "BLOCK_M"));
+    let outs = run_ptx(
+        &fx,
+        fx.ptx,
+        grid as u32,
+        &[
+            ("q_ptr", Arg::Buf(bits(&q))),
+            ("k_ptr", Arg::Buf(bits(&k))),
+            ("v_ptr", Arg::Buf(bits(&v))),
+            // Exactly n_ctx rows: memcheck sees any unmasked access past them.
+            ("o_ptr", Arg::Buf(f32_bytes(&vec![f32::NAN; n_ctx * ld]))),
+            ("n_ctx", Arg::I32(n_ctx as i32)),
+            ("stride", Arg::I32(ld as i32)),
+            ("sm_scale", Arg::F32(scale)),
+        ],
+        &LaunchOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("attention: {e}"));
+    let o = output(&outs, "o_ptr");
+    let h = |x: &[u16], i: usize, j: usize| f16::from_bits(x[i * ld + j]).to_f64();
+    let vmax = (0..n_ctx * ld)
+        .map(|i| f16::from_bits(v[i]).to_f64().abs())
+        .fold(0.0, f64::max);
+    let mut want = Vec::new();
+    for i in 0..n_ctx {
+        let s: Vec<f64> = (0..n_ctx)
+            .map(|j| (0..d).map(|c| h(&q, i, c) * h(&k, j, c)).sum::<f64>() * f64::from(scale))
+            .collect();
+        let max = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let p: Vec<f64> = s.iter().map(|x| (x - max).exp()).collect();
+        let l: f64 = p.iter().sum();
+        for c in 0..d {
+            let val = (0..n_ctx).map(|j| p[j] * h(&v, j, c)).sum::<f64>() / l;
+            // P is rounded to f16 (2^-11 relative) before P·V.
+            want.push((i * ld + c, val, vmax * 2f64.powi(-10) + 1e-6));
+        }
+    }
+    compare(&o, &want, "attention").unwrap_or_else(|e| panic!("{e}"));
 }
 
 // ---------------------------------------------------------------------------

@@ -4,8 +4,10 @@ scripts/triton-fixtures.py compiles each entry of FIXTURES for an sm_80
 target (no GPU needed) and writes NAME.ptx and MANIFEST beside this file;
 crates/phobos-sim/tests/triton_fixtures.rs runs the PTX against f64
 references. The kernels are Triton's tutorial GEMM (03-matrix-multiplication)
-and fused softmax (02-fused-softmax), a three-pass softmax, a row sum and two
-GEMVs, with masks so that ragged shapes are exercised.
+and fused softmax (02-fused-softmax), a three-pass softmax, a row sum, two
+GEMVs, the tutorial's layer norm forward (05-layer-norm) and a
+flash-attention forward for one head, with masks so that ragged shapes are
+exercised.
 """
 import triton
 import triton.language as tl
@@ -134,6 +136,67 @@ def gemv_split_kernel(w_ptr, x_ptr, y_ptr, n_rows, n_cols, stride,
     tl.store(y_ptr + row, tl.sum(acc, axis=0))
 
 
+@triton.jit
+def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, stride, n_cols, eps,
+                      BLOCK_SIZE: tl.constexpr):
+    """The tutorial's layer norm forward (05-layer-norm): one row per program,
+    mean and variance in two passes over blocks, then normalize and scale."""
+    row = tl.program_id(0)
+    x_ptr += row * stride
+    y_ptr += row * stride
+    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, n_cols, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        _mean += tl.load(x_ptr + cols, mask=cols < n_cols, other=0.)
+    mean = tl.sum(_mean, axis=0) / n_cols
+    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, n_cols, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        x = tl.load(x_ptr + cols, mask=cols < n_cols, other=0.)
+        x = tl.where(cols < n_cols, x - mean, 0.)
+        _var += x * x
+    var = tl.sum(_var, axis=0) / n_cols
+    rstd = 1 / tl.sqrt(var + eps)
+    for off in range(0, n_cols, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        mask = cols < n_cols
+        w = tl.load(w_ptr + cols, mask=mask)
+        b = tl.load(b_ptr + cols, mask=mask)
+        x = tl.load(x_ptr + cols, mask=mask, other=0.)
+        tl.store(y_ptr + cols, (x - mean) * rstd * w + b, mask=mask)
+
+
+@triton.jit
+def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, n_ctx, stride, sm_scale,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
+    """Flash-attention forward for one head (as the tutorial's inner loop):
+    S = Q K^T on tensor cores, an online softmax in exp2, O += P V with P in
+    f16; keys past n_ctx masked to -inf."""
+    start_m = tl.program_id(0)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + offs_m[:, None] * stride + offs_d[None, :], mask=offs_m[:, None] < n_ctx, other=0.)
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    for start_n in range(0, n_ctx, BLOCK_N):
+        cols = start_n + offs_n
+        k = tl.load(k_ptr + cols[None, :] * stride + offs_d[:, None], mask=cols[None, :] < n_ctx, other=0.)
+        qk = tl.dot(q, k)
+        qk = tl.where(cols[None, :] < n_ctx, qk * qk_scale, -float("inf"))
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptr + cols[:, None] * stride + offs_d[None, :], mask=cols[:, None] < n_ctx, other=0.)
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
+        m_i = m_ij
+    acc = acc / l_i[:, None]
+    tl.store(o_ptr + offs_m[:, None] * stride + offs_d[None, :], acc, mask=offs_m[:, None] < n_ctx)
+
+
 # name: (kernel, signature, constexprs, aligned, options)
 #
 # As Triton's launcher would specialize them for the tests' arguments: an
@@ -178,6 +241,16 @@ FIXTURES = {
               "n_cols": "i32", "stride": "i32"},
              {"BLOCK_R": 8, "BLOCK_C": 128},
              ["w_ptr", "x_ptr", "y_ptr", "stride"], {"num_warps": 4, "num_stages": 1}),
+    "layer_norm": (layer_norm_kernel,
+                   {"x_ptr": "*fp32", "y_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32",
+                    "stride": "i32", "n_cols": "i32", "eps": "fp32"},
+                   {"BLOCK_SIZE": 256},
+                   ["x_ptr", "y_ptr", "w_ptr", "b_ptr", "stride"], {"num_warps": 4, "num_stages": 1}),
+    "attention": (attention_kernel,
+                  {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp32",
+                   "n_ctx": "i32", "stride": "i32", "sm_scale": "fp32"},
+                  {"BLOCK_M": 64, "BLOCK_N": 32, "HEAD_DIM": 64},
+                  ["q_ptr", "k_ptr", "v_ptr", "o_ptr", "stride"], {"num_warps": 4, "num_stages": 2}),
     "gemv_split": (gemv_split_kernel,
                    {"w_ptr": "*fp32", "x_ptr": "*fp32", "y_ptr": "*fp32", "n_rows": "i32",
                     "n_cols": "i32", "stride": "i32"},
