@@ -201,10 +201,25 @@ impl Shadow {
         })
     }
 
-    /// Records a plain write of `[off, off + len)`.
-    pub(crate) fn write(&mut self, off: u32, len: u32, s: &Stamp) -> Result<(), Hazard> {
+    /// Records a plain write of `[off, off + len)`. Bit `i` of `unchanged`
+    /// says the write leaves byte `off + i` holding the value it had: an
+    /// unordered plain write of it by another thread is then no hazard.
+    /// Both writes store the same value, so whichever lands last the byte
+    /// is the same; compute-sanitizer's racecheck reports such a pair only
+    /// at its INFO level ("identical data writes"), below the WARNING and
+    /// ERROR hazards it counts, and Triton's reductions rely on it (every
+    /// lane of a warp stores the warp's reduced value to one word).
+    pub(crate) fn write(
+        &mut self,
+        off: u32,
+        len: u32,
+        s: &Stamp,
+        unchanged: u32,
+    ) -> Result<(), Hazard> {
         self.visit(off, len, |o, c| {
-            c.write_hazard(s, o, true)?;
+            let same = c.w_kind == WriteKind::Plain
+                && unchanged.checked_shr(o - off).is_some_and(|u| u & 1 != 0);
+            c.write_hazard(s, o, !same)?;
             *c = Cell::written(s, WriteKind::Plain);
             Ok(())
         })
@@ -351,8 +366,34 @@ impl Ctx<'_> {
             .map_or_else(String::new, |i| i.opcode.clone())
     }
 
+    /// `inlined at FILE:L:C, FILE:L:C` for code that the producer inlined
+    /// (Triton's `tl.sum` and friends), naming the call sites innermost
+    /// first down to the kernel's own line.
+    fn inlined_note(&self, pc: u32) -> Option<String> {
+        let info = self.entry.info.get(pc as usize)?;
+        let chain = self.module.inline_chain(info.inlined);
+        if chain.is_empty() {
+            return None;
+        }
+        let sites: Vec<String> = chain
+            .iter()
+            .map(|&(f, line, col)| {
+                SourceLoc {
+                    file: self.module.file_name(f),
+                    line,
+                    col,
+                }
+                .to_string()
+            })
+            .collect();
+        Some(format!("inlined at {}", sites.join(", ")))
+    }
+
     /// Attaches kernel, location, CTA and thread to a fault.
-    pub(crate) fn report(&self, cta: &CtaState, pc: u32, tid: u32, f: Fault) -> SimError {
+    pub(crate) fn report(&self, cta: &CtaState, pc: u32, tid: u32, mut f: Fault) -> SimError {
+        if let Some(n) = self.inlined_note(pc) {
+            f.notes.insert(0, n);
+        }
         SimError::Check(Box::new(CheckReport {
             kind: f.kind,
             kernel: self.entry.name.clone(),
@@ -668,21 +709,37 @@ mod tests {
     fn barrier_epochs_order_accesses() {
         let mut s = shadow(8);
         assert_eq!(s.read(4, 4, &st(0, 0)), Ok(Some(4)));
-        s.write(0, 4, &st(0, 0)).unwrap();
+        s.write(0, 4, &st(0, 0), 0).unwrap();
         assert_eq!(hazard(s.read(0, 4, &st(40, 0))), ("RAW", Some(0)));
         assert_eq!(s.read(0, 4, &st(40, 1)), Ok(None));
         s.read(0, 4, &st(41, 1)).unwrap();
-        assert_eq!(hazard(s.write(0, 4, &st(40, 1))), ("WAR", None));
-        s.write(0, 4, &st(40, 2)).unwrap();
-        assert_eq!(hazard(s.write(2, 1, &st(7, 2))), ("WAW", Some(40)));
+        assert_eq!(hazard(s.write(0, 4, &st(40, 1), 0)), ("WAR", None));
+        s.write(0, 4, &st(40, 2), 0).unwrap();
+        assert_eq!(hazard(s.write(2, 1, &st(7, 2), 0)), ("WAW", Some(40)));
         // A read of unwritten bytes followed by another thread's write is a race.
-        assert_eq!(hazard(s.write(4, 4, &st(9, 0))), ("WAR", Some(0)));
+        assert_eq!(hazard(s.write(4, 4, &st(9, 0), 0)), ("WAR", Some(0)));
+    }
+
+    #[test]
+    fn identical_writes_are_no_hazard() {
+        let mut s = shadow(8);
+        s.write(0, 4, &st(0, 0), 0).unwrap();
+        // Another thread, no barrier, the same value in every byte.
+        s.write(0, 4, &st(1, 0), 0b1111).unwrap();
+        s.write(0, 4, &st(40, 0), 0b1111).unwrap();
+        // One byte differs: a hazard with the last writer.
+        assert_eq!(hazard(s.write(0, 4, &st(2, 0), 0b1101)), ("WAW", Some(40)));
+        // The exemption covers writes only: an unordered read still races.
+        assert_eq!(hazard(s.read(0, 4, &st(3, 0))), ("RAW", Some(2)));
+        // And not a write after another thread's atomic.
+        s.atomic(4, 4, &st(5, 0)).unwrap();
+        assert_eq!(hazard(s.write(4, 4, &st(6, 0), 0b1111)), ("WAW", Some(5)));
     }
 
     #[test]
     fn warp_sync_orders_lanes_of_one_warp() {
         let mut s = shadow(4);
-        s.write(0, 4, &st(1, 0)).unwrap();
+        s.write(0, 4, &st(1, 0), 0).unwrap();
         let later = Stamp {
             tid: 2,
             epoch: 0,
@@ -695,7 +752,7 @@ mod tests {
     #[test]
     fn atomics_do_not_race_each_other() {
         let mut s = shadow(4);
-        s.write(0, 4, &st(0, 0)).unwrap();
+        s.write(0, 4, &st(0, 0), 0).unwrap();
         assert_eq!(s.atomic(0, 4, &st(3, 1)), Ok(None));
         assert_eq!(s.atomic(0, 4, &st(40, 1)), Ok(None));
         assert_eq!(hazard(s.read(0, 4, &st(5, 1))), ("RAW", None));
@@ -706,13 +763,13 @@ mod tests {
     #[test]
     fn an_atomic_races_with_an_unordered_plain_read() {
         let mut s = shadow(4);
-        s.write(0, 4, &st(0, 0)).unwrap();
+        s.write(0, 4, &st(0, 0), 0).unwrap();
         s.read(0, 4, &st(3, 1)).unwrap();
         assert_eq!(hazard(s.atomic(0, 4, &st(40, 1))), ("WAR", Some(3)));
         // A plain write by another thread in the atomic's epoch is a race.
         let mut s = shadow(4);
         s.atomic(0, 4, &st(7, 0)).unwrap();
-        assert_eq!(hazard(s.write(0, 4, &st(8, 0))), ("WAW", Some(7)));
+        assert_eq!(hazard(s.write(0, 4, &st(8, 0), 0)), ("WAW", Some(7)));
     }
 
     #[test]

@@ -460,6 +460,16 @@ pub(crate) enum Op {
         d: Slot,
         a: Slot,
     },
+    /// `cvt.{rn,rz}.{f16x2,bf16x2}.f32 d, a, b`: `a` converted into the
+    /// upper half of `d`, `b` into the lower half (`dst` is `F16` or
+    /// `Bf16`).
+    CvtPack {
+        d: Slot,
+        a: Slot,
+        b: Slot,
+        dst: Ty,
+        rnd: Round,
+    },
     /// `wait_group keep` (`Some`) or `wait_all` (`None`).
     CpAsyncWait {
         keep: Option<u32>,
@@ -479,6 +489,8 @@ pub(crate) struct InstInfo {
     pub opcode: String,
     pub line: usize,
     pub loc: Option<(u32, u32, u32)>,
+    /// The `inlined_at` chain of `loc` (an index in the module's chains).
+    pub inlined: u32,
 }
 
 /// A kernel parameter as declared.
@@ -582,6 +594,9 @@ enum Name {
     Pred(PredId),
     /// A symbol whose value is an address (shared, local or param offset).
     Sym(u64),
+    /// A module-level `.global` variable, which the simulator does not
+    /// place in memory: declaring one is fine, using one is unsupported.
+    Global,
 }
 
 struct Decoder {
@@ -614,6 +629,9 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
         params: HashMap::new(),
         mmas: Vec::new(),
     };
+    for g in &m.globals {
+        d.names.insert(g.name.clone(), Name::Global);
+    }
     for r in &e.regs {
         let is_pred = r.ty == ".pred";
         if !is_pred && type_size(&r.ty).is_none() {
@@ -720,6 +738,7 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
                 opcode: i.opcode.clone(),
                 line: i.line,
                 loc: i.loc,
+                inlined: i.inlined,
             });
         }
     }
@@ -805,41 +824,80 @@ fn special(name: &str) -> Option<Special> {
     })
 }
 
-/// Encodes a numeric literal as the bits of a value of type `ty`.
-fn literal(text: &str, negative: bool, ty: Ty) -> Option<u64> {
-    let float_lit = if let Some(h) = text.strip_prefix("0f").or_else(|| text.strip_prefix("0F")) {
-        if h.len() != 8 {
-            return None;
+/// Encodes a numeric literal as the bits of a value of type `ty`, by the
+/// PTX ISA's rules for constants (section 4.5, "Constants") as ptxas applies them:
+///
+/// - `0fXXXXXXXX` is an exact f32; `0dXXXXXXXXXXXXXXXX` and decimal floats
+///   (`1.5`, `1e3`, `.5`) are f64. A float literal may be the operand of an
+///   `.f32` or `.f64` instruction (converted to it, round to nearest even),
+///   or supply the bits of a same-width bit type: `0f` for `.b32`, `0d` or a
+///   decimal float for `.b64`. Nothing else takes one, and there is no
+///   `.f16`/`.bf16` literal. `-` may precede a decimal or `0d` literal but
+///   not a `0f` one.
+/// - An integer literal (decimal, `0x`, `0b`, octal, optional `U`) may be
+///   the operand of a bit, unsigned or signed type, not of a float type.
+///
+/// `Ok(None)` means the text is no number; `Err` says why ptxas refuses it.
+fn literal(text: &str, negative: bool, ty: Ty) -> Result<Option<u64>, String> {
+    enum Float {
+        /// `0f`: an f32 given by its bits.
+        Single(f32),
+        /// `0d` or decimal.
+        Double(f64),
+    }
+    let hex = |h: &str, digits: usize| {
+        (h.len() == digits && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| u64::from_str_radix(h, 16).ok())
+            .flatten()
+    };
+    let float = if let Some(h) = text.strip_prefix("0f").or_else(|| text.strip_prefix("0F")) {
+        let Some(bits) = hex(h, 8) else {
+            return Ok(None);
+        };
+        if negative {
+            return Err(format!(
+                "a `0f` literal cannot be negated (`-{text}`); write the negative value's bits"
+            ));
         }
-        Some(f64::from(f32::from_bits(u32::from_str_radix(h, 16).ok()?)))
+        Float::Single(f32::from_bits(bits as u32))
     } else if let Some(h) = text.strip_prefix("0d").or_else(|| text.strip_prefix("0D")) {
-        if h.len() != 16 {
-            return None;
+        let Some(bits) = hex(h, 16) else {
+            return Ok(None);
+        };
+        Float::Double(f64::from_bits(bits))
+    } else if text.contains(['.', 'e', 'E']) && !text.starts_with("0x") && !text.starts_with("0X") {
+        match text.parse::<f64>() {
+            Ok(f) => Float::Double(f),
+            Err(_) => return Ok(None),
         }
-        Some(f64::from_bits(u64::from_str_radix(h, 16).ok()?))
-    } else if text.contains(['.', 'e', 'E']) && !text.starts_with("0x") {
-        Some(text.parse::<f64>().ok()?)
     } else {
-        None
+        let Some(v) = parse_uint(text) else {
+            return Ok(None);
+        };
+        if ty.is_float() {
+            return Err(format!(
+                "integer literal `{text}` for a .{} operand: ptxas takes only float literals there (`{text}.0`, or `0f`/`0d` bits)",
+                ty.name()
+            ));
+        }
+        return Ok(Some(if negative { v.wrapping_neg() } else { v }));
     };
     let sign = |x: f64| if negative { -x } else { x };
-    match (float_lit, ty.is_float()) {
-        (Some(f), true) => Some(encode_float(sign(f), ty)),
-        (Some(_), false) => None,
-        (None, is_float) => {
-            let v = parse_uint(text)?;
-            let v = if negative { v.wrapping_neg() } else { v };
-            if is_float {
-                let f = if negative {
-                    -(parse_uint(text)? as f64)
-                } else {
-                    v as f64
-                };
-                Some(encode_float(f, ty))
-            } else {
-                Some(v)
-            }
-        }
+    match (float, ty) {
+        (Float::Single(f), Ty::F32 | Ty::F64) => Ok(Some(encode_float(f64::from(f), ty))),
+        (Float::Double(f), Ty::F32 | Ty::F64) => Ok(Some(encode_float(sign(f), ty))),
+        (Float::Single(f), Ty::B32) => Ok(Some(u64::from(f.to_bits()))),
+        (Float::Double(f), Ty::B64) => Ok(Some(sign(f).to_bits())),
+        (Float::Single(_), Ty::B64) => Err(format!(
+            "`0f` literal `{text}` for a .b64 operand: a .b64 takes `0d` bits or a decimal float"
+        )),
+        (Float::Double(_), Ty::B32) => Err(format!(
+            "f64 literal `{text}` for a .b32 operand: a .b32 takes only `0f` bits"
+        )),
+        _ => Err(format!(
+            "float literal `{text}` for a .{} operand: ptxas takes float literals only for .f32, .f64, .b32 (`0f`) and .b64 (`0d`)",
+            ty.name()
+        )),
     }
 }
 
@@ -971,6 +1029,9 @@ impl Decoder {
                         format!("predicate `{name}` used as a value"),
                     ))
                 }
+                Some(Name::Global) => {
+                    return Err(unsupported(format!(".global variable {name}"), line))
+                }
                 None => {}
             }
             if let Some(sp) = special(name) {
@@ -990,7 +1051,7 @@ impl Decoder {
                 return Err(unsupported(format!("special register {name}"), line));
             }
         }
-        match literal(name, negative, ty) {
+        match literal(name, negative, ty).map_err(|why| SimError::parse(line, why))? {
             Some(v) => Ok(self.konst(v)),
             None if name.starts_with('%')
                 || name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$') =>
@@ -1037,6 +1098,7 @@ impl Decoder {
                     line,
                     format!("predicate `{b}` used as an address"),
                 )),
+                Some(Name::Global) => Err(unsupported(format!(".global variable {b}"), line)),
                 None => Err(SimError::parse(
                     line,
                     format!("undeclared name `{b}` in an address"),
@@ -1055,7 +1117,9 @@ impl Decoder {
         let mut out = [0; 4];
         match o {
             RawOperand::Vector(items) => {
-                if items.len() > 4 || !matches!(items.len(), 2 | 4) {
+                // `{%r1}` is a one-element vector, as plain as `%r1`
+                // (Triton's inline `ld`/`st` write it; ptxas accepts it).
+                if !matches!(items.len(), 1 | 2 | 4) {
                     return Err(unsupported(
                         format!("vector of {} elements", items.len()),
                         line,
@@ -1527,6 +1591,23 @@ impl Decoder {
 
     fn cvt(&mut self, i: &RawInst, mods: &[&str]) -> Result<Op, SimError> {
         let line = i.line;
+        if let Some(&pair) = mods.iter().find(|m| matches!(**m, "f16x2" | "bf16x2")) {
+            // `cvt.frnd2{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b` with
+            // frnd2 `.rn` or `.rz`; the simulator runs the plain form.
+            let rnd = match mods {
+                ["rn", _, "f32"] => Round::Rn,
+                ["rz", _, "f32"] => Round::Rz,
+                _ => return Err(unsupported(&i.opcode, line)),
+            };
+            self.want(&i.operands, 3, i)?;
+            return Ok(Op::CvtPack {
+                d: self.dst(&i.operands[0], line)?,
+                a: self.src(&i.operands[1], Ty::F32, line)?,
+                b: self.src(&i.operands[2], Ty::F32, line)?,
+                dst: if pair == "f16x2" { Ty::F16 } else { Ty::Bf16 },
+                rnd,
+            });
+        }
         self.want(&i.operands, 2, i)?;
         if mods.contains(&"tf32") {
             // Only `cvt.rna{.satfinite}.tf32.f32` exists (sm_80+).

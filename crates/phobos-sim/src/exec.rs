@@ -222,6 +222,10 @@ impl Warp {
                     self.map1(active, d, a, |x| cvt(x, dst, src, rnd, sat, ftz));
                 }
             }
+            Op::CvtPack { d, a, b, dst, rnd } => self.map2(active, d, a, b, |x, y| {
+                let half = |v| cvt(v, dst, Ty::F32, rnd, false, false) & 0xFFFF;
+                (half(x) << 16) | half(y)
+            }),
             Op::CvtTf32 { d, a } => self.map1(active, d, a, |x| {
                 u64::from(crate::tensor::tf32_rna(x as u32))
             }),
@@ -916,8 +920,23 @@ impl Warp {
             ));
         }
         let off = addr as u32;
-        self.shared_check(SharedBytes::new(l, off, total, m.store), pc, cx, cta)?;
         let start = off as usize;
+        let mut bytes = SharedBytes::new(l, off, total, m.store);
+        if m.store && cx.checks {
+            // Which bytes the store leaves as they are: racecheck does not
+            // report two unordered writes of the same value.
+            let n = total as usize;
+            let mut new = [0u8; 32];
+            copy_values(&mut new[..n], m, vals);
+            for (i, (a, b)) in new[..n]
+                .iter()
+                .zip(&cta.shared[start..start + n])
+                .enumerate()
+            {
+                bytes.unchanged |= u32::from(a == b) << i;
+            }
+        }
+        self.shared_check(bytes, pc, cx, cta)?;
         copy_values(&mut cta.shared[start..], m, vals);
         Ok(())
     }

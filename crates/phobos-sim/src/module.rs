@@ -9,6 +9,8 @@ use crate::parse::parse;
 #[derive(Clone, Debug)]
 pub struct Module {
     files: Vec<(u32, String)>,
+    /// `.loc ..., inlined_at` call-site chains, innermost first.
+    inline_chains: Vec<Vec<(u32, u32, u32)>>,
     entries: Vec<Entry>,
 }
 
@@ -20,6 +22,7 @@ impl Module {
         let entries = decode_module(&raw)?;
         Ok(Module {
             files: raw.files,
+            inline_chains: raw.inline_chains,
             entries,
         })
     }
@@ -60,5 +63,13 @@ impl Module {
             .iter()
             .find(|(i, _)| *i == f)
             .map_or_else(|| format!("<file {f}>"), |(_, n)| n.clone())
+    }
+
+    /// The call sites that code at an instruction was inlined into,
+    /// innermost first (empty when it was not inlined).
+    pub(crate) fn inline_chain(&self, chain: u32) -> &[(u32, u32, u32)] {
+        self.inline_chains
+            .get(chain as usize)
+            .map_or(&[], Vec::as_slice)
     }
 }

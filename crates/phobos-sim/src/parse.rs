@@ -78,6 +78,23 @@ fn lex(src: &str) -> Result<Vec<Token>, SimError> {
             while i < chars.len() && is_word_char(chars[i]) {
                 i += 1;
             }
+            // The signed exponent of a decimal float (`1.0e-5`, `2E+3`).
+            let decimal = |w: &[char]| {
+                w.first().is_some_and(|c| c.is_ascii_digit() || *c == '.')
+                    && w[..w.len() - 1]
+                        .iter()
+                        .all(|c| c.is_ascii_digit() || *c == '.')
+                    && matches!(w.last(), Some('e' | 'E'))
+            };
+            if decimal(&chars[start..i])
+                && matches!(chars.get(i), Some('+' | '-'))
+                && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+            {
+                i += 1;
+                while i < chars.len() && chars[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
             out.push(Token {
                 tok: Tok::Word(chars[start..i].iter().collect()),
                 line,
@@ -122,6 +139,9 @@ pub(crate) struct RawInst {
     pub operands: Vec<RawOperand>,
     /// The nearest preceding `.loc`: (file, line, column).
     pub loc: Option<(u32, u32, u32)>,
+    /// Index in [`RawModule::inline_chains`] of that `.loc`'s
+    /// `inlined_at` call sites (0: not inlined).
+    pub inlined: u32,
     /// Why the operands did not parse, reported unless the opcode itself
     /// is unsupported.
     pub bad_operands: Option<SimError>,
@@ -168,23 +188,44 @@ pub(crate) struct RawEntry {
     pub maxntid: Option<[u32; 3]>,
 }
 
+/// A source position of a `.loc`: (file, line, column).
+pub(crate) type Loc = (u32, u32, u32);
+
+/// The longest `inlined_at` chain kept; deeper call sites are dropped (a
+/// real chain is a handful of inlined helpers deep).
+const MAX_INLINE_DEPTH: usize = 32;
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RawModule {
     pub files: Vec<(u32, String)>,
+    /// The call sites of inlined code, innermost first, one chain per
+    /// distinct `.loc ..., inlined_at F L C` chain; entry 0 is empty.
+    pub inline_chains: Vec<Vec<Loc>>,
     /// The `N` of `.target sm_N`, when the module names one.
     pub target: Option<u32>,
     pub shared: Vec<VarDecl>,
     /// `.extern .shared` arrays of no size: the dynamic shared memory a
     /// launch passes (`sharedMemBytes`), which they all start at.
     pub extern_shared: Vec<VarDecl>,
+    /// Module-level `.global` variables (declared, with any initializer
+    /// skipped; the decoder refuses an instruction that uses one).
+    pub globals: Vec<VarDecl>,
     pub entries: Vec<RawEntry>,
 }
 
 struct Parser {
     toks: Vec<Token>,
     pos: usize,
-    loc: Option<(u32, u32, u32)>,
+    loc: Option<Loc>,
+    /// The current `.loc`'s chain in `chains`.
+    inlined: u32,
     files: Vec<(u32, String)>,
+    chains: Vec<Vec<Loc>>,
+    /// The chain of the latest `.loc` at each position: an `inlined_at`
+    /// call site continues the chain of the `.loc` that stood there.
+    chain_at: std::collections::HashMap<Loc, u32>,
+    /// Each chain's index in `chains`.
+    chain_ids: std::collections::HashMap<Vec<Loc>, u32>,
 }
 
 /// Parses PTX text into its raw structure.
@@ -193,7 +234,11 @@ pub(crate) fn parse(src: &str) -> Result<RawModule, SimError> {
         toks: lex(src)?,
         pos: 0,
         loc: None,
+        inlined: 0,
         files: Vec::new(),
+        chains: vec![Vec::new()],
+        chain_at: std::collections::HashMap::new(),
+        chain_ids: std::collections::HashMap::new(),
     };
     let mut module = RawModule::default();
     while let Some(t) = p.peek().cloned() {
@@ -208,6 +253,10 @@ pub(crate) fn parse(src: &str) -> Result<RawModule, SimError> {
                     p.skip_line(line);
                 }
                 ".version" | ".address_size" => p.skip_line(line),
+                // DWARF sections (`.debug_info`, `.debug_line`, ...) that
+                // Triton and `nvcc -lineinfo` emit: `.loc`/`.file` carry
+                // everything the reports use.
+                ".section" => p.section(line)?,
                 ".file" => p.file_directive()?,
                 ".loc" => p.loc_directive()?,
                 ".visible" | ".weak" => {
@@ -236,7 +285,18 @@ pub(crate) fn parse(src: &str) -> Result<RawModule, SimError> {
                     }
                     module.extern_shared.push(v);
                 }
-                ".func" | ".extern" | ".global" | ".const" | ".tex" | ".surfref" | ".texref"
+                // Triton's libdevice leaves unreferenced strings such as
+                // `.global .align 1 .b8 _$_str[11] = {95, ...};`.
+                ".global" => {
+                    p.pos += 1;
+                    let v = p.var_decl(line)?;
+                    if p.eat_punct('=') {
+                        p.initializer(line)?;
+                    }
+                    p.expect_punct(';')?;
+                    module.globals.push(v);
+                }
+                ".func" | ".extern" | ".const" | ".tex" | ".surfref" | ".texref"
                 | ".samplerref" => {
                     return Err(SimError::Unsupported {
                         instruction: w.clone(),
@@ -260,6 +320,7 @@ pub(crate) fn parse(src: &str) -> Result<RawModule, SimError> {
         }
     }
     module.files = p.files;
+    module.inline_chains = p.chains;
     Ok(module)
 }
 
@@ -374,15 +435,90 @@ impl Parser {
         Ok(())
     }
 
+    /// `.loc F L C[, function_name LABEL[+N]][, inlined_at F L C]`.
     fn loc_directive(&mut self) -> Result<(), SimError> {
         let t = self.next()?;
+        let loc = self.loc_triple(t.line)?;
+        let mut inlined = 0;
+        while self.eat_punct(',') {
+            let (key, kl) = self.word()?;
+            match key.as_str() {
+                "function_name" => {
+                    self.word()?;
+                    if self.eat_punct('+') {
+                        self.number()?;
+                    }
+                }
+                "inlined_at" => {
+                    let site = self.loc_triple(kl)?;
+                    let outer = self.chain_at.get(&site).copied().unwrap_or(0);
+                    let mut chain = vec![site];
+                    chain.extend(&self.chains[outer as usize]);
+                    chain.truncate(MAX_INLINE_DEPTH);
+                    let next = self.chains.len() as u32;
+                    inlined = *self.chain_ids.entry(chain.clone()).or_insert(next);
+                    if inlined == next {
+                        self.chains.push(chain);
+                    }
+                }
+                _ => return Err(SimError::parse(kl, format!("unexpected `{key}` in `.loc`"))),
+            }
+        }
+        self.chain_at.insert(loc, inlined);
+        self.loc = Some(loc);
+        self.inlined = inlined;
+        Ok(())
+    }
+
+    fn loc_triple(&mut self, line: usize) -> Result<Loc, SimError> {
         let mut vals = [0u32; 3];
         for v in &mut vals {
             let n = self.number()?;
-            *v = u32::try_from(n).map_err(|_| SimError::parse(t.line, "`.loc` value too large"))?;
+            *v = u32::try_from(n).map_err(|_| SimError::parse(line, "`.loc` value too large"))?;
         }
-        self.skip_line(t.line);
-        self.loc = Some((vals[0], vals[1], vals[2]));
+        Ok((vals[0], vals[1], vals[2]))
+    }
+
+    /// Skips a variable's initializer (`5`, `{1, 2}`, `{{1}, {2}}`) up to
+    /// the `;` that ends the declaration.
+    fn initializer(&mut self, line: usize) -> Result<(), SimError> {
+        let mut depth = 0u32;
+        loop {
+            match self.peek_tok() {
+                None => return Err(SimError::parse(line, "unterminated initializer")),
+                Some(Tok::Punct(';')) if depth == 0 => return Ok(()),
+                Some(Tok::Punct('{')) => depth += 1,
+                Some(Tok::Punct('}')) => {
+                    depth = depth
+                        .checked_sub(1)
+                        .ok_or_else(|| SimError::parse(line, "unbalanced `}` in an initializer"))?;
+                }
+                Some(_) => {}
+            }
+            self.pos += 1;
+        }
+    }
+
+    /// Skips `.section NAME { ... }`.
+    fn section(&mut self, line: usize) -> Result<(), SimError> {
+        self.pos += 1;
+        self.word()?;
+        self.expect_punct('{')?;
+        let mut depth = 1;
+        while depth > 0 {
+            match self.next() {
+                Ok(Token {
+                    tok: Tok::Punct('{'),
+                    ..
+                }) => depth += 1,
+                Ok(Token {
+                    tok: Tok::Punct('}'),
+                    ..
+                }) => depth -= 1,
+                Ok(_) => {}
+                Err(_) => return Err(SimError::parse(line, "unterminated `.section`")),
+            }
+        }
         Ok(())
     }
 
@@ -644,6 +780,7 @@ impl Parser {
             opcode,
             operands,
             loc: self.loc,
+            inlined: self.inlined,
             bad_operands,
         })
     }

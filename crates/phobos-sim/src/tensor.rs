@@ -300,6 +300,9 @@ pub(crate) struct SharedBytes {
     pub off: u32,
     pub len: u32,
     pub store: bool,
+    /// For a plain store: bit `i` set when byte `off + i` already holds
+    /// the value the store writes (see [`Shadow::write`]).
+    pub unchanged: u32,
 }
 
 impl SharedBytes {
@@ -309,6 +312,7 @@ impl SharedBytes {
             off,
             len,
             store,
+            unchanged: 0,
         }
     }
 }
@@ -328,6 +332,7 @@ impl Warp {
             off,
             len,
             store,
+            ..
         } = bytes;
         if !cx.checks || !cta.asyncs.busy() {
             return Ok(());
@@ -368,7 +373,9 @@ impl Warp {
         let (l, off, len) = (bytes.lane, bytes.off, bytes.len);
         let st = self.stamp(l, cta.epoch, pc);
         let outcome = if bytes.store {
-            cta.shadow.write(off, len, &st).map(|()| None)
+            cta.shadow
+                .write(off, len, &st, bytes.unchanged)
+                .map(|()| None)
         } else {
             cta.shadow.read(off, len, &st)
         };

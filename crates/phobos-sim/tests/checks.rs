@@ -360,3 +360,45 @@ fn the_lowest_failing_cta_is_reported_whatever_the_thread_count() {
         assert_eq!(report(err).cta, [5, 0, 0], "with {threads} threads");
     }
 }
+
+/// Every thread stores `value` to word `warp` of `tile` (each warp its own
+/// word, as Triton's reductions do after a warp butterfly), then after a
+/// barrier thread 0 sums the words.
+fn one_word_per_warp(value: &str) -> String {
+    format!(
+        "    mov.u32 %r2, tile;
+    shr.u32 %r4, %r0, 5;
+    shl.b32 %r4, %r4, 2;
+    add.u32 %r3, %r2, %r4;
+    .loc 1 9 5
+    st.shared.u32 [%r3], {value};
+    bar.sync 0;
+    ld.shared.u32 %r5, [%r2];
+    ld.shared.u32 %r6, [%r2+4];
+    add.u32 %r5, %r5, %r6;
+    st.global.u32 [%rd4], %r5;
+"
+    )
+}
+
+#[test]
+fn threads_storing_the_same_value_to_one_word_do_not_race() {
+    // The value is the same in every thread of the CTA: no hazard, as
+    // compute-sanitizer's racecheck reports it only at INFO level
+    // ("identical data writes").
+    let out = run_n(TILE, &one_word_per_warp("7"), 64, &[0], 1);
+    assert!(out[0].iter().all(|&v| v == 14), "{:?}", out[0]);
+    // `%ntid.x` is the same in every thread too, and so a register.
+    let body = "    mov.u32 %r7, %ntid.x;\n".to_string() + &one_word_per_warp("%r7");
+    let out = run_n(TILE, &body, 64, &[0], 1);
+    assert!(out[0].iter().all(|&v| v == 128), "{:?}", out[0]);
+}
+
+#[test]
+fn threads_storing_different_values_to_one_word_race() {
+    // Each thread's own index: lane 1 overwrites lane 0's value.
+    let r = caught(TILE, &one_word_per_warp("%r0"), 64);
+    says(&r, CheckKind::Racecheck, "write-after-write");
+    assert_eq!(r.thread, Some([1, 0, 0]));
+    assert!(r.to_string().contains("at t.pho:9:5"), "{r}");
+}
