@@ -175,6 +175,7 @@ fn record_json(r: &Record) -> serde_json::Value {
             "differing": t.differing,
             "max_ulps": finite(t.max_ulps),
             "max_abs": finite(t.max_abs),
+            "dot_share": t.dot_share.map(finite),
             "first": t.first.as_ref().map(|(i, s, g)| json!({"index": i, "sim": s, "gpu": g})),
         })).collect::<Vec<_>>(),
     })
