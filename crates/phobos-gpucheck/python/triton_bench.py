@@ -87,7 +87,8 @@ def main():
     cases = []
     n = s["copy_bytes"] // 4
     src, dst = rnd(n), torch.empty(n, device=dev)
-    cases.append(("copy_dtod", lambda: copy_kernel[(triton.cdiv(n, 4096),)](src, dst, n, BLOCK=4096),
+    # `n=n`: bound now; the lines below set `n` again (check_closures.py).
+    cases.append(("copy_dtod", lambda n=n: copy_kernel[(triton.cdiv(n, 4096),)](src, dst, n, BLOCK=4096),
                   lambda: torch.equal(src, dst)))
     n, k = s["matvec"]
     w, x = rnd(n, k), rnd(k)
