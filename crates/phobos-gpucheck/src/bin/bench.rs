@@ -30,7 +30,13 @@
 //!   (at small sizes, all of them).
 //!
 //! Writes the rows as JSON to `--out` (default `bench.json`) and prints a
-//! table. Exits 1 when a kernel failed to run or missed its reference.
+//! table. The file is rewritten (atomically, through a temporary file)
+//! after every row, with `"complete": false` until the last: a benchmark
+//! that hangs or crashes the process costs its own row, not the earlier
+//! ones (run.sh's report reads whatever is there). The JSON also names
+//! the driver library the process loaded (`libcuda`, from
+//! `/proc/self/maps`). Exits 1 when a kernel failed to run or missed its
+//! reference.
 
 // `lane_max` comes with the example's kernels and is not benchmarked.
 #[allow(dead_code)]
@@ -485,6 +491,39 @@ const SMALL: Sizes = Sizes {
     gemm: [(130, 96, 72), (70, 200, 40)],
 };
 
+/// Writes `value` to `path` through a temporary file and a rename, so a
+/// reader (or a kill) never sees half a file.
+fn write_json(path: &std::path::Path, value: &serde_json::Value) -> Res<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(
+        &tmp,
+        serde_json::to_string_pretty(value).unwrap_or_default(),
+    )
+    .and_then(|_| std::fs::rename(&tmp, path))
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The driver library this process mapped (the GPU's `libcuda.so.1`, or
+/// the stand-in's), from `/proc/self/maps`; `None` when nothing named
+/// `libcuda` is mapped (the simulator backend) or off Linux.
+fn loaded_libcuda() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| {
+            std::path::Path::new(p)
+                .file_name()
+                .is_some_and(|f| f.to_string_lossy().starts_with("libcuda.so"))
+        })
+        .map(|p| {
+            let real = std::fs::canonicalize(p).map(|r| r.display().to_string());
+            match real {
+                Ok(r) if r != p => format!("{p} -> {r}"),
+                _ => p.to_string(),
+            }
+        })
+}
+
 fn main() -> ExitCode {
     let mut small = false;
     let mut runs = 30;
@@ -581,24 +620,35 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let results: Vec<(&str, Res<Row>)> = all
-        .iter()
-        .filter(|(name, _)| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name)))
-        .map(|(name, f)| (*name, f()))
-        .collect();
-    let copy_gbs = results.iter().find_map(|(name, r)| match r {
-        Ok(r) if *name == "copy_dtod" => Some(r.bytes / (r.ms * 1e6)),
-        _ => None,
-    });
     println!(
         "{:<14} {:<18} {:>10} {:>9} {:>7} {:>8} {:>10}  check",
         "kernel", "shape", "time ms", "GB/s", "% copy", "TFLOP/s", "max error"
     );
+    let libcuda = loaded_libcuda();
+    let report = |rows: &[serde_json::Value], copy_gbs: Option<f64>, complete: bool| {
+        json!({
+            "device": dev.name(), "backend": dev.kind().to_string(), "arch": dev.arch_label(),
+            "timing": b.clock.name(), "runs": runs, "small": small, "libcuda": libcuda,
+            "copy_gbs": copy_gbs, "complete": complete, "rows": rows,
+        })
+    };
     let mut rows = Vec::new();
     let mut failed = false;
-    for (name, r) in results {
-        match r {
+    let mut copy_gbs = None;
+    if let Err(e) = write_json(&out, &report(&rows, copy_gbs, false)) {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
+    let picked = all
+        .iter()
+        .filter(|(name, _)| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name)));
+    for (name, f) in picked {
+        let name = *name;
+        match f() {
             Ok(r) => {
+                if name == "copy_dtod" {
+                    copy_gbs = Some(r.bytes / (r.ms * 1e6));
+                }
                 let gbs = r.bytes / (r.ms * 1e6);
                 // A compute-bound row is judged by its rate, not its bytes.
                 let tflops = (r.flops > 0.0).then(|| r.flops / (r.ms * 1e9));
@@ -630,17 +680,13 @@ fn main() -> ExitCode {
                 rows.push(json!({"kernel": name, "ok": false, "error": e}));
             }
         }
+        if let Err(e) = write_json(&out, &report(&rows, copy_gbs, false)) {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
     }
-    let report = json!({
-        "device": dev.name(), "backend": dev.kind().to_string(), "arch": dev.arch_label(),
-        "timing": b.clock.name(), "runs": runs, "small": small,
-        "copy_gbs": copy_gbs, "rows": rows,
-    });
-    if let Err(e) = std::fs::write(
-        &out,
-        serde_json::to_string_pretty(&report).unwrap_or_default(),
-    ) {
-        eprintln!("cannot write {}: {e}", out.display());
+    if let Err(e) = write_json(&out, &report(&rows, copy_gbs, true)) {
+        eprintln!("{e}");
         return ExitCode::FAILURE;
     }
     if failed {

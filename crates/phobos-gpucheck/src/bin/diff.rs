@@ -13,6 +13,10 @@
 //!
 //! Writes `DIR/diff.json` (one record per case and seed) and, for every
 //! failing case, its inputs and both outputs under `DIR/diff-failures/`.
+//! `diff.json` is rewritten (through a temporary file and a rename) after
+//! every case run, with `"complete": false` until the end: a case that
+//! hangs or kills the process costs its own row, and run.sh's report
+//! still reads every earlier one.
 //! Prints a table, one row per kernel variant with its largest difference
 //! and what explains it. Exits 1 when any case failed: a launch failed, the
 //! sides disagree beyond what a cause explains, the runtime's outputs miss
@@ -190,6 +194,39 @@ fn finite(x: f64) -> serde_json::Value {
     }
 }
 
+/// `diff.json`: `head` (device, seeds, where failures are saved), the
+/// verdict so far, and every record of `runs`. `complete` is false while
+/// cases remain (and `variants_not_run` is then not yet known).
+fn report(
+    head: &serde_json::Value,
+    runs: &[Run],
+    missing: &[(String, String)],
+    complete: bool,
+) -> serde_json::Value {
+    let failed: Vec<&Run> = runs.iter().filter(|r| r.failure.is_some()).collect();
+    let mut v = head.clone();
+    v["complete"] = json!(complete);
+    v["pass"] = json!(complete && failed.is_empty() && missing.is_empty());
+    v["case_runs"] = json!(runs.len());
+    v["failed"] = json!(failed
+        .iter()
+        .map(|r| json!({"case": r.name, "seed": r.seed, "why": r.failure}))
+        .collect::<Vec<_>>());
+    v["variants_not_run"] = json!(missing
+        .iter()
+        .map(|(e, k)| json!({"variant": e, "kernel": k}))
+        .collect::<Vec<_>>());
+    v["records"] = json!(runs
+        .iter()
+        .flat_map(|r| r.records.iter().map(|x| {
+            let mut v = record_json(x);
+            v["case"] = json!(r.name);
+            v
+        }))
+        .collect::<Vec<_>>());
+    v
+}
+
 fn main() -> ExitCode {
     let args = match args() {
         Ok(a) => a,
@@ -211,20 +248,52 @@ fn main() -> ExitCode {
     let failures_dir = args.out.join("diff-failures");
     save_failures_to(&failures_dir);
 
+    let path = args.out.join("diff.json");
+    let head = json!({
+        "device": dev.name(),
+        "backend": dev.kind().to_string(),
+        "arch": dev.arch_label(),
+        "seeds": &SEEDS[..args.seeds],
+        "failures_saved_in": failures_dir.display().to_string(),
+    });
+    let journal = |runs: &[Run], missing: &[(String, String)], complete: bool| {
+        let text = serde_json::to_string_pretty(&report(&head, runs, missing, complete))
+            .unwrap_or_default();
+        let tmp = args.out.join("diff.json.tmp");
+        std::fs::create_dir_all(&args.out)
+            .and_then(|_| std::fs::write(&tmp, text))
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
     let mut runs = Vec::new();
+    let mut todo: Vec<Box<dyn Fn() -> Run>> = Vec::new();
     for &seed in &SEEDS[..args.seeds] {
         for (name, f) in CASES {
             if args.only.as_deref().is_some_and(|o| o != *name) {
                 continue;
             }
-            runs.push(run_one(name, seed, *f));
+            let f = *f;
+            todo.push(Box::new(move || run_one(name, seed, f)));
         }
         for (name, src) in EXAMPLE {
             let label = format!("example/{name}");
             if args.only.as_deref().is_some_and(|o| o != label) {
                 continue;
             }
-            runs.push(run_one(&label, seed, move || example_case(name, src)));
+            todo.push(Box::new(move || {
+                run_one(&label, seed, move || example_case(name, src))
+            }));
+        }
+    }
+    if let Err(e) = journal(&runs, &[], false) {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
+    for run in &todo {
+        runs.push(run());
+        if let Err(e) = journal(&runs, &[], false) {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
         }
     }
 
@@ -297,26 +366,8 @@ fn main() -> ExitCode {
         if pass { "PASS" } else { "FAIL" }
     );
 
-    let report = json!({
-        "device": dev.name(),
-        "backend": dev.kind().to_string(),
-        "arch": dev.arch_label(),
-        "seeds": &SEEDS[..args.seeds],
-        "pass": pass,
-        "case_runs": runs.len(),
-        "failed": failed.iter().map(|r| json!({"case": r.name, "seed": r.seed, "why": r.failure})).collect::<Vec<_>>(),
-        "variants_not_run": missing.iter().map(|(e, k)| json!({"variant": e, "kernel": k})).collect::<Vec<_>>(),
-        "failures_saved_in": failures_dir.display().to_string(),
-        "records": runs.iter().flat_map(|r| r.records.iter().map(|x| {
-            let mut v = record_json(x);
-            v["case"] = json!(r.name);
-            v
-        })).collect::<Vec<_>>(),
-    });
-    let path = args.out.join("diff.json");
-    let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-    if let Err(e) = std::fs::create_dir_all(&args.out).and_then(|_| std::fs::write(&path, text)) {
-        eprintln!("cannot write {}: {e}", path.display());
+    if let Err(e) = journal(&runs, &missing, true) {
+        eprintln!("{e}");
         return ExitCode::FAILURE;
     }
     if pass {
