@@ -145,6 +145,23 @@ fi
     echo "ncu: $(command -v ncu || echo none)"
     echo "ptxas: $(command -v ptxas || echo none)"
     echo "stand-in: ${STAND_IN:-no}"
+    # The driver library the dynamic loader picks for libcuda.so.1 (as the
+    # binaries' cudarc opens it), LD_LIBRARY_PATH included: the path and
+    # the file it resolves to. bench.json's `libcuda` is the one
+    # phobos-bench actually mapped.
+    echo "libcuda: $(python3 -c '
+import ctypes, os
+try:
+    ctypes.CDLL("libcuda.so.1")
+except OSError as e:
+    print("not loadable:", e)
+else:
+    for line in open("/proc/self/maps"):
+        p = line.split()[-1]
+        if os.path.basename(p).startswith("libcuda.so"):
+            print(p, "->", os.path.realpath(p))
+            break
+' 2>&1)"
 } >"$OUT/environment.txt" 2>&1
 cat "$OUT/environment.txt" >>"$LOG"
 
@@ -208,13 +225,14 @@ else
     # One profiled launch per kernel (its first: the checked one); the
     # other launches of the benchmark run unprofiled.
     for k in lanes_matvec row_softmax; do
-        step "ncu-$k" "$(( BUDGET_NCU / 2 ))" ncu --csv --target-processes all -k "regex:^$k" -c 1 \
+        # --log-file: the CSV holds ncu's own output only; the bench's
+        # output stays in logs/ncu-K.log.
+        step "ncu-$k" "$(( BUDGET_NCU / 2 ))" ncu --csv --log-file "$OUT/ncu-$k.csv" --target-processes all -k "regex:^$k" -c 1 \
             --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum \
             "$HERE/bin/phobos-bench" --only "$k" --runs 20 --out "$OUT/ncu-bench-$k.json"
-        cp "$OUT/logs/ncu-$k.log" "$OUT/ncu-$k.csv" 2>/dev/null || true
         # ncu present but not allowed to read the counters: not a failure
         # of Phobos; the step becomes skipped, with the reason.
-        if grep -q 'ERR_NVGPUCTRPERM' "$OUT/logs/ncu-$k.log" 2>/dev/null; then
+        if grep -qs 'ERR_NVGPUCTRPERM' "$OUT/logs/ncu-$k.log" "$OUT/ncu-$k.csv"; then
             sed -i '$d' "$STEPS"
             record "ncu-$k" skipped 0 "ncu may not read the GPU's counters here (ERR_NVGPUCTRPERM)"
         fi

@@ -90,7 +90,8 @@ cat >"$out" <<'J'
            "ok": true}]}
 J
 echo 'copy_dtod ok'
-exec sleep 300
+[ "${FAKE_BENCH_HANG:-1}" = 1 ] && exec sleep 300
+exit 0
 "#
             .to_string(),
         ),
@@ -111,6 +112,7 @@ fn start(bundle: &Path, results: &Path, deadline_s: u32) -> std::process::Child 
         // As on the stand-in: torch, Triton and ncu are skipped.
         .env("PHOBOS_FAKE_GPU_LIB", "/nonexistent/libcuda.so.1")
         .env("PHOBOS_BUNDLE_DEADLINE_S", deadline_s.to_string())
+        .env_remove("FAKE_BENCH_HANG")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -198,4 +200,72 @@ fn a_run_killed_from_outside_still_writes_its_report() {
     assert_eq!(status(&res, "bench"), "KILLED");
     assert_eq!(res["ok"], false);
     assert!(md.contains("| copy_dtod |"), "{md}");
+}
+
+#[test]
+fn the_ncu_csv_holds_ncu_output_alone_and_the_environment_names_libcuda() {
+    if !python3() {
+        return;
+    }
+    let (bundle, out) = fake_bundle("bundle-script-ncu");
+    // A GPU machine without torch (a `torch` module that fails to import
+    // shadows any real one), without nvidia-smi, with an ncu that writes
+    // its CSV where --log-file says and runs the program after its
+    // options.
+    let fake = bundle.parent().unwrap().join("fakebin");
+    std::fs::create_dir_all(&fake).unwrap();
+    std::fs::write(
+        fake.join("torch.py"),
+        "raise ImportError('no torch here')\n",
+    )
+    .unwrap();
+    let ncu = fake.join("ncu");
+    std::fs::write(
+        &ncu,
+        r#"#!/usr/bin/env bash
+log=/dev/stdout
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --log-file) log="$2"; shift 2 ;;
+        --csv) shift ;;
+        --*|-k|-c) shift 2 ;;
+        *) break ;;
+    esac
+done
+echo '"ID","Kernel Name","Metric Name","Metric Value"' >"$log"
+echo '"0","lanes_matvec","gpu__time_duration.sum","1000"' >>"$log"
+exec "$@"
+"#,
+    )
+    .unwrap();
+    Command::new("chmod").arg("+x").arg(&ncu).status().unwrap();
+    let path = format!("{}:/usr/bin:/bin", fake.display());
+    let mut child = Command::new("bash")
+        .arg(bundle.join("run.sh"))
+        .arg(&out)
+        .arg("--small")
+        .env_remove("PHOBOS_FAKE_GPU_LIB")
+        .env("PATH", path)
+        .env("PYTHONPATH", &fake)
+        .env("FAKE_BENCH_HANG", "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait(&mut child, Duration::from_secs(60));
+    let (res, _) = results(&out);
+    assert_eq!(status(&res, "ncu-lanes_matvec"), "ok");
+    let csv = std::fs::read_to_string(out.join("ncu-lanes_matvec.csv")).expect("ncu's CSV");
+    assert!(csv.starts_with("\"ID\""), "{csv}");
+    assert!(
+        !csv.contains("copy_dtod ok"),
+        "the bench's output is in the CSV:\n{csv}"
+    );
+    let log = std::fs::read_to_string(out.join("logs/ncu-lanes_matvec.log")).unwrap();
+    assert!(log.contains("copy_dtod ok"), "{log}");
+    let env = std::fs::read_to_string(out.join("environment.txt")).unwrap();
+    assert!(
+        env.lines().any(|l| l.starts_with("libcuda: ")),
+        "environment.txt does not name libcuda:\n{env}"
+    );
 }
