@@ -8,7 +8,7 @@
 //! bitwise, floats in ulps within the tolerance of a cause the PTX shows.
 //!
 //! ```text
-//! phobos-diff [--out DIR] [--seeds N] [--only NAME]
+//! phobos-diff [--out DIR] [--seeds N] [--only NAME] [--case-timeout S]
 //! ```
 //!
 //! Writes `DIR/diff.json` (one record per case and seed) and, for every
@@ -17,6 +17,16 @@
 //! every case run, with `"complete": false` until the end: a case that
 //! hangs or kills the process costs its own row, and run.sh's report
 //! still reads every earlier one.
+//!
+//! **One bad kernel costs one row.** A CUDA fault is sticky: every later
+//! call on the context fails. So the cases run in a child process
+//! (`--child FROM`: this program, running the cases from index FROM on and
+//! printing each result as a `RUN {json}` line), which the parent
+//! watches: after a case whose runtime side failed the child exits (3),
+//! and the parent starts a fresh one — a fresh context — at the next
+//! case; a case that gives no result within `--case-timeout` seconds
+//! (default 20) is killed and recorded as hung, and one whose process dies
+//! as crashed, and the run goes on likewise.
 //! Prints a table, one row per kernel variant with its largest difference
 //! and what explains it. Exits 1 when any case failed: a launch failed, the
 //! sides disagree beyond what a cause explains, the runtime's outputs miss
@@ -82,6 +92,10 @@ struct Args {
     out: PathBuf,
     seeds: usize,
     only: Option<String>,
+    /// Seconds a case may take before it is recorded as hung.
+    case_timeout: u64,
+    /// In a child: the index of the first case to run.
+    child: Option<usize>,
 }
 
 fn args() -> Result<Args, String> {
@@ -89,6 +103,8 @@ fn args() -> Result<Args, String> {
         out: PathBuf::from("."),
         seeds: SEEDS.len(),
         only: None,
+        case_timeout: 20,
+        child: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -104,8 +120,23 @@ fn args() -> Result<Args, String> {
                     .ok_or(format!("--seeds {v}: give 1 to {}", SEEDS.len()))?;
             }
             "--only" => a.only = Some(value()?),
+            "--case-timeout" => {
+                let v = value()?;
+                a.case_timeout = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or(format!("--case-timeout {v}: give a number of seconds"))?;
+            }
+            "--child" => {
+                let v = value()?;
+                a.child = Some(v.parse().map_err(|_| format!("--child {v}: an index"))?);
+            }
             "-h" | "--help" => {
-                return Err("usage: phobos-diff [--out DIR] [--seeds 1-4] [--only NAME]".into())
+                return Err(
+                    "usage: phobos-diff [--out DIR] [--seeds 1-4] [--only NAME] [--case-timeout S]"
+                        .into(),
+                )
             }
             other => return Err(format!("unknown argument {other}")),
         }
@@ -113,12 +144,166 @@ fn args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// One case run: its records, and the panic (if any) that ended it.
+/// One case run: its records (as in `diff.json`), and the panic (if any)
+/// that ended it, or the hang or crash of the process that ran it.
 struct Run {
     name: String,
     seed: u64,
-    records: Vec<Record>,
+    records: Vec<serde_json::Value>,
     failure: Option<String>,
+}
+
+impl Run {
+    fn to_json(&self, index: usize) -> serde_json::Value {
+        json!({"index": index, "name": self.name, "seed": self.seed,
+               "failure": self.failure, "records": self.records})
+    }
+
+    fn from_json(v: &serde_json::Value) -> Option<(usize, Run)> {
+        Some((
+            v["index"].as_u64()? as usize,
+            Run {
+                name: v["name"].as_str()?.to_string(),
+                seed: v["seed"].as_u64()?,
+                records: v["records"].as_array()?.clone(),
+                failure: v["failure"].as_str().map(str::to_string),
+            },
+        ))
+    }
+
+    /// Whether the runtime side of a launch failed: the context may hold a
+    /// sticky fault, so the next case gets a fresh process.
+    fn runtime_failed(&self) -> bool {
+        self.records.iter().any(|r| {
+            r["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("runtime:"))
+        })
+    }
+}
+
+/// A record's verdict, largest difference (`null`: infinite), explanation
+/// and variant, as `diff.json` has them.
+fn rec_ok(r: &serde_json::Value) -> bool {
+    r["ok"].as_bool().unwrap_or(false)
+}
+
+fn rec_ulps(r: &serde_json::Value) -> f64 {
+    r["max_ulps"].as_f64().unwrap_or(f64::INFINITY)
+}
+
+fn rec_text<'a>(r: &'a serde_json::Value, key: &str) -> &'a str {
+    r[key].as_str().unwrap_or("")
+}
+
+/// A case to run: its name, seed, and the run.
+type Job = (String, u64, Box<dyn Fn() -> Run>);
+
+/// The child's side: runs `jobs[from..]`, printing each result as one
+/// `RUN` line; stops (exit 3) after a case whose runtime side failed.
+fn child(jobs: &[Job], from: usize) -> ExitCode {
+    use std::io::Write as _;
+    for (i, (_, _, job)) in jobs.iter().enumerate().skip(from) {
+        let run = job();
+        let line = serde_json::to_string(&run.to_json(i)).unwrap_or_default();
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "RUN {line}");
+        let _ = out.flush();
+        if run.runtime_failed() {
+            return ExitCode::from(3);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// The parent's side: runs every job in child processes, a fresh one after
+/// a runtime failure, a hang (killed after `timeout`) or a crash, calling
+/// `journal` after every run.
+fn supervise(
+    jobs: &[Job],
+    timeout: std::time::Duration,
+    mut journal: impl FnMut(&[Run]),
+) -> Result<Vec<Run>, String> {
+    use std::io::BufRead as _;
+    use std::sync::mpsc;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let passed: Vec<String> = std::env::args().skip(1).collect();
+    let mut runs = Vec::new();
+    let mut next = 0;
+    while next < jobs.len() {
+        let mut child = std::process::Command::new(&exe)
+            .args(&passed)
+            .arg("--child")
+            .arg(next.to_string())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        let stdout = child.stdout.take().ok_or("no pipe from the child")?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        loop {
+            match rx.recv_timeout(timeout) {
+                Ok(line) => match line.strip_prefix("RUN ") {
+                    Some(text) => {
+                        let v: serde_json::Value = serde_json::from_str(text)
+                            .map_err(|e| format!("a bad line from the child: {e}"))?;
+                        let (i, run) = Run::from_json(&v).ok_or("a bad run from the child")?;
+                        runs.push(run);
+                        next = i + 1;
+                        journal(&runs);
+                    }
+                    None => println!("{line}"),
+                },
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let (name, seed, _) = &jobs[next];
+                    runs.push(Run {
+                        name: name.clone(),
+                        seed: *seed,
+                        records: Vec::new(),
+                        failure: Some(format!(
+                            "hung: no result within {} s; killed, and the later cases ran in a \
+                             fresh process",
+                            timeout.as_secs()
+                        )),
+                    });
+                    next += 1;
+                    journal(&runs);
+                    break;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = child.wait().map_err(|e| e.to_string())?;
+                    // Exit 0 after the last case, or 3 after a runtime
+                    // failure it reported: go on from `next`. Anything
+                    // else died during the case at `next`.
+                    if next < jobs.len() && !matches!(status.code(), Some(0) | Some(3)) {
+                        let (name, seed, _) = &jobs[next];
+                        runs.push(Run {
+                            name: name.clone(),
+                            seed: *seed,
+                            records: Vec::new(),
+                            failure: Some(format!(
+                                "the process running it died ({status}); the later cases ran in \
+                                 a fresh process"
+                            )),
+                        });
+                        next += 1;
+                        journal(&runs);
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    Ok(runs)
 }
 
 fn run_one(name: &str, seed: u64, f: impl FnOnce() + std::panic::UnwindSafe) -> Run {
@@ -138,7 +323,14 @@ fn run_one(name: &str, seed: u64, f: impl FnOnce() + std::panic::UnwindSafe) -> 
     Run {
         name: name.to_string(),
         seed,
-        records,
+        records: records
+            .iter()
+            .map(|x| {
+                let mut v = record_json(x);
+                v["case"] = json!(name);
+                v
+            })
+            .collect(),
         failure,
     }
 }
@@ -218,11 +410,7 @@ fn report(
         .collect::<Vec<_>>());
     v["records"] = json!(runs
         .iter()
-        .flat_map(|r| r.records.iter().map(|x| {
-            let mut v = record_json(x);
-            v["case"] = json!(r.name);
-            v
-        }))
+        .flat_map(|r| r.records.iter().cloned())
         .collect::<Vec<_>>());
     v
 }
@@ -265,42 +453,61 @@ fn main() -> ExitCode {
             .and_then(|_| std::fs::rename(&tmp, &path))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     };
-    let mut runs = Vec::new();
-    let mut todo: Vec<Box<dyn Fn() -> Run>> = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
     for &seed in &SEEDS[..args.seeds] {
         for (name, f) in CASES {
             if args.only.as_deref().is_some_and(|o| o != *name) {
                 continue;
             }
             let f = *f;
-            todo.push(Box::new(move || run_one(name, seed, f)));
+            jobs.push((
+                name.to_string(),
+                seed,
+                Box::new(move || run_one(name, seed, f)),
+            ));
         }
         for (name, src) in EXAMPLE {
             let label = format!("example/{name}");
             if args.only.as_deref().is_some_and(|o| o != label) {
                 continue;
             }
-            todo.push(Box::new(move || {
-                run_one(&label, seed, move || example_case(name, src))
-            }));
+            let l = label.clone();
+            jobs.push((
+                label,
+                seed,
+                Box::new(move || run_one(&l, seed, move || example_case(name, src))),
+            ));
         }
     }
-    if let Err(e) = journal(&runs, &[], false) {
+    if let Some(from) = args.child {
+        return child(&jobs, from);
+    }
+    if let Err(e) = journal(&[], &[], false) {
         eprintln!("{e}");
         return ExitCode::FAILURE;
     }
-    for run in &todo {
-        runs.push(run());
-        if let Err(e) = journal(&runs, &[], false) {
+    let mut journal_error = None;
+    let timeout = std::time::Duration::from_secs(args.case_timeout);
+    let runs = match supervise(&jobs, timeout, |runs| {
+        if let Err(e) = journal(runs, &[], false) {
+            journal_error.get_or_insert(e);
+        }
+    }) {
+        Ok(runs) => runs,
+        Err(e) => {
             eprintln!("{e}");
             return ExitCode::FAILURE;
         }
+    };
+    if let Some(e) = journal_error {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
     }
 
     // Every variant of every corpus kernel must have run.
     let ran: BTreeSet<&str> = runs
         .iter()
-        .flat_map(|r| r.records.iter().map(|x| x.entry.as_str()))
+        .flat_map(|r| r.records.iter().map(|x| rec_text(x, "variant")))
         .collect();
     let missing: Vec<(String, String)> = corpus_variants(args.only.as_deref())
         .into_iter()
@@ -311,19 +518,17 @@ fn main() -> ExitCode {
     let mut rows: BTreeMap<(String, String), (f64, String, bool, usize)> = BTreeMap::new();
     for run in &runs {
         for r in &run.records {
-            let key = (run.name.clone(), r.entry.clone());
-            let ok = r.ok && r.error.is_none();
+            let key = (run.name.clone(), rec_text(r, "variant").to_string());
+            let ok = rec_ok(r);
+            let (ulps, why) = (rec_ulps(r), rec_text(r, "explanation"));
             let row = rows
                 .entry(key)
                 .or_insert((0.0, "identical".into(), true, 0));
             row.3 += 1;
-            if !ok
-                || r.max_ulps() > row.0
-                || (row.1 == "identical" && r.explanation() != "identical")
-            {
-                row.0 = row.0.max(r.max_ulps());
+            if !ok || ulps > row.0 || (row.1 == "identical" && why != "identical") {
+                row.0 = row.0.max(ulps);
                 if row.2 {
-                    row.1 = r.explanation();
+                    row.1 = why.to_string();
                 }
             }
             row.2 &= ok;
