@@ -26,8 +26,10 @@
 //!   compute-bound: its row gives TFLOP/s (2·M·N·K over the time), which
 //!   run.sh's report sets against torch.matmul's (cuBLAS). An f64
 //!   reference of a whole 8192³ product would take minutes of CPU, so
-//!   256 elements of C spread over every CTA row and column are checked
-//!   (at small sizes, all of them).
+//!   eight elements of C in every CTA's tile are checked, over the tiles
+//!   at every position of an mma fragment and in every fragment block of
+//!   a tile, after a whole-product check of the same kernel at a ragged
+//!   520 × 776 × 296 (at small sizes, all of C).
 //!
 //! Writes the rows as JSON to `--out` (default `bench.json`) and prints a
 //! table. The file is rewritten (atomically, through a temporary file)
@@ -158,29 +160,50 @@ struct Bench<'a> {
     runs: usize,
 }
 
-/// The elements of an `m` × `n` product to check: all of them when there
-/// are at most `at_most`, else `at_most` spread over the rows and columns
-/// (a stride coprime to both walks every CTA's tile, edges included).
-fn gemm_samples(m: usize, n: usize, at_most: usize) -> impl Iterator<Item = (usize, usize)> {
-    let all = m * n;
-    let count = all.min(at_most);
-    let stride = if all <= at_most { 1 } else { all / at_most + 1 };
-    let mut stride = stride;
-    while gcd(stride, n) != 1 || gcd(stride, m) != 1 {
-        stride += 1;
-    }
-    (0..count).map(move |s| {
-        let e = (s * stride) % all;
-        (e / n, e % n)
-    })
-}
+/// Products of at most this many elements are checked whole.
+const GEMM_CHECKED_WHOLE: usize = 1 << 19;
 
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
+/// The ragged size at which a big product's kernel is first checked whole:
+/// no dimension a multiple of the 128 tile or of K's 32 (K and N stay
+/// multiples of 8, as the kernel's `@aligned` asks).
+const RAGGED_GEMM: (usize, usize, usize) = (520, 776, 296);
+
+/// The GEMM's tile of C per CTA (kernels/bf16_gemm.pho) and an mma
+/// fragment's (m16n8).
+const TILE: usize = 128;
+const FRAG: (usize, usize) = (16, 8);
+
+/// The elements of an `m` × `n` product to check: all of them when there
+/// are at most `at_most`, else `per_cta` in every CTA's 128 × 128 tile.
+/// Over the tiles the samples fall in every one of a tile's 8 × 16
+/// fragment blocks (16 rows × 8 columns each) and at every position in a
+/// fragment (row mod 16, column mod 8: 128 of them), so a broken store of any part of a
+/// fragment, or of any CTA, misses its reference (issue 27: 256 samples
+/// once fell only on columns 0–255 and rows ≡ 0 mod 16).
+fn gemm_samples(m: usize, n: usize, at_most: usize, per_cta: usize) -> Vec<(usize, usize)> {
+    if m * n <= at_most {
+        return (0..m * n).map(|e| (e / n, e % n)).collect();
     }
+    let (tiles_m, tiles_n) = (m.div_ceil(TILE), n.div_ceil(TILE));
+    let mut out = Vec::new();
+    for t in 0..tiles_m * tiles_n {
+        let (tm, tn) = (t / tiles_n, t % tiles_n);
+        for j in 0..per_cta {
+            let pos = (t * per_cta + j) % (FRAG.0 * FRAG.1);
+            let (fr, fc) = (pos / FRAG.1, pos % FRAG.1);
+            // Which of the tile's 8 × 16 fragment blocks: 7 and 9 are odd,
+            // so over the tiles every block comes up.
+            let q = (t * 7 + j * 9) % ((TILE / FRAG.0) * (TILE / FRAG.1));
+            let (rb, cb) = (q / (TILE / FRAG.1), q % (TILE / FRAG.1));
+            // A ragged edge tile: wrapped into its valid part, so that it
+            // is sampled too.
+            let (rows, cols) = ((m - tm * TILE).min(TILE), (n - tn * TILE).min(TILE));
+            let r = tm * TILE + (rb * FRAG.0 + fr) % rows;
+            let c = tn * TILE + (cb * FRAG.1 + fc) % cols;
+            out.push((r, c));
+        }
+    }
+    out
 }
 
 fn max_error(got: &[f32], want: &[f64]) -> f64 {
@@ -397,6 +420,18 @@ impl Bench<'_> {
     /// `C = A · B` in bf16 on tensor cores, `a` × `k` by `k` × `b`; the
     /// reference is f64 over the bf16 values, on `checked` elements of C.
     fn bf16_gemm(&self, name: &'static str, (m, n, k): (usize, usize, usize)) -> Res<Row> {
+        // A big product is sampled; so first one at a ragged smaller size
+        // (no dimension a multiple of the tile) is checked whole.
+        let (rm, rn, rk) = RAGGED_GEMM;
+        if m * n > GEMM_CHECKED_WHOLE && rm * rn <= GEMM_CHECKED_WHOLE {
+            let row = self.bf16_gemm(name, RAGGED_GEMM)?;
+            if row.max_error > row.tolerance {
+                return Err(format!(
+                    "the whole-product check at {rm}x{rn}x{rk} missed: max error {:.2e} > {:.2e}",
+                    row.max_error, row.tolerance
+                ));
+            }
+        }
         let a: Vec<bf16> = inputs(m * k, 16).into_iter().map(bf16::from_f32).collect();
         let b: Vec<bf16> = inputs(k * n, 17).into_iter().map(bf16::from_f32).collect();
         let (at, bt) = (self.up(&a, &[m, k])?, self.up(&b, &[k, n])?);
@@ -404,7 +439,8 @@ impl Bench<'_> {
         let dev = self.dev;
         kernels::bf16_gemm(dev, &at, &bt, &mut ct).map_err(err)?;
         let c = ct.to_vec().map_err(err)?;
-        let (got, want): (Vec<f32>, Vec<f64>) = gemm_samples(m, n, 256)
+        let (got, want): (Vec<f32>, Vec<f64>) = gemm_samples(m, n, GEMM_CHECKED_WHOLE, 8)
+            .into_iter()
             .map(|(i, j)| {
                 let w: f64 = (0..k)
                     .map(|p| f64::from(a[i * k + p].to_f32()) * f64::from(b[p * n + j].to_f32()))
@@ -693,5 +729,39 @@ fn main() -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn the_gemm_samples_cover_every_cta_and_every_fragment_position() {
+        for (m, n) in [(4096, 4096), (8192, 8192), (4000, 4104)] {
+            let samples = gemm_samples(m, n, GEMM_CHECKED_WHOLE, 8);
+            let ctas: BTreeSet<(usize, usize)> =
+                samples.iter().map(|&(r, c)| (r / TILE, c / TILE)).collect();
+            assert_eq!(ctas.len(), m.div_ceil(TILE) * n.div_ceil(TILE), "{m}x{n}");
+            let frag: BTreeSet<(usize, usize)> = samples
+                .iter()
+                .map(|&(r, c)| (r % FRAG.0, c % FRAG.1))
+                .collect();
+            assert_eq!(frag.len(), FRAG.0 * FRAG.1, "{m}x{n}");
+            // Every 16-row block and 8-column block of a tile (each warp's
+            // share of it) is sampled somewhere.
+            let blocks: BTreeSet<(usize, usize)> = samples
+                .iter()
+                .map(|&(r, c)| ((r % TILE) / FRAG.0, (c % TILE) / FRAG.1))
+                .collect();
+            assert_eq!(blocks.len(), (TILE / FRAG.0) * (TILE / FRAG.1), "{m}x{n}");
+            assert!(samples.iter().all(|&(r, c)| r < m && c < n));
+            assert!(samples.len() <= 8 * ctas.len());
+        }
+        // Small products are checked whole.
+        assert_eq!(gemm_samples(130, 96, GEMM_CHECKED_WHOLE, 8).len(), 130 * 96);
+        let (m, n, _) = RAGGED_GEMM;
+        assert_eq!(gemm_samples(m, n, GEMM_CHECKED_WHOLE, 8).len(), m * n);
     }
 }
