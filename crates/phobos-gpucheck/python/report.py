@@ -41,6 +41,13 @@ def fmt(x, spec=".1f"):
     return "–" if x is None else format(x, spec)
 
 
+def spread(r):
+    """A row's fastest and slowest sample, as text (empty without them)."""
+    if r.get("ms_min") is None or r.get("ms_max") is None:
+        return ""
+    return f" ({r['ms_min']:.4f}–{r['ms_max']:.4f})"
+
+
 def benchmarks(bench, torch, triton):
     """One row per kernel that any system measured: a row of torch or
     Triton stands even when Phobos's step died before reaching it."""
@@ -58,11 +65,14 @@ def benchmarks(bench, torch, triton):
             "kernel": k,
             "shape": r.get("shape"),
             "ms": r.get("ms"),
+            "ms_min": r.get("ms_min"),
+            "ms_max": r.get("ms_max"),
             "gbs": r.get("gbs"),
             "pct_copy": r.get("pct_copy"),
             "check": "ok" if r.get("ok") else ("MISMATCH" if "ms" in r else "failed: " + str(r.get("error"))),
             "torch_op": t.get(k, {}).get("op"),
             "torch_ms": t.get(k, {}).get("ms"),
+            "torch_spread": spread(t.get(k, {})),
             "torch_gbs": tg,
             "pct_torch": pct(tf, ttf) if tf is not None else pct(r.get("gbs"), tg),
             "tflops": tf,
@@ -129,17 +139,21 @@ def markdown(res):
         if r.get("tflops") is not None:
             continue
         out.append(
-            f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')} | {fmt(r['gbs'])} | {fmt(r['pct_copy'])} | "
+            f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')}{spread(r)} | {fmt(r['gbs'])} | {fmt(r['pct_copy'])} | "
             f"{fmt(r['torch_gbs'])} | {fmt(r['pct_torch'])} | {fmt(r['triton_gbs'])} | {fmt(r['pct_triton'])} | {r['check']} |")
     gemms = [r for r in b if r.get("tflops") is not None]
     if gemms:
-        out += ["", "Matrix products on tensor cores (compute-bound: TFLOP/s = 2·M·N·K / time):", "",
-                "| kernel | shape | Phobos ms | TFLOP/s | torch.matmul ms | torch TFLOP/s | % torch | check |",
-                "|---|---|---|---|---|---|---|---|"]
+        out += ["", "Matrix products on tensor cores (compute-bound: TFLOP/s = 2·M·N·K / time). "
+                "Both accumulate in f32; Phobos writes C as f32 (4 bytes per element), torch.matmul "
+                "(cuBLAS) as bf16 (2 bytes), so cuBLAS stores half the bytes of C:", "",
+                "| kernel | shape | Phobos ms | TFLOP/s | C (Phobos / cuBLAS) | torch.matmul ms | torch TFLOP/s | "
+                "% torch | check |",
+                "|---|---|---|---|---|---|---|---|---|"]
         for r in gemms:
             out.append(
-                f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')} | {fmt(r['tflops'])} | "
-                f"{fmt(r['torch_ms'], '.4f')} | {fmt(r['torch_tflops'])} | {fmt(r['pct_torch'])} | {r['check']} |")
+                f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')}{spread(r)} | {fmt(r['tflops'])} | "
+                f"f32 / bf16 | {fmt(r['torch_ms'], '.4f')}{r['torch_spread']} | {fmt(r['torch_tflops'])} | "
+                f"{fmt(r['pct_torch'])} | {r['check']} |")
     notes = [f"- {r['kernel']}: torch: {r['torch_note']}" for r in b if r.get("torch_note")]
     notes += [f"- {r['kernel']}: the Triton kernel missed torch's result" for r in b if r.get("triton_ok") is False]
     out += [""] + notes + [""]

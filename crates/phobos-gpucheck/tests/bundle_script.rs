@@ -64,7 +64,9 @@ fn fake_bundle(name: &str) -> (PathBuf, PathBuf) {
     std::fs::copy(crate_dir().join("run.sh"), bundle.join("run.sh")).unwrap();
     for e in std::fs::read_dir(crate_dir().join("python")).unwrap() {
         let p = e.unwrap().path();
-        std::fs::copy(&p, bundle.join("python").join(p.file_name().unwrap())).unwrap();
+        if p.extension().is_some_and(|x| x == "py") {
+            std::fs::copy(&p, bundle.join("python").join(p.file_name().unwrap())).unwrap();
+        }
     }
     let scripts = [
         ("phobos-example-matvec", "echo 'example: ok'\n".to_string()),
@@ -268,4 +270,35 @@ exec "$@"
         env.lines().any(|l| l.starts_with("libcuda: ")),
         "environment.txt does not name libcuda:\n{env}"
     );
+}
+
+/// Phobos, torch and Triton rows are timed one way (issue 27, defect 7):
+/// the same warm-up and batch in phobos-bench and python/shapes.py, and
+/// no comparison script times with anything but `shapes.time_ms`
+/// (`do_bench` flushes the L2 and times differently).
+#[test]
+fn phobos_torch_and_triton_are_timed_the_same_way() {
+    let bench = std::fs::read_to_string(crate_dir().join("src/bin/bench.rs")).unwrap();
+    let shapes = std::fs::read_to_string(crate_dir().join("python/shapes.py")).unwrap();
+    for name in ["WARMUP", "BATCH"] {
+        let rust = bench
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("const {name}: usize = ")))
+            .and_then(|v| v.trim_end_matches(';').parse::<u32>().ok())
+            .unwrap_or_else(|| panic!("bench.rs has no const {name}"));
+        let py = shapes
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} = ")))
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .unwrap_or_else(|| panic!("shapes.py has no {name}"));
+        assert_eq!(rust, py, "{name} differs between bench.rs and shapes.py");
+    }
+    for script in ["torch_bench.py", "triton_bench.py"] {
+        let text = std::fs::read_to_string(crate_dir().join("python").join(script)).unwrap();
+        assert!(!text.contains("do_bench"), "{script} times with do_bench");
+        assert!(
+            text.contains("time_ms(fn)"),
+            "{script} does not time with shapes.time_ms"
+        );
+    }
 }

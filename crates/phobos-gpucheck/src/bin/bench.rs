@@ -13,9 +13,12 @@
 //! - Sizes: several times a 50–60 MB L2 (a 16384×16384 f32 matvec reads
 //!   1 GiB); `--small` uses tiny ones, for the CUDA driver stand-in or the
 //!   simulator.
-//! - Timing: CUDA events on the default stream around each launch, 3
-//!   warm-up launches, then the median of `--runs` (at least 20, the
-//!   default 30). On the simulator backend (no driver), wall-clock time.
+//! - Timing: 3 warm-up calls, then `--runs` samples (at least 20, the
+//!   default 30), each a pair of CUDA events on the default stream around
+//!   10 calls back to back (no host synchronization between them) over
+//!   10; the median, and the spread (fastest and slowest sample). torch
+//!   and Triton are timed the same way (python/shapes.py `time_ms`). On
+//!   the simulator backend (no driver), wall-clock time.
 //! - Each result is checked once against a CPU reference in f64 before
 //!   it is timed: a wrong kernel's time means nothing.
 //! - The ceiling: a device-to-device copy (`cuMemcpyDtoD`) of the largest
@@ -105,31 +108,38 @@ impl Clock {
         }
     }
 
-    /// Milliseconds of one call of `f`, from its first launch to the end
-    /// of its last.
+    /// Milliseconds of one call of `f`: `BATCH` calls back to back (no
+    /// host synchronization between them), from the first launch to the
+    /// end of the last, over `BATCH`.
     fn time(&self, dev: &Device, f: &mut dyn FnMut() -> Res<()>) -> Res<f64> {
         match self {
             Clock::Events { start, end } => {
                 let null = std::ptr::null_mut();
                 unsafe { result::event::record(*start, null) }.map_err(err)?;
-                f()?;
+                for _ in 0..BATCH {
+                    f()?;
+                }
                 unsafe { result::event::record(*end, null) }.map_err(err)?;
                 unsafe { result::event::synchronize(*end) }.map_err(err)?;
                 let ms = unsafe { result::event::elapsed(*start, *end) }.map_err(err)?;
-                Ok(f64::from(ms))
+                Ok(f64::from(ms) / BATCH as f64)
             }
             Clock::Wall => {
                 let t = Instant::now();
-                f()?;
+                for _ in 0..BATCH {
+                    f()?;
+                }
                 dev.synchronize().map_err(err)?;
-                Ok(t.elapsed().as_secs_f64() * 1e3)
+                Ok(t.elapsed().as_secs_f64() * 1e3 / BATCH as f64)
             }
         }
     }
 
-    /// The median of `runs` timed calls after 3 warm-up calls.
-    fn median(&self, dev: &Device, runs: usize, f: &mut dyn FnMut() -> Res<()>) -> Res<f64> {
-        for _ in 0..3 {
+    /// `runs` timed samples ([`Clock::time`]) after `WARMUP` calls: the
+    /// median, and the spread as the fastest and slowest sample. torch
+    /// and Triton are timed the same way (python/shapes.py, `time_ms`).
+    fn median(&self, dev: &Device, runs: usize, f: &mut dyn FnMut() -> Res<()>) -> Res<Timing> {
+        for _ in 0..WARMUP {
             f()?;
         }
         dev.synchronize().map_err(err)?;
@@ -137,8 +147,25 @@ impl Clock {
             .map(|_| self.time(dev, f))
             .collect::<Res<Vec<f64>>>()?;
         times.sort_by(f64::total_cmp);
-        Ok(times[times.len() / 2])
+        Ok(Timing {
+            ms: times[times.len() / 2],
+            min: times[0],
+            max: times[times.len() - 1],
+        })
     }
+}
+
+/// Calls before timing, and calls per timed sample (python/shapes.py has
+/// the same).
+const WARMUP: usize = 3;
+const BATCH: usize = 10;
+
+/// One row's timing: the median per call and the spread of the samples.
+#[derive(Clone, Copy)]
+struct Timing {
+    ms: f64,
+    min: f64,
+    max: f64,
 }
 
 /// One benchmark's outcome.
@@ -149,7 +176,7 @@ struct Row {
     /// Floating-point operations of one launch, for compute-bound rows
     /// (0 for the memory-bound ones).
     flops: f64,
-    ms: f64,
+    time: Timing,
     max_error: f64,
     tolerance: f64,
 }
@@ -256,7 +283,7 @@ impl Bench<'_> {
             shape: format!("{n}x{k} f32"),
             bytes: ((n * k + k + n) * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut launch)?,
+            time: self.clock.median(dev, self.runs, &mut launch)?,
             max_error,
             tolerance: 1e-5 * k as f64,
         })
@@ -284,7 +311,7 @@ impl Bench<'_> {
             shape: format!("{n}x{k} i8"),
             bytes: (n * k + k + n * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut launch)?,
+            time: self.clock.median(dev, self.runs, &mut launch)?,
             max_error,
             // Exact while every f32 partial sum stays below 2^24 (random
             // signs keep them far below); the bound allows an f32 rounding
@@ -314,7 +341,7 @@ impl Bench<'_> {
             shape: format!("{n}x{k} f16"),
             bytes: (n * k * 2 + k * 2 + n * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut || {
+            time: self.clock.median(dev, self.runs, &mut || {
                 kernels::f16_gemv(dev, &wt, &xt, &mut yt).map_err(err)
             })?,
             max_error: max_error(&y, &want),
@@ -343,7 +370,7 @@ impl Bench<'_> {
             shape: format!("{n}x{m} f32"),
             bytes: (2 * n * m * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut || {
+            time: self.clock.median(dev, self.runs, &mut || {
                 kernels::row_softmax(dev, &xt, &mut yt).map_err(err)
             })?,
             max_error: max_error(&y, &want),
@@ -382,7 +409,7 @@ impl Bench<'_> {
             shape: format!("{n}x{m} f32"),
             bytes: (2 * n * m * 4 + 2 * m * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut || {
+            time: self.clock.median(dev, self.runs, &mut || {
                 kernels::layer_norm(dev, &xt, &gt, &bt, &mut yt).map_err(err)
             })?,
             max_error: max_error(&y, &want),
@@ -410,7 +437,7 @@ impl Bench<'_> {
             shape: format!("{n} f32"),
             bytes: (n * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut launch)?,
+            time: self.clock.median(dev, self.runs, &mut launch)?,
             max_error: max_error(&got, &[want]),
             // f32 partial sums of ~n/threads terms each.
             tolerance: 1e-6 * n as f64,
@@ -453,7 +480,7 @@ impl Bench<'_> {
             shape: format!("{m}x{n}x{k} bf16"),
             bytes: ((m * k + k * n) * 2 + m * n * 4) as f64,
             flops: 2.0 * (m * n * k) as f64,
-            ms: self.clock.median(dev, self.runs, &mut || {
+            time: self.clock.median(dev, self.runs, &mut || {
                 kernels::bf16_gemm(dev, &at, &bt, &mut ct).map_err(err)
             })?,
             max_error: max_error(&got, &want),
@@ -485,7 +512,7 @@ impl Bench<'_> {
             shape: format!("{} MiB", bytes >> 20),
             bytes: (2 * n * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut copy)?,
+            time: self.clock.median(dev, self.runs, &mut copy)?,
             max_error: 0.0,
             tolerance: 0.0,
         })
@@ -664,7 +691,8 @@ fn main() -> ExitCode {
     let report = |rows: &[serde_json::Value], copy_gbs: Option<f64>, complete: bool| {
         json!({
             "device": dev.name(), "backend": dev.kind().to_string(), "arch": dev.arch_label(),
-            "timing": b.clock.name(), "runs": runs, "small": small, "libcuda": libcuda,
+            "timing": format!("{}, {BATCH} calls back to back per sample, {WARMUP} warm-up calls", b.clock.name()),
+            "runs": runs, "batch": BATCH, "small": small, "libcuda": libcuda,
             "copy_gbs": copy_gbs, "complete": complete, "rows": rows,
         })
     };
@@ -682,12 +710,13 @@ fn main() -> ExitCode {
         let name = *name;
         match f() {
             Ok(r) => {
+                let ms = r.time.ms;
                 if name == "copy_dtod" {
-                    copy_gbs = Some(r.bytes / (r.ms * 1e6));
+                    copy_gbs = Some(r.bytes / (ms * 1e6));
                 }
-                let gbs = r.bytes / (r.ms * 1e6);
+                let gbs = r.bytes / (ms * 1e6);
                 // A compute-bound row is judged by its rate, not its bytes.
-                let tflops = (r.flops > 0.0).then(|| r.flops / (r.ms * 1e9));
+                let tflops = (r.flops > 0.0).then(|| r.flops / (ms * 1e9));
                 let pct = copy_gbs
                     .filter(|_| tflops.is_none())
                     .map(|c| 100.0 * gbs / c);
@@ -697,7 +726,7 @@ fn main() -> ExitCode {
                     "{:<14} {:<18} {:>10.4} {:>9.1} {:>7} {:>8} {:>10.2e}  {}",
                     r.name,
                     r.shape,
-                    r.ms,
+                    ms,
                     gbs,
                     pct.map_or("-".into(), |p| format!("{p:.1}")),
                     tflops.map_or("-".into(), |t| format!("{t:.1}")),
@@ -705,7 +734,8 @@ fn main() -> ExitCode {
                     if ok { "ok" } else { "MISMATCH" }
                 );
                 rows.push(json!({
-                    "kernel": r.name, "shape": r.shape, "bytes": r.bytes, "ms": r.ms,
+                    "kernel": r.name, "shape": r.shape, "bytes": r.bytes, "ms": ms,
+                    "ms_min": r.time.min, "ms_max": r.time.max,
                     "gbs": gbs, "pct_copy": pct, "tflops": tflops, "max_error": r.max_error,
                     "tolerance": r.tolerance, "ok": ok,
                 }));
