@@ -11,15 +11,18 @@
 //!   infinities of different signs, never do.
 //! - A float difference is allowed only when the kernel's PTX contains an
 //!   instruction that explains it ([`Cause`]), and only up to that cause's
-//!   tolerance. Anything else is a bug in the simulator or in the backend:
+//!   tolerance. Tensor-core products (`mma`, [`Cause::Mma`]) are bounded per
+//!   output by the size of their dot products ([`DotBound`]), not in ulps.
+//!   Anything else is a bug in the simulator or in the backend:
 //!   the record fails, and the inputs and both outputs are saved (see
 //!   [`save_failures_to`]) so that the case can become a regression test.
 //!
 //! This module decides agreement and records it; what runs the cases and
 //! reports them is the GPU bundle's `phobos-diff` (crates/phobos-gpucheck).
 
-use crate::sim_support::{current_seed, is_float, Case, Outcome, Tensor};
+use crate::sim_support::{current_seed, is_float, Case, Outcome, Scalar, Tensor};
 use phobos_core::ast::ScalarTy;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -39,6 +42,17 @@ pub enum Cause {
     /// Float atomics (`atom`/`red` on floats): the hardware adds in
     /// whatever order the threads arrive, the simulator in thread order.
     SummationOrder,
+    /// Tensor-core products with a float accumulator (`mma.sync`,
+    /// `wgmma.mma_async`): the PTX ISA gives `D = A·B + C` but not how it
+    /// is summed (PTX ISA, `mma` and `wgmma.mma_async`, "Precision and
+    /// rounding": accumulation "with at least single precision" for an
+    /// f32 accumulator, "at least half precision" for f16, and "the
+    /// accumulation order, rounding and handling of subnormal inputs are
+    /// unspecified").
+    /// The simulator adds each instruction's products exactly (in f64) and
+    /// rounds once per instruction. The allowance is per output, from its
+    /// dot product: [`DotBound`].
+    Mma,
 }
 
 impl Cause {
@@ -48,6 +62,7 @@ impl Cause {
             Cause::Approx => "approx",
             Cause::FmaContraction => "fma",
             Cause::SummationOrder => "order",
+            Cause::Mma => "mma",
         }
     }
 
@@ -55,9 +70,12 @@ impl Cause {
     /// cause explains (docs/benchmarks.md, "How to read the GPU bundle's
     /// results"). f16 and bf16 outputs are rounded from wider arithmetic
     /// or computed in few steps, so they get a much smaller allowance.
+    /// [`Cause::Mma`] has no allowance in ulps (0 here): its bound is
+    /// [`DotBound`]'s, per output.
     pub fn tolerance(self, elem: ScalarTy) -> f64 {
         let narrow = matches!(elem, ScalarTy::F16 | ScalarTy::BF16);
         match (self, narrow) {
+            (Cause::Mma, _) => 0.0,
             (Cause::Approx, false) => 16.0,
             (Cause::FmaContraction, false) => 64.0,
             (Cause::SummationOrder, false) => 256.0,
@@ -89,7 +107,64 @@ pub fn causes(ptx: &str) -> Vec<Cause> {
     if float_atomic {
         out.push(Cause::SummationOrder);
     }
+    // `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`: the first type
+    // after the layouts is D's. Integer products (`.s32`) are exact.
+    let float_mma = ptx.lines().any(|l| {
+        let op = instruction(l);
+        (op.starts_with("mma.") || op.starts_with("wgmma.mma_async"))
+            && op
+                .split('.')
+                .any(|part| matches!(part, "f16" | "f32" | "f64"))
+    });
+    if float_mma {
+        out.push(Cause::Mma);
+    }
     out
+}
+
+/// The bound on an output of tensor-core products ([`Cause::Mma`]): a
+/// dot product of at most `terms` products, whose magnitudes `Σ|a·b|` the
+/// simulator computes by running the case again on the absolute values of
+/// its inputs (`magnitude`, one element per output element).
+///
+/// Any order of summing K terms, each addition rounded with unit roundoff
+/// u, is within `(K-1)·u·Σ|a·b|` of the exact sum; truncation, as tensor
+/// cores align their products, doubles that. So the device is within
+/// `2K·u·Σ|a·b|` of the exact dot product, the simulator (one rounding per
+/// instruction) within `K·u·Σ|a·b|`, and each rounds the result once more
+/// to the output's type: `|gpu − sim| ≤ 4K·u·Σ|a·b|`, with u the unit
+/// roundoff of the output's type (2⁻²⁴ for f32, 2⁻¹¹ for f16). On top of
+/// that comes the ulp allowance of the PTX's other causes (the epilogue's
+/// `ex2.approx`, its `fma` contraction), or one floored ulp without one.
+/// An epilogue that scales by at most 1 (bias, ReLU, a softmax's scale
+/// ≤ 1/2) keeps the bound; a wrong fragment, a dropped K step or a
+/// mis-rounded operand (tf32's `cvt.rna`) is off by far more.
+#[derive(Clone, Debug)]
+pub struct DotBound {
+    /// The most products any output's dot product sums (the case's
+    /// largest extent: every contraction runs along one of them, and the
+    /// zero padding of a ragged tile adds exact zeros).
+    pub terms: usize,
+    /// `Σ|a·b|` per output element.
+    pub magnitude: Tensor,
+    /// The ulp allowance of the other causes in the PTX (at least 1).
+    pub ulps: f64,
+}
+
+impl DotBound {
+    /// The largest difference allowed at element `i` whose simulated
+    /// value is `sim`.
+    pub fn allowed(&self, i: usize, sim: f64, elem: ScalarTy) -> f64 {
+        let u = match elem {
+            ScalarTy::F16 => 2f64.powi(-11),
+            ScalarTy::BF16 => 2f64.powi(-8),
+            ScalarTy::F32 => 2f64.powi(-24),
+            _ => 2f64.powi(-53),
+        };
+        let m = self.magnitude.f(i).abs();
+        let m = if m.is_finite() { m } else { 0.0 };
+        4.0 * self.terms as f64 * u * m + self.ulps * floored_ulp(sim, elem)
+    }
 }
 
 /// The opcode of a PTX instruction line, past any `@%p` guard.
@@ -119,6 +194,9 @@ pub struct TensorDiff {
     pub max_abs: f64,
     /// The first differing element: (flat index, simulator, runtime).
     pub first: Option<(usize, String, String)>,
+    /// With a [`DotBound`]: the largest share of its bound a difference
+    /// uses (≤ 1 within it; infinite for a NaN against a number).
+    pub dot_share: Option<f64>,
 }
 
 /// One case's comparison.
@@ -193,6 +271,17 @@ fn floored_ulp(x: f64, elem: ScalarTy) -> f64 {
 /// Compares one tensor after the simulator's run (`sim`) and the
 /// runtime's (`gpu`).
 pub fn compare_tensor(name: &str, sim: &Tensor, gpu: &Tensor) -> TensorDiff {
+    compare_within(name, sim, gpu, None)
+}
+
+/// [`compare_tensor`], and with `bound` each float difference measured
+/// against its [`DotBound`] too.
+pub fn compare_within(
+    name: &str,
+    sim: &Tensor,
+    gpu: &Tensor,
+    bound: Option<&DotBound>,
+) -> TensorDiff {
     let elem = sim.elem;
     let mut d = TensorDiff {
         tensor: name.to_string(),
@@ -202,8 +291,11 @@ pub fn compare_tensor(name: &str, sim: &Tensor, gpu: &Tensor) -> TensorDiff {
         max_ulps: 0.0,
         max_abs: 0.0,
         first: None,
+        dot_share: bound.map(|_| 0.0),
     };
+    let bound = bound.filter(|b| b.magnitude.len() == sim.len() && is_float(elem));
     if sim.bytes.len() != gpu.bytes.len() {
+        d.dot_share = d.dot_share.map(|_| f64::INFINITY);
         d.differing = d.elements;
         d.max_ulps = f64::INFINITY;
         d.max_abs = f64::INFINITY;
@@ -232,6 +324,15 @@ pub fn compare_tensor(name: &str, sim: &Tensor, gpu: &Tensor) -> TensorDiff {
             let abs = (a as f64 - b as f64).abs();
             (f64::INFINITY, abs, (a.to_string(), b.to_string()))
         };
+        if let Some(share) = &mut d.dot_share {
+            let allowed = bound.map_or(0.0, |b| b.allowed(i, sim.f(i), elem));
+            let s = if ulps.is_finite() && allowed > 0.0 {
+                abs / allowed
+            } else {
+                f64::INFINITY
+            };
+            *share = share.max(s);
+        }
         d.differing += 1;
         d.max_ulps = d.max_ulps.max(ulps);
         d.max_abs = d.max_abs.max(abs);
@@ -243,12 +344,26 @@ pub fn compare_tensor(name: &str, sim: &Tensor, gpu: &Tensor) -> TensorDiff {
 }
 
 /// Whether every tensor's difference lies within the tolerance of one of
-/// the causes present.
+/// the causes present, or (with [`Cause::Mma`]) within its [`DotBound`].
 fn explained(tensors: &[TensorDiff], causes: &[Cause]) -> bool {
     tensors.iter().all(|t| {
         t.differing == 0
-            || (is_float(t.elem) && causes.iter().any(|c| t.max_ulps <= c.tolerance(t.elem)))
+            || (is_float(t.elem)
+                && (causes
+                    .iter()
+                    .any(|c| *c != Cause::Mma && t.max_ulps <= c.tolerance(t.elem))
+                    || (causes.contains(&Cause::Mma) && t.dot_share.is_some_and(|s| s <= 1.0))))
     })
+}
+
+/// The largest ulp allowance of the causes other than [`Cause::Mma`], at
+/// least 1 (the output's own rounding).
+fn other_ulps(causes: &[Cause], elem: ScalarTy) -> f64 {
+    causes
+        .iter()
+        .filter(|c| **c != Cause::Mma)
+        .map(|c| c.tolerance(elem))
+        .fold(1.0, f64::max)
 }
 
 impl Case {
@@ -258,6 +373,7 @@ impl Case {
     /// Panics (after recording) when either side fails or they disagree.
     pub(crate) fn run_differential(mut self, grid: [u32; 3]) -> Outcome {
         self.prepare();
+        let magnitudes = self.magnitudes(grid, &causes(&self.kernel.ptx));
         let seed = current_seed();
         let causes = causes(&self.kernel.ptx);
         let mut record = Record {
@@ -284,7 +400,16 @@ impl Case {
                     .iter()
                     .filter(|(name, t)| sim.before[*name] != **t || gpu.after[*name] != **t)
                     .filter(|(name, _)| !self.order_dependent.contains(name))
-                    .map(|(name, t)| compare_tensor(name, t, &gpu.after[name]))
+                    .map(|(name, t)| {
+                        let bound = magnitudes.as_ref().and_then(|(terms, m)| {
+                            Some(DotBound {
+                                terms: *terms,
+                                magnitude: m.get(name)?.clone(),
+                                ulps: other_ulps(&record.causes, t.elem),
+                            })
+                        });
+                        compare_within(name, t, &gpu.after[name], bound.as_ref())
+                    })
                     .collect();
                 record.ok = explained(&record.tensors, &record.causes);
                 if !record.ok {
@@ -316,6 +441,59 @@ impl Case {
             Ok(_) => panic!("the simulator and the runtime disagree: {summary}"),
             Err(e) => panic!("{e}"),
         }
+    }
+}
+
+impl Case {
+    /// For a kernel with [`Cause::Mma`]: the most terms of a dot product
+    /// and each output's `Σ|a·b|`, from a simulator run on the absolute
+    /// values of every float input and scalar ([`DotBound`]). `None`
+    /// without the cause, or when that run fails (then no difference is
+    /// allowed by it).
+    fn magnitudes(
+        &self,
+        grid: [u32; 3],
+        causes: &[Cause],
+    ) -> Option<(usize, BTreeMap<String, Tensor>)> {
+        if !causes.contains(&Cause::Mma) {
+            return None;
+        }
+        let mut abs = self.clone();
+        for t in abs.tensors.values_mut().filter(|t| is_float(t.elem)) {
+            for i in 0..t.len() {
+                if !t.is_poison(i) {
+                    let v = t.f(i).abs();
+                    t.set_f(i, v);
+                }
+            }
+        }
+        for s in abs.scalars.values_mut() {
+            *s = abs_scalar(*s);
+        }
+        let terms = self
+            .dims
+            .values()
+            .map(|v| (*v).max(0) as usize)
+            .chain(self.tensors.values().flat_map(|t| t.shape.clone()))
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| abs.launch(grid)));
+        match run {
+            Ok(Ok(o)) => Some((terms, o.after)),
+            _ => None,
+        }
+    }
+}
+
+/// A float scalar's absolute value (a GEMM's `alpha`); others unchanged.
+fn abs_scalar(s: Scalar) -> Scalar {
+    match s {
+        Scalar::F16(v) => Scalar::F16(half::f16::from_bits(v.to_bits() & 0x7fff)),
+        Scalar::BF16(v) => Scalar::BF16(half::bf16::from_bits(v.to_bits() & 0x7fff)),
+        Scalar::F32(v) => Scalar::F32(v.abs()),
+        Scalar::F64(v) => Scalar::F64(v.abs()),
+        other => other,
     }
 }
 
@@ -444,5 +622,130 @@ mod tests {
             vec![Cause::SummationOrder]
         );
         assert_eq!(causes("\tatom.global.add.u32 %r1, [%rd1], 1;"), vec![]);
+    }
+
+    /// A 16 × 8 output of a K-term f32-accumulated product, two ways: the
+    /// simulator's (exact in f64, rounded once to f32) and a tensor core's
+    /// as the ISA allows it (summed backwards in f32, each addition
+    /// truncated toward zero), with `Σ|a·b|` per output.
+    fn mma_outputs(k: usize) -> (Vec<f32>, Vec<f32>, Tensor) {
+        let (mut sim, mut gpu, mut mag) = (Vec::new(), Vec::new(), Vec::new());
+        let a = |r: usize, x: usize| ((r * 31 + x * 17) % 97) as f64 / 48.5 - 1.0;
+        let b = |x: usize, c: usize| ((x * 13 + c * 7 + 5) % 89) as f64 / 44.5 - 1.0;
+        for r in 0..16 {
+            for c in 0..8 {
+                let terms: Vec<f64> = (0..k).map(|x| a(r, x) * b(x, c)).collect();
+                sim.push(terms.iter().sum::<f64>() as f32);
+                let mut acc = 0f32;
+                for t in terms.iter().rev() {
+                    let exact = f64::from(acc) + t;
+                    let mut v = exact as f32;
+                    if f64::from(v).abs() > exact.abs() {
+                        v = f32::from_bits(v.to_bits() - 1);
+                    }
+                    acc = v;
+                }
+                gpu.push(acc);
+                mag.push(terms.iter().map(|t| t.abs()).sum::<f64>() as f32);
+            }
+        }
+        (sim, gpu, f32s(&mag))
+    }
+
+    fn dot_bound(k: usize, magnitude: Tensor) -> DotBound {
+        DotBound {
+            terms: k,
+            magnitude,
+            ulps: 1.0,
+        }
+    }
+
+    #[test]
+    fn causes_read_float_tensor_core_products_but_not_integer_ones() {
+        assert_eq!(
+            causes("\tmma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};"),
+            vec![Cause::Mma]
+        );
+        assert_eq!(
+            causes("\tmma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 {%r1, %r2}, {%r3, %r4}, {%r5}, {%r1, %r2};"),
+            vec![Cause::Mma]
+        );
+        assert_eq!(
+            causes("\tmma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%r1, %r2, %r3, %r4}, {%r5, %r6, %r7, %r8}, {%r9, %r10}, {%r1, %r2, %r3, %r4};"),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn a_tensor_core_sum_within_the_dot_product_bound_is_explained() {
+        // Today's hardware differs from the simulator in the last bits of
+        // a K-term product (the ISA leaves order and rounding open): that
+        // must not be UNEXPLAINED.
+        let k = 64;
+        let (sim, gpu, mag) = mma_outputs(k);
+        let bound = dot_bound(k, mag);
+        let d = compare_within("C", &f32s(&sim), &f32s(&gpu), Some(&bound));
+        assert!(d.differing > 0, "the two sums should differ somewhere");
+        assert!(d.max_ulps > 1.0);
+        let share = d.dot_share.expect("a bound was given");
+        assert!(share <= 1.0, "within the bound: share {share}");
+        assert!(explained(std::slice::from_ref(&d), &[Cause::Mma]));
+        // Without the cause (the PTX has no mma) nothing excuses it.
+        assert!(!explained(std::slice::from_ref(&d), &[]));
+    }
+
+    #[test]
+    fn a_wrong_fragment_or_a_lost_k_step_is_beyond_the_bound() {
+        let k = 64;
+        let (sim, gpu, mag) = mma_outputs(k);
+        let bound = dot_bound(k, mag);
+        // Rows 8..16 of the tile stored from rows 0..8 (a broken store of
+        // a fragment's lower half).
+        let mut wrong = gpu.clone();
+        wrong[64..128].copy_from_slice(&gpu[..64]);
+        let d = compare_within("C", &f32s(&sim), &f32s(&wrong), Some(&bound));
+        assert!(d.dot_share.unwrap() > 1.0);
+        assert!(!explained(&[d], &[Cause::Mma]));
+        // One mma step of 16 terms dropped from every output.
+        let (short, _, _) = mma_outputs(k - 16);
+        let d = compare_within("C", &f32s(&sim), &f32s(&short), Some(&bound));
+        assert!(d.dot_share.unwrap() > 1.0);
+        assert!(!explained(&[d], &[Cause::Mma]));
+        // Without the magnitudes the cause excuses nothing.
+        let d = compare_within("C", &f32s(&sim), &f32s(&gpu), None);
+        assert!(!explained(&[d], &[Cause::Mma]));
+    }
+
+    #[test]
+    fn the_magnitude_run_gives_each_output_its_sum_of_absolute_products() {
+        let (m, n, k) = (70usize, 45usize, 41usize);
+        let mut case = Case::corpus_for("mma_gemm_bf16", 80).dims(&[
+            ("M", m as i64),
+            ("N", n as i64),
+            ("K", k as i64),
+        ]);
+        case.prepare();
+        let grid = [
+            crate::sim_support::cdiv(m, 64),
+            crate::sim_support::cdiv(n, 32),
+            1,
+        ];
+        let (terms, after) = case
+            .magnitudes(grid, &causes(&case.kernel.ptx))
+            .expect("the kernel has mma.sync and the run succeeds");
+        assert_eq!(terms, 70);
+        let (a, b, c) = (&case.tensors["A"], &case.tensors["B"], &after["C"]);
+        for r in 0..m {
+            for col in 0..n {
+                let want: f64 = (0..k)
+                    .map(|x| (a.f(r * k + x) * b.f(x * n + col)).abs())
+                    .sum();
+                let got = c.f(r * n + col);
+                assert!(
+                    (got - want).abs() <= want * 2f64.powi(-20),
+                    "C[{r}, {col}]: {got} against {want}"
+                );
+            }
+        }
     }
 }

@@ -616,10 +616,17 @@ impl Case {
             });
         }
         let before = self.tensors.clone();
+        // A plan above 48 KB of shared memory is dynamic (the entry's
+        // buffer is `.extern .shared`): its size comes with the launch, as
+        // the runtime passes it.
+        let mut opts = self.opts.clone();
+        if opts.dynamic_shared_bytes == 0 {
+            opts.dynamic_shared_bytes = variant.dynamic_shared_bytes();
+        }
         let res = dev.launch(
             Launch::new(&module, &variant.entry, grid, [variant.threads, 1, 1]),
             &args,
-            &self.opts,
+            &opts,
             None,
         );
         let mut after = before.clone();

@@ -16,6 +16,8 @@
 //! | `PHOBOS_FAKE_GPU_DRIVER_VERSION` | `cuDriverGetVersion` | `12090` |
 //! | `PHOBOS_FAKE_GPU_OOM_AT` | the Nth `cuMemAlloc` (from 1) fails with out of memory | off |
 //! | `PHOBOS_FAKE_GPU_FAIL_LAUNCH` | the Nth `cuLaunchKernel` (from 1) fails asynchronously | off |
+//! | `PHOBOS_FAKE_GPU_FAULT_ENTRY` | kernels (entry names, comma-separated) whose every launch faults with `CUDA_ERROR_ILLEGAL_ADDRESS`, sticky as a real fault: one bad kernel, in whatever process runs it | none |
+//! | `PHOBOS_FAKE_GPU_HANG_ENTRY` | kernels (entry names, comma-separated) whose launch never returns: a kernel that hangs the GPU | none |
 //! | `PHOBOS_FAKE_GPU_FAIL` | entry points (comma-separated, e.g. `cuDeviceGetName`) that fail with `CUDA_ERROR_UNKNOWN` | none |
 //! | `PHOBOS_FAKE_GPU_LAUNCH_RENDEZVOUS` | each launch waits until N launches are inside the driver at once (tests of concurrency) | off |
 //! | `PHOBOS_FAKE_GPU_LOAD_RENDEZVOUS` | the same for module loads | off |
@@ -40,6 +42,8 @@ pub(crate) struct Config {
     pub driver_version: i32,
     pub oom_at: Option<u64>,
     pub fail_launch: Option<u64>,
+    pub fault_entries: Vec<String>,
+    pub hang_entries: Vec<String>,
     pub fail_calls: Vec<String>,
     pub launch_rendezvous: Option<usize>,
     pub load_rendezvous: Option<usize>,
@@ -61,6 +65,8 @@ impl Default for Config {
             driver_version: 12090,
             oom_at: None,
             fail_launch: None,
+            fault_entries: Vec::new(),
+            hang_entries: Vec::new(),
             fail_calls: Vec::new(),
             launch_rendezvous: None,
             load_rendezvous: None,
@@ -127,14 +133,19 @@ impl Config {
         }
         c.oom_at = num("PHOBOS_FAKE_GPU_OOM_AT")?;
         c.fail_launch = num("PHOBOS_FAKE_GPU_FAIL_LAUNCH")?;
-        c.fail_calls = var("PHOBOS_FAKE_GPU_FAIL")
-            .map(|v| {
-                v.split(',')
-                    .map(|c| c.trim().to_string())
-                    .filter(|c| !c.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let list = |name: &str| -> Vec<String> {
+            var(name)
+                .map(|v| {
+                    v.split(',')
+                        .map(|c| c.trim().to_string())
+                        .filter(|c| !c.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        c.fail_calls = list("PHOBOS_FAKE_GPU_FAIL");
+        c.fault_entries = list("PHOBOS_FAKE_GPU_FAULT_ENTRY");
+        c.hang_entries = list("PHOBOS_FAKE_GPU_HANG_ENTRY");
         c.launch_rendezvous = num("PHOBOS_FAKE_GPU_LAUNCH_RENDEZVOUS")?.map(|n| n as usize);
         c.load_rendezvous = num("PHOBOS_FAKE_GPU_LOAD_RENDEZVOUS")?.map(|n| n as usize);
         c.trace = var("PHOBOS_FAKE_GPU_TRACE");

@@ -695,6 +695,7 @@ impl Driver {
         dynamic_shared: u32,
         params: Vec<Vec<u8>>,
     ) -> Res<()> {
+        let mut hang = false;
         let (ctx, sim_module, entry, n) = {
             let mut s = self.state();
             let ctx = self.enter(&mut s, false)?;
@@ -745,8 +746,24 @@ impl Driver {
                 self.trace(|| format!("cuLaunchKernel #{n} {entry}: failed (injected)"));
                 return Ok(());
             }
+            if self.config.fault_entries.contains(&entry) {
+                context.pending = Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+                self.trace(|| format!("cuLaunchKernel #{n} {entry}: faulted (injected)"));
+                return Ok(());
+            }
+            if self.config.hang_entries.contains(&entry) {
+                self.trace(|| format!("cuLaunchKernel #{n} {entry}: hangs (injected)"));
+                hang = true;
+            }
             (ctx, sim_module, entry, n)
         };
+        // PHOBOS_FAKE_GPU_HANG_ENTRY: as a kernel that never finishes,
+        // with no lock held (other threads' calls go on).
+        if hang {
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
         if let Some(g) = &self.launch_rendezvous {
             if !g.wait() {
                 self.trace(|| format!("cuLaunchKernel #{n} {entry}: rendezvous timed out"));

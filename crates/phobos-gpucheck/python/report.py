@@ -1,7 +1,10 @@
 """Merges a GPU bundle run into RESULTS_DIR/results.json, results.md and
 chart.png (when matplotlib is importable). Reads steps.tsv (written by
 run.sh), environment.txt, diff.json, bench.json, torch.json, triton.json
-and the example's log. Exits 1 when any step failed or timed out.
+and the example's log — whichever exist: run.sh calls it from an exit
+trap, so after a hang or a kill some are partial (`"complete": false`)
+or missing, and every table is built from the rows there are. Exits 1
+when any step failed or timed out.
 
     python3 report.py RESULTS_DIR [SECONDS]
 """
@@ -38,12 +41,23 @@ def fmt(x, spec=".1f"):
     return "–" if x is None else format(x, spec)
 
 
+def spread(r):
+    """A row's fastest and slowest sample, as text (empty without them)."""
+    if r.get("ms_min") is None or r.get("ms_max") is None:
+        return ""
+    return f" ({r['ms_min']:.4f}–{r['ms_max']:.4f})"
+
+
 def benchmarks(bench, torch, triton):
+    """One row per kernel that any system measured: a row of torch or
+    Triton stands even when Phobos's step died before reaching it."""
     by = lambda doc: {r["kernel"]: r for r in (doc or {}).get("rows", [])}
-    t, tr = by(torch), by(triton)
+    b, t, tr = by(bench), by(torch), by(triton)
+    kernels = list(b) + [k for k in list(t) + list(tr) if k not in b]
+    kernels = list(dict.fromkeys(kernels))
     rows = []
-    for r in (bench or {}).get("rows", []):
-        k = r["kernel"]
+    for k in kernels:
+        r = b.get(k, {"kernel": k, "ok": False, "error": "no Phobos row (the bench step did not reach it)"})
         tg, trg = t.get(k, {}).get("gbs"), tr.get(k, {}).get("gbs")
         # Compute-bound rows (the GEMMs) are compared by their rate.
         tf, ttf = r.get("tflops"), t.get(k, {}).get("tflops")
@@ -51,11 +65,14 @@ def benchmarks(bench, torch, triton):
             "kernel": k,
             "shape": r.get("shape"),
             "ms": r.get("ms"),
+            "ms_min": r.get("ms_min"),
+            "ms_max": r.get("ms_max"),
             "gbs": r.get("gbs"),
             "pct_copy": r.get("pct_copy"),
             "check": "ok" if r.get("ok") else ("MISMATCH" if "ms" in r else "failed: " + str(r.get("error"))),
             "torch_op": t.get(k, {}).get("op"),
             "torch_ms": t.get(k, {}).get("ms"),
+            "torch_spread": spread(t.get(k, {})),
             "torch_gbs": tg,
             "pct_torch": pct(tf, ttf) if tf is not None else pct(r.get("gbs"), tg),
             "tflops": tf,
@@ -89,6 +106,7 @@ def differential(diff):
                 row["explanation"] = r["explanation"]
     return {
         "pass": diff.get("pass"),
+        "complete": diff.get("complete", True),
         "device": diff.get("device"),
         "seeds": diff.get("seeds"),
         "failed": diff.get("failed"),
@@ -111,24 +129,31 @@ def markdown(res):
     if res.get("bench_meta"):
         m = res["bench_meta"]
         out += [f"Device {m.get('device')}, timing: {m.get('timing')}, median of {m.get('runs')}; "
-                f"copy ceiling {fmt(m.get('copy_gbs'))} GB/s.", ""]
+                f"copy ceiling {fmt(m.get('copy_gbs'))} GB/s; driver library {m.get('libcuda') or 'none'}.", ""]
+        if m.get("complete") is False:
+            out += ["**Partial**: phobos-bench stopped before its last row (see the bench step); "
+                    "the rows below are those it measured.", ""]
     out += ["| kernel | shape | Phobos ms | GB/s | % copy | torch GB/s | % torch | Triton GB/s | % Triton | check |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in b:
         if r.get("tflops") is not None:
             continue
         out.append(
-            f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')} | {fmt(r['gbs'])} | {fmt(r['pct_copy'])} | "
+            f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')}{spread(r)} | {fmt(r['gbs'])} | {fmt(r['pct_copy'])} | "
             f"{fmt(r['torch_gbs'])} | {fmt(r['pct_torch'])} | {fmt(r['triton_gbs'])} | {fmt(r['pct_triton'])} | {r['check']} |")
     gemms = [r for r in b if r.get("tflops") is not None]
     if gemms:
-        out += ["", "Matrix products on tensor cores (compute-bound: TFLOP/s = 2·M·N·K / time):", "",
-                "| kernel | shape | Phobos ms | TFLOP/s | torch.matmul ms | torch TFLOP/s | % torch | check |",
-                "|---|---|---|---|---|---|---|---|"]
+        out += ["", "Matrix products on tensor cores (compute-bound: TFLOP/s = 2·M·N·K / time). "
+                "Both accumulate in f32; Phobos writes C as f32 (4 bytes per element), torch.matmul "
+                "(cuBLAS) as bf16 (2 bytes), so cuBLAS stores half the bytes of C:", "",
+                "| kernel | shape | Phobos ms | TFLOP/s | C (Phobos / cuBLAS) | torch.matmul ms | torch TFLOP/s | "
+                "% torch | check |",
+                "|---|---|---|---|---|---|---|---|---|"]
         for r in gemms:
             out.append(
-                f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')} | {fmt(r['tflops'])} | "
-                f"{fmt(r['torch_ms'], '.4f')} | {fmt(r['torch_tflops'])} | {fmt(r['pct_torch'])} | {r['check']} |")
+                f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')}{spread(r)} | {fmt(r['tflops'])} | "
+                f"f32 / bf16 | {fmt(r['torch_ms'], '.4f')}{r['torch_spread']} | {fmt(r['torch_tflops'])} | "
+                f"{fmt(r['pct_torch'])} | {r['check']} |")
     notes = [f"- {r['kernel']}: torch: {r['torch_note']}" for r in b if r.get("torch_note")]
     notes += [f"- {r['kernel']}: the Triton kernel missed torch's result" for r in b if r.get("triton_ok") is False]
     out += [""] + notes + [""]
@@ -137,8 +162,12 @@ def markdown(res):
     if d is None:
         out += ["No diff.json: the step did not finish.", ""]
     else:
-        out += [f"**{'PASS' if d['pass'] else 'FAIL'}** on {d['device']}, seeds {d['seeds']}. "
+        verdict = "PASS" if d["pass"] else ("INCOMPLETE" if d.get("complete") is False else "FAIL")
+        out += [f"**{verdict}** on {d['device']}, seeds {d['seeds']}. "
                 f"Failing cases are saved in `{d['failures_saved_in']}`.", ""]
+        if d.get("complete") is False:
+            out += ["phobos-diff stopped before its last case (see the diff step); the rows below are "
+                    "the cases it finished.", ""]
         out += ["| case | variant | runs | max floored ulps | explanation |", "|---|---|---|---|---|"]
         for k in d["kernels"]:
             out.append(f"| {k['case']} | {k['variant']} | {k['runs']} | {fmt(k['max_ulps'])} | "

@@ -1,5 +1,6 @@
 """The benchmark shapes, the same as phobos-bench's (src/bin/bench.rs,
-FULL and SMALL): keep the two in step."""
+FULL and SMALL): keep the two in step. Also the one way torch and Triton
+rows are timed (`time_ms`), the same as phobos-bench times its own."""
 
 FULL = {
     "copy_bytes": 1 << 30,
@@ -93,3 +94,36 @@ def bytes_moved(name, s):
         m, n, k = gemm_shape(name, s)
         return (m * k + k * n) * 2 + m * n * 4
     raise KeyError(name)
+
+
+# How every row is timed, in phobos-bench (src/bin/bench.rs, Clock) and
+# here alike: WARMUP calls, then RUNS samples, each a CUDA event pair
+# around BATCH back-to-back calls on the current stream (no host sync
+# between them), divided by BATCH; the median, and the spread as the
+# fastest and slowest sample. No L2 flush: every memory-bound shape is
+# several times the L2, and the GEMMs are compute-bound.
+WARMUP = 3
+RUNS = 30
+BATCH = 10
+
+
+def time_ms(fn, runs=RUNS, batch=BATCH, warmup=WARMUP):
+    """{"ms": median, "ms_min", "ms_max", "runs", "batch"} of one call of
+    `fn`, timed as above."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(batch):
+            fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / batch)
+    times.sort()
+    return {"ms": times[len(times) // 2], "ms_min": times[0], "ms_max": times[-1],
+            "runs": runs, "batch": batch}

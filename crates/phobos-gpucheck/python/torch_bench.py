@@ -1,7 +1,8 @@
 """torch equivalents of phobos-bench's kernels (cuBLAS/cuDNN-backed where
-torch uses them), on the same shapes, timed with Triton's do_bench when
-Triton is importable (median), else CUDA events (median of 30 after 3
-warm-ups). Writes {"rows": [{"kernel", "ms", "gbs", "op", "note"}]}.
+torch uses them), on the same shapes, timed as phobos-bench times its
+own (shapes.time_ms: CUDA events around back-to-back calls after warm-up,
+median and spread). Writes {"rows": [{"kernel", "ms", "ms_min", "ms_max",
+"gbs", "op", "note"}]}.
 
     python3 torch_bench.py --out torch.json [--small]
 """
@@ -10,29 +11,9 @@ import sys
 
 import torch
 
-from shapes import GEMMS, bytes_moved, flops, gemm_shape, setup
+from shapes import GEMMS, bytes_moved, flops, gemm_shape, setup, time_ms
 
 
-def median_ms(fn, runs=30):
-    try:
-        from triton.testing import do_bench
-
-        return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
-    except ImportError:
-        pass
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def main():
@@ -58,7 +39,8 @@ def main():
     cases.append((
         "layer_norm",
         "F.layer_norm",
-        lambda: torch.nn.functional.layer_norm(xs, (m,), gamma, beta, eps=1e-5),
+        # `m=m`: the GEMM loop below sets `m` again (check_closures.py).
+        lambda m=m: torch.nn.functional.layer_norm(xs, (m,), gamma, beta, eps=1e-5),
         "",
     ))
     xr = rnd(s["sum"])
@@ -82,11 +64,13 @@ def main():
     }]
     for name, op, fn, note in cases:
         try:
-            ms = median_ms(fn)
+            t = time_ms(fn)
+            ms = t["ms"]
             gbs = bytes_moved(name, s) / (ms * 1e6)
             f = flops(name, s)
             tflops = None if f is None else f / (ms * 1e9)
-            rows.append({"kernel": name, "op": op, "ms": ms, "gbs": gbs, "tflops": tflops, "note": note})
+            rows.append({"kernel": name, "op": op, "ms": ms, "ms_min": t["ms_min"], "ms_max": t["ms_max"],
+                         "gbs": gbs, "tflops": tflops, "note": note})
             rate = f"{gbs:9.1f} GB/s" if tflops is None else f"{tflops:9.1f} TFLOP/s"
             print(f"{name:<14} {op:<16} {ms:10.4f} ms {rate}")
         except Exception as e:  # one failing op must not lose the others

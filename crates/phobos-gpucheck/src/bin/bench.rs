@@ -13,9 +13,12 @@
 //! - Sizes: several times a 50–60 MB L2 (a 16384×16384 f32 matvec reads
 //!   1 GiB); `--small` uses tiny ones, for the CUDA driver stand-in or the
 //!   simulator.
-//! - Timing: CUDA events on the default stream around each launch, 3
-//!   warm-up launches, then the median of `--runs` (at least 20, the
-//!   default 30). On the simulator backend (no driver), wall-clock time.
+//! - Timing: 3 warm-up calls, then `--runs` samples (at least 20, the
+//!   default 30), each a pair of CUDA events on the default stream around
+//!   10 calls back to back (no host synchronization between them) over
+//!   10; the median, and the spread (fastest and slowest sample). torch
+//!   and Triton are timed the same way (python/shapes.py `time_ms`). On
+//!   the simulator backend (no driver), wall-clock time.
 //! - Each result is checked once against a CPU reference in f64 before
 //!   it is timed: a wrong kernel's time means nothing.
 //! - The ceiling: a device-to-device copy (`cuMemcpyDtoD`) of the largest
@@ -26,11 +29,19 @@
 //!   compute-bound: its row gives TFLOP/s (2·M·N·K over the time), which
 //!   run.sh's report sets against torch.matmul's (cuBLAS). An f64
 //!   reference of a whole 8192³ product would take minutes of CPU, so
-//!   256 elements of C spread over every CTA row and column are checked
-//!   (at small sizes, all of them).
+//!   eight elements of C in every CTA's tile are checked, over the tiles
+//!   at every position of an mma fragment and in every fragment block of
+//!   a tile, after a whole-product check of the same kernel at a ragged
+//!   520 × 776 × 296 (at small sizes, all of C).
 //!
 //! Writes the rows as JSON to `--out` (default `bench.json`) and prints a
-//! table. Exits 1 when a kernel failed to run or missed its reference.
+//! table. The file is rewritten (atomically, through a temporary file)
+//! after every row, with `"complete": false` until the last: a benchmark
+//! that hangs or crashes the process costs its own row, not the earlier
+//! ones (run.sh's report reads whatever is there). The JSON also names
+//! the driver library the process loaded (`libcuda`, from
+//! `/proc/self/maps`). Exits 1 when a kernel failed to run or missed its
+//! reference.
 
 // `lane_max` comes with the example's kernels and is not benchmarked.
 #[allow(dead_code)]
@@ -97,31 +108,38 @@ impl Clock {
         }
     }
 
-    /// Milliseconds of one call of `f`, from its first launch to the end
-    /// of its last.
+    /// Milliseconds of one call of `f`: `BATCH` calls back to back (no
+    /// host synchronization between them), from the first launch to the
+    /// end of the last, over `BATCH`.
     fn time(&self, dev: &Device, f: &mut dyn FnMut() -> Res<()>) -> Res<f64> {
         match self {
             Clock::Events { start, end } => {
                 let null = std::ptr::null_mut();
                 unsafe { result::event::record(*start, null) }.map_err(err)?;
-                f()?;
+                for _ in 0..BATCH {
+                    f()?;
+                }
                 unsafe { result::event::record(*end, null) }.map_err(err)?;
                 unsafe { result::event::synchronize(*end) }.map_err(err)?;
                 let ms = unsafe { result::event::elapsed(*start, *end) }.map_err(err)?;
-                Ok(f64::from(ms))
+                Ok(f64::from(ms) / BATCH as f64)
             }
             Clock::Wall => {
                 let t = Instant::now();
-                f()?;
+                for _ in 0..BATCH {
+                    f()?;
+                }
                 dev.synchronize().map_err(err)?;
-                Ok(t.elapsed().as_secs_f64() * 1e3)
+                Ok(t.elapsed().as_secs_f64() * 1e3 / BATCH as f64)
             }
         }
     }
 
-    /// The median of `runs` timed calls after 3 warm-up calls.
-    fn median(&self, dev: &Device, runs: usize, f: &mut dyn FnMut() -> Res<()>) -> Res<f64> {
-        for _ in 0..3 {
+    /// `runs` timed samples ([`Clock::time`]) after `WARMUP` calls: the
+    /// median, and the spread as the fastest and slowest sample. torch
+    /// and Triton are timed the same way (python/shapes.py, `time_ms`).
+    fn median(&self, dev: &Device, runs: usize, f: &mut dyn FnMut() -> Res<()>) -> Res<Timing> {
+        for _ in 0..WARMUP {
             f()?;
         }
         dev.synchronize().map_err(err)?;
@@ -129,8 +147,25 @@ impl Clock {
             .map(|_| self.time(dev, f))
             .collect::<Res<Vec<f64>>>()?;
         times.sort_by(f64::total_cmp);
-        Ok(times[times.len() / 2])
+        Ok(Timing {
+            ms: times[times.len() / 2],
+            min: times[0],
+            max: times[times.len() - 1],
+        })
     }
+}
+
+/// Calls before timing, and calls per timed sample (python/shapes.py has
+/// the same).
+const WARMUP: usize = 3;
+const BATCH: usize = 10;
+
+/// One row's timing: the median per call and the spread of the samples.
+#[derive(Clone, Copy)]
+struct Timing {
+    ms: f64,
+    min: f64,
+    max: f64,
 }
 
 /// One benchmark's outcome.
@@ -141,7 +176,7 @@ struct Row {
     /// Floating-point operations of one launch, for compute-bound rows
     /// (0 for the memory-bound ones).
     flops: f64,
-    ms: f64,
+    time: Timing,
     max_error: f64,
     tolerance: f64,
 }
@@ -152,29 +187,50 @@ struct Bench<'a> {
     runs: usize,
 }
 
-/// The elements of an `m` × `n` product to check: all of them when there
-/// are at most `at_most`, else `at_most` spread over the rows and columns
-/// (a stride coprime to both walks every CTA's tile, edges included).
-fn gemm_samples(m: usize, n: usize, at_most: usize) -> impl Iterator<Item = (usize, usize)> {
-    let all = m * n;
-    let count = all.min(at_most);
-    let stride = if all <= at_most { 1 } else { all / at_most + 1 };
-    let mut stride = stride;
-    while gcd(stride, n) != 1 || gcd(stride, m) != 1 {
-        stride += 1;
-    }
-    (0..count).map(move |s| {
-        let e = (s * stride) % all;
-        (e / n, e % n)
-    })
-}
+/// Products of at most this many elements are checked whole.
+const GEMM_CHECKED_WHOLE: usize = 1 << 19;
 
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
+/// The ragged size at which a big product's kernel is first checked whole:
+/// no dimension a multiple of the 128 tile or of K's 32 (K and N stay
+/// multiples of 8, as the kernel's `@aligned` asks).
+const RAGGED_GEMM: (usize, usize, usize) = (520, 776, 296);
+
+/// The GEMM's tile of C per CTA (kernels/bf16_gemm.pho) and an mma
+/// fragment's (m16n8).
+const TILE: usize = 128;
+const FRAG: (usize, usize) = (16, 8);
+
+/// The elements of an `m` × `n` product to check: all of them when there
+/// are at most `at_most`, else `per_cta` in every CTA's 128 × 128 tile.
+/// Over the tiles the samples fall in every one of a tile's 8 × 16
+/// fragment blocks (16 rows × 8 columns each) and at every position in a
+/// fragment (row mod 16, column mod 8: 128 of them), so a broken store of any part of a
+/// fragment, or of any CTA, misses its reference (issue 27: 256 samples
+/// once fell only on columns 0–255 and rows ≡ 0 mod 16).
+fn gemm_samples(m: usize, n: usize, at_most: usize, per_cta: usize) -> Vec<(usize, usize)> {
+    if m * n <= at_most {
+        return (0..m * n).map(|e| (e / n, e % n)).collect();
     }
+    let (tiles_m, tiles_n) = (m.div_ceil(TILE), n.div_ceil(TILE));
+    let mut out = Vec::new();
+    for t in 0..tiles_m * tiles_n {
+        let (tm, tn) = (t / tiles_n, t % tiles_n);
+        for j in 0..per_cta {
+            let pos = (t * per_cta + j) % (FRAG.0 * FRAG.1);
+            let (fr, fc) = (pos / FRAG.1, pos % FRAG.1);
+            // Which of the tile's 8 × 16 fragment blocks: 7 and 9 are odd,
+            // so over the tiles every block comes up.
+            let q = (t * 7 + j * 9) % ((TILE / FRAG.0) * (TILE / FRAG.1));
+            let (rb, cb) = (q / (TILE / FRAG.1), q % (TILE / FRAG.1));
+            // A ragged edge tile: wrapped into its valid part, so that it
+            // is sampled too.
+            let (rows, cols) = ((m - tm * TILE).min(TILE), (n - tn * TILE).min(TILE));
+            let r = tm * TILE + (rb * FRAG.0 + fr) % rows;
+            let c = tn * TILE + (cb * FRAG.1 + fc) % cols;
+            out.push((r, c));
+        }
+    }
+    out
 }
 
 fn max_error(got: &[f32], want: &[f64]) -> f64 {
@@ -227,7 +283,7 @@ impl Bench<'_> {
             shape: format!("{n}x{k} f32"),
             bytes: ((n * k + k + n) * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut launch)?,
+            time: self.clock.median(dev, self.runs, &mut launch)?,
             max_error,
             tolerance: 1e-5 * k as f64,
         })
@@ -255,7 +311,7 @@ impl Bench<'_> {
             shape: format!("{n}x{k} i8"),
             bytes: (n * k + k + n * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut launch)?,
+            time: self.clock.median(dev, self.runs, &mut launch)?,
             max_error,
             // Exact while every f32 partial sum stays below 2^24 (random
             // signs keep them far below); the bound allows an f32 rounding
@@ -285,7 +341,7 @@ impl Bench<'_> {
             shape: format!("{n}x{k} f16"),
             bytes: (n * k * 2 + k * 2 + n * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut || {
+            time: self.clock.median(dev, self.runs, &mut || {
                 kernels::f16_gemv(dev, &wt, &xt, &mut yt).map_err(err)
             })?,
             max_error: max_error(&y, &want),
@@ -314,7 +370,7 @@ impl Bench<'_> {
             shape: format!("{n}x{m} f32"),
             bytes: (2 * n * m * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut || {
+            time: self.clock.median(dev, self.runs, &mut || {
                 kernels::row_softmax(dev, &xt, &mut yt).map_err(err)
             })?,
             max_error: max_error(&y, &want),
@@ -353,7 +409,7 @@ impl Bench<'_> {
             shape: format!("{n}x{m} f32"),
             bytes: (2 * n * m * 4 + 2 * m * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut || {
+            time: self.clock.median(dev, self.runs, &mut || {
                 kernels::layer_norm(dev, &xt, &gt, &bt, &mut yt).map_err(err)
             })?,
             max_error: max_error(&y, &want),
@@ -381,7 +437,7 @@ impl Bench<'_> {
             shape: format!("{n} f32"),
             bytes: (n * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut launch)?,
+            time: self.clock.median(dev, self.runs, &mut launch)?,
             max_error: max_error(&got, &[want]),
             // f32 partial sums of ~n/threads terms each.
             tolerance: 1e-6 * n as f64,
@@ -391,6 +447,18 @@ impl Bench<'_> {
     /// `C = A · B` in bf16 on tensor cores, `a` × `k` by `k` × `b`; the
     /// reference is f64 over the bf16 values, on `checked` elements of C.
     fn bf16_gemm(&self, name: &'static str, (m, n, k): (usize, usize, usize)) -> Res<Row> {
+        // A big product is sampled; so first one at a ragged smaller size
+        // (no dimension a multiple of the tile) is checked whole.
+        let (rm, rn, rk) = RAGGED_GEMM;
+        if m * n > GEMM_CHECKED_WHOLE && rm * rn <= GEMM_CHECKED_WHOLE {
+            let row = self.bf16_gemm(name, RAGGED_GEMM)?;
+            if row.max_error > row.tolerance {
+                return Err(format!(
+                    "the whole-product check at {rm}x{rn}x{rk} missed: max error {:.2e} > {:.2e}",
+                    row.max_error, row.tolerance
+                ));
+            }
+        }
         let a: Vec<bf16> = inputs(m * k, 16).into_iter().map(bf16::from_f32).collect();
         let b: Vec<bf16> = inputs(k * n, 17).into_iter().map(bf16::from_f32).collect();
         let (at, bt) = (self.up(&a, &[m, k])?, self.up(&b, &[k, n])?);
@@ -398,7 +466,8 @@ impl Bench<'_> {
         let dev = self.dev;
         kernels::bf16_gemm(dev, &at, &bt, &mut ct).map_err(err)?;
         let c = ct.to_vec().map_err(err)?;
-        let (got, want): (Vec<f32>, Vec<f64>) = gemm_samples(m, n, 256)
+        let (got, want): (Vec<f32>, Vec<f64>) = gemm_samples(m, n, GEMM_CHECKED_WHOLE, 8)
+            .into_iter()
             .map(|(i, j)| {
                 let w: f64 = (0..k)
                     .map(|p| f64::from(a[i * k + p].to_f32()) * f64::from(b[p * n + j].to_f32()))
@@ -411,7 +480,7 @@ impl Bench<'_> {
             shape: format!("{m}x{n}x{k} bf16"),
             bytes: ((m * k + k * n) * 2 + m * n * 4) as f64,
             flops: 2.0 * (m * n * k) as f64,
-            ms: self.clock.median(dev, self.runs, &mut || {
+            time: self.clock.median(dev, self.runs, &mut || {
                 kernels::bf16_gemm(dev, &at, &bt, &mut ct).map_err(err)
             })?,
             max_error: max_error(&got, &want),
@@ -443,7 +512,7 @@ impl Bench<'_> {
             shape: format!("{} MiB", bytes >> 20),
             bytes: (2 * n * 4) as f64,
             flops: 0.0,
-            ms: self.clock.median(dev, self.runs, &mut copy)?,
+            time: self.clock.median(dev, self.runs, &mut copy)?,
             max_error: 0.0,
             tolerance: 0.0,
         })
@@ -484,6 +553,39 @@ const SMALL: Sizes = Sizes {
     // Ragged: neither is a multiple of the 128 × 128 tile or of K's 32.
     gemm: [(130, 96, 72), (70, 200, 40)],
 };
+
+/// Writes `value` to `path` through a temporary file and a rename, so a
+/// reader (or a kill) never sees half a file.
+fn write_json(path: &std::path::Path, value: &serde_json::Value) -> Res<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(
+        &tmp,
+        serde_json::to_string_pretty(value).unwrap_or_default(),
+    )
+    .and_then(|_| std::fs::rename(&tmp, path))
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The driver library this process mapped (the GPU's `libcuda.so.1`, or
+/// the stand-in's), from `/proc/self/maps`; `None` when nothing named
+/// `libcuda` is mapped (the simulator backend) or off Linux.
+fn loaded_libcuda() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| {
+            std::path::Path::new(p)
+                .file_name()
+                .is_some_and(|f| f.to_string_lossy().starts_with("libcuda.so"))
+        })
+        .map(|p| {
+            let real = std::fs::canonicalize(p).map(|r| r.display().to_string());
+            match real {
+                Ok(r) if r != p => format!("{p} -> {r}"),
+                _ => p.to_string(),
+            }
+        })
+}
 
 fn main() -> ExitCode {
     let mut small = false;
@@ -581,27 +683,40 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let results: Vec<(&str, Res<Row>)> = all
-        .iter()
-        .filter(|(name, _)| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name)))
-        .map(|(name, f)| (*name, f()))
-        .collect();
-    let copy_gbs = results.iter().find_map(|(name, r)| match r {
-        Ok(r) if *name == "copy_dtod" => Some(r.bytes / (r.ms * 1e6)),
-        _ => None,
-    });
     println!(
         "{:<14} {:<18} {:>10} {:>9} {:>7} {:>8} {:>10}  check",
         "kernel", "shape", "time ms", "GB/s", "% copy", "TFLOP/s", "max error"
     );
+    let libcuda = loaded_libcuda();
+    let report = |rows: &[serde_json::Value], copy_gbs: Option<f64>, complete: bool| {
+        json!({
+            "device": dev.name(), "backend": dev.kind().to_string(), "arch": dev.arch_label(),
+            "timing": format!("{}, {BATCH} calls back to back per sample, {WARMUP} warm-up calls", b.clock.name()),
+            "runs": runs, "batch": BATCH, "small": small, "libcuda": libcuda,
+            "copy_gbs": copy_gbs, "complete": complete, "rows": rows,
+        })
+    };
     let mut rows = Vec::new();
     let mut failed = false;
-    for (name, r) in results {
-        match r {
+    let mut copy_gbs = None;
+    if let Err(e) = write_json(&out, &report(&rows, copy_gbs, false)) {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
+    let picked = all
+        .iter()
+        .filter(|(name, _)| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name)));
+    for (name, f) in picked {
+        let name = *name;
+        match f() {
             Ok(r) => {
-                let gbs = r.bytes / (r.ms * 1e6);
+                let ms = r.time.ms;
+                if name == "copy_dtod" {
+                    copy_gbs = Some(r.bytes / (ms * 1e6));
+                }
+                let gbs = r.bytes / (ms * 1e6);
                 // A compute-bound row is judged by its rate, not its bytes.
-                let tflops = (r.flops > 0.0).then(|| r.flops / (r.ms * 1e9));
+                let tflops = (r.flops > 0.0).then(|| r.flops / (ms * 1e9));
                 let pct = copy_gbs
                     .filter(|_| tflops.is_none())
                     .map(|c| 100.0 * gbs / c);
@@ -611,7 +726,7 @@ fn main() -> ExitCode {
                     "{:<14} {:<18} {:>10.4} {:>9.1} {:>7} {:>8} {:>10.2e}  {}",
                     r.name,
                     r.shape,
-                    r.ms,
+                    ms,
                     gbs,
                     pct.map_or("-".into(), |p| format!("{p:.1}")),
                     tflops.map_or("-".into(), |t| format!("{t:.1}")),
@@ -619,7 +734,8 @@ fn main() -> ExitCode {
                     if ok { "ok" } else { "MISMATCH" }
                 );
                 rows.push(json!({
-                    "kernel": r.name, "shape": r.shape, "bytes": r.bytes, "ms": r.ms,
+                    "kernel": r.name, "shape": r.shape, "bytes": r.bytes, "ms": ms,
+                    "ms_min": r.time.min, "ms_max": r.time.max,
                     "gbs": gbs, "pct_copy": pct, "tflops": tflops, "max_error": r.max_error,
                     "tolerance": r.tolerance, "ok": ok,
                 }));
@@ -630,22 +746,52 @@ fn main() -> ExitCode {
                 rows.push(json!({"kernel": name, "ok": false, "error": e}));
             }
         }
+        if let Err(e) = write_json(&out, &report(&rows, copy_gbs, false)) {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
     }
-    let report = json!({
-        "device": dev.name(), "backend": dev.kind().to_string(), "arch": dev.arch_label(),
-        "timing": b.clock.name(), "runs": runs, "small": small,
-        "copy_gbs": copy_gbs, "rows": rows,
-    });
-    if let Err(e) = std::fs::write(
-        &out,
-        serde_json::to_string_pretty(&report).unwrap_or_default(),
-    ) {
-        eprintln!("cannot write {}: {e}", out.display());
+    if let Err(e) = write_json(&out, &report(&rows, copy_gbs, true)) {
+        eprintln!("{e}");
         return ExitCode::FAILURE;
     }
     if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn the_gemm_samples_cover_every_cta_and_every_fragment_position() {
+        for (m, n) in [(4096, 4096), (8192, 8192), (4000, 4104)] {
+            let samples = gemm_samples(m, n, GEMM_CHECKED_WHOLE, 8);
+            let ctas: BTreeSet<(usize, usize)> =
+                samples.iter().map(|&(r, c)| (r / TILE, c / TILE)).collect();
+            assert_eq!(ctas.len(), m.div_ceil(TILE) * n.div_ceil(TILE), "{m}x{n}");
+            let frag: BTreeSet<(usize, usize)> = samples
+                .iter()
+                .map(|&(r, c)| (r % FRAG.0, c % FRAG.1))
+                .collect();
+            assert_eq!(frag.len(), FRAG.0 * FRAG.1, "{m}x{n}");
+            // Every 16-row block and 8-column block of a tile (each warp's
+            // share of it) is sampled somewhere.
+            let blocks: BTreeSet<(usize, usize)> = samples
+                .iter()
+                .map(|&(r, c)| ((r % TILE) / FRAG.0, (c % TILE) / FRAG.1))
+                .collect();
+            assert_eq!(blocks.len(), (TILE / FRAG.0) * (TILE / FRAG.1), "{m}x{n}");
+            assert!(samples.iter().all(|&(r, c)| r < m && c < n));
+            assert!(samples.len() <= 8 * ctas.len());
+        }
+        // Small products are checked whole.
+        assert_eq!(gemm_samples(130, 96, GEMM_CHECKED_WHOLE, 8).len(), 130 * 96);
+        let (m, n, _) = RAGGED_GEMM;
+        assert_eq!(gemm_samples(m, n, GEMM_CHECKED_WHOLE, 8).len(), m * n);
     }
 }

@@ -8,11 +8,25 @@
 //! bitwise, floats in ulps within the tolerance of a cause the PTX shows.
 //!
 //! ```text
-//! phobos-diff [--out DIR] [--seeds N] [--only NAME]
+//! phobos-diff [--out DIR] [--seeds N] [--only NAME] [--case-timeout S]
 //! ```
 //!
 //! Writes `DIR/diff.json` (one record per case and seed) and, for every
 //! failing case, its inputs and both outputs under `DIR/diff-failures/`.
+//! `diff.json` is rewritten (through a temporary file and a rename) after
+//! every case run, with `"complete": false` until the end: a case that
+//! hangs or kills the process costs its own row, and run.sh's report
+//! still reads every earlier one.
+//!
+//! **One bad kernel costs one row.** A CUDA fault is sticky: every later
+//! call on the context fails. So the cases run in a child process
+//! (`--child FROM`: this program, running the cases from index FROM on and
+//! printing each result as a `RUN {json}` line), which the parent
+//! watches: after a case whose runtime side failed the child exits (3),
+//! and the parent starts a fresh one — a fresh context — at the next
+//! case; a case that gives no result within `--case-timeout` seconds
+//! (default 20) is killed and recorded as hung, and one whose process dies
+//! as crashed, and the run goes on likewise.
 //! Prints a table, one row per kernel variant with its largest difference
 //! and what explains it. Exits 1 when any case failed: a launch failed, the
 //! sides disagree beyond what a cause explains, the runtime's outputs miss
@@ -26,7 +40,8 @@
 use phobos_conformance::corpus_cases::CASES;
 use phobos_conformance::differential::{panic_text, save_failures_to, take_records, Record};
 use phobos_conformance::executor::{device, with_executor, Executor};
-use phobos_conformance::sim_support::{cdiv, with_seed, Case};
+use phobos_conformance::sim_support::{cdiv, with_seed, Case, Tensor};
+use phobos_core::ast::ScalarTy;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -57,6 +72,30 @@ const EXAMPLE: &[(&str, &str)] = &[
     ),
 ];
 
+/// The bundle's own GEMM (`kernels/bf16_gemm.pho`: the 128 × 128 tile of
+/// 8 warps, the 3-stage ring of 16-byte `cp.async` copies), which no
+/// corpus kernel has: on devices of sm_80 and newer (bf16 `mma.sync`), at
+/// phobos-bench's two ragged small sizes, checked against an f64 product
+/// within K²·2⁻²⁴ as the benchmark checks it.
+const BUNDLE_GEMM: &str = include_str!("../../kernels/bf16_gemm.pho");
+
+fn bundle_gemm_case() {
+    for (m, n, k) in [(130usize, 96usize, 72usize), (70, 200, 40)] {
+        let o = Case::source(BUNDLE_GEMM, "kernels/bf16_gemm.pho", "bf16_gemm")
+            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+            .run([cdiv(m, 128), cdiv(n, 128), 1]);
+        let (a, b) = (o.input("A"), o.input("B"));
+        let mut want = Tensor::zeros(ScalarTy::F64, &[m, n]);
+        for r in 0..m {
+            for c in 0..n {
+                let s: f64 = (0..k).map(|x| a.f(r * k + x) * b.f(x * n + c)).sum();
+                want.set_f(r * n + c, s);
+            }
+        }
+        o.check_within("C", &want, |_| (k * k) as f64 * 2f64.powi(-24));
+    }
+}
+
 fn example_case(name: &str, src: &str) {
     let file = format!("examples/matvec/kernels/{name}.pho");
     let case = Case::source(src, &file, name);
@@ -78,6 +117,10 @@ struct Args {
     out: PathBuf,
     seeds: usize,
     only: Option<String>,
+    /// Seconds a case may take before it is recorded as hung.
+    case_timeout: u64,
+    /// In a child: the index of the first case to run.
+    child: Option<usize>,
 }
 
 fn args() -> Result<Args, String> {
@@ -85,6 +128,8 @@ fn args() -> Result<Args, String> {
         out: PathBuf::from("."),
         seeds: SEEDS.len(),
         only: None,
+        case_timeout: 20,
+        child: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -100,8 +145,23 @@ fn args() -> Result<Args, String> {
                     .ok_or(format!("--seeds {v}: give 1 to {}", SEEDS.len()))?;
             }
             "--only" => a.only = Some(value()?),
+            "--case-timeout" => {
+                let v = value()?;
+                a.case_timeout = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or(format!("--case-timeout {v}: give a number of seconds"))?;
+            }
+            "--child" => {
+                let v = value()?;
+                a.child = Some(v.parse().map_err(|_| format!("--child {v}: an index"))?);
+            }
             "-h" | "--help" => {
-                return Err("usage: phobos-diff [--out DIR] [--seeds 1-4] [--only NAME]".into())
+                return Err(
+                    "usage: phobos-diff [--out DIR] [--seeds 1-4] [--only NAME] [--case-timeout S]"
+                        .into(),
+                )
             }
             other => return Err(format!("unknown argument {other}")),
         }
@@ -109,12 +169,166 @@ fn args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// One case run: its records, and the panic (if any) that ended it.
+/// One case run: its records (as in `diff.json`), and the panic (if any)
+/// that ended it, or the hang or crash of the process that ran it.
 struct Run {
     name: String,
     seed: u64,
-    records: Vec<Record>,
+    records: Vec<serde_json::Value>,
     failure: Option<String>,
+}
+
+impl Run {
+    fn to_json(&self, index: usize) -> serde_json::Value {
+        json!({"index": index, "name": self.name, "seed": self.seed,
+               "failure": self.failure, "records": self.records})
+    }
+
+    fn from_json(v: &serde_json::Value) -> Option<(usize, Run)> {
+        Some((
+            v["index"].as_u64()? as usize,
+            Run {
+                name: v["name"].as_str()?.to_string(),
+                seed: v["seed"].as_u64()?,
+                records: v["records"].as_array()?.clone(),
+                failure: v["failure"].as_str().map(str::to_string),
+            },
+        ))
+    }
+
+    /// Whether the runtime side of a launch failed: the context may hold a
+    /// sticky fault, so the next case gets a fresh process.
+    fn runtime_failed(&self) -> bool {
+        self.records.iter().any(|r| {
+            r["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("runtime:"))
+        })
+    }
+}
+
+/// A record's verdict, largest difference (`null`: infinite), explanation
+/// and variant, as `diff.json` has them.
+fn rec_ok(r: &serde_json::Value) -> bool {
+    r["ok"].as_bool().unwrap_or(false)
+}
+
+fn rec_ulps(r: &serde_json::Value) -> f64 {
+    r["max_ulps"].as_f64().unwrap_or(f64::INFINITY)
+}
+
+fn rec_text<'a>(r: &'a serde_json::Value, key: &str) -> &'a str {
+    r[key].as_str().unwrap_or("")
+}
+
+/// A case to run: its name, seed, and the run.
+type Job = (String, u64, Box<dyn Fn() -> Run>);
+
+/// The child's side: runs `jobs[from..]`, printing each result as one
+/// `RUN` line; stops (exit 3) after a case whose runtime side failed.
+fn child(jobs: &[Job], from: usize) -> ExitCode {
+    use std::io::Write as _;
+    for (i, (_, _, job)) in jobs.iter().enumerate().skip(from) {
+        let run = job();
+        let line = serde_json::to_string(&run.to_json(i)).unwrap_or_default();
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "RUN {line}");
+        let _ = out.flush();
+        if run.runtime_failed() {
+            return ExitCode::from(3);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// The parent's side: runs every job in child processes, a fresh one after
+/// a runtime failure, a hang (killed after `timeout`) or a crash, calling
+/// `journal` after every run.
+fn supervise(
+    jobs: &[Job],
+    timeout: std::time::Duration,
+    mut journal: impl FnMut(&[Run]),
+) -> Result<Vec<Run>, String> {
+    use std::io::BufRead as _;
+    use std::sync::mpsc;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let passed: Vec<String> = std::env::args().skip(1).collect();
+    let mut runs = Vec::new();
+    let mut next = 0;
+    while next < jobs.len() {
+        let mut child = std::process::Command::new(&exe)
+            .args(&passed)
+            .arg("--child")
+            .arg(next.to_string())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        let stdout = child.stdout.take().ok_or("no pipe from the child")?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        loop {
+            match rx.recv_timeout(timeout) {
+                Ok(line) => match line.strip_prefix("RUN ") {
+                    Some(text) => {
+                        let v: serde_json::Value = serde_json::from_str(text)
+                            .map_err(|e| format!("a bad line from the child: {e}"))?;
+                        let (i, run) = Run::from_json(&v).ok_or("a bad run from the child")?;
+                        runs.push(run);
+                        next = i + 1;
+                        journal(&runs);
+                    }
+                    None => println!("{line}"),
+                },
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let (name, seed, _) = &jobs[next];
+                    runs.push(Run {
+                        name: name.clone(),
+                        seed: *seed,
+                        records: Vec::new(),
+                        failure: Some(format!(
+                            "hung: no result within {} s; killed, and the later cases ran in a \
+                             fresh process",
+                            timeout.as_secs()
+                        )),
+                    });
+                    next += 1;
+                    journal(&runs);
+                    break;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = child.wait().map_err(|e| e.to_string())?;
+                    // Exit 0 after the last case, or 3 after a runtime
+                    // failure it reported: go on from `next`. Anything
+                    // else died during the case at `next`.
+                    if next < jobs.len() && !matches!(status.code(), Some(0) | Some(3)) {
+                        let (name, seed, _) = &jobs[next];
+                        runs.push(Run {
+                            name: name.clone(),
+                            seed: *seed,
+                            records: Vec::new(),
+                            failure: Some(format!(
+                                "the process running it died ({status}); the later cases ran in \
+                                 a fresh process"
+                            )),
+                        });
+                        next += 1;
+                        journal(&runs);
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    Ok(runs)
 }
 
 fn run_one(name: &str, seed: u64, f: impl FnOnce() + std::panic::UnwindSafe) -> Run {
@@ -134,7 +348,14 @@ fn run_one(name: &str, seed: u64, f: impl FnOnce() + std::panic::UnwindSafe) -> 
     Run {
         name: name.to_string(),
         seed,
-        records,
+        records: records
+            .iter()
+            .map(|x| {
+                let mut v = record_json(x);
+                v["case"] = json!(name);
+                v
+            })
+            .collect(),
         failure,
     }
 }
@@ -175,6 +396,7 @@ fn record_json(r: &Record) -> serde_json::Value {
             "differing": t.differing,
             "max_ulps": finite(t.max_ulps),
             "max_abs": finite(t.max_abs),
+            "dot_share": t.dot_share.map(finite),
             "first": t.first.as_ref().map(|(i, s, g)| json!({"index": i, "sim": s, "gpu": g})),
         })).collect::<Vec<_>>(),
     })
@@ -187,6 +409,35 @@ fn finite(x: f64) -> serde_json::Value {
     } else {
         serde_json::Value::Null
     }
+}
+
+/// `diff.json`: `head` (device, seeds, where failures are saved), the
+/// verdict so far, and every record of `runs`. `complete` is false while
+/// cases remain (and `variants_not_run` is then not yet known).
+fn report(
+    head: &serde_json::Value,
+    runs: &[Run],
+    missing: &[(String, String)],
+    complete: bool,
+) -> serde_json::Value {
+    let failed: Vec<&Run> = runs.iter().filter(|r| r.failure.is_some()).collect();
+    let mut v = head.clone();
+    v["complete"] = json!(complete);
+    v["pass"] = json!(complete && failed.is_empty() && missing.is_empty());
+    v["case_runs"] = json!(runs.len());
+    v["failed"] = json!(failed
+        .iter()
+        .map(|r| json!({"case": r.name, "seed": r.seed, "why": r.failure}))
+        .collect::<Vec<_>>());
+    v["variants_not_run"] = json!(missing
+        .iter()
+        .map(|(e, k)| json!({"variant": e, "kernel": k}))
+        .collect::<Vec<_>>());
+    v["records"] = json!(runs
+        .iter()
+        .flat_map(|r| r.records.iter().cloned())
+        .collect::<Vec<_>>());
+    v
 }
 
 fn main() -> ExitCode {
@@ -210,27 +461,86 @@ fn main() -> ExitCode {
     let failures_dir = args.out.join("diff-failures");
     save_failures_to(&failures_dir);
 
-    let mut runs = Vec::new();
+    let path = args.out.join("diff.json");
+    let head = json!({
+        "device": dev.name(),
+        "backend": dev.kind().to_string(),
+        "arch": dev.arch_label(),
+        "seeds": &SEEDS[..args.seeds],
+        "failures_saved_in": failures_dir.display().to_string(),
+    });
+    let journal = |runs: &[Run], missing: &[(String, String)], complete: bool| {
+        let text = serde_json::to_string_pretty(&report(&head, runs, missing, complete))
+            .unwrap_or_default();
+        let tmp = args.out.join("diff.json.tmp");
+        std::fs::create_dir_all(&args.out)
+            .and_then(|_| std::fs::write(&tmp, text))
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    let mut jobs: Vec<Job> = Vec::new();
     for &seed in &SEEDS[..args.seeds] {
         for (name, f) in CASES {
             if args.only.as_deref().is_some_and(|o| o != *name) {
                 continue;
             }
-            runs.push(run_one(name, seed, *f));
+            let f = *f;
+            jobs.push((
+                name.to_string(),
+                seed,
+                Box::new(move || run_one(name, seed, f)),
+            ));
         }
         for (name, src) in EXAMPLE {
             let label = format!("example/{name}");
             if args.only.as_deref().is_some_and(|o| o != label) {
                 continue;
             }
-            runs.push(run_one(&label, seed, move || example_case(name, src)));
+            let l = label.clone();
+            jobs.push((
+                label,
+                seed,
+                Box::new(move || run_one(&l, seed, move || example_case(name, src))),
+            ));
         }
+    }
+    let label = "bundle/bf16_gemm";
+    if dev.arch().unwrap_or(80) >= 80 && args.only.as_deref().is_none_or(|o| o == label) {
+        jobs.push((
+            label.to_string(),
+            SEEDS[0],
+            Box::new(move || run_one(label, SEEDS[0], bundle_gemm_case)),
+        ));
+    }
+    if let Some(from) = args.child {
+        return child(&jobs, from);
+    }
+    if let Err(e) = journal(&[], &[], false) {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
+    let mut journal_error = None;
+    let timeout = std::time::Duration::from_secs(args.case_timeout);
+    let runs = match supervise(&jobs, timeout, |runs| {
+        if let Err(e) = journal(runs, &[], false) {
+            journal_error.get_or_insert(e);
+        }
+    }) {
+        Ok(runs) => runs,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(e) = journal_error {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
     }
 
     // Every variant of every corpus kernel must have run.
     let ran: BTreeSet<&str> = runs
         .iter()
-        .flat_map(|r| r.records.iter().map(|x| x.entry.as_str()))
+        .flat_map(|r| r.records.iter().map(|x| rec_text(x, "variant")))
         .collect();
     let missing: Vec<(String, String)> = corpus_variants(args.only.as_deref())
         .into_iter()
@@ -241,19 +551,17 @@ fn main() -> ExitCode {
     let mut rows: BTreeMap<(String, String), (f64, String, bool, usize)> = BTreeMap::new();
     for run in &runs {
         for r in &run.records {
-            let key = (run.name.clone(), r.entry.clone());
-            let ok = r.ok && r.error.is_none();
+            let key = (run.name.clone(), rec_text(r, "variant").to_string());
+            let ok = rec_ok(r);
+            let (ulps, why) = (rec_ulps(r), rec_text(r, "explanation"));
             let row = rows
                 .entry(key)
                 .or_insert((0.0, "identical".into(), true, 0));
             row.3 += 1;
-            if !ok
-                || r.max_ulps() > row.0
-                || (row.1 == "identical" && r.explanation() != "identical")
-            {
-                row.0 = row.0.max(r.max_ulps());
+            if !ok || ulps > row.0 || (row.1 == "identical" && why != "identical") {
+                row.0 = row.0.max(ulps);
                 if row.2 {
-                    row.1 = r.explanation();
+                    row.1 = why.to_string();
                 }
             }
             row.2 &= ok;
@@ -296,26 +604,8 @@ fn main() -> ExitCode {
         if pass { "PASS" } else { "FAIL" }
     );
 
-    let report = json!({
-        "device": dev.name(),
-        "backend": dev.kind().to_string(),
-        "arch": dev.arch_label(),
-        "seeds": &SEEDS[..args.seeds],
-        "pass": pass,
-        "case_runs": runs.len(),
-        "failed": failed.iter().map(|r| json!({"case": r.name, "seed": r.seed, "why": r.failure})).collect::<Vec<_>>(),
-        "variants_not_run": missing.iter().map(|(e, k)| json!({"variant": e, "kernel": k})).collect::<Vec<_>>(),
-        "failures_saved_in": failures_dir.display().to_string(),
-        "records": runs.iter().flat_map(|r| r.records.iter().map(|x| {
-            let mut v = record_json(x);
-            v["case"] = json!(r.name);
-            v
-        })).collect::<Vec<_>>(),
-    });
-    let path = args.out.join("diff.json");
-    let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-    if let Err(e) = std::fs::create_dir_all(&args.out).and_then(|_| std::fs::write(&path, text)) {
-        eprintln!("cannot write {}: {e}", path.display());
+    if let Err(e) = journal(&runs, &missing, true) {
+        eprintln!("{e}");
         return ExitCode::FAILURE;
     }
     if pass {
