@@ -173,31 +173,10 @@ fn check_dims(name: &str, shape: &[u64]) -> Result<(), String> {
     }
 }
 
-/// A float scalar's value: a number that stays finite in `ty` (unless
-/// written as `inf` or `nan`).
-pub fn parse_float(name: &str, ty: ScalarTy, text: &str) -> Result<f64, String> {
-    let t = text.trim().replace('_', "");
-    let v: f64 = t
-        .parse()
-        .map_err(|_| format!("`{text}` is not a {} value for scalar `{name}`", ty.name()))?;
-    let spelled = t.to_ascii_lowercase();
-    if spelled.contains("inf") || spelled.contains("nan") {
-        return Ok(v);
-    }
-    let finite = match ty {
-        ScalarTy::F16 => half::f16::from_f64(v).is_finite(),
-        ScalarTy::BF16 => half::bf16::from_f64(v).is_finite(),
-        ScalarTy::F32 => (v as f32).is_finite(),
-        _ => v.is_finite(),
-    };
-    if finite {
-        Ok(v)
-    } else {
-        Err(format!(
-            "{text} is out of range for scalar `{name}` of type {} (it would become infinity)",
-            ty.name()
-        ))
-    }
+/// How `--max-work` is raised to `work`, for `phobos_sim::check_work`'s
+/// message.
+pub fn raise_max_work(work: u64) -> String {
+    format!("--max-work {work}")
 }
 
 /// Each element type's numpy dtype code (without byte order) and numpy's
@@ -388,16 +367,5 @@ mod tests {
         assert!(b(&["alpha=abc"]).unwrap_err().contains("neither a number"));
         assert!(b(&["a=1", "a=2"]).unwrap_err().contains("given twice"));
         assert!(b(&["s=shape:3000000000"]).unwrap_err().contains("32-bit"));
-    }
-
-    #[test]
-    fn float_scalars_that_overflow_their_type_are_refused() {
-        assert!(parse_float("a", ScalarTy::F32, "1e999").is_err());
-        assert!(parse_float("a", ScalarTy::F32, "1e39").is_err());
-        assert!(parse_float("a", ScalarTy::F16, "70000").is_err());
-        assert_eq!(parse_float("a", ScalarTy::F64, "1e39"), Ok(1e39));
-        assert!(parse_float("a", ScalarTy::F32, "-inf")
-            .unwrap()
-            .is_infinite());
     }
 }

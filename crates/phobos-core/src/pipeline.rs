@@ -233,6 +233,44 @@ pub fn compile(
     (out, diags)
 }
 
+/// The kernel a command runs from a file's compiled kernels: the one
+/// named, or the file's only kernel when no name is given. The one owner of
+/// this choice for `phobos sim`, `explain` and `profile`; the error says
+/// which kernels the file has.
+pub fn select_kernel(
+    kernels: Vec<CompiledKernel>,
+    name: Option<&str>,
+    file_name: &str,
+) -> Result<CompiledKernel, String> {
+    let names: Vec<&str> = kernels.iter().map(|k| k.meta.name.as_str()).collect();
+    let at = match name {
+        Some(n) => kernels
+            .iter()
+            .position(|k| k.meta.name == n)
+            .ok_or_else(|| {
+                if names.is_empty() {
+                    format!("`{file_name}` has no kernel `{n}` (it has no kernels)")
+                } else {
+                    format!(
+                        "`{file_name}` has no kernel `{n}` (it has: {})",
+                        names.join(", ")
+                    )
+                }
+            })?,
+        None if kernels.len() == 1 => 0,
+        None if kernels.is_empty() => return Err(format!("`{file_name}` has no kernels")),
+        None => {
+            return Err(format!(
+                "`{file_name}` has {} kernels; choose one with --kernel ({})",
+                kernels.len(),
+                names.join(", ")
+            ))
+        }
+    };
+    let mut kernels = kernels;
+    Ok(kernels.swap_remove(at))
+}
+
 /// Keep only the variants of `kernel` that have the pinned value of each
 /// `@autotune` name it declares.
 fn pin_defines(kernel: &mut CheckedKernel, defines: &[(String, i64)]) -> Result<(), BackendError> {
