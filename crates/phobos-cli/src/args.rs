@@ -1,4 +1,4 @@
-//! What every subcommand parses the same way: grids, `PARAM=VALUE`
+//! What every subcommand parses the same way: grids, targets, `PARAM=VALUE`
 //! bindings, and `.npy` files (targets are `phobos_core::parse_arch`'s).
 //! `sim` and `explain` share these so that one spelling means one thing
 //! everywhere.
@@ -14,6 +14,25 @@ pub const MAX_SOURCE_BYTES: u64 = phobos_core::parser::MAX_SOURCE_BYTES as u64;
 /// The grid limits of every supported target (CUDA's): x up to 2^31 - 1,
 /// y and z up to 65535. The runtime refuses the same grids.
 pub const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+
+/// The targets `phobos check` and `phobos build` compile for: `--arch`'s
+/// when given (comma-separated, repeatable), else `PHOBOS_ARCHES`'s (as in
+/// cargo builds through phobos-build), else every supported target. Each
+/// is read by `phobos_core::parse_arch_list`.
+pub fn target_arches(given: &[String]) -> Result<Vec<u32>, String> {
+    let mut arches = if !given.is_empty() {
+        phobos_core::parse_arch_list(&given.join(",")).map_err(|m| format!("--arch: {m}"))?
+    } else {
+        match std::env::var("PHOBOS_ARCHES") {
+            Ok(v) if !v.trim().is_empty() => {
+                phobos_core::parse_arch_list(&v).map_err(|m| format!("PHOBOS_ARCHES: {m}"))?
+            }
+            _ => phobos_core::ARCHES.to_vec(),
+        }
+    };
+    arches.sort_unstable();
+    Ok(arches)
+}
 
 /// `X`, `X,Y` or `X,Y,Z`: each at least 1 and within [`MAX_GRID`].
 pub fn parse_grid(s: &str) -> Result<[u32; 3], String> {

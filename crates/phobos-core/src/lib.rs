@@ -28,5 +28,6 @@ pub mod source;
 pub use diag::{Code, Diagnostic, Severity};
 pub use pipeline::{
     add_once_per_target, check_for_targets, check_source, compile, file_module, max_shared_bytes,
-    parse_arch, select_kernel, CompileOptions, CompiledKernel, ARCHES, STATIC_SHARED_LIMIT,
+    parse_arch, parse_arch_list, select_kernel, CompileOptions, CompiledKernel, ARCHES,
+    STATIC_SHARED_LIMIT,
 };

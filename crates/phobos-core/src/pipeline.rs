@@ -30,6 +30,23 @@ pub fn parse_arch(text: &str) -> Result<u32, String> {
     }
 }
 
+/// A list of targets, comma- or space-separated (`sm_80,sm_90`, as
+/// `PHOBOS_ARCHES` and the CLI's `--arch` hold it), each read by
+/// [`parse_arch`]; duplicates are dropped, an empty list is an error.
+pub fn parse_arch_list(text: &str) -> Result<Vec<u32>, String> {
+    let mut out: Vec<u32> = Vec::new();
+    for item in text.split([',', ' ']).filter(|s| !s.trim().is_empty()) {
+        let arch = parse_arch(item)?;
+        if !out.contains(&arch) {
+            out.push(arch);
+        }
+    }
+    if out.is_empty() {
+        return Err("no architecture given".to_string());
+    }
+    Ok(out)
+}
+
 /// Static shared memory per CTA on every target: what a `.shared`
 /// declaration may hold. A kernel above it takes its shared memory
 /// dynamically, up to [`max_shared_bytes`].
