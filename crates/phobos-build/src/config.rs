@@ -5,6 +5,7 @@
 
 use crate::BuildError;
 use phobos_core::parse_arch;
+pub(crate) use phobos_core::parse_arch_list;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -79,21 +80,6 @@ impl ConfigFile {
         }
         Ok(Some(out))
     }
-}
-
-/// A comma- or space-separated list, as `PHOBOS_ARCHES` holds it.
-pub(crate) fn parse_arch_list(text: &str) -> Result<Vec<u32>, String> {
-    let mut out: Vec<u32> = Vec::new();
-    for item in text.split([',', ' ']).filter(|s| !s.trim().is_empty()) {
-        let arch = parse_arch(item)?;
-        if !out.contains(&arch) {
-            out.push(arch);
-        }
-    }
-    if out.is_empty() {
-        return Err("no architecture given".to_string());
-    }
-    Ok(out)
 }
 
 /// Reads environment variables and remembers which ones were read.

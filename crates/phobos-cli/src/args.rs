@@ -1,4 +1,4 @@
-//! What every subcommand parses the same way: grids, `PARAM=VALUE`
+//! What every subcommand parses the same way: grids, targets, `PARAM=VALUE`
 //! bindings, and `.npy` files (targets are `phobos_core::parse_arch`'s).
 //! `sim` and `explain` share these so that one spelling means one thing
 //! everywhere.
@@ -10,6 +10,25 @@ use std::path::{Path, PathBuf};
 /// The grid limits of every supported target (CUDA's): x up to 2^31 - 1,
 /// y and z up to 65535. The runtime refuses the same grids.
 pub const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+
+/// The targets `phobos check` and `phobos build` compile for: `--arch`'s
+/// when given (comma-separated, repeatable), else `PHOBOS_ARCHES`'s (as in
+/// cargo builds through phobos-build), else every supported target. Each
+/// is read by `phobos_core::parse_arch_list`.
+pub fn target_arches(given: &[String]) -> Result<Vec<u32>, String> {
+    let mut arches = if !given.is_empty() {
+        phobos_core::parse_arch_list(&given.join(",")).map_err(|m| format!("--arch: {m}"))?
+    } else {
+        match std::env::var("PHOBOS_ARCHES") {
+            Ok(v) if !v.trim().is_empty() => {
+                phobos_core::parse_arch_list(&v).map_err(|m| format!("PHOBOS_ARCHES: {m}"))?
+            }
+            _ => phobos_core::ARCHES.to_vec(),
+        }
+    };
+    arches.sort_unstable();
+    Ok(arches)
+}
 
 /// `X`, `X,Y` or `X,Y,Z`: each at least 1 and within [`MAX_GRID`].
 pub fn parse_grid(s: &str) -> Result<[u32; 3], String> {
@@ -152,31 +171,10 @@ fn check_dims(name: &str, shape: &[u64]) -> Result<(), String> {
     }
 }
 
-/// A float scalar's value: a number that stays finite in `ty` (unless
-/// written as `inf` or `nan`).
-pub fn parse_float(name: &str, ty: ScalarTy, text: &str) -> Result<f64, String> {
-    let t = text.trim().replace('_', "");
-    let v: f64 = t
-        .parse()
-        .map_err(|_| format!("`{text}` is not a {} value for scalar `{name}`", ty.name()))?;
-    let spelled = t.to_ascii_lowercase();
-    if spelled.contains("inf") || spelled.contains("nan") {
-        return Ok(v);
-    }
-    let finite = match ty {
-        ScalarTy::F16 => half::f16::from_f64(v).is_finite(),
-        ScalarTy::BF16 => half::bf16::from_f64(v).is_finite(),
-        ScalarTy::F32 => (v as f32).is_finite(),
-        _ => v.is_finite(),
-    };
-    if finite {
-        Ok(v)
-    } else {
-        Err(format!(
-            "{text} is out of range for scalar `{name}` of type {} (it would become infinity)",
-            ty.name()
-        ))
-    }
+/// How `--max-work` is raised to `work`, for `phobos_sim::check_work`'s
+/// message.
+pub fn raise_max_work(work: u64) -> String {
+    format!("--max-work {work}")
 }
 
 /// Each element type's numpy dtype code (without byte order) and numpy's
@@ -367,16 +365,5 @@ mod tests {
         assert!(b(&["alpha=abc"]).unwrap_err().contains("neither a number"));
         assert!(b(&["a=1", "a=2"]).unwrap_err().contains("given twice"));
         assert!(b(&["s=shape:3000000000"]).unwrap_err().contains("32-bit"));
-    }
-
-    #[test]
-    fn float_scalars_that_overflow_their_type_are_refused() {
-        assert!(parse_float("a", ScalarTy::F32, "1e999").is_err());
-        assert!(parse_float("a", ScalarTy::F32, "1e39").is_err());
-        assert!(parse_float("a", ScalarTy::F16, "70000").is_err());
-        assert_eq!(parse_float("a", ScalarTy::F64, "1e39"), Ok(1e39));
-        assert!(parse_float("a", ScalarTy::F32, "-inf")
-            .unwrap()
-            .is_infinite());
     }
 }

@@ -1,6 +1,7 @@
-//! `phobos check FILE|DIR... [--message-format human|json]`: parse and
-//! check .pho files (directories are walked for `*.pho`) and report the
-//! diagnostics — every error `build` would report for the default targets,
+//! `phobos check FILE|DIR... [--arch sm_80,sm_90] [--message-format
+//! human|json]`: parse and check .pho files (directories are walked for
+//! `*.pho`) and report the diagnostics — every error `build` would report
+//! for the same targets (`--arch`, else `PHOBOS_ARCHES`, else all),
 //! the backend's (shared-memory limit, unfenceable tile hazards) included. Human diagnostics go to stderr, rendered like rustc; JSON
 //! diagnostics go to stdout, one object per line. Exit 0 when there are no
 //! errors, 1 when any file has an error, 2 for usage and IO errors.
@@ -19,6 +20,10 @@ pub enum MessageFormat {
 pub struct Args {
     /// Files or directories of .pho files.
     pub paths: Vec<PathBuf>,
+    /// Targets, comma-separated (e.g. sm_80,sm_90), as for `build`; default
+    /// PHOBOS_ARCHES, else every supported target.
+    #[arg(long, value_delimiter = ',')]
+    pub arch: Vec<String>,
     /// How to print diagnostics: rendered for people, or one JSON object per line.
     #[arg(long, value_enum, default_value = "human")]
     pub message_format: MessageFormat,
@@ -29,6 +34,13 @@ pub fn run(a: Args) -> u8 {
         eprintln!("error: give at least one .pho file or directory to check");
         return 2;
     }
+    let arches = match crate::args::target_arches(&a.arch) {
+        Ok(arches) => arches,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            return 2;
+        }
+    };
     let files = match crate::files::collect(&a.paths) {
         Ok(f) => f,
         Err(msg) => {
@@ -51,9 +63,9 @@ pub fn run(a: Args) -> u8 {
             }
         };
         let name = f.display().to_string();
-        // Every error `build` would report for the default targets,
-        // the backend's included.
-        let (checked, diags) = phobos_core::check_for_targets(&src, &name, &phobos_core::ARCHES);
+        // Every error `build` would report for the same targets, the
+        // backend's included.
+        let (checked, diags) = phobos_core::check_for_targets(&src, &name, &arches);
         kernels += checked.len();
         // A P0006 counts the diagnostics it stands for, not itself.
         let these = phobos_core::diag::Counts::of(&diags);

@@ -1,4 +1,4 @@
-//! `phobos explain FILE --kernel NAME [--grid X[,Y,Z]] [PARAM=VALUE ...]`:
+//! `phobos explain FILE [--kernel NAME] [--grid X[,Y,Z]] [PARAM=VALUE ...]`:
 //! the kernel stepped through as the compiler built it, as a self-contained
 //! web page (default), the JSON trace the page is drawn from, or the
 //! readout as text. This module reads the files and parses the arguments;
@@ -8,7 +8,6 @@
 //! simulator stops, 2 usage and IO errors.
 
 use crate::failure::Failure;
-use phobos_core::ast::ScalarTy;
 use phobos_explain::{Cta, ExplainError, Input, Request};
 use std::path::{Path, PathBuf};
 
@@ -26,9 +25,9 @@ pub enum Format {
 pub struct Args {
     /// The .pho file.
     pub file: PathBuf,
-    /// The kernel to explain.
+    /// The kernel to explain; may be left out when the file has one kernel.
     #[arg(long)]
-    pub kernel: String,
+    pub kernel: Option<String>,
     /// The target.
     #[arg(long, default_value = "sm_75")]
     pub arch: String,
@@ -41,10 +40,6 @@ pub struct Args {
     /// Steps kept per CTA before the trace is cut short.
     #[arg(long, default_value_t = 4000)]
     pub max_steps: usize,
-    /// The most simulated threads (CTAs times threads per CTA): every CTA
-    /// runs, so a larger launch is refused before it starts.
-    #[arg(long, default_value_t = phobos_explain::DEFAULT_MAX_WORK)]
-    pub max_work: u64,
     /// Explains the variant with this value of a free `@autotune`
     /// constant, `NAME=V` (repeatable); otherwise each takes its first value.
     #[arg(long = "define", value_name = "NAME=V")]
@@ -61,6 +56,10 @@ pub struct LaunchArgs {
     /// kernel's `@grid`).
     #[arg(long)]
     pub grid: Option<String>,
+    /// The most simulated threads (CTAs times threads per CTA): every CTA
+    /// runs, so a larger launch is refused before it starts.
+    #[arg(long, default_value_t = phobos_sim::DEFAULT_MAX_WORK)]
+    pub max_work: u64,
     /// Seed for the values of `shape:` inputs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -91,17 +90,16 @@ fn explain(a: &Args) -> Result<(), Failure> {
     let source = crate::args::read_source(&a.file).map_err(Failure::usage)?;
     let arch = phobos_core::parse_arch(&a.arch).map_err(Failure::usage)?;
     let grid = a.launch.parsed_grid().map_err(Failure::usage)?;
-    let mut req = request(&a.file, &source, &a.kernel, arch, grid, &a.launch)?;
+    let mut req = request(&a.file, &source, a.kernel.as_deref(), arch, grid, &a.launch)?;
     req.cta = parse_cta(&a.cta)?;
     req.max_steps = a.max_steps.max(1);
-    req.max_work = a.max_work;
     for (name, value) in crate::args::parse_defines(&a.defines).map_err(Failure::usage)? {
         if req.inputs.iter().any(|(n, _)| n == &name) {
             return Err(Failure::usage(format!(
                 "`{name}` is given both as --define and as {name}=..."
             )));
         }
-        req.inputs.push((name, Input::Scalar(value as f64)));
+        req.inputs.push((name, Input::Scalar(value.to_string())));
     }
     let file_name = req.file_name.clone();
     let progress = crate::progress::Progress::start(format!("explaining {file_name}"));
@@ -176,7 +174,7 @@ fn parse_cta(s: &str) -> Result<Cta, Failure> {
 pub(crate) fn request(
     file: &Path,
     source: &str,
-    kernel: &str,
+    kernel: Option<&str>,
     arch: u32,
     grid: Option<[u32; 3]>,
     launch: &LaunchArgs,
@@ -186,11 +184,12 @@ pub(crate) fn request(
     let mut req = Request::new(
         source.to_string(),
         file_name,
-        kernel.to_string(),
+        kernel.map(str::to_string),
         arch,
         grid,
     );
     req.seed = launch.seed;
+    req.max_work = launch.max_work;
     for (name, value) in bindings {
         req.inputs.push((name.clone(), input(&name, value)?));
     }
@@ -202,15 +201,9 @@ pub(crate) fn input(name: &str, value: crate::args::Value) -> Result<Input, Fail
     use crate::args::Value;
     match value {
         Value::Shape(shape) => Ok(Input::Random { shape }),
-        Value::Scalar(text) => match text.as_str() {
-            "true" => Ok(Input::Scalar(1.0)),
-            "false" => Ok(Input::Scalar(0.0)),
-            // The kernel's scalar type is checked when the trace binds it;
-            // here a number must at least be finite in f64.
-            _ => crate::args::parse_float(name, ScalarTy::F64, &text)
-                .map(Input::Scalar)
-                .map_err(Failure::usage),
-        },
+        // Read against the parameter's type once the kernel is compiled
+        // (`phobos_core::scalar_value`, as `phobos sim` reads it).
+        Value::Scalar(text) => Ok(Input::Scalar(text)),
         Value::Npy(path) => npy_input(name, &path),
     }
 }

@@ -1,5 +1,5 @@
-//! `phobos profile FILE --kernel NAME [--grid X[,Y,Z]] [PARAM=VALUE ...]
-//! [--arch sm_90] [--gpu h100|h200|a100|l4|rtx4090] [--format text|json]
+//! `phobos profile FILE [--kernel NAME] [--grid X[,Y,Z]] [PARAM=VALUE ...]
+//! [--max-work N] [--arch sm_90] [--gpu h100|h200|a100|l4|rtx4090] [--format text|json]
 //! [--cta-sample N]`: Nsight-Compute-style counters per source line, from
 //! the simulator. The inputs are given as for `phobos explain` (a `.npy`
 //! file, `shape:AxB` random values, or a number) and bound the same way
@@ -32,9 +32,9 @@ pub enum Format {
 pub struct Args {
     /// The .pho file.
     pub file: PathBuf,
-    /// The kernel to profile.
+    /// The kernel to profile; may be left out when the file has one kernel.
     #[arg(long)]
-    pub kernel: String,
+    pub kernel: Option<String>,
     /// The target (default: the --gpu's architecture, else sm_90).
     #[arg(long)]
     pub arch: Option<String>,
@@ -77,7 +77,7 @@ fn profile(a: &Args) -> Result<(), Failure> {
     }
     let grid = a.launch.parsed_grid();
     let grid = grid.map_err(|m| Failure::usage(format!("--grid: {m}")))?;
-    let req = request(&a.file, &source, &a.kernel, arch, grid, &a.launch)?;
+    let req = request(&a.file, &source, a.kernel.as_deref(), arch, grid, &a.launch)?;
     let file_name = req.file_name.clone();
     let sample = a.cta_sample.map_or(CtaSample::All, CtaSample::Spread);
     let progress = crate::progress::Progress::start(format!("profiling {file_name}"));

@@ -32,7 +32,8 @@ pub struct BuildArgs {
     /// Output directory (created if missing).
     #[arg(long)]
     pub out: PathBuf,
-    /// Targets, comma-separated (e.g. sm_75,sm_90); default all supported.
+    /// Targets, comma-separated (e.g. sm_75,sm_90); default PHOBOS_ARCHES,
+    /// else every supported target.
     #[arg(long, value_delimiter = ',')]
     pub arch: Vec<String>,
     /// Require cubins: an error if ptxas is not found (without this flag,
@@ -212,14 +213,7 @@ fn build(a: &BuildArgs) -> Result<(), Failure> {
             "give at least one .pho file or directory to build",
         ));
     }
-    let arches: Vec<u32> = if a.arch.is_empty() {
-        phobos_core::ARCHES.to_vec()
-    } else {
-        a.arch
-            .iter()
-            .map(|s| phobos_core::parse_arch(s).map_err(Failure::usage))
-            .collect::<Result<_, _>>()?
-    };
+    let arches = crate::args::target_arches(&a.arch).map_err(Failure::usage)?;
     // Cubins are written whenever ptxas is found; `--cubin` makes it
     // required. A `PHOBOS_PTXAS` naming a missing file is an error, as in
     // cargo builds (phobos-build finds ptxas for both).

@@ -14,6 +14,7 @@ use crate::failure::Failure;
 use phobos_core::ast::ScalarTy;
 use phobos_core::binding::{self, ArgShape, BindError, Binding, LaunchRequest, Limits, PtxValue};
 use phobos_core::meta::{KernelMeta, ParamKindMeta, VariantMeta};
+use phobos_core::scalar_value::ScalarValue;
 use phobos_core::CompiledKernel;
 use phobos_sim::{BufferId, Device, KernelArg, LaunchOptions, LaunchStats, Module, SimError};
 use std::collections::BTreeMap;
@@ -48,7 +49,7 @@ pub struct Args {
     pub threads: usize,
     /// The most simulated threads (CTAs times threads per CTA) one run may
     /// have; a larger launch is refused before it starts.
-    #[arg(long, default_value_t = DEFAULT_MAX_WORK)]
+    #[arg(long, default_value_t = phobos_sim::DEFAULT_MAX_WORK)]
     pub max_work: u64,
     /// Target, e.g. sm_75 (the default) or 90.
     #[arg(long, default_value = "sm_75")]
@@ -58,10 +59,6 @@ pub struct Args {
     #[arg(long = "define", value_name = "NAME=V")]
     pub defines: Vec<String>,
 }
-
-/// The default `--max-work`: 2^22 simulated threads, about a minute of
-/// simulation for a kernel of a few hundred instructions per thread.
-pub const DEFAULT_MAX_WORK: u64 = 1 << 22;
 
 pub fn run(a: Args) -> u8 {
     let result = run_inner(&a)
@@ -80,7 +77,7 @@ struct TensorArg {
 /// Every parameter's value, by name.
 struct Values {
     tensors: BTreeMap<String, TensorArg>,
-    scalars: BTreeMap<String, KernelArg>,
+    scalars: BTreeMap<String, ScalarValue>,
 }
 
 /// The launch `phobos sim` runs: the variant the binding chose and its grid.
@@ -97,13 +94,14 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
     check_out_dir(&a.out)?;
     let kernels = crate::ptx::compile_file(&a.file, arch)?;
     let file_name = a.file.display().to_string();
-    let kernel = select(&kernels, a.kernel.as_deref(), &file_name)?;
+    let kernel = phobos_core::select_kernel(kernels, a.kernel.as_deref(), &file_name)
+        .map_err(Failure::usage)?;
     let meta = &kernel.meta;
     let Values { tensors, scalars } = read_args(meta, &bind(&bindings, meta)?)?;
     let picked = crate::args::parse_defines(&a.defines).map_err(Failure::usage)?;
     let binding = bind_launch(meta, &tensors, a.grid, &picked)?;
     let launch = plan(&binding, meta, &tensors, a.max_work)?;
-    let (dev, buffers, stats) = simulate(a, kernel, &binding, &launch, &tensors, &scalars)?;
+    let (dev, buffers, stats) = simulate(a, &kernel, &binding, &launch, &tensors, &scalars)?;
     let wrote = write_outputs(&a.out, &dev, &buffers, &tensors, &stats)?;
     let (variant, grid) = (launch.variant, launch.grid);
     Ok(format!(
@@ -121,32 +119,6 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
             wrote.join(", ")
         }
     ))
-}
-
-/// The kernel to run: `--kernel`'s, or the file's only one.
-fn select<'k>(
-    kernels: &'k [CompiledKernel],
-    name: Option<&str>,
-    file_name: &str,
-) -> Result<&'k CompiledKernel, Failure> {
-    let names: Vec<&str> = kernels.iter().map(|k| k.meta.name.as_str()).collect();
-    match name {
-        Some(n) => kernels.iter().find(|k| k.meta.name == n).ok_or_else(|| {
-            Failure::usage(format!(
-                "`{file_name}` has no kernel `{n}` (it has: {})",
-                names.join(", ")
-            ))
-        }),
-        None if kernels.len() == 1 => Ok(&kernels[0]),
-        None if kernels.is_empty() => Err(Failure::usage(format!(
-            "`{file_name}` has no kernels to run"
-        ))),
-        None => Err(Failure::usage(format!(
-            "`{file_name}` has {} kernels; choose one with --kernel ({})",
-            kernels.len(),
-            names.join(", ")
-        ))),
-    }
 }
 
 /// Every parameter's value: tensors read from their `.npy` files, scalars
@@ -192,7 +164,8 @@ fn read_args(
                 let crate::args::Value::Scalar(text) = value else {
                     return Err(Failure::usage(format!("scalar `{}` needs a value", p.name)));
                 };
-                scalars.insert(p.name.clone(), parse_scalar(&p.name, *ty, text)?);
+                let value = ScalarValue::parse(&p.name, *ty, text).map_err(Failure::usage)?;
+                scalars.insert(p.name.clone(), value);
             }
         }
     }
@@ -211,15 +184,8 @@ fn plan<'m>(
     let refused = |e| refusal(meta, tensors, e);
     let grid = binding.grid(variant).map_err(refused)?;
     binding.check_block(variant).map_err(refused)?;
-    let ctas = grid.iter().map(|&g| u64::from(g)).product::<u64>();
-    let work = ctas.saturating_mul(u64::from(variant.threads));
-    if work > max_work {
-        return Err(Failure::usage(format!(
-            "this launch simulates {ctas} CTAs x {} threads = {work} threads, more than the budget of {max_work} \
-             (give a smaller --grid, or raise the budget with --max-work {work})",
-            variant.threads
-        )));
-    }
+    phobos_sim::check_work(grid, variant.threads, max_work, crate::args::raise_max_work)
+        .map_err(Failure::usage)?;
     Ok(Launch { variant, grid })
 }
 
@@ -231,7 +197,7 @@ fn simulate(
     binding: &Binding<'_>,
     launch: &Launch<'_>,
     tensors: &BTreeMap<String, TensorArg>,
-    scalars: &BTreeMap<String, KernelArg>,
+    scalars: &BTreeMap<String, ScalarValue>,
 ) -> Result<(Device, BTreeMap<String, BufferId>, LaunchStats), Failure> {
     let (meta, variant) = (&kernel.meta, launch.variant);
     let module = Module::parse(&kernel.ptx)
@@ -252,14 +218,13 @@ fn simulate(
         args.push(match (*value, name) {
             (PtxValue::Tensor(_), Some(n)) => KernelArg::Buffer(buffers[n]),
             (PtxValue::Scalar(_), Some(n)) => {
-                let v = scalars[n].clone();
-                // A bool travels as whatever integer width the entry declares.
-                match v {
-                    KernelArg::U8(b) if info.size != 1 => {
-                        KernelArg::Bytes(pad(&[b], info.size as usize))
-                    }
-                    v => v,
+                // A bool travels as whatever integer width the entry
+                // declares; every other scalar has its type's size.
+                let mut bytes = scalars[n].to_le_bytes();
+                if scalars[n].ty() == ScalarTy::Bool {
+                    bytes.resize(info.size as usize, 0);
                 }
+                KernelArg::Bytes(bytes)
             }
             (PtxValue::Dim(v), _) => KernelArg::I32(v),
             _ => {
@@ -331,12 +296,6 @@ fn write_outputs(
         wrote.push(path.display().to_string());
     }
     Ok(wrote)
-}
-
-fn pad(b: &[u8], n: usize) -> Vec<u8> {
-    let mut v = b.to_vec();
-    v.resize(n, 0);
-    v
 }
 
 /// What `phobos sim` wants for a parameter: `a tensor<f32>[N], given as
@@ -477,59 +436,6 @@ fn write_npy(path: &Path, shape: &[u64], elem: ScalarTy, bytes: &[u8]) -> std::i
         ScalarTy::F32 => write_typed(path, shape, chunks!(f32, 4)),
         ScalarTy::F64 => write_typed(path, shape, chunks!(f64, 8)),
     }
-}
-
-fn parse_scalar(name: &str, ty: ScalarTy, text: &str) -> Result<KernelArg, Failure> {
-    let bad = || {
-        Failure::usage(format!(
-            "`{text}` is not a {} value for scalar `{name}`",
-            ty.name()
-        ))
-    };
-    let int = || -> Result<i128, Failure> {
-        let t = text.trim().replace('_', "");
-        let (neg, digits) = match t.strip_prefix('-') {
-            Some(d) => (true, d.to_string()),
-            None => (false, t),
-        };
-        let v = match digits.strip_prefix("0x") {
-            Some(h) => i128::from_str_radix(h, 16),
-            None => digits.parse::<i128>(),
-        }
-        .map_err(|_| bad())?;
-        Ok(if neg { -v } else { v })
-    };
-    let ranged = |lo: i128, hi: i128| -> Result<i128, Failure> {
-        let v = int()?;
-        if v < lo || v > hi {
-            Err(Failure::usage(format!(
-                "{v} is out of range for scalar `{name}` of type {} ({lo} to {hi})",
-                ty.name()
-            )))
-        } else {
-            Ok(v)
-        }
-    };
-    let float = || crate::args::parse_float(name, ty, text).map_err(Failure::usage);
-    Ok(match ty {
-        ScalarTy::Bool => match text.trim() {
-            "true" | "1" => KernelArg::U8(1),
-            "false" | "0" => KernelArg::U8(0),
-            _ => return Err(bad()),
-        },
-        ScalarTy::I8 => KernelArg::I8(ranged(i8::MIN.into(), i8::MAX.into())? as i8),
-        ScalarTy::U8 => KernelArg::U8(ranged(0, u8::MAX.into())? as u8),
-        ScalarTy::I16 => KernelArg::I16(ranged(i16::MIN.into(), i16::MAX.into())? as i16),
-        ScalarTy::U16 => KernelArg::U16(ranged(0, u16::MAX.into())? as u16),
-        ScalarTy::I32 => KernelArg::I32(ranged(i32::MIN.into(), i32::MAX.into())? as i32),
-        ScalarTy::U32 => KernelArg::U32(ranged(0, u32::MAX.into())? as u32),
-        ScalarTy::I64 => KernelArg::I64(ranged(i64::MIN.into(), i64::MAX.into())? as i64),
-        ScalarTy::U64 => KernelArg::U64(ranged(0, u64::MAX.into())? as u64),
-        ScalarTy::F16 => KernelArg::Bits16(half::f16::from_f64(float()?).to_bits()),
-        ScalarTy::BF16 => KernelArg::Bits16(half::bf16::from_f64(float()?).to_bits()),
-        ScalarTy::F32 => KernelArg::F32(float()? as f32),
-        ScalarTy::F64 => KernelArg::F64(float()?),
-    })
 }
 
 /// Each named dim's value from the tensors' shapes; each constant dim checked.

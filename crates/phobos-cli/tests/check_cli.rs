@@ -182,3 +182,68 @@ fn backend_errors_are_reported_by_check() {
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(text.contains("\"P0801\""), "{text}");
 }
+
+/// A bf16 `dot`: P0811 on sm_75, clean from sm_80 on.
+const BF16_DOT: &str = "@launch(128)
+kernel k(H: tensor<bf16>[M, K], C: tensor<f32>[M, N]) {
+  let r = ctx.block.x * 64
+  let c = ctx.block.y * 64
+  var acc = zeros<f32>[64, 64]
+  var a = H[r :+ 64, 0 :+ 16]
+  var b = H[c :+ 64, 0 :+ 16]
+  acc += dot(a, trans(b))
+  C[r :+ 64, c :+ 64] = acc
+}
+";
+
+/// `phobos ARGS` in `dir` with `PHOBOS_ARCHES` set to `arches` (or unset).
+fn phobos_with_arches(dir: &Path, args: &[&str], arches: Option<&str>) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_phobos"));
+    cmd.args(args).current_dir(dir).env("NO_COLOR", "1");
+    match arches {
+        Some(v) => cmd.env("PHOBOS_ARCHES", v),
+        None => cmd.env_remove("PHOBOS_ARCHES"),
+    };
+    cmd.output().expect("run phobos")
+}
+
+#[test]
+fn check_takes_its_targets_from_arch_or_phobos_arches_as_build_does() {
+    // Issue 26: `check` always included sm_75, so every bf16 `dot` failed
+    // it with P0811 ("build for newer targets only"), with no way to
+    // choose the targets.
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "k.pho", BF16_DOT);
+    let run = |args: &[&str], arches: Option<&str>| {
+        let out = phobos_with_arches(dir.path(), args, arches);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), err)
+    };
+    let (code, err) = run(&["check", "k.pho"], None);
+    assert_eq!(code, Some(1), "{err}");
+    assert_says(&err, &["error[P0811]", "compiled for sm_75"]);
+    for args in [
+        &["check", "k.pho", "--arch", "sm_80,sm_90"][..],
+        &["check", "k.pho", "--arch", "sm_86", "--arch", "120"][..],
+    ] {
+        let (code, err) = run(args, None);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert_says(&err, &["no errors"]);
+    }
+    let (code, err) = run(&["check", "k.pho"], Some("sm_80,sm_90"));
+    assert_eq!(code, Some(0), "{err}");
+    // The flag wins over the environment, as an explicit choice.
+    let (code, err) = run(&["check", "k.pho", "--arch", "sm_75"], Some("sm_80"));
+    assert_eq!(code, Some(1), "{err}");
+    let (code, err) = run(&["check", "k.pho"], Some("sm_70"));
+    assert_eq!(code, Some(2), "{err}");
+    assert_says(&err, &["PHOBOS_ARCHES: unknown target `sm_70`"]);
+    let (code, err) = run(&["check", "k.pho", "--arch", "sm_81"], None);
+    assert_eq!(code, Some(2), "{err}");
+    assert_says(&err, &["--arch: unknown target `sm_81`"]);
+    // `build` reads the same variable: only sm_80's outputs are written.
+    let (code, err) = run(&["build", "k.pho", "--out", "o"], Some("sm_80"));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(dir.path().join("o/k.sm_80.ptx").is_file());
+    assert!(!dir.path().join("o/k.sm_90.ptx").exists());
+}

@@ -395,6 +395,151 @@ fn launches_beyond_the_limits_are_refused_up_front() {
 }
 
 #[test]
+fn profile_has_the_work_budget_explain_has() {
+    // Issue 26: a 65535 x 65535 grid ran on past 120 s under `profile`,
+    // where `explain` refused it.
+    let d = axpy_dir();
+    let profile = |rest: &[&'static str]| -> Vec<&'static str> {
+        [
+            &["profile", "k.pho", "alpha=1", "x=x.npy", "y=y.npy"][..],
+            rest,
+        ]
+        .concat()
+    };
+    expect(
+        d.path(),
+        &profile(&["--grid", "65535,65535"]),
+        2,
+        &["budget of 4194304", "--max-work 137434759200"],
+    );
+    expect(
+        d.path(),
+        &profile(&["--grid", "4", "--max-work", "64"]),
+        2,
+        &["4 CTAs x 32 threads = 128 threads, more than the budget of 64"],
+    );
+    expect(
+        d.path(),
+        &profile(&["--grid", "2", "--max-work", "64"]),
+        0,
+        &[],
+    );
+}
+
+/// A kernel of one scalar of each kind the parser tells apart.
+const SCALARS: &str = "@launch(32)\n@grid(1)\nkernel s(n: u8, m: u32, k: i32, b: bool, a: f32, y: tensor<f32>[N]) {\n  if b && ctx.thread < N {\n    y[ctx.thread] = a + f32(n) + f32(m) + f32(k)\n  }\n}\n";
+
+#[test]
+fn scalar_values_mean_one_thing_in_sim_explain_and_profile() {
+    // Issue 26: `profile` and `explain` ran `n=300` for a u8 as 255, `-1`
+    // as 0, `2.5` as 2, a bool as 2, an f32 as `true` or 1e39, and called
+    // an f32 "f64"; `sim` refused them. One parser reads them all now.
+    let y = npy_f32(&[0.0; 32]);
+    let d = dir_with(&[("k.pho", SCALARS.as_bytes()), ("y.npy", &y)]);
+    let good = [
+        ("n", "255"),
+        ("m", "0xffff"),
+        ("k", "-7"),
+        ("b", "true"),
+        ("a", "0.5"),
+    ];
+    let bad = [
+        (
+            "n",
+            "300",
+            "300 is out of range for scalar `n` of type u8 (0 to 255)",
+        ),
+        ("m", "-1", "-1 is out of range for scalar `m` of type u32"),
+        (
+            "k",
+            "2.5",
+            "`2.5` is not a value of type i32 for scalar `k`",
+        ),
+        ("b", "2", "`2` is not a value of type bool for scalar `b`"),
+        (
+            "a",
+            "true",
+            "`true` is not a value of type f32 for scalar `a`",
+        ),
+        (
+            "a",
+            "1e39",
+            "1e39 is out of range for scalar `a` of type f32",
+        ),
+        (
+            "a",
+            "0x10",
+            "`0x10` is not a value of type f32 for scalar `a`",
+        ),
+    ];
+    let commands: [&[&str]; 3] = [
+        &["sim", "k.pho", "y=y.npy", "--out", "o"],
+        &["explain", "k.pho", "y=y.npy", "--format", "text"],
+        &["profile", "k.pho", "y=y.npy"],
+    ];
+    for command in commands {
+        let values = |swap: Option<(&str, &str)>| -> Vec<String> {
+            good.iter()
+                .map(|&(n, v)| match swap {
+                    Some((sn, sv)) if sn == n => format!("{n}={sv}"),
+                    _ => format!("{n}={v}"),
+                })
+                .collect()
+        };
+        let args = |values: &[String]| -> Vec<String> {
+            command
+                .iter()
+                .map(|s| s.to_string())
+                .chain(values.iter().cloned())
+                .collect()
+        };
+        let ok = args(&values(None));
+        expect(
+            d.path(),
+            &ok.iter().map(String::as_str).collect::<Vec<_>>(),
+            0,
+            &[],
+        );
+        for (name, value, message) in bad {
+            let refused = args(&values(Some((name, value))));
+            let refused: Vec<&str> = refused.iter().map(String::as_str).collect();
+            expect(d.path(), &refused, 2, &[message]);
+        }
+    }
+}
+
+#[test]
+fn explain_and_profile_take_a_files_only_kernel_as_sim_does() {
+    let d = axpy_dir();
+    expect(
+        d.path(),
+        &[
+            "explain", "k.pho", "alpha=1", "x=x.npy", "y=y.npy", "--format", "text",
+        ],
+        0,
+        &[],
+    );
+    expect(
+        d.path(),
+        &["profile", "k.pho", "alpha=1", "x=x.npy", "y=y.npy"],
+        0,
+        &[],
+    );
+    let two = format!("{}\n{}", *AXPY, AXPY.replace("axpy", "axpy2"));
+    std::fs::write(d.path().join("two.pho"), two).expect("write");
+    for command in ["sim", "explain", "profile"] {
+        expect(
+            d.path(),
+            &[
+                command, "two.pho", "alpha=1", "x=x.npy", "y=y.npy", "--out", "o",
+            ][..if command == "sim" { 7 } else { 5 }],
+            2,
+            &["`two.pho` has 2 kernels; choose one with --kernel (axpy, axpy2)"],
+        );
+    }
+}
+
+#[test]
 fn an_out_that_is_a_file_is_refused_before_the_run() {
     let d = axpy_dir();
     std::fs::write(d.path().join("taken"), b"").expect("write");
@@ -591,10 +736,13 @@ fn generated_tensors_above_i32_or_the_memory_are_refused_up_front() {
     let d = axpy_dir();
     let explain = |n: &str| -> Vec<String> {
         let (x, y) = (format!("x=shape:{n}"), format!("y=shape:{n}"));
-        ["explain", "k.pho", "--kernel", "axpy", "alpha=1", &x, &y]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        // One CTA: the work budget, checked first, is not what is tested.
+        [
+            "explain", "k.pho", "--kernel", "axpy", "--grid", "1", "alpha=1", &x, &y,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
     };
     let args = explain("3000000000");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -607,6 +755,26 @@ fn generated_tensors_above_i32_or_the_memory_are_refused_up_front() {
     let args = explain("2147483647");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     expect(d.path(), &args, 2, &["too large to simulate"]);
+    // Issue 26: the 2 GiB applied to each tensor, so two of 1.2 GB each
+    // (2.4 GB together) were made, here past the memory cap.
+    let args = explain("300000000");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    expect(
+        d.path(),
+        &args,
+        2,
+        &["the `shape:` inputs together are too large to simulate: 2289 MiB (`x` 1145 MiB, `y` 1145 MiB)"],
+    );
+    let args = [
+        "profile",
+        "k.pho",
+        "--grid",
+        "1",
+        "alpha=1",
+        "x=shape:300000000",
+        "y=shape:300000000",
+    ];
+    expect(d.path(), &args, 2, &["together are too large"]);
 }
 
 #[test]

@@ -22,11 +22,13 @@ pub mod parse_error;
 pub mod parser;
 pub mod pipeline;
 pub mod render;
+pub mod scalar_value;
 pub mod source;
 
 pub use diag::{Code, Diagnostic, Severity};
 pub use pipeline::{
     add_once_per_target, check_for_targets, check_source, check_source_with_partial, compile,
-    file_module, max_shared_bytes, parse_arch, CompileOptions, CompiledKernel, ARCHES,
+    file_module, max_shared_bytes, parse_arch, parse_arch_list, select_kernel, CompileOptions,
+    CompiledKernel, ARCHES,
     STATIC_SHARED_LIMIT,
 };

@@ -30,6 +30,23 @@ pub fn parse_arch(text: &str) -> Result<u32, String> {
     }
 }
 
+/// A list of targets, comma- or space-separated (`sm_80,sm_90`, as
+/// `PHOBOS_ARCHES` and the CLI's `--arch` hold it), each read by
+/// [`parse_arch`]; duplicates are dropped, an empty list is an error.
+pub fn parse_arch_list(text: &str) -> Result<Vec<u32>, String> {
+    let mut out: Vec<u32> = Vec::new();
+    for item in text.split([',', ' ']).filter(|s| !s.trim().is_empty()) {
+        let arch = parse_arch(item)?;
+        if !out.contains(&arch) {
+            out.push(arch);
+        }
+    }
+    if out.is_empty() {
+        return Err("no architecture given".to_string());
+    }
+    Ok(out)
+}
+
 /// Static shared memory per CTA on every target: what a `.shared`
 /// declaration may hold. A kernel above it takes its shared memory
 /// dynamically, up to [`max_shared_bytes`].
@@ -246,6 +263,44 @@ pub fn compile(
     }
     crate::diag::cap(&mut diags);
     (out, diags)
+}
+
+/// The kernel a command runs from a file's compiled kernels: the one
+/// named, or the file's only kernel when no name is given. The one owner of
+/// this choice for `phobos sim`, `explain` and `profile`; the error says
+/// which kernels the file has.
+pub fn select_kernel(
+    kernels: Vec<CompiledKernel>,
+    name: Option<&str>,
+    file_name: &str,
+) -> Result<CompiledKernel, String> {
+    let names: Vec<&str> = kernels.iter().map(|k| k.meta.name.as_str()).collect();
+    let at = match name {
+        Some(n) => kernels
+            .iter()
+            .position(|k| k.meta.name == n)
+            .ok_or_else(|| {
+                if names.is_empty() {
+                    format!("`{file_name}` has no kernel `{n}` (it has no kernels)")
+                } else {
+                    format!(
+                        "`{file_name}` has no kernel `{n}` (it has: {})",
+                        names.join(", ")
+                    )
+                }
+            })?,
+        None if kernels.len() == 1 => 0,
+        None if kernels.is_empty() => return Err(format!("`{file_name}` has no kernels")),
+        None => {
+            return Err(format!(
+                "`{file_name}` has {} kernels; choose one with --kernel ({})",
+                kernels.len(),
+                names.join(", ")
+            ))
+        }
+    };
+    let mut kernels = kernels;
+    Ok(kernels.swap_remove(at))
 }
 
 /// Keep only the variants of `kernel` that have the pinned value of each

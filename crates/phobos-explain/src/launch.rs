@@ -13,6 +13,7 @@ use phobos_core::binding::{
     self, describe_param, ArgShape, BindError, LaunchRequest, Limits, PtxValue,
 };
 use phobos_core::meta::{KernelMeta, ParamKindMeta, VariantMeta};
+use phobos_core::scalar_value::ScalarValue;
 use phobos_core::{CompileOptions, CompiledKernel};
 use phobos_profile::{CtaSample, Profiler};
 use phobos_sim::{
@@ -20,7 +21,8 @@ use phobos_sim::{
 };
 use std::collections::BTreeMap;
 
-/// The largest tensor `shape:` inputs may ask for (2 GiB).
+/// The most bytes the `shape:` inputs of one run may ask for, all of them
+/// together (2 GiB).
 const MAX_RANDOM_BYTES: u64 = 1 << 31;
 
 /// Events recorded per CTA at most; beyond it the trace is cut short.
@@ -45,17 +47,9 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         .collect();
     let scalar_values: Vec<Option<f64>> = param_ids
         .iter()
-        .map(|name| bound.scalars.get(name).copied())
+        .map(|name| bound.scalars.get(name).map(|v| v.to_f64()))
         .collect();
     let (picked_cta, total_ctas) = resolve_cta(req.cta, grid)?;
-    let work = total_ctas.saturating_mul(u64::from(variant.threads));
-    if work > req.max_work {
-        return Err(ExplainError::Usage(format!(
-            "this launch simulates {total_ctas} CTAs x {} threads = {work} threads, more than the \
-             budget of {} (give a smaller --grid, or raise the budget with --max-work {work})",
-            variant.threads, req.max_work
-        )));
-    }
 
     let traced: Vec<u32> = if total_ctas <= u64::from(req.max_ctas.max(1)) {
         (0..total_ctas as u32).collect()
@@ -253,7 +247,12 @@ fn bind_and_pick<'m>(
     let mut picked = Vec::new();
     for (name, value) in tuning {
         match value {
-            Input::Scalar(v) if v.fract() == 0.0 && v.abs() < 1e15 => picked.push((name, v as i64)),
+            // Candidates are i32 (the checker refuses larger ones), so the
+            // value is exact in f64.
+            Input::Scalar(text) if ScalarValue::parse(&name, ScalarTy::I32, &text).is_ok() => {
+                let v = ScalarValue::parse(&name, ScalarTy::I32, &text).map_or(0.0, |v| v.to_f64());
+                picked.push((name, v as i64))
+            }
             _ => {
                 return Err(ExplainError::Usage(format!(
                     "`{name}` is an @autotune constant of `{}`: give one of its values, {name}=N",
@@ -297,6 +296,12 @@ fn bind_and_pick<'m>(
     let variant = binding.first();
     let grid = binding.grid(variant).map_err(usage)?;
     binding.check_block(variant).map_err(usage)?;
+    // Every CTA runs (even when one is traced or the profile samples), so
+    // the budget is checked before the inputs are made.
+    phobos_sim::check_work(grid, variant.threads, req.max_work, |w| {
+        format!("--max-work {w}")
+    })
+    .map_err(ExplainError::Usage)?;
     bound.dims = binding
         .dims
         .iter()
@@ -326,12 +331,11 @@ fn param_args(
                 })
             }
             PtxValue::Scalar(i) => {
-                let p = &meta.params[i];
-                let ty = match p.kind {
-                    ParamKindMeta::Scalar(ty) | ParamKindMeta::Tensor { elem: ty, .. } => ty,
-                };
-                let v = bound.scalars.get(&p.name).copied().unwrap_or(0.0);
-                Ok(ParamArg::Value(scalar_arg(ty, v)))
+                let name = &meta.params[i].name;
+                let v = bound.scalars.get(name).ok_or_else(|| {
+                    ExplainError::Run(format!("the PTX takes scalar `{name}`, which has no value"))
+                })?;
+                Ok(ParamArg::Value(KernelArg::Bytes(v.to_le_bytes())))
             }
             PtxValue::Dim(v) => Ok(ParamArg::Value(KernelArg::I32(v))),
         })
@@ -450,22 +454,8 @@ fn compile(req: &Request) -> Result<CompiledKernel, ExplainError> {
     if diags.iter().any(phobos_core::Diagnostic::is_error) {
         return Err(ExplainError::Compile(diags));
     }
-    let names: Vec<String> = kernels.iter().map(|k| k.meta.name.clone()).collect();
-    kernels
-        .into_iter()
-        .find(|k| k.meta.name == req.kernel)
-        .ok_or_else(|| {
-            ExplainError::Usage(if names.is_empty() {
-                format!("{} has no kernels", req.file_name)
-            } else {
-                format!(
-                    "{} has no kernel `{}`; it has {}",
-                    req.file_name,
-                    req.kernel,
-                    names.join(", ")
-                )
-            })
-        })
+    phobos_core::select_kernel(kernels, req.kernel.as_deref(), &req.file_name)
+        .map_err(ExplainError::Usage)
 }
 
 /// The inputs bound to the parameters.
@@ -476,7 +466,7 @@ struct Bound {
     /// Bytes of each tensor, in `tensors` order.
     data: Vec<Vec<u8>>,
     dims: BTreeMap<String, u64>,
-    scalars: BTreeMap<String, f64>,
+    scalars: BTreeMap<String, ScalarValue>,
     /// The entry's `.param` values, once bound.
     ptx_args: Vec<ParamArg>,
 }
@@ -556,9 +546,10 @@ fn read_inputs(meta: &KernelMeta, inputs: &[(String, Input)]) -> Result<Bound, E
                     .push(tensor_info(&p.name, *elem, shape, *written));
                 bound.data.push(Vec::new());
             }
-            (ParamKindMeta::Scalar(_), Input::Scalar(v)) => {
+            (ParamKindMeta::Scalar(ty), Input::Scalar(text)) => {
+                let v = ScalarValue::parse(&p.name, *ty, text).map_err(ExplainError::Usage)?;
                 bound.shapes.push(None);
-                bound.scalars.insert(p.name.clone(), *v);
+                bound.scalars.insert(p.name.clone(), v);
             }
             (kind, _) => {
                 return Err(ExplainError::Usage(format!(
@@ -590,26 +581,53 @@ fn fill_random(
     bound: &mut Bound,
     seed: u64,
 ) -> Result<(), ExplainError> {
-    let mut rng = XorShift::new(seed);
-    let tensors = meta
+    let random: Vec<(usize, &str, ScalarTy, &[u64])> = meta
         .params
         .iter()
-        .filter(|p| matches!(p.kind, ParamKindMeta::Tensor { .. }));
-    for (i, p) in tensors.enumerate() {
-        let (ParamKindMeta::Tensor { elem, .. }, Some((_, Input::Random { shape }))) =
-            (&p.kind, inputs.iter().find(|(n, _)| n == &p.name))
-        else {
-            continue;
+        .filter(|p| matches!(p.kind, ParamKindMeta::Tensor { .. }))
+        .enumerate()
+        .filter_map(
+            |(i, p)| match (&p.kind, inputs.iter().find(|(n, _)| n == &p.name)) {
+                (ParamKindMeta::Tensor { elem, .. }, Some((_, Input::Random { shape }))) => {
+                    Some((i, p.name.as_str(), *elem, &shape[..]))
+                }
+                _ => None,
+            },
+        )
+        .collect();
+    // The limit is on all of them together, checked before any is made:
+    // two tensors of 1.5 GiB are 3 GiB of memory.
+    let mut total: u64 = 0;
+    let mut sizes = Vec::with_capacity(random.len());
+    for &(_, name, elem, shape) in &random {
+        let bytes = tensor_bytes(shape, elem).filter(|&b| b <= MAX_RANDOM_BYTES);
+        let Some(bytes) = bytes else {
+            return Err(ExplainError::Usage(format!(
+                "`{name}` of shape {shape:?} is too large to simulate (the `shape:` inputs may \
+                 take {} GiB together)",
+                MAX_RANDOM_BYTES >> 30
+            )));
         };
-        let bytes = tensor_bytes(shape, *elem)
-            .filter(|&b| b <= MAX_RANDOM_BYTES)
-            .ok_or_else(|| {
-                ExplainError::Usage(format!(
-                    "`{}` of shape {:?} is too large to simulate",
-                    p.name, shape
-                ))
-            })?;
-        bound.data[i] = random_bytes(*elem, bytes as usize, &mut rng);
+        total += bytes;
+        sizes.push(bytes);
+    }
+    if total > MAX_RANDOM_BYTES {
+        let each: Vec<String> = random
+            .iter()
+            .zip(&sizes)
+            .map(|(&(_, name, _, _), &b)| format!("`{name}` {} MiB", b.div_ceil(1 << 20)))
+            .collect();
+        return Err(ExplainError::Usage(format!(
+            "the `shape:` inputs together are too large to simulate: {} MiB ({}), more than \
+             the {} GiB they may take together",
+            total.div_ceil(1 << 20),
+            each.join(", "),
+            MAX_RANDOM_BYTES >> 30
+        )));
+    }
+    let mut rng = XorShift::new(seed);
+    for (&(i, _, elem, _), &bytes) in random.iter().zip(&sizes) {
+        bound.data[i] = random_bytes(elem, bytes as usize, &mut rng);
     }
     Ok(())
 }
@@ -737,23 +755,4 @@ fn simulate<S: SplitObserver>(
     }
     .map_err(run_err)?;
     Ok(bases)
-}
-
-/// A scalar parameter's value as the PTX parameter type wants it.
-fn scalar_arg(ty: ScalarTy, v: f64) -> KernelArg {
-    match ty {
-        ScalarTy::Bool => KernelArg::U8(u8::from(v != 0.0)),
-        ScalarTy::I8 => KernelArg::I8(v as i8),
-        ScalarTy::U8 => KernelArg::U8(v as u8),
-        ScalarTy::I16 => KernelArg::I16(v as i16),
-        ScalarTy::U16 => KernelArg::U16(v as u16),
-        ScalarTy::I32 => KernelArg::I32(v as i32),
-        ScalarTy::U32 => KernelArg::U32(v as u32),
-        ScalarTy::I64 => KernelArg::I64(v as i64),
-        ScalarTy::U64 => KernelArg::U64(v as u64),
-        ScalarTy::F16 => KernelArg::Bits16(half::f16::from_f64(v).to_bits()),
-        ScalarTy::BF16 => KernelArg::Bits16(half::bf16::from_f64(v).to_bits()),
-        ScalarTy::F32 => KernelArg::F32(v as f32),
-        ScalarTy::F64 => KernelArg::F64(v),
-    }
 }

@@ -43,8 +43,11 @@ pub enum Input {
     },
     /// A tensor of this shape filled with pseudo-random values.
     Random { shape: Vec<u64> },
-    /// A scalar parameter's value.
-    Scalar(f64),
+    /// A scalar parameter's value as written (`300`, `0x10`, `2.5`,
+    /// `true`): read against the parameter's type by the one parser,
+    /// `phobos_core::scalar_value::ScalarValue::parse`, so a value the
+    /// type cannot hold is refused, not wrapped.
+    Scalar(String),
 }
 
 /// A CTA of the grid.
@@ -62,7 +65,9 @@ pub struct Request {
     /// The source text and the name it is reported under.
     pub source: String,
     pub file_name: String,
-    pub kernel: String,
+    /// The kernel to run; `None` takes the file's only kernel
+    /// (`phobos_core::select_kernel`).
+    pub kernel: Option<String>,
     /// Target compute capability, e.g. 75.
     pub arch: u32,
     /// CTAs along x, y and z; `None` takes the kernel's `@grid`.
@@ -83,8 +88,9 @@ pub struct Request {
     pub max_work: u64,
 }
 
-/// The default [`Request::max_work`]: 2^22 simulated threads.
-pub const DEFAULT_MAX_WORK: u64 = 1 << 22;
+/// The default [`Request::max_work`]: the simulator's,
+/// `phobos_sim::DEFAULT_MAX_WORK`.
+pub use phobos_sim::DEFAULT_MAX_WORK;
 
 impl Request {
     /// A request with the defaults: every CTA of grids up to 8, at most
@@ -92,7 +98,7 @@ impl Request {
     pub fn new(
         source: String,
         file_name: String,
-        kernel: String,
+        kernel: Option<String>,
         arch: u32,
         grid: Option<[u32; 3]>,
     ) -> Request {

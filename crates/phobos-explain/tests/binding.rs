@@ -11,7 +11,7 @@ fn request(grid: Option<[u32; 3]>, inputs: Vec<(&str, Input)>) -> Request {
     let mut r = Request::new(
         TUNED.to_string(),
         "autotune_block.pho".to_string(),
-        "autotune_block".to_string(),
+        Some("autotune_block".to_string()),
         80,
         grid,
     );
@@ -42,14 +42,14 @@ fn a_grid_over_the_device_limits_is_refused_before_anything_runs() {
 #[test]
 fn a_picked_constant_chooses_the_variant_and_its_grid() {
     let mut inputs = shapes(1000);
-    inputs.push(("BLOCK", Input::Scalar(128.0)));
+    inputs.push(("BLOCK", Input::Scalar("128".into())));
     let t = trace(&request(None, inputs)).expect("a trace");
     assert_eq!(t.threads, 128);
     assert_eq!(t.grid, [8, 1, 1]);
     let t = trace(&request(None, shapes(1000))).expect("a trace");
     assert_eq!((t.threads, t.grid), (64, [16, 1, 1]));
     let mut inputs = shapes(1000);
-    inputs.push(("BLOCK", Input::Scalar(96.0)));
+    inputs.push(("BLOCK", Input::Scalar("96".into())));
     let err = trace(&request(None, inputs)).unwrap_err();
     assert!(
         err.to_string()

@@ -172,7 +172,7 @@ fn the_panel_lights_an_accumulator_stored_into_a_shared_tile() {
                 shape: vec![90, 40],
             },
         ),
-        ("scale", Scalar(0.3)),
+        ("scale", Scalar("0.3".into())),
         (
             "P",
             Random {

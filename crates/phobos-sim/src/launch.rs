@@ -87,6 +87,36 @@ pub enum KernelArg {
     Bytes(Vec<u8>),
 }
 
+/// The default budget of [`check_work`]: 2^22 simulated threads, about a
+/// minute of simulation for a kernel of a few hundred instructions per
+/// thread.
+pub const DEFAULT_MAX_WORK: u64 = 1 << 22;
+
+/// The threads a launch of `grid` CTAs of `threads_per_cta` simulates, or,
+/// above `max_work`, the refusal: every CTA runs, so a larger launch is
+/// refused before it starts instead of running for hours. `raise` is how
+/// the caller's user raises the budget to a value (`--max-work` on the
+/// command line, an environment variable in the driver stand-in). The one
+/// owner of the budget's arithmetic and message for `phobos sim`,
+/// `explain`, `profile` and `phobos-fakecuda`.
+pub fn check_work(
+    grid: [u32; 3],
+    threads_per_cta: u32,
+    max_work: u64,
+    raise: impl Fn(u64) -> String,
+) -> Result<u64, String> {
+    let ctas = grid.iter().map(|&g| u64::from(g)).product::<u64>();
+    let work = ctas.saturating_mul(u64::from(threads_per_cta));
+    if work > max_work {
+        return Err(format!(
+            "this launch simulates {ctas} CTAs x {threads_per_cta} threads = {work} threads, more \
+             than the budget of {max_work} (give a smaller grid, or raise the budget with {})",
+            raise(work)
+        ));
+    }
+    Ok(work)
+}
+
 /// How to run a launch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LaunchOptions {

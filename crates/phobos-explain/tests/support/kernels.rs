@@ -17,7 +17,7 @@ pub fn request(
     let mut req = phobos_explain::Request::new(
         src.into(),
         format!("{kernel}.pho"),
-        kernel.into(),
+        Some(kernel.into()),
         arch,
         grid,
     );
@@ -65,8 +65,13 @@ pub fn corpus_trace(
     inputs: Vec<(&str, phobos_explain::Input)>,
 ) -> (phobos_explain::Trace, String) {
     let src = corpus_src(name);
-    let mut req =
-        phobos_explain::Request::new(src.clone(), format!("{name}.pho"), name.into(), arch, None);
+    let mut req = phobos_explain::Request::new(
+        src.clone(),
+        format!("{name}.pho"),
+        Some(name.into()),
+        arch,
+        None,
+    );
     req.cta = phobos_explain::Cta::Xyz(cta);
     req.inputs = inputs
         .into_iter()
