@@ -43,12 +43,22 @@ impl std::fmt::Display for FormatError {
     }
 }
 
-/// Format a whole `.pho` file.
+/// Format a whole `.pho` file. The output ends lines with `\n`, whatever
+/// line breaks (`\r\n`, a lone `\r`) the source used.
 pub fn format_source(src: &str) -> Result<String, FormatError> {
-    let (file, comments, errors) = parse_for_format(src);
+    let (mut file, mut comments, errors) = parse_for_format(src);
     if !errors.is_empty() {
+        // Diagnostics point into the text as given.
         return Err(FormatError::Syntax(errors));
     }
+    let normalized;
+    let src = if src.contains('\r') {
+        normalized = src.replace("\r\n", "\n").replace('\r', "\n");
+        (file, comments, _) = parse_for_format(&normalized);
+        normalized.as_str()
+    } else {
+        src
+    };
     let mut fm = Formatter {
         src,
         comments: &comments,
@@ -703,7 +713,9 @@ impl<'a> Formatter<'a> {
     }
 
     /// Source text of `span` as written, its later lines shifted so that
-    /// the first line's indentation becomes the current one.
+    /// the first line's indentation becomes the current one. A later line
+    /// that does not start with the first line's indentation, character
+    /// for character (a tab where that has spaces), is kept as written.
     fn reindent(&self, span: Span) -> String {
         let text = self.src_text(span).trim_end();
         let line_start = self.src[..span.start as usize]
@@ -715,16 +727,28 @@ impl<'a> Formatter<'a> {
         } else {
             before.len() - before.trim_start_matches([' ', '\t']).len()
         };
+        let base_ws = &before[..base];
         let pad = INDENT.repeat(self.indent);
         let mut out = String::new();
         for (i, line) in text.split('\n').enumerate() {
             if i > 0 {
                 out.push('\n');
-                let ws = line.len() - line.trim_start_matches([' ', '\t']).len();
-                let strip = ws.min(base);
-                if !line.trim().is_empty() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let ws = &line[..line.len() - line.trim_start_matches([' ', '\t']).len()];
+                // Whitespace shared with the first line's indentation moves
+                // with it; a line indented less keeps the part it has.
+                let shared = ws
+                    .bytes()
+                    .zip(base_ws.bytes())
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                if shared == ws.len().min(base_ws.len()) {
                     out.push_str(&pad);
-                    out.push_str(line[strip..].trim_end());
+                    out.push_str(line[shared..].trim_end());
+                } else {
+                    out.push_str(line.trim_end());
                 }
             } else {
                 out.push_str(line.trim_end());
@@ -912,7 +936,11 @@ impl<'a> Formatter<'a> {
     /// The statements of a block whose `{` has been printed, then its `}`.
     fn block_body(&mut self, b: &'a Block) {
         let close = (b.span.end as usize).saturating_sub(1);
-        self.trailing_comments(self.last_end, close);
+        // Only the comments before the first statement belong on the `{`
+        // line: in a one-line block, a comment after a statement stays
+        // after it.
+        let first_start = b.stmts.first().map_or(close, |s| s.span.start as usize);
+        self.trailing_comments(self.last_end, first_start);
         self.indent += 1;
         let mut first = true;
         for (i, s) in b.stmts.iter().enumerate() {

@@ -29,6 +29,5 @@ pub use diag::{Code, Diagnostic, Severity};
 pub use pipeline::{
     add_once_per_target, check_for_targets, check_source, check_source_with_partial, compile,
     file_module, max_shared_bytes, parse_arch, parse_arch_list, select_kernel, CompileOptions,
-    CompiledKernel, ARCHES,
-    STATIC_SHARED_LIMIT,
+    CompiledKernel, ARCHES, STATIC_SHARED_LIMIT,
 };

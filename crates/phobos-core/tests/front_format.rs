@@ -287,3 +287,38 @@ kernel k(A: tensor<f32>[N, 8,], s: f32,) {
     );
     assert!(diags.iter().any(Diagnostic::is_error), "{diags:?}");
 }
+
+/// A block comment after the statement of a one-line block stays after
+/// it; it used to move up to the `{` line.
+#[test]
+fn a_comment_at_the_end_of_a_one_line_block_stays_after_its_statement() {
+    let src = "@launch(32)\nkernel k(O: tensor<f32>[N]) {\n  if ctx.thread < 4 { O[0] = 1.0 /* end */ }\n  if ctx.thread < 2 { /* start */ O[1] = 2.0 }\n}\n";
+    assert_eq!(
+        fmt(src),
+        "@launch(32)\nkernel k(O: tensor<f32>[N]) {\n  if ctx.thread < 4 {\n    O[0] = 1.0 /* end */\n  }\n  if ctx.thread < 2 { /* start */\n    O[1] = 2.0\n  }\n}\n"
+    );
+}
+
+/// Tabs in a block comment are kept: a later line indented with a tab
+/// (which the comment's first line does not have) used to lose it.
+#[test]
+fn tabs_in_a_block_comment_are_kept() {
+    let src =
+        "@launch(32)\nkernel k(O: tensor<f32>[N]) {\n  /* a\tb\n\tc\n  \td */\n  O[0] = 1.0\n}\n";
+    assert_eq!(fmt(src), src);
+    // Moved to a new indentation, the spaces it shares move with it.
+    let src = "@launch(32)\nkernel k(O: tensor<f32>[N]) {\n      /* a\n      \tb */\n      O[0] = 1.0\n}\n";
+    assert_eq!(
+        fmt(src),
+        "@launch(32)\nkernel k(O: tensor<f32>[N]) {\n  /* a\n  \tb */\n  O[0] = 1.0\n}\n"
+    );
+}
+
+/// `\r\n` and lone `\r` line breaks format like `\n` ones, to `\n`.
+#[test]
+fn cr_and_crlf_sources_format_to_lf() {
+    let tidy = "@launch(32)\nkernel k(O: tensor<f32>[N]) { // body\n  // leading\n  O[0] = 1.0 // trailing\n}\n";
+    for eol in ["\r\n", "\r"] {
+        assert_eq!(fmt(&tidy.replace('\n', eol)), tidy, "{eol:?}");
+    }
+}
