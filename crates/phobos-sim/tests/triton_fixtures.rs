@@ -39,6 +39,8 @@ const PTX: &[(&str, &str)] = &[
     ("gemv_split", include_str!("ptx/triton/gemv_split.ptx")),
     ("layer_norm", include_str!("ptx/triton/layer_norm.ptx")),
     ("attention", include_str!("ptx/triton/attention.ptx")),
+    ("cumsum", include_str!("ptx/triton/cumsum.ptx")),
+    ("atomic_sum", include_str!("ptx/triton/atomic_sum.ptx")),
 ];
 
 /// One MANIFEST line: how Triton compiled the kernel and launches it.
@@ -644,6 +646,67 @@ fn attention_matches_the_reference() {
         }
     }
     compare(&o, &want, "attention").unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn cumsum_matches_the_reference() {
+    let fx = fixture("cumsum");
+    let (rows, cols, ld) = (5, 300, 304);
+    let x = uniform(&mut rng(51), rows * ld, -1.0, 1.0);
+    let outs = run_ptx(
+        &fx,
+        fx.ptx,
+        rows as u32,
+        &[
+            ("x_ptr", Arg::Buf(f32_bytes(&x))),
+            ("y_ptr", Arg::Buf(f32_bytes(&vec![f32::NAN; rows * ld]))),
+            ("n_cols", Arg::I32(cols as i32)),
+            ("stride", Arg::I32(ld as i32)),
+        ],
+        &LaunchOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("cumsum: {e}"));
+    let y = output(&outs, "y_ptr");
+    let mut want = Vec::new();
+    for r in 0..rows {
+        let (mut s, mut abs) = (0.0, 0.0);
+        for c in 0..cols {
+            let v = f64::from(x[r * ld + c]);
+            s += v;
+            abs += v.abs();
+            want.push((r * ld + c, s, sum_tolerance(c + 1, abs)));
+        }
+        // Past n_cols nothing is written.
+        for c in cols..ld {
+            assert!(y[r * ld + c].is_nan(), "cumsum wrote y[{r}][{c}]");
+        }
+    }
+    compare(&y, &want, "cumsum").unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn atomic_sum_matches_the_reference() {
+    let fx = fixture("atomic_sum");
+    let n = 10_000;
+    let x = uniform(&mut rng(61), n, -1.0, 1.0);
+    let grid = n.div_ceil(constexpr(&fx, "BLOCK"));
+    let outs = run_ptx(
+        &fx,
+        fx.ptx,
+        grid as u32,
+        &[
+            ("x_ptr", Arg::Buf(f32_bytes(&x))),
+            ("y_ptr", Arg::Buf(f32_bytes(&[0.0]))),
+            ("n", Arg::I32(n as i32)),
+        ],
+        &LaunchOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("atomic_sum: {e}"));
+    let y = output(&outs, "y_ptr");
+    let xs = x.iter().map(|&v| f64::from(v));
+    let (s, abs) = xs.fold((0.0, 0.0), |(s, a), v| (s + v, a + v.abs()));
+    // One program per block adds in whatever order the CTAs run.
+    compare(&y, &[(0, s, sum_tolerance(n, abs))], "atomic_sum").unwrap_or_else(|e| panic!("{e}"));
 }
 
 // ---------------------------------------------------------------------------

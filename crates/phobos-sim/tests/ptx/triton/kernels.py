@@ -5,8 +5,9 @@ target (no GPU needed) and writes NAME.ptx and MANIFEST beside this file;
 crates/phobos-sim/tests/triton_fixtures.rs runs the PTX against f64
 references. The kernels are Triton's tutorial GEMM (03-matrix-multiplication)
 and fused softmax (02-fused-softmax), a three-pass softmax, a row sum, two
-GEMVs, the tutorial's layer norm forward (05-layer-norm) and a
-flash-attention forward for one head, with masks so that ragged shapes are
+GEMVs, the tutorial's layer norm forward (05-layer-norm), a
+flash-attention forward for one head, a row scan (tl.cumsum) and a
+grid-wide sum through a float atomic, with masks so that ragged shapes are
 exercised.
 """
 import triton
@@ -197,6 +198,25 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, n_ctx, stride, sm_scale,
     tl.store(o_ptr + offs_m[:, None] * stride + offs_d[None, :], acc, mask=offs_m[:, None] < n_ctx)
 
 
+@triton.jit
+def cumsum_kernel(x_ptr, y_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    """Inclusive prefix sum of each row (tl.cumsum: a warp scan of
+    shuffles, then the warps' totals exchanged through shared memory)."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.)
+    tl.store(y_ptr + row * stride + cols, tl.cumsum(x, 0), mask=cols < n_cols)
+
+
+@triton.jit
+def atomic_sum_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """The sum of x over the whole grid: each program reduces its block and
+    adds it to y[0] with a float atomic (Triton's default acq_rel order)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.)
+    tl.atomic_add(y_ptr, tl.sum(x, axis=0))
+
+
 # name: (kernel, signature, constexprs, aligned, options)
 #
 # As Triton's launcher would specialize them for the tests' arguments: an
@@ -251,6 +271,12 @@ FIXTURES = {
                    "n_ctx": "i32", "stride": "i32", "sm_scale": "fp32"},
                   {"BLOCK_M": 64, "BLOCK_N": 32, "HEAD_DIM": 64},
                   ["q_ptr", "k_ptr", "v_ptr", "o_ptr", "stride"], {"num_warps": 4, "num_stages": 2}),
+    "cumsum": (cumsum_kernel,
+               {"x_ptr": "*fp32", "y_ptr": "*fp32", "n_cols": "i32", "stride": "i32"},
+               {"BLOCK": 512}, ["x_ptr", "y_ptr", "stride"], {"num_warps": 4, "num_stages": 1}),
+    "atomic_sum": (atomic_sum_kernel,
+                   {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+                   {"BLOCK": 256}, ["x_ptr", "y_ptr"], {"num_warps": 4, "num_stages": 1}),
     "gemv_split": (gemv_split_kernel,
                    {"w_ptr": "*fp32", "x_ptr": "*fp32", "y_ptr": "*fp32", "n_rows": "i32",
                     "n_cols": "i32", "stride": "i32"},
