@@ -5,7 +5,8 @@
 //! version, threads per CTA, dynamic shared bytes, arguments). Each fixture
 //! runs with every check on, on random inputs with ragged shapes (no size a
 //! multiple of the block), against an f64 reference, with a tolerance that
-//! bounds the f32 rounding of the kernel's own sums; the mutation tests show
+//! bounds the f32 rounding of the kernel's own sums (none for the integer
+//! GEMM, which must be exact); the mutation tests show
 //! that the comparison and the fixtures fail when a fragment rule, a
 //! swizzle or the reference is wrong.
 
