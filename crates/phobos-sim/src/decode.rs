@@ -1157,7 +1157,13 @@ impl Decoder {
     }
 
     fn inst(&mut self, i: &RawInst) -> Result<Op, SimError> {
-        let parts: Vec<&str> = i.opcode.split('.').collect();
+        // `.shared::cta` is the CTA's shared memory, what `.shared` names
+        // outside a cluster (`.shared::cluster` stays unsupported).
+        let parts: Vec<&str> = i
+            .opcode
+            .split('.')
+            .map(|p| if p == "shared::cta" { "shared" } else { p })
+            .collect();
         let base = parts[0];
         let mods = &parts[1..];
         if !KNOWN_OPCODES.contains(&base) {
@@ -1736,7 +1742,10 @@ impl Decoder {
                 "xor" => AtomOp::Xor,
                 "inc" => AtomOp::Inc,
                 "dec" => AtomOp::Dec,
-                "global" | "shared" | "relaxed" | "gpu" | "cta" | "sys" | "noftz" => continue,
+                // Memory orders: the simulator's memory is sequentially
+                // consistent, stronger than any of them asks.
+                "global" | "shared" | "relaxed" | "acquire" | "release" | "acq_rel" | "gpu"
+                | "cta" | "sys" | "noftz" => continue,
                 m if Ty::parse(m).is_some() => continue,
                 _ => return Err(unsupported(&i.opcode, line)),
             };

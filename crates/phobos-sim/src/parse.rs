@@ -75,8 +75,19 @@ fn lex(src: &str) -> Result<Vec<Token>, SimError> {
             i += 1;
         } else if is_word_char(c) {
             let start = i;
-            while i < chars.len() && is_word_char(chars[i]) {
-                i += 1;
+            loop {
+                while i < chars.len() && is_word_char(chars[i]) {
+                    i += 1;
+                }
+                // A `::` qualifier inside a modifier: `st.shared::cta.b32`.
+                if chars.get(i) == Some(&':')
+                    && chars.get(i + 1) == Some(&':')
+                    && chars.get(i + 2).is_some_and(|&c| is_word_char(c))
+                {
+                    i += 2;
+                } else {
+                    break;
+                }
             }
             // The signed exponent of a decimal float (`1.0e-5`, `2E+3`).
             let decimal = |w: &[char]| {

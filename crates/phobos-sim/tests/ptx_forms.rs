@@ -313,3 +313,43 @@ fn unused_global_variables_are_accepted_and_used_ones_refused() {
     let bad = kernel("", "").replacen(".file", ".global .b32 x = {1, 2;\n.file", 1);
     assert!(Module::parse(&bad).is_err());
 }
+
+#[test]
+fn shared_cta_is_the_ctas_shared_memory() {
+    // `st.shared::cta` (Triton's scans) and `ld.shared::cta` name the same
+    // bytes as `.shared`; `.shared::cluster` is not supported.
+    let decls = "    .shared .align 4 .b8 tile[128];";
+    let body = own_word("tile")
+        + "    st.shared::cta.b32 [%r3], %r0;
+    bar.sync 0;
+    xor.b32 %r4, %r1, 4;
+    add.u32 %r5, %r2, %r4;
+    ld.shared.u32 %r6, [%r5];
+    ld.shared::cta.u32 %r7, [%r3];
+    add.u32 %r6, %r6, %r7;
+";
+    let out = run_n(decls, &(body + &store(0, 32, "%r6")), 32, &[0], 1);
+    for l in 0..32u32 {
+        assert_eq!(out[0][l as usize], (l ^ 1) + l);
+    }
+    let e = Module::parse(&kernel(decls, "    st.shared::cluster.b32 [%r3], %r0;\n")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("unsupported instruction st.shared::cluster.b32"),
+        "{e}"
+    );
+}
+
+#[test]
+fn atomics_take_memory_orders() {
+    // Triton's `tl.atomic_add` is `atom.global.gpu.acq_rel.add`; the
+    // simulator's memory is sequentially consistent, which every order
+    // allows.
+    for sem in ["acq_rel", "acquire", "release", "relaxed"] {
+        let body = format!(
+            "    atom.global.gpu.{sem}.add.u32 %r1, [%rd2], 1;\n    bar.sync 0;\n    ld.global.u32 %r2, [%rd2];\n"
+        );
+        let out = run32_regs(&body, &["%r2"], &[0]);
+        assert!(out[0].iter().all(|&v| v == 32), "{sem}: {:?}", out[0]);
+    }
+}

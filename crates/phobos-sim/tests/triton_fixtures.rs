@@ -5,7 +5,8 @@
 //! version, threads per CTA, dynamic shared bytes, arguments). Each fixture
 //! runs with every check on, on random inputs with ragged shapes (no size a
 //! multiple of the block), against an f64 reference, with a tolerance that
-//! bounds the f32 rounding of the kernel's own sums; the mutation tests show
+//! bounds the f32 rounding of the kernel's own sums (none for the integer
+//! GEMM, which must be exact); the mutation tests show
 //! that the comparison and the fixtures fail when a fragment rule, a
 //! swizzle or the reference is wrong.
 
@@ -29,6 +30,14 @@ const PTX: &[(&str, &str)] = &[
         "matmul_32x32x32",
         include_str!("ptx/triton/matmul_32x32x32.ptx"),
     ),
+    (
+        "matmul_tf32_64x64x32",
+        include_str!("ptx/triton/matmul_tf32_64x64x32.ptx"),
+    ),
+    (
+        "matmul_i8_64x64x64",
+        include_str!("ptx/triton/matmul_i8_64x64x64.ptx"),
+    ),
     ("softmax", include_str!("ptx/triton/softmax.ptx")),
     (
         "softmax_3pass",
@@ -39,6 +48,8 @@ const PTX: &[(&str, &str)] = &[
     ("gemv_split", include_str!("ptx/triton/gemv_split.ptx")),
     ("layer_norm", include_str!("ptx/triton/layer_norm.ptx")),
     ("attention", include_str!("ptx/triton/attention.ptx")),
+    ("cumsum", include_str!("ptx/triton/cumsum.ptx")),
+    ("atomic_sum", include_str!("ptx/triton/atomic_sum.ptx")),
 ];
 
 /// One MANIFEST line: how Triton compiled the kernel and launches it.
@@ -168,8 +179,14 @@ fn output(outs: &[(String, Vec<u8>)], name: &str) -> Vec<f32> {
 /// Compares `got[i]` with `want[i]` for every `(i, want, tol)`; the first
 /// element off by more than its tolerance is the error.
 fn compare(got: &[f32], want: &[(usize, f64, f64)], what: &str) -> Result<(), String> {
+    let got: Vec<f64> = got.iter().map(|&g| f64::from(g)).collect();
+    compare64(&got, want, what)
+}
+
+/// [`compare`] of values already in f64.
+fn compare64(got: &[f64], want: &[(usize, f64, f64)], what: &str) -> Result<(), String> {
     for &(i, w, tol) in want {
-        let g = f64::from(got[i]);
+        let g = got[i];
         // False for NaN, the poison of an element never written.
         let within = (g - w).abs() <= tol;
         if !within {
@@ -204,12 +221,81 @@ fn pad16(n: usize) -> usize {
 // GEMM: the tutorial's tl.dot kernel (mma.sync m16n8k16 bf16, ldmatrix, a
 // cp.async ring over swizzled shared tiles).
 
+/// The element type of a GEMM fixture's A and B, by its MANIFEST type.
+#[derive(Clone, Copy, PartialEq)]
+enum Elem {
+    /// `*bf16` into f32: one f32 rounding per k16 mma.
+    Bf16,
+    /// `*fp32` with `tl.dot`'s default tf32 precision: the mma reads the
+    /// registers' top 19 bits (no `cvt.rna`), one f32 rounding per k8 mma.
+    Tf32,
+    /// `*i8` into `*i32`: exact.
+    I8,
+}
+
+impl Elem {
+    fn of(fx: &Fixture) -> Elem {
+        let (_, ty) = fx.args.iter().find(|(n, _)| n == "a_ptr").expect("a_ptr");
+        match ty.as_str() {
+            "*bf16" => Elem::Bf16,
+            "*fp32" => Elem::Tf32,
+            "*i8" => Elem::I8,
+            t => panic!("{}: no GEMM of {t}", fx.name),
+        }
+    }
+
+    /// A random element as raw bits.
+    fn random(self, r: &mut StdRng) -> u32 {
+        match self {
+            Elem::Bf16 => u32::from(bf16::from_f32(r.gen_range(-2.0..2.0)).to_bits()),
+            Elem::Tf32 => r.gen_range(-2.0f32..2.0).to_bits(),
+            Elem::I8 => u32::from(r.gen::<i8>() as u8),
+        }
+    }
+
+    /// The value the tensor core multiplies.
+    fn value(self, bits: u32) -> f64 {
+        match self {
+            Elem::Bf16 => bf16::from_bits(bits as u16).to_f64(),
+            Elem::Tf32 => f64::from(f32::from_bits(bits & !0x1FFF)),
+            Elem::I8 => f64::from(bits as u8 as i8),
+        }
+    }
+
+    fn bytes(self, v: &[u32]) -> Vec<u8> {
+        let size = match self {
+            Elem::Bf16 => 2,
+            Elem::Tf32 => 4,
+            Elem::I8 => 1,
+        };
+        v.iter()
+            .flat_map(|x| x.to_le_bytes()[..size].to_vec())
+            .collect()
+    }
+
+    /// The bound on the kernel's rounding of a k-term dot product whose
+    /// products' magnitudes sum to `abs`.
+    fn tolerance(self, k: usize, abs: f64) -> f64 {
+        match self {
+            Elem::Bf16 => sum_tolerance(k / 16, abs),
+            Elem::Tf32 => sum_tolerance(k / 8, abs),
+            Elem::I8 => 0.0,
+        }
+    }
+}
+
+/// The poison C starts as, so an element the kernel failed to write (or
+/// wrote though it should not) shows.
+const POISON: u32 = 0x7FC0_0000;
+
 struct Gemm {
+    elem: Elem,
     m: usize,
     n: usize,
     k: usize,
-    a: Vec<u16>,
-    b: Vec<u16>,
+    /// A and B as raw element bits.
+    a: Vec<u32>,
+    b: Vec<u32>,
     /// Leading dimensions (padded to 16 elements, as the kernel was
     /// specialized for strides divisible by 16).
     lda: usize,
@@ -218,21 +304,17 @@ struct Gemm {
 }
 
 impl Gemm {
-    fn random(m: usize, n: usize, k: usize, seed: u64) -> Gemm {
+    fn random(elem: Elem, m: usize, n: usize, k: usize, seed: u64) -> Gemm {
         assert!(
             k.is_multiple_of(16),
             "the fixtures were specialized for K % 16 == 0"
         );
         let (lda, ldb, ldc) = (pad16(k), pad16(n), pad16(n));
         let mut r = rng(seed);
-        let mut bf = |len: usize| -> Vec<u16> {
-            (0..len)
-                .map(|_| bf16::from_f32(r.gen_range(-2.0..2.0)).to_bits())
-                .collect()
-        };
         Gemm {
-            a: bf(m * lda),
-            b: bf(k * ldb),
+            elem,
+            a: (0..m * lda).map(|_| elem.random(&mut r)).collect(),
+            b: (0..k * ldb).map(|_| elem.random(&mut r)).collect(),
             m,
             n,
             k,
@@ -242,11 +324,10 @@ impl Gemm {
         }
     }
 
-    /// `(index in C, A·B in f64, tolerance)` for every element of C: the
-    /// kernel rounds its f32 accumulator once per k16 mma step.
+    /// `(index in C, A·B in f64, tolerance)` for every element of C.
     fn reference(&self) -> Vec<(usize, f64, f64)> {
-        let a = |i: usize, k: usize| bf16::from_bits(self.a[i * self.lda + k]).to_f64();
-        let b = |k: usize, j: usize| bf16::from_bits(self.b[k * self.ldb + j]).to_f64();
+        let a = |i: usize, k: usize| self.elem.value(self.a[i * self.lda + k]);
+        let b = |k: usize, j: usize| self.elem.value(self.b[k * self.ldb + j]);
         let mut out = Vec::with_capacity(self.m * self.n);
         for i in 0..self.m {
             for j in 0..self.n {
@@ -256,26 +337,29 @@ impl Gemm {
                     s += p;
                     abs += p.abs();
                 }
-                out.push((i * self.ldc + j, s, sum_tolerance(self.k / 16, abs)));
+                out.push((i * self.ldc + j, s, self.elem.tolerance(self.k, abs)));
             }
         }
         out
     }
 
-    fn run(&self, fx: &Fixture, ptx: &str) -> Result<Vec<f32>, SimError> {
+    /// C's words after the launch.
+    fn run(&self, fx: &Fixture, ptx: &str) -> Result<Vec<u32>, SimError> {
         let bm = constexpr(fx, "BLOCK_SIZE_M");
         let bn = constexpr(fx, "BLOCK_SIZE_N");
         let grid = self.m.div_ceil(bm) * self.n.div_ceil(bn);
-        let bits = |v: &[u16]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
-        let c = f32_bytes(&vec![f32::NAN; self.m * self.ldc]);
+        let c: Vec<u8> = vec![POISON; self.m * self.ldc]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
         let i = |v: usize| Arg::I32(v as i32);
         let outs = run_ptx(
             fx,
             ptx,
             grid as u32,
             &[
-                ("a_ptr", Arg::Buf(bits(&self.a))),
-                ("b_ptr", Arg::Buf(bits(&self.b))),
+                ("a_ptr", Arg::Buf(self.elem.bytes(&self.a))),
+                ("b_ptr", Arg::Buf(self.elem.bytes(&self.b))),
                 ("c_ptr", Arg::Buf(c)),
                 ("M", i(self.m)),
                 ("N", i(self.n)),
@@ -286,16 +370,24 @@ impl Gemm {
             ],
             &LaunchOptions::default(),
         )?;
-        Ok(output(&outs, "c_ptr"))
+        Ok(output(&outs, "c_ptr").iter().map(|x| x.to_bits()).collect())
     }
 
     /// C matches the reference, and the padding columns of C (masked off
-    /// by the kernel) still hold the NaN they started with.
-    fn check(&self, name: &str, c: &[f32]) -> Result<(), String> {
-        compare(c, &self.reference(), name)?;
+    /// by the kernel) still hold the poison they started with.
+    fn check(&self, name: &str, c: &[u32]) -> Result<(), String> {
+        let got: Vec<f64> = c
+            .iter()
+            .map(|&w| match self.elem {
+                Elem::I8 if w == POISON => f64::NAN,
+                Elem::I8 => f64::from(w as i32),
+                _ => f64::from(f32::from_bits(w)),
+            })
+            .collect();
+        compare64(&got, &self.reference(), name)?;
         for i in 0..self.m {
             for j in self.n..self.ldc {
-                if !c[i * self.ldc + j].is_nan() {
+                if c[i * self.ldc + j] != POISON {
                     return Err(format!("{name}: padding C[{i}][{j}] was written"));
                 }
             }
@@ -321,7 +413,7 @@ fn constexpr(fx: &Fixture, key: &str) -> usize {
 fn gemm_matches(name: &str, shapes: &[(usize, usize, usize)]) {
     let fx = fixture(name);
     for (s, &(m, n, k)) in shapes.iter().enumerate() {
-        let g = Gemm::random(m, n, k, 100 + s as u64);
+        let g = Gemm::random(Elem::of(&fx), m, n, k, 100 + s as u64);
         let c = g
             .run(&fx, fx.ptx)
             .unwrap_or_else(|e| panic!("{name} {m}x{n}x{k}: {e}"));
@@ -342,6 +434,16 @@ fn matmul_64x64x32_matches_the_reference() {
 #[test]
 fn matmul_128x64x64_matches_the_reference() {
     gemm_matches("matmul_128x64x64", &[(136, 100, 208), (257, 255, 240)]);
+}
+
+#[test]
+fn tf32_matmul_matches_the_reference() {
+    gemm_matches("matmul_tf32_64x64x32", &[(100, 136, 176), (250, 262, 96)]);
+}
+
+#[test]
+fn i8_matmul_is_exact() {
+    gemm_matches("matmul_i8_64x64x64", &[(100, 136, 176), (250, 262, 96)]);
 }
 
 #[test]
@@ -646,6 +748,67 @@ fn attention_matches_the_reference() {
     compare(&o, &want, "attention").unwrap_or_else(|e| panic!("{e}"));
 }
 
+#[test]
+fn cumsum_matches_the_reference() {
+    let fx = fixture("cumsum");
+    let (rows, cols, ld) = (5, 300, 304);
+    let x = uniform(&mut rng(51), rows * ld, -1.0, 1.0);
+    let outs = run_ptx(
+        &fx,
+        fx.ptx,
+        rows as u32,
+        &[
+            ("x_ptr", Arg::Buf(f32_bytes(&x))),
+            ("y_ptr", Arg::Buf(f32_bytes(&vec![f32::NAN; rows * ld]))),
+            ("n_cols", Arg::I32(cols as i32)),
+            ("stride", Arg::I32(ld as i32)),
+        ],
+        &LaunchOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("cumsum: {e}"));
+    let y = output(&outs, "y_ptr");
+    let mut want = Vec::new();
+    for r in 0..rows {
+        let (mut s, mut abs) = (0.0, 0.0);
+        for c in 0..cols {
+            let v = f64::from(x[r * ld + c]);
+            s += v;
+            abs += v.abs();
+            want.push((r * ld + c, s, sum_tolerance(c + 1, abs)));
+        }
+        // Past n_cols nothing is written.
+        for c in cols..ld {
+            assert!(y[r * ld + c].is_nan(), "cumsum wrote y[{r}][{c}]");
+        }
+    }
+    compare(&y, &want, "cumsum").unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn atomic_sum_matches_the_reference() {
+    let fx = fixture("atomic_sum");
+    let n = 10_000;
+    let x = uniform(&mut rng(61), n, -1.0, 1.0);
+    let grid = n.div_ceil(constexpr(&fx, "BLOCK"));
+    let outs = run_ptx(
+        &fx,
+        fx.ptx,
+        grid as u32,
+        &[
+            ("x_ptr", Arg::Buf(f32_bytes(&x))),
+            ("y_ptr", Arg::Buf(f32_bytes(&[0.0]))),
+            ("n", Arg::I32(n as i32)),
+        ],
+        &LaunchOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("atomic_sum: {e}"));
+    let y = output(&outs, "y_ptr");
+    let xs = x.iter().map(|&v| f64::from(v));
+    let (s, abs) = xs.fold((0.0, 0.0), |(s, a), v| (s + v, a + v.abs()));
+    // One program per block adds in whatever order the CTAs run.
+    compare(&y, &[(0, s, sum_tolerance(n, abs))], "atomic_sum").unwrap_or_else(|e| panic!("{e}"));
+}
+
 // ---------------------------------------------------------------------------
 // The fixtures can fail.
 
@@ -679,15 +842,16 @@ fn manifest_and_fixtures_agree() {
 fn a_wrong_reference_fails_the_comparison() {
     // The tolerances are tight enough that one GEMM element off by a
     // bf16 ulp of one product, or a softmax value off by 1e-4, fails.
-    let g = Gemm::random(40, 24, 32, 5);
     let fx = fixture("matmul_32x32x32");
+    let g = Gemm::random(Elem::Bf16, 40, 24, 32, 5);
     let c = g.run(&fx, fx.ptx).expect("runs");
     g.check("matmul", &c).expect("the real reference matches");
     let mut wrong = g.reference();
     wrong[17].1 += 2f64.powi(-8);
-    assert!(compare(&c, &wrong, "matmul").is_err());
+    let got: Vec<f64> = c.iter().map(|&w| f64::from(f32::from_bits(w))).collect();
+    assert!(compare64(&got, &wrong, "matmul").is_err());
     // A transposed B is a different product.
-    let mut t = Gemm::random(24, 24, 32, 6);
+    let mut t = Gemm::random(Elem::Bf16, 24, 24, 32, 6);
     let c = t.run(&fx, fx.ptx).expect("runs");
     for k in 0..24 {
         for j in 0..k {
@@ -726,7 +890,7 @@ fn swap_mma_fragment(ptx: &str, which: usize) -> String {
 #[test]
 fn a_wrong_fragment_rule_fails_the_gemm() {
     let fx = fixture("matmul_64x64x32");
-    let g = Gemm::random(64, 64, 64, 9);
+    let g = Gemm::random(Elem::Bf16, 64, 64, 64, 9);
     for (which, operand) in [(1, "A"), (2, "B")] {
         let c = g
             .run(&fx, &swap_mma_fragment(fx.ptx, which))
@@ -773,7 +937,7 @@ fn a_wrong_swizzle_fails_the_gemm() {
     // match the writes) must be caught, by a mismatch or by a check.
     let fx = fixture("matmul_64x64x32");
     let mutant = drop_cp_async_swizzle(fx.ptx);
-    let g = Gemm::random(64, 64, 64, 10);
+    let g = Gemm::random(Elem::Bf16, 64, 64, 64, 10);
     match g.run(&fx, &mutant) {
         Ok(c) => assert!(g.check("mutant", &c).is_err(), "the mutant matched"),
         Err(e) => assert!(e.report().is_some(), "{e}"),

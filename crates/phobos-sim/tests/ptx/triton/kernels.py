@@ -5,8 +5,9 @@ target (no GPU needed) and writes NAME.ptx and MANIFEST beside this file;
 crates/phobos-sim/tests/triton_fixtures.rs runs the PTX against f64
 references. The kernels are Triton's tutorial GEMM (03-matrix-multiplication)
 and fused softmax (02-fused-softmax), a three-pass softmax, a row sum, two
-GEMVs, the tutorial's layer norm forward (05-layer-norm) and a
-flash-attention forward for one head, with masks so that ragged shapes are
+GEMVs, the tutorial's layer norm forward (05-layer-norm), a
+flash-attention forward for one head, a row scan (tl.cumsum) and a
+grid-wide sum through a float atomic, with masks so that ragged shapes are
 exercised.
 """
 import triton
@@ -18,7 +19,8 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                   BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
                   BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
-    """C = A @ B (A M×K, B K×N bf16, C f32), the tutorial's grouped order."""
+    """C = A @ B (A M×K, B K×N; bf16 or f32 (tf32 dot) into f32, or i8 into
+    i32: the accumulator has C's type), the tutorial's grouped order."""
     pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
@@ -33,7 +35,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     offs_k = tl.arange(0, BLOCK_SIZE_K)
     a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
     b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=c_ptr.dtype.element_ty)
     for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
         a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
@@ -197,19 +199,36 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, n_ctx, stride, sm_scale,
     tl.store(o_ptr + offs_m[:, None] * stride + offs_d[None, :], acc, mask=offs_m[:, None] < n_ctx)
 
 
+@triton.jit
+def cumsum_kernel(x_ptr, y_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    """Inclusive prefix sum of each row (tl.cumsum: a warp scan of
+    shuffles, then the warps' totals exchanged through shared memory)."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.)
+    tl.store(y_ptr + row * stride + cols, tl.cumsum(x, 0), mask=cols < n_cols)
+
+
+@triton.jit
+def atomic_sum_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """The sum of x over the whole grid: each program reduces its block and
+    adds it to y[0] with a float atomic (Triton's default acq_rel order)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.)
+    tl.atomic_add(y_ptr, tl.sum(x, axis=0))
+
+
 # name: (kernel, signature, constexprs, aligned, options)
 #
 # As Triton's launcher would specialize them for the tests' arguments: an
 # integer argument equal to 1 becomes a constexpr, and pointers and integers
 # divisible by 16 (every buffer, K, and the padded row strides the tests use)
 # carry `tt.divisibility = 16` (the `aligned` list).
-_MM_SIG = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*fp32", "M": "i32", "N": "i32",
+def _mm(bm, bn, bk, group, warps, stages, ab="*bf16", c="*fp32"):
+    sig = {"a_ptr": ab, "b_ptr": ab, "c_ptr": c, "M": "i32", "N": "i32",
            "K": "i32", "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32",
            "stride_bn": "constexpr", "stride_cm": "i32", "stride_cn": "constexpr"}
-
-
-def _mm(bm, bn, bk, group, warps, stages):
-    return (matmul_kernel, _MM_SIG,
+    return (matmul_kernel, sig,
             {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_SIZE_M": bm,
              "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": group},
             ["a_ptr", "b_ptr", "c_ptr", "K", "stride_am", "stride_bk", "stride_cm"],
@@ -220,6 +239,8 @@ FIXTURES = {
     "matmul_64x64x32": _mm(64, 64, 32, 8, 4, 3),
     "matmul_128x64x64": _mm(128, 64, 64, 8, 4, 4),
     "matmul_32x32x32": _mm(32, 32, 32, 4, 2, 2),
+    "matmul_tf32_64x64x32": _mm(64, 64, 32, 8, 4, 3, ab="*fp32"),
+    "matmul_i8_64x64x64": _mm(64, 64, 64, 8, 4, 3, ab="*i8", c="*i32"),
     "softmax": (softmax_kernel,
                 {"output_ptr": "*fp32", "input_ptr": "*fp32", "input_row_stride": "i32",
                  "output_row_stride": "i32", "n_rows": "i32", "n_cols": "i32"},
@@ -251,6 +272,12 @@ FIXTURES = {
                    "n_ctx": "i32", "stride": "i32", "sm_scale": "fp32"},
                   {"BLOCK_M": 64, "BLOCK_N": 32, "HEAD_DIM": 64},
                   ["q_ptr", "k_ptr", "v_ptr", "o_ptr", "stride"], {"num_warps": 4, "num_stages": 2}),
+    "cumsum": (cumsum_kernel,
+               {"x_ptr": "*fp32", "y_ptr": "*fp32", "n_cols": "i32", "stride": "i32"},
+               {"BLOCK": 512}, ["x_ptr", "y_ptr", "stride"], {"num_warps": 4, "num_stages": 1}),
+    "atomic_sum": (atomic_sum_kernel,
+                   {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+                   {"BLOCK": 256}, ["x_ptr", "y_ptr"], {"num_warps": 4, "num_stages": 1}),
     "gemv_split": (gemv_split_kernel,
                    {"w_ptr": "*fp32", "x_ptr": "*fp32", "y_ptr": "*fp32", "n_rows": "i32",
                     "n_cols": "i32", "stride": "i32"},
