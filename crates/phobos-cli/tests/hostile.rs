@@ -840,6 +840,60 @@ fn an_lsp_message_over_the_size_limit_is_refused() {
     }
 }
 
+/// One LSP message, framed.
+fn lsp_frame(body: &serde_json::Value) -> String {
+    let body = body.to_string();
+    format!("Content-Length: {}\r\n\r\n{body}", body.len())
+}
+
+/// The crash inputs of the language server, replayed under the memory cap:
+/// a header with a space before its colon followed by a 4 EiB length (the
+/// old guard and lsp-server disagreed on where the body ended), a 57 MiB
+/// document's semantic tokens (about 40 bytes per source byte), and a
+/// completion right after `ï` (a byte index inside a character).
+#[test]
+fn the_language_server_survives_its_crash_inputs() {
+    let input = "Content-Length : 5\r\n\r\nhelloContent-Length: 4611686018427387904\r\n\r\n";
+    let out = lsp_with_input(input.as_bytes());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("comes right before its colon"), "{err}");
+
+    use serde_json::json;
+    let big = format!("// {}\n", "x".repeat(57 << 20));
+    let small = "// naï\n@launch(32)\nkernel k(O: tensor<f32>[32]) {\n  O[ctx.thread] = 1.0\n}\n";
+    let doc = |uri: &str, text: &str| {
+        json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument":
+            {"uri": uri, "languageId": "phobos", "version": 1, "text": text}}})
+    };
+    let mut input = String::new();
+    for m in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+        doc("file:///big.pho", &big),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "textDocument/semanticTokens/full",
+               "params": {"textDocument": {"uri": "file:///big.pho"}}}),
+        doc("file:///small.pho", small),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "textDocument/completion", "params": {
+            "textDocument": {"uri": "file:///small.pho"}, "position": {"line": 0, "character": 6}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}),
+        json!({"jsonrpc": "2.0", "method": "exit"}),
+    ] {
+        input.push_str(&lsp_frame(&m));
+    }
+    let out = lsp_with_input(input.as_bytes());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let replies = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        replies.contains(r#""id":2,"result":{"data":[],"#),
+        "{replies}"
+    );
+    assert!(replies.contains(r#""id":3,"result":["#), "{replies}");
+}
+
 #[test]
 fn the_summary_counts_the_errors_p0006_hides_not_p0006() {
     // 400,000 bad characters: 100 shown, the rest counted in P0006s (the
