@@ -125,7 +125,7 @@ fn staged_matvec_copies_the_tile_then_one_barrier_and_plans_1024_bytes() {
         ),
         ("xs", 0, 1024)
     );
-    assert!(ptx.contains(".shared .align 16 .b8 staged_matvec__K256_smem[1024];"));
+    assert!(ptx.contains(".shared .align 16 .b8 staged_matvec__K256$smem[1024];"));
     // The copy: 16-byte chunks from x into shared memory, then one barrier.
     let copy = ptx
         .find("st.shared.v4.u32")

@@ -241,7 +241,7 @@ fn a_cta_collective_barrier_skipped_by_odd_threads_is_caught() {
     let r = report(planted(), [2, 1, 1]);
     assert_caught_at(&r, CheckKind::Racecheck, "row_sum", &collective);
     assert_eq!(r.cta, [0, 0, 0], "{r}");
-    assert_eq!(r.tensor.as_deref(), Some("row_sum_smem"), "{r}");
+    assert_eq!(r.tensor.as_deref(), Some("row_sum$smem"), "{r}");
     let mut unchecked = planted();
     unchecked.opts.checks = false;
     let r = report(unchecked, [2, 1, 1]);

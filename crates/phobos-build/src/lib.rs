@@ -95,6 +95,14 @@ pub enum BuildError {
         first: String,
         second: String,
     },
+    /// Two kernels whose names differ only in case: their files would be
+    /// one file on a file system that ignores case.
+    KernelsDifferInCase {
+        first_name: String,
+        first: String,
+        second_name: String,
+        second: String,
+    },
     Io {
         path: PathBuf,
         message: String,
@@ -164,6 +172,17 @@ impl fmt::Display for BuildError {
                 f,
                 "error: kernel `{name}` is defined in both {first} and {second}; \
                  kernel names must be unique in a crate (each becomes a function of the bindings)"
+            ),
+            BuildError::KernelsDifferInCase {
+                first_name,
+                first,
+                second_name,
+                second,
+            } => write!(
+                f,
+                "error: kernels `{first_name}` ({first}) and `{second_name}` ({second}) differ only \
+                 in case; their output files would be one file on a file system that ignores case \
+                 (macOS's and Windows' by default): rename one"
             ),
             BuildError::Io { path, message } => {
                 write!(f, "error: {}: {message}", path.display())
@@ -821,22 +840,42 @@ fn unused_defines(files: &[CompiledFile], defines: &BTreeMap<String, i64>) -> Ve
 }
 
 fn check_unique_names(files: &[CompiledFile]) -> Result<(), BuildError> {
-    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut seen: BTreeMap<String, (&str, &str)> = BTreeMap::new();
     for file in files {
         let Some((_, kernels)) = file.per_arch.first() else {
             continue;
         };
         for k in kernels {
-            if let Some(first) = seen.insert(&k.meta.name, &file.display) {
-                return Err(BuildError::DuplicateKernel {
-                    name: k.meta.name.clone(),
+            let name = k.meta.name.as_str();
+            let Some((first_name, first)) =
+                seen.insert(output_file_key(name), (name, &file.display))
+            else {
+                continue;
+            };
+            return Err(if first_name == name {
+                BuildError::DuplicateKernel {
+                    name: name.to_string(),
                     first: first.to_string(),
                     second: file.display.clone(),
-                });
-            }
+                }
+            } else {
+                BuildError::KernelsDifferInCase {
+                    first_name: first_name.to_string(),
+                    first: first.to_string(),
+                    second_name: name.to_string(),
+                    second: file.display.clone(),
+                }
+            });
         }
     }
     Ok(())
+}
+
+/// What a kernel's output files (`NAME.sm_ARCH.ptx`, ...) are named by on
+/// a file system that ignores case: two kernels with one key would write
+/// one set of files. Kernel names are ASCII.
+pub fn output_file_key(kernel: &str) -> String {
+    kernel.to_ascii_lowercase()
 }
 
 /// Removes files of kernels that no longer exist, so a renamed kernel's

@@ -156,6 +156,27 @@ fn two_kernels_with_one_name_are_refused() {
 }
 
 #[test]
+fn kernels_whose_names_differ_only_in_case_are_refused() {
+    // `axpy.meta.ron` and `Axpy.meta.ron` are one file on macOS and
+    // Windows: one kernel's bindings would load the other's PTX.
+    let upper = AXPY.replace("kernel axpy", "kernel Axpy");
+    let dir = crate_dir(&[("kernels/a.pho", AXPY), ("kernels/b.pho", &upper)]);
+    let out = tempfile::tempdir().unwrap();
+    let err = builder(dir.path(), out.path()).build().unwrap_err();
+    assert_eq!(
+        err,
+        BuildError::KernelsDifferInCase {
+            first_name: "axpy".into(),
+            first: "kernels/a.pho".into(),
+            second_name: "Axpy".into(),
+            second: "kernels/b.pho".into(),
+        }
+    );
+    assert!(err.to_string().contains("differ only in case"), "{err}");
+    assert!(!out.path().join("kernels.rs").exists());
+}
+
+#[test]
 fn phobos_toml_sets_arches_and_bad_values_are_errors() {
     let dir = crate_dir(&[
         ("kernels/axpy.pho", AXPY),

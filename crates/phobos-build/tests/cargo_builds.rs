@@ -463,3 +463,49 @@ fn the_generated_bindings_are_clippy_clean() {
         "{all}"
     );
 }
+
+/// Kernels named like Rust keywords, prelude items, the bindings' own
+/// names and PTX words, with parameters named likewise (issue 35): the
+/// bindings compile, and each launch finds its `.entry` by the kernel's
+/// name.
+#[test]
+fn awkward_kernel_and_parameter_names_build_and_run() {
+    let names = [
+        ("r#type", "type", "self", "_"),
+        ("r#match", "match", "device", "grid"),
+        ("Ok", "Ok", "KERNEL", "type"),
+        ("Result", "Result", "Self", "crate"),
+        ("__", "__", "super", "phobos_rt"),
+        ("_x", "_x", "WARP_SZ", "smem"),
+        ("device", "device", "alpha", "x"),
+        ("KERNEL", "KERNEL", "p_smem", "d_N"),
+        ("phobos_rt", "phobos_rt", "core", "std"),
+        ("p", "p", "a", "smem"),
+        ("add", "add", "entry", "reg"),
+        ("r#async", "async", "fn_", "r"),
+    ];
+    let mut src = String::new();
+    let mut calls = String::new();
+    for (rust, kernel, a, x) in names {
+        src.push_str(&format!(
+            "@launch(128)\n@grid(cdiv(N, ctx.threads))\nkernel {kernel}({a}: f32, {x}: tensor<f32>[N]) {{\n  \
+             let i = ctx.block.x * ctx.threads + ctx.thread\n  if i < N {{\n    {x}[i] = {a} * {x}[i] + 1.0\n  }}\n}}\n\n"
+        ));
+        calls.push_str(&format!("    kernels::{rust}(&dev, 1.0, &mut x)?;\n"));
+    }
+    let main = format!(
+        "mod kernels {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/kernels.rs\"));\n}}\n\n\
+         fn main() -> Result<(), Box<dyn std::error::Error>> {{\n    \
+         let dev = phobos_runtime::Device::auto()?;\n    \
+         let mut x = dev.upload(&[1.0f32, 2.0, 3.0], &[3])?;\n{calls}    \
+         println!(\"{{:?}}\", x.to_vec()?);\n    Ok(())\n}}\n"
+    );
+    let dir = new_crate(
+        "awkward-names",
+        &[("src/main.rs", &main), ("kernels/awkward.pho", &src)],
+    );
+    let out = cargo(dir.path(), &["run", "--quiet"], &[]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("[13.0, 14.0, 15.0]"), "{all}");
+}

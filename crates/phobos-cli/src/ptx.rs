@@ -243,11 +243,20 @@ fn build(a: &BuildArgs) -> Result<(), Failure> {
         return Err(Failure::kernel("some files did not compile"));
     }
     // Outputs are named by kernel: two files with one kernel name would
-    // overwrite each other's.
-    let mut first_file: BTreeMap<&str, &Path> = BTreeMap::new();
+    // overwrite each other's, and so would two names that differ only in
+    // case on a file system that ignores case.
+    let mut first_file: BTreeMap<String, (&str, &Path)> = BTreeMap::new();
     for (_, k, f) in &built {
-        match first_file.get(k.meta.name.as_str()) {
-            Some(first) if first != f => {
+        let name = k.meta.name.as_str();
+        match first_file.get(&phobos_build::output_file_key(name)) {
+            Some(&(first_name, first)) if first_name != name => {
+                return Err(Failure::kernel(format!(
+                    "kernels `{first_name}` (`{}`) and `{name}` (`{}`) differ only in case; their output files would be one file on a file system that ignores case (macOS's and Windows' by default): rename one",
+                    first.display(),
+                    f.display()
+                )))
+            }
+            Some(&(_, first)) if first != *f => {
                 return Err(Failure::kernel(format!(
                         "kernel `{}` is defined in both `{}` and `{}`; kernel names must be unique in a build (outputs are named by kernel)",
                         k.meta.name,
@@ -257,7 +266,7 @@ fn build(a: &BuildArgs) -> Result<(), Failure> {
                 ))
             }
             _ => {
-                first_file.insert(&k.meta.name, f);
+                first_file.insert(phobos_build::output_file_key(name), (name, f));
             }
         }
     }

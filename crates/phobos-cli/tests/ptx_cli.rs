@@ -207,6 +207,33 @@ fn two_files_defining_one_kernel_fail_the_build() {
 }
 
 #[test]
+fn kernels_whose_names_differ_only_in_case_fail_the_build() {
+    // Their files would be one file on a file system that ignores case.
+    let dir = tempfile::tempdir().unwrap();
+    let src = include_str!("../../../tests/fixtures/axpy.pho");
+    let upper = src.replacen("kernel axpy", "kernel Axpy", 1);
+    assert_ne!(src, upper);
+    std::fs::write(dir.path().join("a.pho"), format!("{src}\n{upper}")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_phobos"))
+        .arg("build")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args(["--arch", "sm_75"])
+        .env_remove("PHOBOS_PTXAS")
+        .env("PATH", "")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("`axpy`") && err.contains("`Axpy`") && err.contains("differ only in case"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out").exists(), "nothing is written");
+}
+
+#[test]
 fn build_with_cubin_assembles_when_ptxas_is_present() {
     let ptxas = std::env::var_os("PHOBOS_PTXAS")
         .map(PathBuf::from)

@@ -9,7 +9,9 @@
 //! The passes live in `check/`: `header` (params, dims, attributes),
 //! `types` (expressions), `calls` (built-ins and `fn` inlining),
 //! `subscripts`, `collectives`, `stmts`, and `uniformity`, which runs on
-//! the finished HIR. Each pass reports errors of its own enum in
+//! the finished HIR; `names` checks what a kernel's name must be besides
+//! an identifier (it is also a PTX entry, a Rust function and file names).
+//! Each pass reports errors of its own enum in
 //! `error/` (`HeaderError`, `StmtError`, ...), which writes its messages;
 //! [`CheckError`] holds any of them.
 
@@ -23,6 +25,7 @@ mod dot;
 pub mod error;
 mod fns;
 mod header;
+pub mod names;
 mod scratch;
 mod stages;
 mod stmts;
@@ -78,9 +81,14 @@ pub fn check_file_with_partial(file: &File, src: &str) -> (Checked, Vec<Diagnost
             );
             continue;
         }
+        // A name the kernel cannot have: its body is still checked, for
+        // the other diagnostics, but nothing is compiled.
+        let bad_name = names::check_kernel_name(&k.name);
+        let named_ok = bad_name.is_none();
+        diags.extend(bad_name.map(Diagnostic::from));
         match check_kernel(k, src, &fns, &mut diags) {
-            Some((checked, false)) => out.kernels.push(checked),
-            Some((checked, true)) => out.partial.push(checked),
+            Some((checked, false)) if named_ok => out.kernels.push(checked),
+            Some((checked, _)) => out.partial.push(checked),
             None => {}
         }
     }

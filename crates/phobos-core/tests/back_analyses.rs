@@ -196,11 +196,11 @@ fn tiles_above_48_kilobytes_are_dynamic_shared_memory_within_each_targets_limit(
         assert_eq!(v.shared_bytes, 131072);
         assert_eq!(v.dynamic_shared_bytes(), 131072);
         assert!(
-            k.ptx.contains(".extern .shared .align 16 .b8 big_smem[];"),
+            k.ptx.contains(".extern .shared .align 16 .b8 big$smem[];"),
             "{}",
             k.ptx
         );
-        assert!(!k.ptx.contains("big_smem[131072]"));
+        assert!(!k.ptx.contains("big$smem[131072]"));
     }
     // At or under 48 KB the buffer stays static.
     let small = TILES_128K
@@ -216,5 +216,5 @@ fn tiles_above_48_kilobytes_are_dynamic_shared_memory_within_each_targets_limit(
     assert_eq!((v.shared_bytes, v.dynamic_shared_bytes()), (32768, 0));
     assert!(kernels[0]
         .ptx
-        .contains(".shared .align 16 .b8 big_smem[32768];"));
+        .contains(".shared .align 16 .b8 big$smem[32768];"));
 }

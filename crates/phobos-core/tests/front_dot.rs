@@ -67,7 +67,7 @@ fn a_gemm_compiles_to_ldmatrix_and_mma() {
         "trans(w) reads w's rows as B's columns: {p}"
     );
     // The operand rows are padded by 16 bytes: 64 x 40 f16 = 5120 bytes each.
-    assert!(p.contains(".shared .align 16 .b8 k_smem[10240]"), "{p}");
+    assert!(p.contains(".shared .align 16 .b8 k$smem[10240]"), "{p}");
     // A barrier after the copies, and one before the next trip's copies.
     assert!(p.matches("bar.sync 0;").count() >= 2, "{p}");
     // Each lane stores its 32 elements, masked.
@@ -126,7 +126,7 @@ fn i8_products_accumulate_in_i32_with_m16n8k32() {
     common::assert_count(&p, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", 8);
     common::assert_count(&p, "st.global.u32", 32);
     // 16 bytes of padding are 16 i8 elements: 64 x 48 bytes per tile.
-    assert!(p.contains(".shared .align 16 .b8 k_smem[6144]"), "{p}");
+    assert!(p.contains(".shared .align 16 .b8 k$smem[6144]"), "{p}");
     let (_, diags) = compile(&src, "k.pho", &CompileOptions::for_arch(75));
     assert_eq!(diags.iter().map(|d| d.code).collect::<Vec<_>>(), ["P0811"]);
     // No `ldmatrix .trans` for bytes: a [K, N] i8 operand is refused.

@@ -24,7 +24,7 @@ fn a_scratch_tile_of_constant_shape_is_a_tile_nothing_is_copied_into() {
     let p = ptx(&src);
     // 4 x 33 f32 and 32 i32 in the shared plan; no global load feeds them
     // but the one the kernel wrote.
-    assert!(p.contains(".shared .align 16 .b8 k__P33_smem["), "{p}");
+    assert!(p.contains(".shared .align 16 .b8 k__P33$smem["), "{p}");
     assert_eq!(p.matches("ld.global").count(), 1, "{p}");
     // Row stride 33 words: the store's address uses 132 bytes per row.
     assert!(p.contains("132"), "{p}");

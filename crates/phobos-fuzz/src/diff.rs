@@ -245,6 +245,7 @@ pub fn run_case(case: &Case, opts: &RunOptions) -> Verdict {
         scalars: BTreeMap::new(),
         dims,
         grid: [case.grid, 1, 1],
+        slack: BTreeMap::new(),
     };
     for (i, prm) in hir.params.iter().enumerate() {
         if let Some(t) = tensors.get(&prm.name) {
@@ -336,10 +337,11 @@ pub fn run_case(case: &Case, opts: &RunOptions) -> Verdict {
         let got = Tensor::from_bytes(want.elem, want.shape.clone(), &bytes);
         for (j, (g, w)) in got.bits.iter().zip(&want.bits).enumerate() {
             let same = if value::is_float(want.elem) {
-                value::close(
+                value::close_within(
                     want.elem,
                     value::as_f(value::from_bits(want.elem, *g)),
                     value::as_f(value::from_bits(want.elem, *w)),
+                    args.slack.get(&(i as u32, j)).copied().unwrap_or(0.0),
                 )
             } else {
                 g == w

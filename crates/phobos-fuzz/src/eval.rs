@@ -64,6 +64,11 @@ pub struct Args {
     pub scalars: BTreeMap<u32, S>,
     pub dims: Vec<i64>,
     pub grid: [u32; 3],
+    /// For each float tensor element written (by parameter and flat
+    /// index), the terms of the float sums its value went through:
+    /// `Σ (1 + |term|)`, 0 when none. See [`value::close_within`]: the
+    /// error a sum may carry scales with its terms, not with its result.
+    pub slack: BTreeMap<(u32, usize), f64>,
 }
 
 /// One value per thread: a scalar or a run.
@@ -98,6 +103,8 @@ pub fn run(k: &Kernel, args: &mut Args) -> R<()> {
                     block: [x, y, z].map(i128::from),
                     cta_id,
                     locals: vec![vec![S::I(0); k.threads as usize]; k.locals.len()],
+                    slack: vec![0.0; k.threads as usize],
+                    local_slack: vec![vec![0.0; k.threads as usize]; k.locals.len()],
                     run_locals: BTreeMap::new(),
                     tiles: BTreeMap::new(),
                     args,
@@ -121,6 +128,11 @@ struct Cta<'a> {
     block: [i128; 3],
     cta_id: u32,
     locals: Vec<Vec<S>>,
+    /// The sums the statement being evaluated went through, per thread
+    /// (see [`Args::slack`]).
+    slack: Vec<f64>,
+    /// The same for the value each local holds, per thread.
+    local_slack: Vec<Vec<f64>>,
     /// Run-valued `fn` arguments bound by a `Let`: one run per thread.
     run_locals: BTreeMap<u32, Vec<V>>,
     tiles: BTreeMap<u32, Vec<u64>>,
@@ -219,19 +231,25 @@ impl Cta<'_> {
                 }
             }
             StmtKind::Let { local, init } | StmtKind::Assign { local, value: init } => {
+                self.slack.iter_mut().for_each(|x| *x = 0.0);
                 let v = self.eval(init, mask)?;
                 for t in Self::active(mask) {
                     self.locals[local.0 as usize][t] = v[t].s();
+                    self.local_slack[local.0 as usize][t] = self.slack[t];
                 }
             }
             StmtKind::Store { dst, index, value } => {
+                self.slack.iter_mut().for_each(|x| *x = 0.0);
                 let idx = self.eval_all(index, mask)?;
                 let v = self.eval(value, mask)?;
                 let mut writes = Vec::new();
+                let mut by = Vec::new();
                 for t in Self::active(mask) {
                     let at: Vec<i128> = idx.iter().map(|i| value::as_i(i[t].s())).collect();
                     writes.push((self.flat(*dst, &at)?, v[t].s()));
+                    by.push(t);
                 }
+                self.note_slack(*dst, &writes, &by);
                 self.write(*dst, writes)?;
             }
             StmtKind::RunStore {
@@ -242,6 +260,7 @@ impl Cta<'_> {
                 value,
                 only,
             } => {
+                self.slack.iter_mut().for_each(|x| *x = 0.0);
                 let idx = self.eval_all(index, mask)?;
                 let v = self.eval(value, mask)?;
                 let only = match only {
@@ -249,6 +268,7 @@ impl Cta<'_> {
                     None => None,
                 };
                 let mut writes = Vec::new();
+                let mut by = Vec::new();
                 for t in Self::active(mask) {
                     let mut at: Vec<i128> = idx.iter().map(|i| value::as_i(i[t].s())).collect();
                     let start = at[*axis];
@@ -271,8 +291,10 @@ impl Cta<'_> {
                             V::Run(r) => r[e as usize],
                         };
                         writes.push((self.flat(*dst, &at)?, x));
+                        by.push(t);
                     }
                 }
+                self.note_slack(*dst, &writes, &by);
                 self.write(*dst, writes)?;
             }
             StmtKind::TileCopy { dst, src, starts } => {
@@ -475,6 +497,21 @@ impl Cta<'_> {
         Ok(())
     }
 
+    /// Record the slack of the statement's float writes to a tensor, by
+    /// the thread (`by`) that made each.
+    fn note_slack(&mut self, dst: Memory, writes: &[((u32, usize), S)], by: &[usize]) {
+        let Memory::Tensor(p) = dst else {
+            return;
+        };
+        for (((_, f), _), t) in writes.iter().zip(by) {
+            if self.slack[*t] > 0.0 {
+                self.args.slack.insert((p.0, *f), self.slack[*t]);
+            } else {
+                self.args.slack.remove(&(p.0, *f));
+            }
+        }
+    }
+
     /// Writes of one statement; two threads writing one element is a race.
     fn write(&mut self, dst: Memory, writes: Vec<((u32, usize), S)>) -> R<()> {
         let mut seen = BTreeMap::new();
@@ -572,6 +609,9 @@ impl Cta<'_> {
             ExprKind::Local(l) => {
                 let vals = &self.locals[l.0 as usize];
                 fill(&mut out, mask, |t| V::S(vals[t]));
+                for t in Self::active(mask) {
+                    self.slack[t] += self.local_slack[l.0 as usize][t];
+                }
             }
             // A fn argument bound once: evaluate it, bind it, evaluate the
             // body that reads it.
@@ -721,6 +761,9 @@ impl Cta<'_> {
                 let xt = scalar_ty(x.ty);
                 let v = self.eval(x, mask)?;
                 for t in Self::active(mask) {
+                    if let (V::Run(r), true) = (&v[t], value::is_float(xt)) {
+                        self.slack[t] += terms(r.iter());
+                    }
                     out[t] = V::S(match &v[t] {
                         V::S(s) => *s,
                         V::Run(r) => {
@@ -778,8 +821,15 @@ impl Cta<'_> {
                         return undefined("a collective reached by part of its group");
                     }
                     let r = self.fold(*op, at, combine.as_ref(), &piece, &v, mask)?;
+                    // A float sum's order is the compiler's (butterflies).
+                    let slack = if *op == CollOp::Sum && value::is_float(at) {
+                        terms(piece.iter().map(|t| v[*t].s()).collect::<Vec<_>>().iter())
+                    } else {
+                        0.0
+                    };
                     for t in &piece {
                         out[*t] = V::S(r);
+                        self.slack[*t] += slack;
                     }
                 }
             }
@@ -866,6 +916,20 @@ impl Cta<'_> {
             acc
         })
     }
+}
+
+/// The slack of a float sum of `xs` (see [`Args::slack`]): `Σ (1 + |x|)`,
+/// counting infinities and NaNs (whose sums match only bitwise) as 0.
+fn terms<'a>(xs: impl Iterator<Item = &'a S>) -> f64 {
+    xs.map(|x| {
+        let f = value::as_f(*x).abs();
+        if f.is_finite() {
+            1.0 + f
+        } else {
+            0.0
+        }
+    })
+    .sum()
 }
 
 fn fill(out: &mut [V], mask: &[bool], f: impl Fn(usize) -> V) {

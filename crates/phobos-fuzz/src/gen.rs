@@ -87,6 +87,19 @@ pub struct Features {
     /// Loads from the outputs the kernel writes, each thread from its own
     /// slots (race-free).
     pub written_loads: bool,
+    /// Names from the whole identifier space for the kernel, its
+    /// parameters and its locals, instead of `fz`, `A0`, `t1`: PTX opcodes
+    /// and directives, the prefixes and suffixes of the compiler's own
+    /// names (`p_`, `d_`, `local0_`, `_smem`, `__U1`), Rust keywords, a
+    /// lone `_`, names up to the 200-byte limit of kernel names (issue 35).
+    /// Drawn from a generator of their own, so turning them off gives the
+    /// same programs with the plain names.
+    pub awkward_names: bool,
+    /// CTA collectives in the tile subscript of an `if` condition whose
+    /// body writes the tile (the `if` is predicated; issue 34: the
+    /// collective ran under the predicate, after the fence, and deadlocked)
+    /// and in loop bounds read from a tile.
+    pub cta_in_conditions: bool,
 }
 
 impl Default for Features {
@@ -99,12 +112,17 @@ impl Default for Features {
             cta_collectives_in_branches: true,
             tiles_in_branches: true,
             written_loads: true,
+            awkward_names: true,
+            cta_in_conditions: true,
         }
     }
 }
 
 pub struct Gen {
     rng: ChaCha8Rng,
+    /// Draws the awkward names (see `Features::awkward_names`), apart from
+    /// `rng` so the program's shape does not depend on them.
+    names: Namer,
     feat: Features,
     vars: Vec<Var>,
     tiles: Vec<Tile>,
@@ -130,6 +148,7 @@ pub struct Gen {
 /// Generate the program for `seed`.
 pub fn generate(seed: u64, feat: &Features) -> Program {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut names = Namer::new(seed, feat.awkward_names);
     let threads = *[32u32, 64, 64, 128].choose(&mut rng).expect("nonempty");
     let grid = rng.gen_range(1..=3u32);
     let mut in_tys = vec![ScalarTy::F32, ScalarTy::I32, ScalarTy::I8];
@@ -140,21 +159,22 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
     let inputs: Vec<(String, ScalarTy)> = in_tys
         .iter()
         .enumerate()
-        .map(|(i, t)| (format!("A{i}"), *t))
+        .map(|(i, t)| (names.name(format!("A{i}")), *t))
         .collect();
     let mut scalars = Vec::new();
     for i in 0..rng.gen_range(0..3) {
         let t = *ScalarTy::ALL.choose(&mut rng).expect("nonempty");
-        scalars.push((format!("s{i}"), t));
+        scalars.push((names.name(format!("s{i}")), t));
     }
     let mut outs = vec![];
     for i in 0..rng.gen_range(1..4) {
         let t = *ScalarTy::ALL.choose(&mut rng).expect("nonempty");
-        outs.push((format!("O{i}"), t));
+        outs.push((names.name(format!("O{i}")), t));
     }
     let autotune = rng.gen_bool(0.3);
     let mut g = Gen {
         rng,
+        names,
         feat: feat.clone(),
         vars: vec![],
         tiles: vec![],
@@ -237,6 +257,7 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
         None
     };
     Program {
+        kernel: g.names.kernel(),
         threads,
         grid,
         fns,
@@ -260,7 +281,7 @@ fn row(two_d: bool) -> &'static str {
 impl Gen {
     fn name(&mut self, p: &str) -> String {
         self.next += 1;
-        format!("{p}{}", self.next)
+        self.names.name(format!("{p}{}", self.next))
     }
 
     fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
@@ -533,7 +554,27 @@ impl Gen {
         }
         // A condition that reads the tile: `(t[j] < c)`.
         let r = row(two_d);
-        let idx = self.index();
+        let mut idx = self.index();
+        let cta_here =
+            self.ctrl == Lvl::Uniform && (self.nest == 0 || self.feat.cta_collectives_in_branches);
+        if self.feat.cta_in_conditions && cta_here && self.rng.gen_bool(0.5) {
+            // `j + min<over ctx.thread>(gid)`: the collective is hoisted
+            // out of the condition and must run before its predicate.
+            let op = self.pick(&["min", "max", "sum", "reduce"]);
+            let f = if op == "reduce" { ", big" } else { "" };
+            idx = X {
+                e: E::node(
+                    ScalarTy::I32,
+                    &[
+                        "(",
+                        &format!(" + {op}<over ctx.thread>({}{f}))", Self::gid()),
+                    ],
+                    vec![idx.e],
+                ),
+                lvl: Lvl::Varying,
+                exact: idx.exact,
+            };
+        }
         let lit = self.lit(elem);
         let op = if elem == ScalarTy::Bool {
             self.pick(&["==", "!="])
@@ -1302,5 +1343,116 @@ impl Gen {
                 ],
             ),
         })
+    }
+}
+
+/// Draws the names of `Features::awkward_names`: each plain name (`A0`,
+/// `t3`) is kept, or dressed so that it stays unique (the plain names are)
+/// while looking like what the compiler writes, or replaced, once each, by
+/// a whole word that is a valid Phobos name but a PTX opcode, a Rust
+/// keyword or a name bindgen reserves.
+struct Namer {
+    rng: ChaCha8Rng,
+    on: bool,
+    used: std::collections::HashSet<String>,
+}
+
+/// Whole names, each given at most once: valid for a parameter or local.
+const WHOLE: &[&str] = &[
+    "_",
+    "self",
+    "Self",
+    "super",
+    "crate",
+    "type",
+    "match",
+    "entry",
+    "reg",
+    "param",
+    "mov",
+    "add",
+    "ret",
+    "smem",
+    "WARP_SZ",
+    "device",
+    "grid",
+    "KERNEL",
+    "phobos_rt",
+    "Ok",
+    "texref",
+    "global",
+];
+
+/// Kernel names besides random identifiers: all accepted (docs/language.md,
+/// Names; `_`, `WARP_SZ`, `self`, `Self`, `super` and `crate` are refused).
+const KERNELS: &[&str] = &[
+    "fz", "__", "_x", "_0", "add", "mov", "reg", "param", "entry", "texref", "sreg", "p", "d",
+    "p_smem", "local0_a", "k__U1", "WARP_SZ2", "type", "match", "Ok", "Self_", "smem", "KERNEL",
+    "device", "main",
+];
+
+/// Words a random kernel name must not be: the reserved and contextual
+/// words, and the names refused for kernels.
+const NOT_KERNELS: &[&str] = &[
+    "fn", "kernel", "let", "var", "if", "else", "for", "while", "break", "continue", "return",
+    "in", "true", "false", "inf", "nan", "ctx", "_", "WARP_SZ", "self", "Self", "super", "crate",
+    "mix", "big", "flip",
+];
+
+impl Namer {
+    fn new(seed: u64, on: bool) -> Namer {
+        Namer {
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e61_6d65_735f_3335),
+            on,
+            used: Default::default(),
+        }
+    }
+
+    fn name(&mut self, plain: String) -> String {
+        if !self.on {
+            return plain;
+        }
+        match self.rng.gen_range(0..16) {
+            0 => {
+                let w = WHOLE[self.rng.gen_range(0..WHOLE.len())];
+                if self.used.insert(w.to_string()) {
+                    return w.to_string();
+                }
+                plain.clone()
+            }
+            1 => format!("_{plain}"),
+            2 => format!("{plain}_smem"),
+            3 => format!("p_{plain}"),
+            4 => format!("d_{plain}"),
+            5 => format!("local0_{plain}"),
+            6 => format!("{plain}__U1"),
+            7 => format!("WARP_SZ_{plain}"),
+            8 => format!("{plain}_{}", "x".repeat(self.rng.gen_range(1..=120))),
+            9 => plain.to_uppercase(),
+            _ => plain,
+        }
+    }
+
+    fn kernel(&mut self) -> String {
+        if !self.on {
+            return "fz".to_string();
+        }
+        if self.rng.gen_bool(0.5) {
+            return KERNELS[self.rng.gen_range(0..KERNELS.len())].to_string();
+        }
+        let len = *[1usize, 2, 3, 8, 40, 199, 200]
+            .choose(&mut self.rng)
+            .expect("nonempty");
+        const FIRST: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_";
+        const REST: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789";
+        let mut s = String::new();
+        s.push(FIRST[self.rng.gen_range(0..FIRST.len())] as char);
+        while s.len() < len {
+            s.push(REST[self.rng.gen_range(0..REST.len())] as char);
+        }
+        if NOT_KERNELS.contains(&s.as_str()) {
+            return "fz".to_string();
+        }
+        s
     }
 }

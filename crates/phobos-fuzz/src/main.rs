@@ -4,15 +4,17 @@
 //! minimized finding, save it under DIR (default `tests/fuzz-cases`), and end
 //! with `N programs, M mismatches` (exit status 1 when M > 0). With
 //! `PHOBOS_PTXAS` set, every K-th program (default 10) is also assembled for
-//! every target. `--no-cta-in-branches`, `--no-tiles-in-branches` and
-//! `--no-written-loads` switch those generator features off. An unknown
+//! every target. `--no-cta-in-branches`, `--no-tiles-in-branches`,
+//! `--no-written-loads`, `--no-awkward-names` and `--no-cta-in-conditions`
+//! switch those generator features off (`gen::Features`; with the last two
+//! off, a seed gives the program it gave before they existed). An unknown
 //! flag or a malformed number is an error (exit status 2).
 
 use std::path::PathBuf;
 
 const USAGE: &str = "usage: phobos-fuzz [--seed S] [--count N] [--save DIR] [--ptxas-every K]
                    [--no-cta-in-branches] [--no-tiles-in-branches] [--no-written-loads]
-                   [--planted-bug]";
+                   [--no-awkward-names] [--no-cta-in-conditions] [--planted-bug]";
 
 /// The command line, strictly: an unknown flag or a value that is not a
 /// number is an error, never silently the default.
@@ -24,6 +26,8 @@ struct Args {
     no_cta_in_branches: bool,
     no_tiles_in_branches: bool,
     no_written_loads: bool,
+    no_awkward_names: bool,
+    no_cta_in_conditions: bool,
     planted_bug: bool,
 }
 
@@ -36,6 +40,8 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         no_cta_in_branches: false,
         no_tiles_in_branches: false,
         no_written_loads: false,
+        no_awkward_names: false,
+        no_cta_in_conditions: false,
         planted_bug: false,
     };
     let mut it = args.iter();
@@ -59,6 +65,8 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             // The default since the predicated-if fence fix; still accepted.
             "--tiles-in-branches" => a.no_tiles_in_branches = false,
             "--no-written-loads" => a.no_written_loads = true,
+            "--no-awkward-names" => a.no_awkward_names = true,
+            "--no-cta-in-conditions" => a.no_cta_in_conditions = true,
             "--planted-bug" => a.planted_bug = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
@@ -90,6 +98,8 @@ fn main() {
             cta_collectives_in_branches: !args.no_cta_in_branches,
             tiles_in_branches: !args.no_tiles_in_branches,
             written_loads: !args.no_written_loads,
+            awkward_names: !args.no_awkward_names,
+            cta_in_conditions: !args.no_cta_in_conditions,
             ..phobos_fuzz::gen::Features::default()
         },
         ..phobos_fuzz::Config::default()

@@ -97,6 +97,8 @@ pub struct TensorParam {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
+    /// The kernel's name (`fz`, or one drawn by `gen::Features::awkward_names`).
+    pub kernel: String,
     pub threads: u32,
     pub grid: u32,
     pub fns: Vec<String>,
@@ -134,7 +136,7 @@ impl Program {
                 .iter()
                 .map(|(n, t)| format!("{n}: {}", t.name())),
         );
-        let _ = writeln!(s, "kernel fz({}) {{", params.join(", "));
+        let _ = writeln!(s, "kernel {}({}) {{", self.kernel, params.join(", "));
         render_block(&self.body, 1, &mut s);
         s.push_str("}\n");
         s

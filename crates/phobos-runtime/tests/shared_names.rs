@@ -47,7 +47,7 @@ fn report(space: Space, addr: u64, line: u32) -> CheckReport {
         thread: Some([5, 0, 0]),
         address: Some(addr),
         space: Some(space),
-        tensor: Some("k_smem".into()),
+        tensor: Some("k$smem".into()),
         notes: vec![],
     }
 }
@@ -76,9 +76,9 @@ fn global_reports_and_addresses_outside_the_plan_keep_their_names() {
     let v = variant();
     let mut r = report(Space::Global, 8, 12);
     phobos_runtime::name_shared_buffer(&mut r, &v);
-    assert_eq!(r.tensor.as_deref(), Some("k_smem"));
+    assert_eq!(r.tensor.as_deref(), Some("k$smem"));
 
     let mut r = report(Space::Shared, 4096, 12);
     phobos_runtime::name_shared_buffer(&mut r, &v);
-    assert_eq!(r.tensor.as_deref(), Some("k_smem"));
+    assert_eq!(r.tensor.as_deref(), Some("k$smem"));
 }

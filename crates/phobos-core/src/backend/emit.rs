@@ -84,7 +84,11 @@ pub fn emit_entry(
         tid: Reg::new(RegClass::B32, 0),
         lane: Reg::new(RegClass::B32, 0),
         warp: Reg::new(RegClass::B32, 0),
-        smem: format!("{}_smem", f.entry),
+        // `$` is legal in PTX names and never in a Phobos one, so the
+        // symbol cannot be any name the kernel's own names become: with
+        // `_smem`, kernel `p`'s buffer `p_smem` was also its parameter
+        // `smem`'s name, and kernel `local0_a`'s was an array `a_smem`'s.
+        smem: format!("{}$smem", f.entry),
         cur_access: None,
         load_cache: Vec::new(),
         emitted: vec![EmittedAccess::default(); f.accesses.len()],

@@ -660,12 +660,21 @@ impl<'k> Lower<'k> {
         });
         let mut out = Vec::new();
         let set = self.push_stmt(StmtKind::Set(p, cond), span);
+        // What lowering hoisted out of the condition (a CTA collective with
+        // its barriers, `fn` arguments) runs before `p` is set, with the
+        // condition. Left in `pre`, the first branch statement's `block`
+        // would take it and run it under `p`, after the condition's fence:
+        // a CTA collective there is reached by some threads only (the
+        // shuffles of its butterfly and its barriers deadlock).
+        let pre = std::mem::take(&mut self.pre);
         match outer {
-            None => out.push(set),
+            None => {
+                out.extend(pre);
+                out.push(set);
+            }
             Some(o) => {
                 let no = self.push_expr(ExprKind::Const(ConstVal::Bool(false)), bool_ty, span);
                 out.push(self.push_stmt(StmtKind::Set(p, no), span));
-                let pre = std::mem::take(&mut self.pre);
                 for x in pre {
                     out.push(self.wrap_in_pred(x, o, span));
                 }
@@ -714,6 +723,14 @@ impl<'k> Lower<'k> {
         if matches!(self.f.stmts[s].kind, StmtKind::Barrier(_)) {
             return s;
         }
+        // A predicate differs between threads; a CTA collective needs every
+        // thread (the checker refuses one under varying control, P0701), so
+        // one here was moved under a predicate by lowering itself.
+        debug_assert!(
+            !matches!(self.f.stmts[s].kind, StmtKind::CtaColl(_)),
+            "a CTA collective put under a predicate at {:?}",
+            self.f.stmt_span(s)
+        );
         let cond = self.push_expr(ExprKind::Var(pred), Ty::Scalar(ScalarTy::Bool), span);
         self.push_stmt(
             StmtKind::If {

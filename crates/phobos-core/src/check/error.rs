@@ -55,6 +55,7 @@ mod dot;
 mod fns;
 mod header;
 mod kernel;
+mod names;
 mod scratch;
 mod stmts;
 mod subscripts;
@@ -69,6 +70,7 @@ pub use dot::DotError;
 pub use fns::FnError;
 pub use header::{BadTuneValue, HeaderError};
 pub use kernel::KernelError;
+pub use names::NameError;
 pub use scratch::ScratchError;
 pub use stmts::StmtError;
 pub use subscripts::SubscriptError;
@@ -132,6 +134,8 @@ macro_rules! check_errors {
 check_errors! {
     /// `check.rs`: items and whole kernels.
     Kernel(KernelError),
+    /// `check/names.rs`: names a kernel cannot have.
+    Name(NameError),
     /// `check/header.rs`: parameters, dims and attributes.
     Header(HeaderError),
     /// `check/collectives.rs`: collective and shuffle configuration.

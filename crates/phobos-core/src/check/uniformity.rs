@@ -323,8 +323,22 @@ impl Uni<'_> {
                 self.ctrl.remove(at);
             }
             StmtKind::While { cond, body } => {
-                let level = self.expr(cond);
+                // The condition runs before every trip: the first time in
+                // every thread that reaches the loop, each later time only
+                // in the threads the earlier trips kept, under the loop's
+                // own control and the exits that leave it. A collective in
+                // it needs every thread (or lane) on every trip, so it is
+                // judged under that control (a varying condition with a
+                // CTA collective is P0701, not a deadlock).
+                let level = self.expr_level_quiet(cond);
                 let c = self.ctrl_by(cond, level, Control::Loop);
+                let at = self.ctrl.len();
+                self.ctrl.push(c);
+                if let Some(left) = self.left_loops.get(&s.span.start).copied() {
+                    self.ctrl.push(left);
+                }
+                self.expr(cond);
+                self.ctrl.truncate(at);
                 self.loop_body(s.span, c, body, None);
             }
             StmtKind::Atomic {

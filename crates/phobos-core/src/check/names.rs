@@ -1,0 +1,60 @@
+//! Kernel names: what a kernel's name must be besides a Phobos identifier.
+//!
+//! A kernel's name is three names at once, kept equal so a user finds each
+//! from the others: the PTX `.entry` (the name itself, then `__NAMEvalue`
+//! per `@autotune` value, `backend::entry_name`), the function that
+//! bindgen generates, and the stem of the build's files
+//! (`<name>.sm_<arch>.ptx`, `.cubin`, `.meta.ron`). Rather than mangle a
+//! name that one of them cannot take, and have the three differ, the
+//! checker refuses it (P0208):
+//!
+//! - `_`: the PTX ISA's identifiers are `[a-zA-Z][a-zA-Z0-9_$]*` or
+//!   `[_$%][a-zA-Z0-9_$]+`, so a lone `_` is none (ptxas: "syntax
+//!   error"); every other Phobos identifier is a PTX identifier;
+//! - `WARP_SZ`: PTX's one predefined identifier without a `%` (ptxas
+//!   12.9 refuses it as an entry; opcode and directive names such as
+//!   `add`, `reg`, `entry` or `texref` assemble);
+//! - `self`, `Self`, `super`, `crate`: Rust keywords that cannot be raw
+//!   identifiers, so no Rust function has those names (`_` neither);
+//! - longer than [`MAX_KERNEL_NAME`] bytes: the build's file names would
+//!   pass the 255-byte limit of common file systems. ptxas itself takes
+//!   entry names of a million characters.
+//!
+//! Parameters, dims and locals need no rule: the PTX names them with a
+//! prefix (`p_x`, `d_N`, `local0_a`), always an identifier, and bindgen
+//! renames a parameter that is a Rust keyword (its name is not part of the
+//! launch). Names that differ only in case are distinct here, as in PTX and
+//! Rust; the build refuses two kernels whose files would clash on a file
+//! system that ignores case.
+
+use super::error::NameError;
+use crate::ast;
+
+/// The longest kernel name, in bytes: the longest file name the build
+/// writes for it, `<name>.sm_120.cubin`, is 13 bytes more, within the
+/// 255-byte limit of common file systems with room to spare.
+pub const MAX_KERNEL_NAME: usize = 200;
+
+/// Rust keywords that cannot be written as raw identifiers (`r#self` is
+/// not allowed), so no generated function can have these names.
+const NOT_RUST_FN: &[&str] = &["self", "Self", "super", "crate"];
+
+/// P0208 for a kernel whose name breaks a rule of the module docs.
+pub(super) fn check_kernel_name(name: &ast::Ident) -> Option<NameError> {
+    let span = name.span;
+    let n = &name.name;
+    if n == "_" {
+        Some(NameError::NotPtx { span })
+    } else if n == "WARP_SZ" {
+        Some(NameError::PtxPredefined { span })
+    } else if NOT_RUST_FN.contains(&n.as_str()) {
+        Some(NameError::NotRustFn {
+            name: n.clone(),
+            span,
+        })
+    } else if n.len() > MAX_KERNEL_NAME {
+        Some(NameError::TooLong { len: n.len(), span })
+    } else {
+        None
+    }
+}
