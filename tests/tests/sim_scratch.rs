@@ -33,3 +33,85 @@ fn a_scratch_element_read_before_any_write_is_an_initcheck_error() {
     let o = Case::source(&full, "full.pho", "half").run([1, 1, 1]);
     assert!((0..64).all(|i| o.after["B"].f(i) == 1.0));
 }
+
+/// Issue 26 item 1: `a` is written on the first trip only and read on every
+/// trip, `b` is written and read later in each trip. `a` is live at the
+/// loop's back edge, so the plan must not give `b` its bytes (it did: trips
+/// 1 to 3 read `b`'s values).
+const ACROSS_TRIPS: &str = "@launch(32)
+kernel across(O: tensor<f32>[32]) {
+  let t = ctx.thread
+  var a = shared<f32>[32]
+  var acc = 0.0
+  for it in range(0, 4) {
+    if it == 0 {
+      a[t] = 1.0
+    }
+    acc += a[31 - t]
+    var b = shared<f32>[32]
+    b[t] = 100.0
+    acc += b[31 - t]
+  }
+  O[t] = acc
+}
+";
+
+#[test]
+fn a_scratch_read_on_later_trips_keeps_its_bytes_for_the_whole_loop() {
+    let o = Case::source(ACROSS_TRIPS, "across.pho", "across").run([1, 1, 1]);
+    o.check_f("O", 32, |_| 4.0 * 101.0);
+    // Declared inside the loop, the tile keeps what the previous trip
+    // wrote too (docs/language.md, Scratch).
+    let inside = ACROSS_TRIPS
+        .replace("  var a = shared<f32>[32]\n", "")
+        .replace(
+            "  for it in range(0, 4) {\n",
+            "  for it in range(0, 4) {\n    var a = shared<f32>[32]\n",
+        );
+    let o = Case::source(&inside, "inside.pho", "across").run([1, 1, 1]);
+    o.check_f("O", 32, |_| 4.0 * 101.0);
+}
+
+/// The same shape in a `while` loop, with the write under a branch the
+/// other way round: written on the last trips, read on every trip after.
+const ACROSS_WHILE: &str = "@launch(32)
+kernel across_while(O: tensor<f32>[32]) {
+  let t = ctx.thread
+  var acc = 0.0
+  var it = 0
+  while it < 4 {
+    var a = shared<f32>[32]
+    var b = shared<f32>[32]
+    if it == 0 {
+      a[t] = 2.0
+    } else {
+      acc += a[31 - t]
+    }
+    b[t] = 10.0
+    acc += b[31 - t]
+    it += 1
+  }
+  O[t] = acc
+}
+";
+
+#[test]
+fn a_scratch_read_on_later_trips_of_a_while_loop_keeps_its_bytes() {
+    let o = Case::source(ACROSS_WHILE, "across_while.pho", "across_while").run([1, 1, 1]);
+    o.check_f("O", 32, |_| 3.0 * 2.0 + 4.0 * 10.0);
+}
+
+/// The write and the reads in an inner loop: what the inner loop carries
+/// reaches the outer loop's earlier trips too, so `a` keeps its bytes over
+/// the whole outer loop.
+#[test]
+fn a_scratch_an_inner_loop_reads_from_earlier_outer_trips_keeps_its_bytes() {
+    let nested = ACROSS_TRIPS
+        .replace(
+            "    if it == 0 {\n      a[t] = 1.0\n    }\n    acc += a[31 - t]\n",
+            "    for j in range(0, 2) {\n      if it == 0 && j == 0 {\n        a[t] = 1.0\n      }\n      acc += a[31 - t]\n    }\n",
+        );
+    assert!(nested.contains("for j in"), "{nested}");
+    let o = Case::source(&nested, "nested.pho", "across").run([1, 1, 1]);
+    o.check_f("O", 32, |_| 8.0 + 4.0 * 100.0);
+}

@@ -377,3 +377,50 @@ impl Diagnostic {
         self.severity == Severity::Error
     }
 }
+
+/// The indefinite article for `word` in a message, as the word is read
+/// aloud: "an i8", "an f16", "an 8-byte", "an 18", "an index"; "a u8", "a
+/// bf16", "a 16-byte", "a tile". A word that starts with a letter then a
+/// digit (a type name) is spelt out, so its first letter's name decides
+/// (ef, aitch, el, em, en, ar, ess, ex and the vowels but u start with a
+/// vowel sound); a number is read as one (eight, eleven, eighteen).
+pub fn a_or_an(word: &str) -> &'static str {
+    let mut chars = word.chars();
+    let first = chars.next().unwrap_or(' ').to_ascii_lowercase();
+    let second = chars.next().unwrap_or(' ');
+    let vowel = if first.is_ascii_digit() {
+        let digits: String = word.chars().take_while(|c| c.is_ascii_digit()).collect();
+        // 11 and 18 (and 11,000 or 18 million) are read "eleven" and
+        // "eighteen"; 8, 80, 800 all start "eight".
+        first == '8'
+            || ((digits.len() % 3 == 2) && (digits.starts_with("11") || digits.starts_with("18")))
+    } else if second.is_ascii_digit() {
+        "aefhilmnorsx".contains(first)
+    } else {
+        "aeio".contains(first)
+    };
+    if vowel {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+#[cfg(test)]
+mod article_tests {
+    use super::a_or_an;
+
+    #[test]
+    fn the_article_follows_how_the_word_is_read() {
+        for w in [
+            "i8", "f16", "f32", "8-byte", "80", "11", "18", "index", "opaque", "s32",
+        ] {
+            assert_eq!(a_or_an(w), "an", "{w}");
+        }
+        for w in [
+            "u8", "bf16", "tf32", "16-byte", "4-byte", "1", "110", "tile", "b32", "u32",
+        ] {
+            assert_eq!(a_or_an(w), "a", "{w}");
+        }
+    }
+}

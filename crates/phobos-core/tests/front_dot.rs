@@ -129,6 +129,9 @@ fn i8_products_accumulate_in_i32_with_m16n8k32() {
     assert!(p.contains(".shared .align 16 .b8 k$smem[6144]"), "{p}");
     let (_, diags) = compile(&src, "k.pho", &CompileOptions::for_arch(75));
     assert_eq!(diags.iter().map(|d| d.code).collect::<Vec<_>>(), ["P0811"]);
+    // "an i8", as read aloud (issue 26).
+    let text = render(&diags, "k.pho", &src, false);
+    assert!(text.contains("an i8 x i8 product"), "{text}");
     // No `ldmatrix .trans` for bytes: a [K, N] i8 operand is refused.
     refused(
         "i8_dot_without_trans",

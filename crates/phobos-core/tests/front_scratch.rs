@@ -130,3 +130,44 @@ fn fills_of_disjoint_boxes_need_no_barrier_between_them_overlapping_ones_do() {
     // Columns 0 .. 8 overlap 4 .. 68: the second fill waits for the first.
     assert_eq!(fills("t[0 :+ 2, 0 :+ 8] = A[0 :+ 2, -4 :+ 8]"), 2);
 }
+
+/// Issue 26 item 3: a constant index outside a shared tile is P0417, as for
+/// a register array (the plan packs buffers side by side, so `s1[-1]` was
+/// the neighbour's last element). Runs are checked over their whole length;
+/// indices known only at run time are the simulator's memcheck's.
+#[test]
+fn a_constant_index_outside_a_shared_tile_is_p0417() {
+    common::gives_each(
+        k,
+        &[
+            ("  var s1 = shared<f32>[32]\n  s1[-1] = 7.0", "P0417"),
+            ("  var s1 = shared<f32>[32]\n  s1[32] = 7.0", "P0417"),
+            (
+                "  var s1 = shared<f32>[32]\n  s1[ctx.lane] = 1.0\n  B[0, ctx.lane] = s1[4 * 8]",
+                "P0417",
+            ),
+            ("  var s = shared<f32>[4, 33]\n  s[4, 0] = 1.0", "P0417"),
+            ("  var s = shared<f32>[4, 33]\n  s[0, -1] = 1.0", "P0417"),
+            (
+                "  var s = shared<f32>[32]\n  s[30 :+ 4] = A[0, 0 :+ 4]",
+                "P0417",
+            ),
+            (
+                "  var s = shared<f32>[32]\n  s[-2 :+ 4] = A[0, 0 :+ 4]",
+                "P0417",
+            ),
+            // A copied tile is bounded the same way.
+            (
+                "  var t = A[0 :+ 4, :]\n  B[0, ctx.lane] = t[4, ctx.lane]",
+                "P0417",
+            ),
+        ],
+    );
+    // At the edges, and at run-time indices, it checks.
+    for body in [
+        "  var s = shared<f32>[32]\n  s[0] = 1.0\n  s[31] = 2.0\n  s[28 :+ 4] = A[0, 0 :+ 4]\n  s[ctx.lane] = 3.0",
+        "  var s = shared<f32>[4, 33]\n  s[3, 32] = 1.0\n  s[0, 0] = 2.0",
+    ] {
+        assert_eq!(codes(&k(body)), Vec::<&str>::new(), "{body}");
+    }
+}

@@ -300,7 +300,8 @@ fn decide(f: &Func, k: &hir::Kernel, d: &Divisibility, id: AccessId) -> AccessIn
                     ))
                 } else if align < want {
                     let reason = format!(
-                        "the address is only proven {align}-byte aligned; a {want}-byte {what} needs {want}"
+                        "the address is only proven {align}-byte aligned; {} {want}-byte {what} needs {want}",
+                        crate::diag::a_or_an(&want.to_string())
                     );
                     // Narrower vectors where the proven alignment allows
                     // (a run of 4 f32 at 8 bytes: two 8-byte pieces).

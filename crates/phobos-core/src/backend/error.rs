@@ -204,7 +204,15 @@ impl BackendError {
                     "a `dot` of {} tiles needs sm_{need} or newer, and this kernel is compiled for sm_{arch}",
                     elem.name()
                 ))
-                .primary(span, format!("a {} x {} product", elem.name(), elem.name()))
+                .primary(
+                    span,
+                    format!(
+                        "{} {} x {} product",
+                        crate::diag::a_or_an(elem.name()),
+                        elem.name(),
+                        elem.name()
+                    ),
+                )
                 .note(format!(
                     "the m16n8 shape Phobos uses for {} products, mma.sync m16n8k{k}, is sm_{need}'s; sm_75 has m16n8k8 for f16 only: build for newer targets only{}",
                     elem.name(),
@@ -221,7 +229,7 @@ impl BackendError {
                 .error(format!(
                     "`{op}` on {elem} needs sm_{need} or newer, and this kernel is compiled for sm_{arch}"
                 ))
-                .primary(span, format!("a {space} {elem} atomic"))
+                .primary(span, format!("{} {space} {elem} atomic", crate::diag::a_or_an(space)))
                 .note(format!(
                     "PTX has `atom.add.noftz.{elem}` from sm_{need}; build for newer targets only, or accumulate in f32 (`atomic_add` on an f32 tensor) and convert afterwards"
                 )),

@@ -11,7 +11,7 @@
 
 use crate::ast::{BinOp, CtxField, ScalarTy, Span, UnOp};
 use crate::hir::{AtomicOp, Builtin, CollOp, ConstVal, DimId, ParamId, ShflMode, Ty};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::marker::PhantomData;
 
 /// A typed index into an [`Arena`].
@@ -141,6 +141,13 @@ pub struct Func {
     /// Side table filled by lowering (`padding`): for a tile buffer whose
     /// rows end in elements no access reaches, how many.
     pub tile_padding: BTreeMap<BufferId, u32>,
+    /// Tile copies that write every element of their buffer that an
+    /// access may reach, though they fill a box at its start: the copy
+    /// that declares a `dot` operand (`var a = A[...]`), whose buffer's
+    /// rows are padded past the tile (`lower/mma.rs`). With the copies
+    /// whose `at` is empty, the shared plan's overwrites
+    /// (`shared_plan.rs`).
+    pub whole_copies: BTreeSet<StmtId>,
     pub body: Vec<StmtId>,
     /// Candidate barriers inside a statement, between evaluating its
     /// operands (which read a tile) and acting on them: the write of a

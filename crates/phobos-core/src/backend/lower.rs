@@ -426,7 +426,11 @@ impl<'k> Lower<'k> {
                 // The tile's own shape: a `dot` operand's buffer has padded
                 // rows, and the copy fills the box at its start.
                 let (shape, at) = self.tile_box(*dst, buffer);
-                self.tile_copy(buffer, *src, starts, shape, at, span)
+                let stmts = self.tile_copy(buffer, *src, starts, shape, at, span);
+                // The declaring copy fills the whole tile; only a buffer's
+                // `dot` padding, which no access reaches, stays unwritten.
+                self.f.whole_copies.insert(stmts[1]);
+                stmts
             }
             hir::StmtKind::TileFill {
                 dst,

@@ -9,10 +9,22 @@
 //!
 //! Live ranges are intervals of statement positions in program order; a
 //! buffer live across part of a loop is live across the whole loop, since
-//! the next iteration comes back to the start of the body.
+//! the next iteration comes back to the start of the body. So is a buffer
+//! used only inside a loop whose value can cross the loop's back edge: one
+//! that a trip touches before anything overwrites all of it (a trip that
+//! reads what an earlier trip wrote, `if it == 0 { a[t] = 1.0 }` then
+//! `a[t]` on every trip). Only a whole-buffer tile copy at the top level
+//! of the body overwrites a buffer for sure (element stores may leave
+//! elements as the previous trip wrote them, and a statement under an `if`
+//! or in an inner loop may not run; a buffer an inner loop overwrites
+//! before each use is no use of the outer loop's previous trips): a tile copy or accumulator store
+//! whose box covers every element an access may reach (all but the
+//! trailing padding of `Func::tile_padding`), or one of
+//! `Func::whole_copies`; a CTA collective's scratch is written
+//! and read within the collective, so it carries nothing between trips.
 
 use super::error::{BackendError, SharedBuffer};
-use super::ir::{BufferId, ExprId, Func, Mem, StmtId, StmtKind};
+use super::ir::{BufferId, BufferKind, ExprId, Func, Mem, Shape, StmtId, StmtKind};
 use crate::source::LineIndex;
 
 pub use crate::pipeline::STATIC_SHARED_LIMIT;
@@ -59,21 +71,37 @@ pub fn plan(
         live: vec![None; n],
         lines: vec![None; n],
         loops: Vec::new(),
+        open: Vec::new(),
+        carried: Vec::new(),
+        depth: 0,
         line_index: lines,
     };
     walk.block(&f.body);
     let mut live: Vec<(u32, u32)> = walk.live.iter().map(|l| l.unwrap_or((0, 0))).collect();
+    let mut line_ranges: Vec<(u32, u32)> = walk.lines.iter().map(|l| l.unwrap_or((0, 0))).collect();
+    // Where a loop makes a buffer live, its source lines are too (the
+    // report and the simulator's messages name buffers by them).
+    let widen = |r: &mut (u32, u32), by: (u32, u32)| *r = (r.0.min(by.0), r.1.max(by.1));
+    // A buffer live at a loop's back edge is live in all of the loop.
+    for (l, carried) in &walk.carried {
+        for &b in carried {
+            widen(&mut live[b], l.pos);
+            widen(&mut line_ranges[b], l.lines);
+        }
+    }
     // A buffer live in part of a loop and outside it is live in all of it.
     loop {
         let mut changed = false;
-        for l in live.iter_mut() {
-            for &(ls, le) in &walk.loops {
+        for (b, l) in live.iter_mut().enumerate() {
+            for lp in &walk.loops {
+                let (ls, le) = lp.pos;
                 let touches = l.0 <= le && ls <= l.1;
                 let inside = ls <= l.0 && l.1 <= le;
                 if touches && !inside {
                     let new = (l.0.min(ls), l.1.max(le));
                     changed |= new != *l;
                     *l = new;
+                    widen(&mut line_ranges[b], lp.lines);
                 }
             }
         }
@@ -114,7 +142,6 @@ pub fn plan(
         total = total.max(round16(at.saturating_add(bytes)));
         active.push(i);
     }
-    let line_ranges: Vec<(u32, u32)> = walk.lines.iter().map(|l| l.unwrap_or((0, 0))).collect();
     let limit = crate::max_shared_bytes(arch);
     if total > u64::from(limit) {
         return Err(BackendError::SharedMemoryExceeded {
@@ -144,6 +171,24 @@ pub fn plan(
     })
 }
 
+/// Whether a box of `shape` at `at` (empty: the origin) covers every
+/// element of `buffer` that an access may reach: all of it but the
+/// trailing columns of each row that no access reaches
+/// (`Func::tile_padding`).
+fn covers(f: &Func, buffer: BufferId, at: &[u32], shape: &[u32]) -> bool {
+    let BufferKind::Tile { shape: whole, .. } = &f.buffers[buffer].kind else {
+        return false;
+    };
+    let pad = f.tile_padding.get(&buffer).copied().unwrap_or(0);
+    let n = whole.len();
+    at.iter().all(|&x| x == 0)
+        && shape.len() == n
+        && (0..n).all(|i| {
+            let unused = if i + 1 == n { pad } else { 0 };
+            u64::from(shape[i]) + u64::from(unused) >= u64::from(whole[i])
+        })
+}
+
 fn round16(x: u64) -> u64 {
     x.saturating_add(15) & !15
 }
@@ -153,12 +198,58 @@ struct Walk<'f> {
     pos: u32,
     live: Vec<Option<(u32, u32)>>,
     lines: Vec<Option<(u32, u32)>>,
-    loops: Vec<(u32, u32)>,
+    loops: Vec<LoopRange>,
+    /// The loops being walked, innermost last.
+    open: Vec<OpenLoop>,
+    /// Each loop's statement range and the buffers live at its back edge.
+    carried: Vec<(LoopRange, Vec<usize>)>,
+    /// How many blocks deep the walk is.
+    depth: u32,
     line_index: &'f LineIndex,
+}
+
+/// Where a loop is: its statement positions and its source lines.
+#[derive(Clone, Copy)]
+struct LoopRange {
+    pos: (u32, u32),
+    lines: (u32, u32),
+}
+
+/// A loop being walked: which buffers a trip has overwritten whole so far
+/// (at the top level of the body) and which it touched before that.
+struct OpenLoop {
+    /// The block depth of the loop's body.
+    body_depth: u32,
+    killed: Vec<bool>,
+    carried: Vec<bool>,
 }
 
 impl Walk<'_> {
     fn touch(&mut self, b: BufferId, span: crate::ast::Span) {
+        self.touch_as(b, span, false);
+    }
+
+    /// Record a use of `b` at the current statement; `whole` when the
+    /// statement overwrites all of `b` before anything reads it.
+    fn touch_as(&mut self, b: BufferId, span: crate::ast::Span, whole: bool) {
+        let i = b.0 as usize;
+        let depth = self.depth;
+        // Only the innermost loop sees the use now; an enclosing loop sees
+        // what the inner one carries when it ends (`block`).
+        if let Some(l) = self.open.last_mut() {
+            if !l.killed[i] {
+                if whole && depth == l.body_depth {
+                    l.killed[i] = true;
+                } else {
+                    l.carried[i] = true;
+                }
+            }
+        }
+        self.extend(b, span);
+    }
+
+    /// Extend `b`'s live range to the current statement.
+    fn extend(&mut self, b: BufferId, span: crate::ast::Span) {
         let i = b.0 as usize;
         let p = self.pos;
         self.live[i] = Some(match self.live[i] {
@@ -173,12 +264,21 @@ impl Walk<'_> {
     }
 
     fn block(&mut self, block: &[StmtId]) {
+        self.depth += 1;
         let f = self.f;
         for &s in block {
             self.pos += 1;
             let span = f.stmt_span(s);
             let kind = &f.stmts[s].kind;
             let first = self.pos;
+            if kind.is_loop() {
+                let n = f.buffers.len();
+                self.open.push(OpenLoop {
+                    body_depth: self.depth + 1,
+                    killed: vec![false; n],
+                    carried: vec![false; n],
+                });
+            }
             if let StmtKind::While { pre, cond, body } = kind {
                 // `pre` runs before the condition.
                 self.block(pre);
@@ -196,11 +296,24 @@ impl Walk<'_> {
                 }
             }
             match kind {
-                StmtKind::TileCopy { buffer, .. }
-                | StmtKind::AsyncCopy { buffer, .. }
-                | StmtKind::TileStore { buffer, .. }
-                | StmtKind::AccToTile { buffer, .. } => self.touch(*buffer, span),
-                StmtKind::CtaColl(c) => self.touch(c.scratch, span),
+                StmtKind::TileCopy { buffer, at, access } => {
+                    let whole = f.whole_copies.contains(&s)
+                        || match &f.accesses[*access].shape {
+                            Shape::Tile { shape } => covers(f, *buffer, at, shape),
+                            _ => false,
+                        };
+                    self.touch_as(*buffer, span, whole)
+                }
+                StmtKind::AccToTile { acc, buffer, at } => {
+                    let shape = [f.accs[*acc].rows, f.accs[*acc].cols];
+                    self.touch_as(*buffer, span, covers(f, *buffer, at, &shape))
+                }
+                StmtKind::AsyncCopy { buffer, .. } | StmtKind::TileStore { buffer, .. } => {
+                    self.touch(*buffer, span)
+                }
+                // Written and read within the collective: nothing it
+                // holds outlives the statement.
+                StmtKind::CtaColl(c) => self.extend(c.scratch, span),
                 StmtKind::Mma { a, b, .. } => {
                     self.touch(*a, span);
                     self.touch(*b, span);
@@ -208,9 +321,24 @@ impl Walk<'_> {
                 _ => {}
             }
             if kind.is_loop() {
-                self.loops.push((first, self.pos));
+                let range = LoopRange {
+                    pos: (first, self.pos),
+                    lines: (
+                        self.line_index.line(span.start as usize),
+                        self.line_index.line(span.end.saturating_sub(1) as usize),
+                    ),
+                };
+                self.loops.push(range);
+                if let Some(l) = self.open.pop() {
+                    let carried: Vec<usize> =
+                        (0..l.carried.len()).filter(|&i| l.carried[i]).collect();
+                    if !carried.is_empty() {
+                        self.carried.push((range, carried));
+                    }
+                }
             }
         }
+        self.depth -= 1;
     }
 
     /// The buffer an access goes to, if it is one (its subscripts are among

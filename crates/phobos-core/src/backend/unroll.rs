@@ -733,6 +733,9 @@ impl Builder<'_> {
             let fence = self.clone_barrier(fence);
             self.f.fences.push((copy, fence));
         }
+        if self.f.whole_copies.contains(&s) {
+            self.f.whole_copies.insert(copy);
+        }
         copy
     }
 

@@ -250,6 +250,11 @@ impl Cx<'_> {
                     return Some(id);
                 }
                 Some(Binding::Poisoned) => return None,
+                // A misspelt tile is an unknown name, not a wrong operand.
+                None => {
+                    self.unknown_name(n, e.span);
+                    return None;
+                }
                 _ => {}
             }
         }

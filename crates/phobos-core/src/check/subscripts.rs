@@ -6,7 +6,7 @@
 
 use super::consts::const_int;
 use super::cx::{const_i32, elem_of, mk, Binding, Cx, Ex};
-use super::error::SubscriptError;
+use super::error::{ArrayError, SubscriptError};
 use crate::ast::{self, ExprKind, ScalarTy, Span, Subscript};
 use crate::hir::{self, DimRef, LocalKind, Memory, ParamKind, Ty};
 
@@ -122,12 +122,56 @@ impl Cx<'_> {
         let full = subs.iter().any(|s| matches!(s, Subscript::Full(_)));
         if spans == 0 {
             let index = self.indices(subs)?;
-            return Some(Shape::Point(index));
+            let shape = Shape::Point(index);
+            return self.tile_bounds(mem, subs, &shape).then_some(shape);
         }
         if spans == 1 && !full {
-            return self.run_shape(subs);
+            let shape = self.run_shape(subs)?;
+            return self.tile_bounds(mem, subs, &shape).then_some(shape);
         }
         self.tile_shape(mem, subs)
+    }
+
+    /// A point or run of a shared tile whose index folds to a constant
+    /// must lie inside the tile (P0417, as for a register array): the
+    /// shared plan packs buffers next to each other, so `s[-1]` would be
+    /// the neighbour's last element. False after reporting.
+    fn tile_bounds(&mut self, mem: &Mem, subs: &[Subscript], shape: &Shape) -> bool {
+        if !matches!(mem.memory, Memory::Tile(_)) {
+            return true;
+        }
+        let (index, run) = match shape {
+            Shape::Point(index) => (index, None),
+            Shape::Run { index, axis, len } => (index, Some((*axis, *len))),
+            Shape::Tile { .. } => return true,
+        };
+        let mut ok = true;
+        for (axis, x) in index.iter().enumerate() {
+            let (Some(v), Some(dim)) = (const_int(x), mem.dims.get(axis).copied().flatten()) else {
+                continue;
+            };
+            let len = match run {
+                Some((a, len)) if a == axis => i128::from(len),
+                _ => 1,
+            };
+            let bad = if v < 0 { v } else { v + len - 1 };
+            if bad < 0 || bad >= i128::from(dim) {
+                let span = match &subs[axis] {
+                    Subscript::Point(e) => e.span,
+                    Subscript::Span { start, .. } => start.span,
+                    Subscript::Full(span) => *span,
+                };
+                self.report(ArrayError::ArrayIndexRange {
+                    index: bad,
+                    axis,
+                    name: mem.name.clone(),
+                    dim,
+                    span,
+                });
+                ok = false;
+            }
+        }
+        ok
     }
 
     fn indices(&mut self, subs: &[Subscript]) -> Option<Vec<hir::Expr>> {

@@ -250,7 +250,9 @@ impl Cx<'_> {
         }
     }
 
-    fn unknown_name(&mut self, n: &str, span: Span) -> Ex {
+    /// Report `n`, bound to nothing, as the unknown name it is (P0200), or
+    /// as a `fn` used as a value.
+    pub(super) fn unknown_name(&mut self, n: &str, span: Span) -> Ex {
         let name = n.to_string();
         if self.fns.items.contains_key(n) {
             self.report(FnError::FnAsValue { name, span });
