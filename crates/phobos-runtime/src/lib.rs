@@ -27,7 +27,7 @@ mod tuning;
 pub use device::{BackendKind, Device, Limits};
 pub use elem::{Elem, ScalarArg};
 pub use error::{AxisValue, DeviceError, LaunchError, Site};
-pub use launch::{cdiv, Arg, Grid, Kernel, KernelSource, TensorArg};
+pub use launch::{cdiv, Aligned, Arg, Grid, Kernel, KernelSource, TensorArg};
 pub use sim::name_shared_buffer;
 pub use tensor::Tensor;
 
