@@ -24,7 +24,7 @@ mod sim;
 mod tensor;
 mod tuning;
 
-pub use device::{BackendKind, Device, Limits};
+pub use device::{BackendKind, Device, EntryOccupancy, Limits, LoadedImage};
 pub use elem::{Elem, ScalarArg};
 pub use error::{AxisValue, DeviceError, LaunchError, Site};
 pub use launch::{cdiv, Aligned, Arg, Grid, Kernel, KernelSource, TensorArg};
