@@ -156,6 +156,26 @@ fn kernel_fn(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str) -> String {
     } else {
         "new"
     };
+    // Each cubin in a static of its own, 8-byte aligned (`include_bytes!`
+    // alone gives any address; the driver reads a cubin's ELF in place).
+    for (arch, file) in &kernel.cubin_files {
+        let _ = writeln!(
+            s,
+            "    static CUBIN_{arch}: &phobos_rt::Aligned<[u8]> = &phobos_rt::Aligned {{ align: [], bytes: *include_bytes!({}) }};",
+            root.path_expr(file)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "    static CUBINS: [(u32, &[u8]); {}] = [{}];",
+        kernel.cubin_files.len(),
+        kernel
+            .cubin_files
+            .iter()
+            .map(|(arch, _)| format!("({arch}, &CUBIN_{arch}.bytes)"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let _ = writeln!(
         s,
         "    static KERNEL: phobos_rt::Kernel = phobos_rt::Kernel::{constructor}(phobos_rt::KernelSource {{"
@@ -175,15 +195,7 @@ fn kernel_fn(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str) -> String {
             root.path_expr(file)
         );
     }
-    s.push_str("        ],\n        cubins: &[\n");
-    for (arch, file) in &kernel.cubin_files {
-        let _ = writeln!(
-            s,
-            "            ({arch}, include_bytes!({})),",
-            root.path_expr(file)
-        );
-    }
-    s.push_str("        ],\n    }");
+    s.push_str("        ],\n        cubins: &CUBINS,\n    }");
     if let Some(file) = &kernel.tuning_file {
         let _ = write!(s, ", include_str!({})", root.path_expr(file));
     }

@@ -37,8 +37,9 @@ fn read_tensors_are_shared_written_are_mut_and_grid_is_an_argument() {
         "meta: include_str!(concat!(env!(\"OUT_DIR\"), \"/phobos/lanes_matvec.meta.ron\"))"
     ));
     assert!(code.contains(
-        "(90, include_bytes!(concat!(env!(\"OUT_DIR\"), \"/phobos/lanes_matvec.sm_90.cubin\")))"
+        "static CUBIN_90: &phobos_rt::Aligned<[u8]> = &phobos_rt::Aligned { align: [], bytes: *include_bytes!(concat!(env!(\"OUT_DIR\"), \"/phobos/lanes_matvec.sm_90.cubin\")) };"
     ));
+    assert!(code.contains("static CUBINS: [(u32, &[u8]); 1] = [(90, &CUBIN_90.bytes)];"));
     assert!(code.contains("KERNEL.launch(device, ::core::option::Option::Some(grid.into()), &[phobos_rt::Arg::from(W), phobos_rt::Arg::from(x), phobos_rt::Arg::from(y)])"));
 }
 

@@ -479,6 +479,44 @@ pub unsafe extern "C" fn cuFuncGetAttribute(
     })
 }
 
+/// CTAs per multiprocessor, as the stand-in estimates it: from threads
+/// and shared memory per SM of the configured compute capability (NVIDIA's
+/// occupancy tables: 2048 threads on 8.0 and 9.0, 1536 on 8.6 and 8.9,
+/// 1024 on 7.5; the shared memory the simulator allows per block, plus the
+/// 1 KB the driver reserves per CTA on 8.0 and newer; at most 32 CTAs).
+/// Registers are not modelled (the simulator has no register allocation;
+/// `CU_FUNC_ATTRIBUTE_NUM_REGS` is not supported), so this is an upper
+/// bound; a GPU's answer includes them.
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    blocks: *mut c_int,
+    f: Handle,
+    block_size: c_int,
+    dynamic_shared: usize,
+) -> CUresult {
+    guard("cuOccupancyMaxActiveBlocksPerMultiprocessor", || {
+        let d = drv()?;
+        let (shared, _) = d.func_shared_bytes(id(f))?;
+        let threads = u64::try_from(block_size)
+            .ok()
+            .filter(|t| *t > 0)
+            .ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        let arch = d.config.arch;
+        let per_sm_threads: u64 = match arch {
+            0..=75 => 1024,
+            86 | 89 | 120 => 1536,
+            _ => 2048,
+        };
+        let reserved: u64 = if arch >= 80 { 1024 } else { 0 };
+        let per_cta_shared = shared.max(0) as u64 + dynamic_shared as u64 + reserved;
+        let per_sm_shared = u64::from(phobos_sim::max_shared_bytes(Some(arch))) + reserved;
+        let by_threads = per_sm_threads / threads;
+        let by_shared = per_sm_shared.checked_div(per_cta_shared).unwrap_or(32);
+        let n = by_threads.min(by_shared).min(32);
+        out(blocks, i32::try_from(n).unwrap_or(i32::MAX))
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuLaunchKernel(
     f: Handle,

@@ -10,6 +10,7 @@ when any step failed or timed out.
 """
 import json
 import os
+import re
 import sys
 
 
@@ -116,6 +117,61 @@ def differential(diff):
     }
 
 
+def short_refusal(text):
+    """`the sm_86 cubin of `x.pho`: CUDA_ERROR_..: words` as `sm_86 cubin
+    (CUDA_ERROR_..)`; anything else as it is."""
+    m = re.match(r"the (sm_\d+ \w+) of `[^`]*`: (\w+)", text)
+    return f"{m.group(1)} ({m.group(2)})" if m else text
+
+
+def image_rows(images):
+    """One row per (kernel, entry) of a bench.json/diff.json `images` list."""
+    rows = []
+    for i in images or []:
+        entries = i.get("entries") or [{}]
+        for e in entries:
+            rows.append({
+                "kernel": i.get("kernel"), "module": i.get("module"), "image": i.get("image"),
+                "refused": i.get("refused") or [], "jit_log": (i.get("jit_log") or "").strip(),
+                "entry": e.get("entry"), "threads": e.get("threads"), "registers": e.get("registers"),
+                "static_shared_bytes": e.get("static_shared_bytes"),
+                "dynamic_shared_bytes": e.get("dynamic_shared_bytes"), "ctas_per_sm": e.get("ctas_per_sm"),
+            })
+    return rows
+
+
+def images_markdown(res):
+    out = ["## Loaded images and occupancy", ""]
+    bench = res.get("images", {}).get("bench") or []
+    if not bench:
+        out += ["No image was recorded (no bench.json with images, or the simulator backend).", ""]
+    else:
+        out += ["What the driver loaded for each benchmark kernel (`cubin sm_X`, or `ptx sm_X`: the PTX, "
+                "JIT-compiled) and each entry's resources, from the driver:", "",
+                "| kernel | entry | image | threads | registers | static shared B | dynamic shared B | CTAs/SM | refused first |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for r in bench:
+            out.append(f"| {r['kernel']} | {r['entry'] or '–'} | {r['image']} | {fmt(r['threads'], 'd')} | "
+                       f"{fmt(r['registers'], 'd')} | {fmt(r['static_shared_bytes'], 'd')} | "
+                       f"{fmt(r['dynamic_shared_bytes'], 'd')} | {fmt(r['ctas_per_sm'], 'd')} | "
+                       f"{'; '.join(short_refusal(x) for x in r['refused']) or '–'} |")
+        logs = [f"- {r['kernel']}: {r['jit_log']}" for r in bench if r["jit_log"]]
+        if logs:
+            out += ["", "JIT logs:", ""] + logs
+        out.append("")
+    diff = res.get("images", {}).get("diff") or []
+    if diff:
+        kinds = {}
+        for r in diff:
+            kinds[r["image"]] = kinds.get(r["image"], 0) + 1
+        out += ["Differential check: " + ", ".join(f"{n} entries from {k}" for k, n in sorted(kinds.items()))
+                + " (phobos-diff compiles the corpus at run time and loads its PTX).", ""]
+        refused = [r for r in diff if r["refused"]]
+        for r in refused:
+            out.append(f"- {r['kernel']}: refused first: {'; '.join(r['refused'])}")
+    return out
+
+
 def markdown(res):
     out = ["# Phobos GPU bundle results", ""]
     env = res.get("environment", "")
@@ -177,6 +233,8 @@ def markdown(res):
         for v in d.get("variants_not_run") or []:
             out.append(f"\n- variant {v['variant']} of {v['kernel']} never ran")
     out.append("")
+    out += images_markdown(res)
+    out.append("")
     out.append(res.get("chart_note", ""))
     return "\n".join(out) + "\n"
 
@@ -228,11 +286,14 @@ def main():
     status = {s["step"]: s["status"] for s in res["steps"]}
     res["example"] = {"ok": status.get("example") == "ok"}
     res["gpu_tests"] = [s for s in res["steps"] if s["step"].startswith("gpu")]
-    res["differential"] = differential(load(os.path.join(out, "diff.json")))
+    diff = load(os.path.join(out, "diff.json"))
+    res["differential"] = differential(diff)
+    res["images"] = {"bench": image_rows((bench or {}).get("images")),
+                     "diff": image_rows((diff or {}).get("images"))}
     if res["differential"] is not None:
         res["differential"]["ok"] = status.get("diff") == "ok" and bool(res["differential"]["pass"])
     if bench:
-        res["bench_meta"] = {k: v for k, v in bench.items() if k != "rows"}
+        res["bench_meta"] = {k: v for k, v in bench.items() if k not in ("rows", "images")}
     res["benchmarks"] = benchmarks(bench, load(os.path.join(out, "torch.json")),
                                    load(os.path.join(out, "triton.json")))
     res["chart_note"] = chart(res, os.path.join(out, "chart.png"))

@@ -163,7 +163,7 @@ fn a_hung_step_is_cut_at_the_deadline_and_the_report_keeps_every_row() {
         return;
     }
     let (bundle, out) = fake_bundle("bundle-script-deadline");
-    let mut child = start(&bundle, &out, 6);
+    let mut child = start(&bundle, &out, 15);
     wait(&mut child, Duration::from_secs(40));
     let (res, md) = results(&out);
     assert_eq!(status(&res, "example"), "ok");

@@ -128,6 +128,8 @@ impl Drop for Bound {
 struct ModuleSlot {
     module: Mutex<Option<sys::CUmodule>>,
     functions: Mutex<HashMap<String, sys::CUfunction>>,
+    /// What loaded ([`crate::LoadedImage`]), once it has.
+    loaded: Mutex<Option<crate::LoadedImage>>,
 }
 
 /// What the device reports about itself, read before any context exists.
@@ -388,13 +390,32 @@ impl CudaBackend {
             ),
             log: String::new(),
         };
+        let mut refused = Vec::new();
         for image in images {
             match self.load_image(&image) {
-                Ok(m) => {
+                Ok((m, jit_log)) => {
                     *module = Some(m);
+                    let (kind, arch) = match image {
+                        Image::Cubin { arch, .. } => ("cubin", arch),
+                        Image::Ptx { arch, .. } => ("ptx", arch),
+                    };
+                    *lock(&slot.loaded) = Some(crate::LoadedImage {
+                        kernel: call.source.name.to_string(),
+                        module: call.source.module.to_string(),
+                        kind,
+                        arch,
+                        jit_log: if kind == "ptx" {
+                            jit_log
+                        } else {
+                            String::new()
+                        },
+                        refused,
+                        entries: Vec::new(),
+                    });
                     return Ok(m);
                 }
                 Err((message, log)) => {
+                    refused.push(format!("{}: {message}", image.label(call.source.module)));
                     failure = LaunchError::ModuleLoad {
                         site: Box::new(call.site.clone()),
                         artifact: image.label(call.source.module),
@@ -407,8 +428,9 @@ impl CudaBackend {
         Err(failure)
     }
 
-    /// `cuModuleLoadDataEx` with the JIT's error and info logs captured.
-    fn load_image(&self, image: &Image) -> Result<sys::CUmodule, (String, String)> {
+    /// `cuModuleLoadDataEx` with the JIT's error and info logs captured:
+    /// the module and the info log, or the error and both logs.
+    fn load_image(&self, image: &Image) -> Result<(sys::CUmodule, String), (String, String)> {
         let _bound = self.bind().map_err(|e| (e.to_string(), String::new()))?;
         let ptx_text;
         let data: *const c_void = match image {
@@ -444,13 +466,13 @@ impl CudaBackend {
                 values.as_mut_ptr(),
             )
         };
+        let text = |buf: &[u8]| {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            String::from_utf8_lossy(&buf[..end]).into_owned()
+        };
         match status.result() {
-            Ok(()) => Ok(unsafe { module.assume_init() }),
+            Ok(()) => Ok((unsafe { module.assume_init() }, text(&info_log))),
             Err(e) => {
-                let text = |buf: &[u8]| {
-                    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-                    String::from_utf8_lossy(&buf[..end]).into_owned()
-                };
                 let log = [text(&error_log), text(&info_log)]
                     .into_iter()
                     .filter(|s| !s.trim().is_empty())
@@ -495,7 +517,42 @@ impl CudaBackend {
             )?;
         }
         functions.insert(call.entry.to_string(), f);
+        // Occupancy, once per entry: the driver's own numbers (a driver
+        // that lacks one leaves it `None`).
+        let attribute = |a| unsafe { result::function::get_function_attribute(f, a) }.ok();
+        let threads = call.block.iter().product::<u32>();
+        let occupancy = crate::EntryOccupancy {
+            entry: call.entry.to_string(),
+            threads,
+            registers: attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS),
+            static_shared_bytes: attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            ),
+            dynamic_shared_bytes: dynamic,
+            ctas_per_sm: unsafe {
+                result::occupancy::max_active_block_per_multiprocessor(
+                    f,
+                    i32::try_from(threads).unwrap_or(i32::MAX),
+                    dynamic as usize,
+                )
+            }
+            .ok(),
+        };
+        if let Some(loaded) = lock(&slot.loaded).as_mut() {
+            loaded.entries.push(occupancy);
+        }
         Ok(f)
+    }
+
+    /// [`crate::Device::loaded_images`].
+    pub(crate) fn loaded_images(&self) -> Vec<crate::LoadedImage> {
+        let slots: Vec<Arc<ModuleSlot>> = lock(&self.modules).values().cloned().collect();
+        let mut out: Vec<crate::LoadedImage> = slots
+            .iter()
+            .filter_map(|s| lock(&s.loaded).clone())
+            .collect();
+        out.sort_by(|a, b| (&a.module, &a.kernel).cmp(&(&b.module, &b.kernel)));
+        out
     }
 
     /// The error for a launch the device faulted on (or refused because an

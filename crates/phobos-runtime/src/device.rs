@@ -32,6 +32,45 @@ impl fmt::Display for BackendKind {
     }
 }
 
+/// Which image the driver loaded for one kernel, and how its entries run
+/// ([`Device::loaded_images`]): what the GPU bundle records per kernel, so
+/// that a run shows whether the cubin for the GPU's architecture loaded or
+/// the driver fell back to the PTX.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedImage {
+    pub kernel: String,
+    /// The `.pho` file it came from.
+    pub module: String,
+    /// `cubin`, or `ptx` (JIT-compiled by the driver).
+    pub kind: &'static str,
+    /// The architecture the image was built for (`90` for sm_90).
+    pub arch: u32,
+    /// The driver's JIT info log for a PTX image (often empty).
+    pub jit_log: String,
+    /// The images tried first and refused, each with the driver's reason.
+    pub refused: Vec<String>,
+    /// Each entry launched so far.
+    pub entries: Vec<EntryOccupancy>,
+}
+
+/// One entry's resources and occupancy, from the driver
+/// (`cuFuncGetAttribute`, `cuOccupancyMaxActiveBlocksPerMultiprocessor`)
+/// at its first launch; `None` where the driver does not say.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EntryOccupancy {
+    pub entry: String,
+    /// Threads per CTA.
+    pub threads: u32,
+    /// Registers per thread.
+    pub registers: Option<i32>,
+    /// Static shared memory per CTA.
+    pub static_shared_bytes: Option<i32>,
+    /// Dynamic shared memory per CTA, as launched.
+    pub dynamic_shared_bytes: u32,
+    /// CTAs that fit on one multiprocessor at once.
+    pub ctas_per_sm: Option<i32>,
+}
+
 /// What a device allows one launch (the launch binding's limits).
 pub use phobos_core::binding::Limits;
 
@@ -180,6 +219,17 @@ impl Device {
         let buf = self.alloc_buffer(bytes, &label::<T>(shape))?;
         self.memset(buf.addr, 0, bytes)?;
         Ok(Tensor::from_buffer(buf, 0, shape.to_vec()))
+    }
+
+    /// Every kernel module loaded on this device so far: which image the
+    /// driver took (the cubin for which architecture, or the PTX it
+    /// JIT-compiled, with its log), the images refused before it, and
+    /// each launched entry's occupancy. Empty on the simulator backend.
+    pub fn loaded_images(&self) -> Vec<LoadedImage> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.loaded_images(),
+            Backend::Sim(_) => Vec::new(),
+        }
     }
 
     /// Waits until every launch made so far has finished.

@@ -14,6 +14,18 @@ use phobos_core::meta::{KernelMeta, ParamKindMeta, VariantMeta};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+/// An embedded image, aligned to 8 bytes: `include_bytes!` gives no
+/// alignment, and the driver reads a cubin as an ELF file in place, whose
+/// headers and sections it expects 8-byte aligned. Generated bindings embed
+/// each cubin as `&Aligned { align: [], bytes: *include_bytes!(..) }.bytes`
+/// (the empty `[u64; 0]` first gives the struct, and so `bytes` at offset
+/// 0, the alignment of a `u64`).
+#[repr(C)]
+pub struct Aligned<B: ?Sized> {
+    pub align: [u64; 0],
+    pub bytes: B,
+}
+
 /// Everything a build embeds for one kernel: its metadata (RON text, as
 /// `phobos_core::meta::KernelMeta` serializes it), its PTX per architecture
 /// and, when ptxas was found at build time, its cubins per architecture.
@@ -25,7 +37,8 @@ pub struct KernelSource {
     pub meta: &'static str,
     /// `(arch, ptx)`, e.g. `(75, "...")` for sm_75, in ascending arch order.
     pub ptx: &'static [(u32, &'static str)],
-    /// `(arch, cubin)`, in ascending arch order.
+    /// `(arch, cubin)`, in ascending arch order; each 8-byte aligned
+    /// ([`Aligned`]).
     pub cubins: &'static [(u32, &'static [u8])],
 }
 
@@ -671,5 +684,43 @@ mod tests {
         // stable across runs (persisted caches rely on it).
         assert_eq!(source("a", b"cubin a").id(), a.id());
         assert_eq!(a.content_hash(), 0x72dd_820e_4c9b_2573);
+    }
+}
+
+#[cfg(test)]
+mod aligned_tests {
+    use super::Aligned;
+
+    // Odd lengths, one after another, as a binary's read-only data holds
+    // several embedded images.
+    static IMAGES: [&[u8]; 4] = [
+        &Aligned {
+            align: [],
+            bytes: *b"a",
+        }
+        .bytes,
+        &Aligned {
+            align: [],
+            bytes: *b"abc",
+        }
+        .bytes,
+        &Aligned {
+            align: [],
+            bytes: *b"abcdefghi",
+        }
+        .bytes,
+        &Aligned {
+            align: [],
+            bytes: *b"ab",
+        }
+        .bytes,
+    ];
+
+    #[test]
+    fn embedded_images_are_8_byte_aligned() {
+        for (i, image) in IMAGES.iter().enumerate() {
+            assert_eq!(image.as_ptr() as usize % 8, 0, "image {i}");
+        }
+        assert_eq!(IMAGES[2], b"abcdefghi");
     }
 }

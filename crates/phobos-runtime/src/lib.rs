@@ -24,10 +24,10 @@ mod sim;
 mod tensor;
 mod tuning;
 
-pub use device::{BackendKind, Device, Limits};
+pub use device::{BackendKind, Device, EntryOccupancy, Limits, LoadedImage};
 pub use elem::{Elem, ScalarArg};
 pub use error::{AxisValue, DeviceError, LaunchError, Site};
-pub use launch::{cdiv, Arg, Grid, Kernel, KernelSource, TensorArg};
+pub use launch::{cdiv, Aligned, Arg, Grid, Kernel, KernelSource, TensorArg};
 pub use sim::name_shared_buffer;
 pub use tensor::Tensor;
 

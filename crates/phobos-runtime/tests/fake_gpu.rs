@@ -363,6 +363,22 @@ fn stand_in_cubins_are_refused_so_the_ptx_is_loaded() {
             let mut y = dev.zeros::<f32>(&[32]).unwrap();
             launch_xy(&with_ptx, &dev, 1, &x, &mut y).unwrap();
             assert_eq!(y.to_vec().unwrap(), vec![2.0; 32]);
+            // The device says what it loaded, and what it refused first.
+            let images = dev.loaded_images();
+            assert_eq!(images.len(), 1, "{images:?}");
+            let image = &images[0];
+            assert_eq!((image.kind, image.arch), ("ptx", 75), "{image:?}");
+            assert_eq!(image.refused.len(), 1, "{image:?}");
+            assert!(
+                image.refused[0].contains(&format!("sm_{arch} cubin"))
+                    && image.refused[0].contains("CUDA_ERROR_NO_BINARY_FOR_GPU"),
+                "{image:?}"
+            );
+            let entry = &image.entries[0];
+            assert_eq!(entry.threads, 32, "{entry:?}");
+            // The stand-in has no register allocation to report.
+            assert_eq!(entry.registers, None, "{entry:?}");
+            assert!(entry.ctas_per_sm.is_some_and(|n| n > 0), "{entry:?}");
             let cubin_only = compile(SCALE, &[], vec![(arch, elf)]);
             let e = launch_xy(&cubin_only, &dev, 1, &x, &mut y).unwrap_err();
             assert!(
@@ -464,6 +480,11 @@ fn stand_in_tiles_above_48_kilobytes_opt_in_to_dynamic_shared_memory() {
             let dev = fake_gpu();
             assert_eq!(dev.limits().max_shared_bytes_per_block, 163 * 1024);
             run_tiles_128k(&dev, 80).unwrap();
+            // 128 KB of the SM's 164 KB (with 1 KB per CTA reserved): one
+            // CTA at a time.
+            let entry = &dev.loaded_images()[0].entries[0];
+            assert_eq!(entry.dynamic_shared_bytes, 131072, "{entry:?}");
+            assert_eq!(entry.ctas_per_sm, Some(1), "{entry:?}");
             // The function opted in once, to exactly its 128 KB.
             let set = trace_lines(&trace_path(), "cuFuncSetAttribute");
             assert_eq!(set.len(), 1, "{set:?}");

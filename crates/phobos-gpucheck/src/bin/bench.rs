@@ -43,6 +43,9 @@
 //! `/proc/self/maps`). Exits 1 when a kernel failed to run or missed its
 //! reference.
 
+#[path = "../images.rs"]
+mod images;
+
 // `lane_max` comes with the example's kernels and is not benchmarked.
 #[allow(dead_code)]
 mod kernels {
@@ -689,7 +692,10 @@ fn main() -> ExitCode {
     );
     let libcuda = loaded_libcuda();
     let report = |rows: &[serde_json::Value], copy_gbs: Option<f64>, complete: bool| {
+        let loaded: Vec<serde_json::Value> =
+            dev.loaded_images().iter().map(images::image_json).collect();
         json!({
+            "images": loaded,
             "device": dev.name(), "backend": dev.kind().to_string(), "arch": dev.arch_label(),
             "timing": format!("{}, {BATCH} calls back to back per sample, {WARMUP} warm-up calls", b.clock.name()),
             "runs": runs, "batch": BATCH, "small": small, "libcuda": libcuda,
@@ -733,7 +739,16 @@ fn main() -> ExitCode {
                     r.max_error,
                     if ok { "ok" } else { "MISMATCH" }
                 );
+                // The images of the kernels this row ran (`bf16_gemm` for
+                // `bf16_gemm_4096`).
+                let loaded: Vec<serde_json::Value> = dev
+                    .loaded_images()
+                    .iter()
+                    .filter(|i| r.name == i.kernel || r.name.starts_with(&format!("{}_", i.kernel)))
+                    .map(images::image_json)
+                    .collect();
                 rows.push(json!({
+                    "images": loaded,
                     "kernel": r.name, "shape": r.shape, "bytes": r.bytes, "ms": ms,
                     "ms_min": r.time.min, "ms_max": r.time.max,
                     "gbs": gbs, "pct_copy": pct, "tflops": tflops, "max_error": r.max_error,

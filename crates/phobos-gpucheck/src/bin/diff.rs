@@ -37,6 +37,9 @@
 //! which needs no ptxas: the GPU's driver JIT-compiles the PTX, the same
 //! text the simulator runs.
 
+#[path = "../images.rs"]
+mod images;
+
 use phobos_conformance::corpus_cases::CASES;
 use phobos_conformance::differential::{panic_text, save_failures_to, take_records, Record};
 use phobos_conformance::executor::{device, with_executor, Executor};
@@ -230,7 +233,15 @@ fn child(jobs: &[Job], from: usize) -> ExitCode {
     use std::io::Write as _;
     for (i, (_, _, job)) in jobs.iter().enumerate().skip(from) {
         let run = job();
-        let line = serde_json::to_string(&run.to_json(i)).unwrap_or_default();
+        let mut v = run.to_json(i);
+        // What the driver loaded for every kernel so far (the parent keeps
+        // the latest of each).
+        v["images"] = device()
+            .loaded_images()
+            .iter()
+            .map(images::image_json)
+            .collect();
+        let line = serde_json::to_string(&v).unwrap_or_default();
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "RUN {line}");
         let _ = out.flush();
@@ -247,13 +258,15 @@ fn child(jobs: &[Job], from: usize) -> ExitCode {
 fn supervise(
     jobs: &[Job],
     timeout: std::time::Duration,
-    mut journal: impl FnMut(&[Run]),
-) -> Result<Vec<Run>, String> {
+    mut journal: impl FnMut(&[Run], &[serde_json::Value]),
+) -> Result<(Vec<Run>, Vec<serde_json::Value>), String> {
     use std::io::BufRead as _;
     use std::sync::mpsc;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let passed: Vec<String> = std::env::args().skip(1).collect();
     let mut runs = Vec::new();
+    // The loaded images by (module, kernel), the latest report of each.
+    let mut loaded: BTreeMap<(String, String), serde_json::Value> = BTreeMap::new();
     let mut next = 0;
     while next < jobs.len() {
         let mut child = std::process::Command::new(&exe)
@@ -282,7 +295,14 @@ fn supervise(
                         let (i, run) = Run::from_json(&v).ok_or("a bad run from the child")?;
                         runs.push(run);
                         next = i + 1;
-                        journal(&runs);
+                        for image in v["images"].as_array().into_iter().flatten() {
+                            let key = (
+                                image["module"].as_str().unwrap_or("").to_string(),
+                                image["kernel"].as_str().unwrap_or("").to_string(),
+                            );
+                            loaded.insert(key, image.clone());
+                        }
+                        journal(&runs, &loaded.values().cloned().collect::<Vec<_>>());
                     }
                     None => println!("{line}"),
                 },
@@ -301,7 +321,7 @@ fn supervise(
                         )),
                     });
                     next += 1;
-                    journal(&runs);
+                    journal(&runs, &loaded.values().cloned().collect::<Vec<_>>());
                     break;
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -321,14 +341,14 @@ fn supervise(
                             )),
                         });
                         next += 1;
-                        journal(&runs);
+                        journal(&runs, &loaded.values().cloned().collect::<Vec<_>>());
                     }
                     break;
                 }
             }
         }
     }
-    Ok(runs)
+    Ok((runs, loaded.into_values().collect()))
 }
 
 fn run_one(name: &str, seed: u64, f: impl FnOnce() + std::panic::UnwindSafe) -> Run {
@@ -417,6 +437,7 @@ fn finite(x: f64) -> serde_json::Value {
 fn report(
     head: &serde_json::Value,
     runs: &[Run],
+    loaded: &[serde_json::Value],
     missing: &[(String, String)],
     complete: bool,
 ) -> serde_json::Value {
@@ -433,6 +454,7 @@ fn report(
         .iter()
         .map(|(e, k)| json!({"variant": e, "kernel": k}))
         .collect::<Vec<_>>());
+    v["images"] = json!(loaded);
     v["records"] = json!(runs
         .iter()
         .flat_map(|r| r.records.iter().cloned())
@@ -469,8 +491,11 @@ fn main() -> ExitCode {
         "seeds": &SEEDS[..args.seeds],
         "failures_saved_in": failures_dir.display().to_string(),
     });
-    let journal = |runs: &[Run], missing: &[(String, String)], complete: bool| {
-        let text = serde_json::to_string_pretty(&report(&head, runs, missing, complete))
+    let journal = |runs: &[Run],
+                   loaded: &[serde_json::Value],
+                   missing: &[(String, String)],
+                   complete: bool| {
+        let text = serde_json::to_string_pretty(&report(&head, runs, loaded, missing, complete))
             .unwrap_or_default();
         let tmp = args.out.join("diff.json.tmp");
         std::fs::create_dir_all(&args.out)
@@ -515,18 +540,18 @@ fn main() -> ExitCode {
     if let Some(from) = args.child {
         return child(&jobs, from);
     }
-    if let Err(e) = journal(&[], &[], false) {
+    if let Err(e) = journal(&[], &[], &[], false) {
         eprintln!("{e}");
         return ExitCode::FAILURE;
     }
     let mut journal_error = None;
     let timeout = std::time::Duration::from_secs(args.case_timeout);
-    let runs = match supervise(&jobs, timeout, |runs| {
-        if let Err(e) = journal(runs, &[], false) {
+    let (runs, loaded) = match supervise(&jobs, timeout, |runs, loaded| {
+        if let Err(e) = journal(runs, loaded, &[], false) {
             journal_error.get_or_insert(e);
         }
     }) {
-        Ok(runs) => runs,
+        Ok(r) => r,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::FAILURE;
@@ -604,7 +629,7 @@ fn main() -> ExitCode {
         if pass { "PASS" } else { "FAIL" }
     );
 
-    if let Err(e) = journal(&runs, &missing, true) {
+    if let Err(e) = journal(&runs, &loaded, &missing, true) {
         eprintln!("{e}");
         return ExitCode::FAILURE;
     }

@@ -1,0 +1,67 @@
+//! phobos-bench on the CUDA driver stand-in records, per kernel, which
+//! image the driver loaded and each entry's occupancy, and run.sh's report
+//! puts them in results.md (issue 27, defects 6 and 8). The stand-in
+//! refuses cubins, so the cubin for its sm_86 is refused (and named) and
+//! the sm_86 PTX is loaded; occupancy comes from the stand-in's estimate.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn bench_json_and_results_md_name_the_loaded_image_and_occupancy() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-images");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let run = Command::new(root.join("scripts/with-fake-gpu.sh"))
+        .arg(env!("CARGO_BIN_EXE_phobos-bench"))
+        .args(["--small", "--only", "lanes_matvec,bf16_gemm_4096", "--out"])
+        .arg(out.join("bench.json"))
+        .env("PHOBOS_FAKE_GPU_CC", "8.6")
+        .output()
+        .expect("phobos-bench runs under the stand-in");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}");
+    let text = std::fs::read_to_string(out.join("bench.json")).unwrap();
+    let bench: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for row in bench["rows"].as_array().unwrap() {
+        let images = row["images"].as_array().unwrap();
+        assert_eq!(images.len(), 1, "{row}");
+        let image = &images[0];
+        assert_eq!(image["image"], "ptx sm_86", "{row}");
+        let refused = image["refused"][0].as_str().unwrap_or("");
+        assert!(
+            refused.contains("sm_86 cubin") && refused.contains("NO_BINARY_FOR_GPU"),
+            "{row}"
+        );
+        let entry = &image["entries"][0];
+        assert!(
+            entry["ctas_per_sm"].as_i64().is_some_and(|n| n >= 1),
+            "{row}"
+        );
+        assert!(entry["threads"].as_u64().is_some_and(|n| n >= 32), "{row}");
+    }
+    // The report's table.
+    let report = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/report.py"))
+        .arg(&out)
+        .output();
+    let Ok(report) = report else {
+        assert!(!phobos_conformance::in_ci(), "CI has python3");
+        return;
+    };
+    let md = std::fs::read_to_string(out.join("results.md"))
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&report.stderr)));
+    assert!(md.contains("## Loaded images and occupancy"), "{md}");
+    let gemm = md
+        .lines()
+        .find(|l| l.starts_with("| bf16_gemm | "))
+        .unwrap_or_else(|| panic!("no bf16_gemm image row:\n{md}"));
+    assert!(gemm.contains("ptx sm_86"), "{gemm}");
+    // 256 threads and 55.5 KB of dynamic shared memory: CTAs per SM from
+    // the stand-in's 8.6 (100 KB per SM): one.
+    assert!(gemm.contains("| 256 |"), "{gemm}");
+}
