@@ -342,3 +342,29 @@ fn ptx_of_a_file_with_several_kernels_is_one_module() {
         .unwrap();
     assert!(run.status.success(), "ptxas: {}", text(&run.stderr));
 }
+
+#[test]
+fn report_says_why_a_one_row_tile_is_narrow_without_a_vacuous_multiple_of_one() {
+    // Issue 26: `report` said a `[1, N]` row was "only proven a multiple
+    // of 1 element" (every length is), blaming the row length of a tile
+    // that has one row. What stops a wider copy is that N, where the row
+    // is masked, is not proven even.
+    let dir = tempfile::tempdir().unwrap();
+    let src = "@launch(128)\n@grid(1)\nkernel r(x: tensor<f32>[1, N], y: tensor<f32>[1, N]) {\n  var xs = x[0 :+ 1, 0 :+ 256]\n  y[0 :+ 1, 0 :+ 256] = xs\n}\n";
+    let out = phobos(&["report", &common::write(dir.path(), "r.pho", src)]);
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!said.contains("multiple of 1 element"), "{said}");
+    assert_says(
+        &said,
+        &["4:3 load x (256 elems): 4 bytes per instruction, proven 4-byte aligned — not wider: the tensor's row length (where the tile's one row is masked) is not proven a multiple of 2 elements"],
+    );
+    // Two elements proven (`N = 2k`): only a multiple of 2, not 4.
+    let src = src.replace("@grid(1)", "@grid(1)\n@aligned(N = 2)");
+    let out = phobos(&["report", &common::write(dir.path(), "r2.pho", &src)]);
+    let said = text(&out.stdout);
+    assert_says(
+        &said,
+        &["8 bytes per instruction, proven 8-byte aligned — not wider: the tensor's row length (where the tile's one row is masked) is only proven a multiple of 2 elements, not 4"],
+    );
+}

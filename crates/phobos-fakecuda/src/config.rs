@@ -14,6 +14,7 @@
 //! | `PHOBOS_FAKE_GPU_SHARED_PER_BLOCK_OPTIN` | static plus dynamic shared bytes per block once a function opts in (`cuFuncSetAttribute`) | the compute capability's, e.g. `101376` on 8.6 |
 //! | `PHOBOS_FAKE_GPU_SMS` | multiprocessors (simulated time only) | `80` |
 //! | `PHOBOS_FAKE_GPU_DRIVER_VERSION` | `cuDriverGetVersion` | `12090` |
+//! | `PHOBOS_FAKE_GPU_MAX_WORK` | the most simulated threads (CTAs × threads per CTA) one launch may have: a larger launch, which would run for hours on the CPU, fails with `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES` and a message naming the value that would allow it | `67108864` (2^26) |
 //! | `PHOBOS_FAKE_GPU_OOM_AT` | the Nth `cuMemAlloc` (from 1) fails with out of memory | off |
 //! | `PHOBOS_FAKE_GPU_FAIL_LAUNCH` | the Nth `cuLaunchKernel` (from 1) fails asynchronously | off |
 //! | `PHOBOS_FAKE_GPU_FAULT_ENTRY` | kernels (entry names, comma-separated) whose every launch faults with `CUDA_ERROR_ILLEGAL_ADDRESS`, sticky as a real fault: one bad kernel, in whatever process runs it | none |
@@ -25,6 +26,12 @@
 //! | `PHOBOS_FAKE_GPU_QUIET` | `1`: do not print sanitizer reports to stderr | off |
 
 use std::env;
+
+/// The default `PHOBOS_FAKE_GPU_MAX_WORK`: 2^26 simulated threads, 16 times
+/// the command line's budget (`phobos_sim::DEFAULT_MAX_WORK`), since a
+/// program's launches are its own; a launch of 2^31 - 1 CTAs, which is
+/// legal on a GPU, would take hours on the CPU.
+pub(crate) const DEFAULT_MAX_WORK: u64 = 1 << 26;
 
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Config {
@@ -40,6 +47,9 @@ pub(crate) struct Config {
     pub shared_per_block_optin: u32,
     pub sms: u32,
     pub driver_version: i32,
+    /// The most simulated threads one launch may have
+    /// (`phobos_sim::check_work`).
+    pub max_work: u64,
     pub oom_at: Option<u64>,
     pub fail_launch: Option<u64>,
     pub fault_entries: Vec<String>,
@@ -63,6 +73,7 @@ impl Default for Config {
             shared_per_block_optin: phobos_sim::max_shared_bytes(Some(86)),
             sms: 80,
             driver_version: 12090,
+            max_work: DEFAULT_MAX_WORK,
             oom_at: None,
             fail_launch: None,
             fault_entries: Vec::new(),
@@ -130,6 +141,9 @@ impl Config {
         if let Some(v) = num("PHOBOS_FAKE_GPU_DRIVER_VERSION")? {
             c.driver_version = i32::try_from(v)
                 .map_err(|_| bad("PHOBOS_FAKE_GPU_DRIVER_VERSION", &v.to_string(), "< 2^31"))?;
+        }
+        if let Some(v) = num("PHOBOS_FAKE_GPU_MAX_WORK")? {
+            c.max_work = v;
         }
         c.oom_at = num("PHOBOS_FAKE_GPU_OOM_AT")?;
         c.fail_launch = num("PHOBOS_FAKE_GPU_FAIL_LAUNCH")?;
@@ -218,6 +232,7 @@ mod tests {
             ("PHOBOS_FAKE_GPU_MAX_GRID", "100, 10, 1"),
             ("PHOBOS_FAKE_GPU_OOM_AT", "3"),
             ("PHOBOS_FAKE_GPU_QUIET", "1"),
+            ("PHOBOS_FAKE_GPU_MAX_WORK", "1024"),
         ])
         .unwrap();
         assert_eq!(c.name, "Test GPU");
@@ -225,6 +240,7 @@ mod tests {
         assert_eq!(c.memory_bytes, 512 << 20);
         assert_eq!(c.max_grid, [100, 10, 1]);
         assert_eq!(c.oom_at, Some(3));
+        assert_eq!(c.max_work, 1024);
         assert!(c.quiet);
         assert_eq!(with(&[("PHOBOS_FAKE_GPU_CC", "sm_75")]).unwrap().arch, 75);
     }
@@ -239,6 +255,7 @@ mod tests {
             ("PHOBOS_FAKE_GPU_MEMORY", "99999999999999T"),
             ("PHOBOS_FAKE_GPU_MAX_GRID", "1,2"),
             ("PHOBOS_FAKE_GPU_OOM_AT", "-1"),
+            ("PHOBOS_FAKE_GPU_MAX_WORK", "lots"),
             ("PHOBOS_FAKE_GPU_MAX_THREADS", "99999999999"),
         ] {
             let e = with(&[(k, v)]).unwrap_err();

@@ -716,6 +716,19 @@ impl Driver {
                 });
                 return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
             }
+            // Every CTA is simulated on the CPU: a launch over the budget
+            // would run for hours, so it is refused up front (and the
+            // context stays usable, as for any launch refused for its
+            // resources).
+            let raise = |w: u64| format!("PHOBOS_FAKE_GPU_MAX_WORK={w}");
+            if let Err(why) = phobos_sim::check_work(grid, threads as u32, c.max_work, raise) {
+                let code = CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+                if !c.quiet {
+                    eprintln!("phobos-fakecuda: launch of `{entry}` refused ({code:?}): {why}");
+                }
+                self.trace(|| format!("cuLaunchKernel {entry}: refused: {why}"));
+                return Err(code);
+            }
             // As the driver: dynamic shared memory up to what is left of
             // 48 KB, or up to the function's raised maximum.
             let shared = sim_module.shared_bytes(&entry).unwrap_or(0);

@@ -97,6 +97,12 @@ fn function(module: *mut c_void) -> *mut c_void {
 
 /// Launches `twice` over `threads` threads on `n` floats at `x`.
 fn launch_twice(f: *mut c_void, x: u64, n: i32, threads: u32) -> CUresult {
+    launch_twice_over(f, x, n, 1, threads)
+}
+
+/// Launches `twice` over `ctas` CTAs of `threads` threads on `n` floats at
+/// `x`.
+fn launch_twice_over(f: *mut c_void, x: u64, n: i32, ctas: u32, threads: u32) -> CUresult {
     let (mut px, mut pn) = (x, n);
     let mut params = [
         (&mut px as *mut u64).cast::<c_void>(),
@@ -105,7 +111,7 @@ fn launch_twice(f: *mut c_void, x: u64, n: i32, threads: u32) -> CUresult {
     unsafe {
         cuLaunchKernel(
             f,
-            1,
+            ctas,
             1,
             1,
             threads,
@@ -359,4 +365,73 @@ fn dynamic_shared_memory_above_48_kilobytes_needs_the_opt_in_attribute() {
     assert_eq!(launch(bytes + 1024), CUresult::CUDA_ERROR_INVALID_VALUE);
     assert_eq!(cuMemFree_v2(y), CUresult::CUDA_SUCCESS);
     assert_eq!(cuCtxDestroy_v2(ctx), CUresult::CUDA_SUCCESS);
+}
+
+#[test]
+fn a_launch_over_the_work_budget_is_refused_not_run_for_hours() {
+    // Issue 26: a legal launch of 2^31 - 1 CTAs ran for hours. Over
+    // PHOBOS_FAKE_GPU_MAX_WORK (2^26 threads by default) a launch is
+    // refused before it runs, and the context stays usable.
+    let ctx = context();
+    let f = function(load(TWICE).unwrap());
+    let x = alloc(16);
+    for ctas in [1 << 22, i32::MAX as u32] {
+        assert_eq!(
+            launch_twice_over(f, x, 4, ctas, 32),
+            CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+        );
+    }
+    assert_eq!(launch_twice_over(f, x, 4, 2, 32), CUresult::CUDA_SUCCESS);
+    assert_eq!(cuCtxSynchronize(), CUresult::CUDA_SUCCESS);
+    assert_eq!(cuCtxDestroy_v2(ctx), CUresult::CUDA_SUCCESS);
+}
+
+/// Set in the child process [`host_memory_running_out_is_out_of_memory`]
+/// starts.
+const CHILD: &str = "PHOBOS_FAKECUDA_TEST_LOW_MEMORY";
+
+#[test]
+fn host_memory_running_out_is_out_of_memory() {
+    // Issue 26: a 3 GiB cuMemAlloc under a 2 GiB cap on the process's
+    // address space aborted the process. The test runs itself again in a
+    // child process under the cap, which must end cleanly.
+    const CAP: u64 = 2 << 30;
+    if std::env::var_os(CHILD).is_some() {
+        let limit = libc::rlimit {
+            rlim_cur: CAP as libc::rlim_t,
+            rlim_max: CAP as libc::rlim_t,
+        };
+        // SAFETY: setrlimit only reads `limit`.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) }, 0);
+        let ctx = context();
+        let mut p = 0u64;
+        // Within the device's 16 GiB, beyond the host's 2 GiB.
+        assert_eq!(
+            unsafe { cuMemAlloc_v2(&mut p, 3 << 30) },
+            CUresult::CUDA_ERROR_OUT_OF_MEMORY
+        );
+        // Nothing was kept: a small allocation still succeeds.
+        let x = alloc(16);
+        assert_eq!(cuMemFree_v2(x), CUresult::CUDA_SUCCESS);
+        assert_eq!(cuCtxDestroy_v2(ctx), CUresult::CUDA_SUCCESS);
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", "host_memory_running_out_is_out_of_memory"])
+        .env(CHILD, "1")
+        .env("MALLOC_ARENA_MAX", "2")
+        .output()
+        .expect("run the child");
+    assert!(
+        out.status.success(),
+        "the child ended with {:?}:\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

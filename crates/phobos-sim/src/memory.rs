@@ -139,7 +139,15 @@ impl Device {
                 ),
             });
         }
-        let words: Box<[AtomicU32]> = (0..bytes.div_ceil(4)).map(|_| AtomicU32::new(0)).collect();
+        // Host memory running out is an error the caller can report (the
+        // driver stand-in's CUDA_ERROR_OUT_OF_MEMORY), not an abort.
+        let n = bytes.div_ceil(4);
+        let mut words: Vec<AtomicU32> = Vec::new();
+        words.try_reserve_exact(n).map_err(|_| SimError::Memory {
+            message: format!("buffer `{name}` of {bytes} bytes does not fit in the host's memory"),
+        })?;
+        words.extend((0..n).map(|_| AtomicU32::new(0)));
+        let words = words.into_boxed_slice();
         let id = u32::try_from(self.buffers.len()).map_err(|_| SimError::Memory {
             message: "too many buffers".into(),
         })?;

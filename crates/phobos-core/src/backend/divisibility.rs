@@ -353,10 +353,19 @@ fn tile_decision(
     let start_div = a.index.last().map(|e| d.expr[e.0 as usize]).unwrap_or(0);
     let row_stride = if rank > 1 { strides[rank - 2] } else { 0 };
     let max_v = (16 / size).max(1) as u64;
+    // The row length bounds every row's start and is where each row is
+    // masked; a tile of one row (`x[0 :+ 1, :]`) has no second row to
+    // start, so the reason names only the mask.
+    let one_row = shape[..rank.saturating_sub(1)].iter().all(|&e| e == 1);
+    let row_length = if one_row {
+        "the tensor's row length (where the tile's one row is masked)"
+    } else {
+        "the tensor's row length"
+    };
     let limits = [
         (pow2_part(last_len), "the tile's last extent"),
         (pow2_part(start_div), "the start along the last axis"),
-        (pow2_part(row_stride), "the tensor's row length"),
+        (pow2_part(row_stride), row_length),
     ];
     let mut v = max_v;
     let mut why = "";
@@ -368,10 +377,14 @@ fn tile_decision(
     }
     let width = (v as u32) * size;
     let align = width.max(size);
-    let reason = if v < max_v {
+    // Every length is a multiple of 1: what stops a 2-element vector is
+    // that it is not proven a multiple of 2.
+    let reason = if v == 1 {
+        format!("{why} is not proven a multiple of 2 elements")
+    } else if v < max_v {
         format!(
-            "{why} is only proven a multiple of {v} element{}",
-            if v == 1 { "" } else { "s" }
+            "{why} is only proven a multiple of {v} elements, not {}",
+            v * 2
         )
     } else {
         String::new()
