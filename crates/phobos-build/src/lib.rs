@@ -23,7 +23,7 @@ mod output;
 mod ptxas;
 pub mod walk;
 
-pub use config::DEFAULT_ARCHES;
+pub use config::{project_arches, DEFAULT_ARCHES};
 pub use ptxas::{assemble_ptx, find_ptxas, Ptxas};
 
 use config::{parse_arch_list, ConfigFile, Env};
