@@ -82,6 +82,19 @@ impl ConfigFile {
     }
 }
 
+/// The targets a crate's `phobos.toml` names (`[build] arches`), read from
+/// `manifest_dir/phobos.toml` as a build reads it; `None` when there is no
+/// such file or it names none (a build then takes `PHOBOS_ARCHES`, the
+/// builder's, or every target). For tools that follow the project's
+/// targets without building, such as the language server.
+pub fn project_arches(manifest_dir: &Path) -> Result<Option<Vec<u32>>, BuildError> {
+    let path = manifest_dir.join("phobos.toml");
+    if !path.is_file() {
+        return Ok(None);
+    }
+    ConfigFile::read(&path)?.arches(&path)
+}
+
 /// Reads environment variables and remembers which ones were read.
 #[derive(Default)]
 pub(crate) struct Env {

@@ -24,7 +24,7 @@ mod ptxas;
 pub mod read;
 pub mod walk;
 
-pub use config::DEFAULT_ARCHES;
+pub use config::{project_arches, DEFAULT_ARCHES};
 pub use ptxas::{assemble_ptx, find_ptxas, Ptxas};
 
 use config::{parse_arch_list, ConfigFile, Env};

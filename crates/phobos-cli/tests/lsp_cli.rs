@@ -814,3 +814,44 @@ fn code_action_uses_ctx_warp() {
     assert!(actions(&mut c, uri, src, "O[0, w]").is_empty());
     c.stop();
 }
+
+#[test]
+fn a_project_s_phobos_toml_chooses_the_targets_checked() {
+    // Issue 26: the server checked for sm_75 alone, so a bf16 `dot` in a
+    // project built for sm_80 and sm_90 showed P0811 in the editor.
+    let bf16 = "@launch(128)\nkernel k(H: tensor<bf16>[M, K], C: tensor<f32>[M, N]) {\n  let r = ctx.block.x * 64\n  let c = ctx.block.y * 64\n  var acc = zeros<f32>[64, 64]\n  var a = H[r :+ 64, 0 :+ 16]\n  var b = H[c :+ 64, 0 :+ 16]\n  acc += dot(a, trans(b))\n  C[r :+ 64, c :+ 64] = acc\n}\n";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join("kernels")).expect("mkdir");
+    std::fs::write(project.join("Cargo.toml"), "").expect("write");
+    std::fs::write(
+        project.join("phobos.toml"),
+        "[build]\narches = [\"sm_80\", 90]\n",
+    )
+    .expect("write");
+    let lone = dir.path().join("lone");
+    std::fs::create_dir_all(&lone).expect("mkdir");
+    let uri = |p: &std::path::Path| Url::from_file_path(p).expect("a file URL").to_string();
+    let in_project = uri(&project.join("kernels/k.pho"));
+    let alone = uri(&lone.join("k.pho"));
+    let mut c = Client::start();
+    c.open(&in_project, bf16);
+    let d = c.diagnostics(&in_project);
+    assert!(d.is_empty(), "{d:?}");
+    c.open(&alone, bf16);
+    let d = c.diagnostics(&alone);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].code, Some(NumberOrString::String("P0811".into())));
+    // A project for sm_75 and sm_80 reports sm_75's error once.
+    std::fs::write(
+        project.join("phobos.toml"),
+        "[build]\narches = [\"sm_75\", \"sm_80\"]\n",
+    )
+    .expect("write");
+    let again = uri(&project.join("kernels/again.pho"));
+    c.open(&again, bf16);
+    let d = c.diagnostics(&again);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].code, Some(NumberOrString::String("P0811".into())));
+    c.stop();
+}

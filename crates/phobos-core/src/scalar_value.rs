@@ -68,9 +68,10 @@ impl ScalarValue {
                     Some(d) => (true, d),
                     None => (false, t.as_str()),
                 };
-                // `i128::from_str_radix` takes a sign of its own: a second
-                // one (`--1`, `-+1`) is not a number.
-                if digits.starts_with(['+', '-']) {
+                // `i128::from_str_radix` takes a sign of its own (`+5` is
+                // 5): after a `-`, a second one (`--1`, `-+1`) is not a
+                // number.
+                if neg && digits.starts_with(['+', '-']) {
                     return Err(bad());
                 }
                 let v = match digits.strip_prefix("0x") {
@@ -152,6 +153,8 @@ mod tests {
             4294967295.0
         );
         assert_eq!(parse(ScalarTy::I64, "-1").unwrap().to_le_bytes(), [0xff; 8]);
+        assert_eq!(parse(ScalarTy::U8, "+5").unwrap().to_f64(), 5.0);
+        assert_eq!(parse(ScalarTy::I16, "-0x10").unwrap().to_f64(), -16.0);
         let e = parse(ScalarTy::U8, "300").unwrap_err();
         assert!(
             e.contains("300 is out of range") && e.contains("type u8 (0 to 255)"),

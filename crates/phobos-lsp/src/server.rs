@@ -187,12 +187,13 @@ fn handle_notification(docs: &mut HashMap<Url, Doc>, n: Notification) {
     match n.method.as_str() {
         DidOpenTextDocument::METHOD => {
             if let Ok(p) = serde_json::from_value::<DidOpenTextDocumentParams>(n.params) {
+                let targets = project_targets(&p.text_document.uri);
                 docs.insert(
                     p.text_document.uri,
                     Doc {
                         text: p.text_document.text,
                         analysis: None,
-                        units: UnitCache::default(),
+                        units: UnitCache::for_targets(targets),
                         unpublished: true,
                         sent_tokens: None,
                         result_ids: 0,
@@ -220,6 +221,34 @@ fn handle_notification(docs: &mut HashMap<Url, Doc>, n: Notification) {
         }
         _ => {}
     }
+}
+
+/// The targets a document is checked for: the `arches` of its project's
+/// `phobos.toml`, read by phobos-build as a build reads it. The project is
+/// the nearest directory above the file holding a `phobos.toml`, up to the
+/// crate's (the first holding a `Cargo.toml`). Without one, or for a
+/// document that is not a file, [`crate::unit::DEFAULT_ARCHES`]; a `phobos.toml`
+/// that does not read is said on stderr (the editor's log) and the
+/// default is used.
+fn project_targets(uri: &Url) -> Vec<u32> {
+    let Ok(path) = uri.to_file_path() else {
+        return Vec::new();
+    };
+    for dir in path.ancestors().skip(1) {
+        if dir.join("phobos.toml").is_file() {
+            return match phobos_build::project_arches(dir) {
+                Ok(arches) => arches.unwrap_or_default(),
+                Err(e) => {
+                    eprintln!("phobos lsp: {e}; checking for the default targets");
+                    Vec::new()
+                }
+            };
+        }
+        if dir.join("Cargo.toml").is_file() {
+            break;
+        }
+    }
+    Vec::new()
 }
 
 fn handle_request(docs: &mut HashMap<Url, Doc>, req: Request, settings: Settings) -> Response {

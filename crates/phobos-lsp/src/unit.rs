@@ -16,8 +16,9 @@
 //! Two kernels of one name are an error only the whole file shows (P0201),
 //! so a document with such a pair is analysed as one unit, as it was
 //! written. The diagnostics of all units together are what
-//! `phobos_core::check_for_targets` reports for the whole file and sm_75
-//! (the front end's, then the backend's for each kernel that checked);
+//! `phobos_core::check_for_targets` reports for the whole file and the
+//! cache's targets (the project's `phobos.toml` `arches`, else sm_75; the
+//! front end's, then the backend's for each kernel that checked);
 //! `tests/incremental.rs` checks this on the corpus.
 
 use phobos_core::ast::{self, Span};
@@ -44,19 +45,26 @@ pub struct Unit {
 
 impl Unit {
     /// Check the unit's text and, when it has no errors, compile each
-    /// kernel for sm_75 (the backend reports shared-memory limits and
-    /// tile hazards, and gives hover its load widths and tile plans).
-    pub fn analyse(src: String) -> Unit {
+    /// kernel for each of `arches` (the backend reports shared-memory
+    /// limits, tile hazards and what a target lacks, each error once as
+    /// `phobos check` does; the first target's compile gives hover its
+    /// load widths and tile plans).
+    pub fn analyse(src: String, arches: &[u32]) -> Unit {
         let (checked, mut diagnostics) = phobos_core::check_source_with_partial(&src);
         phobos_core::diag::cap(&mut diagnostics);
         let phobos_core::check::Checked { kernels, partial } = checked;
         let mut metas = Vec::new();
         if !diagnostics.iter().any(Diagnostic::is_error) {
-            let opts = CompileOptions::default();
             for k in &kernels {
-                match phobos_core::backend::compile_kernel(k, &src, "<editor>", &opts) {
-                    Ok(c) => metas.push(c.meta),
-                    Err(d) => diagnostics.push(d),
+                for &arch in arches {
+                    let opts = CompileOptions::for_arch(arch);
+                    match phobos_core::backend::compile_kernel(k, &src, "<editor>", &opts) {
+                        Ok(c) if !metas.iter().any(|m: &KernelMeta| m.name == c.meta.name) => {
+                            metas.push(c.meta)
+                        }
+                        Ok(_) => {}
+                        Err(d) => phobos_core::add_once_per_target(&mut diagnostics, d),
+                    }
                 }
             }
         }
@@ -157,22 +165,55 @@ impl Placed {
     }
 }
 
-/// Units by their text, kept between analyses of a document.
-#[derive(Default)]
+/// Units by their text, kept between analyses of a document, checked for
+/// one list of targets.
 pub struct UnitCache {
     units: HashMap<String, Arc<Unit>>,
     /// How many units were checked (not found in the cache) so far.
     pub checked: usize,
+    /// The targets each unit is compiled for.
+    arches: Vec<u32>,
+}
+
+/// The targets a document is checked for when its project names none:
+/// sm_75 alone, the floor every target's rules include but the newer
+/// targets' features (a `dot` of bf16 needs sm_80), and one compile per
+/// kernel keeps the editor quick.
+pub const DEFAULT_ARCHES: [u32; 1] = [75];
+
+impl Default for UnitCache {
+    fn default() -> UnitCache {
+        UnitCache::for_targets(DEFAULT_ARCHES.to_vec())
+    }
 }
 
 impl UnitCache {
+    /// An empty cache whose units are compiled for `arches` (at least one;
+    /// an empty list means [`DEFAULT_ARCHES`]).
+    pub fn for_targets(arches: Vec<u32>) -> UnitCache {
+        UnitCache {
+            units: HashMap::new(),
+            checked: 0,
+            arches: if arches.is_empty() {
+                DEFAULT_ARCHES.to_vec()
+            } else {
+                arches
+            },
+        }
+    }
+
+    /// The targets units are compiled for.
+    pub fn arches(&self) -> &[u32] {
+        &self.arches
+    }
+
     fn get(&mut self, text: String, used: &mut HashSet<String>) -> Arc<Unit> {
         used.insert(text.clone());
         if let Some(u) = self.units.get(&text) {
             return u.clone();
         }
         self.checked += 1;
-        let u = Arc::new(Unit::analyse(text.clone()));
+        let u = Arc::new(Unit::analyse(text.clone(), &self.arches));
         self.units.insert(text, u.clone());
         u
     }
@@ -191,6 +232,7 @@ impl UnitCache {
             .map_or(1, |n| n.get())
             .min(missing.len());
         let per_thread = missing.len().div_ceil(threads);
+        let arches = &self.arches;
         let analysed: Vec<Unit> = std::thread::scope(|scope| {
             let workers: Vec<_> = missing
                 .chunks(per_thread)
@@ -198,7 +240,7 @@ impl UnitCache {
                     scope.spawn(move || {
                         chunk
                             .iter()
-                            .map(|t| Unit::analyse((*t).clone()))
+                            .map(|t| Unit::analyse((*t).clone(), arches))
                             .collect::<Vec<_>>()
                     })
                 })
