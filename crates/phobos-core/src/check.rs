@@ -45,6 +45,7 @@ pub fn check_file(file: &File, src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic
     let mut diags = Vec::new();
     let fns = fns::fn_table(file, &mut diags);
     let mut kernel_names: HashMap<&str, ast::Span> = HashMap::new();
+    let mut entries = names::Entries::default();
     let mut out = Vec::new();
     for item in &file.items {
         let Item::Kernel(k) = item else { continue };
@@ -65,8 +66,12 @@ pub fn check_file(file: &File, src: &str) -> (Vec<CheckedKernel>, Vec<Diagnostic
         let named_ok = bad_name.is_none();
         diags.extend(bad_name.map(Diagnostic::from));
         if let Some(checked) = check_kernel(k, src, &fns, &mut diags) {
-            if named_ok {
-                out.push(checked);
+            if !named_ok {
+                continue;
+            }
+            match entries.add(&checked, &k.name) {
+                Some(e) => diags.push(e.into()),
+                None => out.push(checked),
             }
         }
     }
