@@ -215,3 +215,35 @@ fn names_no_entry_function_or_file_can_have_are_refused() {
     let (codes, text) = diagnostic_codes(src, "names.pho");
     assert_eq!(codes, ["P0208", "P0200"], "{text}");
 }
+
+#[test]
+fn two_kernels_of_a_file_with_one_entry_name_are_refused() {
+    // `phobos ptx` prints a file's kernels as one module: `k`'s variant
+    // `N = 1` is the entry `k__N1`, as is the kernel `k__N1`.
+    let one = |name: &str, tune: &str| {
+        format!(
+            "{tune}@launch(32)\nkernel {name}(X: tensor<f32>[N]) {{\n  X[ctx.thread] = 1.0\n}}\n"
+        )
+    };
+    let src = one("k", "@autotune(N in [1, 2])\n") + &one("k__N1", "");
+    let (codes, text) = diagnostic_codes(&src, "names.pho");
+    assert_eq!(codes, ["P0201"], "{text}");
+    assert!(
+        text.contains("kernels `k` and `k__N1` both have the PTX entry `k__N1`"),
+        "{text}"
+    );
+    // Not equal: `k__N3` is no entry of `k`, and the file's module
+    // declares each entry once.
+    let src = one("k", "@autotune(N in [1, 2])\n") + &one("k__N3", "");
+    let (codes, text) = diagnostic_codes(&src, "names.pho");
+    assert!(codes.is_empty(), "{text}");
+    let module = phobos_core::file_module(&compile_all(&src, 80));
+    let (entries, _) = declared_names(&module);
+    assert_eq!(entries, ["k__N1", "k__N2", "k__N3"], "{module}");
+}
+
+fn compile_all(src: &str, arch: u32) -> Vec<phobos_core::CompiledKernel> {
+    let (kernels, diags) = phobos_core::compile(src, "names.pho", &CompileOptions::for_arch(arch));
+    assert!(!diags.iter().any(|d| d.is_error()), "{diags:?}");
+    kernels
+}

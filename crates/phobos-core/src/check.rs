@@ -67,6 +67,7 @@ pub fn check_file_with_partial(file: &File, src: &str) -> (Checked, Vec<Diagnost
     let mut diags = Vec::new();
     let fns = fns::fn_table(file, &mut diags);
     let mut kernel_names: HashMap<&str, ast::Span> = HashMap::new();
+    let mut entries = names::Entries::default();
     let mut out = Checked::default();
     for item in &file.items {
         let Item::Kernel(k) = item else { continue };
@@ -87,7 +88,13 @@ pub fn check_file_with_partial(file: &File, src: &str) -> (Checked, Vec<Diagnost
         let named_ok = bad_name.is_none();
         diags.extend(bad_name.map(Diagnostic::from));
         match check_kernel(k, src, &fns, &mut diags) {
-            Some((checked, false)) if named_ok => out.kernels.push(checked),
+            Some((checked, false)) if named_ok => match entries.add(&checked, &k.name) {
+                Some(e) => {
+                    diags.push(e.into());
+                    out.partial.push(checked);
+                }
+                None => out.kernels.push(checked),
+            },
             Some((checked, _)) => out.partial.push(checked),
             None => {}
         }

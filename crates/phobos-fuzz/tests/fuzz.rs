@@ -131,10 +131,50 @@ fn generator_covers_the_language() {
             " % ((",
             " >> (",
             "else",
+            // CTA collectives in a tile subscript of a condition (issue 34).
+            " + min<over ctx.thread>((ctx.block.x * ctx.threads + ctx.thread)))",
+            " + reduce<over ctx.thread>((ctx.block.x * ctx.threads + ctx.thread), big))",
+            // Names from the whole identifier space (issue 35).
+            "kernel fz(",
+            "kernel __(",
+            "_smem: tensor<",
+            "p_O0: tensor<",
+            "local0_",
+            "__U1 = ",
+            "WARP_SZ_",
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "_: ",
         ]
         .iter()
         .map(|s| s.to_string()),
     );
     let missing: Vec<&String> = want.iter().filter(|w| !all.contains(w.as_str())).collect();
     assert!(missing.is_empty(), "never generated: {missing:?}");
+    // Kernel names of every length up to the limit.
+    let longest = all
+        .lines()
+        .filter_map(|l| l.strip_prefix("kernel "))
+        .map(|l| l.split('(').next().unwrap_or("").len())
+        .max();
+    assert_eq!(longest, Some(200));
+}
+
+#[test]
+fn awkward_names_leave_the_program_the_same() {
+    // The names come from a generator of their own: without them a seed
+    // gives the same program with the plain names, line for line.
+    let on = phobos_fuzz::gen::Features::default();
+    let off = phobos_fuzz::gen::Features {
+        awkward_names: false,
+        ..on.clone()
+    };
+    let mut renamed = 0;
+    for seed in 0..50 {
+        let a = phobos_fuzz::gen::generate(seed, &on).render();
+        let b = phobos_fuzz::gen::generate(seed, &off).render();
+        assert!(b.contains("kernel fz("), "{b}");
+        assert_eq!(a.lines().count(), b.lines().count(), "{a}\n{b}");
+        renamed += usize::from(a != b);
+    }
+    assert!(renamed > 40, "only {renamed} of 50 programs renamed");
 }

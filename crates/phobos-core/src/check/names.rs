@@ -20,6 +20,11 @@
 //!   pass the 255-byte limit of common file systems. ptxas itself takes
 //!   entry names of a million characters.
 //!
+//! Two kernels of one file whose entries are equal (`k` with
+//! `@autotune(N in [1])` and a kernel `k__N1`) are P0201: `phobos ptx`
+//! puts a file's kernels in one module (the build and the runtime keep one
+//! module per kernel).
+//!
 //! Parameters, dims and locals need no rule: the PTX names them with a
 //! prefix (`p_x`, `d_N`, `local0_a`), always an identifier, and bindgen
 //! renames a parameter that is a Rust keyword (its name is not part of the
@@ -28,7 +33,9 @@
 //! system that ignores case.
 
 use super::error::NameError;
-use crate::ast;
+use crate::ast::{self, Span};
+use crate::hir::CheckedKernel;
+use std::collections::HashMap;
 
 /// The longest kernel name, in bytes: the longest file name the build
 /// writes for it, `<name>.sm_120.cubin`, is 13 bytes more, within the
@@ -55,6 +62,34 @@ pub(super) fn check_kernel_name(name: &ast::Ident) -> Option<NameError> {
     } else if n.len() > MAX_KERNEL_NAME {
         Some(NameError::TooLong { len: n.len(), span })
     } else {
+        None
+    }
+}
+
+/// The PTX entries of a file's kernels so far: each entry's kernel and
+/// the span of its name.
+#[derive(Default)]
+pub(super) struct Entries(HashMap<String, (String, Span)>);
+
+impl Entries {
+    /// P0201 when one of `k`'s entries is already another kernel's; else
+    /// its entries are added.
+    pub(super) fn add(&mut self, k: &CheckedKernel, name: &ast::Ident) -> Option<NameError> {
+        let entries: Vec<String> = k.variants.iter().map(crate::backend::entry_name).collect();
+        for entry in &entries {
+            if let Some((first_kernel, first)) = self.0.get(entry) {
+                return Some(NameError::EntryTwice {
+                    entry: entry.clone(),
+                    kernel: name.name.clone(),
+                    first_kernel: first_kernel.clone(),
+                    span: name.span,
+                    first: *first,
+                });
+            }
+        }
+        for entry in entries {
+            self.0.insert(entry, (name.name.clone(), name.span));
+        }
         None
     }
 }

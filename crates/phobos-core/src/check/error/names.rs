@@ -17,6 +17,16 @@ pass_error! {
         NotRustFn { name: String, span: Span } => P0208,
         /// Longer than [`MAX_KERNEL_NAME`] bytes.
         TooLong { len: usize, span: Span } => P0208,
+        /// Two kernels of one file with a PTX entry of one name (`k` with
+        /// `@autotune(N in [1])` and a kernel `k__N1`): `phobos ptx` puts a
+        /// file's kernels in one module.
+        EntryTwice {
+            entry: String,
+            kernel: String,
+            first_kernel: String,
+            span: Span,
+            first: Span,
+        } => P0201,
     }
 }
 
@@ -49,6 +59,19 @@ impl NameError {
                 .primary(span, "too long a name")
                 .note("the build writes files named after the kernel, and file names are limited to 255 bytes")
                 .note(same),
+            EntryTwice {
+                entry,
+                kernel,
+                first_kernel,
+                span,
+                first,
+            } => code
+                .error(format!(
+                    "kernels `{first_kernel}` and `{kernel}` both have the PTX entry `{entry}`"
+                ))
+                .primary(span, format!("`{kernel}` has an entry `{entry}`"))
+                .secondary(first, format!("`{first_kernel}` has an entry `{entry}`"))
+                .note("an `@autotune` variant's entry is the kernel's name, then `__NAMEvalue` for each tuned value; rename one kernel"),
         }
     }
 
@@ -65,6 +88,13 @@ impl NameError {
                 span,
             },
             TooLong { len: 300, span },
+            EntryTwice {
+                entry: "k__N1".to_string(),
+                kernel: "k__N1".to_string(),
+                first_kernel: "k".to_string(),
+                span,
+                first: span,
+            },
         ]
     }
 }
