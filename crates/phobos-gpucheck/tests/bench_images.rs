@@ -65,3 +65,63 @@ fn bench_json_and_results_md_name_the_loaded_image_and_occupancy() {
     // the stand-in's 8.6 (100 KB per SM): one.
     assert!(gemm.contains("| 256 |"), "{gemm}");
 }
+
+/// A benchmark that hangs costs its own row only: phobos-bench rewrites
+/// bench.json after every row, so when a later kernel hangs (the stand-in's
+/// `PHOBOS_FAKE_GPU_HANG_ENTRY`) and the process is killed, as run.sh's
+/// timeout does, the rows measured before it are on disk (issue 27,
+/// defect 2).
+#[test]
+fn a_hanging_benchmark_leaves_the_earlier_rows_in_bench_json() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-hang");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let json = out.join("bench.json");
+    let mut child = Command::new(root.join("scripts/with-fake-gpu.sh"))
+        .arg(env!("CARGO_BIN_EXE_phobos-bench"))
+        .args([
+            "--small",
+            "--only",
+            "copy_dtod,lanes_matvec,row_softmax",
+            "--out",
+        ])
+        .arg(&json)
+        .env("PHOBOS_FAKE_GPU_HANG_ENTRY", "row_softmax")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("phobos-bench starts under the stand-in");
+    // Wait for the two rows before the hang, then kill it.
+    let t0 = std::time::Instant::now();
+    let rows = loop {
+        let rows = std::fs::read_to_string(&json)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["rows"].as_array().map(|r| r.len()))
+            .unwrap_or(0);
+        if rows >= 2 || t0.elapsed() > std::time::Duration::from_secs(240) {
+            break rows;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let still_running = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(still_running, "phobos-bench should hang in row_softmax");
+    assert_eq!(rows, 2, "the rows before the hang");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["complete"], false);
+    let names: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kernel"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["copy_dtod", "lanes_matvec"]);
+}

@@ -97,8 +97,18 @@ fn the_bundle_builds_and_its_run_passes_on_the_stand_in() {
         kernels.iter().filter_map(|k| k["case"].as_str()).collect();
     assert_eq!(
         cases.len(),
-        corpus + 4,
-        "corpus files plus the example's four: {cases:?}"
+        corpus + 5,
+        "corpus files plus the example's four and the bundle's GEMM: {cases:?}"
+    );
+    // Which image loaded, per benchmark kernel, with its occupancy.
+    let images = r["images"]["bench"].as_array().expect("images");
+    assert!(images.len() >= 8, "{images:?}");
+    assert!(
+        images.iter().all(|i| i["image"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("ptx sm_"))
+            && i["ctas_per_sm"].as_i64().is_some_and(|n| n >= 1)),
+        "{images:?}"
     );
     let benches = r["benchmarks"].as_array().expect("benchmarks");
     assert_eq!(benches.len(), 10, "{benches:?}");
