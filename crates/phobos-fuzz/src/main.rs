@@ -5,13 +5,14 @@
 //! with `N programs, M mismatches` (exit status 1 when M > 0). With
 //! `PHOBOS_PTXAS` set, every K-th program (default 10) is also assembled for
 //! every target. `--no-cta-in-branches`, `--no-tiles-in-branches` and
-//! `--no-written-loads` switch those generator features off. An unknown
+//! `--no-written-loads` and `--no-scratch` switch those generator features off. An unknown
 //! flag or a malformed number is an error (exit status 2).
 
 use std::path::PathBuf;
 
 const USAGE: &str = "usage: phobos-fuzz [--seed S] [--count N] [--save DIR] [--ptxas-every K]
                    [--no-cta-in-branches] [--no-tiles-in-branches] [--no-written-loads]
+                   [--no-scratch]
                    [--planted-bug]";
 
 /// The command line, strictly: an unknown flag or a value that is not a
@@ -24,6 +25,7 @@ struct Args {
     no_cta_in_branches: bool,
     no_tiles_in_branches: bool,
     no_written_loads: bool,
+    no_scratch: bool,
     planted_bug: bool,
 }
 
@@ -36,6 +38,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         no_cta_in_branches: false,
         no_tiles_in_branches: false,
         no_written_loads: false,
+        no_scratch: false,
         planted_bug: false,
     };
     let mut it = args.iter();
@@ -59,6 +62,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             // The default since the predicated-if fence fix; still accepted.
             "--tiles-in-branches" => a.no_tiles_in_branches = false,
             "--no-written-loads" => a.no_written_loads = true,
+            "--no-scratch" => a.no_scratch = true,
             "--planted-bug" => a.planted_bug = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
@@ -90,6 +94,7 @@ fn main() {
             cta_collectives_in_branches: !args.no_cta_in_branches,
             tiles_in_branches: !args.no_tiles_in_branches,
             written_loads: !args.no_written_loads,
+            scratch: !args.no_scratch,
             ..phobos_fuzz::gen::Features::default()
         },
         ..phobos_fuzz::Config::default()

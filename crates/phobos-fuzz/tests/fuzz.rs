@@ -131,6 +131,17 @@ fn generator_covers_the_language() {
             " % ((",
             " >> (",
             "else",
+            // Scratch tiles across loop trips (issue 26): declared before
+            // the loop and in it, written on the first trip only, read at
+            // constant edge indices.
+            "= shared<f32>[32]",
+            "= shared<i32>[32]",
+            "= shared<i8>[32]",
+            "  for i",
+            " == 0 {",
+            "[31 - ctx.thread] = ",
+            "[31]",
+            "[0]",
         ]
         .iter()
         .map(|s| s.to_string()),
