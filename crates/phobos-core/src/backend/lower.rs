@@ -665,7 +665,13 @@ impl<'k> Lower<'k> {
         let mut out = Vec::new();
         let set = self.push_stmt(StmtKind::Set(p, cond), span);
         match outer {
-            None => out.push(set),
+            None => {
+                // What the condition hoisted (a CTA collective in it, a
+                // `fn` argument) runs before it, at the uniform point, not
+                // under the first branch statement's predicate.
+                out.append(&mut self.pre);
+                out.push(set);
+            }
             Some(o) => {
                 let no = self.push_expr(ExprKind::Const(ConstVal::Bool(false)), bool_ty, span);
                 out.push(self.push_stmt(StmtKind::Set(p, no), span));
