@@ -58,3 +58,44 @@ fn a_dynamic_index_past_the_end_is_a_memcheck_error_in_local_memory() {
         );
     }
 }
+
+/// Issue 26 item 3: with two arrays in local memory, an index just past
+/// the first one's end (or just before the second one's start) wrote into
+/// the other array, unreported. Bounds are per array: memcheck reports it.
+const TWO: &str = r#"
+@launch(32)
+kernel two(I: tensor<i32>[32], J: tensor<i32>[32], O: tensor<f32>[32]) {
+  let t = ctx.thread
+  var h: f32[4] = 1.0
+  var g: f32[4] = 2.0
+  h[I[t]] = 5.0
+  g[J[t]] = 6.0
+  O[t] = h[0] + h[1] + h[2] + h[3] + g[0] + g[1] + g[2] + g[3]
+}
+"#;
+
+#[test]
+fn an_index_past_one_local_array_is_a_memcheck_error_not_a_write_into_the_next() {
+    let ptx = Case::source(TWO, "two.pho", "two").kernel.ptx;
+    assert_eq!(ptx.matches(".local .align").count(), 2, "{ptx}");
+    // In range: each array gets its own element.
+    let o = Case::source(TWO, "two.pho", "two")
+        .init("I", indices(|i| (i % 4) as i64))
+        .init("J", indices(|i| (3 - i % 4) as i64))
+        .run([1, 1, 1]);
+    o.check_f("O", 32, |_| 3.0 + 5.0 + 6.0 + 6.0);
+    for (bad_h, bad_g) in [(4, 0), (7, 0), (0, -1), (0, -4)] {
+        let r = Case::source(TWO, "two.pho", "two")
+            .init("I", indices(|i| if i == 3 { bad_h } else { 0 }))
+            .init("J", indices(|i| if i == 3 { bad_g } else { 0 }))
+            .launch([1, 1, 1]);
+        let Err(b) = r else {
+            panic!("h[{bad_h}] / g[{bad_g}] ran without an error");
+        };
+        let text = b.1.to_string();
+        assert!(
+            text.contains("out-of-bounds local store"),
+            "h[{bad_h}] / g[{bad_g}]: not memcheck's local error: {text}"
+        );
+    }
+}

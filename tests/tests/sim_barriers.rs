@@ -178,6 +178,35 @@ kernel shift(X: tensor<f32>[1, 64], Y: tensor<f32>[64]) {
     let (codes, text) = phobos_conformance::diagnostic_codes(src, "shift.pho");
     assert!(codes.contains(&"P0802"), "{text}");
     assert!(text.contains("`t` read here"), "{text}");
+    // The help names the cause it found, with the loop labelled.
+    assert!(
+        text.contains("this loop's bounds differ between threads"),
+        "{text}"
+    );
+    assert!(!text.contains("`return`"), "{text}");
+    // After a `return` only some threads take, the help says so.
+    let ret = "@launch(64)
+kernel rt(O: tensor<f32>[64]) {
+  let t = ctx.thread
+  var s = shared<f32>[128]
+  if t > 40 {
+    return
+  }
+  s[t] = 1.0
+  O[t] = s[t + 1]
+}
+";
+    let (codes, text) = phobos_conformance::diagnostic_codes(ret, "rt.pho");
+    assert_eq!(codes, ["P0802"], "{text}");
+    assert!(
+        text.contains("some threads may leave the kernel here"),
+        "{text}"
+    );
+    assert!(
+        text.contains("after a `return` that only some threads may take"),
+        "{text}"
+    );
+    assert!(!text.contains("loop"), "{text}");
 }
 
 #[test]
@@ -368,4 +397,49 @@ fn a_varying_if_whose_condition_reads_the_tile_it_writes_is_fenced() {
         "Y",
         &Tensor::from_f32(&[64], &want),
     );
+}
+
+/// Issue 26 item 2: two tile writes under an `if` whose condition differs
+/// between threads were refused with P0802, blaming a loop or early exit
+/// that is not there. Writes of `2 * t` and `2 * t + 1` never meet, so no
+/// barrier goes between them; writes of `t` and `t + 1` do (thread `t`'s
+/// second write is thread `t + 1`'s first element), and the `if` is
+/// compiled statement by statement so one can.
+const TWO_WRITES: &str = "@launch(64)
+kernel two(O: tensor<f32>[64]) {
+  let t = ctx.thread
+  var s = shared<f32>[128]
+  if ctx.thread < 32 {
+    s[2 * t] = 1.0
+    s[2 * t + 1] = 2.0
+  }
+  O[t] = s[t]
+}
+";
+
+#[test]
+fn two_writes_under_a_varying_if_compile_with_a_barrier_only_where_they_meet() {
+    let want =
+        |f: &dyn Fn(usize) -> f32| Tensor::from_f32(&[64], &(0..64).map(f).collect::<Vec<_>>());
+    let apart = want(&|i| if i % 2 == 0 { 1.0 } else { 2.0 });
+    runs_right(TWO_WRITES, "two", &[], "O", &apart);
+    let p = &compile_src(TWO_WRITES, "two.pho")[0].ptx;
+    // One barrier: after the writes, before the read of line 9.
+    assert_eq!(p.matches("bar.sync").count(), 1, "{p}");
+    // Elements 1 to 32 are written twice, by two threads: the second write
+    // wins only with a barrier between them.
+    let meet = TWO_WRITES
+        .replace("s[2 * t] = 1.0", "s[t] = 1.0")
+        .replace("s[2 * t + 1] = 2.0", "s[t + 1] = 2.0")
+        .replace("O[t] = s[t]", "O[t] = s[t % 33]");
+    let init: [(&str, Tensor); 0] = [];
+    for checks in [true, false] {
+        let o = run(&meet, "meet.pho", "two", checks, &init).run([1, 1, 1]);
+        for i in 0..33 {
+            let v = o.after["O"].f(i);
+            assert_eq!(v, if i == 0 { 1.0 } else { 2.0 }, "O[{i}]");
+        }
+    }
+    let p = &compile_src(&meet, "meet.pho")[0].ptx;
+    assert_eq!(p.matches("bar.sync").count(), 2, "{p}");
 }

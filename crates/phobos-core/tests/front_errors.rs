@@ -355,3 +355,45 @@ fn break_and_continue_need_a_loop() {
     // A while condition is a bool.
     assert_eq!(codes(&k("  while i {\n    A[0, i] = s\n  }")), ["P0401"]);
 }
+
+/// Issue 26 item 4: `for i in range(2147483640, 2147483647, 4)` wrapped
+/// after its second trip and ran on; a loop of constant bounds whose step
+/// after the last trip leaves i32 is refused (P0413), and so is a `stages`
+/// ring that would compute a trip's start past it. At the edge it checks.
+#[test]
+fn a_loop_that_steps_past_i32_is_p0413() {
+    common::gives_each(
+        k,
+        &[
+            (
+                "  for j in range(2147483640, 2147483647, 4) {\n    C[0, i] = j\n  }",
+                "P0413",
+            ),
+            (
+                "  for j in range(2147483600, 2147483647, 40) {\n    C[0, i] = j\n  }",
+                "P0413",
+            ),
+            (
+                "  for j in range(-2147483640, -2147483648, -5) {\n    C[0, i] = j\n  }",
+                "P0413",
+            ),
+        ],
+    );
+    let (_, diags) = phobos_core::check_source(&k(
+        "  for j in range(2147483640, 2147483647, 4) {\n    C[0, i] = j\n  }",
+    ));
+    let text = format!("{:?}", diags[0]);
+    assert!(
+        text.contains("last trip is 2147483644, and 2147483648 does not fit"),
+        "{text}"
+    );
+    for ok in [
+        "  for j in range(2147483640, 2147483647, 7) {\n    C[0, i] = j\n  }",
+        "  for j in range(1, 2147483647, 2) {\n    C[0, i] = j\n  }",
+        "  for j in range(2147483647, 0, -1) {\n    C[0, i] = j\n  }",
+        "  for j in range(2147483640, 2147483640, 4) {\n    C[0, i] = j\n  }",
+        "  for j in range(2147483646, 2147483647) {\n    C[0, i] = j\n  }",
+    ] {
+        assert_eq!(codes(&k(ok)), Vec::<&str>::new(), "{ok}");
+    }
+}

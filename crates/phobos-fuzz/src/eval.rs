@@ -107,6 +107,7 @@ pub fn run(k: &Kernel, args: &mut Args) -> R<()> {
                     local_slack: vec![vec![0.0; k.threads as usize]; k.locals.len()],
                     run_locals: BTreeMap::new(),
                     tiles: BTreeMap::new(),
+                    scratch_set: BTreeMap::new(),
                     args,
                     owner: &mut owner,
                     steps: 0,
@@ -136,6 +137,10 @@ struct Cta<'a> {
     /// Run-valued `fn` arguments bound by a `Let`: one run per thread.
     run_locals: BTreeMap<u32, Vec<V>>,
     tiles: BTreeMap<u32, Vec<u64>>,
+    /// For each scratch tile (`shared<T>[n]`, which nothing is copied
+    /// into): which elements some store has set. Reading another is
+    /// undefined here and the simulator's initcheck error.
+    scratch_set: BTreeMap<u32, Vec<bool>>,
     args: &'a mut Args,
     /// Which CTA wrote each tensor element, to refuse cross-CTA races.
     owner: &'a mut BTreeMap<(u32, usize), u32>,
@@ -528,7 +533,16 @@ impl Cta<'_> {
                     t.bits[f] = value::to_bits(t.elem, v);
                 }
                 Memory::Tile(l) | Memory::Array(l) => {
-                    let (elem, _) = self.tile_shape(l.0);
+                    let (elem, shape) = self.tile_shape(l.0);
+                    let n: usize = shape.iter().product();
+                    if let std::collections::btree_map::Entry::Vacant(e) = self.tiles.entry(l.0) {
+                        // A scratch tile's first store.
+                        e.insert(vec![0; n]);
+                        self.scratch_set.insert(l.0, vec![false; n]);
+                    }
+                    if let Some(set) = self.scratch_set.get_mut(&l.0) {
+                        set[f] = true;
+                    }
                     self.tiles.get_mut(&l.0).expect("tile")[f] = value::to_bits(elem, v);
                 }
             }
@@ -566,6 +580,9 @@ impl Cta<'_> {
         let b = match m {
             Memory::Tensor(p) => self.args.tensors[&p.0].bits[f],
             Memory::Tile(l) | Memory::Array(l) => match self.tiles.get(&l.0) {
+                Some(_) if self.scratch_set.get(&l.0).is_some_and(|set| !set[f]) => {
+                    return undefined("a scratch element read before any write")
+                }
                 Some(t) => t[f],
                 None => return undefined("a tile read before it is copied"),
             },

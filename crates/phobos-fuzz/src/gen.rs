@@ -100,6 +100,12 @@ pub struct Features {
     /// collective ran under the predicate, after the fence, and deadlocked)
     /// and in loop bounds read from a tile.
     pub cta_in_conditions: bool,
+    /// Scratch tiles (`shared<T>[32]`) in a loop: one written on one trip
+    /// only (under a branch) and read on every trip, beside others written
+    /// and read on every trip, declared before the loop or in it; and
+    /// tile reads at constant indices at the tiles' edges (issue 26: the
+    /// shared plan gave two such tiles the same bytes).
+    pub scratch: bool,
 }
 
 impl Default for Features {
@@ -114,6 +120,7 @@ impl Default for Features {
             written_loads: true,
             awkward_names: true,
             cta_in_conditions: true,
+            scratch: true,
         }
     }
 }
@@ -457,6 +464,9 @@ impl Gen {
                     body,
                 });
             }
+            82..=91 if tiles_here && top && self.feat.scratch && self.rng.gen_bool(0.4) => {
+                self.scratch_loop(out, depth)
+            }
             82..=91 if tiles_here => self.tile_copy(out, top),
             92..=99 if tiles_here && !self.tiles.is_empty() => self.tile_write(out),
             _ => {
@@ -467,6 +477,131 @@ impl Gen {
                 out.push(st);
             }
         }
+    }
+
+    /// `if ctx.thread < 32 { s[at] = v }`, `at` the thread or its mirror:
+    /// threads 0 to 31 write all 32 elements, each its own.
+    fn scratch_write(&mut self, name: &str, elem: ScalarTy) -> St {
+        let saved = std::mem::replace(&mut self.ctrl, Lvl::Varying);
+        self.writing = Some(name.to_string());
+        let v = self.expr(elem, 2);
+        self.writing = None;
+        self.ctrl = saved;
+        let at = self.pick(&["ctx.thread", "31 - ctx.thread"]);
+        St::If {
+            cond: E::leaf(ScalarTy::Bool, "ctx.thread < 32"),
+            then: vec![St::Other(E::node(
+                elem,
+                &[&format!("{name}[{at}] = "), ""],
+                vec![v.e],
+            ))],
+            els: vec![],
+        }
+    }
+
+    /// Scratch tiles used across the trips of a loop (issue 26 item 1):
+    ///
+    /// ```text
+    /// var a = shared<T>[32]            (before the loop, or first in it)
+    /// for i in range(0, trips) {
+    ///   if i == k { a[..] = .. } else { ..maybe.. }   one trip writes `a`
+    ///   var b = shared<T>[32]; b[..] = ..             every trip writes `b`
+    ///   statements that read `a` and `b`
+    /// }
+    /// ```
+    ///
+    /// `a` is read on every trip from the one that wrote it on; `b` only in
+    /// the trip that wrote it. Trip `k` is the first (0), so every read of
+    /// `a` follows its write.
+    fn scratch_loop(&mut self, out: &mut Vec<St>, depth: u32) {
+        let elem = self.pick(&[ScalarTy::F32, ScalarTy::I32, ScalarTy::I8]);
+        let a = self.name("sh");
+        let outside = self.rng.gen_bool(0.5);
+        let decl = |n: &str| {
+            St::Other(E::leaf(
+                elem,
+                format!("var {n} = shared<{}>[32]", elem.name()),
+            ))
+        };
+        if outside {
+            out.push(decl(&a));
+        }
+        let var = self.name("i");
+        let trips = self.rng.gen_range(2..=4);
+        let (nv, nt) = (self.vars.len(), self.tiles.len());
+        self.vars.push(Var {
+            name: var.clone(),
+            ty: ScalarTy::I32,
+            mutable: false,
+            lvl: Lvl::Uniform,
+            exact: true,
+        });
+        self.loops += 1;
+        let mut body = vec![];
+        if !outside {
+            body.push(decl(&a));
+        }
+        let write_a = self.scratch_write(&a, elem);
+        let mut els = vec![];
+        if self.rng.gen_bool(0.5) {
+            // The other trips write another scratch tile in the branch.
+            let c = self.name("sh");
+            els.push(decl(&c));
+            els.push(self.scratch_write(&c, elem));
+        }
+        body.push(St::If {
+            cond: E::leaf(ScalarTy::Bool, format!("{var} == 0")),
+            then: vec![write_a],
+            els,
+        });
+        self.tiles.push(Tile {
+            name: a.clone(),
+            elem,
+            len: 32,
+            two_d: false,
+        });
+        for _ in 0..self.rng.gen_range(1..3) {
+            let b = self.name("sh");
+            body.push(decl(&b));
+            body.push(self.scratch_write(&b, elem));
+            self.tiles.push(Tile {
+                name: b,
+                elem,
+                len: 32,
+                two_d: false,
+            });
+        }
+        for _ in 0..self.rng.gen_range(1..4) {
+            self.stmt(&mut body, depth + 1, true);
+        }
+        // A last read of each, so the loop's reads are not all optional.
+        let o = self.rng.gen_range(0..self.outs.len());
+        let oty = self.outs[o].1;
+        if oty == elem {
+            let v = self.expr(elem, 2);
+            let slot = self.rng.gen_range(0..SLOTS);
+            body.push(self.out_store(o, slot, v));
+        }
+        self.loops -= 1;
+        self.vars.truncate(nv);
+        // Scratch tiles declared in the loop leave scope with it; `a`
+        // declared before it stays readable (every element written).
+        self.tiles.truncate(nt);
+        if outside {
+            self.tiles.push(Tile {
+                name: a,
+                elem,
+                len: 32,
+                two_d: false,
+            });
+        }
+        out.push(St::For {
+            var,
+            start: E::leaf(ScalarTy::I32, "0"),
+            end: E::leaf(ScalarTy::I32, trips.to_string()),
+            step: 1,
+            body,
+        });
     }
 
     /// A tile copy; the `[2, len]` tile stored back at the end only at the
@@ -762,6 +897,17 @@ impl Gen {
                     if let Some(&i) = cands.choose(&mut self.rng) {
                         let (name, len) = (self.tiles[i].name.clone(), self.tiles[i].len);
                         let r = row(self.tiles[i].two_d);
+                        if self.feat.scratch && self.rng.gen_bool(0.2) {
+                            // A constant index at an edge of the tile.
+                            let at = self.pick(&[0, len - 1]);
+                            // Varying all the same: a tile written by
+                            // element stores reads as varying.
+                            return X {
+                                e: E::leaf(ty, format!("{name}[{r}{at}]")),
+                                lvl: Lvl::Varying,
+                                exact: true,
+                            };
+                        }
                         let idx = self.index();
                         return X {
                             e: E::node(

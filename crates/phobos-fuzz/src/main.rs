@@ -5,16 +5,18 @@
 //! with `N programs, M mismatches` (exit status 1 when M > 0). With
 //! `PHOBOS_PTXAS` set, every K-th program (default 10) is also assembled for
 //! every target. `--no-cta-in-branches`, `--no-tiles-in-branches`,
-//! `--no-written-loads`, `--no-awkward-names` and `--no-cta-in-conditions`
-//! switch those generator features off (`gen::Features`; with the last two
-//! off, a seed gives the program it gave before they existed). An unknown
+//! `--no-written-loads`, `--no-awkward-names`, `--no-cta-in-conditions`
+//! and `--no-scratch` switch those generator features off (`gen::Features`;
+//! with `--no-awkward-names` and `--no-cta-in-conditions`, a seed gives the
+//! program it gave before those two existed). An unknown
 //! flag or a malformed number is an error (exit status 2).
 
 use std::path::PathBuf;
 
 const USAGE: &str = "usage: phobos-fuzz [--seed S] [--count N] [--save DIR] [--ptxas-every K]
                    [--no-cta-in-branches] [--no-tiles-in-branches] [--no-written-loads]
-                   [--no-awkward-names] [--no-cta-in-conditions] [--planted-bug]";
+                   [--no-awkward-names] [--no-cta-in-conditions] [--no-scratch]
+                   [--planted-bug]";
 
 /// The command line, strictly: an unknown flag or a value that is not a
 /// number is an error, never silently the default.
@@ -28,6 +30,7 @@ struct Args {
     no_written_loads: bool,
     no_awkward_names: bool,
     no_cta_in_conditions: bool,
+    no_scratch: bool,
     planted_bug: bool,
 }
 
@@ -42,6 +45,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         no_written_loads: false,
         no_awkward_names: false,
         no_cta_in_conditions: false,
+        no_scratch: false,
         planted_bug: false,
     };
     let mut it = args.iter();
@@ -67,6 +71,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--no-written-loads" => a.no_written_loads = true,
             "--no-awkward-names" => a.no_awkward_names = true,
             "--no-cta-in-conditions" => a.no_cta_in_conditions = true,
+            "--no-scratch" => a.no_scratch = true,
             "--planted-bug" => a.planted_bug = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
@@ -100,6 +105,7 @@ fn main() {
             written_loads: !args.no_written_loads,
             awkward_names: !args.no_awkward_names,
             cta_in_conditions: !args.no_cta_in_conditions,
+            scratch: !args.no_scratch,
             ..phobos_fuzz::gen::Features::default()
         },
         ..phobos_fuzz::Config::default()

@@ -144,6 +144,17 @@ fn generator_covers_the_language() {
             "WARP_SZ_",
             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
             "_: ",
+            // Scratch tiles across loop trips (issue 26): declared before
+            // the loop and in it, written on the first trip only, read at
+            // constant edge indices.
+            "= shared<f32>[32]",
+            "= shared<i32>[32]",
+            "= shared<i8>[32]",
+            "  for i",
+            " == 0 {",
+            "[31 - ctx.thread] = ",
+            "[31]",
+            "[0]",
         ]
         .iter()
         .map(|s| s.to_string()),

@@ -539,6 +539,9 @@ pub(crate) struct Entry {
     /// The module's `.target sm_N`, for its shared-memory limit.
     pub target: Option<u32>,
     pub local_bytes: u32,
+    /// The local arrays, in address order, with gaps between them
+    /// ([`layout_guarded`]).
+    pub local: Vec<Region>,
     pub reqntid: Option<[u32; 3]>,
     pub maxntid: Option<[u32; 3]>,
     /// Operands of the entry's `mma` instructions (see [`Op::Mma`]).
@@ -580,6 +583,28 @@ fn layout(vars: &[VarDecl], start: u64, out: &mut Vec<Region>) -> Result<u64, Si
             bytes: b,
         });
         off = end;
+    }
+    Ok(off)
+}
+
+/// The thread's local arrays, each followed by a gap as long as the larger
+/// of it and the next (16 bytes at least) that belongs to no array: an
+/// index a little past one array's end, or before the next one's start,
+/// lands in the gap, which memcheck reports (`exec::local_access`), rather
+/// than in the neighbouring array. (PTX fixes no layout for `.local`
+/// variables; only addresses taken from one array's symbol reach it.)
+fn layout_guarded(vars: &[VarDecl], out: &mut Vec<Region>) -> Result<u64, SimError> {
+    let mut off = 0u64;
+    for (i, v) in vars.iter().enumerate() {
+        let mut one = Vec::new();
+        let end = layout(std::slice::from_ref(v), off, &mut one)?;
+        out.extend(one);
+        off = end;
+        if let Some(next) = vars.get(i + 1) {
+            let bytes =
+                |v: &VarDecl| u64::from(type_size(&v.ty).unwrap_or(0)).saturating_mul(v.elems);
+            off = off.saturating_add(bytes(v).max(bytes(next)).max(16));
+        }
     }
     Ok(off)
 }
@@ -703,7 +728,7 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
             .insert(r.name.clone(), Name::Sym(u64::from(r.offset)));
     }
     let mut local = Vec::new();
-    let local_end = layout(&e.local, 0, &mut local)?;
+    let local_end = layout_guarded(&e.local, &mut local)?;
     for r in &local {
         d.names
             .insert(r.name.clone(), Name::Sym(u64::from(r.offset)));
@@ -760,6 +785,7 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
         target: m.target,
         local_bytes: u32::try_from(local_end)
             .map_err(|_| SimError::parse(e.line, "local memory too large"))?,
+        local,
         reqntid: e.reqntid,
         maxntid: e.maxntid,
         mmas: d.mmas,

@@ -961,6 +961,32 @@ impl Warp {
             )
             .at(l, addr, Space::Local));
         }
+        // Inside the frame but in no array: in the gap after one (bounds
+        // are per array, as the language's are).
+        let regions = &cx.entry.local;
+        let inside = regions.iter().any(|r| {
+            addr >= u64::from(r.offset)
+                && addr + u64::from(total) <= u64::from(r.offset) + u64::from(r.bytes)
+        });
+        if !inside && !regions.is_empty() {
+            let before = regions.iter().rev().find(|r| u64::from(r.offset) <= addr);
+            let after = regions.iter().find(|r| u64::from(r.offset) > addr);
+            let mut what = match before {
+                Some(r) => format!("past the end of `{}` ({} bytes)", r.name, r.bytes),
+                None => "before the first array".to_string(),
+            };
+            if let Some(r) = after {
+                what.push_str(&format!(" and before `{}`", r.name));
+            }
+            return Err(Fault::new(
+                CheckKind::Memcheck,
+                format!(
+                    "out-of-bounds local {} of {total} bytes: {what}",
+                    access_word(m.store)
+                ),
+            )
+            .at(l, addr, Space::Local));
+        }
         let start = l * limit as usize + addr as usize;
         copy_values(&mut self.local[start..], m, vals);
         Ok(())

@@ -54,7 +54,7 @@
 //! different threads are assumed to touch different elements: no barrier
 //! could separate them, and the grid-stride loop needs none.
 
-use super::error::{verb, BackendError, HazardAccess};
+use super::error::{verb, BackendError, HazardAccess, NoBarrierCause};
 use super::ir::{
     AccessId, BarrierId, BarrierRole, BufferId, ExprId, ExprKind, Func, Mem, Shape, StmtId,
     StmtKind, VarId, Within,
@@ -159,7 +159,7 @@ pub fn place(
                         if across_iterations(j, i) {
                             continue;
                         }
-                        return Err(unfenced(f, &events[j], x));
+                        return Err(unfenced(f, &threads, &events[j], x));
                     };
                     decisions[b.0 as usize] = Some(BarrierDecision {
                         kept: true,
@@ -294,7 +294,7 @@ fn conflict(f: &Func, plan: &SharedPlan, threads: &ThreadIndex, p: &Event, x: &E
 
 /// The error for a conflict with no candidate barrier between the two
 /// accesses: both lie under control that differs between threads.
-fn unfenced(f: &Func, p: &Event, x: &Event) -> BackendError {
+fn unfenced(f: &Func, threads: &ThreadIndex, p: &Event, x: &Event) -> BackendError {
     let access = |e: &Event| match e {
         Event::Access {
             buffer,
@@ -311,9 +311,93 @@ fn unfenced(f: &Func, p: &Event, x: &Event) -> BackendError {
         _ => None,
     };
     match (access(p), access(x)) {
-        (Some(earlier), Some(later)) => BackendError::UnfencedHazard { earlier, later },
+        (Some(earlier), Some(later)) => {
+            let cause = why_no_barrier(f, threads, later.span);
+            BackendError::UnfencedHazard {
+                earlier,
+                later,
+                cause,
+            }
+        }
         _ => BackendError::HazardWithoutAccesses,
     }
+}
+
+/// Why no barrier can go before the access at `span`: the innermost loop
+/// around it whose bounds or condition may differ between threads, else
+/// the innermost loop around it that holds a `break`, `continue` or
+/// `return`, else a `return` before it. `None` when none is found.
+fn why_no_barrier(f: &Func, threads: &ThreadIndex, span: Span) -> Option<NoBarrierCause> {
+    fn holds_exit(f: &Func, b: &[StmtId]) -> Option<Span> {
+        b.iter().find_map(|&s| match &f.stmts[s].kind {
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return => Some(f.stmt_span(s)),
+            k => k.blocks().into_iter().find_map(|b| holds_exit(f, b)),
+        })
+    }
+    fn holds_return(f: &Func, s: StmtId) -> Option<Span> {
+        match &f.stmts[s].kind {
+            StmtKind::Return => Some(f.stmt_span(s)),
+            k => k
+                .blocks()
+                .into_iter()
+                .find_map(|b| b.iter().find_map(|&t| holds_return(f, t))),
+        }
+    }
+    // The statements around `span`, outermost first; `ret` gets the last
+    // `return` met before it in program order.
+    fn path(
+        f: &Func,
+        b: &[StmtId],
+        span: Span,
+        out: &mut Vec<StmtId>,
+        ret: &mut Option<Span>,
+    ) -> bool {
+        for &s in b {
+            let ss = f.stmt_span(s);
+            let kind = &f.stmts[s].kind;
+            // A candidate barrier carries the span of the access it is for.
+            let barrier = matches!(kind, StmtKind::Barrier(_));
+            if ss.start <= span.start && span.end <= ss.end && !barrier {
+                out.push(s);
+                for b in kind.blocks() {
+                    if path(f, b, span, out, ret) {
+                        break;
+                    }
+                }
+                return true;
+            }
+            if let Some(r) = holds_return(f, s) {
+                *ret = Some(r);
+            }
+        }
+        false
+    }
+    let (mut around, mut ret) = (Vec::new(), None);
+    path(f, &f.body, span, &mut around, &mut ret);
+    for &s in around.iter().rev() {
+        let varying = match &f.stmts[s].kind {
+            StmtKind::For(l) => [l.start, l.end, l.step]
+                .iter()
+                .any(|&e| !threads.same_in_cta(f, e)),
+            StmtKind::While { cond, .. } => !threads.same_in_cta(f, *cond),
+            _ => false,
+        };
+        if varying {
+            return Some(NoBarrierCause::VaryingLoop(f.stmt_span(s)));
+        }
+    }
+    for &s in around.iter().rev() {
+        let kind = &f.stmts[s].kind;
+        if kind.is_loop() {
+            if let Some(exit) = kind.blocks().into_iter().find_map(|b| holds_exit(f, b)) {
+                return Some(NoBarrierCause::LoopLeftEarly {
+                    loop_span: f.stmt_span(s),
+                    exit,
+                });
+            }
+        }
+    }
+    ret.map(NoBarrierCause::AfterReturn)
 }
 
 fn hazard_reason(f: &Func, p: &Event, x: &Event) -> String {
@@ -735,11 +819,59 @@ impl ThreadIndex {
             return false;
         }
         (0..a.index.len()).any(|k| {
-            run_axis(&a.shape) != Some(k)
-                && run_axis(&b.shape) != Some(k)
-                && f.same_value(a.index[k], b.index[k], Within::Kernel)
+            if run_axis(&a.shape) == Some(k) || run_axis(&b.shape) == Some(k) {
+                return false;
+            }
+            if f.same_value(a.index[k], b.index[k], Within::Kernel)
                 && self.one_to_one(f, a.index[k])
+            {
+                return true;
+            }
+            // `t[2 * i]` and `t[2 * i + 1]`: the same stride over a
+            // one-to-one function of the thread, at offsets the stride
+            // does not divide, never meet, in one thread or two.
+            match (self.strided(f, a.index[k]), self.strided(f, b.index[k])) {
+                (Some((xa, sa, ca)), Some((xb, sb, cb))) => {
+                    sa == sb
+                        && (ca - cb).rem_euclid(sa) != 0
+                        && f.same_value(xa, xb, Within::Kernel)
+                }
+                _ => false,
+            }
         })
+    }
+
+    /// `e` as `s * x + c`: `x` one-to-one in `ctx.thread`, `s` a positive
+    /// constant and `c` a constant, both small (no wrap: threads are fewer
+    /// than 1024).
+    fn strided(&self, f: &Func, e: ExprId) -> Option<(ExprId, i128, i128)> {
+        let small = |e: ExprId| f.const_int(e).filter(|c| c.abs() < (1 << 20));
+        match &f.exprs[e].kind {
+            ExprKind::Var(v) => self.defs.get(v).and_then(|d| self.strided(f, *d)),
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), x, y) => {
+                let sign = if *op == BinOp::Sub { -1 } else { 1 };
+                if let Some(c) = small(*y) {
+                    let (x, s, c0) = self.strided(f, *x)?;
+                    return Some((x, s, c0 + sign * c));
+                }
+                match (small(*x), *op) {
+                    (Some(c), BinOp::Add) => {
+                        let (y, s, c0) = self.strided(f, *y)?;
+                        Some((y, s, c0 + c))
+                    }
+                    _ => None,
+                }
+            }
+            ExprKind::Binary(BinOp::Mul, x, y) => {
+                let (s, x) = match (small(*x), small(*y)) {
+                    (_, Some(s)) => (s, *x),
+                    (Some(s), _) => (s, *y),
+                    _ => return None,
+                };
+                (s > 0 && self.one_to_one(f, x)).then_some((x, s, 0))
+            }
+            _ => self.one_to_one(f, e).then_some((e, 1, 0)),
+        }
     }
 
     fn one_to_one(&self, f: &Func, e: ExprId) -> bool {

@@ -26,6 +26,17 @@ pub struct SharedBuffer {
     pub span: Span,
 }
 
+/// Why no barrier can go between two accesses (P0802's note).
+#[derive(Clone, Debug, PartialEq)]
+pub enum NoBarrierCause {
+    /// Inside this loop, whose bounds or condition differ between threads.
+    VaryingLoop(Span),
+    /// Inside this loop, which holds this `break`, `continue` or `return`.
+    LoopLeftEarly { loop_span: Span, exit: Span },
+    /// After this `return`, which only some threads may take.
+    AfterReturn(Span),
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum BackendError {
     /// P0312: a build define pins an `@autotune` name to a value that is
@@ -52,6 +63,8 @@ pub enum BackendError {
     UnfencedHazard {
         earlier: HazardAccess,
         later: HazardAccess,
+        /// What keeps barriers out, when the pass found it.
+        cause: Option<NoBarrierCause>,
     },
     /// P0803: unrolling would make `size` statements and expressions
     /// (`u64::MAX`: more than 2^64). `largest` is the loop that grows the
@@ -142,7 +155,11 @@ impl BackendError {
                 }
                 d.note("make the tiles smaller (fewer rows or columns per CTA), or split the kernel")
             }
-            BackendError::UnfencedHazard { earlier, later } => {
+            BackendError::UnfencedHazard {
+                earlier,
+                later,
+                cause,
+            } => {
                 let (pn, xn) = (&earlier.buffer, &later.buffer);
                 let mut d = code
                     .error(format!(
@@ -157,14 +174,39 @@ impl BackendError {
                         format!("`{pn}` {} here", verb(earlier.write, earlier.copy)),
                     );
                 }
-                d.note(
-                    "a barrier needs every thread of the CTA, so Phobos places one only where control is \
-                     the same for all threads; these accesses are both inside a loop whose bounds differ \
-                     between threads, or after a `break`, `continue` or `return` that only some threads \
-                     take. Read what the loop needs into a `let` before it, or give the loop \
-                     bounds that are the same in every thread and test the thread's own condition with \
-                     an `if` inside it",
-                )
+                let (why, fix) = match cause {
+                    Some(NoBarrierCause::VaryingLoop(l)) => {
+                        d = d.secondary(l, "this loop's bounds differ between threads");
+                        (
+                            "both accesses are inside a loop whose bounds differ between threads, where no barrier can go",
+                            "read what the loop needs into a `let` before it, or give the loop bounds that are the same \
+                             in every thread and test the thread's own condition with an `if` inside it",
+                        )
+                    }
+                    Some(NoBarrierCause::LoopLeftEarly { loop_span, exit }) => {
+                        d = d
+                            .secondary(loop_span, "some threads may leave this loop early")
+                            .secondary(exit, "here");
+                        (
+                            "both accesses are inside a loop that some threads may leave early, where no barrier can go",
+                            "write the tile before the loop, or make the exit's condition the same in every thread",
+                        )
+                    }
+                    Some(NoBarrierCause::AfterReturn(r)) => {
+                        d = d.secondary(r, "some threads may leave the kernel here");
+                        (
+                            "the accesses come after a `return` that only some threads may take, where no barrier can go",
+                            "write the tile before the `return`, or make its condition the same in every thread",
+                        )
+                    }
+                    None => (
+                        "these accesses are under control that differs between threads",
+                        "move the accesses to where every thread arrives",
+                    ),
+                };
+                d.note(format!(
+                    "a barrier needs every thread of the CTA, so Phobos places one only where control is the same for all threads; {why}: {fix}"
+                ))
             }
             BackendError::UnrolledTooLarge {
                 size,
@@ -288,6 +330,7 @@ impl BackendError {
             BackendError::UnfencedHazard {
                 earlier: access(true),
                 later: access(false),
+                cause: Some(NoBarrierCause::VaryingLoop(span)),
             },
             BackendError::UnrolledTooLarge {
                 size: u64::MAX,

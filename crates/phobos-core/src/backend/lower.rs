@@ -1336,17 +1336,20 @@ impl<'k> Lower<'k> {
     }
 }
 
-/// Whether the branches write a tile with element or run stores and also
-/// read a tile (the hazards a predicated `if` lets barriers separate).
+/// Whether the branches write a tile and also read one, or write tiles in
+/// two statements: the hazards a predicated `if` lets barriers separate
+/// (two writes of one element by different threads need a barrier between
+/// them too, or the element keeps either value).
 fn both_read_and_write_tiles(then: &hir::Block, els: &hir::Block) -> bool {
-    let (mut reads, mut writes) = (false, false);
+    let (mut reads, mut writes) = (false, 0u32);
     for b in [then, els] {
         scan_block(b, &mut reads, &mut writes);
     }
-    reads && writes
+    (reads && writes > 0) || writes >= 2
 }
 
-fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
+/// Whether `b` reads a tile, and how many of its statements write one.
+fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut u32) {
     for s in &b.stmts {
         match &s.kind {
             hir::StmtKind::Let { init: e, .. } | hir::StmtKind::Assign { value: e, .. } => {
@@ -1356,7 +1359,7 @@ fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
             | hir::StmtKind::RunStore {
                 dst, index, value, ..
             } => {
-                *writes |= matches!(dst, hir::Memory::Tile(_));
+                *writes += u32::from(matches!(dst, hir::Memory::Tile(_)));
                 *reads |= index.iter().any(reads_tile) || reads_tile(value);
                 if let hir::StmtKind::RunStore { only: Some(i), .. } = &s.kind {
                     *reads |= reads_tile(i);
@@ -1379,19 +1382,19 @@ fn scan_block(b: &hir::Block, reads: &mut bool, writes: &mut bool) {
             | hir::StmtKind::TileFill { .. }
             | hir::StmtKind::TileStore { .. } => {
                 *reads = true;
-                *writes = true;
+                *writes += 1;
             }
             hir::StmtKind::Atomic {
                 dst, index, args, ..
             } => {
                 // An atomic on a tile reads and writes it.
                 let tile = matches!(dst, hir::Memory::Tile(_));
-                *writes |= tile;
+                *writes += u32::from(tile);
                 *reads |= tile || index.iter().any(reads_tile) || args.iter().any(reads_tile);
             }
             // A `dot` reads its tiles; an accumulator is in registers.
             hir::StmtKind::Dot { .. } => *reads = true,
-            hir::StmtKind::AccToTile { .. } => *writes = true,
+            hir::StmtKind::AccToTile { .. } => *writes += 1,
             hir::StmtKind::AccMap { value, .. } => *reads |= reads_tile(value),
             hir::StmtKind::Fence
             | hir::StmtKind::AccZero { .. }

@@ -320,6 +320,38 @@ impl Cx<'_> {
         true
     }
 
+    /// A loop of constant bounds whose variable would leave `i32` after its
+    /// last trip (or whose `stages` ring would compute a start past it) is
+    /// refused (P0413): `i += step` would wrap and the loop run on.
+    fn step_past_i32(&mut self, bounds: [&Option<hir::Expr>; 3], stages: Option<u32>, span: Span) {
+        let c = |x: &Option<hir::Expr>| x.as_ref().and_then(super::consts::const_int);
+        let (Some(start), Some(end), Some(step)) = (c(bounds[0]), c(bounds[1]), c(bounds[2]))
+        else {
+            return;
+        };
+        if step == 0 {
+            return;
+        }
+        let trips = if step > 0 && start < end {
+            (end - start + step - 1) / step
+        } else if step < 0 && start > end {
+            (start - end - step - 1) / -step
+        } else {
+            return;
+        };
+        let last = start + (trips - 1) * step;
+        let ahead = stages.map_or(1, |s| i128::from(s.max(2) - 1));
+        let next = last + ahead * step;
+        if next > i128::from(i32::MAX) || next < i128::from(i32::MIN) {
+            self.report(StmtError::StepPastI32 {
+                last,
+                next,
+                stages,
+                span,
+            });
+        }
+    }
+
     fn for_stmt(&mut self, l: &ast::ForLoop) -> Option<hir::StmtKind> {
         let (var, start, end, step) = (&l.var, &l.start, &l.end, l.step.as_ref());
         let s = self.index(start);
@@ -338,6 +370,11 @@ impl Cx<'_> {
             let n = self.index(count).and_then(|c| self.stage_count(&c, *span));
             (n, *span)
         });
+        self.step_past_i32(
+            [&s, &e, &st],
+            count.as_ref().and_then(|c| c.0),
+            step.map_or(end.span, |x| x.span),
+        );
         self.push_scope();
         let local = self.new_local(&var.name, var.span, false, LocalKind::Scalar(ScalarTy::I32));
         self.bind(&var.name, Binding::Local(local));

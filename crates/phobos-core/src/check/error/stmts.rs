@@ -69,6 +69,15 @@ pass_error! {
             literal_span: Span,
         } => P0400,
         ZeroStep { span: Span } => P0413,
+        /// A loop of constant bounds whose last trip plus `step` (or, in a
+        /// `stages S` ring, plus `(S - 1) * step`) leaves `i32`: the loop
+        /// variable would wrap and the loop not end where it should.
+        StepPastI32 {
+            last: i128,
+            next: i128,
+            stages: Option<u32>,
+            span: Span,
+        } => P0413,
         /// `unroll` on a loop that `break` or `continue` (at `span`)
         /// leaves.
         UnrollLeft { span: Span } => P0414,
@@ -225,6 +234,24 @@ impl StmtError {
             ZeroStep { span } => code
                 .error("a loop's step cannot be 0")
                 .primary(span, "the loop would never end"),
+            StepPastI32 {
+                last,
+                next,
+                stages,
+                span,
+            } => code
+                .error(format!(
+                    "this loop steps past the end of i32: its last trip is {last}, and {next} does not fit"
+                ))
+                .primary(span, match stages {
+                    Some(s) => format!("a `stages {s}` ring copies {} trips ahead", s - 1),
+                    None => "the step after the last trip wraps".to_string(),
+                })
+                .note(format!(
+                    "i32 holds {} to {}: end the range further from the limit, or count trips from 0 and compute the value in the body",
+                    i32::MIN,
+                    i32::MAX
+                )),
             UnrollLeft { span } => code
                 .error("`unroll` on a loop left by `break` or `continue`")
                 .primary(span, "this leaves the loop")
@@ -370,6 +397,12 @@ impl StmtError {
                 literal_span: span,
             },
             ZeroStep { span },
+            StepPastI32 {
+                last: 2147483644,
+                next: 2147483648,
+                stages: None,
+                span,
+            },
             UnrollLeft { span },
             UnrollRange { factor: 64, span },
             UnrollStep { span, step: span },
