@@ -499,8 +499,9 @@ impl Driver {
 
     // ---- modules ----
 
-    /// Loads an image: PTX text is parsed by the simulator; cubins and
-    /// fatbins are refused.
+    /// Loads an image: PTX text is parsed by the simulator; a stand-in
+    /// cubin (`cubin.rs`) for the device's architecture runs its PTX; other
+    /// cubins and fatbins are refused.
     ///
     /// # Safety
     /// `image` points to an ELF/fatbin image or to NUL-terminated text.
@@ -513,17 +514,38 @@ impl Driver {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         let head = std::slice::from_raw_parts(image.cast::<u8>(), 4);
-        if head == b"\x7fELF" || head == 0xBA55_ED50u32.to_le_bytes() {
+        let stand_in;
+        let mut text_of_cubin = None;
+        if head == b"\x7fELF" {
+            if let Some((arch, ptx)) = crate::cubin::parse(image.cast()) {
+                if arch != self.config.arch {
+                    logs.error = format!(
+                        "phobos-fakecuda: a stand-in cubin for sm_{arch}; this device is sm_{}",
+                        self.config.arch
+                    );
+                    self.trace(|| {
+                        "cuModuleLoadData: stand-in cubin of another arch refused".into()
+                    });
+                    return Err(CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU);
+                }
+                stand_in = ptx;
+                text_of_cubin = Some(stand_in.as_str());
+            }
+        }
+        if text_of_cubin.is_none() && (head == b"\x7fELF" || head == 0xBA55_ED50u32.to_le_bytes()) {
             logs.error = "phobos-fakecuda: this stand-in runs PTX only; cubins and fatbins \
                           are refused so that the caller loads its PTX"
                 .to_string();
             self.trace(|| "cuModuleLoadData: binary image refused".into());
             return Err(CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU);
         }
-        let text = CStr::from_ptr(image.cast()).to_str().map_err(|_| {
-            logs.error = "ptxas fatal   : the PTX text is not UTF-8".to_string();
-            CUresult::CUDA_ERROR_INVALID_PTX
-        })?;
+        let text = match text_of_cubin {
+            Some(text) => text,
+            None => CStr::from_ptr(image.cast()).to_str().map_err(|_| {
+                logs.error = "ptxas fatal   : the PTX text is not UTF-8".to_string();
+                CUresult::CUDA_ERROR_INVALID_PTX
+            })?,
+        };
         if let Some(g) = &self.load_rendezvous {
             if !g.wait() {
                 logs.error = "phobos-fakecuda: PHOBOS_FAKE_GPU_LOAD_RENDEZVOUS: the other \

@@ -21,8 +21,11 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod config;
+mod cubin;
 mod driver;
 mod errors;
+
+pub use cubin::stand_in_cubin;
 
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute, CUjit_option, CUresult};
 use driver::{Driver, JitLogs};

@@ -389,6 +389,57 @@ fn stand_in_cubins_are_refused_so_the_ptx_is_loaded() {
     );
 }
 
+/// The cubin-first path, end to end: a stand-in cubin for the device's
+/// architecture (its PTX inside, `phobos_fakecuda::stand_in_cubin`) is
+/// loaded before the PTX, and one for another architecture is not chosen.
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_cubins_for_the_device_are_loaded_before_the_ptx() {
+    in_fake_gpu_child(
+        "stand_in_cubins_for_the_device_are_loaded_before_the_ptx",
+        &[],
+        || {
+            let dev = fake_gpu();
+            let arch = dev.arch().unwrap();
+            let (kernels, _) = phobos_core::compile(
+                SCALE,
+                "test.pho",
+                &phobos_core::CompileOptions::for_arch(arch),
+            );
+            let ptx = &kernels[0].ptx;
+            let cubin = phobos_fakecuda::stand_in_cubin(arch, ptx);
+            let k = compile(SCALE, &[75], vec![(arch, cubin)]);
+            let x = dev.upload(&[1.0f32; 32], &[32]).unwrap();
+            let mut y = dev.zeros::<f32>(&[32]).unwrap();
+            launch_xy(&k, &dev, 1, &x, &mut y).unwrap();
+            assert_eq!(y.to_vec().unwrap(), vec![2.0; 32]);
+            let images = dev.loaded_images();
+            assert_eq!(images.len(), 1, "{images:?}");
+            assert_eq!(
+                (images[0].kind, images[0].arch),
+                ("cubin", arch),
+                "{images:?}"
+            );
+            assert!(images[0].refused.is_empty(), "{images:?}");
+            // A stand-in cubin of another architecture alone: refused as a
+            // driver refuses a cubin for another GPU.
+            let other = if arch == 75 { 80 } else { 75 };
+            let wrong = phobos_fakecuda::stand_in_cubin(other, ptx);
+            let k = compile(SCALE, &[], vec![(arch, wrong)]);
+            let e = launch_xy(&k, &dev, 1, &x, &mut y).unwrap_err();
+            assert!(
+                e.to_string().contains("CUDA_ERROR_NO_BINARY_FOR_GPU"),
+                "{e}"
+            );
+            assert!(
+                e.to_string()
+                    .contains(&format!("stand-in cubin for sm_{other}")),
+                "{e}"
+            );
+        },
+    );
+}
+
 /// 256 threads and an 8 KiB tile (2048 f32): within the simulator's
 /// defaults (`Limits::SM75`: 1024 threads, 48 KiB), beyond the device
 /// configured below.
