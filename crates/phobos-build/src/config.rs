@@ -53,7 +53,20 @@ pub(crate) enum ArchValue {
 }
 
 impl ConfigFile {
-    pub(crate) fn read(path: &Path) -> Result<ConfigFile, BuildError> {
+    /// The `phobos.toml` at `path` as every reader takes it: a missing file
+    /// is the defaults (an error when the caller named the file), and one
+    /// that is not a regular file (a device or a pipe, which could be
+    /// endless or never end) is refused.
+    pub(crate) fn read_at(path: &Path, named: bool) -> Result<ConfigFile, BuildError> {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => ConfigFile::read(path),
+            Ok(_) => Err(BuildError::io(path, "not a regular file")),
+            Err(_) if named => Err(BuildError::io(path, "no such file")),
+            Err(_) => Ok(ConfigFile::default()),
+        }
+    }
+
+    fn read(path: &Path) -> Result<ConfigFile, BuildError> {
         let text =
             crate::read::file(path, crate::read::CONFIG).map_err(|e| BuildError::read(path, e))?;
         toml::from_str(&text).map_err(|e| BuildError::Config {
@@ -89,10 +102,7 @@ impl ConfigFile {
 /// targets without building, such as the language server.
 pub fn project_arches(manifest_dir: &Path) -> Result<Option<Vec<u32>>, BuildError> {
     let path = manifest_dir.join("phobos.toml");
-    if !path.is_file() {
-        return Ok(None);
-    }
-    ConfigFile::read(&path)?.arches(&path)
+    ConfigFile::read_at(&path, false)?.arches(&path)
 }
 
 /// Reads environment variables and remembers which ones were read.

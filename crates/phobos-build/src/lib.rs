@@ -390,16 +390,7 @@ impl Builder {
         // stops it.
         trackable(&config_path)?;
         self.directive(&format!("cargo:rerun-if-changed={}", config_path.display()));
-        // A phobos.toml that is a device or a pipe could be endless, or
-        // never end: refused, where it used to be ignored.
-        let config = match std::fs::metadata(&config_path) {
-            Ok(m) if m.is_file() => ConfigFile::read(&config_path)?,
-            Ok(_) => return Err(BuildError::io(&config_path, "not a regular file")),
-            Err(_) if self.config.is_some() => {
-                return Err(BuildError::io(&config_path, "no such file"))
-            }
-            Err(_) => ConfigFile::default(),
-        };
+        let config = ConfigFile::read_at(&config_path, self.config.is_some())?;
 
         let arches_asked = env.var("PHOBOS_ARCHES").is_some()
             || self.arches.is_some()

@@ -236,7 +236,7 @@ impl Lexer<'_> {
             let c = self.src[self.pos];
             let start = self.pos;
             match c {
-                _ if is_line_break(self.src, self.pos) => {
+                b'\n' | b'\r' if is_line_break(self.src, self.pos) => {
                     self.nl = true;
                     self.pos += 1;
                 }
@@ -289,7 +289,7 @@ impl Lexer<'_> {
                         return;
                     }
                 }
-                _ if is_line_break(self.src, self.pos) => {
+                (b'\n' | b'\r', _) if is_line_break(self.src, self.pos) => {
                     self.nl = true;
                     self.pos += 1;
                 }

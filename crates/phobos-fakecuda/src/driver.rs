@@ -514,33 +514,29 @@ impl Driver {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
         let head = std::slice::from_raw_parts(image.cast::<u8>(), 4);
-        let stand_in;
-        let mut text_of_cubin = None;
-        if head == b"\x7fELF" {
-            if let Some((arch, ptx)) = crate::cubin::parse(image.cast()) {
-                if arch != self.config.arch {
-                    logs.error = format!(
-                        "phobos-fakecuda: a stand-in cubin for sm_{arch}; this device is sm_{}",
-                        self.config.arch
-                    );
-                    self.trace(|| {
-                        "cuModuleLoadData: stand-in cubin of another arch refused".into()
-                    });
-                    return Err(CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU);
-                }
-                stand_in = ptx;
-                text_of_cubin = Some(stand_in.as_str());
+        let stand_in = if head == b"\x7fELF" {
+            crate::cubin::parse(image.cast())
+        } else {
+            None
+        };
+        if let Some((arch, _)) = &stand_in {
+            if *arch != self.config.arch {
+                logs.error = format!(
+                    "phobos-fakecuda: a stand-in cubin for sm_{arch}; this device is sm_{}",
+                    self.config.arch
+                );
+                self.trace(|| "cuModuleLoadData: stand-in cubin of another arch refused".into());
+                return Err(CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU);
             }
-        }
-        if text_of_cubin.is_none() && (head == b"\x7fELF" || head == 0xBA55_ED50u32.to_le_bytes()) {
+        } else if head == b"\x7fELF" || head == 0xBA55_ED50u32.to_le_bytes() {
             logs.error = "phobos-fakecuda: this stand-in runs PTX only; cubins and fatbins \
                           are refused so that the caller loads its PTX"
                 .to_string();
             self.trace(|| "cuModuleLoadData: binary image refused".into());
             return Err(CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU);
         }
-        let text = match text_of_cubin {
-            Some(text) => text,
+        let text = match &stand_in {
+            Some((_, ptx)) => ptx.as_str(),
             None => CStr::from_ptr(image.cast()).to_str().map_err(|_| {
                 logs.error = "ptxas fatal   : the PTX text is not UTF-8".to_string();
                 CUresult::CUDA_ERROR_INVALID_PTX
