@@ -171,12 +171,6 @@ fn check_dims(name: &str, shape: &[u64]) -> Result<(), String> {
     }
 }
 
-/// How `--max-work` is raised to `work`, for `phobos_sim::check_work`'s
-/// message.
-pub fn raise_max_work(work: u64) -> String {
-    format!("--max-work {work}")
-}
-
 /// Each element type's numpy dtype code (without byte order) and numpy's
 /// name for it. `bf16` has no numpy type: it travels as `uint16` bits.
 const NUMPY: [(ScalarTy, &str, &str); 12] = [

@@ -184,7 +184,7 @@ fn plan<'m>(
     let refused = |e| refusal(meta, tensors, e);
     let grid = binding.grid(variant).map_err(refused)?;
     binding.check_block(variant).map_err(refused)?;
-    phobos_sim::check_work(grid, variant.threads, max_work, crate::args::raise_max_work)
+    phobos_sim::check_work(grid, variant.threads, max_work, phobos_sim::max_work_flag)
         .map_err(Failure::usage)?;
     Ok(Launch { variant, grid })
 }

@@ -246,20 +246,19 @@ fn bind_and_pick<'m>(
     });
     let mut picked = Vec::new();
     for (name, value) in tuning {
-        match value {
-            // Candidates are i32 (the checker refuses larger ones), so the
-            // value is exact in f64.
-            Input::Scalar(text) if ScalarValue::parse(&name, ScalarTy::I32, &text).is_ok() => {
-                let v = ScalarValue::parse(&name, ScalarTy::I32, &text).map_or(0.0, |v| v.to_f64());
-                picked.push((name, v as i64))
-            }
-            _ => {
-                return Err(ExplainError::Usage(format!(
-                    "`{name}` is an @autotune constant of `{}`: give one of its values, {name}=N",
-                    meta.name
-                )))
-            }
-        }
+        // Candidates are i32 (the checker refuses larger ones), so the
+        // value is exact in f64.
+        let parsed = match &value {
+            Input::Scalar(text) => ScalarValue::parse(&name, ScalarTy::I32, text).ok(),
+            _ => None,
+        };
+        let Some(v) = parsed else {
+            return Err(ExplainError::Usage(format!(
+                "`{name}` is an @autotune constant of `{}`: give one of its values, {name}=N",
+                meta.name
+            )));
+        };
+        picked.push((name, v.to_f64() as i64));
     }
     let mut bound = read_inputs(meta, &inputs)?;
     let shapes = bound.shapes.clone();
@@ -298,9 +297,12 @@ fn bind_and_pick<'m>(
     binding.check_block(variant).map_err(usage)?;
     // Every CTA runs (even when one is traced or the profile samples), so
     // the budget is checked before the inputs are made.
-    phobos_sim::check_work(grid, variant.threads, req.max_work, |w| {
-        format!("--max-work {w}")
-    })
+    phobos_sim::check_work(
+        grid,
+        variant.threads,
+        req.max_work,
+        phobos_sim::max_work_flag,
+    )
     .map_err(ExplainError::Usage)?;
     bound.dims = binding
         .dims

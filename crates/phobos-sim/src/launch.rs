@@ -92,6 +92,13 @@ pub enum KernelArg {
 /// thread.
 pub const DEFAULT_MAX_WORK: u64 = 1 << 22;
 
+/// How the `phobos` commands that simulate (`sim`, `explain`, `profile`)
+/// raise the budget to `work`: their `--max-work` flag, for
+/// [`check_work`]'s `raise`.
+pub fn max_work_flag(work: u64) -> String {
+    format!("--max-work {work}")
+}
+
 /// The threads a launch of `grid` CTAs of `threads_per_cta` simulates, or,
 /// above `max_work`, the refusal: every CTA runs, so a larger launch is
 /// refused before it starts instead of running for hours. `raise` is how

@@ -87,8 +87,8 @@ mod warp;
 pub use decode::{ParamInfo, Ty};
 pub use error::{CheckKind, CheckReport, SimError, SourceLoc};
 pub use launch::{
-    check_work, max_shared_bytes, Approx, KernelArg, Launch, LaunchOptions, LaunchStats,
-    DEFAULT_MAX_WORK, STATIC_SHARED_LIMIT,
+    check_work, max_shared_bytes, max_work_flag, Approx, KernelArg, Launch, LaunchOptions,
+    LaunchStats, DEFAULT_MAX_WORK, STATIC_SHARED_LIMIT,
 };
 pub use memory::{BufferId, Device, MAX_BUFFER_BYTES};
 pub use module::Module;
