@@ -454,7 +454,7 @@ impl<'k> Lower<'k> {
             hir::StmtKind::If { cond: c, then, els }
                 if self.uniform
                     && self.pred.is_none()
-                    && both_read_and_write_tiles(then, els)
+                    && branches_have_tile_hazards(then, els)
                     && !has_exit(then)
                     && !has_exit(els) =>
             {
@@ -467,7 +467,7 @@ impl<'k> Lower<'k> {
             }
             hir::StmtKind::If { cond: c, then, els }
                 if self.pred.is_some()
-                    && both_read_and_write_tiles(then, els)
+                    && branches_have_tile_hazards(then, els)
                     && !has_exit(then)
                     && !has_exit(els) =>
             {
@@ -1340,7 +1340,7 @@ impl<'k> Lower<'k> {
 /// two statements: the hazards a predicated `if` lets barriers separate
 /// (two writes of one element by different threads need a barrier between
 /// them too, or the element keeps either value).
-fn both_read_and_write_tiles(then: &hir::Block, els: &hir::Block) -> bool {
+fn branches_have_tile_hazards(then: &hir::Block, els: &hir::Block) -> bool {
     let (mut reads, mut writes) = (false, 0u32);
     for b in [then, els] {
         scan_block(b, &mut reads, &mut writes);

@@ -186,6 +186,18 @@ struct Run {
 }
 
 impl Run {
+    /// The record of job `job`, whose process ended without its result,
+    /// with `failure` saying how.
+    fn lost(job: &Job, failure: String) -> Run {
+        let (name, seed, _) = job;
+        Run {
+            name: name.clone(),
+            seed: *seed,
+            records: Vec::new(),
+            failure: Some(failure),
+        }
+    }
+
     fn to_json(&self, index: usize) -> serde_json::Value {
         json!({"index": index, "name": self.name, "seed": self.seed,
                "failure": self.failure, "records": self.records})
@@ -328,17 +340,12 @@ fn supervise(
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    let (name, seed, _) = &jobs[next];
-                    runs.push(Run {
-                        name: name.clone(),
-                        seed: *seed,
-                        records: Vec::new(),
-                        failure: Some(format!(
-                            "hung: no result within {} s; killed, and the later cases ran in a \
-                             fresh process",
-                            timeout.as_secs()
-                        )),
-                    });
+                    let why = format!(
+                        "hung: no result within {} s; killed, and the later cases ran in a \
+                         fresh process",
+                        timeout.as_secs()
+                    );
+                    runs.push(Run::lost(&jobs[next], why));
                     next += 1;
                     journal(&runs, &loaded.values().cloned().collect::<Vec<_>>());
                     break;
@@ -349,16 +356,11 @@ fn supervise(
                     // failure it reported: go on from `next`. Anything
                     // else died during the case at `next`.
                     if next < jobs.len() && !matches!(status.code(), Some(0) | Some(3)) {
-                        let (name, seed, _) = &jobs[next];
-                        runs.push(Run {
-                            name: name.clone(),
-                            seed: *seed,
-                            records: Vec::new(),
-                            failure: Some(format!(
-                                "the process running it died ({status}); the later cases ran in \
-                                 a fresh process"
-                            )),
-                        });
+                        let why = format!(
+                            "the process running it died ({status}); the later cases ran in \
+                             a fresh process"
+                        );
+                        runs.push(Run::lost(&jobs[next], why));
                         next += 1;
                         journal(&runs, &loaded.values().cloned().collect::<Vec<_>>());
                     }
