@@ -42,9 +42,10 @@ use std::collections::HashMap;
 /// 255-byte limit of common file systems with room to spare.
 pub const MAX_KERNEL_NAME: usize = 200;
 
-/// Rust keywords that cannot be written as raw identifiers (`r#self` is
-/// not allowed), so no generated function can have these names.
-const NOT_RUST_FN: &[&str] = &["self", "Self", "super", "crate"];
+/// Words Rust reserves that cannot be written as raw identifiers
+/// (`r#self` is not allowed), so no generated function can have these
+/// names. bindgen renames parameters named so.
+pub const RUST_NOT_RAW: &[&str] = &["self", "Self", "super", "crate", "_"];
 
 /// P0208 for a kernel whose name breaks a rule of the module docs.
 pub(super) fn check_kernel_name(name: &ast::Ident) -> Option<NameError> {
@@ -54,7 +55,7 @@ pub(super) fn check_kernel_name(name: &ast::Ident) -> Option<NameError> {
         Some(NameError::NotPtx { span })
     } else if n == "WARP_SZ" {
         Some(NameError::PtxPredefined { span })
-    } else if NOT_RUST_FN.contains(&n.as_str()) {
+    } else if RUST_NOT_RAW.contains(&n.as_str()) {
         Some(NameError::NotRustFn {
             name: n.clone(),
             span,
