@@ -115,3 +115,76 @@ fn a_scratch_an_inner_loop_reads_from_earlier_outer_trips_keeps_its_bytes() {
     let o = Case::source(&nested, "nested.pho", "across").run([1, 1, 1]);
     o.check_f("O", 32, |_| 8.0 + 4.0 * 100.0);
 }
+
+/// Issue 26 item 3: the plan puts a kernel's shared buffers side by side in
+/// one `.shared` array, so a run-time index just past one buffer's edge
+/// wrote or read its neighbour under "checks passed". Bounds are per
+/// buffer: every shared access Phobos emits carries its buffer's bytes
+/// (a `phobos.bounds` note), and memcheck reports an access outside them.
+const NEIGHBOURS: &str = r#"
+@launch(32)
+kernel neighbours(I: tensor<i32>[32], J: tensor<i32>[32], O: tensor<f32>[32]) {
+  let t = ctx.thread
+  var a = shared<f32>[32]
+  var b = shared<f32>[32]
+  a[t] = 1.0
+  b[t] = 2.0
+  a[I[t]] = 5.0
+  atomic_add(b[J[t]], 1.0)
+  O[t] = a[t] + b[31 - t]
+}
+"#;
+
+fn neighbour_indices(at: usize, v: i64) -> phobos_conformance::sim_support::Tensor {
+    let mut t =
+        phobos_conformance::sim_support::Tensor::zeros(phobos_core::ast::ScalarTy::I32, &[32]);
+    for i in 0..32 {
+        t.set_i(i, if i == at { v } else { i as i64 });
+    }
+    t
+}
+
+#[test]
+fn a_run_time_index_past_a_shared_buffer_is_a_memcheck_error_not_a_write_into_the_next() {
+    let ptx = Case::source(NEIGHBOURS, "neighbours.pho", "neighbours")
+        .kernel
+        .ptx;
+    assert!(ptx.contains("// phobos.bounds a neighbours$smem"), "{ptx}");
+    assert!(ptx.contains("// phobos.bounds b neighbours$smem"), "{ptx}");
+    // In range: each buffer gets its own elements.
+    let o = Case::source(NEIGHBOURS, "neighbours.pho", "neighbours")
+        .init("I", neighbour_indices(0, 0))
+        .init("J", neighbour_indices(0, 0))
+        .run([1, 1, 1]);
+    o.check_f("O", 32, |_| 5.0 + 3.0);
+    // Past either edge, by a little or by a whole buffer: in the other
+    // buffer's bytes, or outside the kernel's shared memory.
+    for bad in [32, 33, 63, -1, -32] {
+        for (tile, what) in [("a", "shared store"), ("b", "shared atomic")] {
+            let (i, j) = if tile == "a" { (bad, 5) } else { (5, bad) };
+            let mut c = Case::source(NEIGHBOURS, "neighbours.pho", "neighbours")
+                .init("I", neighbour_indices(5, i))
+                .init("J", neighbour_indices(5, j));
+            c.opts.threads = 1;
+            let r = c.report([1, 1, 1]);
+            assert_eq!(r.kind, CheckKind::Memcheck, "{tile}[{bad}]: {r}");
+            assert_eq!(r.thread, Some([5, 0, 0]), "{tile}[{bad}]: {r}");
+            assert!(
+                r.message.contains(&format!(
+                    "out-of-bounds {what} of 4 bytes: outside `{tile}`, which has 128 bytes"
+                )),
+                "{tile}[{bad}]: {r}"
+            );
+            assert_eq!(r.tensor.as_deref(), Some(tile), "{tile}[{bad}]: {r}");
+            let note = if bad < 0 {
+                format!("starts {} bytes before the start of `{tile}`", -4 * bad)
+            } else {
+                format!("({} bytes past its end)", 4 * (bad - 31))
+            };
+            assert!(
+                r.notes.iter().any(|n| n.contains(&note)),
+                "{tile}[{bad}]: {note}: {r}"
+            );
+        }
+    }
+}

@@ -410,6 +410,69 @@ impl Ctx<'_> {
         }))
     }
 
+    /// An access of `bytes` at shared address `addr` by the instruction at
+    /// `pc` outside the buffer its bounds note names (`InstInfo::bounds`):
+    /// bounds are per buffer, though the buffers share one `.shared` array
+    /// and an index past one's edge lands in another.
+    pub(crate) fn buffer_bounds(
+        &self,
+        pc: u32,
+        what: &str,
+        (lane, addr): (usize, u64),
+        bytes: u32,
+    ) -> Result<(), Fault> {
+        let Some(b) = self
+            .entry
+            .info
+            .get(pc as usize)
+            .and_then(|i| i.bounds.as_ref())
+        else {
+            return Ok(());
+        };
+        let end = addr + u64::from(bytes);
+        if addr >= b.start && end <= b.end {
+            return Ok(());
+        }
+        let len = b.end - b.start;
+        let mut f = Fault::new(
+            CheckKind::Memcheck,
+            format!(
+                "out-of-bounds {what} of {bytes} bytes: outside `{}`, which has {len} bytes",
+                b.name
+            ),
+        )
+        .at(lane, addr, Space::Shared);
+        f.tensor = Some(b.name.clone());
+        // Shared addresses are 32 bits: a negative index wraps.
+        let rel = i64::from(addr.wrapping_sub(b.start) as u32 as i32);
+        f.notes.push(if rel < 0 {
+            format!(
+                "the access starts {} bytes before the start of `{}` (a negative index?)",
+                -rel, b.name
+            )
+        } else {
+            format!(
+                "the access covers bytes {rel}..{} of `{}` ({} bytes past its end)",
+                rel + i64::from(bytes),
+                b.name,
+                rel + i64::from(bytes) - len as i64
+            )
+        });
+        let other = self
+            .entry
+            .info
+            .iter()
+            .filter_map(|i| i.bounds.as_ref())
+            .find(|o| o.name != b.name && o.start <= addr && addr < o.end);
+        if let Some(o) = other {
+            f.notes.push(format!(
+                "those bytes belong to `{}`, which it would have overwritten or read",
+                o.name
+            ));
+        }
+        Err(f)
+    }
+
     /// A memcheck fault of lane `lane` at `addr`, naming the variable or
     /// tensor that holds the address.
     pub(crate) fn memcheck_at(

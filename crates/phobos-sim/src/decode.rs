@@ -491,6 +491,17 @@ pub(crate) struct InstInfo {
     pub loc: Option<(u32, u32, u32)>,
     /// The `inlined_at` chain of `loc` (an index in the module's chains).
     pub inlined: u32,
+    /// The bytes of shared memory every access of this instruction must
+    /// stay in, from its `phobos.bounds` note.
+    pub bounds: Option<Bounds>,
+}
+
+/// A buffer's bytes in the CTA's shared memory, absolute.
+#[derive(Clone, Debug)]
+pub(crate) struct Bounds {
+    pub name: String,
+    pub start: u64,
+    pub end: u64,
 }
 
 /// A kernel parameter as declared.
@@ -759,11 +770,32 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
             };
             let op = d.inst(i)?;
             insts.push(Inst { op, guard });
+            let bounds = match &i.bounds {
+                None => None,
+                Some(b) => {
+                    let region = shared.iter().find(|r| r.name == b.symbol).ok_or_else(|| {
+                        SimError::parse(
+                            i.line,
+                            format!(
+                                "the bounds note names `{}`, which is no shared array",
+                                b.symbol
+                            ),
+                        )
+                    })?;
+                    let base = u64::from(region.offset);
+                    Some(Bounds {
+                        name: b.name.clone(),
+                        start: base + b.start,
+                        end: base + b.end,
+                    })
+                }
+            };
             info.push(InstInfo {
                 opcode: i.opcode.clone(),
                 line: i.line,
                 loc: i.loc,
                 inlined: i.inlined,
+                bounds,
             });
         }
     }

@@ -910,6 +910,12 @@ impl Warp {
     ) -> Result<(), Fault> {
         let total = m.bytes();
         let limit = cta.shared.len() as u64;
+        cx.buffer_bounds(
+            pc,
+            &format!("shared {}", access_word(m.store)),
+            (l, addr),
+            total,
+        )?;
         if addr + u64::from(total) > limit {
             let what = format!("shared {}", access_word(m.store));
             return Err(cx.memcheck_at(
@@ -1193,6 +1199,7 @@ impl Warp {
     ) -> Result<u64, Fault> {
         let size = m.ty.bytes();
         let limit = cta.shared.len() as u64;
+        cx.buffer_bounds(pc, "shared atomic", (l, addr), size)?;
         if addr + u64::from(size) > limit {
             return Err(cx.memcheck_at(
                 shared_out_of_bounds("shared atomic", size, limit),

@@ -6,6 +6,7 @@
 //! is `decode`'s job. Every error carries the 1-based PTX line.
 
 use crate::error::SimError;
+use std::collections::HashMap;
 
 /// One lexical token with the line it starts on.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,7 +28,58 @@ fn is_word_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%' | '.')
 }
 
-fn lex(src: &str) -> Result<Vec<Token>, SimError> {
+/// A `// phobos.bounds NAME SYMBOL START END` note at the end of a shared
+/// load, store or atomic that Phobos wrote: every access of that
+/// instruction lies in bytes `START..END` from shared array `SYMBOL`, the
+/// bytes of the kernel's buffer `NAME` (docs/simulator.md). Comments of any
+/// other kind are ignored.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct RawBounds {
+    pub name: String,
+    pub symbol: String,
+    pub start: u64,
+    pub end: u64,
+}
+
+const BOUNDS_NOTE: &str = "phobos.bounds";
+
+fn bounds_note(text: &str, line: usize) -> Result<Option<RawBounds>, SimError> {
+    let mut words = text.split_whitespace();
+    if words.next() != Some(BOUNDS_NOTE) {
+        return Ok(None);
+    }
+    let bad = || {
+        SimError::parse(
+            line,
+            format!("a `{BOUNDS_NOTE}` note is `{BOUNDS_NOTE} NAME SYMBOL START END`, with START <= END"),
+        )
+    };
+    let (Some(name), Some(symbol), Some(start), Some(end), None) = (
+        words.next(),
+        words.next(),
+        words.next(),
+        words.next(),
+        words.next(),
+    ) else {
+        return Err(bad());
+    };
+    let (Ok(start), Ok(end)) = (start.parse::<u64>(), end.parse::<u64>()) else {
+        return Err(bad());
+    };
+    if start > end {
+        return Err(bad());
+    }
+    Ok(Some(RawBounds {
+        name: name.to_string(),
+        symbol: symbol.to_string(),
+        start,
+        end,
+    }))
+}
+
+/// The tokens of `src`, and its bounds notes by line.
+fn lex(src: &str) -> Result<(Vec<Token>, HashMap<usize, RawBounds>), SimError> {
+    let mut notes = HashMap::new();
     let mut out = Vec::new();
     let chars: Vec<char> = src.chars().collect();
     let mut i = 0;
@@ -40,8 +92,13 @@ fn lex(src: &str) -> Result<Vec<Token>, SimError> {
         } else if c.is_whitespace() {
             i += 1;
         } else if c == '/' && chars.get(i + 1) == Some(&'/') {
+            let start = i + 2;
             while i < chars.len() && chars[i] != '\n' {
                 i += 1;
+            }
+            let text: String = chars[start..i].iter().collect();
+            if let Some(b) = bounds_note(&text, line)? {
+                notes.insert(line, b);
             }
         } else if c == '/' && chars.get(i + 1) == Some(&'*') {
             let start = line;
@@ -120,7 +177,7 @@ fn lex(src: &str) -> Result<Vec<Token>, SimError> {
             return Err(SimError::parse(line, format!("unexpected character `{c}`")));
         }
     }
-    Ok(out)
+    Ok((out, notes))
 }
 
 /// A parsed operand, before registers and symbols are resolved.
@@ -156,6 +213,8 @@ pub(crate) struct RawInst {
     /// Why the operands did not parse, reported unless the opcode itself
     /// is unsupported.
     pub bad_operands: Option<SimError>,
+    /// The bounds note on the instruction's line.
+    pub bounds: Option<RawBounds>,
 }
 
 /// A `.reg` declaration: one register or a `%r<N>` range.
@@ -226,6 +285,8 @@ pub(crate) struct RawModule {
 
 struct Parser {
     toks: Vec<Token>,
+    /// Bounds notes by line.
+    notes: HashMap<usize, RawBounds>,
     pos: usize,
     loc: Option<Loc>,
     /// The current `.loc`'s chain in `chains`.
@@ -241,8 +302,10 @@ struct Parser {
 
 /// Parses PTX text into its raw structure.
 pub(crate) fn parse(src: &str) -> Result<RawModule, SimError> {
+    let (toks, notes) = lex(src)?;
     let mut p = Parser {
-        toks: lex(src)?,
+        toks,
+        notes,
         pos: 0,
         loc: None,
         inlined: 0,
@@ -793,6 +856,7 @@ impl Parser {
             loc: self.loc,
             inlined: self.inlined,
             bad_operands,
+            bounds: self.notes.remove(&line),
         })
     }
 

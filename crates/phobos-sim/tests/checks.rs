@@ -402,3 +402,56 @@ fn threads_storing_different_values_to_one_word_race() {
     assert_eq!(r.thread, Some([1, 0, 0]));
     assert!(r.to_string().contains("at t.pho:9:5"), "{r}");
 }
+
+/// A `phobos.bounds` note (what Phobos writes after every shared access of
+/// a buffer) bounds the instruction's accesses to the buffer's bytes inside
+/// the `.shared` array: the second half of `buf` is another buffer.
+#[test]
+fn a_shared_access_outside_its_bounds_note_is_caught() {
+    let decls = "    .shared .align 4 .b8 buf[256];";
+    let body = own_word("buf") + "    st.shared.u32 [%r3], %r0; // phobos.bounds low buf 0 128\n";
+    let r = caught(decls, &body, 64);
+    says(
+        &r,
+        CheckKind::Memcheck,
+        "out-of-bounds shared store of 4 bytes: outside `low`, which has 128 bytes",
+    );
+    assert_eq!(r.thread, Some([32, 0, 0]));
+    assert_eq!(r.tensor.as_deref(), Some("low"));
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("bytes 128..132 of `low` (4 bytes past its end)")),
+        "{r}"
+    );
+    // Within the note's bytes, and without a note, the store is fine.
+    run_n(decls, &body, 32, &[0], 1);
+    let plain = own_word("buf") + "    st.shared.u32 [%r3], %r0;\n";
+    run_n(decls, &plain, 64, &[0], 1);
+}
+
+#[test]
+fn a_malformed_bounds_note_is_a_parse_error() {
+    let decls = "    .shared .align 4 .b8 buf[256];";
+    for (note, says) in [
+        (
+            "phobos.bounds low buf 0",
+            "`phobos.bounds NAME SYMBOL START END`",
+        ),
+        ("phobos.bounds low buf 9 8", "with START <= END"),
+        (
+            "phobos.bounds low buf x 8",
+            "`phobos.bounds NAME SYMBOL START END`",
+        ),
+        (
+            "phobos.bounds low nowhere 0 8",
+            "names `nowhere`, which is no shared array",
+        ),
+    ] {
+        let body = own_word("buf") + &format!("    st.shared.u32 [%r3], %r0; // {note}\n");
+        let err = Module::parse(&kernel(decls, &body))
+            .map(|_| ())
+            .unwrap_err();
+        assert!(err.to_string().contains(says), "{note}: {err}");
+    }
+}

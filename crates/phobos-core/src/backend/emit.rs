@@ -246,12 +246,39 @@ impl<'a> Emitter<'a> {
 
     /// Emit one instruction line.
     pub fn ins(&mut self, s: &str) {
+        let mut note = None;
         if let Some(acc) = self.cur_access {
-            self.record(acc, s);
+            if self.record(acc, s) {
+                note = self.bounds_note(acc);
+            }
         }
         self.body.push('\t');
         self.body.push_str(s);
+        if let Some(note) = note {
+            self.body.push_str(" // ");
+            self.body.push_str(&note);
+        }
         self.body.push('\n');
+    }
+
+    /// The bounds note of a load, store or atomic of shared buffer `acc`
+    /// touches: `phobos.bounds NAME SYMBOL START END`, the buffer's bytes
+    /// from the kernel's shared array. The simulator checks every access of
+    /// the instruction against them, so an index past one buffer's edge is
+    /// reported even where it lands in a neighbouring one
+    /// (docs/simulator.md).
+    fn bounds_note(&self, acc: super::ir::AccessId) -> Option<String> {
+        let super::ir::Mem::Buffer(b) = self.f.accesses[acc].mem else {
+            return None;
+        };
+        let buf = &self.f.buffers[b];
+        let start = u64::from(self.an.plan.offset[b.0 as usize]);
+        Some(format!(
+            "phobos.bounds {} {} {start} {}",
+            buf.name,
+            self.smem,
+            start + buf.bytes
+        ))
     }
 
     /// `acc` reuses `src`'s load: it reports `src`'s instructions.
@@ -263,9 +290,9 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// Count `s` as one of `acc`'s instructions when it is a load or store
-    /// in the access's state space.
-    fn record(&mut self, acc: super::ir::AccessId, s: &str) {
+    /// Count `s` as one of `acc`'s instructions when it is a load, store or
+    /// atomic in the access's state space; says whether it was.
+    fn record(&mut self, acc: super::ir::AccessId, s: &str) -> bool {
         let op = match s.strip_prefix('@') {
             Some(rest) => rest.split_once(' ').map_or("", |(_, op)| op),
             None => s,
@@ -280,7 +307,7 @@ impl<'a> Emitter<'a> {
         let kind = parts.next().unwrap_or("");
         let memory_op = matches!(kind, "ld" | "st" | "atom" | "red");
         if !memory_op || !op[kind.len()..].starts_with(space) {
-            return;
+            return false;
         }
         let mut lanes = 1;
         let mut elem = 0;
@@ -305,6 +332,7 @@ impl<'a> Emitter<'a> {
         e.instructions += 1;
         e.max_bytes = e.max_bytes.max(bytes);
         e.min_bytes = e.min_bytes.min(bytes);
+        true
     }
 
     pub fn place_label(&mut self, l: &str) {
