@@ -98,3 +98,74 @@ fn tiles_before_an_early_exit_keep_their_barriers_and_run_correctly() {
     let (codes, text) = codes(EARLY);
     assert!(codes.is_empty(), "{text}");
 }
+
+/// Issue 26 item 4: a loop whose `i += step` after its last trip leaves
+/// i32 wraps and runs on (`range(2147483640, 2147483647, 4)` ran to the
+/// step limit instead of making 2 trips). With constant bounds the checker
+/// refuses it (P0413, `front_errors.rs`); with bounds or a step known only
+/// at run time the PTX's `add.s32` carries a `phobos.step` note, and the
+/// simulator reports the step that leaves i32 (nothing changes on the GPU).
+const STEPS: &str = r#"
+@launch(32)
+kernel steps(O: tensor<i32>[32], s: i32, e: i32, k: i32) {
+  var up = 0
+  for i in range(s, e, 4) {
+    up += 1
+  }
+  var down = 0
+  for i in range(e, s, -3) {
+    down += 1
+  }
+  var any = 0
+  for i in range(s, e, k) {
+    any += 1
+  }
+  var ones = 0
+  for i in range(s, e) {
+    ones += 1
+  }
+  O[ctx.thread] = up * 1000000 + down * 10000 + any * 100 + ones
+}
+"#;
+
+fn steps(s: i32, e: i32, k: i32) -> Case {
+    use phobos_conformance::sim_support::Scalar;
+    let mut c = Case::source(STEPS, "steps.pho", "steps")
+        .scalar("s", Scalar::I32(s))
+        .scalar("e", Scalar::I32(e))
+        .scalar("k", Scalar::I32(k));
+    c.opts.threads = 1;
+    c
+}
+
+#[test]
+fn a_loop_stepping_past_i32_at_run_time_is_reported_not_wrapped() {
+    let ptx = steps(0, 0, 1).kernel.ptx;
+    // The loops of step 4, -3 and `k` carry the note; the step-1 loop
+    // (`i < e` bounds `i + 1`) does not.
+    assert_eq!(ptx.matches("// phobos.step i").count(), 3, "{ptx}");
+    // In range: counts as written.
+    let o = steps(-7, 101, 5).run([1, 1, 1]);
+    o.check_f("O", 32, |_| {
+        (27 * 1000000 + 36 * 10000 + 22 * 100 + 108) as f64
+    });
+    let o = steps(2147483600, 2147483644, 4).run([1, 1, 1]);
+    o.check_f("O", 32, |_| {
+        (11 * 1000000 + 15 * 10000 + 11 * 100 + 44) as f64
+    });
+    // Past the top: 2147483644 + 4 (the issue's loop), and a run-time step.
+    for (s, e, k, says) in [
+        (2147483640, 2147483647, 1, "(2147483644 + 4)"),
+        (2147483604, 2147483644, 1 << 30, "(2147483604 + 1073741824)"),
+        (-2147483647, -2147483640, 1, "(-2147483646 + -3)"),
+    ] {
+        let r = steps(s, e, k).report([1, 1, 1]);
+        assert_eq!(r.kind, phobos_sim::CheckKind::LoopStep, "{s}..{e}: {r}");
+        assert!(
+            r.message
+                .contains("the loop over `i` steps past the end of i32")
+                && r.message.contains(says),
+            "{s}..{e}: {r}"
+        );
+    }
+}

@@ -827,7 +827,10 @@ impl Driver {
             }
             Err(SimError::Check(report)) => {
                 let code = match report.kind {
-                    CheckKind::StepLimit => CUresult::CUDA_ERROR_LAUNCH_TIMEOUT,
+                    // A loop that steps past i32 wraps and runs on a GPU.
+                    CheckKind::StepLimit | CheckKind::LoopStep => {
+                        CUresult::CUDA_ERROR_LAUNCH_TIMEOUT
+                    }
                     CheckKind::Memcheck if report.message.contains("misaligned") => {
                         CUresult::CUDA_ERROR_MISALIGNED_ADDRESS
                     }

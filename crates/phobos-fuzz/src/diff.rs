@@ -10,7 +10,7 @@ use phobos_core::ast::ScalarTy;
 use phobos_core::hir::{DimRef, Kernel, ParamKind};
 use phobos_core::meta::PtxParam;
 use phobos_core::CompileOptions;
-use phobos_sim::{Device, KernelArg, Launch, LaunchOptions, Module};
+use phobos_sim::{CheckKind, Device, KernelArg, Launch, LaunchOptions, Module, SimError};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -20,6 +20,9 @@ use std::collections::BTreeMap;
 pub enum Verdict {
     /// The two executions agree.
     Agree,
+    /// The evaluator found an index out of bounds, and the simulator
+    /// reported it (memcheck): not a finding.
+    Caught(String),
     /// The evaluator refuses the program (its result is undefined): not a
     /// finding; the minimizer uses it to reject a shrunk candidate.
     Undefined(String),
@@ -34,13 +37,17 @@ pub enum Verdict {
 impl Verdict {
     /// A finding: something the compiler or simulator must fix.
     pub fn is_finding(&self) -> bool {
-        !matches!(self, Verdict::Agree | Verdict::Undefined(_))
+        !matches!(
+            self,
+            Verdict::Agree | Verdict::Caught(_) | Verdict::Undefined(_)
+        )
     }
 
     /// The kind of finding, which minimization keeps.
     pub fn kind(&self) -> &'static str {
         match self {
             Verdict::Agree => "agree",
+            Verdict::Caught(_) => "caught",
             Verdict::Undefined(_) => "undefined",
             Verdict::Rejected(_) => "rejected",
             Verdict::Failed(_) => "failed",
@@ -255,9 +262,13 @@ pub fn run_case(case: &Case, opts: &RunOptions) -> Verdict {
             args.scalars.insert(i as u32, value::from_bits(*t, *b));
         }
     }
-    if let Err(u) = eval::run(hir, &mut args) {
-        return Verdict::Undefined(u.0);
-    }
+    // An index out of bounds stops the evaluator; the simulator must then
+    // report it (memcheck), whatever buffer the address lands in.
+    let out_of_bounds = match eval::run(hir, &mut args) {
+        Ok(()) => None,
+        Err(u) if u.is_out_of_bounds() => Some(u.0),
+        Err(u) => return Verdict::Undefined(u.0),
+    };
     let (compiled, diags) = phobos_core::compile(src, "fz.pho", &opts.compile);
     let Some(k) = compiled.first() else {
         let msg: Vec<String> = diags
@@ -320,6 +331,17 @@ pub fn run_case(case: &Case, opts: &RunOptions) -> Verdict {
         },
         None,
     );
+    if let Some(why) = out_of_bounds {
+        return match launch {
+            Err(SimError::Check(r)) if r.kind == CheckKind::Memcheck => Verdict::Caught(why),
+            Err(e) => Verdict::Mismatch(format!(
+                "the evaluator found an {why}; the simulator did not report it: {e}"
+            )),
+            Ok(_) => Verdict::Mismatch(format!(
+                "the evaluator found an {why}; the simulator passed its checks"
+            )),
+        };
+    }
     if let Err(e) = launch {
         return Verdict::Failed(format!("the simulator: {e}"));
     }

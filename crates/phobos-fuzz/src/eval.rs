@@ -565,7 +565,13 @@ impl Cta<'_> {
         let (_, shape) = self.mem_shape(m);
         let dims: Vec<i128> = shape.iter().map(|d| *d as i128).collect();
         if !at.iter().zip(&dims).all(|(a, d)| (0..*d).contains(a)) {
-            return undefined(format!("index {at:?} outside {shape:?}"));
+            // Register arrays are bounded in the simulator by guard gaps
+            // only: an index far out may land in another array unreported.
+            let why = match m {
+                Memory::Array(_) => "array index ",
+                _ => value::OUT_OF_BOUNDS,
+            };
+            return undefined(format!("{why}{at:?} outside {shape:?}"));
         }
         let id = match m {
             Memory::Tensor(p) => p.0,

@@ -106,6 +106,13 @@ pub struct Features {
     /// tile reads at constant indices at the tiles' edges (issue 26: the
     /// shared plan gave two such tiles the same bytes).
     pub scratch: bool,
+    /// A last statement that reads or writes a tile at a run-time index at
+    /// or past its edges (issue 26 item 3): past the end, before the start,
+    /// or for some threads only; the evaluator finds the index out of
+    /// bounds, and the simulator must report it (memcheck), not run on with
+    /// a neighbouring buffer's bytes. Drawn from a generator of its own, in
+    /// about one program in eight that has a tile.
+    pub edges: bool,
 }
 
 impl Default for Features {
@@ -121,6 +128,7 @@ impl Default for Features {
             awkward_names: true,
             cta_in_conditions: true,
             scratch: true,
+            edges: true,
         }
     }
 }
@@ -251,6 +259,9 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
             format!("T[0 :+ 2, ctx.block.x * {len} :+ {len}] = {name}"),
         )));
     }
+    if g.feat.edges {
+        body.extend(g.past_an_edge(seed, threads));
+    }
     let fns = vec![
         "fn mix(a, b) = (a * b) + a".to_string(),
         "fn big(a, b) = max(a, b)".to_string(),
@@ -286,6 +297,62 @@ fn row(two_d: bool) -> &'static str {
 }
 
 impl Gen {
+    /// See [`Features::edges`]: `O[..] = t[at]` or `t[at] = v` with `at` a
+    /// run-time index at or past an edge of a tile in scope. Its own
+    /// generator, so the rest of the program is what it was without it.
+    fn past_an_edge(&mut self, seed: u64, threads: u32) -> Option<St> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xed6e_5eed);
+        if self.tiles.is_empty() || !rng.gen_bool(0.125) {
+            return None;
+        }
+        let t = &self.tiles[rng.gen_range(0..self.tiles.len())];
+        let (name, elem, len, two_d) = (t.name.clone(), t.elem, t.len, t.two_d);
+        let len = i64::from(len);
+        // A read into an output of the tile's type, else a write.
+        let out = self.outs.iter().position(|(_, ty)| *ty == elem);
+        let read = out.is_some() && rng.gen_bool(0.6);
+        // A 2-D tile is `[2, len]`: past the end in its last row, before
+        // the start in its first, so the element is outside the buffer,
+        // not only outside a row.
+        let (at, row) = match rng.gen_range(0..4) {
+            // Past the end for every thread (a write: each its own).
+            0 if read => (format!("{len} + (ctx.thread & 3)"), "1, "),
+            0 => (format!("{len} + ctx.thread"), "1, "),
+            // Before the start.
+            1 if read => ("-1 - (ctx.thread & 3)".to_string(), "0, "),
+            1 => ("-1 - ctx.thread".to_string(), "0, "),
+            // Past the end for the last threads only.
+            2 => (
+                format!("ctx.thread + {}", len - i64::from(threads) + 1),
+                "1, ",
+            ),
+            // At the edge, in range: a read that must agree.
+            _ if read => (format!("{} - (ctx.thread & 1)", len - 1), "1, "),
+            _ => (format!("{len} + ctx.thread"), "1, "),
+        };
+        let row = if two_d { row } else { "" };
+        let place = format!("{name}[{row}{at}]");
+        match out {
+            Some(o) if read => {
+                let slot = rng.gen_range(0..SLOTS);
+                let v = X {
+                    e: E::leaf(elem, place),
+                    lvl: Lvl::Varying,
+                    exact: true,
+                };
+                Some(self.out_store(o, slot, v))
+            }
+            _ => {
+                let v = self.expr(elem, 1);
+                Some(St::Other(E::node(
+                    elem,
+                    &[&format!("{place} = "), ""],
+                    vec![v.e],
+                )))
+            }
+        }
+    }
+
     fn name(&mut self, p: &str) -> String {
         self.next += 1;
         self.names.name(format!("{p}{}", self.next))

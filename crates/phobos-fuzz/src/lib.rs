@@ -33,6 +33,8 @@ pub struct Report {
     pub undefined: u64,
     /// How often each reason for refusing came up (first words of it).
     pub undefined_reasons: std::collections::BTreeMap<String, u64>,
+    /// Programs with an index out of bounds that the simulator reported.
+    pub caught: u64,
     pub mutants: u64,
     pub ptxas_runs: u64,
     pub findings: Vec<Finding>,
@@ -65,6 +67,9 @@ pub fn fuzz(cfg: &Config) -> Report {
             r.undefined += 1;
             let key: String = why.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
             *r.undefined_reasons.entry(key).or_default() += 1;
+        }
+        if let diff::Verdict::Caught(_) = &v {
+            r.caught += 1;
         }
         let src = p.render();
         let mutant = mutate::mutate(&src, s);

@@ -6,7 +6,7 @@
 //! `PHOBOS_PTXAS` set, every K-th program (default 10) is also assembled for
 //! every target. `--no-cta-in-branches`, `--no-tiles-in-branches`,
 //! `--no-written-loads`, `--no-awkward-names`, `--no-cta-in-conditions`
-//! and `--no-scratch` switch those generator features off (`gen::Features`;
+//! `--no-scratch` and `--no-edges` switch those generator features off (`gen::Features`;
 //! with `--no-awkward-names` and `--no-cta-in-conditions`, a seed gives the
 //! program it gave before those two existed). An unknown
 //! flag or a malformed number is an error (exit status 2).
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 const USAGE: &str = "usage: phobos-fuzz [--seed S] [--count N] [--save DIR] [--ptxas-every K]
                    [--no-cta-in-branches] [--no-tiles-in-branches] [--no-written-loads]
-                   [--no-awkward-names] [--no-cta-in-conditions] [--no-scratch]
+                   [--no-awkward-names] [--no-cta-in-conditions] [--no-scratch] [--no-edges]
                    [--planted-bug]";
 
 /// The command line, strictly: an unknown flag or a value that is not a
@@ -31,6 +31,7 @@ struct Args {
     no_awkward_names: bool,
     no_cta_in_conditions: bool,
     no_scratch: bool,
+    no_edges: bool,
     planted_bug: bool,
 }
 
@@ -46,6 +47,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         no_awkward_names: false,
         no_cta_in_conditions: false,
         no_scratch: false,
+        no_edges: false,
         planted_bug: false,
     };
     let mut it = args.iter();
@@ -72,6 +74,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--no-awkward-names" => a.no_awkward_names = true,
             "--no-cta-in-conditions" => a.no_cta_in_conditions = true,
             "--no-scratch" => a.no_scratch = true,
+            "--no-edges" => a.no_edges = true,
             "--planted-bug" => a.planted_bug = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
@@ -106,6 +109,7 @@ fn main() {
             awkward_names: !args.no_awkward_names,
             cta_in_conditions: !args.no_cta_in_conditions,
             scratch: !args.no_scratch,
+            edges: !args.no_edges,
             ..phobos_fuzz::gen::Features::default()
         },
         ..phobos_fuzz::Config::default()
@@ -121,9 +125,10 @@ fn main() {
         );
     }
     eprintln!(
-        "{:.1} s; {} undefined (refused by the evaluator), {} mutants checked, {} programs assembled by ptxas",
+        "{:.1} s; {} undefined (refused by the evaluator), {} out-of-bounds indices reported by the simulator, {} mutants checked, {} programs assembled by ptxas",
         start.elapsed().as_secs_f64(),
         r.undefined,
+        r.caught,
         r.mutants,
         r.ptxas_runs
     );

@@ -40,6 +40,19 @@ impl fmt::Display for Undefined {
     }
 }
 
+impl Undefined {
+    /// An index outside its tile or tensor: the one undefined behaviour
+    /// the simulator must report (memcheck) rather than run through, so a
+    /// program the evaluator stops with it still has a verdict
+    /// (`diff::run_case`).
+    pub fn is_out_of_bounds(&self) -> bool {
+        self.0.starts_with(OUT_OF_BOUNDS)
+    }
+}
+
+/// How an out-of-bounds index's [`Undefined`] begins.
+pub const OUT_OF_BOUNDS: &str = "out-of-bounds index ";
+
 pub type R<T> = Result<T, Undefined>;
 
 pub fn undefined<T>(why: impl Into<String>) -> R<T> {

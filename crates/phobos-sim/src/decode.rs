@@ -10,7 +10,7 @@
 use crate::error::SimError;
 use crate::memory::{LOCAL_GENERIC_BASE, SHARED_GENERIC_BASE};
 use crate::parse::{
-    parse_int, parse_uint, type_size, RawEntry, RawInst, RawModule, RawOperand, Stmt, VarDecl,
+    parse_int, parse_uint, type_size, Note, RawEntry, RawInst, RawModule, RawOperand, Stmt, VarDecl,
 };
 use crate::tensor::{MmaAcc, MmaElem, MmaInst};
 use std::collections::HashMap;
@@ -327,6 +327,13 @@ pub(crate) enum Op {
         a: Slot,
         part_bits: u32,
     },
+    /// `d = a + b` in `s32` for a loop's step (a `phobos.step` note): a
+    /// sum outside i32 is an error, not a wrap.
+    LoopStep {
+        d: Slot,
+        a: Slot,
+        b: Slot,
+    },
     /// `d = a + k` at `bits` (address-space conversions).
     AddImm {
         d: Slot,
@@ -494,6 +501,8 @@ pub(crate) struct InstInfo {
     /// The bytes of shared memory every access of this instruction must
     /// stay in, from its `phobos.bounds` note.
     pub bounds: Option<Bounds>,
+    /// The loop variable a `phobos.step` note names (`Op::LoopStep`).
+    pub loop_var: Option<String>,
 }
 
 /// A buffer's bytes in the CTA's shared memory, absolute.
@@ -769,10 +778,8 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
                 None => None,
             };
             let op = d.inst(i)?;
-            insts.push(Inst { op, guard });
-            let bounds = match &i.bounds {
-                None => None,
-                Some(b) => {
+            let bounds = match &i.note {
+                Some(Note::Bounds(b)) => {
                     let region = shared.iter().find(|r| r.name == b.symbol).ok_or_else(|| {
                         SimError::parse(
                             i.line,
@@ -789,6 +796,34 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
                         end: base + b.end,
                     })
                 }
+                _ => None,
+            };
+            let op = match (&i.note, op) {
+                (
+                    Some(Note::Step(_)),
+                    Op::Int {
+                        op: IntOp::Add,
+                        ty:
+                            IntTy {
+                                bits: 32,
+                                signed: true,
+                            },
+                        d,
+                        s: [a, b, ..],
+                    },
+                ) => Op::LoopStep { d, a, b },
+                (Some(Note::Step(_)), _) => {
+                    return Err(SimError::parse(
+                        i.line,
+                        "a `phobos.step` note belongs on an `add.s32` of two operands",
+                    ))
+                }
+                (_, op) => op,
+            };
+            insts.push(Inst { op, guard });
+            let loop_var = match &i.note {
+                Some(Note::Step(name)) => Some(name.clone()),
+                _ => None,
             };
             info.push(InstInfo {
                 opcode: i.opcode.clone(),
@@ -796,6 +831,7 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
                 loc: i.loc,
                 inlined: i.inlined,
                 bounds,
+                loop_var,
             });
         }
     }

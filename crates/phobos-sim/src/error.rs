@@ -20,6 +20,9 @@ pub enum CheckKind {
     Initcheck,
     /// A warp ran more instructions than `LaunchOptions::max_steps`.
     StepLimit,
+    /// A loop's `i += step` left i32 (a `phobos.step` note): the language
+    /// requires it to stay inside, and on a GPU the loop would wrap and run on.
+    LoopStep,
 }
 
 impl CheckKind {
@@ -31,6 +34,7 @@ impl CheckKind {
             CheckKind::Synccheck => "synccheck",
             CheckKind::Initcheck => "initcheck",
             CheckKind::StepLimit => "step limit",
+            CheckKind::LoopStep => "loop step",
         }
     }
 }

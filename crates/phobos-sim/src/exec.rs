@@ -176,6 +176,7 @@ impl Warp {
                 let m = mask(bits);
                 self.map1(active, d, a, |x| x & m);
             }
+            Op::LoopStep { d, a, b } => self.loop_step(d, a, b, active, pc, cx)?,
             Op::AddImm { d, a, k, bits } => {
                 let m = mask(bits);
                 self.map1(active, d, a, |x| x.wrapping_add(k) & m);
@@ -507,6 +508,51 @@ impl Warp {
             }
             self.set_pred(d, active, r);
         }
+    }
+
+    /// A loop's `i += step` (`Op::LoopStep`): the language requires the sum
+    /// to stay inside i32.
+    fn loop_step(
+        &mut self,
+        d: Slot,
+        a: Slot,
+        b: Slot,
+        active: u32,
+        pc: u32,
+        cx: &Ctx,
+    ) -> Result<(), Fault> {
+        let (d, a, b) = (d as usize * 32, a as usize * 32, b as usize * 32);
+        if d.max(a).max(b) + 32 > self.regs.len() {
+            return Ok(());
+        }
+        for l in lanes(active) {
+            let (x, y) = (
+                self.regs[a + l] as u32 as i32,
+                self.regs[b + l] as u32 as i32,
+            );
+            match x.checked_add(y) {
+                Some(v) => self.regs[d + l] = u64::from(v as u32),
+                None => {
+                    let name = cx.entry.info[pc as usize]
+                        .loop_var
+                        .as_deref()
+                        .unwrap_or("?");
+                    let mut f = Fault::new(
+                        CheckKind::LoopStep,
+                        format!(
+                            "the loop over `{name}` steps past the end of i32 after its last trip ({x} + {y})"
+                        ),
+                    );
+                    f.lane = Some(l as u32);
+                    f.notes.push(
+                        "`i += step` after a loop's last trip must stay inside i32 (docs/language.md, `for`): on a GPU the loop would wrap and run on"
+                            .to_string(),
+                    );
+                    return Err(f);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn int(&mut self, op: IntOp, bits: u32, signed: bool, d: Slot, s: [Slot; 4], active: u32) {

@@ -42,11 +42,32 @@ pub(crate) struct RawBounds {
 }
 
 const BOUNDS_NOTE: &str = "phobos.bounds";
+const STEP_NOTE: &str = "phobos.step";
 
-fn bounds_note(text: &str, line: usize) -> Result<Option<RawBounds>, SimError> {
+/// A note Phobos writes at the end of an instruction's line for the
+/// simulator's checks.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Note {
+    Bounds(RawBounds),
+    /// `// phobos.step NAME` on a loop's `add.s32 i, i, step`: the language
+    /// requires the sum to stay inside i32 (NAME is the loop's variable).
+    Step(String),
+}
+
+fn note(text: &str, line: usize) -> Result<Option<Note>, SimError> {
     let mut words = text.split_whitespace();
-    if words.next() != Some(BOUNDS_NOTE) {
-        return Ok(None);
+    match words.next() {
+        Some(BOUNDS_NOTE) => {}
+        Some(STEP_NOTE) => {
+            return match (words.next(), words.next()) {
+                (Some(name), None) => Ok(Some(Note::Step(name.to_string()))),
+                _ => Err(SimError::parse(
+                    line,
+                    format!("a `{STEP_NOTE}` note is `{STEP_NOTE} NAME`"),
+                )),
+            };
+        }
+        _ => return Ok(None),
     }
     let bad = || {
         SimError::parse(
@@ -69,16 +90,16 @@ fn bounds_note(text: &str, line: usize) -> Result<Option<RawBounds>, SimError> {
     if start > end {
         return Err(bad());
     }
-    Ok(Some(RawBounds {
+    Ok(Some(Note::Bounds(RawBounds {
         name: name.to_string(),
         symbol: symbol.to_string(),
         start,
         end,
-    }))
+    })))
 }
 
-/// The tokens of `src`, and its bounds notes by line.
-fn lex(src: &str) -> Result<(Vec<Token>, HashMap<usize, RawBounds>), SimError> {
+/// The tokens of `src`, and its notes by line.
+fn lex(src: &str) -> Result<(Vec<Token>, HashMap<usize, Note>), SimError> {
     let mut notes = HashMap::new();
     let mut out = Vec::new();
     let chars: Vec<char> = src.chars().collect();
@@ -97,8 +118,8 @@ fn lex(src: &str) -> Result<(Vec<Token>, HashMap<usize, RawBounds>), SimError> {
                 i += 1;
             }
             let text: String = chars[start..i].iter().collect();
-            if let Some(b) = bounds_note(&text, line)? {
-                notes.insert(line, b);
+            if let Some(n) = note(&text, line)? {
+                notes.insert(line, n);
             }
         } else if c == '/' && chars.get(i + 1) == Some(&'*') {
             let start = line;
@@ -213,8 +234,8 @@ pub(crate) struct RawInst {
     /// Why the operands did not parse, reported unless the opcode itself
     /// is unsupported.
     pub bad_operands: Option<SimError>,
-    /// The bounds note on the instruction's line.
-    pub bounds: Option<RawBounds>,
+    /// The note on the instruction's line.
+    pub note: Option<Note>,
 }
 
 /// A `.reg` declaration: one register or a `%r<N>` range.
@@ -285,8 +306,8 @@ pub(crate) struct RawModule {
 
 struct Parser {
     toks: Vec<Token>,
-    /// Bounds notes by line.
-    notes: HashMap<usize, RawBounds>,
+    /// Notes by line.
+    notes: HashMap<usize, Note>,
     pos: usize,
     loc: Option<Loc>,
     /// The current `.loc`'s chain in `chains`.
@@ -856,7 +877,7 @@ impl Parser {
             loc: self.loc,
             inlined: self.inlined,
             bad_operands,
-            bounds: self.notes.remove(&line),
+            note: self.notes.remove(&line),
         })
     }
 

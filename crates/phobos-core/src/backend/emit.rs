@@ -632,6 +632,10 @@ impl<'a> Emitter<'a> {
         let s = self.expr(l.start);
         self.mov_to(i, s, ty);
         let e = self.expr(l.end);
+        let e_const = match e {
+            V::I(c, _) => Some(c),
+            _ => None,
+        };
         let e = self.in_reg(e, ty);
         let st = self.expr(l.step);
         let st = match st {
@@ -684,9 +688,44 @@ impl<'a> Emitter<'a> {
         }
         self.loc(span);
         let sv = self.operand(st);
-        self.ins(&format!("add{suffix} {i}, {i}, {sv};"));
+        let add = format!("add{suffix} {i}, {i}, {sv};");
+        match self.step_may_wrap(e_const, st, suffix) {
+            // The language requires `i += step` after the last trip to stay
+            // inside i32 (docs/language.md, `for`); with constant bounds the
+            // checker proves it (P0413), else the simulator checks it here
+            // at no cost on the GPU (docs/simulator.md).
+            true => {
+                // The main loop of an unrolled `k` counts in `k_main`
+                // (`unroll.rs`): the report names the user's `k`.
+                let name = &self.f.vars[l.var].name;
+                let name = name
+                    .strip_suffix("_main")
+                    .filter(|n| self.f.vars.iter().any(|(_, v)| v.name == *n))
+                    .unwrap_or(name)
+                    .to_string();
+                self.ins(&format!("{add} // phobos.step {name}"));
+            }
+            false => self.ins(&add),
+        }
         self.ins(&format!("bra {head};"));
         self.place_label(&done);
+    }
+
+    /// Whether a loop's `i += step` after its last trip may leave i32: not
+    /// for a step of 1 or -1 (`i < end` bounds `i + 1`), nor for a constant
+    /// step and end that leave no room for it (`end - 1 + step` inside
+    /// i32 for a step up).
+    fn step_may_wrap(&self, end: Option<i128>, step: V, suffix: &str) -> bool {
+        if suffix != ".s32" {
+            return false;
+        }
+        let (lo, hi) = (i128::from(i32::MIN), i128::from(i32::MAX));
+        match (end, step) {
+            (_, V::I(1 | -1, _)) => false,
+            (Some(e), V::I(k, _)) if k > 0 => e - 1 + k > hi,
+            (Some(e), V::I(k, _)) => e + 1 + k < lo,
+            _ => true,
+        }
     }
 
     /// Evaluate a scalar expression.
