@@ -12,10 +12,11 @@
 
 use crate::failure::Failure;
 use phobos_core::ast::ScalarTy;
-use phobos_core::binding::{self, ArgShape, BindError, Binding, LaunchRequest, Limits, PtxValue};
-use phobos_core::meta::{KernelMeta, ParamKindMeta, VariantMeta};
+use phobos_core::binding::{self, ArgShape, BindError, LaunchRequest};
+use phobos_core::meta::{KernelMeta, ParamKindMeta};
 use phobos_core::scalar_value::ScalarValue;
 use phobos_core::CompiledKernel;
+use phobos_runtime::sim_launch::{self, Plan};
 use phobos_sim::{BufferId, Device, KernelArg, LaunchOptions, LaunchStats, Module, SimError};
 use std::collections::BTreeMap;
 use std::io::BufWriter;
@@ -80,12 +81,6 @@ struct Values {
     scalars: BTreeMap<String, ScalarValue>,
 }
 
-/// The launch `phobos sim` runs: the variant the binding chose and its grid.
-struct Launch<'m> {
-    variant: &'m VariantMeta,
-    grid: [u32; 3],
-}
-
 /// Read, compile, select, bind, launch, write; each step below.
 fn run_inner(a: &Args) -> Result<String, Failure> {
     let arch = phobos_core::parse_arch(&a.arch).map_err(Failure::usage)?;
@@ -99,11 +94,10 @@ fn run_inner(a: &Args) -> Result<String, Failure> {
     let meta = &kernel.meta;
     let Values { tensors, scalars } = read_args(meta, &bind(&bindings, meta)?)?;
     let picked = crate::args::parse_defines(&a.defines).map_err(Failure::usage)?;
-    let binding = bind_launch(meta, &tensors, a.grid, &picked)?;
-    let launch = plan(&binding, meta, &tensors, a.max_work)?;
-    let (dev, buffers, stats) = simulate(a, &kernel, &binding, &launch, &tensors, &scalars)?;
+    let plan = plan(meta, &tensors, a.grid, &picked, arch, a.max_work)?;
+    let (dev, buffers, stats) = simulate(a, &kernel, &plan, &tensors, &scalars)?;
     let wrote = write_outputs(&a.out, &dev, &buffers, &tensors, &stats)?;
-    let (variant, grid) = (launch.variant, launch.grid);
+    let (variant, grid) = (plan.variant, plan.grid);
     Ok(format!(
         "{}: grid ({}, {}, {}) x {} threads, {} thread instructions, checks {}; wrote {}",
         variant.entry,
@@ -172,34 +166,55 @@ fn read_args(
     Ok(Values { tensors, scalars })
 }
 
-/// The variant and grid the binding chose, checked against the device and
-/// the `--max-work` budget.
+/// The launch bound by the one simulated launch road
+/// (`phobos_runtime::sim_launch`) against `sm_{arch}`'s limits: the
+/// variant, its grid and block, checked against the `--max-work` budget.
 fn plan<'m>(
-    binding: &Binding<'m>,
-    meta: &KernelMeta,
+    meta: &'m KernelMeta,
     tensors: &BTreeMap<String, TensorArg>,
+    grid: Option<[u32; 3]>,
+    picked: &[(String, i64)],
+    arch: u32,
     max_work: u64,
-) -> Result<Launch<'m>, Failure> {
-    let variant = binding.first();
-    let refused = |e| refusal(meta, tensors, e);
-    let grid = binding.grid(variant).map_err(refused)?;
-    binding.check_block(variant).map_err(refused)?;
-    phobos_sim::check_work(grid, variant.threads, max_work, phobos_sim::max_work_flag)
-        .map_err(Failure::usage)?;
-    Ok(Launch { variant, grid })
+) -> Result<Plan<'m>, Failure> {
+    let args: Vec<ArgShape<'_>> = meta
+        .params
+        .iter()
+        .map(|p| {
+            let tensor = match (&p.kind, tensors.get(&p.name)) {
+                (ParamKindMeta::Tensor { .. }, Some(t)) => Some((t.elem, &t.shape[..])),
+                _ => None,
+            };
+            ArgShape::of_param(&p.kind, tensor)
+        })
+        .collect();
+    let request = LaunchRequest {
+        args: &args,
+        grid,
+        picked,
+        limits: sim_launch::limits(arch),
+    };
+    let plan = Plan::bind(meta, &request).map_err(|e| refusal(meta, tensors, e))?;
+    phobos_sim::check_work(
+        plan.grid,
+        plan.variant.threads,
+        max_work,
+        phobos_sim::max_work_flag,
+    )
+    .map_err(Failure::usage)?;
+    Ok(plan)
 }
 
-/// Loads the PTX, allocates the tensors, marshals the `.param`s in the
-/// binding's order and runs the launch.
+/// Loads the PTX, allocates the tensors, and runs the planned launch with
+/// its `.param`s in the binding's order.
 fn simulate(
     a: &Args,
     kernel: &CompiledKernel,
-    binding: &Binding<'_>,
-    launch: &Launch<'_>,
+    plan: &Plan<'_>,
     tensors: &BTreeMap<String, TensorArg>,
     scalars: &BTreeMap<String, ScalarValue>,
 ) -> Result<(Device, BTreeMap<String, BufferId>, LaunchStats), Failure> {
-    let (meta, variant) = (&kernel.meta, launch.variant);
+    let (meta, variant) = (&kernel.meta, plan.variant);
     let module = Module::parse(&kernel.ptx)
         .map_err(|e| Failure::kernel(format!("the simulator cannot load the compiled PTX: {e}")))?;
     let mut dev = Device::new();
@@ -208,32 +223,16 @@ fn simulate(
         let id = dev.alloc_from(name, &t.bytes).map_err(Failure::usage)?;
         buffers.insert(name.clone(), id);
     }
-    let entry_params = module.params(&variant.entry).map_err(Failure::kernel)?;
-    let values = binding
-        .ptx_args(variant)
+    let args = plan
+        .kernel_args(|i| {
+            let name = &meta.params[i].name;
+            match (buffers.get(name), scalars.get(name)) {
+                (Some(&id), _) => Some(KernelArg::Buffer(id)),
+                (None, Some(v)) => Some(KernelArg::Bytes(v.to_le_bytes())),
+                (None, None) => None,
+            }
+        })
         .map_err(|e| refusal(meta, tensors, e))?;
-    let mut args = Vec::new();
-    for (value, info) in values.iter().zip(entry_params) {
-        let name = value.index().map(|i| meta.params[i].name.as_str());
-        args.push(match (*value, name) {
-            (PtxValue::Tensor(_), Some(n)) => KernelArg::Buffer(buffers[n]),
-            (PtxValue::Scalar(_), Some(n)) => {
-                // A bool travels as whatever integer width the entry
-                // declares; every other scalar has its type's size.
-                let mut bytes = scalars[n].to_le_bytes();
-                if scalars[n].ty() == ScalarTy::Bool {
-                    bytes.resize(info.size as usize, 0);
-                }
-                KernelArg::Bytes(bytes)
-            }
-            (PtxValue::Dim(v), _) => KernelArg::I32(v),
-            _ => {
-                return Err(Failure::kernel(
-                    "the metadata and the PTX disagree on the parameters",
-                ))
-            }
-        });
-    }
     // More host threads than cores only costs memory (and 100000 of them
     // fail to spawn).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -243,22 +242,17 @@ fn simulate(
         threads: a.threads.min(cores),
         ..LaunchOptions::default()
     };
-    let grid = launch.grid;
+    let grid = plan.grid;
     let ctas = grid.iter().map(|&g| u64::from(g)).product::<u64>();
     let progress = crate::progress::Progress::start(format!(
         "simulating `{}`: {ctas} CTAs x {} threads",
         variant.entry, variant.threads
     ));
-    let result = dev.launch(
-        phobos_sim::Launch::new(&module, &variant.entry, grid, [variant.threads, 1, 1]),
-        &args,
-        &opts,
-        None,
-    );
+    let result = plan.run(&dev, &module, &args, &opts, None);
     progress.stop();
     let stats = result.map_err(|e| match e {
         SimError::Check(mut r) => {
-            phobos_runtime::name_shared_buffer(&mut r, variant);
+            sim_launch::name_shared_buffer(&mut r, variant);
             if r.kind == phobos_sim::CheckKind::StepLimit {
                 // The library names its own option; on the command line
                 // the limit is `--max-steps`.
@@ -436,35 +430,6 @@ fn write_npy(path: &Path, shape: &[u64], elem: ScalarTy, bytes: &[u8]) -> std::i
         ScalarTy::F32 => write_typed(path, shape, chunks!(f32, 4)),
         ScalarTy::F64 => write_typed(path, shape, chunks!(f64, 8)),
     }
-}
-
-/// Each named dim's value from the tensors' shapes; each constant dim checked.
-/// The launch bound by the one launch binding (`phobos_core::binding`),
-/// with the simulator's limits (those every GPU from sm_75 on allows).
-fn bind_launch<'m>(
-    meta: &'m KernelMeta,
-    tensors: &BTreeMap<String, TensorArg>,
-    grid: Option<[u32; 3]>,
-    picked: &[(String, i64)],
-) -> Result<Binding<'m>, Failure> {
-    let args: Vec<ArgShape<'_>> = meta
-        .params
-        .iter()
-        .map(|p| {
-            let tensor = match (&p.kind, tensors.get(&p.name)) {
-                (ParamKindMeta::Tensor { .. }, Some(t)) => Some((t.elem, &t.shape[..])),
-                _ => None,
-            };
-            ArgShape::of_param(&p.kind, tensor)
-        })
-        .collect();
-    let request = LaunchRequest {
-        args: &args,
-        grid,
-        picked,
-        limits: Limits::SM75,
-    };
-    binding::bind(meta, &request).map_err(|e| refusal(meta, tensors, e))
 }
 
 /// What `phobos sim` says when the binding refuses a launch: in terms of

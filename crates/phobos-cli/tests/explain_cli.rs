@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod common;
+
 const STAGED: &str = include_str!("../../../tests/in/staged_matvec.pho");
 
 fn phobos(dir: &Path, args: &[&str]) -> Output {
@@ -225,4 +227,38 @@ fn an_autotune_constant_picks_the_variant() {
     assert_eq!(v["threads"], 128);
     assert_eq!(v["grid"], serde_json::json!([8, 1, 1]));
     assert_fails(&run("BLOCK=100"), 2, "compiled for BLOCK in [64, 128]");
+}
+
+#[test]
+fn shared_memory_above_48_kilobytes_is_explained_up_to_the_targets_limit() {
+    // Regression (issue 28): explain bound every launch against the 48 KB
+    // of static shared memory and passed no dynamic shared memory, so it
+    // refused these kernels on every target.
+    for (arch, src, inputs) in common::ABOVE_48K {
+        let dir = tempfile::tempdir().expect("temp dir");
+        common::write(dir.path(), "big.pho", src);
+        let mut args = vec!["big.pho", "--arch", arch, "--format", "json"];
+        args.extend(inputs);
+        let out = phobos(dir.path(), &args);
+        assert!(out.status.success(), "{arch}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(v["arch"], arch);
+        let bytes = if src == common::TILES_50K {
+            51200
+        } else {
+            131072
+        };
+        assert_eq!(v["shared"]["bytes"], bytes, "{arch}");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    common::write(dir.path(), "big.pho", common::TILES_128K);
+    let mut args = vec!["big.pho", "--arch", "sm_75"];
+    args.extend(common::ABOVE_48K[2].2);
+    let out = phobos(dir.path(), &args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sm_75 allows at most 65536 bytes per CTA"),
+        "{}",
+        stderr(&out)
+    );
 }

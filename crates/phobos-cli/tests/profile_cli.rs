@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+mod common;
+
 fn phobos(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_phobos"))
         .args(args)
@@ -90,4 +92,40 @@ fn bad_input_is_a_usage_error() {
     let mut args = MATVEC.to_vec();
     args.extend(["--cta-sample", "0"]);
     assert_eq!(phobos(&args).status.code(), Some(2));
+}
+
+#[test]
+fn shared_memory_above_48_kilobytes_is_profiled_up_to_the_targets_limit() {
+    // Regression (issue 28): profile (through explain) bound every launch
+    // against the 48 KB of static shared memory and passed no dynamic
+    // shared memory, so it refused these kernels on every target.
+    for (arch, src, inputs) in common::ABOVE_48K {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = common::write(dir.path(), "big.pho", src);
+        let mut args = vec!["profile", &file, "--arch", arch, "--format", "json"];
+        args.extend(inputs);
+        let out = phobos(&args);
+        assert!(
+            out.status.success(),
+            "{arch}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(v["kernel"]["arch"], arch);
+        assert!(
+            v["kernel"]["totals"]["shared_requests"].as_u64() > Some(0),
+            "{arch}: the tiles go through shared memory"
+        );
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = common::write(dir.path(), "big.pho", common::TILES_128K);
+    let mut args = vec!["profile", &file, "--arch", "sm_75"];
+    args.extend(common::ABOVE_48K[2].2);
+    let out = phobos(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sm_75 allows at most 65536 bytes per CTA"),
+        "{err}"
+    );
 }

@@ -2,6 +2,7 @@
 //! on random `.npy` inputs against a float64 (or exact integer) reference,
 //! ragged shapes, poisoned outputs, and every usage error with its exit code.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -382,4 +383,51 @@ fn define_runs_the_variant_of_a_free_tuning_constant() {
         assert_eq!(out.status.code(), Some(2), "{define}");
         assert!(stderr(&out).contains(message), "{define}: {}", stderr(&out));
     }
+}
+
+#[test]
+fn shared_memory_above_48_kilobytes_runs_up_to_the_targets_limit() {
+    // Regression (issue 28): `phobos sim` bound every launch against the
+    // 48 KB of static shared memory and passed no dynamic shared memory,
+    // so it refused these kernels on every target ("51200 bytes of shared
+    // memory per CTA, the device allows 49152").
+    for (arch, src, inputs) in common::ABOVE_48K {
+        let c = Case::new("big.pho", src);
+        let mut tensors = Vec::new();
+        let mut flags = vec!["--arch", arch];
+        let mut data = BTreeMap::new();
+        for (i, input) in inputs.iter().enumerate() {
+            let Some((name, shape)) = input.split_once("=shape:") else {
+                flags.push(input);
+                continue;
+            };
+            let shape: Vec<u64> = shape.split('x').map(|d| d.parse().unwrap()).collect();
+            let len = shape.iter().product::<u64>() as usize;
+            let v = if name == "y" {
+                vec![f32::NAN; len]
+            } else {
+                values(len, 40 + i as u64)
+            };
+            write_npy(&c.path(&format!("{name}.npy")), &shape, &v);
+            data.insert(name, v);
+            tensors.push(name);
+        }
+        let out = c.sim(&flags, &tensors);
+        assert!(out.status.success(), "{arch}: {}", stderr(&out));
+        let (_, y) = read_npy::<f32>(&c.path("out/y.npy"));
+        let a = &data["A"];
+        for (t, &got) in y.iter().enumerate() {
+            // `tiles_128k` adds row 5 of B to row 3 of A; `TILES_50K` rows
+            // 3 and 49 of A.
+            let second = match data.get("B") {
+                Some(b) => b[5 * 256 + t],
+                None => a[49 * 256 + t],
+            };
+            assert_eq!(got, a[3 * 256 + t] + second, "{arch}: y[{t}]");
+        }
+    }
+    // Above the target's limit, the compiler refuses it, naming the limit.
+    let c = Case::new("big.pho", common::TILES_128K);
+    let out = c.sim(&["--arch", "sm_75", "--grid", "1"], &["A", "B", "y"]);
+    assert_fails(&out, 1, "sm_75 allows at most 65536 bytes per CTA");
 }

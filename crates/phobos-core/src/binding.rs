@@ -347,6 +347,11 @@ pub fn bind<'m>(meta: &'m KernelMeta, req: &LaunchRequest<'_>) -> Result<Binding
 }
 
 impl<'m> Binding<'m> {
+    /// The metadata of the kernel bound.
+    pub fn meta(&self) -> &'m KernelMeta {
+        self.meta
+    }
+
     /// The value of a dim.
     pub fn dim(&self, name: &str) -> Option<u64> {
         self.dims.iter().find(|d| d.name == name).map(|d| d.value)

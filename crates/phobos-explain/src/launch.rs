@@ -9,15 +9,14 @@ use crate::source_info::{self, Env, SourceInfo};
 use crate::steps::{self, BufferMap, Layout};
 use crate::{Cta, ExplainError, Input, Request};
 use phobos_core::ast::ScalarTy;
-use phobos_core::binding::{
-    self, describe_param, ArgShape, BindError, LaunchRequest, Limits, PtxValue,
-};
+use phobos_core::binding::{describe_param, ArgShape, BindError, LaunchRequest};
 use phobos_core::meta::{KernelMeta, ParamKindMeta, VariantMeta};
 use phobos_core::scalar_value::ScalarValue;
 use phobos_core::{CompileOptions, CompiledKernel};
 use phobos_profile::{CtaSample, Profiler};
+use phobos_runtime::sim_launch::{self, Plan};
 use phobos_sim::{
-    Device, KernelArg, Launch, LaunchOptions, Module, Observer, SimError, SplitObserver, StepInfo,
+    Device, KernelArg, LaunchOptions, Module, Observer, SimError, SplitObserver, StepInfo,
 };
 use std::collections::BTreeMap;
 
@@ -32,7 +31,8 @@ const MAX_EVENTS_PER_CTA: usize = 300_000;
 pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
     let compiled = compile(req)?;
     let meta = &compiled.meta;
-    let (bound, variant, grid) = bind_and_pick(meta, req)?;
+    let (bound, plan) = bind_and_pick(meta, req)?;
+    let (variant, grid) = (plan.variant, plan.grid);
     let (source, dim_ids, param_ids) = hir_info(req, meta, variant).unwrap_or_default();
     let SourceInfo {
         loops,
@@ -64,8 +64,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
     };
     let bases = simulate(
         &compiled.ptx,
-        variant,
-        grid,
+        &plan,
         &bound,
         Watch::<Profiler>::One(&mut watch),
     )?;
@@ -214,10 +213,11 @@ fn run_watched<O, S: SplitObserver>(
     watch: impl FnOnce(&mut O) -> Watch<'_, S>,
 ) -> Result<(Observed, O), ExplainError> {
     let compiled = compile(req)?;
-    let (bound, variant, grid) = bind_and_pick(&compiled.meta, req)?;
-    let variant = variant.clone();
+    let (bound, plan) = bind_and_pick(&compiled.meta, req)?;
+    let (variant, grid) = (plan.variant.clone(), plan.grid);
     let mut observer = make(&variant, grid);
-    simulate(&compiled.ptx, &variant, grid, &bound, watch(&mut observer))?;
+    simulate(&compiled.ptx, &plan, &bound, watch(&mut observer))?;
+    drop(plan);
     let observed = Observed {
         meta: compiled.meta,
         ptx: compiled.ptx,
@@ -234,13 +234,14 @@ enum Watch<'o, S> {
     Split(&'o mut S),
 }
 
-/// Bind the inputs to the parameters, pick the variant and its grid with
-/// the one launch binding (`phobos_core::binding`): inputs named after a
-/// free `@autotune` constant choose its value.
+/// Bind the inputs to the parameters, pick the variant and its grid on the
+/// one simulated launch road (`phobos_runtime::sim_launch`, against the
+/// target's limits): inputs named after a free `@autotune` constant choose
+/// its value.
 fn bind_and_pick<'m>(
     meta: &'m KernelMeta,
     req: &Request,
-) -> Result<(Bound, &'m VariantMeta, [u32; 3]), ExplainError> {
+) -> Result<(Bound, Plan<'m>), ExplainError> {
     let (tuning, inputs): (Vec<_>, Vec<_>) = req.inputs.iter().cloned().partition(|(name, _)| {
         meta.autotune.iter().any(|(n, _)| n == name) && !meta.params.iter().any(|p| &p.name == name)
     });
@@ -274,81 +275,46 @@ fn bind_and_pick<'m>(
             ArgShape::of_param(&p.kind, tensor)
         })
         .collect();
-    let usage = |e: BindError| ExplainError::Usage(format!("`{}`: {e}", meta.name));
-    let binding = binding::bind(
+    // A constant not asked for takes its first candidate.
+    let plan = Plan::bind(
         meta,
         &LaunchRequest {
             args: &args,
             grid: req.grid,
             picked: &picked,
-            limits: Limits::SM75,
+            limits: sim_launch::limits(req.arch),
         },
     )
-    .map_err(|e| match e {
-        BindError::MissingGrid => ExplainError::Usage(format!(
-            "`{}` has no @grid: give the grid with --grid X[,Y,Z]",
-            meta.name
-        )),
-        e => usage(e),
-    })?;
-    // A constant not asked for takes its first candidate.
-    let variant = binding.first();
-    let grid = binding.grid(variant).map_err(usage)?;
-    binding.check_block(variant).map_err(usage)?;
+    .map_err(|e| refused(meta, e))?;
     // Every CTA runs (even when one is traced or the profile samples), so
     // the budget is checked before the inputs are made.
     phobos_sim::check_work(
-        grid,
-        variant.threads,
+        plan.grid,
+        plan.variant.threads,
         req.max_work,
         phobos_sim::max_work_flag,
     )
     .map_err(ExplainError::Usage)?;
-    bound.dims = binding
+    bound.dims = plan
+        .binding
         .dims
         .iter()
         .map(|d| (d.name.clone(), d.value))
         .collect();
     fill_random(meta, &inputs, &mut bound, req.seed)?;
-    bound.ptx_args = param_args(meta, &bound, &binding.ptx_args(variant).map_err(usage)?)?;
-    Ok((bound, variant, grid))
+    Ok((bound, plan))
 }
 
-/// The entry's `.param` values, in the order the binding gives them: a
-/// tensor by its place in `bound.tensors` (the order its buffers are
-/// allocated in), a scalar at the PTX parameter's type, a dim's value.
-fn param_args(
-    meta: &KernelMeta,
-    bound: &Bound,
-    values: &[PtxValue],
-) -> Result<Vec<ParamArg>, ExplainError> {
-    values
-        .iter()
-        .map(|v| match *v {
-            PtxValue::Tensor(i) => {
-                let name = &meta.params[i].name;
-                let t = bound.tensors.iter().position(|t| &t.name == name);
-                t.map(ParamArg::Tensor).ok_or_else(|| {
-                    ExplainError::Run(format!("the PTX takes tensor `{name}`, which has no input"))
-                })
-            }
-            PtxValue::Scalar(i) => {
-                let name = &meta.params[i].name;
-                let v = bound.scalars.get(name).ok_or_else(|| {
-                    ExplainError::Run(format!("the PTX takes scalar `{name}`, which has no value"))
-                })?;
-                Ok(ParamArg::Value(KernelArg::Bytes(v.to_le_bytes())))
-            }
-            PtxValue::Dim(v) => Ok(ParamArg::Value(KernelArg::I32(v))),
-        })
-        .collect()
-}
-
-/// One `.param` value of a launch.
-enum ParamArg {
-    /// The tensor at this index of `Bound::tensors`.
-    Tensor(usize),
-    Value(KernelArg),
+/// What explain says when the binding refuses a launch: the binding's
+/// words, and `--grid` where the kernel has no `@grid`.
+fn refused(meta: &KernelMeta, e: BindError) -> ExplainError {
+    match e {
+        BindError::MissingGrid => ExplainError::Usage(format!(
+            "`{}` has no @grid: give the grid with --grid X[,Y,Z]",
+            meta.name
+        )),
+        e => ExplainError::Usage(format!("`{}`: {e}", meta.name)),
+    }
 }
 
 /// The picked CTA's linear index, and the number of CTAs in the grid.
@@ -469,8 +435,6 @@ struct Bound {
     data: Vec<Vec<u8>>,
     dims: BTreeMap<String, u64>,
     scalars: BTreeMap<String, ScalarValue>,
-    /// The entry's `.param` values, once bound.
-    ptx_args: Vec<ParamArg>,
 }
 
 /// Reads each parameter's input: its shape and bytes (the data given; a
@@ -493,7 +457,6 @@ fn read_inputs(meta: &KernelMeta, inputs: &[(String, Input)]) -> Result<Bound, E
         data: vec![],
         dims: BTreeMap::new(),
         scalars: BTreeMap::new(),
-        ptx_args: vec![],
     };
     for p in &meta.params {
         let given = inputs.iter().find(|(n, _)| n == &p.name).map(|(_, v)| v);
@@ -713,13 +676,12 @@ fn random_bytes(elem: ScalarTy, len: usize, rng: &mut XorShift) -> Vec<u8> {
     out
 }
 
-/// Run the variant on the simulator; returns each tensor's base address.
-/// Tensors are allocated in `bound.tensors` order, so a buffer index is a
-/// tensor index.
+/// Run the planned variant on the simulator; returns each tensor's base
+/// address. Tensors are allocated in `bound.tensors` order, so a buffer
+/// index is a tensor index.
 fn simulate<S: SplitObserver>(
     ptx: &str,
-    variant: &VariantMeta,
-    grid: [u32; 3],
+    plan: &Plan<'_>,
     bound: &Bound,
     watch: Watch<'_, S>,
 ) -> Result<Vec<u64>, ExplainError> {
@@ -733,27 +695,23 @@ fn simulate<S: SplitObserver>(
         bases.push(device.address(id).map_err(run_err)?);
         ids.push(id);
     }
-    let args: Vec<KernelArg> = bound
-        .ptx_args
-        .iter()
-        .map(|a| match a {
-            ParamArg::Tensor(i) => KernelArg::Buffer(ids[*i]),
-            ParamArg::Value(v) => v.clone(),
+    let params = &plan.binding.meta().params;
+    let args = plan
+        .kernel_args(|i| {
+            let name = &params[i].name;
+            match bound.tensors.iter().position(|t| &t.name == name) {
+                Some(t) => Some(KernelArg::Buffer(ids[t])),
+                None => bound
+                    .scalars
+                    .get(name)
+                    .map(|v| KernelArg::Bytes(v.to_le_bytes())),
+            }
         })
-        .collect();
-    let block = [variant.threads, 1, 1];
+        .map_err(|e| ExplainError::Run(e.to_string()))?;
     let opts = LaunchOptions::default();
-    let entry = &variant.entry;
     match watch {
-        Watch::One(o) => device.launch(
-            Launch::new(&module, entry, grid, block),
-            &args,
-            &opts,
-            Some(o),
-        ),
-        Watch::Split(o) => {
-            device.launch_split(Launch::new(&module, entry, grid, block), &args, &opts, o)
-        }
+        Watch::One(o) => plan.run(&device, &module, &args, &opts, Some(o)),
+        Watch::Split(o) => plan.run_split(&device, &module, &args, &opts, o),
     }
     .map_err(run_err)?;
     Ok(bases)

@@ -589,13 +589,14 @@ impl CudaBackend {
         };
         let _bound = self.bind().map_err(|e| backend(e.to_string()))?;
         // Each parameter in its own 8-byte aligned slot; the driver copies
-        // as many bytes as the entry declares.
+        // as many bytes as the entry declares. The launcher passes tensors
+        // as addresses, never as a simulator buffer (which has no bytes).
         let mut slots: Vec<u64> = call
             .args
             .iter()
             .map(|a| {
                 let mut raw = [0u8; 8];
-                let bytes = a.bytes();
+                let bytes = a.le_bytes().unwrap_or_default();
                 raw[..bytes.len().min(8)].copy_from_slice(&bytes[..bytes.len().min(8)]);
                 u64::from_le_bytes(raw)
             })

@@ -6,7 +6,7 @@
 
 use crate::elem::{to_bytes, Elem};
 use crate::error::{DeviceError, LaunchError, Site};
-use crate::launch::{KernelId, KernelSource, PtxArg};
+use crate::launch::{KernelId, KernelSource};
 use crate::tensor::{elem_size, Buffer, Tensor};
 use crate::tuning::{TuneKey, Tuning};
 use phobos_core::meta::VariantMeta;
@@ -180,15 +180,12 @@ impl Device {
     /// The limits a launch of `source` is bound against. The simulator
     /// runs the lowest architecture's PTX, so a kernel's shared memory may
     /// reach that target's limit (sm_80's 163 KB for a kernel built for
-    /// sm_80 and up), as the simulator itself checks.
+    /// sm_80 and up: [`crate::sim_launch::limits`]).
     pub(crate) fn launch_limits(&self, source: &crate::KernelSource) -> Limits {
         match &self.inner.backend {
             Backend::Cuda(c) => c.limits(),
             Backend::Sim(_) => match source.ptx.first() {
-                Some(&(arch, _)) => Limits {
-                    max_shared_bytes_per_block: phobos_sim::max_shared_bytes(Some(arch)),
-                    ..Limits::SM75
-                },
+                Some(&(arch, _)) => crate::sim_launch::limits(arch),
                 None => Limits::SM75,
             },
         }
@@ -372,7 +369,8 @@ pub(crate) struct EntryCall<'a> {
     pub variant: &'a VariantMeta,
     pub grid: [u32; 3],
     pub block: [u32; 3],
-    pub args: &'a [PtxArg],
+    /// The entry's arguments in `.param` order ([`crate::sim_launch::Plan::kernel_args`]).
+    pub args: &'a [phobos_sim::KernelArg],
 }
 
 impl fmt::Debug for Device {

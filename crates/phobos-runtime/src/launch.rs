@@ -7,10 +7,12 @@
 use crate::device::{Device, EntryCall};
 use crate::elem::{Elem, ScalarArg};
 use crate::error::{AxisValue, LaunchError, Site};
+use crate::sim_launch::Plan;
 use crate::tensor::Tensor;
 use phobos_core::ast::ScalarTy;
-use phobos_core::binding::{self, ArgShape, BindError, Binding, BoundDim, LaunchRequest, PtxValue};
+use phobos_core::binding::{self, ArgShape, BindError, Binding, BoundDim, LaunchRequest};
 use phobos_core::meta::{KernelMeta, ParamKindMeta, VariantMeta};
+use phobos_sim::KernelArg;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -179,27 +181,6 @@ impl Arg<'static> {
     }
 }
 
-/// One entry argument, encoded for the backend.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum PtxArg {
-    /// A tensor's base address (`.u64`).
-    Ptr(u64),
-    /// A runtime dim (`.s32`).
-    Dim(i32),
-    Scalar(ScalarArg),
-}
-
-impl PtxArg {
-    /// The little-endian bytes of the `.param` value.
-    pub(crate) fn bytes(&self) -> Vec<u8> {
-        match self {
-            PtxArg::Ptr(a) => a.to_le_bytes().to_vec(),
-            PtxArg::Dim(d) => d.to_le_bytes().to_vec(),
-            PtxArg::Scalar(s) => s.bytes.clone(),
-        }
-    }
-}
-
 impl Kernel {
     pub const fn new(source: KernelSource) -> Kernel {
         Kernel::with_tuning(source, "")
@@ -268,31 +249,26 @@ impl Kernel {
         checker.check_devices()?;
         let binding = checker.bind(grid)?;
         checker.check_aliasing()?;
-        let grid_for =
-            |variant: &VariantMeta| binding.grid(variant).map_err(|e| checker.refused(e));
         // A caller's grid (kernels without `@grid`) was computed for one
         // variant and cannot follow another, so only a kernel whose variants
         // each get their own `@grid` is tuned; the others run their first
         // variant (the generated docs name it).
         let variant = if binding.tunable() {
-            self.tuned_variant(&checker, &binding, &grid_for)?
+            self.tuned_variant(&checker, &binding)?
         } else {
             binding.first()
         };
-        let call_grid = grid_for(variant)?;
-        binding
-            .check_block(variant)
-            .map_err(|e| checker.refused(e))?;
-        let ptx_args = checker.ptx_args(&binding, variant, &HashMap::new())?;
+        let plan = Plan::with_variant(binding, variant).map_err(|e| checker.refused(e))?;
+        let args = checker.kernel_args(&plan, &HashMap::new())?;
         device.launch_entry(&EntryCall {
             site: &site,
             id: self.id(),
             source: &self.source,
             entry: &variant.entry,
             variant,
-            grid: call_grid,
-            block: [variant.threads, 1, 1],
-            args: &ptx_args,
+            grid: plan.grid,
+            block: plan.block(),
+            args: &args,
         })
     }
 
@@ -309,7 +285,6 @@ impl Kernel {
         &self,
         checker: &Checker<'_, 'm>,
         binding: &Binding<'m>,
-        grid_for: &dyn Fn(&VariantMeta) -> Result<[u32; 3], LaunchError>,
     ) -> Result<&'m VariantMeta, LaunchError> {
         let device = checker.device;
         let candidates = &binding.candidates;
@@ -361,14 +336,10 @@ impl Kernel {
         for variant in candidates {
             // A variant the device cannot run is skipped, not fatal: another
             // one may fit.
-            let grid = match binding
-                .check_block(variant)
-                .map_err(|e| checker.refused(e))
-                .and_then(|()| grid_for(variant))
-            {
-                Ok(g) => g,
+            let plan = match Plan::with_variant(binding.clone(), variant) {
+                Ok(plan) => plan,
                 Err(e) => {
-                    last_refusal = Some(e);
+                    last_refusal = Some(checker.refused(e));
                     continue;
                 }
             };
@@ -378,9 +349,9 @@ impl Kernel {
                 source: &self.source,
                 entry: &variant.entry,
                 variant,
-                grid,
-                block: [variant.threads, 1, 1],
-                args: &checker.ptx_args(binding, variant, &scratch)?,
+                grid: plan.grid,
+                block: plan.block(),
+                args: &checker.kernel_args(&plan, &scratch)?,
             };
             match device.time_entry(&call, TUNE_WARMUPS, TUNE_RUNS) {
                 Ok(Some(ms)) => {
@@ -631,30 +602,25 @@ impl<'m> Checker<'_, 'm> {
         Ok(())
     }
 
-    /// The entry's `.param` values in `ptx_params` order. `redirect` replaces
-    /// some tensors' addresses (autotune scratch copies).
-    fn ptx_args(
+    /// The entry's arguments in `.param` order (the one simulated launch
+    /// road's, [`Plan::kernel_args`], which the CUDA backend passes too):
+    /// a tensor's address, which `redirect` replaces for some tensors
+    /// (autotune scratch copies), a scalar's bytes.
+    fn kernel_args(
         &self,
-        binding: &Binding<'_>,
-        variant: &VariantMeta,
+        plan: &Plan<'_>,
         redirect: &HashMap<String, u64>,
-    ) -> Result<Vec<PtxArg>, LaunchError> {
-        let values = binding.ptx_args(variant).map_err(|e| self.refused(e))?;
-        values
-            .into_iter()
-            .map(|v| match (v, v.index().map(|i| &self.args[i])) {
-                (PtxValue::Tensor(i), Some(Arg::Tensor(t))) => {
-                    let name = &self.meta.params[i].name;
-                    Ok(PtxArg::Ptr(
-                        redirect.get(name).copied().unwrap_or(t.address),
-                    ))
-                }
-                (PtxValue::Scalar(_), Some(Arg::Scalar(s))) => Ok(PtxArg::Scalar(s.clone())),
-                (PtxValue::Dim(d), _) => Ok(PtxArg::Dim(d)),
-                _ => Err(self
-                    .arguments("the entry's parameters disagree with the arguments".to_string())),
-            })
-            .collect()
+    ) -> Result<Vec<KernelArg>, LaunchError> {
+        plan.kernel_args(|i| match &self.args[i] {
+            Arg::Tensor(t) => {
+                let name = &self.meta.params[i].name;
+                Some(KernelArg::U64(
+                    redirect.get(name).copied().unwrap_or(t.address),
+                ))
+            }
+            Arg::Scalar(s) => Some(KernelArg::Bytes(s.bytes.clone())),
+        })
+        .map_err(|e| self.refused(e))
     }
 }
 

@@ -12,6 +12,10 @@
 //! - [`Tensor`]: typed, shaped views of device memory.
 //! - [`Kernel::launch`]: the checks every launch passes before it reaches a
 //!   backend, and the [`LaunchError`] for each way it can be refused.
+//! - [`sim_launch`]: the one road from a compiled kernel to a simulated
+//!   launch (binding, variant, grid and block, `.param` values, dynamic
+//!   shared memory), which the simulator backend, `phobos sim`, explain,
+//!   profile, the test harness and the fuzzer all take.
 //!
 //! It must not panic on a missing driver or a bad launch: both are errors.
 
@@ -21,6 +25,7 @@ mod elem;
 mod error;
 mod launch;
 mod sim;
+pub mod sim_launch;
 mod tensor;
 mod tuning;
 
@@ -28,7 +33,7 @@ pub use device::{BackendKind, Device, EntryOccupancy, Limits, LoadedImage};
 pub use elem::{Elem, ScalarArg};
 pub use error::{AxisValue, DeviceError, LaunchError, Site};
 pub use launch::{cdiv, Aligned, Arg, Grid, Kernel, KernelSource, TensorArg};
-pub use sim::name_shared_buffer;
+pub use sim_launch::name_shared_buffer;
 pub use tensor::Tensor;
 
 /// Half-precision element types (`f16`, `bf16`), as tensors of them are typed.

@@ -7,11 +7,9 @@
 
 use crate::device::EntryCall;
 use crate::error::{DeviceError, LaunchError};
-use crate::launch::{KernelId, PtxArg};
-use phobos_core::meta::VariantMeta;
-use phobos_sim::{
-    BufferId, CheckReport, KernelArg, Launch, LaunchOptions, Module, SimError, Space,
-};
+use crate::launch::KernelId;
+use crate::sim_launch::{self, name_shared_buffer};
+use phobos_sim::{BufferId, KernelArg, LaunchOptions, Module, SimError};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -144,22 +142,13 @@ impl SimBackend {
         let variant = call.variant;
         let mut state = self.state();
         let module = Self::module(&mut state, call)?;
-        let args: Vec<KernelArg> = call
-            .args
-            .iter()
-            .map(|a| match a {
-                PtxArg::Ptr(addr) => KernelArg::U64(*addr),
-                PtxArg::Dim(d) => KernelArg::I32(*d),
-                PtxArg::Scalar(s) => KernelArg::Bytes(s.bytes.clone()),
-            })
-            .collect();
-        let result = state.device.launch(
-            Launch::new(&module, call.entry, call.grid, call.block),
-            &args,
-            &LaunchOptions {
-                dynamic_shared_bytes: variant.dynamic_shared_bytes(),
-                ..LaunchOptions::default()
-            },
+        let result = sim_launch::run(
+            &state.device,
+            &module,
+            variant,
+            call.grid,
+            call.args,
+            &LaunchOptions::default(),
             None,
         );
         match result {
@@ -219,7 +208,7 @@ fn argument_note(state: &SimState, call: &EntryCall<'_>) -> String {
         .iter()
         .zip(call.args)
         .filter_map(|(p, a)| match (p, a) {
-            (phobos_core::meta::PtxParam::TensorPtr(name), PtxArg::Ptr(addr)) => {
+            (phobos_core::meta::PtxParam::TensorPtr(name), KernelArg::U64(addr)) => {
                 let label = state
                     .find(*addr, 0)
                     .map(|(alloc, _)| alloc.label.clone())
@@ -233,24 +222,5 @@ fn argument_note(state: &SimState, call: &EntryCall<'_>) -> String {
         String::new()
     } else {
         format!("\n  note: the tensor arguments were {}", parts.join(", "))
-    }
-}
-
-/// Names the shared tile (or CTA-collective scratch) a check report's shared
-/// address falls in, from the variant's shared-memory plan: the simulator
-/// knows only the PTX's one shared array.
-pub fn name_shared_buffer(report: &mut CheckReport, variant: &VariantMeta) {
-    if report.space != Some(Space::Shared) {
-        return;
-    }
-    let Some(offset) = report.address else { return };
-    let line = report.source.as_ref().map(|s| s.line);
-    if let Some(b) = variant.shared_buffer_at(offset, line) {
-        report.tensor = Some(format!(
-            "shared `{}` (bytes {}..{} of the plan)",
-            b.name,
-            b.offset,
-            b.offset + b.bytes
-        ));
     }
 }

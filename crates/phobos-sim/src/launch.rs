@@ -260,21 +260,34 @@ fn arg_fits(arg: &KernelArg, p: &ParamInfo) -> bool {
     }
 }
 
+impl KernelArg {
+    /// The argument's little-endian bytes, as the `.param` space holds
+    /// them; `None` for a [`KernelArg::Buffer`], whose address only its
+    /// device knows. A GPU launch passes the same bytes (the runtime's CUDA
+    /// backend reads them here).
+    pub fn le_bytes(&self) -> Option<Vec<u8>> {
+        Some(match self {
+            KernelArg::Buffer(_) => return None,
+            KernelArg::U8(v) => vec![*v],
+            KernelArg::I8(v) => v.to_le_bytes().to_vec(),
+            KernelArg::U16(v) | KernelArg::Bits16(v) => v.to_le_bytes().to_vec(),
+            KernelArg::I16(v) => v.to_le_bytes().to_vec(),
+            KernelArg::U32(v) => v.to_le_bytes().to_vec(),
+            KernelArg::I32(v) => v.to_le_bytes().to_vec(),
+            KernelArg::U64(v) => v.to_le_bytes().to_vec(),
+            KernelArg::I64(v) => v.to_le_bytes().to_vec(),
+            KernelArg::F32(v) => v.to_le_bytes().to_vec(),
+            KernelArg::F64(v) => v.to_le_bytes().to_vec(),
+            KernelArg::Bytes(b) => b.clone(),
+        })
+    }
+}
+
 fn arg_bytes(dev: &Device, arg: &KernelArg) -> Result<Vec<u8>, SimError> {
-    Ok(match arg {
-        KernelArg::Buffer(id) => dev.address(*id)?.to_le_bytes().to_vec(),
-        KernelArg::U8(v) => vec![*v],
-        KernelArg::I8(v) => v.to_le_bytes().to_vec(),
-        KernelArg::U16(v) | KernelArg::Bits16(v) => v.to_le_bytes().to_vec(),
-        KernelArg::I16(v) => v.to_le_bytes().to_vec(),
-        KernelArg::U32(v) => v.to_le_bytes().to_vec(),
-        KernelArg::I32(v) => v.to_le_bytes().to_vec(),
-        KernelArg::U64(v) => v.to_le_bytes().to_vec(),
-        KernelArg::I64(v) => v.to_le_bytes().to_vec(),
-        KernelArg::F32(v) => v.to_le_bytes().to_vec(),
-        KernelArg::F64(v) => v.to_le_bytes().to_vec(),
-        KernelArg::Bytes(b) => b.clone(),
-    })
+    match arg {
+        KernelArg::Buffer(id) => Ok(dev.address(*id)?.to_le_bytes().to_vec()),
+        other => Ok(other.le_bytes().unwrap_or_default()),
+    }
 }
 
 fn marshal(dev: &Device, entry: &Entry, args: &[KernelArg]) -> Result<Vec<u8>, SimError> {

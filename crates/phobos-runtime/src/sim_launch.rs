@@ -1,0 +1,225 @@
+//! The one road from a compiled kernel to a simulated launch: bind the
+//! arguments' shapes ([`phobos_core::binding`]), choose the variant, check
+//! its grid and block against the target's limits ([`Plan`]), turn the
+//! entry's `.param` values into kernel arguments ([`Plan::kernel_args`]),
+//! and run the variant's entry with its dynamic shared memory ([`run`],
+//! [`run_split`]), watched by any observer, under the caller's check
+//! options.
+//!
+//! Every simulated launch goes this way: the runtime's simulator backend
+//! (its `Kernel::launch` plans the launch for both backends, and the CUDA
+//! backend passes the same arguments), `phobos sim`, `phobos explain` and
+//! `phobos profile` (through `phobos_explain`), the conformance harness and
+//! the fuzzer. What stays with each caller is where its data comes from
+//! (`.npy` files, random inputs, host tensors), its own memory, and the
+//! words of its own refusals (the binding's [`BindError`] with their notes).
+//!
+//! It lives in the runtime because the runtime is the crate that depends on
+//! both the binding (phobos-core) and the simulator (phobos-sim), which must
+//! not know about each other.
+
+use phobos_core::binding::{self, BindError, Binding, LaunchRequest, Limits, PtxValue};
+use phobos_core::meta::{KernelMeta, VariantMeta};
+use phobos_sim::{
+    CheckReport, Device, KernelArg, Launch, LaunchOptions, LaunchStats, Module, Observer, SimError,
+    Space, SplitObserver,
+};
+
+/// What a simulated launch of PTX built for `sm_{arch}` is bound against:
+/// the grid and block limits every GPU from sm_75 on has, and the shared
+/// memory one CTA of that target may use once the launch opts in
+/// (`phobos_sim::max_shared_bytes`: 64 KB on sm_75, 163 KB on sm_80, 227 KB
+/// on sm_90). A plan above 48 KB is passed as dynamic shared memory
+/// ([`VariantMeta::dynamic_shared_bytes`]), as on a GPU.
+pub fn limits(arch: u32) -> Limits {
+    Limits {
+        max_shared_bytes_per_block: phobos_sim::max_shared_bytes(Some(arch)),
+        ..Limits::SM75
+    }
+}
+
+/// A bound launch and the variant it runs, with the variant's grid
+/// (checked against the limits) and its block and shared memory (checked
+/// against the device).
+#[derive(Clone, Debug)]
+pub struct Plan<'m> {
+    pub binding: Binding<'m>,
+    pub variant: &'m VariantMeta,
+    pub grid: [u32; 3],
+}
+
+impl<'m> Plan<'m> {
+    /// Binds a launch of `meta` and plans its first candidate variant: what
+    /// runs when nothing is timed.
+    pub fn bind(meta: &'m KernelMeta, request: &LaunchRequest<'_>) -> Result<Plan<'m>, BindError> {
+        let binding = binding::bind(meta, request)?;
+        let variant = binding.first();
+        Plan::with_variant(binding, variant)
+    }
+
+    /// Plans `variant`, one of the binding's candidates (the runtime's
+    /// timed choice).
+    pub fn with_variant(
+        binding: Binding<'m>,
+        variant: &'m VariantMeta,
+    ) -> Result<Plan<'m>, BindError> {
+        let grid = check_variant(&binding, variant)?;
+        Ok(Plan {
+            binding,
+            variant,
+            grid,
+        })
+    }
+
+    /// The CTA shape: the variant's threads along x.
+    pub fn block(&self) -> [u32; 3] {
+        [self.variant.threads, 1, 1]
+    }
+
+    /// The entry's kernel arguments in `.param` order: each tensor's and
+    /// scalar's from `arg`, given the parameter's index in the kernel's
+    /// declaration order (a buffer, or a device address as
+    /// [`KernelArg::U64`]; a scalar's bytes), each runtime dim's value
+    /// from the binding, as `.s32`. A parameter `arg` has nothing for
+    /// means the metadata and the arguments disagree
+    /// ([`BindError::Inconsistent`]).
+    pub fn kernel_args(
+        &self,
+        mut arg: impl FnMut(usize) -> Option<KernelArg>,
+    ) -> Result<Vec<KernelArg>, BindError> {
+        let params = &self.binding.meta().params;
+        self.binding
+            .ptx_args(self.variant)?
+            .into_iter()
+            .map(|value| match value {
+                PtxValue::Tensor(i) | PtxValue::Scalar(i) => arg(i).ok_or_else(|| {
+                    BindError::Inconsistent(format!(
+                        "the entry's parameter `{}` has no argument",
+                        params[i].name
+                    ))
+                }),
+                PtxValue::Dim(v) => Ok(KernelArg::I32(v)),
+            })
+            .collect()
+    }
+
+    /// Runs the planned entry of `module` on `device` ([`run`]).
+    pub fn run(
+        &self,
+        device: &Device,
+        module: &Module,
+        args: &[KernelArg],
+        opts: &LaunchOptions,
+        observer: Option<&mut dyn Observer>,
+    ) -> Result<LaunchStats, SimError> {
+        run(
+            device,
+            module,
+            self.variant,
+            self.grid,
+            args,
+            opts,
+            observer,
+        )
+    }
+
+    /// Runs the planned entry of `module` on `device` on every core,
+    /// watched by a split observer ([`run_split`]).
+    pub fn run_split<O: SplitObserver>(
+        &self,
+        device: &Device,
+        module: &Module,
+        args: &[KernelArg],
+        opts: &LaunchOptions,
+        observer: &mut O,
+    ) -> Result<LaunchStats, SimError> {
+        run_split(
+            device,
+            module,
+            self.variant,
+            self.grid,
+            args,
+            opts,
+            observer,
+        )
+    }
+}
+
+/// The grid of `variant` (the caller's, or its `@grid` over the dims)
+/// checked against the limits, then its block and shared memory: what
+/// [`Plan::with_variant`] checks, for a caller that weighs candidates
+/// before it picks one.
+pub fn check_variant(binding: &Binding<'_>, variant: &VariantMeta) -> Result<[u32; 3], BindError> {
+    let grid = binding.grid(variant)?;
+    binding.check_block(variant)?;
+    Ok(grid)
+}
+
+/// `opts` for a launch of `variant`: its dynamic shared memory (all of
+/// its plan above 48 KB, where the entry declares its buffer
+/// `.extern .shared`; else none), whatever `opts` said.
+pub fn options(variant: &VariantMeta, opts: &LaunchOptions) -> LaunchOptions {
+    LaunchOptions {
+        dynamic_shared_bytes: variant.dynamic_shared_bytes(),
+        ..opts.clone()
+    }
+}
+
+/// Runs `variant`'s entry of `module` on `device`: `grid` CTAs of the
+/// variant's threads, with `args` in `.param` order and the variant's
+/// dynamic shared memory ([`options`]). With an observer, CTAs run on the
+/// calling thread in order.
+pub fn run(
+    device: &Device,
+    module: &Module,
+    variant: &VariantMeta,
+    grid: [u32; 3],
+    args: &[KernelArg],
+    opts: &LaunchOptions,
+    observer: Option<&mut dyn Observer>,
+) -> Result<LaunchStats, SimError> {
+    device.launch(
+        Launch::new(module, &variant.entry, grid, [variant.threads, 1, 1]),
+        args,
+        &options(variant, opts),
+        observer,
+    )
+}
+
+/// [`run`] on every core, with a copy of `observer` per worker thread,
+/// joined back.
+pub fn run_split<O: SplitObserver>(
+    device: &Device,
+    module: &Module,
+    variant: &VariantMeta,
+    grid: [u32; 3],
+    args: &[KernelArg],
+    opts: &LaunchOptions,
+    observer: &mut O,
+) -> Result<LaunchStats, SimError> {
+    device.launch_split(
+        Launch::new(module, &variant.entry, grid, [variant.threads, 1, 1]),
+        args,
+        &options(variant, opts),
+        observer,
+    )
+}
+
+/// Names the shared tile (or CTA-collective scratch) a check report's shared
+/// address falls in, from the variant's shared-memory plan: the simulator
+/// knows only the PTX's one shared array.
+pub fn name_shared_buffer(report: &mut CheckReport, variant: &VariantMeta) {
+    if report.space != Some(Space::Shared) {
+        return;
+    }
+    let Some(offset) = report.address else { return };
+    let line = report.source.as_ref().map(|s| s.line);
+    if let Some(b) = variant.shared_buffer_at(offset, line) {
+        report.tensor = Some(format!(
+            "shared `{}` (bytes {}..{} of the plan)",
+            b.name,
+            b.offset,
+            b.offset + b.bytes
+        ));
+    }
+}
