@@ -11,9 +11,12 @@
 //!   type), integers and bools are `0xA5` bytes. A reference leaves the
 //!   poison where the kernel must not write, so an element the kernel fails
 //!   to write (or writes where it must not) shows up as a mismatch.
-//! - Parameters are passed in the variant's `ptx_params` order: tensor
-//!   pointers and scalars in declaration order, then the runtime dims as
-//!   `.s32`.
+//! - The launch takes the one simulated launch road
+//!   (`phobos_runtime::sim_launch`): the binding picks the variant, the
+//!   grid and block are checked against the target's limits, parameters
+//!   are passed in the variant's `ptx_params` order (tensor pointers and
+//!   scalars in declaration order, then the runtime dims as `.s32`), and a
+//!   plan above 48 KB goes as dynamic shared memory.
 //! - Comparison ([`Outcome::check`]): integers and bools exactly; `f32` and
 //!   `f64` within relative error `1e-5` of the reference (computed in
 //!   `f64`), `|got - want| <= 1e-5 * max(|want|, floor)`, where the absolute
@@ -27,10 +30,11 @@
 use crate::executor::Executor;
 use half::{bf16, f16};
 use phobos_core::ast::ScalarTy;
-use phobos_core::binding::{bind, ArgShape, Binding, LaunchRequest, Limits, PtxValue};
+use phobos_core::binding::{bind, ArgShape, Binding, LaunchRequest};
 use phobos_core::meta::{DimRefMeta, KernelMeta, ParamKindMeta, VariantMeta};
 use phobos_core::{CompileOptions, CompiledKernel};
-use phobos_sim::{Device, KernelArg, Launch, LaunchOptions, LaunchStats, Module, SimError};
+use phobos_runtime::sim_launch::{self, Plan};
+use phobos_sim::{Device, KernelArg, LaunchOptions, LaunchStats, Module, SimError};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -315,6 +319,9 @@ pub fn with_seed<R>(seed: u64, f: impl FnOnce() -> R) -> R {
 #[derive(Clone)]
 pub struct Case {
     pub kernel: CompiledKernel,
+    /// The target the kernel was compiled for (`75` for sm_75): the launch
+    /// is bound against its limits ([`sim_launch::limits`]).
+    pub arch: u32,
     pub dims: BTreeMap<String, i64>,
     pub tensors: BTreeMap<String, Tensor>,
     pub scalars: BTreeMap<String, Scalar>,
@@ -346,7 +353,7 @@ impl Case {
     pub fn corpus(name: &str) -> Case {
         let f = crate::corpus_file(name);
         let kernels = compile_src(&f.src, &format!("{name}.pho"));
-        Case::of(kernels, name)
+        Case::of(kernels, name, crate::min_arch_of(&f.src))
     }
 
     /// Like [`Case::corpus`], compiled for `sm_<arch>` (a kernel whose
@@ -362,21 +369,22 @@ impl Case {
                 phobos_core::render::render(&diags, &file_name, &f.src, false)
             );
         }
-        Case::of(kernels, name)
+        Case::of(kernels, name, arch)
     }
 
     /// The kernel named `kernel` from `src`.
     pub fn source(src: &str, file_name: &str, kernel: &str) -> Case {
-        Case::of(compile_src(src, file_name), kernel)
+        Case::of(compile_src(src, file_name), kernel, crate::min_arch_of(src))
     }
 
-    fn of(kernels: Vec<CompiledKernel>, kernel: &str) -> Case {
+    fn of(kernels: Vec<CompiledKernel>, kernel: &str, arch: u32) -> Case {
         let k = kernels
             .into_iter()
             .find(|k| k.meta.name == kernel)
             .unwrap_or_else(|| panic!("no kernel `{kernel}`"));
         Case {
             kernel: k,
+            arch,
             dims: BTreeMap::new(),
             tensors: BTreeMap::new(),
             scalars: BTreeMap::new(),
@@ -481,8 +489,9 @@ impl Case {
     }
 
     /// The launch bound by the one launch binding (`phobos_core::binding`)
-    /// over the shapes the dims give, with the free autotune values picked.
-    /// Panics with the binding's message when it refuses the launch.
+    /// over the shapes the dims give, with the free autotune values picked,
+    /// against the target's limits. Panics with the binding's message when
+    /// it refuses the launch.
     pub fn binding(&self, grid: Option<[u32; 3]>) -> Binding<'_> {
         self.bind_meta(self.meta(), grid)
     }
@@ -517,7 +526,7 @@ impl Case {
             args: &args,
             grid,
             picked: &picked,
-            limits: Limits::SM75,
+            limits: sim_launch::limits(self.arch),
         };
         bind(meta, &req).unwrap_or_else(|e| panic!("{}: {e}", meta.name))
     }
@@ -581,7 +590,9 @@ impl Case {
             meta.aligned.clear();
         }
         let binding = self.bind_meta(&meta, Some(grid));
-        let variant = binding.first().clone();
+        let variant = binding.first();
+        let plan = Plan::with_variant(binding, variant)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.meta().name));
         let module = Module::parse(&self.kernel.ptx)
             .unwrap_or_else(|e| panic!("the PTX of {} does not load: {e}", self.meta().name));
         let mut dev = Device::new();
@@ -590,52 +601,31 @@ impl Case {
             let id = dev.alloc_from(name, &t.bytes).expect("alloc");
             ids.insert(name.clone(), id);
         }
-        let params = module.params(&variant.entry).expect("entry").to_vec();
-        assert_eq!(
-            params.len(),
-            variant.ptx_params.len(),
-            "metadata and PTX disagree on the parameter count"
-        );
-        let values = binding.ptx_args(&variant).unwrap_or_else(|e| panic!("{e}"));
-        let names: Vec<String> = self.meta().params.iter().map(|p| p.name.clone()).collect();
-        let mut args = Vec::new();
-        for (value, info) in values.iter().zip(&params) {
-            args.push(match *value {
-                PtxValue::Tensor(i) => KernelArg::Buffer(ids[&names[i]]),
-                PtxValue::Scalar(i) => {
-                    let n = &names[i];
-                    let mut b = self
-                        .scalars
-                        .get(n)
-                        .unwrap_or_else(|| panic!("scalar {n} not given"))
-                        .bytes();
-                    b.resize(info.size as usize, 0);
-                    KernelArg::Bytes(b)
-                }
-                PtxValue::Dim(v) => KernelArg::I32(v),
-            });
-        }
+        let names: Vec<&String> = meta.params.iter().map(|p| &p.name).collect();
+        let args = plan
+            .kernel_args(|i| {
+                let n = names[i];
+                Some(match ids.get(n) {
+                    Some(&id) => KernelArg::Buffer(id),
+                    None => KernelArg::Bytes(
+                        self.scalars
+                            .get(n)
+                            .unwrap_or_else(|| panic!("scalar {n} not given"))
+                            .bytes(),
+                    ),
+                })
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
         let before = self.tensors.clone();
-        // A plan above 48 KB of shared memory is dynamic (the entry's
-        // buffer is `.extern .shared`): its size comes with the launch, as
-        // the runtime passes it.
-        let mut opts = self.opts.clone();
-        if opts.dynamic_shared_bytes == 0 {
-            opts.dynamic_shared_bytes = variant.dynamic_shared_bytes();
-        }
-        let res = dev.launch(
-            Launch::new(&module, &variant.entry, grid, [variant.threads, 1, 1]),
-            &args,
-            &opts,
-            None,
-        );
+        let res = plan.run(&dev, &module, &args, &self.opts, None);
+        let entry = plan.variant.entry.clone();
         let mut after = before.clone();
         for (name, t) in after.iter_mut() {
             t.bytes = dev.to_vec(ids[name]).expect("read back");
         }
         let out = Outcome {
             name: self.meta().name.clone(),
-            entry: variant.entry.clone(),
+            entry,
             before,
             after,
             floor: self.floor,
@@ -701,7 +691,7 @@ impl Case {
         let after = crate::executor::run_on_runtime(
             &meta,
             &self.kernel.ptx,
-            75,
+            self.arch,
             grid,
             &self.tensors,
             &self.scalars,

@@ -9,8 +9,9 @@
 #![allow(clippy::needless_range_loop)]
 
 use phobos_conformance::{compile, corpus_file};
-use phobos_core::binding::{bind, ArgShape, LaunchRequest, Limits, PtxValue};
+use phobos_core::binding::{ArgShape, LaunchRequest};
 use phobos_core::meta::{DimRefMeta, ParamKindMeta};
+use phobos_runtime::sim_launch::{self, Plan};
 use phobos_sim::{Device, KernelArg, LaunchOptions, Module};
 
 /// The little-endian bytes of `v`, each value by `bytes`.
@@ -65,8 +66,8 @@ impl Launch {
     /// the runtime dims by name, and returns every parameter's bytes after
     /// the launch (none for a scalar). The PTX arguments, their order, the
     /// variant (`entry`, checked) and the block size (`threads`, checked)
-    /// come from the one launch binding (`phobos_core::binding`), as every
-    /// executor gets them.
+    /// come from the one simulated launch road (`phobos_runtime::sim_launch`),
+    /// as every executor gets them.
     fn run(&self, dims: &[(&str, usize)], params: Vec<Param>) -> Vec<Vec<u8>> {
         let name = self.entry.split("__").next().unwrap();
         let k = compile(&corpus_file(name), 75);
@@ -109,10 +110,10 @@ impl Launch {
             args: &shapes,
             grid: Some(self.grid),
             picked: &[],
-            limits: Limits::SM75,
+            limits: sim_launch::limits(75),
         };
-        let binding = bind(meta, &request).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let variant = binding.first();
+        let plan = Plan::bind(meta, &request).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let variant = plan.variant;
         assert_eq!(
             variant.entry, self.entry,
             "{name}: the variant the dims pick"
@@ -128,23 +129,12 @@ impl Launch {
                 Value(v) => v.clone(),
             })
             .collect();
-        let args: Vec<KernelArg> = binding
-            .ptx_args(variant)
-            .unwrap_or_else(|e| panic!("{name}: {e}"))
-            .into_iter()
-            .map(|v| match v {
-                PtxValue::Tensor(i) | PtxValue::Scalar(i) => values[i].clone(),
-                PtxValue::Dim(d) => KernelArg::I32(d),
-            })
-            .collect();
+        let args = plan
+            .kernel_args(|i| values.get(i).cloned())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         let m = Module::parse(&k[0].ptx).unwrap_or_else(|e| panic!("{e}"));
-        dev.launch(
-            phobos_sim::Launch::new(&m, self.entry, self.grid, [self.threads, 1, 1]),
-            &args,
-            &LaunchOptions::default(),
-            None,
-        )
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        plan.run(&dev, &m, &args, &LaunchOptions::default(), None)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         params
             .iter()
             .zip(&values)

@@ -3,10 +3,12 @@
 //! `@autotune` variants that fit, each variant's grid and the entry's
 //! `.param` values in order — or the reason the launch cannot happen.
 //!
-//! This is the one owner of that computation. The runtime
-//! (`phobos_runtime::Kernel::launch`), `phobos sim`, `phobos explain` and the
-//! test harness all call [`bind`]; none of them evaluates `@grid`, matches
-//! variants or orders `.param`s itself. It is pure: no device, no memory,
+//! This is the one owner of that computation. Every launch reaches it
+//! through the runtime: `phobos_runtime::Kernel::launch` (either backend)
+//! and `phobos_runtime::sim_launch`, the one simulated launch road that
+//! `phobos sim`, `phobos explain`, `phobos profile`, the test harness and
+//! the fuzzer take; none of them evaluates `@grid`, matches variants or
+//! orders `.param`s itself. It is pure: no device, no memory,
 //! no IO. Callers describe their arguments as [`ArgShape`]s and map a
 //! [`BindError`] onto their own error type.
 

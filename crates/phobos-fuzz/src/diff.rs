@@ -1,16 +1,20 @@
 //! One differential run: check the program, run the evaluator on the
 //! checked HIR, compile to PTX, run the PTX in phobos-sim with the same
-//! inputs, compare every written tensor (integers and bools bitwise,
-//! floats with [`value::close`]).
+//! inputs (on the one simulated launch road, `phobos_runtime::sim_launch`:
+//! the binding takes the dims from the tensors' shapes), compare every
+//! written tensor (integers and bools bitwise, floats with
+//! [`value::close`]).
 
 use crate::eval::{self, Args, Tensor};
 use crate::program::Program;
 use crate::value::{self, S};
 use phobos_core::ast::ScalarTy;
+use phobos_core::binding::{self, ArgShape, LaunchRequest};
 use phobos_core::hir::{DimRef, Kernel, ParamKind};
-use phobos_core::meta::PtxParam;
+use phobos_core::meta::{KernelMeta, ParamKindMeta};
 use phobos_core::CompileOptions;
-use phobos_sim::{CheckKind, Device, KernelArg, Launch, LaunchOptions, Module, SimError};
+use phobos_runtime::sim_launch::{self, Plan};
+use phobos_sim::{CheckKind, Device, KernelArg, LaunchOptions, Module, SimError};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -277,8 +281,15 @@ pub fn run_case(case: &Case, opts: &RunOptions) -> Verdict {
             .collect();
         return Verdict::Rejected(msg.join("; "));
     };
-    let Some(variant) = k.meta.variants.iter().find(|v| v.values == want_variant) else {
-        return Verdict::Failed("no compiled variant".into());
+    let plan = match plan(
+        &k.meta,
+        &tensors,
+        case.grid,
+        &want_variant,
+        opts.compile.arch,
+    ) {
+        Ok(plan) => plan,
+        Err(v) => return v,
     };
     let module = match Module::parse(&k.ptx) {
         Ok(m) => m,
@@ -294,36 +305,23 @@ pub fn run_case(case: &Case, opts: &RunOptions) -> Verdict {
             Err(e) => return Verdict::Failed(format!("alloc: {e}")),
         }
     }
-    let sizes: Vec<usize> = match module.params(&variant.entry) {
-        Ok(ps) => ps.iter().map(|q| q.size as usize).collect(),
-        Err(e) => return Verdict::Failed(format!("entry: {e}")),
+    let kargs = plan.kernel_args(|i| {
+        let name = &k.meta.params[i].name;
+        match (ids.get(name), scal.get(name)) {
+            (Some(&id), _) => Some(KernelArg::Buffer(id)),
+            (None, Some(&(ty, b))) => Some(KernelArg::Bytes(
+                b.to_le_bytes()[..ty.size() as usize].to_vec(),
+            )),
+            (None, None) => None,
+        }
+    });
+    let kargs = match kargs {
+        Ok(a) => a,
+        Err(e) => return Verdict::Failed(format!("the launch binding: {e}")),
     };
-    let mut kargs = Vec::new();
-    for (prm, size) in variant.ptx_params.iter().zip(sizes) {
-        kargs.push(match prm {
-            PtxParam::TensorPtr(n) => KernelArg::Buffer(ids[n]),
-            PtxParam::Scalar(n, t) => {
-                let (_, b) = scal[n];
-                let _ = t;
-                KernelArg::Bytes(b.to_le_bytes()[..size.min(8)].to_vec())
-            }
-            PtxParam::Dim(n) => {
-                let v = case
-                    .dims
-                    .iter()
-                    .find(|(d, _)| d == n)
-                    .map_or(0, |(_, v)| *v);
-                KernelArg::I32(v as i32)
-            }
-        });
-    }
-    let launch = dev.launch(
-        Launch::new(
-            &module,
-            &variant.entry,
-            [case.grid, 1, 1],
-            [variant.threads, 1, 1],
-        ),
+    let launch = plan.run(
+        &dev,
+        &module,
         &kargs,
         &LaunchOptions {
             threads: 1,
@@ -379,4 +377,50 @@ pub fn run_case(case: &Case, opts: &RunOptions) -> Verdict {
         }
     }
     Verdict::Agree
+}
+
+/// The launch of the case's variant (`want_variant`: the `@autotune`
+/// value the evaluator ran) on `grid` CTAs, planned on the one simulated
+/// launch road over the inputs' shapes, against `sm_{arch}`'s limits.
+fn plan<'m>(
+    meta: &'m KernelMeta,
+    tensors: &BTreeMap<String, Tensor>,
+    grid: u32,
+    want_variant: &[(String, i64)],
+    arch: u32,
+) -> Result<Plan<'m>, Verdict> {
+    let shapes: Vec<Option<(ScalarTy, Vec<u64>)>> = meta
+        .params
+        .iter()
+        .map(|p| match (&p.kind, tensors.get(&p.name)) {
+            (ParamKindMeta::Tensor { .. }, Some(t)) => {
+                Some((t.elem, t.shape.iter().map(|&d| d as u64).collect()))
+            }
+            _ => None,
+        })
+        .collect();
+    let args: Vec<ArgShape<'_>> = meta
+        .params
+        .iter()
+        .zip(&shapes)
+        .map(|(p, shape)| ArgShape::of_param(&p.kind, shape.as_ref().map(|(e, s)| (*e, &s[..]))))
+        .collect();
+    // An autotuned dim is matched from the shapes; a free constant is picked.
+    let picked: Vec<(String, i64)> = want_variant
+        .iter()
+        .filter(|(n, _)| !meta.dims.iter().any(|d| &d.name == n))
+        .cloned()
+        .collect();
+    let request = LaunchRequest {
+        args: &args,
+        grid: Some([grid, 1, 1]),
+        picked: &picked,
+        limits: sim_launch::limits(arch),
+    };
+    let refused = |e| Verdict::Failed(format!("the launch binding: {e}"));
+    let binding = binding::bind(meta, &request).map_err(refused)?;
+    let Some(&variant) = binding.candidates.iter().find(|v| v.values == want_variant) else {
+        return Err(Verdict::Failed("no compiled variant".into()));
+    };
+    Plan::with_variant(binding, variant).map_err(refused)
 }

@@ -8,8 +8,11 @@
 mod explain_support;
 
 use explain_support::{corpus_src, line_of, request};
+use phobos_core::binding::{ArgShape, LaunchRequest};
+use phobos_core::meta::{DimRefMeta, KernelMeta, ParamKindMeta};
 use phobos_profile::{CtaSample, LineCounters, Profiler};
-use phobos_sim::{Device, KernelArg, Launch, LaunchOptions, Module};
+use phobos_runtime::sim_launch::{self, Plan};
+use phobos_sim::{BufferId, Device, KernelArg, Launch, LaunchOptions, Module};
 
 /// Runs `kernel` of `source` with random inputs of the given shapes and
 /// returns the profiler and the source.
@@ -277,7 +280,6 @@ fn launch_corpus(
     let (kernels, diags) =
         phobos_core::compile(&source, file, &phobos_core::CompileOptions::for_arch(80));
     assert!(!diags.iter().any(|d| d.is_error()), "{file} compiles");
-    let variant = &kernels[0].meta.variants[0];
     let module = Module::parse(&kernels[0].ptx).expect("parses");
     let mut dev = Device::new();
     let ids: Vec<_> = tensors
@@ -287,31 +289,20 @@ fn launch_corpus(
             (name, dev.alloc_from(name, &data).expect("alloc"))
         })
         .collect();
-    let args: Vec<KernelArg> = variant
-        .ptx_params
-        .iter()
-        .map(|p| match p {
-            phobos_core::meta::PtxParam::TensorPtr(t) => {
-                KernelArg::Buffer(ids.iter().find(|(n, _)| n == t).expect("a tensor").1)
-            }
-            phobos_core::meta::PtxParam::Dim(d) => {
-                KernelArg::I32(dims.iter().find(|(n, _)| n == d).expect("a dim").1)
-            }
-            phobos_core::meta::PtxParam::Scalar(..) => panic!("no scalars here"),
-        })
-        .collect();
+    let (plan, args) = planned(&kernels[0].meta, grid, dims, &ids);
     let n_ctas = grid.iter().map(|&g| u64::from(g)).product();
     let mut p = Profiler::new(n_ctas, CtaSample::All);
-    let block = [variant.threads, 1, 1];
     match threads {
-        None => dev.launch(
-            Launch::new(&module, &variant.entry, grid, block),
+        None => plan.run(
+            &dev,
+            &module,
             &args,
             &LaunchOptions::default(),
             Some(&mut p),
         ),
-        Some(threads) => dev.launch_split(
-            Launch::new(&module, &variant.entry, grid, block),
+        Some(threads) => plan.run_split(
+            &dev,
+            &module,
             &args,
             &LaunchOptions {
                 threads,
@@ -322,6 +313,61 @@ fn launch_corpus(
     }
     .expect("runs");
     p
+}
+
+/// The launch of `meta` on `grid`, planned on the one simulated launch
+/// road (`phobos_runtime::sim_launch`) over the shapes `dims` give its
+/// tensors, and its kernel arguments: each tensor's buffer by name from
+/// `buffers`, each runtime dim's value from the binding.
+fn planned<'m>(
+    meta: &'m KernelMeta,
+    grid: [u32; 3],
+    dims: &[(&str, i32)],
+    buffers: &[(&str, BufferId)],
+) -> (Plan<'m>, Vec<KernelArg>) {
+    let dim = |d: &DimRefMeta| match d {
+        DimRefMeta::Named(n) => dims
+            .iter()
+            .find(|(x, _)| x == n)
+            .map(|&(_, v)| v as u64)
+            .unwrap_or_else(|| panic!("give dim {n}")),
+        DimRefMeta::Const(c) => *c,
+    };
+    let shapes: Vec<Vec<u64>> = meta
+        .params
+        .iter()
+        .map(|p| match &p.kind {
+            ParamKindMeta::Tensor { dims, .. } => dims.iter().map(dim).collect(),
+            ParamKindMeta::Scalar(_) => panic!("no scalars here"),
+        })
+        .collect();
+    let args: Vec<ArgShape<'_>> = meta
+        .params
+        .iter()
+        .zip(&shapes)
+        .map(|(p, shape)| {
+            let tensor = match &p.kind {
+                ParamKindMeta::Tensor { elem, .. } => Some((*elem, &shape[..])),
+                ParamKindMeta::Scalar(_) => None,
+            };
+            ArgShape::of_param(&p.kind, tensor)
+        })
+        .collect();
+    let request = LaunchRequest {
+        args: &args,
+        grid: Some(grid),
+        picked: &[],
+        limits: sim_launch::limits(80),
+    };
+    let plan = Plan::bind(meta, &request).expect("binds");
+    let kernel_args = plan
+        .kernel_args(|i| {
+            let name = &meta.params[i].name;
+            let id = buffers.iter().find(|(n, _)| n == name).expect("a tensor").1;
+            Some(KernelArg::Buffer(id))
+        })
+        .expect("the entry's arguments");
+    (plan, kernel_args)
 }
 
 /// A kernel, its grid, its dims and its scalars.
@@ -377,7 +423,6 @@ fn profiling_overhead() {
         &phobos_core::CompileOptions::for_arch(80),
     );
     let k = &kernels[0];
-    let variant = &k.meta.variants[0];
     let module = Module::parse(&k.ptx).expect("parses");
     let (n, kk) = (4096i32, 1024i32);
     let mut dev = Device::new();
@@ -390,41 +435,20 @@ fn profiling_overhead() {
     let y = dev
         .alloc_from("y", &vec![0u8; (n * 4) as usize])
         .expect("alloc");
-    let args: Vec<KernelArg> = variant
-        .ptx_params
-        .iter()
-        .map(|p| match p {
-            phobos_core::meta::PtxParam::TensorPtr(t) if t == "W" => KernelArg::Buffer(w),
-            phobos_core::meta::PtxParam::TensorPtr(t) if t == "x" => KernelArg::Buffer(x),
-            phobos_core::meta::PtxParam::TensorPtr(_) => KernelArg::Buffer(y),
-            phobos_core::meta::PtxParam::Dim(d) if d == "N" => KernelArg::I32(n),
-            _ => KernelArg::I32(kk),
-        })
-        .collect();
     let grid = [(n as u32).div_ceil(4), 1, 1];
-    let block = [variant.threads, 1, 1];
+    let (plan, args) = planned(
+        &k.meta,
+        grid,
+        &[("N", n), ("K", kk)],
+        &[("W", w), ("x", x), ("y", y)],
+    );
     let time = |opts: &LaunchOptions, how: Option<bool>| {
         let mut p = Profiler::new(u64::from(grid[0]), CtaSample::All);
         let start = std::time::Instant::now();
         match how {
-            None => dev.launch(
-                Launch::new(&module, &variant.entry, grid, block),
-                &args,
-                opts,
-                None,
-            ),
-            Some(false) => dev.launch(
-                Launch::new(&module, &variant.entry, grid, block),
-                &args,
-                opts,
-                Some(&mut p),
-            ),
-            Some(true) => dev.launch_split(
-                Launch::new(&module, &variant.entry, grid, block),
-                &args,
-                opts,
-                &mut p,
-            ),
+            None => plan.run(&dev, &module, &args, opts, None),
+            Some(false) => plan.run(&dev, &module, &args, opts, Some(&mut p)),
+            Some(true) => plan.run_split(&dev, &module, &args, opts, &mut p),
         }
         .expect("runs");
         let took = start.elapsed().as_secs_f64();
