@@ -17,6 +17,7 @@
 
 mod atomic;
 mod collective;
+mod divide;
 mod memory;
 mod mma;
 mod values;

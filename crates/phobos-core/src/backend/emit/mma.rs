@@ -57,9 +57,9 @@ impl Emitter<'_> {
         let w = self.warp;
         let row = self.reg(RegClass::B32);
         let col = self.reg(RegClass::B32);
-        self.ins(&format!("div.u32 {row}, {w}, {};", l.wn));
+        self.int_divrem(false, ".u32", row, w, V::I(l.wn.into(), ScalarTy::U32));
         self.ins(&format!("mul.lo.s32 {row}, {row}, {};", l.warp_rows()));
-        self.ins(&format!("rem.u32 {col}, {w}, {};", l.wn));
+        self.int_divrem(true, ".u32", col, w, V::I(l.wn.into(), ScalarTy::U32));
         self.ins(&format!("mul.lo.s32 {col}, {col}, {};", l.warp_cols()));
         (row, col)
     }
