@@ -338,12 +338,15 @@ def measure(ptx_path, cubin, arch, tools, dyn_shared, label, source):
             a = analyze(funcs[entry])
         except ValueError as e:
             sys.exit(f"{ptx_path}: {entry} ({arch}): {e}")
-        smem = pi["smem"] + (dyn_shared.get(entry, 0) if extern else 0)
+        if extern and entry not in dyn_shared:
+            sys.exit(f"{ptx_path}: {entry} declares its shared memory .extern (dynamic) and its size is unknown "
+                     "here: pass the .pho file, whose .ron gives it, rather than --ptx")
+        smem = pi["smem"] + (dyn_shared[entry] if extern else 0)
         ctas, limiter = ctas_per_sm(arch, pi["registers"], threads, smem)
         rows.append({
             "kernel": label or entry,
             "entry": entry,
-            "source": str(source.relative_to(ROOT)),
+            "source": str(source.relative_to(ROOT)) if source.is_relative_to(ROOT) else str(source),
             "arch": arch,
             "threads": threads,
             "registers": pi["registers"],
@@ -395,6 +398,8 @@ def table(rows, breakdown):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", type=pathlib.Path, help=".pho files (default: the bundle's GEMM and tests/in's dot kernels)")
+    ap.add_argument("--ptx", action="append", default=[], type=pathlib.Path,
+                    help="also measure this PTX file (its .target gives the arch; static shared memory only)")
     ap.add_argument("--arch", default="sm_80,sm_90", help="comma-separated, of sm_80 and sm_90 (default both)")
     ap.add_argument("--kernel", help="only entries whose name contains this")
     ap.add_argument("--json", action="store_true", help="print JSON rows instead of the table")
@@ -427,11 +432,11 @@ def main():
         print("sass-loop-report: not found: " + ", ".join(missing) + "; see docs/benchmarks.md", file=sys.stderr)
         sys.exit(2)
 
-    files = [f.resolve() for f in args.files] or default_kernels()
-    for f in files:
+    files = [f.resolve() for f in args.files] or ([] if args.ptx else default_kernels())
+    for f in files + args.ptx:
         if not f.is_file():
             sys.exit(f"no such file: {f}")
-    phobos = phobos_cli(args)
+    phobos = phobos_cli(args) if files else None
     rows = []
     with tempfile.TemporaryDirectory(prefix="sass-loop-report-") as tmp:
         tmp = pathlib.Path(tmp)
@@ -449,6 +454,11 @@ def main():
             for arch in arches:
                 for ptx in sorted(out.glob(f"*.{arch}.ptx")):
                     rows += measure(ptx, ptx.with_suffix(".cubin"), arch, tools, dyn, None, f)
+        for i, ptx in enumerate(args.ptx):
+            t = re.search(r"^\s*\.target\s+(sm_\d+)", ptx.read_text(), re.M)
+            if not t or t.group(1) not in SHARED_PER_SM:
+                sys.exit(f"{ptx}: its .target is not one of {', '.join(SHARED_PER_SM)}")
+            rows += measure(ptx.resolve(), tmp / f"ptx{i}.cubin", t.group(1), tools, {}, None, ptx.resolve())
         if not args.no_reference:
             for arch in arches:
                 ptx = REFERENCE_DIR / f"{REFERENCE_NAME}.{arch}.ptx"
