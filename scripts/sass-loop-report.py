@@ -18,8 +18,10 @@ trip: from the loop's first instruction, a predicated forward branch falls
 through (Phobos and nvcc put the ragged-edge arm and the "nothing left to
 prefetch" skip behind one), an unpredicated `BRA` is followed, and the walk
 ends at the backward branch (counted). Predicated-off instructions still
-issue, so they count. Loop length is the static number of instructions
-[t, b].
+issue, so they count; "filler" says how many of the issued are ptxas's
+never-true `@!PT ...` padding (three `@!PT LDS RZ, [RZ]` before each
+LDGSTS) and NOPs, for comparing with counts that leave them out. Loop
+length is the static number of instructions [t, b].
 
 Tensor-core work is normalised to HMMA.16816 (m16n8k16, 2048 MACs): an MMA
 mnemonic's shape digits give m, n, k (HMMA.16816 -> 16x8x16 counts 1,
@@ -252,13 +254,15 @@ def analyze(lines):
     if not with_mma:
         return res
     head, back = min(with_mma, key=lambda hb: (hb[1] - hb[0], hb[0]))
-    path, i, seen = [], head, set()
+    path, i, seen, filler = [], head, set(), 0
     while True:
         if i in seen or not head <= i <= back:
             raise ValueError(f"the steady-state walk left the loop at {insns[min(i, len(insns) - 1)][0]:#x}")
         seen.add(i)
         addr, guard, op, operands = insns[i]
         path.append(op)
+        if guard == "@!PT" or op == "NOP":
+            filler += 1
         if i == back:
             break
         if is_branch(op) and guard is None and not re.match(r"!?U?P\d", operands):
@@ -279,6 +283,7 @@ def analyze(lines):
         "end": insns[back][0],
         "length": back - head + 1,
         "issued": len(path),
+        "filler": filler,
         "tensor_insns": len(tc),
         "hmma16816": hmma,
         "per_hmma": len(path) / hmma if hmma else None,
@@ -364,7 +369,7 @@ def measure(ptx_path, cubin, arch, tools, dyn_shared, label, source):
 
 
 def table(rows, breakdown):
-    head = ["kernel", "arch", "thr", "regs", "local B", "smem B", "CTAs/SM", "loop len", "issued",
+    head = ["kernel", "arch", "thr", "regs", "local B", "smem B", "CTAs/SM", "loop len", "issued (filler)",
             "TC insns", "HMMA.16816", "instr/HMMA", "TC share"]
     body = []
     for r in rows:
@@ -374,7 +379,7 @@ def table(rows, breakdown):
                  f"{local}" + (f" ({r['local_insns']} LDL/STL)" if r["local_insns"] else ""),
                  r["smem_bytes"], f"{r['ctas_per_sm']} ({'/'.join(r['cta_limit'])})"]
         if lp:
-            cells += [lp["length"], lp["issued"], lp["tensor_insns"], f"{lp['hmma16816']:g}",
+            cells += [lp["length"], f"{lp['issued']} ({lp['filler']})", lp["tensor_insns"], f"{lp['hmma16816']:g}",
                       f"{lp['per_hmma']:.2f}", f"{100 * lp['tensor_share']:.0f}%"]
         else:
             cells += ["no loop with an MMA"] + [""] * 5
