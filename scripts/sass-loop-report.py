@@ -265,7 +265,11 @@ def analyze(lines):
             filler += 1
         if i == back:
             break
-        if is_branch(op) and guard is None and not re.match(r"!?U?P\d", operands):
+        # Only a plain BRA with no predicate always jumps: BRA.DIV and the
+        # like depend on the warp's convergence and fall through when it
+        # is converged, the steady state.
+        always = guard in (None, "@PT") and not re.match(r"!?U?P\d", operands)
+        if op in ("BRA", "BRA.U") and always:
             t = branch_target(operands, labels)
             if t is None or t not in index:
                 raise ValueError(f"branch at {addr:#x} has no target in the function")
