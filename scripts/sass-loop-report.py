@@ -17,7 +17,10 @@ Issued instructions per trip are counted along the steady-state path of one
 trip: from the loop's first instruction, a predicated forward branch falls
 through (Phobos and nvcc put the ragged-edge arm and the "nothing left to
 prefetch" skip behind one), an unpredicated `BRA` is followed, and the walk
-ends at the backward branch (counted). Predicated-off instructions still
+ends at the backward branch (counted). A loop inside the main loop (a
+copy loop) is walked once: the SASS does not say how many trips it makes,
+so such a row's issued count is a lower bound, marked ">=", and "inner"
+says how many there are. Predicated-off instructions still
 issue, so they count; "filler" says how many of the issued are ptxas's
 never-true `@!PT ...` padding (three `@!PT LDS RZ, [RZ]` before each
 LDGSTS) and NOPs, for comparing with counts that leave them out. Loop
@@ -256,7 +259,10 @@ def analyze(lines):
     head, back = min(with_mma, key=lambda hb: (hb[1] - hb[0], hb[0]))
     path, i, seen, filler = [], head, set(), 0
     while True:
-        if i in seen or not head <= i <= back:
+        if i in seen:
+            raise ValueError(f"the steady-state walk came back to {insns[i][0]:#x} before the loop's end "
+                             "(an inner loop closed by an unpredicated branch is not handled)")
+        if not head <= i <= back:
             raise ValueError(f"the steady-state walk left the loop at {insns[min(i, len(insns) - 1)][0]:#x}")
         seen.add(i)
         addr, guard, op, operands = insns[i]
@@ -282,6 +288,7 @@ def analyze(lines):
     hist = {}
     for op in path:
         hist[op] = hist.get(op, 0) + 1
+    inner = sorted({(h, b) for h, b in loops if head <= h and b <= back and (h, b) != (head, back)})
     res["loop"] = {
         "start": insns[head][0],
         "end": insns[back][0],
@@ -292,6 +299,11 @@ def analyze(lines):
         "hmma16816": hmma,
         "per_hmma": len(path) / hmma if hmma else None,
         "tensor_share": len(tc) / len(path),
+        # Loops inside the main loop (a copy loop, say): the walk counts one
+        # trip of each, and the SASS does not say how many trips they make,
+        # so issued and per_hmma are then lower bounds.
+        "inner_loops": [{"start": insns[h][0], "end": insns[b][0], "length": b - h + 1} for h, b in inner],
+        "lower_bound": bool(inner),
         "mnemonics": hist,
     }
     return res
@@ -373,7 +385,7 @@ def measure(ptx_path, cubin, arch, tools, dyn_shared, label, source):
 
 
 def table(rows, breakdown):
-    head = ["kernel", "arch", "thr", "regs", "local B", "smem B", "CTAs/SM", "loop len", "issued (filler)",
+    head = ["kernel", "arch", "thr", "regs", "local B", "smem B", "CTAs/SM", "loop len", "inner", "issued (filler)",
             "TC insns", "HMMA.16816", "instr/HMMA", "TC share"]
     body = []
     for r in rows:
@@ -383,15 +395,19 @@ def table(rows, breakdown):
                  f"{local}" + (f" ({r['local_insns']} LDL/STL)" if r["local_insns"] else ""),
                  r["smem_bytes"], f"{r['ctas_per_sm']} ({'/'.join(r['cta_limit'])})"]
         if lp:
-            cells += [lp["length"], f"{lp['issued']} ({lp['filler']})", lp["tensor_insns"], f"{lp['hmma16816']:g}",
-                      f"{lp['per_hmma']:.2f}", f"{100 * lp['tensor_share']:.0f}%"]
+            ge = ">=" if lp["lower_bound"] else ""
+            cells += [lp["length"], len(lp["inner_loops"]), f"{ge}{lp['issued']} ({lp['filler']})", lp["tensor_insns"],
+                      f"{lp['hmma16816']:g}", f"{ge}{lp['per_hmma']:.2f}", f"{100 * lp['tensor_share']:.0f}%"]
         else:
-            cells += ["no loop with an MMA"] + [""] * 5
+            cells += ["no loop with an MMA"] + [""] * 6
         body.append([str(c) for c in cells])
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)] if body else [len(h) for h in head]
     out = ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
            "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += ["| " + " | ".join(c.ljust(w) for c, w in zip(b, widths)) + " |" for b in body]
+    if any(r["loop"] and r["loop"]["lower_bound"] for r in rows):
+        out.append("")
+        out.append(">= : the main loop holds inner loops (\"inner\"), counted one trip each: a lower bound")
     mnems = sorted({m for r in rows for m in r["tensor_mnemonics"]})
     out.append("")
     out.append("tensor-core mnemonics seen: " + (", ".join(f"{m} (x{mma_weight(m):g})" for m in mnems) or "none"))

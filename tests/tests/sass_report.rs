@@ -79,7 +79,15 @@ fn the_report_finds_the_mma_loop_and_the_reference_row() {
         assert!(tc <= issued && issued <= length, "{name}: {lp}");
         let share = lp["tensor_share"].as_f64().unwrap();
         assert!(share > 0.0 && share <= 1.0, "{name}: {share}");
+        let inner = lp["inner_loops"].as_array().expect("inner_loops");
+        assert_eq!(
+            lp["lower_bound"].as_bool(),
+            Some(!inner.is_empty()),
+            "{name}"
+        );
     }
+    // The reference's loop holds no inner loop: its count is exact.
+    assert_eq!(rows[1]["loop"]["lower_bound"].as_bool(), Some(false));
     // mma.sync m16n8k16 f16 / bf16 are the HMMA.16816 forms.
     assert!(rows[0]["tensor_mnemonics"]
         .as_array()
