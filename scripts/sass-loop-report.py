@@ -110,8 +110,8 @@ def find_tool(env_var, name):
     return None
 
 
-def run(cmd, env=None, what=None):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+def run(cmd, env=None, what=None, cwd=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     if p.returncode != 0:
         sys.exit(f"{what or cmd[0]} failed ({p.returncode}): {' '.join(map(str, cmd))}\n{p.stderr}{p.stdout}")
     return p
@@ -329,8 +329,7 @@ def ctas_per_sm(arch, regs, threads, smem):
 def phobos_cli(args):
     if args.phobos:
         return args.phobos
-    env = dict(os.environ)
-    run(["cargo", "build", "-q", "-p", "phobos-cli", "--bin", "phobos"], env=env, what="cargo build -p phobos-cli")
+    run(["cargo", "build", "-q", "-p", "phobos-cli", "--bin", "phobos"], what="cargo build -p phobos-cli", cwd=ROOT)
     target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     return str(target / "debug" / "phobos")
 
@@ -426,7 +425,7 @@ def main():
     ap.add_argument("--ptx", action="append", default=[], type=pathlib.Path,
                     help="also measure this PTX file (its .target gives the arch; static shared memory only)")
     ap.add_argument("--arch", default="sm_80,sm_90", help="comma-separated, of sm_80 and sm_90 (default both)")
-    ap.add_argument("--kernel", help="only entries whose name contains this")
+    ap.add_argument("--kernel", help="only entries whose name contains this (and the reference rows)")
     ap.add_argument("--json", action="store_true", help="print JSON rows instead of the table")
     ap.add_argument("--breakdown", action="store_true", help="also print each loop's mnemonic counts (one trip)")
     ap.add_argument("--no-reference", action="store_true", help="leave out the hand CUDA C reference row")
@@ -491,7 +490,7 @@ def main():
                     sys.exit(f"reference PTX {ptx} missing: scripts/nvrtc-fixtures.py gemm writes it")
                 rows += measure(ptx, tmp / f"reference.{arch}.cubin", arch, tools, {}, REFERENCE_LABEL, ptx)
     if args.kernel:
-        rows = [r for r in rows if args.kernel in r["entry"] or args.kernel in r["kernel"]]
+        rows = [r for r in rows if args.kernel in r["entry"] or r["kernel"] == REFERENCE_LABEL]
     rows.sort(key=lambda r: (r["kernel"].startswith("reference"), r["kernel"], r["arch"]))
     if args.json:
         print(json.dumps({"arches": arches, "rows": rows}, indent=1))
