@@ -33,13 +33,17 @@ IMMA.8816 -> 8x8x16 counts 1/2). "instr/HMMA" is issued instructions per
 HMMA.16816-equivalent; "TC share" is tensor-core instructions (as issued,
 unweighted) over issued instructions.
 
-CTAs per SM are the least of (sm_80 and sm_90 alike except shared memory):
-  registers: warps per sub-partition = floor(16384 / (ceil(regs * 32 / 256) * 256)),
-             4 sub-partitions, CTAs = floor(4 * that / warps per CTA)
-             (65536 registers per SM, allocated per warp in units of 256)
-  threads:   floor(2048 / threads per CTA), and at most 32 CTAs
-  shared:    floor(S / (smem per CTA + 1024)), S = 167936 (164 KB, sm_80) or
-             233472 (228 KB, sm_90); 1 KB per CTA is reserved by the driver
+CTAs per SM are computed as phobos_profile::occupancy (the owner of that
+formula: cudaOccMaxActiveBlocksPerMultiprocessor of CUDA 12.9's
+cuda_occupancy.h) computes them, and tests/tests/sass_report.rs holds the two
+to the same answers. The least of (sm_80 and sm_90 alike but for S):
+  registers: per warp R = ceil(regs * 32 / 256) * 256 (65536 registers per SM
+             in 4 sub-partitions, allocated per warp in units of 256);
+             CTAs = floor(4 * floor(16384 / R) / warps per CTA)
+  warps:     floor(64 / warps per CTA) (2048 threads per SM), and at most 32 CTAs
+  shared:    floor(S / A), A = ceil((smem per CTA + 1024) / 128) * 128 (the
+             driver reserves 1 KB per CTA), S = 167936 (164 KB, sm_80) or
+             233472 (228 KB, sm_90)
   (smem per CTA is ptxas's static `smem` plus the dynamic bytes Phobos's
    .ron gives an entry whose PTX declares its buffer `.extern .shared`)
 
@@ -78,6 +82,7 @@ MAX_THREADS_PER_SM = 2048
 MAX_CTAS_PER_SM = 32
 SHARED_PER_SM = {"sm_80": 164 * 1024, "sm_90": 228 * 1024}
 SHARED_RESERVE_PER_CTA = 1024
+SHARED_UNIT = 128
 
 TENSOR_OPS = ("HMMA", "IMMA", "DMMA", "BMMA", "HGMMA", "IGMMA", "QGMMA", "BGMMA")
 
@@ -312,13 +317,23 @@ def analyze(lines):
 # ---------------------------------------------------------------- occupancy
 
 
+def round_up(v, unit):
+    return -(-v // unit) * unit
+
+
 def ctas_per_sm(arch, regs, threads, smem):
+    """CTAs per SM and what limits them, as phobos_profile::occupancy says."""
     warps = math.ceil(threads / 32)
-    per_warp = math.ceil(regs * 32 / REG_ALLOC_UNIT) * REG_ALLOC_UNIT if regs else 0
-    by_regs = (SUBPARTITIONS * (REGS_PER_SUBPARTITION // per_warp)) // warps if per_warp else MAX_CTAS_PER_SM
-    by_threads = min(MAX_THREADS_PER_SM // threads, MAX_CTAS_PER_SM)
-    by_smem = SHARED_PER_SM[arch] // (smem + SHARED_RESERVE_PER_CTA)
-    limits = {"registers": by_regs, "threads": by_threads, "shared": by_smem}
+    limits = {}
+    if regs:
+        per_warp = round_up(regs * 32, REG_ALLOC_UNIT)
+        if per_warp * round_up(warps, SUBPARTITIONS) > SUBPARTITIONS * REGS_PER_SUBPARTITION:
+            limits["registers"] = 0
+        else:
+            limits["registers"] = SUBPARTITIONS * (REGS_PER_SUBPARTITION // per_warp) // warps
+    limits["shared memory"] = SHARED_PER_SM[arch] // round_up(smem + SHARED_RESERVE_PER_CTA, SHARED_UNIT)
+    limits["warps per SM"] = MAX_THREADS_PER_SM // 32 // warps
+    limits["CTAs per SM"] = MAX_CTAS_PER_SM
     n = min(limits.values())
     return n, [k for k, v in limits.items() if v == n]
 

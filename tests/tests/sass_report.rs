@@ -6,11 +6,15 @@
 //! comes out beside it. Structure and sanity only, never performance
 //! figures: those are recorded in docs/benchmarks.md.
 //!
+//! The script's CTAs per SM restate `phobos_profile::occupancy` (the owner
+//! of that formula) in Python; every row is checked against it here.
+//!
 //! Needs python3, ptxas and nvdisasm; without one the test is skipped with
 //! a message, except under `CI=true`, where a missing tool fails it.
 
 use phobos_conformance::sass::find_nvdisasm;
 use phobos_conformance::{compile, corpus_file, find_ptxas, in_ci};
+use phobos_profile::occupancy::{occupancy, CtaResources};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -64,6 +68,19 @@ fn the_report_finds_the_mma_loop_and_the_reference_row() {
         assert_eq!(r["arch"], "sm_90", "{name}");
         assert!(r["registers"].as_u64().unwrap() > 0, "{name}");
         assert!(r["ctas_per_sm"].as_u64().unwrap() >= 1, "{name}");
+        let num = |key: &str| u32::try_from(r[key].as_u64().unwrap()).unwrap();
+        let owner = occupancy(
+            90,
+            CtaResources {
+                threads: num("threads"),
+                registers: Some(num("registers")),
+                shared_bytes: num("smem_bytes"),
+            },
+        )
+        .expect("occupancy");
+        assert_eq!(num("ctas_per_sm"), owner.ctas_per_sm, "{name}: {owner:?}");
+        let names: Vec<&str> = owner.limited_by.iter().map(|l| l.name()).collect();
+        assert_eq!(r["cta_limit"], serde_json::json!(names), "{name}");
         assert!(
             r["smem_bytes"].as_u64().unwrap() > 0,
             "{name}: both stage tiles in shared memory"
