@@ -57,6 +57,8 @@ from. Exits 2 with a message when a tool is missing.
     scripts/sass-loop-report.py                      # both arches, all kernels, table
     scripts/sass-loop-report.py --arch sm_90 --json  # machine-readable
     scripts/sass-loop-report.py --kernel bf16_gemm --breakdown
+    scripts/sass-loop-report.py --json > before.json   # then, after a change:
+    scripts/sass-loop-report.py --against before.json  # before -> after
 """
 import argparse
 import json
@@ -434,6 +436,41 @@ def table(rows, breakdown):
     return "\n".join(out)
 
 
+def compare(old_rows, rows):
+    """A before/after table: rows matched by kernel and arch."""
+    old = {(r["kernel"], r["arch"]): r for r in old_rows}
+
+    def loop(r, key, fmt):
+        lp = r["loop"] if r else None
+        if not lp:
+            return "-"
+        ge = ">=" if lp["lower_bound"] and key in ("issued", "per_hmma") else ""
+        return ge + fmt.format(lp[key])
+
+    head = ["kernel", "arch", "regs", "CTAs/SM", "local B", "issued", "instr/HMMA", "TC share"]
+    body = []
+    for r in rows:
+        o = old.get((r["kernel"], r["arch"]))
+
+        def pair(f):
+            return f"{f(o) if o else '-'} -> {f(r)}"
+
+        body.append([
+            r["kernel"], r["arch"],
+            pair(lambda x: str(x["registers"])),
+            pair(lambda x: str(x["ctas_per_sm"])),
+            pair(lambda x: str(x["stack_bytes"] + x["spill_store_bytes"])),
+            pair(lambda x: loop(x, "issued", "{}")),
+            pair(lambda x: loop(x, "per_hmma", "{:.2f}")),
+            pair(lambda x: loop(x, "tensor_share", "{:.0%}")),
+        ])
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+    out = ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
+           "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += ["| " + " | ".join(c.ljust(w) for c, w in zip(b, widths)) + " |" for b in body]
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", type=pathlib.Path, help=".pho files (default: the bundle's GEMM and tests/in's dot kernels)")
@@ -442,6 +479,8 @@ def main():
     ap.add_argument("--arch", default="sm_80,sm_90", help="comma-separated, of sm_80 and sm_90 (default both)")
     ap.add_argument("--kernel", help="only entries whose name contains this (and the reference rows)")
     ap.add_argument("--json", action="store_true", help="print JSON rows instead of the table")
+    ap.add_argument("--against", type=pathlib.Path,
+                    help="a --json report from before: print before -> after for each kernel and arch")
     ap.add_argument("--breakdown", action="store_true", help="also print each loop's mnemonic counts (one trip)")
     ap.add_argument("--no-reference", action="store_true", help="leave out the hand CUDA C reference row")
     ap.add_argument("--disasm", choices=("nvdisasm", "cuobjdump"), help="default: nvdisasm if found, else cuobjdump")
@@ -509,6 +548,12 @@ def main():
     rows.sort(key=lambda r: (r["kernel"].startswith("reference"), r["kernel"], r["arch"]))
     if args.json:
         print(json.dumps({"arches": arches, "rows": rows}, indent=1))
+    elif args.against:
+        try:
+            old_rows = json.loads(args.against.read_text())["rows"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            sys.exit(f"--against {args.against}: not a --json report of this script ({e})")
+        print(compare(old_rows, rows))
     else:
         print(table(rows, args.breakdown))
 
