@@ -423,7 +423,7 @@ def table(rows, breakdown):
     out += ["| " + " | ".join(c.ljust(w) for c, w in zip(b, widths)) + " |" for b in body]
     if any(r["loop"] and r["loop"]["lower_bound"] for r in rows):
         out.append("")
-        out.append(">= : the main loop holds inner loops (\"inner\"), counted one trip each: a lower bound")
+        out.append("Rows marked >= have loops inside the main loop (\"inner\"), each counted one trip: lower bounds.")
     mnems = sorted({m for r in rows for m in r["tensor_mnemonics"]})
     out.append("")
     out.append("tensor-core mnemonics seen: " + (", ".join(f"{m} (x{mma_weight(m):g})" for m in mnems) or "none"))
