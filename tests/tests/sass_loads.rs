@@ -153,22 +153,24 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     // Per file: HMMA or IMMA, then how many of them and of LDSM there are
     // on sm_75 if the file is built for it (m16n8k8: two per K step of 16),
     // and on each of sm_80, 86, 89 and 90 (one per mma.sync and fragment
-    // per K step).
+    // per K step). LDSM: one per 16 x 16 block of A and per two 16 x 8
+    // blocks of B (an `ldmatrix.x4`; issue 30 item 4: each block of B took
+    // an `.x2` before), per K step.
     type Counts = (usize, usize);
     let expected: &[(&str, &str, Option<Counts>, Counts)] = &[
         // f16 accumulation: the same instructions, half the registers.
-        ("mma_gemm_f16acc", "HMMA", Some((32, 12)), (16, 12)),
+        ("mma_gemm_f16acc", "HMMA", Some((32, 8)), (16, 8)),
         // Two GEMM loops (the scores' two passes), each as mma_gemm_f16's.
-        ("mma_attention_scores", "HMMA", Some((64, 24)), (32, 24)),
+        ("mma_attention_scores", "HMMA", Some((64, 16)), (32, 16)),
         // tf32: K steps of 8, two per trip.
-        ("mma_gemm_tf32", "HMMA", None, (8, 8)),
+        ("mma_gemm_tf32", "HMMA", None, (8, 6)),
         // The fused epilogue keeps the accumulator in registers too.
-        ("mma_gemm_bias_relu", "HMMA", Some((32, 12)), (16, 12)),
-        ("mma_gemm_f16", "HMMA", Some((32, 12)), (16, 12)),
-        ("mma_gemm_bf16", "HMMA", None, (4, 4)),
-        ("mma_gemm_i8", "IMMA", None, (16, 12)),
+        ("mma_gemm_bias_relu", "HMMA", Some((32, 8)), (16, 8)),
+        ("mma_gemm_f16", "HMMA", Some((32, 8)), (16, 8)),
+        ("mma_gemm_bf16", "HMMA", None, (4, 3)),
+        ("mma_gemm_i8", "IMMA", None, (16, 8)),
         // K steps of 32: one mma step per trip.
-        ("mma_gemm_u8", "IMMA", None, (8, 6)),
+        ("mma_gemm_u8", "IMMA", None, (8, 4)),
     ];
     let mut failures = Vec::new();
     for &(name, mma, sm75, from_sm80) in expected {
@@ -220,4 +222,69 @@ fn staged_loops_use_ldgsts_without_local_memory() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `ptxas -v`'s registers per thread and spilled bytes (stores plus loads,
+/// and the stack frame) of `ptx` for `sm_{arch}`.
+fn registers_and_spills(ptxas: &std::path::Path, ptx: &str, arch: u32) -> (u32, u32) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("k.ptx");
+    std::fs::write(&path, ptx).expect("write ptx");
+    let out = Command::new(ptxas)
+        .arg(format!("-arch=sm_{arch}"))
+        .arg("-v")
+        .arg(&path)
+        .arg("-o")
+        .arg(dir.path().join("k.cubin"))
+        .output()
+        .expect("run ptxas");
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "ptxas failed:\n{text}");
+    let number_before = |word: &str| -> u32 {
+        text.split(word)
+            .next()
+            .and_then(|head| head.split_whitespace().last())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no `{word}` in ptxas -v's output:\n{text}"))
+    };
+    let regs = number_before(" registers");
+    let spills = number_before(" bytes stack frame")
+        + number_before(" bytes spill stores")
+        + number_before(" bytes spill loads");
+    (regs, spills)
+}
+
+/// Issue 30 item 5: `@launch(256, min_ctas = 2)` on the GPU bundle's
+/// 128 x 128 bf16 GEMM becomes `.minnctapersm 2`, and ptxas fits two CTAs
+/// of 256 threads on an SM: at most 128 registers a thread (65536 per SM),
+/// with nothing spilled, on sm_80 and sm_90. Without it sm_90 took 132.
+#[test]
+fn the_bundle_gemm_fits_two_ctas_per_sm_without_spilling() {
+    let Some(ptxas) = find_ptxas() else {
+        assert!(
+            !in_ci(),
+            "ptxas not found (set PHOBOS_PTXAS); CI=true requires it"
+        );
+        eprintln!("skipping: ptxas not found (set PHOBOS_PTXAS)");
+        return;
+    };
+    let path = phobos_conformance::root().join("../crates/phobos-gpucheck/kernels/bf16_gemm.pho");
+    let src = std::fs::read_to_string(&path).expect("read bf16_gemm.pho");
+    for arch in [80, 90] {
+        let (ks, diags) = phobos_core::compile(
+            &src,
+            "bf16_gemm.pho",
+            &phobos_core::CompileOptions::for_arch(arch),
+        );
+        assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
+        let ptx = &ks[0].ptx;
+        assert!(ptx.contains(".minnctapersm 2"), "sm_{arch}");
+        let (regs, spills) = registers_and_spills(&ptxas, ptx, arch);
+        eprintln!("bf16_gemm sm_{arch}: {regs} registers, {spills} bytes spilled");
+        assert!(
+            regs <= 128,
+            "sm_{arch}: {regs} registers, more than two CTAs of 256 allow"
+        );
+        assert_eq!(spills, 0, "sm_{arch}: {spills} bytes of stack or spills");
+    }
 }

@@ -73,8 +73,11 @@ pub struct Attr {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum AttrKind {
-    /// `@launch(T)`
-    Launch(Expr),
+    /// `@launch(T)` or `@launch(T, min_ctas = C)`
+    Launch {
+        threads: Expr,
+        min_ctas: Option<Expr>,
+    },
     /// `@aligned(K = 128, N = 4)`
     Aligned(Vec<(Ident, Expr)>),
     /// `@autotune(K in [256, 512], BLOCK in [64])`

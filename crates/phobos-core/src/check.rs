@@ -197,6 +197,7 @@ fn check_variant(
     diags: &mut Vec<Diagnostic>,
 ) -> (hir::Kernel, usize) {
     let threads = header::launch_threads(header, values, diags);
+    let min_ctas = header::launch_min_ctas(header, values, threads, diags);
     let mut cx = Cx::new(src, fns, header, threads.unwrap_or(32));
     let mut dims = header.dims.clone();
     for (name, v) in values {
@@ -227,6 +228,7 @@ fn check_variant(
         name: k.name.name.clone(),
         span: k.span,
         threads: threads.unwrap_or(32),
+        min_ctas,
         params,
         dims,
         aligned: header.aligned.clone(),

@@ -178,7 +178,10 @@ pub fn comparable(mut file: File) -> File {
 fn erase_attr(a: &mut Attr) {
     a.span = Span::default();
     match &mut a.kind {
-        AttrKind::Launch(e) => erase_expr(e),
+        AttrKind::Launch { threads, min_ctas } => {
+            erase_expr(threads);
+            min_ctas.iter_mut().for_each(erase_expr);
+        }
         AttrKind::Grid(es) => es.iter_mut().for_each(erase_expr),
         AttrKind::Aligned(items) => items.iter_mut().for_each(|(n, e)| {
             n.span = Span::default();
@@ -884,8 +887,17 @@ impl<'a> Formatter<'a> {
     fn attr_doc(&self, a: &'a Attr) -> Option<Doc<'a>> {
         let top = |e| self.expr(e, Place::Top);
         Some(match &a.kind {
-            // `@launch(` takes one expression and no trailing comma.
-            AttrKind::Launch(e) => Doc::Concat(vec![text("@launch("), top(e), text(")")]),
+            // `@launch(` takes the threads, then `min_ctas = C`, and no
+            // trailing comma.
+            AttrKind::Launch { threads, min_ctas } => {
+                let mut parts = vec![text("@launch("), top(threads)];
+                if let Some(c) = min_ctas {
+                    parts.push(text(", min_ctas = "));
+                    parts.push(top(c));
+                }
+                parts.push(text(")"));
+                Doc::Concat(parts)
+            }
             AttrKind::Grid(es) => list("@grid(", es.iter().map(top).collect(), ")"),
             AttrKind::Aligned(items) => list(
                 "@aligned(",
@@ -1158,7 +1170,7 @@ fn item_span(item: &Item) -> Span {
 fn attr_rank(a: &AttrKind) -> u8 {
     match a {
         AttrKind::Autotune(_) => 0,
-        AttrKind::Launch(_) => 1,
+        AttrKind::Launch { .. } => 1,
         AttrKind::Grid(_) => 2,
         AttrKind::Aligned(_) => 3,
         AttrKind::Unknown(_) => 4,

@@ -21,6 +21,9 @@ pub struct Kernel {
     pub span: Span,
     /// Threads per CTA (`@launch`), after autotune substitution.
     pub threads: u32,
+    /// `min_ctas` of `@launch`: CTAs ptxas must fit on one SM
+    /// (`.minnctapersm`), which bounds the registers per thread.
+    pub min_ctas: Option<u32>,
     pub params: Vec<Param>,
     /// Named dims in order of first appearance.
     pub dims: Vec<DimInfo>,

@@ -357,9 +357,25 @@ impl<'a> Parser<'a> {
         let kind = match name.name.as_str() {
             "launch" => {
                 self.expect(&Tok::LParen)?;
-                let e = self.nested_expr()?;
+                let threads = self.nested_expr()?;
+                let mut min_ctas = None;
+                if self.eat(&Tok::Comma) && !self.at(&Tok::RParen) {
+                    if self.at_word("min_ctas") {
+                        self.bump();
+                        self.expect(&Tok::Assign)?;
+                        min_ctas = Some(self.nested_expr()?);
+                        self.eat(&Tok::Comma);
+                    } else {
+                        // Reported, and the threads kept: the kernel is not
+                        // also "without `@launch`".
+                        let _ = self.error_expected("`min_ctas = C` or `)`");
+                        while !self.at(&Tok::RParen) && !self.at(&Tok::Eof) {
+                            self.bump();
+                        }
+                    }
+                }
                 self.expect(&Tok::RParen)?;
-                AttrKind::Launch(e)
+                AttrKind::Launch { threads, min_ctas }
             }
             "aligned" => {
                 self.expect(&Tok::LParen)?;

@@ -156,8 +156,30 @@ fn attributes() {
             ("@launch(64)\n@tile(4)\n", "P0300"),
             ("@launch(64)\n@launch(64)\n", "P0307"),
             ("@launch(64)\n@grid(ctx.lane)\n", "P0308"),
+            ("@launch(64, min_ctas = 0)\n", "P0313"),
+            ("@launch(64, min_ctas = 33)\n", "P0313"),
+            ("@launch(256, min_ctas = 9)\n", "P0313"),
+            ("@launch(64, min_ctas = N)\n", "P0313"),
+            ("@launch(64, blocks = 2)\n", "P0100"),
         ],
     );
+    // `min_ctas` becomes `.minnctapersm`, autotuned or not.
+    for (attrs, want) in [
+        ("@launch(256, min_ctas = 2)\n", ".minnctapersm 2"),
+        ("@launch(256, min_ctas = 8,)\n", ".minnctapersm 8"),
+        (
+            "@autotune(C in [3])\n@launch(128, min_ctas = C + 1)\n",
+            ".minnctapersm 4",
+        ),
+    ] {
+        let (ks, diags) = phobos_core::compile(
+            &format!("{attrs}{body}"),
+            "k.pho",
+            &phobos_core::CompileOptions::default(),
+        );
+        assert!(diags.iter().all(|d| !d.is_error()), "{attrs}: {diags:?}");
+        assert!(ks[0].ptx.contains(want), "{attrs}: {}", ks[0].ptx);
+    }
     let ks = accepted(&format!(
         "@launch(64)\n@grid(cdiv(N, ctx.warps), K / 4)\n{body}"
     ));

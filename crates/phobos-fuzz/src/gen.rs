@@ -113,6 +113,10 @@ pub struct Features {
     /// a neighbouring buffer's bytes. Drawn from a generator of its own, in
     /// about one program in eight that has a tile.
     pub edges: bool,
+    /// Division and remainder by constants (powers of two, small and large
+    /// odd divisors) besides the run-time `(b & 7) + 1` ones: the shapes
+    /// the emitter strength-reduces (issue 30).
+    pub const_divisors: bool,
 }
 
 impl Default for Features {
@@ -129,6 +133,7 @@ impl Default for Features {
             cta_in_conditions: true,
             scratch: true,
             edges: true,
+            const_divisors: true,
         }
     }
 }
@@ -1163,6 +1168,43 @@ impl Gen {
     fn int_node(&mut self, t: ScalarTy, r: u32, d: u32) -> Option<X> {
         Some(match r {
             0..=24 => self.infix(t, d, &["+", "-", "*", "&", "|", "^"]),
+            25..=29 if self.feat.const_divisors && self.rng.gen_bool(0.5) => {
+                // A constant divisor: the emitter strength-reduces it
+                // (shift, mask or multiply-high; `backend/emit/divide.rs`).
+                let x = self.expr(t, d);
+                let op = self.pick(&["/", "%"]);
+                let max = match t {
+                    ScalarTy::I8 => 127,
+                    ScalarTy::U8 => 255,
+                    ScalarTy::I16 => 32767,
+                    ScalarTy::U16 => 65535,
+                    ScalarTy::I32 => i64::from(i32::MAX),
+                    _ => i64::from(u32::MAX),
+                };
+                let ds: Vec<i64> = [
+                    2,
+                    3,
+                    4,
+                    5,
+                    7,
+                    10,
+                    16,
+                    25,
+                    100,
+                    127,
+                    641,
+                    1024,
+                    65537,
+                    1_000_000_007,
+                    2_147_483_647,
+                    4_294_967_295,
+                ]
+                .into_iter()
+                .filter(|c| *c <= max)
+                .collect();
+                let c = self.pick(&ds);
+                Self::un(t, &["(", &format!(" {op} {c})")], x)
+            }
             25..=29 => {
                 let (x, y) = (self.expr(t, d), self.expr(t, d));
                 let op = self.pick(&["/", "%"]);

@@ -6,7 +6,7 @@
 //! `PHOBOS_PTXAS` set, every K-th program (default 10) is also assembled for
 //! every target. `--no-cta-in-branches`, `--no-tiles-in-branches`,
 //! `--no-written-loads`, `--no-awkward-names`, `--no-cta-in-conditions`
-//! `--no-scratch` and `--no-edges` switch those generator features off (`gen::Features`;
+//! `--no-scratch`, `--no-edges` and `--no-const-divisors` switch those generator features off (`gen::Features`;
 //! with `--no-awkward-names` and `--no-cta-in-conditions`, a seed gives the
 //! program it gave before those two existed). An unknown
 //! flag or a malformed number is an error (exit status 2).
@@ -16,6 +16,7 @@ use std::path::PathBuf;
 const USAGE: &str = "usage: phobos-fuzz [--seed S] [--count N] [--save DIR] [--ptxas-every K]
                    [--no-cta-in-branches] [--no-tiles-in-branches] [--no-written-loads]
                    [--no-awkward-names] [--no-cta-in-conditions] [--no-scratch] [--no-edges]
+                   [--no-const-divisors]
                    [--planted-bug]";
 
 /// The command line, strictly: an unknown flag or a value that is not a
@@ -32,6 +33,7 @@ struct Args {
     no_cta_in_conditions: bool,
     no_scratch: bool,
     no_edges: bool,
+    no_const_divisors: bool,
     planted_bug: bool,
 }
 
@@ -48,6 +50,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         no_cta_in_conditions: false,
         no_scratch: false,
         no_edges: false,
+        no_const_divisors: false,
         planted_bug: false,
     };
     let mut it = args.iter();
@@ -75,6 +78,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--no-cta-in-conditions" => a.no_cta_in_conditions = true,
             "--no-scratch" => a.no_scratch = true,
             "--no-edges" => a.no_edges = true,
+            "--no-const-divisors" => a.no_const_divisors = true,
             "--planted-bug" => a.planted_bug = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
@@ -110,6 +114,7 @@ fn main() {
             cta_in_conditions: !args.no_cta_in_conditions,
             scratch: !args.no_scratch,
             edges: !args.no_edges,
+            const_divisors: !args.no_const_divisors,
             ..phobos_fuzz::gen::Features::default()
         },
         ..phobos_fuzz::Config::default()

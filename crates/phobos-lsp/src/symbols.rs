@@ -240,7 +240,10 @@ impl Resolver<'_> {
         }
         for a in &k.attrs {
             match &a.kind {
-                AttrKind::Launch(e) => self.expr(e),
+                AttrKind::Launch { threads, min_ctas } => {
+                    self.expr(threads);
+                    min_ctas.iter().for_each(|e| self.expr(e));
+                }
                 AttrKind::Grid(es) => es.iter().for_each(|e| self.expr(e)),
                 AttrKind::Aligned(items) => {
                     for (n, e) in items {

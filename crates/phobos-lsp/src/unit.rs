@@ -372,7 +372,10 @@ fn called_fns<'f>(file: &'f ast::File, k: &'f ast::Kernel) -> HashSet<&'f str> {
     crate::actions::walk_block_exprs(&k.body, &mut |e| note(e, &mut todo));
     for a in &k.attrs {
         match &a.kind {
-            ast::AttrKind::Launch(e) => note(e, &mut todo),
+            ast::AttrKind::Launch { threads, min_ctas } => {
+                note(threads, &mut todo);
+                min_ctas.iter().for_each(|e| note(e, &mut todo));
+            }
             ast::AttrKind::Grid(es) => es.iter().for_each(|e| note(e, &mut todo)),
             ast::AttrKind::Aligned(items) => items.iter().for_each(|(_, e)| note(e, &mut todo)),
             ast::AttrKind::Autotune(entries) => entries

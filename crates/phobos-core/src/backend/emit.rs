@@ -17,6 +17,7 @@
 
 mod atomic;
 mod collective;
+mod divide;
 mod memory;
 mod mma;
 mod values;
@@ -444,7 +445,11 @@ impl<'a> Emitter<'a> {
         let _ = writeln!(out, ".visible .entry {}(", self.f.entry);
         let _ = writeln!(out, "{}", params.join(",\n"));
         let _ = writeln!(out, ")\n.reqntid {}, 1, 1", self.f.threads);
-        if !self.f.accs.is_empty() {
+        if let Some(c) = self.f.min_ctas {
+            // `@launch(T, min_ctas = C)`: ptxas bounds the registers so C
+            // CTAs fit on an SM (65536 / (T * C) per thread at most).
+            let _ = writeln!(out, ".minnctapersm {c}");
+        } else if !self.f.accs.is_empty() {
             // With `.reqntid` alone, ptxas may cap registers for full
             // occupancy (32 per thread for 128 threads on sm_80) and spill
             // an accumulator to local memory; one CTA per SM is all a

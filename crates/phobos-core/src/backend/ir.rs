@@ -106,6 +106,8 @@ pub struct Func {
     /// The PTX entry name (`name` or `name__K256`).
     pub entry: String,
     pub threads: u32,
+    /// `@launch(T, min_ctas = C)`'s `C`.
+    pub min_ctas: Option<u32>,
     pub exprs: Arena<ExprId, Expr>,
     pub stmts: Arena<StmtId, Stmt>,
     pub vars: Arena<VarId, Var>,

@@ -76,6 +76,7 @@ fn lower_placed(
         f: Func {
             entry: entry.to_string(),
             threads: kernel.threads,
+            min_ctas: kernel.min_ctas,
             ..Func::default()
         },
         locals: HashMap::new(),

@@ -22,6 +22,8 @@ pub(crate) struct Header {
     pub autotune: Vec<(String, Vec<i64>, Span)>,
     pub aligned: Vec<(DimId, u64)>,
     pub launch: Option<ast::Expr>,
+    /// `min_ctas = C` of `@launch`.
+    pub min_ctas: Option<ast::Expr>,
     pub grid: Option<(Vec<ast::Expr>, Span)>,
 }
 
@@ -60,6 +62,7 @@ pub(crate) fn check_header(k: &ast::Kernel, diags: &mut Vec<Diagnostic>) -> Head
         autotune: Vec::new(),
         aligned: Vec::new(),
         launch: None,
+        min_ctas: None,
         grid: None,
     };
     for p in &k.params {
@@ -117,7 +120,7 @@ pub(crate) fn check_header(k: &ast::Kernel, diags: &mut Vec<Diagnostic>) -> Head
 
 fn attr_key(kind: &AttrKind) -> Option<&'static str> {
     match kind {
-        AttrKind::Launch(_) => Some("launch"),
+        AttrKind::Launch { .. } => Some("launch"),
         AttrKind::Aligned(_) => Some("aligned"),
         AttrKind::Autotune(_) => Some("autotune"),
         AttrKind::Grid(_) => Some("grid"),
@@ -216,7 +219,10 @@ fn add_dim(
 
 fn add_attr(h: &mut Header, attr: &ast::Attr, diags: &mut Vec<Diagnostic>) {
     match &attr.kind {
-        AttrKind::Launch(e) => h.launch = Some(e.clone()),
+        AttrKind::Launch { threads, min_ctas } => {
+            h.launch = Some(threads.clone());
+            h.min_ctas = min_ctas.clone();
+        }
         AttrKind::Grid(es) => {
             if es.is_empty() || es.len() > 3 {
                 diags.push(
@@ -359,6 +365,49 @@ fn has_error(e: &ast::Expr) -> bool {
 }
 
 /// The threads per CTA of one variant, checked: a multiple of 32 from 32 to 1024.
+/// The most threads any GPU runs on one SM (sm_80, sm_90): `@launch`'s
+/// threads times `min_ctas` may not exceed it.
+pub(crate) const MAX_THREADS_PER_SM: i64 = 2048;
+
+/// `min_ctas` of `@launch(T, min_ctas = C)` in a variant: 1 to 32, and at
+/// most [`MAX_THREADS_PER_SM`] threads in all (P0313).
+pub(crate) fn launch_min_ctas(
+    h: &Header,
+    variant: &[(String, i64)],
+    threads: Option<u32>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<u32> {
+    let e = h.min_ctas.as_ref()?;
+    let lookup = |n: &str| variant.iter().find(|(v, _)| v == n).map(|(_, x)| *x);
+    let threads = i64::from(threads?);
+    match ast_const(e, &lookup) {
+        Some(c) if (1..=32).contains(&c) && c * threads <= MAX_THREADS_PER_SM => Some(c as u32),
+        Some(c) => {
+            diags.push(
+                HeaderError::MinCtas {
+                    ctas: Some(c),
+                    threads,
+                    span: e.span,
+                }
+                .into(),
+            );
+            None
+        }
+        None if has_error(e) => None,
+        None => {
+            diags.push(
+                HeaderError::MinCtas {
+                    ctas: None,
+                    threads,
+                    span: e.span,
+                }
+                .into(),
+            );
+            None
+        }
+    }
+}
+
 pub(crate) fn launch_threads(
     h: &Header,
     variant: &[(String, i64)],

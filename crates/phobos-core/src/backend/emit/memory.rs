@@ -1001,22 +1001,46 @@ impl Emitter<'_> {
         if x.chunks_per_row == 1 {
             self.ins(&format!("mov.u32 {col}, 0;"));
         } else {
-            self.ins(&format!("rem.u32 {col}, {c}, {};", x.chunks_per_row));
+            self.int_divrem(
+                true,
+                ".u32",
+                col,
+                c,
+                V::I(x.chunks_per_row.into(), ScalarTy::U32),
+            );
             if x.v > 1 {
                 self.ins(&format!("mul.lo.s32 {col}, {col}, {};", x.v));
             }
         }
         coords[rank - 1] = V::R(col);
         let mut rest = self.reg(RegClass::B32);
-        self.ins(&format!("div.u32 {rest}, {c}, {};", x.chunks_per_row));
+        self.int_divrem(
+            false,
+            ".u32",
+            rest,
+            c,
+            V::I(x.chunks_per_row.into(), ScalarTy::U32),
+        );
         for axis in (0..rank - 1).rev() {
             let ix = self.reg(RegClass::B32);
             if axis == 0 {
                 self.ins(&format!("mov.u32 {ix}, {rest};"));
             } else {
-                self.ins(&format!("rem.u32 {ix}, {rest}, {};", x.shape[axis]));
+                self.int_divrem(
+                    true,
+                    ".u32",
+                    ix,
+                    rest,
+                    V::I(x.shape[axis].into(), ScalarTy::U32),
+                );
                 let r2 = self.reg(RegClass::B32);
-                self.ins(&format!("div.u32 {r2}, {rest}, {};", x.shape[axis]));
+                self.int_divrem(
+                    false,
+                    ".u32",
+                    r2,
+                    rest,
+                    V::I(x.shape[axis].into(), ScalarTy::U32),
+                );
                 rest = r2;
             }
             coords[axis] = V::R(ix);

@@ -10,10 +10,12 @@
 //! Per 16-deep step of K, a warp loads each 16 x 16 block of `a` it needs
 //! with one `ldmatrix.x4` (lane `l` points at row `l % 16`, column
 //! `8 (l / 16)`: the four matrices are the fragment's `a0..a3`) and each
-//! 16 x 8 block of `b` with one `ldmatrix.x2`: for `trans(w)`, `w` is
-//! `[N, K]` row-major and each of its rows is a column of B (lane `l`
-//! points at row `l % 8`, column `8 ((l / 8) % 2)`); for a `[K, N]` `b`,
-//! `.trans` turns its 8 x 8 blocks (lane `l` points at row `l % 16`).
+//! two 16 x 8 blocks of `b` side by side along N with one `ldmatrix.x4`
+//! (lanes 16 to 31 point 8 columns of B further; an odd last block takes an
+//! `.x2`): for `trans(w)`, `w` is `[N, K]` row-major and each of its rows is
+//! a column of B (lane `l` points at row `l % 8 + 8 (l / 16)`, column
+//! `8 ((l / 8) % 2)`); for a `[K, N]` `b`, `.trans` turns its 8 x 8 blocks
+//! (lane `l` points at row `l % 16`, column `8 (l / 16)`).
 //! Then one `mma.sync.aligned.m16n8k16` per fragment on sm_80+, or two
 //! `m16n8k8` (f16 only) on sm_75. 8-bit operands are the same with 16
 //! elements per 16-byte row: K steps by 32 (`m16n8k32.s32.s8.s8.s32`), and
@@ -57,9 +59,9 @@ impl Emitter<'_> {
         let w = self.warp;
         let row = self.reg(RegClass::B32);
         let col = self.reg(RegClass::B32);
-        self.ins(&format!("div.u32 {row}, {w}, {};", l.wn));
+        self.int_divrem(false, ".u32", row, w, V::I(l.wn.into(), ScalarTy::U32));
         self.ins(&format!("mul.lo.s32 {row}, {row}, {};", l.warp_rows()));
-        self.ins(&format!("rem.u32 {col}, {w}, {};", l.wn));
+        self.int_divrem(true, ".u32", col, w, V::I(l.wn.into(), ScalarTy::U32));
         self.ins(&format!("mul.lo.s32 {col}, {col}, {};", l.warp_cols()));
         (row, col)
     }
@@ -202,20 +204,29 @@ impl Emitter<'_> {
         self.ins(&format!("shr.u32 {acol}, {lane}, 4;"));
         self.ins(&format!("shl.b32 {acol}, {acol}, {shift};"));
         let a_addr = self.lane_addr(abase, arow, acol, apitch, size);
+        // Lanes 16 to 31 point at the next 8 columns of B (the next
+        // fragment along N), which an `ldmatrix.x4` loads with this one;
+        // an `.x2` reads the addresses of lanes 0 to 15 only.
+        let next8 = self.reg(RegClass::B32);
+        self.ins(&format!("shr.u32 {next8}, {lane}, 4;"));
+        self.ins(&format!("shl.b32 {next8}, {next8}, 3;"));
+        let wcol8 = self.reg(RegClass::B32);
+        self.ins(&format!("add.s32 {wcol8}, {wcol}, {next8};"));
         let b_addr = if b_trans {
-            // w is [N, K]: row (wcol + lane % 8), column chunk * ((lane / 8) % 2).
+            // w is [N, K]: row (wcol + lane % 8 + 8 (lane / 16)), column
+            // chunk * ((lane / 8) % 2).
             let r8 = self.reg(RegClass::B32);
             self.ins(&format!("and.b32 {r8}, {lane}, 7;"));
             let brow = self.reg(RegClass::B32);
-            self.ins(&format!("add.s32 {brow}, {wcol}, {r8};"));
+            self.ins(&format!("add.s32 {brow}, {wcol8}, {r8};"));
             let bcol = self.reg(RegClass::B32);
             self.ins(&format!("shr.u32 {bcol}, {lane}, 3;"));
             self.ins(&format!("and.b32 {bcol}, {bcol}, 1;"));
             self.ins(&format!("shl.b32 {bcol}, {bcol}, {shift};"));
             self.lane_addr(bbase, brow, bcol, bpitch, size)
         } else {
-            // b is [K, N]: row lane % 16, column wcol.
-            self.lane_addr(bbase, r16, wcol, bpitch, size)
+            // b is [K, N]: row lane % 16, column wcol + 8 (lane / 16).
+            self.lane_addr(bbase, r16, wcol8, bpitch, size)
         };
         let frags = self.acc_regs[acc.0 as usize].clone();
         let sm75 = self.arch < 80;
@@ -241,14 +252,22 @@ impl Emitter<'_> {
                 let off = (fm * 16 * apitch + ks * kk) * size;
                 afr.push(self.ldmatrix(4, "", a_addr, off, tf32));
             }
+            // Two fragments of B per `ldmatrix.x4` (the last one alone
+            // with an `.x2` when there is an odd number).
             let mut bfr = Vec::new();
-            for fnn in 0..l.frag_n {
+            for fnn in (0..l.frag_n).step_by(2) {
                 let (off, trans) = if b_trans {
                     ((fnn * 8 * bpitch + ks * kk) * size, "")
                 } else {
                     ((ks * kk * bpitch + fnn * 8) * size, ".trans")
                 };
-                bfr.push(self.ldmatrix(2, trans, b_addr, off, tf32));
+                if fnn + 1 < l.frag_n {
+                    let regs = self.ldmatrix(4, trans, b_addr, off, tf32);
+                    bfr.push(regs[..2].to_vec());
+                    bfr.push(regs[2..].to_vec());
+                } else {
+                    bfr.push(self.ldmatrix(2, trans, b_addr, off, tf32));
+                }
             }
             for (fm, ar) in afr.iter().enumerate() {
                 for (fnn, br) in bfr.iter().enumerate() {

@@ -449,6 +449,10 @@ impl Emitter<'_> {
         let sfx = int_suffix(t);
         let bits = bits_suffix(t);
         let d = self.reg(RegClass::of(t));
+        if matches!(op, BinOp::Div | BinOp::Rem) {
+            self.int_divrem(op == BinOp::Rem, sfx, d, ra, b);
+            return V::R(self.normalize(d, t));
+        }
         let rb = match (op, b) {
             // Shift amounts are always .u32.
             (BinOp::Shl | BinOp::Shr, V::R(r)) if r.class == RegClass::B64 => {
@@ -462,8 +466,6 @@ impl Emitter<'_> {
             BinOp::Add => format!("add{sfx} {d}, {ra}, {rb};"),
             BinOp::Sub => format!("sub{sfx} {d}, {ra}, {rb};"),
             BinOp::Mul => format!("mul.lo{sfx} {d}, {ra}, {rb};"),
-            BinOp::Div => format!("div{sfx} {d}, {ra}, {rb};"),
-            BinOp::Rem => format!("rem{sfx} {d}, {ra}, {rb};"),
             BinOp::BitAnd => format!("and{bits} {d}, {ra}, {rb};"),
             BinOp::BitOr => format!("or{bits} {d}, {ra}, {rb};"),
             BinOp::BitXor => format!("xor{bits} {d}, {ra}, {rb};"),
@@ -702,6 +704,7 @@ impl Emitter<'_> {
             }
             Builtin::Cdiv => {
                 let a = self.in_reg(args[0], at);
+                let b_v = args[1];
                 let bb = self.in_reg(args[1], at);
                 let sfx = int_suffix(at);
                 // q + (q * b != a): the true ceiling for every a >= 0,
@@ -710,7 +713,7 @@ impl Emitter<'_> {
                 let rc = RegClass::of(at);
                 let (q, m, one, d) = (self.reg(rc), self.reg(rc), self.reg(rc), self.reg(rc));
                 let p = self.reg(RegClass::Pred);
-                self.ins(&format!("div{sfx} {q}, {a}, {bb};"));
+                self.int_divrem(false, sfx, q, a, b_v);
                 self.ins(&format!("mul.lo{sfx} {m}, {q}, {bb};"));
                 self.ins(&format!("setp.ne{sfx} {p}, {m}, {a};"));
                 self.ins(&format!("selp{sfx} {one}, 1, 0, {p};"));

@@ -57,6 +57,7 @@ pass_error! {
         AutotuneNoValues { name: String, span: Span } => P0310,
         LaunchNotWarps { threads: i64, span: Span } => P0302,
         LaunchNotConstant { span: Span } => P0303,
+        MinCtas { ctas: Option<i64>, threads: i64, span: Span } => P0313,
     }
 }
 
@@ -146,6 +147,23 @@ impl HeaderError {
                 .error("`@launch` needs an integer constant")
                 .primary(span, "not a constant")
                 .note("use a number or an autotuned name, as in `@launch(128)`"),
+            MinCtas {
+                ctas: Some(c),
+                threads,
+                span,
+            } => code
+                .error(format!(
+                    "`min_ctas = {c}` with {threads} threads per CTA is not 1 to 32 CTAs of at most {} threads in all",
+                    super::super::header::MAX_THREADS_PER_SM
+                ))
+                .primary(span, "CTAs per SM")
+                .note("`min_ctas` asks ptxas to fit that many CTAs on one SM (`.minnctapersm`); no GPU runs more than 2048 threads on an SM"),
+            MinCtas {
+                ctas: None, span, ..
+            } => code
+                .error("`min_ctas` needs an integer constant")
+                .primary(span, "not a constant")
+                .note("use a number or an autotuned name, as in `@launch(256, min_ctas = 2)`"),
         }
     }
 
@@ -199,6 +217,16 @@ impl HeaderError {
             AutotuneNoValues { name: name(), span },
             LaunchNotWarps { threads: 33, span },
             LaunchNotConstant { span },
+            MinCtas {
+                ctas: Some(16),
+                threads: 256,
+                span,
+            },
+            MinCtas {
+                ctas: None,
+                threads: 256,
+                span,
+            },
         ]
     }
 }
