@@ -150,3 +150,67 @@ fn tiles_above_48_kilobytes_run_as_dynamic_shared_memory() {
     // shared memory (sm_80 allows 163 KB per CTA).
     run_tiles_128k(&Device::sim(), 80).unwrap();
 }
+
+#[test]
+fn the_sim_launch_road_binds_against_the_targets_shared_memory_and_passes_it_dynamically() {
+    use phobos_core::binding::{ArgShape, BindError, LaunchRequest};
+    use phobos_core::meta::ParamKindMeta;
+    use phobos_runtime::sim_launch::{self, Plan};
+    use phobos_sim::{KernelArg, LaunchOptions, Module};
+
+    let (kernels, diags) = phobos_core::compile(
+        TILES_128K,
+        "big.pho",
+        &phobos_core::CompileOptions::for_arch(80),
+    );
+    assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
+    let k = &kernels[0];
+    let shapes: Vec<Vec<u64>> = vec![vec![64, 256], vec![64, 256], vec![1, 256]];
+    let args: Vec<ArgShape<'_>> = k
+        .meta
+        .params
+        .iter()
+        .zip(&shapes)
+        .map(|(p, s)| match &p.kind {
+            ParamKindMeta::Tensor { elem, .. } => ArgShape::of_param(&p.kind, Some((*elem, s))),
+            ParamKindMeta::Scalar(_) => unreachable!("three tensors"),
+        })
+        .collect();
+    let request = |arch| LaunchRequest {
+        args: &args,
+        grid: Some([1, 1, 1]),
+        picked: &[],
+        limits: sim_launch::limits(arch),
+    };
+    // sm_75 allows 64 KB per CTA: the refusal names that limit, not 48 KB.
+    assert_eq!(
+        Plan::bind(&k.meta, &request(75)).unwrap_err(),
+        BindError::SharedMemoryTooLarge {
+            bytes: 131072,
+            limit: 65536
+        }
+    );
+    // On sm_80 the plan runs, its 128 KB passed as dynamic shared memory.
+    let plan = Plan::bind(&k.meta, &request(80)).expect("fits sm_80's 163 KB");
+    assert_eq!(
+        sim_launch::options(plan.variant, &LaunchOptions::default()).dynamic_shared_bytes,
+        131072
+    );
+    let mut dev = phobos_sim::Device::new();
+    let (a, b) = (values(64 * 256, 7), values(64 * 256, 8));
+    let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let ids = [
+        dev.alloc_from("A", &bytes(&a)).unwrap(),
+        dev.alloc_from("B", &bytes(&b)).unwrap(),
+        dev.alloc_from("y", &[0; 1024]).unwrap(),
+    ];
+    let kernel_args = plan
+        .kernel_args(|i| Some(KernelArg::Buffer(ids[i])))
+        .unwrap();
+    let module = Module::parse(&k.ptx).unwrap();
+    plan.run(&dev, &module, &kernel_args, &LaunchOptions::default(), None)
+        .expect("runs");
+    let y = dev.to_vec(ids[2]).unwrap();
+    let want: Vec<f32> = (0..256).map(|t| a[3 * 256 + t] + b[5 * 256 + t]).collect();
+    assert_eq!(y, bytes(&want));
+}
