@@ -58,9 +58,9 @@ fn a_gemm_compiles_to_ldmatrix_and_mma() {
     let src = k(GEMM);
     let p = ptx(&src, 80);
     // 2 x 2 warps of 32 x 32: per 16-deep step, 2 A blocks (x4) and 4 B
-    // blocks (x2), 8 fragments; K = 32 is two steps.
-    common::assert_count(&p, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 4);
-    common::assert_count(&p, "ldmatrix.sync.aligned.m8n8.x2.shared.b16", 8);
+    // blocks, two per x4, 8 fragments; K = 32 is two steps.
+    common::assert_count(&p, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 4 + 4);
+    common::assert_count(&p, "ldmatrix.sync.aligned.m8n8.x2.shared.b16", 0);
     common::assert_count(&p, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 16);
     assert!(
         !p.contains(".trans"),
@@ -86,7 +86,9 @@ fn a_row_major_b_is_read_with_ldmatrix_trans() {
   acc += dot(a, b)
   C[r :+ 64, c :+ 64] = acc");
     let p = ptx(&src, 80);
-    common::assert_count(&p, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16", 4);
+    // 4 warps of 32 x 32 (per warp 4 B blocks of 8 columns): two per x4.
+    common::assert_count(&p, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", 2);
+    common::assert_count(&p, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16", 0);
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //!     commit
 //! read = S - 1
 //! for k in range(k0, end, step):
-//!     read = (read + 1) % S;  write = (read + S - 1) % S
+//!     write = read;  read = read + 1 == S ? 0 : read + 1
 //!     wait_group S-2                     this trip's group has landed
 //!     barrier                            (RingWait)
 //!     if k + (S-1)*step is a trip: its copies into stage `write`
@@ -114,14 +114,25 @@ impl Lower<'_> {
         // trip are the body's lines, so a step-through (explain) sees one
         // trip where the loop's own line would start another.
         let span = copies[0].span;
+        // write = read; read = read + 1, wrapping to 0 at S: a compare and
+        // a select, where `% S` cost a division (issue 30).
+        let prev = self.var_expr(read, span);
+        body.push(self.push_stmt(StmtKind::Set(write, prev), span));
         let next = self.offset(read, 1, span);
         let sc = self.int_const(s, ScalarTy::I32, span);
-        let next = self.binary(BinOp::Rem, next, sc, span);
+        let wraps = self.push_expr(
+            ExprKind::Binary(BinOp::Eq, next, sc),
+            Ty::Scalar(ScalarTy::Bool),
+            span,
+        );
+        let zero = self.int_const(0, ScalarTy::I32, span);
+        let next = self.offset(read, 1, span);
+        let next = self.push_expr(
+            ExprKind::Builtin(hir::Builtin::Select, vec![wraps, zero, next]),
+            Ty::Scalar(ScalarTy::I32),
+            span,
+        );
         body.push(self.push_stmt(StmtKind::Set(read, next), span));
-        let prev = self.offset(read, s - 1, span);
-        let sc = self.int_const(s, ScalarTy::I32, span);
-        let prev = self.binary(BinOp::Rem, prev, sc, span);
-        body.push(self.push_stmt(StmtKind::Set(write, prev), span));
         body.push(self.push_stmt(StmtKind::AsyncWait(stages - 2), span));
         let first = self.tiles[&copies[0].dst];
         body.push(self.barrier(BarrierRole::RingWait(first), span));
