@@ -157,7 +157,10 @@ impl HeaderError {
                     super::super::header::MAX_THREADS_PER_SM
                 ))
                 .primary(span, "CTAs per SM")
-                .note("`min_ctas` asks ptxas to fit that many CTAs on one SM (`.minnctapersm`); no GPU runs more than 2048 threads on an SM"),
+                .note(format!(
+                    "`min_ctas` asks ptxas to fit that many CTAs on one SM (`.minnctapersm`); no GPU runs more than {} threads on an SM",
+                    super::super::header::MAX_THREADS_PER_SM
+                )),
             MinCtas {
                 ctas: None, span, ..
             } => code
