@@ -453,11 +453,9 @@ impl Verifier<'_> {
                         .push(format!("{e}: a run of vars that are not one per element"));
                 }
             }
-            ExprKind::Dim(d) => {
-                if !self.f.ptx_params.contains(&PtxSlot::Dim(*d)) {
-                    self.errors
-                        .push(format!("{e}: dim d{} is not a `.param`", d.0));
-                }
+            ExprKind::Dim(d) if !self.f.ptx_params.contains(&PtxSlot::Dim(*d)) => {
+                self.errors
+                    .push(format!("{e}: dim d{} is not a `.param`", d.0));
             }
             ExprKind::Dp4aSum { a, b } => {
                 let bad = !is_packed_operand(self.f, *a)
