@@ -59,6 +59,7 @@ fn verifier_accepts_every_corpus_kernel() {
                 if let Err(errors) = verify::verify(&f) {
                     panic!("{path}: {}", errors.join("\n"));
                 }
+                the_param_list_holds_the_parameters_then_the_run_time_dims(&f, v, &path);
             }
         }
     }
@@ -247,28 +248,22 @@ fn verifier_reports_a_dim_without_a_param() {
 
 /// A constant dim is a literal in the IR and has no `.param`; every other
 /// dim has one, after the kernel's parameters in their order.
-#[test]
-fn the_param_list_holds_the_parameters_then_the_run_time_dims() {
+fn the_param_list_holds_the_parameters_then_the_run_time_dims(
+    f: &phobos_core::backend::ir::Func,
+    v: &phobos_core::hir::Kernel,
+    path: &str,
+) {
     use phobos_core::backend::ir::PtxSlot;
-    for (path, src) in corpus() {
-        let (kernels, diags) = phobos_core::check_source(&src);
-        assert!(diags.iter().all(|d| !d.is_error()), "{path}: {diags:?}");
-        for k in &kernels {
-            for v in &k.variants {
-                let f = lower::lower(v, &v.name);
-                let n = v.params.len();
-                for (i, s) in f.ptx_params.iter().enumerate() {
-                    match *s {
-                        PtxSlot::Param(p) => assert_eq!(p.0 as usize, i, "{path}"),
-                        PtxSlot::Dim(d) => {
-                            assert!(i >= n, "{path}");
-                            assert!(v.dims[d.0 as usize].constant.is_none(), "{path}");
-                        }
-                    }
-                }
-                let run_time = v.dims.iter().filter(|d| d.constant.is_none()).count();
-                assert_eq!(f.ptx_params.len(), n + run_time, "{path}");
+    let n = v.params.len();
+    for (i, s) in f.ptx_params.iter().enumerate() {
+        match *s {
+            PtxSlot::Param(p) => assert_eq!(p.0 as usize, i, "{path}"),
+            PtxSlot::Dim(d) => {
+                assert!(i >= n, "{path}");
+                assert!(v.dims[d.0 as usize].constant.is_none(), "{path}");
             }
         }
     }
+    let run_time = v.dims.iter().filter(|d| d.constant.is_none()).count();
+    assert_eq!(f.ptx_params.len(), n + run_time, "{path}");
 }
