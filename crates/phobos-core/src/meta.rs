@@ -274,7 +274,7 @@ pub struct AccessMeta {
 /// The dynamic part of a plan of `total` shared bytes: see
 /// [`VariantMeta::dynamic_shared_bytes`].
 pub fn dynamic_shared_bytes(total: u32) -> u32 {
-    if total > crate::STATIC_SHARED_LIMIT {
+    if total > crate::limits::STATIC_SHARED_LIMIT {
         total
     } else {
         0
