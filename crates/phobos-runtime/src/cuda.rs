@@ -4,9 +4,8 @@
 //! memory, module loading (the cubin for the device's architecture, else the
 //! PTX JIT-compiled by the driver with its log kept for errors) and launches.
 
-use crate::device::{EntryCall, Limits};
+use crate::call::{EntryCall, KernelId, KernelSource, Limits};
 use crate::error::{DeviceError, LaunchError};
-use crate::launch::{KernelId, KernelSource};
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 use std::collections::HashMap;

@@ -19,6 +19,7 @@
 //!
 //! It must not panic on a missing driver or a bad launch: both are errors.
 
+mod call;
 mod cuda;
 mod device;
 mod elem;
@@ -29,10 +30,11 @@ pub mod sim_launch;
 mod tensor;
 mod tuning;
 
+pub use call::KernelSource;
 pub use device::{BackendKind, Device, EntryOccupancy, Limits, LoadedImage};
 pub use elem::{Elem, ScalarArg};
 pub use error::{AxisValue, DeviceError, LaunchError, Site};
-pub use launch::{cdiv, Aligned, Arg, Grid, Kernel, KernelSource, TensorArg};
+pub use launch::{cdiv, Aligned, Arg, Grid, Kernel, TensorArg};
 pub use sim_launch::name_shared_buffer;
 pub use tensor::Tensor;
 

@@ -5,9 +5,8 @@
 //! (out-of-bounds accesses, races, divergent barriers) as
 //! `LaunchError::Check`.
 
-use crate::device::EntryCall;
+use crate::call::{EntryCall, KernelId};
 use crate::error::{DeviceError, LaunchError};
-use crate::launch::KernelId;
 use crate::sim_launch::{self, name_shared_buffer};
 use phobos_sim::{BufferId, KernelArg, LaunchOptions, Module, SimError};
 use std::collections::{BTreeMap, HashMap};
