@@ -9,16 +9,13 @@
 
 pub mod ast;
 pub mod backend;
-pub mod binding;
 pub mod check;
 pub mod compiled;
-pub mod consteval;
 pub mod diag;
 pub mod format;
 pub mod hir;
 pub mod lexer;
 pub mod limits;
-pub mod meta;
 pub mod mma;
 pub mod parse_error;
 pub mod parser;
@@ -26,6 +23,10 @@ pub mod pipeline;
 pub mod render;
 pub mod scalar_value;
 pub mod source;
+
+// The contract with the runtime lives in phobos-meta; its modules stay
+// reachable at their old paths (`phobos_core::meta::KernelMeta`).
+pub use phobos_meta::{binding, consteval, meta};
 
 pub use diag::{Code, Diagnostic, Severity};
 pub use pipeline::{

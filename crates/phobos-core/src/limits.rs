@@ -22,10 +22,7 @@ pub const MAX_CHAIN: usize = 1024;
 /// (`MAX_EXPR_NODES`), so unrolling may double the largest kernel.
 pub const MAX_UNROLLED_SIZE: u64 = 1_000_000;
 
-/// Static shared memory per CTA on every target: what a `.shared`
-/// declaration may hold. A kernel above it takes its shared memory
-/// dynamically, up to [`max_shared_bytes`].
-pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
+pub use phobos_meta::STATIC_SHARED_LIMIT;
 
 /// The most shared memory one CTA may use on `sm_{arch}` when the launch
 /// opts in (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`): the CUDA

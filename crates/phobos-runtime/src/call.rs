@@ -6,13 +6,13 @@
 //! from importing the device that holds them.
 
 use crate::error::Site;
-use phobos_core::meta::VariantMeta;
+use phobos_meta::meta::VariantMeta;
 
 /// What a device allows one launch (the launch binding's limits).
-pub use phobos_core::binding::Limits;
+pub use phobos_meta::binding::Limits;
 
 /// Everything a build embeds for one kernel: its metadata (RON text, as
-/// `phobos_core::meta::KernelMeta` serializes it), its PTX per architecture
+/// `phobos_meta::meta::KernelMeta` serializes it), its PTX per architecture
 /// and, when ptxas was found at build time, its cubins per architecture.
 #[derive(Debug)]
 pub struct KernelSource {

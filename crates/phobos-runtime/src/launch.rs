@@ -10,9 +10,9 @@ use crate::elem::{Elem, ScalarArg};
 use crate::error::{AxisValue, LaunchError, Site};
 use crate::sim_launch::Plan;
 use crate::tensor::Tensor;
-use phobos_core::ast::ScalarTy;
-use phobos_core::binding::{self, ArgShape, BindError, Binding, BoundDim, LaunchRequest};
-use phobos_core::meta::{KernelMeta, ParamKindMeta, VariantMeta};
+use phobos_meta::binding::{self, ArgShape, BindError, Binding, BoundDim, LaunchRequest};
+use phobos_meta::meta::{KernelMeta, ParamKindMeta, VariantMeta};
+use phobos_meta::ScalarTy;
 use phobos_sim::KernelArg;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -366,7 +366,7 @@ impl<'m> Checker<'_, 'm> {
         Ok(())
     }
 
-    /// The one launch binding (`phobos_core::binding`) over the arguments'
+    /// The one launch binding (`phobos_meta::binding`) over the arguments'
     /// shapes, buffer sizes and addresses and the device's limits.
     fn bind(&self, grid: Option<Grid>) -> Result<Binding<'m>, LaunchError> {
         let shapes: Vec<Vec<u64>> = self

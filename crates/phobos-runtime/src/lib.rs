@@ -42,4 +42,4 @@ pub use tensor::Tensor;
 pub use half;
 
 /// The metadata types the embedded kernel descriptions deserialize into.
-pub use phobos_core::meta;
+pub use phobos_meta::meta;
