@@ -1115,7 +1115,7 @@ impl Emitter<'_> {
                     dim: None,
                 })
             }
-            2 if threads % x.chunks_per_row == 0 => {
+            2 if threads.is_multiple_of(x.chunks_per_row) => {
                 let rows = i128::from(threads / x.chunks_per_row);
                 let shared = match &x.placed {
                     None => i128::from(threads * x.v) * size,
@@ -1138,7 +1138,13 @@ impl Emitter<'_> {
     /// at the kernel's entry and shared by every copy of that shape.
     fn chunk_geometry(&mut self, x: &TileCtx) -> ChunkGeom {
         let dims: Vec<String> = x.dims.iter().map(|d| self.operand(*d)).collect();
-        let key = format!("{dims:?} {:?} {} {} {:?}", x.shape, x.v, x.t.size(), x.placed);
+        let key = format!(
+            "{dims:?} {:?} {} {} {:?}",
+            x.shape,
+            x.v,
+            x.t.size(),
+            x.placed
+        );
         if let Some((_, g)) = self.chunk_geoms.iter().find(|(k, _)| *k == key) {
             return *g;
         }
@@ -1162,7 +1168,14 @@ impl Emitter<'_> {
     /// addressed from the tile's first element and the hoisted chunk
     /// geometry, each next one a constant offset further in shared memory
     /// and a constant (or one hoisted row stride) further in the tensor.
-    fn interior_chunks(&mut self, x: &TileCtx, total: u32, iters: u32, step: ChunkStep, tile_ptr: Reg) {
+    fn interior_chunks(
+        &mut self,
+        x: &TileCtx,
+        total: u32,
+        iters: u32,
+        step: ChunkStep,
+        tile_ptr: Reg,
+    ) {
         let threads = self.f.threads;
         let g = self.chunk_geometry(x);
         let size = i128::from(x.t.size());
