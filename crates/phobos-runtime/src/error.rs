@@ -347,6 +347,19 @@ pub enum DeviceError {
     },
     /// Shipped autotune decisions could not be read or written.
     Tuning(String),
+    /// A stream, event or foreign buffer belongs to another CUDA context
+    /// (or another simulator device) than the device it is used with.
+    OtherContext { what: String },
+    /// Memory another library allocated holds fewer elements than the
+    /// shape it is borrowed with needs.
+    ForeignTooSmall {
+        shape: Vec<usize>,
+        needed: usize,
+        len: usize,
+    },
+    /// The operation needs the CUDA backend (foreign CUDA memory, a cudarc
+    /// stream) and the device is the simulator.
+    NotCuda { what: String },
 }
 
 /// How a program recovers from a device fault, and how it finds the launch.
@@ -410,6 +423,20 @@ impl fmt::Display for DeviceError {
                 candidates_text(launches)
             ),
             DeviceError::Tuning(message) => write!(f, "autotune decisions: {message}"),
+            DeviceError::OtherContext { what } => write!(
+                f,
+                "{what} belongs to another CUDA context than the device it is used with; \
+                 work can only be ordered and memory only be used within one context"
+            ),
+            DeviceError::ForeignTooSmall { shape, needed, len } => write!(
+                f,
+                "a foreign buffer of {len} elements cannot be borrowed with shape {shape:?}, \
+                 which needs {needed}"
+            ),
+            DeviceError::NotCuda { what } => write!(
+                f,
+                "{what} needs the CUDA backend; this device is the simulator"
+            ),
         }
     }
 }

@@ -23,17 +23,21 @@ mod cuda;
 mod device;
 mod elem;
 mod error;
+mod foreign;
 mod launch;
 mod sim;
 pub mod sim_launch;
+mod stream;
 mod tensor;
 mod tuning;
 
 pub use device::{BackendKind, Device, EntryOccupancy, Limits, LoadedImage};
 pub use elem::{Elem, ScalarArg};
 pub use error::{AxisValue, DeviceError, LaunchError, Site};
+pub use foreign::{ForeignTensor, ForeignTensorMut, TensorIn, TensorOut};
 pub use launch::{cdiv, Aligned, Arg, Grid, Kernel, KernelSource, TensorArg};
 pub use sim_launch::name_shared_buffer;
+pub use stream::{Event, Stream};
 pub use tensor::Tensor;
 
 /// Half-precision element types (`f16`, `bf16`), as tensors of them are typed.
