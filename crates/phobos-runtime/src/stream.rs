@@ -31,6 +31,10 @@ pub struct Stream {
 #[derive(Clone)]
 enum StreamKind {
     Cuda(Arc<CudaStream>),
+    /// CUDA's default stream: the null handle, with cudarc's wrapper made
+    /// only when asked for ([`Stream::cudarc`]), so that the shorthand
+    /// launch functions allocate nothing for it.
+    CudaDefault(std::sync::OnceLock<Arc<CudaStream>>),
     /// The simulator runs every operation when it is issued.
     Sim,
 }
@@ -66,7 +70,7 @@ impl Device {
     /// launch functions and `Device::upload` use.
     pub fn default_stream(&self) -> Stream {
         let kind = match &self.inner.backend {
-            Backend::Cuda(c) => StreamKind::Cuda(c.context().default_stream()),
+            Backend::Cuda(_) => StreamKind::CudaDefault(std::sync::OnceLock::new()),
             Backend::Sim(_) => StreamKind::Sim,
         };
         Stream {
@@ -108,9 +112,12 @@ impl Stream {
     /// ordering cudarc work (copies, other libraries' kernels) with
     /// Phobos launches.
     pub fn cudarc(&self) -> Option<&Arc<CudaStream>> {
-        match &self.kind {
-            StreamKind::Cuda(s) => Some(s),
-            StreamKind::Sim => None,
+        match (&self.kind, self.device.cuda_backend()) {
+            (StreamKind::Cuda(s), _) => Some(s),
+            (StreamKind::CudaDefault(s), Some(c)) => {
+                Some(s.get_or_init(|| c.context().default_stream()))
+            }
+            _ => None,
         }
     }
 
@@ -119,7 +126,7 @@ impl Stream {
     pub(crate) fn cu_stream(&self) -> sys::CUstream {
         match &self.kind {
             StreamKind::Cuda(s) => s.cu_stream(),
-            StreamKind::Sim => std::ptr::null_mut(),
+            StreamKind::CudaDefault(_) | StreamKind::Sim => std::ptr::null_mut(),
         }
     }
 
@@ -145,10 +152,8 @@ impl Stream {
         call: &'static str,
         f: impl FnOnce(&Arc<CudaStream>) -> Result<R, cudarc::driver::DriverError>,
     ) -> Result<Option<R>, DeviceError> {
-        match (&self.kind, &self.device.inner.backend) {
-            (StreamKind::Cuda(s), Backend::Cuda(c)) => {
-                Ok(Some(c.bound(|| f(s))?.map_err(driver(call))?))
-            }
+        match (self.cudarc(), self.device.cuda_backend()) {
+            (Some(s), Some(c)) => Ok(Some(c.bound(|| f(s))?.map_err(driver(call))?)),
             _ => Ok(None),
         }
     }
