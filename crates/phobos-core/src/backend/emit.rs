@@ -75,6 +75,9 @@ pub fn emit_entry(
         arch,
         lines,
         body: String::new(),
+        entry_end: 0,
+        hoisted: String::new(),
+        chunk_geoms: Vec::new(),
         counts: [0; 6],
         labels: 0,
         line: 0,
@@ -98,7 +101,10 @@ pub fn emit_entry(
         acc_regs: Vec::new(),
     };
     e.prologue();
+    e.entry_end = e.body.len();
     e.block(&f.body);
+    let hoisted = std::mem::take(&mut e.hoisted);
+    e.body.insert_str(e.entry_end, &hoisted);
     // The final `ret` belongs to the kernel's closing brace, as nvcc places
     // it: without its own `.loc` it would take the line of whatever was
     // emitted last, such as the body of a closing `if`, and profilers
@@ -201,6 +207,14 @@ pub(crate) struct Emitter<'a> {
     pub arch: u32,
     lines: &'a LineIndex,
     body: String,
+    /// Where the prologue ends in `body`: what `hoist` emits goes there,
+    /// once per kernel, ahead of every statement.
+    entry_end: usize,
+    /// Instructions computed once at the kernel's entry (see `hoist`).
+    hoisted: String,
+    /// Per-thread chunk geometry of tile copies already hoisted, by shape
+    /// (see `memory::ChunkGeom`).
+    pub(crate) chunk_geoms: Vec<(String, memory::ChunkGeom)>,
     counts: [u32; 6],
     labels: u32,
     line: u32,
@@ -410,6 +424,20 @@ impl<'a> Emitter<'a> {
             self.var_regs.push(r);
         }
         self.declare_accs();
+    }
+
+    /// Emit what `emit` writes at the kernel's entry instead of here:
+    /// values that depend only on the thread and the launch (the thread
+    /// index, dims, parameters), computed once and live from the start,
+    /// so a loop around their use does not recompute them every trip.
+    /// `emit` must not read a register written after the prologue.
+    pub(crate) fn hoist<T>(&mut self, emit: impl FnOnce(&mut Self) -> T) -> T {
+        let access = self.cur_access.take();
+        std::mem::swap(&mut self.body, &mut self.hoisted);
+        let out = emit(self);
+        std::mem::swap(&mut self.body, &mut self.hoisted);
+        self.cur_access = access;
+        out
     }
 
     pub fn var_reg(&self, v: super::ir::VarId) -> Reg {

@@ -960,6 +960,58 @@ impl Emitter<'_> {
             stage_off,
             async_copy: stage.is_some() && matches!(v * size, 4 | 8 | 16),
         };
+        // Interior tiles (every element inside the tensor) take a path with
+        // no masks: one vector instruction (or `cp.async` without a
+        // zero-fill size) per chunk, addressed from the tile's first
+        // element. Only tiles that cross an edge pay for the checks below.
+        let slow = self.label("tile_edge");
+        let all_done = self.label("tile_done");
+        match self.tile_inside(&ctx) {
+            // Known at compile time: one path only.
+            Inside::Always => {
+                let tile_ptr = self.tile_pointer(&ctx);
+                self.tile_chunks(&ctx, total, iters, Some(tile_ptr));
+            }
+            Inside::Never => self.tile_chunks(&ctx, total, iters, None),
+            Inside::When(inside) => {
+                self.ins(&format!("@!{inside} bra {slow};"));
+                let tile_ptr = self.tile_pointer(&ctx);
+                self.tile_chunks(&ctx, total, iters, Some(tile_ptr));
+                self.ins(&format!("bra {all_done};"));
+                self.place_label(&slow);
+                self.tile_chunks(&ctx, total, iters, None);
+                self.place_label(&all_done);
+            }
+        }
+    }
+
+    /// Every chunk of a tile transfer, `iters` per thread: unmasked from
+    /// `tile_ptr` (the address of the tile's first element, for a tile
+    /// wholly inside the tensor) or masked.
+    fn tile_chunks(&mut self, ctx: &TileCtx, total: u32, iters: u32, tile_ptr: Option<Reg>) {
+        let threads = self.f.threads;
+        if let Some(p) = tile_ptr {
+            if let Some(step) = self.chunk_step(ctx, iters) {
+                let geom = self.chunk_geometry(ctx);
+                for it in 0..iters {
+                    let skip = self.label("tile_skip");
+                    if (it + 1) * threads > total {
+                        let (c, p2) = (self.reg(RegClass::B32), self.reg(RegClass::Pred));
+                        let tid = self.tid;
+                        self.ins(&format!("add.s32 {c}, {tid}, {};", it * threads));
+                        self.ins(&format!("setp.ge.u32 {p2}, {c}, {total};"));
+                        self.ins(&format!("@{p2} bra {skip};"));
+                    }
+                    self.interior_chunk_at(ctx, geom, step.times(it), p);
+                    self.place_label(&skip);
+                }
+                return;
+            }
+        }
+        let chunk = |this: &mut Self, c: Reg| match tile_ptr {
+            Some(p) => this.interior_chunk(ctx, c, p),
+            None => this.tile_chunk(ctx, c),
+        };
         if iters <= 4 {
             for it in 0..iters {
                 let c = self.reg(RegClass::B32);
@@ -971,7 +1023,7 @@ impl Emitter<'_> {
                     self.ins(&format!("setp.ge.u32 {p2}, {c}, {total};"));
                     self.ins(&format!("@{p2} bra {skip};"));
                 }
-                self.tile_chunk(&ctx, c);
+                chunk(self, c);
                 self.place_label(&skip);
             }
         } else {
@@ -984,17 +1036,230 @@ impl Emitter<'_> {
             let p2 = self.reg(RegClass::Pred);
             self.ins(&format!("setp.ge.u32 {p2}, {c}, {total};"));
             self.ins(&format!("@{p2} bra {done};"));
-            self.tile_chunk(&ctx, c);
+            chunk(self, c);
             self.ins(&format!("add.s32 {c}, {c}, {threads};"));
             self.ins(&format!("bra {head};"));
             self.place_label(&done);
         }
     }
 
-    /// One chunk `c` of a tile transfer.
-    fn tile_chunk(&mut self, x: &TileCtx, c: Reg) {
+    /// Whether the whole tile lies inside the tensor, `0 <= start` and
+    /// `start <= dim - extent` on every axis (no sum that can wrap): known
+    /// at compile time where starts and dims are constants, else a
+    /// predicate over the axes that are not.
+    fn tile_inside(&mut self, x: &TileCtx) -> Inside {
+        let mut pred: Option<Reg> = None;
+        for ((start, dim), extent) in x.starts.iter().zip(&x.dims).zip(&x.shape) {
+            let extent = i128::from(*extent);
+            if let (V::I(s, _), V::I(d, _)) = (start, dim) {
+                if *s < 0 || *s > d - extent {
+                    return Inside::Never;
+                }
+                continue;
+            }
+            let inside = match pred {
+                Some(p) => p,
+                None => {
+                    let p = self.reg(RegClass::Pred);
+                    let zero = self.reg(RegClass::B32);
+                    self.ins(&format!("mov.u32 {zero}, 0;"));
+                    self.ins(&format!("setp.eq.u32 {p}, {zero}, 0;"));
+                    pred = Some(p);
+                    p
+                }
+            };
+            let s = self.in_reg(*start, ScalarTy::I32);
+            let q = self.reg(RegClass::Pred);
+            self.ins(&format!("setp.ge.s32 {q}, {s}, 0;"));
+            self.ins(&format!("and.pred {inside}, {inside}, {q};"));
+            let last = match dim {
+                V::I(d, _) => (d - extent).to_string(),
+                _ => {
+                    let r = self.reg(RegClass::B32);
+                    let d = self.operand(*dim);
+                    self.ins(&format!("sub.s32 {r}, {d}, {extent};"));
+                    r.to_string()
+                }
+            };
+            let q = self.reg(RegClass::Pred);
+            self.ins(&format!("setp.le.s32 {q}, {s}, {last};"));
+            self.ins(&format!("and.pred {inside}, {inside}, {q};"));
+        }
+        pred.map_or(Inside::Always, Inside::When)
+    }
+
+    /// The global address of a tile's first element (its start on every
+    /// axis): each chunk adds only its own offset in the tile, which does
+    /// not change from one trip of a loop to the next.
+    fn tile_pointer(&mut self, x: &TileCtx) -> Reg {
+        let signed = vec![true; x.starts.len()];
+        let lin = self.linear64(&x.starts, &signed, &x.dims);
+        let bytes = self.mul64(lin, V::I(i128::from(x.t.size()), ScalarTy::I64));
+        match self.add64(V::R(x.base), bytes) {
+            V::R(r) => r,
+            _ => x.base,
+        }
+    }
+
+    /// How far a thread's chunk `it` lies from its chunk 0, when that is
+    /// the same for every thread: one chunk per thread (no step), a 1-D
+    /// tile, or a 2-D tile whose row holds a whole number of chunks per
+    /// `threads` (the thread keeps its column and moves down rows).
+    fn chunk_step(&self, x: &TileCtx, iters: u32) -> Option<ChunkStep> {
+        if iters > 4 {
+            return None;
+        }
+        let threads = self.f.threads;
+        let size = i128::from(x.t.size());
         let rank = x.shape.len();
+        if iters == 1 {
+            return Some(ChunkStep::default());
+        }
+        match rank {
+            1 => {
+                let elems = i128::from(threads * x.v);
+                let stride = x.placed.as_ref().map_or(1, |(_, s)| s[0]);
+                Some(ChunkStep {
+                    rows: 0,
+                    elems,
+                    shared: elems * stride * size,
+                    dim: None,
+                })
+            }
+            2 if threads % x.chunks_per_row == 0 => {
+                let rows = i128::from(threads / x.chunks_per_row);
+                let shared = match &x.placed {
+                    None => i128::from(threads * x.v) * size,
+                    Some((_, strides)) => rows * strides[0] * size,
+                };
+                Some(ChunkStep {
+                    rows,
+                    elems: 0,
+                    shared,
+                    dim: Some(x.dims[1]),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// A thread's chunk 0 of tiles shaped as `x` (its tile coordinates
+    /// depend only on the thread index): the byte offsets from the tile's
+    /// first element in the tensor and in the shared buffer, computed once
+    /// at the kernel's entry and shared by every copy of that shape.
+    fn chunk_geometry(&mut self, x: &TileCtx) -> ChunkGeom {
+        let dims: Vec<String> = x.dims.iter().map(|d| self.operand(*d)).collect();
+        let key = format!("{dims:?} {:?} {} {} {:?}", x.shape, x.v, x.t.size(), x.placed);
+        if let Some((_, g)) = self.chunk_geoms.iter().find(|(k, _)| *k == key) {
+            return *g;
+        }
+        let g = self.hoist(|e| {
+            let tid = e.tid;
+            let coords = e.chunk_coords(x, tid);
+            let shared = e.shared_offset(x, tid, &coords);
+            let unsigned = vec![false; coords.len()];
+            let lin = e.linear64(&coords, &unsigned, &x.dims);
+            let bytes = e.mul64(lin, V::I(i128::from(x.t.size()), ScalarTy::I64));
+            let global = e.reg(RegClass::B64);
+            let b = e.operand(bytes);
+            e.ins(&format!("mov.b64 {global}, {b};"));
+            ChunkGeom { global, shared }
+        });
+        self.chunk_geoms.push((key, g));
+        g
+    }
+
+    /// A chunk of an interior tile at `step` from the thread's chunk 0.
+    fn interior_chunk_at(&mut self, x: &TileCtx, g: ChunkGeom, step: ChunkStep, tile_ptr: Reg) {
+        let size = i128::from(x.t.size());
+        // The thread's row (or element) `step` further on, from the tile's
+        // first element.
+        let mut ptr = V::R(tile_ptr);
+        if step.elems != 0 {
+            ptr = self.add64(ptr, V::I(step.elems * size, ScalarTy::I64));
+        }
+        if step.rows != 0 {
+            let d = step.dim.unwrap_or(V::I(0, ScalarTy::I32));
+            let t = self.mul_wide(d, V::I(step.rows * size, ScalarTy::I32));
+            ptr = self.add64(ptr, t);
+        }
+        let reg = match self.add64(ptr, V::R(g.global)) {
+            V::R(r) => r,
+            _ => tile_ptr,
+        };
+        let s = self.reg(RegClass::B32);
+        self.ins(&format!("mov.u32 {s}, {};", self.smem));
+        let saddr = self.reg(RegClass::B32);
+        self.ins(&format!("add.s32 {saddr}, {s}, {};", g.shared));
+        let fixed = i128::from(x.smem_base) + step.shared;
+        if fixed != 0 {
+            self.ins(&format!("add.s32 {saddr}, {saddr}, {fixed};"));
+        }
+        if !matches!(x.stage_off, V::I(0, _)) {
+            let off = self.operand(x.stage_off);
+            self.ins(&format!("add.s32 {saddr}, {saddr}, {off};"));
+        }
+        let sh = Addr {
+            space: ".shared",
+            store_space: ".shared",
+            reg: saddr,
+        };
+        self.chunk_move(x, reg, &sh);
+    }
+
+    /// One chunk `c` of a tile wholly inside the tensor: no masks.
+    fn interior_chunk(&mut self, x: &TileCtx, c: Reg, tile_ptr: Reg) {
+        let coords = self.chunk_coords(x, c);
+        let sh = self.chunk_shared(x, c, &coords);
+        let unsigned = vec![false; coords.len()];
+        let lin = self.linear64(&coords, &unsigned, &x.dims);
         let size = x.t.size();
+        let bytes = self.mul64(lin, V::I(i128::from(size), ScalarTy::I64));
+        let reg = match self.add64(V::R(tile_ptr), bytes) {
+            V::R(r) => r,
+            _ => tile_ptr,
+        };
+        self.chunk_move(x, reg, &sh);
+    }
+
+    /// Move one whole chunk between global address `reg` and `sh`.
+    fn chunk_move(&mut self, x: &TileCtx, reg: Reg, sh: &Addr) {
+        let size = x.t.size();
+        let gl = Addr {
+            space: x.gspace,
+            store_space: ".global",
+            reg,
+        };
+        if x.async_copy {
+            let bytes = x.v * size;
+            let cache = if bytes == 16 { "cg" } else { "ca" };
+            self.ins(&format!(
+                "cp.async.{cache}.shared.global [{}], [{reg}], {bytes};",
+                sh.reg
+            ));
+        } else if x.v > 1 {
+            self.vector_move(x, &gl, sh);
+        } else {
+            let raw = raw_ty(size);
+            let r = self.reg(if size == 8 {
+                RegClass::B64
+            } else {
+                RegClass::B32
+            });
+            if x.to_global {
+                self.ins(&format!("ld.shared{raw} {r}, {};", sh.at(0)));
+                self.ins(&format!("st.global{raw} {}, {r};", gl.at(0)));
+            } else {
+                self.ins(&format!("ld{}{raw} {r}, {};", gl.space, gl.at(0)));
+                self.ins(&format!("st.shared{raw} {}, {r};", sh.at(0)));
+            }
+        }
+    }
+
+    /// The tile coordinates of chunk `c`: row-major over the tile, `v`
+    /// elements per chunk along the last axis.
+    fn chunk_coords(&mut self, x: &TileCtx, c: Reg) -> Vec<V> {
+        let rank = x.shape.len();
         // Tile coordinates of the chunk.
         let mut coords = vec![V::I(0, ScalarTy::I32); rank];
         let col = self.reg(RegClass::B32);
@@ -1045,6 +1310,75 @@ impl Emitter<'_> {
             }
             coords[axis] = V::R(ix);
         }
+        coords
+    }
+
+    /// The shared address of chunk `c` (at `coords` in the tile): base +
+    /// c * v * size, or, for a box placed in a larger buffer, base + (at +
+    /// coords) . strides * size; plus the buffer's offset and the stage.
+    fn chunk_shared(&mut self, x: &TileCtx, c: Reg, coords: &[V]) -> Addr {
+        let rel = self.shared_offset(x, c, coords);
+        let s = self.reg(RegClass::B32);
+        self.ins(&format!("mov.u32 {s}, {};", self.smem));
+        let saddr = self.reg(RegClass::B32);
+        self.ins(&format!("add.s32 {saddr}, {s}, {rel};"));
+        if x.smem_base != 0 {
+            self.ins(&format!("add.s32 {saddr}, {saddr}, {};", x.smem_base));
+        }
+        match x.stage_off {
+            V::I(0, _) => {}
+            off => {
+                let off = self.operand(off);
+                self.ins(&format!("add.s32 {saddr}, {saddr}, {off};"));
+            }
+        }
+        Addr {
+            space: ".shared",
+            store_space: ".shared",
+            reg: saddr,
+        }
+    }
+
+    /// Chunk `c`'s byte offset in the buffer: c * v * size, or, for a box
+    /// placed in a larger buffer, (at + coords) . strides * size.
+    fn shared_offset(&mut self, x: &TileCtx, c: Reg, coords: &[V]) -> Reg {
+        let size = x.t.size();
+        let saddr = self.reg(RegClass::B32);
+        match &x.placed {
+            None => {
+                self.ins(&format!("mul.lo.s32 {saddr}, {c}, {};", x.v * size));
+            }
+            Some((at, strides)) => {
+                let size = i128::from(size);
+                let mut fixed = 0i128;
+                self.ins(&format!("mov.u32 {saddr}, 0;"));
+                for ((coord, a), stride) in coords.iter().zip(at).zip(strides) {
+                    fixed += i128::from(*a) * stride * size;
+                    match coord {
+                        V::I(k, _) => fixed += k * stride * size,
+                        _ => {
+                            let r = self.in_reg(*coord, ScalarTy::I32);
+                            self.ins(&format!(
+                                "mad.lo.s32 {saddr}, {r}, {}, {saddr};",
+                                stride * size
+                            ));
+                        }
+                    }
+                }
+                if fixed != 0 {
+                    self.ins(&format!("add.s32 {saddr}, {saddr}, {fixed};"));
+                }
+            }
+        }
+        saddr
+    }
+
+    /// One chunk `c` of a tile transfer, masked: elements outside the
+    /// tensor are zero-filled (copies) or not stored (stores).
+    fn tile_chunk(&mut self, x: &TileCtx, c: Reg) {
+        let rank = x.shape.len();
+        let size = x.t.size();
+        let coords = self.chunk_coords(x, c);
         // Global coordinates and the in-bounds test of the non-last axes.
         let mut g = Vec::new();
         for (coord, start) in coords.iter().zip(&x.starts) {
@@ -1068,52 +1402,7 @@ impl Emitter<'_> {
             self.ins(&format!("setp.lt.u32 {q}, {gr}, {d};"));
             self.ins(&format!("and.pred {inb}, {inb}, {q};"));
         }
-        // Shared address: base + c * v * size, or, for a box placed in a
-        // larger buffer, base + (at + coords) . strides * size.
-        let s = self.reg(RegClass::B32);
-        self.ins(&format!("mov.u32 {s}, {};", self.smem));
-        let saddr = self.reg(RegClass::B32);
-        match &x.placed {
-            None => {
-                self.ins(&format!("mad.lo.s32 {saddr}, {c}, {}, {s};", x.v * size));
-            }
-            Some((at, strides)) => {
-                let size = i128::from(size);
-                let mut fixed = 0i128;
-                self.ins(&format!("mov.u32 {saddr}, {s};"));
-                for ((coord, a), stride) in coords.iter().zip(at).zip(strides) {
-                    fixed += i128::from(*a) * stride * size;
-                    match coord {
-                        V::I(k, _) => fixed += k * stride * size,
-                        _ => {
-                            let r = self.in_reg(*coord, ScalarTy::I32);
-                            self.ins(&format!(
-                                "mad.lo.s32 {saddr}, {r}, {}, {saddr};",
-                                stride * size
-                            ));
-                        }
-                    }
-                }
-                if fixed != 0 {
-                    self.ins(&format!("add.s32 {saddr}, {saddr}, {fixed};"));
-                }
-            }
-        }
-        if x.smem_base != 0 {
-            self.ins(&format!("add.s32 {saddr}, {saddr}, {};", x.smem_base));
-        }
-        match x.stage_off {
-            V::I(0, _) => {}
-            off => {
-                let off = self.operand(off);
-                self.ins(&format!("add.s32 {saddr}, {saddr}, {off};"));
-            }
-        }
-        let sh = Addr {
-            space: ".shared",
-            store_space: ".shared",
-            reg: saddr,
-        };
+        let sh = self.chunk_shared(x, c, &coords);
         // Global address of the chunk's first element.
         let signed = vec![true; rank];
         let lin = self.linear64(&g, &signed, &x.dims);
@@ -1288,6 +1577,45 @@ struct TileCtx {
     /// Chunks move with `cp.async` (a copy into a ring buffer whose chunks
     /// are 4, 8 or 16 bytes; others copy as plain loads and stores).
     async_copy: bool,
+}
+
+/// A thread's chunk 0 of a tile shape, hoisted to the kernel's entry
+/// (`Emitter::chunk_geometry`): byte offsets from the tile's first element,
+/// in the tensor (64-bit) and in the shared buffer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChunkGeom {
+    global: Reg,
+    shared: Reg,
+}
+
+/// How far a thread's chunk `it` is from its chunk 0 (`Emitter::chunk_step`):
+/// `rows` rows of the tensor (of `dim` elements) plus `elems` elements, and
+/// `shared` bytes in the buffer; `times(it)` scales it.
+#[derive(Clone, Copy, Debug, Default)]
+struct ChunkStep {
+    rows: i128,
+    elems: i128,
+    shared: i128,
+    dim: Option<V>,
+}
+
+impl ChunkStep {
+    fn times(self, it: u32) -> ChunkStep {
+        let it = i128::from(it);
+        ChunkStep {
+            rows: self.rows * it,
+            elems: self.elems * it,
+            shared: self.shared * it,
+            dim: self.dim,
+        }
+    }
+}
+
+/// Whether a tile lies wholly inside its tensor (`Emitter::tile_inside`).
+enum Inside {
+    Always,
+    Never,
+    When(Reg),
 }
 
 /// Which way a tile moves, and how.
