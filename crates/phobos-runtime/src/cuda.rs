@@ -177,8 +177,7 @@ fn sync_requested() -> bool {
 
 impl CudaBackend {
     pub(crate) fn open(ordinal: usize) -> Result<CudaBackend, DeviceError> {
-        // Without libcuda every cudarc call would panic; ask first.
-        if !unsafe { sys::is_culib_present() } {
+        if !driver_present() {
             return Err(DeviceError::NoDriver);
         }
         result::init().map_err(driver("cuInit"))?;
@@ -210,9 +209,6 @@ impl CudaBackend {
 
     /// The backend over a context the program made with cudarc.
     pub(crate) fn from_cudarc(cudarc: Arc<CudaContext>) -> Result<CudaBackend, DeviceError> {
-        if !unsafe { sys::is_culib_present() } {
-            return Err(DeviceError::NoDriver);
-        }
         let info = Self::query(cudarc.cu_device())?;
         if info.arch < 75 {
             return Err(DeviceError::UnsupportedArch {
@@ -765,6 +761,21 @@ impl Drop for CudaBackend {
         let previous = current_context();
         drop(self.cudarc.take());
         restore_context(previous);
+    }
+}
+
+/// Whether libcuda can be used. Loaded at run time (the `dynamic-loading`
+/// feature), every cudarc call would panic without it, so it is asked
+/// first; linked (candle's `dynamic-linking`), the program would not have
+/// started without it.
+fn driver_present() -> bool {
+    #[cfg(feature = "dynamic-loading")]
+    {
+        unsafe { sys::is_culib_present() }
+    }
+    #[cfg(not(feature = "dynamic-loading"))]
+    {
+        true
     }
 }
 

@@ -1149,7 +1149,13 @@ impl Emitter<'_> {
     /// at the kernel's entry and shared by every copy of that shape.
     fn chunk_geometry(&mut self, x: &TileCtx) -> ChunkGeom {
         let dims: Vec<String> = x.dims.iter().map(|d| self.operand(*d)).collect();
-        let key = format!("{dims:?} {:?} {} {} {:?}", x.shape, x.v, x.t.size(), x.placed);
+        let key = format!(
+            "{dims:?} {:?} {} {} {:?}",
+            x.shape,
+            x.v,
+            x.t.size(),
+            x.placed
+        );
         if let Some((_, g)) = self.chunk_geoms.iter().find(|(k, _)| *k == key) {
             return *g;
         }
