@@ -262,3 +262,57 @@ fn a_device_over_the_programs_cudarc_context_shares_its_memory() {
     scale_on(&s, &s.borrow(&x, &[2]).unwrap(), &mut y, 2).unwrap();
     assert_eq!(s.download(&y).unwrap(), vec![2.0, 4.0]);
 }
+
+/// The Phobos side of a candle `CustomOp1::cuda_fwd`, as docs/interop.md
+/// shows it: candle hands over its input as a cudarc `CudaSlice<f32>` on
+/// its device's stream (`storage.as_cuda_slice::<f32>()`,
+/// `device.cuda_stream()`); the op launches on that stream into a slice
+/// it allocates there, which candle wraps as the output
+/// (`CudaStorage::wrap_cuda_slice`). The Phobos device is made once per op.
+struct Doubled {
+    device: std::sync::OnceLock<Device>,
+}
+
+impl Doubled {
+    fn phobos_fwd(
+        &self,
+        input: &CudaSlice<f32>,
+        candle_stream: &Arc<CudaStream>,
+        shape: &[usize],
+    ) -> Result<CudaSlice<f32>, Box<dyn std::error::Error>> {
+        let device = match self.device.get() {
+            Some(d) => d,
+            None => {
+                let d = Device::from_cudarc(Arc::clone(candle_stream.context()))?;
+                self.device.get_or_init(|| d)
+            }
+        };
+        let stream = device.wrap_stream(Arc::clone(candle_stream))?;
+        let n: usize = shape.iter().product();
+        let mut out = candle_stream.alloc_zeros::<f32>(n)?;
+        {
+            let x = stream.borrow(input, &[n])?;
+            let mut y = stream.borrow_mut(&mut out, &[n])?;
+            // A generated binding's stream form, `scale_on(&stream, &x, &mut y)`.
+            scale_on(&stream, &x, &mut y, n)?;
+        }
+        Ok(out)
+    }
+}
+
+#[test]
+fn a_candle_style_custom_op_launches_on_candles_stream_and_memory() {
+    let Some(gpu) = cuda() else { return };
+    let ctx = gpu.cudarc_context().unwrap();
+    let candle_stream = ctx.new_stream().unwrap();
+    let op = Doubled {
+        device: std::sync::OnceLock::new(),
+    };
+    let input = candle_stream.clone_htod(&[1.0f32, -2.0, 3.5]).unwrap();
+    let out = op.phobos_fwd(&input, &candle_stream, &[3]).unwrap();
+    let again = op.phobos_fwd(&out, &candle_stream, &[3]).unwrap();
+    assert_eq!(
+        candle_stream.clone_dtoh(&again).unwrap(),
+        vec![4.0, -8.0, 14.0]
+    );
+}
