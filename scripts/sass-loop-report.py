@@ -20,7 +20,8 @@ prefetch" skip behind one), an unpredicated `BRA` is followed, and the walk
 ends at the backward branch (counted). A loop inside the main loop (a
 copy loop) is walked once: the SASS does not say how many trips it makes,
 so such a row's issued count is a lower bound, marked ">=", and "inner"
-says how many there are. Predicated-off instructions still
+says how many loops the main loop holds (a loop on a path the walk skips,
+such as the edge arm's copy loop, leaves the count exact). Predicated-off instructions still
 issue, so they count; "filler" says how many of the issued are ptxas's
 never-true `@!PT ...` padding (three `@!PT LDS RZ, [RZ]` before each
 LDGSTS) and NOPs, for comparing with counts that leave them out. Loop
@@ -310,7 +311,10 @@ def analyze(lines):
         # trip of each, and the SASS does not say how many trips they make,
         # so issued and per_hmma are then lower bounds.
         "inner_loops": [{"start": insns[h][0], "end": insns[b][0], "length": b - h + 1} for h, b in inner],
-        "lower_bound": bool(inner),
+        # Only a loop the walk went through makes the count a lower bound:
+        # one on a path the steady state skips (the ragged-edge arm's copy
+        # loop) is not counted at all.
+        "lower_bound": any(b in seen for _, b in inner),
         "mnemonics": hist,
     }
     return res
@@ -423,7 +427,7 @@ def table(rows, breakdown):
     out += ["| " + " | ".join(c.ljust(w) for c, w in zip(b, widths)) + " |" for b in body]
     if any(r["loop"] and r["loop"]["lower_bound"] for r in rows):
         out.append("")
-        out.append("Rows marked >= have loops inside the main loop (\"inner\"), each counted one trip: lower bounds.")
+        out.append("Rows marked >= walked through a loop inside the main loop (\"inner\" counts them all), one trip each: lower bounds.")
     mnems = sorted({m for r in rows for m in r["tensor_mnemonics"]})
     out.append("")
     out.append("tensor-core mnemonics seen: " + (", ".join(f"{m} (x{mma_weight(m):g})" for m in mnems) or "none"))

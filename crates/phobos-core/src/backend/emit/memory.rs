@@ -992,19 +992,7 @@ impl Emitter<'_> {
         let threads = self.f.threads;
         if let Some(p) = tile_ptr {
             if let Some(step) = self.chunk_step(ctx, iters) {
-                let geom = self.chunk_geometry(ctx);
-                for it in 0..iters {
-                    let skip = self.label("tile_skip");
-                    if (it + 1) * threads > total {
-                        let (c, p2) = (self.reg(RegClass::B32), self.reg(RegClass::Pred));
-                        let tid = self.tid;
-                        self.ins(&format!("add.s32 {c}, {tid}, {};", it * threads));
-                        self.ins(&format!("setp.ge.u32 {p2}, {c}, {total};"));
-                        self.ins(&format!("@{p2} bra {skip};"));
-                    }
-                    self.interior_chunk_at(ctx, geom, step.times(it), p);
-                    self.place_label(&skip);
-                }
+                self.interior_chunks(ctx, total, iters, step, p);
                 return;
             }
         }
@@ -1106,7 +1094,8 @@ impl Emitter<'_> {
     /// tile, or a 2-D tile whose row holds a whole number of chunks per
     /// `threads` (the thread keeps its column and moves down rows).
     fn chunk_step(&self, x: &TileCtx, iters: u32) -> Option<ChunkStep> {
-        if iters > 4 {
+        // Unrolled: at most 16 chunks a thread (a few instructions each).
+        if iters > 16 {
             return None;
         }
         let threads = self.f.threads;
@@ -1175,42 +1164,75 @@ impl Emitter<'_> {
         g
     }
 
-    /// A chunk of an interior tile at `step` from the thread's chunk 0.
-    fn interior_chunk_at(&mut self, x: &TileCtx, g: ChunkGeom, step: ChunkStep, tile_ptr: Reg) {
+    /// A thread's chunks of an interior tile, `step` apart: the first
+    /// addressed from the tile's first element and the hoisted chunk
+    /// geometry, each next one a constant offset further in shared memory
+    /// and a constant (or one hoisted row stride) further in the tensor.
+    fn interior_chunks(&mut self, x: &TileCtx, total: u32, iters: u32, step: ChunkStep, tile_ptr: Reg) {
+        let threads = self.f.threads;
+        let g = self.chunk_geometry(x);
         let size = i128::from(x.t.size());
-        // The thread's row (or element) `step` further on, from the tile's
-        // first element.
-        let mut ptr = V::R(tile_ptr);
-        if step.elems != 0 {
-            ptr = self.add64(ptr, V::I(step.elems * size, ScalarTy::I64));
-        }
-        if step.rows != 0 {
-            let d = step.dim.unwrap_or(V::I(0, ScalarTy::I32));
-            let t = self.mul_wide(d, V::I(step.rows * size, ScalarTy::I32));
-            ptr = self.add64(ptr, t);
-        }
-        let reg = match self.add64(ptr, V::R(g.global)) {
-            V::R(r) => r,
-            _ => tile_ptr,
-        };
+        let mut ptr = self.reg(RegClass::B64);
+        self.ins(&format!("add.s64 {ptr}, {tile_ptr}, {};", g.global));
         let s = self.reg(RegClass::B32);
         self.ins(&format!("mov.u32 {s}, {};", self.smem));
         let saddr = self.reg(RegClass::B32);
         self.ins(&format!("add.s32 {saddr}, {s}, {};", g.shared));
-        let fixed = i128::from(x.smem_base) + step.shared;
-        if fixed != 0 {
-            self.ins(&format!("add.s32 {saddr}, {saddr}, {fixed};"));
+        if x.smem_base != 0 {
+            self.ins(&format!("add.s32 {saddr}, {saddr}, {};", x.smem_base));
         }
         if !matches!(x.stage_off, V::I(0, _)) {
             let off = self.operand(x.stage_off);
             self.ins(&format!("add.s32 {saddr}, {saddr}, {off};"));
         }
-        let sh = Addr {
-            space: ".shared",
-            store_space: ".shared",
-            reg: saddr,
+        // The tensor bytes between a thread's chunks: a constant, or rows
+        // of a run-time dim (a 64-bit product hoisted to the entry).
+        let row_bytes = match (step.rows, step.dim) {
+            (0, _) | (_, None) => None,
+            (rows, Some(V::I(d, _))) => Some(V::I(rows * d * size, ScalarTy::I64)),
+            (rows, Some(d)) => {
+                let b = self.hoist(|e| {
+                    let t = e.mul_wide(d, V::I(rows * size, ScalarTy::I32));
+                    e.const_or_reg64(t, true)
+                });
+                Some(b)
+            }
         };
-        self.chunk_move(x, reg, &sh);
+        let elem_bytes = step.elems * size;
+        for it in 0..iters {
+            let skip = self.label("tile_skip");
+            let partial = (it + 1) * threads > total;
+            if partial {
+                let (c, p2) = (self.reg(RegClass::B32), self.reg(RegClass::Pred));
+                let tid = self.tid;
+                self.ins(&format!("add.s32 {c}, {tid}, {};", it * threads));
+                self.ins(&format!("setp.ge.u32 {p2}, {c}, {total};"));
+                self.ins(&format!("@{p2} bra {skip};"));
+            }
+            if it > 0 {
+                if let Some(b) = row_bytes {
+                    ptr = match self.add64(V::R(ptr), b) {
+                        V::R(r) => r,
+                        _ => ptr,
+                    };
+                }
+            }
+            let off = |k: i128| i64::try_from(k * i128::from(it)).unwrap_or(i64::MAX);
+            let gl = Addr {
+                space: x.gspace,
+                store_space: ".global",
+                reg: ptr,
+            };
+            let sh = Addr {
+                space: ".shared",
+                store_space: ".shared",
+                reg: saddr,
+            };
+            self.chunk_move(x, (&gl, off(elem_bytes)), (&sh, off(step.shared)));
+            if partial {
+                self.place_label(&skip);
+            }
+        }
     }
 
     /// One chunk `c` of a tile wholly inside the tensor: no masks.
@@ -1225,26 +1247,27 @@ impl Emitter<'_> {
             V::R(r) => r,
             _ => tile_ptr,
         };
-        self.chunk_move(x, reg, &sh);
-    }
-
-    /// Move one whole chunk between global address `reg` and `sh`.
-    fn chunk_move(&mut self, x: &TileCtx, reg: Reg, sh: &Addr) {
-        let size = x.t.size();
         let gl = Addr {
             space: x.gspace,
             store_space: ".global",
             reg,
         };
+        self.chunk_move(x, (&gl, 0), (&sh, 0));
+    }
+
+    /// Move one whole chunk between global address `reg` and `sh`.
+    fn chunk_move(&mut self, x: &TileCtx, (gl, goff): (&Addr, i64), (sh, soff): (&Addr, i64)) {
+        let size = x.t.size();
         if x.async_copy {
             let bytes = x.v * size;
             let cache = if bytes == 16 { "cg" } else { "ca" };
             self.ins(&format!(
-                "cp.async.{cache}.shared.global [{}], [{reg}], {bytes};",
-                sh.reg
+                "cp.async.{cache}.shared.global {}, {}, {bytes};",
+                sh.at(soff),
+                gl.at(goff)
             ));
         } else if x.v > 1 {
-            self.vector_move(x, &gl, sh);
+            self.vector_move(x, (gl, goff), (sh, soff));
         } else {
             let raw = raw_ty(size);
             let r = self.reg(if size == 8 {
@@ -1253,11 +1276,11 @@ impl Emitter<'_> {
                 RegClass::B32
             });
             if x.to_global {
-                self.ins(&format!("ld.shared{raw} {r}, {};", sh.at(0)));
-                self.ins(&format!("st.global{raw} {}, {r};", gl.at(0)));
+                self.ins(&format!("ld.shared{raw} {r}, {};", sh.at(soff)));
+                self.ins(&format!("st.global{raw} {}, {r};", gl.at(goff)));
             } else {
-                self.ins(&format!("ld{}{raw} {r}, {};", gl.space, gl.at(0)));
-                self.ins(&format!("st.shared{raw} {}, {r};", sh.at(0)));
+                self.ins(&format!("ld{}{raw} {r}, {};", gl.space, gl.at(goff)));
+                self.ins(&format!("st.shared{raw} {}, {r};", sh.at(soff)));
             }
         }
     }
@@ -1439,7 +1462,7 @@ impl Emitter<'_> {
             self.ins(&format!("and.pred {full}, {full}, {inb};"));
             let slow = self.label("chunk_masked");
             self.ins(&format!("@!{full} bra {slow};"));
-            self.vector_move(x, &gl, &sh);
+            self.vector_move(x, (&gl, 0), (&sh, 0));
             self.ins(&format!("bra {done};"));
             self.place_label(&slow);
         }
@@ -1527,7 +1550,7 @@ impl Emitter<'_> {
     }
 
     /// One vector instruction each way for a whole chunk.
-    fn vector_move(&mut self, x: &TileCtx, gl: &Addr, sh: &Addr) {
+    fn vector_move(&mut self, x: &TileCtx, (gl, goff): (&Addr, i64), (sh, soff): (&Addr, i64)) {
         let size = x.t.size();
         let bytes = x.v * size;
         let (n, ty, class) = if size == 8 {
@@ -1549,16 +1572,20 @@ impl Emitter<'_> {
         } else {
             format!("{{{list}}}")
         };
-        let (src, dst) = if x.to_global { (sh, gl) } else { (gl, sh) };
+        let ((src, soff), (dst, doff)) = if x.to_global {
+            ((sh, soff), (gl, goff))
+        } else {
+            ((gl, goff), (sh, soff))
+        };
         self.ins(&format!(
             "ld{}{vec}{ty} {regs_text}, {};",
             src.space,
-            src.at(0)
+            src.at(soff)
         ));
         self.ins(&format!(
             "st{}{vec}{ty} {}, {regs_text};",
             dst.store_space,
-            dst.at(0)
+            dst.at(doff)
         ));
     }
 }
@@ -1596,25 +1623,13 @@ pub(crate) struct ChunkGeom {
 
 /// How far a thread's chunk `it` is from its chunk 0 (`Emitter::chunk_step`):
 /// `rows` rows of the tensor (of `dim` elements) plus `elems` elements, and
-/// `shared` bytes in the buffer; `times(it)` scales it.
+/// `shared` bytes in the buffer.
 #[derive(Clone, Copy, Debug, Default)]
 struct ChunkStep {
     rows: i128,
     elems: i128,
     shared: i128,
     dim: Option<V>,
-}
-
-impl ChunkStep {
-    fn times(self, it: u32) -> ChunkStep {
-        let it = i128::from(it);
-        ChunkStep {
-            rows: self.rows * it,
-            elems: self.elems * it,
-            shared: self.shared * it,
-            dim: self.dim,
-        }
-    }
 }
 
 /// Whether a tile lies wholly inside its tensor (`Emitter::tile_inside`).
