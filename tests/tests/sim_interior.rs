@@ -128,7 +128,9 @@ fn the_bundles_gemm_on_interior_and_edge_tiles() {
             let got = c.f(i * n + j);
             // bf16 products are exact in f32; the f32 sum's rounding is at
             // most K ulps of the sum of magnitudes.
-            let mag: f64 = (0..k).map(|l| (a.f(i * k + l) * b.f(l * n + j)).abs()).sum();
+            let mag: f64 = (0..k)
+                .map(|l| (a.f(i * k + l) * b.f(l * n + j)).abs())
+                .sum();
             let err = (got - want).abs();
             assert!(
                 err <= mag * k as f64 * f64::from(f32::EPSILON) + 1e-30,

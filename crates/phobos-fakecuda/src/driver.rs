@@ -89,6 +89,16 @@ struct FakeStream {
     clock_ns: f64,
 }
 
+/// One launch recorded by a stream capture, replayed by `cuGraphLaunch`.
+#[derive(Clone)]
+pub(crate) struct CapturedLaunch {
+    f: u64,
+    grid: [u32; 3],
+    block: [u32; 3],
+    dynamic_shared: u32,
+    params: Vec<Vec<u8>>,
+}
+
 /// `CU_STREAM_LEGACY` and `CU_STREAM_PER_THREAD`: the default stream's
 /// special handles, which behave as the null stream here.
 const LEGACY_STREAMS: [u64; 3] = [0, 1, 2];
@@ -107,6 +117,11 @@ struct State {
     functions: HashMap<u64, Function>,
     events: HashMap<u64, Event>,
     streams: HashMap<u64, FakeStream>,
+    /// Streams capturing (`cuStreamBeginCapture`), with what they recorded.
+    captures: HashMap<u64, Vec<CapturedLaunch>>,
+    /// Captured graphs and their instantiations, by handle.
+    graphs: HashMap<u64, Vec<CapturedLaunch>>,
+    execs: HashMap<u64, Vec<CapturedLaunch>>,
     /// The default stream's simulated clock.
     clock_ns: f64,
 }
@@ -157,6 +172,15 @@ impl State {
             Some(st) if st.ctx == ctx => Ok(&mut st.clock_ns),
             _ => Err(CUresult::CUDA_ERROR_INVALID_HANDLE),
         }
+    }
+
+    /// Copies, memsets and waits on a capturing stream are not modelled
+    /// as graph nodes: refused, as CUDA refuses what a capture cannot hold.
+    fn not_capturing(&self, stream: u64) -> Res<()> {
+        if self.captures.contains_key(&stream) {
+            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+        }
+        Ok(())
     }
 
     fn context(&mut self, ctx: u64) -> Res<&mut Context> {
@@ -461,6 +485,7 @@ impl Driver {
 
     pub(crate) fn write(&self, addr: u64, data: &[u8], stream: u64) -> Res<()> {
         let mut s = self.state();
+        s.not_capturing(stream)?;
         let ctx = self.enter(&mut s, true)?;
         s.clock(stream, ctx)?;
         let (id, offset) = s.find(addr, data.len() as u64)?;
@@ -474,6 +499,7 @@ impl Driver {
 
     pub(crate) fn read(&self, addr: u64, out: &mut [u8], stream: u64) -> Res<()> {
         let mut s = self.state();
+        s.not_capturing(stream)?;
         let ctx = self.enter(&mut s, true)?;
         s.clock(stream, ctx)?;
         let (id, offset) = s.find(addr, out.len() as u64)?;
@@ -489,6 +515,7 @@ impl Driver {
 
     pub(crate) fn copy(&self, dst: u64, src: u64, len: usize, stream: u64) -> Res<()> {
         let mut s = self.state();
+        s.not_capturing(stream)?;
         let ctx = self.enter(&mut s, false)?;
         s.clock(stream, ctx)?;
         let (src_id, src_off) = s.find(src, len as u64)?;
@@ -511,6 +538,7 @@ impl Driver {
 
     pub(crate) fn memset(&self, dst: u64, value: u8, len: usize, stream: u64) -> Res<()> {
         let mut s = self.state();
+        s.not_capturing(stream)?;
         let ctx = self.enter(&mut s, false)?;
         s.clock(stream, ctx)?;
         let (id, offset) = s.find(dst, len as u64)?;
@@ -797,6 +825,18 @@ impl Driver {
                 });
                 return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
             }
+            if let Some(captured) = s.captures.get_mut(&stream) {
+                // Recorded, not run: the graph runs it (`cuGraphLaunch`).
+                captured.push(CapturedLaunch {
+                    f,
+                    grid,
+                    block,
+                    dynamic_shared,
+                    params: params.clone(),
+                });
+                self.trace(|| format!("cuLaunchKernel {entry}: captured on {stream:#x}"));
+                return Ok(());
+            }
             s.launches_made += 1;
             let n = s.launches_made;
             let context = s.context(ctx)?;
@@ -972,8 +1012,88 @@ impl Driver {
 
     pub(crate) fn stream_synchronize(&self, stream: u64) -> Res<()> {
         let mut s = self.state();
+        s.not_capturing(stream)?;
         let ctx = self.enter(&mut s, true)?;
         s.clock(stream, ctx).map(|_| ())
+    }
+
+    // ---- stream capture and graphs ----
+
+    pub(crate) fn begin_capture(&self, stream: u64) -> Res<()> {
+        let mut s = self.state();
+        let ctx = self.enter(&mut s, false)?;
+        if LEGACY_STREAMS.contains(&stream) {
+            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+        }
+        s.clock(stream, ctx)?;
+        if s.captures.contains_key(&stream) {
+            return Err(CUresult::CUDA_ERROR_ILLEGAL_STATE);
+        }
+        s.captures.insert(stream, Vec::new());
+        self.trace(|| format!("cuStreamBeginCapture {stream:#x}"));
+        Ok(())
+    }
+
+    pub(crate) fn end_capture(&self, stream: u64) -> Res<u64> {
+        let mut s = self.state();
+        let launches = s
+            .captures
+            .remove(&stream)
+            .ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
+        let h = s.handle();
+        let n = launches.len();
+        s.graphs.insert(h, launches);
+        self.trace(|| format!("cuStreamEndCapture {stream:#x}: {n} launches"));
+        Ok(h)
+    }
+
+    pub(crate) fn is_capturing(&self, stream: u64) -> bool {
+        self.state().captures.contains_key(&stream)
+    }
+
+    pub(crate) fn graph_instantiate(&self, graph: u64) -> Res<u64> {
+        let mut s = self.state();
+        let launches = s
+            .graphs
+            .get(&graph)
+            .cloned()
+            .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)?;
+        let h = s.handle();
+        s.execs.insert(h, launches);
+        Ok(h)
+    }
+
+    pub(crate) fn graph_destroy(&self, graph: u64) -> Res<()> {
+        self.state()
+            .graphs
+            .remove(&graph)
+            .map(|_| ())
+            .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)
+    }
+
+    pub(crate) fn graph_exec_destroy(&self, exec: u64) -> Res<()> {
+        self.state()
+            .execs
+            .remove(&exec)
+            .map(|_| ())
+            .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)
+    }
+
+    /// `cuGraphLaunch`: the captured launches, in order, on `stream`.
+    pub(crate) fn graph_launch(&self, exec: u64, stream: u64) -> Res<()> {
+        let launches = {
+            let s = self.state();
+            s.not_capturing(stream)?;
+            s.execs
+                .get(&exec)
+                .cloned()
+                .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)?
+        };
+        self.trace(|| format!("cuGraphLaunch {exec:#x}: {} launches", launches.len()));
+        for l in launches {
+            self.launch(l.f, l.grid, l.block, l.dynamic_shared, l.params, stream)?;
+        }
+        Ok(())
     }
 
     /// The context a stream belongs to (the current one for the default

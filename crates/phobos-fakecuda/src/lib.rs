@@ -368,6 +368,62 @@ pub extern "C" fn cuStreamQuery(stream: Handle) -> CUresult {
 }
 
 #[no_mangle]
+pub extern "C" fn cuStreamBeginCapture_v2(stream: Handle, _mode: c_uint) -> CUresult {
+    guard("cuStreamBeginCapture_v2", || {
+        drv()?.begin_capture(id(stream))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamEndCapture(stream: Handle, graph: *mut Handle) -> CUresult {
+    guard("cuStreamEndCapture", || {
+        if graph.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(graph, h(drv()?.end_capture(id(stream))?))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamIsCapturing(stream: Handle, status: *mut c_uint) -> CUresult {
+    guard("cuStreamIsCapturing", || {
+        // CU_STREAM_CAPTURE_STATUS_NONE = 0, _ACTIVE = 1.
+        out(status, c_uint::from(drv()?.is_capturing(id(stream))))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
+    exec: *mut Handle,
+    graph: Handle,
+    _flags: u64,
+) -> CUresult {
+    guard("cuGraphInstantiateWithFlags", || {
+        if exec.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(exec, h(drv()?.graph_instantiate(id(graph))?))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuGraphLaunch(exec: Handle, stream: Handle) -> CUresult {
+    guard("cuGraphLaunch", || {
+        drv()?.graph_launch(id(exec), id(stream))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuGraphExecDestroy(exec: Handle) -> CUresult {
+    guard("cuGraphExecDestroy", || drv()?.graph_exec_destroy(id(exec)))
+}
+
+#[no_mangle]
+pub extern "C" fn cuGraphDestroy(graph: Handle) -> CUresult {
+    guard("cuGraphDestroy", || drv()?.graph_destroy(id(graph)))
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn cuStreamGetCtx(stream: Handle, ctx: *mut Handle) -> CUresult {
     guard("cuStreamGetCtx", || {
         out(ctx, h(drv()?.stream_context(id(stream))?))

@@ -615,6 +615,14 @@ impl CudaBackend {
     }
 
     pub(crate) fn launch(&self, call: &EntryCall<'_>) -> Result<(), LaunchError> {
+        if self.sync_each_launch && call.stream.is_some_and(crate::Stream::is_capturing) {
+            return Err(LaunchError::Capture {
+                site: Box::new(call.site.clone()),
+                message: "PHOBOS_SYNC=1 waits for each launch, and a captured launch does \
+                          not run until the graph does; unset it to capture"
+                    .to_string(),
+            });
+        }
         let function = self.function(call)?;
         self.launch_function(call, function)
     }

@@ -161,6 +161,8 @@ pub struct TensorArg<'a> {
     /// The stream a foreign borrow was made for (raw handle), whose
     /// ordering with the owner's work cudarc keeps; `None`: any stream.
     stream: Option<usize>,
+    /// A Phobos tensor's buffer, which a graph capturing the launch keeps.
+    buffer: Option<&'a std::sync::Arc<crate::tensor::Buffer>>,
 }
 
 impl<'a> TensorArg<'a> {
@@ -180,6 +182,7 @@ impl<'a> TensorArg<'a> {
             capacity,
             foreign: true,
             stream,
+            buffer: None,
         }
     }
 }
@@ -194,6 +197,7 @@ impl<'a, T: Elem> From<&'a Tensor<T>> for Arg<'a> {
             capacity: t.capacity(),
             foreign: false,
             stream: None,
+            buffer: Some(&t.buf),
         })
     }
 }
@@ -313,7 +317,7 @@ impl Kernel {
         };
         let plan = Plan::with_variant(binding, variant).map_err(|e| checker.refused(e))?;
         let args = checker.kernel_args(&plan, &HashMap::new())?;
-        device.launch_entry(&EntryCall {
+        let call = EntryCall {
             site: &site,
             id: self.id(),
             source: &self.source,
@@ -323,7 +327,27 @@ impl Kernel {
             block: plan.block(),
             args: &args,
             stream,
-        })
+        };
+        if let Some(s) = stream {
+            let mut capture = s.capture();
+            if let Some(c) = capture.as_mut() {
+                // The graph keeps the tensors it replays on alive.
+                for arg in checker.args {
+                    if let Arg::Tensor(t) = arg {
+                        match t.buffer {
+                            Some(b) => c.keep.push(std::sync::Arc::clone(b)),
+                            None => c.foreign = true,
+                        }
+                    }
+                }
+                if device.kind() == crate::BackendKind::Sim {
+                    // The simulator records the launch; the graph runs it.
+                    c.recorded.push(crate::graph::Recorded::new(&call));
+                    return Ok(());
+                }
+            }
+        }
+        device.launch_entry(&call)
     }
 
     /// Picks among variants that differ only in free tuning constants. On
@@ -361,6 +385,22 @@ impl Kernel {
             site: Box::new(checker.site.clone()),
             message,
         };
+        if checker.stream.is_some_and(Stream::is_capturing) {
+            return Err(LaunchError::Capture {
+                site: Box::new(checker.site.clone()),
+                message: format!(
+                    "the kernel's first launch for these dims ({}) times its autotune \
+                     variants, which runs kernels and waits for them; launch it once \
+                     before `begin_capture` (or ship the decision, \
+                     `Device::preload_tuning`)",
+                    named_dims(checker.meta, binding)
+                        .iter()
+                        .map(|(d, v)| format!("{d} = {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
         // Timing runs on the default stream, which does not wait for a
         // non-blocking stream: the launch's stream must finish the work
         // that produces the inputs first.

@@ -15,10 +15,11 @@
 use crate::device::{Backend, Device};
 use crate::elem::{to_bytes, Elem};
 use crate::error::DeviceError;
-use crate::tensor::{elem_size, Tensor};
+use crate::graph::Graph;
+use crate::tensor::{elem_size, Buffer, Tensor};
 use cudarc::driver::{sys, CudaEvent, CudaStream};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 /// An in-order queue of work on one device (see the module docs).
@@ -26,6 +27,23 @@ use std::time::Instant;
 pub struct Stream {
     device: Device,
     kind: StreamKind,
+    /// The default stream, which cannot be captured.
+    default: bool,
+    /// The capture in progress (`begin_capture`), shared by clones.
+    capture: Arc<Mutex<Option<Capture>>>,
+}
+
+/// What a capture collects besides the driver's graph.
+#[derive(Default)]
+pub(crate) struct Capture {
+    /// The Phobos tensors' buffers the captured launches use, kept alive
+    /// as long as the graph is.
+    pub(crate) keep: Vec<Arc<Buffer>>,
+    /// A captured launch used another library's memory, whose lifetime
+    /// the graph cannot extend.
+    pub(crate) foreign: bool,
+    /// The simulator's captured launches, replayed by `Graph::launch`.
+    pub(crate) recorded: Vec<crate::graph::Recorded>,
 }
 
 #[derive(Clone)]
@@ -60,10 +78,7 @@ impl Device {
             }
             Backend::Sim(_) => StreamKind::Sim,
         };
-        Ok(Stream {
-            device: self.clone(),
-            kind,
-        })
+        Ok(Stream::make(self, kind, false))
     }
 
     /// The default stream (CUDA's legacy stream), which the shorthand
@@ -73,10 +88,7 @@ impl Device {
             Backend::Cuda(_) => StreamKind::CudaDefault(std::sync::OnceLock::new()),
             Backend::Sim(_) => StreamKind::Sim,
         };
-        Stream {
-            device: self.clone(),
-            kind,
-        }
+        Stream::make(self, kind, true)
     }
 
     /// A stream the program already has (made with cudarc on this
@@ -95,14 +107,97 @@ impl Device {
                 what: "the wrapped stream".to_string(),
             });
         }
-        Ok(Stream {
-            device: self.clone(),
-            kind: StreamKind::Cuda(stream),
-        })
+        let default = stream.cu_stream().is_null();
+        Ok(Stream::make(self, StreamKind::Cuda(stream), default))
     }
 }
 
 impl Stream {
+    fn make(device: &Device, kind: StreamKind, default: bool) -> Stream {
+        Stream {
+            device: device.clone(),
+            kind,
+            default,
+            capture: Arc::default(),
+        }
+    }
+
+    /// The capture in progress, if any.
+    pub(crate) fn capture(&self) -> MutexGuard<'_, Option<Capture>> {
+        self.capture.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// True while the stream captures (`begin_capture` .. `end_capture`).
+    pub fn is_capturing(&self) -> bool {
+        self.capture().is_some()
+    }
+
+    /// Refuses `what` while the stream captures: a capture records
+    /// launches, and copies and waits would run at once instead.
+    fn not_capturing(&self, what: &str) -> Result<(), DeviceError> {
+        if self.is_capturing() {
+            return Err(DeviceError::Capture {
+                what: format!(
+                    "{what} on a capturing stream; a graph holds launches only: copy \
+                     before `begin_capture` or after `end_capture`"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts recording the launches issued on this stream into a graph
+    /// instead of running them, until [`Stream::end_capture`]. While it
+    /// captures, the stream refuses copies and waits, and a launch that
+    /// would time autotune variants or wait for the device
+    /// (`PHOBOS_SYNC=1`) is refused with `LaunchError::Capture`. The
+    /// default stream cannot be captured (CUDA's rule).
+    pub fn begin_capture(&self) -> Result<(), DeviceError> {
+        if self.default {
+            return Err(DeviceError::Capture {
+                what: "the default stream cannot be captured; capture a stream from \
+                       `Device::new_stream`"
+                    .to_string(),
+            });
+        }
+        let mut capture = self.capture();
+        if capture.is_some() {
+            return Err(DeviceError::Capture {
+                what: "the stream is already capturing".to_string(),
+            });
+        }
+        self.cuda("cuStreamBeginCapture", |s| {
+            s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+        })?;
+        *capture = Some(Capture::default());
+        Ok(())
+    }
+
+    /// Ends the capture and returns the graph of the launches issued since
+    /// [`Stream::begin_capture`], ready to replay with [`Graph::launch`].
+    pub fn end_capture(&self) -> Result<Graph, DeviceError> {
+        let Some(capture) = self.capture().take() else {
+            return Err(DeviceError::Capture {
+                what: "the stream is not capturing".to_string(),
+            });
+        };
+        let flags = sys::CUgraphInstantiate_flags(0);
+        let cuda = match self.cudarc() {
+            Some(s) => {
+                let s = Arc::clone(s);
+                self.cuda("cuStreamEndCapture", move |_| s.end_capture(flags))?
+                    .flatten()
+            }
+            None => None,
+        };
+        Ok(Graph {
+            stream: self.clone(),
+            cuda,
+            recorded: capture.recorded,
+            keep: capture.keep,
+            foreign: capture.foreign,
+        })
+    }
     /// The device the stream's work runs on.
     pub fn device(&self) -> &Device {
         &self.device
@@ -161,6 +256,7 @@ impl Stream {
     /// Waits until every operation issued on this stream so far has
     /// finished (other streams' work may still run).
     pub fn synchronize(&self) -> Result<(), DeviceError> {
+        self.not_capturing("waiting for the stream")?;
         self.cuda("cuStreamSynchronize", |s| s.synchronize())?;
         Ok(())
     }
@@ -170,6 +266,7 @@ impl Stream {
     /// ([`Event::synchronize`]), and two events time the work between
     /// them ([`Event::elapsed_ms`]).
     pub fn record(&self) -> Result<Event, DeviceError> {
+        self.not_capturing("recording an event")?;
         let kind = match self.cuda("cuEventRecord", |s| {
             s.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
         })? {
@@ -186,6 +283,7 @@ impl Stream {
     /// (recorded on any stream of the same device) without blocking the
     /// host. An event of another device is `DeviceError::OtherContext`.
     pub fn wait(&self, event: &Event) -> Result<(), DeviceError> {
+        self.not_capturing("waiting for an event")?;
         if !event.device.same_context(&self.device) {
             return Err(DeviceError::OtherContext {
                 what: "the event waited on".to_string(),
@@ -201,6 +299,7 @@ impl Stream {
     /// slice may be reused as soon as this returns: the driver stages
     /// pageable memory before the call returns.
     pub fn upload<T: Elem>(&self, data: &[T], shape: &[usize]) -> Result<Tensor<T>, DeviceError> {
+        self.not_capturing("a copy from the host")?;
         if shape.iter().product::<usize>() != data.len() {
             return Err(DeviceError::Shape {
                 shape: shape.to_vec(),
@@ -218,6 +317,7 @@ impl Stream {
 
     /// A new tensor of zeros, set on the device in this stream's order.
     pub fn zeros<T: Elem>(&self, shape: &[usize]) -> Result<Tensor<T>, DeviceError> {
+        self.not_capturing("a memset")?;
         let bytes = shape.iter().product::<usize>() * elem_size::<T>();
         let buf = self
             .device
@@ -237,6 +337,7 @@ impl Stream {
     /// Overwrites `dst`'s elements with `data` (exactly `dst.len()`
     /// elements), ordered on this stream; `data` may be reused at once.
     pub fn copy_to<T: Elem>(&self, data: &[T], dst: &mut Tensor<T>) -> Result<(), DeviceError> {
+        self.not_capturing("a copy from the host")?;
         if data.len() != dst.len() {
             return Err(DeviceError::Shape {
                 shape: dst.shape().to_vec(),
@@ -265,6 +366,7 @@ impl Stream {
     /// stream before has finished; waits for this stream only, not the
     /// whole device.
     pub fn download<T: Elem>(&self, src: &Tensor<T>) -> Result<Vec<T>, DeviceError> {
+        self.not_capturing("a copy to the host")?;
         let len = src.len();
         src.check_in_bounds(len)?;
         self.check_tensor(src.device())?;

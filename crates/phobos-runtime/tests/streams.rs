@@ -316,3 +316,84 @@ fn a_candle_style_custom_op_launches_on_candles_stream_and_memory() {
         vec![4.0, -8.0, 14.0]
     );
 }
+
+#[test]
+fn a_captured_sequence_runs_only_when_the_graph_is_replayed() {
+    for dev in devices() {
+        let s = dev.new_stream().unwrap();
+        let n = 80;
+        let x0 = values(n, 21);
+        let mut x = s.upload(&x0, &[n]).unwrap();
+        let mut y = s.zeros::<f32>(&[n]).unwrap();
+        let mut z = s.zeros::<f32>(&[n]).unwrap();
+        s.begin_capture().unwrap();
+        assert!(s.is_capturing());
+        scale_on(&s, &x, &mut y, n).unwrap();
+        scale_on(&s, &y, &mut z, n).unwrap();
+        let graph = s.end_capture().unwrap();
+        assert!(!s.is_capturing());
+        assert_eq!(graph.tensors_kept(), 4, "{dev:?}");
+        // Captured, not run.
+        assert_eq!(s.download(&z).unwrap(), vec![0.0; n], "{dev:?}");
+        graph.launch().unwrap();
+        let got = s.download(&z).unwrap();
+        assert_eq!(got[7], 4.0 * x0[7], "{dev:?}");
+        // A replay reads the tensors' current contents; the graph keeps
+        // them alive after the program drops its handles.
+        let x1 = values(n, 22);
+        s.copy_to(&x1, &mut x).unwrap();
+        let z_view = z.view(0, &[n]);
+        drop(y);
+        drop(z);
+        graph.launch().unwrap();
+        graph.launch().unwrap();
+        assert_eq!(s.download(&z_view).unwrap()[7], 4.0 * x1[7], "{dev:?}");
+    }
+}
+
+#[test]
+fn a_capture_refuses_copies_waits_and_the_default_stream() {
+    for dev in devices() {
+        let e = dev.default_stream().begin_capture().unwrap_err();
+        assert!(matches!(e, DeviceError::Capture { .. }), "{dev:?}: {e:?}");
+        let s = dev.new_stream().unwrap();
+        let mut t = s.zeros::<f32>(&[4]).unwrap();
+        let e = s.end_capture().unwrap_err();
+        assert!(matches!(e, DeviceError::Capture { .. }), "{e:?}");
+        s.begin_capture().unwrap();
+        for e in [
+            s.begin_capture().unwrap_err(),
+            s.copy_to(&[1.0; 4], &mut t).unwrap_err(),
+            s.download(&t).unwrap_err(),
+            s.synchronize().unwrap_err(),
+            s.record().unwrap_err(),
+            s.upload(&[1.0f32], &[1]).unwrap_err(),
+        ] {
+            assert!(matches!(e, DeviceError::Capture { .. }), "{dev:?}: {e:?}");
+        }
+        let graph = s.end_capture().unwrap();
+        // An empty graph replays as nothing.
+        graph.launch().unwrap();
+        assert_eq!(s.download(&t).unwrap(), vec![0.0; 4]);
+    }
+}
+
+#[test]
+fn a_graph_over_foreign_memory_replays_only_unchecked() {
+    let Some(dev) = cuda() else { return };
+    let ctx = dev.cudarc_context().unwrap();
+    let s = dev.new_stream().unwrap();
+    let x: CudaSlice<f32> = ctx.default_stream().clone_htod(&[1.0f32, 2.0]).unwrap();
+    let mut y = dev.zeros::<f32>(&[2]).unwrap();
+    s.begin_capture().unwrap();
+    {
+        let xb = s.borrow(&x, &[2]).unwrap();
+        scale_on(&s, &xb, &mut y, 2).unwrap();
+    }
+    let graph = s.end_capture().unwrap();
+    let e = graph.launch().unwrap_err();
+    assert!(matches!(e, DeviceError::Capture { .. }), "{e:?}");
+    // `x` is alive and unchanged: the replay is sound.
+    unsafe { graph.launch_unchecked() }.unwrap();
+    assert_eq!(s.download(&y).unwrap(), vec![2.0, 4.0]);
+}

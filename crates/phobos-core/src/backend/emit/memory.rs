@@ -1168,7 +1168,14 @@ impl Emitter<'_> {
     /// addressed from the tile's first element and the hoisted chunk
     /// geometry, each next one a constant offset further in shared memory
     /// and a constant (or one hoisted row stride) further in the tensor.
-    fn interior_chunks(&mut self, x: &TileCtx, total: u32, iters: u32, step: ChunkStep, tile_ptr: Reg) {
+    fn interior_chunks(
+        &mut self,
+        x: &TileCtx,
+        total: u32,
+        iters: u32,
+        step: ChunkStep,
+        tile_ptr: Reg,
+    ) {
         let threads = self.f.threads;
         let g = self.chunk_geometry(x);
         let size = i128::from(x.t.size());
