@@ -169,7 +169,9 @@ fn kernel_fns(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str, stream_nam
         "///\n/// The launch is issued on the device's default stream; `{stream_name}` \
          takes a stream and other libraries' memory."
     );
-    s.push_str("#[allow(non_snake_case, clippy::too_many_arguments)]\n");
+    // A program that launches only through the stream forms leaves the
+    // shorthands unused; that is no reason for a warning.
+    s.push_str("#[allow(non_snake_case, clippy::too_many_arguments, dead_code)]\n");
     let _ = writeln!(s, "pub fn {fn_name}(");
     s.push_str("    device: &phobos_rt::Device,\n");
     if meta.grid.is_none() {

@@ -385,12 +385,14 @@ fn a_graph_over_foreign_memory_replays_only_unchecked() {
     let s = dev.new_stream().unwrap();
     let x: CudaSlice<f32> = ctx.default_stream().clone_htod(&[1.0f32, 2.0]).unwrap();
     let mut y = dev.zeros::<f32>(&[2]).unwrap();
-    s.begin_capture().unwrap();
-    {
+    // Borrowed before the capture, so that cudarc's event wait and record
+    // happen outside it.
+    let graph = {
         let xb = s.borrow(&x, &[2]).unwrap();
+        s.begin_capture().unwrap();
         scale_on(&s, &xb, &mut y, 2).unwrap();
-    }
-    let graph = s.end_capture().unwrap();
+        s.end_capture().unwrap()
+    };
     let e = graph.launch().unwrap_err();
     assert!(matches!(e, DeviceError::Capture { .. }), "{e:?}");
     // `x` is alive and unchanged: the replay is sound.
