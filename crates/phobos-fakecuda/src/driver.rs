@@ -876,6 +876,14 @@ impl Driver {
             }
         }
         self.trace(|| format!("cuLaunchKernel #{n} {entry} grid={grid:?} block={block:?}"));
+        if self.config.skip_run {
+            // PHOBOS_FAKE_GPU_SKIP_RUN: the host side of a launch only.
+            let mut s = self.state();
+            if let Ok(clock) = s.clock(stream, ctx) {
+                *clock += LAUNCH_LATENCY_NS;
+            }
+            return Ok(());
+        }
         let args: Vec<KernelArg> = params.into_iter().map(KernelArg::Bytes).collect();
         let result = self
             .memory
