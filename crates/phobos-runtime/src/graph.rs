@@ -15,10 +15,10 @@
 //! launches are recorded and run again in order.
 
 use crate::call::EntryCall;
-use crate::error::{DeviceError, Site};
 use crate::call::{KernelId, KernelSource};
-use crate::stream::Stream;
 use crate::device::Buffer;
+use crate::error::{DeviceError, Site};
+use crate::stream::Stream;
 use cudarc::driver::CudaGraph;
 use phobos_meta::meta::VariantMeta;
 use phobos_sim::KernelArg;

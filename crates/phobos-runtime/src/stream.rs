@@ -12,11 +12,11 @@
 //! streams: the API and its checks are the same, nothing overlaps, and an
 //! event's time is the host's clock when it was recorded.
 
+use crate::device::Buffer;
 use crate::device::{Backend, Device};
 use crate::elem::{to_bytes, Elem};
 use crate::error::DeviceError;
 use crate::graph::Graph;
-use crate::device::Buffer;
 use crate::tensor::{elem_size, Tensor};
 use cudarc::driver::{sys, CudaEvent, CudaStream};
 use std::fmt;
