@@ -458,19 +458,28 @@ impl<'a> Emitter<'a> {
     /// A key for `e`'s value as `entry_value` computes it: equal keys, equal
     /// values (vars stand for their one assignment).
     pub(crate) fn entry_key(&self, e: ExprId) -> Option<String> {
+        self.entry_key_within(e, ENTRY_DEPTH)
+    }
+
+    /// `entry_key` over at most `depth` levels of operands and vars: a
+    /// deeper value (a chain of thousands of `let`s, say) is left where it
+    /// is rather than walked recursively.
+    fn entry_key_within(&self, e: ExprId, depth: u32) -> Option<String> {
+        let depth = depth.checked_sub(1)?;
+        let key = |x: ExprId| self.entry_key_within(x, depth);
         let t = self.ty(e);
         Some(match &self.f.exprs[e].kind {
             ExprKind::Const(ConstVal::Int(v)) => format!("{v}:{}", t.name()),
             ExprKind::Var(v) => {
                 let def = self.entry_vars.get(v.0 as usize).copied().flatten()?;
-                format!("v{}={}", v.0, self.entry_key(def)?)
+                format!("v{}={}", v.0, key(def)?)
             }
             ExprKind::Param(p) => format!("p{}", p.0),
             ExprKind::Dim(d) => format!("d{}", d.0),
             ExprKind::Ctx(c) => format!("{c:?}"),
-            ExprKind::Unary(op, a) if t.is_int() => format!("({op:?} {})", self.entry_key(*a)?),
+            ExprKind::Unary(op, a) if t.is_int() => format!("({op:?} {})", key(*a)?),
             ExprKind::Convert(a) if t.is_int() && self.ty(*a).is_int() => {
-                format!("({}:{})", self.entry_key(*a)?, t.name())
+                format!("({}:{})", key(*a)?, t.name())
             }
             // No division: at the entry it would run where the kernel's own
             // division is guarded.
@@ -478,7 +487,7 @@ impl<'a> Emitter<'a> {
                 if t.is_int()
                     && !matches!(op, BinOp::Div | BinOp::Rem | BinOp::And | BinOp::Or) =>
             {
-                format!("({op:?} {} {})", self.entry_key(*a)?, self.entry_key(*b)?)
+                format!("({op:?} {} {})", key(*a)?, key(*b)?)
             }
             _ => return None,
         })
@@ -873,6 +882,9 @@ fn param_ty(t: ScalarTy) -> &'static str {
     }
 }
 
+/// How deep `Emitter::entry_key` looks through operands and vars.
+const ENTRY_DEPTH: u32 = 24;
+
 /// For each var, the value of its one assignment when that is a top-level
 /// statement of the kernel (so it runs once, before anything after it);
 /// `Emitter::entry_key` decides whether the value can be computed at the
@@ -890,6 +902,11 @@ fn entry_vars(f: &Func) -> Vec<Option<ExprId>> {
             StmtKind::For(l) => count(l.var),
             StmtKind::CtaColl(c) => count(c.dst),
             StmtKind::Atomic { dst: Some(v), .. } => count(*v),
+            StmtKind::AccMap { elem, row, col, .. } => {
+                count(*elem);
+                count(*row);
+                count(*col);
+            }
             _ => {}
         }
     }
