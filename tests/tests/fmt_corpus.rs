@@ -35,6 +35,7 @@ fn kept_formatted() -> Vec<PathBuf> {
     let ws = workspace();
     let mut files = pho_files(&ws.join("tests/in"));
     files.extend(pho_files(&ws.join("examples/matvec/kernels")));
+    files.extend(pho_files(&ws.join("examples/interop/kernels")));
     files.extend(pho_files(&ws.join("templates/starter/kernels")));
     files
 }

@@ -104,9 +104,17 @@ pub fn generate(kernels: &[KernelAssets], root: &AssetRoot, runtime_crate: &str)
     );
     let kernel_names: Vec<&str> = kernels.iter().map(|k| k.meta.name.as_str()).collect();
     let fn_names = names::unique_idents(&kernel_names, &[]);
-    for (kernel, fn_name) in kernels.iter().zip(&fn_names) {
+    let mut taken: Vec<String> = fn_names.clone();
+    let mut stream_names = Vec::new();
+    for fn_name in &fn_names {
+        let refs: Vec<&str> = taken.iter().map(String::as_str).collect();
+        let name = stream_fn_name(fn_name, &refs);
+        taken.push(name.clone());
+        stream_names.push(name);
+    }
+    for ((kernel, fn_name), stream_name) in kernels.iter().zip(&fn_names).zip(&stream_names) {
         out.push('\n');
-        out.push_str(&kernel_fn(kernel, root, fn_name));
+        out.push_str(&kernel_fns(kernel, root, fn_name, stream_name));
     }
     out
 }
@@ -117,11 +125,37 @@ pub fn generate_kernel(kernel: &KernelAssets, root: &AssetRoot) -> String {
 }
 
 fn kernel_fn(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str) -> String {
+    kernel_fns(kernel, root, fn_name, &stream_fn_name(fn_name, &[fn_name]))
+}
+
+/// The stream form's name: `<name>_on`, with underscores added while it
+/// is one of `taken` (the crate's launch functions).
+fn stream_fn_name(fn_name: &str, taken: &[&str]) -> String {
+    // `r#type` gives `type_on`, `self_` gives `self_on`.
+    let base = fn_name.strip_prefix("r#").unwrap_or(fn_name);
+    let mut name = if base.ends_with('_') {
+        format!("{base}on")
+    } else {
+        format!("{base}_on")
+    };
+    while taken.contains(&name.as_str()) {
+        name.push('_');
+    }
+    name
+}
+
+/// The two launch functions of one kernel: the stream form `stream_name`
+/// (a stream, tensors as `TensorIn`/`TensorOut`, which take Phobos tensors
+/// and other libraries' memory), which embeds the kernel, and the
+/// shorthand `fn_name` on the device's default stream with Phobos tensors.
+fn kernel_fns(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str, stream_name: &str) -> String {
     let meta = &kernel.meta;
     // A parameter is a pattern, and in a pattern the prelude's variants
     // `Some`, `None`, `Ok` and `Err` match the variant instead of binding a
     // name (rustc E0530, E0308): they are renamed like the function's own.
-    let reserved = ["device", "grid", "KERNEL", "Some", "None", "Ok", "Err"];
+    let reserved = [
+        "device", "stream", "grid", "KERNEL", "Some", "None", "Ok", "Err",
+    ];
     let param_names: Vec<&str> = meta.params.iter().map(|p| p.name.as_str()).collect();
     let params: Vec<(String, &ParamKindMeta)> = names::unique_idents(&param_names, &reserved)
         .into_iter()
@@ -130,7 +164,14 @@ fn kernel_fn(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str) -> String {
 
     let mut s = String::new();
     write_docs(&mut s, meta);
-    s.push_str("#[allow(non_snake_case, clippy::too_many_arguments)]\n");
+    let _ = writeln!(
+        s,
+        "///\n/// The launch is issued on the device's default stream; `{stream_name}` \
+         takes a stream and other libraries' memory."
+    );
+    // A program that launches only through the stream forms leaves the
+    // shorthands unused; that is no reason for a warning.
+    s.push_str("#[allow(non_snake_case, clippy::too_many_arguments, dead_code)]\n");
     let _ = writeln!(s, "pub fn {fn_name}(");
     s.push_str("    device: &phobos_rt::Device,\n");
     if meta.grid.is_none() {
@@ -145,6 +186,47 @@ fn kernel_fn(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str) -> String {
             } => format!("&mut phobos_rt::Tensor<{}>", rust_type(*elem)),
             ParamKindMeta::Tensor { elem, .. } => {
                 format!("&phobos_rt::Tensor<{}>", rust_type(*elem))
+            }
+            ParamKindMeta::Scalar(ty) => rust_type(*ty).to_string(),
+        };
+        let _ = writeln!(s, "    {name}: {ty},");
+    }
+    s.push_str(") -> ::core::result::Result<(), phobos_rt::LaunchError> {\n");
+    let mut forwarded: Vec<&str> = Vec::new();
+    if meta.grid.is_none() {
+        forwarded.push("grid");
+    }
+    forwarded.extend(params.iter().map(|(n, _)| n.as_str()));
+    let _ = writeln!(
+        s,
+        "    {stream_name}(&device.default_stream(), {})",
+        forwarded.join(", ")
+    );
+    s.push_str("}\n\n");
+
+    let _ = writeln!(
+        s,
+        "/// Launches the Phobos kernel `{}` on `stream`, as [`{fn_name}`] does on the \
+         default stream: checked first, then issued in order with the stream's other work \
+         (asynchronous on a GPU). A tensor argument is a `phobos_rt::Tensor` or another \
+         library's memory (`Stream::borrow`, `Stream::borrow_mut`, `ForeignTensor::from_raw`).",
+        meta.name
+    );
+    s.push_str("#[allow(non_snake_case, clippy::too_many_arguments)]\n");
+    let _ = writeln!(s, "pub fn {stream_name}(");
+    s.push_str("    stream: &phobos_rt::Stream,\n");
+    if meta.grid.is_none() {
+        s.push_str("    grid: impl ::core::convert::Into<phobos_rt::Grid>,\n");
+    }
+    for (name, kind) in &params {
+        let ty = match kind {
+            ParamKindMeta::Tensor {
+                elem,
+                written: true,
+                ..
+            } => format!("&mut impl phobos_rt::TensorOut<{}>", rust_type(*elem)),
+            ParamKindMeta::Tensor { elem, .. } => {
+                format!("&impl phobos_rt::TensorIn<{}>", rust_type(*elem))
             }
             ParamKindMeta::Scalar(ty) => rust_type(*ty).to_string(),
         };
@@ -208,13 +290,20 @@ fn kernel_fn(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str) -> String {
     let args: Vec<String> = params
         .iter()
         .map(|(name, kind)| match kind {
-            ParamKindMeta::Tensor { .. } => format!("phobos_rt::Arg::from({name})"),
+            ParamKindMeta::Tensor {
+                elem,
+                written: true,
+                ..
+            } => format!("phobos_rt::TensorIn::<{}>::arg(&*{name})", rust_type(*elem)),
+            ParamKindMeta::Tensor { elem, .. } => {
+                format!("phobos_rt::TensorIn::<{}>::arg({name})", rust_type(*elem))
+            }
             ParamKindMeta::Scalar(_) => format!("phobos_rt::Arg::scalar({name})"),
         })
         .collect();
     let _ = writeln!(
         s,
-        "    KERNEL.launch(device, {grid}, &[{}])",
+        "    KERNEL.launch_on(stream, {grid}, &[{}])",
         args.join(", ")
     );
     s.push_str("}\n");

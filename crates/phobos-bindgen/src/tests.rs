@@ -40,7 +40,14 @@ fn read_tensors_are_shared_written_are_mut_and_grid_is_an_argument() {
         "static CUBIN_90: &phobos_rt::Aligned<[u8]> = &phobos_rt::Aligned { align: [], bytes: *include_bytes!(concat!(env!(\"OUT_DIR\"), \"/phobos/lanes_matvec.sm_90.cubin\")) };"
     ));
     assert!(code.contains("static CUBINS: [(u32, &[u8]); 1] = [(90, &CUBIN_90.bytes)];"));
-    assert!(code.contains("KERNEL.launch(device, ::core::option::Option::Some(grid.into()), &[phobos_rt::Arg::from(W), phobos_rt::Arg::from(x), phobos_rt::Arg::from(y)])"));
+    // The shorthand forwards to the stream form on the default stream,
+    // which embeds the kernel and takes any tensor-like argument.
+    assert!(
+        code.contains("    lanes_matvec_on(&device.default_stream(), grid, W, x, y)\n"),
+        "{code}"
+    );
+    assert!(code.contains("pub fn lanes_matvec_on(\n    stream: &phobos_rt::Stream,\n    grid: impl ::core::convert::Into<phobos_rt::Grid>,\n    W: &impl phobos_rt::TensorIn<f32>,\n    x: &impl phobos_rt::TensorIn<f32>,\n    y: &mut impl phobos_rt::TensorOut<f32>,\n"), "{code}");
+    assert!(code.contains("KERNEL.launch_on(stream, ::core::option::Option::Some(grid.into()), &[phobos_rt::TensorIn::<f32>::arg(W), phobos_rt::TensorIn::<f32>::arg(x), phobos_rt::TensorIn::<f32>::arg(&*y)])"), "{code}");
 }
 
 #[test]
@@ -175,7 +182,9 @@ fn mangled_names_stay_distinct_from_names_that_look_mangled() {
         code.contains("    device_: &phobos_rt::Tensor<f32>,\n"),
         "{code}"
     );
-    assert_eq!(code.matches("    device_: &").count(), 1, "{code}");
+    // Once in the shorthand, once in the stream form.
+    assert_eq!(code.matches("    device_: &phobos_rt").count(), 1, "{code}");
+    assert_eq!(code.matches("    device_: &impl").count(), 1, "{code}");
 }
 
 #[test]
@@ -206,6 +215,32 @@ fn a_shipped_tuning_file_is_embedded_with_the_kernel() {
         code.contains(
             "\n    }, include_str!(concat!(env!(\"OUT_DIR\"), \"/phobos/tuning.ron\")));\n"
         ),
+        "{code}"
+    );
+}
+
+#[test]
+fn the_stream_form_is_named_apart_from_every_launch_function() {
+    let mut a = lanes_matvec();
+    a.name = "k".into();
+    let mut b = lanes_matvec();
+    b.name = "k_on".into();
+    let mut c = lanes_matvec();
+    c.name = "type".into();
+    let code = generate(
+        &[assets(a), assets(b), assets(c)],
+        &AssetRoot::OutDir(String::new()),
+        DEFAULT_RUNTIME_CRATE,
+    );
+    for f in ["k", "k_on", "k_on_", "k_on_on", "r#type", "type_on"] {
+        assert_eq!(
+            code.matches(&format!("pub fn {f}(\n")).count(),
+            1,
+            "{f}:\n{code}"
+        );
+    }
+    assert!(
+        code.contains("    k_on_(&device.default_stream(), grid, W, x, y)\n"),
         "{code}"
     );
 }

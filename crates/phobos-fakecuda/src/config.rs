@@ -24,6 +24,7 @@
 //! | `PHOBOS_FAKE_GPU_LOAD_RENDEZVOUS` | the same for module loads | off |
 //! | `PHOBOS_FAKE_GPU_TRACE` | a file each driver call that does work is appended to | off |
 //! | `PHOBOS_FAKE_GPU_QUIET` | `1`: do not print sanitizer reports to stderr | off |
+//! | `PHOBOS_FAKE_GPU_SKIP_RUN` | `1`: launches are checked, counted and timed as usual but the kernel is not simulated (host launch-overhead benchmarks) | off |
 
 use std::env;
 
@@ -59,6 +60,8 @@ pub(crate) struct Config {
     pub load_rendezvous: Option<usize>,
     pub trace: Option<String>,
     pub quiet: bool,
+    /// `PHOBOS_FAKE_GPU_SKIP_RUN`: accept launches without simulating them.
+    pub skip_run: bool,
 }
 
 impl Default for Config {
@@ -83,6 +86,7 @@ impl Default for Config {
             load_rendezvous: None,
             trace: None,
             quiet: false,
+            skip_run: false,
         }
     }
 }
@@ -164,6 +168,7 @@ impl Config {
         c.load_rendezvous = num("PHOBOS_FAKE_GPU_LOAD_RENDEZVOUS")?.map(|n| n as usize);
         c.trace = var("PHOBOS_FAKE_GPU_TRACE");
         c.quiet = var("PHOBOS_FAKE_GPU_QUIET").is_some_and(|v| v != "0");
+        c.skip_run = var("PHOBOS_FAKE_GPU_SKIP_RUN").is_some_and(|v| v != "0");
         if c.arch < 30 {
             return Err(bad(
                 "PHOBOS_FAKE_GPU_CC",

@@ -80,6 +80,29 @@ struct Event {
     recorded: Option<f64>,
 }
 
+/// A stream made with `cuStreamCreate`: an in-order queue. Its work runs
+/// when it is issued (one valid schedule), but it keeps its own simulated
+/// clock, so that work on two streams overlaps in simulated time and only
+/// an event wait (`cuStreamWaitEvent`) orders one after the other.
+struct FakeStream {
+    ctx: u64,
+    clock_ns: f64,
+}
+
+/// One launch recorded by a stream capture, replayed by `cuGraphLaunch`.
+#[derive(Clone)]
+pub(crate) struct CapturedLaunch {
+    f: u64,
+    grid: [u32; 3],
+    block: [u32; 3],
+    dynamic_shared: u32,
+    params: Vec<Vec<u8>>,
+}
+
+/// `CU_STREAM_LEGACY` and `CU_STREAM_PER_THREAD`: the default stream's
+/// special handles, which behave as the null stream here.
+const LEGACY_STREAMS: [u64; 3] = [0, 1, 2];
+
 #[derive(Default)]
 struct State {
     next_handle: u64,
@@ -93,6 +116,13 @@ struct State {
     modules: HashMap<u64, LoadedModule>,
     functions: HashMap<u64, Function>,
     events: HashMap<u64, Event>,
+    streams: HashMap<u64, FakeStream>,
+    /// Streams capturing (`cuStreamBeginCapture`), with what they recorded.
+    captures: HashMap<u64, Vec<CapturedLaunch>>,
+    /// Captured graphs and their instantiations, by handle.
+    graphs: HashMap<u64, Vec<CapturedLaunch>>,
+    execs: HashMap<u64, Vec<CapturedLaunch>>,
+    /// The default stream's simulated clock.
     clock_ns: f64,
 }
 
@@ -129,6 +159,28 @@ impl State {
             self.modules.remove(&m);
             self.functions.retain(|_, f| f.module != m);
         }
+        self.streams.retain(|_, st| st.ctx != ctx);
+    }
+
+    /// The simulated clock of `stream` (the default stream's for the null
+    /// handle), which must belong to context `ctx`.
+    fn clock(&mut self, stream: u64, ctx: u64) -> Res<&mut f64> {
+        if LEGACY_STREAMS.contains(&stream) {
+            return Ok(&mut self.clock_ns);
+        }
+        match self.streams.get_mut(&stream) {
+            Some(st) if st.ctx == ctx => Ok(&mut st.clock_ns),
+            _ => Err(CUresult::CUDA_ERROR_INVALID_HANDLE),
+        }
+    }
+
+    /// Copies, memsets and waits on a capturing stream are not modelled
+    /// as graph nodes: refused, as CUDA refuses what a capture cannot hold.
+    fn not_capturing(&self, stream: u64) -> Res<()> {
+        if self.captures.contains_key(&stream) {
+            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+        }
+        Ok(())
     }
 
     fn context(&mut self, ctx: u64) -> Res<&mut Context> {
@@ -431,35 +483,41 @@ impl Driver {
         (total.saturating_sub(s.used_bytes), total)
     }
 
-    pub(crate) fn write(&self, addr: u64, data: &[u8]) -> Res<()> {
+    pub(crate) fn write(&self, addr: u64, data: &[u8], stream: u64) -> Res<()> {
         let mut s = self.state();
-        self.enter(&mut s, true)?;
+        s.not_capturing(stream)?;
+        let ctx = self.enter(&mut s, true)?;
+        s.clock(stream, ctx)?;
         let (id, offset) = s.find(addr, data.len() as u64)?;
         self.memory_mut()
             .write(id, offset, data)
             .map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        s.clock_ns += COPY_LATENCY_NS + data.len() as f64 / HOST_BYTES_PER_NS;
+        *s.clock(stream, ctx)? += COPY_LATENCY_NS + data.len() as f64 / HOST_BYTES_PER_NS;
         self.trace(|| format!("cuMemcpyHtoD {addr:#x} {}", data.len()));
         Ok(())
     }
 
-    pub(crate) fn read(&self, addr: u64, out: &mut [u8]) -> Res<()> {
+    pub(crate) fn read(&self, addr: u64, out: &mut [u8], stream: u64) -> Res<()> {
         let mut s = self.state();
-        self.enter(&mut s, true)?;
+        s.not_capturing(stream)?;
+        let ctx = self.enter(&mut s, true)?;
+        s.clock(stream, ctx)?;
         let (id, offset) = s.find(addr, out.len() as u64)?;
         self.memory
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .read(id, offset, out)
             .map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
-        s.clock_ns += COPY_LATENCY_NS + out.len() as f64 / HOST_BYTES_PER_NS;
+        *s.clock(stream, ctx)? += COPY_LATENCY_NS + out.len() as f64 / HOST_BYTES_PER_NS;
         self.trace(|| format!("cuMemcpyDtoH {addr:#x} {}", out.len()));
         Ok(())
     }
 
-    pub(crate) fn copy(&self, dst: u64, src: u64, len: usize) -> Res<()> {
+    pub(crate) fn copy(&self, dst: u64, src: u64, len: usize, stream: u64) -> Res<()> {
         let mut s = self.state();
-        self.enter(&mut s, false)?;
+        s.not_capturing(stream)?;
+        let ctx = self.enter(&mut s, false)?;
+        s.clock(stream, ctx)?;
         let (src_id, src_off) = s.find(src, len as u64)?;
         let (dst_id, dst_off) = s.find(dst, len as u64)?;
         let mut sim = self.memory_mut();
@@ -473,14 +531,16 @@ impl Driver {
                 .map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
             done += n;
         }
-        s.clock_ns += COPY_LATENCY_NS + len as f64 / DEVICE_BYTES_PER_NS;
+        *s.clock(stream, ctx)? += COPY_LATENCY_NS + len as f64 / DEVICE_BYTES_PER_NS;
         self.trace(|| format!("cuMemcpyDtoD {dst:#x} {src:#x} {len}"));
         Ok(())
     }
 
-    pub(crate) fn memset(&self, dst: u64, value: u8, len: usize) -> Res<()> {
+    pub(crate) fn memset(&self, dst: u64, value: u8, len: usize, stream: u64) -> Res<()> {
         let mut s = self.state();
-        self.enter(&mut s, false)?;
+        s.not_capturing(stream)?;
+        let ctx = self.enter(&mut s, false)?;
+        s.clock(stream, ctx)?;
         let (id, offset) = s.find(dst, len as u64)?;
         let mut sim = self.memory_mut();
         const CHUNK: usize = 1 << 20;
@@ -492,7 +552,7 @@ impl Driver {
                 .map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
             done += n;
         }
-        s.clock_ns += COPY_LATENCY_NS + len as f64 / DEVICE_BYTES_PER_NS;
+        *s.clock(stream, ctx)? += COPY_LATENCY_NS + len as f64 / DEVICE_BYTES_PER_NS;
         self.trace(|| format!("cuMemsetD8 {dst:#x} {value} {len}"));
         Ok(())
     }
@@ -712,11 +772,13 @@ impl Driver {
         block: [u32; 3],
         dynamic_shared: u32,
         params: Vec<Vec<u8>>,
+        stream: u64,
     ) -> Res<()> {
         let mut hang = false;
         let (ctx, sim_module, entry, n) = {
             let mut s = self.state();
             let ctx = self.enter(&mut s, false)?;
+            s.clock(stream, ctx)?;
             let func = s
                 .functions
                 .get(&f)
@@ -763,6 +825,18 @@ impl Driver {
                 });
                 return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
             }
+            if let Some(captured) = s.captures.get_mut(&stream) {
+                // Recorded, not run: the graph runs it (`cuGraphLaunch`).
+                captured.push(CapturedLaunch {
+                    f,
+                    grid,
+                    block,
+                    dynamic_shared,
+                    params: params.clone(),
+                });
+                self.trace(|| format!("cuLaunchKernel {entry}: captured on {stream:#x}"));
+                return Ok(());
+            }
             s.launches_made += 1;
             let n = s.launches_made;
             let context = s.context(ctx)?;
@@ -802,6 +876,14 @@ impl Driver {
             }
         }
         self.trace(|| format!("cuLaunchKernel #{n} {entry} grid={grid:?} block={block:?}"));
+        if self.config.skip_run {
+            // PHOBOS_FAKE_GPU_SKIP_RUN: the host side of a launch only.
+            let mut s = self.state();
+            if let Ok(clock) = s.clock(stream, ctx) {
+                *clock += LAUNCH_LATENCY_NS;
+            }
+            return Ok(());
+        }
         let args: Vec<KernelArg> = params.into_iter().map(KernelArg::Bytes).collect();
         let result = self
             .memory
@@ -822,7 +904,9 @@ impl Driver {
                 let warps = u64::from(block[0] * block[1] * block[2]).div_ceil(32) * stats.ctas;
                 let lanes = (f64::from(self.config.sms) * SCHEDULERS).min(warps.max(1) as f64);
                 let cycles = stats.warp_instructions as f64 / lanes;
-                s.clock_ns += LAUNCH_LATENCY_NS + cycles / CLOCK_GHZ;
+                if let Ok(clock) = s.clock(stream, ctx) {
+                    *clock += LAUNCH_LATENCY_NS + cycles / CLOCK_GHZ;
+                }
                 Ok(())
             }
             Err(SimError::Check(report)) => {
@@ -880,10 +964,10 @@ impl Driver {
             .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)
     }
 
-    pub(crate) fn event_record(&self, e: u64) -> Res<()> {
+    pub(crate) fn event_record(&self, e: u64, stream: u64) -> Res<()> {
         let mut s = self.state();
-        self.enter(&mut s, false)?;
-        let now = s.clock_ns;
+        let ctx = self.enter(&mut s, false)?;
+        let now = *s.clock(stream, ctx)?;
         let ev = s
             .events
             .get_mut(&e)
@@ -891,6 +975,146 @@ impl Driver {
         ev.recorded = Some(now);
         self.trace(|| format!("cuEventRecord {e:#x} at {now:.0} ns"));
         Ok(())
+    }
+
+    // ---- streams ----
+
+    pub(crate) fn stream_create(&self) -> Res<u64> {
+        let mut s = self.state();
+        let ctx = self.enter(&mut s, false)?;
+        let h = s.handle();
+        // A new stream's work starts no earlier than the device's now.
+        let now = s.clock_ns;
+        s.streams.insert(h, FakeStream { ctx, clock_ns: now });
+        self.trace(|| format!("cuStreamCreate {h:#x}"));
+        Ok(h)
+    }
+
+    pub(crate) fn stream_destroy(&self, stream: u64) -> Res<()> {
+        let mut s = self.state();
+        let st = s
+            .streams
+            .remove(&stream)
+            .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)?;
+        // Its work is done: the device's clock has reached its end.
+        s.clock_ns = s.clock_ns.max(st.clock_ns);
+        Ok(())
+    }
+
+    /// `cuStreamWaitEvent`: the stream's later work starts after the
+    /// event's recorded time.
+    pub(crate) fn stream_wait_event(&self, stream: u64, e: u64) -> Res<()> {
+        let mut s = self.state();
+        let ctx = self.enter(&mut s, false)?;
+        let at = s
+            .events
+            .get(&e)
+            .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)?
+            .recorded
+            .unwrap_or(0.0);
+        let clock = s.clock(stream, ctx)?;
+        *clock = clock.max(at);
+        self.trace(|| format!("cuStreamWaitEvent {stream:#x} until {at:.0} ns"));
+        Ok(())
+    }
+
+    pub(crate) fn stream_synchronize(&self, stream: u64) -> Res<()> {
+        let mut s = self.state();
+        s.not_capturing(stream)?;
+        let ctx = self.enter(&mut s, true)?;
+        s.clock(stream, ctx).map(|_| ())
+    }
+
+    // ---- stream capture and graphs ----
+
+    pub(crate) fn begin_capture(&self, stream: u64) -> Res<()> {
+        let mut s = self.state();
+        let ctx = self.enter(&mut s, false)?;
+        if LEGACY_STREAMS.contains(&stream) {
+            return Err(CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+        }
+        s.clock(stream, ctx)?;
+        if s.captures.contains_key(&stream) {
+            return Err(CUresult::CUDA_ERROR_ILLEGAL_STATE);
+        }
+        s.captures.insert(stream, Vec::new());
+        self.trace(|| format!("cuStreamBeginCapture {stream:#x}"));
+        Ok(())
+    }
+
+    pub(crate) fn end_capture(&self, stream: u64) -> Res<u64> {
+        let mut s = self.state();
+        let launches = s
+            .captures
+            .remove(&stream)
+            .ok_or(CUresult::CUDA_ERROR_ILLEGAL_STATE)?;
+        let h = s.handle();
+        let n = launches.len();
+        s.graphs.insert(h, launches);
+        self.trace(|| format!("cuStreamEndCapture {stream:#x}: {n} launches"));
+        Ok(h)
+    }
+
+    pub(crate) fn is_capturing(&self, stream: u64) -> bool {
+        self.state().captures.contains_key(&stream)
+    }
+
+    pub(crate) fn graph_instantiate(&self, graph: u64) -> Res<u64> {
+        let mut s = self.state();
+        let launches = s
+            .graphs
+            .get(&graph)
+            .cloned()
+            .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)?;
+        let h = s.handle();
+        s.execs.insert(h, launches);
+        Ok(h)
+    }
+
+    pub(crate) fn graph_destroy(&self, graph: u64) -> Res<()> {
+        self.state()
+            .graphs
+            .remove(&graph)
+            .map(|_| ())
+            .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)
+    }
+
+    pub(crate) fn graph_exec_destroy(&self, exec: u64) -> Res<()> {
+        self.state()
+            .execs
+            .remove(&exec)
+            .map(|_| ())
+            .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)
+    }
+
+    /// `cuGraphLaunch`: the captured launches, in order, on `stream`.
+    pub(crate) fn graph_launch(&self, exec: u64, stream: u64) -> Res<()> {
+        let launches = {
+            let s = self.state();
+            s.not_capturing(stream)?;
+            s.execs
+                .get(&exec)
+                .cloned()
+                .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)?
+        };
+        self.trace(|| format!("cuGraphLaunch {exec:#x}: {} launches", launches.len()));
+        for l in launches {
+            self.launch(l.f, l.grid, l.block, l.dynamic_shared, l.params, stream)?;
+        }
+        Ok(())
+    }
+
+    /// The context a stream belongs to (the current one for the default
+    /// stream's handles).
+    pub(crate) fn stream_context(&self, stream: u64) -> Res<u64> {
+        let s = self.state();
+        if LEGACY_STREAMS.contains(&stream) {
+            return current().ok_or(CUresult::CUDA_ERROR_INVALID_CONTEXT);
+        }
+        s.streams
+            .get(&stream)
+            .map(|st| st.ctx)
+            .ok_or(CUresult::CUDA_ERROR_INVALID_HANDLE)
     }
 
     pub(crate) fn event_synchronize(&self, e: u64) -> Res<()> {

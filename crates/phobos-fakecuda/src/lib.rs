@@ -322,8 +322,112 @@ pub extern "C" fn cuCtxSynchronize() -> CUresult {
 }
 
 #[no_mangle]
-pub extern "C" fn cuStreamSynchronize(_stream: Handle) -> CUresult {
-    guard("cuStreamSynchronize", || drv()?.synchronize())
+pub extern "C" fn cuStreamSynchronize(stream: Handle) -> CUresult {
+    guard("cuStreamSynchronize", || {
+        drv()?.stream_synchronize(id(stream))
+    })
+}
+
+// ---- streams ----
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamCreate(stream: *mut Handle, _flags: c_uint) -> CUresult {
+    guard("cuStreamCreate", || {
+        if stream.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(stream, h(drv()?.stream_create()?))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamCreateWithPriority(
+    stream: *mut Handle,
+    flags: c_uint,
+    _priority: c_int,
+) -> CUresult {
+    cuStreamCreate(stream, flags)
+}
+
+#[no_mangle]
+pub extern "C" fn cuStreamDestroy_v2(stream: Handle) -> CUresult {
+    guard("cuStreamDestroy_v2", || drv()?.stream_destroy(id(stream)))
+}
+
+#[no_mangle]
+pub extern "C" fn cuStreamWaitEvent(stream: Handle, event: Handle, _flags: c_uint) -> CUresult {
+    guard("cuStreamWaitEvent", || {
+        drv()?.stream_wait_event(id(stream), id(event))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuStreamQuery(stream: Handle) -> CUresult {
+    // Work runs when it is issued, so a stream is always idle.
+    guard("cuStreamQuery", || drv()?.stream_synchronize(id(stream)))
+}
+
+#[no_mangle]
+pub extern "C" fn cuStreamBeginCapture_v2(stream: Handle, _mode: c_uint) -> CUresult {
+    guard("cuStreamBeginCapture_v2", || {
+        drv()?.begin_capture(id(stream))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamEndCapture(stream: Handle, graph: *mut Handle) -> CUresult {
+    guard("cuStreamEndCapture", || {
+        if graph.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(graph, h(drv()?.end_capture(id(stream))?))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamIsCapturing(stream: Handle, status: *mut c_uint) -> CUresult {
+    guard("cuStreamIsCapturing", || {
+        // CU_STREAM_CAPTURE_STATUS_NONE = 0, _ACTIVE = 1.
+        out(status, c_uint::from(drv()?.is_capturing(id(stream))))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuGraphInstantiateWithFlags(
+    exec: *mut Handle,
+    graph: Handle,
+    _flags: u64,
+) -> CUresult {
+    guard("cuGraphInstantiateWithFlags", || {
+        if exec.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        out(exec, h(drv()?.graph_instantiate(id(graph))?))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuGraphLaunch(exec: Handle, stream: Handle) -> CUresult {
+    guard("cuGraphLaunch", || {
+        drv()?.graph_launch(id(exec), id(stream))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuGraphExecDestroy(exec: Handle) -> CUresult {
+    guard("cuGraphExecDestroy", || drv()?.graph_exec_destroy(id(exec)))
+}
+
+#[no_mangle]
+pub extern "C" fn cuGraphDestroy(graph: Handle) -> CUresult {
+    guard("cuGraphDestroy", || drv()?.graph_destroy(id(graph)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuStreamGetCtx(stream: Handle, ctx: *mut Handle) -> CUresult {
+    guard("cuStreamGetCtx", || {
+        out(ctx, h(drv()?.stream_context(id(stream))?))
+    })
 }
 
 // ---- memory ----
@@ -357,12 +461,77 @@ pub unsafe extern "C" fn cuMemcpyHtoD_v2(dst: u64, src: *const c_void, bytes: us
     guard("cuMemcpyHtoD_v2", || {
         let d = drv()?;
         if bytes == 0 {
-            return d.write(dst, &[]);
+            return d.write(dst, &[], 0);
         }
         if src.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
-        d.write(dst, std::slice::from_raw_parts(src.cast::<u8>(), bytes))
+        d.write(dst, std::slice::from_raw_parts(src.cast::<u8>(), bytes), 0)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
+    dst: u64,
+    src: *const c_void,
+    bytes: usize,
+    stream: Handle,
+) -> CUresult {
+    guard("cuMemcpyHtoDAsync_v2", || {
+        let d = drv()?;
+        if bytes == 0 {
+            return d.write(dst, &[], id(stream));
+        }
+        if src.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        d.write(
+            dst,
+            std::slice::from_raw_parts(src.cast::<u8>(), bytes),
+            id(stream),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
+    dst: *mut c_void,
+    src: u64,
+    bytes: usize,
+    stream: Handle,
+) -> CUresult {
+    guard("cuMemcpyDtoHAsync_v2", || {
+        let d = drv()?;
+        if bytes == 0 {
+            return d.read(src, &mut [], id(stream));
+        }
+        if dst.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        d.read(
+            src,
+            std::slice::from_raw_parts_mut(dst.cast::<u8>(), bytes),
+            id(stream),
+        )
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemcpyDtoDAsync_v2(
+    dst: u64,
+    src: u64,
+    bytes: usize,
+    stream: Handle,
+) -> CUresult {
+    guard("cuMemcpyDtoDAsync_v2", || {
+        drv()?.copy(dst, src, bytes, id(stream))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemsetD8Async(dst: u64, value: u8, n: usize, stream: Handle) -> CUresult {
+    guard("cuMemsetD8Async", || {
+        drv()?.memset(dst, value, n, id(stream))
     })
 }
 
@@ -371,23 +540,27 @@ pub unsafe extern "C" fn cuMemcpyDtoH_v2(dst: *mut c_void, src: u64, bytes: usiz
     guard("cuMemcpyDtoH_v2", || {
         let d = drv()?;
         if bytes == 0 {
-            return d.read(src, &mut []);
+            return d.read(src, &mut [], 0);
         }
         if dst.is_null() {
             return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
         }
-        d.read(src, std::slice::from_raw_parts_mut(dst.cast::<u8>(), bytes))
+        d.read(
+            src,
+            std::slice::from_raw_parts_mut(dst.cast::<u8>(), bytes),
+            0,
+        )
     })
 }
 
 #[no_mangle]
 pub extern "C" fn cuMemcpyDtoD_v2(dst: u64, src: u64, bytes: usize) -> CUresult {
-    guard("cuMemcpyDtoD_v2", || drv()?.copy(dst, src, bytes))
+    guard("cuMemcpyDtoD_v2", || drv()?.copy(dst, src, bytes, 0))
 }
 
 #[no_mangle]
 pub extern "C" fn cuMemsetD8_v2(dst: u64, value: u8, n: usize) -> CUresult {
-    guard("cuMemsetD8_v2", || drv()?.memset(dst, value, n))
+    guard("cuMemsetD8_v2", || drv()?.memset(dst, value, n, 0))
 }
 
 // ---- modules and functions ----
@@ -530,7 +703,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
     block_y: c_uint,
     block_z: c_uint,
     shared_bytes: c_uint,
-    _stream: Handle,
+    stream: Handle,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
@@ -557,6 +730,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
             [block_x, block_y, block_z],
             shared_bytes,
             bytes,
+            id(stream),
         )
     })
 }
@@ -579,8 +753,10 @@ pub extern "C" fn cuEventDestroy_v2(event: Handle) -> CUresult {
 }
 
 #[no_mangle]
-pub extern "C" fn cuEventRecord(event: Handle, _stream: Handle) -> CUresult {
-    guard("cuEventRecord", || drv()?.event_record(id(event)))
+pub extern "C" fn cuEventRecord(event: Handle, stream: Handle) -> CUresult {
+    guard("cuEventRecord", || {
+        drv()?.event_record(id(event), id(stream))
+    })
 }
 
 #[no_mangle]

@@ -85,4 +85,6 @@ pub(crate) struct EntryCall<'a> {
     pub block: [u32; 3],
     /// The entry's arguments in `.param` order ([`crate::sim_launch::Plan::kernel_args`]).
     pub args: &'a [phobos_sim::KernelArg],
+    /// The stream the launch is issued on (`None`: the default stream).
+    pub stream: Option<&'a crate::Stream>,
 }

@@ -7,7 +7,7 @@
 use crate::call::{EntryCall, KernelId, KernelSource, Limits};
 use crate::error::{DeviceError, LaunchError};
 use cudarc::driver::result::{self, DriverError};
-use cudarc::driver::sys;
+use cudarc::driver::{sys, CudaContext};
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -140,7 +140,11 @@ struct DeviceInfo {
 }
 
 pub(crate) struct CudaBackend {
-    device: sys::CUdevice,
+    /// The context as cudarc holds it: the device's primary context
+    /// (`Device::cuda`) or the program's own (`Device::from_cudarc`).
+    /// Streams, events and foreign memory are cudarc's types over it.
+    /// `None` only while dropping.
+    cudarc: Option<Arc<CudaContext>>,
     ctx: sys::CUcontext,
     name: String,
     arch: u32,
@@ -172,8 +176,7 @@ fn sync_requested() -> bool {
 
 impl CudaBackend {
     pub(crate) fn open(ordinal: usize) -> Result<CudaBackend, DeviceError> {
-        // Without libcuda every cudarc call would panic; ask first.
-        if !unsafe { sys::is_culib_present() } {
+        if !driver_present() {
             return Err(DeviceError::NoDriver);
         }
         result::init().map_err(driver("cuInit"))?;
@@ -195,11 +198,30 @@ impl CudaBackend {
                 arch: info.arch,
             });
         }
-        let ctx = unsafe { result::primary_ctx::retain(device) }
-            .map_err(driver("cuDevicePrimaryCtxRetain"))?;
-        Ok(CudaBackend {
-            device,
-            ctx,
+        // cudarc's context retains the primary context and makes it
+        // current on this thread; the caller's current context is put back.
+        let previous = current_context();
+        let cudarc = CudaContext::new(ordinal).map_err(driver("cuDevicePrimaryCtxRetain"));
+        restore_context(previous);
+        Ok(Self::with_context(cudarc?, info))
+    }
+
+    /// The backend over a context the program made with cudarc.
+    pub(crate) fn from_cudarc(cudarc: Arc<CudaContext>) -> Result<CudaBackend, DeviceError> {
+        let info = Self::query(cudarc.cu_device())?;
+        if info.arch < 75 {
+            return Err(DeviceError::UnsupportedArch {
+                name: info.name,
+                arch: info.arch,
+            });
+        }
+        Ok(Self::with_context(cudarc, info))
+    }
+
+    fn with_context(cudarc: Arc<CudaContext>, info: DeviceInfo) -> CudaBackend {
+        CudaBackend {
+            ctx: cudarc.cu_ctx(),
+            cudarc: Some(cudarc),
             name: info.name,
             arch: info.arch,
             limits: info.limits,
@@ -207,7 +229,26 @@ impl CudaBackend {
             sync_each_launch: sync_requested(),
             modules: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(InFlight::default()),
-        })
+        }
+    }
+
+    /// The context as cudarc holds it.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        self.cudarc
+            .as_ref()
+            .expect("the context is only taken while dropping")
+    }
+
+    /// The raw context handle, which identifies the context.
+    pub(crate) fn raw_context(&self) -> usize {
+        self.ctx as usize
+    }
+
+    /// Runs `f` (a cudarc call, which makes the context current with
+    /// `cuCtxSetCurrent`) with the caller's current context put back after.
+    pub(crate) fn bound<R>(&self, f: impl FnOnce() -> R) -> Result<R, DeviceError> {
+        let _bound = self.bind()?;
+        Ok(f())
     }
 
     fn query(device: sys::CUdevice) -> Result<DeviceInfo, DeviceError> {
@@ -573,6 +614,14 @@ impl CudaBackend {
     }
 
     pub(crate) fn launch(&self, call: &EntryCall<'_>) -> Result<(), LaunchError> {
+        if self.sync_each_launch && call.stream.is_some_and(crate::Stream::is_capturing) {
+            return Err(LaunchError::Capture {
+                site: Box::new(call.site.clone()),
+                message: "PHOBOS_SYNC=1 waits for each launch, and a captured launch does \
+                          not run until the graph does; unset it to capture"
+                    .to_string(),
+            });
+        }
         let function = self.function(call)?;
         self.launch_function(call, function)
     }
@@ -612,7 +661,7 @@ impl CudaBackend {
                 (gx, gy, gz),
                 (bx, by, bz),
                 call.variant.dynamic_shared_bytes(),
-                std::ptr::null_mut(),
+                call.stream.map_or(std::ptr::null_mut(), |s| s.cu_stream()),
                 &mut params,
             )
         };
@@ -715,9 +764,41 @@ impl Drop for CudaBackend {
                 }
             }
         }
-        unsafe {
-            let _ = result::primary_ctx::release(self.device);
-        }
+        // cudarc's drop makes the context current before releasing it.
+        let previous = current_context();
+        drop(self.cudarc.take());
+        restore_context(previous);
+    }
+}
+
+/// Whether libcuda can be used. Loaded at run time (the `dynamic-loading`
+/// feature), every cudarc call would panic without it, so it is asked
+/// first; linked (candle's `dynamic-linking`), the program would not have
+/// started without it.
+fn driver_present() -> bool {
+    #[cfg(feature = "dynamic-loading")]
+    {
+        unsafe { sys::is_culib_present() }
+    }
+    #[cfg(not(feature = "dynamic-loading"))]
+    {
+        true
+    }
+}
+
+/// The calling thread's current context (null when none).
+fn current_context() -> sys::CUcontext {
+    let mut c = std::ptr::null_mut();
+    unsafe {
+        let _ = sys::cuCtxGetCurrent(&mut c);
+    }
+    c
+}
+
+/// Makes `previous` ([`current_context`]) current again.
+fn restore_context(previous: sys::CUcontext) {
+    unsafe {
+        let _ = sys::cuCtxSetCurrent(previous);
     }
 }
 

@@ -130,6 +130,54 @@ impl Device {
         )?)))
     }
 
+    /// A device over a CUDA context the program already has (made with
+    /// cudarc, this crate's version), so that Phobos launches, the
+    /// program's own cudarc work and other libraries on that context share
+    /// memory and streams: [`Device::wrap_stream`], [`Stream::borrow`].
+    /// The context stays the program's; the device holds a reference.
+    ///
+    /// [`Stream::borrow`]: crate::Stream::borrow
+    pub fn from_cudarc(ctx: Arc<cudarc::driver::CudaContext>) -> Result<Device, DeviceError> {
+        Ok(Device::new(Backend::Cuda(
+            crate::cuda::CudaBackend::from_cudarc(ctx)?,
+        )))
+    }
+
+    /// The device's CUDA context as cudarc holds it (`None` on the
+    /// simulator), for allocating or launching with cudarc on it.
+    pub fn cudarc_context(&self) -> Option<Arc<cudarc::driver::CudaContext>> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => Some(Arc::clone(c.context())),
+            Backend::Sim(_) => None,
+        }
+    }
+
+    /// The CUDA backend (`None` on the simulator).
+    pub(crate) fn cuda_backend(&self) -> Option<&crate::cuda::CudaBackend> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => Some(c),
+            Backend::Sim(_) => None,
+        }
+    }
+
+    /// The raw CUDA context handle (`None` on the simulator).
+    pub(crate) fn raw_context(&self) -> Option<usize> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => Some(c.raw_context()),
+            Backend::Sim(_) => None,
+        }
+    }
+
+    /// True when work on both devices can be ordered together: the same
+    /// CUDA context (two `Device::cuda(0)` share the primary context), or
+    /// the same simulator device.
+    pub(crate) fn same_context(&self, other: &Device) -> bool {
+        match (self.raw_context(), other.raw_context()) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.same_as(other),
+        }
+    }
+
     /// The CPU simulator.
     pub fn sim() -> Device {
         Device::new(Backend::Sim(crate::sim::SimBackend::new()))

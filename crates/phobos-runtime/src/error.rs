@@ -72,6 +72,10 @@ pub enum LaunchError {
     Fault { site: Box<Site>, message: String },
     /// The driver or the simulator failed the launch itself.
     Backend { site: Box<Site>, message: String },
+    /// The launch cannot be captured into a graph (`Stream::begin_capture`):
+    /// it would time autotune variants, or wait for the device
+    /// (`PHOBOS_SYNC=1`), and a capture records work without running it.
+    Capture { site: Box<Site>, message: String },
 }
 
 impl LaunchError {
@@ -86,7 +90,8 @@ impl LaunchError {
             | LaunchError::Check { site, .. }
             | LaunchError::Aliasing { site, .. }
             | LaunchError::Fault { site, .. }
-            | LaunchError::Backend { site, .. } => site,
+            | LaunchError::Backend { site, .. }
+            | LaunchError::Capture { site, .. } => site,
         }
     }
 }
@@ -131,6 +136,10 @@ impl fmt::Display for LaunchError {
                 write!(f, "launch failed: {message}\n  note: {STICKY_NOTE}")
             }
             LaunchError::Backend { message, .. } => write!(f, "launch failed: {message}"),
+            LaunchError::Capture { message, .. } => write!(
+                f,
+                "cannot be captured into a graph: {message}"
+            ),
         }
     }
 }
@@ -179,6 +188,22 @@ pub enum DeviceError {
     },
     /// Shipped autotune decisions could not be read or written.
     Tuning(String),
+    /// A stream, event or foreign buffer belongs to another CUDA context
+    /// (or another simulator device) than the device it is used with.
+    OtherContext { what: String },
+    /// Memory another library allocated holds fewer elements than the
+    /// shape it is borrowed with needs.
+    ForeignTooSmall {
+        shape: Vec<usize>,
+        needed: usize,
+        len: usize,
+    },
+    /// The operation needs the CUDA backend (foreign CUDA memory, a cudarc
+    /// stream) and the device is the simulator.
+    NotCuda { what: String },
+    /// A graph capture refused the operation: `what` (a copy, a wait, a
+    /// second capture, ...) and why.
+    Capture { what: String },
 }
 
 /// How a program recovers from a device fault, and how it finds the launch.
@@ -242,6 +267,21 @@ impl fmt::Display for DeviceError {
                 candidates_text(launches)
             ),
             DeviceError::Tuning(message) => write!(f, "autotune decisions: {message}"),
+            DeviceError::OtherContext { what } => write!(
+                f,
+                "{what} belongs to another CUDA context than the device it is used with; \
+                 work can only be ordered and memory only be used within one context"
+            ),
+            DeviceError::ForeignTooSmall { shape, needed, len } => write!(
+                f,
+                "a foreign buffer of {len} elements cannot be borrowed with shape {shape:?}, \
+                 which needs {needed}"
+            ),
+            DeviceError::Capture { what } => write!(f, "graph capture: {what}"),
+            DeviceError::NotCuda { what } => write!(
+                f,
+                "{what} needs the CUDA backend; this device is the simulator"
+            ),
         }
     }
 }

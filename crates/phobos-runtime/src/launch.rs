@@ -9,6 +9,7 @@ use crate::device::Device;
 use crate::elem::{Elem, ScalarArg};
 use crate::error::{LaunchError, Site};
 use crate::sim_launch::Plan;
+use crate::stream::Stream;
 use crate::tensor::Tensor;
 use phobos_meta::binding::{self, ArgShape, BindError, Binding, LaunchRequest};
 use phobos_meta::meta::{KernelMeta, ParamKindMeta, VariantMeta};
@@ -87,13 +88,43 @@ pub enum Arg<'a> {
     Scalar(ScalarArg),
 }
 
-/// A tensor argument: what the checks need to know about a `Tensor<T>`.
+/// A tensor argument: what the checks need to know about a `Tensor<T>`
+/// or another library's memory ([`crate::ForeignTensor`]).
 pub struct TensorArg<'a> {
     device: &'a Device,
     elem: ScalarTy,
     shape: &'a [usize],
     address: u64,
     capacity: usize,
+    /// Another library's memory: usable by any device of its context.
+    foreign: bool,
+    /// The stream a foreign borrow was made for (raw handle), whose
+    /// ordering with the owner's work cudarc keeps; `None`: any stream.
+    stream: Option<usize>,
+    /// A Phobos tensor's buffer, which a graph capturing the launch keeps.
+    buffer: Option<&'a std::sync::Arc<crate::device::Buffer>>,
+}
+
+impl<'a> TensorArg<'a> {
+    pub(crate) fn foreign(
+        device: &'a Device,
+        stream: Option<usize>,
+        elem: ScalarTy,
+        shape: &'a [usize],
+        address: u64,
+        capacity: usize,
+    ) -> TensorArg<'a> {
+        TensorArg {
+            device,
+            elem,
+            shape,
+            address,
+            capacity,
+            foreign: true,
+            stream,
+            buffer: None,
+        }
+    }
 }
 
 impl<'a, T: Elem> From<&'a Tensor<T>> for Arg<'a> {
@@ -104,6 +135,9 @@ impl<'a, T: Elem> From<&'a Tensor<T>> for Arg<'a> {
             shape: t.shape(),
             address: t.address(),
             capacity: t.capacity(),
+            foreign: false,
+            stream: None,
+            buffer: Some(&t.buf),
         })
     }
 }
@@ -174,6 +208,28 @@ impl Kernel {
         grid: Option<Grid>,
         args: &[Arg<'_>],
     ) -> Result<(), LaunchError> {
+        self.launch_with(device, None, grid, args)
+    }
+
+    /// [`Kernel::launch`] on `stream`: checked the same way, then issued
+    /// on the stream, in order with the stream's other work; it returns
+    /// before the kernel runs (on a GPU).
+    pub fn launch_on(
+        &self,
+        stream: &Stream,
+        grid: Option<Grid>,
+        args: &[Arg<'_>],
+    ) -> Result<(), LaunchError> {
+        self.launch_with(stream.device(), Some(stream), grid, args)
+    }
+
+    fn launch_with(
+        &self,
+        device: &Device,
+        stream: Option<&Stream>,
+        grid: Option<Grid>,
+        args: &[Arg<'_>],
+    ) -> Result<(), LaunchError> {
         let site = self.site(device);
         let meta = self.meta().map_err(|message| LaunchError::Metadata {
             site: Box::new(site.clone()),
@@ -184,6 +240,7 @@ impl Kernel {
             meta,
             source: &self.source,
             device,
+            stream,
             args,
         };
         checker.check_devices()?;
@@ -200,7 +257,7 @@ impl Kernel {
         };
         let plan = Plan::with_variant(binding, variant).map_err(|e| checker.refused(e))?;
         let args = checker.kernel_args(&plan, &HashMap::new())?;
-        device.launch_entry(&EntryCall {
+        let call = EntryCall {
             site: &site,
             id: self.id(),
             source: &self.source,
@@ -209,7 +266,28 @@ impl Kernel {
             grid: plan.grid,
             block: plan.block(),
             args: &args,
-        })
+            stream,
+        };
+        if let Some(s) = stream {
+            let mut capture = s.capture();
+            if let Some(c) = capture.as_mut() {
+                // The graph keeps the tensors it replays on alive.
+                for arg in checker.args {
+                    if let Arg::Tensor(t) = arg {
+                        match t.buffer {
+                            Some(b) => c.keep.push(std::sync::Arc::clone(b)),
+                            None => c.foreign = true,
+                        }
+                    }
+                }
+                if device.kind() == crate::BackendKind::Sim {
+                    // The simulator records the launch; the graph runs it.
+                    c.recorded.push(crate::graph::Recorded::new(&call));
+                    return Ok(());
+                }
+            }
+        }
+        device.launch_entry(&call)
     }
 
     /// Picks among variants that differ only in free tuning constants. On
@@ -247,6 +325,30 @@ impl Kernel {
             site: Box::new(checker.site.clone()),
             message,
         };
+        if checker.stream.is_some_and(Stream::is_capturing) {
+            return Err(LaunchError::Capture {
+                site: Box::new(checker.site.clone()),
+                message: format!(
+                    "the kernel's first launch for these dims ({}) times its autotune \
+                     variants, which runs kernels and waits for them; launch it once \
+                     before `begin_capture` (or ship the decision, \
+                     `Device::preload_tuning`)",
+                    named_dims(checker.meta, binding)
+                        .iter()
+                        .map(|(d, v)| format!("{d} = {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        // Timing runs on the default stream, which does not wait for a
+        // non-blocking stream: the launch's stream must finish the work
+        // that produces the inputs first.
+        if let Some(stream) = checker.stream.filter(|s| !s.is_default()) {
+            stream
+                .synchronize()
+                .map_err(|e| backend_err(format!("autotune: waiting for the stream: {e}")))?;
+        }
         // Scratch copies of every written tensor, keyed by parameter name.
         let mut scratch = HashMap::new();
         let mut keep_alive = Vec::new();
@@ -292,6 +394,7 @@ impl Kernel {
                 grid: plan.grid,
                 block: plan.block(),
                 args: &checker.kernel_args(&plan, &scratch)?,
+                stream: None,
             };
             match device.time_entry(&call, TUNE_WARMUPS, TUNE_RUNS) {
                 Ok(Some(ms)) => {
@@ -340,6 +443,7 @@ struct Checker<'a, 'm> {
     meta: &'m KernelMeta,
     source: &'a KernelSource,
     device: &'a Device,
+    stream: Option<&'a Stream>,
     args: &'a [Arg<'a>],
 }
 
@@ -351,15 +455,31 @@ impl<'m> Checker<'_, 'm> {
         }
     }
 
-    /// Every tensor lives on the device launched on.
+    /// Every tensor lives on the device launched on (foreign memory: in
+    /// its context), and foreign memory borrowed for a stream is launched
+    /// on that stream.
     fn check_devices(&self) -> Result<(), LaunchError> {
         for (param, arg) in self.meta.params.iter().zip(self.args) {
             if let Arg::Tensor(t) = arg {
-                if !t.device.same_as(self.device) {
+                let same = if t.foreign {
+                    t.device.same_context(self.device)
+                } else {
+                    t.device.same_as(self.device)
+                };
+                if !same {
                     return Err(LaunchError::WrongDevice {
                         site: Box::new(self.site.clone()),
                         param: param.name.clone(),
                     });
+                }
+                let launched_on = self.stream.map_or(0, |s| s.cu_stream() as usize);
+                if t.stream.is_some_and(|s| s != launched_on) {
+                    return Err(self.arguments(format!(
+                        "`{}` was borrowed for another stream than the one launched on; \
+                         borrow it with the launch's stream (`stream.borrow`), so that \
+                         cudarc orders the launch with the buffer's other uses",
+                        param.name
+                    )));
                 }
             }
         }

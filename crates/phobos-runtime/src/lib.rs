@@ -24,9 +24,12 @@ mod cuda;
 mod device;
 mod elem;
 mod error;
+mod foreign;
+mod graph;
 mod launch;
 mod sim;
 pub mod sim_launch;
+mod stream;
 mod tensor;
 mod tuning;
 
@@ -34,10 +37,13 @@ pub use call::KernelSource;
 pub use device::{BackendKind, Device, EntryOccupancy, Limits, LoadedImage};
 pub use elem::{Elem, ScalarArg};
 pub use error::{DeviceError, LaunchError, Site};
+pub use foreign::{ForeignTensor, ForeignTensorMut, TensorIn, TensorOut};
+pub use graph::Graph;
 pub use launch::{cdiv, Aligned, Arg, Grid, Kernel, TensorArg};
 /// Why the launch binding refused a launch ([`LaunchError::Bind`]).
 pub use phobos_meta::binding::BindError;
 pub use sim_launch::name_shared_buffer;
+pub use stream::{Event, Stream};
 pub use tensor::Tensor;
 
 /// Half-precision element types (`f16`, `bf16`), as tensors of them are typed.

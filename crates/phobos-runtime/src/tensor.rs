@@ -79,7 +79,7 @@ impl<T: Elem> Tensor<T> {
         self.view(0, shape)
     }
 
-    fn check_in_bounds(&self, len: usize) -> Result<(), DeviceError> {
+    pub(crate) fn check_in_bounds(&self, len: usize) -> Result<(), DeviceError> {
         if len > self.capacity() {
             return Err(DeviceError::OutOfBounds {
                 offset: self.offset,

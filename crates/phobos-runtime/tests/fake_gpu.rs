@@ -623,3 +623,61 @@ fn stand_in_tuning_embedded_by_the_build_is_used_without_timing() {
         "{launches:?} should run {chosen}"
     );
 }
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_a_capture_refuses_autotune_timing_and_phobos_sync() {
+    in_fake_gpu_child_phase(
+        "stand_in_a_capture_refuses_autotune_timing_and_phobos_sync",
+        "autotune",
+        &[],
+        || {
+            let dev = fake_gpu();
+            let s = dev.new_stream().unwrap();
+            let n = 256;
+            let x = s.upload(&values(n, 5), &[n]).unwrap();
+            let mut y = s.zeros::<f32>(&[n]).unwrap();
+            s.begin_capture().unwrap();
+            // The first launch for these dims would time both variants.
+            let e = tuned_kernel()
+                .launch_on(&s, None, &[Arg::from(&x), Arg::from(&mut y)])
+                .unwrap_err();
+            assert!(matches!(e, LaunchError::Capture { .. }), "{e:?}");
+            assert!(e.to_string().contains("N = 256"), "{e}");
+            let graph = s.end_capture().unwrap();
+            assert_eq!(graph.tensors_kept(), 0);
+            // Tuned outside the capture, the same launch is captured.
+            tuned_kernel()
+                .launch_on(&s, None, &[Arg::from(&x), Arg::from(&mut y)])
+                .unwrap();
+            s.begin_capture().unwrap();
+            tuned_kernel()
+                .launch_on(&s, None, &[Arg::from(&x), Arg::from(&mut y)])
+                .unwrap();
+            let graph = s.end_capture().unwrap();
+            y.fill(0.0).unwrap();
+            graph.launch().unwrap();
+            let want: Vec<f32> = values(n, 5).iter().map(|v| 2.0 * v).collect();
+            assert_eq!(s.download(&y).unwrap(), want);
+        },
+    );
+    in_fake_gpu_child_phase(
+        "stand_in_a_capture_refuses_autotune_timing_and_phobos_sync",
+        "sync",
+        &[("PHOBOS_SYNC", "1")],
+        || {
+            let dev = fake_gpu();
+            let s = dev.new_stream().unwrap();
+            let kernel = compile(SCALE, &[75], vec![]);
+            let x = s.upload(&values(32, 5), &[32]).unwrap();
+            let mut y = s.zeros::<f32>(&[32]).unwrap();
+            s.begin_capture().unwrap();
+            let e = kernel
+                .launch_on(&s, Some(Grid::from(1)), &[Arg::from(&x), Arg::from(&mut y)])
+                .unwrap_err();
+            assert!(matches!(e, LaunchError::Capture { .. }), "{e:?}");
+            assert!(e.to_string().contains("PHOBOS_SYNC"), "{e}");
+            s.end_capture().unwrap();
+        },
+    );
+}

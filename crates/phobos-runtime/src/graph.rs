@@ -1,0 +1,158 @@
+//! CUDA graphs: a sequence of launches captured on a stream
+//! ([`crate::Stream::begin_capture`] .. [`crate::Stream::end_capture`]) and
+//! replayed with one call, which saves the host the launch path (checks,
+//! argument packing, one driver call per kernel) each time.
+//!
+//! Each launch is checked when it is captured, exactly as when it runs;
+//! the graph then replays the same kernels with the same arguments
+//! (tensor addresses and scalar values are fixed at capture). The Phobos
+//! tensors the launches used are kept alive by the graph. Other libraries'
+//! memory cannot be: a graph that used it replays only through the
+//! `unsafe` [`Graph::launch_unchecked`].
+//!
+//! On the CUDA backend the graph is cudarc's `CudaGraph` (captured in
+//! relaxed mode, instantiated once). On the simulator the captured
+//! launches are recorded and run again in order.
+
+use crate::call::EntryCall;
+use crate::call::{KernelId, KernelSource};
+use crate::device::Buffer;
+use crate::error::{DeviceError, Site};
+use crate::stream::Stream;
+use cudarc::driver::CudaGraph;
+use phobos_meta::meta::VariantMeta;
+use phobos_sim::KernelArg;
+use std::fmt;
+use std::sync::Arc;
+
+/// One launch the simulator captured, owned so that it can run again.
+pub(crate) struct Recorded {
+    pub site: Site,
+    pub id: KernelId,
+    pub source: KernelSource,
+    pub entry: String,
+    pub variant: VariantMeta,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub args: Vec<KernelArg>,
+}
+
+impl Recorded {
+    pub(crate) fn new(call: &EntryCall<'_>) -> Recorded {
+        let s = call.source;
+        Recorded {
+            site: call.site.clone(),
+            id: call.id.clone(),
+            source: KernelSource {
+                name: s.name,
+                module: s.module,
+                meta: s.meta,
+                ptx: s.ptx,
+                cubins: s.cubins,
+            },
+            entry: call.entry.to_string(),
+            variant: call.variant.clone(),
+            grid: call.grid,
+            block: call.block,
+            args: call.args.to_vec(),
+        }
+    }
+}
+
+/// A captured sequence of launches (see the module docs).
+pub struct Graph {
+    pub(crate) stream: Stream,
+    /// The driver's instantiated graph (`None`: the simulator, or an
+    /// empty capture).
+    pub(crate) cuda: Option<CudaGraph>,
+    pub(crate) recorded: Vec<Recorded>,
+    /// The buffers the launches use, alive as long as the graph.
+    pub(crate) keep: Vec<Arc<Buffer>>,
+    pub(crate) foreign: bool,
+}
+
+impl Graph {
+    /// Replays the captured launches on the stream they were captured on,
+    /// in order with its other work (asynchronous on a GPU). A graph that
+    /// used another library's memory is refused (`DeviceError::Capture`):
+    /// use [`Graph::launch_unchecked`].
+    pub fn launch(&self) -> Result<(), DeviceError> {
+        if self.foreign {
+            return Err(DeviceError::Capture {
+                what: "the graph uses another library's memory, which it cannot keep \
+                       alive; replay it with the unsafe `Graph::launch_unchecked`"
+                    .to_string(),
+            });
+        }
+        unsafe { self.launch_unchecked() }
+    }
+
+    /// [`Graph::launch`] for a graph over other libraries' memory.
+    ///
+    /// # Safety
+    ///
+    /// Every foreign buffer a captured launch used is still allocated, and
+    /// ordered with this replay as the borrow ordered it at capture (no
+    /// other work reads a buffer the graph writes, or writes one it reads,
+    /// while the replay may run).
+    pub unsafe fn launch_unchecked(&self) -> Result<(), DeviceError> {
+        if self.stream.is_capturing() {
+            return Err(DeviceError::Capture {
+                what: "replaying a graph on the stream that captures".to_string(),
+            });
+        }
+        if let Some(g) = &self.cuda {
+            let c = self
+                .stream
+                .device()
+                .cuda_backend()
+                .ok_or_else(|| DeviceError::NotCuda {
+                    what: "a CUDA graph".to_string(),
+                })?;
+            return c.bound(|| g.launch())?.map_err(|e| DeviceError::Driver {
+                call: "cuGraphLaunch",
+                message: e.to_string(),
+            });
+        }
+        let device = self.stream.device();
+        for r in &self.recorded {
+            device
+                .launch_entry(&EntryCall {
+                    site: &r.site,
+                    id: &r.id,
+                    source: &r.source,
+                    entry: &r.entry,
+                    variant: &r.variant,
+                    grid: r.grid,
+                    block: r.block,
+                    args: &r.args,
+                    stream: Some(&self.stream),
+                })
+                .map_err(|e| DeviceError::Simulator(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// The number of launches captured (on the simulator; on a GPU the
+    /// driver's graph holds them and this is 0).
+    pub fn recorded_launches(&self) -> usize {
+        self.recorded.len()
+    }
+
+    /// The number of Phobos tensor arguments the graph holds on to (their
+    /// buffers stay allocated while the graph lives).
+    pub fn tensors_kept(&self) -> usize {
+        self.keep.len()
+    }
+
+    /// The stream the graph replays on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+}
+
+impl fmt::Debug for Graph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Graph(on {:?})", self.stream)
+    }
+}
