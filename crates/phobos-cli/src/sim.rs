@@ -432,75 +432,42 @@ fn write_npy(path: &Path, shape: &[u64], elem: ScalarTy, bytes: &[u8]) -> std::i
     }
 }
 
-/// What `phobos sim` says when the binding refuses a launch: in terms of
-/// the `.npy` files and flags the user gave.
+/// What `phobos sim` says when the binding refuses a launch: the binding's
+/// own message (the one wording of every refusal), with a note in terms of
+/// what the user gave: the `.npy` shapes a shape refusal is about, or
+/// `--grid` for a grid refusal.
 fn refusal(meta: &KernelMeta, tensors: &BTreeMap<String, TensorArg>, e: BindError) -> Failure {
-    let shape_of = |param: &str| {
+    let npy = |param: &str| {
         tensors
             .get(param)
-            .map_or(String::new(), |t| shape_text(&t.shape))
+            .map(|t| format!("`{param}`'s .npy has shape {}", shape_text(&t.shape)))
     };
-    let kind_of = |param: &str| {
-        meta.params
+    // The tensor a dim comes from, for `@aligned` and autotune refusals.
+    let dim_npy = |dim: &str| {
+        meta.dims
             .iter()
-            .find(|p| p.name == param)
-            .map_or(String::new(), |p| wanted(&p.kind))
+            .find(|d| d.name == dim)
+            .and_then(|d| d.defined_by.first())
+            .and_then(|(p, _)| npy(p))
     };
-    Failure::usage(match e {
-        BindError::Rank {
-            param, expected, ..
-        } => format!(
-            "tensor `{param}` has {expected} dimensions ({}), but its .npy has shape {}",
-            kind_of(&param),
-            shape_of(&param)
-        ),
-        BindError::ConstDim {
-            param,
-            axis,
-            expected,
-            ..
-        } => format!(
-            "axis {axis} of tensor `{param}` must be {expected}, but its .npy has shape {}",
-            shape_of(&param)
-        ),
-        BindError::DimMismatch { dim, first, second } => format!(
-            "dim `{dim}` disagrees: it is {} from `{}` (axis {}) but {} from `{}` (axis {})",
-            first.value, first.param, first.axis, second.value, second.param, second.axis
-        ),
-        BindError::AlignedViolated {
-            dim,
-            value,
-            multiple,
-        } => {
-            let from = meta
-                .dims
-                .iter()
-                .find(|d| d.name == dim)
-                .and_then(|d| d.defined_by.first())
-                .map_or(String::new(), |(p, _)| p.clone());
-            format!(
-                "kernel `{}` requires dim `{dim}` to be a multiple of {multiple} (@aligned), but `{from}` gives {value}",
-                meta.name
-            )
+    let note = match &e {
+        BindError::Rank { param, .. }
+        | BindError::ConstDim { param, .. }
+        | BindError::BufferTooShort { param, .. } => npy(param),
+        BindError::DimMismatch { first, second, .. } => {
+            match (npy(&first.param), npy(&second.param)) {
+                (Some(a), Some(b)) => Some(format!("{a}, {b}")),
+                (a, b) => a.or(b),
+            }
         }
-        BindError::NoVariant {
-            dim,
-            value,
-            candidates,
-        } => format!(
-            "kernel `{}` has no variant for these dims: `{dim}` = {value} (compiled for {candidates:?})",
-            meta.name
-        ),
-        BindError::MissingGrid => format!(
-            "kernel `{}` has no @grid; give the grid with --grid X[,Y[,Z]]",
-            meta.name
-        ),
-        BindError::InvalidGrid(m) => format!("{m}; give --grid"),
-        BindError::GridTooLarge { grid, limit } => format!(
-            "the grid {grid:?} is more than a GPU launches (at most {limit:?} CTAs); give a smaller --grid"
-        ),
-        e => e.to_string(),
-    })
+        BindError::AlignedViolated { dim, .. } | BindError::NoVariant { dim, .. } => dim_npy(dim),
+        BindError::MissingGrid | BindError::InvalidGrid(_) | BindError::GridTooLarge { .. } => {
+            Some("give the grid with --grid X[,Y[,Z]]".to_string())
+        }
+        _ => None,
+    };
+    let note = note.map_or(String::new(), |n| format!("\n  note: {n}"));
+    Failure::usage(format!("kernel `{}`: {e}{note}", meta.name))
 }
 
 fn shape_text(shape: &[u64]) -> String {

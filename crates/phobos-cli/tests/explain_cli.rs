@@ -123,7 +123,11 @@ fn npy_inputs_are_read() {
     // A .npy of the wrong shape names the dim it contradicts.
     write_npy_f32(&dir.path().join("x2.npy"), &[1, 128], &[1.0; 128]);
     let o = phobos(dir.path(), &staged(&["W=w.npy", "x=x2.npy", "y=shape:1x8"]));
-    assert_fails(&o, 2, "dim K");
+    assert_fails(
+        &o,
+        2,
+        "dim `K` disagrees: it is 256 from `W` (axis 1) but 128 from `x`",
+    );
 }
 
 #[test]

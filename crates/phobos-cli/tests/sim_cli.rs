@@ -226,7 +226,8 @@ fn dims_that_disagree_name_both_tensors() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out).trim(),
-        "error: dim `K` disagrees: it is 256 from `W` (axis 1) but 128 from `x` (axis 1)"
+        "error: kernel `lanes_matvec`: dim `K` disagrees: it is 256 from `W` (axis 1) but 128 \
+         from `x` (axis 1)\n  note: `W`'s .npy has shape (4, 256), `x`'s .npy has shape (1, 128)"
     );
 }
 
@@ -247,10 +248,19 @@ fn a_dtype_that_does_not_match_is_refused() {
 fn shapes_and_alignment_are_checked() {
     let c = lanes_matvec_zeros::<f32>(&[4, 100], &[1, 100], &[4]);
     let out = c.sim(&["--grid", "1", &c.arg("y", "y.npy")], &["W", "x"]);
-    assert_fails(&out, 2, "tensor `y` has 2 dimensions");
+    assert_fails(
+        &out,
+        2,
+        "tensor `y` has 2 dimensions, the argument has 1\n  note: `y`'s .npy has shape (4,)",
+    );
     write_npy(&c.path("y2.npy"), &[1, 4], &[0.0f32; 4]);
     let out = c.sim(&["--grid", "1", &c.arg("y", "y2.npy")], &["W", "x"]);
-    assert_fails(&out, 2, "multiple of 128 (@aligned), but `W` gives 100");
+    assert_fails(
+        &out,
+        2,
+        "@aligned(K = 128) does not hold: K = 100 is not a multiple of 128\n  \
+         note: `W`'s .npy has shape (4, 100)",
+    );
 }
 
 #[test]
@@ -283,7 +293,11 @@ fn a_kernel_without_a_grid_needs_one() {
     write_npy(&c.path("A.npy"), &[1, 128], &vec![0.0f32; 128]);
     write_npy(&c.path("O.npy"), &[1, 1], &[0.0f32]);
     let out = c.sim(&[], &["A", "O"]);
-    assert_fails(&out, 2, "has no @grid; give the grid with --grid");
+    assert_fails(
+        &out,
+        2,
+        "the kernel has no @grid, so the launch needs a grid\n  note: give the grid with --grid",
+    );
 }
 
 #[test]
@@ -337,7 +351,8 @@ fn an_autotuned_dim_without_a_variant_is_refused() {
     assert_fails(
         &out,
         2,
-        "has no variant for these dims: `K` = 128 (compiled for [256])",
+        "no variant is compiled for K = 128 (compiled for K in [256])\n  \
+         note: `W`'s .npy has shape (4, 128)",
     );
 }
 

@@ -199,7 +199,10 @@ fn constant_axes_aligned_facts_and_vector_bases_are_checked() {
             multiple: 128
         }
     );
-    assert_eq!(err.to_string(), "@aligned(K = 128) does not hold: K = 200");
+    assert_eq!(
+        err.to_string(),
+        "@aligned(K = 128) does not hold: K = 200 is not a multiple of 128"
+    );
     let base = [
         ArgShape::Tensor {
             elem: ScalarTy::F32,

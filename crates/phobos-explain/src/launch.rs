@@ -306,15 +306,16 @@ fn bind_and_pick<'m>(
 }
 
 /// What explain says when the binding refuses a launch: the binding's
-/// words, and `--grid` where the kernel has no `@grid`.
+/// words (the one wording of every refusal), and a note naming `--grid`
+/// for a grid refusal.
 fn refused(meta: &KernelMeta, e: BindError) -> ExplainError {
-    match e {
-        BindError::MissingGrid => ExplainError::Usage(format!(
-            "`{}` has no @grid: give the grid with --grid X[,Y,Z]",
-            meta.name
-        )),
-        e => ExplainError::Usage(format!("`{}`: {e}", meta.name)),
-    }
+    let note = match e {
+        BindError::MissingGrid | BindError::InvalidGrid(_) | BindError::GridTooLarge { .. } => {
+            "\n  note: give the grid with --grid X[,Y,Z]"
+        }
+        _ => "",
+    };
+    ExplainError::Usage(format!("kernel `{}`: {e}{note}", meta.name))
 }
 
 /// The picked CTA's linear index, and the number of CTAs in the grid.

@@ -67,7 +67,7 @@ fn shapes_that_disagree_name_both_tensors() {
     let err = trace(&request(None, inputs)).unwrap_err();
     assert!(
         err.to_string()
-            .contains("dim N is 10 (axis 0 of `x`) but 12 on axis 0 of `y`"),
+            .contains("dim `N` disagrees: it is 10 from `x` (axis 0) but 12 from `y` (axis 0)"),
         "{err}"
     );
 }

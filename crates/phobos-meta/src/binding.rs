@@ -124,7 +124,10 @@ pub struct Binding<'m> {
 }
 
 /// Why a launch cannot be bound. Each variant carries what a message needs;
-/// `Display` gives the message.
+/// `Display` gives the message, the one wording of every launch refusal:
+/// the runtime wraps it with the call site (`LaunchError::Bind`), and
+/// `phobos sim` and explain add only notes of their own (the `.npy`
+/// shape, `--grid`). `tests/refusals.rs` snapshots every message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BindError {
     Arity {
@@ -223,22 +226,25 @@ impl fmt::Display for BindError {
                 actual,
             } => write!(
                 f,
-                "`{param}` has {expected} dims, the argument has shape of rank {actual}"
+                "tensor `{param}` has {expected} dimensions, the argument has {actual}"
             ),
             BindError::ConstDim {
                 param,
                 axis,
                 expected,
                 actual,
-            } => write!(f, "axis {axis} of `{param}` must be {expected}, not {actual}"),
+            } => write!(
+                f,
+                "axis {axis} of tensor `{param}` must be {expected}, the argument's is {actual}"
+            ),
             BindError::DimMismatch { dim, first, second } => write!(
                 f,
-                "dim {dim} is {} (axis {} of `{}`) but {} on axis {} of `{}`",
-                first.value, first.axis, first.param, second.value, second.axis, second.param
+                "dim `{dim}` disagrees: it is {} from `{}` (axis {}) but {} from `{}` (axis {})",
+                first.value, first.param, first.axis, second.value, second.param, second.axis
             ),
             BindError::DimTooLarge { dim, value } => write!(
                 f,
-                "dim {dim} = {value} does not fit the kernel's 32-bit index arithmetic (at most {})",
+                "dim `{dim}` = {value} does not fit the kernel's 32-bit index arithmetic (at most {})",
                 i32::MAX
             ),
             BindError::BufferTooShort {
@@ -248,7 +254,7 @@ impl fmt::Display for BindError {
                 available,
             } => write!(
                 f,
-                "`{param}` of shape {shape:?} needs {needed} elements, its buffer holds {available}"
+                "tensor `{param}` of shape {shape:?} needs {needed} elements, its buffer holds {available}"
             ),
             BindError::AlignedViolated {
                 dim,
@@ -256,7 +262,7 @@ impl fmt::Display for BindError {
                 multiple,
             } => write!(
                 f,
-                "@aligned({dim} = {multiple}) does not hold: {dim} = {value}"
+                "@aligned({dim} = {multiple}) does not hold: {dim} = {value} is not a multiple of {multiple}"
             ),
             BindError::UnalignedBase {
                 param,
@@ -314,6 +320,128 @@ impl fmt::Display for BindError {
 }
 
 impl std::error::Error for BindError {}
+
+impl BindError {
+    /// One refusal of every kind, for the snapshot of their messages
+    /// (`tests/refusals.rs`) and the callers' tests of their own notes.
+    pub fn examples() -> Vec<BindError> {
+        let bound = |param: &str, axis, value| {
+            Box::new(BoundDim {
+                name: "K".into(),
+                value,
+                param: param.into(),
+                axis,
+            })
+        };
+        vec![
+            BindError::Arity {
+                given: 2,
+                expected: 3,
+            },
+            BindError::Kind {
+                param: "x".into(),
+                expected: "tensor<f32>[N]".into(),
+                given: "tensor<i32>".into(),
+            },
+            BindError::Rank {
+                param: "W".into(),
+                expected: 2,
+                actual: 1,
+            },
+            BindError::ConstDim {
+                param: "x".into(),
+                axis: 1,
+                expected: 4,
+                actual: 3,
+            },
+            BindError::DimMismatch {
+                dim: "K".into(),
+                first: bound("W", 1, 128),
+                second: bound("x", 0, 96),
+            },
+            BindError::DimTooLarge {
+                dim: "N".into(),
+                value: 1 << 31,
+            },
+            BindError::BufferTooShort {
+                param: "y".into(),
+                shape: vec![36, 32],
+                needed: 1152,
+                available: 1024,
+            },
+            BindError::AlignedViolated {
+                dim: "K".into(),
+                value: 96,
+                multiple: 128,
+            },
+            BindError::UnalignedBase {
+                param: "W".into(),
+                address: 0x1004,
+                required: 16,
+            },
+            BindError::NoVariant {
+                dim: "K".into(),
+                value: 512,
+                candidates: vec![128, 256],
+            },
+            BindError::UnknownConstant {
+                name: "BLOCK".into(),
+                constants: vec![],
+            },
+            BindError::UnknownConstant {
+                name: "BLOCK".into(),
+                constants: vec!["K".into(), "T".into()],
+            },
+            BindError::NoPickedVariant {
+                name: "K".into(),
+                value: 64,
+                candidates: vec![128, 256],
+            },
+            BindError::Inconsistent(
+                "`.param` 3 is dim `M`, which the binding has no value for".into(),
+            ),
+            BindError::MissingGrid,
+            BindError::InvalidGrid("cdiv(N, 0) has no value".into()),
+            BindError::GridTooLarge {
+                grid: [4_294_967_296, 1, 1],
+                limit: [2_147_483_647, 65535, 65535],
+            },
+            BindError::BlockTooLarge {
+                threads: 2048,
+                limit: 1024,
+            },
+            BindError::SharedMemoryTooLarge {
+                bytes: 102_400,
+                limit: 65536,
+            },
+        ]
+    }
+
+    /// The refusal's kind, as the snapshot names it. Every variant is
+    /// listed (no `_` arm), so a new one cannot miss its example.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BindError::Arity { .. } => "Arity",
+            BindError::Kind { .. } => "Kind",
+            BindError::Rank { .. } => "Rank",
+            BindError::ConstDim { .. } => "ConstDim",
+            BindError::DimMismatch { .. } => "DimMismatch",
+            BindError::DimTooLarge { .. } => "DimTooLarge",
+            BindError::BufferTooShort { .. } => "BufferTooShort",
+            BindError::AlignedViolated { .. } => "AlignedViolated",
+            BindError::UnalignedBase { .. } => "UnalignedBase",
+            BindError::NoVariant { .. } => "NoVariant",
+            BindError::UnknownConstant { .. } => "UnknownConstant",
+            BindError::NoPickedVariant { .. } => "NoPickedVariant",
+            BindError::Inconsistent(_) => "Inconsistent",
+            BindError::MissingGrid => "MissingGrid",
+            BindError::InvalidGrid(_) => "InvalidGrid",
+            BindError::GridTooLarge { .. } => "GridTooLarge",
+            BindError::BlockTooLarge { .. } => "BlockTooLarge",
+            BindError::SharedMemoryTooLarge { .. } => "SharedMemoryTooLarge",
+        }
+    }
+}
 
 /// The type of a parameter as the language writes it, e.g.
 /// `tensor<f32>[N, 4]` or `i32`.

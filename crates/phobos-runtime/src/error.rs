@@ -3,6 +3,7 @@
 //! Every `LaunchError` names the kernel, its module and the architecture it
 //! was launched for, so a message read out of context still says where.
 
+use phobos_meta::binding::BindError;
 use std::fmt;
 
 /// Where a launch error happened: the kernel, the module (the `.pho` file it
@@ -25,24 +26,10 @@ impl fmt::Display for Site {
     }
 }
 
-/// One axis of one tensor argument, used to say where a dim's value came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AxisValue {
-    pub param: String,
-    pub axis: usize,
-    pub value: usize,
-}
-
-impl fmt::Display for AxisValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.shape[{}] = {}", self.param, self.axis, self.value)
-    }
-}
-
 /// Why a kernel launch did not happen, or failed.
 ///
 /// The checks run before anything reaches a backend, so every variant up to
-/// `SharedMemoryTooLarge` means the kernel never ran.
+/// `Bind` means the kernel never ran.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum LaunchError {
@@ -54,84 +41,12 @@ pub enum LaunchError {
     Arguments { site: Box<Site>, message: String },
     /// A tensor lives on another device than the one launched on.
     WrongDevice { site: Box<Site>, param: String },
-    /// A tensor has a different number of dimensions than its parameter.
-    Rank {
-        site: Box<Site>,
-        param: String,
-        expected: usize,
-        actual: usize,
-    },
-    /// An axis declared with a constant size has another size.
-    ConstDim {
-        site: Box<Site>,
-        param: String,
-        axis: usize,
-        expected: u64,
-        actual: usize,
-    },
-    /// Two axes that share a dim name have different sizes.
-    DimMismatch {
-        site: Box<Site>,
-        dim: String,
-        first: AxisValue,
-        second: AxisValue,
-    },
-    /// A dim does not fit the 32-bit signed index arithmetic of the kernel.
-    DimTooLarge {
-        site: Box<Site>,
-        dim: String,
-        value: usize,
-    },
-    /// A tensor's buffer holds fewer elements than its shape needs.
-    BufferTooShort {
-        site: Box<Site>,
-        param: String,
-        shape: Vec<usize>,
-        needed: usize,
-        available: usize,
-    },
-    /// An `@aligned(D = m)` fact does not hold for the actual dims.
-    AlignedViolated {
-        site: Box<Site>,
-        dim: String,
-        value: usize,
-        multiple: u64,
-    },
-    /// A tensor the kernel reads or writes with vector instructions does not
-    /// start at a multiple of the vector width.
-    UnalignedBase {
-        site: Box<Site>,
-        param: String,
-        address: u64,
-        required: u32,
-    },
-    /// An `@autotune` dim has a value that no compiled variant covers.
-    NoVariant {
-        site: Box<Site>,
-        dim: String,
-        value: usize,
-        candidates: Vec<i64>,
-    },
-    /// The grid is empty or could not be computed from `@grid`.
-    InvalidGrid { site: Box<Site>, message: String },
-    /// The grid exceeds the device's limit in some direction.
-    GridTooLarge {
-        site: Box<Site>,
-        grid: [u64; 3],
-        limit: [u32; 3],
-    },
-    /// The CTA has more threads than the device allows.
-    BlockTooLarge {
-        site: Box<Site>,
-        threads: u32,
-        limit: u32,
-    },
-    /// The kernel's shared memory plan exceeds the device's per-CTA limit.
-    SharedMemoryTooLarge {
-        site: Box<Site>,
-        bytes: u32,
-        limit: u32,
-    },
+    /// The launch binding refused the arguments (`phobos_meta::binding`):
+    /// shapes against the metadata, dims that must agree, buffer lengths,
+    /// `@aligned` facts, vector base alignment, the autotune variant, grid,
+    /// block and shared memory against the device's limits. The binding's
+    /// message is the one wording of each refusal; this adds the call site.
+    Bind { site: Box<Site>, error: BindError },
     /// The module could not be loaded (for PTX, `log` holds the JIT log).
     ModuleLoad {
         site: Box<Site>,
@@ -170,18 +85,7 @@ impl LaunchError {
             LaunchError::Metadata { site, .. }
             | LaunchError::Arguments { site, .. }
             | LaunchError::WrongDevice { site, .. }
-            | LaunchError::Rank { site, .. }
-            | LaunchError::ConstDim { site, .. }
-            | LaunchError::DimMismatch { site, .. }
-            | LaunchError::DimTooLarge { site, .. }
-            | LaunchError::BufferTooShort { site, .. }
-            | LaunchError::AlignedViolated { site, .. }
-            | LaunchError::UnalignedBase { site, .. }
-            | LaunchError::NoVariant { site, .. }
-            | LaunchError::InvalidGrid { site, .. }
-            | LaunchError::GridTooLarge { site, .. }
-            | LaunchError::BlockTooLarge { site, .. }
-            | LaunchError::SharedMemoryTooLarge { site, .. }
+            | LaunchError::Bind { site, .. }
             | LaunchError::ModuleLoad { site, .. }
             | LaunchError::Check { site, .. }
             | LaunchError::Aliasing { site, .. }
@@ -206,88 +110,7 @@ impl fmt::Display for LaunchError {
                 f,
                 "tensor `{param}` was allocated on another device than the one launched on"
             ),
-            LaunchError::Rank {
-                param,
-                expected,
-                actual,
-                ..
-            } => write!(
-                f,
-                "tensor `{param}` has {actual} dimension(s), the kernel declares {expected}"
-            ),
-            LaunchError::ConstDim {
-                param,
-                axis,
-                expected,
-                actual,
-                ..
-            } => write!(
-                f,
-                "{param}.shape[{axis}] is {actual}, the kernel declares it {expected}"
-            ),
-            LaunchError::DimMismatch {
-                dim, first, second, ..
-            } => write!(
-                f,
-                "dim `{dim}` disagrees: {first} but {second}"
-            ),
-            LaunchError::DimTooLarge { dim, value, .. } => write!(
-                f,
-                "dim `{dim}` = {value} exceeds the kernel's 32-bit index range ({})",
-                i32::MAX
-            ),
-            LaunchError::BufferTooShort {
-                param,
-                shape,
-                needed,
-                available,
-                ..
-            } => write!(
-                f,
-                "tensor `{param}` has shape {shape:?} ({needed} elements) \
-                 but its buffer holds only {available}"
-            ),
-            LaunchError::AlignedViolated {
-                dim,
-                value,
-                multiple,
-                ..
-            } => write!(
-                f,
-                "@aligned({dim} = {multiple}) does not hold: {dim} = {value} is not a multiple of {multiple}"
-            ),
-            LaunchError::UnalignedBase {
-                param,
-                address,
-                required,
-                ..
-            } => write!(
-                f,
-                "tensor `{param}` starts at {address:#x}, but the kernel loads it \
-                 {required} bytes at a time and needs a multiple of {required}"
-            ),
-            LaunchError::NoVariant {
-                dim,
-                value,
-                candidates,
-                ..
-            } => write!(
-                f,
-                "no @autotune variant for {dim} = {value}; the kernel was compiled for {dim} in {candidates:?}"
-            ),
-            LaunchError::InvalidGrid { message, .. } => write!(f, "invalid grid: {message}"),
-            LaunchError::GridTooLarge { grid, limit, .. } => write!(
-                f,
-                "grid {grid:?} exceeds the device limit {limit:?}"
-            ),
-            LaunchError::BlockTooLarge { threads, limit, .. } => write!(
-                f,
-                "{threads} threads per CTA exceed the device limit of {limit}"
-            ),
-            LaunchError::SharedMemoryTooLarge { bytes, limit, .. } => write!(
-                f,
-                "{bytes} bytes of shared memory per CTA exceed the device limit of {limit}"
-            ),
+            LaunchError::Bind { error, .. } => write!(f, "{error}"),
             LaunchError::ModuleLoad {
                 artifact,
                 message,
@@ -300,7 +123,9 @@ impl fmt::Display for LaunchError {
                 }
                 Ok(())
             }
-            LaunchError::Check { report, .. } => write!(f, "the simulator's checks failed:\n{report}"),
+            LaunchError::Check { report, .. } => {
+                write!(f, "the simulator's checks failed:\n{report}")
+            }
             LaunchError::Aliasing { read, written, .. } => write!(
                 f,
                 "tensor `{read}` (read-only) overlaps tensor `{written}` (written); read-only \
@@ -319,7 +144,14 @@ impl fmt::Display for LaunchError {
     }
 }
 
-impl std::error::Error for LaunchError {}
+impl std::error::Error for LaunchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LaunchError::Bind { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
 
 /// Why a device could not be opened, or data could not be moved.
 #[derive(Clone, Debug, PartialEq)]

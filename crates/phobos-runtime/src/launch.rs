@@ -7,11 +7,11 @@
 use crate::call::{EntryCall, KernelId, KernelSource};
 use crate::device::Device;
 use crate::elem::{Elem, ScalarArg};
-use crate::error::{AxisValue, LaunchError, Site};
+use crate::error::{LaunchError, Site};
 use crate::sim_launch::Plan;
 use crate::stream::Stream;
 use crate::tensor::Tensor;
-use phobos_meta::binding::{self, ArgShape, BindError, Binding, BoundDim, LaunchRequest};
+use phobos_meta::binding::{self, ArgShape, BindError, Binding, LaunchRequest};
 use phobos_meta::meta::{KernelMeta, ParamKindMeta, VariantMeta};
 use phobos_meta::ScalarTy;
 use phobos_sim::KernelArg;
@@ -520,114 +520,12 @@ impl<'m> Checker<'_, 'm> {
         binding::bind(self.meta, &request).map_err(|e| self.refused(e))
     }
 
-    /// The `LaunchError` for a refusal of the binding.
-    fn refused(&self, e: BindError) -> LaunchError {
-        let site = Box::new(self.site.clone());
-        let axis = |d: BoundDim| AxisValue {
-            param: d.param,
-            axis: d.axis,
-            value: d.value as usize,
-        };
-        match e {
-            BindError::Rank {
-                param,
-                expected,
-                actual,
-            } => LaunchError::Rank {
-                site,
-                param,
-                expected,
-                actual,
-            },
-            BindError::ConstDim {
-                param,
-                axis,
-                expected,
-                actual,
-            } => LaunchError::ConstDim {
-                site,
-                param,
-                axis,
-                expected,
-                actual: actual as usize,
-            },
-            BindError::DimMismatch { dim, first, second } => LaunchError::DimMismatch {
-                site,
-                dim,
-                first: axis(*first),
-                second: axis(*second),
-            },
-            BindError::DimTooLarge { dim, value } => LaunchError::DimTooLarge {
-                site,
-                dim,
-                value: value as usize,
-            },
-            BindError::BufferTooShort {
-                param,
-                shape,
-                needed,
-                available,
-            } => LaunchError::BufferTooShort {
-                site,
-                param,
-                shape: shape.iter().map(|&d| d as usize).collect(),
-                needed: usize::try_from(needed).unwrap_or(usize::MAX),
-                available: available as usize,
-            },
-            BindError::AlignedViolated {
-                dim,
-                value,
-                multiple,
-            } => LaunchError::AlignedViolated {
-                site,
-                dim,
-                value: value as usize,
-                multiple,
-            },
-            BindError::UnalignedBase {
-                param,
-                address,
-                required,
-            } => LaunchError::UnalignedBase {
-                site,
-                param,
-                address,
-                required,
-            },
-            BindError::NoVariant {
-                dim,
-                value,
-                candidates,
-            } => LaunchError::NoVariant {
-                site,
-                dim,
-                value: value as usize,
-                candidates,
-            },
-            BindError::InvalidGrid(message) => LaunchError::InvalidGrid { site, message },
-            BindError::GridTooLarge { grid, limit } => {
-                LaunchError::GridTooLarge { site, grid, limit }
-            }
-            BindError::BlockTooLarge { threads, limit } => LaunchError::BlockTooLarge {
-                site,
-                threads,
-                limit,
-            },
-            BindError::SharedMemoryTooLarge { bytes, limit } => {
-                LaunchError::SharedMemoryTooLarge { site, bytes, limit }
-            }
-            BindError::MissingGrid => LaunchError::Arguments {
-                site,
-                message: "the kernel has no @grid, so the launch needs a grid argument".to_string(),
-            },
-            e @ (BindError::Arity { .. }
-            | BindError::Kind { .. }
-            | BindError::UnknownConstant { .. }
-            | BindError::NoPickedVariant { .. }
-            | BindError::Inconsistent(_)) => LaunchError::Arguments {
-                site,
-                message: e.to_string(),
-            },
+    /// The `LaunchError` for a refusal of the binding: the binding's own
+    /// error, with the call site.
+    fn refused(&self, error: BindError) -> LaunchError {
+        LaunchError::Bind {
+            site: Box::new(self.site.clone()),
+            error,
         }
     }
 

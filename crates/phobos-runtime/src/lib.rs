@@ -36,10 +36,12 @@ mod tuning;
 pub use call::KernelSource;
 pub use device::{BackendKind, Device, EntryOccupancy, Limits, LoadedImage};
 pub use elem::{Elem, ScalarArg};
-pub use error::{AxisValue, DeviceError, LaunchError, Site};
+pub use error::{DeviceError, LaunchError, Site};
 pub use foreign::{ForeignTensor, ForeignTensorMut, TensorIn, TensorOut};
 pub use graph::Graph;
 pub use launch::{cdiv, Aligned, Arg, Grid, Kernel, TensorArg};
+/// Why the launch binding refused a launch ([`LaunchError::Bind`]).
+pub use phobos_meta::binding::BindError;
 pub use sim_launch::name_shared_buffer;
 pub use stream::{Event, Stream};
 pub use tensor::Tensor;

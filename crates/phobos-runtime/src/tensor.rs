@@ -1,7 +1,7 @@
 //! Tensors: typed, shaped views of device memory. A `Tensor<T>` is a buffer
 //! on one device plus an element offset and a row-major shape; several views
 //! may share one buffer. Views are not checked against their buffer when
-//! made — a launch checks them (`LaunchError::BufferTooShort`), and so do
+//! made — a launch checks them (`BindError::BufferTooShort`), and so do
 //! reads and writes from the host.
 
 use crate::device::{label, Buffer, Device};

@@ -11,7 +11,7 @@
 mod common;
 
 use common::*;
-use phobos_runtime::{cdiv, Arg, Device, DeviceError, Grid, LaunchError};
+use phobos_runtime::{cdiv, Arg, BindError, Device, DeviceError, Grid, LaunchError};
 use std::path::PathBuf;
 
 fn trace_path() -> PathBuf {
@@ -484,7 +484,10 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
             // The simulator's defaults admit it.
             launch(&sim, 2).unwrap();
             match launch(&dev, 2).unwrap_err() {
-                LaunchError::BlockTooLarge { threads, limit, .. } => {
+                LaunchError::Bind {
+                    error: BindError::BlockTooLarge { threads, limit, .. },
+                    ..
+                } => {
                     assert_eq!((threads, limit), (256, 128));
                 }
                 e => panic!("{e:?}"),
@@ -500,7 +503,10 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
             let x = dev.upload(&vec![1.0f32; 4096], &[4096]).unwrap();
             let mut y = dev.zeros::<f32>(&[4096]).unwrap();
             match launch_xy(&narrow, &dev, 2, &x, &mut y).unwrap_err() {
-                LaunchError::SharedMemoryTooLarge { limit, .. } => assert_eq!(limit, 4096),
+                LaunchError::Bind {
+                    error: BindError::SharedMemoryTooLarge { limit, .. },
+                    ..
+                } => assert_eq!(limit, 4096),
                 e => panic!("{e:?}"),
             }
             // A kernel within both: the grid limit is the device's too.
@@ -508,7 +514,10 @@ fn stand_in_launch_checks_use_the_configured_device_limits() {
             let x = dev.upload(&vec![1.0f32; 128], &[128]).unwrap();
             let mut y = dev.zeros::<f32>(&[128]).unwrap();
             match launch_xy(&scale, &dev, 4, &x, &mut y).unwrap_err() {
-                LaunchError::GridTooLarge { limit, .. } => assert_eq!(limit, [3, 65535, 65535]),
+                LaunchError::Bind {
+                    error: BindError::GridTooLarge { limit, .. },
+                    ..
+                } => assert_eq!(limit, [3, 65535, 65535]),
                 e => panic!("{e:?}"),
             }
             launch_xy(&scale, &dev, 3, &x, &mut y).unwrap();

@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use phobos_runtime::{cdiv, Device, Grid, LaunchError};
+use phobos_runtime::{cdiv, BindError, Device, Grid, LaunchError};
 use std::process::Command;
 
 fn gpu() -> Device {
@@ -140,7 +140,10 @@ fn gpu_launch_checks_use_the_device_limits() {
         .launch(&kernel, &dev, Grid([1, l.max_grid[1] + 1, 1]))
         .unwrap_err();
     match &e {
-        LaunchError::GridTooLarge { limit, .. } => assert_eq!(*limit, l.max_grid),
+        LaunchError::Bind {
+            error: BindError::GridTooLarge { limit, .. },
+            ..
+        } => assert_eq!(*limit, l.max_grid),
         _ => panic!("{e:?}"),
     }
     assert!(

@@ -7,7 +7,9 @@ use phobos_core::ast::ScalarTy;
 use phobos_runtime::meta::{
     DimMeta, DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, ParamMeta, PtxParam, VariantMeta,
 };
-use phobos_runtime::{Arg, Device, DeviceError, Grid, Kernel, KernelSource, LaunchError, Tensor};
+use phobos_runtime::{
+    Arg, BindError, Device, DeviceError, Grid, Kernel, KernelSource, LaunchError, Tensor,
+};
 
 fn tensor(
     name: &str,
@@ -137,13 +139,13 @@ fn dims_with_the_same_name_must_agree() {
     a.x = dev.zeros(&[1, 256]).unwrap();
     let e = launch(&kernel(&matvec_meta()), &dev, Some(Grid::from(2)), &mut a).unwrap_err();
     assert!(
-        matches!(&e, LaunchError::DimMismatch { dim, .. } if dim == "K"),
+        matches!(&e, LaunchError::Bind { error: BindError::DimMismatch { dim, .. }, .. } if dim == "K"),
         "{e:?}"
     );
     assert_names_the_site(&e);
     assert!(
         e.to_string()
-            .contains("W.shape[1] = 128 but x.shape[1] = 256"),
+            .contains("it is 128 from `W` (axis 1) but 256 from `x` (axis 1)"),
         "{e}"
     );
 }
@@ -156,7 +158,7 @@ fn a_buffer_shorter_than_its_shape_is_refused() {
     a.y = dev.zeros(&[1, 9]).unwrap();
     let e = launch(&kernel(&matvec_meta()), &dev, Some(Grid::from(3)), &mut a).unwrap_err();
     assert!(
-        matches!(&e, LaunchError::BufferTooShort { param, needed: 1152, available: 1024, .. } if param == "W"),
+        matches!(&e, LaunchError::Bind { error: BindError::BufferTooShort { param, needed: 1152, available: 1024, .. }, .. } if param == "W"),
         "{e:?}"
     );
     assert_names_the_site(&e);
@@ -166,7 +168,7 @@ fn a_buffer_shorter_than_its_shape_is_refused() {
 fn an_aligned_fact_that_fails_is_refused() {
     let e = refused(&matvec_meta(), Some(Grid::from(2)), 8, 96);
     assert!(
-        matches!(&e, LaunchError::AlignedViolated { dim, value: 96, multiple: 128, .. } if dim == "K"),
+        matches!(&e, LaunchError::Bind { error: BindError::AlignedViolated { dim, value: 96, multiple: 128, .. }, .. } if dim == "K"),
         "{e:?}"
     );
     assert!(
@@ -183,7 +185,7 @@ fn a_vector_loaded_tensor_must_start_aligned() {
     a.w = big.view(1, &[8, 128]);
     let e = launch(&kernel(&matvec_meta()), &dev, Some(Grid::from(2)), &mut a).unwrap_err();
     assert!(
-        matches!(&e, LaunchError::UnalignedBase { param, required: 16, .. } if param == "W"),
+        matches!(&e, LaunchError::Bind { error: BindError::UnalignedBase { param, required: 16, .. }, .. } if param == "W"),
         "{e:?}"
     );
     assert_names_the_site(&e);
@@ -195,8 +197,11 @@ fn grid_and_block_beyond_the_device_limits_are_refused() {
     assert!(
         matches!(
             &e,
-            LaunchError::GridTooLarge {
-                grid: [1, 70_000, 1],
+            LaunchError::Bind {
+                error: BindError::GridTooLarge {
+                    grid: [1, 70_000, 1],
+                    ..
+                },
                 ..
             }
         ),
@@ -208,9 +213,12 @@ fn grid_and_block_beyond_the_device_limits_are_refused() {
     assert!(
         matches!(
             &e,
-            LaunchError::BlockTooLarge {
-                threads: 2048,
-                limit: 1024,
+            LaunchError::Bind {
+                error: BindError::BlockTooLarge {
+                    threads: 2048,
+                    limit: 1024,
+                    ..
+                },
                 ..
             }
         ),
@@ -220,11 +228,26 @@ fn grid_and_block_beyond_the_device_limits_are_refused() {
     meta.variants[0].shared_bytes = 100_000;
     let e = refused(&meta, Some(Grid::from(1)), 8, 128);
     assert!(
-        matches!(&e, LaunchError::SharedMemoryTooLarge { .. }),
+        matches!(
+            &e,
+            LaunchError::Bind {
+                error: BindError::SharedMemoryTooLarge { .. },
+                ..
+            }
+        ),
         "{e:?}"
     );
     let e = refused(&matvec_meta(), Some(Grid([0, 1, 1])), 8, 128);
-    assert!(matches!(&e, LaunchError::InvalidGrid { .. }), "{e:?}");
+    assert!(
+        matches!(
+            &e,
+            LaunchError::Bind {
+                error: BindError::InvalidGrid { .. },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -236,11 +259,11 @@ fn a_tuned_dim_no_variant_covers_is_refused() {
     meta.variants = vec![variant("lanes_matvec__K256", vec![("K".into(), 256)], 128)];
     let e = refused(&meta, Some(Grid::from(2)), 8, 512);
     assert!(
-        matches!(&e, LaunchError::NoVariant { dim, value: 512, candidates, .. } if dim == "K" && candidates == &[256]),
+        matches!(&e, LaunchError::Bind { error: BindError::NoVariant { dim, value: 512, candidates, .. }, .. } if dim == "K" && candidates == &[256]),
         "{e:?}"
     );
     assert!(
-        e.to_string().contains("no @autotune variant for K = 512"),
+        e.to_string().contains("no variant is compiled for K = 512"),
         "{e}"
     );
 }
@@ -254,10 +277,13 @@ fn shapes_must_match_the_declaration() {
     assert!(
         matches!(
             &e,
-            LaunchError::ConstDim {
-                axis: 0,
-                expected: 1,
-                actual: 2,
+            LaunchError::Bind {
+                error: BindError::ConstDim {
+                    axis: 0,
+                    expected: 1,
+                    actual: 2,
+                    ..
+                },
                 ..
             }
         ),
@@ -268,9 +294,12 @@ fn shapes_must_match_the_declaration() {
     assert!(
         matches!(
             &e,
-            LaunchError::Rank {
-                expected: 2,
-                actual: 1,
+            LaunchError::Bind {
+                error: BindError::Rank {
+                    expected: 2,
+                    actual: 1,
+                    ..
+                },
                 ..
             }
         ),
@@ -280,7 +309,16 @@ fn shapes_must_match_the_declaration() {
     a.w = huge.view(0, &[1 << 31, 128]);
     a.x = dev.zeros(&[1, 128]).unwrap();
     let e = launch(&kernel(&matvec_meta()), &dev, Some(Grid::from(2)), &mut a).unwrap_err();
-    assert!(matches!(&e, LaunchError::DimTooLarge { .. }), "{e:?}");
+    assert!(
+        matches!(
+            &e,
+            LaunchError::Bind {
+                error: BindError::DimTooLarge { .. },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -300,7 +338,7 @@ fn grid_comes_from_the_argument_or_from_at_grid() {
     // No @grid and no grid argument: the bindings would not compile, but a
     // hand-written call gets a clear error.
     let e = refused(&matvec_meta(), None, 8, 128);
-    assert!(e.to_string().contains("needs a grid argument"), "{e}");
+    assert!(e.to_string().contains("needs a grid"), "{e}");
     // @grid(cdiv(N, ctx.warps)) divided by zero warps is refused.
     let mut meta = matvec_meta();
     meta.grid = Some(vec![GridExpr::Cdiv(
@@ -308,7 +346,16 @@ fn grid_comes_from_the_argument_or_from_at_grid() {
         Box::new(GridExpr::Const(0)),
     )]);
     let e = refused(&meta, None, 8, 128);
-    assert!(matches!(&e, LaunchError::InvalidGrid { .. }), "{e:?}");
+    assert!(
+        matches!(
+            &e,
+            LaunchError::Bind {
+                error: BindError::InvalidGrid { .. },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -336,7 +383,16 @@ fn arguments_that_do_not_match_the_parameters_are_refused() {
             &[Arg::from(&a.w), Arg::from(&a.x), Arg::from(&i)],
         )
         .unwrap_err();
-    assert!(matches!(e, LaunchError::Arguments { .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            LaunchError::Bind {
+                error: BindError::Kind { .. },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -385,4 +441,35 @@ fn without_libcuda_the_cuda_backend_is_an_error() {
             "no CUDA driver (libcuda) found on this machine; use the simulator (Device::sim() or PHOBOS_BACKEND=sim)"
         );
     }
+}
+
+/// One wording of launch refusals: a refusal is the binding's own error
+/// (`LaunchError::Bind`, its `source`), and its message is the binding's
+/// message after the call site — for every kind of refusal
+/// (`BindError::examples`, whose messages phobos-meta snapshots).
+#[test]
+fn every_refusal_is_the_bindings_message_after_the_call_site() {
+    let site = phobos_runtime::Site {
+        kernel: "lanes_matvec".into(),
+        module: "kernels/matvec.pho".into(),
+        arch: "sim".into(),
+    };
+    for error in BindError::examples() {
+        let want = format!("{site}: {error}");
+        let e = LaunchError::Bind {
+            site: Box::new(site.clone()),
+            error: error.clone(),
+        };
+        assert_eq!(e.to_string(), want);
+        let source = std::error::Error::source(&e).map(ToString::to_string);
+        assert_eq!(source, Some(error.to_string()));
+    }
+    // And a real refusal arrives so.
+    let e = refused(&matvec_meta(), Some(Grid([1, 70_000, 1])), 8, 128);
+    assert_names_the_site(&e);
+    assert!(
+        e.to_string()
+            .ends_with("grid [1, 70000, 1] exceeds the device's limit [2147483647, 65535, 65535]"),
+        "{e}"
+    );
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use phobos_runtime::{cdiv, Arg, Device, Grid, LaunchError};
+use phobos_runtime::{cdiv, Arg, BindError, Device, Grid, LaunchError};
 
 #[test]
 fn a_good_launch_succeeds_and_matches_the_reference() {
@@ -49,9 +49,12 @@ fn the_compiled_metadata_drives_the_checks() {
     assert!(
         matches!(
             e,
-            LaunchError::AlignedViolated {
-                value: 100,
-                multiple: 128,
+            LaunchError::Bind {
+                error: BindError::AlignedViolated {
+                    value: 100,
+                    multiple: 128,
+                    ..
+                },
                 ..
             }
         ),
@@ -85,7 +88,13 @@ fn a_tuned_dim_picks_its_variant_or_is_refused() {
     m.x = dev.zeros::<f32>(&[1, 512]).unwrap();
     let e = m.launch(&kernel, &dev, Grid::from(2)).unwrap_err();
     assert!(
-        matches!(e, LaunchError::NoVariant { value: 512, .. }),
+        matches!(
+            e,
+            LaunchError::Bind {
+                error: BindError::NoVariant { value: 512, .. },
+                ..
+            }
+        ),
         "{e:?}"
     );
 }
