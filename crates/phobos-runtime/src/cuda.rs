@@ -100,9 +100,19 @@ const IN_FLIGHT_KEPT: usize = 16;
 /// candidates for an asynchronous fault.
 #[derive(Default)]
 struct InFlight {
-    launches: Vec<String>,
+    launches: Vec<InFlightLaunch>,
     /// Launches beyond `IN_FLIGHT_KEPT` (the oldest are forgotten).
     dropped: usize,
+}
+
+/// One launch in flight, kept without formatting it (a launch allocates
+/// nothing for this list); a fault's message formats it.
+struct InFlightLaunch {
+    kernel: &'static str,
+    module: &'static str,
+    entry: Arc<str>,
+    grid: [u32; 3],
+    block: [u32; 3],
 }
 
 /// The context made current on this thread for the life of the guard, and
@@ -127,7 +137,8 @@ impl Drop for Bound {
 #[derive(Default)]
 struct ModuleSlot {
     module: Mutex<Option<sys::CUmodule>>,
-    functions: Mutex<HashMap<String, sys::CUfunction>>,
+    /// Each entry's function, and its name shared with the in-flight list.
+    functions: Mutex<HashMap<String, (sys::CUfunction, Arc<str>)>>,
     /// What loaded ([`crate::LoadedImage`]), once it has.
     loaded: Mutex<Option<crate::LoadedImage>>,
 }
@@ -328,7 +339,16 @@ impl CudaBackend {
 
     fn fault_candidates(&self) -> Vec<String> {
         let f = lock(&self.in_flight);
-        let mut out = f.launches.clone();
+        let mut out: Vec<String> = f
+            .launches
+            .iter()
+            .map(|l| {
+                format!(
+                    "kernel `{}` (module `{}`, sm_{}), entry `{}`, grid {:?}, block {:?}",
+                    l.kernel, l.module, self.arch, l.entry, l.grid, l.block
+                )
+            })
+            .collect();
         if f.dropped > 0 {
             out.insert(0, format!("... {} earlier launches", f.dropped));
         }
@@ -524,7 +544,7 @@ impl CudaBackend {
         }
     }
 
-    fn function(&self, call: &EntryCall<'_>) -> Result<sys::CUfunction, LaunchError> {
+    fn function(&self, call: &EntryCall<'_>) -> Result<(sys::CUfunction, Arc<str>), LaunchError> {
         let backend = |message: String| LaunchError::Backend {
             site: Box::new(call.site.clone()),
             message,
@@ -532,8 +552,8 @@ impl CudaBackend {
         let slot = self.slot(call);
         let module = self.module(call, &slot)?;
         let mut functions = lock(&slot.functions);
-        if let Some(f) = functions.get(call.entry) {
-            return Ok(*f);
+        if let Some((f, name)) = functions.get(call.entry) {
+            return Ok((*f, Arc::clone(name)));
         }
         let name = CString::new(call.entry)
             .map_err(|_| backend(format!("bad entry name {:?}", call.entry)))?;
@@ -557,7 +577,8 @@ impl CudaBackend {
                 },
             )?;
         }
-        functions.insert(call.entry.to_string(), f);
+        let entry_name: Arc<str> = Arc::from(call.entry);
+        functions.insert(call.entry.to_string(), (f, Arc::clone(&entry_name)));
         // Occupancy, once per entry: the driver's own numbers (a driver
         // that lacks one leaves it `None`).
         let attribute = |a| unsafe { result::function::get_function_attribute(f, a) }.ok();
@@ -582,7 +603,7 @@ impl CudaBackend {
         if let Some(loaded) = lock(&slot.loaded).as_mut() {
             loaded.entries.push(occupancy);
         }
-        Ok(f)
+        Ok((f, entry_name))
     }
 
     /// [`crate::Device::loaded_images`].
@@ -624,14 +645,15 @@ impl CudaBackend {
             });
         }
         let function = self.function(call)?;
-        self.launch_function(call, function)
+        self.launch_function(call, &function)
     }
 
     fn launch_function(
         &self,
         call: &EntryCall<'_>,
-        function: sys::CUfunction,
+        (function, entry): &(sys::CUfunction, Arc<str>),
     ) -> Result<(), LaunchError> {
+        let function = *function;
         let backend = |message: String| LaunchError::Backend {
             site: Box::new(call.site.clone()),
             message,
@@ -640,20 +662,49 @@ impl CudaBackend {
         // Each parameter in its own 8-byte aligned slot; the driver copies
         // as many bytes as the entry declares. The launcher passes tensors
         // as addresses, never as a simulator buffer (which has no bytes).
-        let mut slots: Vec<u64> = call
-            .args
-            .iter()
-            .map(|a| {
-                let mut raw = [0u8; 8];
-                let bytes = a.le_bytes().unwrap_or_default();
-                raw[..bytes.len().min(8)].copy_from_slice(&bytes[..bytes.len().min(8)]);
-                u64::from_le_bytes(raw)
-            })
-            .collect();
-        let mut params: Vec<*mut c_void> = slots
-            .iter_mut()
-            .map(|s| (s as *mut u64).cast::<c_void>())
-            .collect();
+        // On the stack up to `STACK_PARAMS` parameters: a launch allocates
+        // nothing for them.
+        const STACK_PARAMS: usize = 32;
+        let slot = |a: &phobos_sim::KernelArg| {
+            let mut raw = [0u8; 8];
+            match a {
+                phobos_sim::KernelArg::U64(v) => raw = v.to_le_bytes(),
+                phobos_sim::KernelArg::Bytes(b) => {
+                    raw[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)])
+                }
+                other => {
+                    let bytes = other.le_bytes().unwrap_or_default();
+                    raw[..bytes.len().min(8)].copy_from_slice(&bytes[..bytes.len().min(8)]);
+                }
+            }
+            u64::from_le_bytes(raw)
+        };
+        let n = call.args.len();
+        let (mut stack_slots, mut heap_slots);
+        let slots: &mut [u64] = if n <= STACK_PARAMS {
+            stack_slots = [0u64; STACK_PARAMS];
+            for (s, a) in stack_slots.iter_mut().zip(call.args) {
+                *s = slot(a);
+            }
+            &mut stack_slots[..n]
+        } else {
+            heap_slots = call.args.iter().map(slot).collect::<Vec<u64>>();
+            &mut heap_slots[..]
+        };
+        let (mut stack_params, mut heap_params);
+        let params: &mut [*mut c_void] = if n <= STACK_PARAMS {
+            stack_params = [std::ptr::null_mut::<c_void>(); STACK_PARAMS];
+            for (p, s) in stack_params.iter_mut().zip(slots.iter_mut()) {
+                *p = (s as *mut u64).cast::<c_void>();
+            }
+            &mut stack_params[..n]
+        } else {
+            heap_params = slots
+                .iter_mut()
+                .map(|s| (s as *mut u64).cast::<c_void>())
+                .collect::<Vec<_>>();
+            &mut heap_params[..]
+        };
         let [gx, gy, gz] = call.grid;
         let [bx, by, bz] = call.block;
         let launched = unsafe {
@@ -663,7 +714,7 @@ impl CudaBackend {
                 (bx, by, bz),
                 call.variant.dynamic_shared_bytes(),
                 call.stream.map_or(std::ptr::null_mut(), |s| s.cu_stream()),
-                &mut params,
+                params,
             )
         };
         match launched {
@@ -677,10 +728,13 @@ impl CudaBackend {
                 f.launches.remove(0);
                 f.dropped += 1;
             }
-            f.launches.push(format!(
-                "{}, entry `{}`, grid {:?}, block {:?}",
-                call.site, call.entry, call.grid, call.block
-            ));
+            f.launches.push(InFlightLaunch {
+                kernel: call.source.name,
+                module: call.source.module,
+                entry: Arc::clone(entry),
+                grid: call.grid,
+                block: call.block,
+            });
         }
         if self.sync_each_launch {
             match result::ctx::synchronize() {
@@ -710,7 +764,7 @@ impl CudaBackend {
         };
         let function = self.function(call)?;
         for _ in 0..warmups {
-            self.launch_function(call, function)?;
+            self.launch_function(call, &function)?;
         }
         let _bound = self.bind().map_err(|e| backend(e.to_string()))?;
         let flags = sys::CUevent_flags::CU_EVENT_DEFAULT;
@@ -729,7 +783,7 @@ impl CudaBackend {
             for _ in 0..runs.max(1) {
                 let null = std::ptr::null_mut();
                 unsafe { result::event::record(start, null) }.map_err(|e| backend(describe(e)))?;
-                self.launch_function(call, function)?;
+                self.launch_function(call, &function)?;
                 unsafe { result::event::record(end, null) }.map_err(|e| backend(describe(e)))?;
                 unsafe { result::event::synchronize(end) }
                     .map_err(|e| self.launch_fault(call, e, false))?;

@@ -114,11 +114,20 @@ impl Device {
 
 impl Stream {
     fn make(device: &Device, kind: StreamKind, default: bool) -> Stream {
+        // The default stream never captures: its streams share one empty
+        // slot, so that `Device::default_stream` (each shorthand launch)
+        // allocates nothing.
+        static NEVER: std::sync::OnceLock<Arc<Mutex<Option<Capture>>>> = std::sync::OnceLock::new();
+        let capture = if default {
+            Arc::clone(NEVER.get_or_init(Arc::default))
+        } else {
+            Arc::default()
+        };
         Stream {
             device: device.clone(),
             kind,
             default,
-            capture: Arc::default(),
+            capture,
         }
     }
 
