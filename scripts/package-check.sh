@@ -24,7 +24,7 @@ mkdir -p "$SCRATCH"
 CARGO="${CARGO:-cargo}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 # The publishable crates, in dependency order.
-CRATES=(phobos-core phobos-sim phobos-bindgen phobos-build phobos-runtime phobos-profile phobos-explain phobos-lsp phobos-cli)
+CRATES=(phobos-meta phobos-core phobos-sim phobos-bindgen phobos-build phobos-runtime phobos-profile phobos-explain phobos-lsp phobos-cli)
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
 # cargo's verify step unpacks each package into its registry cache by name

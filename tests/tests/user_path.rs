@@ -35,8 +35,18 @@ fn readme_block() -> String {
     section[start..start + len].to_string()
 }
 
+/// Held while a test builds in the shared target folder: the package check
+/// deletes the compiled `phobos_*` crates there before it builds (so a
+/// repackaged crate is not taken for the old one), which broke the README
+/// crate's build running beside it ("could not parse/generate dep info ...
+/// No such file or directory", 2026-12-06).
+static SHARED_TARGET: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `cmd` on the simulator, building into the shared target folder.
 fn run(cmd: &mut Command) -> String {
+    let _one_at_a_time = SHARED_TARGET
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let cmd = cmd
         .env("CARGO_TARGET_DIR", shared_target())
         .env("PHOBOS_BACKEND", "sim");

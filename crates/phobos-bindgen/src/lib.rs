@@ -23,8 +23,8 @@
 mod names;
 mod signature;
 
-use phobos_core::ast::ScalarTy;
-use phobos_core::meta::{KernelMeta, ParamKindMeta};
+use phobos_meta::meta::{KernelMeta, ParamKindMeta};
+use phobos_meta::ScalarTy;
 use std::fmt::Write;
 
 pub use names::rust_ident;
@@ -350,7 +350,7 @@ fn write_docs(s: &mut String, meta: &KernelMeta) {
     }
     if !free.is_empty() {
         let names: Vec<&str> = free.iter().map(|(n, _)| n.as_str()).collect();
-        if phobos_core::binding::grid_follows_variants(meta) {
+        if phobos_meta::binding::grid_follows_variants(meta) {
             let _ = writeln!(
                 s,
                 "/// On a GPU, the first launch for each set of dims times every value of {} \

@@ -11,7 +11,7 @@ const KEYWORDS: &[&str] = &[
 ];
 
 /// Words that are keywords and cannot be written as raw identifiers.
-const NOT_RAW: &[&str] = phobos_core::check::names::RUST_NOT_RAW;
+const NOT_RAW: &[&str] = phobos_meta::RUST_NOT_RAW;
 
 /// A Rust identifier for a Phobos name.
 pub fn rust_ident(name: &str) -> String {

@@ -2,8 +2,8 @@
 //! metadata: the attributes that matter to a caller and the parameter list.
 //! It documents each generated function.
 
-use phobos_core::binding::describe_param;
-use phobos_core::meta::{GridExpr, KernelMeta};
+use phobos_meta::binding::describe_param;
+use phobos_meta::meta::{GridExpr, KernelMeta};
 
 /// `@autotune`, `@launch`, `@aligned` and `@grid` lines, then
 /// `kernel name(params)`.

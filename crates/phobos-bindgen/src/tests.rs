@@ -2,7 +2,7 @@
 //! corpus kernel lanes_matvec, edited by each test.
 
 use super::*;
-use phobos_core::meta::{GridExpr, KernelMeta, ParamKindMeta, ParamMeta};
+use phobos_meta::meta::{GridExpr, KernelMeta, ParamKindMeta, ParamMeta};
 
 /// The corpus kernel lanes_matvec's metadata, as the compiler writes it.
 fn lanes_matvec() -> KernelMeta {
@@ -147,7 +147,7 @@ fn free_tuning_constants_are_documented() {
     for v in &mut meta.variants {
         v.grid = Some(vec![GridExpr::Dim("N".into())]);
     }
-    assert!(phobos_core::binding::grid_follows_variants(&meta));
+    assert!(phobos_meta::binding::grid_follows_variants(&meta));
     let code = generate_kernel(&assets(meta), &AssetRoot::OutDir(String::new()));
     assert!(
         code.contains("times every value of BLOCK and keeps the fastest"),

@@ -31,9 +31,9 @@ pub mod targets;
 pub mod unroll;
 pub mod verify;
 
+use crate::compiled::{CompileOptions, CompiledKernel, ModuleParts};
 use crate::diag::Diagnostic;
 use crate::hir::{self, CheckedKernel};
-use crate::pipeline::{CompileOptions, CompiledKernel};
 use crate::source::LineIndex;
 pub use error::BackendError;
 use std::fmt::Write as _;
@@ -150,17 +150,6 @@ pub fn compile_kernel(
     let ptx = module_text(&kernel.name, &[&module]);
     let meta = metadata::build(kernel, &variants, file_name, &lines);
     Ok(CompiledKernel { meta, ptx, module })
-}
-
-/// What a kernel contributes to a PTX module: the entries, and what the
-/// header needs (the lowest PTX ISA version they need, the target, the
-/// source file for `.file 1`).
-#[derive(Clone, Debug)]
-pub(crate) struct ModuleParts {
-    pub version: u32,
-    pub arch: u32,
-    pub file_name: String,
-    pub entries: String,
 }
 
 /// One PTX module of the given kernels' entries: a header naming `title`

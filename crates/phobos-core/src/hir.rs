@@ -39,7 +39,26 @@ pub struct Kernel {
     /// fixpoint (`check::uniformity::check`), read by lowering and the
     /// language server.
     #[serde(skip)]
-    pub uniformity: crate::check::uniformity::Facts,
+    pub uniformity: Facts,
+}
+
+/// How much a value or a point of control differs between threads (see
+/// `check::uniformity`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Uniform,
+    WarpUniform,
+    Varying,
+}
+
+/// Uniformity as the checker found it after its fixpoint: each local's
+/// level, and where it became that varying — the span of the statement,
+/// and whether it was the control around it that did. A side table of the
+/// HIR (`hir::Kernel::uniformity`), indexed by `LocalId`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Facts {
+    pub levels: Vec<Level>,
+    pub causes: Vec<Option<(Span, bool)>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

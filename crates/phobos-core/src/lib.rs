@@ -7,23 +7,24 @@
 //! (those belong to phobos-build and the CLI). See `pipeline.rs` for the
 //! stages in order and ARCHITECTURE.md for the whole picture.
 
-pub mod ast;
 pub mod backend;
-pub mod binding;
 pub mod check;
-pub mod consteval;
+pub mod compiled;
 pub mod diag;
-pub mod format;
+pub mod front;
 pub mod hir;
-pub mod lexer;
-pub mod meta;
+pub mod limits;
 pub mod mma;
-pub mod parse_error;
-pub mod parser;
 pub mod pipeline;
 pub mod render;
 pub mod scalar_value;
 pub mod source;
+
+// The contract with the runtime lives in phobos-meta; its modules stay
+// reachable at their old paths (`phobos_core::meta::KernelMeta`).
+pub use phobos_meta::{binding, consteval, meta};
+// The front end's modules, at their old paths too.
+pub use front::{ast, format, lexer, parse_error, parser};
 
 pub use diag::{Code, Diagnostic, Severity};
 pub use pipeline::{

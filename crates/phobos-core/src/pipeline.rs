@@ -4,7 +4,9 @@
 use crate::backend::BackendError;
 use crate::diag::Diagnostic;
 use crate::hir::CheckedKernel;
-use crate::meta::KernelMeta;
+// The contract types and limits, at their old paths too.
+pub use crate::compiled::{CompileOptions, CompiledKernel};
+pub use crate::limits::{max_shared_bytes, STATIC_SHARED_LIMIT};
 
 /// The targets Phobos supports; `sm_75` is the floor.
 pub const ARCHES: [u32; 7] = [75, 80, 86, 89, 90, 100, 120];
@@ -47,75 +49,13 @@ pub fn parse_arch_list(text: &str) -> Result<Vec<u32>, String> {
     Ok(out)
 }
 
-/// Static shared memory per CTA on every target: what a `.shared`
-/// declaration may hold. A kernel above it takes its shared memory
-/// dynamically, up to [`max_shared_bytes`].
-pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
-
-/// The most shared memory one CTA may use on `sm_{arch}` when the launch
-/// opts in (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`): the CUDA
-/// C++ Programming Guide's "maximum amount of shared memory per thread
-/// block" per compute capability — 64 KB on 7.5, 163 KB on 8.0, 99 KB on
-/// 8.6 and 8.9, 227 KB on 9.0 and 10.0, 99 KB on 12.0. For 10.0 and 12.0
-/// these agree with CUDA 12.9's `cuda_occupancy.h`, whose largest shared
-/// carveouts are 228 KB and 100 KB per SM, less the 1 KB reserved per CTA.
-/// phobos-profile's occupancy table is pinned to this one by a test.
-pub fn max_shared_bytes(arch: u32) -> u32 {
-    const KB: u32 = 1024;
-    match arch {
-        0..=75 => 64 * KB,
-        80 => 163 * KB,
-        90 | 100 => 227 * KB,
-        _ => 99 * KB,
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct CompileOptions {
-    /// Target compute capability, e.g. 75 for `sm_75`.
-    pub arch: u32,
-    /// Pinned `@autotune` constants (`NAME = value`; a later one wins): a
-    /// kernel that declares `NAME` compiles only the variants with that
-    /// value, and its metadata lists only that candidate. A value that is
-    /// not one of the kernel's candidates is error P0312. Names no kernel
-    /// declares are ignored here (phobos-build warns about them).
-    pub defines: Vec<(String, i64)>,
-}
-
-impl CompileOptions {
-    /// The options for `sm_{arch}` with nothing pinned.
-    pub fn for_arch(arch: u32) -> Self {
-        CompileOptions {
-            arch,
-            defines: Vec::new(),
-        }
-    }
-}
-
-impl Default for CompileOptions {
-    fn default() -> Self {
-        CompileOptions::for_arch(75)
-    }
-}
-
-/// One kernel compiled for one target: a PTX module holding one `.entry`
-/// per autotune variant, and its metadata.
-#[derive(Clone, Debug)]
-pub struct CompiledKernel {
-    pub meta: KernelMeta,
-    /// A PTX module of this kernel alone.
-    pub ptx: String,
-    /// The parts `file_module` puts together with other kernels'.
-    pub(crate) module: crate::backend::ModuleParts,
-}
-
 /// One PTX module holding the entries of several kernels compiled from one
 /// file for one target (what `phobos ptx` prints for a file): one header,
 /// at the highest `.version` any of them needs and naming the first
 /// kernel, then each kernel's entries in order. Empty for no kernels; for
 /// one kernel it is that kernel's `ptx`.
 pub fn file_module(kernels: &[CompiledKernel]) -> String {
-    let parts: Vec<&crate::backend::ModuleParts> = kernels.iter().map(|k| &k.module).collect();
+    let parts: Vec<&crate::compiled::ModuleParts> = kernels.iter().map(|k| &k.module).collect();
     let title = kernels.first().map_or("", |k| k.meta.name.as_str());
     crate::backend::module_text(title, &parts)
 }

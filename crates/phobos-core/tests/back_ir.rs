@@ -59,6 +59,7 @@ fn verifier_accepts_every_corpus_kernel() {
                 if let Err(errors) = verify::verify(&f) {
                     panic!("{path}: {}", errors.join("\n"));
                 }
+                the_param_list_holds_the_parameters_then_the_run_time_dims(&f, v, &path);
             }
         }
     }
@@ -217,4 +218,52 @@ fn stmt_uses(
         StmtKind::AsyncCopy { access, stage, .. } => *stage == e || index(access),
         _ => false,
     }
+}
+
+/// The `.param` list is computed once, in lowering: a constant dim is a
+/// literal there and has no `.param`, and a `Dim` expression that reads a
+/// dim missing from the list is malformed IR (the emitter has no fallback
+/// for it).
+#[test]
+fn verifier_reports_a_dim_without_a_param() {
+    use phobos_core::backend::ir::PtxSlot;
+    let mut f = lowered(include_str!("seed/lanes_matvec.pho"), "lanes_matvec");
+    let (e, d) = f
+        .exprs
+        .iter()
+        .find_map(|(id, e)| match e.kind {
+            ExprKind::Dim(d) => Some((id, d)),
+            _ => None,
+        })
+        .expect("a dim read at run time");
+    assert!(f.ptx_params.contains(&PtxSlot::Dim(d)));
+    f.ptx_params.retain(|s| *s != PtxSlot::Dim(d));
+    let errors = verify::verify(&f).expect_err("broken IR");
+    let text = errors.join("\n");
+    assert!(
+        text.contains(&format!("{e}: dim d{} is not a `.param`", d.0)),
+        "{text}"
+    );
+}
+
+/// A constant dim is a literal in the IR and has no `.param`; every other
+/// dim has one, after the kernel's parameters in their order.
+fn the_param_list_holds_the_parameters_then_the_run_time_dims(
+    f: &phobos_core::backend::ir::Func,
+    v: &phobos_core::hir::Kernel,
+    path: &str,
+) {
+    use phobos_core::backend::ir::PtxSlot;
+    let n = v.params.len();
+    for (i, s) in f.ptx_params.iter().enumerate() {
+        match *s {
+            PtxSlot::Param(p) => assert_eq!(p.0 as usize, i, "{path}"),
+            PtxSlot::Dim(d) => {
+                assert!(i >= n, "{path}");
+                assert!(v.dims[d.0 as usize].constant.is_none(), "{path}");
+            }
+        }
+    }
+    let run_time = v.dims.iter().filter(|d| d.constant.is_none()).count();
+    assert_eq!(f.ptx_params.len(), n + run_time, "{path}");
 }

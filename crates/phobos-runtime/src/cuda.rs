@@ -4,9 +4,8 @@
 //! memory, module loading (the cubin for the device's architecture, else the
 //! PTX JIT-compiled by the driver with its log kept for errors) and launches.
 
-use crate::device::{EntryCall, Limits};
+use crate::call::{EntryCall, KernelId, KernelSource, Limits};
 use crate::error::{DeviceError, LaunchError};
-use crate::launch::{KernelId, KernelSource};
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::{sys, CudaContext};
 use std::collections::HashMap;
@@ -168,6 +167,13 @@ pub(crate) struct CudaBackend {
     /// Loaded modules by kernel identity (module, name, content hash).
     modules: Mutex<HashMap<KernelId, Arc<ModuleSlot>>>,
     in_flight: Mutex<InFlight>,
+    /// A stream other than the default one exists (`Device::new_stream`,
+    /// `wrap_stream`): the synchronous copies, which run on the default
+    /// stream and so do not wait for non-blocking streams, wait for the
+    /// whole device first, as `Tensor::to_vec` promises.
+    pub(crate) other_streams: std::sync::atomic::AtomicBool,
+    /// Streams capturing now: the device cannot be synchronized meanwhile.
+    pub(crate) capturing: std::sync::atomic::AtomicUsize,
 }
 
 // The driver API is thread-safe; the raw handles are only used with the
@@ -241,7 +247,22 @@ impl CudaBackend {
             sync_each_launch: sync_requested(),
             modules: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(InFlight::default()),
+            other_streams: std::sync::atomic::AtomicBool::new(false),
+            capturing: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// Before a synchronous copy on the default stream: once other
+    /// streams exist, wait for the whole device (unless a stream is
+    /// capturing, which a context synchronization would break), so that a
+    /// copy never races a launch on another stream.
+    fn settle_other_streams(&self) -> Result<(), DeviceError> {
+        use std::sync::atomic::Ordering;
+        if self.other_streams.load(Ordering::Relaxed) && self.capturing.load(Ordering::Relaxed) == 0
+        {
+            result::ctx::synchronize().map_err(self.failed("cuCtxSynchronize"))?;
+        }
+        Ok(())
     }
 
     /// The context as cudarc holds it.
@@ -382,6 +403,7 @@ impl CudaBackend {
             return Ok(());
         }
         let _bound = self.bind()?;
+        self.settle_other_streams()?;
         unsafe { result::memcpy_htod_sync(addr, bytes) }.map_err(self.failed("cuMemcpyHtoD"))
     }
 
@@ -391,6 +413,7 @@ impl CudaBackend {
             return Ok(());
         }
         let _bound = self.bind()?;
+        self.settle_other_streams()?;
         unsafe { result::memset_d8_sync(addr, value, len) }.map_err(self.failed("cuMemsetD8"))
     }
 
@@ -400,6 +423,7 @@ impl CudaBackend {
             return Ok(out);
         }
         let _bound = self.bind()?;
+        self.settle_other_streams()?;
         unsafe { result::memcpy_dtoh_sync(&mut out, addr) }.map_err(self.failed("cuMemcpyDtoH"))?;
         // A device-to-host copy on the default stream waits for every
         // earlier launch.
@@ -412,10 +436,18 @@ impl CudaBackend {
             return Ok(());
         }
         let _bound = self.bind()?;
+        self.settle_other_streams()?;
         unsafe { result::memcpy_dtod_sync(dst, src, len) }.map_err(self.failed("cuMemcpyDtoD"))
     }
 
     pub(crate) fn synchronize(&self) -> Result<(), DeviceError> {
+        if self.capturing.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            return Err(DeviceError::Capture {
+                what: "waiting for the device while a stream captures; end the \
+                       capture first"
+                    .to_string(),
+            });
+        }
         let _bound = self.bind()?;
         result::ctx::synchronize().map_err(self.failed("cuCtxSynchronize"))?;
         self.settled();

@@ -4,12 +4,10 @@
 //! per-device caches (loaded modules live in the backends, autotune
 //! decisions in `tuning.rs`). Launch checks live in `launch.rs`, not here.
 
-use crate::elem::{to_bytes, Elem};
-use crate::error::{DeviceError, LaunchError, Site};
-use crate::launch::{KernelId, KernelSource};
-use crate::tensor::{elem_size, Buffer, Tensor};
+use crate::call::{EntryCall, KernelId};
+use crate::elem::Elem;
+use crate::error::{DeviceError, LaunchError};
 use crate::tuning::{TuneKey, Tuning};
-use phobos_core::meta::VariantMeta;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -71,8 +69,7 @@ pub struct EntryOccupancy {
     pub ctas_per_sm: Option<i32>,
 }
 
-/// What a device allows one launch (the launch binding's limits).
-pub use phobos_core::binding::Limits;
+pub use crate::call::Limits;
 
 pub(crate) enum Backend {
     Cuda(crate::cuda::CudaBackend),
@@ -244,28 +241,6 @@ impl Device {
         self.inner.id == other.inner.id
     }
 
-    /// Copies host data to a new tensor of the given shape.
-    pub fn upload<T: Elem>(&self, data: &[T], shape: &[usize]) -> Result<Tensor<T>, DeviceError> {
-        if shape.iter().product::<usize>() != data.len() {
-            return Err(DeviceError::Shape {
-                shape: shape.to_vec(),
-                len: data.len(),
-            });
-        }
-        let buf = self.alloc_buffer(data.len() * elem_size::<T>(), &label::<T>(shape))?;
-        self.upload_bytes(buf.addr, &to_bytes(data))?;
-        Ok(Tensor::from_buffer(buf, 0, shape.to_vec()))
-    }
-
-    /// A new tensor of the given shape with every element zero, set on
-    /// the device (`cuMemsetD8`): no host buffer of the tensor's size.
-    pub fn zeros<T: Elem>(&self, shape: &[usize]) -> Result<Tensor<T>, DeviceError> {
-        let bytes = shape.iter().product::<usize>() * elem_size::<T>();
-        let buf = self.alloc_buffer(bytes, &label::<T>(shape))?;
-        self.memset(buf.addr, 0, bytes)?;
-        Ok(Tensor::from_buffer(buf, 0, shape.to_vec()))
-    }
-
     /// Every kernel module loaded on this device so far: which image the
     /// driver took (the cubin for which architecture, or the PTX it
     /// JIT-compiled, with its log), the images refused before it, and
@@ -406,21 +381,19 @@ pub(crate) fn label<T: Elem>(shape: &[usize]) -> String {
     format!("{}[{}]", T::TY.name(), dims.join(", "))
 }
 
-/// One checked launch, as the backends receive it.
-pub(crate) struct EntryCall<'a> {
-    pub site: &'a Site,
-    /// The kernel's identity, which keys the backends' module caches.
-    pub id: &'a KernelId,
-    pub source: &'a KernelSource,
-    pub entry: &'a str,
-    /// The variant's metadata (the shared plan names tiles in reports).
-    pub variant: &'a VariantMeta,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    /// The entry's arguments in `.param` order ([`crate::sim_launch::Plan::kernel_args`]).
-    pub args: &'a [phobos_sim::KernelArg],
-    /// The stream the launch is issued on (`None`: the default stream).
-    pub stream: Option<&'a crate::Stream>,
+/// One device allocation, freed when the last view of it is dropped.
+pub(crate) struct Buffer {
+    pub(crate) device: Device,
+    /// Device address of the first byte (a CUDA pointer, or the simulator's
+    /// address of the allocation).
+    pub(crate) addr: u64,
+    pub(crate) bytes: usize,
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        self.device.free(self.addr);
+    }
 }
 
 impl fmt::Debug for Device {

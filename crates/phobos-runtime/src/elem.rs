@@ -2,7 +2,7 @@
 //! scalar type it stands for. Owns the byte encoding of elements and scalar
 //! arguments; knows nothing about devices.
 
-use phobos_core::ast::ScalarTy;
+use phobos_meta::ScalarTy;
 
 mod sealed {
     pub trait Sealed {}

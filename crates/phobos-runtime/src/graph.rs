@@ -14,13 +14,12 @@
 //! relaxed mode, instantiated once). On the simulator the captured
 //! launches are recorded and run again in order.
 
-use crate::device::EntryCall;
+use crate::call::{EntryCall, KernelId, KernelSource};
+use crate::device::Buffer;
 use crate::error::{DeviceError, Site};
-use crate::launch::{KernelId, KernelSource};
 use crate::stream::Stream;
-use crate::tensor::Buffer;
 use cudarc::driver::CudaGraph;
-use phobos_core::meta::VariantMeta;
+use phobos_meta::meta::VariantMeta;
 use phobos_sim::KernelArg;
 use std::fmt;
 use std::sync::Arc;

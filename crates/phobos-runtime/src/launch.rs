@@ -4,15 +4,16 @@
 //! choice, grid and block against device limits — so that the generated code
 //! stays a thin typed wrapper and a bad launch never reaches a backend.
 
-use crate::device::{Device, EntryCall};
+use crate::call::{EntryCall, KernelId, KernelSource};
+use crate::device::Device;
 use crate::elem::{Elem, ScalarArg};
 use crate::error::{AxisValue, LaunchError, Site};
 use crate::sim_launch::Plan;
 use crate::stream::Stream;
 use crate::tensor::Tensor;
-use phobos_core::ast::ScalarTy;
-use phobos_core::binding::{self, ArgShape, BindError, Binding, BoundDim, LaunchRequest};
-use phobos_core::meta::{KernelMeta, ParamKindMeta, VariantMeta};
+use phobos_meta::binding::{self, ArgShape, BindError, Binding, BoundDim, LaunchRequest};
+use phobos_meta::meta::{KernelMeta, ParamKindMeta, VariantMeta};
+use phobos_meta::ScalarTy;
 use phobos_sim::KernelArg;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -27,67 +28,6 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 pub struct Aligned<B: ?Sized> {
     pub align: [u64; 0],
     pub bytes: B,
-}
-
-/// Everything a build embeds for one kernel: its metadata (RON text, as
-/// `phobos_core::meta::KernelMeta` serializes it), its PTX per architecture
-/// and, when ptxas was found at build time, its cubins per architecture.
-#[derive(Debug)]
-pub struct KernelSource {
-    pub name: &'static str,
-    /// The `.pho` file the kernel came from, as error messages name it.
-    pub module: &'static str,
-    pub meta: &'static str,
-    /// `(arch, ptx)`, e.g. `(75, "...")` for sm_75, in ascending arch order.
-    pub ptx: &'static [(u32, &'static str)],
-    /// `(arch, cubin)`, in ascending arch order; each 8-byte aligned
-    /// ([`Aligned`]).
-    pub cubins: &'static [(u32, &'static [u8])],
-}
-
-impl KernelSource {
-    /// A hash of everything the build embedded for the kernel (metadata,
-    /// PTX and cubins, with their architectures): stable across runs and
-    /// builds (64-bit FNV-1a), so caches on disk can be keyed by it.
-    pub fn content_hash(&self) -> u64 {
-        use std::hash::Hasher;
-        let mut h = fnv::FnvHasher::default();
-        let mut part = |bytes: &[u8]| {
-            h.write(&(bytes.len() as u64).to_le_bytes());
-            h.write(bytes);
-        };
-        part(self.name.as_bytes());
-        part(self.module.as_bytes());
-        part(self.meta.as_bytes());
-        for (arch, ptx) in self.ptx {
-            part(&arch.to_le_bytes());
-            part(ptx.as_bytes());
-        }
-        for (arch, cubin) in self.cubins {
-            part(&arch.to_le_bytes());
-            part(cubin);
-        }
-        h.finish()
-    }
-
-    /// The kernel's identity for the backends' module caches.
-    pub(crate) fn id(&self) -> KernelId {
-        KernelId {
-            module: self.module,
-            name: self.name,
-            hash: self.content_hash(),
-        }
-    }
-}
-
-/// Who a kernel is, for caches: its module path, its name and the hash of
-/// its embedded content. Two kernels share an id only when the build
-/// embedded the same thing for both.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct KernelId {
-    pub module: &'static str,
-    pub name: &'static str,
-    pub hash: u64,
 }
 
 /// A kernel as generated bindings hold it: its embedded source and its
@@ -176,7 +116,7 @@ pub struct TensorArg<'a> {
     /// ordering with the owner's work cudarc keeps; `None`: any stream.
     stream: Option<usize>,
     /// A Phobos tensor's buffer, which a graph capturing the launch keeps.
-    buffer: Option<&'a std::sync::Arc<crate::tensor::Buffer>>,
+    buffer: Option<&'a std::sync::Arc<crate::device::Buffer>>,
 }
 
 impl<'a> TensorArg<'a> {
@@ -571,7 +511,7 @@ impl<'m> Checker<'_, 'm> {
         Ok(())
     }
 
-    /// The one launch binding (`phobos_core::binding`) over the arguments'
+    /// The one launch binding (`phobos_meta::binding`) over the arguments'
     /// shapes, buffer sizes and addresses and the device's limits.
     fn bind(&self, grid: Option<Grid>) -> Result<Binding<'m>, LaunchError> {
         let args: Vec<ArgShape<'_>> = self

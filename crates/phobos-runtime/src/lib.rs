@@ -19,6 +19,7 @@
 //!
 //! It must not panic on a missing driver or a bad launch: both are errors.
 
+mod call;
 mod cuda;
 mod device;
 mod elem;
@@ -32,12 +33,13 @@ mod stream;
 mod tensor;
 mod tuning;
 
+pub use call::KernelSource;
 pub use device::{BackendKind, Device, EntryOccupancy, Limits, LoadedImage};
 pub use elem::{Elem, ScalarArg};
 pub use error::{AxisValue, DeviceError, LaunchError, Site};
 pub use foreign::{ForeignTensor, ForeignTensorMut, TensorIn, TensorOut};
 pub use graph::Graph;
-pub use launch::{cdiv, Aligned, Arg, Grid, Kernel, KernelSource, TensorArg};
+pub use launch::{cdiv, Aligned, Arg, Grid, Kernel, TensorArg};
 pub use sim_launch::name_shared_buffer;
 pub use stream::{Event, Stream};
 pub use tensor::Tensor;
@@ -46,4 +48,4 @@ pub use tensor::Tensor;
 pub use half;
 
 /// The metadata types the embedded kernel descriptions deserialize into.
-pub use phobos_core::meta;
+pub use phobos_meta::meta;

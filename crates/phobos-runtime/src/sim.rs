@@ -5,9 +5,8 @@
 //! (out-of-bounds accesses, races, divergent barriers) as
 //! `LaunchError::Check`.
 
-use crate::device::EntryCall;
+use crate::call::{EntryCall, KernelId};
 use crate::error::{DeviceError, LaunchError};
-use crate::launch::KernelId;
 use crate::sim_launch::{self, name_shared_buffer};
 use phobos_sim::{BufferId, KernelArg, LaunchOptions, Module, SimError};
 use std::collections::{BTreeMap, HashMap};
@@ -197,7 +196,7 @@ impl SimBackend {
 /// Which buffer each tensor argument was, so a report that names a buffer
 /// can be read in terms of the kernel's parameters.
 fn argument_note(state: &SimState, call: &EntryCall<'_>) -> String {
-    let Ok(meta) = ron::from_str::<phobos_core::meta::KernelMeta>(call.source.meta) else {
+    let Ok(meta) = ron::from_str::<phobos_meta::meta::KernelMeta>(call.source.meta) else {
         return String::new();
     };
     let Some(variant) = meta.variants.iter().find(|v| v.entry == call.entry) else {
@@ -208,7 +207,7 @@ fn argument_note(state: &SimState, call: &EntryCall<'_>) -> String {
         .iter()
         .zip(call.args)
         .filter_map(|(p, a)| match (p, a) {
-            (phobos_core::meta::PtxParam::TensorPtr(name), KernelArg::U64(addr)) => {
+            (phobos_meta::meta::PtxParam::TensorPtr(name), KernelArg::U64(addr)) => {
                 let label = state
                     .find(*addr, 0)
                     .map(|(alloc, _)| alloc.label.clone())

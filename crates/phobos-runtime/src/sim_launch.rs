@@ -1,5 +1,5 @@
 //! The one road from a compiled kernel to a simulated launch: bind the
-//! arguments' shapes ([`phobos_core::binding`]), choose the variant, check
+//! arguments' shapes ([`phobos_meta::binding`]), choose the variant, check
 //! its grid and block against the target's limits ([`Plan`]), turn the
 //! entry's `.param` values into kernel arguments ([`Plan::kernel_args`]),
 //! and run the variant's entry with its dynamic shared memory ([`run`],
@@ -18,8 +18,8 @@
 //! both the binding (phobos-core) and the simulator (phobos-sim), which must
 //! not know about each other.
 
-use phobos_core::binding::{self, BindError, Binding, LaunchRequest, Limits, PtxValue};
-use phobos_core::meta::{KernelMeta, VariantMeta};
+use phobos_meta::binding::{self, BindError, Binding, LaunchRequest, Limits, PtxValue};
+use phobos_meta::meta::{KernelMeta, VariantMeta};
 use phobos_sim::{
     CheckReport, Device, KernelArg, Launch, LaunchOptions, LaunchStats, Module, Observer, SimError,
     Space, SplitObserver,

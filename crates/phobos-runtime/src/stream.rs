@@ -12,11 +12,12 @@
 //! streams: the API and its checks are the same, nothing overlaps, and an
 //! event's time is the host's clock when it was recorded.
 
+use crate::device::Buffer;
 use crate::device::{Backend, Device};
 use crate::elem::{to_bytes, Elem};
 use crate::error::DeviceError;
 use crate::graph::Graph;
-use crate::tensor::{elem_size, Buffer, Tensor};
+use crate::tensor::{elem_size, Tensor};
 use cudarc::driver::{sys, CudaEvent, CudaStream};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -71,6 +72,8 @@ impl Device {
         let kind = match &self.inner.backend {
             Backend::Cuda(c) => {
                 let ctx = c.context();
+                c.other_streams
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 StreamKind::Cuda(
                     c.bound(|| ctx.new_stream())?
                         .map_err(driver("cuStreamCreate"))?,
@@ -108,6 +111,10 @@ impl Device {
             });
         }
         let default = stream.cu_stream().is_null();
+        if !default {
+            c.other_streams
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         Ok(Stream::make(self, StreamKind::Cuda(stream), default))
     }
 }
@@ -178,6 +185,10 @@ impl Stream {
         self.cuda("cuStreamBeginCapture", |s| {
             s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
         })?;
+        if let Some(c) = self.device.cuda_backend() {
+            c.capturing
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         *capture = Some(Capture::default());
         Ok(())
     }
@@ -190,6 +201,10 @@ impl Stream {
                 what: "the stream is not capturing".to_string(),
             });
         };
+        if let Some(c) = self.device.cuda_backend() {
+            c.capturing
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let flags = sys::CUgraphInstantiate_flags(0);
         let cuda = match self.cudarc() {
             Some(s) => {

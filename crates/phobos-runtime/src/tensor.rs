@@ -4,27 +4,12 @@
 //! made — a launch checks them (`LaunchError::BufferTooShort`), and so do
 //! reads and writes from the host.
 
-use crate::device::Device;
+use crate::device::{label, Buffer, Device};
 use crate::elem::{from_bytes, to_bytes, Elem};
 use crate::error::DeviceError;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
-
-/// One device allocation, freed when the last view of it is dropped.
-pub(crate) struct Buffer {
-    pub(crate) device: Device,
-    /// Device address of the first byte (a CUDA pointer, or the simulator's
-    /// address of the allocation).
-    pub(crate) addr: u64,
-    pub(crate) bytes: usize,
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        self.device.free(self.addr);
-    }
-}
 
 /// A row-major tensor of `T` in device memory.
 ///
@@ -173,4 +158,30 @@ impl<T: Elem> fmt::Debug for Tensor<T> {
 
 pub(crate) fn elem_size<T: Elem>() -> usize {
     T::TY.size() as usize
+}
+
+// The device's constructors of tensors live with the tensor, so that the
+// device (which the backends and the launcher share) does not import it.
+impl Device {
+    /// Copies host data to a new tensor of the given shape.
+    pub fn upload<T: Elem>(&self, data: &[T], shape: &[usize]) -> Result<Tensor<T>, DeviceError> {
+        if shape.iter().product::<usize>() != data.len() {
+            return Err(DeviceError::Shape {
+                shape: shape.to_vec(),
+                len: data.len(),
+            });
+        }
+        let buf = self.alloc_buffer(data.len() * elem_size::<T>(), &label::<T>(shape))?;
+        self.upload_bytes(buf.addr, &to_bytes(data))?;
+        Ok(Tensor::from_buffer(buf, 0, shape.to_vec()))
+    }
+
+    /// A new tensor of the given shape with every element zero, set on
+    /// the device (`cuMemsetD8`): no host buffer of the tensor's size.
+    pub fn zeros<T: Elem>(&self, shape: &[usize]) -> Result<Tensor<T>, DeviceError> {
+        let bytes = shape.iter().product::<usize>() * elem_size::<T>();
+        let buf = self.alloc_buffer(bytes, &label::<T>(shape))?;
+        self.memset(buf.addr, 0, bytes)?;
+        Ok(Tensor::from_buffer(buf, 0, shape.to_vec()))
+    }
 }

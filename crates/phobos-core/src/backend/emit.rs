@@ -24,7 +24,7 @@ mod values;
 
 use super::barriers::BarrierDecision;
 use super::divisibility::Divisibility;
-use super::ir::{ExprId, Func, StmtId, StmtKind};
+use super::ir::{ExprId, Func, PtxSlot, StmtId, StmtKind};
 use super::shared_plan::SharedPlan;
 use crate::ast::{ScalarTy, Span};
 use crate::hir::{self, ParamKind, Ty};
@@ -380,36 +380,40 @@ impl<'a> Emitter<'a> {
 
     fn prologue(&mut self) {
         self.loc(self.k.span);
-        for (i, p) in self.k.params.iter().enumerate() {
-            match &p.kind {
-                ParamKind::Tensor { .. } => {
-                    let raw = self.reg(RegClass::B64);
-                    let g = self.reg(RegClass::B64);
-                    self.ins(&format!("ld.param.u64 {raw}, [p_{}];", p.name));
-                    self.ins(&format!("cvta.to.global.u64 {g}, {raw};"));
-                    self.params[i] = Some(g);
-                }
-                ParamKind::Scalar(t) => {
-                    let r = if *t == ScalarTy::Bool {
-                        let raw = self.reg(RegClass::B32);
-                        self.ins(&format!("ld.param.u8 {raw}, [p_{}];", p.name));
-                        let p2 = self.reg(RegClass::Pred);
-                        self.ins(&format!("setp.ne.u32 {p2}, {raw}, 0;"));
-                        p2
-                    } else {
-                        let r = self.reg(RegClass::of(*t));
-                        self.ins(&format!("ld.param{} {r}, [p_{}];", param_ty(*t), p.name));
-                        r
+        for slot in &self.f.ptx_params {
+            match *slot {
+                PtxSlot::Param(pid) => {
+                    let i = pid.0 as usize;
+                    let p = &self.k.params[i];
+                    let r = match &p.kind {
+                        ParamKind::Tensor { .. } => {
+                            let raw = self.reg(RegClass::B64);
+                            let g = self.reg(RegClass::B64);
+                            self.ins(&format!("ld.param.u64 {raw}, [p_{}];", p.name));
+                            self.ins(&format!("cvta.to.global.u64 {g}, {raw};"));
+                            g
+                        }
+                        ParamKind::Scalar(ScalarTy::Bool) => {
+                            let raw = self.reg(RegClass::B32);
+                            self.ins(&format!("ld.param.u8 {raw}, [p_{}];", p.name));
+                            let p2 = self.reg(RegClass::Pred);
+                            self.ins(&format!("setp.ne.u32 {p2}, {raw}, 0;"));
+                            p2
+                        }
+                        ParamKind::Scalar(t) => {
+                            let r = self.reg(RegClass::of(*t));
+                            self.ins(&format!("ld.param{} {r}, [p_{}];", param_ty(*t), p.name));
+                            r
+                        }
                     };
                     self.params[i] = Some(r);
                 }
-            }
-        }
-        for (i, d) in self.k.dims.iter().enumerate() {
-            if d.constant.is_none() {
-                let r = self.reg(RegClass::B32);
-                self.ins(&format!("ld.param.u32 {r}, [d_{}];", d.name));
-                self.dims[i] = Some(r);
+                PtxSlot::Dim(d) => {
+                    let r = self.reg(RegClass::B32);
+                    let name = &self.k.dims[d.0 as usize].name;
+                    self.ins(&format!("ld.param.u32 {r}, [d_{name}];"));
+                    self.dims[d.0 as usize] = Some(r);
+                }
             }
         }
         self.tid = self.reg(RegClass::B32);
@@ -447,18 +451,18 @@ impl<'a> Emitter<'a> {
     fn finish(self) -> EntryText {
         let mut out = String::new();
         let k = self.k;
-        let mut params = Vec::new();
-        for p in &k.params {
-            params.push(match &p.kind {
-                ParamKind::Tensor { .. } => format!("\t.param .u64 p_{}", p.name),
-                ParamKind::Scalar(t) => format!("\t.param {} p_{}", param_ty(*t), p.name),
-            });
-        }
-        for d in &k.dims {
-            if d.constant.is_none() {
-                params.push(format!("\t.param .s32 d_{}", d.name));
-            }
-        }
+        let params: Vec<String> = (self.f.ptx_params.iter())
+            .map(|slot| match *slot {
+                PtxSlot::Param(p) => {
+                    let p = &k.params[p.0 as usize];
+                    match &p.kind {
+                        ParamKind::Tensor { .. } => format!("\t.param .u64 p_{}", p.name),
+                        ParamKind::Scalar(t) => format!("\t.param {} p_{}", param_ty(*t), p.name),
+                    }
+                }
+                PtxSlot::Dim(d) => format!("\t.param .s32 d_{}", k.dims[d.0 as usize].name),
+            })
+            .collect();
         if crate::meta::dynamic_shared_bytes(self.an.plan.total) > 0 {
             // Above what a `.shared` declaration may hold: the launch passes
             // the size as dynamic shared memory.

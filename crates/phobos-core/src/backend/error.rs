@@ -221,7 +221,7 @@ impl BackendError {
                     } else {
                         size.to_string()
                     },
-                    super::unroll::MAX_UNROLLED_SIZE
+                    crate::limits::MAX_UNROLLED_SIZE
                 ));
                 let d = match largest {
                     Some((span, copies)) => d.primary(

@@ -156,6 +156,32 @@ pub struct Func {
     /// `Store`/`RunStore`, the branch of an `If`, the first iteration of a
     /// `For`. At most one per statement.
     pub fences: Vec<(StmtId, BarrierId)>,
+    /// The entry's `.param` list, in order: every kernel parameter, then
+    /// every dim that is not a constant. Lowering computes it once (a
+    /// constant dim becomes a literal there, so it has no `.param`); the
+    /// emitter's declarations and loads and the metadata's
+    /// `VariantMeta::ptx_params` all read it.
+    pub ptx_params: Vec<PtxSlot>,
+}
+
+/// One `.param` of an entry (see `Func::ptx_params`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PtxSlot {
+    /// Kernel parameter `p` (`p_NAME`): a tensor's address or a scalar.
+    Param(ParamId),
+    /// Dim `d`'s run-time value (`d_NAME`, `.s32`).
+    Dim(DimId),
+}
+
+impl PtxSlot {
+    /// The `.param` list of `kernel`'s entry.
+    pub fn list(kernel: &crate::hir::Kernel) -> Vec<PtxSlot> {
+        let params = (0..kernel.params.len()).map(|i| PtxSlot::Param(ParamId(i as u32)));
+        let dims = (kernel.dims.iter().enumerate())
+            .filter(|(_, d)| d.constant.is_none())
+            .map(|(i, _)| PtxSlot::Dim(DimId(i as u32)));
+        params.chain(dims).collect()
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -77,6 +77,7 @@ fn lower_placed(
             entry: entry.to_string(),
             threads: kernel.threads,
             min_ctas: kernel.min_ctas,
+            ptx_params: super::ir::PtxSlot::list(kernel),
             ..Func::default()
         },
         locals: HashMap::new(),

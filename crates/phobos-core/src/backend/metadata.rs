@@ -4,7 +4,7 @@
 //! with their entries and `.param` lists, shared plans, barriers and the
 //! decision for every memory access.
 
-use super::ir::{AccessId, Mem, StmtKind};
+use super::ir::{AccessId, Mem, PtxSlot, StmtKind};
 use super::CompiledVariant;
 use crate::ast::BinOp;
 use crate::hir::{self, Builtin, CheckedKernel, ConstVal, DimRef, ExprKind, ParamKind};
@@ -114,20 +114,18 @@ fn vector_bytes(variants: &[CompiledVariant], p: u32) -> u32 {
 }
 
 fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMeta {
-    let mut ptx_params: Vec<PtxParam> = k
-        .params
-        .iter()
-        .map(|p| match &p.kind {
-            ParamKind::Tensor { .. } => PtxParam::TensorPtr(p.name.clone()),
-            ParamKind::Scalar(t) => PtxParam::Scalar(p.name.clone(), *t),
+    let ptx_params: Vec<PtxParam> = (v.func.ptx_params.iter())
+        .map(|slot| match *slot {
+            PtxSlot::Param(p) => {
+                let p = &k.params[p.0 as usize];
+                match &p.kind {
+                    ParamKind::Tensor { .. } => PtxParam::TensorPtr(p.name.clone()),
+                    ParamKind::Scalar(t) => PtxParam::Scalar(p.name.clone(), *t),
+                }
+            }
+            PtxSlot::Dim(d) => PtxParam::Dim(k.dims[d.0 as usize].name.clone()),
         })
         .collect();
-    ptx_params.extend(
-        k.dims
-            .iter()
-            .filter(|d| d.constant.is_none())
-            .map(|d| PtxParam::Dim(d.name.clone())),
-    );
     let shared_plan = v
         .func
         .buffers

@@ -2,7 +2,7 @@
 //! scratch) gets a 16-byte-aligned offset. Buffers whose live ranges overlap
 //! get disjoint bytes; the others may reuse bytes (the barrier analysis then
 //! fences the reuse). The total is checked against the target's limit per
-//! CTA ([`crate::max_shared_bytes`]); above the 48 KB a `.shared`
+//! CTA ([`crate::limits::max_shared_bytes`]); above the 48 KB a `.shared`
 //! declaration may hold, the entry declares its buffer `.extern` and the
 //! launch passes the size as dynamic shared memory
 //! ([`crate::meta::VariantMeta::dynamic_shared_bytes`]).
@@ -27,7 +27,7 @@ use super::error::{BackendError, SharedBuffer};
 use super::ir::{BufferId, BufferKind, ExprId, Func, Mem, Shape, StmtId, StmtKind};
 use crate::source::LineIndex;
 
-pub use crate::pipeline::STATIC_SHARED_LIMIT;
+pub use crate::limits::STATIC_SHARED_LIMIT;
 
 #[derive(Clone, Debug, Default)]
 pub struct SharedPlan {
@@ -142,7 +142,7 @@ pub fn plan(
         total = total.max(round16(at.saturating_add(bytes)));
         active.push(i);
     }
-    let limit = crate::max_shared_bytes(arch);
+    let limit = crate::limits::max_shared_bytes(arch);
     if total > u64::from(limit) {
         return Err(BackendError::SharedMemoryExceeded {
             entry: f.entry.clone(),

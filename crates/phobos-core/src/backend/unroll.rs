@@ -68,10 +68,7 @@ pub const AUTO_FACTOR: u32 = 8;
 /// grows by the factor, and a large body already has loads to overlap.
 pub const AUTO_MAX_BODY_EXPRS: usize = 256;
 
-/// The most statements and expressions a kernel variant may have after
-/// unrolling (P0803): twice what the checker lets a variant have before
-/// (`MAX_EXPR_NODES`), so unrolling may double the largest kernel.
-pub const MAX_UNROLLED_SIZE: u64 = 1_000_000;
+pub use crate::limits::MAX_UNROLLED_SIZE;
 
 /// Unroll the loops of `f` in place (see the module docs) and empty
 /// `f.loop_unroll`; or, when the result would exceed [`MAX_UNROLLED_SIZE`],

@@ -27,11 +27,14 @@
 //!     tile buffer.
 //! 11. An `AsyncCopy` writes into a ring buffer (`Func::rings`), at an
 //!     `i32` stage.
+//! 12. A `Dim` expression reads a dim of the `.param` list
+//!     (`Func::ptx_params`): lowering made a constant dim a literal.
 //!
 //! Run after `lower` in debug builds and in the tests.
 
 use super::ir::{
-    is_packed_operand, BufferKind, ExprId, ExprKind, Func, Handle, Mem, Shape, StmtId, StmtKind,
+    is_packed_operand, BufferKind, ExprId, ExprKind, Func, Handle, Mem, PtxSlot, Shape, StmtId,
+    StmtKind,
 };
 use crate::ast::{BinOp, ScalarTy};
 use crate::hir::Ty;
@@ -449,6 +452,10 @@ impl Verifier<'_> {
                     self.errors
                         .push(format!("{e}: a run of vars that are not one per element"));
                 }
+            }
+            ExprKind::Dim(d) if !self.f.ptx_params.contains(&PtxSlot::Dim(*d)) => {
+                self.errors
+                    .push(format!("{e}: dim d{} is not a `.param`", d.0));
             }
             ExprKind::Dp4aSum { a, b } => {
                 let bad = !is_packed_operand(self.f, *a)

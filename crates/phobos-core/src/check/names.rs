@@ -42,10 +42,7 @@ use std::collections::HashMap;
 /// 255-byte limit of common file systems with room to spare.
 pub const MAX_KERNEL_NAME: usize = 200;
 
-/// Words Rust reserves that cannot be written as raw identifiers
-/// (`r#self` is not allowed), so no generated function can have these
-/// names. bindgen renames parameters named so.
-pub const RUST_NOT_RAW: &[&str] = &["self", "Self", "super", "crate", "_"];
+pub use phobos_meta::RUST_NOT_RAW;
 
 /// P0208 for a kernel whose name breaks a rule of the module docs.
 pub(super) fn check_kernel_name(name: &ast::Ident) -> Option<NameError> {

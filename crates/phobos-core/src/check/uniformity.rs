@@ -34,18 +34,13 @@ use super::error::{Control, Origin, UniformityError, VaryingCause};
 use crate::ast::{BinOp, CtxField, Span};
 use crate::diag::Diagnostic;
 use crate::hir::ConstVal;
+// The checker's verdicts are a contract of the HIR (a side table of
+// `hir::Kernel`): they live there, and are named here too.
 use crate::hir::{
     Block, CollOp, Expr, ExprKind, Group, Kernel, LocalId, Memory, ParamKind, ShflMode, Stmt,
     StmtKind,
 };
-
-/// How much a value or a point of control differs between threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Uniform,
-    WarpUniform,
-    Varying,
-}
+pub use crate::hir::{Facts, Level};
 
 impl Level {
     fn between(self) -> &'static str {
@@ -108,16 +103,6 @@ pub fn check(kernel: &Kernel) -> (Vec<Diagnostic>, Facts) {
     u.report = true;
     u.pass();
     (u.diags, facts)
-}
-
-/// Uniformity as the checker found it after its fixpoint: each local's
-/// level, and where it became that varying — the span of the statement,
-/// and whether it was the control around it that did. A side table of the
-/// HIR (`hir::Kernel::uniformity`), indexed by `LocalId`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Facts {
-    pub levels: Vec<Level>,
-    pub causes: Vec<Option<(Span, bool)>>,
 }
 
 /// The checker's verdicts after the fixpoint, for the backend: lowering

@@ -1115,7 +1115,7 @@ impl Emitter<'_> {
                     dim: None,
                 })
             }
-            2 if threads % x.chunks_per_row == 0 => {
+            2 if threads.is_multiple_of(x.chunks_per_row) => {
                 let rows = i128::from(threads / x.chunks_per_row);
                 let shared = match &x.placed {
                     None => i128::from(threads * x.v) * size,

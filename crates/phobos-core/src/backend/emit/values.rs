@@ -260,11 +260,11 @@ impl Emitter<'_> {
                 Some(r) => V::R(r),
                 None => V::I(0, t),
             },
-            ExprKind::Dim(d) => match (self.dims[d.0 as usize], self.k.dims[d.0 as usize].constant)
-            {
-                (Some(r), _) => V::R(r),
-                (None, c) => V::I(c.unwrap_or(0) as i128, t),
-            },
+            // Lowering made a constant dim a literal, so a `Dim` reads a
+            // `.param` the prologue loaded (`verify` checks it).
+            ExprKind::Dim(d) => {
+                V::R(self.dims[d.0 as usize].expect("verify: a `Dim` expression reads a `.param`"))
+            }
             ExprKind::Ctx(c) => self.ctx(*c),
             // The checker puts the right side under the left side's control
             // (a lane collective or shuffle there has a warp-uniform guard,

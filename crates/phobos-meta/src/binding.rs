@@ -12,8 +12,8 @@
 //! no IO. Callers describe their arguments as [`ArgShape`]s and map a
 //! [`BindError`] onto their own error type.
 
-use crate::ast::ScalarTy;
 use crate::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
+use crate::scalar::ScalarTy;
 use std::fmt;
 
 /// What a device allows one launch.

@@ -11,25 +11,14 @@ use crate::ast::*;
 use crate::diag::{Diagnostic, Limited};
 use crate::lexer::{lex_with_comments, Comment, Tok, Token};
 use crate::parse_error::ParseError;
-
-/// The deepest nesting of expressions and blocks the parser accepts.
-pub const MAX_DEPTH: usize = 128;
-
-/// The most binary operators (or subscripts) one chain may hold: `a + b +
-/// c` nests no brackets, yet each operator is a level of the tree that
-/// every later pass (checker, formatter, even dropping the tree) walks
-/// recursively, so an unbounded chain overflowed the stack.
-pub const MAX_CHAIN: usize = 1024;
+// The parser's limits, at their old paths too.
+pub use crate::limits::{MAX_CHAIN, MAX_DEPTH, MAX_SOURCE_BYTES};
 
 /// The collectives and the shuffle: a name of these followed by `<` and a
 /// configuration word is a collective, not a comparison.
 pub const COLLECTIVE_OPS: [&str; 8] = [
     "sum", "max", "min", "any", "all", "argmax", "reduce", "shfl",
 ];
-
-/// Largest source file the compiler reads, in bytes: far above any
-/// kernel, and low enough that the tokens, tree and tables stay small.
-pub const MAX_SOURCE_BYTES: usize = 1 << 20;
 
 /// Parse a whole source file.
 pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {

@@ -2,7 +2,7 @@
 //! and `explain` need to know about a compiled kernel, serialized with `ron`.
 //! Contract between phobos-core and the other crates: change additively.
 
-use crate::ast::{BinOp, ScalarTy};
+use crate::scalar::{BinOp, ScalarTy};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -93,7 +93,8 @@ impl GridExpr {
             GridExpr::Max(a, b) => a.eval(lookup)?.max(b.eval(lookup)?),
             GridExpr::Binary(op, a, b) => {
                 let (a, b) = (a.eval(lookup)?, b.eval(lookup)?);
-                let v = crate::consteval::exact(*op, crate::ast::ScalarTy::I64, a.into(), b.into());
+                let v =
+                    crate::consteval::exact(*op, crate::scalar::ScalarTy::I64, a.into(), b.into());
                 v.ok().and_then(|v| i64::try_from(v).ok()).ok_or_else(|| {
                     format!(
                         "@grid overflows 64 bits or divides by zero ({a} {} {b})",
@@ -271,10 +272,15 @@ pub struct AccessMeta {
     pub reason: String,
 }
 
+/// Static shared memory per CTA on every target: what a `.shared`
+/// declaration may hold. A kernel above it takes its shared memory
+/// dynamically, up to the target's limit (`phobos_core::max_shared_bytes`).
+pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
+
 /// The dynamic part of a plan of `total` shared bytes: see
 /// [`VariantMeta::dynamic_shared_bytes`].
 pub fn dynamic_shared_bytes(total: u32) -> u32 {
-    if total > crate::STATIC_SHARED_LIMIT {
+    if total > STATIC_SHARED_LIMIT {
         total
     } else {
         0

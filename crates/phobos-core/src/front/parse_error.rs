@@ -5,7 +5,7 @@
 
 use crate::ast::Span;
 use crate::diag::{Code, Diagnostic};
-use crate::parser::{MAX_CHAIN, MAX_DEPTH, MAX_SOURCE_BYTES};
+use crate::limits::{MAX_CHAIN, MAX_DEPTH, MAX_SOURCE_BYTES};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum ParseError {

@@ -23,7 +23,7 @@
 //! logical operators and comparisons are defined; every other operator on
 //! `bool`, and every operator on a float type, is [`Undefined::NotInteger`].
 
-use crate::ast::{BinOp, ScalarTy, UnOp};
+use crate::scalar::{BinOp, ScalarTy, UnOp};
 use std::fmt;
 
 /// Why an integer operation has no value.
