@@ -441,13 +441,6 @@ impl CudaBackend {
     }
 
     pub(crate) fn synchronize(&self) -> Result<(), DeviceError> {
-        if self.capturing.load(std::sync::atomic::Ordering::Relaxed) > 0 {
-            return Err(DeviceError::Capture {
-                what: "waiting for the device while a stream captures; end the \
-                       capture first"
-                    .to_string(),
-            });
-        }
         let _bound = self.bind()?;
         result::ctx::synchronize().map_err(self.failed("cuCtxSynchronize"))?;
         self.settled();

@@ -185,10 +185,9 @@ impl Stream {
         self.cuda("cuStreamBeginCapture", |s| {
             s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
         })?;
-        if let Some(c) = self.device.cuda_backend() {
-            c.capturing
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
+        self.device
+            .capturing()
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         *capture = Some(Capture::default());
         Ok(())
     }
@@ -201,10 +200,9 @@ impl Stream {
                 what: "the stream is not capturing".to_string(),
             });
         };
-        if let Some(c) = self.device.cuda_backend() {
-            c.capturing
-                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        }
+        self.device
+            .capturing()
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         let flags = sys::CUgraphInstantiate_flags(0);
         let cuda = match self.cudarc() {
             Some(s) => {

@@ -368,10 +368,12 @@ fn a_capture_refuses_copies_waits_and_the_default_stream() {
             s.synchronize().unwrap_err(),
             s.record().unwrap_err(),
             s.upload(&[1.0f32], &[1]).unwrap_err(),
+            dev.synchronize().unwrap_err(),
         ] {
             assert!(matches!(e, DeviceError::Capture { .. }), "{dev:?}: {e:?}");
         }
         let graph = s.end_capture().unwrap();
+        dev.synchronize().unwrap();
         // An empty graph replays as nothing.
         graph.launch().unwrap();
         assert_eq!(s.download(&t).unwrap(), vec![0.0; 4]);
