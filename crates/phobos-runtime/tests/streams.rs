@@ -401,3 +401,24 @@ fn a_graph_over_foreign_memory_replays_only_unchecked() {
     unsafe { graph.launch_unchecked() }.unwrap();
     assert_eq!(s.download(&y).unwrap(), vec![2.0, 4.0]);
 }
+
+/// The tests above on a real GPU, for the GPU bundle (which runs the
+/// `gpu_*` tests of every test executable): streams, events, cudarc
+/// memory, graph capture with cudarc's event tracking, on the driver.
+#[test]
+#[ignore = "needs an NVIDIA GPU; run by the GPU bundle (scripts/gpu-bundle.sh)"]
+fn gpu_streams_events_foreign_memory_and_graphs() {
+    assert!(cuda().is_some(), "no CUDA device");
+    launches_on_a_stream_run_in_order_and_downloads_wait_for_them();
+    an_event_orders_work_across_streams_and_times_it();
+    events_streams_and_tensors_of_another_device_are_refused();
+    cudarc_buffers_are_launched_on_without_copies();
+    a_foreign_buffer_too_small_for_its_shape_is_refused();
+    a_stream_or_buffer_of_another_context_is_refused();
+    a_foreign_borrow_is_launched_on_its_stream_and_aliasing_is_checked();
+    a_device_over_the_programs_cudarc_context_shares_its_memory();
+    a_candle_style_custom_op_launches_on_candles_stream_and_memory();
+    a_captured_sequence_runs_only_when_the_graph_is_replayed();
+    a_capture_refuses_copies_waits_and_the_default_stream();
+    a_graph_over_foreign_memory_replays_only_unchecked();
+}
