@@ -150,6 +150,16 @@ impl Graph {
     }
 }
 
+// cudarc's drop makes the context current to destroy the graph; the
+// caller's current context is put back.
+impl Drop for Graph {
+    fn drop(&mut self) {
+        if let (Some(g), Some(c)) = (self.cuda.take(), self.stream.device().cuda_backend()) {
+            let _ = c.bound(|| drop(g));
+        }
+    }
+}
+
 impl fmt::Debug for Graph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Graph(on {:?})", self.stream)

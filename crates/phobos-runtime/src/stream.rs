@@ -417,6 +417,26 @@ impl Stream {
     }
 }
 
+// cudarc's drops make the context current (`cuCtxSetCurrent`) to destroy
+// a stream or an event; the caller's current context is put back.
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if let (StreamKind::Cuda(_), Some(c)) = (&self.kind, self.device.cuda_backend()) {
+            let kind = std::mem::replace(&mut self.kind, StreamKind::Sim);
+            let _ = c.bound(|| drop(kind));
+        }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if let (EventKind::Cuda(_), Some(c)) = (&self.kind, self.device.cuda_backend()) {
+            let kind = std::mem::replace(&mut self.kind, EventKind::Sim(Instant::now()));
+            let _ = c.bound(|| drop(kind));
+        }
+    }
+}
+
 impl fmt::Debug for Stream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -421,4 +421,41 @@ fn gpu_streams_events_foreign_memory_and_graphs() {
     a_captured_sequence_runs_only_when_the_graph_is_replayed();
     a_capture_refuses_copies_waits_and_the_default_stream();
     a_graph_over_foreign_memory_replays_only_unchecked();
+    streams_events_and_graphs_leave_the_callers_current_context_alone();
+}
+
+#[test]
+fn streams_events_and_graphs_leave_the_callers_current_context_alone() {
+    let Some(dev) = cuda() else { return };
+    use cudarc::driver::sys;
+    let current = || {
+        let mut c = std::ptr::null_mut();
+        unsafe { sys::cuCtxGetCurrent(&mut c) }.result().unwrap();
+        c
+    };
+    // Another library's context, current on this thread (cuCtxCreate
+    // makes it current).
+    let mut other = std::ptr::null_mut();
+    unsafe { sys::cuCtxCreate_v2(&mut other, 0, 0) }
+        .result()
+        .unwrap();
+    assert_eq!(current(), other);
+    {
+        let s = dev.new_stream().unwrap();
+        let x = s.upload(&[1.0f32; 32], &[32]).unwrap();
+        let mut y = s.zeros::<f32>(&[32]).unwrap();
+        let e = s.record().unwrap();
+        s.wait(&e).unwrap();
+        s.begin_capture().unwrap();
+        scale_on(&s, &x, &mut y, 32).unwrap();
+        let g = s.end_capture().unwrap();
+        g.launch().unwrap();
+        assert_eq!(s.download(&y).unwrap()[0], 2.0);
+        assert_eq!(current(), other, "a call replaced the current context");
+        drop(g);
+        drop(e);
+        drop(s);
+        assert_eq!(current(), other, "a drop replaced the current context");
+    }
+    unsafe { sys::cuCtxDestroy_v2(other) }.result().unwrap();
 }
