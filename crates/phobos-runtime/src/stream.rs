@@ -18,7 +18,7 @@ use crate::elem::{to_bytes, Elem};
 use crate::error::DeviceError;
 use crate::graph::Graph;
 use crate::tensor::{elem_size, Tensor};
-use cudarc::driver::{sys, CudaEvent, CudaStream};
+use cudarc::driver::{sys, CudaEvent, CudaStream, HostSlice, PinnedHostSlice};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -403,6 +403,74 @@ impl Stream {
         })? {
             Some(()) => Ok(crate::elem::from_bytes(&bytes)),
             None => src.to_vec(),
+        }
+    }
+
+    /// Copies `src` into page-locked host memory (cudarc's
+    /// `PinnedHostSlice`, `ctx.alloc_pinned`) without waiting: the copy is
+    /// ordered on this stream and overlaps other work; reading `dst`
+    /// (`as_slice`) waits for it. `dst` must hold `src.len()` elements and
+    /// belong to the device's context.
+    pub fn download_pinned<T: Elem>(
+        &self,
+        src: &Tensor<T>,
+        dst: &mut PinnedHostSlice<T>,
+    ) -> Result<(), DeviceError> {
+        self.not_capturing("a copy to the host")?;
+        let len = src.len();
+        src.check_in_bounds(len)?;
+        self.check_tensor(src.device())?;
+        self.check_pinned(dst.context(), dst.len(), len, src.shape())?;
+        let addr = src.address();
+        self.cuda("cuMemcpyDtoHAsync", |s| unsafe {
+            let (host, _record) = dst.stream_synced_mut_slice(s);
+            cudarc::driver::result::memcpy_dtoh_async(&mut host[..len], addr, s.cu_stream())
+        })?;
+        Ok(())
+    }
+
+    /// Copies page-locked host memory into `dst` without waiting, ordered
+    /// on this stream; `src` may be written again once the stream has done
+    /// the copy (cudarc's `PinnedHostSlice` waits for it).
+    pub fn upload_pinned<T: Elem>(
+        &self,
+        src: &PinnedHostSlice<T>,
+        dst: &mut Tensor<T>,
+    ) -> Result<(), DeviceError> {
+        self.not_capturing("a copy from the host")?;
+        let len = dst.len();
+        dst.check_in_bounds(len)?;
+        self.check_tensor(dst.device())?;
+        self.check_pinned(src.context(), src.len(), len, dst.shape())?;
+        let addr = dst.address();
+        self.cuda("cuMemcpyHtoDAsync", |s| unsafe {
+            let (host, _record) = src.stream_synced_slice(s);
+            cudarc::driver::result::memcpy_htod_async(addr, &host[..len], s.cu_stream())
+        })?;
+        Ok(())
+    }
+
+    /// A pinned buffer of `pinned_len` elements in `ctx` for a copy of a
+    /// tensor of `shape` (`len` elements) on this stream.
+    fn check_pinned(
+        &self,
+        ctx: &Arc<cudarc::driver::CudaContext>,
+        pinned_len: usize,
+        len: usize,
+        shape: &[usize],
+    ) -> Result<(), DeviceError> {
+        match self.device.raw_context() {
+            None => Err(DeviceError::NotCuda {
+                what: "pinned host memory".to_string(),
+            }),
+            Some(c) if c != ctx.cu_ctx() as usize => Err(DeviceError::OtherContext {
+                what: "the pinned host buffer".to_string(),
+            }),
+            Some(_) if pinned_len != len => Err(DeviceError::Shape {
+                shape: shape.to_vec(),
+                len: pinned_len,
+            }),
+            Some(_) => Ok(()),
         }
     }
 

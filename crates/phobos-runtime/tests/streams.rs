@@ -422,6 +422,7 @@ fn gpu_streams_events_foreign_memory_and_graphs() {
     a_capture_refuses_copies_waits_and_the_default_stream();
     a_graph_over_foreign_memory_replays_only_unchecked();
     streams_events_and_graphs_leave_the_callers_current_context_alone();
+    pinned_host_memory_is_copied_asynchronously_on_a_stream();
 }
 
 #[test]
@@ -458,4 +459,31 @@ fn streams_events_and_graphs_leave_the_callers_current_context_alone() {
         assert_eq!(current(), other, "a drop replaced the current context");
     }
     unsafe { sys::cuCtxDestroy_v2(other) }.result().unwrap();
+}
+
+#[test]
+fn pinned_host_memory_is_copied_asynchronously_on_a_stream() {
+    let Some(dev) = cuda() else {
+        return;
+    };
+    let ctx = dev.cudarc_context().unwrap();
+    let s = dev.new_stream().unwrap();
+    let mut host = unsafe { ctx.alloc_pinned::<f32>(64) }.unwrap();
+    host.as_mut_slice()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, v)| *v = i as f32);
+    let mut x = s.zeros::<f32>(&[64]).unwrap();
+    let mut y = s.zeros::<f32>(&[64]).unwrap();
+    s.upload_pinned(&host, &mut x).unwrap();
+    scale_on(&s, &x, &mut y, 64).unwrap();
+    let mut out = unsafe { ctx.alloc_pinned::<f32>(64) }.unwrap();
+    s.download_pinned(&y, &mut out).unwrap();
+    // Reading the pinned buffer waits for the copy.
+    assert_eq!(out.as_slice().unwrap()[10], 20.0);
+    // A pinned buffer of another length is refused.
+    let mut short = unsafe { ctx.alloc_pinned::<f32>(8) }.unwrap();
+    let e = s.download_pinned(&y, &mut short).unwrap_err();
+    assert!(matches!(e, DeviceError::Shape { len: 8, .. }), "{e:?}");
 }
