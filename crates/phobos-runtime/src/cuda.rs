@@ -691,18 +691,27 @@ impl CudaBackend {
         // nothing for them.
         const STACK_PARAMS: usize = 32;
         let slot = |a: &phobos_sim::KernelArg| {
-            let mut raw = [0u8; 8];
+            use phobos_sim::KernelArg as K;
+            // Zero-extended little-endian bits: the driver copies the
+            // parameter's own size from the front of the slot.
             match a {
-                phobos_sim::KernelArg::U64(v) => raw = v.to_le_bytes(),
-                phobos_sim::KernelArg::Bytes(b) => {
-                    raw[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)])
-                }
+                K::U8(v) => u64::from(*v),
+                K::I8(v) => u64::from(*v as u8),
+                K::U16(v) | K::Bits16(v) => u64::from(*v),
+                K::I16(v) => u64::from(*v as u16),
+                K::U32(v) => u64::from(*v),
+                K::I32(v) => u64::from(*v as u32),
+                K::F32(v) => u64::from(v.to_bits()),
+                K::U64(v) => *v,
+                K::I64(v) => *v as u64,
+                K::F64(v) => v.to_bits(),
                 other => {
+                    let mut raw = [0u8; 8];
                     let bytes = other.le_bytes().unwrap_or_default();
                     raw[..bytes.len().min(8)].copy_from_slice(&bytes[..bytes.len().min(8)]);
+                    u64::from_le_bytes(raw)
                 }
             }
-            u64::from_le_bytes(raw)
         };
         let n = call.args.len();
         let (mut stack_slots, mut heap_slots);

@@ -514,10 +514,8 @@ impl<'m> Checker<'_, 'm> {
     /// The one launch binding (`phobos_meta::binding`) over the arguments'
     /// shapes, buffer sizes and addresses and the device's limits.
     fn bind(&self, grid: Option<Grid>) -> Result<Binding<'m>, LaunchError> {
-        let args: Vec<ArgShape<'_>> = self
-            .args
-            .iter()
-            .map(|a| match a {
+        fn shape_of<'s>(a: &'s Arg<'_>) -> ArgShape<'s> {
+            match a {
                 Arg::Tensor(t) => ArgShape::Tensor {
                     elem: t.elem,
                     shape: as_u64(t.shape),
@@ -525,10 +523,24 @@ impl<'m> Checker<'_, 'm> {
                     address: Some(t.address),
                 },
                 Arg::Scalar(s) => ArgShape::Scalar(s.ty),
-            })
-            .collect();
+            }
+        }
+        // On the stack for up to `STACK_ARGS` arguments: a launch allocates
+        // nothing for them.
+        const STACK_ARGS: usize = 16;
+        let (mut stack, heap);
+        let args: &[ArgShape<'_>] = if self.args.len() <= STACK_ARGS {
+            stack = [ArgShape::Scalar(ScalarTy::Bool); STACK_ARGS];
+            for (slot, a) in stack.iter_mut().zip(self.args) {
+                *slot = shape_of(a);
+            }
+            &stack[..self.args.len()]
+        } else {
+            heap = self.args.iter().map(shape_of).collect::<Vec<_>>();
+            &heap
+        };
         let request = LaunchRequest {
-            args: &args,
+            args,
             grid: grid.map(|g| g.0),
             picked: &[],
             limits: self.device.launch_limits(self.source),
@@ -697,7 +709,7 @@ impl<'m> Checker<'_, 'm> {
                     redirect.get(name).copied().unwrap_or(t.address),
                 ))
             }
-            Arg::Scalar(s) => Some(KernelArg::Bytes(s.bytes.clone())),
+            Arg::Scalar(s) => Some(s.kernel_arg()),
         })
         .map_err(|e| self.refused(e))
     }
