@@ -487,3 +487,44 @@ fn pinned_host_memory_is_copied_asynchronously_on_a_stream() {
     let e = s.download_pinned(&y, &mut short).unwrap_err();
     assert!(matches!(e, DeviceError::Shape { len: 8, .. }), "{e:?}");
 }
+
+#[test]
+fn on_the_stand_in_two_streams_overlap_in_simulated_time_and_a_wait_orders_them() {
+    let Some(dev) = cuda() else { return };
+    if !dev.name().contains("phobos-sim") {
+        return; // a GPU's timing is its own
+    }
+    let (a, b) = (dev.new_stream().unwrap(), dev.new_stream().unwrap());
+    let n = 4096;
+    let x = a.upload(&values(n, 1), &[n]).unwrap();
+    let (mut y, mut z) = (a.zeros::<f32>(&[n]).unwrap(), a.zeros::<f32>(&[n]).unwrap());
+    let start = a.record().unwrap();
+    b.wait(&start).unwrap();
+    // The same work on both streams from the same point.
+    scale_on(&a, &x, &mut y, n).unwrap();
+    scale_on(&b, &x, &mut z, n).unwrap();
+    let (end_a, end_b) = (a.record().unwrap(), b.record().unwrap());
+    let (ta, tb) = (
+        start.elapsed_ms(&end_a).unwrap(),
+        start.elapsed_ms(&end_b).unwrap(),
+    );
+    assert!(
+        ta > 0.0 && (ta - tb).abs() < 1e-6,
+        "{ta} {tb}: not overlapped"
+    );
+    // b waits for a's second launch: its next launch ends after it.
+    scale_on(&a, &x, &mut y, n).unwrap();
+    let a_done = a.record().unwrap();
+    b.wait(&a_done).unwrap();
+    scale_on(&b, &x, &mut z, n).unwrap();
+    let b_done = b.record().unwrap();
+    let (ta2, tb2) = (
+        start.elapsed_ms(&a_done).unwrap(),
+        start.elapsed_ms(&b_done).unwrap(),
+    );
+    assert!((ta2 - 2.0 * ta).abs() < 1e-6, "{ta2} vs 2 x {ta}");
+    assert!(
+        (tb2 - 3.0 * ta).abs() < 1e-6,
+        "{tb2} vs 3 x {ta}: not ordered after a"
+    );
+}
