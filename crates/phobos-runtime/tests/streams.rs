@@ -348,6 +348,20 @@ fn a_captured_sequence_runs_only_when_the_graph_is_replayed() {
         graph.launch().unwrap();
         graph.launch().unwrap();
         assert_eq!(s.download(&z_view).unwrap()[7], 4.0 * x1[7], "{dev:?}");
+        // On another stream of the device, ordered by an event.
+        let t = dev.new_stream().unwrap();
+        let x2 = values(n, 23);
+        s.copy_to(&x2, &mut x).unwrap();
+        t.wait(&s.record().unwrap()).unwrap();
+        graph.launch_on(&t).unwrap();
+        assert_eq!(t.download(&z_view).unwrap()[7], 4.0 * x2[7], "{dev:?}");
+        // Not on a stream of another device.
+        let other = Device::sim().new_stream().unwrap();
+        let e = graph.launch_on(&other).unwrap_err();
+        assert!(
+            matches!(e, DeviceError::OtherContext { .. }),
+            "{dev:?}: {e:?}"
+        );
     }
 }
 
