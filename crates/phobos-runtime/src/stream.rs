@@ -220,6 +220,7 @@ impl Stream {
             foreign: capture.foreign,
         })
     }
+
     /// The device the stream's work runs on.
     pub fn device(&self) -> &Device {
         &self.device
