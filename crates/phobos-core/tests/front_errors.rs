@@ -161,8 +161,14 @@ fn attributes() {
             ("@launch(256, min_ctas = 9)\n", "P0313"),
             ("@launch(64, min_ctas = N)\n", "P0313"),
             ("@launch(64, blocks = 2)\n", "P0100"),
+            // Skipped to the `)` closing `@launch(`, groups whole: one error
+            // (a second at the `)` of `f(x)` before), and no hang at a
+            // stray closer.
+            ("@launch(64, bad = f(x))\n", "P0100"),
+            ("@launch(64, bad = [1, (2)], {3})\n", "P0100"),
         ],
     );
+    assert!(codes(&format!("@launch(64, ] )\n{body}")).contains(&"P0100"));
     // `min_ctas` becomes `.minnctapersm`, autotuned or not.
     for (attrs, want) in [
         ("@launch(256, min_ctas = 2)\n", ".minnctapersm 2"),

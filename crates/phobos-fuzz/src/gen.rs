@@ -117,6 +117,14 @@ pub struct Features {
     /// odd divisors) besides the run-time `(b & 7) + 1` ones: the shapes
     /// the emitter strength-reduces (issue 30).
     pub const_divisors: bool,
+    /// In about half the programs `@aligned(N = 8)` (and `M = 8` with the
+    /// 2-D tile), the dims to match, and tile starts rounded down to
+    /// multiples of 8: tile copies and stores then move 8- and 16-byte
+    /// vector chunks, and boxes wholly inside a tensor take the unmasked
+    /// path that steps a thread's chunks by constant offsets (issue 30).
+    /// Drawn from a generator of its own, so turning it off gives the same
+    /// programs without the alignment.
+    pub aligned_tiles: bool,
 }
 
 impl Default for Features {
@@ -134,6 +142,7 @@ impl Default for Features {
             scratch: true,
             edges: true,
             const_divisors: true,
+            aligned_tiles: true,
         }
     }
 }
@@ -163,6 +172,9 @@ pub struct Gen {
     /// (unconditionally, at the top level), and whether every value
     /// written to it so far is exact.
     slots: Vec<[(bool, bool); SLOTS as usize]>,
+    /// What `@aligned` promises of the dims, and tile starts are multiples
+    /// of (0: nothing; see `Features::aligned_tiles`).
+    align: i64,
 }
 
 /// Generate the program for `seed`.
@@ -192,6 +204,12 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
         outs.push((names.name(format!("O{i}")), t));
     }
     let autotune = rng.gen_bool(0.3);
+    let align = if feat.aligned_tiles && ChaCha8Rng::seed_from_u64(seed ^ 0xa11_9e0d).gen_bool(0.5)
+    {
+        8
+    } else {
+        0
+    };
     let mut g = Gen {
         rng,
         names,
@@ -209,6 +227,7 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
         nest: 0,
         loops: 0,
         slots: vec![],
+        align,
     };
     g.slots = vec![[(false, true); SLOTS as usize]; g.outs.len()];
     g.budget = g.rng.gen_range(4..24);
@@ -224,7 +243,12 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
         let slot = g.rng.gen_range(0..SLOTS);
         body.push(g.out_store(o, slot, v));
     }
-    let n = 1024 + g.rng.gen_range(0..64i64);
+    let mut n = 1024 + g.rng.gen_range(0..64i64);
+    let mut aligned = vec![];
+    if g.align > 0 {
+        n += (g.align - n % g.align) % g.align;
+        aligned.push(("N".to_string(), g.align));
+    }
     let mut tensors: Vec<TensorParam> = g
         .inputs
         .iter()
@@ -245,7 +269,11 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
     let mut dims = vec![("N".to_string(), n)];
     if let Some(t) = g.tiles.iter().find(|t| t.two_d) {
         let (name, elem, len) = (t.name.clone(), t.elem, t.len);
-        let m = i64::from(grid * len) - g.rng.gen_range(0..i64::from(len));
+        let mut m = i64::from(grid * len) - g.rng.gen_range(0..i64::from(len));
+        if g.align > 0 {
+            m = (m - m % g.align).max(g.align);
+            aligned.push(("M".to_string(), g.align));
+        }
         tensors.push(TensorParam {
             name: "Q".into(),
             elem,
@@ -288,6 +316,7 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
         tensors,
         scalars: g.scalars.clone(),
         dims,
+        aligned,
         body,
     }
 }
@@ -676,6 +705,19 @@ impl Gen {
         });
     }
 
+    /// A tile's start `ctx.block.x * a + b`: `b` sometimes negative or past
+    /// the end; both multiples of the alignment the dims promise, if any.
+    fn tile_start(&mut self) -> (i64, i64) {
+        // i32 draws, as before the alignment: the same seed, the same program.
+        let a = i64::from(self.rng.gen_range(0..300i32));
+        let b = i64::from(self.rng.gen_range(-40..1100i32));
+        if self.align > 0 {
+            (a - a.rem_euclid(self.align), b - b.rem_euclid(self.align))
+        } else {
+            (a, b)
+        }
+    }
+
     /// A tile copy; the `[2, len]` tile stored back at the end only at the
     /// top level (`top`), where its name stays in scope.
     fn tile_copy(&mut self, out: &mut Vec<St>, top: bool) {
@@ -684,8 +726,7 @@ impl Gen {
         let name = self.name("t");
         if top && !self.tiles.iter().any(|t| t.two_d) && self.rng.gen_bool(0.5) {
             let elem = self.pick(&ScalarTy::ALL);
-            let a = self.rng.gen_range(0..300);
-            let b = self.rng.gen_range(-40..1100);
+            let (a, b) = self.tile_start();
             out.push(St::Other(E::leaf(
                 elem,
                 format!("var {name} = Q[0 :+ 2, ctx.block.x * {a} + {b} :+ {len}]"),
@@ -700,8 +741,7 @@ impl Gen {
         }
         // A uniform start, sometimes negative or past the end: the copy is
         // masked at both ends.
-        let a = self.rng.gen_range(0..300);
-        let b = self.rng.gen_range(-40..1100);
+        let (a, b) = self.tile_start();
         out.push(St::Other(E::leaf(
             elem,
             format!("var {name} = {src}[ctx.block.x * {a} + {b} :+ {len}]"),

@@ -6,7 +6,7 @@
 //! `PHOBOS_PTXAS` set, every K-th program (default 10) is also assembled for
 //! every target. `--no-cta-in-branches`, `--no-tiles-in-branches`,
 //! `--no-written-loads`, `--no-awkward-names`, `--no-cta-in-conditions`
-//! `--no-scratch`, `--no-edges` and `--no-const-divisors` switch those generator features off (`gen::Features`;
+//! `--no-scratch`, `--no-edges`, `--no-const-divisors` and `--no-aligned-tiles` switch those generator features off (`gen::Features`;
 //! with `--no-awkward-names` and `--no-cta-in-conditions`, a seed gives the
 //! program it gave before those two existed). An unknown
 //! flag or a malformed number is an error (exit status 2).
@@ -16,7 +16,7 @@ use std::path::PathBuf;
 const USAGE: &str = "usage: phobos-fuzz [--seed S] [--count N] [--save DIR] [--ptxas-every K]
                    [--no-cta-in-branches] [--no-tiles-in-branches] [--no-written-loads]
                    [--no-awkward-names] [--no-cta-in-conditions] [--no-scratch] [--no-edges]
-                   [--no-const-divisors]
+                   [--no-const-divisors] [--no-aligned-tiles]
                    [--planted-bug]";
 
 /// The command line, strictly: an unknown flag or a value that is not a
@@ -34,6 +34,7 @@ struct Args {
     no_scratch: bool,
     no_edges: bool,
     no_const_divisors: bool,
+    no_aligned_tiles: bool,
     planted_bug: bool,
 }
 
@@ -51,6 +52,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         no_scratch: false,
         no_edges: false,
         no_const_divisors: false,
+        no_aligned_tiles: false,
         planted_bug: false,
     };
     let mut it = args.iter();
@@ -79,6 +81,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--no-scratch" => a.no_scratch = true,
             "--no-edges" => a.no_edges = true,
             "--no-const-divisors" => a.no_const_divisors = true,
+            "--no-aligned-tiles" => a.no_aligned_tiles = true,
             "--planted-bug" => a.planted_bug = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
@@ -115,6 +118,7 @@ fn main() {
             scratch: !args.no_scratch,
             edges: !args.no_edges,
             const_divisors: !args.no_const_divisors,
+            aligned_tiles: !args.no_aligned_tiles,
             ..phobos_fuzz::gen::Features::default()
         },
         ..phobos_fuzz::Config::default()

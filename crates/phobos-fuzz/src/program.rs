@@ -108,6 +108,8 @@ pub struct Program {
     pub scalars: Vec<(String, ScalarTy)>,
     /// Values of the named dims at launch, e.g. `("N", 1037)`.
     pub dims: Vec<(String, i64)>,
+    /// `@aligned(N = 8, ...)`: the dims' promised multiples.
+    pub aligned: Vec<(String, i64)>,
     pub body: Vec<St>,
 }
 
@@ -122,6 +124,14 @@ impl Program {
         }
         let _ = writeln!(s, "@launch({})", self.threads);
         let _ = writeln!(s, "@grid({})", self.grid);
+        if !self.aligned.is_empty() {
+            let a: Vec<String> = self
+                .aligned
+                .iter()
+                .map(|(d, m)| format!("{d} = {m}"))
+                .collect();
+            let _ = writeln!(s, "@aligned({})", a.join(", "));
+        }
         if let Some((vals, _)) = &self.autotune {
             let v: Vec<String> = vals.iter().map(|v| v.to_string()).collect();
             let _ = writeln!(s, "@autotune(U in [{}])", v.join(", "));

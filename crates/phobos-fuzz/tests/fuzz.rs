@@ -196,3 +196,49 @@ fn awkward_names_leave_the_program_the_same() {
     }
     assert!(renamed > 40, "only {renamed} of 50 programs renamed");
 }
+
+/// `Features::aligned_tiles` (issue 30): some programs promise aligned
+/// dims, and their tile copies then move vector chunks, on the unmasked
+/// interior path (a `tile_edge` arm beside it) as well as the masked one.
+/// Without the feature the same seeds give the same programs but for the
+/// `@aligned` line and the tile starts.
+#[test]
+fn aligned_tiles_reach_vector_chunks_on_the_interior_path() {
+    let on = phobos_fuzz::gen::Features::default();
+    let off = phobos_fuzz::gen::Features {
+        aligned_tiles: false,
+        ..on.clone()
+    };
+    let opts = phobos_core::CompileOptions::for_arch(80);
+    let (mut aligned, mut vector_interior) = (0, 0);
+    for seed in 0..120 {
+        let p = phobos_fuzz::gen::generate(seed, &on);
+        let text = p.render();
+        let plain = phobos_fuzz::gen::generate(seed, &off).render();
+        assert!(!plain.contains("@aligned"), "{plain}");
+        if p.aligned.is_empty() {
+            assert_eq!(text, plain);
+            continue;
+        }
+        assert_eq!(
+            text.lines().count(),
+            plain.lines().count() + 1,
+            "{text}\n{plain}"
+        );
+        aligned += 1;
+        let (kernels, diags) = phobos_core::compile(&text, "fz.pho", &opts);
+        assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}\n{text}");
+        let ptx = &kernels[0].ptx;
+        // A vector load of a tile chunk before the edge arm: the interior path.
+        if let Some(edge) = ptx.find("_tile_edge:") {
+            if ptx[..edge].contains("ld.global.nc.v") {
+                vector_interior += 1;
+            }
+        }
+    }
+    assert!(aligned > 30, "only {aligned} of 120 programs aligned");
+    assert!(
+        vector_interior > 5,
+        "only {vector_interior} aligned programs have vector chunks on the interior path"
+    );
+}

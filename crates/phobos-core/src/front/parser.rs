@@ -357,9 +357,16 @@ impl<'a> Parser<'a> {
                     } else {
                         // Reported, and the threads kept: the kernel is not
                         // also "without `@launch`".
+                        // Skips to the `)` that closes `@launch(`, over
+                        // whole groups: `bad = f(x)` is one error, not a
+                        // second at the `)` of `f(x)`.
                         let _ = self.error_expected("`min_ctas = C` or `)`");
                         while !self.at(&Tok::RParen) && !self.at(&Tok::Eof) {
-                            self.bump();
+                            let before = self.pos;
+                            self.skip_group();
+                            if self.pos == before {
+                                break;
+                            }
                         }
                     }
                 }
