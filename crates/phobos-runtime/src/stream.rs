@@ -490,6 +490,21 @@ impl Stream {
 // a stream or an event; the caller's current context is put back.
 impl Drop for Stream {
     fn drop(&mut self) {
+        // The last handle of a capturing stream ends the capture (its graph
+        // discarded), so that the device can be waited for again.
+        if !self.default && Arc::strong_count(&self.capture) == 1 && self.capture().take().is_some()
+        {
+            self.device
+                .capturing()
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            if let StreamKind::Cuda(s) = &self.kind {
+                let s = Arc::clone(s);
+                let flags = sys::CUgraphInstantiate_flags(0);
+                let _ = self.cuda("cuStreamEndCapture", move |_| {
+                    s.end_capture(flags).map(drop)
+                });
+            }
+        }
         if let (StreamKind::Cuda(_), Some(c)) = (&self.kind, self.device.cuda_backend()) {
             let kind = std::mem::replace(&mut self.kind, StreamKind::Sim);
             let _ = c.bound(|| drop(kind));

@@ -437,6 +437,7 @@ fn gpu_streams_events_foreign_memory_and_graphs() {
     a_graph_over_foreign_memory_replays_only_unchecked();
     streams_events_and_graphs_leave_the_callers_current_context_alone();
     pinned_host_memory_is_copied_asynchronously_on_a_stream();
+    a_stream_dropped_while_capturing_ends_its_capture();
 }
 
 #[test]
@@ -541,4 +542,23 @@ fn on_the_stand_in_two_streams_overlap_in_simulated_time_and_a_wait_orders_them(
         (tb2 - 3.0 * ta).abs() < 1e-6,
         "{tb2} vs 3 x {ta}: not ordered after a"
     );
+}
+
+#[test]
+fn a_stream_dropped_while_capturing_ends_its_capture() {
+    for dev in devices() {
+        let s = dev.new_stream().unwrap();
+        s.begin_capture().unwrap();
+        let clone = s.clone();
+        drop(s);
+        // A clone keeps the capture going.
+        assert!(clone.is_capturing());
+        assert!(dev.synchronize().is_err(), "{dev:?}");
+        drop(clone);
+        // The last one ends it: the device can be waited for again.
+        dev.synchronize().unwrap();
+        let t = dev.new_stream().unwrap();
+        let x = t.upload(&[1.0f32; 4], &[4]).unwrap();
+        assert_eq!(t.download(&x).unwrap(), vec![1.0; 4], "{dev:?}");
+    }
 }
