@@ -14,8 +14,7 @@
 //! relaxed mode, instantiated once). On the simulator the captured
 //! launches are recorded and run again in order.
 
-use crate::call::EntryCall;
-use crate::call::{KernelId, KernelSource};
+use crate::call::{EntryCall, KernelId, KernelSource};
 use crate::device::Buffer;
 use crate::error::{DeviceError, Site};
 use crate::stream::Stream;
@@ -77,6 +76,13 @@ impl Graph {
     /// used another library's memory is refused (`DeviceError::Capture`):
     /// use [`Graph::launch_unchecked`].
     pub fn launch(&self) -> Result<(), DeviceError> {
+        self.launch_on(&self.stream)
+    }
+
+    /// [`Graph::launch`] on another stream of the same device (or of
+    /// another device over the same CUDA context); a stream of another
+    /// context is `DeviceError::OtherContext`.
+    pub fn launch_on(&self, stream: &Stream) -> Result<(), DeviceError> {
         if self.foreign {
             return Err(DeviceError::Capture {
                 what: "the graph uses another library's memory, which it cannot keep \
@@ -84,7 +90,7 @@ impl Graph {
                     .to_string(),
             });
         }
-        unsafe { self.launch_unchecked() }
+        unsafe { self.launch_unchecked_on(stream) }
     }
 
     /// [`Graph::launch`] for a graph over other libraries' memory.
@@ -96,25 +102,39 @@ impl Graph {
     /// other work reads a buffer the graph writes, or writes one it reads,
     /// while the replay may run).
     pub unsafe fn launch_unchecked(&self) -> Result<(), DeviceError> {
-        if self.stream.is_capturing() {
+        self.launch_unchecked_on(&self.stream)
+    }
+
+    /// [`Graph::launch_unchecked`] on another stream, as [`Graph::launch_on`].
+    ///
+    /// # Safety
+    ///
+    /// As [`Graph::launch_unchecked`].
+    pub unsafe fn launch_unchecked_on(&self, stream: &Stream) -> Result<(), DeviceError> {
+        if stream.is_capturing() {
             return Err(DeviceError::Capture {
-                what: "replaying a graph on the stream that captures".to_string(),
-            });
-        }
-        if let Some(g) = &self.cuda {
-            let c = self
-                .stream
-                .device()
-                .cuda_backend()
-                .ok_or_else(|| DeviceError::NotCuda {
-                    what: "a CUDA graph".to_string(),
-                })?;
-            return c.bound(|| g.launch())?.map_err(|e| DeviceError::Driver {
-                call: "cuGraphLaunch",
-                message: e.to_string(),
+                what: "replaying a graph on a stream that captures".to_string(),
             });
         }
         let device = self.stream.device();
+        if !device.same_context(stream.device()) {
+            return Err(DeviceError::OtherContext {
+                what: "the stream the graph is replayed on".to_string(),
+            });
+        }
+        if let Some(g) = &self.cuda {
+            let c = device.cuda_backend().ok_or_else(|| DeviceError::NotCuda {
+                what: "a CUDA graph".to_string(),
+            })?;
+            let exec = g.cu_graph_exec();
+            let raw = stream.cu_stream();
+            return c
+                .bound(|| cudarc::driver::result::graph::launch(exec, raw))?
+                .map_err(|e| DeviceError::Driver {
+                    call: "cuGraphLaunch",
+                    message: e.to_string(),
+                });
+        }
         for r in &self.recorded {
             device
                 .launch_entry(&EntryCall {
@@ -126,7 +146,7 @@ impl Graph {
                     grid: r.grid,
                     block: r.block,
                     args: &r.args,
-                    stream: Some(&self.stream),
+                    stream: Some(stream),
                 })
                 .map_err(|e| DeviceError::Simulator(e.to_string()))?;
         }
@@ -148,6 +168,16 @@ impl Graph {
     /// The stream the graph replays on.
     pub fn stream(&self) -> &Stream {
         &self.stream
+    }
+}
+
+// cudarc's drop makes the context current to destroy the graph; the
+// caller's current context is put back.
+impl Drop for Graph {
+    fn drop(&mut self) {
+        if let (Some(g), Some(c)) = (self.cuda.take(), self.stream.device().cuda_backend()) {
+            let _ = c.bound(|| drop(g));
+        }
     }
 }
 
