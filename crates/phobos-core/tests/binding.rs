@@ -74,11 +74,11 @@ fn a_plain_launch_binds_dims_grid_and_params_in_entry_order() {
     ];
     let b = bound(&m, &req(&args, None));
     assert_eq!(b.dim("N"), Some(1000));
-    assert_eq!((b.dims[0].param.as_str(), b.dims[0].axis), ("x", 0));
+    assert_eq!((b.dims[0].param, b.dims[0].axis), ("x", 0));
     assert_eq!(b.candidates.len(), 1);
     assert!(!b.tunable());
     assert_eq!(b.grid(b.first()), Ok([4, 1, 1]));
-    let mut values = b.ptx_args(b.first()).unwrap();
+    let mut values: Vec<PtxValue> = b.ptx_args(b.first()).collect::<Result<_, _>>().unwrap();
     assert_eq!(values, order_of(&m, &b));
     values.sort_by_key(|p| format!("{p:?}"));
     assert_eq!(

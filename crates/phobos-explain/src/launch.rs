@@ -299,7 +299,7 @@ fn bind_and_pick<'m>(
         .binding
         .dims
         .iter()
-        .map(|d| (d.name.clone(), d.value))
+        .map(|d| (d.name.to_string(), d.value))
         .collect();
     fill_random(meta, &inputs, &mut bound, req.seed)?;
     Ok((bound, plan))

@@ -11,10 +11,24 @@
 //! orders `.param`s itself. It is pure: no device, no memory,
 //! no IO. Callers describe their arguments as [`ArgShape`]s and map a
 //! [`BindError`] onto their own error type.
+//!
+//! A launch that binds allocates nothing (issue 31: the checks of a
+//! generated launch never touch the heap): the bound dims borrow their
+//! names from the metadata ([`DimValue`]), dims and candidate variants sit
+//! in inline storage ([`SmallVec`], spilling to the heap only past
+//! [`INLINE_DIMS`] dims or [`INLINE_CANDIDATES`] variants), and
+//! [`Binding::ptx_args`] yields the `.param` values one by one. Only a
+//! refusal allocates: its [`BindError`] owns the words of its message.
 
 use crate::meta::{DimRefMeta, GridExpr, KernelMeta, ParamKindMeta, PtxParam, VariantMeta};
 use crate::scalar::ScalarTy;
+pub use smallvec::SmallVec;
 use std::fmt;
+
+/// Dims a binding holds without allocating.
+pub const INLINE_DIMS: usize = 8;
+/// Candidate variants a binding holds without allocating.
+pub const INLINE_CANDIDATES: usize = 16;
 
 /// What a device allows one launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,13 +95,36 @@ pub struct LaunchRequest<'a> {
     pub limits: Limits,
 }
 
-/// The value of one dim and the first tensor axis that carried it.
+/// The value of one dim and the first tensor axis that carried it, as a
+/// refusal ([`BindError::DimMismatch`]) owns it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BoundDim {
     pub name: String,
     pub value: u64,
     pub param: String,
     pub axis: usize,
+}
+
+/// The value of one dim and the first tensor axis that carried it, as a
+/// [`Binding`] holds it: names borrowed from the metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DimValue<'m> {
+    pub name: &'m str,
+    pub value: u64,
+    pub param: &'m str,
+    pub axis: usize,
+}
+
+impl DimValue<'_> {
+    /// The owned form a refusal carries.
+    pub fn to_bound(&self) -> BoundDim {
+        BoundDim {
+            name: self.name.to_string(),
+            value: self.value,
+            param: self.param.to_string(),
+            axis: self.axis,
+        }
+    }
 }
 
 /// One `.param` value of an entry, in `ptx_params` order.
@@ -115,10 +152,11 @@ impl PtxValue {
 #[derive(Clone, Debug)]
 pub struct Binding<'m> {
     meta: &'m KernelMeta,
-    pub dims: Vec<BoundDim>,
+    /// The dims' values, in the order tensors first carried them.
+    pub dims: SmallVec<[DimValue<'m>; INLINE_DIMS]>,
     /// The variants that fit the dims and the picked constants, in the
     /// metadata's order; never empty.
-    pub candidates: Vec<&'m VariantMeta>,
+    pub candidates: SmallVec<[&'m VariantMeta; INLINE_CANDIDATES]>,
     given_grid: Option<[u32; 3]>,
     limits: Limits,
 }
@@ -582,9 +620,13 @@ impl<'m> Binding<'m> {
         Ok(())
     }
 
-    /// The entry's `.param` values in `ptx_params` order.
-    pub fn ptx_args(&self, variant: &VariantMeta) -> Result<Vec<PtxValue>, BindError> {
-        let find = |name: &str| {
+    /// The entry's `.param` values in `ptx_params` order, one by one (a
+    /// launch collects them where it wants, without a list of its own).
+    pub fn ptx_args<'a>(
+        &'a self,
+        variant: &'a VariantMeta,
+    ) -> impl Iterator<Item = Result<PtxValue, BindError>> + use<'a, 'm> {
+        let find = move |name: &str| {
             self.meta
                 .params
                 .iter()
@@ -595,37 +637,31 @@ impl<'m> Binding<'m> {
                     ))
                 })
         };
-        variant
-            .ptx_params
-            .iter()
-            .map(|p| match p {
-                PtxParam::TensorPtr(name) => {
-                    let i = find(name)?;
-                    match self.meta.params[i].kind {
-                        ParamKindMeta::Tensor { .. } => Ok(PtxValue::Tensor(i)),
-                        ParamKindMeta::Scalar(_) => {
-                            Err(BindError::Inconsistent(format!("`{name}` is not a tensor")))
-                        }
+        variant.ptx_params.iter().map(move |p| match p {
+            PtxParam::TensorPtr(name) => {
+                let i = find(name)?;
+                match self.meta.params[i].kind {
+                    ParamKindMeta::Tensor { .. } => Ok(PtxValue::Tensor(i)),
+                    ParamKindMeta::Scalar(_) => {
+                        Err(BindError::Inconsistent(format!("`{name}` is not a tensor")))
                     }
                 }
-                PtxParam::Scalar(name, _) => {
-                    let i = find(name)?;
-                    match self.meta.params[i].kind {
-                        ParamKindMeta::Scalar(_) => Ok(PtxValue::Scalar(i)),
-                        ParamKindMeta::Tensor { .. } => {
-                            Err(BindError::Inconsistent(format!("`{name}` is not a scalar")))
-                        }
+            }
+            PtxParam::Scalar(name, _) => {
+                let i = find(name)?;
+                match self.meta.params[i].kind {
+                    ParamKindMeta::Scalar(_) => Ok(PtxValue::Scalar(i)),
+                    ParamKindMeta::Tensor { .. } => {
+                        Err(BindError::Inconsistent(format!("`{name}` is not a scalar")))
                     }
                 }
-                PtxParam::Dim(name) => self
-                    .dim(name)
-                    .and_then(|v| i32::try_from(v).ok())
-                    .map(PtxValue::Dim)
-                    .ok_or_else(|| {
-                        BindError::Inconsistent(format!("no tensor carries dim `{name}`"))
-                    }),
-            })
-            .collect()
+            }
+            PtxParam::Dim(name) => self
+                .dim(name)
+                .and_then(|v| i32::try_from(v).ok())
+                .map(PtxValue::Dim)
+                .ok_or_else(|| BindError::Inconsistent(format!("no tensor carries dim `{name}`"))),
+        })
     }
 }
 
@@ -701,8 +737,11 @@ fn check_kinds(meta: &KernelMeta, args: &[ArgShape<'_>]) -> Result<(), BindError
 
 /// Rank, constant axes, agreeing dims, dim range and buffer length of every
 /// tensor; returns the dims' values in the order they were first carried.
-fn bind_dims(meta: &KernelMeta, args: &[ArgShape<'_>]) -> Result<Vec<BoundDim>, BindError> {
-    let mut dims: Vec<BoundDim> = Vec::new();
+fn bind_dims<'m>(
+    meta: &'m KernelMeta,
+    args: &[ArgShape<'_>],
+) -> Result<SmallVec<[DimValue<'m>; INLINE_DIMS]>, BindError> {
+    let mut dims: SmallVec<[DimValue<'m>; INLINE_DIMS]> = SmallVec::new();
     for (param, arg) in meta.params.iter().zip(args) {
         let (
             ParamKindMeta::Tensor { dims: axes, .. },
@@ -732,18 +771,18 @@ fn bind_dims(meta: &KernelMeta, args: &[ArgShape<'_>]) -> Result<Vec<BoundDim>, 
                 }
                 DimRefMeta::Const(_) => {}
                 DimRefMeta::Named(name) => {
-                    let here = BoundDim {
-                        name: name.clone(),
+                    let here = DimValue {
+                        name,
                         value,
-                        param: param.name.clone(),
+                        param: &param.name,
                         axis,
                     };
-                    match dims.iter().find(|d| &d.name == name) {
+                    match dims.iter().find(|d| d.name == name) {
                         Some(first) if first.value != value => {
                             return Err(BindError::DimMismatch {
                                 dim: name.clone(),
-                                first: Box::new(first.clone()),
-                                second: Box::new(here),
+                                first: Box::new(first.to_bound()),
+                                second: Box::new(here.to_bound()),
                             })
                         }
                         Some(_) => {}
@@ -780,10 +819,10 @@ fn bind_dims(meta: &KernelMeta, args: &[ArgShape<'_>]) -> Result<Vec<BoundDim>, 
 fn check_aligned(
     meta: &KernelMeta,
     args: &[ArgShape<'_>],
-    dims: &[BoundDim],
+    dims: &[DimValue<'_>],
 ) -> Result<(), BindError> {
     for (dim, multiple) in &meta.aligned {
-        if let Some(d) = dims.iter().find(|d| &d.name == dim) {
+        if let Some(d) = dims.iter().find(|d| d.name == dim) {
             if *multiple != 0 && !d.value.is_multiple_of(*multiple) {
                 return Err(BindError::AlignedViolated {
                     dim: dim.clone(),
@@ -821,9 +860,9 @@ fn check_aligned(
 /// constants equal the picked values.
 fn matching_variants<'m>(
     meta: &'m KernelMeta,
-    dims: &[BoundDim],
+    dims: &[DimValue<'_>],
     picked: &[(String, i64)],
-) -> Result<Vec<&'m VariantMeta>, BindError> {
+) -> Result<SmallVec<[&'m VariantMeta; INLINE_CANDIDATES]>, BindError> {
     let dim_value = |name: &str| dims.iter().find(|d| d.name == name).map(|d| d.value);
     for (name, values) in &meta.autotune {
         if let Some(actual) = dim_value(name) {
@@ -836,29 +875,27 @@ fn matching_variants<'m>(
             }
         }
     }
-    let free: Vec<&str> = free_constants(meta).collect();
     for (name, value) in picked {
-        if !free.contains(&name.as_str()) {
+        if !free_constants(meta).any(|n| n == name) {
             return Err(BindError::UnknownConstant {
                 name: name.clone(),
-                constants: free.iter().map(|s| s.to_string()).collect(),
+                constants: free_constants(meta).map(str::to_string).collect(),
             });
         }
         let values = meta
             .autotune
             .iter()
             .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default();
+            .map_or(&[][..], |(_, v)| v);
         if !values.contains(value) {
             return Err(BindError::NoPickedVariant {
                 name: name.clone(),
                 value: *value,
-                candidates: values,
+                candidates: values.to_vec(),
             });
         }
     }
-    let matching: Vec<_> = meta
+    let matching: SmallVec<_> = meta
         .variants
         .iter()
         .filter(|v| {

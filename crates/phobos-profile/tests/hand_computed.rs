@@ -367,7 +367,7 @@ fn planned<'m>(
             Some(KernelArg::Buffer(id))
         })
         .expect("the entry's arguments");
-    (plan, kernel_args)
+    (plan, kernel_args.into_vec())
 }
 
 /// A kernel, its grid, its dims and its scalars.

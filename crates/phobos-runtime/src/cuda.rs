@@ -97,11 +97,21 @@ const IN_FLIGHT_KEPT: usize = 16;
 
 /// The launches queued since the device last finished all its work: the
 /// candidates for an asynchronous fault.
-#[derive(Default)]
 struct InFlight {
-    launches: Vec<InFlightLaunch>,
+    /// Room for `IN_FLIGHT_KEPT` from the start and kept when cleared, so
+    /// that a launch never grows it.
+    launches: std::collections::VecDeque<InFlightLaunch>,
     /// Launches beyond `IN_FLIGHT_KEPT` (the oldest are forgotten).
     dropped: usize,
+}
+
+impl Default for InFlight {
+    fn default() -> InFlight {
+        InFlight {
+            launches: std::collections::VecDeque::with_capacity(IN_FLIGHT_KEPT),
+            dropped: 0,
+        }
+    }
 }
 
 /// One launch in flight, kept without formatting it (a launch allocates
@@ -759,10 +769,10 @@ impl CudaBackend {
         {
             let mut f = lock(&self.in_flight);
             if f.launches.len() == IN_FLIGHT_KEPT {
-                f.launches.remove(0);
+                f.launches.pop_front();
                 f.dropped += 1;
             }
-            f.launches.push(InFlightLaunch {
+            f.launches.push_back(InFlightLaunch {
                 kernel: call.source.name,
                 module: call.source.module,
                 entry: Arc::clone(entry),

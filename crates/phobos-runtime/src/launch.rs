@@ -8,7 +8,7 @@ use crate::call::{EntryCall, KernelId, KernelSource};
 use crate::device::Device;
 use crate::elem::{Elem, ScalarArg};
 use crate::error::{LaunchError, Site};
-use crate::sim_launch::Plan;
+use crate::sim_launch::{KernelArgs, Plan};
 use crate::stream::Stream;
 use crate::tensor::Tensor;
 use phobos_meta::binding::{self, ArgShape, BindError, Binding, LaunchRequest};
@@ -599,7 +599,7 @@ impl<'m> Checker<'_, 'm> {
         &self,
         plan: &Plan<'_>,
         redirect: &HashMap<String, u64>,
-    ) -> Result<Vec<KernelArg>, LaunchError> {
+    ) -> Result<KernelArgs, LaunchError> {
         plan.kernel_args(|i| match &self.args[i] {
             Arg::Tensor(t) => {
                 let name = &self.meta.params[i].name;

@@ -18,7 +18,7 @@
 //! both the binding (phobos-core) and the simulator (phobos-sim), which must
 //! not know about each other.
 
-use phobos_meta::binding::{self, BindError, Binding, LaunchRequest, Limits, PtxValue};
+use phobos_meta::binding::{self, BindError, Binding, LaunchRequest, Limits, PtxValue, SmallVec};
 use phobos_meta::meta::{KernelMeta, VariantMeta};
 use phobos_sim::{
     CheckReport, Device, KernelArg, Launch, LaunchOptions, LaunchStats, Module, Observer, SimError,
@@ -37,6 +37,14 @@ pub fn limits(arch: u32) -> Limits {
         ..Limits::SM75
     }
 }
+
+/// Kernel arguments a launch holds without allocating.
+pub const INLINE_KERNEL_ARGS: usize = 16;
+
+/// An entry's kernel arguments in `.param` order ([`Plan::kernel_args`]):
+/// inline up to [`INLINE_KERNEL_ARGS`], so that an accepted launch
+/// allocates nothing for them; a slice by `Deref`.
+pub type KernelArgs = SmallVec<[KernelArg; INLINE_KERNEL_ARGS]>;
 
 /// A bound launch and the variant it runs, with the variant's grid
 /// (checked against the limits) and its block and shared memory (checked
@@ -86,12 +94,11 @@ impl<'m> Plan<'m> {
     pub fn kernel_args(
         &self,
         mut arg: impl FnMut(usize) -> Option<KernelArg>,
-    ) -> Result<Vec<KernelArg>, BindError> {
+    ) -> Result<KernelArgs, BindError> {
         let params = &self.binding.meta().params;
         self.binding
-            .ptx_args(self.variant)?
-            .into_iter()
-            .map(|value| match value {
+            .ptx_args(self.variant)
+            .map(|value| match value? {
                 PtxValue::Tensor(i) | PtxValue::Scalar(i) => arg(i).ok_or_else(|| {
                     BindError::Inconsistent(format!(
                         "the entry's parameter `{}` has no argument",

@@ -1,0 +1,138 @@
+//! A launch that is accepted allocates nothing on the host (issue 31): its
+//! checks (binding, grid and block, aliasing, argument marshalling) and
+//! the CUDA backend's launch, counted by this binary's allocator, on the
+//! CUDA driver stand-in with kernel execution skipped
+//! (`PHOBOS_FAKE_GPU_SKIP_RUN=1`; the stand-in's own allocations are its
+//! library's, not counted here). Only the test thread's allocations are
+//! counted, so the test harness's other threads do not disturb it.
+//!
+//! Ignored by default; run it with
+//! `scripts/with-fake-gpu.sh cargo test -p phobos-runtime --test launch_allocations -- --include-ignored`.
+
+mod common;
+
+use common::*;
+use phobos_runtime::{Arg, Grid};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+/// Counts the allocations of a thread while it asks to.
+struct Counting;
+
+thread_local! {
+    /// `Some(n)`: this thread counts, `n` so far.
+    static COUNT: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+fn note_allocation() {
+    // `try_with`: a thread being torn down has no slot, and allocates
+    // uncounted.
+    let _ = COUNT.try_with(|c| {
+        if let Some(n) = c.get() {
+            c.set(Some(n + 1));
+        }
+    });
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note_allocation();
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note_allocation();
+        System.alloc_zeroed(layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note_allocation();
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// The allocations `f` makes on this thread.
+fn allocations(f: impl FnOnce()) -> u64 {
+    COUNT.with(|c| c.set(Some(0)));
+    f();
+    COUNT.with(|c| c.replace(None)).expect("counting")
+}
+
+/// The launch-overhead benchmark's kernel (examples/interop): two tensors
+/// sharing a dim, a scalar, a `@grid`.
+const SCALE_ALPHA: &str = "@launch(128)
+@grid(cdiv(N, ctx.threads))
+kernel scale(x: tensor<f32>[N], y: tensor<f32>[N], alpha: f32) {
+  let i = ctx.block.x * ctx.threads + ctx.thread
+  if i < N {
+    y[i] = alpha * x[i]
+  }
+}
+";
+
+/// A kernel without `@grid`, with a constant axis and two dims passed as
+/// `.param`s.
+const ROWS: &str = "@launch(32)
+kernel rows(w: tensor<f32>[M, K], x: tensor<f32>[K], y: tensor<f32>[M, 4]) {
+  let i = ctx.block.x * ctx.threads + ctx.thread
+  if i < M {
+    y[i, 0] = w[i, K - 1] + x[0]
+  }
+}
+";
+
+const LAUNCHES: u64 = 1000;
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_accepted_launches_allocate_nothing() {
+    in_fake_gpu_child(
+        "stand_in_accepted_launches_allocate_nothing",
+        &[("PHOBOS_FAKE_GPU_SKIP_RUN", "1")],
+        || {
+            let dev = fake_gpu();
+            let stream = dev.new_stream().unwrap();
+            let scale = compile(SCALE_ALPHA, &[75], vec![]);
+            let rows = compile(ROWS, &[75], vec![]);
+            let n = 1000;
+            let x = dev.upload(&values(n, 3), &[n]).unwrap();
+            let mut y = dev.zeros::<f32>(&[n]).unwrap();
+            let (m, k) = (40, 64);
+            let w = dev.zeros::<f32>(&[m, k]).unwrap();
+            let xk = dev.zeros::<f32>(&[k]).unwrap();
+            let mut ym = dev.zeros::<f32>(&[m, 4]).unwrap();
+            // The first launches load the modules and fill the caches.
+            let mut launch_all = || {
+                let args = [Arg::from(&x), Arg::from(&mut y), Arg::scalar(2.0f32)];
+                scale.launch(&dev, None, &args).unwrap();
+                scale.launch_on(&stream, None, &args).unwrap();
+                let args = [Arg::from(&w), Arg::from(&xk), Arg::from(&mut ym)];
+                rows.launch(&dev, Some(Grid::from(2)), &args).unwrap();
+                rows.launch_on(&stream, Some(Grid::from(2)), &args).unwrap();
+            };
+            launch_all();
+            let made = allocations(|| {
+                for _ in 0..LAUNCHES {
+                    launch_all();
+                }
+            });
+            assert_eq!(
+                made,
+                0,
+                "{LAUNCHES} x 4 accepted launches made {made} allocations ({} a launch)",
+                made as f64 / (4 * LAUNCHES) as f64
+            );
+            // A refused launch still explains itself (errors may allocate).
+            let short = dev.zeros::<f32>(&[n - 1]).unwrap();
+            let args = [Arg::from(&short), Arg::from(&mut y), Arg::scalar(2.0f32)];
+            let e = scale.launch(&dev, None, &args).unwrap_err();
+            assert!(e.to_string().contains("dim `N` disagrees"), "{e}");
+            stream.synchronize().unwrap();
+            dev.synchronize().unwrap();
+        },
+    );
+}
