@@ -3,6 +3,11 @@
 //! buffer lengths, `@aligned` facts, vector base alignment, autotune variant
 //! choice, grid and block against device limits — so that the generated code
 //! stays a thin typed wrapper and a bad launch never reaches a backend.
+//!
+//! An accepted launch allocates nothing on the host (issue 31): its checks
+//! and arguments live on the stack or in the binding's inline storage, the
+//! call site's names are made once per kernel and architecture, and only a
+//! refusal formats a message (`tests/launch_allocations.rs` counts).
 
 use crate::call::{EntryCall, KernelId, KernelSource};
 use crate::device::Device;
