@@ -236,6 +236,12 @@ impl Device {
         }
     }
 
+    /// The device's identity: equal for clones of one `Device`
+    /// ([`Device::same_as`]), never reused by another.
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
+    }
+
     /// True when both handles are the same device (clones of one `Device`).
     pub fn same_as(&self, other: &Device) -> bool {
         self.inner.id == other.inner.id

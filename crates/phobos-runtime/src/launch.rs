@@ -48,6 +48,23 @@ pub struct Kernel {
     id: OnceLock<KernelId>,
     /// [`Kernel::site`]'s, by device architecture (`None`: the simulator).
     sites: Mutex<Vec<(Option<u32>, std::sync::Arc<Site>)>>,
+    /// Autotune choices a device has settled for this kernel: a tuned
+    /// launch finds its variant here without building the device's key
+    /// (which allocates).
+    settled: Mutex<Vec<Settled>>,
+}
+
+/// A variant a device's own decisions hold for some dims
+/// ([`crate::tuning::Tuning::is_decided`]: never replaced once there).
+#[derive(Debug)]
+struct Settled {
+    /// The device's identity (`Device::id`): decisions belong to one
+    /// device's state, shared by its clones.
+    device: u64,
+    /// The dims' values in the kernel's declaration order.
+    dims: Vec<u64>,
+    /// The index of the variant in the metadata.
+    variant: usize,
 }
 
 /// The grid of CTAs, `[x, y, z]`.
@@ -192,6 +209,7 @@ impl Kernel {
             meta: OnceLock::new(),
             id: OnceLock::new(),
             sites: Mutex::new(Vec::new()),
+            settled: Mutex::new(Vec::new()),
         }
     }
 
@@ -336,11 +354,38 @@ impl Kernel {
     ) -> Result<&'m VariantMeta, LaunchError> {
         let device = checker.device;
         let candidates = &binding.candidates;
-        let Some(key) = device.tune_key(self.id(), &named_dims(checker.meta, binding)) else {
+        let meta = checker.meta;
+        let dims = || meta.dims.iter().map(|d| binding.dim(&d.name).unwrap_or(0));
+        {
+            let settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
+            let found = settled
+                .iter()
+                .find(|s| s.device == device.id() && s.dims.iter().copied().eq(dims()))
+                .and_then(|s| {
+                    let v = &meta.variants[s.variant];
+                    candidates.iter().find(|c| std::ptr::eq(**c, v)).copied()
+                });
+            if let Some(v) = found {
+                return Ok(v);
+            }
+        }
+        let Some(key) = device.tune_key(self.id(), &named_dims(meta, binding)) else {
             return Ok(candidates[0]);
         };
         let by_entry = |entry: &str| candidates.iter().find(|v| v.entry == entry).copied();
         if let Some(v) = device.inner.tuning.lookup(&key).and_then(|e| by_entry(&e)) {
+            if device.inner.tuning.is_decided(&key, &v.entry) {
+                if let Some(variant) = meta.variants.iter().position(|m| std::ptr::eq(m, v)) {
+                    self.settled
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(Settled {
+                            device: device.id(),
+                            dims: dims().collect(),
+                            variant,
+                        });
+                }
+            }
             return Ok(v);
         }
         if !self.tuning.is_empty() {

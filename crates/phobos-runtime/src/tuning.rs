@@ -149,6 +149,15 @@ impl Tuning {
         Some(found)
     }
 
+    /// True when this process decided `entry` for `key` (timed here, or
+    /// read from the on-disk cache): such a decision is what every later
+    /// lookup of `key` returns, so a launch may remember it
+    /// (`Kernel`'s settled choices). Shipped decisions are not: a later
+    /// `preload` may replace them.
+    pub(crate) fn is_decided(&self, key: &TuneKey, entry: &str) -> bool {
+        lock(&self.decided).get(key).is_some_and(|e| e == entry)
+    }
+
     /// Keeps a timed decision, in memory and in the on-disk cache (merged
     /// with what other processes wrote there meanwhile).
     pub(crate) fn decide(&self, key: TuneKey, entry: &str) {

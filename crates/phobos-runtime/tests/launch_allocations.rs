@@ -136,3 +136,66 @@ fn stand_in_accepted_launches_allocate_nothing() {
         },
     );
 }
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_tuned_launches_allocate_nothing_once_decided() {
+    in_fake_gpu_child(
+        "stand_in_tuned_launches_allocate_nothing_once_decided",
+        &[("PHOBOS_FAKE_GPU_SKIP_RUN", "1")],
+        || {
+            let dev = fake_gpu();
+            let stream = dev.new_stream().unwrap();
+            // Two variants (BLOCK 64 and 128), each with its own @grid:
+            // the first launch for these dims times them.
+            let kernel = compile(AUTOTUNE_BLOCK, &[75], vec![]);
+            let n = 1000;
+            let x = dev.upload(&values(n, 5), &[n]).unwrap();
+            let mut y = dev.zeros::<f32>(&[n]).unwrap();
+            let (x2, mut y2) = (
+                dev.zeros::<f32>(&[2 * n]).unwrap(),
+                dev.zeros::<f32>(&[2 * n]).unwrap(),
+            );
+            let mut launch_all = || {
+                kernel
+                    .launch(&dev, None, &[Arg::from(&x), Arg::from(&mut y)])
+                    .unwrap();
+                kernel
+                    .launch_on(&stream, None, &[Arg::from(&x2), Arg::from(&mut y2)])
+                    .unwrap();
+            };
+            // The first launch for each dims times the variants and
+            // decides; the second finds the decision and remembers it.
+            launch_all();
+            launch_all();
+            stream.synchronize().unwrap();
+            let made = allocations(|| {
+                for _ in 0..LAUNCHES {
+                    launch_all();
+                }
+            });
+            assert_eq!(
+                made,
+                0,
+                "{LAUNCHES} x 2 tuned launches made {made} allocations ({} a launch)",
+                made as f64 / (2 * LAUNCHES) as f64
+            );
+            // Another device decides for itself: its first launch times
+            // again, in its own process-wide decisions.
+            let other = fake_gpu();
+            let x = other.upload(&values(n, 5), &[n]).unwrap();
+            let mut y = other.zeros::<f32>(&[n]).unwrap();
+            kernel
+                .launch(&other, None, &[Arg::from(&x), Arg::from(&mut y)])
+                .unwrap();
+            other.synchronize().unwrap();
+            dev.synchronize().unwrap();
+            let dir = scratch_dir("tuned-allocations");
+            let decisions =
+                |d: &phobos_runtime::Device| d.export_tuning(&dir.join("t.ron")).unwrap();
+            assert_eq!(decisions(&dev), 2, "one decision for each dims");
+            assert_eq!(decisions(&other), 1, "the other device timed for itself");
+            let _ = std::fs::remove_dir_all(&dir);
+        },
+    );
+}
