@@ -48,14 +48,14 @@ pub struct Kernel {
     id: OnceLock<KernelId>,
     /// [`Kernel::site`]'s, by device architecture (`None`: the simulator).
     sites: Mutex<Vec<(Option<u32>, std::sync::Arc<Site>)>>,
-    /// Autotune choices a device has settled for this kernel: a tuned
-    /// launch finds its variant here without building the device's key
-    /// (which allocates).
+    /// Autotune choices devices have made or been shipped for this
+    /// kernel: a tuned launch finds its variant here without building the
+    /// device's key (which allocates).
     settled: Mutex<Vec<Settled>>,
 }
 
-/// A variant a device's own decisions hold for some dims
-/// ([`crate::tuning::Tuning::is_decided`]: never replaced once there).
+/// The variant a device's decisions gave for some dims, valid while its
+/// [`crate::tuning::Tuning::generation`] is unchanged.
 #[derive(Debug)]
 struct Settled {
     /// The device's identity (`Device::id`): decisions belong to one
@@ -65,6 +65,8 @@ struct Settled {
     dims: Vec<u64>,
     /// The index of the variant in the metadata.
     variant: usize,
+    /// The device's tuning generation when it was looked up.
+    generation: u64,
 }
 
 /// The grid of CTAs, `[x, y, z]`.
@@ -356,11 +358,15 @@ impl Kernel {
         let candidates = &binding.candidates;
         let meta = checker.meta;
         let dims = || meta.dims.iter().map(|d| binding.dim(&d.name).unwrap_or(0));
+        let same = |s: &Settled| s.device == device.id() && s.dims.iter().copied().eq(dims());
+        // Read before the lookup: a `preload` during it makes what is
+        // remembered stale, not wrong.
+        let generation = device.inner.tuning.generation();
         {
             let settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
             let found = settled
                 .iter()
-                .find(|s| s.device == device.id() && s.dims.iter().copied().eq(dims()))
+                .find(|s| same(s) && s.generation == generation)
                 .and_then(|s| {
                     let v = &meta.variants[s.variant];
                     candidates.iter().find(|c| std::ptr::eq(**c, v)).copied()
@@ -374,16 +380,17 @@ impl Kernel {
         };
         let by_entry = |entry: &str| candidates.iter().find(|v| v.entry == entry).copied();
         if let Some(v) = device.inner.tuning.lookup(&key).and_then(|e| by_entry(&e)) {
-            if device.inner.tuning.is_decided(&key, &v.entry) {
-                if let Some(variant) = meta.variants.iter().position(|m| std::ptr::eq(m, v)) {
-                    self.settled
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(Settled {
-                            device: device.id(),
-                            dims: dims().collect(),
-                            variant,
-                        });
+            if let Some(variant) = meta.variants.iter().position(|m| std::ptr::eq(m, v)) {
+                let mut settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
+                let fresh = Settled {
+                    device: device.id(),
+                    dims: dims().collect(),
+                    variant,
+                    generation,
+                };
+                match settled.iter_mut().find(|s| same(s)) {
+                    Some(stale) => *stale = fresh,
+                    None => settled.push(fresh),
                 }
             }
             return Ok(v);

@@ -22,6 +22,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// What a decision is keyed by.
@@ -114,6 +115,8 @@ pub(crate) struct Tuning {
     decided: Mutex<BTreeMap<TuneKey, String>>,
     shipped: Mutex<BTreeMap<TuneKey, String>>,
     cache: Option<PathBuf>,
+    /// [`Tuning::generation`].
+    generation: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -126,6 +129,7 @@ impl Tuning {
             decided: Mutex::new(BTreeMap::new()),
             shipped: Mutex::new(BTreeMap::new()),
             cache,
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -149,13 +153,13 @@ impl Tuning {
         Some(found)
     }
 
-    /// True when this process decided `entry` for `key` (timed here, or
-    /// read from the on-disk cache): such a decision is what every later
-    /// lookup of `key` returns, so a launch may remember it
-    /// (`Kernel`'s settled choices). Shipped decisions are not: a later
-    /// `preload` may replace them.
-    pub(crate) fn is_decided(&self, key: &TuneKey, entry: &str) -> bool {
-        lock(&self.decided).get(key).is_some_and(|e| e == entry)
+    /// Counts the `preload`s: what [`Tuning::lookup`] returned for a key
+    /// stays its answer while this is unchanged (a decision of this
+    /// process is never replaced; a shipped one only by a `preload`), so
+    /// a launch may remember it (`Kernel`'s settled choices) and skip
+    /// building the key.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Keeps a timed decision, in memory and in the on-disk cache (merged
@@ -184,6 +188,7 @@ impl Tuning {
         for e in entries {
             shipped.insert(e.key.shipped(), e.entry);
         }
+        self.generation.fetch_add(1, Ordering::AcqRel);
         Ok(n)
     }
 

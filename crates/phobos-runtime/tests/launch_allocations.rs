@@ -12,7 +12,7 @@
 mod common;
 
 use common::*;
-use phobos_runtime::{Arg, Grid};
+use phobos_runtime::{Arg, Device, Grid};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -198,4 +198,76 @@ fn stand_in_tuned_launches_allocate_nothing_once_decided() {
             let _ = std::fs::remove_dir_all(&dir);
         },
     );
+}
+
+/// The entry of the stand-in's last `cuLaunchKernel`.
+fn last_entry() -> String {
+    let trace = std::env::var_os("PHOBOS_FAKE_GPU_TRACE").expect("the child has a trace");
+    let lines = trace_lines(std::path::Path::new(&trace), "cuLaunchKernel #");
+    let last = lines.last().expect("a launch");
+    last.split_whitespace()
+        .nth(2)
+        .expect("an entry")
+        .to_string()
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_a_shipped_choice_is_remembered_until_the_next_preload() {
+    let dir = scratch_dir("shipped-allocations");
+    let trace = dir.join("trace");
+    in_fake_gpu_child(
+        "stand_in_a_shipped_choice_is_remembered_until_the_next_preload",
+        &[
+            ("PHOBOS_FAKE_GPU_SKIP_RUN", "1"),
+            ("PHOBOS_FAKE_GPU_TRACE", trace.to_str().unwrap()),
+        ],
+        || {
+            let kernel = compile(AUTOTUNE_BLOCK, &[75], vec![]);
+            let n = 1000;
+            // One device times and exports its choice.
+            let dev = fake_gpu();
+            let x = dev.upload(&values(n, 5), &[n]).unwrap();
+            let mut y = dev.zeros::<f32>(&[n]).unwrap();
+            kernel
+                .launch(&dev, None, &[Arg::from(&x), Arg::from(&mut y)])
+                .unwrap();
+            dev.synchronize().unwrap();
+            let chosen = last_entry();
+            let path = scratch_dir("shipped-allocations-export").join("t.ron");
+            assert_eq!(dev.export_tuning(&path).unwrap(), 1);
+            let text = std::fs::read_to_string(&path).unwrap();
+            // Another is shipped it: it launches that variant, without
+            // allocating once it has looked it up.
+            let shipped = Device::cuda(0).unwrap();
+            assert_eq!(shipped.preload_tuning(&text).unwrap(), 1);
+            let x = shipped.upload(&values(n, 5), &[n]).unwrap();
+            let mut y = shipped.zeros::<f32>(&[n]).unwrap();
+            let mut launch = || {
+                kernel
+                    .launch(&shipped, None, &[Arg::from(&x), Arg::from(&mut y)])
+                    .unwrap()
+            };
+            launch();
+            assert_eq!(last_entry(), chosen);
+            let made = allocations(|| {
+                for _ in 0..LAUNCHES {
+                    launch();
+                }
+            });
+            assert_eq!(made, 0, "{LAUNCHES} shipped-choice launches");
+            // A later preload that says otherwise wins, as before it was
+            // remembered.
+            let (a, b) = ("autotune_block__BLOCK64", "autotune_block__BLOCK128");
+            let other = if chosen == a { b } else { a };
+            assert!(text.contains(&format!("\"{chosen}\"")), "{text}");
+            let swapped = text.replace(&format!("\"{chosen}\""), &format!("\"{other}\""));
+            assert_eq!(shipped.preload_tuning(&swapped).unwrap(), 1);
+            launch();
+            assert_eq!(last_entry(), other);
+            shipped.synchronize().unwrap();
+            let _ = std::fs::remove_dir_all(path.parent().unwrap());
+        },
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
