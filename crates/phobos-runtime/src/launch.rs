@@ -379,7 +379,12 @@ impl Kernel {
             return Ok(candidates[0]);
         };
         let by_entry = |entry: &str| candidates.iter().find(|v| v.entry == entry).copied();
-        if let Some(v) = device.inner.tuning.lookup(&key).and_then(|e| by_entry(&e)) {
+        // What the lookup gives stays the answer until a `preload` changes
+        // the generation: a decision of this process is never replaced, a
+        // shipped one only by a `preload`. The build's embedded one is kept
+        // as well, so for these dims the on-disk cache is read once: a
+        // decision another process writes there later is not seen.
+        let remember = |v: &'m VariantMeta| {
             if let Some(variant) = meta.variants.iter().position(|m| std::ptr::eq(m, v)) {
                 let mut settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
                 let fresh = Settled {
@@ -393,14 +398,17 @@ impl Kernel {
                     None => settled.push(fresh),
                 }
             }
-            return Ok(v);
+            v
+        };
+        if let Some(v) = device.inner.tuning.lookup(&key).and_then(|e| by_entry(&e)) {
+            return Ok(remember(v));
         }
         if !self.tuning.is_empty() {
             let embedded = self
                 .embedded
                 .get_or_init(|| crate::tuning::Embedded::parse(self.tuning));
             if let Some(v) = embedded.lookup(&key).and_then(by_entry) {
-                return Ok(v);
+                return Ok(remember(v));
             }
         }
         let backend_err = |message: String| LaunchError::Backend {

@@ -266,6 +266,35 @@ fn stand_in_a_shipped_choice_is_remembered_until_the_next_preload() {
             launch();
             assert_eq!(last_entry(), other);
             shipped.synchronize().unwrap();
+            // A kernel built with the choice embedded (`Kernel::with_tuning`)
+            // launches it without timing or allocating, until a preload
+            // says otherwise.
+            let built = compile_with_tuning(
+                AUTOTUNE_BLOCK,
+                &[75],
+                vec![],
+                Box::leak(text.clone().into_boxed_str()),
+            );
+            let third = Device::cuda(0).unwrap();
+            let x = third.upload(&values(n, 5), &[n]).unwrap();
+            let mut y = third.zeros::<f32>(&[n]).unwrap();
+            let mut launch = || {
+                built
+                    .launch(&third, None, &[Arg::from(&x), Arg::from(&mut y)])
+                    .unwrap()
+            };
+            launch();
+            assert_eq!(last_entry(), chosen);
+            let made = allocations(|| {
+                for _ in 0..LAUNCHES {
+                    launch();
+                }
+            });
+            assert_eq!(made, 0, "{LAUNCHES} embedded-choice launches");
+            assert_eq!(third.preload_tuning(&swapped).unwrap(), 1);
+            launch();
+            assert_eq!(last_entry(), other);
+            third.synchronize().unwrap();
             let _ = std::fs::remove_dir_all(path.parent().unwrap());
         },
     );
