@@ -6,8 +6,9 @@
 //!
 //! An accepted launch allocates nothing on the host (issue 31): its checks
 //! and arguments live on the stack or in the binding's inline storage, the
-//! call site's names are made once per kernel and architecture, and only a
-//! refusal formats a message (`tests/launch_allocations.rs` counts).
+//! call site's names are made once per kernel and architecture, a tuned
+//! kernel's choice once per device and dims (`Kernel::tuned_variant`), and
+//! only a refusal formats a message (`tests/launch_allocations.rs` counts).
 
 use crate::call::{EntryCall, KernelId, KernelSource};
 use crate::device::Device;
