@@ -136,10 +136,9 @@ impl fmt::Display for LaunchError {
                 write!(f, "launch failed: {message}\n  note: {STICKY_NOTE}")
             }
             LaunchError::Backend { message, .. } => write!(f, "launch failed: {message}"),
-            LaunchError::Capture { message, .. } => write!(
-                f,
-                "cannot be captured into a graph: {message}"
-            ),
+            LaunchError::Capture { message, .. } => {
+                write!(f, "cannot be captured into a graph: {message}")
+            }
         }
     }
 }
