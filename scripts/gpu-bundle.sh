@@ -10,6 +10,8 @@
 # Needs ptxas (PHOBOS_PTXAS, else ptxas on PATH or in CUDA_PATH/CUDA_HOME)
 # for the cubins; fails without it. Builds in release mode:
 #   bin/phobos-example-matvec   the example
+#   bin/phobos-example-interop  Phobos in a cudarc program (examples/interop)
+#   bin/launch_overhead         host time per launch (examples/interop)
 #   bin/phobos-diff             the differential check (crates/phobos-gpucheck)
 #   bin/phobos-bench            the benchmarks (crates/phobos-gpucheck)
 #   tests/NAME                  every test executable with a `gpu_*` test
@@ -56,7 +58,7 @@ cargo_json() {
 }
 
 echo "gpu-bundle: building the example, phobos-diff and phobos-bench (release)" >&2
-MSGS="$(cargo_json build -p phobos-example-matvec -p phobos-gpucheck --bins)"
+MSGS="$(cargo_json build -p phobos-example-matvec -p phobos-example-interop -p phobos-gpucheck --bins)"
 
 # Every test target with a `gpu_*` test: PACKAGE TARGET pairs, from the
 # sources (crates/NAME/tests/TARGET.rs or examples/NAME/tests/TARGET.rs).
@@ -75,7 +77,8 @@ printf '%s\n' "$MSGS" >"$OUT/.cargo-messages.json"
 python3 - "$OUT" "$OUT/.cargo-messages.json" <<'PY'
 import json, os, shutil, sys
 out = sys.argv[1]
-wanted_bins = {"phobos-example-matvec", "phobos-diff", "phobos-bench"}
+wanted_bins = {"phobos-example-matvec", "phobos-example-interop", "launch_overhead",
+               "phobos-diff", "phobos-bench"}
 kernel_dirs = set()
 for line in open(sys.argv[2]):
     line = line.strip()

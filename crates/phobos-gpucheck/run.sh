@@ -9,7 +9,9 @@
 # for the report); a failed or timed-out step does not stop the run, and
 # the slow, optional steps come last:
 #   1 device    device and driver info (nvidia-smi when present)
-#   2 example   the example (seed page kernels against a CPU reference)
+#   2 example   the example (seed page kernels against a CPU reference),
+#               then examples/interop (cudarc buffers and stream, events,
+#               a graph) and its launch-overhead table, when bundled
 #   3 gpu-test  every `gpu_*` test of every test executable in tests/
 #   4 diff      the differential check: simulator against the device
 #   5 bench     phobos-bench, then torch and Triton equivalents when importable
@@ -43,7 +45,9 @@ START=$(date +%s)
 # Each step's budget in seconds (docs/gpu-bundle.md gives the expected
 # time of each). The sum is at most 480: tests/bundle_script.rs checks it.
 BUDGET_DEVICE=15
-BUDGET_EXAMPLE=30
+BUDGET_EXAMPLE=20
+BUDGET_INTEROP=5
+BUDGET_OVERHEAD=5
 BUDGET_GPU_TESTS=45
 BUDGET_DIFF=90
 BUDGET_BENCH=90
@@ -167,6 +171,20 @@ cat "$OUT/environment.txt" >>"$LOG"
 
 # 2. The example.
 step example "$BUDGET_EXAMPLE" "$HERE/bin/phobos-example-matvec"
+if [ -x "$HERE/bin/phobos-example-interop" ]; then
+    step interop "$BUDGET_INTEROP" "$HERE/bin/phobos-example-interop"
+else
+    skip interop "not in this bundle"
+fi
+if [ -x "$HERE/bin/launch_overhead" ] && [ -n "$STAND_IN" ]; then
+    # On the stand-in the host's launch path alone is timed (and 80,000
+    # simulated launches would not fit the budget).
+    step launch-overhead "$BUDGET_OVERHEAD" env PHOBOS_FAKE_GPU_SKIP_RUN=1 "$HERE/bin/launch_overhead"
+elif [ -x "$HERE/bin/launch_overhead" ]; then
+    step launch-overhead "$BUDGET_OVERHEAD" "$HERE/bin/launch_overhead"
+else
+    skip launch-overhead "not in this bundle"
+fi
 
 # 3. Every gpu_* test. The cubin test assembles with ptxas at run time and
 # loads a cubin, which the stand-in refuses: skipped where either fails.

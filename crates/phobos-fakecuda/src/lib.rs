@@ -470,6 +470,47 @@ pub unsafe extern "C" fn cuMemcpyHtoD_v2(dst: u64, src: *const c_void, bytes: us
     })
 }
 
+/// Page-locked host memory: ordinary host memory here (every copy is a
+/// CPU copy), 4 KiB aligned, with its size kept in front of it.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemHostAlloc(
+    ptr: *mut *mut c_void,
+    bytes: usize,
+    _flags: c_uint,
+) -> CUresult {
+    guard("cuMemHostAlloc", || {
+        drv()?;
+        if ptr.is_null() || bytes == 0 {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        const ALIGN: usize = 4096;
+        let layout = std::alloc::Layout::from_size_align(bytes + ALIGN, ALIGN)
+            .map_err(|_| CUresult::CUDA_ERROR_OUT_OF_MEMORY)?;
+        let base = std::alloc::alloc_zeroed(layout);
+        if base.is_null() {
+            return Err(CUresult::CUDA_ERROR_OUT_OF_MEMORY);
+        }
+        base.cast::<usize>().write(bytes);
+        out(ptr, base.add(ALIGN).cast())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn cuMemFreeHost(ptr: *mut c_void) -> CUresult {
+    guard("cuMemFreeHost", || {
+        if ptr.is_null() {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        const ALIGN: usize = 4096;
+        let base = ptr.cast::<u8>().sub(ALIGN);
+        let bytes = base.cast::<usize>().read();
+        let layout = std::alloc::Layout::from_size_align(bytes + ALIGN, ALIGN)
+            .map_err(|_| CUresult::CUDA_ERROR_INVALID_VALUE)?;
+        std::alloc::dealloc(base, layout);
+        Ok(())
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
     dst: u64,

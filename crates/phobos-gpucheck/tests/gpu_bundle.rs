@@ -55,6 +55,8 @@ fn the_bundle_builds_and_its_run_passes_on_the_stand_in() {
         "bin/phobos-diff",
         "bin/phobos-bench",
         "bin/phobos-example-matvec",
+        "bin/phobos-example-interop",
+        "bin/launch_overhead",
         "MANIFEST.txt",
     ] {
         assert!(bundle.join(file).is_file(), "the bundle lacks {file}");
@@ -82,6 +84,8 @@ fn the_bundle_builds_and_its_run_passes_on_the_stand_in() {
     let r: serde_json::Value = serde_json::from_str(&text).expect("results.json is JSON");
     assert_eq!(r["example"]["ok"], true, "{log}");
     assert_eq!(r["differential"]["ok"], true, "{log}");
+    assert_eq!(step(&r, "interop"), "ok", "{log}");
+    assert_eq!(step(&r, "launch-overhead"), "ok", "{log}");
     assert_eq!(step(&r, "diff"), "ok", "{log}");
     assert_eq!(step(&r, "bench"), "ok", "{log}");
     assert_eq!(step(&r, "gpu-test-gpu"), "ok", "{log}");

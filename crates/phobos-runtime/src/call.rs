@@ -26,7 +26,7 @@ pub struct KernelSource {
     /// `(arch, ptx)`, e.g. `(75, "...")` for sm_75, in ascending arch order.
     pub ptx: &'static [(u32, &'static str)],
     /// `(arch, cubin)`, in ascending arch order; each 8-byte aligned
-    /// ([`Aligned`]).
+    /// ([`crate::Aligned`]).
     pub cubins: &'static [(u32, &'static [u8])],
 }
 

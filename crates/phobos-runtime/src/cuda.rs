@@ -99,9 +99,19 @@ const IN_FLIGHT_KEPT: usize = 16;
 /// candidates for an asynchronous fault.
 #[derive(Default)]
 struct InFlight {
-    launches: Vec<String>,
+    launches: Vec<InFlightLaunch>,
     /// Launches beyond `IN_FLIGHT_KEPT` (the oldest are forgotten).
     dropped: usize,
+}
+
+/// One launch in flight, kept without formatting it (a launch allocates
+/// nothing for this list); a fault's message formats it.
+struct InFlightLaunch {
+    kernel: &'static str,
+    module: &'static str,
+    entry: Arc<str>,
+    grid: [u32; 3],
+    block: [u32; 3],
 }
 
 /// The context made current on this thread for the life of the guard, and
@@ -126,7 +136,8 @@ impl Drop for Bound {
 #[derive(Default)]
 struct ModuleSlot {
     module: Mutex<Option<sys::CUmodule>>,
-    functions: Mutex<HashMap<String, sys::CUfunction>>,
+    /// Each entry's function, and its name shared with the in-flight list.
+    functions: Mutex<HashMap<String, (sys::CUfunction, Arc<str>)>>,
     /// What loaded ([`crate::LoadedImage`]), once it has.
     loaded: Mutex<Option<crate::LoadedImage>>,
 }
@@ -156,6 +167,13 @@ pub(crate) struct CudaBackend {
     /// Loaded modules by kernel identity (module, name, content hash).
     modules: Mutex<HashMap<KernelId, Arc<ModuleSlot>>>,
     in_flight: Mutex<InFlight>,
+    /// A stream other than the default one exists (`Device::new_stream`,
+    /// `wrap_stream`): the synchronous copies, which run on the default
+    /// stream and so do not wait for non-blocking streams, wait for the
+    /// whole device first, as `Tensor::to_vec` promises.
+    pub(crate) other_streams: std::sync::atomic::AtomicBool,
+    /// Streams capturing now: the device cannot be synchronized meanwhile.
+    pub(crate) capturing: std::sync::atomic::AtomicUsize,
 }
 
 // The driver API is thread-safe; the raw handles are only used with the
@@ -229,7 +247,22 @@ impl CudaBackend {
             sync_each_launch: sync_requested(),
             modules: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(InFlight::default()),
+            other_streams: std::sync::atomic::AtomicBool::new(false),
+            capturing: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// Before a synchronous copy on the default stream: once other
+    /// streams exist, wait for the whole device (unless a stream is
+    /// capturing, which a context synchronization would break), so that a
+    /// copy never races a launch on another stream.
+    fn settle_other_streams(&self) -> Result<(), DeviceError> {
+        use std::sync::atomic::Ordering;
+        if self.other_streams.load(Ordering::Relaxed) && self.capturing.load(Ordering::Relaxed) == 0
+        {
+            result::ctx::synchronize().map_err(self.failed("cuCtxSynchronize"))?;
+        }
+        Ok(())
     }
 
     /// The context as cudarc holds it.
@@ -327,7 +360,16 @@ impl CudaBackend {
 
     fn fault_candidates(&self) -> Vec<String> {
         let f = lock(&self.in_flight);
-        let mut out = f.launches.clone();
+        let mut out: Vec<String> = f
+            .launches
+            .iter()
+            .map(|l| {
+                format!(
+                    "kernel `{}` (module `{}`, sm_{}), entry `{}`, grid {:?}, block {:?}",
+                    l.kernel, l.module, self.arch, l.entry, l.grid, l.block
+                )
+            })
+            .collect();
         if f.dropped > 0 {
             out.insert(0, format!("... {} earlier launches", f.dropped));
         }
@@ -361,6 +403,7 @@ impl CudaBackend {
             return Ok(());
         }
         let _bound = self.bind()?;
+        self.settle_other_streams()?;
         unsafe { result::memcpy_htod_sync(addr, bytes) }.map_err(self.failed("cuMemcpyHtoD"))
     }
 
@@ -370,6 +413,7 @@ impl CudaBackend {
             return Ok(());
         }
         let _bound = self.bind()?;
+        self.settle_other_streams()?;
         unsafe { result::memset_d8_sync(addr, value, len) }.map_err(self.failed("cuMemsetD8"))
     }
 
@@ -379,6 +423,7 @@ impl CudaBackend {
             return Ok(out);
         }
         let _bound = self.bind()?;
+        self.settle_other_streams()?;
         unsafe { result::memcpy_dtoh_sync(&mut out, addr) }.map_err(self.failed("cuMemcpyDtoH"))?;
         // A device-to-host copy on the default stream waits for every
         // earlier launch.
@@ -391,6 +436,7 @@ impl CudaBackend {
             return Ok(());
         }
         let _bound = self.bind()?;
+        self.settle_other_streams()?;
         unsafe { result::memcpy_dtod_sync(dst, src, len) }.map_err(self.failed("cuMemcpyDtoD"))
     }
 
@@ -523,7 +569,7 @@ impl CudaBackend {
         }
     }
 
-    fn function(&self, call: &EntryCall<'_>) -> Result<sys::CUfunction, LaunchError> {
+    fn function(&self, call: &EntryCall<'_>) -> Result<(sys::CUfunction, Arc<str>), LaunchError> {
         let backend = |message: String| LaunchError::Backend {
             site: Box::new(call.site.clone()),
             message,
@@ -531,8 +577,8 @@ impl CudaBackend {
         let slot = self.slot(call);
         let module = self.module(call, &slot)?;
         let mut functions = lock(&slot.functions);
-        if let Some(f) = functions.get(call.entry) {
-            return Ok(*f);
+        if let Some((f, name)) = functions.get(call.entry) {
+            return Ok((*f, Arc::clone(name)));
         }
         let name = CString::new(call.entry)
             .map_err(|_| backend(format!("bad entry name {:?}", call.entry)))?;
@@ -556,7 +602,8 @@ impl CudaBackend {
                 },
             )?;
         }
-        functions.insert(call.entry.to_string(), f);
+        let entry_name: Arc<str> = Arc::from(call.entry);
+        functions.insert(call.entry.to_string(), (f, Arc::clone(&entry_name)));
         // Occupancy, once per entry: the driver's own numbers (a driver
         // that lacks one leaves it `None`).
         let attribute = |a| unsafe { result::function::get_function_attribute(f, a) }.ok();
@@ -581,7 +628,7 @@ impl CudaBackend {
         if let Some(loaded) = lock(&slot.loaded).as_mut() {
             loaded.entries.push(occupancy);
         }
-        Ok(f)
+        Ok((f, entry_name))
     }
 
     /// [`crate::Device::loaded_images`].
@@ -623,14 +670,15 @@ impl CudaBackend {
             });
         }
         let function = self.function(call)?;
-        self.launch_function(call, function)
+        self.launch_function(call, &function)
     }
 
     fn launch_function(
         &self,
         call: &EntryCall<'_>,
-        function: sys::CUfunction,
+        (function, entry): &(sys::CUfunction, Arc<str>),
     ) -> Result<(), LaunchError> {
+        let function = *function;
         let backend = |message: String| LaunchError::Backend {
             site: Box::new(call.site.clone()),
             message,
@@ -639,20 +687,58 @@ impl CudaBackend {
         // Each parameter in its own 8-byte aligned slot; the driver copies
         // as many bytes as the entry declares. The launcher passes tensors
         // as addresses, never as a simulator buffer (which has no bytes).
-        let mut slots: Vec<u64> = call
-            .args
-            .iter()
-            .map(|a| {
-                let mut raw = [0u8; 8];
-                let bytes = a.le_bytes().unwrap_or_default();
-                raw[..bytes.len().min(8)].copy_from_slice(&bytes[..bytes.len().min(8)]);
-                u64::from_le_bytes(raw)
-            })
-            .collect();
-        let mut params: Vec<*mut c_void> = slots
-            .iter_mut()
-            .map(|s| (s as *mut u64).cast::<c_void>())
-            .collect();
+        // On the stack up to `STACK_PARAMS` parameters: a launch allocates
+        // nothing for them.
+        const STACK_PARAMS: usize = 32;
+        let slot = |a: &phobos_sim::KernelArg| {
+            use phobos_sim::KernelArg as K;
+            // Zero-extended little-endian bits: the driver copies the
+            // parameter's own size from the front of the slot.
+            match a {
+                K::U8(v) => u64::from(*v),
+                K::I8(v) => u64::from(*v as u8),
+                K::U16(v) | K::Bits16(v) => u64::from(*v),
+                K::I16(v) => u64::from(*v as u16),
+                K::U32(v) => u64::from(*v),
+                K::I32(v) => u64::from(*v as u32),
+                K::F32(v) => u64::from(v.to_bits()),
+                K::U64(v) => *v,
+                K::I64(v) => *v as u64,
+                K::F64(v) => v.to_bits(),
+                other => {
+                    let mut raw = [0u8; 8];
+                    let bytes = other.le_bytes().unwrap_or_default();
+                    raw[..bytes.len().min(8)].copy_from_slice(&bytes[..bytes.len().min(8)]);
+                    u64::from_le_bytes(raw)
+                }
+            }
+        };
+        let n = call.args.len();
+        let (mut stack_slots, mut heap_slots);
+        let slots: &mut [u64] = if n <= STACK_PARAMS {
+            stack_slots = [0u64; STACK_PARAMS];
+            for (s, a) in stack_slots.iter_mut().zip(call.args) {
+                *s = slot(a);
+            }
+            &mut stack_slots[..n]
+        } else {
+            heap_slots = call.args.iter().map(slot).collect::<Vec<u64>>();
+            &mut heap_slots[..]
+        };
+        let (mut stack_params, mut heap_params);
+        let params: &mut [*mut c_void] = if n <= STACK_PARAMS {
+            stack_params = [std::ptr::null_mut::<c_void>(); STACK_PARAMS];
+            for (p, s) in stack_params.iter_mut().zip(slots.iter_mut()) {
+                *p = (s as *mut u64).cast::<c_void>();
+            }
+            &mut stack_params[..n]
+        } else {
+            heap_params = slots
+                .iter_mut()
+                .map(|s| (s as *mut u64).cast::<c_void>())
+                .collect::<Vec<_>>();
+            &mut heap_params[..]
+        };
         let [gx, gy, gz] = call.grid;
         let [bx, by, bz] = call.block;
         let launched = unsafe {
@@ -662,7 +748,7 @@ impl CudaBackend {
                 (bx, by, bz),
                 call.variant.dynamic_shared_bytes(),
                 call.cu_stream as sys::CUstream,
-                &mut params,
+                params,
             )
         };
         match launched {
@@ -676,10 +762,13 @@ impl CudaBackend {
                 f.launches.remove(0);
                 f.dropped += 1;
             }
-            f.launches.push(format!(
-                "{}, entry `{}`, grid {:?}, block {:?}",
-                call.site, call.entry, call.grid, call.block
-            ));
+            f.launches.push(InFlightLaunch {
+                kernel: call.source.name,
+                module: call.source.module,
+                entry: Arc::clone(entry),
+                grid: call.grid,
+                block: call.block,
+            });
         }
         if self.sync_each_launch {
             match result::ctx::synchronize() {
@@ -709,7 +798,7 @@ impl CudaBackend {
         };
         let function = self.function(call)?;
         for _ in 0..warmups {
-            self.launch_function(call, function)?;
+            self.launch_function(call, &function)?;
         }
         let _bound = self.bind().map_err(|e| backend(e.to_string()))?;
         let flags = sys::CUevent_flags::CU_EVENT_DEFAULT;
@@ -728,7 +817,7 @@ impl CudaBackend {
             for _ in 0..runs.max(1) {
                 let null = std::ptr::null_mut();
                 unsafe { result::event::record(start, null) }.map_err(|e| backend(describe(e)))?;
-                self.launch_function(call, function)?;
+                self.launch_function(call, &function)?;
                 unsafe { result::event::record(end, null) }.map_err(|e| backend(describe(e)))?;
                 unsafe { result::event::synchronize(end) }
                     .map_err(|e| self.launch_fault(call, e, false))?;

@@ -252,8 +252,25 @@ impl Device {
         }
     }
 
-    /// Waits until every launch made so far has finished.
+    /// How many of the device's streams capture now (`Stream::begin_capture`).
+    pub(crate) fn capturing(&self) -> &std::sync::atomic::AtomicUsize {
+        match &self.inner.backend {
+            Backend::Cuda(c) => &c.capturing,
+            Backend::Sim(s) => &s.capturing,
+        }
+    }
+
+    /// Waits until every launch made so far, on every stream, has
+    /// finished. Refused while a stream captures (`DeviceError::Capture`):
+    /// CUDA cannot wait for a device whose stream records a graph.
     pub fn synchronize(&self) -> Result<(), DeviceError> {
+        if self.capturing().load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            return Err(DeviceError::Capture {
+                what: "waiting for the device while a stream captures; end the \
+                       capture first"
+                    .to_string(),
+            });
+        }
         match &self.inner.backend {
             Backend::Cuda(c) => c.synchronize(),
             Backend::Sim(_) => Ok(()),

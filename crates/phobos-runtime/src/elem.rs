@@ -17,6 +17,9 @@ pub trait Elem: sealed::Sealed + Copy + Send + Sync + 'static {
     const TY: ScalarTy;
     /// Appends the little-endian bytes of `self` (as stored on the device).
     fn write_bytes(self, out: &mut Vec<u8>);
+    /// Writes the little-endian bytes of `self` to the front of `out`
+    /// (every element type fits 8 bytes), without allocating.
+    fn write_le(self, out: &mut [u8; 8]);
     /// Reads one element from exactly `TY.size()` little-endian bytes.
     fn read_bytes(bytes: &[u8]) -> Self;
 }
@@ -28,6 +31,10 @@ macro_rules! numeric_elem {
             const TY: ScalarTy = ScalarTy::$ty;
             fn write_bytes(self, out: &mut Vec<u8>) {
                 out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn write_le(self, out: &mut [u8; 8]) {
+                let b = self.to_le_bytes();
+                out[..b.len()].copy_from_slice(&b);
             }
             fn read_bytes(bytes: &[u8]) -> Self {
                 let mut raw = [0u8; std::mem::size_of::<$t>()];
@@ -49,6 +56,9 @@ impl Elem for bool {
     const TY: ScalarTy = ScalarTy::Bool;
     fn write_bytes(self, out: &mut Vec<u8>) {
         out.push(u8::from(self));
+    }
+    fn write_le(self, out: &mut [u8; 8]) {
+        out[0] = u8::from(self);
     }
     fn read_bytes(bytes: &[u8]) -> Self {
         bytes[0] != 0
@@ -76,18 +86,47 @@ pub(crate) fn from_bytes<T: Elem>(bytes: &[u8]) -> Vec<T> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScalarArg {
     pub(crate) ty: ScalarTy,
-    /// Little-endian bytes, `ty.size()` of them.
-    pub(crate) bytes: Vec<u8>,
+    /// Little-endian bytes, the first `ty.size()` of them (held inline, so
+    /// that a launch's scalars allocate nothing).
+    pub(crate) bytes: [u8; 8],
 }
 
 impl ScalarArg {
     pub fn new<T: Elem>(value: T) -> ScalarArg {
-        let mut bytes = Vec::with_capacity(8);
-        value.write_bytes(&mut bytes);
+        let mut bytes = [0u8; 8];
+        let mut le = [0u8; 8];
+        let n = T::TY.size() as usize;
+        // Every element type is at most 8 bytes; `write_le` fills `n`.
+        value.write_le(&mut le);
+        bytes[..n].copy_from_slice(&le[..n]);
         ScalarArg { ty: T::TY, bytes }
     }
     pub fn ty(&self) -> ScalarTy {
         self.ty
+    }
+
+    /// The kernel argument the simulator matches against the entry's
+    /// `.param` (and the CUDA backend passes as bytes), typed so that it
+    /// needs no allocation.
+    pub(crate) fn kernel_arg(&self) -> phobos_sim::KernelArg {
+        use phobos_sim::KernelArg as K;
+        let b = self.bytes;
+        let u16_ = u16::from_le_bytes([b[0], b[1]]);
+        let u32_ = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let u64_ = u64::from_le_bytes(b);
+        match self.ty {
+            ScalarTy::Bool | ScalarTy::U8 => K::U8(b[0]),
+            ScalarTy::I8 => K::I8(b[0] as i8),
+            ScalarTy::U16 => K::U16(u16_),
+            ScalarTy::I16 => K::I16(u16_ as i16),
+            ScalarTy::F16 | ScalarTy::BF16 => K::Bits16(u16_),
+            ScalarTy::U32 => K::U32(u32_),
+            ScalarTy::I32 => K::I32(u32_ as i32),
+            ScalarTy::F32 => K::F32(f32::from_bits(u32_)),
+            ScalarTy::U64 => K::U64(u64_),
+            ScalarTy::I64 => K::I64(u64_ as i64),
+            ScalarTy::F64 => K::F64(f64::from_bits(u64_)),
+        }
     }
 }
 
@@ -109,7 +148,22 @@ mod tests {
         let h = half::f16::from_f32(0.5);
         assert_eq!(from_bytes::<half::f16>(&to_bytes(&[h])), vec![h]);
         assert_eq!(to_bytes(&[1u64]).len(), 8);
-        assert_eq!(ScalarArg::new(2.0f64).bytes.len(), 8);
+        assert_eq!(
+            ScalarArg::new(2.0f64).kernel_arg(),
+            phobos_sim::KernelArg::F64(2.0)
+        );
+        assert_eq!(
+            ScalarArg::new(-3i32).kernel_arg(),
+            phobos_sim::KernelArg::I32(-3)
+        );
+        assert_eq!(
+            ScalarArg::new(h).kernel_arg(),
+            phobos_sim::KernelArg::Bits16(h.to_bits())
+        );
+        assert_eq!(
+            ScalarArg::new(true).kernel_arg(),
+            phobos_sim::KernelArg::U8(1)
+        );
         assert_eq!(ScalarArg::new(true).ty(), ScalarTy::Bool);
     }
 }

@@ -40,6 +40,13 @@ impl Graph {
     /// used another library's memory is refused (`DeviceError::Capture`):
     /// use [`Graph::launch_unchecked`].
     pub fn launch(&self) -> Result<(), DeviceError> {
+        self.launch_on(&self.stream)
+    }
+
+    /// [`Graph::launch`] on another stream of the same device (or of
+    /// another device over the same CUDA context); a stream of another
+    /// context is `DeviceError::OtherContext`.
+    pub fn launch_on(&self, stream: &Stream) -> Result<(), DeviceError> {
         if self.foreign {
             return Err(DeviceError::Capture {
                 what: "the graph uses another library's memory, which it cannot keep \
@@ -47,7 +54,7 @@ impl Graph {
                     .to_string(),
             });
         }
-        unsafe { self.launch_unchecked() }
+        unsafe { self.launch_unchecked_on(stream) }
     }
 
     /// [`Graph::launch`] for a graph over other libraries' memory.
@@ -59,25 +66,39 @@ impl Graph {
     /// other work reads a buffer the graph writes, or writes one it reads,
     /// while the replay may run).
     pub unsafe fn launch_unchecked(&self) -> Result<(), DeviceError> {
-        if self.stream.is_capturing() {
+        self.launch_unchecked_on(&self.stream)
+    }
+
+    /// [`Graph::launch_unchecked`] on another stream, as [`Graph::launch_on`].
+    ///
+    /// # Safety
+    ///
+    /// As [`Graph::launch_unchecked`].
+    pub unsafe fn launch_unchecked_on(&self, stream: &Stream) -> Result<(), DeviceError> {
+        if stream.is_capturing() {
             return Err(DeviceError::Capture {
-                what: "replaying a graph on the stream that captures".to_string(),
-            });
-        }
-        if let Some(g) = &self.cuda {
-            let c = self
-                .stream
-                .device()
-                .cuda_backend()
-                .ok_or_else(|| DeviceError::NotCuda {
-                    what: "a CUDA graph".to_string(),
-                })?;
-            return c.bound(|| g.launch())?.map_err(|e| DeviceError::Driver {
-                call: "cuGraphLaunch",
-                message: e.to_string(),
+                what: "replaying a graph on a stream that captures".to_string(),
             });
         }
         let device = self.stream.device();
+        if !device.same_context(stream.device()) {
+            return Err(DeviceError::OtherContext {
+                what: "the stream the graph is replayed on".to_string(),
+            });
+        }
+        if let Some(g) = &self.cuda {
+            let c = device.cuda_backend().ok_or_else(|| DeviceError::NotCuda {
+                what: "a CUDA graph".to_string(),
+            })?;
+            let exec = g.cu_graph_exec();
+            let raw = stream.cu_stream();
+            return c
+                .bound(|| cudarc::driver::result::graph::launch(exec, raw))?
+                .map_err(|e| DeviceError::Driver {
+                    call: "cuGraphLaunch",
+                    message: e.to_string(),
+                });
+        }
         for r in &self.recorded {
             device
                 .launch_entry(&EntryCall {
@@ -89,7 +110,7 @@ impl Graph {
                     grid: r.grid,
                     block: r.block,
                     args: &r.args,
-                    cu_stream: self.stream.cu_stream() as usize,
+                    cu_stream: stream.cu_stream() as usize,
                     capturing: false,
                 })
                 .map_err(|e| DeviceError::Simulator(e.to_string()))?;
@@ -115,6 +136,16 @@ impl Graph {
     }
 }
 
+// cudarc's drop makes the context current to destroy the graph; the
+// caller's current context is put back.
+impl Drop for Graph {
+    fn drop(&mut self) {
+        if let (Some(g), Some(c)) = (self.cuda.take(), self.stream.device().cuda_backend()) {
+            let _ = c.bound(|| drop(g));
+        }
+    }
+}
+
 impl fmt::Debug for Graph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Graph(on {:?})", self.stream)
@@ -132,6 +163,9 @@ impl Stream {
                 what: "the stream is not capturing".to_string(),
             });
         };
+        self.device()
+            .capturing()
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         let flags = sys::CUgraphInstantiate_flags(0);
         let cuda = match self.cudarc() {
             Some(s) => {

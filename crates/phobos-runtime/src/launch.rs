@@ -16,7 +16,7 @@ use phobos_meta::meta::{KernelMeta, ParamKindMeta, VariantMeta};
 use phobos_meta::ScalarTy;
 use phobos_sim::KernelArg;
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// An embedded image, aligned to 8 bytes: `include_bytes!` gives no
 /// alignment, and the driver reads a cubin as an ELF file in place, whose
@@ -41,6 +41,8 @@ pub struct Kernel {
     embedded: OnceLock<crate::tuning::Embedded>,
     meta: OnceLock<Result<KernelMeta, String>>,
     id: OnceLock<KernelId>,
+    /// [`Kernel::site`]'s, by device architecture (`None`: the simulator).
+    sites: Mutex<Vec<(Option<u32>, std::sync::Arc<Site>)>>,
 }
 
 /// The grid of CTAs, `[x, y, z]`.
@@ -72,6 +74,18 @@ impl From<[u32; 2]> for Grid {
         Grid([x, y, 1])
     }
 }
+
+/// A shape as the launch binding takes it, without a copy: `usize` is
+/// `u64` on the 64-bit targets the CUDA driver exists for.
+#[cfg(target_pointer_width = "64")]
+fn as_u64(shape: &[usize]) -> &[u64] {
+    // SAFETY: same size and alignment (64-bit target), every bit pattern
+    // valid for both; the lifetime is the input's.
+    unsafe { std::slice::from_raw_parts(shape.as_ptr().cast::<u64>(), shape.len()) }
+}
+
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!("phobos-runtime needs a 64-bit target, as CUDA's device pointers are");
 
 /// `ceil(a / b)`, the usual grid computation (`cdiv(n, 4)` CTAs of 4 warps
 /// for `n` rows). Returns 0 when `b` is 0.
@@ -172,6 +186,7 @@ impl Kernel {
             embedded: OnceLock::new(),
             meta: OnceLock::new(),
             id: OnceLock::new(),
+            sites: Mutex::new(Vec::new()),
         }
     }
 
@@ -184,12 +199,21 @@ impl Kernel {
         self.id.get_or_init(|| self.source.id())
     }
 
-    fn site(&self, device: &Device) -> Site {
-        Site {
+    /// Where errors of a launch on `device` say they happened; made once
+    /// per architecture, so that a launch allocates nothing for it.
+    fn site(&self, device: &Device) -> std::sync::Arc<Site> {
+        let arch = device.arch();
+        let mut sites = self.sites.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, site)) = sites.iter().find(|(a, _)| *a == arch) {
+            return std::sync::Arc::clone(site);
+        }
+        let site = std::sync::Arc::new(Site {
             kernel: self.source.name.to_string(),
             module: self.source.module.to_string(),
             arch: device.arch_label(),
-        }
+        });
+        sites.push((arch, std::sync::Arc::clone(&site)));
+        site
     }
 
     /// The kernel's metadata (parsed from the embedded RON on first use).
@@ -231,12 +255,13 @@ impl Kernel {
         args: &[Arg<'_>],
     ) -> Result<(), LaunchError> {
         let site = self.site(device);
+        let site = &*site;
         let meta = self.meta().map_err(|message| LaunchError::Metadata {
             site: Box::new(site.clone()),
             message,
         })?;
         let checker = Checker {
-            site: &site,
+            site,
             meta,
             source: &self.source,
             device,
@@ -258,7 +283,7 @@ impl Kernel {
         let plan = Plan::with_variant(binding, variant).map_err(|e| checker.refused(e))?;
         let args = checker.kernel_args(&plan, &HashMap::new())?;
         let call = EntryCall {
-            site: &site,
+            site,
             id: self.id(),
             source: &self.source,
             entry: &variant.entry,
@@ -491,30 +516,33 @@ impl<'m> Checker<'_, 'm> {
     /// The one launch binding (`phobos_meta::binding`) over the arguments'
     /// shapes, buffer sizes and addresses and the device's limits.
     fn bind(&self, grid: Option<Grid>) -> Result<Binding<'m>, LaunchError> {
-        let shapes: Vec<Vec<u64>> = self
-            .args
-            .iter()
-            .map(|a| match a {
-                Arg::Tensor(t) => t.shape.iter().map(|&d| d as u64).collect(),
-                Arg::Scalar(_) => Vec::new(),
-            })
-            .collect();
-        let args: Vec<ArgShape<'_>> = self
-            .args
-            .iter()
-            .zip(&shapes)
-            .map(|(a, shape)| match a {
+        fn shape_of<'s>(a: &'s Arg<'_>) -> ArgShape<'s> {
+            match a {
                 Arg::Tensor(t) => ArgShape::Tensor {
                     elem: t.elem,
-                    shape,
+                    shape: as_u64(t.shape),
                     capacity: Some(t.capacity as u64),
                     address: Some(t.address),
                 },
                 Arg::Scalar(s) => ArgShape::Scalar(s.ty),
-            })
-            .collect();
+            }
+        }
+        // On the stack for up to `STACK_ARGS` arguments: a launch allocates
+        // nothing for them.
+        const STACK_ARGS: usize = 16;
+        let (mut stack, heap);
+        let args: &[ArgShape<'_>] = if self.args.len() <= STACK_ARGS {
+            stack = [ArgShape::Scalar(ScalarTy::Bool); STACK_ARGS];
+            for (slot, a) in stack.iter_mut().zip(self.args) {
+                *slot = shape_of(a);
+            }
+            &stack[..self.args.len()]
+        } else {
+            heap = self.args.iter().map(shape_of).collect::<Vec<_>>();
+            &heap
+        };
         let request = LaunchRequest {
-            args: &args,
+            args,
             grid: grid.map(|g| g.0),
             picked: &[],
             limits: self.device.launch_limits(self.source),
@@ -535,21 +563,24 @@ impl<'m> Checker<'_, 'm> {
     /// loaded with `ld.global.nc`, whose cache is not kept coherent with
     /// the launch's own stores.
     fn check_aliasing(&self) -> Result<(), LaunchError> {
-        let spans: Vec<(&str, bool, u64, u64)> = self
-            .meta
-            .params
-            .iter()
-            .zip(self.args)
-            .filter_map(|(param, arg)| match (&param.kind, arg) {
-                (ParamKindMeta::Tensor { written, elem, .. }, Arg::Tensor(t)) => {
-                    let bytes = t.shape.iter().product::<usize>() as u64 * u64::from(elem.size());
-                    Some((param.name.as_str(), *written, t.address, t.address + bytes))
-                }
-                _ => None,
-            })
-            .collect();
-        for &(read, _, r0, r1) in spans.iter().filter(|s| !s.1) {
-            for &(written, _, w0, w1) in spans.iter().filter(|s| s.1) {
+        // Every pair, without collecting them: a launch allocates nothing
+        // for its checks that it can avoid.
+        let spans = || {
+            self.meta
+                .params
+                .iter()
+                .zip(self.args)
+                .filter_map(|(param, arg)| match (&param.kind, arg) {
+                    (ParamKindMeta::Tensor { written, elem, .. }, Arg::Tensor(t)) => {
+                        let bytes =
+                            t.shape.iter().product::<usize>() as u64 * u64::from(elem.size());
+                        Some((param.name.as_str(), *written, t.address, t.address + bytes))
+                    }
+                    _ => None,
+                })
+        };
+        for (read, _, r0, r1) in spans().filter(|s| !s.1) {
+            for (written, _, w0, w1) in spans().filter(|s| s.1) {
                 if r0 < w1 && w0 < r1 {
                     return Err(LaunchError::Aliasing {
                         site: Box::new(self.site.clone()),
@@ -578,7 +609,7 @@ impl<'m> Checker<'_, 'm> {
                     redirect.get(name).copied().unwrap_or(t.address),
                 ))
             }
-            Arg::Scalar(s) => Some(KernelArg::Bytes(s.bytes.clone())),
+            Arg::Scalar(s) => Some(s.kernel_arg()),
         })
         .map_err(|e| self.refused(e))
     }

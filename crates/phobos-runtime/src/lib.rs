@@ -10,6 +10,12 @@
 //!   emitted PTX itself. [`Device::auto`] picks the GPU when one works, else
 //!   the simulator; `PHOBOS_BACKEND=sim|cuda` forces one.
 //! - [`Tensor`]: typed, shaped views of device memory.
+//! - [`Stream`], [`Event`], [`Graph`]: the order work runs in, across
+//!   streams, and captured sequences replayed with one call (`stream.rs`,
+//!   `graph.rs`).
+//! - [`ForeignTensor`], [`ForeignTensorMut`]: other libraries' memory as
+//!   kernel arguments (`foreign.rs`), taken with Phobos tensors through
+//!   [`TensorIn`] and [`TensorOut`].
 //! - [`Kernel::launch`]: the checks every launch passes before it reaches a
 //!   backend, and the [`LaunchError`] for each way it can be refused.
 //! - [`sim_launch`]: the one road from a compiled kernel to a simulated

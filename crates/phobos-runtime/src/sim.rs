@@ -57,12 +57,15 @@ fn memory_error(e: SimError) -> DeviceError {
 
 pub(crate) struct SimBackend {
     state: Mutex<SimState>,
+    /// Streams capturing now ([`crate::Device::capturing`]).
+    pub(crate) capturing: std::sync::atomic::AtomicUsize,
 }
 
 impl SimBackend {
     pub(crate) fn new() -> SimBackend {
         SimBackend {
             state: Mutex::new(SimState::default()),
+            capturing: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 

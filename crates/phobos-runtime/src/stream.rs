@@ -17,7 +17,7 @@ use crate::device::{Backend, Device};
 use crate::elem::{to_bytes, Elem};
 use crate::error::DeviceError;
 use crate::tensor::{elem_size, Tensor};
-use cudarc::driver::{sys, CudaEvent, CudaStream};
+use cudarc::driver::{sys, CudaEvent, CudaStream, HostSlice, PinnedHostSlice};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -71,6 +71,8 @@ impl Device {
         let kind = match &self.inner.backend {
             Backend::Cuda(c) => {
                 let ctx = c.context();
+                c.other_streams
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 StreamKind::Cuda(
                     c.bound(|| ctx.new_stream())?
                         .map_err(driver("cuStreamCreate"))?,
@@ -108,17 +110,30 @@ impl Device {
             });
         }
         let default = stream.cu_stream().is_null();
+        if !default {
+            c.other_streams
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         Ok(Stream::make(self, StreamKind::Cuda(stream), default))
     }
 }
 
 impl Stream {
     fn make(device: &Device, kind: StreamKind, default: bool) -> Stream {
+        // The default stream never captures: its streams share one empty
+        // slot, so that `Device::default_stream` (each shorthand launch)
+        // allocates nothing.
+        static NEVER: std::sync::OnceLock<Arc<Mutex<Option<Capture>>>> = std::sync::OnceLock::new();
+        let capture = if default {
+            Arc::clone(NEVER.get_or_init(Arc::default))
+        } else {
+            Arc::default()
+        };
         Stream {
             device: device.clone(),
             kind,
             default,
-            capture: Arc::default(),
+            capture,
         }
     }
 
@@ -169,6 +184,9 @@ impl Stream {
         self.cuda("cuStreamBeginCapture", |s| {
             s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
         })?;
+        self.device
+            .capturing()
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         *capture = Some(Capture::default());
         Ok(())
     }
@@ -359,6 +377,74 @@ impl Stream {
         }
     }
 
+    /// Copies `src` into page-locked host memory (cudarc's
+    /// `PinnedHostSlice`, `ctx.alloc_pinned`) without waiting: the copy is
+    /// ordered on this stream and overlaps other work; reading `dst`
+    /// (`as_slice`) waits for it. `dst` must hold `src.len()` elements and
+    /// belong to the device's context.
+    pub fn download_pinned<T: Elem>(
+        &self,
+        src: &Tensor<T>,
+        dst: &mut PinnedHostSlice<T>,
+    ) -> Result<(), DeviceError> {
+        self.not_capturing("a copy to the host")?;
+        let len = src.len();
+        src.check_in_bounds(len)?;
+        self.check_tensor(src.device())?;
+        self.check_pinned(dst.context(), dst.len(), len, src.shape())?;
+        let addr = src.address();
+        self.cuda("cuMemcpyDtoHAsync", |s| unsafe {
+            let (host, _record) = dst.stream_synced_mut_slice(s);
+            cudarc::driver::result::memcpy_dtoh_async(&mut host[..len], addr, s.cu_stream())
+        })?;
+        Ok(())
+    }
+
+    /// Copies page-locked host memory into `dst` without waiting, ordered
+    /// on this stream; `src` may be written again once the stream has done
+    /// the copy (cudarc's `PinnedHostSlice` waits for it).
+    pub fn upload_pinned<T: Elem>(
+        &self,
+        src: &PinnedHostSlice<T>,
+        dst: &mut Tensor<T>,
+    ) -> Result<(), DeviceError> {
+        self.not_capturing("a copy from the host")?;
+        let len = dst.len();
+        dst.check_in_bounds(len)?;
+        self.check_tensor(dst.device())?;
+        self.check_pinned(src.context(), src.len(), len, dst.shape())?;
+        let addr = dst.address();
+        self.cuda("cuMemcpyHtoDAsync", |s| unsafe {
+            let (host, _record) = src.stream_synced_slice(s);
+            cudarc::driver::result::memcpy_htod_async(addr, &host[..len], s.cu_stream())
+        })?;
+        Ok(())
+    }
+
+    /// A pinned buffer of `pinned_len` elements in `ctx` for a copy of a
+    /// tensor of `shape` (`len` elements) on this stream.
+    fn check_pinned(
+        &self,
+        ctx: &Arc<cudarc::driver::CudaContext>,
+        pinned_len: usize,
+        len: usize,
+        shape: &[usize],
+    ) -> Result<(), DeviceError> {
+        match self.device.raw_context() {
+            None => Err(DeviceError::NotCuda {
+                what: "pinned host memory".to_string(),
+            }),
+            Some(c) if c != ctx.cu_ctx() as usize => Err(DeviceError::OtherContext {
+                what: "the pinned host buffer".to_string(),
+            }),
+            Some(_) if pinned_len != len => Err(DeviceError::Shape {
+                shape: shape.to_vec(),
+                len: pinned_len,
+            }),
+            Some(_) => Ok(()),
+        }
+    }
+
     fn check_tensor(&self, device: &Device) -> Result<(), DeviceError> {
         if device.same_context(&self.device) {
             Ok(())
@@ -366,6 +452,41 @@ impl Stream {
             Err(DeviceError::OtherContext {
                 what: "the tensor".to_string(),
             })
+        }
+    }
+}
+
+// cudarc's drops make the context current (`cuCtxSetCurrent`) to destroy
+// a stream or an event; the caller's current context is put back.
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // The last handle of a capturing stream ends the capture (its graph
+        // discarded), so that the device can be waited for again.
+        if !self.default && Arc::strong_count(&self.capture) == 1 && self.capture().take().is_some()
+        {
+            self.device
+                .capturing()
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            if let StreamKind::Cuda(s) = &self.kind {
+                let s = Arc::clone(s);
+                let flags = sys::CUgraphInstantiate_flags(0);
+                let _ = self.cuda("cuStreamEndCapture", move |_| {
+                    s.end_capture(flags).map(drop)
+                });
+            }
+        }
+        if let (StreamKind::Cuda(_), Some(c)) = (&self.kind, self.device.cuda_backend()) {
+            let kind = std::mem::replace(&mut self.kind, StreamKind::Sim);
+            let _ = c.bound(|| drop(kind));
+        }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if let (EventKind::Cuda(_), Some(c)) = (&self.kind, self.device.cuda_backend()) {
+            let kind = std::mem::replace(&mut self.kind, EventKind::Sim(Instant::now()));
+            let _ = c.bound(|| drop(kind));
         }
     }
 }

@@ -348,6 +348,20 @@ fn a_captured_sequence_runs_only_when_the_graph_is_replayed() {
         graph.launch().unwrap();
         graph.launch().unwrap();
         assert_eq!(s.download(&z_view).unwrap()[7], 4.0 * x1[7], "{dev:?}");
+        // On another stream of the device, ordered by an event.
+        let t = dev.new_stream().unwrap();
+        let x2 = values(n, 23);
+        s.copy_to(&x2, &mut x).unwrap();
+        t.wait(&s.record().unwrap()).unwrap();
+        graph.launch_on(&t).unwrap();
+        assert_eq!(t.download(&z_view).unwrap()[7], 4.0 * x2[7], "{dev:?}");
+        // Not on a stream of another device.
+        let other = Device::sim().new_stream().unwrap();
+        let e = graph.launch_on(&other).unwrap_err();
+        assert!(
+            matches!(e, DeviceError::OtherContext { .. }),
+            "{dev:?}: {e:?}"
+        );
     }
 }
 
@@ -368,10 +382,12 @@ fn a_capture_refuses_copies_waits_and_the_default_stream() {
             s.synchronize().unwrap_err(),
             s.record().unwrap_err(),
             s.upload(&[1.0f32], &[1]).unwrap_err(),
+            dev.synchronize().unwrap_err(),
         ] {
             assert!(matches!(e, DeviceError::Capture { .. }), "{dev:?}: {e:?}");
         }
         let graph = s.end_capture().unwrap();
+        dev.synchronize().unwrap();
         // An empty graph replays as nothing.
         graph.launch().unwrap();
         assert_eq!(s.download(&t).unwrap(), vec![0.0; 4]);
@@ -398,4 +414,151 @@ fn a_graph_over_foreign_memory_replays_only_unchecked() {
     // `x` is alive and unchanged: the replay is sound.
     unsafe { graph.launch_unchecked() }.unwrap();
     assert_eq!(s.download(&y).unwrap(), vec![2.0, 4.0]);
+}
+
+/// The tests above on a real GPU, for the GPU bundle (which runs the
+/// `gpu_*` tests of every test executable): streams, events, cudarc
+/// memory, graph capture with cudarc's event tracking, on the driver.
+#[test]
+#[ignore = "needs an NVIDIA GPU; run by the GPU bundle (scripts/gpu-bundle.sh)"]
+fn gpu_streams_events_foreign_memory_and_graphs() {
+    assert!(cuda().is_some(), "no CUDA device");
+    launches_on_a_stream_run_in_order_and_downloads_wait_for_them();
+    an_event_orders_work_across_streams_and_times_it();
+    events_streams_and_tensors_of_another_device_are_refused();
+    cudarc_buffers_are_launched_on_without_copies();
+    a_foreign_buffer_too_small_for_its_shape_is_refused();
+    a_stream_or_buffer_of_another_context_is_refused();
+    a_foreign_borrow_is_launched_on_its_stream_and_aliasing_is_checked();
+    a_device_over_the_programs_cudarc_context_shares_its_memory();
+    a_candle_style_custom_op_launches_on_candles_stream_and_memory();
+    a_captured_sequence_runs_only_when_the_graph_is_replayed();
+    a_capture_refuses_copies_waits_and_the_default_stream();
+    a_graph_over_foreign_memory_replays_only_unchecked();
+    streams_events_and_graphs_leave_the_callers_current_context_alone();
+    pinned_host_memory_is_copied_asynchronously_on_a_stream();
+    a_stream_dropped_while_capturing_ends_its_capture();
+}
+
+#[test]
+fn streams_events_and_graphs_leave_the_callers_current_context_alone() {
+    let Some(dev) = cuda() else { return };
+    use cudarc::driver::sys;
+    let current = || {
+        let mut c = std::ptr::null_mut();
+        unsafe { sys::cuCtxGetCurrent(&mut c) }.result().unwrap();
+        c
+    };
+    // Another library's context, current on this thread (cuCtxCreate
+    // makes it current).
+    let mut other = std::ptr::null_mut();
+    unsafe { sys::cuCtxCreate_v2(&mut other, 0, 0) }
+        .result()
+        .unwrap();
+    assert_eq!(current(), other);
+    {
+        let s = dev.new_stream().unwrap();
+        let x = s.upload(&[1.0f32; 32], &[32]).unwrap();
+        let mut y = s.zeros::<f32>(&[32]).unwrap();
+        let e = s.record().unwrap();
+        s.wait(&e).unwrap();
+        s.begin_capture().unwrap();
+        scale_on(&s, &x, &mut y, 32).unwrap();
+        let g = s.end_capture().unwrap();
+        g.launch().unwrap();
+        assert_eq!(s.download(&y).unwrap()[0], 2.0);
+        assert_eq!(current(), other, "a call replaced the current context");
+        drop(g);
+        drop(e);
+        drop(s);
+        assert_eq!(current(), other, "a drop replaced the current context");
+    }
+    unsafe { sys::cuCtxDestroy_v2(other) }.result().unwrap();
+}
+
+#[test]
+fn pinned_host_memory_is_copied_asynchronously_on_a_stream() {
+    let Some(dev) = cuda() else {
+        return;
+    };
+    let ctx = dev.cudarc_context().unwrap();
+    let s = dev.new_stream().unwrap();
+    let mut host = unsafe { ctx.alloc_pinned::<f32>(64) }.unwrap();
+    host.as_mut_slice()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, v)| *v = i as f32);
+    let mut x = s.zeros::<f32>(&[64]).unwrap();
+    let mut y = s.zeros::<f32>(&[64]).unwrap();
+    s.upload_pinned(&host, &mut x).unwrap();
+    scale_on(&s, &x, &mut y, 64).unwrap();
+    let mut out = unsafe { ctx.alloc_pinned::<f32>(64) }.unwrap();
+    s.download_pinned(&y, &mut out).unwrap();
+    // Reading the pinned buffer waits for the copy.
+    assert_eq!(out.as_slice().unwrap()[10], 20.0);
+    // A pinned buffer of another length is refused.
+    let mut short = unsafe { ctx.alloc_pinned::<f32>(8) }.unwrap();
+    let e = s.download_pinned(&y, &mut short).unwrap_err();
+    assert!(matches!(e, DeviceError::Shape { len: 8, .. }), "{e:?}");
+}
+
+#[test]
+fn on_the_stand_in_two_streams_overlap_in_simulated_time_and_a_wait_orders_them() {
+    let Some(dev) = cuda() else { return };
+    if !dev.name().contains("phobos-sim") {
+        return; // a GPU's timing is its own
+    }
+    let (a, b) = (dev.new_stream().unwrap(), dev.new_stream().unwrap());
+    let n = 4096;
+    let x = a.upload(&values(n, 1), &[n]).unwrap();
+    let (mut y, mut z) = (a.zeros::<f32>(&[n]).unwrap(), a.zeros::<f32>(&[n]).unwrap());
+    let start = a.record().unwrap();
+    b.wait(&start).unwrap();
+    // The same work on both streams from the same point.
+    scale_on(&a, &x, &mut y, n).unwrap();
+    scale_on(&b, &x, &mut z, n).unwrap();
+    let (end_a, end_b) = (a.record().unwrap(), b.record().unwrap());
+    let (ta, tb) = (
+        start.elapsed_ms(&end_a).unwrap(),
+        start.elapsed_ms(&end_b).unwrap(),
+    );
+    assert!(
+        ta > 0.0 && (ta - tb).abs() < 1e-6,
+        "{ta} {tb}: not overlapped"
+    );
+    // b waits for a's second launch: its next launch ends after it.
+    scale_on(&a, &x, &mut y, n).unwrap();
+    let a_done = a.record().unwrap();
+    b.wait(&a_done).unwrap();
+    scale_on(&b, &x, &mut z, n).unwrap();
+    let b_done = b.record().unwrap();
+    let (ta2, tb2) = (
+        start.elapsed_ms(&a_done).unwrap(),
+        start.elapsed_ms(&b_done).unwrap(),
+    );
+    assert!((ta2 - 2.0 * ta).abs() < 1e-6, "{ta2} vs 2 x {ta}");
+    assert!(
+        (tb2 - 3.0 * ta).abs() < 1e-6,
+        "{tb2} vs 3 x {ta}: not ordered after a"
+    );
+}
+
+#[test]
+fn a_stream_dropped_while_capturing_ends_its_capture() {
+    for dev in devices() {
+        let s = dev.new_stream().unwrap();
+        s.begin_capture().unwrap();
+        let clone = s.clone();
+        drop(s);
+        // A clone keeps the capture going.
+        assert!(clone.is_capturing());
+        assert!(dev.synchronize().is_err(), "{dev:?}");
+        drop(clone);
+        // The last one ends it: the device can be waited for again.
+        dev.synchronize().unwrap();
+        let t = dev.new_stream().unwrap();
+        let x = t.upload(&[1.0f32; 4], &[4]).unwrap();
+        assert_eq!(t.download(&x).unwrap(), vec![1.0; 4], "{dev:?}");
+    }
 }

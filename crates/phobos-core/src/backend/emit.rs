@@ -24,9 +24,11 @@ mod values;
 
 use super::barriers::BarrierDecision;
 use super::divisibility::Divisibility;
-use super::ir::{ExprId, Func, PtxSlot, StmtId, StmtKind};
+use super::ir::{ExprId, ExprKind, Func, PtxSlot, StmtId, StmtKind};
 use super::shared_plan::SharedPlan;
+use crate::ast::BinOp;
 use crate::ast::{ScalarTy, Span};
+use crate::hir::ConstVal;
 use crate::hir::{self, ParamKind, Ty};
 use crate::source::LineIndex;
 use std::fmt::Write as _;
@@ -78,6 +80,8 @@ pub fn emit_entry(
         entry_end: 0,
         hoisted: String::new(),
         chunk_geoms: Vec::new(),
+        entry_vars: entry_vars(f),
+        entry_values: Vec::new(),
         counts: [0; 6],
         labels: 0,
         line: 0,
@@ -215,6 +219,11 @@ pub(crate) struct Emitter<'a> {
     /// Per-thread chunk geometry of tile copies already hoisted, by shape
     /// (see `memory::ChunkGeom`).
     pub(crate) chunk_geoms: Vec<(String, memory::ChunkGeom)>,
+    /// Vars whose one assignment is a top-level statement of the kernel
+    /// with an entry-computable value (see `entry_value`), by index.
+    entry_vars: Vec<Option<ExprId>>,
+    /// Values `entry_value` emitted at the entry, by expression key.
+    entry_values: Vec<(String, V)>,
     counts: [u32; 6],
     labels: u32,
     line: u32,
@@ -437,11 +446,88 @@ impl<'a> Emitter<'a> {
     /// `emit` must not read a register written after the prologue.
     pub(crate) fn hoist<T>(&mut self, emit: impl FnOnce(&mut Self) -> T) -> T {
         let access = self.cur_access.take();
+        let line = self.line;
         std::mem::swap(&mut self.body, &mut self.hoisted);
         let out = emit(self);
         std::mem::swap(&mut self.body, &mut self.hoisted);
         self.cur_access = access;
+        self.line = line;
         out
+    }
+
+    /// A key for `e`'s value as `entry_value` computes it: equal keys, equal
+    /// values (vars stand for their one assignment).
+    pub(crate) fn entry_key(&self, e: ExprId) -> Option<String> {
+        self.entry_key_within(e, ENTRY_DEPTH)
+    }
+
+    /// `entry_key` over at most `depth` levels of operands and vars: a
+    /// deeper value (a chain of thousands of `let`s, say) is left where it
+    /// is rather than walked recursively.
+    fn entry_key_within(&self, e: ExprId, depth: u32) -> Option<String> {
+        let depth = depth.checked_sub(1)?;
+        let key = |x: ExprId| self.entry_key_within(x, depth);
+        let t = self.ty(e);
+        Some(match &self.f.exprs[e].kind {
+            ExprKind::Const(ConstVal::Int(v)) => format!("{v}:{}", t.name()),
+            ExprKind::Var(v) => {
+                let def = self.entry_vars.get(v.0 as usize).copied().flatten()?;
+                format!("v{}={}", v.0, key(def)?)
+            }
+            ExprKind::Param(p) => format!("p{}", p.0),
+            ExprKind::Dim(d) => format!("d{}", d.0),
+            ExprKind::Ctx(c) => format!("{c:?}"),
+            ExprKind::Unary(op, a) if t.is_int() => format!("({op:?} {})", key(*a)?),
+            ExprKind::Convert(a) if t.is_int() && self.ty(*a).is_int() => {
+                format!("({}:{})", key(*a)?, t.name())
+            }
+            // No division: at the entry it would run where the kernel's own
+            // division is guarded.
+            ExprKind::Binary(op, a, b)
+                if t.is_int()
+                    && !matches!(op, BinOp::Div | BinOp::Rem | BinOp::And | BinOp::Or) =>
+            {
+                format!("({op:?} {} {})", key(*a)?, key(*b)?)
+            }
+            _ => return None,
+        })
+    }
+
+    /// `e`'s value computed at the kernel's entry (see `hoist`), for an
+    /// integer expression of constants, parameters, dims, `ctx` fields and
+    /// vars assigned once at the top level from such expressions (a CTA's
+    /// row origin, say); `None` for any other.
+    pub(crate) fn entry_value(&mut self, e: ExprId) -> Option<V> {
+        let key = self.entry_key(e)?;
+        if let Some((_, v)) = self.entry_values.iter().find(|(k, _)| *k == key) {
+            return Some(*v);
+        }
+        let v = self.hoist(|em| em.emit_entry_value(e));
+        self.entry_values.push((key, v));
+        Some(v)
+    }
+
+    fn emit_entry_value(&mut self, e: ExprId) -> V {
+        let t = self.ty(e);
+        match &self.f.exprs[e].kind {
+            ExprKind::Const(ConstVal::Int(v)) => V::I(*v, t),
+            ExprKind::Var(v) => match self.entry_vars[v.0 as usize] {
+                Some(def) => self.emit_entry_value(def),
+                None => V::I(0, t),
+            },
+            ExprKind::Param(p) => self.params[p.0 as usize].map_or(V::I(0, t), V::R),
+            ExprKind::Dim(d) => self.dims[d.0 as usize].map_or(V::I(0, t), V::R),
+            ExprKind::Ctx(c) => self.ctx(*c),
+            _ => {
+                let args: Vec<V> = self
+                    .f
+                    .operands(e)
+                    .into_iter()
+                    .map(|o| self.emit_entry_value(o))
+                    .collect();
+                self.apply(e, &args)
+            }
+        }
     }
 
     pub fn var_reg(&self, v: super::ir::VarId) -> Reg {
@@ -794,6 +880,45 @@ fn param_ty(t: ScalarTy) -> &'static str {
         ScalarTy::F32 => ".f32",
         ScalarTy::F64 => ".f64",
     }
+}
+
+/// How deep `Emitter::entry_key` looks through operands and vars.
+const ENTRY_DEPTH: u32 = 24;
+
+/// For each var, the value of its one assignment when that is a top-level
+/// statement of the kernel (so it runs once, before anything after it);
+/// `Emitter::entry_key` decides whether the value can be computed at the
+/// entry.
+fn entry_vars(f: &Func) -> Vec<Option<ExprId>> {
+    let mut writes = vec![0u32; f.vars.len()];
+    let mut count = |v: super::ir::VarId| {
+        if let Some(w) = writes.get_mut(v.0 as usize) {
+            *w += 1;
+        }
+    };
+    for (_, s) in f.stmts.iter() {
+        match &s.kind {
+            StmtKind::Set(v, _) => count(*v),
+            StmtKind::For(l) => count(l.var),
+            StmtKind::CtaColl(c) => count(c.dst),
+            StmtKind::Atomic { dst: Some(v), .. } => count(*v),
+            StmtKind::AccMap { elem, row, col, .. } => {
+                count(*elem);
+                count(*row);
+                count(*col);
+            }
+            _ => {}
+        }
+    }
+    let mut out = vec![None; f.vars.len()];
+    for &s in &f.body {
+        if let StmtKind::Set(v, e) = &f.stmts[s].kind {
+            if writes.get(v.0 as usize) == Some(&1) {
+                out[v.0 as usize] = Some(*e);
+            }
+        }
+    }
+    out
 }
 
 /// Whether a loop body holds a `continue` of that loop (not of a loop

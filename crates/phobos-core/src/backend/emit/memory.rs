@@ -952,6 +952,7 @@ impl Emitter<'_> {
             chunks_per_row,
             dims,
             starts,
+            start_exprs: a.index.clone(),
             smem_base,
             base,
             gspace,
@@ -1037,7 +1038,13 @@ impl Emitter<'_> {
     /// predicate over the axes that are not.
     fn tile_inside(&mut self, x: &TileCtx) -> Inside {
         let mut pred: Option<Reg> = None;
-        for ((start, dim), extent) in x.starts.iter().zip(&x.dims).zip(&x.shape) {
+        for (((start, dim), extent), start_expr) in x
+            .starts
+            .iter()
+            .zip(&x.dims)
+            .zip(&x.shape)
+            .zip(&x.start_exprs)
+        {
             let extent = i128::from(*extent);
             if let (V::I(s, _), V::I(d, _)) = (start, dim) {
                 if *s < 0 || *s > d - extent {
@@ -1056,6 +1063,12 @@ impl Emitter<'_> {
                     p
                 }
             };
+            // A start computable at the entry (a CTA's row origin): its test
+            // is computed there, once.
+            if let Some(q) = self.entry_axis_inside(*start_expr, *dim, extent) {
+                self.ins(&format!("and.pred {inside}, {inside}, {q};"));
+                continue;
+            }
             let s = self.in_reg(*start, ScalarTy::I32);
             let q = self.reg(RegClass::Pred);
             self.ins(&format!("setp.ge.s32 {q}, {s}, 0;"));
@@ -1081,12 +1094,99 @@ impl Emitter<'_> {
     /// not change from one trip of a loop to the next.
     fn tile_pointer(&mut self, x: &TileCtx) -> Reg {
         let signed = vec![true; x.starts.len()];
-        let lin = self.linear64(&x.starts, &signed, &x.dims);
-        let bytes = self.mul64(lin, V::I(i128::from(x.t.size()), ScalarTy::I64));
-        match self.add64(V::R(x.base), bytes) {
-            V::R(r) => r,
-            _ => x.base,
+        let size = V::I(i128::from(x.t.size()), ScalarTy::I64);
+        // The axes whose start is computable at the entry contribute, with
+        // the base, an address computed there once; the others are added
+        // here.
+        let keys: Vec<Option<String>> = x.start_exprs.iter().map(|e| self.entry_key(*e)).collect();
+        let mut base = x.base;
+        let mut rest = x.starts.clone();
+        if keys.iter().any(Option::is_some) {
+            let dims: Vec<String> = x.dims.iter().map(|d| self.operand(*d)).collect();
+            let key = format!("ptr {} {keys:?} {dims:?} {}", x.base, x.t.size());
+            let entry: Vec<V> = x
+                .start_exprs
+                .iter()
+                .map(|e| self.entry_value(*e).unwrap_or(V::I(0, ScalarTy::I32)))
+                .collect();
+            let known = self
+                .entry_values
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| *v);
+            let ptr = match known {
+                Some(v) => v,
+                None => {
+                    let v = self.hoist(|e| {
+                        let lin = e.linear64(&entry, &signed, &x.dims);
+                        let bytes = e.mul64(lin, size);
+                        match e.add64(V::R(x.base), bytes) {
+                            V::R(r) => V::R(r),
+                            other => {
+                                let r = e.reg(RegClass::B64);
+                                let o = e.operand(other);
+                                e.ins(&format!("mov.b64 {r}, {o};"));
+                                V::R(r)
+                            }
+                        }
+                    });
+                    self.entry_values.push((key, v));
+                    v
+                }
+            };
+            if let V::R(r) = ptr {
+                base = r;
+            }
+            for (r, k) in rest.iter_mut().zip(&keys) {
+                if k.is_some() {
+                    *r = V::I(0, ScalarTy::I32);
+                }
+            }
         }
+        let lin = self.linear64(&rest, &signed, &x.dims);
+        let bytes = self.mul64(lin, size);
+        match self.add64(V::R(base), bytes) {
+            V::R(r) => r,
+            _ => base,
+        }
+    }
+
+    /// `0 <= start <= dim - extent` for a start computable at the entry,
+    /// computed there (once per start, dim and extent); `None` for a start
+    /// that is not.
+    fn entry_axis_inside(&mut self, start: ExprId, dim: V, extent: i128) -> Option<Reg> {
+        let key = format!(
+            "inside {} {} {extent}",
+            self.entry_key(start)?,
+            self.operand(dim)
+        );
+        if let Some((_, V::R(r))) = self.entry_values.iter().find(|(k, _)| *k == key) {
+            return Some(*r);
+        }
+        let s = self.entry_value(start)?;
+        let q = self.hoist(|e| {
+            let s = e.in_reg(s, ScalarTy::I32);
+            let (lo, hi, both) = (
+                e.reg(RegClass::Pred),
+                e.reg(RegClass::Pred),
+                e.reg(RegClass::Pred),
+            );
+            e.ins(&format!("setp.ge.s32 {lo}, {s}, 0;"));
+            let last = match dim {
+                V::I(d, _) => (d - extent).to_string(),
+                _ => {
+                    let r = e.reg(RegClass::B32);
+                    let d = e.operand(dim);
+                    e.ins(&format!("sub.s32 {r}, {d}, {extent};"));
+                    r.to_string()
+                }
+            };
+            e.ins(&format!("setp.le.s32 {hi}, {s}, {last};"));
+            e.ins(&format!("and.pred {both}, {lo}, {hi};"));
+            both
+        });
+        self.entry_values.push((key, V::R(q)));
+        Some(q)
     }
 
     /// How far a thread's chunk `it` lies from its chunk 0, when that is
@@ -1605,6 +1705,8 @@ struct TileCtx {
     chunks_per_row: u32,
     dims: Vec<V>,
     starts: Vec<V>,
+    /// The starts' expressions (see `Emitter::entry_value`).
+    start_exprs: Vec<ExprId>,
     smem_base: u32,
     base: Reg,
     gspace: &'static str,

@@ -313,7 +313,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn ctx(&mut self, c: CtxField) -> V {
+    pub(crate) fn ctx(&mut self, c: CtxField) -> V {
         let special = match c {
             CtxField::Thread => return V::R(self.tid),
             CtxField::Lane => return V::R(self.lane),
