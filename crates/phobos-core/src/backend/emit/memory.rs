@@ -1143,6 +1143,20 @@ impl Emitter<'_> {
                 }
             }
         }
+        // Only the last axis left (a K loop over a row-major operand):
+        // one `mad.wide` of the 32-bit start.
+        let last = rest.len() - 1;
+        if let V::R(start) = rest[last] {
+            if start.class == RegClass::B32 && rest[..last].iter().all(|v| matches!(v, V::I(0, _)))
+            {
+                let d = self.reg(RegClass::B64);
+                self.ins(&format!(
+                    "mad.wide.s32 {d}, {start}, {}, {base};",
+                    x.t.size()
+                ));
+                return d;
+            }
+        }
         let lin = self.linear64(&rest, &signed, &x.dims);
         let bytes = self.mul64(lin, size);
         match self.add64(V::R(base), bytes) {
