@@ -1,12 +1,15 @@
-//! What a backend receives, as a leaf the launcher, the device and both
-//! backends read: the kernel a build embedded (`KernelSource`), its
-//! identity for module caches (`KernelId`), one checked launch
-//! (`EntryCall`) and what a device allows one (`Limits`). Keeping them
-//! here, below `device.rs` and `launch.rs`, is what keeps the backends
-//! from importing the device that holds them.
+//! What a backend receives, as a leaf the launcher, the device, streams,
+//! graphs and both backends read: the kernel a build embedded
+//! (`KernelSource`), its identity for module caches (`KernelId`), one
+//! checked launch (`EntryCall`, with its stream as the driver's handle),
+//! one launch the simulator captured into a graph (`Recorded`) and what a
+//! device allows one (`Limits`). Keeping them here, below `device.rs`,
+//! `launch.rs` and `stream.rs`, is what keeps the backends from importing
+//! the device or the stream that holds them.
 
 use crate::error::Site;
 use phobos_meta::meta::VariantMeta;
+use phobos_sim::KernelArg;
 
 /// What a device allows one launch (the launch binding's limits).
 pub use phobos_meta::binding::Limits;
@@ -84,7 +87,46 @@ pub(crate) struct EntryCall<'a> {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     /// The entry's arguments in `.param` order ([`crate::sim_launch::Plan::kernel_args`]).
-    pub args: &'a [phobos_sim::KernelArg],
-    /// The stream the launch is issued on (`None`: the default stream).
-    pub stream: Option<&'a crate::Stream>,
+    pub args: &'a [KernelArg],
+    /// The stream the launch is issued on, as the driver takes it
+    /// (`CUstream` as an integer; 0 for the default stream, and for every
+    /// stream on the simulator): a handle, not the `Stream`, so that this
+    /// leaf imports no stream.
+    pub cu_stream: usize,
+    /// The stream is capturing a graph (`Stream::begin_capture`).
+    pub capturing: bool,
+}
+
+/// One launch the simulator captured, owned so that it can run again.
+pub(crate) struct Recorded {
+    pub site: Site,
+    pub id: KernelId,
+    pub source: KernelSource,
+    pub entry: String,
+    pub variant: VariantMeta,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub args: Vec<KernelArg>,
+}
+
+impl Recorded {
+    pub(crate) fn new(call: &EntryCall<'_>) -> Recorded {
+        let s = call.source;
+        Recorded {
+            site: call.site.clone(),
+            id: call.id.clone(),
+            source: KernelSource {
+                name: s.name,
+                module: s.module,
+                meta: s.meta,
+                ptx: s.ptx,
+                cubins: s.cubins,
+            },
+            entry: call.entry.to_string(),
+            variant: call.variant.clone(),
+            grid: call.grid,
+            block: call.block,
+            args: call.args.to_vec(),
+        }
+    }
 }

@@ -671,7 +671,7 @@ impl CudaBackend {
     }
 
     pub(crate) fn launch(&self, call: &EntryCall<'_>) -> Result<(), LaunchError> {
-        if self.sync_each_launch && call.stream.is_some_and(crate::Stream::is_capturing) {
+        if self.sync_each_launch && call.capturing {
             return Err(LaunchError::Capture {
                 site: Box::new(call.site.clone()),
                 message: "PHOBOS_SYNC=1 waits for each launch, and a captured launch does \
@@ -757,7 +757,7 @@ impl CudaBackend {
                 (gx, gy, gz),
                 (bx, by, bz),
                 call.variant.dynamic_shared_bytes(),
-                call.stream.map_or(std::ptr::null_mut(), |s| s.cu_stream()),
+                call.cu_stream as sys::CUstream,
                 params,
             )
         };

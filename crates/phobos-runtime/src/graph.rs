@@ -14,49 +14,13 @@
 //! relaxed mode, instantiated once). On the simulator the captured
 //! launches are recorded and run again in order.
 
-use crate::call::{EntryCall, KernelId, KernelSource};
+use crate::call::{EntryCall, Recorded};
 use crate::device::Buffer;
-use crate::error::{DeviceError, Site};
+use crate::error::DeviceError;
 use crate::stream::Stream;
-use cudarc::driver::CudaGraph;
-use phobos_meta::meta::VariantMeta;
-use phobos_sim::KernelArg;
+use cudarc::driver::{sys, CudaGraph};
 use std::fmt;
 use std::sync::Arc;
-
-/// One launch the simulator captured, owned so that it can run again.
-pub(crate) struct Recorded {
-    pub site: Site,
-    pub id: KernelId,
-    pub source: KernelSource,
-    pub entry: String,
-    pub variant: VariantMeta,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    pub args: Vec<KernelArg>,
-}
-
-impl Recorded {
-    pub(crate) fn new(call: &EntryCall<'_>) -> Recorded {
-        let s = call.source;
-        Recorded {
-            site: call.site.clone(),
-            id: call.id.clone(),
-            source: KernelSource {
-                name: s.name,
-                module: s.module,
-                meta: s.meta,
-                ptx: s.ptx,
-                cubins: s.cubins,
-            },
-            entry: call.entry.to_string(),
-            variant: call.variant.clone(),
-            grid: call.grid,
-            block: call.block,
-            args: call.args.to_vec(),
-        }
-    }
-}
 
 /// A captured sequence of launches (see the module docs).
 pub struct Graph {
@@ -146,7 +110,8 @@ impl Graph {
                     grid: r.grid,
                     block: r.block,
                     args: &r.args,
-                    stream: Some(stream),
+                    cu_stream: stream.cu_stream() as usize,
+                    capturing: false,
                 })
                 .map_err(|e| DeviceError::Simulator(e.to_string()))?;
         }
@@ -184,5 +149,38 @@ impl Drop for Graph {
 impl fmt::Debug for Graph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Graph(on {:?})", self.stream)
+    }
+}
+
+// The graph's constructor lives with the graph, so that the stream (which
+// the launcher and the backends use) does not import it.
+impl Stream {
+    /// Ends the capture and returns the graph of the launches issued since
+    /// [`Stream::begin_capture`], ready to replay with [`Graph::launch`].
+    pub fn end_capture(&self) -> Result<Graph, DeviceError> {
+        let Some(capture) = self.capture().take() else {
+            return Err(DeviceError::Capture {
+                what: "the stream is not capturing".to_string(),
+            });
+        };
+        self.device()
+            .capturing()
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        let flags = sys::CUgraphInstantiate_flags(0);
+        let cuda = match self.cudarc() {
+            Some(s) => {
+                let s = Arc::clone(s);
+                self.cuda("cuStreamEndCapture", move |_| s.end_capture(flags))?
+                    .flatten()
+            }
+            None => None,
+        };
+        Ok(Graph {
+            stream: self.clone(),
+            cuda,
+            recorded: capture.recorded,
+            keep: capture.keep,
+            foreign: capture.foreign,
+        })
     }
 }

@@ -317,7 +317,8 @@ impl Kernel {
             grid: plan.grid,
             block: plan.block(),
             args: &args,
-            stream,
+            cu_stream: stream.map_or(0, |s| s.cu_stream() as usize),
+            capturing: stream.is_some_and(Stream::is_capturing),
         };
         if let Some(s) = stream {
             let mut capture = s.capture();
@@ -333,7 +334,7 @@ impl Kernel {
                 }
                 if device.kind() == crate::BackendKind::Sim {
                     // The simulator records the launch; the graph runs it.
-                    c.recorded.push(crate::graph::Recorded::new(&call));
+                    c.recorded.push(crate::call::Recorded::new(&call));
                     return Ok(());
                 }
             }
@@ -485,7 +486,8 @@ impl Kernel {
                 grid: plan.grid,
                 block: plan.block(),
                 args: &checker.kernel_args(&plan, &scratch)?,
-                stream: None,
+                cu_stream: 0,
+                capturing: false,
             };
             match device.time_entry(&call, TUNE_WARMUPS, TUNE_RUNS) {
                 Ok(Some(ms)) => {

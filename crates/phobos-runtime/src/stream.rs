@@ -16,7 +16,6 @@ use crate::device::Buffer;
 use crate::device::{Backend, Device};
 use crate::elem::{to_bytes, Elem};
 use crate::error::DeviceError;
-use crate::graph::Graph;
 use crate::tensor::{elem_size, Tensor};
 use cudarc::driver::{sys, CudaEvent, CudaStream, HostSlice, PinnedHostSlice};
 use std::fmt;
@@ -44,7 +43,7 @@ pub(crate) struct Capture {
     /// the graph cannot extend.
     pub(crate) foreign: bool,
     /// The simulator's captured launches, replayed by `Graph::launch`.
-    pub(crate) recorded: Vec<crate::graph::Recorded>,
+    pub(crate) recorded: Vec<crate::call::Recorded>,
 }
 
 #[derive(Clone)]
@@ -192,35 +191,6 @@ impl Stream {
         Ok(())
     }
 
-    /// Ends the capture and returns the graph of the launches issued since
-    /// [`Stream::begin_capture`], ready to replay with [`Graph::launch`].
-    pub fn end_capture(&self) -> Result<Graph, DeviceError> {
-        let Some(capture) = self.capture().take() else {
-            return Err(DeviceError::Capture {
-                what: "the stream is not capturing".to_string(),
-            });
-        };
-        self.device
-            .capturing()
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        let flags = sys::CUgraphInstantiate_flags(0);
-        let cuda = match self.cudarc() {
-            Some(s) => {
-                let s = Arc::clone(s);
-                self.cuda("cuStreamEndCapture", move |_| s.end_capture(flags))?
-                    .flatten()
-            }
-            None => None,
-        };
-        Ok(Graph {
-            stream: self.clone(),
-            cuda,
-            recorded: capture.recorded,
-            keep: capture.keep,
-            foreign: capture.foreign,
-        })
-    }
-
     /// The device the stream's work runs on.
     pub fn device(&self) -> &Device {
         &self.device
@@ -265,7 +235,7 @@ impl Stream {
     /// Runs a cudarc call with the device's context current and the
     /// caller's put back after; a driver error becomes a `DeviceError`
     /// naming `call`.
-    fn cuda<R>(
+    pub(crate) fn cuda<R>(
         &self,
         call: &'static str,
         f: impl FnOnce(&Arc<CudaStream>) -> Result<R, cudarc::driver::DriverError>,
