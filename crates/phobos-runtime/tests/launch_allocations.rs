@@ -1,6 +1,7 @@
 //! A launch that is accepted allocates nothing on the host (issue 31): its
 //! checks (binding, grid and block, aliasing, argument marshalling) and
-//! the CUDA backend's launch, counted by this binary's allocator, on the
+//! the CUDA backend's launch, on Phobos tensors and on another library's
+//! memory, and a tuned kernel's choice of variant once made, counted by this binary's allocator, on the
 //! CUDA driver stand-in with kernel execution skipped
 //! (`PHOBOS_FAKE_GPU_SKIP_RUN=1`; the stand-in's own allocations are its
 //! library's, not counted here). Only the test thread's allocations are
@@ -12,7 +13,7 @@
 mod common;
 
 use common::*;
-use phobos_runtime::{Arg, Device, Grid};
+use phobos_runtime::{Arg, Device, Grid, TensorIn};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -105,6 +106,12 @@ fn stand_in_accepted_launches_allocate_nothing() {
             let w = dev.zeros::<f32>(&[m, k]).unwrap();
             let xk = dev.zeros::<f32>(&[k]).unwrap();
             let mut ym = dev.zeros::<f32>(&[m, 4]).unwrap();
+            // Another library's memory, borrowed once for the stream.
+            let cuda = stream.cudarc().expect("a cudarc stream").clone();
+            let xs = cuda.clone_htod(&values(n, 4)).unwrap();
+            let mut ys = cuda.alloc_zeros::<f32>(n).unwrap();
+            let xf = stream.borrow(&xs, &[n]).unwrap();
+            let yf = stream.borrow_mut(&mut ys, &[n]).unwrap();
             // The first launches load the modules and fill the caches.
             let mut launch_all = || {
                 let args = [Arg::from(&x), Arg::from(&mut y), Arg::scalar(2.0f32)];
@@ -113,6 +120,8 @@ fn stand_in_accepted_launches_allocate_nothing() {
                 let args = [Arg::from(&w), Arg::from(&xk), Arg::from(&mut ym)];
                 rows.launch(&dev, Some(Grid::from(2)), &args).unwrap();
                 rows.launch_on(&stream, Some(Grid::from(2)), &args).unwrap();
+                let args = [xf.arg(), yf.arg(), Arg::scalar(3.0f32)];
+                scale.launch_on(&stream, None, &args).unwrap();
             };
             launch_all();
             let made = allocations(|| {
@@ -123,14 +132,15 @@ fn stand_in_accepted_launches_allocate_nothing() {
             assert_eq!(
                 made,
                 0,
-                "{LAUNCHES} x 4 accepted launches made {made} allocations ({} a launch)",
-                made as f64 / (4 * LAUNCHES) as f64
+                "{LAUNCHES} x 5 accepted launches made {made} allocations ({} a launch)",
+                made as f64 / (5 * LAUNCHES) as f64
             );
             // A refused launch still explains itself (errors may allocate).
             let short = dev.zeros::<f32>(&[n - 1]).unwrap();
             let args = [Arg::from(&short), Arg::from(&mut y), Arg::scalar(2.0f32)];
             let e = scale.launch(&dev, None, &args).unwrap_err();
             assert!(e.to_string().contains("dim `N` disagrees"), "{e}");
+            drop((xf, yf));
             stream.synchronize().unwrap();
             dev.synchronize().unwrap();
         },
