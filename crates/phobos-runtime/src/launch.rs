@@ -17,7 +17,9 @@ use crate::error::{LaunchError, Site};
 use crate::sim_launch::{KernelArgs, Plan};
 use crate::stream::Stream;
 use crate::tensor::Tensor;
-use phobos_meta::binding::{self, ArgShape, BindError, Binding, LaunchRequest};
+use phobos_meta::binding::{
+    self, ArgShape, BindError, Binding, LaunchRequest, SmallVec, INLINE_DIMS,
+};
 use phobos_meta::meta::{KernelMeta, ParamKindMeta, VariantMeta};
 use phobos_meta::ScalarTy;
 use phobos_sim::KernelArg;
@@ -51,19 +53,20 @@ pub struct Kernel {
     sites: Mutex<Vec<(Option<u32>, std::sync::Arc<Site>)>>,
     /// Autotune choices devices have made or been shipped for this
     /// kernel: a tuned launch finds its variant here without building the
-    /// device's key (which allocates).
-    settled: Mutex<Vec<Settled>>,
+    /// device's key (which allocates). `None` until the first (a
+    /// `HashMap` cannot be made in a `const fn`).
+    settled: Mutex<Option<HashMap<SettledKey, Settled>>>,
 }
+
+/// A device (`Device::id`: decisions belong to one device's state, shared
+/// by its clones) and the dims' values in the kernel's declaration order:
+/// inline, so that looking a choice up allocates nothing.
+type SettledKey = (u64, SmallVec<[u64; INLINE_DIMS]>);
 
 /// The variant a device's decisions gave for some dims, valid while its
 /// [`crate::tuning::Tuning::generation`] is unchanged.
 #[derive(Debug)]
 struct Settled {
-    /// The device's identity (`Device::id`): decisions belong to one
-    /// device's state, shared by its clones.
-    device: u64,
-    /// The dims' values in the kernel's declaration order.
-    dims: Vec<u64>,
     /// The index of the variant in the metadata.
     variant: usize,
     /// The device's tuning generation when it was looked up.
@@ -212,7 +215,7 @@ impl Kernel {
             meta: OnceLock::new(),
             id: OnceLock::new(),
             sites: Mutex::new(Vec::new()),
-            settled: Mutex::new(Vec::new()),
+            settled: Mutex::new(None),
         }
     }
 
@@ -359,16 +362,22 @@ impl Kernel {
         let device = checker.device;
         let candidates = &binding.candidates;
         let meta = checker.meta;
-        let dims = || meta.dims.iter().map(|d| binding.dim(&d.name).unwrap_or(0));
-        let same = |s: &Settled| s.device == device.id() && s.dims.iter().copied().eq(dims());
+        let settled_key: SettledKey = (
+            device.id(),
+            meta.dims
+                .iter()
+                .map(|d| binding.dim(&d.name).unwrap_or(0))
+                .collect(),
+        );
         // Read before the lookup: a `preload` during it makes what is
         // remembered stale, not wrong.
         let generation = device.inner.tuning.generation();
         {
             let settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
             let found = settled
-                .iter()
-                .find(|s| same(s) && s.generation == generation)
+                .as_ref()
+                .and_then(|m| m.get(&settled_key))
+                .filter(|s| s.generation == generation)
                 .and_then(|s| {
                     let v = &meta.variants[s.variant];
                     candidates.iter().find(|c| std::ptr::eq(**c, v)).copied()
@@ -388,17 +397,17 @@ impl Kernel {
         // decision another process writes there later is not seen.
         let remember = |v: &'m VariantMeta| {
             if let Some(variant) = meta.variants.iter().position(|m| std::ptr::eq(m, v)) {
-                let mut settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
-                let fresh = Settled {
-                    device: device.id(),
-                    dims: dims().collect(),
-                    variant,
-                    generation,
-                };
-                match settled.iter_mut().find(|s| same(s)) {
-                    Some(stale) => *stale = fresh,
-                    None => settled.push(fresh),
-                }
+                self.settled
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert_with(HashMap::new)
+                    .insert(
+                        settled_key.clone(),
+                        Settled {
+                            variant,
+                            generation,
+                        },
+                    );
             }
             v
         };
