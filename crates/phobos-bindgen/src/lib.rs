@@ -177,21 +177,7 @@ fn kernel_fns(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str, stream_nam
     if meta.grid.is_none() {
         s.push_str("    grid: impl ::core::convert::Into<phobos_rt::Grid>,\n");
     }
-    for (name, kind) in &params {
-        let ty = match kind {
-            ParamKindMeta::Tensor {
-                elem,
-                written: true,
-                ..
-            } => format!("&mut phobos_rt::Tensor<{}>", rust_type(*elem)),
-            ParamKindMeta::Tensor { elem, .. } => {
-                format!("&phobos_rt::Tensor<{}>", rust_type(*elem))
-            }
-            ParamKindMeta::Scalar(ty) => rust_type(*ty).to_string(),
-        };
-        let _ = writeln!(s, "    {name}: {ty},");
-    }
-    s.push_str(") -> ::core::result::Result<(), phobos_rt::LaunchError> {\n");
+    write_params(&mut s, &params, "phobos_rt::Tensor", "phobos_rt::Tensor");
     let mut forwarded: Vec<&str> = Vec::new();
     if meta.grid.is_none() {
         forwarded.push("grid");
@@ -218,21 +204,12 @@ fn kernel_fns(kernel: &KernelAssets, root: &AssetRoot, fn_name: &str, stream_nam
     if meta.grid.is_none() {
         s.push_str("    grid: impl ::core::convert::Into<phobos_rt::Grid>,\n");
     }
-    for (name, kind) in &params {
-        let ty = match kind {
-            ParamKindMeta::Tensor {
-                elem,
-                written: true,
-                ..
-            } => format!("&mut impl phobos_rt::TensorOut<{}>", rust_type(*elem)),
-            ParamKindMeta::Tensor { elem, .. } => {
-                format!("&impl phobos_rt::TensorIn<{}>", rust_type(*elem))
-            }
-            ParamKindMeta::Scalar(ty) => rust_type(*ty).to_string(),
-        };
-        let _ = writeln!(s, "    {name}: {ty},");
-    }
-    s.push_str(") -> ::core::result::Result<(), phobos_rt::LaunchError> {\n");
+    write_params(
+        &mut s,
+        &params,
+        "impl phobos_rt::TensorIn",
+        "impl phobos_rt::TensorOut",
+    );
     let constructor = if kernel.tuning_file.is_some() {
         "with_tuning"
     } else {
@@ -374,6 +351,25 @@ fn write_docs(s: &mut String, meta: &KernelMeta) {
         "///\n/// The launch is checked first (shapes, dims, `@aligned`, alignment, autotune \
          variant, device limits) and refused with a `LaunchError` when a check fails.\n",
     );
+}
+
+/// A launch function's parameters after its first, and the close of its
+/// signature: tensors read as `&{read}<T>`, tensors written as
+/// `&mut {written}<T>`, scalars by value.
+fn write_params(s: &mut String, params: &[(String, &ParamKindMeta)], read: &str, written: &str) {
+    for (name, kind) in params {
+        let ty = match kind {
+            ParamKindMeta::Tensor {
+                elem,
+                written: true,
+                ..
+            } => format!("&mut {written}<{}>", rust_type(*elem)),
+            ParamKindMeta::Tensor { elem, .. } => format!("&{read}<{}>", rust_type(*elem)),
+            ParamKindMeta::Scalar(ty) => rust_type(*ty).to_string(),
+        };
+        let _ = writeln!(s, "    {name}: {ty},");
+    }
+    s.push_str(") -> ::core::result::Result<(), phobos_rt::LaunchError> {\n");
 }
 
 #[cfg(test)]

@@ -1390,19 +1390,38 @@ impl Emitter<'_> {
         } else if x.v > 1 {
             self.vector_move(x, (gl, goff), (sh, soff));
         } else {
-            let raw = raw_ty(size);
-            let r = self.reg(if size == 8 {
-                RegClass::B64
-            } else {
-                RegClass::B32
-            });
-            if x.to_global {
-                self.ins(&format!("ld.shared{raw} {r}, {};", sh.at(soff)));
-                self.ins(&format!("st.global{raw} {}, {r};", gl.at(goff)));
-            } else {
-                self.ins(&format!("ld{}{raw} {r}, {};", gl.space, gl.at(goff)));
-                self.ins(&format!("st.shared{raw} {}, {r};", sh.at(soff)));
+            self.element_move(x, (gl, goff), (sh, soff), None);
+        }
+    }
+
+    /// Move one element between `gl + goff` and `sh + soff`; under `pred`
+    /// (masked) only where it holds: a copy's element is zero outside, a
+    /// store's is not written.
+    fn element_move(
+        &mut self,
+        x: &TileCtx,
+        (gl, goff): (&Addr, i64),
+        (sh, soff): (&Addr, i64),
+        pred: Option<Reg>,
+    ) {
+        let size = x.t.size();
+        let raw = raw_ty(size);
+        let r = self.reg(if size == 8 {
+            RegClass::B64
+        } else {
+            RegClass::B32
+        });
+        let guard = pred.map_or(String::new(), |q| format!("@{q} "));
+        if x.to_global {
+            self.ins(&format!("ld.shared{raw} {r}, {};", sh.at(soff)));
+            self.ins(&format!("{guard}st.global{raw} {}, {r};", gl.at(goff)));
+        } else {
+            if pred.is_some() {
+                let b = if size == 8 { ".b64" } else { ".b32" };
+                self.ins(&format!("mov{b} {r}, 0;"));
             }
+            self.ins(&format!("{guard}ld{}{raw} {r}, {};", gl.space, gl.at(goff)));
+            self.ins(&format!("st.shared{raw} {}, {r};", sh.at(soff)));
         }
     }
 
@@ -1594,21 +1613,7 @@ impl Emitter<'_> {
             self.ins(&format!("setp.lt.u32 {q}, {ge}, {dlast};"));
             self.ins(&format!("and.pred {q}, {q}, {inb};"));
             let off = (e * size) as i64;
-            let raw = raw_ty(size);
-            let r = self.reg(if size == 8 {
-                RegClass::B64
-            } else {
-                RegClass::B32
-            });
-            if x.to_global {
-                self.ins(&format!("ld.shared{raw} {r}, {};", sh.at(off)));
-                self.ins(&format!("@{q} st.global{raw} {}, {r};", gl.at(off)));
-            } else {
-                let b = if size == 8 { ".b64" } else { ".b32" };
-                self.ins(&format!("mov{b} {r}, 0;"));
-                self.ins(&format!("@{q} ld{}{raw} {r}, {};", gl.space, gl.at(off)));
-                self.ins(&format!("st.shared{raw} {}, {r};", sh.at(off)));
-            }
+            self.element_move(x, (&gl, off), (&sh, off), Some(q));
         }
         if x.v > 1 || x.async_copy {
             self.place_label(&done);
