@@ -7,6 +7,7 @@
 //! bindgen, the simulator front ends and explain read it, without the
 //! compiler:
 //!
+//! - `arch`: targets as numbers and their names (`sm_90a` is 91);
 //! - `meta`: a compiled kernel's metadata (`KernelMeta`), as the build
 //!   embeds it (RON);
 //! - `binding`: the one launch binding, arguments' shapes → dims, the
@@ -20,6 +21,7 @@
 //!
 //! IO-free, like phobos-core: no files, processes or environment variables.
 
+pub mod arch;
 pub mod binding;
 pub mod consteval;
 pub mod meta;
