@@ -83,7 +83,7 @@ SUBPARTITIONS = 4
 REG_ALLOC_UNIT = 256  # registers per warp, allocation granularity
 MAX_THREADS_PER_SM = 2048
 MAX_CTAS_PER_SM = 32
-SHARED_PER_SM = {"sm_80": 164 * 1024, "sm_90": 228 * 1024}
+SHARED_PER_SM = {"sm_80": 164 * 1024, "sm_90": 228 * 1024, "sm_90a": 228 * 1024}
 SHARED_RESERVE_PER_CTA = 1024
 SHARED_UNIT = 128
 
@@ -232,9 +232,17 @@ def mma_weight(op):
     base = op.split(".")[0]
     if base not in TENSOR_OPS:
         return None
+    if base.endswith("GMMA"):
+        # A warpgroup MMA (HGMMA.64x128x16): each of the warpgroup's four
+        # warps issues it and does a quarter of its m x n x k.
+        g = re.match(r"[A-Z]+\.(\d+)x(\d+)x(\d+)", op)
+        if not g:
+            return None
+        mm, n, k = (int(x) for x in g.groups())
+        return (mm // 4) * n * k / 2048
     m = re.match(r"[A-Z]+\.(\d+)", op)
-    if not m or base.endswith("GMMA"):
-        return None  # no shape digits: warpgroup MMAs are not handled here
+    if not m:
+        return None
     digits = m.group(1)
     mm, rest = (16, digits[2:]) if digits.startswith("16") else (8, digits[1:])
     if not rest.startswith("8"):
@@ -537,7 +545,7 @@ def main():
                 for ptx in sorted(out.glob(f"*.{arch}.ptx")):
                     rows += measure(ptx, ptx.with_suffix(".cubin"), arch, tools, dyn, None, f)
         for i, ptx in enumerate(args.ptx):
-            t = re.search(r"^\s*\.target\s+(sm_\d+)", ptx.read_text(), re.M)
+            t = re.search(r"^\s*\.target\s+(sm_\d+a?)", ptx.read_text(), re.M)
             if not t or t.group(1) not in SHARED_PER_SM:
                 sys.exit(f"{ptx}: its .target is not one of {', '.join(SHARED_PER_SM)}")
             rows += measure(ptx.resolve(), tmp / f"ptx{i}.cubin", t.group(1), tools, {}, None, ptx.resolve())

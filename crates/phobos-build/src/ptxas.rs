@@ -273,7 +273,7 @@ fn assemble(ptxas: &Ptxas, job: &Job<'_>) -> Result<Vec<u8>, BuildError> {
         .join(format!("{}.sm_{}.cubin", job.kernel, job.arch));
     std::fs::write(&input, job.ptx).map_err(|e| BuildError::io(&input, e))?;
     let run = Command::new(&ptxas.path)
-        .arg(format!("-arch=sm_{}", job.arch))
+        .arg(format!("-arch={}", phobos_core::arch::name(job.arch)))
         .args(OPTIONS)
         .arg(&input)
         .arg("-o")

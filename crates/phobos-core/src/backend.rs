@@ -66,7 +66,9 @@ pub fn base_version(arch: u32) -> u32 {
         76..=80 => 70,
         81..=86 => 71,
         87..=90 => 78,
-        91..=100 => 86,
+        // sm_90a (`phobos_meta::arch::SM_90A`): PTX ISA 8.0.
+        91 => 80,
+        92..=100 => 86,
         _ => 87,
     }
 }
@@ -77,7 +79,12 @@ pub fn compile_variant(
     lines: &LineIndex,
     arch: u32,
 ) -> Result<CompiledVariant, Diagnostic> {
-    let mut func = lower::lower_for(kernel, &entry_name(kernel), arch >= 80);
+    let mut func = lower::lower_for(
+        kernel,
+        &entry_name(kernel),
+        arch >= 80,
+        phobos_meta::arch::has_wgmma(arch),
+    );
     verified(&func, kernel, "lower")?;
     targets::check(&func, arch)?;
     unroll::unroll(&mut func, kernel.span)?;
@@ -171,7 +178,7 @@ pub(crate) fn module_text(title: &str, parts: &[&ModuleParts]) -> String {
         first.file_name
     );
     let _ = writeln!(ptx, ".version {}.{}", version / 10, version % 10);
-    let _ = writeln!(ptx, ".target sm_{}", first.arch);
+    let _ = writeln!(ptx, ".target {}", phobos_meta::arch::name(first.arch));
     let _ = writeln!(ptx, ".address_size 64\n");
     let _ = writeln!(
         ptx,

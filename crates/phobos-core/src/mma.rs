@@ -116,6 +116,60 @@ pub fn ptx_name(t: ScalarTy) -> &'static str {
     }
 }
 
+/// Hopper's warpgroup MMA (`wgmma.mma_async`, sm_90a): the layout of an
+/// `[m, n]` accumulator over `threads` threads when `dot` of `op` operands
+/// into `acc` can run on it, else `None` (the backend then keeps
+/// `mma.sync`). A warpgroup is four consecutive warps; each owns one
+/// `m64nNk16` slab of 64 rows and all `n` columns, so `m` must be 64 per
+/// warpgroup and `n` a multiple of 8 up to 256 (the PTX ISA's shapes). Warp
+/// `w` then holds rows `16 w ..` in the `m16n8` fragment layout repeated
+/// along N, which is exactly the [`WarpLayout`] with one warp column and
+/// one fragment row per warp, so the epilogue and store code serve both
+/// paths. f16 and bf16 operands only: tf32 `wgmma` reads f32 bits
+/// truncated where `mma.sync` rounds them (`cvt.rna`), so f32 operands keep
+/// `mma.sync` and its rounding (docs/tensor-cores.md).
+pub fn wgmma_layout(
+    m: u32,
+    n: u32,
+    threads: u32,
+    op: ScalarTy,
+    acc: ScalarTy,
+) -> Option<WarpLayout> {
+    let kind = dot_kind(op, acc)?;
+    if !matches!(kind.op, ScalarTy::F16 | ScalarTy::BF16) {
+        return None;
+    }
+    warpgroup_layout(m, n, threads)
+}
+
+/// The shape half of [`wgmma_layout`]: 64 rows per warpgroup of
+/// `threads`, `n` a multiple of 8 up to 256.
+pub fn warpgroup_layout(m: u32, n: u32, threads: u32) -> Option<WarpLayout> {
+    if !threads.is_multiple_of(128) {
+        return None;
+    }
+    let warps = threads / 32;
+    if m != 16 * warps || !n.is_multiple_of(FRAG_N) || n > 256 || n == 0 {
+        return None;
+    }
+    Some(WarpLayout {
+        wm: warps,
+        wn: 1,
+        frag_m: 1,
+        frag_n: n / FRAG_N,
+    })
+}
+
+/// The swizzle span, in bytes, of a `wgmma` operand tile whose rows hold
+/// `row_bytes` along their contiguous axis: the widest of the PTX ISA's
+/// 128-, 64- and 32-byte swizzles that divides the row (the row is then
+/// split into panels of that many bytes), `None` when none does.
+pub fn swizzle_span(row_bytes: u32) -> Option<u32> {
+    [128, 64, 32]
+        .into_iter()
+        .find(|w| row_bytes.is_multiple_of(*w))
+}
+
 /// Which warp owns which part of an `[m, n]` accumulator: the CTA's warps
 /// form a `wm x wn` grid, warp `w` owning rows `(w / wn) * m / wm ..` and
 /// columns `(w % wn) * n / wn ..`, a grid of `frag_m x frag_n` fragments of

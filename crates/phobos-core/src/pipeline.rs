@@ -20,6 +20,9 @@ pub fn parse_arch(text: &str) -> Result<u32, String> {
         .strip_prefix("sm_")
         .or_else(|| t.strip_prefix("compute_"))
         .unwrap_or(t);
+    if digits == "90a" {
+        return Ok(phobos_meta::arch::SM_90A);
+    }
     match digits.parse::<u32>() {
         Ok(n) if ARCHES.contains(&n) => Ok(n),
         _ => {

@@ -21,6 +21,7 @@ mod divide;
 mod memory;
 mod mma;
 mod values;
+mod wgmma;
 
 use super::barriers::BarrierDecision;
 use super::divisibility::Divisibility;
@@ -549,14 +550,17 @@ impl<'a> Emitter<'a> {
                 PtxSlot::Dim(d) => format!("\t.param .s32 d_{}", k.dims[d.0 as usize].name),
             })
             .collect();
+        // `wgmma` operands sit on 1024-byte boundaries of the array
+        // (`Func::swizzle`), so the array does too.
+        let align = if self.f.swizzle.is_empty() { 16 } else { 1024 };
         if crate::meta::dynamic_shared_bytes(self.an.plan.total) > 0 {
             // Above what a `.shared` declaration may hold: the launch passes
             // the size as dynamic shared memory.
-            let _ = writeln!(out, ".extern .shared .align 16 .b8 {}[];\n", self.smem);
+            let _ = writeln!(out, ".extern .shared .align {align} .b8 {}[];\n", self.smem);
         } else if self.an.plan.total > 0 {
             let _ = writeln!(
                 out,
-                ".shared .align 16 .b8 {}[{}];\n",
+                ".shared .align {align} .b8 {}[{}];\n",
                 self.smem, self.an.plan.total
             );
         }
@@ -666,7 +670,12 @@ impl<'a> Emitter<'a> {
                 stage,
             } => self.async_copy(*access, *buffer, at, *stage),
             StmtKind::AsyncCommit => self.ins("cp.async.commit_group;"),
-            StmtKind::AsyncWait(n) => self.ins(&format!("cp.async.wait_group {n};")),
+            StmtKind::AsyncWait(n) => {
+                self.ins(&format!("cp.async.wait_group {n};"));
+                if !self.f.swizzle.is_empty() {
+                    self.proxy_fence();
+                }
+            }
             StmtKind::If { cond, then, els } => {
                 let c = self.expr(*cond);
                 let p = self.in_reg(c, ScalarTy::Bool);

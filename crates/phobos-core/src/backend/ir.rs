@@ -150,6 +150,18 @@ pub struct Func {
     /// whose `at` is empty, the shared plan's overwrites
     /// (`shared_plan.rs`).
     pub whole_copies: BTreeSet<StmtId>,
+    /// Side table filled by lowering on sm_90a when every `dot` of the
+    /// kernel runs on `wgmma` (`mma::wgmma_layout`): each operand tile's
+    /// swizzle span in bytes (128, 64 or 32, `mma::swizzle_span`). Such a
+    /// buffer is not padded: its rows, along their contiguous axis, are
+    /// cut into panels of the span, each panel `rows x span` bytes stored
+    /// one after another, and within a panel byte `o` sits at
+    /// `o ^ (((o >> 7) & (span / 16 - 1)) << 4)`: the PTX ISA's swizzled
+    /// shared layouts that `wgmma`'s matrix descriptors read
+    /// (docs/tensor-cores.md "Hopper"). Every `Mma` of the function then
+    /// emits `wgmma`, and the shared plan aligns these buffers to 1024
+    /// bytes.
+    pub swizzle: BTreeMap<BufferId, u32>,
     pub body: Vec<StmtId>,
     /// Candidate barriers inside a statement, between evaluating its
     /// operands (which read a tile) and acting on them: the write of a

@@ -43,15 +43,15 @@ mod stages;
 /// fold to a constant moves its array to local memory, and the variant is
 /// lowered again (at most once more per array).
 pub fn lower(kernel: &hir::Kernel, entry: &str) -> Func {
-    lower_for(kernel, entry, true)
+    lower_for(kernel, entry, true, false)
 }
 
 /// Lower one variant for a target that has `cp.async` (`async_copies`:
 /// sm_80+, where `stages S` loops get their ring) or not.
-pub fn lower_for(kernel: &hir::Kernel, entry: &str, async_copies: bool) -> Func {
+pub fn lower_for(kernel: &hir::Kernel, entry: &str, async_copies: bool, wgmma: bool) -> Func {
     let mut in_local = BTreeMap::new();
     loop {
-        let (f, dynamic) = lower_placed(kernel, entry, &in_local, async_copies);
+        let (f, dynamic) = lower_placed(kernel, entry, &in_local, (async_copies, wgmma));
         let mut moved = false;
         for (array, span) in dynamic {
             if let std::collections::btree_map::Entry::Vacant(v) = in_local.entry(array) {
@@ -69,7 +69,7 @@ fn lower_placed(
     kernel: &hir::Kernel,
     entry: &str,
     in_local: &BTreeMap<hir::LocalId, Span>,
-    async_copies: bool,
+    (async_copies, wgmma): (bool, bool),
 ) -> (Func, Vec<(hir::LocalId, Span)>) {
     let mut cx = Lower {
         k: kernel,
@@ -105,6 +105,9 @@ fn lower_placed(
         staged_copies: Vec::new(),
     };
     let dot_operands = mma::dot_operands(&kernel.body);
+    // On sm_90a, `wgmma` when every `dot` can take it: its operands are
+    // swizzled, not padded.
+    let wgmma = if wgmma { mma::wgmma_plan(kernel) } else { None };
     for (i, local) in kernel.locals.iter().enumerate() {
         let id = hir::LocalId(i as u32);
         match &local.kind {
@@ -118,7 +121,8 @@ fn lower_placed(
             LocalKind::Tile { elem, shape } => {
                 // In 64 bits, saturated: a tile too large for the address
                 // space must reach the shared plan's limit, not wrap.
-                let shape = &if dot_operands.contains(&id) {
+                let span = wgmma.as_ref().and_then(|p| p.spans.get(&id).copied());
+                let shape = &if dot_operands.contains(&id) && span.is_none() {
                     mma::padded_shape(*elem, shape)
                 } else {
                     shape.clone()
@@ -137,9 +141,15 @@ fn lower_placed(
                     span: local.span,
                 });
                 cx.tiles.insert(id, b);
+                if let Some(span) = span {
+                    cx.f.swizzle.insert(b, span);
+                }
             }
             LocalKind::Array { .. } => {}
-            LocalKind::Acc { elem, rows, cols } => cx.declare_acc(id, *elem, *rows, *cols),
+            LocalKind::Acc { elem, rows, cols } => {
+                let on_wgmma = wgmma.as_ref().is_some_and(|p| p.accs.contains(&id));
+                cx.declare_acc(id, *elem, (*rows, *cols), on_wgmma)
+            }
         }
     }
     cx.place_arrays(in_local);

@@ -1,5 +1,5 @@
 //! The shared-memory plan: every shared buffer (tiles and CTA-collective
-//! scratch) gets a 16-byte-aligned offset. Buffers whose live ranges overlap
+//! scratch) gets a 16-byte-aligned offset (1024 for a `wgmma` operand). Buffers whose live ranges overlap
 //! get disjoint bytes; the others may reuse bytes (the barrier analysis then
 //! fences the reuse). The total is checked against the target's limit per
 //! CTA ([`crate::limits::max_shared_bytes`]); above the 48 KB a `.shared`
@@ -122,6 +122,13 @@ pub fn plan(
     let mut total = 0u64;
     for i in order {
         let bytes = f.buffers[BufferId(i as u32)].bytes;
+        // A `wgmma` operand's swizzle repeats every 1024 bytes of shared
+        // address (`Func::swizzle`): its buffer starts on such a boundary.
+        let align = if f.swizzle.contains_key(&BufferId(i as u32)) {
+            1024
+        } else {
+            16
+        };
         active.retain(|&j| live[j].1 >= live[i].0);
         let mut busy: Vec<(u64, u64)> = active
             .iter()
@@ -136,7 +143,7 @@ pub fn plan(
             if at.saturating_add(bytes) <= s {
                 break;
             }
-            at = at.max(round16(e));
+            at = at.max(e.div_ceil(align).saturating_mul(align));
         }
         offset[i] = at;
         total = total.max(round16(at.saturating_add(bytes)));

@@ -851,6 +851,20 @@ impl Emitter<'_> {
     pub(crate) fn tile_copy(&mut self, acc: AccessId, buffer: BufferId, at: &[u32]) {
         self.tile_transfer(acc, buffer, Transfer::Copy, at);
         self.cur_access = None;
+        if self.f.swizzle.contains_key(&buffer) {
+            self.proxy_fence();
+        }
+    }
+
+    /// `fence.proxy.async.shared::cta`: this thread's generic-proxy
+    /// writes to shared memory become visible to the async proxy, which
+    /// `wgmma` reads operands through (PTX ISA, "Async proxy"). Emitted
+    /// after the thread's writes of `wgmma` operands land (a plain tile
+    /// copy, a `cp.async.wait_group`) and before the barrier that hands
+    /// them to the other warps.
+    pub(crate) fn proxy_fence(&mut self) {
+        self.need_version(80);
+        self.ins("fence.proxy.async.shared::cta;");
     }
 
     /// A tile copy into stage `stage` of a ring buffer, with `cp.async`
@@ -960,6 +974,7 @@ impl Emitter<'_> {
             placed,
             stage_off,
             async_copy: stage.is_some() && matches!(v * size, 4 | 8 | 16),
+            swizzle: self.f.swizzle.get(&buffer).copied(),
         };
         // Interior tiles (every element inside the tensor) take a path with
         // no masks: one vector instruction (or `cp.async` without a
@@ -1231,9 +1246,13 @@ impl Emitter<'_> {
             }
             2 if threads.is_multiple_of(x.chunks_per_row) => {
                 let rows = i128::from(threads / x.chunks_per_row);
-                let shared = match &x.placed {
-                    None => i128::from(threads * x.v) * size,
-                    Some((_, strides)) => rows * strides[0] * size,
+                let shared = match (&x.placed, x.swizzle) {
+                    // Same column, same panel; the swizzle's XOR repeats
+                    // every 8 rows.
+                    (_, Some(span)) if rows % 8 == 0 => rows * i128::from(span),
+                    (_, Some(_)) => return None,
+                    (None, None) => i128::from(threads * x.v) * size,
+                    (Some((_, strides)), None) => rows * strides[0] * size,
                 };
                 Some(ChunkStep {
                     rows,
@@ -1253,11 +1272,12 @@ impl Emitter<'_> {
     fn chunk_geometry(&mut self, x: &TileCtx) -> ChunkGeom {
         let dims: Vec<String> = x.dims.iter().map(|d| self.operand(*d)).collect();
         let key = format!(
-            "{dims:?} {:?} {} {} {:?}",
+            "{dims:?} {:?} {} {} {:?} {:?}",
             x.shape,
             x.v,
             x.t.size(),
-            x.placed
+            x.placed,
+            x.swizzle
         );
         if let Some((_, g)) = self.chunk_geoms.iter().find(|(k, _)| *k == key) {
             return *g;
@@ -1511,6 +1531,9 @@ impl Emitter<'_> {
     /// Chunk `c`'s byte offset in the buffer: c * v * size, or, for a box
     /// placed in a larger buffer, (at + coords) . strides * size.
     fn shared_offset(&mut self, x: &TileCtx, c: Reg, coords: &[V]) -> Reg {
+        if let Some(span) = x.swizzle {
+            return self.swizzled_offset(x, span, coords);
+        }
         let size = x.t.size();
         let saddr = self.reg(RegClass::B32);
         match &x.placed {
@@ -1540,6 +1563,36 @@ impl Emitter<'_> {
             }
         }
         saddr
+    }
+
+    /// The byte offset of the chunk at `coords` (row, column) in a `wgmma`
+    /// operand's swizzled buffer (`Func::swizzle`): panel `cb / span` of
+    /// `rows x span` bytes, row `r` at `r * span` in it, and the 16-byte
+    /// unit of `cb % span` XORed with the row's bits as the PTX ISA's
+    /// `span`-byte swizzle XORs address bits [4, 7) with bits [7, 10).
+    /// A chunk never crosses a 16-byte unit, so its elements keep their
+    /// offsets from its first.
+    fn swizzled_offset(&mut self, x: &TileCtx, span: u32, coords: &[V]) -> Reg {
+        let size = x.t.size();
+        let lg = span.trailing_zeros();
+        let rows = x.shape[0];
+        let r = self.in_reg(coords[0], ScalarTy::I32);
+        let c = self.in_reg(coords[1], ScalarTy::I32);
+        let cb = self.reg(RegClass::B32);
+        self.ins(&format!("mul.lo.s32 {cb}, {c}, {size};"));
+        let off = self.reg(RegClass::B32);
+        self.ins(&format!("shr.u32 {off}, {cb}, {lg};"));
+        self.ins(&format!("mul.lo.s32 {off}, {off}, {};", rows * span));
+        self.ins(&format!("mad.lo.s32 {off}, {r}, {span}, {off};"));
+        let inner = self.reg(RegClass::B32);
+        self.ins(&format!("and.b32 {inner}, {cb}, {};", span - 1));
+        let xor = self.reg(RegClass::B32);
+        self.ins(&format!("shr.u32 {xor}, {r}, {};", 7 - lg));
+        self.ins(&format!("and.b32 {xor}, {xor}, {};", span / 16 - 1));
+        self.ins(&format!("shl.b32 {xor}, {xor}, 4;"));
+        self.ins(&format!("xor.b32 {inner}, {inner}, {xor};"));
+        self.ins(&format!("add.s32 {off}, {off}, {inner};"));
+        off
     }
 
     /// One chunk `c` of a tile transfer, masked: elements outside the
@@ -1738,6 +1791,8 @@ struct TileCtx {
     /// Chunks move with `cp.async` (a copy into a ring buffer whose chunks
     /// are 4, 8 or 16 bytes; others copy as plain loads and stores).
     async_copy: bool,
+    /// The buffer's swizzle span, for a `wgmma` operand (`Func::swizzle`).
+    swizzle: Option<u32>,
 }
 
 /// A thread's chunk 0 of a tile shape, hoisted to the kernel's entry

@@ -158,7 +158,7 @@ impl Emitter<'_> {
 
     /// A buffer's shared base address (the symbol plus its plan offset,
     /// plus the stage a ring buffer's trip reads), its row pitch in elements and its element type.
-    fn tile_base(&mut self, b: BufferId) -> (Reg, u32, ScalarTy) {
+    pub(super) fn tile_base(&mut self, b: BufferId) -> (Reg, u32, ScalarTy) {
         let (pitch, elem) = match &self.f.buffers[b].kind {
             BufferKind::Tile { shape, elem } => (shape.last().copied().unwrap_or(1), *elem),
             BufferKind::Scratch { .. } => (1, ScalarTy::F16),
@@ -183,6 +183,9 @@ impl Emitter<'_> {
     }
 
     pub(super) fn mma(&mut self, acc: AccId, (a, b): (BufferId, BufferId), b_trans: bool, k: u32) {
+        if self.f.swizzle.contains_key(&a) {
+            return self.wgmma(acc, (a, b), b_trans, k);
+        }
         let t = self.f.accs[acc].clone();
         let l = t.layout;
         let (wrow, wcol) = self.warp_origin(acc);

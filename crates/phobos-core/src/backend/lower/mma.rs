@@ -23,7 +23,7 @@ use crate::ast::{ScalarTy, Span};
 use crate::backend::ir::{AccTile, BarrierRole, BufferId, BufferKind, StmtId, StmtKind};
 use crate::hir::{self, LocalId, LocalKind};
 use crate::mma::WarpLayout;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// The tile locals some `dot` reads.
 pub(super) fn dot_operands(b: &hir::Block) -> HashSet<LocalId> {
@@ -44,6 +44,117 @@ fn walk(b: &hir::Block, out: &mut HashSet<LocalId>) {
     }
 }
 
+/// What `wgmma` needs of a kernel on sm_90a: the accumulators its `dot`s
+/// add into, and each operand tile's swizzle span (`mma::swizzle_span`).
+#[derive(Debug, Default)]
+pub(super) struct WgmmaPlan {
+    pub accs: HashSet<LocalId>,
+    pub spans: HashMap<LocalId, u32>,
+}
+
+/// The kernel's `wgmma` plan, when every `dot` in it can run on `wgmma`:
+/// its accumulator has a warpgroup layout (`mma::wgmma_layout`), its
+/// operands' contiguous rows have a swizzle span, an `[K, N]` `b` has K in
+/// whole 16-row steps, and no statement but the copies that declare them
+/// and `dot`s touches the operand tiles (their swizzled layout is known to
+/// the copies and to `wgmma` only). `None` keeps `mma.sync` for the whole
+/// kernel.
+pub(super) fn wgmma_plan(k: &hir::Kernel) -> Option<WgmmaPlan> {
+    let mut dots = Vec::new();
+    collect_dots(&k.body, &mut dots);
+    if dots.is_empty() {
+        return None;
+    }
+    let tile = |l: LocalId| match &k.locals[l.0 as usize].kind {
+        LocalKind::Tile { elem, shape } if shape.len() == 2 => Some((*elem, shape[0], shape[1])),
+        _ => None,
+    };
+    let mut plan = WgmmaPlan::default();
+    for &(acc, a, b, b_trans) in &dots {
+        let LocalKind::Acc { elem, rows, cols } = &k.locals[acc.0 as usize].kind else {
+            return None;
+        };
+        let (op, _, ka) = tile(a)?;
+        let (_, b0, b1) = tile(b)?;
+        crate::mma::wgmma_layout(*rows, *cols, k.threads, op, *elem)?;
+        let size = op.size();
+        let span_a = crate::mma::swizzle_span(ka * size)?;
+        let span_b = if b_trans {
+            crate::mma::swizzle_span(b1 * size)?
+        } else {
+            if !b0.is_multiple_of(16) {
+                return None;
+            }
+            crate::mma::swizzle_span(b1 * size)?
+        };
+        for (l, span) in [(a, span_a), (b, span_b)] {
+            if *plan.spans.entry(l).or_insert(span) != span {
+                return None;
+            }
+        }
+        plan.accs.insert(acc);
+    }
+    let mut touched = HashSet::new();
+    other_tile_uses(&k.body, &mut touched);
+    if plan.spans.keys().any(|l| touched.contains(l)) {
+        return None;
+    }
+    Some(plan)
+}
+
+fn collect_dots(b: &hir::Block, out: &mut Vec<(LocalId, LocalId, LocalId, bool)>) {
+    for s in &b.stmts {
+        if let hir::StmtKind::Dot { acc, a, b, b_trans } = &s.kind {
+            out.push((*acc, *a, *b, *b_trans));
+        }
+        s.blocks().into_iter().for_each(|b| collect_dots(b, out));
+    }
+}
+
+/// Tile locals that some statement other than a declaring tile copy or a
+/// `dot` reads or writes.
+fn other_tile_uses(b: &hir::Block, out: &mut HashSet<LocalId>) {
+    use hir::{ExprKind, Memory, StmtKind};
+    for s in &b.stmts {
+        match &s.kind {
+            StmtKind::Store {
+                dst: Memory::Tile(l),
+                ..
+            }
+            | StmtKind::RunStore {
+                dst: Memory::Tile(l),
+                ..
+            }
+            | StmtKind::Atomic {
+                dst: Memory::Tile(l),
+                ..
+            }
+            | StmtKind::TileFill { dst: l, .. }
+            | StmtKind::TileStore { src: l, .. }
+            | StmtKind::AccToTile { dst: l, .. } => {
+                out.insert(*l);
+            }
+            _ => {}
+        }
+        s.exprs(&mut |e| {
+            e.walk(&mut |x| {
+                if let ExprKind::Load {
+                    src: Memory::Tile(l),
+                    ..
+                }
+                | ExprKind::RunLoad {
+                    src: Memory::Tile(l),
+                    ..
+                } = &x.kind
+                {
+                    out.insert(*l);
+                }
+            })
+        });
+        s.blocks().into_iter().for_each(|b| other_tile_uses(b, out));
+    }
+}
+
 /// The buffer shape of a `dot` operand of `shape`: its last extent grown by
 /// 16 bytes.
 pub(super) fn padded_shape(elem: ScalarTy, shape: &[u32]) -> Vec<u32> {
@@ -55,10 +166,25 @@ pub(super) fn padded_shape(elem: ScalarTy, shape: &[u32]) -> Vec<u32> {
 }
 
 impl Lower<'_> {
-    pub(super) fn declare_acc(&mut self, id: LocalId, elem: ScalarTy, rows: u32, cols: u32) {
+    /// An accumulator's registers and layout: a warpgroup layout where
+    /// the kernel's `dot`s run on `wgmma` (`wgmma`), else the warp layout
+    /// the checker validated.
+    pub(super) fn declare_acc(
+        &mut self,
+        id: LocalId,
+        elem: ScalarTy,
+        (rows, cols): (u32, u32),
+        wgmma: bool,
+    ) {
         let local = &self.k.locals[id.0 as usize];
+        let threads = self.k.threads;
+        let chosen = if wgmma {
+            crate::mma::warpgroup_layout(rows, cols, threads)
+        } else {
+            WarpLayout::choose(rows, cols, threads / 32)
+        };
         // The checker refused every accumulator without a layout.
-        let layout = WarpLayout::choose(rows, cols, self.k.threads / 32).unwrap_or(WarpLayout {
+        let layout = chosen.unwrap_or(WarpLayout {
             wm: 1,
             wn: 1,
             frag_m: rows / 16,

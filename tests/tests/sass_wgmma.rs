@@ -1,0 +1,142 @@
+//! Issue 32: `dot` on sm_90a runs on Hopper's warpgroup MMA. The GPU
+//! bundle's bf16 GEMM compiled for sm_90a issues `wgmma.mma_async` from
+//! swizzled shared tiles (PTX), which ptxas turns into `HGMMA` with no
+//! `HMMA`, no local memory and at most 128 registers (two CTAs of 256 per
+//! SM); the same kernel for plain sm_90 keeps `mma.sync`. A kernel whose
+//! `dot` cannot take a warpgroup layout, or whose operand tile is read
+//! element by element, keeps `mma.sync` on sm_90a.
+//!
+//! Without ptxas or nvdisasm the SASS half is skipped with a message,
+//! except under `CI=true`, where a missing tool fails it.
+
+use phobos_conformance::{assemble, find_ptxas, in_ci};
+use phobos_core::arch::SM_90A;
+use std::process::Command;
+
+fn bundle_gemm() -> String {
+    let path = phobos_conformance::root().join("../crates/phobos-gpucheck/kernels/bf16_gemm.pho");
+    std::fs::read_to_string(&path).expect("read bf16_gemm.pho")
+}
+
+fn ptx_of(src: &str, arch: u32) -> String {
+    let (ks, diags) =
+        phobos_core::compile(src, "k.pho", &phobos_core::CompileOptions::for_arch(arch));
+    assert!(diags.iter().all(|d| !d.is_error()), "{diags:?}");
+    ks.iter().map(|k| k.ptx.as_str()).collect()
+}
+
+#[test]
+fn the_bundle_gemm_issues_wgmma_on_sm_90a_and_mma_sync_on_sm_90() {
+    let src = bundle_gemm();
+    let ptx = ptx_of(&src, SM_90A);
+    assert!(ptx.contains(".target sm_90a"), "{ptx}");
+    assert!(
+        ptx.contains("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"),
+        "no m64n128k16 wgmma:\n{ptx}"
+    );
+    assert!(!ptx.contains("mma.sync"), "mma.sync left on sm_90a");
+    assert!(!ptx.contains("ldmatrix"), "ldmatrix left on sm_90a");
+    assert!(ptx.contains("fence.proxy.async.shared::cta;"));
+    assert!(
+        ptx.contains(".shared .align 1024"),
+        "operands need 1024-byte alignment"
+    );
+    let plain = ptx_of(&src, 90);
+    assert!(plain.contains("mma.sync.aligned.m16n8k16") && !plain.contains("wgmma"));
+}
+
+/// Rows per warpgroup other than 64 (a 128-row accumulator over 4 warps),
+/// or an operand tile read element by element, keep `mma.sync`.
+#[test]
+fn dots_wgmma_cannot_take_keep_mma_sync_on_sm_90a() {
+    let tall = "@launch(128)\n@grid(cdiv(M, 128), cdiv(N, 64))\n\
+kernel g(A: tensor<f16>[M, K], B: tensor<f16>[K, N], C: tensor<f32>[M, N]) {\n\
+  var acc = zeros<f32>[128, 64]\n\
+  for k in range(0, K, 16) {\n\
+    var a = A[ctx.block.x * 128 :+ 128, k :+ 16]\n\
+    var b = B[k :+ 16, ctx.block.y * 64 :+ 64]\n\
+    acc += dot(a, b)\n\
+  }\n\
+  C[ctx.block.x * 128 :+ 128, ctx.block.y * 64 :+ 64] = acc\n\
+}\n";
+    let ptx = ptx_of(tall, SM_90A);
+    assert!(ptx.contains("mma.sync") && !ptx.contains("wgmma"), "{ptx}");
+    let gemm = |extra: &str| {
+        format!(
+            "@launch(128)\n@grid(cdiv(M, 64), cdiv(N, 64))\n\
+kernel g(A: tensor<f16>[M, K], B: tensor<f16>[K, N], C: tensor<f32>[M, N], D: tensor<f16>[M]) {{\n\
+  var acc = zeros<f32>[64, 64]\n\
+  for k in range(0, K, 16) {{\n\
+    var a = A[ctx.block.x * 64 :+ 64, k :+ 16]\n\
+    var b = B[k :+ 16, ctx.block.y * 64 :+ 64]\n\
+    acc += dot(a, b)\n\
+    {extra}\n\
+  }}\n\
+  C[ctx.block.x * 64 :+ 64, ctx.block.y * 64 :+ 64] = acc\n\
+}}\n"
+        )
+    };
+    let read = gemm(
+        "if ctx.block.y == 0 && ctx.thread < 64 && k == 0 { D[ctx.block.x * 64 + ctx.thread] = a[ctx.thread, 0] }",
+    );
+    let ptx = ptx_of(&read, SM_90A);
+    assert!(ptx.contains("mma.sync") && !ptx.contains("wgmma"), "{ptx}");
+    let plain = gemm("");
+    assert!(ptx_of(&plain, SM_90A).contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"));
+}
+
+#[test]
+fn the_bundle_gemm_on_sm_90a_has_hgmma_no_hmma_and_no_local_memory() {
+    let (Some(ptxas), Some(nvdisasm)) = (find_ptxas(), phobos_conformance::sass::find_nvdisasm())
+    else {
+        assert!(
+            !in_ci(),
+            "ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM); CI=true requires both"
+        );
+        eprintln!("skipping: ptxas or nvdisasm not found");
+        return;
+    };
+    let ptx = ptx_of(&bundle_gemm(), SM_90A);
+    let cubin = assemble(&ptxas, "bf16_gemm", SM_90A, &ptx).expect("ptxas assembles sm_90a");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("g.cubin");
+    std::fs::write(&path, cubin).expect("write cubin");
+    let out = Command::new(&nvdisasm)
+        .arg("-c")
+        .arg(&path)
+        .output()
+        .expect("run nvdisasm");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sass = String::from_utf8_lossy(&out.stdout);
+    let count = |op: &str| {
+        sass.lines()
+            .filter(|l| l.split_whitespace().any(|w| w.starts_with(op)))
+            .count()
+    };
+    assert!(count("HGMMA.64x128x16.F32.BF16") >= 2, "no HGMMA:\n{sass}");
+    assert_eq!(count("HMMA"), 0, "HMMA on sm_90a");
+    assert_eq!(count("LDL") + count("STL"), 0, "local memory");
+    std::fs::write(dir.path().join("g.ptx"), &ptx).expect("write ptx");
+    let v = Command::new(&ptxas)
+        .args(["-arch=sm_90a", "-v", "-o"])
+        .arg(dir.path().join("v.cubin"))
+        .arg(dir.path().join("g.ptx"))
+        .output()
+        .expect("run ptxas");
+    let text = String::from_utf8_lossy(&v.stderr);
+    let regs: u32 = text
+        .split(" registers")
+        .next()
+        .and_then(|h| h.split_whitespace().last())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        regs <= 128,
+        "{regs} registers: fewer than two CTAs of 256 per SM"
+    );
+    assert!(text.contains("0 bytes spill stores"), "{text}");
+}
