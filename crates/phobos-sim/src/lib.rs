@@ -83,6 +83,7 @@ pub mod observer;
 mod parse;
 mod tensor;
 mod warp;
+mod wgmma;
 
 pub use decode::{ParamInfo, Ty};
 pub use error::{CheckKind, CheckReport, SimError, SourceLoc};
