@@ -33,9 +33,11 @@
 //!
 //! and of an MN-major one (`imm-trans` 1, f16/bf16 only) at
 //! - no swizzle: `start + (mn / T)·SBO + (k % 8)·16 + (k / 8)·LBO`,
-//! - swizzled: `start + (mn / TW)·LBO + (k % 8)·16W + (k / 8)·SBO`,
+//! - swizzled: `start + ((mn % TW) / T)·16 + (mn / TW)·LBO + (k % 8)·16W
+//!   + (k / 8)·SBO`,
 //!
-//! plus `(index along the contiguous dimension % T)·bytes`. The swizzle
+//! plus `(index along the contiguous dimension % T)·bytes` (CUTLASS's
+//! `make_gmma_desc` comments give the same canonical layouts). The swizzle
 //! then XORs address bits [4, 4 + b) with bits [7, 7 + b) (b = 3, 2, 1 for
 //! 128B, 64B, 32B), counting the rows from the pattern's start: bits 7.. of
 //! the address minus the base offset. With base offset 0 the start address
