@@ -1,0 +1,196 @@
+//! The wgmma checks, each with a planted bug in a small hand-written
+//! kernel: a warpgroup computes D (64×8) = A (64×16) · B (16×8) with every
+//! element 1.0 (so D = 16), from unswizzled shared operands.
+
+mod common;
+
+use common::{check_report, kernel, run_with};
+use phobos_sim::{CheckKind, LaunchOptions, SimError};
+
+const DECLS: &str = "    .shared .align 1024 .b8 sa[2048];\n    .shared .align 1024 .b8 sb[256];\n";
+
+/// A: 8-row groups 256 bytes apart (SBO), K chunks 128 apart (LBO), at 0.
+const DESC_A: &str = "0x0000001000080000";
+/// B: the same, at 2048.
+const DESC_B: &str = "0x0000001000080080";
+
+/// The kernel with `edit` applied to its clean text.
+fn body(edit: impl Fn(String) -> String) -> String {
+    let clean = format!(
+        r#"    shl.b32 %r1, %r0, 4;
+    mov.u32 %r2, sa;
+    add.u32 %r3, %r2, %r1;
+    mov.b32 %r4, 0x3C003C00;
+    st.shared.v4.b32 [%r3], {{%r4, %r4, %r4, %r4}};
+    setp.lt.u32 %p1, %r0, 16;
+    mov.u32 %r5, sb;
+    add.u32 %r6, %r5, %r1;
+    @%p1 st.shared.v4.b32 [%r6], {{%r4, %r4, %r4, %r4}};
+    bar.sync 0;
+    mov.f32 %f1, 0f00000000;
+    mov.f32 %f2, 0f00000000;
+    mov.f32 %f3, 0f00000000;
+    mov.f32 %f4, 0f00000000;
+    mov.b64 %rd10, {DESC_A};
+    mov.b64 %rd11, {DESC_B};
+    wgmma.fence.sync.aligned;
+    // ISSUE
+    wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {{%f1, %f2, %f3, %f4}}, %rd10, %rd11, 1, 1, 1, 0, 0;
+    wgmma.commit_group.sync.aligned;
+    // IN FLIGHT
+    wgmma.wait_group.sync.aligned 0;
+    st.global.f32 [%rd4], %f1;
+    st.global.f32 [%rd4+512], %f2;
+    st.global.f32 [%rd4+1024], %f3;
+    st.global.f32 [%rd4+1536], %f4;
+"#
+    );
+    edit(clean)
+}
+
+fn run(edit: impl Fn(String) -> String, threads: u32) -> Result<Vec<u32>, SimError> {
+    let ptx = kernel(DECLS, &body(edit));
+    run_with(&ptx, threads, &[0], 4, &LaunchOptions::default()).map(|r| r.out)
+}
+
+fn fails(edit: impl Fn(String) -> String, threads: u32, kind: CheckKind, text: &str) {
+    let e = match run(edit, threads) {
+        Ok(_) => panic!("the planted bug ({text}) was not reported"),
+        Err(e) => e,
+    };
+    let r = check_report(&e);
+    assert_eq!(r.kind, kind, "{e}");
+    assert!(r.message.contains(text), "{e}");
+}
+
+fn at_in_flight(line: &'static str) -> impl Fn(String) -> String {
+    move |s| s.replace("    // IN FLIGHT\n", &format!("    {line}\n"))
+}
+
+#[test]
+fn the_clean_kernel_computes_d() {
+    let out = run(|s| s, 128).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.iter().all(|&w| f32::from_bits(w) == 16.0), "{out:?}");
+}
+
+#[test]
+fn a_shared_operand_overwritten_before_wait_group_is_a_race() {
+    fails(
+        at_in_flight("st.shared.v4.b32 [%r6], {%r4, %r4, %r4, %r4};"),
+        128,
+        CheckKind::Racecheck,
+        "write of shared memory that an in-flight wgmma.mma_async reads",
+    );
+}
+
+#[test]
+fn reading_the_accumulator_before_wait_group_is_a_race() {
+    fails(
+        at_in_flight("add.f32 %f9, %f1, %f1;"),
+        128,
+        CheckKind::Racecheck,
+        "read of register %f1 while the wgmma.mma_async that uses it is in flight",
+    );
+}
+
+#[test]
+fn writing_the_accumulator_before_wait_group_is_a_race() {
+    fails(
+        at_in_flight("mov.f32 %f3, 0f3F800000;"),
+        128,
+        CheckKind::Racecheck,
+        "write of register %f3 while",
+    );
+}
+
+#[test]
+fn a_wgmma_without_a_fence_after_register_writes_is_reported() {
+    fails(
+        |s| s.replace("    wgmma.fence.sync.aligned;\n", ""),
+        128,
+        CheckKind::Racecheck,
+        "after the warp's last wgmma.fence",
+    );
+    // A write between the fence and the wgmma needs another fence.
+    fails(
+        |s| s.replace("    // ISSUE\n", "    mov.f32 %f2, 0f00000000;\n"),
+        128,
+        CheckKind::Racecheck,
+        "uses %f2 asynchronously",
+    );
+}
+
+#[test]
+fn a_warp_that_skips_the_wgmma_breaks_the_warpgroup() {
+    fails(
+        |s| {
+            s.replace(
+                "    // ISSUE\n",
+                "    shr.u32 %r7, %r0, 5;\n    setp.eq.u32 %p2, %r7, 1;\n    @%p2 bra $skip;\n",
+            )
+            .replace(
+                "    wgmma.commit_group.sync.aligned;\n",
+                "$skip:\n    wgmma.commit_group.sync.aligned;\n",
+            )
+        },
+        128,
+        CheckKind::Synccheck,
+        "every warp of a warpgroup must execute the same .sync.aligned wgmma instructions",
+    );
+}
+
+#[test]
+fn a_warp_that_exits_before_the_wait_breaks_the_warpgroup() {
+    fails(
+        at_in_flight("shr.u32 %r7, %r0, 5;\n    setp.eq.u32 %p2, %r7, 3;\n    @%p2 ret;"),
+        128,
+        CheckKind::Synccheck,
+        "warp 3 of warpgroup 0 ended after 3",
+    );
+}
+
+#[test]
+fn a_warpgroup_of_three_warps_is_reported() {
+    fails(
+        |s| s,
+        96,
+        CheckKind::Synccheck,
+        "warpgroup 0, which has only 3 warps",
+    );
+}
+
+#[test]
+fn a_descriptor_outside_shared_memory_is_a_memcheck_error() {
+    fails(
+        |s| s.replace(DESC_B, "0x0000001000083000"),
+        128,
+        CheckKind::Memcheck,
+        "outside the CTA's 2304 bytes of shared memory",
+    );
+}
+
+#[test]
+fn a_swizzled_descriptor_off_its_pattern_is_a_memcheck_error() {
+    // 128-byte swizzle, start 128: row 1 of a 1024-byte pattern, base offset 0.
+    fails(
+        |s| s.replace(DESC_A, "0x4000004000010008"),
+        128,
+        CheckKind::Memcheck,
+        "must start at a multiple of 1024 bytes",
+    );
+}
+
+#[test]
+fn a_partial_warp_at_wgmma_is_reported() {
+    fails(
+        |s| {
+            s.replace(
+                "    wgmma.mma_async",
+                "    setp.ne.u32 %p3, %r0, 5;\n    @%p3 wgmma.mma_async",
+            )
+        },
+        128,
+        CheckKind::Synccheck,
+        "needs all 32 lanes of the warp",
+    );
+}
