@@ -63,7 +63,7 @@ use crate::checks::Fault;
 use crate::decode::{unsupported, Decoder, Op, PredSrc, Slot, Ty};
 use crate::error::{CheckKind, SimError};
 use crate::launch::{CtaState, Ctx};
-use crate::observer::Space;
+use crate::observer::{Access, AccessKind, Space};
 use crate::parse::{parse_uint, RawInst, RawOperand};
 use crate::tensor::a_coord;
 use crate::warp::Warp;
@@ -1190,6 +1190,20 @@ impl Warp {
             // as a read by lane 0 of the warp.
             for &c in &chunks {
                 self.wgmma_shadow_read(c, pc, cx, cta)?;
+            }
+        }
+        if cta.observing {
+            // The observer sees the operand reads at issue, as loads by
+            // lane 0 of the warp.
+            for &c in &chunks {
+                cta.accesses.push(Access {
+                    thread: self.first_tid,
+                    space: Space::Shared,
+                    kind: AccessKind::Load,
+                    addr: u64::from(c),
+                    bytes: 16,
+                    buffer: None,
+                });
             }
         }
         let st = &mut cta.wgmma;

@@ -194,3 +194,49 @@ fn a_partial_warp_at_wgmma_is_reported() {
         "needs all 32 lanes of the warp",
     );
 }
+
+/// Two wgmmas in two groups (accumulators %f1-%f4, then %f5-%f8):
+/// `wait_group 1` retires only the first.
+fn two_groups(after_wait1: &str) -> String {
+    body(|s| {
+        s.replace(
+            "    wgmma.commit_group.sync.aligned;\n    // IN FLIGHT\n    wgmma.wait_group.sync.aligned 0;\n",
+            &format!(
+                "    wgmma.commit_group.sync.aligned;\n    mov.f32 %f5, 0f3F800000;\n    mov.f32 %f6, 0f3F800000;\n    mov.f32 %f7, 0f3F800000;\n    mov.f32 %f8, 0f3F800000;\n    wgmma.fence.sync.aligned;\n    wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {{%f5, %f6, %f7, %f8}}, %rd10, %rd11, 1, 1, 1, 0, 0;\n    wgmma.commit_group.sync.aligned;\n    wgmma.wait_group.sync.aligned 1;\n{after_wait1}    wgmma.wait_group.sync.aligned 0;\n    add.f32 %f1, %f1, %f5;\n    add.f32 %f2, %f2, %f6;\n    add.f32 %f3, %f3, %f7;\n    add.f32 %f4, %f4, %f8;\n"
+            ),
+        )
+    })
+}
+
+#[test]
+fn wait_group_one_retires_all_but_the_newest_group() {
+    // D1 = 16 and D2 = 1 + 16, summed after both waits.
+    let ptx = kernel(DECLS, &two_groups("    add.f32 %f9, %f1, %f2;\n"));
+    let out = run_with(&ptx, 128, &[0], 4, &LaunchOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .out;
+    assert!(out.iter().all(|&w| f32::from_bits(w) == 33.0), "{out:?}");
+    // The newest group is still in flight after wait_group 1.
+    let ptx = kernel(DECLS, &two_groups("    add.f32 %f9, %f5, %f1;\n"));
+    let e = run_with(&ptx, 128, &[0], 4, &LaunchOptions::default())
+        .err()
+        .expect("reading the second group's accumulator after wait_group 1");
+    let r = check_report(&e);
+    assert_eq!(r.kind, CheckKind::Racecheck, "{e}");
+    assert!(r.message.contains("read of register %f5"), "{e}");
+}
+
+#[test]
+fn a_descriptor_that_differs_between_lanes_is_reported() {
+    fails(
+        |s| {
+            s.replace(
+                "    wgmma.fence.sync.aligned;\n",
+                "    setp.eq.u32 %p4, %r0, 7;\n    @%p4 mov.b64 %rd11, 0x0000001000080090;\n    wgmma.fence.sync.aligned;\n",
+            )
+        },
+        128,
+        CheckKind::Synccheck,
+        "the B descriptor differs between lanes",
+    );
+}
