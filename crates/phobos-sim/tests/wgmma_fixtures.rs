@@ -300,3 +300,81 @@ fn scale_d_zero_ignores_the_accumulator() {
         check(c, false, 0xD00D + i as u64);
     }
 }
+
+/// `wg_gemm_bf16`: a pipelined GEMM (two warpgroups per CTA, K tiles of 64
+/// in `stages` shared stages, each tile's wgmmas one group kept in flight
+/// by `wait_group 1` while the next tile is staged) on a 2×2 grid.
+fn run_gemm(stages: i32) -> Result<(Vec<f32>, Vec<f64>, Vec<f64>), SimError> {
+    let (m, n, k) = (256usize, 128usize, 256usize);
+    let mut rng = StdRng::seed_from_u64(0x6E33);
+    let (a_bits, a): (Vec<u32>, Vec<f64>) = (0..m * k).map(|_| El::Bf16.random(&mut rng)).unzip();
+    let (b_bits, b): (Vec<u32>, Vec<f64>) = (0..k * n).map(|_| El::Bf16.random(&mut rng)).unzip();
+    let module = Module::parse(PTX)?;
+    let mut dev = Device::new();
+    let ab = dev.alloc_from("A", &pack(&a_bits, 2))?;
+    let bb = dev.alloc_from("B", &pack(&b_bits, 2))?;
+    let cb = dev.alloc_from("C", &vec![0u8; m * n * 4])?;
+    let args = [
+        KernelArg::Buffer(ab),
+        KernelArg::Buffer(bb),
+        KernelArg::Buffer(cb),
+        KernelArg::I32(m as i32),
+        KernelArg::I32(n as i32),
+        KernelArg::I32(k as i32),
+        KernelArg::I32(stages),
+    ];
+    dev.launch(
+        Launch::new(
+            &module,
+            "wg_gemm_bf16",
+            [(n / 64) as u32, (m / 128) as u32, 1],
+            [256, 1, 1],
+        ),
+        &args,
+        &LaunchOptions::default(),
+        None,
+    )?;
+    let got: Vec<f32> = dev
+        .to_vec(cb)?
+        .chunks_exact(4)
+        .map(|x| f32::from_le_bytes([x[0], x[1], x[2], x[3]]))
+        .collect();
+    let mut want = vec![0f64; m * n];
+    let mut size = vec![0f64; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            for kk in 0..k {
+                let p = a[i * k + kk] * b[kk * n + j];
+                want[i * n + j] += p;
+                size[i * n + j] += p.abs();
+            }
+        }
+    }
+    Ok((got, want, size))
+}
+
+#[test]
+fn a_pipelined_wgmma_gemm_matches_the_f64_reference() {
+    let (got, want, size) = run_gemm(2).unwrap_or_else(|e| panic!("wg_gemm_bf16: {e}"));
+    // One f32 rounding per wgmma (K / 16 of them).
+    for (i, ((&g, &w), &m)) in got.iter().zip(&want).zip(&size).enumerate() {
+        assert!(
+            (f64::from(g) - w).abs() <= 16.0 * m * 2f64.powi(-24),
+            "C[{}][{}] = {g}, want {w}",
+            i / 128,
+            i % 128
+        );
+    }
+}
+
+#[test]
+fn a_one_stage_wgmma_pipeline_overwrites_operands_in_flight() {
+    let e = run_gemm(1).err().expect("one stage must race");
+    let r = e.report().unwrap_or_else(|| panic!("{e}"));
+    assert_eq!(r.kind, phobos_sim::CheckKind::Racecheck, "{e}");
+    assert!(
+        r.message
+            .contains("write of shared memory that an in-flight wgmma.mma_async reads"),
+        "{e}"
+    );
+}

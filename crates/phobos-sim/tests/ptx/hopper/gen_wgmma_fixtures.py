@@ -223,10 +223,75 @@ def kernel(case):
     return "\n".join(lines) + "\n"
 
 
+GEMM = r'''
+// m64n64k16 bf16 -> f32 for one warpgroup: d += A(desc) * B(desc).
+__device__ void wgmma_m64n64_bf16(float *d, u64 da, u64 db) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "DLIST, %32, %33, 1, 1, 1, 0, 1;\n"
+        : OUTS
+        : "l"(da), "l"(db));
+}
+
+// A pipelined GEMM as a Hopper kernel is built: C[M][N] = A[M][K] * B[K][N]
+// (bf16, row-major, f32 out), CTA tile 128 x 64 (two warpgroups of 64 rows),
+// K tiles of 64 in `stages` shared stages (1 or 2), A K-major with the
+// 128-byte swizzle, B N-major (B's rows are N-contiguous) with the 128-byte
+// swizzle. Each K tile's four wgmmas are one group; wait_group 1 keeps it in
+// flight while the next tile is staged. With one stage the next tile
+// overwrites the operands of the group in flight: a planted race.
+extern "C" __global__ void __launch_bounds__(256) wg_gemm_bf16(const u16 *A, const u16 *B, float *C, int M, int N, int K, int stages) {
+    __shared__ __align__(1024) u8 sa[2][128 * 128];
+    __shared__ __align__(1024) u8 sb[2][64 * 128];
+    u32 tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
+    u32 m0 = blockIdx.y * 128, n0 = blockIdx.x * 64;
+    float d[32];
+    for (int i = 0; i < 32; i++) d[i] = 0.0f;
+    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i]) :: "memory");
+    for (int kt = 0; kt < K / 64; kt++) {
+        int st = stages == 1 ? 0 : kt % 2;
+        __syncthreads();
+        // A tile 128 x 64: row r is one 128-byte swizzle row.
+        for (u32 i = tid; i < 128 * 64; i += 256) {
+            u32 r = i / 64, c = i % 64;
+            *(u16 *)(sa[st] + swz(r * 128 + c * 2, 128)) = A[(m0 + r) * K + kt * 64 + c];
+        }
+        // B tile 64 (K) x 64 (N): K row k is one 128-byte swizzle row.
+        for (u32 i = tid; i < 64 * 64; i += 256) {
+            u32 k = i / 64, c = i % 64;
+            *(u16 *)(sb[st] + swz(k * 128 + c * 2, 128)) = B[(kt * 64 + k) * N + n0 + c];
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        for (int s = 0; s < 4; s++) {
+            // A: this warpgroup's 64 rows, K step s (32 bytes); SBO 1024.
+            u64 da = make_desc(smem_u32(sa[st]) + wg * 64 * 128 + 32 * s, 16, 1024, 1);
+            // B: K rows 16s..16s+15 (2048 bytes); SBO 1024 between 8-row
+            // groups, LBO (next 64 N) unused at N = 64.
+            u64 db = make_desc(smem_u32(sb[st]) + 2048 * s, 8192, 1024, 1);
+            wgmma_m64n64_bf16(d, da, db);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i]) :: "memory");
+    for (int i = 0; i < 32; i++) {
+        u32 row = m0 + 64 * wg + 16 * warp + g + 8 * ((i / 2) % 2), col = n0 + 8 * (i / 4) + 2 * t + i % 2;
+        C[row * N + col] = d[i];
+    }
+}
+'''.replace("DLIST", "{" + ", ".join(f"%{i}" for i in range(32)) + "}").replace(
+    "OUTS", ", ".join(f'"+f"(d[{i}])' for i in range(32))
+)
+
+
 def main():
     out = PRELUDE
     for c in CASES:
         out += "\n" + kernel(c)
+    out += GEMM
     (HERE / "wgmma_fixtures.cu").write_text(out)
     print("wrote wgmma_fixtures.cu")
 

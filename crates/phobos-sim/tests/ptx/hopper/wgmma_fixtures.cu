@@ -608,3 +608,62 @@ extern "C" __global__ void __launch_bounds__(128) wg_m64n16k32_e5m2_e4m3_none(co
         D[row * 16 + col] = d[i];
     }
 }
+
+// m64n64k16 bf16 -> f32 for one warpgroup: d += A(desc) * B(desc).
+__device__ void wgmma_m64n64_bf16(float *d, u64 da, u64 db) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 1;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db));
+}
+
+// A pipelined GEMM as a Hopper kernel is built: C[M][N] = A[M][K] * B[K][N]
+// (bf16, row-major, f32 out), CTA tile 128 x 64 (two warpgroups of 64 rows),
+// K tiles of 64 in `stages` shared stages (1 or 2), A K-major with the
+// 128-byte swizzle, B N-major (B's rows are N-contiguous) with the 128-byte
+// swizzle. Each K tile's four wgmmas are one group; wait_group 1 keeps it in
+// flight while the next tile is staged. With one stage the next tile
+// overwrites the operands of the group in flight: a planted race.
+extern "C" __global__ void __launch_bounds__(256) wg_gemm_bf16(const u16 *A, const u16 *B, float *C, int M, int N, int K, int stages) {
+    __shared__ __align__(1024) u8 sa[2][128 * 128];
+    __shared__ __align__(1024) u8 sb[2][64 * 128];
+    u32 tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
+    u32 m0 = blockIdx.y * 128, n0 = blockIdx.x * 64;
+    float d[32];
+    for (int i = 0; i < 32; i++) d[i] = 0.0f;
+    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i]) :: "memory");
+    for (int kt = 0; kt < K / 64; kt++) {
+        int st = stages == 1 ? 0 : kt % 2;
+        __syncthreads();
+        // A tile 128 x 64: row r is one 128-byte swizzle row.
+        for (u32 i = tid; i < 128 * 64; i += 256) {
+            u32 r = i / 64, c = i % 64;
+            *(u16 *)(sa[st] + swz(r * 128 + c * 2, 128)) = A[(m0 + r) * K + kt * 64 + c];
+        }
+        // B tile 64 (K) x 64 (N): K row k is one 128-byte swizzle row.
+        for (u32 i = tid; i < 64 * 64; i += 256) {
+            u32 k = i / 64, c = i % 64;
+            *(u16 *)(sb[st] + swz(k * 128 + c * 2, 128)) = B[(kt * 64 + k) * N + n0 + c];
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        for (int s = 0; s < 4; s++) {
+            // A: this warpgroup's 64 rows, K step s (32 bytes); SBO 1024.
+            u64 da = make_desc(smem_u32(sa[st]) + wg * 64 * 128 + 32 * s, 16, 1024, 1);
+            // B: K rows 16s..16s+15 (2048 bytes); SBO 1024 between 8-row
+            // groups, LBO (next 64 N) unused at N = 64.
+            u64 db = make_desc(smem_u32(sb[st]) + 2048 * s, 8192, 1024, 1);
+            wgmma_m64n64_bf16(d, da, db);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i]) :: "memory");
+    for (int i = 0; i < 32; i++) {
+        u32 row = m0 + 64 * wg + 16 * warp + g + 8 * ((i / 2) % 2), col = n0 + 8 * (i / 4) + 2 * t + i % 2;
+        C[row * N + col] = d[i];
+    }
+}
