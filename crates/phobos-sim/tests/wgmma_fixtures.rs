@@ -304,7 +304,10 @@ fn scale_d_zero_ignores_the_accumulator() {
 /// `wg_gemm_bf16`: a pipelined GEMM (two warpgroups per CTA, K tiles of 64
 /// in `stages` shared stages, each tile's wgmmas one group kept in flight
 /// by `wait_group 1` while the next tile is staged) on a 2×2 grid.
-fn run_gemm(stages: i32) -> Result<(Vec<f32>, Vec<f64>, Vec<f64>), SimError> {
+/// D, the f64 reference and the sum of its terms' magnitudes.
+type GemmRun = (Vec<f32>, Vec<f64>, Vec<f64>);
+
+fn run_gemm(stages: i32) -> Result<GemmRun, SimError> {
     let (m, n, k) = (256usize, 128usize, 256usize);
     let mut rng = StdRng::seed_from_u64(0x6E33);
     let (a_bits, a): (Vec<u32>, Vec<f64>) = (0..m * k).map(|_| El::Bf16.random(&mut rng)).unzip();
@@ -369,7 +372,7 @@ fn a_pipelined_wgmma_gemm_matches_the_f64_reference() {
 
 #[test]
 fn a_one_stage_wgmma_pipeline_overwrites_operands_in_flight() {
-    let e = run_gemm(1).err().expect("one stage must race");
+    let e = run_gemm(1).expect_err("one stage must race");
     let r = e.report().unwrap_or_else(|| panic!("{e}"));
     assert_eq!(r.kind, phobos_sim::CheckKind::Racecheck, "{e}");
     assert!(
