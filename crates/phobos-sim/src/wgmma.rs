@@ -53,9 +53,10 @@
 //!   (the hook for the async-proxy fence check is [`async_proxy_read`]);
 //! - an ordinary instruction that reads or writes a register an in-flight
 //!   wgmma uses (accumulator or A fragment) is a racecheck error;
-//! - a wgmma whose accumulator or A registers an ordinary instruction wrote
-//!   since the warp's last `wgmma.fence` is a racecheck error (the ISA
-//!   requires the fence);
+//! - a wgmma whose accumulator or A registers an ordinary instruction read
+//!   or wrote since the warp's last `wgmma.fence`, or a wgmma before the
+//!   warp's first `wgmma.fence`, is a racecheck error (the ISA requires the
+//!   fence; accumulator accesses by other wgmmas need none);
 //! - warps of a warpgroup that do not execute the same wgmma instructions
 //!   (or a warpgroup with fewer than 4 warps) are a synccheck error.
 
@@ -488,9 +489,11 @@ struct WarpWg {
     committed: u32,
     /// Per slot: in-flight wgmmas that use it.
     inflight: Vec<u16>,
-    /// Per slot: the instruction that last wrote it since the last
-    /// `wgmma.fence` (`u32::MAX`: none).
+    /// Per slot: the instruction that last read or wrote it since the
+    /// last `wgmma.fence` (`u32::MAX`: none).
     dirty: Vec<u32>,
+    /// The warp has executed a `wgmma.fence`.
+    fenced: bool,
     /// `.sync.aligned` wgmma instructions executed.
     seq: u64,
 }
@@ -752,9 +755,7 @@ impl Warp {
             if hit.is_none() && ww.inflight[s as usize] != 0 {
                 hit = Some((s, write));
             }
-            if write {
-                ww.dirty[s as usize] = pc;
-            }
+            ww.dirty[s as usize] = pc;
         });
         let Some((s, write)) = hit else {
             return Ok(());
@@ -869,6 +870,7 @@ impl Warp {
         self.wgmma_converge(pc, (0, 0), cx, cta)?;
         if let Some(ww) = cta.wgmma.warps.get_mut(self.index as usize) {
             ww.dirty.fill(u32::MAX);
+            ww.fenced = true;
         }
         Ok(())
     }
@@ -1163,6 +1165,15 @@ impl Warp {
         };
         if cx.checks {
             let ww = &cta.wgmma.warps[self.index as usize];
+            if !ww.fenced {
+                let mut f = Fault::new(
+                    CheckKind::Racecheck,
+                    "wgmma.mma_async before the warp's first wgmma.fence",
+                );
+                f.lane = Some(0);
+                f.notes.push("the PTX ISA requires every warp of the warpgroup to execute wgmma.fence before the warpgroup's first wgmma.mma_async".into());
+                return Err(f);
+            }
             let uses = m.d.iter().chain(match &m.a {
                 WgA::Regs(r) => r.iter(),
                 WgA::Desc(_) => [].iter(),
@@ -1173,13 +1184,13 @@ impl Warp {
                     let mut f = Fault::new(
                         CheckKind::Racecheck,
                         format!(
-                            "wgmma.mma_async uses {} asynchronously, but {} wrote it after the warp's last wgmma.fence",
+                            "wgmma.mma_async uses {} asynchronously, but {} accessed it after the warp's last wgmma.fence",
                             reg_name(cx, idx, s),
                             cx.where_is(w)
                         ),
                     );
                     f.lane = Some(0);
-                    f.notes.push("the PTX ISA requires a wgmma.fence between ordinary instructions that write a wgmma's accumulator or A registers and the wgmma.mma_async".into());
+                    f.notes.push("the PTX ISA requires a wgmma.fence between any other access of a wgmma's accumulator or A registers and the wgmma.mma_async".into());
                     return Err(f);
                 }
             }
@@ -1244,9 +1255,8 @@ impl Warp {
         cx.shadow_outcome(outcome, 0, u64::from(off), st.tid, pc, cta)
     }
 
-    /// Racecheck for a write of shared `[off, off + len)` by lane `lane`:
-    /// bytes an in-flight wgmma reads must not change before its
-    /// `wgmma.wait_group`.
+    /// Racecheck for a write of shared `[off, off + len)` by lane `lane`
+    /// of this warp: see [`in_flight_write`].
     pub(crate) fn wgmma_guard(
         &self,
         lane: usize,
@@ -1255,24 +1265,39 @@ impl Warp {
         cx: &Ctx,
         cta: &CtaState,
     ) -> Result<(), Fault> {
-        if !cx.checks || !cta.wgmma.on {
-            return Ok(());
-        }
-        let Some((w, p)) = cta.wgmma.reader(off, len) else {
-            return Ok(());
-        };
-        let mut f = Fault::new(
-            CheckKind::Racecheck,
-            "write of shared memory that an in-flight wgmma.mma_async reads",
-        )
-        .at(lane, u64::from(off), Space::Shared);
-        f.tensor = cx.region_name(Space::Shared, u64::from(off));
-        f.notes.push(format!(
-            "warp {w} issued the wgmma.mma_async at {}; its operands must not change until that warp's wgmma.wait_group retires it (and a barrier orders the wait before this write)",
-            cx.where_is(p.pc)
-        ));
-        Err(f)
+        in_flight_write(lane, off, len, cx, cta)
     }
+}
+
+/// Racecheck for a write of shared `[off, off + len)` (by `lane` of the
+/// faulting warp): bytes an in-flight wgmma reads must not change before
+/// its `wgmma.wait_group`. Every writer of shared memory calls it (stores
+/// and atomics through `Warp::async_guard`, `cp.async` landings; a TMA
+/// write must too).
+pub(crate) fn in_flight_write(
+    lane: usize,
+    off: u32,
+    len: u32,
+    cx: &Ctx,
+    cta: &CtaState,
+) -> Result<(), Fault> {
+    if !cx.checks || !cta.wgmma.on {
+        return Ok(());
+    }
+    let Some((w, p)) = cta.wgmma.reader(off, len) else {
+        return Ok(());
+    };
+    let mut f = Fault::new(
+        CheckKind::Racecheck,
+        "write of shared memory that an in-flight wgmma.mma_async reads",
+    )
+    .at(lane, u64::from(off), Space::Shared);
+    f.tensor = cx.region_name(Space::Shared, u64::from(off));
+    f.notes.push(format!(
+        "warp {w} issued the wgmma.mma_async at {}; its operands must not change until that warp's wgmma.wait_group retires it (and a barrier orders the wait before this write)",
+        cx.where_is(p.pc)
+    ));
+    Err(f)
 }
 
 fn d_per_reg(t: WgAcc) -> u32 {

@@ -109,7 +109,26 @@ fn a_wgmma_without_a_fence_after_register_writes_is_reported() {
         |s| s.replace("    wgmma.fence.sync.aligned;\n", ""),
         128,
         CheckKind::Racecheck,
-        "after the warp's last wgmma.fence",
+        "wgmma.mma_async before the warp's first wgmma.fence",
+    );
+    // A fence before the register writes does not order them.
+    fails(
+        |s| {
+            s.replace("    wgmma.fence.sync.aligned;\n", "").replace(
+                "    bar.sync 0;\n",
+                "    bar.sync 0;\n    wgmma.fence.sync.aligned;\n",
+            )
+        },
+        128,
+        CheckKind::Racecheck,
+        "accessed it after the warp's last wgmma.fence",
+    );
+    // Reading an accumulator is an access too.
+    fails(
+        |s| s.replace("    // ISSUE\n", "    add.f32 %f9, %f4, %f4;\n"),
+        128,
+        CheckKind::Racecheck,
+        "uses %f4 asynchronously",
     );
     // A write between the fence and the wgmma needs another fence.
     fails(
