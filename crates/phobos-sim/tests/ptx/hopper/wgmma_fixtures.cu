@@ -51,6 +51,13 @@ __device__ u32 mnmajor_off(u32 mn, u32 k, u32 ktot) {
     return (mn / 64) * (ktot * 128) + swz(k * 128 + (mn % 64) * 2, 128);
 }
 
+// MN-major operand without swizzle (2-byte elements, MN extent mnt): core
+// matrices of 8 K rows x 8 MN elements (16 bytes), MN-adjacent ones 128
+// bytes apart, K-adjacent ones mnt / 8 * 128 apart.
+__device__ u32 mnmajor_none_off(u32 mn, u32 k, u32 mnt) {
+    return ((k / 8) * (mnt / 8) + mn / 8) * 128 + (k % 8) * 16 + (mn % 8) * 2;
+}
+
 __device__ void copy_el(u8 *dst, const u8 *src, u32 eb) {
     for (u32 i = 0; i < eb; i++) dst[i] = src[i];
 }
@@ -606,6 +613,103 @@ extern "C" __global__ void __launch_bounds__(128) wg_m64n16k32_e5m2_e4m3_none(co
     for (int i = 0; i < 8; i++) {
         u32 row = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
         D[row * 16 + col] = d[i];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(128) wg_m64n24k16_f16_mn_none(const u8 *A, const u8 *B, const float *C, float *D, int accumulate) {
+    __shared__ __align__(1024) u8 sa[4096];
+    __shared__ __align__(1024) u8 sb[1536];
+    u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    for (u32 i = threadIdx.x; i < 2048; i += 128) {
+        u32 r = i / 32, c = i % 32;
+        copy_el(sa + mnmajor_none_off(r, c, 64), A + i * 2, 2);
+    }
+    for (u32 i = threadIdx.x; i < 768; i += 128) {
+        u32 r = i / 24, c = i % 24;
+        copy_el(sb + mnmajor_none_off(c, r, 24), B + i * 2, 2);
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    float d[12];
+    for (int i = 0; i < 12; i++) {
+        u32 row = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+        d[i] = C[row * 24 + col];
+    }
+    for (int i = 0; i < 12; i++) asm volatile("" : "+f"(d[i]) :: "memory");
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    u64 da0 = make_desc(smem_u32(sa) + 0, 1024, 128, 0);
+    u64 db0 = make_desc(smem_u32(sb) + 0, 384, 128, 0);
+    int scale0 = accumulate;
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %14, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n24k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, %12, %13, p, 1, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+        : "l"(da0), "l"(db0), "r"(scale0));
+    u64 da1 = make_desc(smem_u32(sa) + 2048, 1024, 128, 0);
+    u64 db1 = make_desc(smem_u32(sb) + 768, 384, 128, 0);
+    int scale1 = 1;
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %14, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n24k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, %12, %13, p, 1, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+        : "l"(da1), "l"(db1), "r"(scale1));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    for (int i = 0; i < 12; i++) asm volatile("" : "+f"(d[i]) :: "memory");
+    for (int i = 0; i < 12; i++) {
+        u32 row = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+        D[row * 24 + col] = d[i];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(128) wg_m64n40k32_e4m3_f16acc_sw64(const u8 *A, const u8 *B, const u16 *C, u16 *D, int accumulate) {
+    __shared__ __align__(1024) u8 sa[4096];
+    __shared__ __align__(1024) u8 sb[2560];
+    u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    for (u32 i = threadIdx.x; i < 4096; i += 128) {
+        u32 r = i / 64, c = i % 64;
+        copy_el(sa + kmajor_off(r, c, 1, 64, 64), A + i * 1, 1);
+    }
+    for (u32 i = threadIdx.x; i < 2560; i += 128) {
+        u32 r = i / 40, c = i % 40;
+        copy_el(sb + kmajor_off(c, r, 1, 64, 64), B + i * 1, 1);
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    u32 d[10];
+    for (int r = 0; r < 10; r++) {
+        u32 row = 16 * warp + g + 8 * (r % 2), col = 8 * (r / 2) + 2 * t;
+        d[r] = (u32)C[row * 40 + col] | ((u32)C[row * 40 + col + 1] << 16);
+    }
+    for (int i = 0; i < 10; i++) asm volatile("" : "+r"(d[i]) :: "memory");
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    u64 da0 = make_desc(smem_u32(sa) + 0, 16, 512, 2);
+    u64 db0 = make_desc(smem_u32(sb) + 0, 16, 512, 2);
+    int scale0 = accumulate;
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %12, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n40k32.f16.e4m3.e4m3 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9}, %10, %11, p, 1, 1;\n}\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9])
+        : "l"(da0), "l"(db0), "r"(scale0));
+    u64 da1 = make_desc(smem_u32(sa) + 32, 16, 512, 2);
+    u64 db1 = make_desc(smem_u32(sb) + 32, 16, 512, 2);
+    int scale1 = 1;
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %12, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n40k32.f16.e4m3.e4m3 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9}, %10, %11, p, 1, 1;\n}\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9])
+        : "l"(da1), "l"(db1), "r"(scale1));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    for (int i = 0; i < 10; i++) asm volatile("" : "+r"(d[i]) :: "memory");
+    for (int r = 0; r < 10; r++) {
+        u32 row = 16 * warp + g + 8 * (r % 2), col = 8 * (r / 2) + 2 * t;
+        D[row * 40 + col] = (u16)(d[r] & 0xffff);
+        D[row * 40 + col + 1] = (u16)(d[r] >> 16);
     }
 }
 
