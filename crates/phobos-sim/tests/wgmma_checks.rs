@@ -259,3 +259,57 @@ fn a_descriptor_that_differs_between_lanes_is_reported() {
         "the B descriptor differs between lanes",
     );
 }
+
+#[test]
+fn malformed_wgmma_instructions_are_parse_errors() {
+    let cases = [
+        (
+            "wgmma.mma_async.sync.aligned.m64n12k16.f32.f16.f16 {%f1, %f2, %f3, %f4, %f5, %f6}, %rd10, %rd11, 1, 1, 1, 0, 0;",
+            "m64nNk16 with N a multiple of 8 from 8 to 256",
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n8k16.f16.bf16.bf16 {%r1, %r2}, %rd10, %rd11, 1, 1, 1, 0, 0;",
+            "not a wgmma.mma_async form",
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%f1, %f2, %f3, %f4}, %rd10, %rd11, 1, 1, 1, 0, 0;",
+            "takes 6 operands, found 8",
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1, %f2, %f3}, %rd10, %rd11, 1, 1, 1, 0, 0;",
+            "expected a vector of 4 registers, found 3",
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd10, %rd11, 1, 2, 1, 0, 0;",
+            "imm-scale-a is the immediate 1 or -1",
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd10, %rd11, 2, 1, 1, 0, 0;",
+            "scale-d is a predicate or 0 or 1",
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd10, %rd11, 1, 1, 1, 0, 2;",
+            "imm-trans-b is the immediate 0 or 1",
+        ),
+        ("wgmma.wait_group.sync.aligned %r1;", "needs an integer constant"),
+    ];
+    for (inst, want) in cases {
+        let ptx = kernel("", &format!("    {inst}\n"));
+        let e = phobos_sim::Module::parse(&ptx).expect_err(inst);
+        let text = e.to_string();
+        assert!(text.contains(want), "{inst}: {text}");
+        assert!(text.contains("line 21"), "{inst}: {text}");
+    }
+    for inst in [
+        "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd10, %rd11, %r1, 0, 1, 1, 1, 0, 0;",
+        "wgmma.mma_async.sync.aligned.m64n8k32.s32.s8.s8 {%r1, %r2, %r3, %r4}, %rd10, %rd11, 1;",
+        "wgmma.fence.aligned;",
+    ] {
+        let ptx = kernel("", &format!("    {inst}\n"));
+        let e = phobos_sim::Module::parse(&ptx).expect_err(inst);
+        assert!(
+            matches!(e, SimError::Unsupported { .. }),
+            "{inst}: {e}"
+        );
+    }
+}
