@@ -1361,7 +1361,8 @@ impl Decoder {
                 },
                 line,
             )?;
-            if let RawOperand::Word { text, .. } = &ops[1] {
+            // `mov.pred p, 1` / `0`, and `-1` (Triton writes it for true).
+            if let RawOperand::Word { text, .. } | RawOperand::Neg(text) = &ops[1] {
                 if let Some(v) = parse_uint(text) {
                     return Ok(Op::PredConst { d, value: v != 0 });
                 }
