@@ -13,6 +13,9 @@ its PTX written beside it. CI does not run this: the PTX is checked in.
           compute_90; no headers), the hand-written reference GEMM of issue 30:
           run by crates/phobos-sim/tests/nvrtc_gemm.rs and the reference row of
           scripts/sass-loop-report.py
+  wgmma   crates/phobos-sim/tests/ptx/hopper/wgmma_fixtures.cu -> wgmma_fixtures.ptx
+          (compute_90a; no headers; the .cu is written by gen_wgmma_fixtures.py
+          beside it), run by crates/phobos-sim/tests/wgmma_fixtures.rs
 
     python3 -m pip install --no-deps --target ~/.cache/phobos/nvrtc-12.9.86 nvidia-cuda-nvrtc-cu12==12.9.86
     python3 -m pip install --no-deps --target ~/.cache/phobos/cudart-12.9 nvidia-cuda-runtime-cu12==12.9.79
@@ -39,6 +42,11 @@ FIXTURES = {
             ("compute_80", "gemm_bf16_128x128x32.sm_80.ptx"),
             ("compute_90", "gemm_bf16_128x128x32.sm_90.ptx"),
         ],
+        False,
+    ),
+    "wgmma": (
+        PTX_DIR / "hopper/wgmma_fixtures.cu",
+        [("compute_90a", "wgmma_fixtures.ptx")],
         False,
     ),
 }

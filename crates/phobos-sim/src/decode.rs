@@ -13,6 +13,7 @@ use crate::parse::{
     parse_int, parse_uint, type_size, Note, RawEntry, RawInst, RawModule, RawOperand, Stmt, VarDecl,
 };
 use crate::tensor::{MmaAcc, MmaElem, MmaInst};
+use crate::wgmma::WgmmaInst;
 use std::collections::HashMap;
 
 /// Index of a 64-bit value slot in a warp's value file (32 lanes each).
@@ -481,6 +482,24 @@ pub(crate) enum Op {
     CpAsyncWait {
         keep: Option<u32>,
     },
+    /// `wgmma.fence.sync.aligned` (warp-synchronous; see `wgmma`).
+    WgmmaFence {
+        mask: Slot,
+    },
+    /// `wgmma.commit_group.sync.aligned`.
+    WgmmaCommit {
+        mask: Slot,
+    },
+    /// `wgmma.wait_group.sync.aligned keep`.
+    WgmmaWait {
+        keep: u32,
+        mask: Slot,
+    },
+    /// `wgmma.mma_async.sync.aligned...`: operands in `Entry::wgmmas[idx]`.
+    Wgmma {
+        idx: u32,
+        mask: Slot,
+    },
     Nop,
 }
 
@@ -566,9 +585,11 @@ pub(crate) struct Entry {
     pub maxntid: Option<[u32; 3]>,
     /// Operands of the entry's `mma` instructions (see [`Op::Mma`]).
     pub mmas: Vec<MmaInst>,
+    /// Operands of the entry's `wgmma.mma_async` instructions ([`Op::Wgmma`]).
+    pub wgmmas: Vec<WgmmaInst>,
 }
 
-fn unsupported(what: impl Into<String>, line: usize) -> SimError {
+pub(crate) fn unsupported(what: impl Into<String>, line: usize) -> SimError {
     SimError::Unsupported {
         instruction: what.into(),
         line,
@@ -644,7 +665,7 @@ enum Name {
     Global,
 }
 
-struct Decoder {
+pub(crate) struct Decoder {
     names: HashMap<String, Name>,
     n_slots: u32,
     n_preds: u32,
@@ -655,6 +676,7 @@ struct Decoder {
     labels: HashMap<String, u32>,
     params: HashMap<String, u64>,
     mmas: Vec<MmaInst>,
+    pub(crate) wgmmas: Vec<WgmmaInst>,
 }
 
 /// Most registers one `.reg` line may declare (ptxas allows far fewer).
@@ -673,6 +695,7 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
         labels: HashMap::new(),
         params: HashMap::new(),
         mmas: Vec::new(),
+        wgmmas: Vec::new(),
     };
     for g in &m.globals {
         d.names.insert(g.name.clone(), Name::Global);
@@ -857,6 +880,7 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
         reqntid: e.reqntid,
         maxntid: e.maxntid,
         mmas: d.mmas,
+        wgmmas: d.wgmmas,
     })
 }
 
@@ -866,7 +890,7 @@ const KNOWN_OPCODES: &[&str] = &[
     "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "and", "or", "xor", "not", "cnot",
     "shl", "shr", "popc", "clz", "brev", "bfe", "bfi", "prmt", "dp4a", "dp2a", "setp", "selp",
     "cvt", "ld", "st", "atom", "red", "bra", "ret", "exit", "bar", "barrier", "shfl", "vote",
-    "membar", "fence", "ldmatrix", "mma", "cp",
+    "membar", "fence", "ldmatrix", "mma", "cp", "wgmma",
 ];
 
 /// Special registers that exist in PTX but that the simulator does not model.
@@ -1034,7 +1058,7 @@ fn rounding(mods: &[&str]) -> Round {
 }
 
 impl Decoder {
-    fn konst(&mut self, v: u64) -> Slot {
+    pub(crate) fn konst(&mut self, v: u64) -> Slot {
         if let Some(&s) = self.consts.get(&v) {
             return s;
         }
@@ -1055,7 +1079,7 @@ impl Decoder {
         s
     }
 
-    fn pred(&self, name: &str, line: usize) -> Result<PredId, SimError> {
+    pub(crate) fn pred(&self, name: &str, line: usize) -> Result<PredId, SimError> {
         match self.names.get(name) {
             Some(Name::Pred(p)) => Ok(*p),
             Some(_) => Err(SimError::parse(
@@ -1159,7 +1183,7 @@ impl Decoder {
         }
     }
 
-    fn src(&mut self, o: &RawOperand, ty: Ty, line: usize) -> Result<Slot, SimError> {
+    pub(crate) fn src(&mut self, o: &RawOperand, ty: Ty, line: usize) -> Result<Slot, SimError> {
         match o {
             RawOperand::Word {
                 text,
@@ -1319,6 +1343,7 @@ impl Decoder {
             "ldmatrix" => self.ldmatrix(i, mods),
             "mma" => self.mma(i, mods),
             "cp" => self.cp_async(i, mods),
+            "wgmma" => self.wgmma(i, mods),
             _ => Err(unsupported(&i.opcode, line)),
         }
     }
@@ -1336,7 +1361,8 @@ impl Decoder {
                 },
                 line,
             )?;
-            if let RawOperand::Word { text, .. } = &ops[1] {
+            // `mov.pred p, 1` / `0`, and `-1` (Triton writes it for true).
+            if let RawOperand::Word { text, .. } | RawOperand::Neg(text) = &ops[1] {
                 if let Some(v) = parse_uint(text) {
                     return Ok(Op::PredConst { d, value: v != 0 });
                 }
@@ -1950,7 +1976,7 @@ impl Decoder {
     }
 
     /// Registers of a `{...}` operand with exactly `n` elements.
-    fn reg_list(
+    pub(crate) fn reg_list(
         &mut self,
         o: &RawOperand,
         n: usize,

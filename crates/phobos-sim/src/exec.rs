@@ -171,6 +171,9 @@ impl Warp {
         cx: &Ctx,
         cta: &mut CtaState,
     ) -> Result<(), Fault> {
+        if cta.wgmma.on {
+            self.wgmma_registers(op, active, pc, cx, cta)?;
+        }
         match *op {
             Op::Mov { d, a, bits } => {
                 let m = mask(bits);
@@ -351,6 +354,10 @@ impl Warp {
             } => return self.cp_async((size, src_size), (dst, src), active, pc, cx, cta),
             Op::CpAsyncCommit => self.cp_async_commit(active, cx, cta),
             Op::CpAsyncWait { keep } => return self.cp_async_wait(keep, active, pc, cx, cta),
+            Op::WgmmaFence { .. } => return self.wgmma_fence(active, pc, cx, cta),
+            Op::WgmmaCommit { .. } => return self.wgmma_commit(active, pc, cx, cta),
+            Op::WgmmaWait { keep, .. } => return self.wgmma_wait(keep, active, pc, cx, cta),
+            Op::Wgmma { idx, .. } => return self.wgmma_issue(idx, active, pc, cx, cta),
             Op::WarpSync { .. } | Op::Nop | Op::Bra { .. } | Op::Exit | Op::Bar => {}
         }
         Ok(())

@@ -221,6 +221,8 @@ pub(crate) struct CtaState {
     pub pending_init: Option<(u32, u32, Fault)>,
     /// `cp.async` copies in flight.
     pub asyncs: crate::tensor::AsyncState,
+    /// `wgmma` state: in-flight instructions, warpgroup checks.
+    pub wgmma: crate::wgmma::WgmmaState,
 }
 
 impl CtaState {
@@ -586,6 +588,7 @@ impl Worker {
                 shuffles: Vec::new(),
                 pending_init: None,
                 asyncs: crate::tensor::AsyncState::default(),
+                wgmma: crate::wgmma::WgmmaState::default(),
             },
             warps: (0..cx.n_warps).map(|_| Warp::new()).collect(),
         }
@@ -624,6 +627,7 @@ impl Worker {
         cta.epoch = 0;
         cta.pending_init = None;
         cta.asyncs.reset();
+        cta.wgmma.reset(cx);
         cta.observing = match obs.as_deref_mut() {
             Some(o) => o.wants_cta(cta.linear),
             None => false,
@@ -641,7 +645,7 @@ impl Worker {
             if self.warps.iter().all(|w| w.live == 0) {
                 // Copies still in flight land when the CTA ends.
                 cta.asyncs.flush(&mut cta.shared);
-                return Ok(());
+                return crate::wgmma::cta_end(cx, cta, &self.warps);
             }
             if let Some(w) = self.warps.iter().find(|w| w.waiting != 0) {
                 return Err(cx.warp_sync_deadlock(cta, w));

@@ -69,7 +69,9 @@
 //! their member mask. CTAs (`launch`) run their warps to each barrier and
 //! release it when every thread has arrived, or report the deadlock. CTAs
 //! run in parallel on host threads. Shared-memory checks live in `checks`,
-//! numeric semantics (cvt rounding, prmt, dp4a, ...) in `numeric`.
+//! numeric semantics (cvt rounding, prmt, dp4a, ...) in `numeric`,
+//! `mma.sync`/`ldmatrix`/`cp.async` in `tensor`, and sm_90a warpgroup MMA
+//! (descriptors, swizzles, groups in flight) in `wgmma`.
 
 mod checks;
 mod decode;
@@ -83,6 +85,7 @@ pub mod observer;
 mod parse;
 mod tensor;
 mod warp;
+mod wgmma;
 
 pub use decode::{ParamInfo, Ty};
 pub use error::{CheckKind, CheckReport, SimError, SourceLoc};

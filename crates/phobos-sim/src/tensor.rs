@@ -334,6 +334,9 @@ impl Warp {
             store,
             ..
         } = bytes;
+        if store {
+            self.wgmma_guard(l, off, len, cx, cta)?;
+        }
         if !cx.checks || !cta.asyncs.busy() {
             return Ok(());
         }
@@ -411,7 +414,7 @@ impl Warp {
         Ok(addr as u32)
     }
 
-    fn whole_warp(&self, active: u32, what: &str) -> Result<(), Fault> {
+    pub(crate) fn whole_warp(&self, active: u32, what: &str) -> Result<(), Fault> {
         if active == FULL {
             return Ok(());
         }

@@ -247,6 +247,10 @@ impl Warp {
                     | Op::WarpSync { .. }
                     | Op::Ldmatrix { .. }
                     | Op::Mma { .. }
+                    | Op::WgmmaFence { .. }
+                    | Op::WgmmaCommit { .. }
+                    | Op::WgmmaWait { .. }
+                    | Op::Wgmma { .. }
             );
             if !syncs {
                 self.warp_instructions += 1;
@@ -287,7 +291,11 @@ impl Warp {
                 | Op::Vote { mask, .. }
                 | Op::WarpSync { mask }
                 | Op::Ldmatrix { mask, .. }
-                | Op::Mma { mask, .. } => match self.warp_sync(cx, cta, pc, mask, inst.guard)? {
+                | Op::Mma { mask, .. }
+                | Op::WgmmaFence { mask }
+                | Op::WgmmaCommit { mask }
+                | Op::WgmmaWait { mask, .. }
+                | Op::Wgmma { mask, .. } => match self.warp_sync(cx, cta, pc, mask, inst.guard)? {
                     Some(a) => {
                         observed_active = a;
                         observed_lanes = a;
@@ -429,12 +437,16 @@ fn op_kind(op: &Op) -> OpKind {
     match op {
         Op::Bar => OpKind::Barrier,
         Op::Shfl { .. } => OpKind::Shuffle,
-        Op::Vote { .. } | Op::WarpSync { .. } => OpKind::WarpSync,
+        Op::Vote { .. }
+        | Op::WarpSync { .. }
+        | Op::WgmmaFence { .. }
+        | Op::WgmmaCommit { .. }
+        | Op::WgmmaWait { .. } => OpKind::WarpSync,
         Op::Ld { .. } => OpKind::Load,
         Op::St { .. } => OpKind::Store,
         Op::Atom { .. } => OpKind::Atomic,
         Op::Ldmatrix { .. } => OpKind::MatrixLoad,
-        Op::Mma { .. } => OpKind::Mma,
+        Op::Mma { .. } | Op::Wgmma { .. } => OpKind::Mma,
         Op::CpAsync { .. } => OpKind::AsyncCopy,
         Op::Bra { .. } => OpKind::Branch,
         Op::Exit => OpKind::Exit,

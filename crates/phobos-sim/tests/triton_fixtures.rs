@@ -2,7 +2,9 @@
 //! independent of Phobos's backend and of nvrtc. The kernels are in
 //! `tests/ptx/triton/kernels.py`; `scripts/triton-fixtures.py` compiled them
 //! for sm_80 and wrote the PTX (checked in unedited) and `MANIFEST` (Triton
-//! version, threads per CTA, dynamic shared bytes, arguments). Each fixture
+//! version, threads per CTA, dynamic shared bytes, arguments); `--sm90`
+//! compiled the GEMMs and the attention kernel for sm_90a into `sm90/`,
+//! where Triton uses wgmma (fixtures `sm90/NAME`). Each fixture
 //! runs with every check on, on random inputs with ragged shapes (no size a
 //! multiple of the block), against an f64 reference, with a tolerance that
 //! bounds the f32 rounding of the kernel's own sums (none for the integer
@@ -15,6 +17,12 @@ use phobos_sim::{Approx, Device, KernelArg, Launch, LaunchOptions, Module, SimEr
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 const MANIFEST: &str = include_str!("ptx/triton/MANIFEST");
+const MANIFEST_SM90: &str = include_str!("ptx/triton/sm90/MANIFEST");
+
+/// Both manifests' lines.
+fn manifest_lines() -> impl Iterator<Item = &'static str> {
+    MANIFEST.lines().chain(MANIFEST_SM90.lines())
+}
 
 /// Every fixture's PTX, by the name MANIFEST gives it.
 const PTX: &[(&str, &str)] = &[
@@ -50,6 +58,26 @@ const PTX: &[(&str, &str)] = &[
     ("attention", include_str!("ptx/triton/attention.ptx")),
     ("cumsum", include_str!("ptx/triton/cumsum.ptx")),
     ("atomic_sum", include_str!("ptx/triton/atomic_sum.ptx")),
+    (
+        "sm90/matmul_64x64x32",
+        include_str!("ptx/triton/sm90/matmul_64x64x32.ptx"),
+    ),
+    (
+        "sm90/matmul_128x64x64",
+        include_str!("ptx/triton/sm90/matmul_128x64x64.ptx"),
+    ),
+    (
+        "sm90/matmul_tf32_64x64x32",
+        include_str!("ptx/triton/sm90/matmul_tf32_64x64x32.ptx"),
+    ),
+    (
+        "sm90/matmul_i8_64x64x64",
+        include_str!("ptx/triton/sm90/matmul_i8_64x64x64.ptx"),
+    ),
+    (
+        "sm90/attention",
+        include_str!("ptx/triton/sm90/attention.ptx"),
+    ),
 ];
 
 /// One MANIFEST line: how Triton compiled the kernel and launches it.
@@ -71,8 +99,7 @@ fn manifest_value<'a>(line: &'a str, key: &str) -> &'a str {
 }
 
 fn fixtures() -> Vec<Fixture> {
-    MANIFEST
-        .lines()
+    manifest_lines()
         .filter_map(|l| l.strip_prefix("fixture "))
         .map(|l| {
             let name = l.split_whitespace().next().expect("a name").to_string();
@@ -398,8 +425,7 @@ impl Gemm {
 
 /// A constexpr the fixture was compiled with, from MANIFEST.
 fn constexpr(fx: &Fixture, key: &str) -> usize {
-    let line = MANIFEST
-        .lines()
+    let line = manifest_lines()
         .find(|l| l.starts_with(&format!("fixture {} ", fx.name)))
         .expect("manifest line");
     manifest_value(line, "constexprs")
@@ -434,6 +460,19 @@ fn matmul_64x64x32_matches_the_reference() {
 #[test]
 fn matmul_128x64x64_matches_the_reference() {
     gemm_matches("matmul_128x64x64", &[(136, 100, 208), (257, 255, 240)]);
+}
+
+#[test]
+fn sm90_wgmma_matmuls_match_the_reference() {
+    gemm_matches(
+        "sm90/matmul_64x64x32",
+        &[(200, 136, 176), (64, 72, 32), (250, 262, 256)],
+    );
+    gemm_matches("sm90/matmul_128x64x64", &[(136, 100, 208), (257, 255, 240)]);
+    gemm_matches(
+        "sm90/matmul_tf32_64x64x32",
+        &[(100, 136, 176), (250, 262, 96)],
+    );
 }
 
 #[test]
@@ -696,7 +735,16 @@ fn layer_norm_matches_the_reference() {
 
 #[test]
 fn attention_matches_the_reference() {
-    let fx = fixture("attention");
+    attention_matches("attention");
+}
+
+#[test]
+fn sm90_wgmma_attention_matches_the_reference() {
+    attention_matches("sm90/attention");
+}
+
+fn attention_matches(name: &str) {
+    let fx = fixture(name);
     let d = constexpr(&fx, "HEAD_DIM");
     let (n_ctx, ld, scale) = (100, 64, 0.125f32);
     assert_eq!(d, ld);
@@ -725,7 +773,7 @@ fn attention_matches_the_reference() {
         ],
         &LaunchOptions::default(),
     )
-    .unwrap_or_else(|e| panic!("attention: {e}"));
+    .unwrap_or_else(|e| panic!("{name}: {e}"));
     let o = output(&outs, "o_ptr");
     let h = |x: &[u16], i: usize, j: usize| f16::from_bits(x[i * ld + j]).to_f64();
     let vmax = (0..n_ctx * ld)
@@ -745,7 +793,7 @@ fn attention_matches_the_reference() {
             want.push((i * ld + c, val, vmax * 2f64.powi(-10) + 1e-6));
         }
     }
-    compare(&o, &want, "attention").unwrap_or_else(|e| panic!("{e}"));
+    compare(&o, &want, name).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
