@@ -8,7 +8,7 @@
 //! subset is reported here as `unsupported instruction X at line N`.
 
 use crate::error::SimError;
-use crate::memory::{LOCAL_GENERIC_BASE, SHARED_GENERIC_BASE};
+use crate::memory::{LOCAL_GENERIC_BASE, PARAM_GENERIC_BASE, SHARED_GENERIC_BASE};
 use crate::parse::{
     parse_int, parse_uint, type_size, Note, RawEntry, RawInst, RawModule, RawOperand, Stmt, VarDecl,
 };
@@ -481,6 +481,11 @@ pub(crate) enum Op {
     CpAsyncWait {
         keep: Option<u32>,
     },
+    /// `mbarrier.*`, `cp.async.bulk.tensor` and `fence.proxy.async`:
+    /// operands in `Entry::tma[idx]` (see `mbarrier` and `bulk`).
+    Tma {
+        idx: u32,
+    },
     Nop,
 }
 
@@ -566,9 +571,12 @@ pub(crate) struct Entry {
     pub maxntid: Option<[u32; 3]>,
     /// Operands of the entry's `mma` instructions (see [`Op::Mma`]).
     pub mmas: Vec<MmaInst>,
+    /// Operands of its mbarrier, bulk-copy and proxy-fence instructions
+    /// (see [`Op::Tma`]).
+    pub tma: Vec<crate::mbarrier::TmaInst>,
 }
 
-fn unsupported(what: impl Into<String>, line: usize) -> SimError {
+pub(crate) fn unsupported(what: impl Into<String>, line: usize) -> SimError {
     SimError::Unsupported {
         instruction: what.into(),
         line,
@@ -644,7 +652,7 @@ enum Name {
     Global,
 }
 
-struct Decoder {
+pub(crate) struct Decoder {
     names: HashMap<String, Name>,
     n_slots: u32,
     n_preds: u32,
@@ -653,8 +661,10 @@ struct Decoder {
     specials: HashMap<Special, Slot>,
     sink: Option<Slot>,
     labels: HashMap<String, u32>,
-    params: HashMap<String, u64>,
+    pub(crate) params: HashMap<String, u64>,
     mmas: Vec<MmaInst>,
+    /// Operands of the mbarrier, bulk-copy and proxy-fence instructions.
+    pub(crate) tma: Vec<crate::mbarrier::TmaInst>,
 }
 
 /// Most registers one `.reg` line may declare (ptxas allows far fewer).
@@ -673,6 +683,7 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
         labels: HashMap::new(),
         params: HashMap::new(),
         mmas: Vec::new(),
+        tma: Vec::new(),
     };
     for g in &m.globals {
         d.names.insert(g.name.clone(), Name::Global);
@@ -857,6 +868,7 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
         reqntid: e.reqntid,
         maxntid: e.maxntid,
         mmas: d.mmas,
+        tma: d.tma,
     })
 }
 
@@ -866,7 +878,7 @@ const KNOWN_OPCODES: &[&str] = &[
     "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "and", "or", "xor", "not", "cnot",
     "shl", "shr", "popc", "clz", "brev", "bfe", "bfi", "prmt", "dp4a", "dp2a", "setp", "selp",
     "cvt", "ld", "st", "atom", "red", "bra", "ret", "exit", "bar", "barrier", "shfl", "vote",
-    "membar", "fence", "ldmatrix", "mma", "cp",
+    "membar", "fence", "ldmatrix", "mma", "cp", "mbarrier",
 ];
 
 /// Special registers that exist in PTX but that the simulator does not model.
@@ -1011,7 +1023,7 @@ fn ty_of(mods: &[&str], line: usize, opcode: &str) -> Result<Ty, SimError> {
         .ok_or_else(|| SimError::parse(line, format!("`{opcode}` needs a type")))
 }
 
-fn has(mods: &[&str], m: &str) -> bool {
+pub(crate) fn has(mods: &[&str], m: &str) -> bool {
     mods.contains(&m)
 }
 
@@ -1034,7 +1046,7 @@ fn rounding(mods: &[&str]) -> Round {
 }
 
 impl Decoder {
-    fn konst(&mut self, v: u64) -> Slot {
+    pub(crate) fn konst(&mut self, v: u64) -> Slot {
         if let Some(&s) = self.consts.get(&v) {
             return s;
         }
@@ -1045,7 +1057,7 @@ impl Decoder {
         s
     }
 
-    fn sink(&mut self) -> Slot {
+    pub(crate) fn sink(&mut self) -> Slot {
         if let Some(s) = self.sink {
             return s;
         }
@@ -1055,7 +1067,7 @@ impl Decoder {
         s
     }
 
-    fn pred(&self, name: &str, line: usize) -> Result<PredId, SimError> {
+    pub(crate) fn pred(&self, name: &str, line: usize) -> Result<PredId, SimError> {
         match self.names.get(name) {
             Some(Name::Pred(p)) => Ok(*p),
             Some(_) => Err(SimError::parse(
@@ -1069,7 +1081,7 @@ impl Decoder {
         }
     }
 
-    fn pred_src(&self, o: &RawOperand, line: usize) -> Result<PredSrc, SimError> {
+    pub(crate) fn pred_src(&self, o: &RawOperand, line: usize) -> Result<PredSrc, SimError> {
         match o {
             RawOperand::Word { text, negated } => Ok(PredSrc {
                 id: self.pred(text, line)?,
@@ -1079,7 +1091,7 @@ impl Decoder {
         }
     }
 
-    fn dst_name(&mut self, name: &str, line: usize) -> Result<Slot, SimError> {
+    pub(crate) fn dst_name(&mut self, name: &str, line: usize) -> Result<Slot, SimError> {
         if name == "_" {
             return Ok(self.sink());
         }
@@ -1093,7 +1105,7 @@ impl Decoder {
         }
     }
 
-    fn dst(&mut self, o: &RawOperand, line: usize) -> Result<Slot, SimError> {
+    pub(crate) fn dst(&mut self, o: &RawOperand, line: usize) -> Result<Slot, SimError> {
         match o {
             RawOperand::Word {
                 text,
@@ -1103,7 +1115,7 @@ impl Decoder {
         }
     }
 
-    fn src_name(
+    pub(crate) fn src_name(
         &mut self,
         name: &str,
         negative: bool,
@@ -1159,7 +1171,7 @@ impl Decoder {
         }
     }
 
-    fn src(&mut self, o: &RawOperand, ty: Ty, line: usize) -> Result<Slot, SimError> {
+    pub(crate) fn src(&mut self, o: &RawOperand, ty: Ty, line: usize) -> Result<Slot, SimError> {
         match o {
             RawOperand::Word {
                 text,
@@ -1170,7 +1182,7 @@ impl Decoder {
         }
     }
 
-    fn addr(&mut self, o: &RawOperand, line: usize) -> Result<Addr, SimError> {
+    pub(crate) fn addr(&mut self, o: &RawOperand, line: usize) -> Result<Addr, SimError> {
         let RawOperand::Address { base, offset } = o else {
             return Err(SimError::parse(line, "expected an address `[...]`"));
         };
@@ -1239,7 +1251,7 @@ impl Decoder {
         }
     }
 
-    fn want(&self, ops: &[RawOperand], n: usize, i: &RawInst) -> Result<(), SimError> {
+    pub(crate) fn want(&self, ops: &[RawOperand], n: usize, i: &RawInst) -> Result<(), SimError> {
         if ops.len() == n {
             Ok(())
         } else {
@@ -1315,7 +1327,10 @@ impl Decoder {
             "bar" | "barrier" => self.barrier(i, mods),
             "shfl" => self.shfl(i, mods),
             "vote" => self.vote(i, mods),
+            "fence" if mods.first() == Some(&"proxy") => self.fence_proxy(i, mods),
             "membar" | "fence" => Ok(Op::Nop),
+            "mbarrier" => self.mbarrier(i, mods),
+            "cp" if mods.get(1) == Some(&"bulk") => self.bulk(i, mods),
             "ldmatrix" => self.ldmatrix(i, mods),
             "mma" => self.mma(i, mods),
             "cp" => self.cp_async(i, mods),
@@ -1389,6 +1404,8 @@ impl Decoder {
             SHARED_GENERIC_BASE
         } else if has(mods, "local") {
             LOCAL_GENERIC_BASE
+        } else if has(mods, "param") {
+            PARAM_GENERIC_BASE
         } else {
             return Err(unsupported(&i.opcode, line));
         };
@@ -1745,7 +1762,7 @@ impl Decoder {
         })
     }
 
-    fn space(mods: &[&str]) -> MemSpace {
+    pub(crate) fn space(mods: &[&str]) -> MemSpace {
         for m in mods {
             match *m {
                 "global" => return MemSpace::Global,

@@ -351,6 +351,7 @@ impl Warp {
             } => return self.cp_async((size, src_size), (dst, src), active, pc, cx, cta),
             Op::CpAsyncCommit => self.cp_async_commit(active, cx, cta),
             Op::CpAsyncWait { keep } => return self.cp_async_wait(keep, active, pc, cx, cta),
+            Op::Tma { idx } => return self.tma(idx, active, pc, cx, cta),
             Op::WarpSync { .. } | Op::Nop | Op::Bra { .. } | Op::Exit | Op::Bar => {}
         }
         Ok(())
@@ -839,6 +840,7 @@ impl Warp {
                 Generic::Global(a) => (Space::Global, a),
                 Generic::Shared(o) => (Space::Shared, o),
                 Generic::Local(o) => (Space::Local, o),
+                Generic::Param(o) => (Space::Param, o),
             },
         }
     }
@@ -1254,7 +1256,7 @@ impl Warp {
                 Space::Shared,
             ));
         }
-        self.async_guard(SharedBytes::new(l, addr as u32, size, true), cx, cta)?;
+        self.async_guard(SharedBytes::new(l, addr as u32, size, true), pc, cx, cta)?;
         if cx.checks {
             let st = self.stamp(l, cta.epoch, pc);
             let outcome = cta.shadow.atomic(addr as u32, size, &st);

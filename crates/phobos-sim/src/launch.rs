@@ -221,6 +221,8 @@ pub(crate) struct CtaState {
     pub pending_init: Option<(u32, u32, Fault)>,
     /// `cp.async` copies in flight.
     pub asyncs: crate::tensor::AsyncState,
+    /// mbarriers, bulk copies and the async proxy (`mbarrier`, `bulk`).
+    pub tma: crate::mbarrier::TmaState,
 }
 
 impl CtaState {
@@ -586,6 +588,7 @@ impl Worker {
                 shuffles: Vec::new(),
                 pending_init: None,
                 asyncs: crate::tensor::AsyncState::default(),
+                tma: crate::mbarrier::TmaState::default(),
             },
             warps: (0..cx.n_warps).map(|_| Warp::new()).collect(),
         }
@@ -624,6 +627,8 @@ impl Worker {
         cta.epoch = 0;
         cta.pending_init = None;
         cta.asyncs.reset();
+        cta.tma
+            .reset(!cx.entry.tma.is_empty(), cx.shared_size, cx.threads_per_cta);
         cta.observing = match obs.as_deref_mut() {
             Some(o) => o.wants_cta(cta.linear),
             None => false,
@@ -642,6 +647,18 @@ impl Worker {
                 // Copies still in flight land when the CTA ends.
                 cta.asyncs.flush(&mut cta.shared);
                 return Ok(());
+            }
+            if self.warps.iter().any(|w| w.yielded != 0) {
+                // Lanes that failed an mbarrier wait try again if some
+                // mbarrier changed since they last tried; else nothing can.
+                if cta.tma.events == cta.tma.woken {
+                    return Err(crate::mbarrier::deadlock(cx, cta, &self.warps));
+                }
+                cta.tma.woken = cta.tma.events;
+                for w in &mut self.warps {
+                    w.yielded = 0;
+                }
+                continue;
             }
             if let Some(w) = self.warps.iter().find(|w| w.waiting != 0) {
                 return Err(cx.warp_sync_deadlock(cta, w));

@@ -71,17 +71,20 @@
 //! run in parallel on host threads. Shared-memory checks live in `checks`,
 //! numeric semantics (cvt rounding, prmt, dp4a, ...) in `numeric`.
 
+mod bulk;
 mod checks;
 mod decode;
 mod error;
 mod exec;
 mod launch;
+mod mbarrier;
 mod memory;
 mod module;
 mod numeric;
 pub mod observer;
 mod parse;
 mod tensor;
+pub mod tensor_map;
 mod warp;
 
 pub use decode::{ParamInfo, Ty};

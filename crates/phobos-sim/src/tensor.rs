@@ -324,8 +324,9 @@ impl Warp {
     pub(crate) fn async_guard(
         &self,
         bytes: SharedBytes,
+        pc: u32,
         cx: &Ctx,
-        cta: &CtaState,
+        cta: &mut CtaState,
     ) -> Result<(), Fault> {
         let SharedBytes {
             lane: l,
@@ -334,6 +335,9 @@ impl Warp {
             store,
             ..
         } = bytes;
+        if cta.tma.on {
+            crate::bulk::generic_guard(self, (l, off, len, store), pc, cx, cta)?;
+        }
         if !cx.checks || !cta.asyncs.busy() {
             return Ok(());
         }
@@ -366,7 +370,7 @@ impl Warp {
         cx: &Ctx,
         cta: &mut CtaState,
     ) -> Result<(), Fault> {
-        self.async_guard(bytes, cx, cta)?;
+        self.async_guard(bytes, pc, cx, cta)?;
         if !cx.checks {
             return Ok(());
         }
