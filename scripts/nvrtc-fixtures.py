@@ -13,6 +13,9 @@ its PTX written beside it. CI does not run this: the PTX is checked in.
           compute_90; no headers), the hand-written reference GEMM of issue 30:
           run by crates/phobos-sim/tests/nvrtc_gemm.rs and the reference row of
           scripts/sass-loop-report.py
+  tma     crates/phobos-sim/tests/ptx/hopper/tma_fixtures.cu -> tma_fixtures.ptx
+          (compute_90a; no headers): TMA copies, mbarrier rings and swizzles, run by
+          crates/phobos-sim/tests/nvrtc_tma.rs
 
     python3 -m pip install --no-deps --target ~/.cache/phobos/nvrtc-12.9.86 nvidia-cuda-nvrtc-cu12==12.9.86
     python3 -m pip install --no-deps --target ~/.cache/phobos/cudart-12.9 nvidia-cuda-runtime-cu12==12.9.79
@@ -39,6 +42,11 @@ FIXTURES = {
             ("compute_80", "gemm_bf16_128x128x32.sm_80.ptx"),
             ("compute_90", "gemm_bf16_128x128x32.sm_90.ptx"),
         ],
+        False,
+    ),
+    "tma": (
+        PTX_DIR / "hopper/tma_fixtures.cu",
+        [("compute_90a", "tma_fixtures.ptx")],
         False,
     ),
 }

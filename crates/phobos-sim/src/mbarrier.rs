@@ -566,29 +566,23 @@ impl Warp {
                 for l in lanes(active) {
                     let off = self.bar_offset(l, *bar, &what, cx, cta)?;
                     self.live_bar(l, off, &what, cx, cta)?;
-                    // Copies in flight land as late as possible: when a
-                    // wait would otherwise fail for want of them.
-                    crate::bulk::land_for_wait(cx, cta, off);
-                    let b = &cta.tma.bars[&off];
                     let v = self.regs[*arg as usize * 32 + l];
-                    let (complete, phase) = if *parity {
-                        let p = (v & 1) as u32;
-                        if b.phase & 1 == p {
-                            (false, i64::from(b.phase))
-                        } else {
-                            (true, i64::from(b.phase) - 1)
-                        }
-                    } else {
-                        if v & STATE_MARK != STATE_MARK {
-                            return Err(Fault::new(
-                                CheckKind::Synccheck,
-                                format!("{what} with a state operand {v:#x} that no mbarrier.arrive returned"),
-                            )
-                            .at(l, u64::from(off), Space::Shared));
-                        }
-                        let k = v as u32;
-                        (b.phase.wrapping_sub(k) as i32 > 0, i64::from(k))
-                    };
+                    if !*parity && v & STATE_MARK != STATE_MARK {
+                        return Err(Fault::new(
+                            CheckKind::Synccheck,
+                            format!("{what} with a state operand {v:#x} that no mbarrier.arrive returned"),
+                        )
+                        .at(l, u64::from(off), Space::Shared));
+                    }
+                    let mut status = wait_status(&cta.tma.bars[&off], v, *parity);
+                    if !status.0 {
+                        // Copies in flight land as late as possible: when a
+                        // wait would otherwise fail for want of them.
+                        crate::bulk::land_for_wait(cx, cta, off);
+                        status = wait_status(&cta.tma.bars[&off], v, *parity);
+                    }
+                    let (complete, phase) = status;
+                    let b = &cta.tma.bars[&off];
                     let tid = self.first_tid + l as u32;
                     if !complete {
                         cta.tma.waits.insert(
@@ -657,6 +651,22 @@ impl Warp {
         if let Some(m) = self.preds.get_mut(p as usize) {
             *m = (*m & !active) | (value & active);
         }
+    }
+}
+
+/// Whether a wait with `v` (a parity, or an arrive's state) on `b`
+/// succeeds, and the phase it waits for.
+fn wait_status(b: &Mbar, v: u64, parity: bool) -> (bool, i64) {
+    if parity {
+        let p = (v & 1) as u32;
+        if b.phase & 1 == p {
+            (false, i64::from(b.phase))
+        } else {
+            (true, i64::from(b.phase) - 1)
+        }
+    } else {
+        let k = v as u32;
+        (b.phase.wrapping_sub(k) as i32 > 0, i64::from(k))
     }
 }
 
