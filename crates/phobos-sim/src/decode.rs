@@ -574,6 +574,9 @@ pub(crate) struct Entry {
     /// Operands of its mbarrier, bulk-copy and proxy-fence instructions
     /// (see [`Op::Tma`]).
     pub tma: Vec<crate::mbarrier::TmaInst>,
+    /// The entry uses mbarriers, bulk copies, proxy fences or wgmma: the
+    /// CTA keeps the async proxy's state (`mbarrier::TmaState`).
+    pub async_proxy: bool,
 }
 
 pub(crate) fn unsupported(what: impl Into<String>, line: usize) -> SimError {
@@ -846,6 +849,7 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
             });
         }
     }
+    let async_proxy = !d.tma.is_empty() || info.iter().any(|i| i.opcode.starts_with("wgmma."));
     Ok(Entry {
         name: e.name.clone(),
         params,
@@ -868,6 +872,7 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
         reqntid: e.reqntid,
         maxntid: e.maxntid,
         mmas: d.mmas,
+        async_proxy,
         tma: d.tma,
     })
 }

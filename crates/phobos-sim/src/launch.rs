@@ -628,7 +628,7 @@ impl Worker {
         cta.pending_init = None;
         cta.asyncs.reset();
         cta.tma
-            .reset(!cx.entry.tma.is_empty(), cx.shared_size, cx.threads_per_cta);
+            .reset(cx.entry.async_proxy, cx.shared_size, cx.threads_per_cta);
         cta.observing = match obs.as_deref_mut() {
             Some(o) => o.wants_cta(cta.linear),
             None => false,
