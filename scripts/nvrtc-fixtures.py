@@ -16,6 +16,9 @@ its PTX written beside it. CI does not run this: the PTX is checked in.
   wgmma   crates/phobos-sim/tests/ptx/hopper/wgmma_fixtures.cu -> wgmma_fixtures.ptx
           (compute_90a; no headers; the .cu is written by gen_wgmma_fixtures.py
           beside it), run by crates/phobos-sim/tests/wgmma_fixtures.rs
+  tma     crates/phobos-sim/tests/ptx/hopper/tma_fixtures.cu -> tma_fixtures.ptx
+          (compute_90a; no headers): TMA copies, mbarrier rings and swizzles, run by
+          crates/phobos-sim/tests/nvrtc_tma.rs
 
     python3 -m pip install --no-deps --target ~/.cache/phobos/nvrtc-12.9.86 nvidia-cuda-nvrtc-cu12==12.9.86
     python3 -m pip install --no-deps --target ~/.cache/phobos/cudart-12.9 nvidia-cuda-runtime-cu12==12.9.79
@@ -47,6 +50,11 @@ FIXTURES = {
     "wgmma": (
         PTX_DIR / "hopper/wgmma_fixtures.cu",
         [("compute_90a", "wgmma_fixtures.ptx")],
+        False,
+    ),
+    "tma": (
+        PTX_DIR / "hopper/tma_fixtures.cu",
+        [("compute_90a", "tma_fixtures.ptx")],
         False,
     ),
 }

@@ -24,6 +24,7 @@ mod config;
 mod cubin;
 mod driver;
 mod errors;
+mod tensor_maps;
 
 pub use cubin::stand_in_cubin;
 
@@ -846,5 +847,95 @@ pub unsafe extern "C" fn cuGetErrorString(error: c_uint, s: *mut *const c_char) 
             s,
             errors::string(error).ok_or(CUresult::CUDA_ERROR_INVALID_VALUE)?,
         )
+    })
+}
+
+// ---- tensor maps ----
+
+/// `cuTensorMapEncodeTiled`: writes phobos-sim's 128-byte encoding of the
+/// map ([`phobos_sim::tensor_map`]), validated as the driver documents;
+/// `CUDA_ERROR_INVALID_VALUE` for a map the driver refuses,
+/// `CUDA_ERROR_NOT_SUPPORTED` for what the simulator does not copy
+/// (interleaved layouts, the 128B-atom swizzles, the NaN fill, packed
+/// sub-byte types). The reason goes to `PHOBOS_FAKE_GPU_TRACE`. The enums
+/// are taken as integers so that an unknown value is an error, not
+/// undefined behaviour.
+#[no_mangle]
+pub unsafe extern "C" fn cuTensorMapEncodeTiled(
+    tensor_map: *mut c_void,
+    data_type: c_uint,
+    rank: c_uint,
+    global_address: *mut c_void,
+    global_dim: *const u64,
+    global_strides: *const u64,
+    box_dim: *const c_uint,
+    element_strides: *const c_uint,
+    interleave: c_uint,
+    swizzle: c_uint,
+    l2_promotion: c_uint,
+    oob_fill: c_uint,
+) -> CUresult {
+    guard("cuTensorMapEncodeTiled", || {
+        let r = rank as usize;
+        let null = tensor_map.is_null()
+            || global_dim.is_null()
+            || box_dim.is_null()
+            || element_strides.is_null()
+            || (r > 1 && global_strides.is_null());
+        let refuse = |code: CUresult, why: String| {
+            if let Some(Ok(d)) = DRIVER.get() {
+                d.trace(|| format!("cuTensorMapEncodeTiled: {why}"));
+            }
+            Err(code)
+        };
+        if null {
+            return refuse(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                "a required pointer is null".into(),
+            );
+        }
+        if !(1..=5).contains(&r) {
+            return refuse(
+                CUresult::CUDA_ERROR_INVALID_VALUE,
+                format!("tensorRank is {rank}; it must be 1 to 5"),
+            );
+        }
+        let args = tensor_maps::Tiled {
+            data_type,
+            rank,
+            address: global_address as usize as u64,
+            dims: std::slice::from_raw_parts(global_dim, r),
+            strides: if r > 1 {
+                std::slice::from_raw_parts(global_strides, r - 1)
+            } else {
+                &[]
+            },
+            box_dims: std::slice::from_raw_parts(box_dim, r),
+            element_strides: std::slice::from_raw_parts(element_strides, r),
+            interleave,
+            swizzle,
+            l2_promotion,
+            oob_fill,
+        };
+        match tensor_maps::encode_tiled(tensor_map as usize as u64, &args) {
+            Ok(bytes) => {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), tensor_map.cast::<u8>(), bytes.len());
+                Ok(())
+            }
+            Err((code, why)) => refuse(code, why),
+        }
+    })
+}
+
+/// `cuTensorMapEncodeIm2col`: the simulator has no im2col copies.
+#[no_mangle]
+pub extern "C" fn cuTensorMapEncodeIm2col() -> CUresult {
+    guard("cuTensorMapEncodeIm2col", || {
+        if let Some(Ok(d)) = DRIVER.get() {
+            d.trace(|| {
+                "cuTensorMapEncodeIm2col: the stand-in has no im2col tensor maps (phobos-sim copies tiled boxes only)".into()
+            });
+        }
+        Err(CUresult::CUDA_ERROR_NOT_SUPPORTED)
     })
 }

@@ -247,6 +247,19 @@ impl Shadow {
         })
     }
 
+    /// Marks `[off, off + len)` written by the asynchronous proxy (a bulk
+    /// copy's landing): defined, and ordered with every thread's later
+    /// access (the mbarrier wait orders them; `bulk` checks the wait).
+    pub(crate) fn async_write(&mut self, off: u32, len: u32) {
+        for c in self.cells.iter_mut().skip(off as usize).take(len as usize) {
+            *c = Cell {
+                w_tid: MANY - 1,
+                w_epoch: u32::MAX,
+                ..Cell::default()
+            };
+        }
+    }
+
     /// Runs `visit` on each byte of `[off, off + len)` in order (bytes past
     /// the shadow are skipped), stopping at its first hazard. Returns the
     /// first byte that no thread had written before its visit.

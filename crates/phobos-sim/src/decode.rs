@@ -8,7 +8,7 @@
 //! subset is reported here as `unsupported instruction X at line N`.
 
 use crate::error::SimError;
-use crate::memory::{LOCAL_GENERIC_BASE, SHARED_GENERIC_BASE};
+use crate::memory::{LOCAL_GENERIC_BASE, PARAM_GENERIC_BASE, SHARED_GENERIC_BASE};
 use crate::parse::{
     parse_int, parse_uint, type_size, Note, RawEntry, RawInst, RawModule, RawOperand, Stmt, VarDecl,
 };
@@ -500,6 +500,11 @@ pub(crate) enum Op {
         idx: u32,
         mask: Slot,
     },
+    /// `mbarrier.*`, `cp.async.bulk.tensor` and `fence.proxy.async`:
+    /// operands in `Entry::tma[idx]` (see `mbarrier` and `bulk`).
+    Tma {
+        idx: u32,
+    },
     Nop,
 }
 
@@ -587,6 +592,12 @@ pub(crate) struct Entry {
     pub mmas: Vec<MmaInst>,
     /// Operands of the entry's `wgmma.mma_async` instructions ([`Op::Wgmma`]).
     pub wgmmas: Vec<WgmmaInst>,
+    /// Operands of its mbarrier, bulk-copy and proxy-fence instructions
+    /// (see [`Op::Tma`]).
+    pub tma: Vec<crate::mbarrier::TmaInst>,
+    /// The entry uses mbarriers, bulk copies, proxy fences or wgmma: the
+    /// CTA keeps the async proxy's state (`mbarrier::TmaState`).
+    pub async_proxy: bool,
 }
 
 pub(crate) fn unsupported(what: impl Into<String>, line: usize) -> SimError {
@@ -674,9 +685,11 @@ pub(crate) struct Decoder {
     specials: HashMap<Special, Slot>,
     sink: Option<Slot>,
     labels: HashMap<String, u32>,
-    params: HashMap<String, u64>,
+    pub(crate) params: HashMap<String, u64>,
     mmas: Vec<MmaInst>,
     pub(crate) wgmmas: Vec<WgmmaInst>,
+    /// Operands of the mbarrier, bulk-copy and proxy-fence instructions.
+    pub(crate) tma: Vec<crate::mbarrier::TmaInst>,
 }
 
 /// Most registers one `.reg` line may declare (ptxas allows far fewer).
@@ -696,6 +709,7 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
         params: HashMap::new(),
         mmas: Vec::new(),
         wgmmas: Vec::new(),
+        tma: Vec::new(),
     };
     for g in &m.globals {
         d.names.insert(g.name.clone(), Name::Global);
@@ -858,6 +872,7 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
             });
         }
     }
+    let async_proxy = !d.tma.is_empty() || info.iter().any(|i| i.opcode.starts_with("wgmma."));
     Ok(Entry {
         name: e.name.clone(),
         params,
@@ -881,6 +896,8 @@ fn decode_entry(e: &RawEntry, m: &RawModule) -> Result<Entry, SimError> {
         maxntid: e.maxntid,
         mmas: d.mmas,
         wgmmas: d.wgmmas,
+        async_proxy,
+        tma: d.tma,
     })
 }
 
@@ -890,7 +907,7 @@ const KNOWN_OPCODES: &[&str] = &[
     "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "and", "or", "xor", "not", "cnot",
     "shl", "shr", "popc", "clz", "brev", "bfe", "bfi", "prmt", "dp4a", "dp2a", "setp", "selp",
     "cvt", "ld", "st", "atom", "red", "bra", "ret", "exit", "bar", "barrier", "shfl", "vote",
-    "membar", "fence", "ldmatrix", "mma", "cp", "wgmma",
+    "membar", "fence", "ldmatrix", "mma", "cp", "wgmma", "mbarrier",
 ];
 
 /// Special registers that exist in PTX but that the simulator does not model.
@@ -1035,7 +1052,7 @@ fn ty_of(mods: &[&str], line: usize, opcode: &str) -> Result<Ty, SimError> {
         .ok_or_else(|| SimError::parse(line, format!("`{opcode}` needs a type")))
 }
 
-fn has(mods: &[&str], m: &str) -> bool {
+pub(crate) fn has(mods: &[&str], m: &str) -> bool {
     mods.contains(&m)
 }
 
@@ -1069,7 +1086,7 @@ impl Decoder {
         s
     }
 
-    fn sink(&mut self) -> Slot {
+    pub(crate) fn sink(&mut self) -> Slot {
         if let Some(s) = self.sink {
             return s;
         }
@@ -1093,7 +1110,7 @@ impl Decoder {
         }
     }
 
-    fn pred_src(&self, o: &RawOperand, line: usize) -> Result<PredSrc, SimError> {
+    pub(crate) fn pred_src(&self, o: &RawOperand, line: usize) -> Result<PredSrc, SimError> {
         match o {
             RawOperand::Word { text, negated } => Ok(PredSrc {
                 id: self.pred(text, line)?,
@@ -1103,7 +1120,7 @@ impl Decoder {
         }
     }
 
-    fn dst_name(&mut self, name: &str, line: usize) -> Result<Slot, SimError> {
+    pub(crate) fn dst_name(&mut self, name: &str, line: usize) -> Result<Slot, SimError> {
         if name == "_" {
             return Ok(self.sink());
         }
@@ -1117,7 +1134,7 @@ impl Decoder {
         }
     }
 
-    fn dst(&mut self, o: &RawOperand, line: usize) -> Result<Slot, SimError> {
+    pub(crate) fn dst(&mut self, o: &RawOperand, line: usize) -> Result<Slot, SimError> {
         match o {
             RawOperand::Word {
                 text,
@@ -1127,7 +1144,7 @@ impl Decoder {
         }
     }
 
-    fn src_name(
+    pub(crate) fn src_name(
         &mut self,
         name: &str,
         negative: bool,
@@ -1194,7 +1211,7 @@ impl Decoder {
         }
     }
 
-    fn addr(&mut self, o: &RawOperand, line: usize) -> Result<Addr, SimError> {
+    pub(crate) fn addr(&mut self, o: &RawOperand, line: usize) -> Result<Addr, SimError> {
         let RawOperand::Address { base, offset } = o else {
             return Err(SimError::parse(line, "expected an address `[...]`"));
         };
@@ -1263,7 +1280,7 @@ impl Decoder {
         }
     }
 
-    fn want(&self, ops: &[RawOperand], n: usize, i: &RawInst) -> Result<(), SimError> {
+    pub(crate) fn want(&self, ops: &[RawOperand], n: usize, i: &RawInst) -> Result<(), SimError> {
         if ops.len() == n {
             Ok(())
         } else {
@@ -1339,7 +1356,10 @@ impl Decoder {
             "bar" | "barrier" => self.barrier(i, mods),
             "shfl" => self.shfl(i, mods),
             "vote" => self.vote(i, mods),
+            "fence" if mods.first() == Some(&"proxy") => self.fence_proxy(i, mods),
             "membar" | "fence" => Ok(Op::Nop),
+            "mbarrier" => self.mbarrier(i, mods),
+            "cp" if mods.get(1) == Some(&"bulk") => self.bulk(i, mods),
             "ldmatrix" => self.ldmatrix(i, mods),
             "mma" => self.mma(i, mods),
             "cp" => self.cp_async(i, mods),
@@ -1415,6 +1435,8 @@ impl Decoder {
             SHARED_GENERIC_BASE
         } else if has(mods, "local") {
             LOCAL_GENERIC_BASE
+        } else if has(mods, "param") {
+            PARAM_GENERIC_BASE
         } else {
             return Err(unsupported(&i.opcode, line));
         };
@@ -1771,7 +1793,7 @@ impl Decoder {
         })
     }
 
-    fn space(mods: &[&str]) -> MemSpace {
+    pub(crate) fn space(mods: &[&str]) -> MemSpace {
         for m in mods {
             match *m {
                 "global" => return MemSpace::Global,

@@ -358,6 +358,7 @@ impl Warp {
             Op::WgmmaCommit { .. } => return self.wgmma_commit(active, pc, cx, cta),
             Op::WgmmaWait { keep, .. } => return self.wgmma_wait(keep, active, pc, cx, cta),
             Op::Wgmma { idx, .. } => return self.wgmma_issue(idx, active, pc, cx, cta),
+            Op::Tma { idx } => return self.tma(idx, active, pc, cx, cta),
             Op::WarpSync { .. } | Op::Nop | Op::Bra { .. } | Op::Exit | Op::Bar => {}
         }
         Ok(())
@@ -846,6 +847,7 @@ impl Warp {
                 Generic::Global(a) => (Space::Global, a),
                 Generic::Shared(o) => (Space::Shared, o),
                 Generic::Local(o) => (Space::Local, o),
+                Generic::Param(o) => (Space::Param, o),
             },
         }
     }
@@ -1261,7 +1263,7 @@ impl Warp {
                 Space::Shared,
             ));
         }
-        self.async_guard(SharedBytes::new(l, addr as u32, size, true), cx, cta)?;
+        self.async_guard(SharedBytes::new(l, addr as u32, size, true), pc, cx, cta)?;
         if cx.checks {
             let st = self.stamp(l, cta.epoch, pc);
             let outcome = cta.shadow.atomic(addr as u32, size, &st);

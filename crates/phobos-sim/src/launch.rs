@@ -223,6 +223,8 @@ pub(crate) struct CtaState {
     pub asyncs: crate::tensor::AsyncState,
     /// `wgmma` state: in-flight instructions, warpgroup checks.
     pub wgmma: crate::wgmma::WgmmaState,
+    /// mbarriers, bulk copies and the async proxy (`mbarrier`, `bulk`).
+    pub tma: crate::mbarrier::TmaState,
 }
 
 impl CtaState {
@@ -589,6 +591,7 @@ impl Worker {
                 pending_init: None,
                 asyncs: crate::tensor::AsyncState::default(),
                 wgmma: crate::wgmma::WgmmaState::default(),
+                tma: crate::mbarrier::TmaState::default(),
             },
             warps: (0..cx.n_warps).map(|_| Warp::new()).collect(),
         }
@@ -628,6 +631,8 @@ impl Worker {
         cta.pending_init = None;
         cta.asyncs.reset();
         cta.wgmma.reset(cx);
+        cta.tma
+            .reset(cx.entry.async_proxy, cx.shared_size, cx.threads_per_cta);
         cta.observing = match obs.as_deref_mut() {
             Some(o) => o.wants_cta(cta.linear),
             None => false,
@@ -646,6 +651,18 @@ impl Worker {
                 // Copies still in flight land when the CTA ends.
                 cta.asyncs.flush(&mut cta.shared);
                 return crate::wgmma::cta_end(cx, cta, &self.warps);
+            }
+            if self.warps.iter().any(|w| w.yielded != 0) {
+                // Lanes that failed an mbarrier wait try again if some
+                // mbarrier changed since they last tried; else nothing can.
+                if cta.tma.events == cta.tma.woken {
+                    return Err(crate::mbarrier::deadlock(cx, cta, &self.warps));
+                }
+                cta.tma.woken = cta.tma.events;
+                for w in &mut self.warps {
+                    w.yielded = 0;
+                }
+                continue;
             }
             if let Some(w) = self.warps.iter().find(|w| w.waiting != 0) {
                 return Err(cx.warp_sync_deadlock(cta, w));

@@ -73,17 +73,20 @@
 //! `mma.sync`/`ldmatrix`/`cp.async` in `tensor`, and sm_90a warpgroup MMA
 //! (descriptors, swizzles, groups in flight) in `wgmma`.
 
+mod bulk;
 mod checks;
 mod decode;
 mod error;
 mod exec;
 mod launch;
+mod mbarrier;
 mod memory;
 mod module;
 mod numeric;
 pub mod observer;
 mod parse;
 mod tensor;
+pub mod tensor_map;
 mod warp;
 mod wgmma;
 

@@ -23,6 +23,9 @@ pub const MAX_BUFFER_BYTES: u64 = 1 << BUFFER_SHIFT;
 pub(crate) const SHARED_GENERIC_BASE: u64 = 1 << 62;
 /// Generic address of local offset 0.
 pub(crate) const LOCAL_GENERIC_BASE: u64 = (1 << 62) + (1 << 40);
+/// Generic address of param offset 0 (`cvta.param`: a kernel's
+/// `__grid_constant__` parameters, such as a tensor map, have addresses).
+pub(crate) const PARAM_GENERIC_BASE: u64 = (1 << 62) + (2 << 40);
 const WINDOW: u64 = 1 << 40;
 
 /// A handle to a buffer allocated on a [`Device`].
@@ -308,6 +311,7 @@ pub(crate) enum Generic {
     Global(u64),
     Shared(u64),
     Local(u64),
+    Param(u64),
 }
 
 #[inline(always)]
@@ -316,6 +320,8 @@ pub(crate) fn classify_generic(addr: u64) -> Generic {
         Generic::Shared(addr - SHARED_GENERIC_BASE)
     } else if (LOCAL_GENERIC_BASE..LOCAL_GENERIC_BASE + WINDOW).contains(&addr) {
         Generic::Local(addr - LOCAL_GENERIC_BASE)
+    } else if (PARAM_GENERIC_BASE..PARAM_GENERIC_BASE + WINDOW).contains(&addr) {
+        Generic::Param(addr - PARAM_GENERIC_BASE)
     } else {
         Generic::Global(addr)
     }

@@ -215,6 +215,9 @@ pub(crate) enum RawOperand {
     Address { base: Option<String>, offset: i64 },
     /// `{a, b, c, d}`.
     Vector(Vec<String>),
+    /// `[tensorMap, {c0, c1, ...}]`: a tensor map and coordinates
+    /// (`cp.async.bulk.tensor`).
+    TensorAddr { base: String, coords: Vec<String> },
 }
 
 /// One instruction statement.
@@ -927,6 +930,23 @@ impl Parser {
                     let t = self.next()?;
                     match t.tok {
                         Tok::Punct(']') => break,
+                        Tok::Punct(',') if offset == 0 && base.is_some() => {
+                            self.expect_punct('{')?;
+                            let mut coords = Vec::new();
+                            loop {
+                                let (w, _) = self.word()?;
+                                coords.push(w);
+                                if self.eat_punct('}') {
+                                    break;
+                                }
+                                self.expect_punct(',')?;
+                            }
+                            self.expect_punct(']')?;
+                            return Ok(RawOperand::TensorAddr {
+                                base: base.unwrap_or_default(),
+                                coords,
+                            });
+                        }
                         Tok::Punct('+') => sign = 1,
                         Tok::Punct('-') => sign = -sign,
                         Tok::Word(w) => {

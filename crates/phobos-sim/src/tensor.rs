@@ -324,8 +324,9 @@ impl Warp {
     pub(crate) fn async_guard(
         &self,
         bytes: SharedBytes,
+        pc: u32,
         cx: &Ctx,
-        cta: &CtaState,
+        cta: &mut CtaState,
     ) -> Result<(), Fault> {
         let SharedBytes {
             lane: l,
@@ -336,6 +337,9 @@ impl Warp {
         } = bytes;
         if store {
             self.wgmma_guard(l, off, len, cx, cta)?;
+        }
+        if cta.tma.on {
+            crate::bulk::generic_guard(self, (l, off, len, store), pc, cx, cta)?;
         }
         if !cx.checks || !cta.asyncs.busy() {
             return Ok(());
@@ -369,7 +373,7 @@ impl Warp {
         cx: &Ctx,
         cta: &mut CtaState,
     ) -> Result<(), Fault> {
-        self.async_guard(bytes, cx, cta)?;
+        self.async_guard(bytes, pc, cx, cta)?;
         if !cx.checks {
             return Ok(());
         }

@@ -49,6 +49,9 @@ pub(crate) struct Warp {
     pub at_bar: u32,
     /// Lanes waiting at a warp-sync instruction for their member mask.
     pub waiting: u32,
+    /// Lanes whose mbarrier wait failed: they run again when an mbarrier
+    /// changes state (see `mbarrier`).
+    pub yielded: u32,
     group: u32,
     pc: u32,
     other_min: u32,
@@ -72,6 +75,7 @@ impl Warp {
             live: 0,
             at_bar: 0,
             waiting: 0,
+            yielded: 0,
             group: 0,
             pc: 0,
             other_min: u32::MAX,
@@ -110,6 +114,7 @@ impl Warp {
         self.live = self.exists;
         self.at_bar = 0;
         self.waiting = 0;
+        self.yielded = 0;
         self.pcs = [0; 32];
         self.group = self.exists;
         self.pc = 0;
@@ -149,7 +154,16 @@ impl Warp {
 
     /// True when some lane can run.
     pub(crate) fn runnable(&self) -> bool {
-        self.live & !self.at_bar & !self.waiting != 0
+        self.live & !self.at_bar & !self.waiting & !self.yielded != 0
+    }
+
+    /// Stops lanes `m` of the running group, to resume at `next`.
+    pub(crate) fn yield_lanes(&mut self, m: u32, next: u32) {
+        for l in lanes(m) {
+            self.pcs[l] = next;
+        }
+        self.yielded |= m;
+        self.group &= !m;
     }
 
     /// The PC at which lane `l` is stopped.
@@ -180,7 +194,7 @@ impl Warp {
         for l in lanes(self.group) {
             self.pcs[l] = self.pc;
         }
-        let runnable = self.live & !self.at_bar & !self.waiting;
+        let runnable = self.live & !self.at_bar & !self.waiting & !self.yielded;
         if runnable == 0 {
             self.group = 0;
             return false;

@@ -50,7 +50,8 @@
 //! rounded once) and D written when a `wgmma.wait_group` retires the
 //! instruction's group, the latest moment the ISA allows. Meanwhile:
 //! - a write to a shared byte an in-flight wgmma reads is a racecheck error
-//!   (the hook for the async-proxy fence check is [`async_proxy_read`]);
+//!   (the async-proxy fence check is [`async_proxy_read`], over
+//!   `bulk::async_proxy_read`);
 //! - an ordinary instruction that reads or writes a register an in-flight
 //!   wgmma uses (accumulator or A fragment) is a racecheck error;
 //! - a wgmma whose accumulator or A registers an ordinary instruction read
@@ -450,18 +451,19 @@ impl Desc {
     }
 }
 
-/// Hook for the async-proxy check (`fence.proxy.async`): called for every
-/// shared chunk `[off, off + 16)` a `wgmma.mma_async` reads, when it is
-/// issued, by the warp that issues it. Generic-proxy writes read by the
-/// async proxy need a `fence.proxy.async` between them; the lead wires the
-/// TMA helper's tracking in here at merge.
+/// The async-proxy check (`fence.proxy.async`) of every shared chunk
+/// `[off, off + 16)` a `wgmma.mma_async` reads, when it is issued, by the
+/// warp that issues it (reported for its lane 0): a generic-proxy write
+/// read by the async proxy needs a `fence.proxy.async` in its writer
+/// between them, and no bulk copy may still be writing the bytes
+/// (`bulk::async_proxy_read`, the one owner of that state).
 pub(crate) fn async_proxy_read(
-    _warp: &Warp,
-    _off: u32,
-    _cx: &Ctx,
-    _cta: &CtaState,
+    warp: &Warp,
+    off: u32,
+    cx: &Ctx,
+    cta: &CtaState,
 ) -> Result<(), Fault> {
-    Ok(())
+    crate::bulk::async_proxy_read(cx, cta, (warp.first_tid, 0, off, 16), "wgmma.mma_async")
 }
 
 /// One `wgmma.mma_async` issued by a warp and not yet retired.
@@ -676,6 +678,58 @@ fn op_slots(op: &Op, cx: &Ctx, f: &mut impl FnMut(Slot, bool)) {
         Op::Ldmatrix { num, ds, addr, .. } => {
             base(&addr, f);
             ds.iter().take(num as usize).for_each(|&s| f(s, true));
+        }
+        Op::Tma { idx } => {
+            use crate::bulk::BulkInst as B;
+            use crate::mbarrier::TmaInst as T;
+            let Some(t) = cx.entry.tma.get(idx as usize) else {
+                return;
+            };
+            let addr =
+                |b: &crate::mbarrier::BarAddr, f: &mut dyn FnMut(Slot, bool)| base(&b.addr, f);
+            match t {
+                T::Init { bar, count } => {
+                    addr(bar, f);
+                    f(*count, false);
+                }
+                T::Inval { bar } => addr(bar, f),
+                T::Arrive {
+                    d, bar, count, tx, ..
+                } => {
+                    addr(bar, f);
+                    count.iter().chain(tx).for_each(|&s| f(s, false));
+                    f(*d, true);
+                }
+                T::Tx { bar, tx, .. } => {
+                    addr(bar, f);
+                    f(*tx, false);
+                }
+                T::Wait { bar, arg, .. } => {
+                    addr(bar, f);
+                    f(*arg, false);
+                }
+                T::PendingCount { d, state } => {
+                    f(*state, false);
+                    f(*d, true);
+                }
+                T::Bulk(B::Load {
+                    dst,
+                    map,
+                    coords,
+                    bar,
+                }) => {
+                    base(dst, f);
+                    addr(bar, f);
+                    f(*map, false);
+                    coords.iter().for_each(|&s| f(s, false));
+                }
+                T::Bulk(B::Store { map, coords, src }) => {
+                    base(src, f);
+                    f(*map, false);
+                    coords.iter().for_each(|&s| f(s, false));
+                }
+                T::Bulk(B::Commit | B::Wait { .. }) | T::FenceProxyAsync => {}
+            }
         }
         Op::Mma { idx, .. } => {
             if let Some(m) = cx.entry.mmas.get(idx as usize) {

@@ -1,0 +1,524 @@
+//! mbarriers, bulk tensor copies (TMA) and the async-proxy checks, on
+//! hand-written PTX: the copy's box, zero fill and swizzle element by
+//! element (the swizzle written out here from the PTX ISA's tables, not
+//! taken from the simulator), phases and parity, the yield of failed
+//! waits, and one planted bug per check.
+
+mod common;
+
+use common::check_report;
+use phobos_sim::tensor_map::{Swizzle, TensorMap, TensorMapType};
+use phobos_sim::{
+    CheckKind, CheckReport, Device, KernelArg, Launch, LaunchOptions, Module, SimError,
+};
+
+/// Global tensor: `H` rows of `W` u16 elements, rows `STRIDE` bytes apart;
+/// element (x, y) holds `y * 1000 + x + 1` (never 0, so zero fill shows).
+const W: u64 = 100;
+const H: u64 = 70;
+const STRIDE: u64 = 208;
+
+fn tensor() -> Vec<u8> {
+    let mut b = vec![0u8; (STRIDE * H) as usize];
+    for y in 0..H {
+        for x in 0..W {
+            let v = (y * 1000 + x + 1) as u16;
+            let o = (y * STRIDE + 2 * x) as usize;
+            b[o..o + 2].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    b
+}
+
+fn map(address: u64, box_x: u32, box_y: u32, swizzle: Swizzle) -> Vec<u8> {
+    TensorMap {
+        data_type: TensorMapType::U16,
+        rank: 2,
+        address,
+        dims: [W, H, 1, 1, 1],
+        strides: [STRIDE, 0, 0, 0],
+        box_dims: [box_x, box_y, 1, 1, 1],
+        element_strides: [1; 5],
+        swizzle,
+        l2_promotion: 0,
+    }
+    .encode()
+    .expect("a valid map")
+    .to_vec()
+}
+
+/// A kernel with a tensor map, an output pointer and two coordinates:
+/// `pre` runs first (all threads), thread `producer` initializes the
+/// barrier (count 1), all sync, the producer arrives with expect_tx and
+/// issues the copy, `wait` follows, then every thread copies the tile's
+/// raw shared words to `out`.
+fn tile_kernel(bytes: u32, producer: u32, pre: &str, wait: &str) -> String {
+    format!(
+        r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .align 64 .b8 p_map[128], .param .u64 p_out, .param .s32 p_x, .param .s32 p_y)
+{{
+  .reg .pred %p<8>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<20>;
+  .shared .align 1024 .b8 tile[{bytes}];
+  .shared .align 8 .b64 bar;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r9, %ntid.x;
+  ld.param.u64 %rd5, [p_out];
+{pre}
+  setp.ne.u32 %p1, %r1, {producer};
+  @%p1 bra $sync;
+  mbarrier.init.shared::cta.b64 [bar], 1;
+  fence.mbarrier_init.release.cluster;
+$sync:
+  bar.sync 0;
+  @%p1 bra $wait;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], {bytes};
+  mov.b64 %rd1, p_map;
+  cvta.param.u64 %rd2, %rd1;
+  ld.param.s32 %r2, [p_x];
+  ld.param.s32 %r3, [p_y];
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [tile], [%rd2, {{%r2, %r3}}], [bar];
+$wait:
+{wait}
+  mov.u32 %r4, %r1;
+$copy:
+  setp.ge.u32 %p3, %r4, {words};
+  @%p3 bra $done;
+  shl.b32 %r5, %r4, 2;
+  mov.u32 %r6, tile;
+  add.u32 %r6, %r6, %r5;
+  ld.shared.u32 %r7, [%r6];
+  cvt.u64.u32 %rd3, %r5;
+  add.u64 %rd4, %rd5, %rd3;
+  st.global.u32 [%rd4], %r7;
+  add.u32 %r4, %r4, %r9;
+  bra $copy;
+$done:
+  ret;
+}}
+"#,
+        words = bytes / 4
+    )
+}
+
+/// The usual wait: spin on try_wait.parity 0.
+const WAIT: &str = "
+$spin:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+  @!%p2 bra $spin;";
+
+struct Run {
+    module: Module,
+    dev: Device,
+    args: Vec<KernelArg>,
+    t: phobos_sim::BufferId,
+    out: phobos_sim::BufferId,
+}
+
+fn setup(ptx: &str, box_x: u32, box_y: u32, sw: Swizzle, xy: (i32, i32)) -> Run {
+    let module = Module::parse(ptx).expect("parses");
+    let mut dev = Device::new();
+    let t = dev.alloc_from("t", &tensor()).unwrap();
+    let out = dev
+        .alloc_from("out", &vec![0xEEu8; (box_x * box_y * 2) as usize])
+        .unwrap();
+    let base = dev.address(t).unwrap();
+    let args = vec![
+        KernelArg::Bytes(map(base, box_x, box_y, sw)),
+        KernelArg::Buffer(out),
+        KernelArg::I32(xy.0),
+        KernelArg::I32(xy.1),
+    ];
+    Run {
+        module,
+        dev,
+        args,
+        t,
+        out,
+    }
+}
+
+fn launch(r: &Run, threads: u32) -> Result<Vec<u8>, SimError> {
+    r.dev.launch(
+        Launch::new(&r.module, "k", [1, 1, 1], [threads, 1, 1]),
+        &r.args,
+        &LaunchOptions::default(),
+        None,
+    )?;
+    Ok(r.dev.to_vec(r.out).unwrap())
+}
+
+/// The byte offset where the PTX ISA's swizzle puts the 16-byte chunk of
+/// unswizzled offset `o` (tile at offset 0): chunk bits 4.. XOR row bits 7..
+fn swizzled(sw: Swizzle, o: u32) -> u32 {
+    let bits = match sw {
+        Swizzle::None => 0,
+        Swizzle::B32 => 1,
+        Swizzle::B64 => 2,
+        Swizzle::B128 => 3,
+    };
+    let row = (o >> 7) & ((1 << bits) - 1);
+    o ^ (row << 4)
+}
+
+/// Checks every element of the box at `(x0, y0)` in the raw tile bytes.
+fn check_tile(raw: &[u8], box_x: u32, box_y: u32, sw: Swizzle, (x0, y0): (i32, i32)) {
+    let mut zeros = 0;
+    for j in 0..box_y {
+        for i in 0..box_x {
+            let (x, y) = (x0 + i as i32, y0 + j as i32);
+            let want = if (0..W as i32).contains(&x) && (0..H as i32).contains(&y) {
+                (y * 1000 + x + 1) as u16
+            } else {
+                zeros += 1;
+                0
+            };
+            let o = swizzled(sw, 2 * (j * box_x + i)) as usize;
+            let got = u16::from_le_bytes([raw[o], raw[o + 1]]);
+            assert_eq!(got, want, "{sw:?} element ({i}, {j}) = tensor ({x}, {y})");
+        }
+    }
+    let _ = zeros;
+}
+
+#[test]
+fn a_ragged_box_is_zero_filled_in_every_swizzle_mode() {
+    for (sw, bx, by) in [
+        (Swizzle::None, 48, 20),
+        (Swizzle::B32, 16, 24),
+        (Swizzle::B64, 32, 24),
+        (Swizzle::B128, 64, 24),
+    ] {
+        // Over the right and bottom edges, over the left and top edges,
+        // and inside.
+        for xy in [(80, 60), (-8, -3), (8, 10)] {
+            let bytes = bx * by * 2;
+            let r = setup(&tile_kernel(bytes, 0, "", WAIT), bx, by, sw, xy);
+            let raw = launch(&r, 64).unwrap_or_else(|e| panic!("{sw:?} {xy:?}: {e}"));
+            check_tile(&raw, bx, by, sw, xy);
+        }
+    }
+}
+
+#[test]
+fn a_box_entirely_outside_is_all_zeros_and_still_completes() {
+    let r = setup(
+        &tile_kernel(2048, 0, "", WAIT),
+        64,
+        16,
+        Swizzle::B128,
+        (200, -40),
+    );
+    let raw = launch(&r, 32).unwrap();
+    assert!(raw.iter().all(|&b| b == 0));
+}
+
+#[test]
+fn consumers_that_spin_before_the_producer_runs_yield_to_it() {
+    // The producer is in warp 1; warp 0 reaches its wait first and must
+    // yield instead of spinning to the step limit.
+    let r = setup(
+        &tile_kernel(2048, 32, "", WAIT),
+        64,
+        16,
+        Swizzle::B128,
+        (4, 4),
+    );
+    let raw = launch(&r, 64).unwrap();
+    check_tile(&raw, 64, 16, Swizzle::B128, (4, 4));
+}
+
+fn caught(r: &Run, threads: u32) -> CheckReport {
+    check_report(&launch(r, threads).expect_err("the planted bug is caught")).clone()
+}
+
+#[test]
+fn reading_the_stage_before_the_wait_is_a_racecheck_error() {
+    // No wait at all: the copy has not landed when the threads read.
+    let r = setup(&tile_kernel(2048, 0, "", ""), 64, 16, Swizzle::B128, (0, 0));
+    let rep = caught(&r, 32);
+    assert_eq!(rep.kind, CheckKind::Racecheck, "{rep}");
+    assert!(rep.message.contains("has not yet delivered"), "{rep}");
+    assert_eq!(rep.tensor.as_deref(), Some("tile"));
+    assert!(
+        rep.notes
+            .iter()
+            .any(|n| n.contains("issued the copy at PTX line")),
+        "{rep}"
+    );
+
+    // Only thread 0 waits: the copy lands there, and thread 1 reads it
+    // without having waited.
+    let wait0 = "
+  @%p1 bra $skip;
+$spin:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+  @!%p2 bra $spin;
+$skip:";
+    let r = setup(
+        &tile_kernel(2048, 0, "", wait0),
+        64,
+        16,
+        Swizzle::B128,
+        (0, 0),
+    );
+    let rep = caught(&r, 32);
+    assert_eq!(rep.kind, CheckKind::Racecheck, "{rep}");
+    assert!(
+        rep.message
+            .contains("before this thread waited for the mbarrier phase"),
+        "{rep}"
+    );
+    assert_eq!(rep.thread, Some([1, 0, 0]));
+}
+
+#[test]
+fn a_wait_that_can_never_complete_is_a_deadlock_report() {
+    // Parity 1 on a fresh barrier succeeds at once (the preceding-phase
+    // convention), so wait for parity 0 of phase 1, which never comes.
+    let wait = "
+$spin:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+  @!%p2 bra $spin;
+$spin2:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 1;
+  @!%p2 bra $spin2;";
+    let r = setup(
+        &tile_kernel(2048, 0, "", wait),
+        64,
+        16,
+        Swizzle::B128,
+        (0, 0),
+    );
+    let rep = caught(&r, 64);
+    assert_eq!(rep.kind, CheckKind::Synccheck, "{rep}");
+    assert!(rep.message.contains("deadlock"), "{rep}");
+    assert!(rep.instruction.starts_with("mbarrier.try_wait"), "{rep}");
+    let text = rep.to_string();
+    assert!(
+        text.contains("64 thread(s) from (0, 0, 0) wait at PTX line")
+            && text.contains("for phase 1 of the mbarrier")
+            && text
+                .contains("(`bar`): it is in phase 1 with 1 of 1 arrivals pending and tx-count 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_copy_of_more_bytes_than_expect_tx_announced_deadlocks_with_the_reason() {
+    let ptx = tile_kernel(2048, 0, "", WAIT).replace("_, [bar], 2048;", "_, [bar], 1024;");
+    let r = setup(&ptx, 64, 16, Swizzle::B128, (0, 0));
+    let rep = caught(&r, 32);
+    assert!(rep.message.contains("deadlock"), "{rep}");
+    let text = rep.to_string();
+    assert!(
+        text.contains("tx-count 1024, 2048 bytes of bulk copies in flight (the copies complete more bytes than expect_tx announced)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_stale_parity_is_a_synccheck_error() {
+    // Two waits for parity 0 by the same threads: the second succeeds on
+    // the phase the first already saw.
+    let wait = "
+$spin:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+  @!%p2 bra $spin;
+$again:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+  @!%p2 bra $again;";
+    let r = setup(
+        &tile_kernel(2048, 0, "", wait),
+        64,
+        16,
+        Swizzle::B128,
+        (0, 0),
+    );
+    let rep = caught(&r, 32);
+    assert_eq!(rep.kind, CheckKind::Synccheck, "{rep}");
+    assert!(rep.message.contains("already saw complete"), "{rep}");
+    assert!(
+        rep.notes.iter().any(|n| n.contains("flip the parity")),
+        "{rep}"
+    );
+}
+
+#[test]
+fn mbarrier_misuse_is_a_synccheck_error() {
+    // An arrive on bytes no mbarrier.init initialized.
+    let pre = "
+  mbarrier.arrive.shared::cta.b64 %rd9, [bar];";
+    let r = setup(
+        &tile_kernel(2048, 0, pre, WAIT),
+        64,
+        16,
+        Swizzle::B128,
+        (0, 0),
+    );
+    let rep = caught(&r, 32);
+    assert_eq!(rep.kind, CheckKind::Synccheck, "{rep}");
+    assert!(
+        rep.message.contains("holds no initialized mbarrier"),
+        "{rep}"
+    );
+    assert_eq!(rep.tensor.as_deref(), Some("bar"));
+
+    // A generic load of the barrier's bytes after its initialization.
+    let wait = format!("{WAIT}\n  ld.shared.u64 %rd9, [bar];");
+    let r = setup(
+        &tile_kernel(2048, 0, "", &wait),
+        64,
+        16,
+        Swizzle::B128,
+        (0, 0),
+    );
+    let rep = caught(&r, 32);
+    assert_eq!(rep.kind, CheckKind::Synccheck, "{rep}");
+    assert!(
+        rep.message
+            .contains("generic load of shared memory that holds an initialized mbarrier"),
+        "{rep}"
+    );
+
+    // Another thread's wait before a barrier orders the initialization.
+    let ptx = tile_kernel(2048, 0, "", WAIT).replace("  bar.sync 0;\n", "");
+    let r = setup(&ptx, 64, 16, Swizzle::B128, (0, 0));
+    let rep = caught(&r, 32);
+    assert!(
+        rep.message
+            .contains("whose initialization no barrier orders"),
+        "{rep}"
+    );
+}
+
+/// A kernel where every thread writes `tile` with generic stores, all
+/// sync, and thread 0 stores the tile to global through the tensor map;
+/// `fence` sits between each thread's writes and the barrier.
+fn store_kernel(fence: &str) -> String {
+    format!(
+        r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .align 64 .b8 p_map[128], .param .u64 p_out, .param .s32 p_x, .param .s32 p_y)
+{{
+  .reg .pred %p<8>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<20>;
+  .shared .align 1024 .b8 tile[2048];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r4, %r1;
+$fill:
+  setp.ge.u32 %p3, %r4, 1024;
+  @%p3 bra $filled;
+  shl.b32 %r5, %r4, 1;
+  mov.u32 %r6, tile;
+  add.u32 %r6, %r6, %r5;
+  add.u32 %r7, %r4, 7;
+  st.shared.u16 [%r6], %r7;
+  add.u32 %r4, %r4, 32;
+  bra $fill;
+$filled:
+{fence}
+  bar.sync 0;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $done;
+  mov.b64 %rd1, p_map;
+  cvta.param.u64 %rd2, %rd1;
+  ld.param.s32 %r2, [p_x];
+  ld.param.s32 %r3, [p_y];
+  cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd2, {{%r2, %r3}}], [tile];
+  cp.async.bulk.commit_group;
+  cp.async.bulk.wait_group.read 0;
+$done:
+  ret;
+}}
+"#
+    )
+}
+
+#[test]
+fn a_bulk_store_writes_the_in_bounds_elements_unswizzled() {
+    let r = setup(
+        &store_kernel("  fence.proxy.async.shared::cta;"),
+        64,
+        16,
+        Swizzle::B128,
+        (80, 60),
+    );
+    // The store writes the tensor, not `out`.
+    let module = &r.module;
+    r.dev
+        .launch(
+            Launch::new(module, "k", [1, 1, 1], [32, 1, 1]),
+            &r.args,
+            &LaunchOptions::default(),
+            None,
+        )
+        .unwrap();
+    let t = r.dev.to_vec(r.t).unwrap();
+    let orig = tensor();
+    for y in 0..H as u32 {
+        for x in 0..W as u32 {
+            let o = (u64::from(y) * STRIDE + 2 * u64::from(x)) as usize;
+            let got = u16::from_le_bytes([t[o], t[o + 1]]);
+            let inside = (80..144).contains(&x) && (60..76).contains(&y);
+            let want = if inside {
+                // The element at box (i, j) sat at the swizzled offset of
+                // its linear offset; the kernel wrote value k + 7 at
+                // halfword k.
+                let lin = 2 * ((y - 60) * 64 + (x - 80));
+                (swizzled(Swizzle::B128, lin) / 2 + 7) as u16
+            } else {
+                u16::from_le_bytes([orig[o], orig[o + 1]])
+            };
+            assert_eq!(got, want, "tensor ({x}, {y})");
+        }
+    }
+}
+
+#[test]
+fn a_generic_write_read_by_a_bulk_store_without_the_proxy_fence_is_caught() {
+    let r = setup(&store_kernel(""), 64, 16, Swizzle::B128, (0, 0));
+    let rep = caught(&r, 32);
+    assert_eq!(rep.kind, CheckKind::Racecheck, "{rep}");
+    assert!(
+        rep.message.contains("generic-proxy write left unfenced"),
+        "{rep}"
+    );
+    assert!(
+        rep.instruction
+            .starts_with("cp.async.bulk.tensor.2d.global"),
+        "{rep}"
+    );
+    assert!(
+        rep.notes
+            .iter()
+            .any(|n| n.contains("executed no fence.proxy.async")),
+        "{rep}"
+    );
+}
+
+#[test]
+fn bad_tensor_map_arguments_are_clear_errors() {
+    let mut r = setup(
+        &tile_kernel(2048, 0, "", WAIT),
+        64,
+        16,
+        Swizzle::B128,
+        (0, 0),
+    );
+    r.args[0] = KernelArg::Bytes(vec![0x42; 128]);
+    let rep = caught(&r, 32);
+    assert!(rep.message.contains("bad tensor map operand"), "{rep}");
+    assert!(
+        rep.message
+            .contains("no tensor map made by cuTensorMapEncodeTiled"),
+        "{rep}"
+    );
+}
