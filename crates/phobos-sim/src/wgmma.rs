@@ -12,14 +12,14 @@
 //! sequence of `.sync.aligned` wgmma instructions (`GroupSeq`).
 //!
 //! **Register fragments** (per warp, `g = lane / 4`, `t = lane % 4`):
-//! - D with f32 elements, N/2 registers: register `i` holds row
+//! - D with f32 or s32 elements, N/2 registers: register `i` holds row
 //!   `g + 8 ((i / 2) % 2)`, column `8 (i / 4) + 2t + i % 2` — the
 //!   m16n8 accumulator layout repeated along N;
 //! - D with f16 elements, N/4 `.f16x2` registers: register `r` element `j`
 //!   holds row `g + 8 (r % 2)`, column `8 (r / 2) + 2t + j`;
 //! - A from registers (4 registers of 16 rows × K): the `mma.m16n8kK` A
 //!   layout of `tensor::a_coord` (2 elements per register for f16/bf16,
-//!   1 for tf32, 4 for e4m3/e5m2).
+//!   1 for tf32, 4 for e4m3/e5m2/s8/u8).
 //!
 //! **Matrix descriptors** (64 bits): start address bits 0–13, leading
 //! dimension byte offset (LBO) bits 16–29, stride dimension byte offset
