@@ -12,14 +12,14 @@
 //! sequence of `.sync.aligned` wgmma instructions (`GroupSeq`).
 //!
 //! **Register fragments** (per warp, `g = lane / 4`, `t = lane % 4`):
-//! - D with f32 elements, N/2 registers: register `i` holds row
+//! - D with f32 or s32 elements, N/2 registers: register `i` holds row
 //!   `g + 8 ((i / 2) % 2)`, column `8 (i / 4) + 2t + i % 2` — the
 //!   m16n8 accumulator layout repeated along N;
 //! - D with f16 elements, N/4 `.f16x2` registers: register `r` element `j`
 //!   holds row `g + 8 (r % 2)`, column `8 (r / 2) + 2t + j`;
 //! - A from registers (4 registers of 16 rows × K): the `mma.m16n8kK` A
 //!   layout of `tensor::a_coord` (2 elements per register for f16/bf16,
-//!   1 for tf32, 4 for e4m3/e5m2).
+//!   1 for tf32, 4 for e4m3/e5m2/s8/u8).
 //!
 //! **Matrix descriptors** (64 bits): start address bits 0–13, leading
 //! dimension byte offset (LBO) bits 16–29, stride dimension byte offset
@@ -79,6 +79,8 @@ pub(crate) enum WgElem {
     Tf32,
     E4m3,
     E5m2,
+    S8,
+    U8,
 }
 
 impl WgElem {
@@ -89,6 +91,8 @@ impl WgElem {
             "tf32" => WgElem::Tf32,
             "e4m3" => WgElem::E4m3,
             "e5m2" => WgElem::E5m2,
+            "s8" => WgElem::S8,
+            "u8" => WgElem::U8,
             _ => return None,
         })
     }
@@ -97,7 +101,7 @@ impl WgElem {
         match self {
             WgElem::F16 | WgElem::Bf16 => 2,
             WgElem::Tf32 => 4,
-            WgElem::E4m3 | WgElem::E5m2 => 1,
+            WgElem::E4m3 | WgElem::E5m2 | WgElem::S8 | WgElem::U8 => 1,
         }
     }
 
@@ -110,6 +114,10 @@ impl WgElem {
         matches!(self, WgElem::E4m3 | WgElem::E5m2)
     }
 
+    fn is_int(self) -> bool {
+        matches!(self, WgElem::S8 | WgElem::U8)
+    }
+
     /// The element of `bytes` bits (little-endian), as f64.
     fn value(self, bits: u32) -> f64 {
         match self {
@@ -119,6 +127,8 @@ impl WgElem {
             WgElem::Tf32 => f64::from(f32::from_bits(bits & 0xFFFF_E000)),
             WgElem::E4m3 => fp8_value(bits as u8, 3, 7, false),
             WgElem::E5m2 => fp8_value(bits as u8, 2, 15, true),
+            WgElem::S8 => f64::from(bits as u8 as i8),
+            WgElem::U8 => f64::from(bits as u8),
         }
     }
 }
@@ -156,6 +166,7 @@ pub(crate) fn fp8_value(b: u8, man: u32, bias: i32, ieee: bool) -> f64 {
 pub(crate) enum WgAcc {
     F32,
     F16,
+    S32,
 }
 
 /// Where A comes from.
@@ -189,6 +200,8 @@ pub(crate) struct WgmmaInst {
     pub neg_b: bool,
     pub trans_a: bool,
     pub trans_b: bool,
+    /// Integer sums clamp to s32 instead of wrapping.
+    pub satfinite: bool,
 }
 
 impl WgmmaInst {
@@ -254,14 +267,17 @@ impl Decoder {
             _ => {}
         }
         let bad = || unsupported(&i.opcode, line);
-        let ["mma_async", "sync", "aligned", shape, d, a, b] = mods else {
-            return Err(bad());
+        let (shape, satfinite, d, a, b) = match mods {
+            ["mma_async", "sync", "aligned", shape, d, a, b] => (shape, false, d, a, b),
+            ["mma_async", "sync", "aligned", shape, "satfinite", d, a, b] => (shape, true, d, a, b),
+            _ => return Err(bad()),
         };
         let a_ty = WgElem::parse(a).ok_or_else(bad)?;
         let b_ty = WgElem::parse(b).ok_or_else(bad)?;
         let d_ty = match *d {
             "f32" => WgAcc::F32,
             "f16" => WgAcc::F16,
+            "s32" => WgAcc::S32,
             _ => return Err(bad()),
         };
         let (n, k) = shape
@@ -273,26 +289,43 @@ impl Decoder {
         let types_ok = match a_ty {
             WgElem::F16 => b_ty == WgElem::F16,
             WgElem::Bf16 | WgElem::Tf32 => b_ty == a_ty && d_ty == WgAcc::F32,
-            WgElem::E4m3 | WgElem::E5m2 => b_ty.is_fp8(),
-        };
+            WgElem::E4m3 | WgElem::E5m2 => b_ty.is_fp8() && d_ty != WgAcc::S32,
+            WgElem::S8 | WgElem::U8 => b_ty.is_int() && d_ty == WgAcc::S32,
+        } && (a_ty.is_int() || d_ty != WgAcc::S32);
         if !types_ok {
             return Err(why(format!(
-                "types {a}×{b} → {d} are not a wgmma.mma_async form (f16×f16 → f16/f32, bf16×bf16 → f32, tf32×tf32 → f32, e4m3/e5m2×e4m3/e5m2 → f16/f32)"
+                "types {a}×{b} → {d} are not a wgmma.mma_async form (f16×f16 → f16/f32, bf16×bf16 → f32, tf32×tf32 → f32, e4m3/e5m2×e4m3/e5m2 → f16/f32, s8/u8×s8/u8 → s32)"
             )));
         }
-        if k != a_ty.k() || n == 0 || n > 256 || n % 8 != 0 {
+        if satfinite && !a_ty.is_int() {
+            return Err(why(
+                ".satfinite is an integer wgmma.mma_async modifier".into()
+            ));
+        }
+        // Integer shapes skip N = 40 and 56 and, above 32, go in steps of 16.
+        let n_ok = n > 0 && n <= 256 && n % 8 == 0 && (!a_ty.is_int() || n <= 32 || n % 16 == 0);
+        if k != a_ty.k() || !n_ok {
             return Err(why(format!(
-                "shape {shape} is not a wgmma.mma_async shape for .{a}: m64nNk{} with N a multiple of 8 from 8 to 256",
-                a_ty.k()
+                "shape {shape} is not a wgmma.mma_async shape for .{a}: m64nNk{} with N {}",
+                a_ty.k(),
+                if a_ty.is_int() {
+                    "8, 16, 24, 32, or a multiple of 16 up to 256"
+                } else {
+                    "a multiple of 8 from 8 to 256"
+                }
             )));
         }
-        // d, a, b-desc, scale-d, imm-scale-a, imm-scale-b[, imm-trans-a], [imm-trans-b]
+        // d, a, b-desc, scale-d[, imm-scale-a, imm-scale-b[, imm-trans-a], imm-trans-b]
         let a_regs = matches!(ops.get(1), Some(RawOperand::Vector(_)));
         let transposable = matches!(a_ty, WgElem::F16 | WgElem::Bf16);
-        let want = 6 + usize::from(transposable) * (2 - usize::from(a_regs));
+        let want = if a_ty.is_int() {
+            4
+        } else {
+            6 + usize::from(transposable) * (2 - usize::from(a_regs))
+        };
         count(want)?;
         let d_regs = match d_ty {
-            WgAcc::F32 => n / 2,
+            WgAcc::F32 | WgAcc::S32 => n / 2,
             WgAcc::F16 => n / 4,
         } as usize;
         let d_names = match &ops[0] {
@@ -322,8 +355,14 @@ impl Decoder {
             Some(-1) => Ok(true),
             _ => Err(why(format!("{what} is the immediate 1 or -1"))),
         };
-        let neg_a = scale(&ops[4], "imm-scale-a")?;
-        let neg_b = scale(&ops[5], "imm-scale-b")?;
+        let (neg_a, neg_b) = if a_ty.is_int() {
+            (false, false)
+        } else {
+            (
+                scale(&ops[4], "imm-scale-a")?,
+                scale(&ops[5], "imm-scale-b")?,
+            )
+        };
         let trans = |o: &RawOperand, what: &str| match int_operand(o) {
             Some(0) => Ok(false),
             Some(1) => Ok(true),
@@ -351,6 +390,7 @@ impl Decoder {
             neg_b,
             trans_a,
             trans_b,
+            satfinite,
         });
         Ok(Op::Wgmma {
             idx: (self.wgmmas.len() - 1) as u32,
@@ -1010,6 +1050,7 @@ impl Warp {
                         dv[row as usize * n + col as usize] = match m.d_ty {
                             WgAcc::F32 => f64::from(f32::from_bits(w as u32)),
                             WgAcc::F16 => half::f16::from_bits((w >> (16 * j)) as u16).to_f64(),
+                            WgAcc::S32 => f64::from(w as u32 as i32),
                         };
                     }
                 }
@@ -1033,6 +1074,13 @@ impl Warp {
                     w |= match m.d_ty {
                         WgAcc::F32 => u64::from((v as f32).to_bits()),
                         WgAcc::F16 => u64::from(half::f16::from_f64(v).to_bits()) << (16 * j),
+                        // Integer sums are exact in f64 (|D| < 2^31, 32
+                        // products < 2^16 each); they wrap or clamp.
+                        WgAcc::S32 if m.satfinite => {
+                            u64::from((v as i64).clamp(i64::from(i32::MIN), i64::from(i32::MAX))
+                                as i32 as u32)
+                        }
+                        WgAcc::S32 => u64::from(v as i64 as i32 as u32),
                     };
                 }
                 self.regs[s as usize * 32 + l as usize] = w;
@@ -1356,7 +1404,7 @@ pub(crate) fn in_flight_write(
 
 fn d_per_reg(t: WgAcc) -> u32 {
     match t {
-        WgAcc::F32 => 1,
+        WgAcc::F32 | WgAcc::S32 => 1,
         WgAcc::F16 => 2,
     }
 }
@@ -1366,7 +1414,7 @@ fn d_per_reg(t: WgAcc) -> u32 {
 pub(crate) fn d_coord(lane: u32, r: u32, j: u32, t: WgAcc) -> (u32, u32) {
     let (g, tq) = (lane / 4, lane % 4);
     match t {
-        WgAcc::F32 => (g + 8 * ((r / 2) % 2), 8 * (r / 4) + 2 * tq + r % 2),
+        WgAcc::F32 | WgAcc::S32 => (g + 8 * ((r / 2) % 2), 8 * (r / 4) + 2 * tq + r % 2),
         WgAcc::F16 => (g + 8 * (r % 2), 8 * (r / 2) + 2 * tq + j),
     }
 }

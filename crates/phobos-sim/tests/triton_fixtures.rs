@@ -473,6 +473,10 @@ fn sm90_wgmma_matmuls_match_the_reference() {
         "sm90/matmul_tf32_64x64x32",
         &[(100, 136, 176), (250, 262, 96)],
     );
+    gemm_matches(
+        "sm90/matmul_i8_64x64x64",
+        &[(100, 136, 176), (250, 262, 96)],
+    );
 }
 
 #[test]
@@ -881,7 +885,12 @@ fn manifest_and_fixtures_agree() {
             "{}: the PTX header names Triton {version}",
             fx.name
         );
-        assert!(fx.ptx.contains(".target sm_80"), "{}", fx.name);
+        let target = if fx.name.starts_with("sm90/") {
+            ".target sm_90a"
+        } else {
+            ".target sm_80"
+        };
+        assert!(fx.ptx.contains(target), "{}", fx.name);
         Module::parse(fx.ptx).unwrap_or_else(|e| panic!("{}: {e}", fx.name));
     }
 }

@@ -292,6 +292,14 @@ fn malformed_wgmma_instructions_are_parse_errors() {
             "imm-trans-b is the immediate 0 or 1",
         ),
         ("wgmma.wait_group.sync.aligned %r1;", "needs an integer constant"),
+        (
+            "wgmma.mma_async.sync.aligned.m64n40k32.s32.s8.s8 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8, %r9, %r10, %r11, %r12, %r13, %r14, %r15, %r16, %r17, %r18, %r19, %r20}, %rd10, %rd11, 1;",
+            "8, 16, 24, 32, or a multiple of 16 up to 256",
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n8k16.satfinite.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd10, %rd11, 1, 1, 1, 0, 0;",
+            ".satfinite is an integer wgmma.mma_async modifier",
+        ),
     ];
     for (inst, want) in cases {
         let ptx = kernel("", &format!("    {inst}\n"));
@@ -302,7 +310,7 @@ fn malformed_wgmma_instructions_are_parse_errors() {
     }
     for inst in [
         "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd10, %rd11, %r1, 0, 1, 1, 1, 0, 0;",
-        "wgmma.mma_async.sync.aligned.m64n8k32.s32.s8.s8 {%r1, %r2, %r3, %r4}, %rd10, %rd11, 1;",
+        "wgmma.mma_async.sync.aligned.m64n8k256.s32.b1.b1.and.popc {%r1, %r2, %r3, %r4}, %rd10, %rd11, 1;",
         "wgmma.fence.aligned;",
     ] {
         let ptx = kernel("", &format!("    {inst}\n"));
@@ -310,6 +318,54 @@ fn malformed_wgmma_instructions_are_parse_errors() {
         assert!(
             matches!(e, SimError::Unsupported { .. }),
             "{inst}: {e}"
+        );
+    }
+}
+
+/// The clean kernel as an s8 wgmma (every element 127, K = 32) onto
+/// accumulators starting at 2^31 - 16: the sum leaves i32.
+fn int_kernel(satfinite: &str) -> String {
+    body(|s| {
+        let mut s = s
+            .replace("0x3C003C00", "0x7F7F7F7F")
+            .replace(
+                "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd10, %rd11, 1, 1, 1, 0, 0;",
+                &format!("wgmma.mma_async.sync.aligned.m64n8k32{satfinite}.s32.s8.s8 {{%r10, %r11, %r12, %r13}}, %rd10, %rd11, 1;"),
+            );
+        for i in 1..=4 {
+            s = s
+                .replace(
+                    &format!("mov.f32 %f{i}, 0f00000000;"),
+                    &format!("mov.b32 %r{}, 2147483632;", 9 + i),
+                )
+                .replace(
+                    &format!(
+                        "st.global.f32 [%rd4{}], %f{i};",
+                        ["", "+512", "+1024", "+1536"][i - 1]
+                    ),
+                    &format!(
+                        "st.global.b32 [%rd4{}], %r{};",
+                        ["", "+512", "+1024", "+1536"][i - 1],
+                        9 + i
+                    ),
+                );
+        }
+        s
+    })
+}
+
+#[test]
+fn integer_wgmma_wraps_or_saturates() {
+    let sum = 32 * 127 * 127;
+    for (sat, want) in [("", (2147483632i64 + sum) as i32), (".satfinite", i32::MAX)] {
+        let ptx = kernel(DECLS, &int_kernel(sat));
+        let out = run_with(&ptx, 128, &[0], 4, &LaunchOptions::default())
+            .unwrap_or_else(|e| panic!("{e}\n{ptx}"))
+            .out;
+        assert!(
+            out.iter().all(|&w| w as i32 == want),
+            "{sat}: {:?}",
+            &out[..4]
         );
     }
 }

@@ -20,6 +20,8 @@ enum El {
     Tf32,
     E4m3,
     E5m2,
+    S8,
+    U8,
 }
 
 impl El {
@@ -27,7 +29,7 @@ impl El {
         match self {
             El::F16 | El::Bf16 => 2,
             El::Tf32 => 4,
-            El::E4m3 | El::E5m2 => 1,
+            El::E4m3 | El::E5m2 | El::S8 | El::U8 => 1,
         }
     }
 
@@ -46,6 +48,14 @@ impl El {
             El::Tf32 => {
                 let b = v.to_bits() & 0xFFFF_E000;
                 (b, f64::from(f32::from_bits(b)))
+            }
+            El::S8 => {
+                let b: u8 = rng.gen();
+                (u32::from(b), f64::from(b as i8))
+            }
+            El::U8 => {
+                let b: u8 = rng.gen();
+                (u32::from(b), f64::from(b))
             }
             El::E4m3 | El::E5m2 => loop {
                 let b: u8 = rng.gen();
@@ -79,12 +89,18 @@ fn fp8(t: El, b: u8) -> Option<f64> {
     })
 }
 
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Acc {
+    F32,
+    F16,
+    S32,
+}
+
 struct Case {
     kernel: &'static str,
     a: El,
     b: El,
-    /// f16 accumulators (else f32).
-    d16: bool,
+    d: Acc,
     n: usize,
     k: usize,
     /// imm-scale-a × imm-scale-b.
@@ -96,7 +112,7 @@ const CASES: &[Case] = &[
         kernel: "wg_m64n8k16_f16_sw128",
         a: El::F16,
         b: El::F16,
-        d16: false,
+        d: Acc::F32,
         n: 8,
         k: 64,
         sign: 1.0,
@@ -105,7 +121,7 @@ const CASES: &[Case] = &[
         kernel: "wg_m64n64k16_bf16_none",
         a: El::Bf16,
         b: El::Bf16,
-        d16: false,
+        d: Acc::F32,
         n: 64,
         k: 32,
         sign: -1.0,
@@ -114,7 +130,7 @@ const CASES: &[Case] = &[
         kernel: "wg_m64n128k16_f16_sw128_bmn",
         a: El::F16,
         b: El::F16,
-        d16: false,
+        d: Acc::F32,
         n: 128,
         k: 64,
         sign: 1.0,
@@ -123,7 +139,7 @@ const CASES: &[Case] = &[
         kernel: "wg_m64n256k16_bf16_sw128",
         a: El::Bf16,
         b: El::Bf16,
-        d16: false,
+        d: Acc::F32,
         n: 256,
         k: 64,
         sign: -1.0,
@@ -132,7 +148,7 @@ const CASES: &[Case] = &[
         kernel: "wg_m64n64k16_f16_amn_sw128",
         a: El::F16,
         b: El::F16,
-        d16: false,
+        d: Acc::F32,
         n: 64,
         k: 16,
         sign: 1.0,
@@ -141,7 +157,7 @@ const CASES: &[Case] = &[
         kernel: "wg_m64n32k8_tf32_sw128",
         a: El::Tf32,
         b: El::Tf32,
-        d16: false,
+        d: Acc::F32,
         n: 32,
         k: 32,
         sign: 1.0,
@@ -150,7 +166,7 @@ const CASES: &[Case] = &[
         kernel: "wg_m64n64k16_f16_aregs_sw32",
         a: El::F16,
         b: El::F16,
-        d16: false,
+        d: Acc::F32,
         n: 64,
         k: 16,
         sign: 1.0,
@@ -159,7 +175,7 @@ const CASES: &[Case] = &[
         kernel: "wg_m64n32k16_f16acc_sw64",
         a: El::F16,
         b: El::F16,
-        d16: true,
+        d: Acc::F16,
         n: 32,
         k: 32,
         sign: 1.0,
@@ -168,7 +184,7 @@ const CASES: &[Case] = &[
         kernel: "wg_m64n32k32_e4m3_sw128",
         a: El::E4m3,
         b: El::E4m3,
-        d16: false,
+        d: Acc::F32,
         n: 32,
         k: 128,
         sign: 1.0,
@@ -177,7 +193,7 @@ const CASES: &[Case] = &[
         kernel: "wg_m64n16k32_e5m2_e4m3_none",
         a: El::E5m2,
         b: El::E4m3,
-        d16: false,
+        d: Acc::F32,
         n: 16,
         k: 64,
         sign: 1.0,
@@ -186,7 +202,7 @@ const CASES: &[Case] = &[
         kernel: "wg_m64n24k16_f16_mn_none",
         a: El::F16,
         b: El::F16,
-        d16: false,
+        d: Acc::F32,
         n: 24,
         k: 32,
         sign: 1.0,
@@ -195,9 +211,18 @@ const CASES: &[Case] = &[
         kernel: "wg_m64n40k32_e4m3_f16acc_sw64",
         a: El::E4m3,
         b: El::E4m3,
-        d16: true,
+        d: Acc::F16,
         n: 40,
         k: 64,
+        sign: 1.0,
+    },
+    Case {
+        kernel: "wg_m64n48k32_s8_u8_sw128",
+        a: El::S8,
+        b: El::U8,
+        d: Acc::S32,
+        n: 48,
+        k: 128,
         sign: 1.0,
     },
 ];
@@ -219,7 +244,15 @@ fn run_case(
     let mut rng = StdRng::seed_from_u64(seed);
     let (a_bits, a): (Vec<u32>, Vec<f64>) = (0..64 * c.k).map(|_| c.a.random(&mut rng)).unzip();
     let (b_bits, b): (Vec<u32>, Vec<f64>) = (0..c.k * c.n).map(|_| c.b.random(&mut rng)).unzip();
-    let (c_bytes, cv): (Vec<u8>, Vec<f64>) = if c.d16 {
+    let (c_bytes, cv): (Vec<u8>, Vec<f64>) = if c.d == Acc::S32 {
+        let v: Vec<i32> = (0..64 * c.n)
+            .map(|_| rng.gen_range(-1 << 20..1 << 20))
+            .collect();
+        (
+            v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            v.iter().map(|&x| f64::from(x)).collect(),
+        )
+    } else if c.d == Acc::F16 {
         let h: Vec<f16> = (0..64 * c.n)
             .map(|_| f16::from_f32(rng.gen_range(-4.0..4.0)))
             .collect();
@@ -254,7 +287,11 @@ fn run_case(
         None,
     )?;
     let out = dev.to_vec(db)?;
-    let got: Vec<f64> = if c.d16 {
+    let got: Vec<f64> = if c.d == Acc::S32 {
+        out.chunks_exact(4)
+            .map(|x| f64::from(i32::from_le_bytes([x[0], x[1], x[2], x[3]])))
+            .collect()
+    } else if c.d == Acc::F16 {
         out.chunks_exact(2)
             .map(|x| f16::from_le_bytes([x[0], x[1]]).to_f64())
             .collect()
@@ -290,10 +327,11 @@ fn check(c: &Case, accumulate: bool, seed: u64) {
     // absolute below the normal range). A layout or fragment error moves
     // results by whole products.
     let steps = (c.k * c.a.bytes() / 32) as f64;
-    let (rel, abs) = if c.d16 {
-        (2f64.powi(-11), 2f64.powi(-25))
-    } else {
-        (2f64.powi(-24), 1e-30)
+    // Integer sums are exact.
+    let (rel, abs) = match c.d {
+        Acc::F16 => (2f64.powi(-11), 2f64.powi(-25)),
+        Acc::F32 => (2f64.powi(-24), 1e-30),
+        Acc::S32 => (0.0, 0.0),
     };
     for (i, ((&g, &w), &m)) in got.iter().zip(&want).zip(&size).enumerate() {
         assert!(

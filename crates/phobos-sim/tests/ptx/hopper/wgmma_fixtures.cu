@@ -713,6 +713,72 @@ extern "C" __global__ void __launch_bounds__(128) wg_m64n40k32_e4m3_f16acc_sw64(
     }
 }
 
+extern "C" __global__ void __launch_bounds__(128) wg_m64n48k32_s8_u8_sw128(const u8 *A, const u8 *B, const int *C, int *D, int accumulate) {
+    __shared__ __align__(1024) u8 sa[8192];
+    __shared__ __align__(1024) u8 sb[6144];
+    u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    for (u32 i = threadIdx.x; i < 8192; i += 128) {
+        u32 r = i / 128, c = i % 128;
+        copy_el(sa + kmajor_off(r, c, 1, 128, 128), A + i * 1, 1);
+    }
+    for (u32 i = threadIdx.x; i < 6144; i += 128) {
+        u32 r = i / 48, c = i % 48;
+        copy_el(sb + kmajor_off(c, r, 1, 128, 128), B + i * 1, 1);
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    int d[24];
+    for (int i = 0; i < 24; i++) {
+        u32 row = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+        d[i] = C[row * 48 + col];
+    }
+    for (int i = 0; i < 24; i++) asm volatile("" : "+r"(d[i]) :: "memory");
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    u64 da0 = make_desc(smem_u32(sa) + 0, 16, 1024, 1);
+    u64 db0 = make_desc(smem_u32(sb) + 0, 16, 1024, 1);
+    int scale0 = accumulate;
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n48k32.s32.s8.u8 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, %24, %25, p;\n}\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
+        : "l"(da0), "l"(db0), "r"(scale0));
+    u64 da1 = make_desc(smem_u32(sa) + 32, 16, 1024, 1);
+    u64 db1 = make_desc(smem_u32(sb) + 32, 16, 1024, 1);
+    int scale1 = 1;
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n48k32.s32.s8.u8 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, %24, %25, p;\n}\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
+        : "l"(da1), "l"(db1), "r"(scale1));
+    u64 da2 = make_desc(smem_u32(sa) + 64, 16, 1024, 1);
+    u64 db2 = make_desc(smem_u32(sb) + 64, 16, 1024, 1);
+    int scale2 = 1;
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n48k32.s32.s8.u8 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, %24, %25, p;\n}\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
+        : "l"(da2), "l"(db2), "r"(scale2));
+    u64 da3 = make_desc(smem_u32(sa) + 96, 16, 1024, 1);
+    u64 db3 = make_desc(smem_u32(sb) + 96, 16, 1024, 1);
+    int scale3 = 1;
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n48k32.s32.s8.u8 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, %24, %25, p;\n}\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
+        : "l"(da3), "l"(db3), "r"(scale3));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    for (int i = 0; i < 24; i++) asm volatile("" : "+r"(d[i]) :: "memory");
+    for (int i = 0; i < 24; i++) {
+        u32 row = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+        D[row * 48 + col] = d[i];
+    }
+}
+
 // m64n64k16 bf16 -> f32 for one warpgroup: d += A(desc) * B(desc).
 __device__ void wgmma_m64n64_bf16(float *d, u64 da, u64 db) {
     asm volatile(
