@@ -1034,7 +1034,8 @@ impl Warp {
         }
         let st = &mut cta.wgmma;
         for &c in &p.chunks {
-            for b in &mut st.reading[c as usize..c as usize + 16] {
+            let end = (c as usize + 16).min(st.reading.len());
+            for b in &mut st.reading[(c as usize).min(end)..end] {
                 *b = b.saturating_sub(1);
             }
         }
@@ -1267,7 +1268,8 @@ impl Warp {
         }
         let st = &mut cta.wgmma;
         for &c in &chunks {
-            for b in &mut st.reading[c as usize..c as usize + 16] {
+            let end = (c as usize + 16).min(st.reading.len());
+            for b in &mut st.reading[(c as usize).min(end)..end] {
                 *b = b.saturating_add(1);
             }
         }
