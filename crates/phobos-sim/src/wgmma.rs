@@ -873,7 +873,7 @@ impl Warp {
                 return Err(Fault::new(
                     CheckKind::Synccheck,
                     format!(
-                        "warp {} of warpgroup {g} passes descriptors ({:#x}, {:#x}) where another warp of its warpgroup passed ({da:#x}, {db:#x}): the simulator needs one descriptor per operand for the whole warpgroup",
+                        "warp {} of warpgroup {g} passes descriptors ({:#x}, {:#x}) where another warp of its warpgroup passed ({da:#x}, {db:#x}): the PTX ISA requires a matrix descriptor to be the same across all the warps of the warpgroup",
                         self.index % 4,
                         descs.0,
                         descs.1
@@ -1055,7 +1055,7 @@ impl Warp {
             let mut f = Fault::new(
                 CheckKind::Synccheck,
                 format!(
-                    "the {what} descriptor differs between lanes ({:#x} in lane 0, {:#x} in lane {l}): the simulator needs one descriptor for the whole warpgroup",
+                    "the {what} descriptor differs between lanes ({:#x} in lane 0, {:#x} in lane {l}): a matrix descriptor must be the same across the warpgroup (the PTX ISA requires it of its warps; the simulator of every thread)",
                     row[0], row[l]
                 ),
             );
