@@ -557,19 +557,24 @@ pub(crate) struct WgmmaState {
     reading: Vec<u16>,
     /// Per slot: used asynchronously by some wgmma of the entry.
     watched: Vec<bool>,
+    /// Whether the launch's entry has wgmma instructions, once known.
+    has_wgmma: Option<bool>,
 }
 
 impl WgmmaState {
     /// Prepares the state for a CTA of `cx`'s launch.
     pub(crate) fn reset(&mut self, cx: &Ctx) {
         let e = cx.entry;
-        self.on = !e.wgmmas.is_empty()
-            || e.insts.iter().any(|i| {
-                matches!(
-                    i.op,
-                    Op::WgmmaFence { .. } | Op::WgmmaCommit { .. } | Op::WgmmaWait { .. }
-                )
-            });
+        // A worker's state lives for one launch: scan the entry once.
+        self.on = *self.has_wgmma.get_or_insert_with(|| {
+            !e.wgmmas.is_empty()
+                || e.insts.iter().any(|i| {
+                    matches!(
+                        i.op,
+                        Op::WgmmaFence { .. } | Op::WgmmaCommit { .. } | Op::WgmmaWait { .. }
+                    )
+                })
+        });
         self.warps.clear();
         self.groups.clear();
         self.reading.clear();
