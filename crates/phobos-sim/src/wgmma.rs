@@ -559,19 +559,24 @@ pub(crate) struct WgmmaState {
     reading: Vec<u16>,
     /// Per slot: used asynchronously by some wgmma of the entry.
     watched: Vec<bool>,
+    /// Whether the launch's entry has wgmma instructions, once known.
+    has_wgmma: Option<bool>,
 }
 
 impl WgmmaState {
     /// Prepares the state for a CTA of `cx`'s launch.
     pub(crate) fn reset(&mut self, cx: &Ctx) {
         let e = cx.entry;
-        self.on = !e.wgmmas.is_empty()
-            || e.insts.iter().any(|i| {
-                matches!(
-                    i.op,
-                    Op::WgmmaFence { .. } | Op::WgmmaCommit { .. } | Op::WgmmaWait { .. }
-                )
-            });
+        // A worker's state lives for one launch: scan the entry once.
+        self.on = *self.has_wgmma.get_or_insert_with(|| {
+            !e.wgmmas.is_empty()
+                || e.insts.iter().any(|i| {
+                    matches!(
+                        i.op,
+                        Op::WgmmaFence { .. } | Op::WgmmaCommit { .. } | Op::WgmmaWait { .. }
+                    )
+                })
+        });
         self.warps.clear();
         self.groups.clear();
         self.reading.clear();
@@ -927,7 +932,7 @@ impl Warp {
                 return Err(Fault::new(
                     CheckKind::Synccheck,
                     format!(
-                        "warp {} of warpgroup {g} passes descriptors ({:#x}, {:#x}) where another warp of its warpgroup passed ({da:#x}, {db:#x}): the simulator needs one descriptor per operand for the whole warpgroup",
+                        "warp {} of warpgroup {g} passes descriptors ({:#x}, {:#x}) where another warp of its warpgroup passed ({da:#x}, {db:#x}): the PTX ISA requires a matrix descriptor to be the same across all the warps of the warpgroup",
                         self.index % 4,
                         descs.0,
                         descs.1
@@ -1088,7 +1093,8 @@ impl Warp {
         }
         let st = &mut cta.wgmma;
         for &c in &p.chunks {
-            for b in &mut st.reading[c as usize..c as usize + 16] {
+            let end = (c as usize + 16).min(st.reading.len());
+            for b in &mut st.reading[(c as usize).min(end)..end] {
                 *b = b.saturating_sub(1);
             }
         }
@@ -1108,7 +1114,7 @@ impl Warp {
             let mut f = Fault::new(
                 CheckKind::Synccheck,
                 format!(
-                    "the {what} descriptor differs between lanes ({:#x} in lane 0, {:#x} in lane {l}): the simulator needs one descriptor for the whole warpgroup",
+                    "the {what} descriptor differs between lanes ({:#x} in lane 0, {:#x} in lane {l}): a matrix descriptor must be the same across the warpgroup (the PTX ISA requires it of its warps; the simulator of every thread)",
                     row[0], row[l]
                 ),
             );
@@ -1321,7 +1327,8 @@ impl Warp {
         }
         let st = &mut cta.wgmma;
         for &c in &chunks {
-            for b in &mut st.reading[c as usize..c as usize + 16] {
+            let end = (c as usize + 16).min(st.reading.len());
+            for b in &mut st.reading[(c as usize).min(end)..end] {
                 *b = b.saturating_add(1);
             }
         }

@@ -369,3 +369,30 @@ fn integer_wgmma_wraps_or_saturates() {
         );
     }
 }
+
+#[test]
+fn a_descriptor_that_differs_between_warps_is_reported() {
+    fails(
+        |s| {
+            s.replace(
+                "    wgmma.fence.sync.aligned;\n",
+                "    shr.u32 %r7, %r0, 5;\n    setp.eq.u32 %p5, %r7, 2;\n    @%p5 mov.b64 %rd11, 0x0000002000080080;\n    wgmma.fence.sync.aligned;\n",
+            )
+        },
+        128,
+        CheckKind::Synccheck,
+        "the PTX ISA requires a matrix descriptor to be the same across all the warps",
+    );
+}
+
+#[test]
+fn wait_group_does_not_wait_for_an_uncommitted_wgmma() {
+    // Without the commit the wgmma belongs to no group: wait_group 0 does
+    // not retire it, and the store of %f1 after the wait reads it in flight.
+    fails(
+        |s| s.replace("    wgmma.commit_group.sync.aligned;\n", ""),
+        128,
+        CheckKind::Racecheck,
+        "read of register %f1 while the wgmma.mma_async that uses it is in flight",
+    );
+}

@@ -225,6 +225,24 @@ const CASES: &[Case] = &[
         k: 128,
         sign: 1.0,
     },
+    Case {
+        kernel: "wg_m64n16k8_tf32_aregs_sw32",
+        a: El::Tf32,
+        b: El::Tf32,
+        d: Acc::F32,
+        n: 16,
+        k: 8,
+        sign: 1.0,
+    },
+    Case {
+        kernel: "wg_m64n32k32_e4m3_aregs_none",
+        a: El::E4m3,
+        b: El::E4m3,
+        d: Acc::F32,
+        n: 32,
+        k: 64,
+        sign: 1.0,
+    },
 ];
 
 fn pack(bits: &[u32], bytes: usize) -> Vec<u8> {

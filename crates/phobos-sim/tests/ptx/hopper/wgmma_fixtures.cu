@@ -430,8 +430,8 @@ extern "C" __global__ void __launch_bounds__(128) wg_m64n64k16_f16_aregs_sw32(co
     u32 a0[4];
     for (int r = 0; r < 4; r++) {
         u32 row = 16 * warp + g + 8 * (r % 2), col = 0 + 8 * (r / 2) + 2 * t;
-        const u16 *p = (const u16 *)A + row * 16 + col;
-        a0[r] = (u32)p[0] | ((u32)p[1] << 16);
+        const u8 *p = A + (row * 16 + col) * 2;
+        a0[r] = (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
     }
     for (int r = 0; r < 4; r++) asm volatile("" : "+r"(a0[r]) :: "memory");
     for (int i = 0; i < 32; i++) asm volatile("" : "+f"(d[i]) :: "memory");
@@ -776,6 +776,101 @@ extern "C" __global__ void __launch_bounds__(128) wg_m64n48k32_s8_u8_sw128(const
     for (int i = 0; i < 24; i++) {
         u32 row = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
         D[row * 48 + col] = d[i];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(128) wg_m64n16k8_tf32_aregs_sw32(const u8 *A, const u8 *B, const float *C, float *D, int accumulate) {
+    __shared__ __align__(1024) u8 sb[512];
+    u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    for (u32 i = threadIdx.x; i < 128; i += 128) {
+        u32 r = i / 16, c = i % 16;
+        copy_el(sb + kmajor_off(c, r, 4, 32, 32), B + i * 4, 4);
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    float d[8];
+    for (int i = 0; i < 8; i++) {
+        u32 row = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+        d[i] = C[row * 16 + col];
+    }
+    u32 a0[4];
+    for (int r = 0; r < 4; r++) {
+        u32 row = 16 * warp + g + 8 * (r % 2), col = 0 + 4 * (r / 2) + 1 * t;
+        const u8 *p = A + (row * 8 + col) * 4;
+        a0[r] = (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
+    }
+    for (int r = 0; r < 4; r++) asm volatile("" : "+r"(a0[r]) :: "memory");
+    for (int i = 0; i < 8; i++) asm volatile("" : "+f"(d[i]) :: "memory");
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    u64 db0 = make_desc(smem_u32(sb) + 0, 16, 256, 3);
+    int scale0 = accumulate;
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "r"(a0[0]), "r"(a0[1]), "r"(a0[2]), "r"(a0[3]), "l"(db0), "r"(scale0));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    for (int i = 0; i < 8; i++) asm volatile("" : "+f"(d[i]) :: "memory");
+    for (int i = 0; i < 8; i++) {
+        u32 row = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+        D[row * 16 + col] = d[i];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(128) wg_m64n32k32_e4m3_aregs_none(const u8 *A, const u8 *B, const float *C, float *D, int accumulate) {
+    __shared__ __align__(1024) u8 sb[2048];
+    u32 tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    for (u32 i = threadIdx.x; i < 2048; i += 128) {
+        u32 r = i / 32, c = i % 32;
+        copy_el(sb + kmajor_off(c, r, 1, 64, 0), B + i * 1, 1);
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    float d[16];
+    for (int i = 0; i < 16; i++) {
+        u32 row = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+        d[i] = C[row * 32 + col];
+    }
+    u32 a0[4];
+    for (int r = 0; r < 4; r++) {
+        u32 row = 16 * warp + g + 8 * (r % 2), col = 0 + 16 * (r / 2) + 4 * t;
+        const u8 *p = A + (row * 64 + col) * 1;
+        a0[r] = (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
+    }
+    for (int r = 0; r < 4; r++) asm volatile("" : "+r"(a0[r]) :: "memory");
+    u32 a1[4];
+    for (int r = 0; r < 4; r++) {
+        u32 row = 16 * warp + g + 8 * (r % 2), col = 32 + 16 * (r / 2) + 4 * t;
+        const u8 *p = A + (row * 64 + col) * 1;
+        a1[r] = (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
+    }
+    for (int r = 0; r < 4; r++) asm volatile("" : "+r"(a1[r]) :: "memory");
+    for (int i = 0; i < 16; i++) asm volatile("" : "+f"(d[i]) :: "memory");
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    u64 db0 = make_desc(smem_u32(sb) + 0, 128, 512, 0);
+    int scale0 = accumulate;
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a0[0]), "r"(a0[1]), "r"(a0[2]), "r"(a0[3]), "l"(db0), "r"(scale0));
+    u64 db1 = make_desc(smem_u32(sb) + 256, 128, 512, 0);
+    int scale1 = 1;
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a1[0]), "r"(a1[1]), "r"(a1[2]), "r"(a1[3]), "l"(db1), "r"(scale1));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    for (int i = 0; i < 16; i++) asm volatile("" : "+f"(d[i]) :: "memory");
+    for (int i = 0; i < 16; i++) {
+        u32 row = 16 * warp + g + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * t + i % 2;
+        D[row * 32 + col] = d[i];
     }
 }
 
