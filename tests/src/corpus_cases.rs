@@ -15,6 +15,7 @@
 
 use crate::sim_support::{butterfly, cdiv, Case, Gen, Outcome, Scalar, Tensor};
 use half::{bf16, f16};
+use phobos_core::arch::SM_90A;
 use phobos_core::ast::ScalarTy;
 
 fn g1(x: u32) -> [u32; 3] {
@@ -1424,7 +1425,7 @@ pub fn mma_gemm_bias_relu() {
     // The epilogue rounds as written: the f32 product of the sum and
     // alpha, then the f32 sum with the bias (the reference rounds the
     // same way from the exact dot product).
-    for arch in [75, 80] {
+    for arch in [75, 80, SM_90A] {
         for (m, n, k) in [(77usize, 90usize, 53usize), (64, 70, 16)] {
             let alpha = 0.75f32;
             let o = Case::corpus_for("mma_gemm_bias_relu", arch)
@@ -1488,7 +1489,7 @@ fn float_gemm(
 
 pub fn mma_gemm_tf32() {
     let sizes = [(70, 45, 37), (64, 32, 8)];
-    float_gemm("mma_gemm_tf32", &[80], 32, &sizes, tf32_reference);
+    float_gemm("mma_gemm_tf32", &[80, SM_90A], 32, &sizes, tf32_reference);
 }
 
 pub fn mma_gemm_f16() {
@@ -1497,9 +1498,13 @@ pub fn mma_gemm_f16() {
     // inside a single fragment, and a K below one mma step. sm_75 runs two
     // m16n8k8 per step, sm_80 one m16n8k16.
     let sizes = [(77, 90, 53), (5, 3, 7), (130, 64, 96)];
-    float_gemm("mma_gemm_f16", &[75, 80], 64, &sizes, |o, m, n, k| {
-        gemm_reference(o, m, n, k, true)
-    });
+    float_gemm(
+        "mma_gemm_f16",
+        &[75, 80, SM_90A],
+        64,
+        &sizes,
+        |o, m, n, k| gemm_reference(o, m, n, k, true),
+    );
 }
 
 pub fn mma_gemm_f16acc() {
@@ -1508,7 +1513,7 @@ pub fn mma_gemm_f16acc() {
     // sum by at most one f16 rounding (2^-11 relative, 2^-25 absolute for
     // subnormals) per instruction of the sum of |a w| over K: K padded to
     // the copies' 32, over 16 per instruction on sm_80 and 8 on sm_75.
-    for arch in [75, 80] {
+    for arch in [75, 80, SM_90A] {
         for (m, n, k) in [(77usize, 90usize, 53usize), (5, 3, 7), (130, 64, 96)] {
             let o = Case::corpus_for("mma_gemm_f16acc", arch)
                 .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
@@ -1540,24 +1545,38 @@ pub fn mma_gemm_staged() {
     // K of one trip (the prologue's second copy is past the end), and 7
     // trips. sm_75 has no cp.async and copies plainly.
     let sizes = [(77, 90, 88), (5, 3, 8), (130, 64, 200)];
-    float_gemm("mma_gemm_staged", &[75, 80], 64, &sizes, |o, m, n, k| {
-        gemm_reference(o, m, n, k, true)
-    });
+    float_gemm(
+        "mma_gemm_staged",
+        &[75, 80, SM_90A],
+        64,
+        &sizes,
+        |o, m, n, k| gemm_reference(o, m, n, k, true),
+    );
 }
 
 pub fn mma_gemm_staged_bf16() {
     // 8-byte chunks: N = 44 ends inside a chunk of the second column
     // block's B copies (a src-size prefix), K = 36 inside A's.
     let sizes = [(70, 44, 36), (64, 32, 16), (3, 68, 4)];
-    float_gemm("mma_gemm_staged_bf16", &[80], 32, &sizes, |o, m, n, k| {
-        gemm_reference(o, m, n, k, false)
-    });
+    float_gemm(
+        "mma_gemm_staged_bf16",
+        &[80, SM_90A],
+        32,
+        &sizes,
+        |o, m, n, k| gemm_reference(o, m, n, k, false),
+    );
 }
 
 pub fn mma_gemm_staged_tf32() {
     // 4-byte chunks; K = 100 is seven trips of 16 through four stages.
     let sizes = [(70, 45, 37), (64, 32, 8), (20, 33, 100)];
-    float_gemm("mma_gemm_staged_tf32", &[80], 32, &sizes, tf32_reference);
+    float_gemm(
+        "mma_gemm_staged_tf32",
+        &[80, SM_90A],
+        32,
+        &sizes,
+        tf32_reference,
+    );
 }
 
 pub fn staged_row_sum() {
@@ -1578,7 +1597,7 @@ pub fn staged_row_sum() {
 
 pub fn mma_gemm_bf16() {
     let sizes = [(70, 45, 41), (64, 32, 16), (3, 70, 1)];
-    float_gemm("mma_gemm_bf16", &[80], 32, &sizes, |o, m, n, k| {
+    float_gemm("mma_gemm_bf16", &[80, SM_90A], 32, &sizes, |o, m, n, k| {
         gemm_reference(o, m, n, k, false)
     });
 }
@@ -1590,7 +1609,7 @@ pub fn mma_attention_scores() {
     // copy of 32). Then one row and key block smaller than a fragment,
     // a single key, and sizes that fill the blocks exactly. sm_75 runs
     // two m16n8k8 per step, sm_80 one m16n8k16.
-    for arch in [75, 80] {
+    for arch in [75, 80, SM_90A] {
         for (m, n, d) in [
             (77usize, 150usize, 40usize),
             (5, 3, 7),

@@ -372,6 +372,20 @@ impl Case {
         Case::of(kernels, name, arch)
     }
 
+    /// The kernel named `kernel` from `src`, compiled for `sm_<arch>`.
+    pub fn source_for(src: &str, file_name: &str, kernel: &str, arch: u32) -> Case {
+        let (kernels, diags) =
+            phobos_core::compile(src, file_name, &CompileOptions::for_arch(arch));
+        if diags.iter().any(|d| d.is_error()) || kernels.is_empty() {
+            panic!(
+                "{file_name} did not compile for {}:\n{}",
+                phobos_core::arch::name(arch),
+                phobos_core::render::render(&diags, file_name, src, false)
+            );
+        }
+        Case::of(kernels, kernel, arch)
+    }
+
     /// The kernel named `kernel` from `src`.
     pub fn source(src: &str, file_name: &str, kernel: &str) -> Case {
         Case::of(compile_src(src, file_name), kernel, crate::min_arch_of(src))

@@ -111,12 +111,27 @@ fn rank_three_tiles_inside_and_across_every_edge() {
 
 /// The GPU bundle's GEMM (a 3-stage `cp.async` ring, 16-byte chunks, two
 /// per thread a tile) at a size with interior tiles, tiles past the M and
-/// N edges, and a last K trip past K's edge, against an f64 product.
+/// N edges, and a last K trip past K's edge, against an f64 product: on
+/// sm_80 (`mma.sync`) and on sm_90a (`wgmma` from swizzled tiles, issue 32).
 #[test]
 fn the_bundles_gemm_on_interior_and_edge_tiles() {
+    bundle_gemm(80);
+}
+
+#[test]
+fn the_bundles_gemm_on_wgmma_on_interior_and_edge_tiles() {
+    bundle_gemm(phobos_core::arch::SM_90A);
+}
+
+fn bundle_gemm(arch: u32) {
     let src = include_str!("../../crates/phobos-gpucheck/kernels/bf16_gemm.pho");
     let (m, n, k) = (300usize, 264usize, 200usize);
-    let o = Case::source(src, "bf16_gemm.pho", "bf16_gemm")
+    let case = Case::source_for(src, "bf16_gemm.pho", "bf16_gemm", arch);
+    assert_eq!(
+        case.kernel.ptx.contains("wgmma.mma_async"),
+        arch == phobos_core::arch::SM_90A
+    );
+    let o = case
         .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
         .run([m.div_ceil(128) as u32, n.div_ceil(128) as u32, 1]);
     let (a, b) = (o.input("A"), o.input("B"));

@@ -564,3 +564,45 @@ kernel nested(X: tensor<f32>[R, L], y: tensor<f32>[1, R]) {
     let r = report(planted, [1, 1, 1]);
     assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
 }
+
+/// `mma_gemm_staged` for sm_90a: `wgmma` reads the ring's stages through
+/// the async proxy, so each thread fences its `cp.async` writes
+/// (`fence.proxy.async` after its wait) before the barrier that hands them
+/// to the other warpgroups.
+fn wgmma_gemm() -> Case {
+    one_thread(
+        Case::corpus_for("mma_gemm_staged", phobos_core::arch::SM_90A).dims(&[
+            ("M", 64),
+            ("N", 64),
+            ("K", 128),
+        ]),
+    )
+}
+
+#[test]
+fn wgmma_operands_written_without_the_proxy_fence_are_a_race() {
+    assert!(wgmma_gemm().kernel.ptx.contains("wgmma.mma_async"));
+    clean(wgmma_gemm(), [1, 1, 1]);
+    let planted = with_ptx(wgmma_gemm(), |p| {
+        p.replace("\tfence.proxy.async.shared::cta;\n", "")
+    });
+    let r = report(planted, [1, 1, 1]);
+    let dot = corpus_at("mma_gemm_staged", "dot(a, trans(w))");
+    assert_caught_at(&r, CheckKind::Racecheck, "mma_gemm_staged", &dot);
+    assert!(r.message.contains("unfenced"), "{r}");
+}
+
+#[test]
+fn wgmma_operands_overwritten_before_wait_group_are_a_race() {
+    // Each trip retires its products (`wgmma.wait_group 0`) before the
+    // next trip's barrier; without it, the next trip's `cp.async` into the
+    // stage refills bytes a product in flight still reads.
+    clean(wgmma_gemm(), [1, 1, 1]);
+    let planted = with_ptx(wgmma_gemm(), |p| {
+        p.replace("\twgmma.wait_group.sync.aligned 0;\n", "")
+    });
+    let r = report(planted, [1, 1, 1]);
+    let copy = corpus_at("mma_gemm_staged", "var a = A[");
+    assert_caught_at(&r, CheckKind::Racecheck, "mma_gemm_staged", &copy);
+    assert!(r.message.contains("in-flight wgmma.mma_async"), "{r}");
+}

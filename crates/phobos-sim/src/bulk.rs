@@ -587,6 +587,9 @@ impl Warp {
                     }
                     if cx.checks {
                         for (o, _) in &chunks {
+                            // A wgmma still reading these bytes (before its
+                            // wait_group) must not see them change.
+                            crate::wgmma::in_flight_write(l, *o, 16, cx, cta)?;
                             let r = *o as usize..*o as usize + 16;
                             if let Some(b) = r.clone().find(|&b| cta.tma.inflight[b] != 0) {
                                 return Err(racecheck(

@@ -1381,8 +1381,8 @@ impl Warp {
 /// Racecheck for a write of shared `[off, off + len)` (by `lane` of the
 /// faulting warp): bytes an in-flight wgmma reads must not change before
 /// its `wgmma.wait_group`. Every writer of shared memory calls it (stores
-/// and atomics through `Warp::async_guard`, `cp.async` landings; a TMA
-/// write must too).
+/// and atomics through `Warp::async_guard`, `cp.async` landings, and a
+/// TMA load when `bulk` issues it).
 pub(crate) fn in_flight_write(
     lane: usize,
     off: u32,
