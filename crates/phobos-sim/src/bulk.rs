@@ -339,6 +339,13 @@ pub(crate) fn generic_guard(
             continue;
         }
         let land = t.landings[tag as usize - 1];
+        if land.bar == u32::MAX {
+            // Its mbarrier has been invalidated since: a later init
+            // starts phases anew, and the barrier that ended the old
+            // object's use is what orders these bytes.
+            checked = tag;
+            continue;
+        }
         let seen = t.seen.get(&(tid, land.bar)).map_or(-2, |s| s.0);
         if cta.epoch == land.epoch && seen < land.phase {
             let [x, y, z] = cx.thread_xyz(land.tid);
