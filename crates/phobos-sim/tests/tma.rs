@@ -522,3 +522,95 @@ fn bad_tensor_map_arguments_are_clear_errors() {
         "{rep}"
     );
 }
+
+/// A kernel whose body is `body`, with `out` and the thread index in %r1.
+fn plain(body: &str) -> String {
+    format!(
+        r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 p_out)
+{{
+  .reg .pred %p<4>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [p_out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.u64 %rd3, %rd1, %rd2;
+{body}
+  st.global.u32 [%rd3], %r2;
+  ret;
+}}
+"#
+    )
+}
+
+fn run_plain(body: &str, threads: u32) -> Result<Vec<u32>, SimError> {
+    let module = Module::parse(&plain(body))?;
+    let mut dev = Device::new();
+    let out = dev.alloc("out", threads as usize * 4)?;
+    dev.launch(
+        Launch::new(&module, "k", [1, 1, 1], [threads, 1, 1]),
+        &[KernelArg::Buffer(out)],
+        &LaunchOptions::default(),
+        None,
+    )?;
+    Ok(dev
+        .to_vec(out)?
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+#[test]
+fn nested_scopes_own_their_registers_and_labels() {
+    // Two blocks declare the same register and label (as inline assembly
+    // pasted twice does); each loop counts with its own, and the outer %r2
+    // is not the inner one.
+    let block = |k: u32| {
+        format!(
+            "
+  {{
+    .reg .b32 n;
+    .reg .pred done;
+    mov.u32 n, 0;
+  again:
+    add.u32 n, n, 1;
+    setp.ge.u32 done, n, {k};
+    @!done bra.uni again;
+    add.u32 %r2, %r2, n;
+  }}"
+        )
+    };
+    let body = format!("  mov.u32 %r2, 100;{}{}", block(3), block(5));
+    let out = run_plain(&body, 32).unwrap();
+    assert!(out.iter().all(|&v| v == 108), "{out:?}");
+    // A label inside a block is not visible outside it.
+    let body = format!("{}\n  bra.uni again;", block(1));
+    let err = Module::parse(&plain(&body)).unwrap_err().to_string();
+    assert!(err.contains("undefined label `again`"), "{err}");
+}
+
+#[test]
+fn elect_sync_elects_the_lowest_lane_and_needs_the_whole_mask() {
+    let body = "
+  elect.sync %r3|%p1, -1;
+  selp.u32 %r4, 1000, 0, %p1;
+  add.u32 %r2, %r3, %r4;";
+    let out = run_plain(body, 64).unwrap();
+    for (t, &v) in out.iter().enumerate() {
+        assert_eq!(v, if t % 32 == 0 { 1000 } else { 0 }, "thread {t}");
+    }
+    // Lanes 0-15 only, with a full member mask.
+    let body = "
+  setp.ge.u32 %p2, %r1, 16;
+  @%p2 bra $skip;
+  elect.sync %r3|%p1, -1;
+$skip:
+  mov.u32 %r2, 0;";
+    let r = check_report(&run_plain(body, 32).unwrap_err()).clone();
+    assert_eq!(r.kind, CheckKind::Synccheck, "{r}");
+    assert!(r.message.contains("executed by lanes 0-15 only"), "{r}");
+}
