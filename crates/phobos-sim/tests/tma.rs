@@ -614,3 +614,89 @@ $skip:
     assert_eq!(r.kind, CheckKind::Synccheck, "{r}");
     assert!(r.message.contains("executed by lanes 0-15 only"), "{r}");
 }
+
+/// Arrive states, pending counts, test_wait on a state, expect_tx and
+/// complete_tx by threads, arrive_drop, and a generic mbarrier address:
+/// each thread's %r2 collects what it saw.
+const PHASES: &str = "
+  .shared .align 8 .b64 b1;
+  .shared .align 8 .b64 b2;
+  .shared .align 8 .b64 b3;
+  setp.ne.u32 %p3, %r1, 0;
+  @%p3 bra $inited;
+  mbarrier.init.shared::cta.b64 [b1], 64;
+  mov.u64 %rd4, b2;
+  cvta.shared.u64 %rd5, %rd4;
+  mbarrier.init.b64 [%rd5], 4;
+  mbarrier.init.shared::cta.b64 [b3], 2;
+$inited:
+  bar.sync 0;
+  // b1: every thread arrives; the pending count after each arrival is
+  // one of 0..63, each once; a state wait then succeeds.
+  mbarrier.arrive.release.cta.shared::cta.b64 %rd4, [b1];
+  mbarrier.pending_count.b64 %r2, %rd4;
+$w1:
+  mbarrier.test_wait.acquire.cta.shared::cta.b64 %p1, [b1], %rd4;
+  @!%p1 bra $w1;
+  // b2 (generic address): thread 0 expects 100 bytes, threads 0-3 each
+  // complete 25 and arrive; the phase completes only with all of them.
+  setp.ge.u32 %p2, %r1, 4;
+  @%p2 bra $b3;
+  @!%p3 mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [b2], 100;
+  bar.warp.sync 15;
+  mbarrier.test_wait.parity.shared::cta.b64 %p1, [b2], 0;
+  selp.u32 %r5, 1000, 0, %p1;
+  add.u32 %r2, %r2, %r5;
+  mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [b2], 25;
+  mbarrier.arrive.shared::cta.b64 _, [b2];
+$w2:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [b2], 0;
+  @!%p1 bra $w2;
+  add.u32 %r2, %r2, 100;
+  // b3: thread 0 drops out of it after phase 0; thread 1 alone
+  // completes phase 1.
+  setp.gt.u32 %p2, %r1, 1;
+  @%p2 bra $b3;
+  @!%p3 mbarrier.arrive_drop.shared::cta.b64 _, [b3];
+  @%p3 mbarrier.arrive.shared::cta.b64 _, [b3];
+  @!%p3 bra $b3;
+$w3:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [b3], 0;
+  @!%p1 bra $w3;
+  mbarrier.arrive.shared::cta.b64 _, [b3];
+  mbarrier.test_wait.parity.shared::cta.b64 %p1, [b3], 1;
+  selp.u32 %r5, 10000, 0, %p1;
+  add.u32 %r2, %r2, %r5;
+$b3:";
+
+#[test]
+fn arrivals_states_transactions_and_drops_complete_phases_as_the_isa_says() {
+    let out = run_plain(PHASES, 64).unwrap();
+    let mut pending: Vec<u32> = out.iter().map(|v| v % 100).collect();
+    pending.sort();
+    assert_eq!(pending, (0..64).collect::<Vec<_>>(), "{out:?}");
+    for (t, v) in out.iter().enumerate() {
+        // Threads 0-3: the tx wait before completing saw no completion
+        // (no 1000s), the b2 wait succeeded (100); thread 1 saw b3's
+        // phase 1 complete by its lone arrival (10000).
+        let want = match t {
+            0 | 2 | 3 => 100,
+            1 => 10100,
+            _ => 0,
+        };
+        assert_eq!(v / 100 * 100, want, "thread {t}: {v}");
+    }
+}
+
+#[test]
+fn missing_arrivals_deadlock_with_the_count_in_the_report() {
+    let body = PHASES.replace("[b1], 64;", "[b1], 65;");
+    let r = check_report(&run_plain(&body, 64).unwrap_err()).clone();
+    assert!(r.message.contains("deadlock"), "{r}");
+    let text = r.to_string();
+    assert!(
+        text.contains("64 thread(s) from (0, 0, 0) wait at PTX line")
+            && text.contains("for phase 0 of the mbarrier at shared offset 0x0 (`b1`): it is in phase 0 with 1 of 65 arrivals pending"),
+        "{text}"
+    );
+}
