@@ -700,3 +700,88 @@ fn missing_arrivals_deadlock_with_the_count_in_the_report() {
         "{text}"
     );
 }
+
+/// A plain (tensor-map-free) bulk load of 256 bytes from `in + 16` into
+/// `buf`, each of 64 threads doubling its word, `fence` and a barrier,
+/// and thread 0's bulk store of `buf` to `out`.
+fn linear_kernel(size: u32, fence: &str) -> String {
+    format!(
+        r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 p_in, .param .u64 p_out)
+{{
+  .reg .pred %p<4>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<10>;
+  .shared .align 16 .b8 buf[256];
+  .shared .align 8 .b64 bar;
+  ld.param.u64 %rd1, [p_in];
+  ld.param.u64 %rd2, [p_out];
+  add.u64 %rd1, %rd1, 16;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $sync;
+  mbarrier.init.shared::cta.b64 [bar], 1;
+$sync:
+  bar.sync 0;
+  @%p1 bra $wait;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], {size};
+  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [buf], [%rd1], {size}, [bar];
+$wait:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+  @!%p2 bra $wait;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, buf;
+  add.u32 %r3, %r3, %r2;
+  ld.shared.u32 %r4, [%r3];
+  add.u32 %r4, %r4, %r4;
+  st.shared.u32 [%r3], %r4;
+{fence}
+  bar.sync 0;
+  @%p1 bra $done;
+  cp.async.bulk.global.shared::cta.bulk_group [%rd2], [buf], 256;
+  cp.async.bulk.commit_group;
+  cp.async.bulk.wait_group.read 0;
+$done:
+  ret;
+}}
+"#
+    )
+}
+
+fn run_linear(ptx: &str) -> Result<Vec<u32>, SimError> {
+    let module = Module::parse(ptx)?;
+    let mut dev = Device::new();
+    let input: Vec<u8> = (0..80u32).flat_map(|i| (i * 3).to_le_bytes()).collect();
+    let inp = dev.alloc_from("in", &input)?;
+    let out = dev.alloc("out", 256)?;
+    dev.launch(
+        Launch::new(&module, "k", [1, 1, 1], [64, 1, 1]),
+        &[KernelArg::Buffer(inp), KernelArg::Buffer(out)],
+        &LaunchOptions::default(),
+        None,
+    )?;
+    Ok(dev
+        .to_vec(out)?
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+#[test]
+fn plain_bulk_copies_load_and_store_with_the_same_checks() {
+    let fence = "  fence.proxy.async.shared::cta;";
+    let out = run_linear(&linear_kernel(256, fence)).unwrap();
+    let want: Vec<u32> = (4..68u32).map(|i| 2 * i * 3).collect();
+    assert_eq!(out, want);
+    // Without the proxy fence, the store reads unfenced generic writes.
+    let r = check_report(&run_linear(&linear_kernel(256, "")).unwrap_err()).clone();
+    assert!(r.message.contains("left unfenced"), "{r}");
+    assert!(r.instruction.starts_with("cp.async.bulk.global"), "{r}");
+    // A size that is no multiple of 16.
+    let r = check_report(&run_linear(&linear_kernel(200, fence)).unwrap_err()).clone();
+    assert_eq!(r.kind, CheckKind::Memcheck, "{r}");
+    assert!(r.message.contains("positive multiple of 16"), "{r}");
+}
