@@ -55,6 +55,20 @@ pub(crate) enum BulkInst {
         coords: Vec<Slot>,
         src: Addr,
     },
+    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+    /// [dst], [src], size, [mbar]`: `size` bytes, no tensor map.
+    LinearLoad {
+        dst: Addr,
+        src: Addr,
+        size: Slot,
+        bar: BarAddr,
+    },
+    /// `cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`.
+    LinearStore {
+        dst: Addr,
+        src: Addr,
+        size: Slot,
+    },
     Commit,
     /// `wait_group{.read} keep`.
     Wait {
@@ -187,6 +201,43 @@ impl Decoder {
                         coords,
                         src: self.addr(&ops[1], line)?,
                     }
+                }
+            }
+            ["async", "bulk", first, rest @ ..]
+                if first.starts_with("shared") || *first == "global" =>
+            {
+                let load = *first != "global";
+                let hint = has(rest, "L2::cache_hint");
+                let want: &[&str] = if load {
+                    &["global", "mbarrier::complete_tx::bytes"]
+                } else {
+                    &["shared", "bulk_group"]
+                };
+                let ok = rest.len() == want.len() + usize::from(hint)
+                    && rest[..want.len()] == *want
+                    && (!load || matches!(*first, "shared" | "shared::cluster"));
+                if !ok {
+                    return Err(bad());
+                }
+                let n = 3 + usize::from(load) + usize::from(hint);
+                self.want(ops, n, i)?;
+                if let Some(o) = ops.get(n - 1).filter(|_| hint) {
+                    self.src(o, Ty::U64, line)?;
+                }
+                let (dst, src) = (self.addr(&ops[0], line)?, self.addr(&ops[1], line)?);
+                let size = self.src(&ops[2], Ty::U32, line)?;
+                if load {
+                    BulkInst::LinearLoad {
+                        dst,
+                        src,
+                        size,
+                        bar: BarAddr {
+                            space: MemSpace::Shared,
+                            addr: self.addr(&ops[3], line)?,
+                        },
+                    }
+                } else {
+                    BulkInst::LinearStore { dst, src, size }
                 }
             }
             _ => return Err(bad()),
@@ -339,6 +390,13 @@ pub(crate) fn generic_guard(
             continue;
         }
         let land = t.landings[tag as usize - 1];
+        if land.bar == u32::MAX {
+            // Its mbarrier has been invalidated since: a later init
+            // starts phases anew, and the barrier that ended the old
+            // object's use is what orders these bytes.
+            checked = tag;
+            continue;
+        }
         let seen = t.seen.get(&(tid, land.bar)).map_or(-2, |s| s.0);
         if cta.epoch == land.epoch && seen < land.phase {
             let [x, y, z] = cx.thread_xyz(land.tid);
@@ -496,20 +554,20 @@ fn for_each_elem(m: &TensorMap, start: [i64; 5], mut f: impl FnMut(u32, Option<u
 }
 
 impl Warp {
-    /// A shared offset for a bulk copy of `len` bytes: 128-byte aligned, in
-    /// bounds.
+    /// A shared offset for a bulk copy of `len` bytes: `align`-byte
+    /// aligned (128 for a tensor copy, 16 for a plain one), in bounds.
     fn bulk_shared(
         &self,
         l: usize,
         a: Addr,
-        len: u64,
+        (len, align): (u64, u64),
         what: &str,
         cx: &Ctx,
         cta: &CtaState,
     ) -> Result<u32, Fault> {
         let (sp, addr) = Self::resolve(MemSpace::Shared, address(&self.regs, a, l));
-        if !addr.is_multiple_of(128) {
-            return Err(cx.memcheck_at(misaligned(what, 128), l, addr, sp));
+        if !addr.is_multiple_of(align) {
+            return Err(cx.memcheck_at(misaligned(what, align as u32), l, addr, sp));
         }
         let limit = cta.shared.len() as u64;
         if addr + len > limit {
@@ -540,19 +598,12 @@ impl Warp {
                     let off = self.bulk_shared(
                         l,
                         *dst,
-                        bytes,
+                        (bytes, 128),
                         "cp.async.bulk.tensor shared write",
                         cx,
                         cta,
                     )?;
                     let boff = self.bar_offset(l, *bar, "cp.async.bulk.tensor", cx, cta)?;
-                    if !cta.tma.bars.contains_key(&boff) {
-                        return Err(Fault::new(
-                            CheckKind::Synccheck,
-                            "cp.async.bulk.tensor completes on shared memory that holds no initialized mbarrier",
-                        )
-                        .at(l, u64::from(boff), Space::Shared));
-                    }
                     let start = self.coords(coords, l);
                     let es = m.data_type.size();
                     let mut lin_bytes = vec![0u8; bytes as usize];
@@ -585,54 +636,8 @@ impl Warp {
                         let o = swizzle(m.swizzle, off + 16 * k as u32);
                         chunks.push((o, c.try_into().unwrap_or([0; 16])));
                     }
-                    if cx.checks {
-                        for (o, _) in &chunks {
-                            // A wgmma still reading these bytes (before its
-                            // wait_group) must not see them change.
-                            crate::wgmma::in_flight_write(l, *o, 16, cx, cta)?;
-                            let r = *o as usize..*o as usize + 16;
-                            if let Some(b) = r.clone().find(|&b| cta.tma.inflight[b] != 0) {
-                                return Err(racecheck(
-                                    l,
-                                    b as u32,
-                                    "cp.async.bulk.tensor writes shared memory that another bulk copy in flight also writes".into(),
-                                    cx,
-                                ));
-                            }
-                        }
-                    }
-                    for (o, _) in &chunks {
-                        for b in *o as usize..*o as usize + 16 {
-                            cta.tma.inflight[b] += 1;
-                        }
-                    }
-                    cta.tma.copies.push(BulkCopy {
-                        tid: self.first_tid + l as u32,
-                        pc,
-                        bar: boff,
-                        bytes,
-                        chunks,
-                    });
-                    cta.tma.events += 1;
-                    if cta.observing {
-                        let thread = self.first_tid + l as u32;
-                        cta.accesses.push(Access {
-                            thread,
-                            space: Space::Global,
-                            kind: AccessKind::Load,
-                            addr: m.address,
-                            bytes: bytes as u32,
-                            buffer: touched,
-                        });
-                        cta.accesses.push(Access {
-                            thread,
-                            space: Space::Shared,
-                            kind: AccessKind::Store,
-                            addr: u64::from(off),
-                            bytes: bytes as u32,
-                            buffer: None,
-                        });
-                    }
+                    let global = (m.address, touched);
+                    self.start_copy(l, pc, (off, boff, bytes), chunks, global, cx, cta)?;
                 }
             }
             BulkInst::Store { map, coords, src } => {
@@ -643,7 +648,7 @@ impl Warp {
                     let off = self.bulk_shared(
                         l,
                         *src,
-                        bytes,
+                        (bytes, 128),
                         "cp.async.bulk.tensor shared read",
                         cx,
                         cta,
@@ -692,6 +697,87 @@ impl Warp {
                     }
                 }
             }
+            BulkInst::LinearLoad {
+                dst,
+                src,
+                size,
+                bar,
+            } => {
+                for l in lanes(active) {
+                    let n = self.bulk_size(*size, l)?;
+                    let off =
+                        self.bulk_shared(l, *dst, (n, 16), "cp.async.bulk shared write", cx, cta)?;
+                    let boff = self.bar_offset(l, *bar, "cp.async.bulk", cx, cta)?;
+                    let g = address(&self.regs, *src, l);
+                    if !g.is_multiple_of(16) {
+                        return Err(cx.memcheck_at(
+                            misaligned("cp.async.bulk global read", 16),
+                            l,
+                            g,
+                            Space::Global,
+                        ));
+                    }
+                    let (bi, bo) = cx.dev.locate(g, n as u32).map_err(|e| {
+                        cx.global_fault(e, g, n as u32, false)
+                            .at(l, g, Space::Global)
+                    })?;
+                    let buf = &cx.dev.buffers[bi];
+                    let chunks = (0..n / 16)
+                        .map(|k| {
+                            let mut c = [0u8; 16];
+                            for (i, b) in c.iter_mut().enumerate() {
+                                *b = buf.load(bo + 16 * k + i as u64, 1) as u8;
+                            }
+                            (off + 16 * k as u32, c)
+                        })
+                        .collect();
+                    self.start_copy(l, pc, (off, boff, n), chunks, (g, Some(bi)), cx, cta)?;
+                }
+            }
+            BulkInst::LinearStore { dst, src, size } => {
+                for l in lanes(active) {
+                    let n = self.bulk_size(*size, l)?;
+                    let off =
+                        self.bulk_shared(l, *src, (n, 16), "cp.async.bulk shared read", cx, cta)?;
+                    async_proxy_read(
+                        cx,
+                        cta,
+                        (self.first_tid + l as u32, l, off, n as u32),
+                        "cp.async.bulk",
+                    )?;
+                    let g = address(&self.regs, *dst, l);
+                    if !g.is_multiple_of(16) {
+                        return Err(cx.memcheck_at(
+                            misaligned("cp.async.bulk global write", 16),
+                            l,
+                            g,
+                            Space::Global,
+                        ));
+                    }
+                    let (bi, bo) = cx.dev.locate(g, n as u32).map_err(|e| {
+                        cx.global_fault(e, g, n as u32, true)
+                            .at(l, g, Space::Global)
+                    })?;
+                    let buf = &cx.dev.buffers[bi];
+                    for i in 0..n {
+                        buf.store(
+                            bo + i,
+                            1,
+                            u64::from(cta.shared[(u64::from(off) + i) as usize]),
+                        );
+                    }
+                    cta.written[bi] = true;
+                    if cx.checks {
+                        cta.tma.store_reads.push(StoreRead {
+                            tid: self.first_tid + l as u32,
+                            pc,
+                            off,
+                            len: n as u32,
+                            group: None,
+                        });
+                    }
+                }
+            }
             BulkInst::Commit => {
                 for l in lanes(active) {
                     let tid = self.first_tid + l as u32;
@@ -719,6 +805,91 @@ impl Warp {
             }
         }
         Ok(())
+    }
+
+    /// Puts a load of `chunks` (16-byte pieces at their shared offsets) in
+    /// flight on the mbarrier at `boff`: `(dst, boff, bytes)`, and the global
+    /// address and buffer it read, for the observer.
+    #[allow(clippy::too_many_arguments)]
+    fn start_copy(
+        &self,
+        l: usize,
+        pc: u32,
+        (off, boff, bytes): (u32, u32, u64),
+        chunks: Vec<(u32, [u8; 16])>,
+        (gaddr, buffer): (u64, Option<usize>),
+        cx: &Ctx,
+        cta: &mut CtaState,
+    ) -> Result<(), Fault> {
+        if !cta.tma.bars.contains_key(&boff) {
+            return Err(Fault::new(
+                CheckKind::Synccheck,
+                "the bulk copy completes on shared memory that holds no initialized mbarrier",
+            )
+            .at(l, u64::from(boff), Space::Shared));
+        }
+        if cx.checks {
+            for (o, _) in &chunks {
+                // A wgmma still reading these bytes (before its
+                // wait_group) must not see them change.
+                crate::wgmma::in_flight_write(l, *o, 16, cx, cta)?;
+                let r = *o as usize..*o as usize + 16;
+                if let Some(b) = r.clone().find(|&b| cta.tma.inflight[b] != 0) {
+                    return Err(racecheck(
+                        l,
+                        b as u32,
+                        "a bulk copy writes shared memory that another bulk copy in flight also writes".into(),
+                        cx,
+                    ));
+                }
+            }
+        }
+        for (o, _) in &chunks {
+            for b in *o as usize..*o as usize + 16 {
+                cta.tma.inflight[b] += 1;
+            }
+        }
+        cta.tma.copies.push(BulkCopy {
+            tid: self.first_tid + l as u32,
+            pc,
+            bar: boff,
+            bytes,
+            chunks,
+        });
+        cta.tma.events += 1;
+        if cta.observing {
+            let thread = self.first_tid + l as u32;
+            cta.accesses.push(Access {
+                thread,
+                space: Space::Global,
+                kind: AccessKind::Load,
+                addr: gaddr,
+                bytes: bytes as u32,
+                buffer,
+            });
+            cta.accesses.push(Access {
+                thread,
+                space: Space::Shared,
+                kind: AccessKind::Store,
+                addr: u64::from(off),
+                bytes: bytes as u32,
+                buffer: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// A plain bulk copy's byte count: a positive multiple of 16.
+    fn bulk_size(&self, size: Slot, l: usize) -> Result<u64, Fault> {
+        let n = self.regs[size as usize * 32 + l] & 0xFFFF_FFFF;
+        if n == 0 || !n.is_multiple_of(16) {
+            return Err(Fault::new(
+                CheckKind::Memcheck,
+                format!("cp.async.bulk of {n} bytes: the size must be a positive multiple of 16"),
+            )
+            .at(l, 0, Space::Shared));
+        }
+        Ok(n)
     }
 
     fn check_rank(&self, m: &TensorMap, n: usize, l: usize) -> Result<(), Fault> {

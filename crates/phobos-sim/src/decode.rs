@@ -907,7 +907,7 @@ const KNOWN_OPCODES: &[&str] = &[
     "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "and", "or", "xor", "not", "cnot",
     "shl", "shr", "popc", "clz", "brev", "bfe", "bfi", "prmt", "dp4a", "dp2a", "setp", "selp",
     "cvt", "ld", "st", "atom", "red", "bra", "ret", "exit", "bar", "barrier", "shfl", "vote",
-    "membar", "fence", "ldmatrix", "mma", "cp", "wgmma", "mbarrier",
+    "membar", "fence", "ldmatrix", "mma", "cp", "wgmma", "mbarrier", "elect",
 ];
 
 /// Special registers that exist in PTX but that the simulator does not model.
@@ -1359,6 +1359,7 @@ impl Decoder {
             "fence" if mods.first() == Some(&"proxy") => self.fence_proxy(i, mods),
             "membar" | "fence" => Ok(Op::Nop),
             "mbarrier" => self.mbarrier(i, mods),
+            "elect" => self.elect(i, mods),
             "cp" if mods.get(1) == Some(&"bulk") => self.bulk(i, mods),
             "ldmatrix" => self.ldmatrix(i, mods),
             "mma" => self.mma(i, mods),

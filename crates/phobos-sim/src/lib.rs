@@ -85,6 +85,7 @@ mod module;
 mod numeric;
 pub mod observer;
 mod parse;
+mod scope;
 mod tensor;
 pub mod tensor_map;
 mod warp;

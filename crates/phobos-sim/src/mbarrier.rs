@@ -98,6 +98,90 @@ pub(crate) enum TmaInst {
     Bulk(crate::bulk::BulkInst),
     /// `fence.proxy.async{.space}`.
     FenceProxyAsync,
+    /// `elect.sync d|p, membermask` (how Hopper code picks the one thread
+    /// that issues a copy).
+    Elect {
+        d: Slot,
+        p: PredId,
+        mask: Slot,
+    },
+}
+
+impl TmaInst {
+    /// Calls `f(slot, written)` for every register the instruction reads
+    /// or writes (addresses' base registers included), for the wgmma
+    /// checks of registers in flight.
+    pub(crate) fn slots(&self, f: &mut dyn FnMut(Slot, bool)) {
+        use crate::bulk::BulkInst as B;
+        let base = |a: &Addr, f: &mut dyn FnMut(Slot, bool)| {
+            if let Some(b) = a.base {
+                f(b, false);
+            }
+        };
+        match self {
+            TmaInst::Init { bar, count } => {
+                base(&bar.addr, f);
+                f(*count, false);
+            }
+            TmaInst::Inval { bar } => base(&bar.addr, f),
+            TmaInst::Arrive {
+                d, bar, count, tx, ..
+            } => {
+                base(&bar.addr, f);
+                count.iter().chain(tx).for_each(|&s| f(s, false));
+                f(*d, true);
+            }
+            TmaInst::Tx { bar, tx, .. } => {
+                base(&bar.addr, f);
+                f(*tx, false);
+            }
+            TmaInst::Wait { bar, arg, .. } => {
+                base(&bar.addr, f);
+                f(*arg, false);
+            }
+            TmaInst::PendingCount { d, state } => {
+                f(*state, false);
+                f(*d, true);
+            }
+            TmaInst::Elect { d, mask, .. } => {
+                f(*mask, false);
+                f(*d, true);
+            }
+            TmaInst::Bulk(B::Load {
+                dst,
+                map,
+                coords,
+                bar,
+            }) => {
+                base(dst, f);
+                base(&bar.addr, f);
+                f(*map, false);
+                coords.iter().for_each(|&s| f(s, false));
+            }
+            TmaInst::Bulk(B::Store { map, coords, src }) => {
+                base(src, f);
+                f(*map, false);
+                coords.iter().for_each(|&s| f(s, false));
+            }
+            TmaInst::Bulk(B::LinearLoad {
+                dst,
+                src,
+                size,
+                bar,
+            }) => {
+                base(dst, f);
+                base(src, f);
+                base(&bar.addr, f);
+                f(*size, false);
+            }
+            TmaInst::Bulk(B::LinearStore { dst, src, size }) => {
+                base(dst, f);
+                base(src, f);
+                f(*size, false);
+            }
+            TmaInst::Bulk(B::Commit | B::Wait { .. }) | TmaInst::FenceProxyAsync => {}
+        }
+    }
 }
 
 /// One mbarrier object.
@@ -238,6 +322,23 @@ impl Decoder {
             ["proxy", "alias"] => Ok(Op::Nop),
             _ => Err(unsupported(&i.opcode, i.line)),
         }
+    }
+
+    /// `elect.sync d|p, membermask`.
+    pub(crate) fn elect(&mut self, i: &RawInst, mods: &[&str]) -> Result<Op, SimError> {
+        if mods != ["sync"] {
+            return Err(unsupported(&i.opcode, i.line));
+        }
+        self.want(&i.operands, 2, i)?;
+        let RawOperand::Pair(d, p) = &i.operands[0] else {
+            return Err(SimError::parse(i.line, "elect.sync writes `d|p`"));
+        };
+        let t = TmaInst::Elect {
+            d: self.dst_name(d, i.line)?,
+            p: self.pred(p, i.line)?,
+            mask: self.src(&i.operands[1], Ty::B32, i.line)?,
+        };
+        Ok(self.push_tma(t))
     }
 
     /// Every `mbarrier` form of the PTX ISA 8.x that a CTA uses on its own
@@ -477,6 +578,7 @@ impl Warp {
                     if cx.checks {
                         crate::bulk::generic_guard(self, (l, off, 8, true), pc, cx, cta)?;
                     }
+                    forget(cta, off);
                     cta.tma.bars.insert(
                         off,
                         Mbar {
@@ -497,6 +599,7 @@ impl Warp {
                     let off = self.bar_offset(l, *bar, "mbarrier.inval", cx, cta)?;
                     self.live_bar(l, off, "mbarrier.inval", cx, cta)?;
                     cta.tma.bars.remove(&off);
+                    forget(cta, off);
                     cta.tma.events += 1;
                 }
             }
@@ -645,6 +748,32 @@ impl Warp {
                 }
             }
             TmaInst::Bulk(b) => return self.bulk_tensor(b, active, pc, cx, cta),
+            TmaInst::Elect { d, p, mask } => {
+                // The lanes of the member mask execute it together (a
+                // converged warp); the simulator elects the lowest.
+                let l0 = active.trailing_zeros() as usize;
+                let m = self.regs[*mask as usize * 32 + l0] as u32;
+                let missing = m & !active;
+                if missing != 0
+                    || lanes(active).any(|l| self.regs[*mask as usize * 32 + l] as u32 != m)
+                {
+                    let mut f = Fault::new(
+                        CheckKind::Synccheck,
+                        format!(
+                            "elect.sync with member mask {m:#010x} executed by lanes {} only: every lane of the mask must execute it together, with the same mask",
+                            crate::warp::lane_list(active)
+                        ),
+                    );
+                    f.lane = Some(l0 as u32);
+                    return Err(f);
+                }
+                let leader = m.trailing_zeros();
+                for l in lanes(active) {
+                    self.regs[*d as usize * 32 + l] = u64::from(leader);
+                }
+                let lead = if leader < 32 { 1u32 << leader } else { 0 };
+                self.set_wait_pred(*p, active, lead);
+            }
             TmaInst::FenceProxyAsync => {
                 if cta.tma.on {
                     for l in lanes(active) {
@@ -682,6 +811,15 @@ fn wait_status(b: &Mbar, v: u64, parity: bool) -> (bool, i64) {
     } else {
         let k = v as u32;
         (b.phase.wrapping_sub(k) as i32 > 0, i64::from(k))
+    }
+}
+
+/// Forgets what threads saw of the mbarrier at `off` and which copies it
+/// delivered: a new object starts there (after `inval`, or an `init`).
+fn forget(cta: &mut CtaState, off: u32) {
+    cta.tma.seen.retain(|&(_, b), _| b != off);
+    for l in cta.tma.landings.iter_mut().filter(|l| l.bar == off) {
+        l.bar = u32::MAX;
     }
 }
 

@@ -280,6 +280,11 @@ pub(crate) struct RawEntry {
     pub body: Vec<Stmt>,
     pub reqntid: Option<[u32; 3]>,
     pub maxntid: Option<[u32; 3]>,
+    /// The `{ }` scope of each statement of `body` and each declaration of
+    /// `regs` (0: the entry's own), and each scope's parent (see `scope`).
+    pub stmt_scopes: Vec<u32>,
+    pub reg_scopes: Vec<u32>,
+    pub scope_parents: Vec<u32>,
 }
 
 /// A source position of a `.loc`: (file, line, column).
@@ -677,6 +682,9 @@ impl Parser {
             shared: Vec::new(),
             local: Vec::new(),
             body: Vec::new(),
+            stmt_scopes: Vec::new(),
+            reg_scopes: Vec::new(),
+            scope_parents: vec![0],
             reqntid: None,
             maxntid: None,
         };
@@ -738,14 +746,29 @@ impl Parser {
 
     fn body(&mut self, e: &mut RawEntry) -> Result<(), SimError> {
         let mut depth = 1;
+        // The open `{ }` scopes, innermost last (0 is the entry's body).
+        let mut scopes = vec![0u32];
         loop {
+            // Each statement and register declaration is tagged with the
+            // scope it sits in; `scope::resolve` renames what a nested
+            // scope declares.
+            let here = *scopes.last().unwrap_or(&0);
+            e.stmt_scopes.resize(e.body.len(), here);
+            e.reg_scopes.resize(e.regs.len(), here);
             let t = self.next()?;
             let line = t.line;
             match t.tok {
-                Tok::Punct('{') => depth += 1,
+                Tok::Punct('{') => {
+                    depth += 1;
+                    let id = e.scope_parents.len() as u32;
+                    e.scope_parents.push(here);
+                    scopes.push(id);
+                }
                 Tok::Punct('}') => {
                     depth -= 1;
+                    scopes.pop();
                     if depth == 0 {
+                        crate::scope::resolve(e);
                         return Ok(());
                     }
                 }

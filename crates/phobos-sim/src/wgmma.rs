@@ -725,55 +725,8 @@ fn op_slots(op: &Op, cx: &Ctx, f: &mut impl FnMut(Slot, bool)) {
             ds.iter().take(num as usize).for_each(|&s| f(s, true));
         }
         Op::Tma { idx } => {
-            use crate::bulk::BulkInst as B;
-            use crate::mbarrier::TmaInst as T;
-            let Some(t) = cx.entry.tma.get(idx as usize) else {
-                return;
-            };
-            let addr =
-                |b: &crate::mbarrier::BarAddr, f: &mut dyn FnMut(Slot, bool)| base(&b.addr, f);
-            match t {
-                T::Init { bar, count } => {
-                    addr(bar, f);
-                    f(*count, false);
-                }
-                T::Inval { bar } => addr(bar, f),
-                T::Arrive {
-                    d, bar, count, tx, ..
-                } => {
-                    addr(bar, f);
-                    count.iter().chain(tx).for_each(|&s| f(s, false));
-                    f(*d, true);
-                }
-                T::Tx { bar, tx, .. } => {
-                    addr(bar, f);
-                    f(*tx, false);
-                }
-                T::Wait { bar, arg, .. } => {
-                    addr(bar, f);
-                    f(*arg, false);
-                }
-                T::PendingCount { d, state } => {
-                    f(*state, false);
-                    f(*d, true);
-                }
-                T::Bulk(B::Load {
-                    dst,
-                    map,
-                    coords,
-                    bar,
-                }) => {
-                    base(dst, f);
-                    addr(bar, f);
-                    f(*map, false);
-                    coords.iter().for_each(|&s| f(s, false));
-                }
-                T::Bulk(B::Store { map, coords, src }) => {
-                    base(src, f);
-                    f(*map, false);
-                    coords.iter().for_each(|&s| f(s, false));
-                }
-                T::Bulk(B::Commit | B::Wait { .. }) | T::FenceProxyAsync => {}
+            if let Some(t) = cx.entry.tma.get(idx as usize) {
+                t.slots(&mut |s, w| f(s, w));
             }
         }
         Op::Mma { idx, .. } => {

@@ -522,3 +522,266 @@ fn bad_tensor_map_arguments_are_clear_errors() {
         "{rep}"
     );
 }
+
+/// A kernel whose body is `body`, with `out` and the thread index in %r1.
+fn plain(body: &str) -> String {
+    format!(
+        r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 p_out)
+{{
+  .reg .pred %p<4>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [p_out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.u64 %rd3, %rd1, %rd2;
+{body}
+  st.global.u32 [%rd3], %r2;
+  ret;
+}}
+"#
+    )
+}
+
+fn run_plain(body: &str, threads: u32) -> Result<Vec<u32>, SimError> {
+    let module = Module::parse(&plain(body))?;
+    let mut dev = Device::new();
+    let out = dev.alloc("out", threads as usize * 4)?;
+    dev.launch(
+        Launch::new(&module, "k", [1, 1, 1], [threads, 1, 1]),
+        &[KernelArg::Buffer(out)],
+        &LaunchOptions::default(),
+        None,
+    )?;
+    Ok(dev
+        .to_vec(out)?
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+#[test]
+fn nested_scopes_own_their_registers_and_labels() {
+    // Two blocks declare the same register and label (as inline assembly
+    // pasted twice does); each loop counts with its own, and the outer %r2
+    // is not the inner one.
+    let block = |k: u32| {
+        format!(
+            "
+  {{
+    .reg .b32 n;
+    .reg .pred done;
+    mov.u32 n, 0;
+  again:
+    add.u32 n, n, 1;
+    setp.ge.u32 done, n, {k};
+    @!done bra.uni again;
+    add.u32 %r2, %r2, n;
+  }}"
+        )
+    };
+    let body = format!("  mov.u32 %r2, 100;{}{}", block(3), block(5));
+    let out = run_plain(&body, 32).unwrap();
+    assert!(out.iter().all(|&v| v == 108), "{out:?}");
+    // A label inside a block is not visible outside it.
+    let body = format!("{}\n  bra.uni again;", block(1));
+    let err = Module::parse(&plain(&body)).unwrap_err().to_string();
+    assert!(err.contains("undefined label `again`"), "{err}");
+}
+
+#[test]
+fn elect_sync_elects_the_lowest_lane_and_needs_the_whole_mask() {
+    let body = "
+  elect.sync %r3|%p1, -1;
+  selp.u32 %r4, 1000, 0, %p1;
+  add.u32 %r2, %r3, %r4;";
+    let out = run_plain(body, 64).unwrap();
+    for (t, &v) in out.iter().enumerate() {
+        assert_eq!(v, if t % 32 == 0 { 1000 } else { 0 }, "thread {t}");
+    }
+    // Lanes 0-15 only, with a full member mask.
+    let body = "
+  setp.ge.u32 %p2, %r1, 16;
+  @%p2 bra $skip;
+  elect.sync %r3|%p1, -1;
+$skip:
+  mov.u32 %r2, 0;";
+    let r = check_report(&run_plain(body, 32).unwrap_err()).clone();
+    assert_eq!(r.kind, CheckKind::Synccheck, "{r}");
+    assert!(r.message.contains("executed by lanes 0-15 only"), "{r}");
+}
+
+/// Arrive states, pending counts, test_wait on a state, expect_tx and
+/// complete_tx by threads, arrive_drop, and a generic mbarrier address:
+/// each thread's %r2 collects what it saw.
+const PHASES: &str = "
+  .shared .align 8 .b64 b1;
+  .shared .align 8 .b64 b2;
+  .shared .align 8 .b64 b3;
+  setp.ne.u32 %p3, %r1, 0;
+  @%p3 bra $inited;
+  mbarrier.init.shared::cta.b64 [b1], 64;
+  mov.u64 %rd4, b2;
+  cvta.shared.u64 %rd5, %rd4;
+  mbarrier.init.b64 [%rd5], 4;
+  mbarrier.init.shared::cta.b64 [b3], 2;
+$inited:
+  bar.sync 0;
+  // b1: every thread arrives; the pending count after each arrival is
+  // one of 0..63, each once; a state wait then succeeds.
+  mbarrier.arrive.release.cta.shared::cta.b64 %rd4, [b1];
+  mbarrier.pending_count.b64 %r2, %rd4;
+$w1:
+  mbarrier.test_wait.acquire.cta.shared::cta.b64 %p1, [b1], %rd4;
+  @!%p1 bra $w1;
+  // b2 (generic address): thread 0 expects 100 bytes, threads 0-3 each
+  // complete 25 and arrive; the phase completes only with all of them.
+  setp.ge.u32 %p2, %r1, 4;
+  @%p2 bra $b3;
+  @!%p3 mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [b2], 100;
+  bar.warp.sync 15;
+  mbarrier.test_wait.parity.shared::cta.b64 %p1, [b2], 0;
+  selp.u32 %r5, 1000, 0, %p1;
+  add.u32 %r2, %r2, %r5;
+  mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [b2], 25;
+  mbarrier.arrive.shared::cta.b64 _, [b2];
+$w2:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [b2], 0;
+  @!%p1 bra $w2;
+  add.u32 %r2, %r2, 100;
+  // b3: thread 0 drops out of it after phase 0; thread 1 alone
+  // completes phase 1.
+  setp.gt.u32 %p2, %r1, 1;
+  @%p2 bra $b3;
+  @!%p3 mbarrier.arrive_drop.shared::cta.b64 _, [b3];
+  @%p3 mbarrier.arrive.shared::cta.b64 _, [b3];
+  @!%p3 bra $b3;
+$w3:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [b3], 0;
+  @!%p1 bra $w3;
+  mbarrier.arrive.shared::cta.b64 _, [b3];
+  mbarrier.test_wait.parity.shared::cta.b64 %p1, [b3], 1;
+  selp.u32 %r5, 10000, 0, %p1;
+  add.u32 %r2, %r2, %r5;
+$b3:";
+
+#[test]
+fn arrivals_states_transactions_and_drops_complete_phases_as_the_isa_says() {
+    let out = run_plain(PHASES, 64).unwrap();
+    let mut pending: Vec<u32> = out.iter().map(|v| v % 100).collect();
+    pending.sort();
+    assert_eq!(pending, (0..64).collect::<Vec<_>>(), "{out:?}");
+    for (t, v) in out.iter().enumerate() {
+        // Threads 0-3: the tx wait before completing saw no completion
+        // (no 1000s), the b2 wait succeeded (100); thread 1 saw b3's
+        // phase 1 complete by its lone arrival (10000).
+        let want = match t {
+            0 | 2 | 3 => 100,
+            1 => 10100,
+            _ => 0,
+        };
+        assert_eq!(v / 100 * 100, want, "thread {t}: {v}");
+    }
+}
+
+#[test]
+fn missing_arrivals_deadlock_with_the_count_in_the_report() {
+    let body = PHASES.replace("[b1], 64;", "[b1], 65;");
+    let r = check_report(&run_plain(&body, 64).unwrap_err()).clone();
+    assert!(r.message.contains("deadlock"), "{r}");
+    let text = r.to_string();
+    assert!(
+        text.contains("64 thread(s) from (0, 0, 0) wait at PTX line")
+            && text.contains("for phase 0 of the mbarrier at shared offset 0x0 (`b1`): it is in phase 0 with 1 of 65 arrivals pending"),
+        "{text}"
+    );
+}
+
+/// A plain (tensor-map-free) bulk load of 256 bytes from `in + 16` into
+/// `buf`, each of 64 threads doubling its word, `fence` and a barrier,
+/// and thread 0's bulk store of `buf` to `out`.
+fn linear_kernel(size: u32, fence: &str) -> String {
+    format!(
+        r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 p_in, .param .u64 p_out)
+{{
+  .reg .pred %p<4>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<10>;
+  .shared .align 16 .b8 buf[256];
+  .shared .align 8 .b64 bar;
+  ld.param.u64 %rd1, [p_in];
+  ld.param.u64 %rd2, [p_out];
+  add.u64 %rd1, %rd1, 16;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $sync;
+  mbarrier.init.shared::cta.b64 [bar], 1;
+$sync:
+  bar.sync 0;
+  @%p1 bra $wait;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], {size};
+  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [buf], [%rd1], {size}, [bar];
+$wait:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+  @!%p2 bra $wait;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, buf;
+  add.u32 %r3, %r3, %r2;
+  ld.shared.u32 %r4, [%r3];
+  add.u32 %r4, %r4, %r4;
+  st.shared.u32 [%r3], %r4;
+{fence}
+  bar.sync 0;
+  @%p1 bra $done;
+  cp.async.bulk.global.shared::cta.bulk_group [%rd2], [buf], 256;
+  cp.async.bulk.commit_group;
+  cp.async.bulk.wait_group.read 0;
+$done:
+  ret;
+}}
+"#
+    )
+}
+
+fn run_linear(ptx: &str) -> Result<Vec<u32>, SimError> {
+    let module = Module::parse(ptx)?;
+    let mut dev = Device::new();
+    let input: Vec<u8> = (0..80u32).flat_map(|i| (i * 3).to_le_bytes()).collect();
+    let inp = dev.alloc_from("in", &input)?;
+    let out = dev.alloc("out", 256)?;
+    dev.launch(
+        Launch::new(&module, "k", [1, 1, 1], [64, 1, 1]),
+        &[KernelArg::Buffer(inp), KernelArg::Buffer(out)],
+        &LaunchOptions::default(),
+        None,
+    )?;
+    Ok(dev
+        .to_vec(out)?
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+#[test]
+fn plain_bulk_copies_load_and_store_with_the_same_checks() {
+    let fence = "  fence.proxy.async.shared::cta;";
+    let out = run_linear(&linear_kernel(256, fence)).unwrap();
+    let want: Vec<u32> = (4..68u32).map(|i| 2 * i * 3).collect();
+    assert_eq!(out, want);
+    // Without the proxy fence, the store reads unfenced generic writes.
+    let r = check_report(&run_linear(&linear_kernel(256, "")).unwrap_err()).clone();
+    assert!(r.message.contains("left unfenced"), "{r}");
+    assert!(r.instruction.starts_with("cp.async.bulk.global"), "{r}");
+    // A size that is no multiple of 16.
+    let r = check_report(&run_linear(&linear_kernel(200, fence)).unwrap_err()).clone();
+    assert_eq!(r.kind, CheckKind::Memcheck, "{r}");
+    assert!(r.message.contains("positive multiple of 16"), "{r}");
+}

@@ -1,6 +1,8 @@
 //! The wgmma checks, each with a planted bug in a small hand-written
 //! kernel: a warpgroup computes D (64×8) = A (64×16) · B (16×8) with every
-//! element 1.0 (so D = 16), from unswizzled shared operands.
+//! element 1.0 (so D = 16), from unswizzled shared operands (stored by
+//! the generic proxy, then `fence.proxy.async` before the barrier, as the
+//! async-proxy check requires).
 
 mod common;
 
@@ -26,6 +28,7 @@ fn body(edit: impl Fn(String) -> String) -> String {
     mov.u32 %r5, sb;
     add.u32 %r6, %r5, %r1;
     @%p1 st.shared.v4.b32 [%r6], {{%r4, %r4, %r4, %r4}};
+    fence.proxy.async.shared::cta;
     bar.sync 0;
     mov.f32 %f1, 0f00000000;
     mov.f32 %f2, 0f00000000;
