@@ -20,6 +20,7 @@ mod collective;
 mod divide;
 mod memory;
 mod mma;
+mod tma;
 mod values;
 mod wgmma;
 
@@ -81,6 +82,8 @@ pub fn emit_entry(
         entry_end: 0,
         hoisted: String::new(),
         chunk_geoms: Vec::new(),
+        tmaps: Vec::new(),
+        tma_phases: std::collections::BTreeMap::new(),
         entry_vars: entry_vars(f),
         entry_values: Vec::new(),
         counts: [0; 6],
@@ -220,6 +223,12 @@ pub(crate) struct Emitter<'a> {
     /// Per-thread chunk geometry of tile copies already hoisted, by shape
     /// (see `memory::ChunkGeom`).
     pub(crate) chunk_geoms: Vec<(String, memory::ChunkGeom)>,
+    /// The generic address of each tensor map parameter
+    /// (`Func::tensor_maps`), set by the prologue.
+    pub(crate) tmaps: Vec<Reg>,
+    /// Per TMA ring (its `For`): one parity bit per stage, the phase of
+    /// its mbarrier the next wait waits for (see `tma.rs`).
+    pub(crate) tma_phases: std::collections::BTreeMap<StmtId, Reg>,
     /// Vars whose one assignment is a top-level statement of the kernel
     /// with an entry-computable value (see `entry_value`), by index.
     entry_vars: Vec<Option<ExprId>>,
@@ -424,6 +433,16 @@ impl<'a> Emitter<'a> {
                     self.ins(&format!("ld.param.u32 {r}, [d_{name}];"));
                     self.dims[d.0 as usize] = Some(r);
                 }
+                PtxSlot::TensorMap(i) => {
+                    // `cp.async.bulk.tensor` takes the map by its generic
+                    // address (the `__grid_constant__` parameter's).
+                    let raw = self.reg(RegClass::B64);
+                    let g = self.reg(RegClass::B64);
+                    let name = tensor_map_name(self.k, self.f, i);
+                    self.ins(&format!("mov.b64 {raw}, {name};"));
+                    self.ins(&format!("cvta.param.u64 {g}, {raw};"));
+                    self.tmaps.push(g);
+                }
             }
         }
         self.tid = self.reg(RegClass::B32);
@@ -438,6 +457,7 @@ impl<'a> Emitter<'a> {
             self.var_regs.push(r);
         }
         self.declare_accs();
+        self.init_tma_rings();
     }
 
     /// Emit what `emit` writes at the kernel's entry instead of here:
@@ -548,6 +568,10 @@ impl<'a> Emitter<'a> {
                     }
                 }
                 PtxSlot::Dim(d) => format!("\t.param .s32 d_{}", k.dims[d.0 as usize].name),
+                PtxSlot::TensorMap(i) => format!(
+                    "\t.param .align 64 .b8 {}[128]",
+                    tensor_map_name(k, self.f, i)
+                ),
             })
             .collect();
         // `wgmma` operands sit on 1024-byte boundaries of the array
@@ -669,6 +693,10 @@ impl<'a> Emitter<'a> {
                 at,
                 stage,
             } => self.async_copy(*access, *buffer, at, *stage),
+            // A TMA ring's groups are its mbarriers' phases (`tma.rs`).
+            StmtKind::AsyncCommit if self.f.tma_skip.contains(&s) => {}
+            StmtKind::AsyncWait(_) if self.f.tma_skip.contains(&s) => {}
+            StmtKind::AsyncWait(_) if self.f.tma_waits.contains_key(&s) => self.tma_wait(s),
             StmtKind::AsyncCommit => self.ins("cp.async.commit_group;"),
             StmtKind::AsyncWait(n) => {
                 self.ins(&format!("cp.async.wait_group {n};"));
@@ -938,4 +966,10 @@ fn continues(f: &Func, body: &[StmtId]) -> bool {
         StmtKind::If { then, els, .. } => continues(f, then) || continues(f, els),
         _ => false,
     })
+}
+
+/// The `.param` name of tensor map `i`: `m_TENSOR_i`.
+fn tensor_map_name(k: &hir::Kernel, f: &Func, i: u32) -> String {
+    let p = f.tensor_maps[i as usize].param;
+    format!("m_{}_{i}", k.params[p.0 as usize].name)
 }

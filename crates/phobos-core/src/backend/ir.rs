@@ -162,6 +162,21 @@ pub struct Func {
     /// emits `wgmma`, and the shared plan aligns these buffers to 1024
     /// bytes.
     pub swizzle: BTreeMap<BufferId, u32>,
+    /// Side table filled by lowering on sm_90a: the `stages` loops (their
+    /// `For`) whose copies all go through TMA (`cp.async.bulk.tensor`, one
+    /// thread issuing each box) and complete on one mbarrier per stage
+    /// instead of `cp.async` groups, with the number of copies a trip
+    /// issues (the mbarriers' arrival count). See `emit/tma.rs`.
+    pub tma_rings: BTreeMap<StmtId, u32>,
+    /// The tensor maps of the entry's TMA copies, each a `.param` after
+    /// the dims (`PtxSlot::TensorMap`).
+    pub tensor_maps: Vec<TensorMapSpec>,
+    /// The `AsyncWait` of each TMA ring's trip (the wait for the stage it
+    /// reads), with a buffer of that ring.
+    pub tma_waits: BTreeMap<StmtId, BufferId>,
+    /// The `AsyncCommit`s and the final `AsyncWait(0)` of TMA rings: they
+    /// emit nothing (a ring's groups are its mbarriers' phases).
+    pub tma_skip: BTreeSet<StmtId>,
     pub body: Vec<StmtId>,
     /// Candidate barriers inside a statement, between evaluating its
     /// operands (which read a tile) and acting on them: the write of a
@@ -176,6 +191,15 @@ pub struct Func {
     pub ptx_params: Vec<PtxSlot>,
 }
 
+/// A tensor map (`PtxSlot::TensorMap`): tensor parameter `param`, tiled,
+/// boxes of `box_dims` elements (innermost axis first), `swizzle` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMapSpec {
+    pub param: ParamId,
+    pub box_dims: [u32; 2],
+    pub swizzle: u32,
+}
+
 /// One `.param` of an entry (see `Func::ptx_params`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PtxSlot {
@@ -183,6 +207,10 @@ pub enum PtxSlot {
     Param(ParamId),
     /// Dim `d`'s run-time value (`d_NAME`, `.s32`).
     Dim(DimId),
+    /// Tensor map `i` of `Func::tensor_maps` (`m_NAME_i`, 128 bytes,
+    /// 64-byte aligned: a `__grid_constant__` CUtensorMap the launch
+    /// encodes).
+    TensorMap(u32),
 }
 
 impl PtxSlot {

@@ -124,6 +124,14 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
                 }
             }
             PtxSlot::Dim(d) => PtxParam::Dim(k.dims[d.0 as usize].name.clone()),
+            PtxSlot::TensorMap(i) => {
+                let m = v.func.tensor_maps[i as usize];
+                PtxParam::TensorMap {
+                    tensor: k.params[m.param.0 as usize].name.clone(),
+                    box_dims: m.box_dims.to_vec(),
+                    swizzle: m.swizzle,
+                }
+            }
         })
         .collect();
     let shared_plan = v

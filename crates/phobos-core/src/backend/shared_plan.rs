@@ -39,6 +39,10 @@ pub struct SharedPlan {
     pub lines: Vec<(u32, u32)>,
     /// Total bytes (a multiple of 16).
     pub total: u32,
+    /// Each TMA ring's mbarriers (`Func::tma_rings`, by its `For`): the
+    /// offset of the first of its 8-byte mbarriers, one per stage, after
+    /// every buffer.
+    pub mbarriers: std::collections::BTreeMap<StmtId, u32>,
 }
 
 impl SharedPlan {
@@ -149,6 +153,17 @@ pub fn plan(
         total = total.max(round16(at.saturating_add(bytes)));
         active.push(i);
     }
+    // The TMA rings' mbarriers, live for the whole kernel.
+    let mut mbarriers = std::collections::BTreeMap::new();
+    for &looped in f.tma_rings.keys() {
+        let stages = f
+            .rings
+            .values()
+            .find(|r| r.looped == looped)
+            .map_or(0, |r| r.stages);
+        mbarriers.insert(looped, total);
+        total = round16(total.saturating_add(8 * u64::from(stages)));
+    }
     let limit = crate::limits::max_shared_bytes(arch);
     if total > u64::from(limit) {
         return Err(BackendError::SharedMemoryExceeded {
@@ -175,6 +190,7 @@ pub fn plan(
         live,
         lines: line_ranges,
         total: narrow(total),
+        mbarriers: mbarriers.into_iter().map(|(k, v)| (k, narrow(v))).collect(),
     })
 }
 

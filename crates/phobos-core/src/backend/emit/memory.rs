@@ -332,7 +332,7 @@ impl Emitter<'_> {
 
     /// The byte offset of stage `stage` of ring buffer `b` (0 for a buffer
     /// that is no ring).
-    fn stage_offset(&mut self, b: BufferId, stage: Option<ExprId>) -> V {
+    pub(super) fn stage_offset(&mut self, b: BufferId, stage: Option<ExprId>) -> V {
         let Some(ring) = self.f.rings.get(&b).copied() else {
             return V::I(0, ScalarTy::I32);
         };
@@ -876,7 +876,13 @@ impl Emitter<'_> {
         at: &[u32],
         stage: ExprId,
     ) {
-        self.tile_transfer(acc, buffer, Transfer::Async(stage), at);
+        let tma =
+            (self.f.rings.get(&buffer)).is_some_and(|r| self.f.tma_rings.contains_key(&r.looped));
+        if tma {
+            self.tma_copy(acc, buffer, stage);
+        } else {
+            self.tile_transfer(acc, buffer, Transfer::Async(stage), at);
+        }
         self.cur_access = None;
     }
 

@@ -36,9 +36,10 @@
 use super::Lower;
 use crate::ast::{BinOp, ScalarTy, Span};
 use crate::backend::ir::{
-    BarrierRole, ExprId, ExprKind, ForLoop, Ring, StmtId, StmtKind, Var, VarId,
+    BarrierRole, ExprId, ExprKind, ForLoop, PtxSlot, Ring, StmtId, StmtKind, TensorMapSpec, Var,
+    VarId,
 };
-use crate::hir::{self, ConstVal, LocalId, Ty};
+use crate::hir::{self, ConstVal, LocalId, LocalKind, ParamId, Ty};
 
 /// One tile copy of a staged loop's body.
 struct Staged<'h> {
@@ -86,6 +87,8 @@ impl Lower<'_> {
         let read = self.uniform_var("stage_read", span);
         let write = self.uniform_var("stage_write", span);
         let mut rings = Vec::new();
+        // The commits and the final wait: nothing on a TMA ring.
+        let mut group_stmts = Vec::new();
         for c in &copies {
             let b = self.tiles[&c.dst];
             let stage_bytes = self.f.buffers[b].bytes;
@@ -101,7 +104,9 @@ impl Lower<'_> {
             out.push(self.push_stmt(StmtKind::Set(kj, at), span));
             let stage = self.int_const(j, ScalarTy::I32, span);
             out.push(self.issue(l.var, (kj, end), step, &copies, stage, Some(span)));
-            out.push(self.push_stmt(StmtKind::AsyncCommit, span));
+            let commit = self.push_stmt(StmtKind::AsyncCommit, span);
+            group_stmts.push(commit);
+            out.push(commit);
         }
         let last = self.int_const(s - 1, ScalarTy::I32, span);
         out.push(self.push_stmt(StmtKind::Set(read, last), span));
@@ -133,7 +138,8 @@ impl Lower<'_> {
             span,
         );
         body.push(self.push_stmt(StmtKind::Set(read, next), span));
-        body.push(self.push_stmt(StmtKind::AsyncWait(stages - 2), span));
+        let wait = self.push_stmt(StmtKind::AsyncWait(stages - 2), span);
+        body.push(wait);
         let first = self.tiles[&copies[0].dst];
         body.push(self.barrier(BarrierRole::RingWait(first), span));
         let ahead = self.uniform_var("stage_k", span);
@@ -143,7 +149,9 @@ impl Lower<'_> {
         body.push(self.issue(l.var, (ahead, end), step, &copies, stage, None));
         // After the last copy, at its line.
         let last_copy = copies[copies.len() - 1].span;
-        body.push(self.push_stmt(StmtKind::AsyncCommit, last_copy));
+        let commit = self.push_stmt(StmtKind::AsyncCommit, last_copy);
+        group_stmts.push(commit);
+        body.push(commit);
         let staged: Vec<Span> = copies.iter().map(|c| c.span).collect();
         let outer = std::mem::replace(&mut self.staged_copies, staged);
         let pre = std::mem::take(&mut self.pre);
@@ -164,6 +172,13 @@ impl Lower<'_> {
             }),
             span,
         );
+        let drain = self.push_stmt(StmtKind::AsyncWait(0), span);
+        if self.tma_ring(&copies) {
+            self.f.tma_rings.insert(f, copies.len() as u32);
+            self.f.tma_waits.insert(wait, rings[0].0);
+            self.f.tma_skip.extend(group_stmts);
+            self.f.tma_skip.insert(drain);
+        }
         for (b, stage_bytes) in rings {
             let ring = Ring {
                 stages,
@@ -174,7 +189,7 @@ impl Lower<'_> {
             self.f.rings.insert(b, ring);
         }
         out.push(f);
-        out.push(self.push_stmt(StmtKind::AsyncWait(0), span));
+        out.push(drain);
         out
     }
 
@@ -238,6 +253,54 @@ impl Lower<'_> {
             },
             span,
         )
+    }
+
+    /// Whether a staged loop's copies go through TMA (sm_90a): each fills
+    /// a `wgmma` operand (swizzled, unpadded) from a rank-2 tensor whose
+    /// rows are a multiple of 16 bytes (TMA's stride rule: a constant
+    /// extent, or an `@aligned` dim), in boxes of at most 256 rows. Each
+    /// copy's tensor map (one per tensor, box and swizzle) is added to
+    /// `Func::tensor_maps` and the `.param` list.
+    fn tma_ring(&mut self, copies: &[Staged]) -> bool {
+        let mut specs = Vec::new();
+        for c in copies {
+            let b = self.tiles[&c.dst];
+            let Some(&span) = self.f.swizzle.get(&b) else {
+                return false;
+            };
+            let LocalKind::Tile { elem, shape } = &self.k.locals[c.dst.0 as usize].kind else {
+                return false;
+            };
+            let hir::ParamKind::Tensor { dims, .. } = &self.k.params[c.src.0 as usize].kind else {
+                return false;
+            };
+            let size = u64::from(elem.size());
+            let row_ok = match dims.as_slice() {
+                [_, hir::DimRef::Const(n)] => (n * size).is_multiple_of(16),
+                [_, hir::DimRef::Named(d)] => self
+                    .k
+                    .aligned
+                    .iter()
+                    .any(|(x, a)| x == d && (a * size).is_multiple_of(16)),
+                _ => false,
+            };
+            if !row_ok || shape.len() != 2 || shape[0] > 256 {
+                return false;
+            }
+            specs.push(TensorMapSpec {
+                param: ParamId(c.src.0),
+                box_dims: [span / elem.size(), shape[0]],
+                swizzle: span,
+            });
+        }
+        for spec in specs {
+            if !self.f.tensor_maps.contains(&spec) {
+                let i = self.f.tensor_maps.len() as u32;
+                self.f.tensor_maps.push(spec);
+                self.f.ptx_params.push(PtxSlot::TensorMap(i));
+            }
+        }
+        true
     }
 
     fn uniform_var(&mut self, name: &str, _span: Span) -> VarId {
