@@ -251,7 +251,14 @@ def mma_weight(op):
     return mm * n * k / 2048
 
 
-def analyze(lines):
+# Instructions one thread issues for the whole CTA: a TMA copy and its
+# mbarrier arrival. A predicated branch around them is the issuing thread's
+# test; the steady-state walk takes it (the path of the CTA's other warps)
+# and counts the skipped region once per trip, for the issuing warp.
+ISSUE_OPS = ("UTMALDG", "UBLKCP", "SYNCS.ARRIVE")
+
+
+def analyze(lines, threads=None):
     insns, labels = parse_insns(lines)
     index = {a: i for i, (a, *_rest) in enumerate(insns)}
     loops = []
@@ -274,6 +281,7 @@ def analyze(lines):
         return res
     head, back = min(with_mma, key=lambda hb: (hb[1] - hb[0], hb[0]))
     path, i, seen, filler = [], head, set(), 0
+    regions = []
     while True:
         if i in seen:
             raise ValueError(f"the steady-state walk came back to {insns[i][0]:#x} before the loop's end "
@@ -291,6 +299,19 @@ def analyze(lines):
         # like depend on the warp's convergence and fall through when it
         # is converged, the steady state.
         always = guard in (None, "@PT") and not re.match(r"!?U?P\d", operands)
+        if op in ("BRA", "BRA.U") and not always and guard not in ("@!PT",):
+            t = branch_target(operands, labels)
+            j = index.get(t) if t is not None else None
+            if j is not None and i < j <= back:
+                skipped = [insns[x][2] for x in range(i + 1, j)]
+                # The innermost such branch only: the one around the copies
+                # of a trip past the loop's end also skips issue regions,
+                # but the steady state runs them.
+                if any(o.startswith(ISSUE_OPS) for o in skipped) and not any(is_branch(o) for o in skipped):
+                    regions.append({"start": insns[i + 1][0], "length": len(skipped),
+                                    "filler": sum(1 for o in skipped if o == "NOP")})
+                    i = j
+                    continue
         if op in ("BRA", "BRA.U") and always:
             t = branch_target(operands, labels)
             if t is None or t not in index:
@@ -324,7 +345,18 @@ def analyze(lines):
         # loop) is not counted at all.
         "lower_bound": any(b in seen for _, b in inner),
         "mnemonics": hist,
+        # One thread's TMA issue regions the walk skipped: each runs once a
+        # trip, in one warp. With the CTA's warps known, per_hmma is the
+        # CTA's average (every warp's walk plus the regions, over every
+        # warp's work) and per_hmma_issuer the issuing warps' worst.
+        "issue_regions": regions,
     }
+    if regions and hmma:
+        warps = max(1, (threads or 32) // 32)
+        extra = sum(r["length"] for r in regions)
+        res["loop"]["walk_per_hmma"] = len(path) / hmma
+        res["loop"]["per_hmma"] = (warps * len(path) + extra) / (warps * hmma)
+        res["loop"]["per_hmma_issuer"] = (len(path) + max(r["length"] for r in regions)) / hmma
     return res
 
 
@@ -384,7 +416,7 @@ def measure(ptx_path, cubin, arch, tools, dyn_shared, label, source):
             sys.exit(f"{ptx_path}: entry {entry} declares no .reqntid/.maxntid, so its CTA size is unknown")
         pi = info[entry]
         try:
-            a = analyze(funcs[entry])
+            a = analyze(funcs[entry], threads)
         except ValueError as e:
             sys.exit(f"{ptx_path}: {entry} ({arch}): {e}")
         if extern and entry not in dyn_shared:
@@ -424,7 +456,9 @@ def table(rows, breakdown):
                  r["smem_bytes"], f"{r['ctas_per_sm']} ({'/'.join(r['cta_limit'])})"]
         if lp:
             ge = ">=" if lp["lower_bound"] else ""
-            cells += [lp["length"], len(lp["inner_loops"]), f"{ge}{lp['issued']} ({lp['filler']})", lp["tensor_insns"],
+            extra = sum(x["length"] for x in lp.get("issue_regions", []))
+            issued = f"{ge}{lp['issued']}" + (f" +{extra}/CTA" if extra else "")
+            cells += [lp["length"], len(lp["inner_loops"]), f"{issued} ({lp['filler']})", lp["tensor_insns"],
                       f"{lp['hmma16816']:g}", f"{ge}{lp['per_hmma']:.2f}", f"{100 * lp['tensor_share']:.0f}%"]
         else:
             cells += ["no loop with an MMA"] + [""] * 6
@@ -433,6 +467,11 @@ def table(rows, breakdown):
     out = ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
            "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += ["| " + " | ".join(c.ljust(w) for c, w in zip(b, widths)) + " |" for b in body]
+    if any(r["loop"] and r["loop"].get("issue_regions") for r in rows):
+        out.append("")
+        out.append("\"+N/CTA\": TMA issue regions (one thread's copies and mbarrier arrivals) the walk skipped, run by one "
+                   "warp each trip; instr/HMMA is then the CTA's average over its warps (the issuing warps' worst is in "
+                   "--breakdown and --json).")
     if any(r["loop"] and r["loop"]["lower_bound"] for r in rows):
         out.append("")
         out.append("Rows marked >= walked through a loop inside the main loop (\"inner\" counts them all), one trip each: lower bounds.")
@@ -445,6 +484,11 @@ def table(rows, breakdown):
                 hist = sorted(r["loop"]["mnemonics"].items(), key=lambda kv: (-kv[1], kv[0]))
                 out.append(f"\n{r['kernel']} {r['arch']} loop {r['loop']['start']:#x}..{r['loop']['end']:#x}: "
                            + ", ".join(f"{op} {n}" for op, n in hist))
+                for x in r["loop"].get("issue_regions", []):
+                    out.append(f"  TMA issue region at {x['start']:#x}: {x['length']} instructions, one warp a trip")
+                if "per_hmma_issuer" in r["loop"]:
+                    out.append(f"  instr/HMMA: CTA average {r['loop']['per_hmma']:.2f}, warps that issue no copy "
+                               f"{r['loop']['walk_per_hmma']:.2f}, the issuing warps' worst {r['loop']['per_hmma_issuer']:.2f}")
     return "\n".join(out)
 
 

@@ -83,6 +83,8 @@ pub fn emit_entry(
         hoisted: String::new(),
         chunk_geoms: Vec::new(),
         tmaps: Vec::new(),
+        entry_regs: Vec::new(),
+        hoisting: false,
         tma_phases: std::collections::BTreeMap::new(),
         entry_vars: entry_vars(f),
         entry_values: Vec::new(),
@@ -226,6 +228,10 @@ pub(crate) struct Emitter<'a> {
     /// The generic address of each tensor map parameter
     /// (`Func::tensor_maps`), set by the prologue.
     pub(crate) tmaps: Vec<Reg>,
+    /// Registers computed once at the entry by `entry_reg`, by key.
+    entry_regs: Vec<(String, Reg)>,
+    /// `hoist` is running: a nested one emits where it already is.
+    hoisting: bool,
     /// Per TMA ring (its `For`): one parity bit per stage, the phase of
     /// its mbarrier the next wait waits for (see `tma.rs`).
     pub(crate) tma_phases: std::collections::BTreeMap<StmtId, Reg>,
@@ -466,6 +472,11 @@ impl<'a> Emitter<'a> {
     /// so a loop around their use does not recompute them every trip.
     /// `emit` must not read a register written after the prologue.
     pub(crate) fn hoist<T>(&mut self, emit: impl FnOnce(&mut Self) -> T) -> T {
+        // Already emitting at the entry (a hoisted value needing another).
+        if self.hoisting {
+            return emit(self);
+        }
+        self.hoisting = true;
         let access = self.cur_access.take();
         let line = self.line;
         std::mem::swap(&mut self.body, &mut self.hoisted);
@@ -473,7 +484,33 @@ impl<'a> Emitter<'a> {
         std::mem::swap(&mut self.body, &mut self.hoisted);
         self.cur_access = access;
         self.line = line;
+        self.hoisting = false;
         out
+    }
+
+    /// A register computed once at the kernel's entry by `emit` (see
+    /// `hoist`), shared by every caller with the same `key`.
+    pub(crate) fn entry_reg(&mut self, key: &str, emit: impl FnOnce(&mut Self) -> Reg) -> Reg {
+        if let Some((_, r)) = self.entry_regs.iter().find(|(k, _)| k == key) {
+            return *r;
+        }
+        let r = self.hoist(emit);
+        self.entry_regs.push((key.to_string(), r));
+        r
+    }
+
+    /// The shared address of byte `off` of this entry's shared array,
+    /// computed once at the entry.
+    pub(crate) fn smem_at(&mut self, off: u32) -> Reg {
+        self.entry_reg(&format!("smem+{off}"), |e| {
+            let r = e.reg(RegClass::B32);
+            let smem = e.smem.clone();
+            e.ins(&format!("mov.u32 {r}, {smem};"));
+            if off != 0 {
+                e.ins(&format!("add.s32 {r}, {r}, {off};"));
+            }
+            r
+        })
     }
 
     /// A key for `e`'s value as `entry_value` computes it: equal keys, equal

@@ -165,9 +165,8 @@ pub struct Func {
     /// Side table filled by lowering on sm_90a: the `stages` loops (their
     /// `For`) whose copies all go through TMA (`cp.async.bulk.tensor`, one
     /// thread issuing each box) and complete on one mbarrier per stage
-    /// instead of `cp.async` groups, with the number of copies a trip
-    /// issues (the mbarriers' arrival count). See `emit/tma.rs`.
-    pub tma_rings: BTreeMap<StmtId, u32>,
+    /// instead of `cp.async` groups. See `emit/tma.rs`.
+    pub tma_rings: BTreeMap<StmtId, TmaRing>,
     /// The tensor maps of the entry's TMA copies, each a `.param` after
     /// the dims (`PtxSlot::TensorMap`).
     pub tensor_maps: Vec<TensorMapSpec>,
@@ -189,6 +188,14 @@ pub struct Func {
     /// emitter's declarations and loads and the metadata's
     /// `VariantMeta::ptx_params` all read it.
     pub ptx_params: Vec<PtxSlot>,
+}
+
+/// A `stages` ring on TMA (`Func::tma_rings`): the buffers a trip's
+/// copies fill, in order; each copy is one arrival on the stage's
+/// mbarrier, made by its own issuing thread (see `emit/tma.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TmaRing {
+    pub copies: Vec<BufferId>,
 }
 
 /// A tensor map (`PtxSlot::TensorMap`): tensor parameter `param`, tiled,

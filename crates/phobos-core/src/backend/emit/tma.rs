@@ -3,14 +3,14 @@
 //! by thread 0 through the tensor's map (`Func::tensor_maps`, a `.param`
 //! the launch encodes), landing in the stage's swizzled layout (the map's
 //! swizzle is the tile's) with zero fill past the tensor's edges. Each
-//! stage has an mbarrier (`SharedPlan::mbarriers`) initialized with one
-//! arrival per copy of a trip; a copy is `mbarrier.arrive.expect_tx` of
-//! its bytes then its boxes, whose `complete_tx` finishes the phase. A
+//! stage has an mbarrier (`SharedPlan::mbarriers`) expecting one arrival
+//! per copy of a trip: a copy is `mbarrier.arrive.expect_tx` of its bytes,
+//! then its boxes, whose `complete_tx` finish the phase. A
 //! trip waits (`mbarrier.try_wait.parity`) for the phase of the stage it
 //! reads, then passes the ring's barrier as before, which orders every
 //! warpgroup's `wgmma.wait_group` of the previous trip before thread 0
-//! refills that stage. The parity of each stage's next phase is one bit of
-//! a register, flipped after each wait. The `cp.async` groups' commits and
+//! refills that stage. Stages are used in turn, so the parity of the phase
+//! a trip waits for flips each time the read stage wraps to 0. The `cp.async` groups' commits and
 //! waits emit nothing here; TMA writes through the async proxy, which
 //! `wgmma` reads through, so no proxy fence either.
 
@@ -31,20 +31,23 @@ impl Emitter<'_> {
         self.ins(&format!("setp.eq.u32 {leader}, {tid}, 0;"));
         let skip = self.label("mbar_init_done");
         self.ins(&format!("@!{leader} bra {skip};"));
-        let rings: Vec<(StmtId, u32)> = self.f.tma_rings.iter().map(|(k, v)| (*k, *v)).collect();
-        for (looped, arrivals) in &rings {
-            for s in 0..self.ring_stages(*looped) {
-                let a = self.mbarrier(*looped, V::I(i128::from(s), ScalarTy::I32));
+        let rings: Vec<StmtId> = self.f.tma_rings.keys().copied().collect();
+        for &looped in &rings {
+            let arrivals = self.f.tma_rings[&looped].copies.len();
+            for s in 0..self.ring_stages(looped) {
+                let a = self.mbarrier(looped, V::I(i128::from(s), ScalarTy::I32));
                 self.ins(&format!("mbarrier.init.shared::cta.b64 [{a}], {arrivals};"));
             }
         }
         self.ins("fence.mbarrier_init.release.cluster;");
         self.place_label(&skip);
         self.ins("bar.sync 0;");
-        for (looped, _) in rings {
-            let bits = self.reg(RegClass::B32);
-            self.ins(&format!("mov.u32 {bits}, 0;"));
-            self.tma_phases.insert(looped, bits);
+        // The parity of the phase the next wait waits for; it flips as the
+        // read stage wraps to 0, the first trip's included (from 1 to 0).
+        for looped in rings {
+            let phase = self.reg(RegClass::B32);
+            self.ins(&format!("mov.u32 {phase}, 1;"));
+            self.tma_phases.insert(looped, phase);
         }
     }
 
@@ -54,21 +57,17 @@ impl Emitter<'_> {
             .map_or(0, |r| r.stages)
     }
 
-    /// The shared address of the mbarrier of `stage` of the ring `looped`.
+    /// The shared address of the mbarrier of `stage` of the ring `looped`
+    /// (the ring's first, computed at the entry, plus `8 stage`).
     fn mbarrier(&mut self, looped: StmtId, stage: V) -> Reg {
         let off = self.an.plan.mbarriers.get(&looped).copied().unwrap_or(0);
+        let first = self.smem_at(off);
         let a = self.reg(RegClass::B32);
-        let smem = self.smem.clone();
-        self.ins(&format!("mov.u32 {a}, {smem};"));
         match stage {
-            V::I(s, _) => {
-                let at = i128::from(off) + 8 * s;
-                self.ins(&format!("add.s32 {a}, {a}, {at};"));
-            }
+            V::I(s, _) => self.ins(&format!("add.s32 {a}, {first}, {};", 8 * s)),
             v => {
                 let r = self.in_reg(v, ScalarTy::I32);
-                self.ins(&format!("add.s32 {a}, {a}, {off};"));
-                self.ins(&format!("mad.lo.s32 {a}, {r}, 8, {a};"));
+                self.ins(&format!("mad.lo.s32 {a}, {r}, 8, {first};"));
             }
         }
         a
@@ -98,6 +97,9 @@ impl Emitter<'_> {
         let c0 = self.in_reg(starts[1], ScalarTy::I32);
         let stage_v = self.scalar_expr(stage);
         let stage_off = self.stage_offset(buffer, Some(stage));
+        // Thread 0 issues every copy: one warp's branch around them (when
+        // the copies of a trip went to several warps, ptxas predicated one
+        // warp's into every warp's path instead).
         let tid = self.tid;
         let leader = self.reg(RegClass::Pred);
         self.ins(&format!("setp.eq.u32 {leader}, {tid}, 0;"));
@@ -108,17 +110,15 @@ impl Emitter<'_> {
         self.ins(&format!(
             "mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {bytes};"
         ));
-        let dst = self.reg(RegClass::B32);
-        let smem = self.smem.clone();
-        self.ins(&format!("mov.u32 {dst}, {smem};"));
-        let base = self.an.plan.offset[buffer.0 as usize];
-        if base != 0 {
-            self.ins(&format!("add.s32 {dst}, {dst}, {base};"));
-        }
-        if !matches!(stage_off, V::I(0, _)) {
+        let base = self.smem_at(self.an.plan.offset[buffer.0 as usize]);
+        let dst = if matches!(stage_off, V::I(0, _)) {
+            base
+        } else {
+            let d = self.reg(RegClass::B32);
             let o = self.operand(stage_off);
-            self.ins(&format!("add.s32 {dst}, {dst}, {o};"));
-        }
+            self.ins(&format!("add.s32 {d}, {base}, {o};"));
+            d
+        };
         let tmap = self.tmaps[map];
         for panel in 0..cols / width {
             let (d, c) = if panel == 0 {
@@ -142,25 +142,20 @@ impl Emitter<'_> {
     pub(crate) fn tma_wait(&mut self, s: StmtId) {
         let buffer = self.f.tma_waits[&s];
         let ring = self.f.rings[&buffer];
-        let Some(&bits) = self.tma_phases.get(&ring.looped) else {
+        let Some(&phase) = self.tma_phases.get(&ring.looped) else {
             return;
         };
         let read = self.var_reg(ring.read);
+        let wrapped = self.reg(RegClass::Pred);
+        self.ins(&format!("setp.eq.u32 {wrapped}, {read}, 0;"));
+        self.ins(&format!("@{wrapped} xor.b32 {phase}, {phase}, 1;"));
         let bar = self.mbarrier(ring.looped, V::R(read));
-        let parity = self.reg(RegClass::B32);
-        self.ins(&format!("shr.u32 {parity}, {bits}, {read};"));
-        self.ins(&format!("and.b32 {parity}, {parity}, 1;"));
         let done = self.reg(RegClass::Pred);
         let again = self.label("mbar_wait");
         self.place_label(&again);
         self.ins(&format!(
-            "mbarrier.try_wait.parity.shared::cta.b64 {done}, [{bar}], {parity};"
+            "mbarrier.try_wait.parity.shared::cta.b64 {done}, [{bar}], {phase};"
         ));
         self.ins(&format!("@!{done} bra {again};"));
-        let one = self.reg(RegClass::B32);
-        self.ins(&format!("mov.u32 {one}, 1;"));
-        let flip = self.reg(RegClass::B32);
-        self.ins(&format!("shl.b32 {flip}, {one}, {read};"));
-        self.ins(&format!("xor.b32 {bits}, {bits}, {flip};"));
     }
 }

@@ -63,25 +63,36 @@ impl Emitter<'_> {
         let (rows_b, _) = shape(self.f, b);
         let span_a = self.f.swizzle[&a];
         let span_b = self.f.swizzle[&b];
-        let (abase, _, op) = self.tile_base(a);
-        let (bbase, _, _) = self.tile_base(b);
-        // This warpgroup's 64 rows of `a`: 64 rows of `span_a` bytes into
-        // each panel.
-        let wg = self.reg(RegClass::B32);
-        let warp = self.warp;
-        self.ins(&format!("shr.u32 {wg}, {warp}, 2;"));
-        self.ins(&format!(
-            "mad.lo.s32 {abase}, {wg}, {}, {abase};",
-            64 * span_a
-        ));
+        let op = match &self.f.buffers[a].kind {
+            BufferKind::Tile { elem, .. } => *elem,
+            BufferKind::Scratch { .. } => ScalarTy::F16,
+        };
         let a_bits = descriptor_bits(16, 8 * span_a, span_a);
         let b_bits = if b_trans {
             descriptor_bits(16, 8 * span_b, span_b)
         } else {
             descriptor_bits(rows_b * span_b, 8 * span_b, span_b)
         };
-        let desc_a = self.descriptor(abase, a_bits);
-        let desc_b = self.descriptor(bbase, b_bits);
+        // Stage 0's descriptors, at the entry: `a`'s at this warpgroup's
+        // 64 rows (64 rows of `span_a` bytes into each panel).
+        let a_off = self.an.plan.offset[a.0 as usize];
+        let desc_a = self.entry_reg(&format!("wgmma-desc-a{}", a.0), |e| {
+            let base = e.smem_at(a_off);
+            let wg = e.reg(RegClass::B32);
+            let warp = e.warp;
+            e.ins(&format!("shr.u32 {wg}, {warp}, 2;"));
+            let at = e.reg(RegClass::B32);
+            e.ins(&format!("mad.lo.s32 {at}, {wg}, {}, {base};", 64 * span_a));
+            e.descriptor(at, a_bits)
+        });
+        let b_off = self.an.plan.offset[b.0 as usize];
+        let desc_b = self.entry_reg(&format!("wgmma-desc-b{}-{b_trans}", b.0), |e| {
+            let base = e.smem_at(b_off);
+            e.descriptor(base, b_bits)
+        });
+        // The stage this trip reads, in 16-byte units of the start address.
+        let desc_a = self.desc_stage(a, desc_a);
+        let desc_b = self.desc_stage(b, desc_b);
         let size = op.size();
         let kstep = 32 / size;
         let ty = crate::mma::ptx_name(op);
@@ -127,6 +138,21 @@ impl Emitter<'_> {
         self.ins(&format!("cvt.u64.u32 {wide}, {lo};"));
         let d = self.reg(RegClass::B64);
         self.ins(&format!("or.b64 {d}, {wide}, {bits};"));
+        d
+    }
+
+    /// `desc` (stage 0's) moved to the stage a ring buffer's trip reads:
+    /// `read * stage_bytes / 16` further.
+    fn desc_stage(&mut self, b: BufferId, desc: super::Reg) -> super::Reg {
+        let Some(ring) = self.f.rings.get(&b).copied() else {
+            return desc;
+        };
+        let read = self.var_reg(ring.read);
+        let d = self.reg(RegClass::B64);
+        self.ins(&format!(
+            "mad.wide.u32 {d}, {read}, {}, {desc};",
+            ring.stage_bytes >> 4
+        ));
         d
     }
 

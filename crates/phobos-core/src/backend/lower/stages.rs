@@ -36,8 +36,8 @@
 use super::Lower;
 use crate::ast::{BinOp, ScalarTy, Span};
 use crate::backend::ir::{
-    BarrierRole, ExprId, ExprKind, ForLoop, PtxSlot, Ring, StmtId, StmtKind, TensorMapSpec, Var,
-    VarId,
+    BarrierRole, ExprId, ExprKind, ForLoop, PtxSlot, Ring, StmtId, StmtKind, TensorMapSpec,
+    TmaRing, Var, VarId,
 };
 use crate::hir::{self, ConstVal, LocalId, LocalKind, ParamId, Ty};
 
@@ -174,7 +174,10 @@ impl Lower<'_> {
         );
         let drain = self.push_stmt(StmtKind::AsyncWait(0), span);
         if self.tma_ring(&copies) {
-            self.f.tma_rings.insert(f, copies.len() as u32);
+            let ring = TmaRing {
+                copies: rings.iter().map(|(b, _)| *b).collect(),
+            };
+            self.f.tma_rings.insert(f, ring);
             self.f.tma_waits.insert(wait, rings[0].0);
             self.f.tma_skip.extend(group_stmts);
             self.f.tma_skip.insert(drain);
