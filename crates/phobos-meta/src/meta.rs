@@ -164,6 +164,22 @@ pub enum PtxParam {
     Scalar(String, ScalarTy),
     /// A runtime dim, passed as `.s32`.
     Dim(String),
+    /// A tiled tensor map (`CUtensorMap`) of the tensor parameter named
+    /// `tensor`, made by the runtime at launch (`cuTensorMapEncodeTiled` on
+    /// a GPU) and passed as `.param .align 64 .b8 NAME[128]`, a grid
+    /// constant that `cp.async.bulk.tensor` reads. The map describes the
+    /// whole tensor, row-major with the dims its shape binds, innermost
+    /// axis first (`globalDim[0]` is the last axis), with the byte strides
+    /// of the outer axes; element strides all 1, no interleave, L2
+    /// promotion 128B, out-of-bounds elements read as zeros.
+    TensorMap {
+        tensor: String,
+        /// The box one copy moves, in elements, innermost axis first; one
+        /// entry per axis of the tensor.
+        box_dims: Vec<u32>,
+        /// The shared-memory swizzle span in bytes: 0 (none), 32, 64, 128.
+        swizzle: u32,
+    },
 }
 
 /// One buffer of the shared-memory plan. `P` describes its padding: the
