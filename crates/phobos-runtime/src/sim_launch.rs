@@ -99,17 +99,19 @@ impl<'m> Plan<'m> {
         &self,
         arg: impl FnMut(usize) -> Option<KernelArg>,
     ) -> Result<KernelArgs, BindError> {
-        self.kernel_args_with(arg, |_, map, layout| sim_tensor_map(map, layout))
+        self.kernel_args_with(arg, |_, map, layout| sim_tensor_map(map, layout), |e| e)
     }
 
     /// [`Plan::kernel_args`] with the tensor maps encoded by `encode`
     /// (the CUDA backend's `cuTensorMapEncodeTiled`), given the tensor's
     /// parameter index, the map's spec and its layout (checked against
-    /// TMA's rules: [`TensorMapSpec::layout`]).
-    pub fn kernel_args_with<E: From<BindError>>(
+    /// TMA's rules: [`TensorMapSpec::layout`]); `refused` turns the
+    /// binding's refusals into the caller's error.
+    pub fn kernel_args_with<E>(
         &self,
         mut arg: impl FnMut(usize) -> Option<KernelArg>,
         mut encode: impl FnMut(usize, &TensorMapSpec, &TensorMapLayout) -> Result<KernelArg, E>,
+        refused: impl Fn(BindError) -> E,
     ) -> Result<KernelArgs, E> {
         let params = &self.binding.meta().params;
         let missing = |i: usize| {
@@ -120,20 +122,24 @@ impl<'m> Plan<'m> {
         };
         self.binding
             .ptx_args(self.variant)
-            .map(|value| match value? {
-                PtxValue::Tensor(i) | PtxValue::Scalar(i) => Ok(arg(i).ok_or_else(|| missing(i))?),
+            .map(|value| match value.map_err(&refused)? {
+                PtxValue::Tensor(i) | PtxValue::Scalar(i) => {
+                    arg(i).ok_or_else(|| refused(missing(i)))
+                }
                 PtxValue::Dim(v) => Ok(KernelArg::I32(v)),
                 PtxValue::TensorMap { tensor, map } => {
                     let address = match arg(tensor) {
                         Some(KernelArg::U64(a)) => a,
                         Some(KernelArg::Buffer(id)) => id.address(),
-                        _ => return Err(missing(tensor).into()),
+                        _ => return Err(refused(missing(tensor))),
                     };
                     let shape = self
                         .binding
                         .tensor_shape(tensor)
-                        .ok_or_else(|| missing(tensor))?;
-                    let layout = map.layout(&params[tensor].name, address, &shape)?;
+                        .ok_or_else(|| refused(missing(tensor)))?;
+                    let layout = map
+                        .layout(&params[tensor].name, address, &shape)
+                        .map_err(&refused)?;
                     encode(tensor, &map, &layout)
                 }
             })
