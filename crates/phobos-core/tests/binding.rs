@@ -107,6 +107,7 @@ fn order_of(m: &KernelMeta, b: &Binding<'_>) -> Vec<PtxValue> {
             PtxParam::TensorPtr(n) => PtxValue::Tensor(index(n)),
             PtxParam::Scalar(n, _) => PtxValue::Scalar(index(n)),
             PtxParam::Dim(n) => PtxValue::Dim(b.dim(n).unwrap() as i32),
+            PtxParam::TensorMap { .. } => unreachable!("compiled without tensor maps"),
         })
         .collect()
 }

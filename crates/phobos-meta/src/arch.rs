@@ -71,7 +71,7 @@ mod tests {
         assert_eq!(name(80), "sm_80");
         assert_eq!(name(SM_90A), "sm_90a");
         assert_eq!(compute_capability(SM_90A), 90);
-        assert!(SM_90A > 90 && SM_90A < 100);
+        const { assert!(SM_90A > 90 && SM_90A < 100) };
         assert!(runs_on(SM_90A, 90, true) && runs_on(SM_90A, 90, false));
         assert!(!runs_on(SM_90A, 100, false) && !runs_on(SM_90A, 89, true));
         assert!(runs_on(80, 86, true) && !runs_on(80, 90, true) && runs_on(80, 90, false));

@@ -136,15 +136,217 @@ pub enum PtxValue {
     Scalar(usize),
     /// A runtime dim, passed as `.s32`.
     Dim(i32),
+    /// A tiled tensor map of the tensor argument at parameter index
+    /// `tensor` ([`PtxParam::TensorMap`]), which the backend encodes at
+    /// launch from the argument's address and shape
+    /// ([`TensorMapSpec::layout`]).
+    TensorMap { tensor: usize, map: TensorMapSpec },
 }
 
 impl PtxValue {
-    /// The parameter index of a tensor or scalar value.
+    /// The parameter index of a tensor or scalar value (for a tensor map,
+    /// the tensor it maps).
     pub fn index(self) -> Option<usize> {
         match self {
             PtxValue::Tensor(i) | PtxValue::Scalar(i) => Some(i),
+            PtxValue::TensorMap { tensor, .. } => Some(tensor),
             PtxValue::Dim(_) => None,
         }
+    }
+}
+
+/// Most axes a tensor map describes (`cuTensorMapEncodeTiled`'s limit).
+pub const TENSOR_MAP_MAX_RANK: usize = 5;
+/// Most elements of a tensor map's box along one axis.
+pub const TENSOR_MAP_MAX_BOX: u32 = 256;
+/// Bytes of an encoded tensor map (`CUtensorMap`, 64-byte aligned).
+pub const TENSOR_MAP_BYTES: usize = 128;
+/// The alignment, in bytes, TMA needs of a tensor's base address and of
+/// the byte stride of each of its outer axes (`cuTensorMapEncodeTiled`
+/// refuses others).
+pub const TENSOR_MAP_ALIGN: u64 = 16;
+
+/// What a launch encodes a tensor map from, besides the tensor's address
+/// and shape: the metadata's [`PtxParam::TensorMap`], checked and in fixed
+/// arrays (a launch allocates nothing for it). Both backends read the
+/// driver's enum values from here: the CUDA backend passes them to
+/// `cuTensorMapEncodeTiled`, the simulator's backend to
+/// `phobos_sim::tensor_map::TensorMap`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMapSpec {
+    /// The tensor's element type.
+    pub elem: ScalarTy,
+    /// Axes of the tensor, 1 to [`TENSOR_MAP_MAX_RANK`].
+    pub rank: u8,
+    /// The box in elements, innermost axis first (`rank` used, the rest 1).
+    pub box_dims: [u32; TENSOR_MAP_MAX_RANK],
+    /// The swizzle span in bytes: 0 (none), 32, 64 or 128.
+    pub swizzle: u32,
+}
+
+/// A tensor map's global part: where the tensor is and how it is laid out,
+/// in the driver's order (dimension 0 innermost).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMapLayout {
+    /// Device address of element (0, ..., 0).
+    pub address: u64,
+    /// Elements per dimension, innermost first (`rank` used, the rest 1).
+    pub dims: [u64; TENSOR_MAP_MAX_RANK],
+    /// Byte stride of dimensions 1..rank (`rank - 1` used, the rest 0).
+    pub strides: [u64; TENSOR_MAP_MAX_RANK - 1],
+}
+
+impl TensorMapSpec {
+    /// `CU_TENSOR_MAP_L2_PROMOTION_L2_128B`: every map asks the L2 to fetch
+    /// 128-byte lines, CUTLASS's and Triton's choice for tiled loads (a
+    /// cache hint; the simulator keeps and ignores it).
+    pub const L2_PROMOTION: u32 = 2;
+
+    /// The spec of `PtxParam::TensorMap` for a tensor parameter of `elem`
+    /// with `rank` axes; a box or swizzle `cuTensorMapEncodeTiled` would
+    /// refuse whatever the tensor is, or a box that is not one entry per
+    /// axis, is inconsistent metadata.
+    pub fn new(
+        tensor: &str,
+        elem: ScalarTy,
+        rank: usize,
+        box_dims: &[u32],
+        swizzle: u32,
+    ) -> Result<TensorMapSpec, BindError> {
+        let bad = |why: String| {
+            Err(BindError::Inconsistent(format!(
+                "the tensor map of `{tensor}` {why}"
+            )))
+        };
+        if rank == 0 || rank > TENSOR_MAP_MAX_RANK {
+            return bad(format!(
+                "maps a tensor of {rank} axes; a tensor map has 1 to {TENSOR_MAP_MAX_RANK}"
+            ));
+        }
+        if box_dims.len() != rank {
+            return bad(format!(
+                "has a box of {} axes for a tensor of {rank}",
+                box_dims.len()
+            ));
+        }
+        if let Some((i, b)) = box_dims
+            .iter()
+            .enumerate()
+            .find(|(_, &b)| b == 0 || b > TENSOR_MAP_MAX_BOX)
+        {
+            return bad(format!(
+                "has box dim {i} = {b}; each must be 1 to {TENSOR_MAP_MAX_BOX}"
+            ));
+        }
+        if !matches!(swizzle, 0 | 32 | 64 | 128) {
+            return bad(format!(
+                "has a {swizzle}-byte swizzle; it must be 0, 32, 64 or 128"
+            ));
+        }
+        let inner = u64::from(box_dims[0]) * u64::from(elem.size());
+        if !inner.is_multiple_of(TENSOR_MAP_ALIGN) {
+            return bad(format!(
+                "has an inner box of {inner} bytes; it must be a multiple of {TENSOR_MAP_ALIGN}"
+            ));
+        }
+        if swizzle != 0 && inner > u64::from(swizzle) {
+            return bad(format!(
+                "has an inner box of {inner} bytes, wider than its {swizzle}-byte swizzle"
+            ));
+        }
+        let mut dims = [1; TENSOR_MAP_MAX_RANK];
+        dims[..rank].copy_from_slice(box_dims);
+        Ok(TensorMapSpec {
+            elem,
+            rank: rank as u8,
+            box_dims: dims,
+            swizzle,
+        })
+    }
+
+    /// `CUtensorMapDataType` of the element type (the driver's enum
+    /// value). TMA copies bytes: `bool`, `i8` move as `UINT8`, `i16` as
+    /// `UINT16`.
+    pub fn data_type(&self) -> u32 {
+        match self.elem {
+            ScalarTy::Bool | ScalarTy::I8 | ScalarTy::U8 => 0,
+            ScalarTy::I16 | ScalarTy::U16 => 1,
+            ScalarTy::U32 => 2,
+            ScalarTy::I32 => 3,
+            ScalarTy::U64 => 4,
+            ScalarTy::I64 => 5,
+            ScalarTy::F16 => 6,
+            ScalarTy::F32 => 7,
+            ScalarTy::F64 => 8,
+            ScalarTy::BF16 => 9,
+        }
+    }
+
+    /// `CUtensorMapSwizzle` of the span (the driver's enum value).
+    pub fn swizzle_code(&self) -> u32 {
+        match self.swizzle {
+            32 => 1,
+            64 => 2,
+            128 => 3,
+            _ => 0,
+        }
+    }
+
+    /// The map's global part for the tensor `param` at `address` with
+    /// `shape` (outermost axis first, as the tensor's): the dims reversed
+    /// and the row-major byte strides of the outer axes. TMA refuses a
+    /// base address or an outer stride that is not a multiple of
+    /// [`TENSOR_MAP_ALIGN`] bytes: each is a refusal of its own, naming the
+    /// tensor ([`BindError::TensorMapAddress`], [`BindError::TensorMapStride`]),
+    /// as is an empty axis or one past 2^32 elements
+    /// ([`BindError::TensorMapShape`]).
+    pub fn layout(
+        &self,
+        param: &str,
+        address: u64,
+        shape: &[u64],
+    ) -> Result<TensorMapLayout, BindError> {
+        let rank = usize::from(self.rank);
+        if shape.len() != rank {
+            return Err(BindError::Inconsistent(format!(
+                "the tensor map of `{param}` has {rank} axes, the tensor {}",
+                shape.len()
+            )));
+        }
+        if !address.is_multiple_of(TENSOR_MAP_ALIGN) {
+            return Err(BindError::TensorMapAddress {
+                param: param.to_string(),
+                address,
+            });
+        }
+        let mut layout = TensorMapLayout {
+            address,
+            dims: [1; TENSOR_MAP_MAX_RANK],
+            strides: [0; TENSOR_MAP_MAX_RANK - 1],
+        };
+        if shape.iter().any(|&d| d == 0 || d > 1 << 32) {
+            return Err(BindError::TensorMapShape {
+                param: param.to_string(),
+                shape: shape.to_vec(),
+            });
+        }
+        let mut stride = u64::from(self.elem.size());
+        for (i, &d) in shape.iter().rev().enumerate() {
+            layout.dims[i] = d;
+            if i > 0 {
+                layout.strides[i - 1] = stride;
+                if !stride.is_multiple_of(TENSOR_MAP_ALIGN) {
+                    return Err(BindError::TensorMapStride {
+                        param: param.to_string(),
+                        axis: rank - 1 - i,
+                        shape: shape.to_vec(),
+                        stride,
+                    });
+                }
+            }
+            stride = stride.saturating_mul(d);
+        }
+        Ok(layout)
     }
 }
 
@@ -214,6 +416,27 @@ pub enum BindError {
         param: String,
         address: u64,
         required: u32,
+    },
+    /// A tensor a tensor map describes starts at an address TMA cannot
+    /// take (not a multiple of [`TENSOR_MAP_ALIGN`]).
+    TensorMapAddress {
+        param: String,
+        address: u64,
+    },
+    /// A tensor a tensor map describes has an outer axis whose byte stride
+    /// TMA cannot take: `axis` (of the tensor's own, outermost first)
+    /// steps `stride` bytes.
+    TensorMapStride {
+        param: String,
+        axis: usize,
+        shape: Vec<u64>,
+        stride: u64,
+    },
+    /// A tensor a tensor map describes has an empty axis, or one longer
+    /// than TMA's 2^32 elements.
+    TensorMapShape {
+        param: String,
+        shape: Vec<u64>,
     },
     NoVariant {
         dim: String,
@@ -309,6 +532,27 @@ impl fmt::Display for BindError {
             } => write!(
                 f,
                 "`{param}` starts at {address:#x}, which is not a multiple of the {required} bytes its vector accesses need"
+            ),
+            BindError::TensorMapAddress { param, address } => write!(
+                f,
+                "`{param}` starts at {address:#x}, which is not a multiple of the \
+                 {TENSOR_MAP_ALIGN} bytes its tensor map (TMA) needs"
+            ),
+            BindError::TensorMapStride {
+                param,
+                axis,
+                shape,
+                stride,
+            } => write!(
+                f,
+                "tensor `{param}` of shape {shape:?} steps {stride} bytes along axis {axis}, \
+                 which is not a multiple of the {TENSOR_MAP_ALIGN} bytes its tensor map (TMA) \
+                 needs; pad the inner axes so that each row is a multiple of {TENSOR_MAP_ALIGN} bytes"
+            ),
+            BindError::TensorMapShape { param, shape } => write!(
+                f,
+                "tensor `{param}` of shape {shape:?} cannot be read through a tensor map (TMA): \
+                 each axis must have 1 to 2^32 elements"
             ),
             BindError::NoVariant {
                 dim,
@@ -417,6 +661,20 @@ impl BindError {
                 address: 0x1004,
                 required: 16,
             },
+            BindError::TensorMapAddress {
+                param: "A".into(),
+                address: 0x1008,
+            },
+            BindError::TensorMapStride {
+                param: "A".into(),
+                axis: 0,
+                shape: vec![100, 7],
+                stride: 14,
+            },
+            BindError::TensorMapShape {
+                param: "A".into(),
+                shape: vec![0, 64],
+            },
             BindError::NoVariant {
                 dim: "K".into(),
                 value: 512,
@@ -468,6 +726,9 @@ impl BindError {
             BindError::BufferTooShort { .. } => "BufferTooShort",
             BindError::AlignedViolated { .. } => "AlignedViolated",
             BindError::UnalignedBase { .. } => "UnalignedBase",
+            BindError::TensorMapAddress { .. } => "TensorMapAddress",
+            BindError::TensorMapStride { .. } => "TensorMapStride",
+            BindError::TensorMapShape { .. } => "TensorMapShape",
             BindError::NoVariant { .. } => "NoVariant",
             BindError::UnknownConstant { .. } => "UnknownConstant",
             BindError::NoPickedVariant { .. } => "NoPickedVariant",
@@ -523,6 +784,22 @@ impl<'m> Binding<'m> {
     /// The value of a dim.
     pub fn dim(&self, name: &str) -> Option<u64> {
         self.dims.iter().find(|d| d.name == name).map(|d| d.value)
+    }
+
+    /// The shape of the tensor parameter at index `param`, outermost axis
+    /// first, from its constant axes and the bound dims (`None`: not a
+    /// tensor, or a dim the binding has no value for). Inline up to
+    /// [`INLINE_DIMS`] axes.
+    pub fn tensor_shape(&self, param: usize) -> Option<SmallVec<[u64; INLINE_DIMS]>> {
+        let ParamKindMeta::Tensor { dims, .. } = &self.meta.params.get(param)?.kind else {
+            return None;
+        };
+        dims.iter()
+            .map(|d| match d {
+                DimRefMeta::Const(c) => Some(*c),
+                DimRefMeta::Named(n) => self.dim(n),
+            })
+            .collect()
     }
 
     /// The first candidate: what runs when nothing is timed.
@@ -654,6 +931,22 @@ impl<'m> Binding<'m> {
                     ParamKindMeta::Tensor { .. } => {
                         Err(BindError::Inconsistent(format!("`{name}` is not a scalar")))
                     }
+                }
+            }
+            PtxParam::TensorMap {
+                tensor,
+                box_dims,
+                swizzle,
+            } => {
+                let i = find(tensor)?;
+                match &self.meta.params[i].kind {
+                    ParamKindMeta::Tensor { elem, dims, .. } => Ok(PtxValue::TensorMap {
+                        tensor: i,
+                        map: TensorMapSpec::new(tensor, *elem, dims.len(), box_dims, *swizzle)?,
+                    }),
+                    ParamKindMeta::Scalar(_) => Err(BindError::Inconsistent(format!(
+                        "the entry has a tensor map of `{tensor}`, which is not a tensor"
+                    ))),
                 }
             }
             PtxParam::Dim(name) => self

@@ -670,6 +670,71 @@ impl CudaBackend {
         }
     }
 
+    /// A tensor map as the driver encodes it (`cuTensorMapEncodeTiled`):
+    /// `spec`'s element type, box and swizzle over `layout` (checked
+    /// against TMA's rules by `TensorMapSpec::layout`), element strides 1,
+    /// no interleave, L2 promotion 128B, out-of-bounds elements zeros.
+    /// Host-only: the driver touches neither the device nor the memory.
+    /// A refusal is the driver's message (the rules it checks beyond the
+    /// layout's are the metadata's, checked at binding).
+    pub(crate) fn encode_tensor_map(
+        spec: &phobos_meta::binding::TensorMapSpec,
+        layout: &phobos_meta::binding::TensorMapLayout,
+    ) -> Result<[u8; phobos_meta::binding::TENSOR_MAP_BYTES], String> {
+        use sys::{
+            CUtensorMapDataType as T, CUtensorMapFloatOOBfill as Oob, CUtensorMapInterleave as Il,
+            CUtensorMapL2promotion as L2, CUtensorMapSwizzle as Sw,
+        };
+        let data_type = match spec.data_type() {
+            0 => T::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            1 => T::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            2 => T::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+            3 => T::CU_TENSOR_MAP_DATA_TYPE_INT32,
+            4 => T::CU_TENSOR_MAP_DATA_TYPE_UINT64,
+            5 => T::CU_TENSOR_MAP_DATA_TYPE_INT64,
+            6 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            7 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            8 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+            _ => T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        };
+        let swizzle = match spec.swizzle_code() {
+            1 => Sw::CU_TENSOR_MAP_SWIZZLE_32B,
+            2 => Sw::CU_TENSOR_MAP_SWIZZLE_64B,
+            3 => Sw::CU_TENSOR_MAP_SWIZZLE_128B,
+            _ => Sw::CU_TENSOR_MAP_SWIZZLE_NONE,
+        };
+        const _: () = assert!(
+            phobos_meta::binding::TensorMapSpec::L2_PROMOTION
+                == L2::CU_TENSOR_MAP_L2_PROMOTION_L2_128B as u32
+        );
+        let element_strides = [1u32; phobos_meta::binding::TENSOR_MAP_MAX_RANK];
+        // 64-byte aligned, as the driver requires of the map it writes.
+        let mut map = sys::CUtensorMap { opaque: [0; 16] };
+        let r = unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut map,
+                data_type,
+                u32::from(spec.rank),
+                layout.address as *mut c_void,
+                layout.dims.as_ptr(),
+                layout.strides.as_ptr(),
+                spec.box_dims.as_ptr(),
+                element_strides.as_ptr(),
+                Il::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                swizzle,
+                L2::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                Oob::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        r.result()
+            .map_err(|e| format!("cuTensorMapEncodeTiled failed: {}", describe(e)))?;
+        let mut bytes = [0u8; phobos_meta::binding::TENSOR_MAP_BYTES];
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(map.opaque) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        Ok(bytes)
+    }
+
     pub(crate) fn launch(&self, call: &EntryCall<'_>) -> Result<(), LaunchError> {
         if self.sync_each_launch && call.capturing {
             return Err(LaunchError::Capture {
@@ -735,17 +800,30 @@ impl CudaBackend {
             heap_slots = call.args.iter().map(slot).collect::<Vec<u64>>();
             &mut heap_slots[..]
         };
+        // A parameter wider than a slot (a 128-byte tensor map) is passed
+        // from its own bytes, which `call.args` holds for the launch; the
+        // driver copies them into the entry's 64-byte aligned `.param`.
+        let pointer = |(s, a): (&mut u64, &phobos_sim::KernelArg)| match a {
+            phobos_sim::KernelArg::Bytes(b) if b.len() > 8 => {
+                b.as_ptr().cast_mut().cast::<c_void>()
+            }
+            _ => (s as *mut u64).cast::<c_void>(),
+        };
         let (mut stack_params, mut heap_params);
         let params: &mut [*mut c_void] = if n <= STACK_PARAMS {
             stack_params = [std::ptr::null_mut::<c_void>(); STACK_PARAMS];
-            for (p, s) in stack_params.iter_mut().zip(slots.iter_mut()) {
-                *p = (s as *mut u64).cast::<c_void>();
+            for (p, s) in stack_params
+                .iter_mut()
+                .zip(slots.iter_mut().zip(call.args).map(pointer))
+            {
+                *p = s;
             }
             &mut stack_params[..n]
         } else {
             heap_params = slots
                 .iter_mut()
-                .map(|s| (s as *mut u64).cast::<c_void>())
+                .zip(call.args)
+                .map(pointer)
                 .collect::<Vec<_>>();
             &mut heap_params[..]
         };

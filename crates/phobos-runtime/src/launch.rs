@@ -677,16 +677,31 @@ impl<'m> Checker<'_, 'm> {
         plan: &Plan<'_>,
         redirect: &HashMap<String, u64>,
     ) -> Result<KernelArgs, LaunchError> {
-        plan.kernel_args(|i| match &self.args[i] {
-            Arg::Tensor(t) => {
-                let name = &self.meta.params[i].name;
-                Some(KernelArg::U64(
-                    redirect.get(name).copied().unwrap_or(t.address),
-                ))
-            }
-            Arg::Scalar(s) => Some(s.kernel_arg()),
-        })
-        .map_err(|e| self.refused(e))
+        plan.kernel_args_with(
+            |i| match &self.args[i] {
+                Arg::Tensor(t) => {
+                    let name = &self.meta.params[i].name;
+                    Some(KernelArg::U64(
+                        redirect.get(name).copied().unwrap_or(t.address),
+                    ))
+                }
+                Arg::Scalar(s) => Some(s.kernel_arg()),
+            },
+            // Each backend encodes its own tensor maps: the driver's opaque
+            // `CUtensorMap`, or the simulator's encoding of the same map.
+            |_, spec, layout| match self.device.cuda_backend() {
+                Some(_) => crate::cuda::CudaBackend::encode_tensor_map(spec, layout)
+                    .map(|bytes| KernelArg::Bytes(bytes.to_vec()))
+                    .map_err(|message| LaunchError::Backend {
+                        site: Box::new(self.site.clone()),
+                        message,
+                    }),
+                None => {
+                    crate::sim_launch::sim_tensor_map(spec, layout).map_err(|e| self.refused(e))
+                }
+            },
+            |e| self.refused(e),
+        )
     }
 }
 

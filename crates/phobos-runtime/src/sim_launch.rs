@@ -18,7 +18,10 @@
 //! both the binding (phobos-core) and the simulator (phobos-sim), which must
 //! not know about each other.
 
-use phobos_meta::binding::{self, BindError, Binding, LaunchRequest, Limits, PtxValue, SmallVec};
+use phobos_meta::binding::{
+    self, BindError, Binding, LaunchRequest, Limits, PtxValue, SmallVec, TensorMapLayout,
+    TensorMapSpec,
+};
 use phobos_meta::meta::{KernelMeta, VariantMeta};
 use phobos_sim::{
     CheckReport, Device, KernelArg, Launch, LaunchOptions, LaunchStats, Module, Observer, SimError,
@@ -88,24 +91,57 @@ impl<'m> Plan<'m> {
     /// scalar's from `arg`, given the parameter's index in the kernel's
     /// declaration order (a buffer, or a device address as
     /// [`KernelArg::U64`]; a scalar's bytes), each runtime dim's value
-    /// from the binding, as `.s32`. A parameter `arg` has nothing for
-    /// means the metadata and the arguments disagree
-    /// ([`BindError::Inconsistent`]).
+    /// from the binding, as `.s32`, and each tensor map encoded for the
+    /// simulator ([`sim_tensor_map`]) from its tensor's argument and bound
+    /// shape. A parameter `arg` has nothing for means the metadata and the
+    /// arguments disagree ([`BindError::Inconsistent`]).
     pub fn kernel_args(
         &self,
-        mut arg: impl FnMut(usize) -> Option<KernelArg>,
+        arg: impl FnMut(usize) -> Option<KernelArg>,
     ) -> Result<KernelArgs, BindError> {
+        self.kernel_args_with(arg, |_, map, layout| sim_tensor_map(map, layout), |e| e)
+    }
+
+    /// [`Plan::kernel_args`] with the tensor maps encoded by `encode`
+    /// (the CUDA backend's `cuTensorMapEncodeTiled`), given the tensor's
+    /// parameter index, the map's spec and its layout (checked against
+    /// TMA's rules: [`TensorMapSpec::layout`]); `refused` turns the
+    /// binding's refusals into the caller's error.
+    pub fn kernel_args_with<E>(
+        &self,
+        mut arg: impl FnMut(usize) -> Option<KernelArg>,
+        mut encode: impl FnMut(usize, &TensorMapSpec, &TensorMapLayout) -> Result<KernelArg, E>,
+        refused: impl Fn(BindError) -> E,
+    ) -> Result<KernelArgs, E> {
         let params = &self.binding.meta().params;
+        let missing = |i: usize| {
+            BindError::Inconsistent(format!(
+                "the entry's parameter `{}` has no argument",
+                params[i].name
+            ))
+        };
         self.binding
             .ptx_args(self.variant)
-            .map(|value| match value? {
-                PtxValue::Tensor(i) | PtxValue::Scalar(i) => arg(i).ok_or_else(|| {
-                    BindError::Inconsistent(format!(
-                        "the entry's parameter `{}` has no argument",
-                        params[i].name
-                    ))
-                }),
+            .map(|value| match value.map_err(&refused)? {
+                PtxValue::Tensor(i) | PtxValue::Scalar(i) => {
+                    arg(i).ok_or_else(|| refused(missing(i)))
+                }
                 PtxValue::Dim(v) => Ok(KernelArg::I32(v)),
+                PtxValue::TensorMap { tensor, map } => {
+                    let address = match arg(tensor) {
+                        Some(KernelArg::U64(a)) => a,
+                        Some(KernelArg::Buffer(id)) => id.address(),
+                        _ => return Err(refused(missing(tensor))),
+                    };
+                    let shape = self
+                        .binding
+                        .tensor_shape(tensor)
+                        .ok_or_else(|| refused(missing(tensor)))?;
+                    let layout = map
+                        .layout(&params[tensor].name, address, &shape)
+                        .map_err(&refused)?;
+                    encode(tensor, &map, &layout)
+                }
             })
             .collect()
     }
@@ -150,6 +186,36 @@ impl<'m> Plan<'m> {
             observer,
         )
     }
+}
+
+/// A tensor map as the simulator reads it: `spec` and `layout` as a
+/// [`phobos_sim::tensor_map::TensorMap`] (element strides 1, the spec's
+/// swizzle and L2 promotion), encoded into the 128 bytes of its `.param`.
+/// The spec and the layout were checked against the driver's rules; a map
+/// the simulator still refuses is inconsistent metadata.
+pub fn sim_tensor_map(
+    spec: &TensorMapSpec,
+    layout: &TensorMapLayout,
+) -> Result<KernelArg, BindError> {
+    use phobos_sim::tensor_map::{Swizzle, TensorMap, TensorMapType};
+    let inconsistent = |what: &str| BindError::Inconsistent(format!("a tensor map {what}"));
+    let map = TensorMap {
+        data_type: TensorMapType::from_code(spec.data_type())
+            .ok_or_else(|| inconsistent("has an element type the simulator lacks"))?,
+        rank: u32::from(spec.rank),
+        address: layout.address,
+        dims: layout.dims,
+        strides: layout.strides,
+        box_dims: spec.box_dims,
+        element_strides: [1; 5],
+        swizzle: Swizzle::from_code(spec.swizzle_code())
+            .ok_or_else(|| inconsistent("has a swizzle the simulator lacks"))?,
+        l2_promotion: TensorMapSpec::L2_PROMOTION,
+    };
+    let bytes = map
+        .encode()
+        .map_err(|e| inconsistent(&format!("is refused: {e}")))?;
+    Ok(KernelArg::Bytes(bytes.to_vec()))
 }
 
 /// The grid of `variant` (the caller's, or its `@grid` over the dims)

@@ -37,6 +37,12 @@ impl BufferId {
     pub fn index(self) -> usize {
         self.0 as usize
     }
+
+    /// The device address a buffer with this id has (the layout gives each
+    /// id its own base; [`Device::address`] also checks the buffer exists).
+    pub fn address(self) -> u64 {
+        base_of(self.index())
+    }
 }
 
 pub(crate) struct Buffer {
