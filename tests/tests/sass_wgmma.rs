@@ -1,8 +1,10 @@
 //! Issue 32: `dot` on sm_90a runs on Hopper's warpgroup MMA. The GPU
 //! bundle's bf16 GEMM compiled for sm_90a issues `wgmma.mma_async` from
-//! swizzled shared tiles (PTX), which ptxas turns into `HGMMA` with no
-//! `HMMA`, no local memory and at most 128 registers (two CTAs of 256 per
-//! SM); the same kernel for plain sm_90 keeps `mma.sync`. A kernel whose
+//! swizzled shared tiles that TMA fills (`cp.async.bulk.tensor` through
+//! tensor-map parameters, an mbarrier per stage), which ptxas turns into
+//! `HGMMA` and `UTMALDG` with no `HMMA`, no `LDGSTS`, no local memory and
+//! at most 128 registers (two CTAs of 256 per SM); the same kernel for
+//! plain sm_90 keeps `mma.sync`. A kernel whose
 //! `dot` cannot take a warpgroup layout, or whose operand tile is read
 //! element by element, keeps `mma.sync` on sm_90a.
 //!
@@ -36,9 +38,21 @@ fn the_bundle_gemm_issues_wgmma_on_sm_90a_and_mma_sync_on_sm_90() {
     );
     assert!(!ptx.contains("mma.sync"), "mma.sync left on sm_90a");
     assert!(!ptx.contains("ldmatrix"), "ldmatrix left on sm_90a");
-    assert!(ptx.contains("fence.proxy.async.shared::cta;"));
+    // Its staged copies go through TMA: a tensor map per operand, one
+    // mbarrier per stage, no `cp.async` left.
+    assert!(ptx.contains(".param .align 64 .b8 m_A_0[128]"), "{ptx}");
+    assert!(ptx.contains(".param .align 64 .b8 m_B_1[128]"), "{ptx}");
+    assert_eq!(ptx.matches("mbarrier.init.shared::cta.b64").count(), 3);
+    assert!(ptx.contains(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    ));
+    assert!(ptx.contains("mbarrier.try_wait.parity.shared::cta.b64"));
     assert!(
-        ptx.contains(".shared .align 1024"),
+        !ptx.contains("cp.async.cg") && !ptx.contains("cp.async.wait_group"),
+        "{ptx}"
+    );
+    assert!(
+        ptx.contains(".extern .shared .align 1024"),
         "operands need 1024-byte alignment"
     );
     let plain = ptx_of(&src, 90);
@@ -118,6 +132,8 @@ fn the_bundle_gemm_on_sm_90a_has_hgmma_no_hmma_and_no_local_memory() {
             .count()
     };
     assert!(count("HGMMA.64x128x16.F32.BF16") >= 2, "no HGMMA:\n{sass}");
+    assert!(count("UTMALDG.2D") >= 3, "no UTMALDG:\n{sass}");
+    assert_eq!(count("LDGSTS"), 0, "cp.async left on sm_90a");
     assert_eq!(count("HMMA"), 0, "HMMA on sm_90a");
     assert_eq!(count("LDL") + count("STL"), 0, "local memory");
     std::fs::write(dir.path().join("g.ptx"), &ptx).expect("write ptx");

@@ -565,11 +565,23 @@ kernel nested(X: tensor<f32>[R, L], y: tensor<f32>[1, R]) {
     assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
 }
 
-/// `mma_gemm_staged` for sm_90a: `wgmma` reads the ring's stages through
-/// the async proxy, so each thread fences its `cp.async` writes
-/// (`fence.proxy.async` after its wait) before the barrier that hands them
-/// to the other warpgroups.
-fn wgmma_gemm() -> Case {
+/// `mma_gemm_f16` for sm_90a: `wgmma` reads tiles the threads copied with
+/// plain loads and stores (no `stages`), so each thread fences its writes
+/// (`fence.proxy.async`) before the barrier that hands them to the other
+/// warps.
+fn wgmma_plain_gemm() -> Case {
+    one_thread(
+        Case::corpus_for("mma_gemm_f16", phobos_core::arch::SM_90A).dims(&[
+            ("M", 64),
+            ("N", 64),
+            ("K", 64),
+        ]),
+    )
+}
+
+/// `mma_gemm_staged` for sm_90a: its ring on TMA (`cp.async.bulk.tensor`
+/// into each stage, an mbarrier per stage), read by `wgmma`.
+fn tma_gemm() -> Case {
     one_thread(
         Case::corpus_for("mma_gemm_staged", phobos_core::arch::SM_90A).dims(&[
             ("M", 64),
@@ -581,28 +593,70 @@ fn wgmma_gemm() -> Case {
 
 #[test]
 fn wgmma_operands_written_without_the_proxy_fence_are_a_race() {
-    assert!(wgmma_gemm().kernel.ptx.contains("wgmma.mma_async"));
-    clean(wgmma_gemm(), [1, 1, 1]);
-    let planted = with_ptx(wgmma_gemm(), |p| {
+    assert!(wgmma_plain_gemm().kernel.ptx.contains("wgmma.mma_async"));
+    clean(wgmma_plain_gemm(), [1, 1, 1]);
+    let planted = with_ptx(wgmma_plain_gemm(), |p| {
         p.replace("\tfence.proxy.async.shared::cta;\n", "")
     });
     let r = report(planted, [1, 1, 1]);
-    let dot = corpus_at("mma_gemm_staged", "dot(a, trans(w))");
-    assert_caught_at(&r, CheckKind::Racecheck, "mma_gemm_staged", &dot);
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+    assert_eq!(r.kernel, "mma_gemm_f16");
     assert!(r.message.contains("unfenced"), "{r}");
 }
 
 #[test]
-fn wgmma_operands_overwritten_before_wait_group_are_a_race() {
+fn tma_stages_overwritten_before_wait_group_are_a_race() {
     // Each trip retires its products (`wgmma.wait_group 0`) before the
-    // next trip's barrier; without it, the next trip's `cp.async` into the
+    // next trip's barrier; without it, the next trip's TMA copy into the
     // stage refills bytes a product in flight still reads.
-    clean(wgmma_gemm(), [1, 1, 1]);
-    let planted = with_ptx(wgmma_gemm(), |p| {
+    assert!(tma_gemm().kernel.ptx.contains("cp.async.bulk.tensor"));
+    clean(tma_gemm(), [1, 1, 1]);
+    let planted = with_ptx(tma_gemm(), |p| {
         p.replace("\twgmma.wait_group.sync.aligned 0;\n", "")
     });
     let r = report(planted, [1, 1, 1]);
-    let copy = corpus_at("mma_gemm_staged", "var a = A[");
-    assert_caught_at(&r, CheckKind::Racecheck, "mma_gemm_staged", &copy);
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+    assert_eq!(r.kernel, "mma_gemm_staged");
     assert!(r.message.contains("in-flight wgmma.mma_async"), "{r}");
+}
+
+#[test]
+fn a_stage_read_before_its_mbarrier_phase_completes_is_a_race() {
+    // Without the trip's `mbarrier.try_wait.parity`, wgmma reads a stage
+    // whose TMA copy has not landed.
+    let planted = with_ptx(tma_gemm(), |p| {
+        let mut out = String::new();
+        for line in p.lines() {
+            if line.contains("mbarrier.try_wait.parity") {
+                out.push_str("\tsetp.eq.u32 %p11, 1, 1;\n");
+            } else {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    });
+    let r = report(planted, [1, 1, 1]);
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+    assert_eq!(r.kernel, "mma_gemm_staged");
+    assert!(r.message.contains("not yet delivered"), "{r}");
+}
+
+#[test]
+fn a_tma_ring_waiting_on_the_wrong_parity_is_caught() {
+    // The phase register starts at 1 so the first trip (stage 0) flips it
+    // to 0; starting it at 0 waits on every stage's previous phase.
+    let planted = with_ptx(tma_gemm(), |p| {
+        let at = p
+            .find("\tbar.sync 0;\n\tmov.u32 ")
+            .expect("the phase register after the init");
+        let (head, tail) = p.split_at(at);
+        format!("{head}{}", tail.replacen(", 1;\n", ", 0;\n", 1))
+    });
+    // A fresh mbarrier's wait on parity 1 succeeds at once (the phase
+    // before the first), so trip 0 reads its stage before TMA delivers it.
+    let r = report(planted, [1, 1, 1]);
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+    assert_eq!(r.kernel, "mma_gemm_staged");
+    assert!(r.message.contains("not yet delivered"), "{r}");
 }

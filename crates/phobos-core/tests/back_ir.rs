@@ -247,7 +247,8 @@ fn verifier_reports_a_dim_without_a_param() {
 }
 
 /// A constant dim is a literal in the IR and has no `.param`; every other
-/// dim has one, after the kernel's parameters in their order.
+/// dim has one, after the kernel's parameters in their order, then each
+/// tensor map.
 fn the_param_list_holds_the_parameters_then_the_run_time_dims(
     f: &phobos_core::backend::ir::Func,
     v: &phobos_core::hir::Kernel,
@@ -262,8 +263,17 @@ fn the_param_list_holds_the_parameters_then_the_run_time_dims(
                 assert!(i >= n, "{path}");
                 assert!(v.dims[d.0 as usize].constant.is_none(), "{path}");
             }
+            // Tensor maps (sm_90a TMA rings) come last, each once.
+            PtxSlot::TensorMap(m) => {
+                assert!(i >= n, "{path}");
+                assert!((m as usize) < f.tensor_maps.len(), "{path}");
+            }
         }
     }
     let run_time = v.dims.iter().filter(|d| d.constant.is_none()).count();
-    assert_eq!(f.ptx_params.len(), n + run_time, "{path}");
+    assert_eq!(
+        f.ptx_params.len(),
+        n + run_time + f.tensor_maps.len(),
+        "{path}"
+    );
 }

@@ -954,9 +954,6 @@ impl<'m> Binding<'m> {
                 .and_then(|v| i32::try_from(v).ok())
                 .map(PtxValue::Dim)
                 .ok_or_else(|| BindError::Inconsistent(format!("no tensor carries dim `{name}`"))),
-            PtxParam::TensorMap { tensor, .. } => Err(BindError::Inconsistent(format!(
-                "the entry takes a tensor map of `{tensor}`, which this launcher cannot make"
-            ))),
         })
     }
 }

@@ -25,7 +25,20 @@ impl Emitter<'_> {
         if self.f.tma_rings.is_empty() {
             return;
         }
+        // With the entry's other hoisted values (the mbarriers' addresses
+        // among them), which land after the prologue.
+        self.hoist(|e| e.init_tma_rings_here());
+    }
+
+    fn init_tma_rings_here(&mut self) {
         self.need_version(80);
+        // Every thread's copy of the mbarriers' base addresses, before
+        // the branch only thread 0 takes.
+        let looped: Vec<StmtId> = self.f.tma_rings.keys().copied().collect();
+        for l in looped {
+            let off = self.an.plan.mbarriers.get(&l).copied().unwrap_or(0);
+            self.smem_at(off);
+        }
         let tid = self.tid;
         let leader = self.reg(RegClass::Pred);
         self.ins(&format!("setp.eq.u32 {leader}, {tid}, 0;"));
