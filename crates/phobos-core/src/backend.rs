@@ -59,14 +59,16 @@ pub fn entry_name(kernel: &hir::Kernel) -> String {
 
 /// The lowest PTX ISA version (major * 10 + minor) that supports `sm_<arch>`
 /// (the PTX ISA's release notes; ptxas 12.9 refuses `.version 8.5` for
-/// sm_100 and `.version 8.6` for sm_120).
+/// sm_100 and `.version 8.6` for sm_120). `sm_90a` ([`phobos_meta::arch::SM_90A`],
+/// 91) came with PTX ISA 8.0, as did `wgmma` and `cp.async.bulk.tensor`.
 pub fn base_version(arch: u32) -> u32 {
     match arch {
         0..=75 => 63,
         76..=80 => 70,
         81..=86 => 71,
         87..=90 => 78,
-        91..=100 => 86,
+        phobos_meta::arch::SM_90A => 80,
+        92..=100 => 86,
         _ => 87,
     }
 }
@@ -171,7 +173,7 @@ pub(crate) fn module_text(title: &str, parts: &[&ModuleParts]) -> String {
         first.file_name
     );
     let _ = writeln!(ptx, ".version {}.{}", version / 10, version % 10);
-    let _ = writeln!(ptx, ".target sm_{}", first.arch);
+    let _ = writeln!(ptx, ".target {}", phobos_meta::arch::name(first.arch));
     let _ = writeln!(ptx, ".address_size 64\n");
     let _ = writeln!(
         ptx,
