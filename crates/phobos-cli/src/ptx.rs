@@ -276,7 +276,7 @@ fn build(a: &BuildArgs) -> Result<(), Failure> {
         Some(p) => arches
             .iter()
             .filter(|&&arch| !p.supports(arch))
-            .map(|arch| format!("sm_{arch}"))
+            .map(|&arch| phobos_core::arch::name(arch))
             .collect(),
         None => Vec::new(),
     };
@@ -297,8 +297,9 @@ fn build(a: &BuildArgs) -> Result<(), Failure> {
     crate::files::out_dir(&a.out).map_err(Failure::usage)?;
     for (arch, k, _) in &built {
         let arch = *arch;
-        let stem = a.out.join(format!("{}.sm_{arch}", k.meta.name));
-        let ptx_path = stem.with_extension(format!("sm_{arch}.ptx"));
+        let target = phobos_core::arch::name(arch);
+        let stem = a.out.join(format!("{}.{target}", k.meta.name));
+        let ptx_path = stem.with_extension(format!("{target}.ptx"));
         write(&ptx_path, k.ptx.as_bytes())?;
         let ron_text = ron::ser::to_string_pretty(&k.meta, ron::ser::PrettyConfig::default())
             .map_err(|e| Failure::usage(format!("cannot serialize metadata: {e}")))?;
@@ -309,7 +310,7 @@ fn build(a: &BuildArgs) -> Result<(), Failure> {
         if let Some(ptxas) = ptxas.as_ref().filter(|p| p.supports(arch)) {
             let cubin = phobos_build::assemble_ptx(ptxas, &k.meta.name, arch, &k.ptx)
                 .map_err(|e| Failure::kernel(strip_error(&e.to_string())))?;
-            write(&stem.with_extension(format!("sm_{arch}.cubin")), &cubin)?;
+            write(&stem.with_extension(format!("{target}.cubin")), &cubin)?;
         }
     }
     Ok(())

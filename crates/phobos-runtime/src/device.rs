@@ -193,7 +193,7 @@ impl Device {
     /// A human-readable name: the GPU's name and architecture, or `simulator`.
     pub fn name(&self) -> String {
         match &self.inner.backend {
-            Backend::Cuda(c) => format!("{} (sm_{})", c.name(), c.arch()),
+            Backend::Cuda(c) => format!("{} ({})", c.name(), phobos_meta::arch::name(c.arch())),
             Backend::Sim(_) => "simulator".to_string(),
         }
     }
@@ -210,7 +210,7 @@ impl Device {
     /// `sm_86`, or `sim`: the architecture as error messages name it.
     pub fn arch_label(&self) -> String {
         match self.arch() {
-            Some(a) => format!("sm_{a}"),
+            Some(a) => phobos_meta::arch::name(a),
             None => "sim".to_string(),
         }
     }

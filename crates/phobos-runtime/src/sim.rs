@@ -186,7 +186,11 @@ impl SimBackend {
         };
         let module = Module::parse(ptx).map_err(|e| LaunchError::ModuleLoad {
             site: Box::new(call.site.clone()),
-            artifact: format!("the sm_{arch} PTX of `{}`", call.source.module),
+            artifact: format!(
+                "the {} PTX of `{}`",
+                phobos_meta::arch::name(arch),
+                call.source.module
+            ),
             message: e.to_string(),
             log: String::new(),
         })?;
