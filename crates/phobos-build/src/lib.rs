@@ -591,8 +591,17 @@ impl Builder {
             };
             for (index, kernel) in first.iter().enumerate() {
                 let name = &kernel.meta.name;
+                // The first target's metadata, with each other target's
+                // variants where they differ: a launch binds by the
+                // variants of the image it loaded (`KernelMeta::variants_for`).
+                let mut meta = kernel.meta.clone();
+                for (arch, kernels) in &file.per_arch[1..] {
+                    if let Some(k) = kernels.get(index) {
+                        meta.add_target(*arch, &k.meta);
+                    }
+                }
                 let meta_file = format!("{name}.meta.ron");
-                write(meta_file.clone(), meta_ron(&kernel.meta)?.as_bytes())?;
+                write(meta_file.clone(), meta_ron(&meta)?.as_bytes())?;
                 let mut ptx_files = Vec::new();
                 for (arch, kernels) in &file.per_arch {
                     let Some(k) = kernels.get(index) else {
@@ -611,7 +620,7 @@ impl Builder {
                     });
                 }
                 assets.push(KernelAssets {
-                    meta: kernel.meta.clone(),
+                    meta,
                     meta_file,
                     ptx_files,
                     cubin_files: Vec::new(),

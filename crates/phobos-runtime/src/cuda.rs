@@ -5,7 +5,7 @@
 //! PTX JIT-compiled by the driver with its log kept for errors) and launches.
 
 use crate::call::{EntryCall, KernelId, KernelSource, Limits};
-use crate::error::{DeviceError, LaunchError};
+use crate::error::{DeviceError, LaunchError, Site};
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::{sys, CudaContext};
 use phobos_meta::arch;
@@ -491,30 +491,46 @@ impl CudaBackend {
 
     /// The kernel's slot, created on first use; the map is locked only for
     /// the lookup, so other kernels load and launch meanwhile.
-    fn slot(&self, call: &EntryCall<'_>) -> Arc<ModuleSlot> {
+    fn slot(&self, id: &KernelId) -> Arc<ModuleSlot> {
         let mut modules = lock(&self.modules);
-        Arc::clone(modules.entry(call.id.clone()).or_default())
+        Arc::clone(modules.entry(id.clone()).or_default())
+    }
+
+    /// The target of the image the driver loaded for the kernel, loading
+    /// it first if no launch has: the image whose variants a launch binds
+    /// (`KernelMeta::variants_for`).
+    pub(crate) fn image_arch(
+        &self,
+        site: &Site,
+        id: &KernelId,
+        source: &KernelSource,
+    ) -> Result<u32, LaunchError> {
+        let slot = self.slot(id);
+        self.module(site, source, &slot)?;
+        let loaded = lock(&slot.loaded);
+        Ok(loaded.as_ref().map_or(self.arch, |l| l.arch))
     }
 
     /// The kernel's module, loaded on first use in this context.
     fn module(
         &self,
-        call: &EntryCall<'_>,
+        site: &Site,
+        source: &KernelSource,
         slot: &ModuleSlot,
     ) -> Result<sys::CUmodule, LaunchError> {
         let mut module = lock(&slot.module);
         if let Some(m) = *module {
             return Ok(m);
         }
-        let images = images_for(call.source, self.arch);
+        let images = images_for(source, self.arch);
         let mut failure = LaunchError::ModuleLoad {
-            site: Box::new(call.site.clone()),
-            artifact: format!("`{}`", call.source.module),
+            site: Box::new(site.clone()),
+            artifact: format!("`{}`", source.module),
             message: format!(
                 "the build holds no cubin or PTX usable on {} (its PTX targets [{}]); \
                  add the architecture to PHOBOS_ARCHES and rebuild",
                 arch::name(self.arch),
-                call.source
+                source
                     .ptx
                     .iter()
                     .map(|(a, _)| arch::name(*a))
@@ -533,8 +549,8 @@ impl CudaBackend {
                         Image::Ptx { .. } => ("ptx", image.arch()),
                     };
                     *lock(&slot.loaded) = Some(crate::LoadedImage {
-                        kernel: call.source.name.to_string(),
-                        module: call.source.module.to_string(),
+                        kernel: source.name.to_string(),
+                        module: source.module.to_string(),
                         kind,
                         arch,
                         jit_log: if kind == "ptx" {
@@ -548,10 +564,10 @@ impl CudaBackend {
                     return Ok(m);
                 }
                 Err((message, log)) => {
-                    refused.push(format!("{}: {message}", image.label(call.source.module)));
+                    refused.push(format!("{}: {message}", image.label(source.module)));
                     failure = LaunchError::ModuleLoad {
-                        site: Box::new(call.site.clone()),
-                        artifact: image.label(call.source.module),
+                        site: Box::new(site.clone()),
+                        artifact: image.label(source.module),
                         message,
                         log,
                     };
@@ -621,8 +637,8 @@ impl CudaBackend {
             site: Box::new(call.site.clone()),
             message,
         };
-        let slot = self.slot(call);
-        let module = self.module(call, &slot)?;
+        let slot = self.slot(call.id);
+        let module = self.module(call.site, call.source, &slot)?;
         let mut functions = lock(&slot.functions);
         if let Some((f, name)) = functions.get(call.entry) {
             return Ok((*f, Arc::clone(name)));

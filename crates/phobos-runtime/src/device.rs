@@ -389,6 +389,22 @@ impl Device {
         }
     }
 
+    /// The target of the image a launch of the kernel runs: on a GPU the
+    /// one the driver loaded (loading it now if no launch has), in the
+    /// simulator the first PTX built (the one it runs). `None` when the
+    /// build embedded no PTX for the simulator.
+    pub(crate) fn image_arch(
+        &self,
+        site: &crate::error::Site,
+        id: &crate::call::KernelId,
+        source: &crate::call::KernelSource,
+    ) -> Result<Option<u32>, LaunchError> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.image_arch(site, id, source).map(Some),
+            Backend::Sim(_) => Ok(crate::sim::image_arch(source)),
+        }
+    }
+
     /// Runs one entry of a kernel's module (loaded on first use).
     pub(crate) fn launch_entry(&self, call: &EntryCall<'_>) -> Result<(), LaunchError> {
         match &self.inner.backend {

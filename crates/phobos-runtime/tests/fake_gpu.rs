@@ -492,6 +492,60 @@ fn stand_in_a_9_0_device_runs_the_sm_90a_image() {
     );
 }
 
+/// A 2-stage ring of 32 KB tiles: sm_80 copies it with cp.async into 64 KB
+/// of dynamic shared memory, sm_75 plainly into one 32 KB static tile, so
+/// the two targets' variants differ (`KernelMeta::arch_variants`).
+const BIG_RING: &str = "@launch(64)
+@aligned(L = 4)
+kernel big_ring(X: tensor<f32>[R, L], y: tensor<f32>[1, R]) {
+  let r = ctx.block.x * 64
+  var acc: f32 = 0.0
+  for k in range(0, L, 128) stages 2 {
+    var t = X[r :+ 64, k :+ 128]
+    for j in range(0, 128) {
+      acc += t[ctx.thread, j]
+    }
+  }
+  if r + ctx.thread < R {
+    y[0, r + ctx.thread] = acc
+  }
+}
+";
+
+/// Built for sm_75 and sm_80, on an 8.0 device: the driver loads sm_80's
+/// image, so the launch binds sm_80's variant and passes its 64 KB of
+/// dynamic shared memory; the first target's metadata (sm_75's, 32 KB
+/// static) would pass none.
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_a_launch_binds_the_variants_of_the_image_it_loaded() {
+    in_fake_gpu_child(
+        "stand_in_a_launch_binds_the_variants_of_the_image_it_loaded",
+        &[("PHOBOS_FAKE_GPU_CC", "8.0")],
+        || {
+            let dev = fake_gpu();
+            let kernel = compile(BIG_RING, &[75, 80], vec![]);
+            let meta = kernel.meta().unwrap();
+            assert_eq!(meta.variants[0].shared_bytes, 32768);
+            assert_eq!(meta.variants_for(80)[0].shared_bytes, 65536);
+            let x = dev.upload(&[1.0f32; 64 * 256], &[64, 256]).unwrap();
+            let mut y = dev.zeros::<f32>(&[1, 64]).unwrap();
+            kernel
+                .launch(
+                    &dev,
+                    Some(Grid::from(1)),
+                    &[Arg::from(&x), Arg::from(&mut y)],
+                )
+                .unwrap();
+            assert_eq!(y.to_vec().unwrap(), vec![256.0; 64]);
+            let images = dev.loaded_images();
+            assert_eq!((images[0].kind, images[0].arch), ("ptx", 80), "{images:?}");
+            let entry = &images[0].entries[0];
+            assert_eq!(entry.dynamic_shared_bytes, 65536, "{entry:?}");
+        },
+    );
+}
+
 /// An sm_90a image alone cannot run on an 8.0 device: the runtime offers
 /// it nothing, and says which targets the build holds.
 #[test]
