@@ -48,11 +48,12 @@ impl CorpusFile {
     }
 }
 
-/// `N` from a leading comment line `// needs: sm_N`, else 75.
+/// `N` from a leading comment line `// needs: sm_N` (`sm_90a` too, as
+/// `phobos_core::arch::SM_90A`), else 75.
 pub fn min_arch_of(src: &str) -> u32 {
     src.lines()
         .take_while(|l| l.starts_with("//"))
-        .find_map(|l| l.strip_prefix("// needs: sm_")?.trim().parse().ok())
+        .find_map(|l| phobos_core::arch::from_name(l.strip_prefix("// needs: sm_")?.trim()))
         .unwrap_or(75)
 }
 
@@ -103,7 +104,8 @@ pub fn compile(file: &CorpusFile, arch: u32) -> Vec<CompiledKernel> {
     let (kernels, diags) = phobos_core::compile(&file.src, &name, &CompileOptions::for_arch(arch));
     if diags.iter().any(|d| d.is_error()) || kernels.is_empty() {
         panic!(
-            "{name} did not compile for sm_{arch}:\n{}",
+            "{name} did not compile for {}:\n{}",
+            phobos_core::arch::name(arch),
             phobos_core::render::render(&diags, &name, &file.src, false)
         );
     }

@@ -365,7 +365,8 @@ impl Case {
             phobos_core::compile(&f.src, &file_name, &CompileOptions::for_arch(arch));
         if diags.iter().any(|d| d.is_error()) || kernels.is_empty() {
             panic!(
-                "{file_name} did not compile for sm_{arch}:\n{}",
+                "{file_name} did not compile for {}:\n{}",
+                phobos_core::arch::name(arch),
                 phobos_core::render::render(&diags, &file_name, &f.src, false)
             );
         }

@@ -26,7 +26,8 @@ fn ptxas_accepts_every_corpus_kernel_for_every_target() {
                     let mut bad = Vec::new();
                     for (name, arch, ptx) in chunk {
                         if let Err(e) = assemble(ptxas, name, *arch, ptx) {
-                            bad.push(format!("{name} sm_{arch}:\n{e}"));
+                            let target = phobos_core::arch::name(*arch);
+                            bad.push(format!("{name} {target}:\n{e}"));
                         }
                     }
                     bad

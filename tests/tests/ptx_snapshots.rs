@@ -30,7 +30,10 @@ fn ptx_and_metadata_match_snapshots() {
         let arch = f.min_arch();
         let kernels = compile(&f, arch);
         let ptx: String = kernels.iter().map(|k| k.ptx.as_str()).collect();
-        if let Some(d) = check_snapshot(&dir.join(format!("{}.sm_{arch}.ptx", f.name)), &ptx) {
+        if let Some(d) = check_snapshot(
+            &dir.join(format!("{}.{}.ptx", f.name, phobos_core::arch::name(arch))),
+            &ptx,
+        ) {
             failures.push(d);
         }
         let metas: Vec<&phobos_core::meta::KernelMeta> = kernels.iter().map(|k| &k.meta).collect();

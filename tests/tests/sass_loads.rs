@@ -91,7 +91,10 @@ impl Tools {
             .collect();
         let bytes = assemble(&self.ptxas, name, arch, &ptx)
             .unwrap_or_else(|e| panic!("ptxas failed on {name} sm_{arch}: {e}"));
-        let cubin = self.dir.path().join(format!("{name}.sm_{arch}.cubin"));
+        let cubin = self
+            .dir
+            .path()
+            .join(format!("{name}.{}.cubin", phobos_core::arch::name(arch)));
         std::fs::write(&cubin, bytes).expect("write cubin");
         let out = Command::new(&self.nvdisasm)
             .arg("-c")
@@ -231,7 +234,7 @@ fn registers_and_spills(ptxas: &std::path::Path, ptx: &str, arch: u32) -> (u32, 
     let path = dir.path().join("k.ptx");
     std::fs::write(&path, ptx).expect("write ptx");
     let out = Command::new(ptxas)
-        .arg(format!("-arch=sm_{arch}"))
+        .arg(format!("-arch={}", phobos_core::arch::name(arch)))
         .arg("-v")
         .arg(&path)
         .arg("-o")

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// The architectures built when nothing says otherwise: every target Phobos
 /// supports, so a release binary runs on any of them without a JIT.
-pub const DEFAULT_ARCHES: [u32; 7] = phobos_core::ARCHES;
+pub const DEFAULT_ARCHES: [u32; 8] = phobos_core::ARCHES;
 
 /// `phobos.toml`, next to the crate's Cargo.toml:
 ///

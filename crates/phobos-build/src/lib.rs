@@ -31,7 +31,7 @@ use config::{parse_arch_list, ConfigFile, Env};
 use output::write_if_changed;
 use phobos_bindgen::{AssetRoot, KernelAssets};
 use phobos_core::meta::KernelMeta;
-use phobos_core::{CompileOptions, Diagnostic};
+use phobos_core::{arch, CompileOptions, Diagnostic};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -256,8 +256,9 @@ impl Builder {
         self
     }
 
-    /// The architectures to build for, as numbers (`80` for sm_80).
-    /// `PHOBOS_ARCHES` (e.g. `sm_80,sm_90`) overrides this.
+    /// The architectures to build for, as numbers (`80` for sm_80,
+    /// `phobos_core::arch::SM_90A` for sm_90a). `PHOBOS_ARCHES` (e.g.
+    /// `sm_80,sm_90a`) overrides this.
     pub fn arches(mut self, arches: &[u32]) -> Builder {
         self.arches = Some(arches.to_vec());
         self
@@ -402,7 +403,7 @@ impl Builder {
             })?,
             None => match (&self.arches, config.arches(&config_path)?) {
                 (Some(a), _) => {
-                    let text: Vec<String> = a.iter().map(u32::to_string).collect();
+                    let text: Vec<String> = a.iter().map(|&a| arch::name(a)).collect();
                     parse_arch_list(&text.join(",")).map_err(|message| BuildError::Config {
                         path: PathBuf::from("Builder::arches"),
                         message,
@@ -590,14 +591,23 @@ impl Builder {
             };
             for (index, kernel) in first.iter().enumerate() {
                 let name = &kernel.meta.name;
+                // The first target's metadata, with each other target's
+                // variants where they differ: a launch binds by the
+                // variants of the image it loaded (`KernelMeta::variants_for`).
+                let mut meta = kernel.meta.clone();
+                for (arch, kernels) in &file.per_arch[1..] {
+                    if let Some(k) = kernels.get(index) {
+                        meta.add_target(*arch, &k.meta);
+                    }
+                }
                 let meta_file = format!("{name}.meta.ron");
-                write(meta_file.clone(), meta_ron(&kernel.meta)?.as_bytes())?;
+                write(meta_file.clone(), meta_ron(&meta)?.as_bytes())?;
                 let mut ptx_files = Vec::new();
                 for (arch, kernels) in &file.per_arch {
                     let Some(k) = kernels.get(index) else {
                         continue;
                     };
-                    let ptx_file = format!("{name}.sm_{arch}.ptx");
+                    let ptx_file = format!("{name}.{}.ptx", arch::name(*arch));
                     write(ptx_file.clone(), k.ptx.as_bytes())?;
                     ptx_files.push((*arch, ptx_file));
                     if ptx_only_arches.contains(arch) {
@@ -610,7 +620,7 @@ impl Builder {
                     });
                 }
                 assets.push(KernelAssets {
-                    meta: kernel.meta.clone(),
+                    meta,
                     meta_file,
                     ptx_files,
                     cubin_files: Vec::new(),
@@ -625,7 +635,7 @@ impl Builder {
             cached = hits;
             assembled = jobs.len() - hits;
             for (job, cubin) in jobs.iter().zip(&cubins) {
-                let file = format!("{}.sm_{}.cubin", job.kernel, job.arch);
+                let file = format!("{}.{}.cubin", job.kernel, arch::name(job.arch));
                 write(file.clone(), cubin)?;
                 if let Some(a) = assets.iter_mut().find(|a| a.meta.name == job.kernel) {
                     a.cubin_files.push((job.arch, file));
@@ -672,7 +682,7 @@ fn too_new_for(
     if skipped.is_empty() {
         return Ok((skipped, None));
     }
-    let names: Vec<String> = skipped.iter().map(|a| format!("sm_{a}")).collect();
+    let names: Vec<String> = skipped.iter().map(|&a| arch::name(a)).collect();
     let names = names.join(", ");
     if ptxas.named && arches_asked {
         return Err(BuildError::Ptxas {
@@ -919,8 +929,13 @@ mod tests {
         );
         assert!(warning.contains("PHOBOS_PTXAS"), "{warning}");
         // Named, with the default targets: skipped too.
-        let (skipped, _) = too_new_for(&ptxas(true), &DEFAULT_ARCHES, false).unwrap();
-        assert_eq!(skipped, [89, 90, 100, 120]);
+        let (skipped, warning) = too_new_for(&ptxas(true), &DEFAULT_ARCHES, false).unwrap();
+        assert_eq!(skipped, [89, 90, arch::SM_90A, 100, 120]);
+        let warning = warning.expect("one warning");
+        assert!(
+            warning.contains("cannot assemble sm_89, sm_90, sm_90a, sm_100, sm_120"),
+            "{warning}"
+        );
         // Named and asked for: refused.
         assert!(too_new_for(&ptxas(true), &[80, 89], true).is_err());
         // Nothing missing: nothing said.

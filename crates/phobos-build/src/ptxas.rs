@@ -4,6 +4,7 @@
 
 use crate::output::write_atomic;
 use crate::BuildError;
+use phobos_core::arch;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -13,7 +14,7 @@ pub struct Ptxas {
     pub path: PathBuf,
     /// The last line of `ptxas --version`, part of every cache key.
     pub version: String,
-    /// The `sm_NN` targets it can assemble, from the "Allowed values" of
+    /// The targets it can assemble (`sm_90a` as [`arch::SM_90A`]), from the "Allowed values" of
     /// `-arch` in `ptxas --help`; `None` when the help lists none (then
     /// every target is tried, and a refusal is an error).
     pub targets: Option<Vec<u32>>,
@@ -24,7 +25,7 @@ pub struct Ptxas {
 }
 
 impl Ptxas {
-    /// Whether it can assemble `sm_{arch}` (true when its list is unknown).
+    /// Whether it can assemble the target (true when its list is unknown).
     pub fn supports(&self, arch: u32) -> bool {
         self.targets.as_ref().is_none_or(|t| t.contains(&arch))
     }
@@ -43,7 +44,7 @@ pub fn find_ptxas() -> Result<Option<Ptxas>, BuildError> {
     find(None, &mut crate::config::Env::default())
 }
 
-/// Assembles one PTX module for `sm_{arch}` with `ptxas` (no cache): the
+/// Assembles one PTX module for target `arch` with `ptxas` (no cache): the
 /// cubin's bytes. A ptxas that fails, or that succeeds without writing a
 /// cubin, is an error that says so.
 pub fn assemble_ptx(
@@ -142,8 +143,8 @@ fn targets(path: &Path) -> Option<Vec<u32>> {
     parse_allowed_targets(&String::from_utf8_lossy(&out.stdout))
 }
 
-/// The plain `sm_NN` targets (not `sm_90a`, `compute_NN` or `lto_NN`) in
-/// the first "Allowed values" list of a `ptxas --help` text (the one of
+/// The `sm_` targets Phobos can number (`sm_80`, `sm_90a`; not `sm_100a`,
+/// `sm_100f`, `compute_NN` or `lto_NN`) in the first "Allowed values" list of a `ptxas --help` text (the one of
 /// `--gpu-name`, which comes first in every release's help).
 pub(crate) fn parse_allowed_targets(help: &str) -> Option<Vec<u32>> {
     let start = help.find("--gpu-name")?;
@@ -153,7 +154,7 @@ pub(crate) fn parse_allowed_targets(help: &str) -> Option<Vec<u32>> {
     let end = list.find("Default value").unwrap_or(list.len());
     let mut arches: Vec<u32> = list[..end]
         .split(|c: char| c == '\'' || c == ',' || c.is_whitespace())
-        .filter_map(|w| w.strip_prefix("sm_")?.parse().ok())
+        .filter_map(|w| arch::from_name(w.strip_prefix("sm_")?))
         .collect();
     arches.sort_unstable();
     arches.dedup();
@@ -245,11 +246,11 @@ fn assemble_cached(
 ) -> Result<(Vec<u8>, bool), BuildError> {
     let key = fnv1a(&[
         job.ptx.as_bytes(),
-        job.arch.to_string().as_bytes(),
+        arch::name(job.arch).as_bytes(),
         ptxas.version.as_bytes(),
         OPTIONS.join(" ").as_bytes(),
     ]);
-    let cached = cache_dir.join(format!("{key:016x}.sm_{}.cubin", job.arch));
+    let cached = cache_dir.join(format!("{key:016x}.{}.cubin", arch::name(job.arch)));
     if let Ok(bytes) = std::fs::read(&cached) {
         if !bytes.is_empty() {
             return Ok((bytes, true));
@@ -270,10 +271,10 @@ fn assemble(ptxas: &Ptxas, job: &Job<'_>) -> Result<Vec<u8>, BuildError> {
     let input = tmp.path().join(format!("{}.ptx", job.kernel));
     let output = tmp
         .path()
-        .join(format!("{}.sm_{}.cubin", job.kernel, job.arch));
+        .join(format!("{}.{}.cubin", job.kernel, arch::name(job.arch)));
     std::fs::write(&input, job.ptx).map_err(|e| BuildError::io(&input, e))?;
     let run = Command::new(&ptxas.path)
-        .arg(format!("-arch={}", phobos_core::arch::name(job.arch)))
+        .arg(format!("-arch={}", arch::name(job.arch)))
         .args(OPTIONS)
         .arg(&input)
         .arg("-o")
@@ -285,11 +286,11 @@ fn assemble(ptxas: &Ptxas, job: &Job<'_>) -> Result<Vec<u8>, BuildError> {
     if !run.status.success() {
         return Err(BuildError::Ptxas {
             message: format!(
-                "{} rejected the PTX of kernel `{}` for sm_{} (a Phobos compiler bug; \
+                "{} rejected the PTX of kernel `{}` for {} (a Phobos compiler bug; \
                  please report it with the kernel):\n{}{}",
                 ptxas.path.display(),
                 job.kernel,
-                job.arch,
+                arch::name(job.arch),
                 String::from_utf8_lossy(&run.stdout),
                 String::from_utf8_lossy(&run.stderr)
             ),
@@ -299,7 +300,7 @@ fn assemble(ptxas: &Ptxas, job: &Job<'_>) -> Result<Vec<u8>, BuildError> {
         Ok(bytes) if !bytes.is_empty() => Ok(bytes),
         result => Err(BuildError::Ptxas {
             message: format!(
-                "{} exited successfully but wrote {} for kernel `{}` (sm_{}); \
+                "{} exited successfully but wrote {} for kernel `{}` ({}); \
                  is it NVIDIA's ptxas? (set PHOBOS_PTXAS to the real one)",
                 ptxas.path.display(),
                 if result.is_ok() {
@@ -308,7 +309,7 @@ fn assemble(ptxas: &Ptxas, job: &Job<'_>) -> Result<Vec<u8>, BuildError> {
                     "no cubin"
                 },
                 job.kernel,
-                job.arch
+                arch::name(job.arch)
             ),
         }),
     }
@@ -326,7 +327,10 @@ mod tests {
         std::fs::create_dir_all(&bin).unwrap();
         let list: Vec<String> = targets
             .iter()
-            .flat_map(|t| [format!("'compute_{t}'"), format!("'sm_{t}'")])
+            .flat_map(|&t| {
+                let n = &arch::name(t)["sm_".len()..];
+                [format!("'compute_{n}'"), format!("'sm_{n}'")]
+            })
             .collect();
         let help = bin.join("help.txt");
         std::fs::write(
@@ -404,7 +408,7 @@ mod tests {
             --maxrregcount <N>\n";
         assert_eq!(
             parse_allowed_targets(help),
-            Some(vec![75, 80, 86, 89, 90, 100, 120])
+            Some(vec![75, 80, 86, 89, 90, arch::SM_90A, 100, 120])
         );
         assert_eq!(parse_allowed_targets("usage: ptxas [options]"), None);
     }

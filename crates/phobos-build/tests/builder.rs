@@ -2,6 +2,7 @@
 //! writes, what it refuses, and how it reports errors.
 
 use phobos_build::{BuildError, Builder};
+use phobos_core::arch::{name, SM_90A};
 use std::fs;
 use std::path::Path;
 
@@ -352,7 +353,8 @@ fn an_old_ptxas_skips_the_targets_it_lacks_with_one_warning() {
     let out = tempfile::tempdir().unwrap();
     let tools = tempfile::tempdir().unwrap();
     let (ptxas, log) = old_ptxas(tools.path());
-    // The default targets: every one Phobos has, sm_100 and sm_120 too.
+    // The default targets: every one Phobos has, sm_90a, sm_100 and sm_120
+    // too.
     let built = Builder::new("kernels")
         .manifest_dir(dir.path())
         .out_dir(out.path())
@@ -360,8 +362,8 @@ fn an_old_ptxas_skips_the_targets_it_lacks_with_one_warning() {
         .ptxas(&ptxas)
         .build()
         .unwrap();
-    assert_eq!(built.arches, [75, 80, 86, 89, 90, 100, 120]);
-    assert_eq!(built.ptx_only_arches, [89, 90, 100, 120]);
+    assert_eq!(built.arches, [75, 80, 86, 89, 90, SM_90A, 100, 120]);
+    assert_eq!(built.ptx_only_arches, [89, 90, SM_90A, 100, 120]);
     let about: Vec<&String> = built
         .warnings
         .iter()
@@ -369,7 +371,8 @@ fn an_old_ptxas_skips_the_targets_it_lacks_with_one_warning() {
         .collect();
     assert_eq!(about.len(), 1, "{:?}", built.warnings);
     assert!(
-        about[0].contains("release 11.5") && about[0].contains("sm_89, sm_90, sm_100, sm_120"),
+        about[0].contains("release 11.5")
+            && about[0].contains("sm_89, sm_90, sm_90a, sm_100, sm_120"),
         "{}",
         about[0]
     );
@@ -380,14 +383,16 @@ fn an_old_ptxas_skips_the_targets_it_lacks_with_one_warning() {
         .collect();
     runs.sort();
     assert_eq!(runs, ["-arch=sm_75", "-arch=sm_80", "-arch=sm_86"]);
-    for arch in [75, 80, 86, 89, 90, 100, 120] {
+    for arch in [75, 80, 86, 89, 90, SM_90A, 100, 120] {
+        let target = name(arch);
         assert!(out
             .path()
-            .join(format!("phobos/axpy.sm_{arch}.ptx"))
+            .join(format!("phobos/axpy.{target}.ptx"))
             .exists());
-        let cubin = out.path().join(format!("phobos/axpy.sm_{arch}.cubin"));
-        assert_eq!(cubin.exists(), arch <= 86, "sm_{arch}");
+        let cubin = out.path().join(format!("phobos/axpy.{target}.cubin"));
+        assert_eq!(cubin.exists(), arch <= 86, "{target}");
     }
+    assert!(out.path().join("phobos/axpy.sm_90a.ptx").exists());
     let bindings = fs::read_to_string(&built.bindings).unwrap();
     assert!(bindings.contains("axpy.sm_86.cubin") && !bindings.contains("axpy.sm_90.cubin"));
 
@@ -409,7 +414,7 @@ fn an_old_ptxas_skips_the_targets_it_lacks_with_one_warning() {
 }
 
 #[test]
-fn blackwell_targets_assemble_with_a_new_enough_ptxas() {
+fn hopper_a_and_blackwell_targets_assemble_with_a_new_enough_ptxas() {
     let Some(ptxas) = std::env::var_os("PHOBOS_PTXAS") else {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -422,18 +427,65 @@ fn blackwell_targets_assemble_with_a_new_enough_ptxas() {
     let built = builder(dir.path(), out.path())
         .ptx_only(false)
         .ptxas(ptxas)
-        .arches(&[100, 120])
+        .arches(&[SM_90A, 100, 120])
         .build()
         .unwrap();
-    assert_eq!(built.cubins_assembled + built.cubins_cached, 2);
+    assert_eq!(built.cubins_assembled + built.cubins_cached, 3);
     assert!(built.ptx_only_arches.is_empty());
-    for (arch, version) in [(100, ".version 8.6"), (120, ".version 8.7")] {
-        let ptx =
-            fs::read_to_string(out.path().join(format!("phobos/axpy.sm_{arch}.ptx"))).unwrap();
-        assert!(ptx.contains(version), "sm_{arch}: {ptx}");
-        let cubin = fs::read(out.path().join(format!("phobos/axpy.sm_{arch}.cubin"))).unwrap();
-        assert!(cubin.starts_with(b"\x7fELF"), "sm_{arch}");
+    for (arch, version) in [
+        (SM_90A, ".version 8.0\n.target sm_90a\n"),
+        (100, ".version 8.6\n.target sm_100\n"),
+        (120, ".version 8.7\n.target sm_120\n"),
+    ] {
+        let target = name(arch);
+        let ptx = fs::read_to_string(out.path().join(format!("phobos/axpy.{target}.ptx"))).unwrap();
+        assert!(ptx.contains(version), "{target}: {ptx}");
+        let cubin = fs::read(out.path().join(format!("phobos/axpy.{target}.cubin"))).unwrap();
+        assert!(cubin.starts_with(b"\x7fELF"), "{target}");
     }
+}
+
+/// A 2-stage ring: sm_80 copies it with cp.async into two stages of shared
+/// memory, sm_75 plainly into one, so their variants differ.
+const RING: &str = "@launch(64)
+@aligned(L = 4)
+kernel ring(X: tensor<f32>[R, L], y: tensor<f32>[1, R]) {
+  let r = ctx.block.x * 64
+  var acc: f32 = 0.0
+  for k in range(0, L, 32) stages 2 {
+    var t = X[r :+ 64, k :+ 32]
+    for j in range(0, 32) {
+      acc += t[ctx.thread, j]
+    }
+  }
+  if r + ctx.thread < R {
+    y[0, r + ctx.thread] = acc
+  }
+}
+";
+
+#[test]
+fn the_metadata_holds_each_targets_variants_where_they_differ() {
+    let dir = crate_dir(&[("kernels/ring.pho", RING), ("kernels/axpy.pho", AXPY)]);
+    let out = tempfile::tempdir().unwrap();
+    builder(dir.path(), out.path())
+        .arches(&[75, 80, 90])
+        .build()
+        .unwrap();
+    let read = |kernel: &str| -> phobos_core::meta::KernelMeta {
+        let text = fs::read_to_string(out.path().join(format!("phobos/{kernel}.meta.ron")));
+        ron::from_str(&text.unwrap()).unwrap()
+    };
+    let ring = read("ring");
+    // sm_75's (the first target's) in `variants`; sm_80's and sm_90's
+    // differ from it.
+    assert_eq!(ring.variants[0].shared_bytes, 8192);
+    let targets: Vec<u32> = ring.arch_variants.iter().map(|(a, _)| *a).collect();
+    assert_eq!(targets, [80, 90]);
+    assert_eq!(ring.variants_for(75)[0].shared_bytes, 8192);
+    assert_eq!(ring.variants_for(80)[0].shared_bytes, 16384);
+    // A kernel every target compiles alike has none.
+    assert!(read("axpy").arch_variants.is_empty());
 }
 
 /// What `Device::export_tuning` writes (one decision).

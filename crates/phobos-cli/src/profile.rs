@@ -142,7 +142,7 @@ fn registers(ptx: &str, entry: &str, arch: u32) -> Option<u32> {
     let cubin_path = dir.join("kernel.cubin");
     let result = std::fs::write(&ptx_path, ptx).ok().and_then(|()| {
         Command::new(&ptxas)
-            .arg(format!("-arch=sm_{arch}"))
+            .arg(format!("-arch={}", phobos_core::arch::name(arch)))
             .arg("-v")
             .arg("-o")
             .arg(&cubin_path)

@@ -276,7 +276,7 @@ fn build(a: &BuildArgs) -> Result<(), Failure> {
         Some(p) => arches
             .iter()
             .filter(|&&arch| !p.supports(arch))
-            .map(|arch| format!("sm_{arch}"))
+            .map(|&arch| phobos_core::arch::name(arch))
             .collect(),
         None => Vec::new(),
     };
@@ -295,21 +295,32 @@ fn build(a: &BuildArgs) -> Result<(), Failure> {
         eprintln!("warning: {what}; writing their PTX only");
     }
     crate::files::out_dir(&a.out).map_err(Failure::usage)?;
+    // One metadata file per kernel: the first target's, with every other
+    // target's variants where they differ (`KernelMeta::add_target`).
+    let mut metas: BTreeMap<&str, phobos_core::meta::KernelMeta> = BTreeMap::new();
+    for (arch, k, _) in &built {
+        match metas.get_mut(k.meta.name.as_str()) {
+            Some(m) => m.add_target(*arch, &k.meta),
+            None => {
+                metas.insert(&k.meta.name, k.meta.clone());
+            }
+        }
+    }
+    for (name, meta) in &metas {
+        let ron_text = ron::ser::to_string_pretty(meta, ron::ser::PrettyConfig::default())
+            .map_err(|e| Failure::usage(format!("cannot serialize metadata: {e}")))?;
+        write(&a.out.join(format!("{name}.ron")), ron_text.as_bytes())?;
+    }
     for (arch, k, _) in &built {
         let arch = *arch;
-        let stem = a.out.join(format!("{}.sm_{arch}", k.meta.name));
-        let ptx_path = stem.with_extension(format!("sm_{arch}.ptx"));
+        let target = phobos_core::arch::name(arch);
+        let stem = a.out.join(format!("{}.{target}", k.meta.name));
+        let ptx_path = stem.with_extension(format!("{target}.ptx"));
         write(&ptx_path, k.ptx.as_bytes())?;
-        let ron_text = ron::ser::to_string_pretty(&k.meta, ron::ser::PrettyConfig::default())
-            .map_err(|e| Failure::usage(format!("cannot serialize metadata: {e}")))?;
-        write(
-            &a.out.join(format!("{}.ron", k.meta.name)),
-            ron_text.as_bytes(),
-        )?;
         if let Some(ptxas) = ptxas.as_ref().filter(|p| p.supports(arch)) {
             let cubin = phobos_build::assemble_ptx(ptxas, &k.meta.name, arch, &k.ptx)
                 .map_err(|e| Failure::kernel(strip_error(&e.to_string())))?;
-            write(&stem.with_extension(format!("sm_{arch}.cubin")), &cubin)?;
+            write(&stem.with_extension(format!("{target}.cubin")), &cubin)?;
         }
     }
     Ok(())

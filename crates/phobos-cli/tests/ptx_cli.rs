@@ -51,6 +51,16 @@ fn ptx_prints_the_module_for_the_default_and_a_chosen_target() {
     let out = phobos(&["ptx", "--arch", "sm_90", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
     assert!(text(&out.stdout).contains(".version 7.8\n.target sm_90"));
+    // Hopper's arch-specific target, spelled three ways; PTX ISA 8.0.
+    for arch in ["sm_90a", "compute_90a", "90a"] {
+        let out = phobos(&["ptx", "--arch", arch, file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains(".version 8.0\n.target sm_90a\n"),
+            "{}",
+            text(&out.stdout)
+        );
+    }
 }
 
 #[test]
@@ -74,13 +84,13 @@ fn ptx_picks_one_kernel_and_names_the_others_when_asked_for_a_missing_one() {
 #[test]
 fn bad_target_and_missing_file_are_usage_errors() {
     let file = corpus("lanes_matvec.pho");
-    let out = phobos(&["ptx", "--arch", "sm_70", file.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("unknown target `sm_70`"),
-        "{}",
-        text(&out.stderr)
-    );
+    for bad in ["sm_70", "sm_91", "91"] {
+        let out = phobos(&["ptx", "--arch", bad, file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = text(&out.stderr);
+        assert!(err.contains(&format!("unknown target `{bad}`")), "{err}");
+        assert!(err.contains("sm_90, sm_90a, sm_100"), "{err}");
+    }
     let out = phobos(&["ptx", "/nonexistent/k.pho"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("cannot read"));
@@ -111,12 +121,13 @@ fn build_writes_ptx_per_target_and_metadata() {
         "--out",
         out_dir.to_str().unwrap(),
         "--arch",
-        "sm_75,sm_90",
+        "sm_75,sm_90a,sm_90",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     for f in [
         "staged_matvec.sm_75.ptx",
         "staged_matvec.sm_90.ptx",
+        "staged_matvec.sm_90a.ptx",
         "staged_matvec.ron",
         "lane_max.sm_75.ptx",
         "lane_max.ron",
@@ -128,6 +139,31 @@ fn build_writes_ptx_per_target_and_metadata() {
         ron::from_str(&std::fs::read_to_string(out_dir.join("staged_matvec.ron")).unwrap())
             .unwrap();
     assert_eq!(meta.variants[0].shared_bytes, 1024);
+}
+
+/// One metadata file per kernel, whatever the number of targets: the first
+/// target's variants, and each other target's where they differ (a
+/// `stages` ring: sm_75 copies it plainly into one stage). Before, each
+/// target's compile overwrote the file, leaving the last target's.
+#[test]
+fn build_merges_the_targets_metadata_into_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = phobos(&[
+        "build",
+        corpus("staged_row_sum.pho").to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--arch",
+        "sm_80,sm_75",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let meta: phobos_core::meta::KernelMeta =
+        ron::from_str(&std::fs::read_to_string(out_dir.join("staged_row_sum.ron")).unwrap())
+            .unwrap();
+    assert_eq!(meta.variants[0].shared_bytes, 8192, "sm_75's first");
+    assert_eq!(meta.variants_for(80)[0].shared_bytes, 16384);
+    assert_eq!(meta.arch_variants.len(), 1);
 }
 
 #[test]

@@ -59,15 +59,15 @@ pub fn entry_name(kernel: &hir::Kernel) -> String {
 
 /// The lowest PTX ISA version (major * 10 + minor) that supports `sm_<arch>`
 /// (the PTX ISA's release notes; ptxas 12.9 refuses `.version 8.5` for
-/// sm_100 and `.version 8.6` for sm_120).
+/// sm_100 and `.version 8.6` for sm_120). `sm_90a` ([`phobos_meta::arch::SM_90A`],
+/// 91) came with PTX ISA 8.0, as did `wgmma` and `cp.async.bulk.tensor`.
 pub fn base_version(arch: u32) -> u32 {
     match arch {
         0..=75 => 63,
         76..=80 => 70,
         81..=86 => 71,
         87..=90 => 78,
-        // sm_90a (`phobos_meta::arch::SM_90A`): PTX ISA 8.0.
-        91 => 80,
+        phobos_meta::arch::SM_90A => 80,
         92..=100 => 86,
         _ => 87,
     }

@@ -32,9 +32,10 @@ pub use phobos_meta::STATIC_SHARED_LIMIT;
 /// these agree with CUDA 12.9's `cuda_occupancy.h`, whose largest shared
 /// carveouts are 228 KB and 100 KB per SM, less the 1 KB reserved per CTA.
 /// phobos-profile's occupancy table is pinned to this one by a test.
+/// `sm_90a` is a 9.0 target: sm_90's limit.
 pub fn max_shared_bytes(arch: u32) -> u32 {
     const KB: u32 = 1024;
-    match arch {
+    match phobos_meta::arch::compute_capability(arch) {
         0..=75 => 64 * KB,
         80 => 163 * KB,
         90 | 100 => 227 * KB,

@@ -4,29 +4,30 @@
 use crate::backend::BackendError;
 use crate::diag::Diagnostic;
 use crate::hir::CheckedKernel;
+use phobos_meta::arch::{self, SM_90A};
 // The contract types and limits, at their old paths too.
 pub use crate::compiled::{CompileOptions, CompiledKernel};
 pub use crate::limits::{max_shared_bytes, STATIC_SHARED_LIMIT};
 
-/// The targets Phobos supports; `sm_75` is the floor.
-pub const ARCHES: [u32; 7] = [75, 80, 86, 89, 90, 100, 120];
+/// The targets Phobos supports, in order; `sm_75` is the floor and
+/// `sm_90a` is [`SM_90A`] (91: see `phobos_meta::arch`).
+pub const ARCHES: [u32; 8] = [75, 80, 86, 89, 90, SM_90A, 100, 120];
 
-/// A target as a user writes it, `sm_86`, `compute_86` or `86`, checked
-/// against [`ARCHES`]; the error names the supported ones. The one parser
-/// of the CLI's `--arch` and phobos-build's `arches` and `PHOBOS_ARCHES`.
+/// A target as a user writes it, `sm_86`, `compute_86` or `86` (and
+/// `sm_90a`, `compute_90a`, `90a`), checked against [`ARCHES`]; the error
+/// names the supported ones. The one parser of the CLI's `--arch` and
+/// phobos-build's `arches` and `PHOBOS_ARCHES`. `91`, the number Phobos
+/// gives sm_90a inside, is not a name: there is no sm_91.
 pub fn parse_arch(text: &str) -> Result<u32, String> {
     let t = text.trim();
     let digits = t
         .strip_prefix("sm_")
         .or_else(|| t.strip_prefix("compute_"))
         .unwrap_or(t);
-    if digits == "90a" {
-        return Ok(phobos_meta::arch::SM_90A);
-    }
-    match digits.parse::<u32>() {
-        Ok(n) if ARCHES.contains(&n) => Ok(n),
+    match arch::from_name(digits) {
+        Some(n) if ARCHES.contains(&n) => Ok(n),
         _ => {
-            let list: Vec<String> = ARCHES.iter().map(|a| format!("sm_{a}")).collect();
+            let list: Vec<String> = ARCHES.iter().map(|&a| arch::name(a)).collect();
             Err(format!(
                 "unknown target `{t}`; supported: {} (`75` means `sm_75`)",
                 list.join(", ")
@@ -279,9 +280,28 @@ mod tests {
         assert_eq!(parse_arch("sm_75"), Ok(75));
         assert_eq!(parse_arch("90"), Ok(90));
         assert_eq!(parse_arch(" compute_86 "), Ok(86));
-        for bad in ["0", "999", "sm_0", "sm_", "", "sm_7x", "sm_70", "compute_"] {
+        for good in ["sm_90a", "compute_90a", "90a", " sm_90a "] {
+            assert_eq!(parse_arch(good), Ok(phobos_meta::arch::SM_90A), "{good}");
+        }
+        for bad in [
+            "0",
+            "999",
+            "sm_0",
+            "sm_",
+            "",
+            "sm_7x",
+            "sm_70",
+            "compute_",
+            "91",
+            "sm_91",
+            "compute_91",
+            "sm_90A",
+            "sm_89a",
+            "sm_100a",
+        ] {
             let e = parse_arch(bad).unwrap_err();
             assert!(e.contains("supported: sm_75, sm_80"), "{e}");
+            assert!(e.contains("sm_90, sm_90a, sm_100"), "{e}");
             assert!(e.contains(&format!("`{}`", bad.trim())), "{e}");
         }
     }

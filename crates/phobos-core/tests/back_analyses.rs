@@ -178,13 +178,16 @@ fn tiles_above_48_kilobytes_are_dynamic_shared_memory_within_each_targets_limit(
             &phobos_core::CompileOptions::for_arch(arch),
         );
         let fits = phobos_core::max_shared_bytes(arch) >= 131072;
-        assert_eq!(fits, matches!(arch, 80 | 90 | 100), "sm_{arch}");
+        let sm_90a = phobos_core::arch::SM_90A;
+        assert_eq!(fits, [80, 90, sm_90a, 100].contains(&arch), "sm_{arch}");
         if !fits {
             let d = diags.iter().find(|d| d.code == "P0801").expect("P0801");
             let limit = phobos_core::max_shared_bytes(arch);
             assert!(
-                d.message
-                    .contains(&format!("sm_{arch} allows at most {limit} bytes")),
+                d.message.contains(&format!(
+                    "{} allows at most {limit} bytes",
+                    phobos_core::arch::name(arch)
+                )),
                 "{}",
                 d.message
             );

@@ -107,7 +107,8 @@ fn every_snippet_of_the_page_compiles_for_every_target() {
         assert!(diags.iter().all(|d| !d.is_error()), "sm_{arch}: {diags:?}");
         assert!(kernels.len() >= 4);
         for k in &kernels {
-            assert!(k.ptx.contains(&format!(".target sm_{arch}")));
+            let target = format!(".target {}\n", phobos_core::arch::name(arch));
+            assert!(k.ptx.contains(&target), "{target}");
             assert!(k
                 .ptx
                 .contains(&format!(".visible .entry {}(", k.meta.variants[0].entry)));

@@ -272,7 +272,7 @@ fn bf16_add_needs_sm_90() {
         );
         assert!(diags[0].message.contains("sm_90"), "{}", diags[0].message);
     }
-    for arch in [90, 100, 120] {
+    for arch in [90, phobos_core::arch::SM_90A, 100, 120] {
         assert!(ptx(src, arch).contains("red.global.add.noftz.bf16"));
     }
     // `phobos check` compiles for every default target, so it reports it.

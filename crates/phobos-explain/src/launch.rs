@@ -138,7 +138,7 @@ pub fn trace(req: &Request) -> Result<Trace, ExplainError> {
         version: TRACE_VERSION,
         kernel: meta.name.clone(),
         entry: variant.entry.clone(),
-        arch: format!("sm_{}", req.arch),
+        arch: phobos_core::arch::name(req.arch),
         source_file: req.file_name.clone(),
         source_lines,
         grid,

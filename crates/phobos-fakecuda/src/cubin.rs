@@ -9,7 +9,8 @@
 //! \x7fELF PHOBOS-STAND-IN-CUBIN sm_86 1234\n<1234 bytes of PTX>
 //! ```
 //!
-//! The stand-in loads one whose target is its own compute capability and
+//! (`sm_90a` for Hopper's arch-specific target.) The stand-in loads one
+//! whose target is for its own compute capability and
 //! refuses it, as a driver refuses a cubin of another architecture, with
 //! `CUDA_ERROR_NO_BINARY_FOR_GPU` otherwise. Any other ELF or fatbin is
 //! refused as before. Never given to a real driver (which would refuse it:
@@ -18,11 +19,13 @@
 /// The bytes after the ELF magic that mark a stand-in cubin.
 const TAG: &[u8] = b" PHOBOS-STAND-IN-CUBIN sm_";
 
-/// A stand-in cubin for `arch` (86 for sm_86) holding `ptx`.
+/// A stand-in cubin for `arch` (86 for sm_86, `phobos_meta::arch::SM_90A`
+/// for sm_90a) holding `ptx`.
 pub fn stand_in_cubin(arch: u32, ptx: &str) -> Vec<u8> {
     let mut out = b"\x7fELF".to_vec();
     out.extend_from_slice(TAG);
-    out.extend_from_slice(format!("{arch} {}\n", ptx.len()).as_bytes());
+    let name = phobos_meta::arch::name(arch);
+    out.extend_from_slice(format!("{} {}\n", &name["sm_".len()..], ptx.len()).as_bytes());
     out.extend_from_slice(ptx.as_bytes());
     out
 }
@@ -42,7 +45,8 @@ pub(crate) unsafe fn parse(image: *const u8) -> Option<(u32, String)> {
             return None;
         }
     }
-    // `ARCH LEN\n`: digits, one space, digits, a newline, at most 24 bytes.
+    // `ARCH LEN\n`: the target's digits (and `a` for sm_90a), one space,
+    // digits, a newline, at most 24 bytes.
     let mut i = 4 + TAG.len();
     let mut fields = [String::new(), String::new()];
     for field in &mut fields {
@@ -50,7 +54,7 @@ pub(crate) unsafe fn parse(image: *const u8) -> Option<(u32, String)> {
             let b = at(i);
             i += 1;
             match b {
-                b'0'..=b'9' if field.len() < 10 => field.push(b as char),
+                b'0'..=b'9' | b'a' if field.len() < 10 => field.push(b as char),
                 b' ' | b'\n' if !field.is_empty() => break,
                 _ => return None,
             }
@@ -59,7 +63,7 @@ pub(crate) unsafe fn parse(image: *const u8) -> Option<(u32, String)> {
     if at(i - 1) != b'\n' {
         return None;
     }
-    let arch = fields[0].parse().ok()?;
+    let arch = phobos_meta::arch::from_name(&fields[0])?;
     let len: usize = fields[1].parse().ok()?;
     let ptx = std::slice::from_raw_parts(image.add(i), len);
     Some((arch, String::from_utf8(ptx.to_vec()).ok()?))
@@ -75,6 +79,13 @@ mod tests {
         assert_eq!(
             unsafe { parse(image.as_ptr()) },
             Some((86, ".version 7.0\n".to_string()))
+        );
+        let sm_90a = phobos_meta::arch::SM_90A;
+        let image = stand_in_cubin(sm_90a, ".version 8.0\n");
+        assert!(image.starts_with(b"\x7fELF PHOBOS-STAND-IN-CUBIN sm_90a 13\n"));
+        assert_eq!(
+            unsafe { parse(image.as_ptr()) },
+            Some((sm_90a, ".version 8.0\n".to_string()))
         );
         for other in [
             &b"\x7fELF\x02\x01\x01\x33\0\0\0\0\0\0\0\0"[..],

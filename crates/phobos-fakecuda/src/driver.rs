@@ -27,6 +27,7 @@
 
 use crate::config::Config;
 use cudarc::driver::sys::{CUjit_option, CUresult};
+use phobos_meta::arch;
 use phobos_sim::{BufferId, CheckKind, KernelArg, Launch, LaunchOptions, Module, SimError};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{c_void, CStr};
@@ -580,10 +581,13 @@ impl Driver {
             None
         };
         if let Some((arch, _)) = &stand_in {
-            if *arch != self.config.arch {
+            // Only a cubin for the device's own compute capability loads
+            // (an sm_90a one on a 9.0 device; never elsewhere).
+            if arch::compute_capability(*arch) != self.config.arch {
                 logs.error = format!(
-                    "phobos-fakecuda: a stand-in cubin for sm_{arch}; this device is sm_{}",
-                    self.config.arch
+                    "phobos-fakecuda: a stand-in cubin for {}; this device is {}",
+                    arch::name(*arch),
+                    arch::name(self.config.arch)
                 );
                 self.trace(|| "cuModuleLoadData: stand-in cubin of another arch refused".into());
                 return Err(CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU);
@@ -629,10 +633,29 @@ impl Driver {
     fn jit(&self, text: &str, logs: &mut JitLogs) -> Res<Module> {
         let arch = self.config.arch;
         if let Some((line, target)) = ptx_target(text) {
-            if target > arch {
+            // An arch-specific target's PTX (sm_90a) is not forward
+            // compatible: the JIT compiles it for its own compute
+            // capability only, and fails (CUDA_ERROR_INVALID_PTX, "a PTX
+            // JIT compilation failed") on any other device.
+            if arch::is_arch_specific(target) && !arch::runs_on(target, arch, false) {
+                logs.error = format!(
+                    "ptxas application ptx input, line {line}; fatal   : .target {} is \
+                     arch-specific and runs on compute capability {}.{} only; the device's \
+                     is {}.{}",
+                    arch::name(target),
+                    arch::compute_capability(target) / 10,
+                    arch::compute_capability(target) % 10,
+                    arch / 10,
+                    arch % 10
+                );
+                return Err(CUresult::CUDA_ERROR_INVALID_PTX);
+            }
+            if !arch::runs_on(target, arch, false) {
                 logs.error = format!(
                     "ptxas application ptx input, line {line}; fatal   : SM version specified \
-                     by .target (sm_{target}) is higher than the device's (sm_{arch})"
+                     by .target ({}) is higher than the device's ({})",
+                    arch::name(target),
+                    arch::name(arch)
                 );
                 return Err(CUresult::CUDA_ERROR_INVALID_PTX);
             }
@@ -668,8 +691,9 @@ impl Driver {
             }
         }
         logs.info = format!(
-            "ptxas info    : phobos-fakecuda: {} loaded into the simulator for sm_{arch}",
-            module.entry_names().join(", ")
+            "ptxas info    : phobos-fakecuda: {} loaded into the simulator for {}",
+            module.entry_names().join(", "),
+            arch::name(arch)
         );
         Ok(module)
     }
@@ -1138,15 +1162,17 @@ impl Driver {
     }
 }
 
-/// The `.target sm_NN` of a PTX module, with its line.
+/// The `.target sm_NN` (or `sm_90a`) of a PTX module, with its line.
 fn ptx_target(text: &str) -> Option<(usize, u32)> {
     text.lines().enumerate().find_map(|(i, line)| {
         let rest = line.trim().strip_prefix(".target")?;
         let sm = rest
             .split(|c: char| c == ',' || c.is_whitespace())
             .find_map(|t| t.strip_prefix("sm_"))?;
+        // A target Phobos has no number for (`sm_100a`) is checked by its
+        // compute capability.
         let digits: String = sm.chars().take_while(char::is_ascii_digit).collect();
-        Some((i + 1, digits.parse().ok()?))
+        Some((i + 1, arch::from_name(sm).or_else(|| digits.parse().ok())?))
     })
 }
 
@@ -1217,7 +1243,11 @@ mod tests {
     fn the_target_is_read_from_the_header() {
         let ptx = ".version 7.8\n.target sm_86\n.address_size 64\n";
         assert_eq!(ptx_target(ptx), Some((2, 86)));
-        assert_eq!(ptx_target(".target sm_90a, debug\n"), Some((1, 90)));
+        assert_eq!(
+            ptx_target(".target sm_90a, debug\n"),
+            Some((1, arch::SM_90A))
+        );
+        assert_eq!(ptx_target(".target sm_100a\n"), Some((1, 100)));
         assert_eq!(ptx_target(".version 7.8\n"), None);
     }
 

@@ -200,6 +200,27 @@ fn jit_errors_fill_the_log_and_cubins_are_refused() {
         unsafe { cuModuleLoadData(&mut module, elf.as_ptr().cast()) },
         CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
     );
+    // sm_90a is arch-specific: its PTX and cubins run on a 9.0 device only,
+    // and this one is 8.6 (a 9.0 device loading them is the runtime's
+    // `stand_in_a_9_0_device_runs_the_sm_90a_image`).
+    let sm_90a = TWICE.replace("7.5", "8.0").replace("sm_75", "sm_90a");
+    let (status, log) = load(&sm_90a).unwrap_err();
+    assert_eq!(status, CUresult::CUDA_ERROR_INVALID_PTX);
+    assert!(
+        log.contains(".target sm_90a is arch-specific") && log.contains("8.6"),
+        "{log}"
+    );
+    let cubin = stand_in_cubin(phobos_meta::arch::SM_90A, &sm_90a);
+    assert_eq!(
+        unsafe { cuModuleLoadData(&mut module, cubin.as_ptr().cast()) },
+        CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
+    );
+    // The stand-in cubin of the device's own target loads.
+    let cubin = stand_in_cubin(86, TWICE);
+    assert_eq!(
+        unsafe { cuModuleLoadData(&mut module, cubin.as_ptr().cast()) },
+        CUresult::CUDA_SUCCESS
+    );
     assert_eq!(cuCtxDestroy_v2(ctx), CUresult::CUDA_SUCCESS);
 }
 

@@ -122,12 +122,15 @@ fn assemble_in(ptxas: &Path, src: &str, dir: &Path) -> Result<(), String> {
         let (k, _) =
             phobos_core::compile(src, "fz.pho", &phobos_core::CompileOptions::for_arch(arch));
         let Some(k) = k.first() else {
-            return Err(format!("sm_{arch}: does not compile"));
+            return Err(format!(
+                "{}: does not compile",
+                phobos_core::arch::name(arch)
+            ));
         };
         let path = dir.join(format!("fz_{arch}.ptx"));
         std::fs::write(&path, &k.ptx).map_err(|e| e.to_string())?;
         let out = std::process::Command::new(ptxas)
-            .arg(format!("-arch=sm_{arch}"))
+            .arg(format!("-arch={}", phobos_core::arch::name(arch)))
             .arg(&path)
             .arg("-o")
             .arg(dir.join(format!("fz_{arch}.cubin")))
@@ -135,7 +138,8 @@ fn assemble_in(ptxas: &Path, src: &str, dir: &Path) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         if !out.status.success() {
             return Err(format!(
-                "ptxas sm_{arch}: {}",
+                "ptxas {}: {}",
+                phobos_core::arch::name(arch),
                 String::from_utf8_lossy(&out.stderr)
             ));
         }

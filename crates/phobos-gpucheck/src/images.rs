@@ -10,7 +10,7 @@ pub fn image_json(i: &LoadedImage) -> Value {
     json!({
         "kernel": i.kernel,
         "module": i.module,
-        "image": format!("{} sm_{}", i.kind, i.arch),
+        "image": format!("{} {}", i.kind, phobos_core::arch::name(i.arch)),
         "kind": i.kind,
         "arch": i.arch,
         "jit_log": i.jit_log,

@@ -22,6 +22,21 @@ pub fn name(arch: u32) -> String {
     }
 }
 
+/// The target a name's number part means: `"80"` is 80 and `"90a"` is
+/// [`SM_90A`]; `"91"` (there is no sm_91) and anything else is `None`. The
+/// inverse of [`name`] after its `sm_`, for every reader of target names
+/// (phobos-core's `parse_arch`, ptxas's list of targets, a PTX `.target`).
+/// Whether Phobos supports the target is the caller's question.
+pub fn from_name(digits: &str) -> Option<u32> {
+    match digits {
+        "90a" => Some(SM_90A),
+        _ if digits.bytes().all(|b| b.is_ascii_digit()) => {
+            digits.parse().ok().filter(|&n| n != SM_90A)
+        }
+        _ => None,
+    }
+}
+
 /// The compute capability (`major * 10 + minor`) the target is for:
 /// `sm_90a` is a 9.0 target.
 pub fn compute_capability(arch: u32) -> u32 {
@@ -77,5 +92,11 @@ mod tests {
         assert!(runs_on(80, 86, true) && !runs_on(80, 90, true) && runs_on(80, 90, false));
         assert!(!runs_on(90, 89, false) && runs_on(90, 90, true));
         assert!(has_wgmma(SM_90A) && !has_wgmma(90) && !has_wgmma(100));
+        for arch in [75, 80, 90, SM_90A, 100, 120] {
+            assert_eq!(from_name(&name(arch)["sm_".len()..]), Some(arch));
+        }
+        for bad in ["91", "90A", "100a", "", "+80", "8 0", "99999999999"] {
+            assert_eq!(from_name(bad), None, "{bad}");
+        }
     }
 }

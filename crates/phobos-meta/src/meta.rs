@@ -21,8 +21,49 @@ pub struct KernelMeta {
     /// The kernel's `@autotune` names and their candidate values.
     pub autotune: Vec<(String, Vec<i64>)>,
     /// One compiled variant per autotune combination (one variant when the
-    /// kernel has no `@autotune`).
+    /// kernel has no `@autotune`), as compiled for the build's first target.
     pub variants: Vec<VariantMeta>,
+    /// The variants of each other target whose compiled variants differ
+    /// from `variants` (another `.param` list, as sm_90a's tensor maps, or
+    /// another shared plan), by target number; a target not listed has
+    /// `variants`. Read them through [`KernelMeta::variants_for`]. Absent in
+    /// metadata of one target, or where every target compiled alike.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arch_variants: Vec<(u32, Vec<VariantMeta>)>,
+}
+
+impl KernelMeta {
+    /// The variants of the image built for target `arch`: the ones a launch
+    /// of that image binds, passes `.param`s for and plans shared memory by.
+    pub fn variants_for(&self, arch: u32) -> &[VariantMeta] {
+        self.arch_variants
+            .iter()
+            .find(|(a, _)| *a == arch)
+            .map_or(&self.variants, |(_, v)| v)
+    }
+
+    /// Records the variants target `arch` compiled to (`compiled`, that
+    /// target's metadata of the same kernel) when they differ from
+    /// `variants`: the one merge of per-target compiles into one metadata
+    /// (phobos-build, `phobos build`).
+    pub fn add_target(&mut self, arch: u32, compiled: &KernelMeta) {
+        if compiled.variants != self.variants && !self.arch_variants.iter().any(|(a, _)| *a == arch)
+        {
+            self.arch_variants.push((arch, compiled.variants.clone()));
+        }
+    }
+
+    /// This metadata as a launch of target `arch`'s image sees it: that
+    /// target's variants as `variants`, and no `arch_variants`. `None`
+    /// when the target's variants are `variants` already.
+    pub fn for_target(&self, arch: u32) -> Option<KernelMeta> {
+        let (_, variants) = self.arch_variants.iter().find(|(a, _)| *a == arch)?;
+        Some(KernelMeta {
+            variants: variants.clone(),
+            arch_variants: Vec::new(),
+            ..self.clone()
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -300,5 +341,65 @@ pub fn dynamic_shared_bytes(total: u32) -> u32 {
         total
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn variant(entry: &str, shared_bytes: u32) -> VariantMeta {
+        VariantMeta {
+            entry: entry.to_string(),
+            values: Vec::new(),
+            threads: 128,
+            grid: None,
+            ptx_params: Vec::new(),
+            shared_bytes,
+            shared_plan: Vec::new(),
+            barriers: Vec::new(),
+            loads: Vec::new(),
+            arrays: Vec::new(),
+        }
+    }
+
+    fn meta(shared_bytes: u32) -> KernelMeta {
+        KernelMeta {
+            name: "k".to_string(),
+            source_file: "k.pho".to_string(),
+            params: Vec::new(),
+            dims: Vec::new(),
+            aligned: Vec::new(),
+            threads: 128,
+            grid: None,
+            autotune: Vec::new(),
+            variants: vec![variant("k", shared_bytes)],
+            arch_variants: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_target_has_its_own_variants_only_where_they_differ() {
+        let sm_90a = crate::arch::SM_90A;
+        let mut merged = meta(1024);
+        merged.add_target(80, &meta(1024));
+        merged.add_target(sm_90a, &meta(4096));
+        merged.add_target(sm_90a, &meta(8192));
+        assert_eq!(merged.arch_variants.len(), 1, "{merged:?}");
+        assert_eq!(merged.variants_for(75)[0].shared_bytes, 1024);
+        assert_eq!(merged.variants_for(80)[0].shared_bytes, 1024);
+        assert_eq!(merged.variants_for(sm_90a)[0].shared_bytes, 4096);
+        assert!(merged.for_target(80).is_none());
+        let seen = merged.for_target(sm_90a).expect("sm_90a differs");
+        assert_eq!(seen.variants[0].shared_bytes, 4096);
+        assert!(seen.arch_variants.is_empty());
+        // Written only when present, and read back; metadata from before
+        // the field reads as "every target alike".
+        let one = ron::to_string(&meta(1024)).unwrap();
+        assert!(!one.contains("arch_variants"), "{one}");
+        let text = ron::to_string(&merged).unwrap();
+        assert!(text.contains("arch_variants:[(91,"), "{text}");
+        assert_eq!(ron::from_str::<KernelMeta>(&text).unwrap(), merged);
+        assert_eq!(ron::from_str::<KernelMeta>(&one).unwrap(), meta(1024));
     }
 }

@@ -145,6 +145,7 @@ fn gemv() -> KernelMeta {
         grid: Some(vec![cdiv(GridExpr::Dim(s("M")), GridExpr::Dim(s("BLOCK")))]),
         autotune: vec![(s("K"), vec![128, 256]), (s("BLOCK"), vec![64, 128])],
         variants,
+        arch_variants: vec![],
     }
 }
 

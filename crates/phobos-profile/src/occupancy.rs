@@ -82,18 +82,22 @@ const fn arch(
     }
 }
 
-/// Every target Phobos builds for (`phobos_core::ARCHES`).
-pub const ARCH_LIMITS: [ArchLimits; 7] = [
+/// Every target Phobos builds for (`phobos_core::ARCHES`); `sm_90a` runs
+/// on the same 9.0 SMs as sm_90, so it has sm_90's limits.
+pub const ARCH_LIMITS: [ArchLimits; 8] = [
     arch(75, 32, 16, 64, 64, 256, 0),
     arch(80, 64, 32, 164, 163, 128, KB),
     arch(86, 48, 16, 100, 99, 128, KB),
     arch(89, 48, 24, 100, 99, 128, KB),
     arch(90, 64, 32, 228, 227, 128, KB),
+    arch(phobos_meta::arch::SM_90A, 64, 32, 228, 227, 128, KB),
     arch(100, 64, 32, 228, 227, 128, KB),
     arch(120, 48, 24, 100, 99, 128, KB),
 ];
 
-/// The limits of `sm_{arch}`, if it is in the table.
+use phobos_meta::arch::name as arch_name;
+
+/// The limits of target `arch`, if it is in the table.
 pub fn limits(arch: u32) -> Option<&'static ArchLimits> {
     ARCH_LIMITS.iter().find(|l| l.arch == arch)
 }
@@ -175,10 +179,15 @@ pub enum OccupancyError {
 impl std::fmt::Display for OccupancyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            OccupancyError::UnknownArch(a) => write!(
-                f,
-                "no occupancy limits for sm_{a} (known: sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120)"
-            ),
+            OccupancyError::UnknownArch(a) => {
+                let known: Vec<String> = ARCH_LIMITS.iter().map(|l| arch_name(l.arch)).collect();
+                write!(
+                    f,
+                    "no occupancy limits for {} (known: {})",
+                    arch_name(*a),
+                    known.join(", ")
+                )
+            }
             OccupancyError::TooManyThreads { threads, max } => {
                 write!(f, "a CTA of {threads} threads exceeds the limit of {max}")
             }
@@ -280,7 +289,7 @@ pub fn occupancy(arch: u32, r: CtaResources) -> Result<Occupancy, OccupancyError
     }
     let active = ctas_per_sm * warps_per_cta;
     Ok(Occupancy {
-        arch: format!("sm_{arch}"),
+        arch: arch_name(arch),
         threads_per_cta: r.threads,
         warps_per_cta,
         registers_per_thread: r.registers,

@@ -213,7 +213,7 @@ impl Profile {
             kernel: KernelReport {
                 name: launch.name,
                 entry: launch.entry,
-                arch: format!("sm_{}", launch.arch),
+                arch: phobos_meta::arch::name(launch.arch),
                 grid: launch.grid,
                 threads_per_cta: launch.threads_per_cta,
                 sampling: Sampling {

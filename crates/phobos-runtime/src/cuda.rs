@@ -5,9 +5,10 @@
 //! PTX JIT-compiled by the driver with its log kept for errors) and launches.
 
 use crate::call::{EntryCall, KernelId, KernelSource, Limits};
-use crate::error::{DeviceError, LaunchError};
+use crate::error::{DeviceError, LaunchError, Site};
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::{sys, CudaContext};
+use phobos_meta::arch;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,36 +23,62 @@ pub(crate) enum Image {
 impl Image {
     pub(crate) fn label(&self, module: &str) -> String {
         match self {
-            Image::Cubin { arch, .. } => format!("the sm_{arch} cubin of `{module}`"),
-            Image::Ptx { arch, .. } => format!("the sm_{arch} PTX of `{module}` (JIT)"),
+            Image::Cubin { arch, .. } => format!("the {} cubin of `{module}`", arch::name(*arch)),
+            Image::Ptx { arch, .. } => format!("the {} PTX of `{module}` (JIT)", arch::name(*arch)),
+        }
+    }
+
+    /// The target the image was built for.
+    pub(crate) fn arch(&self) -> u32 {
+        match self {
+            Image::Cubin { arch, .. } | Image::Ptx { arch, .. } => *arch,
         }
     }
 }
 
-/// The images to try for a device of compute capability `arch`, best first:
-/// the cubin built for exactly that architecture; a cubin of the same major
-/// version and a lower minor (binary compatible); then the PTX of the newest
-/// architecture not above the device's, for the driver to JIT.
-pub(crate) fn images_for(source: &KernelSource, arch: u32) -> Vec<Image> {
-    let mut out = Vec::new();
-    if let Some(&(a, bytes)) = source.cubins.iter().find(|(a, _)| *a == arch) {
-        out.push(Image::Cubin { arch: a, bytes });
+/// The images to try for a device of compute capability `device`, best
+/// first, each one that [`arch::runs_on`] the device: the cubins built for
+/// exactly its compute capability (the arch-specific one first: on a 9.0
+/// device sm_90a's, whose wgmma and TMA code is the fast one, then sm_90's),
+/// else the newest cubin of the same major version below it (binary
+/// compatible); then the PTX for the driver to JIT, the arch-specific one
+/// first and then the newest plain one not above the device. An sm_90a
+/// image is never offered to any device but a 9.0 one.
+pub(crate) fn images_for(source: &KernelSource, device: u32) -> Vec<Image> {
+    // Arch-specific before plain, then newest first.
+    fn best_first(a: u32) -> (bool, u32) {
+        (
+            !arch::is_arch_specific(a),
+            u32::MAX - arch::compute_capability(a),
+        )
     }
-    if let Some(&(a, bytes)) = source
+    let mut cubins: Vec<(u32, &'static [u8])> = source
         .cubins
         .iter()
-        .filter(|(a, _)| *a / 10 == arch / 10 && *a < arch)
-        .max_by_key(|(a, _)| *a)
-    {
-        out.push(Image::Cubin { arch: a, bytes });
-    }
-    if let Some(&(a, text)) = source
+        .copied()
+        .filter(|&(a, _)| arch::runs_on(a, device, true))
+        .collect();
+    cubins.sort_by_key(|&(a, _)| best_first(a));
+    let (exact, lower): (Vec<_>, Vec<_>) = cubins
+        .into_iter()
+        .partition(|&(a, _)| arch::compute_capability(a) == device);
+    let mut out: Vec<Image> = exact
+        .into_iter()
+        .chain(lower.into_iter().take(1))
+        .map(|(arch, bytes)| Image::Cubin { arch, bytes })
+        .collect();
+    let mut ptx: Vec<(u32, &'static str)> = source
         .ptx
         .iter()
-        .filter(|(a, _)| *a <= arch)
-        .max_by_key(|(a, _)| *a)
-    {
-        out.push(Image::Ptx { arch: a, text });
+        .copied()
+        .filter(|&(a, _)| arch::runs_on(a, device, false))
+        .collect();
+    ptx.sort_by_key(|&(a, _)| best_first(a));
+    if let Some(&(arch, text)) = ptx.iter().find(|(a, _)| arch::is_arch_specific(*a)) {
+        out.push(Image::Ptx { arch, text });
+    }
+    if let Some(&(arch, text)) = ptx.iter().find(|(a, _)| !arch::is_arch_specific(*a)) {
+        out.push(Image::Ptx { arch, text });
     }
     out
 }
@@ -375,8 +402,13 @@ impl CudaBackend {
             .iter()
             .map(|l| {
                 format!(
-                    "kernel `{}` (module `{}`, sm_{}), entry `{}`, grid {:?}, block {:?}",
-                    l.kernel, l.module, self.arch, l.entry, l.grid, l.block
+                    "kernel `{}` (module `{}`, {}), entry `{}`, grid {:?}, block {:?}",
+                    l.kernel,
+                    l.module,
+                    arch::name(self.arch),
+                    l.entry,
+                    l.grid,
+                    l.block
                 )
             })
             .collect();
@@ -459,30 +491,51 @@ impl CudaBackend {
 
     /// The kernel's slot, created on first use; the map is locked only for
     /// the lookup, so other kernels load and launch meanwhile.
-    fn slot(&self, call: &EntryCall<'_>) -> Arc<ModuleSlot> {
+    fn slot(&self, id: &KernelId) -> Arc<ModuleSlot> {
         let mut modules = lock(&self.modules);
-        Arc::clone(modules.entry(call.id.clone()).or_default())
+        Arc::clone(modules.entry(id.clone()).or_default())
+    }
+
+    /// The target of the image the driver loaded for the kernel, loading
+    /// it first if no launch has: the image whose variants a launch binds
+    /// (`KernelMeta::variants_for`).
+    pub(crate) fn image_arch(
+        &self,
+        site: &Site,
+        id: &KernelId,
+        source: &KernelSource,
+    ) -> Result<u32, LaunchError> {
+        let slot = self.slot(id);
+        self.module(site, source, &slot)?;
+        let loaded = lock(&slot.loaded);
+        Ok(loaded.as_ref().map_or(self.arch, |l| l.arch))
     }
 
     /// The kernel's module, loaded on first use in this context.
     fn module(
         &self,
-        call: &EntryCall<'_>,
+        site: &Site,
+        source: &KernelSource,
         slot: &ModuleSlot,
     ) -> Result<sys::CUmodule, LaunchError> {
         let mut module = lock(&slot.module);
         if let Some(m) = *module {
             return Ok(m);
         }
-        let images = images_for(call.source, self.arch);
+        let images = images_for(source, self.arch);
         let mut failure = LaunchError::ModuleLoad {
-            site: Box::new(call.site.clone()),
-            artifact: format!("`{}`", call.source.module),
+            site: Box::new(site.clone()),
+            artifact: format!("`{}`", source.module),
             message: format!(
-                "the build holds no cubin or PTX usable on sm_{} (its PTX targets {:?}); \
+                "the build holds no cubin or PTX usable on {} (its PTX targets [{}]); \
                  add the architecture to PHOBOS_ARCHES and rebuild",
-                self.arch,
-                call.source.ptx.iter().map(|(a, _)| *a).collect::<Vec<_>>()
+                arch::name(self.arch),
+                source
+                    .ptx
+                    .iter()
+                    .map(|(a, _)| arch::name(*a))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             log: String::new(),
         };
@@ -492,12 +545,12 @@ impl CudaBackend {
                 Ok((m, jit_log)) => {
                     *module = Some(m);
                     let (kind, arch) = match image {
-                        Image::Cubin { arch, .. } => ("cubin", arch),
-                        Image::Ptx { arch, .. } => ("ptx", arch),
+                        Image::Cubin { .. } => ("cubin", image.arch()),
+                        Image::Ptx { .. } => ("ptx", image.arch()),
                     };
                     *lock(&slot.loaded) = Some(crate::LoadedImage {
-                        kernel: call.source.name.to_string(),
-                        module: call.source.module.to_string(),
+                        kernel: source.name.to_string(),
+                        module: source.module.to_string(),
                         kind,
                         arch,
                         jit_log: if kind == "ptx" {
@@ -511,10 +564,10 @@ impl CudaBackend {
                     return Ok(m);
                 }
                 Err((message, log)) => {
-                    refused.push(format!("{}: {message}", image.label(call.source.module)));
+                    refused.push(format!("{}: {message}", image.label(source.module)));
                     failure = LaunchError::ModuleLoad {
-                        site: Box::new(call.site.clone()),
-                        artifact: image.label(call.source.module),
+                        site: Box::new(site.clone()),
+                        artifact: image.label(source.module),
                         message,
                         log,
                     };
@@ -584,8 +637,8 @@ impl CudaBackend {
             site: Box::new(call.site.clone()),
             message,
         };
-        let slot = self.slot(call);
-        let module = self.module(call, &slot)?;
+        let slot = self.slot(call.id);
+        let module = self.module(call.site, call.source, &slot)?;
         let mut functions = lock(&slot.functions);
         if let Some((f, name)) = functions.get(call.entry) {
             return Ok((*f, Arc::clone(name)));
@@ -995,10 +1048,80 @@ mod tests {
         images
             .iter()
             .map(|i| match i {
-                Image::Cubin { arch, .. } => format!("cubin{arch}"),
-                Image::Ptx { arch, .. } => format!("ptx{arch}"),
+                Image::Cubin { arch, .. } => format!("cubin{}", &arch::name(*arch)[3..]),
+                Image::Ptx { arch, .. } => format!("ptx{}", &arch::name(*arch)[3..]),
             })
             .collect()
+    }
+
+    /// Every target's cubin and PTX, as a default build embeds them.
+    static EVERY_TARGET: KernelSource = KernelSource {
+        name: "k",
+        module: "k.pho",
+        meta: "",
+        ptx: &[
+            (75, "ptx75"),
+            (80, "ptx80"),
+            (86, "ptx86"),
+            (89, "ptx89"),
+            (90, "ptx90"),
+            (arch::SM_90A, "ptx90a"),
+            (100, "ptx100"),
+            (120, "ptx120"),
+        ],
+        cubins: &[
+            (75, b"c75"),
+            (80, b"c80"),
+            (86, b"c86"),
+            (89, b"c89"),
+            (90, b"c90"),
+            (arch::SM_90A, b"c90a"),
+            (100, b"c100"),
+            (120, b"c120"),
+        ],
+    };
+
+    #[test]
+    fn a_9_0_device_takes_sm_90a_first_and_no_other_device_takes_it() {
+        assert_eq!(
+            archs(&images_for(&EVERY_TARGET, 90)),
+            ["cubin90a", "cubin90", "ptx90a", "ptx90"]
+        );
+        assert_eq!(archs(&images_for(&EVERY_TARGET, 80)), ["cubin80", "ptx80"]);
+        assert_eq!(
+            archs(&images_for(&EVERY_TARGET, 89)),
+            ["cubin89", "cubin86", "ptx89"]
+        );
+        assert_eq!(
+            archs(&images_for(&EVERY_TARGET, 100)),
+            ["cubin100", "ptx100"]
+        );
+        // A device newer than every target JITs the newest plain PTX, never
+        // sm_90a's (not forward compatible).
+        assert_eq!(
+            archs(&images_for(&EVERY_TARGET, 103)),
+            ["cubin100", "ptx100"]
+        );
+        // sm_90a alone: a 9.0 device runs it; no other device can.
+        static ONLY_90A: KernelSource = KernelSource {
+            name: "k",
+            module: "k.pho",
+            meta: "",
+            ptx: &[(arch::SM_90A, "ptx90a")],
+            cubins: &[(arch::SM_90A, b"c90a")],
+        };
+        assert_eq!(archs(&images_for(&ONLY_90A, 90)), ["cubin90a", "ptx90a"]);
+        for device in [80, 89, 100, 120] {
+            assert!(images_for(&ONLY_90A, device).is_empty(), "{device}");
+        }
+        assert_eq!(
+            Image::Cubin {
+                arch: arch::SM_90A,
+                bytes: b""
+            }
+            .label("k.pho"),
+            "the sm_90a cubin of `k.pho`"
+        );
     }
 
     #[test]

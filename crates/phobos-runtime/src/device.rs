@@ -193,7 +193,7 @@ impl Device {
     /// A human-readable name: the GPU's name and architecture, or `simulator`.
     pub fn name(&self) -> String {
         match &self.inner.backend {
-            Backend::Cuda(c) => format!("{} (sm_{})", c.name(), c.arch()),
+            Backend::Cuda(c) => format!("{} ({})", c.name(), phobos_meta::arch::name(c.arch())),
             Backend::Sim(_) => "simulator".to_string(),
         }
     }
@@ -210,7 +210,7 @@ impl Device {
     /// `sm_86`, or `sim`: the architecture as error messages name it.
     pub fn arch_label(&self) -> String {
         match self.arch() {
-            Some(a) => format!("sm_{a}"),
+            Some(a) => phobos_meta::arch::name(a),
             None => "sim".to_string(),
         }
     }
@@ -386,6 +386,22 @@ impl Device {
                 let bytes = s.read(src, len)?;
                 s.write(dst, &bytes)
             }
+        }
+    }
+
+    /// The target of the image a launch of the kernel runs: on a GPU the
+    /// one the driver loaded (loading it now if no launch has), in the
+    /// simulator the first PTX built (the one it runs). `None` when the
+    /// build embedded no PTX for the simulator.
+    pub(crate) fn image_arch(
+        &self,
+        site: &crate::error::Site,
+        id: &crate::call::KernelId,
+        source: &crate::call::KernelSource,
+    ) -> Result<Option<u32>, LaunchError> {
+        match &self.inner.backend {
+            Backend::Cuda(c) => c.image_arch(site, id, source).map(Some),
+            Backend::Sim(_) => Ok(crate::sim::image_arch(source)),
         }
     }
 

@@ -253,7 +253,11 @@ impl fmt::Display for DeviceError {
             ),
             DeviceError::Simulator(message) => write!(f, "simulator: {message}"),
             DeviceError::UnsupportedArch { name, arch } => {
-                write!(f, "{name} is sm_{arch}; Phobos targets sm_75 and newer")
+                write!(
+                    f,
+                    "{name} is {}; Phobos targets sm_75 and newer",
+                    phobos_meta::arch::name(*arch)
+                )
             }
             DeviceError::Fault {
                 call,

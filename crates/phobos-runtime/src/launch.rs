@@ -48,6 +48,10 @@ pub struct Kernel {
     tuning: &'static str,
     embedded: OnceLock<crate::tuning::Embedded>,
     meta: OnceLock<Result<KernelMeta, String>>,
+    /// The metadata as each target whose variants differ sees it
+    /// (`KernelMeta::for_target`), made once on the first launch of such
+    /// an image.
+    per_target: OnceLock<Vec<(u32, KernelMeta)>>,
     id: OnceLock<KernelId>,
     /// [`Kernel::site`]'s, by device architecture (`None`: the simulator).
     sites: Mutex<Vec<(Option<u32>, std::sync::Arc<Site>)>>,
@@ -213,6 +217,7 @@ impl Kernel {
             tuning,
             embedded: OnceLock::new(),
             meta: OnceLock::new(),
+            per_target: OnceLock::new(),
             id: OnceLock::new(),
             sites: Mutex::new(Vec::new()),
             settled: Mutex::new(None),
@@ -253,6 +258,32 @@ impl Kernel {
             .map_err(Clone::clone)
     }
 
+    /// The metadata a launch on `device` binds by: the variants of the
+    /// image the device runs (`KernelMeta::variants_for`), which needs that
+    /// image loaded when the build's targets compiled differently.
+    fn meta_for(&self, device: &Device, site: &Site) -> Result<&KernelMeta, LaunchError> {
+        let meta = self.meta().map_err(|message| LaunchError::Metadata {
+            site: Box::new(site.clone()),
+            message,
+        })?;
+        if meta.arch_variants.is_empty() {
+            return Ok(meta);
+        }
+        let Some(arch) = device.image_arch(site, self.id(), &self.source)? else {
+            return Ok(meta);
+        };
+        let per_target = self.per_target.get_or_init(|| {
+            meta.arch_variants
+                .iter()
+                .filter_map(|&(a, _)| Some((a, meta.for_target(a)?)))
+                .collect()
+        });
+        Ok(per_target
+            .iter()
+            .find(|(a, _)| *a == arch)
+            .map_or(meta, |(_, m)| m))
+    }
+
     /// Checks a launch against the metadata and the device, then runs it.
     /// `grid` is required exactly when the kernel has no `@grid`.
     pub fn launch(
@@ -285,10 +316,7 @@ impl Kernel {
     ) -> Result<(), LaunchError> {
         let site = self.site(device);
         let site = &*site;
-        let meta = self.meta().map_err(|message| LaunchError::Metadata {
-            site: Box::new(site.clone()),
-            message,
-        })?;
+        let meta = self.meta_for(device, site)?;
         let checker = Checker {
             site,
             meta,

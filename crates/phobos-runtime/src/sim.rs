@@ -170,8 +170,7 @@ impl SimBackend {
     }
 
     /// The kernel's module, parsed on first use. The simulator runs any
-    /// architecture's PTX; it takes the lowest one built (sm_75 by default,
-    /// the architecture the language's drawings are made for).
+    /// architecture's PTX; it takes the first one built ([`image_arch`]).
     fn module(state: &mut SimState, call: &EntryCall<'_>) -> Result<Arc<Module>, LaunchError> {
         if let Some(m) = state.modules.get(call.id) {
             return Ok(Arc::clone(m));
@@ -186,7 +185,11 @@ impl SimBackend {
         };
         let module = Module::parse(ptx).map_err(|e| LaunchError::ModuleLoad {
             site: Box::new(call.site.clone()),
-            artifact: format!("the sm_{arch} PTX of `{}`", call.source.module),
+            artifact: format!(
+                "the {} PTX of `{}`",
+                phobos_meta::arch::name(arch),
+                call.source.module
+            ),
             message: e.to_string(),
             log: String::new(),
         })?;
@@ -196,13 +199,21 @@ impl SimBackend {
     }
 }
 
+/// The target of the PTX the simulator runs for a kernel: the first one
+/// built, the lowest (sm_75 by default, the architecture the language's
+/// drawings are made for); a launch binds by its variants.
+pub(crate) fn image_arch(source: &crate::call::KernelSource) -> Option<u32> {
+    source.ptx.first().map(|&(arch, _)| arch)
+}
+
 /// Which buffer each tensor argument was, so a report that names a buffer
 /// can be read in terms of the kernel's parameters.
 fn argument_note(state: &SimState, call: &EntryCall<'_>) -> String {
     let Ok(meta) = ron::from_str::<phobos_meta::meta::KernelMeta>(call.source.meta) else {
         return String::new();
     };
-    let Some(variant) = meta.variants.iter().find(|v| v.entry == call.entry) else {
+    let variants = image_arch(call.source).map_or(&meta.variants[..], |a| meta.variants_for(a));
+    let Some(variant) = variants.iter().find(|v| v.entry == call.entry) else {
         return String::new();
     };
     let parts: Vec<String> = variant

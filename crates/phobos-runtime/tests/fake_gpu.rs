@@ -440,6 +440,136 @@ fn stand_in_cubins_for_the_device_are_loaded_before_the_ptx() {
     );
 }
 
+/// Hopper's arch-specific target on a 9.0 device: with sm_90 and sm_90a
+/// images both embedded (as a default build embeds them), the sm_90a cubin
+/// is the one loaded; with PTX only, the sm_90a PTX is JIT-compiled before
+/// sm_90's. Neither is ever offered to another device.
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_a_9_0_device_runs_the_sm_90a_image() {
+    in_fake_gpu_child(
+        "stand_in_a_9_0_device_runs_the_sm_90a_image",
+        &[("PHOBOS_FAKE_GPU_CC", "9.0")],
+        || {
+            let dev = fake_gpu();
+            let sm_90a = phobos_meta::arch::SM_90A;
+            assert_eq!(dev.arch(), Some(90));
+            let ptx = |arch| {
+                let opts = phobos_core::CompileOptions::for_arch(arch);
+                let (kernels, _) = phobos_core::compile(SCALE, "test.pho", &opts);
+                kernels[0].ptx.clone()
+            };
+            assert!(ptx(sm_90a).contains(".target sm_90a\n"));
+            let cubins = vec![
+                (90, phobos_fakecuda::stand_in_cubin(90, &ptx(90))),
+                (
+                    sm_90a,
+                    phobos_fakecuda::stand_in_cubin(sm_90a, &ptx(sm_90a)),
+                ),
+            ];
+            let x = dev.upload(&[1.0f32; 32], &[32]).unwrap();
+            let mut y = dev.zeros::<f32>(&[32]).unwrap();
+            let both = compile(SCALE, &[90, sm_90a], cubins);
+            launch_xy(&both, &dev, 1, &x, &mut y).unwrap();
+            assert_eq!(y.to_vec().unwrap(), vec![2.0; 32]);
+            let images = dev.loaded_images();
+            assert_eq!(images.len(), 1, "{images:?}");
+            assert_eq!((images[0].kind, images[0].arch), ("cubin", sm_90a));
+            assert!(images[0].refused.is_empty(), "{images:?}");
+            // PTX only (another kernel to the device: its embedded content
+            // differs): the sm_90a PTX is JIT-compiled, sm_90's untouched.
+            let ptx_only = compile(SCALE, &[90, sm_90a], vec![]);
+            launch_xy(&ptx_only, &dev, 1, &x, &mut y).unwrap();
+            let images = dev.loaded_images();
+            assert_eq!(images.len(), 2, "{images:?}");
+            let jit = images
+                .iter()
+                .find(|i| i.kind == "ptx")
+                .expect("a PTX image");
+            assert_eq!(jit.arch, sm_90a, "{images:?}");
+            assert!(jit.refused.is_empty(), "{images:?}");
+        },
+    );
+}
+
+/// A 2-stage ring of 32 KB tiles: sm_80 copies it with cp.async into 64 KB
+/// of dynamic shared memory, sm_75 plainly into one 32 KB static tile, so
+/// the two targets' variants differ (`KernelMeta::arch_variants`).
+const BIG_RING: &str = "@launch(64)
+@aligned(L = 4)
+kernel big_ring(X: tensor<f32>[R, L], y: tensor<f32>[1, R]) {
+  let r = ctx.block.x * 64
+  var acc: f32 = 0.0
+  for k in range(0, L, 128) stages 2 {
+    var t = X[r :+ 64, k :+ 128]
+    for j in range(0, 128) {
+      acc += t[ctx.thread, j]
+    }
+  }
+  if r + ctx.thread < R {
+    y[0, r + ctx.thread] = acc
+  }
+}
+";
+
+/// Built for sm_75 and sm_80, on an 8.0 device: the driver loads sm_80's
+/// image, so the launch binds sm_80's variant and passes its 64 KB of
+/// dynamic shared memory; the first target's metadata (sm_75's, 32 KB
+/// static) would pass none.
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_a_launch_binds_the_variants_of_the_image_it_loaded() {
+    in_fake_gpu_child(
+        "stand_in_a_launch_binds_the_variants_of_the_image_it_loaded",
+        &[("PHOBOS_FAKE_GPU_CC", "8.0")],
+        || {
+            let dev = fake_gpu();
+            let kernel = compile(BIG_RING, &[75, 80], vec![]);
+            let meta = kernel.meta().unwrap();
+            assert_eq!(meta.variants[0].shared_bytes, 32768);
+            assert_eq!(meta.variants_for(80)[0].shared_bytes, 65536);
+            let x = dev.upload(&[1.0f32; 64 * 256], &[64, 256]).unwrap();
+            let mut y = dev.zeros::<f32>(&[1, 64]).unwrap();
+            kernel
+                .launch(
+                    &dev,
+                    Some(Grid::from(1)),
+                    &[Arg::from(&x), Arg::from(&mut y)],
+                )
+                .unwrap();
+            assert_eq!(y.to_vec().unwrap(), vec![256.0; 64]);
+            let images = dev.loaded_images();
+            assert_eq!((images[0].kind, images[0].arch), ("ptx", 80), "{images:?}");
+            let entry = &images[0].entries[0];
+            assert_eq!(entry.dynamic_shared_bytes, 65536, "{entry:?}");
+        },
+    );
+}
+
+/// An sm_90a image alone cannot run on an 8.0 device: the runtime offers
+/// it nothing, and says which targets the build holds.
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_an_sm_90a_only_build_does_not_run_on_an_8_0_device() {
+    in_fake_gpu_child(
+        "stand_in_an_sm_90a_only_build_does_not_run_on_an_8_0_device",
+        &[("PHOBOS_FAKE_GPU_CC", "8.0")],
+        || {
+            let dev = fake_gpu();
+            let sm_90a = phobos_meta::arch::SM_90A;
+            let k = compile(SCALE, &[sm_90a], vec![]);
+            let x = dev.upload(&[1.0f32; 32], &[32]).unwrap();
+            let mut y = dev.zeros::<f32>(&[32]).unwrap();
+            let e = launch_xy(&k, &dev, 1, &x, &mut y).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("no cubin or PTX usable on sm_80 (its PTX targets [sm_90a])"),
+                "{e}"
+            );
+        },
+    );
+}
+
 /// 256 threads and an 8 KiB tile (2048 f32): within the simulator's
 /// defaults (`Limits::SM75`: 1024 threads, 48 KiB), beyond the device
 /// configured below.

@@ -82,6 +82,7 @@ fn matvec_meta() -> KernelMeta {
         grid: None,
         autotune: vec![],
         variants: vec![variant("lanes_matvec", vec![], 128)],
+        arch_variants: vec![],
     }
 }
 

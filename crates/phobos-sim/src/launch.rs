@@ -25,7 +25,7 @@ pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
 /// equal).
 pub fn max_shared_bytes(target: Option<u32>) -> u32 {
     const KB: u32 = 1024;
-    match target {
+    match target.map(phobos_meta::arch::compute_capability) {
         Some(0..=75) => 64 * KB,
         Some(80) => 163 * KB,
         None | Some(90) | Some(100) => 227 * KB,
@@ -52,7 +52,7 @@ fn shared_size(e: &Entry, dynamic: u32) -> Result<usize, String> {
     if total > u64::from(limit) {
         let target = e
             .target
-            .map_or("any target".to_string(), |t| format!("sm_{t}"));
+            .map_or("any target".to_string(), phobos_meta::arch::name);
         return Err(format!(
             "{total} bytes of shared memory ({} static, {dynamic} dynamic) exceed the limit \
              of {limit} per CTA on {target}",

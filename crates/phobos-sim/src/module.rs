@@ -42,7 +42,8 @@ impl Module {
         Ok(self.entry(entry)?.shared_bytes)
     }
 
-    /// The `N` of the module's `.target sm_N`, when it names one.
+    /// The module's `.target` as a number (`80` for `sm_80`,
+    /// `phobos_meta::arch::SM_90A` for `sm_90a`), when it names one.
     pub fn target(&self, entry: &str) -> Result<Option<u32>, SimError> {
         Ok(self.entry(entry)?.target)
     }

@@ -300,7 +300,7 @@ pub(crate) struct RawModule {
     /// The call sites of inlined code, innermost first, one chain per
     /// distinct `.loc ..., inlined_at F L C` chain; entry 0 is empty.
     pub inline_chains: Vec<Vec<Loc>>,
-    /// The `N` of `.target sm_N`, when the module names one.
+    /// The module's `.target` as a number (`phobos_meta::arch::from_name`).
     pub target: Option<u32>,
     pub shared: Vec<VarDecl>,
     /// `.extern .shared` arrays of no size: the dynamic shared memory a
@@ -351,7 +351,8 @@ pub(crate) fn parse(src: &str) -> Result<RawModule, SimError> {
                 ".target" => {
                     p.pos += 1;
                     if let Some(Tok::Word(t)) = p.peek_tok() {
-                        module.target = t.strip_prefix("sm_").and_then(|n| n.parse().ok());
+                        module.target =
+                            t.strip_prefix("sm_").and_then(phobos_meta::arch::from_name);
                     }
                     p.skip_line(line);
                 }
@@ -1064,6 +1065,17 @@ pub(crate) fn parse_int(w: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_target_is_read_by_its_name() {
+        let module = |target: &str| {
+            let src = format!(".version 8.0\n.target {target}\n.address_size 64\n.visible .entry k()\n{{\n  ret;\n}}\n");
+            parse(&src).expect("parses").target
+        };
+        assert_eq!(module("sm_80"), Some(80));
+        assert_eq!(module("sm_90a"), Some(phobos_meta::arch::SM_90A));
+        assert_eq!(module("sm_91"), None);
+    }
 
     #[test]
     fn lexes_and_parses_an_entry() {

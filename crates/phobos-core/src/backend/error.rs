@@ -7,6 +7,7 @@
 
 use crate::ast::Span;
 use crate::diag::{Code, Diagnostic};
+use phobos_meta::arch;
 
 /// One access of a tile in a hazard: the buffer's name, whether it writes,
 /// whether the write is a tile copy, and where it is.
@@ -147,7 +148,8 @@ impl BackendError {
             } => {
                 let mut d = code
                     .error(format!(
-                        "kernel `{entry}` needs {total} bytes of shared memory; sm_{arch} allows at most {limit} bytes per CTA"
+                        "kernel `{entry}` needs {total} bytes of shared memory; {} allows at most {limit} bytes per CTA",
+                        arch::name(arch)
                     ))
                     .primary(kernel, "this kernel's shared buffers do not fit");
                 for b in buffers {
@@ -243,8 +245,10 @@ impl BackendError {
                 span,
             } => code
                 .error(format!(
-                    "a `dot` of {} tiles needs sm_{need} or newer, and this kernel is compiled for sm_{arch}",
-                    elem.name()
+                    "a `dot` of {} tiles needs {} or newer, and this kernel is compiled for {}",
+                    elem.name(),
+                    arch::name(need),
+                    arch::name(arch)
                 ))
                 .primary(
                     span,
@@ -256,8 +260,9 @@ impl BackendError {
                     ),
                 )
                 .note(format!(
-                    "the m16n8 shape Phobos uses for {} products, mma.sync m16n8k{k}, is sm_{need}'s; sm_75 has m16n8k8 for f16 only: build for newer targets only{}",
+                    "the m16n8 shape Phobos uses for {} products, mma.sync m16n8k{k}, is {}'s; sm_75 has m16n8k8 for f16 only: build for newer targets only{}",
                     elem.name(),
+                    arch::name(need),
                     if elem == crate::ast::ScalarTy::BF16 { ", or copy the operands as f16" } else { "" }
                 )),
             BackendError::AtomicNeedsNewerTarget {
@@ -269,11 +274,14 @@ impl BackendError {
                 span,
             } => code
                 .error(format!(
-                    "`{op}` on {elem} needs sm_{need} or newer, and this kernel is compiled for sm_{arch}"
+                    "`{op}` on {elem} needs {} or newer, and this kernel is compiled for {}",
+                    arch::name(need),
+                    arch::name(arch)
                 ))
                 .primary(span, format!("{} {space} {elem} atomic", crate::diag::a_or_an(space)))
                 .note(format!(
-                    "PTX has `atom.add.noftz.{elem}` from sm_{need}; build for newer targets only, or accumulate in f32 (`atomic_add` on an f32 tensor) and convert afterwards"
+                    "PTX has `atom.add.noftz.{elem}` from {}; build for newer targets only, or accumulate in f32 (`atomic_add` on an f32 tensor) and convert afterwards",
+                    arch::name(need)
                 )),
             BackendError::HazardWithoutAccesses => {
                 code.error("internal compiler error: a hazard without accesses")

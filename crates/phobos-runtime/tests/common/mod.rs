@@ -22,7 +22,9 @@ fn leak(s: String) -> &'static str {
 }
 
 /// The first kernel of `src` with its PTX for `arches` (none: no PTX at
-/// all) and `cubins` given as `(arch, bytes)`.
+/// all) and `cubins` given as `(arch, bytes)`; its metadata is the first
+/// target's with the others' differing variants, as phobos-build merges it
+/// (`KernelMeta::add_target`).
 pub fn compile(src: &str, arches: &[u32], cubins: Vec<(u32, Vec<u8>)>) -> Kernel {
     compile_with_tuning(src, arches, cubins, "")
 }
@@ -36,7 +38,7 @@ pub fn compile_with_tuning(
     tuning: &'static str,
 ) -> Kernel {
     let mut ptx = Vec::new();
-    let mut meta = None;
+    let mut meta: Option<phobos_core::meta::KernelMeta> = None;
     let for_meta = [75];
     let compile_for = if arches.is_empty() {
         &for_meta[..]
@@ -58,7 +60,10 @@ pub fn compile_with_tuning(
         if !arches.is_empty() {
             ptx.push((arch, leak(k.ptx)));
         }
-        meta = Some(k.meta);
+        match meta.as_mut() {
+            Some(m) => m.add_target(arch, &k.meta),
+            None => meta = Some(k.meta),
+        }
     }
     let meta = meta.expect("compiled once");
     let cubins: Vec<(u32, &'static [u8])> = cubins
