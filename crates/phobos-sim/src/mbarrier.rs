@@ -20,9 +20,9 @@
 //! writes false and *yields* its lanes: they stop until some mbarrier
 //! changes state, so a spin loop does not spin one warp forever while the
 //! warp that would complete the phase never runs. When every live thread is
-//! blocked (yielded at a wait, at `bar.sync`, at a warp sync) and no
-//! mbarrier changed since the yielded lanes last tried, the launch fails
-//! with a deadlock report that names each wait, its phase, and the
+//! blocked (yielded at a wait, at `bar.sync`, at a warp sync), no mbarrier
+//! changed since the yielded lanes last ran and each yielded at the same
+//! instruction as then, the launch fails with a deadlock report that names each wait, its phase, and the
 //! barrier's arrivals and tx-count.
 //!
 //! **Checks** (synccheck): an mbarrier instruction on bytes where no
@@ -144,9 +144,11 @@ pub(crate) struct TmaState {
     /// Per thread: its failed wait, while it waits.
     pub waits: HashMap<u32, Waiting>,
     /// Counts mbarrier state changes; `woken` is its value when yielded
-    /// lanes were last woken.
+    /// lanes were last woken, and `woken_at` where each yielded lane
+    /// (thread, PC) stood then.
     pub events: u64,
     pub woken: u64,
+    pub woken_at: Vec<(u32, u32)>,
     /// Bulk copies in flight and what has landed (see `bulk`).
     pub copies: Vec<crate::bulk::BulkCopy>,
     /// Copies in flight per shared byte.
@@ -174,6 +176,7 @@ impl TmaState {
         self.waits.clear();
         self.events = 0;
         self.woken = 0;
+        self.woken_at.clear();
         self.copies.clear();
         self.landings.clear();
         self.inflight.clear();
@@ -753,6 +756,24 @@ pub(crate) fn complete_if_done(cta: &mut CtaState, off: u32) {
             cta.tma.events += 1;
         }
     }
+}
+
+/// Whether the lanes that yielded at failed waits may get further by
+/// running again: some mbarrier changed since they were last woken, or
+/// some of them now wait somewhere else (a thread that fails two waits in
+/// a row and then arrives itself is no deadlock). Records the state for
+/// the next time.
+pub(crate) fn progressed(t: &mut TmaState, warps: &[Warp]) -> bool {
+    let mut at: Vec<(u32, u32)> = Vec::new();
+    for w in warps {
+        for l in lanes(w.yielded) {
+            at.push((w.first_tid + l as u32, w.pc_of(l)));
+        }
+    }
+    let moved = t.events != t.woken || at != t.woken_at;
+    t.woken = t.events;
+    t.woken_at = at;
+    moved
 }
 
 /// The report when every live thread is blocked and some wait on an

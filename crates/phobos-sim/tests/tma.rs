@@ -785,3 +785,22 @@ fn plain_bulk_copies_load_and_store_with_the_same_checks() {
     assert_eq!(r.kind, CheckKind::Memcheck, "{r}");
     assert!(r.message.contains("positive multiple of 16"), "{r}");
 }
+
+#[test]
+fn a_thread_that_fails_two_waits_and_then_arrives_itself_is_no_deadlock() {
+    // One thread: two failed test_waits (each yields), then its own
+    // arrival completes the phase and its third wait succeeds.
+    let body = "
+  .shared .align 8 .b64 b;
+  mbarrier.init.shared::cta.b64 [b], 1;
+  mbarrier.test_wait.parity.shared::cta.b64 %p1, [b], 0;
+  mbarrier.test_wait.parity.shared::cta.b64 %p2, [b], 0;
+  mbarrier.arrive.shared::cta.b64 _, [b];
+  mbarrier.test_wait.parity.shared::cta.b64 %p3, [b], 0;
+  selp.u32 %r2, 1, 0, %p1;
+  selp.u32 %r3, 10, 0, %p2;
+  add.u32 %r2, %r2, %r3;
+  selp.u32 %r3, 100, 0, %p3;
+  add.u32 %r2, %r2, %r3;";
+    assert_eq!(run_plain(body, 1).unwrap(), vec![100]);
+}
