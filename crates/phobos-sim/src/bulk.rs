@@ -313,7 +313,7 @@ fn racecheck(l: usize, off: u32, msg: String, cx: &Ctx) -> Fault {
 pub(crate) fn generic_guard(
     w: &Warp,
     (l, off, len, store): (usize, u32, u32, bool),
-    _pc: u32,
+    pc: u32,
     cx: &Ctx,
     cta: &mut CtaState,
 ) -> Result<(), Fault> {
@@ -423,7 +423,7 @@ pub(crate) fn generic_guard(
         let fences = cta.tma.fences.get(tid as usize).copied().unwrap_or(0);
         for b in range {
             cta.tma.landed[b] = 0;
-            cta.tma.generic[b] = (tid + 1, fences, _pc);
+            cta.tma.generic[b] = (tid + 1, fences, pc);
         }
     }
     Ok(())

@@ -171,6 +171,38 @@ fn a_three_stage_ring_flips_its_parities_and_zero_fills_the_last_tile() {
 }
 
 #[test]
+fn a_warp_specialized_ring_hands_stages_over_through_mbarriers_alone() {
+    // Warp 0 produces, the others consume; only mbarriers order them.
+    let m = Map {
+        rows: 8,
+        cols: 1000,
+        stride: 4016,
+        box_dims: (32, 8),
+        swizzle: Swizzle::B128,
+    };
+    let tiles = 32usize;
+    for threads in [64, 160] {
+        let out = run(
+            "tma_ring_ws",
+            &m,
+            tiles * 256,
+            &[KernelArg::I32(tiles as i32)],
+            threads,
+        )
+        .unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        for k in 0..tiles {
+            for j in 0..8 {
+                for i in 0..32 {
+                    let got = out[k * 256 + j * 32 + i];
+                    let w = want(m.rows, m.cols, (k * 32 + i) as i64, j as i64);
+                    assert_eq!(got, w, "{threads} threads: tile {k} ({i}, {j})");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn the_ring_with_its_parity_never_flipped_is_caught() {
     // The same PTX with the consumers' parity pinned to 0: the wait for
     // tile 3 succeeds on the phase that tile 0 completed.
