@@ -242,9 +242,11 @@ impl Decoder {
             }
             _ => return Err(bad()),
         };
+        let copy = !matches!(t, BulkInst::Commit | BulkInst::Wait { .. });
         self.tma.push(TmaInst::Bulk(t));
         Ok(Op::Tma {
             idx: (self.tma.len() - 1) as u32,
+            copy,
         })
     }
 }

@@ -485,6 +485,8 @@ pub(crate) enum Op {
     /// operands in `Entry::tma[idx]` (see `mbarrier` and `bulk`).
     Tma {
         idx: u32,
+        /// A bulk copy (the observer's `OpKind::AsyncCopy`).
+        copy: bool,
     },
     Nop,
 }

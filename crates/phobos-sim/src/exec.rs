@@ -351,7 +351,7 @@ impl Warp {
             } => return self.cp_async((size, src_size), (dst, src), active, pc, cx, cta),
             Op::CpAsyncCommit => self.cp_async_commit(active, cx, cta),
             Op::CpAsyncWait { keep } => return self.cp_async_wait(keep, active, pc, cx, cta),
-            Op::Tma { idx } => return self.tma(idx, active, pc, cx, cta),
+            Op::Tma { idx, .. } => return self.tma(idx, active, pc, cx, cta),
             Op::WarpSync { .. } | Op::Nop | Op::Bra { .. } | Op::Exit | Op::Bar => {}
         }
         Ok(())

@@ -221,6 +221,7 @@ impl Decoder {
         self.tma.push(t);
         Op::Tma {
             idx: (self.tma.len() - 1) as u32,
+            copy: false,
         }
     }
 

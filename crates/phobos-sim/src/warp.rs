@@ -449,7 +449,7 @@ fn op_kind(op: &Op) -> OpKind {
         Op::Atom { .. } => OpKind::Atomic,
         Op::Ldmatrix { .. } => OpKind::MatrixLoad,
         Op::Mma { .. } => OpKind::Mma,
-        Op::CpAsync { .. } => OpKind::AsyncCopy,
+        Op::CpAsync { .. } | Op::Tma { copy: true, .. } => OpKind::AsyncCopy,
         Op::Bra { .. } => OpKind::Branch,
         Op::Exit => OpKind::Exit,
         Op::Float { op, f64, .. } => {
