@@ -820,8 +820,14 @@ pub(crate) fn deadlock(cx: &Ctx, cta: &CtaState, warps: &[Warp]) -> SimError {
                 if flying > 0 {
                     s += &format!(", {flying} bytes of bulk copies in flight");
                 }
-                if b.tx < 0 || i64::try_from(flying).is_ok_and(|f| b.tx - f < 0) {
+                let flying = i64::try_from(flying).unwrap_or(i64::MAX);
+                if b.tx - flying < 0 {
                     s += " (the copies complete more bytes than expect_tx announced)";
+                } else if b.pending == 0 && b.tx > flying {
+                    s += &format!(
+                        " (expect_tx announced {} bytes more than the copies in flight deliver)",
+                        b.tx - flying
+                    );
                 }
                 s
             }

@@ -322,6 +322,19 @@ fn a_copy_of_more_bytes_than_expect_tx_announced_deadlocks_with_the_reason() {
 }
 
 #[test]
+fn an_expect_tx_larger_than_the_copy_deadlocks_with_the_reason() {
+    let ptx = tile_kernel(2048, 0, "", WAIT).replace("_, [bar], 2048;", "_, [bar], 4096;");
+    let r = setup(&ptx, 64, 16, Swizzle::B128, (0, 0));
+    let rep = caught(&r, 32);
+    assert!(rep.message.contains("deadlock"), "{rep}");
+    let text = rep.to_string();
+    assert!(
+        text.contains("tx-count 4096, 2048 bytes of bulk copies in flight (expect_tx announced 2048 bytes more than the copies in flight deliver)"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_stale_parity_is_a_synccheck_error() {
     // Two waits for parity 0 by the same threads: the second succeeds on
     // the phase the first already saw.
