@@ -488,6 +488,13 @@ pub(crate) enum Op {
         /// A bulk copy (the observer's `OpKind::AsyncCopy`).
         copy: bool,
     },
+    /// `elect.sync d|p, membermask`: warp-synchronous; the leader is the
+    /// lowest active lane of the mask (see `mbarrier`).
+    Elect {
+        d: Slot,
+        p: PredId,
+        mask: Slot,
+    },
     Nop,
 }
 

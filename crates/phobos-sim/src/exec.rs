@@ -352,6 +352,7 @@ impl Warp {
             Op::CpAsyncCommit => self.cp_async_commit(active, cx, cta),
             Op::CpAsyncWait { keep } => return self.cp_async_wait(keep, active, pc, cx, cta),
             Op::Tma { idx, .. } => return self.tma(idx, active, pc, cx, cta),
+            Op::Elect { d, p, mask } => self.elect(d, p, mask, active),
             Op::WarpSync { .. } | Op::Nop | Op::Bra { .. } | Op::Exit | Op::Bar => {}
         }
         Ok(())

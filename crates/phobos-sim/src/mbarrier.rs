@@ -98,13 +98,6 @@ pub(crate) enum TmaInst {
     Bulk(crate::bulk::BulkInst),
     /// `fence.proxy.async{.space}`.
     FenceProxyAsync,
-    /// `elect.sync d|p, membermask` (how Hopper code picks the one thread
-    /// that issues a copy).
-    Elect {
-        d: Slot,
-        p: PredId,
-        mask: Slot,
-    },
 }
 
 /// One mbarrier object.
@@ -248,12 +241,11 @@ impl Decoder {
         let RawOperand::Pair(d, p) = &i.operands[0] else {
             return Err(SimError::parse(i.line, "elect.sync writes `d|p`"));
         };
-        let t = TmaInst::Elect {
+        Ok(Op::Elect {
             d: self.dst_name(d, i.line)?,
             p: self.pred(p, i.line)?,
             mask: self.src(&i.operands[1], Ty::B32, i.line)?,
-        };
-        Ok(self.push_tma(t))
+        })
     }
 
     /// Every `mbarrier` form of the PTX ISA 8.x that a CTA uses on its own
@@ -663,32 +655,6 @@ impl Warp {
                 }
             }
             TmaInst::Bulk(b) => return self.bulk_tensor(b, active, pc, cx, cta),
-            TmaInst::Elect { d, p, mask } => {
-                // The lanes of the member mask execute it together (a
-                // converged warp); the simulator elects the lowest.
-                let l0 = active.trailing_zeros() as usize;
-                let m = self.regs[*mask as usize * 32 + l0] as u32;
-                let missing = m & !active;
-                if missing != 0
-                    || lanes(active).any(|l| self.regs[*mask as usize * 32 + l] as u32 != m)
-                {
-                    let mut f = Fault::new(
-                        CheckKind::Synccheck,
-                        format!(
-                            "elect.sync with member mask {m:#010x} executed by lanes {} only: every lane of the mask must execute it together, with the same mask",
-                            crate::warp::lane_list(active)
-                        ),
-                    );
-                    f.lane = Some(l0 as u32);
-                    return Err(f);
-                }
-                let leader = m.trailing_zeros();
-                for l in lanes(active) {
-                    self.regs[*d as usize * 32 + l] = u64::from(leader);
-                }
-                let lead = if leader < 32 { 1u32 << leader } else { 0 };
-                self.set_wait_pred(*p, active, lead);
-            }
             TmaInst::FenceProxyAsync => {
                 if cta.tma.on {
                     for l in lanes(active) {
@@ -701,6 +667,18 @@ impl Warp {
             }
         }
         Ok(())
+    }
+
+    /// `elect.sync d|p, membermask` once every lane of the mask arrived
+    /// (the warp-sync machinery waits for them, and reports lanes that
+    /// never come): the ISA leaves the choice to the hardware, only
+    /// deterministic; the simulator elects the lowest active lane.
+    pub(crate) fn elect(&mut self, d: Slot, p: PredId, _mask: Slot, active: u32) {
+        let leader = active.trailing_zeros();
+        for l in lanes(active) {
+            self.regs[d as usize * 32 + l] = u64::from(leader);
+        }
+        self.set_wait_pred(p, active, active & active.wrapping_neg());
     }
 
     fn set_wait_pred(&mut self, p: PredId, active: u32, value: u32) {

@@ -261,6 +261,7 @@ impl Warp {
                     | Op::WarpSync { .. }
                     | Op::Ldmatrix { .. }
                     | Op::Mma { .. }
+                    | Op::Elect { .. }
             );
             if !syncs {
                 self.warp_instructions += 1;
@@ -301,7 +302,8 @@ impl Warp {
                 | Op::Vote { mask, .. }
                 | Op::WarpSync { mask }
                 | Op::Ldmatrix { mask, .. }
-                | Op::Mma { mask, .. } => match self.warp_sync(cx, cta, pc, mask, inst.guard)? {
+                | Op::Mma { mask, .. }
+                | Op::Elect { mask, .. } => match self.warp_sync(cx, cta, pc, mask, inst.guard)? {
                     Some(a) => {
                         observed_active = a;
                         observed_lanes = a;
@@ -443,7 +445,7 @@ fn op_kind(op: &Op) -> OpKind {
     match op {
         Op::Bar => OpKind::Barrier,
         Op::Shfl { .. } => OpKind::Shuffle,
-        Op::Vote { .. } | Op::WarpSync { .. } => OpKind::WarpSync,
+        Op::Vote { .. } | Op::WarpSync { .. } | Op::Elect { .. } => OpKind::WarpSync,
         Op::Ld { .. } => OpKind::Load,
         Op::St { .. } => OpKind::Store,
         Op::Atom { .. } => OpKind::Atomic,
