@@ -385,18 +385,41 @@ pub(crate) fn generic_guard(
         ));
         return Err(f);
     }
+    let what = if store { "write" } else { "read" };
+    unwaited_landing(cx, cta, (l, tid), range.clone(), what)?;
+    if store {
+        let fences = cta.tma.fences.get(tid as usize).copied().unwrap_or(0);
+        for b in range {
+            cta.tma.landed[b] = 0;
+            cta.tma.generic[b] = (tid + 1, fences, pc);
+        }
+    }
+    Ok(())
+}
+
+/// The racecheck of `what` (an access of shared bytes `range` by lane `l`,
+/// thread `tid`) on bytes a bulk copy delivered in an mbarrier phase that
+/// this thread has not waited for, with no `bar.sync` since.
+fn unwaited_landing(
+    cx: &Ctx,
+    cta: &CtaState,
+    (l, tid): (usize, u32),
+    range: std::ops::Range<usize>,
+    what: &str,
+) -> Result<(), Fault> {
+    let t = &cta.tma;
     let mut checked = 0u32;
-    for b in range.clone() {
+    for b in range {
         let tag = t.landed[b];
         if tag == 0 || tag == checked {
             continue;
         }
+        checked = tag;
         let land = t.landings[tag as usize - 1];
         if land.bar == u32::MAX {
             // Its mbarrier has been invalidated since: a later init
             // starts phases anew, and the barrier that ended the old
             // object's use is what orders these bytes.
-            checked = tag;
             continue;
         }
         let seen = t.seen.get(&(tid, land.bar)).map_or(-2, |s| s.0);
@@ -406,8 +429,7 @@ pub(crate) fn generic_guard(
                 l,
                 b as u32,
                 format!(
-                    "{} of shared memory that a cp.async.bulk.tensor wrote, before this thread waited for the mbarrier phase that delivers it",
-                    if store { "write" } else { "read" }
+                    "{what} of shared memory that a bulk copy wrote, before this thread waited for the mbarrier phase that delivers it"
                 ),
                 cx,
             );
@@ -419,27 +441,21 @@ pub(crate) fn generic_guard(
             ));
             return Err(f);
         }
-        checked = tag;
-    }
-    if store {
-        let fences = cta.tma.fences.get(tid as usize).copied().unwrap_or(0);
-        for b in range {
-            cta.tma.landed[b] = 0;
-            cta.tma.generic[b] = (tid + 1, fences, pc);
-        }
     }
     Ok(())
 }
 
-/// The check of an async-proxy read of shared `[off, off + len)` by thread
-/// `tid` (a bulk store's source; wgmma's shared operands): a generic-proxy
-/// write to those bytes must be followed, in its writer, by
-/// `fence.proxy.async` before the read; and no bulk copy may still be
-/// writing them.
+/// The check of an async-proxy read of shared `[off, off + len)` by lane
+/// `lane`, thread `tid` (a bulk store's source; wgmma's shared operands):
+/// a generic-proxy write to those bytes must be followed, in its writer, by
+/// `fence.proxy.async` before the read; no bulk copy may still be writing
+/// them; and bytes a bulk copy delivered need this thread's wait on the
+/// phase that delivered them (or a `bar.sync` since).
 pub(crate) fn async_proxy_read(
     cx: &Ctx,
     cta: &CtaState,
-    (lane, off, len): (usize, u32, u32),
+    (lane, tid): (usize, u32),
+    (off, len): (u32, u32),
     what: &str,
 ) -> Result<(), Fault> {
     let t = &cta.tma;
@@ -447,6 +463,7 @@ pub(crate) fn async_proxy_read(
         return Ok(());
     }
     let range = off as usize..((off + len) as usize).min(t.generic.len());
+    unwaited_landing(cx, cta, (lane, tid), range.clone(), &format!("{what} read"))?;
     for b in range {
         if t.inflight[b] != 0 {
             return Err(racecheck(
@@ -649,7 +666,14 @@ impl Warp {
                         cx,
                         cta,
                     )?;
-                    async_proxy_read(cx, cta, (l, off, bytes as u32), "cp.async.bulk.tensor")?;
+                    let tid = self.first_tid + l as u32;
+                    async_proxy_read(
+                        cx,
+                        cta,
+                        (l, tid),
+                        (off, bytes as u32),
+                        "cp.async.bulk.tensor",
+                    )?;
                     let start = self.coords(coords, l);
                     let es = m.data_type.size();
                     let mut fault = None;
@@ -730,7 +754,8 @@ impl Warp {
                     let n = self.bulk_size(*size, l)?;
                     let off =
                         self.bulk_shared(l, *src, (n, 16), "cp.async.bulk shared read", cx, cta)?;
-                    async_proxy_read(cx, cta, (l, off, n as u32), "cp.async.bulk")?;
+                    let tid = self.first_tid + l as u32;
+                    async_proxy_read(cx, cta, (l, tid), (off, n as u32), "cp.async.bulk")?;
                     let g = address(&self.regs, *dst, l);
                     if !g.is_multiple_of(16) {
                         return Err(cx.memcheck_at(

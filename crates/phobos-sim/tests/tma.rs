@@ -833,3 +833,54 @@ fn a_thread_that_fails_two_waits_and_then_arrives_itself_is_no_deadlock() {
   add.u32 %r2, %r2, %r3;";
     assert_eq!(run_plain(body, 1).unwrap(), vec![100]);
 }
+
+#[test]
+fn an_async_read_of_a_stage_its_thread_never_waited_for_is_caught() {
+    // Thread 1 waits (the copy lands); thread 0, which issued it, stores
+    // the stage back with a bulk store without waiting itself.
+    let ptx = r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 p_in, .param .u64 p_out)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<10>;
+  .shared .align 16 .b8 buf[256];
+  .shared .align 8 .b64 bar;
+  ld.param.u64 %rd1, [p_in];
+  ld.param.u64 %rd2, [p_out];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $sync;
+  mbarrier.init.shared::cta.b64 [bar], 1;
+$sync:
+  bar.sync 0;
+  @%p1 bra $w;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], 256;
+  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [buf], [%rd1], 256, [bar];
+  bra.uni $store;
+$w:
+  setp.ne.u32 %p3, %r1, 1;
+  @%p3 bra $end;
+$spin:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+  @!%p2 bra $spin;
+  bra.uni $end;
+$store:
+  cp.async.bulk.global.shared::cta.bulk_group [%rd2], [buf], 256;
+$end:
+  ret;
+}
+"#;
+    let r = check_report(&run_linear(ptx).unwrap_err()).clone();
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+    assert!(
+        r.message.contains(
+            "cp.async.bulk read of shared memory that a bulk copy wrote, before this thread waited"
+        ),
+        "{r}"
+    );
+    assert_eq!(r.thread, Some([0, 0, 0]));
+}
