@@ -69,7 +69,11 @@
 //! their member mask. CTAs (`launch`) run their warps to each barrier and
 //! release it when every thread has arrived, or report the deadlock. CTAs
 //! run in parallel on host threads. Shared-memory checks live in `checks`,
-//! numeric semantics (cvt rounding, prmt, dp4a, ...) in `numeric`.
+//! numeric semantics (cvt rounding, prmt, dp4a, ...) in `numeric`;
+//! mbarriers in `mbarrier` (a failed wait yields its lanes, and a CTA whose
+//! threads all wait on what nothing can complete is a deadlock report),
+//! TMA copies and the async proxy's checks in `bulk`, tensor maps in
+//! [`tensor_map`].
 
 mod bulk;
 mod checks;

@@ -9,7 +9,8 @@
 //! target until the others arrive, and then run together again. Lanes at a
 //! warp-sync instruction (`shfl.sync`, `vote.sync`, `bar.warp.sync`) wait
 //! until every lane named in their member mask is at the same instruction;
-//! lanes at `bar.sync` wait for the CTA (see `launch`).
+//! lanes at `bar.sync` wait for the CTA (see `launch`); lanes whose mbarrier
+//! wait failed yield until an mbarrier changes (see `mbarrier`).
 
 use crate::checks::Fault;
 use crate::decode::{FloatOp, IntOp, Op, PredSrc, Special};
