@@ -674,6 +674,22 @@ impl Warp {
                         (off, bytes as u32),
                         "cp.async.bulk.tensor",
                     )?;
+                    let limit = cta.shared.len() as u64;
+                    let past = (0..bytes / 16)
+                        .map(|k| swizzle(m.swizzle, off + 16 * k as u32))
+                        .find(|&o| u64::from(o) + 16 > limit);
+                    if let Some(o) = past {
+                        return Err(cx.memcheck_at(
+                            shared_out_of_bounds(
+                                "bulk copy shared read (a swizzled 16-byte chunk)",
+                                16,
+                                limit,
+                            ),
+                            l,
+                            u64::from(o),
+                            Space::Shared,
+                        ));
+                    }
                     let start = self.coords(coords, l);
                     let es = m.data_type.size();
                     let mut fault = None;
@@ -838,6 +854,21 @@ impl Warp {
                 "the bulk copy completes on shared memory that holds no initialized mbarrier",
             )
             .at(l, u64::from(boff), Space::Shared));
+        }
+        // The swizzle moves a chunk within its 128-byte row, which may
+        // reach past a box that ends inside a row.
+        let limit = cta.shared.len() as u64;
+        if let Some((o, _)) = chunks.iter().find(|(o, _)| u64::from(*o) + 16 > limit) {
+            return Err(cx.memcheck_at(
+                shared_out_of_bounds(
+                    "bulk copy shared write (a swizzled 16-byte chunk)",
+                    16,
+                    limit,
+                ),
+                l,
+                u64::from(*o),
+                Space::Shared,
+            ));
         }
         if cx.checks {
             for (o, _) in &chunks {

@@ -884,3 +884,22 @@ $end:
     );
     assert_eq!(r.thread, Some([0, 0, 0]));
 }
+
+#[test]
+fn a_swizzled_chunk_past_the_end_of_shared_memory_is_memcheck_not_a_panic() {
+    // A box of 9 rows of 64 bytes ends mid-row; the 128B swizzle moves the
+    // last row's chunks into bytes 576..640 of the tile, past the end of
+    // shared memory (the tile is the last array).
+    let ptx = tile_kernel(576, 0, "", WAIT).replace(
+        "  .shared .align 1024 .b8 tile[576];\n  .shared .align 8 .b64 bar;",
+        "  .shared .align 8 .b64 bar;\n  .shared .align 1024 .b8 tile[576];",
+    );
+    assert!(
+        ptx.contains(".b64 bar;\n  .shared .align 1024"),
+        "the arrays swapped"
+    );
+    let r = setup(&ptx, 32, 9, Swizzle::B128, (0, 0));
+    let rep = caught(&r, 32);
+    assert_eq!(rep.kind, CheckKind::Memcheck, "{rep}");
+    assert!(rep.message.contains("a swizzled 16-byte chunk"), "{rep}");
+}
