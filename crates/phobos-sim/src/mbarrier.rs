@@ -275,7 +275,10 @@ impl Decoder {
         if !b64 {
             return Err(bad());
         }
-        if has(rest, "shared::cluster") && verb != "arrive" && verb != "arrive_drop" {
+        // `.shared::cluster` names the CTA's own shared memory in a launch
+        // without clusters; the ISA allows it on the arrive and tx forms.
+        let cluster_ok = matches!(verb, "arrive" | "arrive_drop" | "expect_tx" | "complete_tx");
+        if has(rest, "shared::cluster") && !cluster_ok {
             return Err(bad());
         }
         let t = match verb {

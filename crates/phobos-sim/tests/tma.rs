@@ -673,7 +673,7 @@ $w1:
   mbarrier.test_wait.parity.shared::cta.b64 %p1, [b2], 0;
   selp.u32 %r5, 1000, 0, %p1;
   add.u32 %r2, %r2, %r5;
-  mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [b2], 25;
+  mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [b2], 25;
   mbarrier.arrive.shared::cta.b64 _, [b2];
 $w2:
   mbarrier.try_wait.parity.shared::cta.b64 %p1, [b2], 0;
