@@ -387,11 +387,85 @@ pub(crate) fn generic_guard(
     }
     let what = if store { "write" } else { "read" };
     unwaited_landing(cx, cta, (l, tid), range.clone(), what)?;
+    if !store {
+        // Remember who read each delivered stage, and how far its
+        // arrivals had got, for the check of the next copy into it.
+        let arrivals = cta.tma.arrive_log.get(tid as usize).map_or(0, Vec::len);
+        let mut last = 0;
+        for b in range.clone() {
+            let tag = cta.tma.landed[b];
+            if tag != 0 && tag != last {
+                last = tag;
+                let rs = cta.tma.readers.entry(tag).or_default();
+                rs.insert(tid, (arrivals, pc, cta.epoch));
+            }
+        }
+    }
     if store {
         let fences = cta.tma.fences.get(tid as usize).copied().unwrap_or(0);
         for b in range {
             cta.tma.landed[b] = 0;
             cta.tma.generic[b] = (tid + 1, fences, pc);
+        }
+    }
+    Ok(())
+}
+
+/// The racecheck of a bulk copy by lane `l`, thread `issuer`, into bytes
+/// (`chunks`) that an earlier copy delivered and other threads read in
+/// this barrier interval: each reader must have released the stage since
+/// its read, by an mbarrier arrive, and the issuer must have waited for
+/// the phase that arrive completes. (A `bar.sync` since the read orders it
+/// too; ordering through a chain of other barriers is not followed.)
+fn check_release(
+    cx: &Ctx,
+    cta: &CtaState,
+    (l, issuer): (usize, u32),
+    chunks: &[(u32, [u8; 16])],
+) -> Result<(), Fault> {
+    let t = &cta.tma;
+    let mut last = 0;
+    for &(o, _) in chunks {
+        let tag = t.landed[o as usize];
+        if tag == 0 || tag == last {
+            continue;
+        }
+        last = tag;
+        let Some(rs) = t.readers.get(&tag) else {
+            continue;
+        };
+        let mut rs: Vec<_> = rs.iter().collect();
+        rs.sort();
+        for (&reader, &(arrivals, pc, epoch)) in rs {
+            if reader == issuer || epoch != cta.epoch {
+                continue;
+            }
+            // Any of its arrivals since the read whose phase this thread
+            // has waited for orders the read before the copy.
+            let after = t.arrive_log[reader as usize].get(arrivals..).unwrap_or(&[]);
+            let waited = |&(b, k): &(u32, i64)| t.seen.get(&(issuer, b)).is_some_and(|s| s.0 >= k);
+            if after.iter().any(waited) {
+                continue;
+            }
+            let [x, y, z] = cx.thread_xyz(reader);
+            let why = match after.first() {
+                None => "has not released it since: no mbarrier arrive (and no bar.sync) after the read".to_string(),
+                Some((bar, phase)) => format!(
+                    "released it by arriving in phase {phase} of the mbarrier at shared offset {bar:#x}, but this thread has not waited for that phase"
+                ),
+            };
+            let mut f = racecheck(
+                l,
+                o,
+                "a bulk copy overwrites a stage that another thread read and may still be reading"
+                    .into(),
+                cx,
+            );
+            f.notes.push(format!(
+                "thread ({x}, {y}, {z}) read it at {} and {why}",
+                cx.where_is(pc)
+            ));
+            return Err(f);
         }
     }
     Ok(())
@@ -882,6 +956,9 @@ impl Warp {
                     ));
                 }
             }
+        }
+        if cx.checks {
+            check_release(cx, cta, (l, self.first_tid + l as u32), &chunks)?;
         }
         for (o, _) in &chunks {
             for b in *o as usize..*o as usize + 16 {

@@ -159,6 +159,12 @@ pub(crate) struct TmaState {
     /// committed bulk groups.
     pub store_reads: Vec<crate::bulk::StoreRead>,
     pub bulk_groups: HashMap<u32, u32>,
+    /// Per thread: its arrivals in order, (mbarrier, phase arrived in).
+    pub arrive_log: Vec<Vec<(u32, i64)>>,
+    /// Per landing (its tag in `landed`): the threads that read its bytes,
+    /// each with how many arrivals it had made then, the read's
+    /// instruction and barrier epoch (see `bulk::check_release`).
+    pub readers: HashMap<u32, HashMap<u32, (usize, u32, u32)>>,
 }
 
 impl TmaState {
@@ -178,11 +184,14 @@ impl TmaState {
         self.fences.clear();
         self.store_reads.clear();
         self.bulk_groups.clear();
+        self.arrive_log.iter_mut().for_each(Vec::clear);
+        self.readers.clear();
         if on {
             self.inflight.resize(shared, 0);
             self.landed.resize(shared, 0);
             self.generic.resize(shared, (0, 0, 0));
             self.fences.resize(threads as usize, 0);
+            self.arrive_log.resize(threads as usize, Vec::new());
         }
     }
 }
@@ -553,11 +562,16 @@ impl Warp {
                         })?;
                     }
                     let state = state_of(b.phase, b.pending - n as u32);
+                    let phase = i64::from(b.phase);
                     b.pending -= n as u32;
                     if *drop {
                         b.expected -= n as u32;
                     }
                     self.regs[*d as usize * 32 + l] = state;
+                    let tid = (self.first_tid + l as u32) as usize;
+                    if let Some(log) = cta.tma.arrive_log.get_mut(tid) {
+                        log.push((off, phase));
+                    }
                     cta.tma.events += 1;
                     complete_if_done(cta, off);
                 }

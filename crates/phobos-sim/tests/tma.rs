@@ -940,3 +940,101 @@ fn copies_and_waits_run_the_same_with_the_checks_off() {
         )
         .unwrap();
 }
+
+/// Warp 0's lane 0 copies a 256-byte stage twice (on `full`, phases 0 and 1),
+/// waiting on `wait_bar` in between; warp 1 consumes each copy: waits,
+/// then `consume` (reads its word, arrives on `empty`, lane 0 also on
+/// `other`, in some order).
+fn release_kernel(wait_bar: &str, consume: &str) -> String {
+    format!(
+        r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 p_in, .param .u64 p_out)
+{{
+  .reg .pred %p<8>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<10>;
+  .shared .align 128 .b8 buf[256];
+  .shared .align 8 .b64 full;
+  .shared .align 8 .b64 empty;
+  .shared .align 8 .b64 other;
+  ld.param.u64 %rd1, [p_in];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $sync;
+  mbarrier.init.shared::cta.b64 [full], 1;
+  mbarrier.init.shared::cta.b64 [empty], 32;
+  mbarrier.init.shared::cta.b64 [other], 1;
+$sync:
+  bar.sync 0;
+  setp.ge.u32 %p2, %r1, 32;
+  @%p2 bra $consumer;
+  @%p1 bra $end;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [full], 256;
+  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [buf], [%rd1], 256, [full];
+$pw:
+  mbarrier.try_wait.parity.shared::cta.b64 %p3, [{wait_bar}], 0;
+  @!%p3 bra $pw;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [full], 256;
+  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [buf], [%rd1], 256, [full];
+  bra.uni $end;
+$consumer:
+  sub.u32 %r2, %r1, 32;
+  setp.ne.u32 %p4, %r2, 0;
+  shl.b32 %r3, %r2, 2;
+  mov.u32 %r4, buf;
+  add.u32 %r4, %r4, %r3;
+  mov.u32 %r9, 0;
+$iter:
+$cw:
+  mbarrier.try_wait.parity.shared::cta.b64 %p3, [full], %r9;
+  @!%p3 bra $cw;
+{consume}
+  add.u32 %r9, %r9, 1;
+  setp.lt.u32 %p5, %r9, 2;
+  @%p5 bra $iter;
+$end:
+  ret;
+}}
+"#
+    )
+}
+
+const READ: &str = "  ld.shared.u32 %r5, [%r4];";
+const RELEASE: &str = "  mbarrier.arrive.shared::cta.b64 _, [empty];
+  @!%p4 mbarrier.arrive.shared::cta.b64 _, [other];";
+
+#[test]
+fn a_copy_over_a_stage_its_readers_have_not_released_is_caught() {
+    // Correct: read, release on `empty`; the producer waits on `empty`.
+    let ok = release_kernel("empty", &format!("{READ}\n{RELEASE}"));
+    run_linear(&ok).unwrap();
+    // Released before the read: the next copy may land under the read.
+    let early = release_kernel("empty", &format!("{RELEASE}\n{READ}"));
+    let r = check_report(&run_linear(&early).unwrap_err()).clone();
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+    assert!(
+        r.message
+            .contains("overwrites a stage that another thread read"),
+        "{r}"
+    );
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("has not released it since")),
+        "{r}"
+    );
+    assert!(r.instruction.starts_with("cp.async.bulk.shared"), "{r}");
+    // The producer waits on `other`, which only lane 0 releases through:
+    // the other readers' `empty` arrivals order nothing for it.
+    let wrong = release_kernel("other", &format!("{READ}\n{RELEASE}"));
+    let r = check_report(&run_linear(&wrong).unwrap_err()).clone();
+    assert!(r.message.contains("overwrites a stage"), "{r}");
+    assert!(
+        r.notes.iter().any(|n| n.contains("(33, 0, 0) read it")
+            && n.contains("this thread has not waited for that phase")),
+        "{r}"
+    );
+}
