@@ -26,6 +26,12 @@
 //! to those bytes with no `fence.proxy.async` by the writer between them is
 //! a racecheck error ([`async_proxy_read`], which wgmma's shared operands
 //! use too).
+//!
+//! **Stage reuse.** A copy into bytes that an earlier copy delivered and
+//! other threads read in this barrier interval must follow each reader's
+//! release: an mbarrier arrive after its read whose phase the issuing
+//! thread has waited for (a ring's `empty` barrier), or a `bar.sync`
+//! ([`check_release`]).
 
 use crate::checks::{misaligned, shared_out_of_bounds, Fault};
 use crate::decode::{has, unsupported, Addr, Decoder, MemSpace, Op, Slot, Ty};
@@ -388,18 +394,7 @@ pub(crate) fn generic_guard(
     let what = if store { "write" } else { "read" };
     unwaited_landing(cx, cta, (l, tid), range.clone(), what)?;
     if !store {
-        // Remember who read each delivered stage, and how far its
-        // arrivals had got, for the check of the next copy into it.
-        let arrivals = cta.tma.arrive_log.get(tid as usize).map_or(0, Vec::len);
-        let mut last = 0;
-        for b in range.clone() {
-            let tag = cta.tma.landed[b];
-            if tag != 0 && tag != last {
-                last = tag;
-                let rs = cta.tma.readers.entry(tag).or_default();
-                rs.insert(tid, (arrivals, pc, cta.epoch));
-            }
-        }
+        note_readers(cta, tid, pc, range.clone());
     }
     if store {
         let fences = cta.tma.fences.get(tid as usize).copied().unwrap_or(0);
@@ -409,6 +404,22 @@ pub(crate) fn generic_guard(
         }
     }
     Ok(())
+}
+
+/// Remembers that thread `tid` read the delivered stages in `range` (at
+/// `pc`), and how far its arrivals had got, for the check of the next copy
+/// into them ([`check_release`]).
+fn note_readers(cta: &mut CtaState, tid: u32, pc: u32, range: std::ops::Range<usize>) {
+    let arrivals = cta.tma.arrive_log.get(tid as usize).map_or(0, Vec::len);
+    let mut last = 0;
+    for b in range {
+        let tag = cta.tma.landed[b];
+        if tag != 0 && tag != last {
+            last = tag;
+            let rs = cta.tma.readers.entry(tag).or_default();
+            rs.insert(tid, (arrivals, pc, cta.epoch));
+        }
+    }
 }
 
 /// The racecheck of a bulk copy by lane `l`, thread `issuer`, into bytes
@@ -524,19 +535,21 @@ fn unwaited_landing(
 /// a generic-proxy write to those bytes must be followed, in its writer, by
 /// `fence.proxy.async` before the read; no bulk copy may still be writing
 /// them; and bytes a bulk copy delivered need this thread's wait on the
-/// phase that delivered them (or a `bar.sync` since).
+/// phase that delivered them (or a `bar.sync` since). The read counts as a
+/// read of the stage for the next copy into it ([`check_release`]).
 pub(crate) fn async_proxy_read(
     cx: &Ctx,
-    cta: &CtaState,
-    (lane, tid): (usize, u32),
+    cta: &mut CtaState,
+    (lane, tid, pc): (usize, u32, u32),
     (off, len): (u32, u32),
     what: &str,
 ) -> Result<(), Fault> {
-    let t = &cta.tma;
-    if !cx.checks || !t.on {
+    if !cx.checks || !cta.tma.on {
         return Ok(());
     }
-    let range = off as usize..((off + len) as usize).min(t.generic.len());
+    let range = off as usize..((off + len) as usize).min(cta.tma.generic.len());
+    note_readers(cta, tid, pc, range.clone());
+    let t = &cta.tma;
     unwaited_landing(cx, cta, (lane, tid), range.clone(), &format!("{what} read"))?;
     for b in range {
         if t.inflight[b] != 0 {
@@ -744,7 +757,7 @@ impl Warp {
                     async_proxy_read(
                         cx,
                         cta,
-                        (l, tid),
+                        (l, tid, pc),
                         (off, bytes as u32),
                         "cp.async.bulk.tensor",
                     )?;
@@ -845,7 +858,7 @@ impl Warp {
                     let off =
                         self.bulk_shared(l, *src, (n, 16), "cp.async.bulk shared read", cx, cta)?;
                     let tid = self.first_tid + l as u32;
-                    async_proxy_read(cx, cta, (l, tid), (off, n as u32), "cp.async.bulk")?;
+                    async_proxy_read(cx, cta, (l, tid, pc), (off, n as u32), "cp.async.bulk")?;
                     let g = address(&self.regs, *dst, l);
                     if !g.is_multiple_of(16) {
                         return Err(cx.memcheck_at(
