@@ -67,14 +67,16 @@ pub(crate) enum TmaInst {
     Inval {
         bar: BarAddr,
     },
-    /// `arrive{.expect_tx}` and `arrive_drop{.expect_tx}`: `d` gets the
-    /// state; `tx` is the expect-tx count.
+    /// `arrive{.expect_tx}{.noComplete}` and `arrive_drop{...}`: `d` gets
+    /// the state; `tx` is the expect-tx count; `no_complete` arrivals must
+    /// not complete the phase.
     Arrive {
         d: Slot,
         bar: BarAddr,
         count: Option<Slot>,
         tx: Option<Slot>,
         drop: bool,
+        no_complete: bool,
     },
     /// `expect_tx` (`sign` 1) or `complete_tx` (`sign` -1).
     Tx {
@@ -270,6 +272,7 @@ impl Decoder {
         // simulator's orders are already sequentially consistent.
         let mut parity = false;
         let mut expect_tx = false;
+        let mut no_complete = false;
         let mut b64 = false;
         for m in rest {
             match *m {
@@ -278,6 +281,7 @@ impl Decoder {
                 | "cluster" => {}
                 "parity" if matches!(verb, "test_wait" | "try_wait") => parity = true,
                 "expect_tx" if matches!(verb, "arrive" | "arrive_drop") => expect_tx = true,
+                "noComplete" if matches!(verb, "arrive" | "arrive_drop") => no_complete = true,
                 _ => return Err(bad()),
             }
         }
@@ -323,12 +327,19 @@ impl Decoder {
                 } else {
                     (extra, None)
                 };
+                if no_complete && (expect_tx || count.is_none()) {
+                    return Err(SimError::parse(
+                        line,
+                        "mbarrier.arrive.noComplete takes a count (and no expect_tx)",
+                    ));
+                }
                 TmaInst::Arrive {
                     d: self.dst(&ops[0], line)?,
                     bar: self.bar_addr(&ops[1], rest, line)?,
                     count,
                     tx,
                     drop: verb == "arrive_drop",
+                    no_complete,
                 }
             }
             "expect_tx" | "complete_tx" => {
@@ -528,6 +539,7 @@ impl Warp {
                 count,
                 tx,
                 drop,
+                no_complete,
             } => {
                 let what = if *drop {
                     "mbarrier.arrive_drop"
@@ -560,6 +572,16 @@ impl Warp {
                         add_tx(b, t as i64).map_err(|m| {
                             Fault::new(CheckKind::Synccheck, m).at(l, u64::from(off), Space::Shared)
                         })?;
+                    }
+                    if *no_complete && u64::from(b.pending) == n && b.tx == 0 {
+                        return Err(Fault::new(
+                            CheckKind::Synccheck,
+                            format!(
+                                "{what}.noComplete makes the last {n} arrivals of phase {}, completing it (the ISA leaves that undefined)",
+                                b.phase
+                            ),
+                        )
+                        .at(l, u64::from(off), Space::Shared));
                     }
                     let state = state_of(b.phase, b.pending - n as u32);
                     let phase = i64::from(b.phase);

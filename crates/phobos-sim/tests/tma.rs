@@ -1038,3 +1038,25 @@ fn a_copy_over_a_stage_its_readers_have_not_released_is_caught() {
         "{r}"
     );
 }
+
+#[test]
+fn arrive_no_complete_counts_but_must_not_complete_the_phase() {
+    // 4 expected: noComplete with 3, then a plain arrive completes.
+    let body = "
+  .shared .align 8 .b64 b;
+  mbarrier.init.shared::cta.b64 [b], 4;
+  mbarrier.arrive.noComplete.release.cta.shared::cta.b64 %rd4, [b], 3;
+  mbarrier.pending_count.b64 %r2, %rd4;
+  mbarrier.arrive.shared::cta.b64 %rd4, [b];
+  mbarrier.test_wait.parity.shared::cta.b64 %p1, [b], 0;
+  selp.u32 %r3, 100, 0, %p1;
+  add.u32 %r2, %r2, %r3;";
+    assert_eq!(run_plain(body, 1).unwrap(), vec![101]);
+    let r = check_report(&run_plain(&body.replace("[b], 3;", "[b], 4;"), 1).unwrap_err()).clone();
+    assert_eq!(r.kind, CheckKind::Synccheck, "{r}");
+    assert!(
+        r.message
+            .contains("noComplete makes the last 4 arrivals of phase 0"),
+        "{r}"
+    );
+}
