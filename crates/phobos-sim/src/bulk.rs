@@ -972,6 +972,15 @@ impl Warp {
         }
         if cx.checks {
             check_release(cx, cta, (l, self.first_tid + l as u32), &chunks)?;
+            // The stage's readers are checked; the next copy into it
+            // answers to this copy's readers (keeps the records per CTA
+            // to the stages in use).
+            for (o, _) in &chunks {
+                let tag = cta.tma.landed[*o as usize];
+                if tag != 0 {
+                    cta.tma.readers.remove(&tag);
+                }
+            }
         }
         for (o, _) in &chunks {
             for b in *o as usize..*o as usize + 16 {
