@@ -118,6 +118,37 @@ pub(crate) struct StoreRead {
 }
 
 impl Decoder {
+    /// `prefetch{.space}.{L1,L2}`, `prefetchu.L1` and `prefetch{.space}.tensormap`
+    /// `[a]`: cache hints, so no-ops in the simulator (the address operand is
+    /// still decoded).
+    pub(crate) fn prefetch(&mut self, i: &RawInst, mods: &[&str]) -> Result<Op, SimError> {
+        let ok = mods.iter().all(|m| {
+            matches!(
+                *m,
+                "global"
+                    | "local"
+                    | "const"
+                    | "param"
+                    | "L1"
+                    | "L2"
+                    | "tensormap"
+                    | "L2::evict_last"
+                    | "L2::evict_normal"
+            )
+        }) && mods.iter().any(|m| {
+            matches!(
+                *m,
+                "L1" | "L2" | "tensormap" | "L2::evict_last" | "L2::evict_normal"
+            )
+        });
+        if !ok {
+            return Err(unsupported(&i.opcode, i.line));
+        }
+        self.want(&i.operands, 1, i)?;
+        self.addr(&i.operands[0], i.line)?;
+        Ok(Op::Nop)
+    }
+
     /// `cp.async.bulk.tensor` loads and stores, `cp.async.bulk.commit_group`
     /// and `cp.async.bulk.wait_group{.read}`.
     pub(crate) fn bulk(&mut self, i: &RawInst, mods: &[&str]) -> Result<Op, SimError> {
@@ -142,6 +173,53 @@ impl Decoder {
                     SimError::parse(line, "cp.async.bulk.wait_group needs an integer constant")
                 })?;
                 BulkInst::Wait { keep }
+            }
+            // Prefetches into L2: the simulator has no caches; the operands
+            // are still decoded, so a malformed one is an error.
+            ["async", "bulk", "prefetch", "tensor", dim, "L2", "global", rest @ ..]
+                if rest.iter().all(|m| matches!(*m, "tile" | "L2::cache_hint"))
+                    && dim
+                        .strip_suffix('d')
+                        .and_then(|d| d.parse::<usize>().ok())
+                        .is_some_and(|d| (1..=5).contains(&d)) =>
+            {
+                let hint = has(rest, "L2::cache_hint");
+                self.want(ops, 1 + usize::from(hint), i)?;
+                let RawOperand::TensorAddr { base, coords } = &ops[0] else {
+                    return Err(SimError::parse(
+                        line,
+                        "expected a tensor operand `[tensorMap, {c0, ...}]`",
+                    ));
+                };
+                let rank = dim
+                    .strip_suffix('d')
+                    .and_then(|d| d.parse::<usize>().ok())
+                    .unwrap_or(0);
+                if coords.len() != rank {
+                    return Err(SimError::parse(
+                        line,
+                        format!(
+                            "a {rank}d tensor prefetch takes {rank} coordinates, found {}",
+                            coords.len()
+                        ),
+                    ));
+                }
+                if !self.params.contains_key(base) {
+                    self.src_name(base, false, Ty::U64, line)?;
+                }
+                for c in coords {
+                    self.src_name(c, false, Ty::S32, line)?;
+                }
+                return Ok(Op::Nop);
+            }
+            ["async", "bulk", "prefetch", "L2", "global", rest @ ..]
+                if rest.iter().all(|m| *m == "L2::cache_hint") =>
+            {
+                let hint = !rest.is_empty();
+                self.want(ops, 2 + usize::from(hint), i)?;
+                self.addr(&ops[0], line)?;
+                self.src(&ops[1], Ty::U32, line)?;
+                return Ok(Op::Nop);
             }
             ["async", "bulk", "tensor", dim, rest @ ..] => {
                 let rank: usize = dim

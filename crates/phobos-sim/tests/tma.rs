@@ -1060,3 +1060,35 @@ fn arrive_no_complete_counts_but_must_not_complete_the_phase() {
         "{r}"
     );
 }
+
+#[test]
+fn prefetches_of_maps_boxes_and_lines_are_accepted_and_change_nothing() {
+    let pre = "
+  mov.b64 %rd6, p_map;
+  cvta.param.u64 %rd7, %rd6;
+  prefetch.tensormap [%rd7];
+  prefetch.param.tensormap [p_map];
+  cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%rd7, {%r1, %r1}];
+  prefetch.global.L2 [%rd5];
+  cp.async.bulk.prefetch.L2.global [%rd5], 64;";
+    let r = setup(
+        &tile_kernel(2048, 0, pre, WAIT),
+        64,
+        16,
+        Swizzle::B128,
+        (3, 5),
+    );
+    check_tile(&launch(&r, 32).unwrap(), 64, 16, Swizzle::B128, (3, 5));
+    // A malformed one is still an error.
+    let bad = tile_kernel(
+        2048,
+        0,
+        "  cp.async.bulk.prefetch.tensor.2d.L2.global [%rd7, {%r1}];",
+        WAIT,
+    );
+    let err = Module::parse(&bad).unwrap_err().to_string();
+    assert!(
+        err.contains("unsupported") || err.contains("coordinates"),
+        "{err}"
+    );
+}
