@@ -1092,3 +1092,32 @@ fn prefetches_of_maps_boxes_and_lines_are_accepted_and_change_nothing() {
         "{err}"
     );
 }
+
+#[test]
+fn malformed_mbarrier_and_bulk_instructions_are_clear_errors() {
+    for (line, says) in [
+        ("mbarrier.init.shared::cta.b64 [bar];", "takes 2 operands"),
+        ("mbarrier.init.shared::cta.b32 [bar], 1;", "unsupported"),
+        ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar];", "needs a txCount"),
+        ("mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0, 1, 2;", "operands, found 5"),
+        ("mbarrier.test_wait.parity.shared::cluster.b64 %p2, [bar], 0;", "unsupported"),
+        ("mbarrier.try_wait.parity.shared::cta.b64 %r2, [bar], 0;", "not a predicate"),
+        ("mbarrier.frobnicate.shared::cta.b64 [bar];", "unsupported"),
+        ("mbarrier.arrive.noComplete.shared::cta.b64 _, [bar];", "takes a count"),
+        ("cp.async.bulk.tensor.6d.shared::cluster.global.mbarrier::complete_tx::bytes [tile], [%rd2, {%r1}], [bar];", "unsupported"),
+        ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [tile], [%rd2, {%r1}], [bar];", "takes 2 coordinates, found 1"),
+        ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [tile], [%rd2], [bar];", "expected a tensor operand"),
+        ("cp.async.bulk.tensor.2d.shared::cluster.global.multicast::cluster.mbarrier::complete_tx::bytes [tile], [%rd2, {%r1, %r1}], [bar], %rs1;", "unsupported"),
+        ("cp.async.bulk.wait_group %r1;", "integer constant"),
+        ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [tile], [%rd2], 64;", "takes 4 operands"),
+        ("fence.proxy.tensormap::generic.release.gpu;", "unsupported"),
+        ("elect.sync %r1, -1;", "d|p"),
+    ] {
+        let ptx = tile_kernel(2048, 0, &format!("  {line}"), WAIT);
+        let err = Module::parse(&ptx)
+            .map(|_| ())
+            .expect_err(line)
+            .to_string();
+        assert!(err.contains(says), "{line}: {err}");
+    }
+}
