@@ -27,6 +27,12 @@
 //! a racecheck error ([`async_proxy_read`], which wgmma's shared operands
 //! use too).
 //!
+//! **Plain bulk copies** (`cp.async.bulk.shared::cluster.global...` and
+//! `cp.async.bulk.global.shared::cta.bulk_group`, `size` bytes, 16-byte
+//! aligned) move bytes without a map, with the same landing and checks.
+//! Prefetches (`cp.async.bulk.prefetch...`, `prefetch...`) are cache hints:
+//! no-ops whose operands are still decoded.
+//!
 //! **Stage reuse.** A copy into bytes that an earlier copy delivered and
 //! other threads read in this barrier interval must follow each reader's
 //! release: an mbarrier arrive after its read whose phase the issuing
