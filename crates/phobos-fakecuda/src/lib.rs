@@ -927,6 +927,30 @@ pub unsafe extern "C" fn cuTensorMapEncodeTiled(
     })
 }
 
+/// `cuTensorMapReplaceAddress`: the same map over another global address,
+/// validated again (the address must be 16-byte aligned).
+#[no_mangle]
+pub unsafe extern "C" fn cuTensorMapReplaceAddress(
+    tensor_map: *mut c_void,
+    global_address: *mut c_void,
+) -> CUresult {
+    guard("cuTensorMapReplaceAddress", || {
+        if tensor_map.is_null() || !(tensor_map as usize).is_multiple_of(64) {
+            return Err(CUresult::CUDA_ERROR_INVALID_VALUE);
+        }
+        let bytes = std::slice::from_raw_parts_mut(tensor_map.cast::<u8>(), 128);
+        match tensor_maps::replace_address(bytes, global_address as usize as u64) {
+            Ok(()) => Ok(()),
+            Err((code, why)) => {
+                if let Some(Ok(d)) = DRIVER.get() {
+                    d.trace(|| format!("cuTensorMapReplaceAddress: {why}"));
+                }
+                Err(code)
+            }
+        }
+    })
+}
+
 /// `cuTensorMapEncodeIm2col`: the simulator has no im2col copies.
 #[no_mangle]
 pub extern "C" fn cuTensorMapEncodeIm2col() -> CUresult {

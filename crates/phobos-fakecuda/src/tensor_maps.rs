@@ -32,6 +32,15 @@ fn unsupported(why: String) -> Refusal {
     (CUresult::CUDA_ERROR_NOT_SUPPORTED, why)
 }
 
+/// Rewrites an encoded map in place to start at `address`.
+pub(crate) fn replace_address(bytes: &mut [u8], address: u64) -> Result<(), Refusal> {
+    let mut m = TensorMap::decode(bytes).map_err(|e| invalid(e.0))?;
+    m.address = address;
+    let new = m.encode().map_err(|e| invalid(e.0))?;
+    bytes.copy_from_slice(&new);
+    Ok(())
+}
+
 /// The encoded map for a destination at `dest`, or the error code and why.
 pub(crate) fn encode_tiled(dest: u64, a: &Tiled) -> Result<[u8; TENSOR_MAP_BYTES], Refusal> {
     if !dest.is_multiple_of(64) {

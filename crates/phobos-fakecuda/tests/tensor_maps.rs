@@ -151,6 +151,29 @@ fn a_tiled_tensor_map_is_encoded_validated_and_passed_to_a_tma_kernel() {
         "unknown swizzle"
     );
     assert_eq!(cuTensorMapEncodeIm2col(), unsupported);
+    // Replacing the address: a misaligned one is refused and leaves the
+    // map as it was; garbage is no map.
+    assert_eq!(
+        encode(sp, t, [cols, rows], stride, [16, 8], 0, 2, 0),
+        CUresult::CUDA_SUCCESS
+    );
+    let before = scratch.0;
+    assert_eq!(
+        unsafe { cuTensorMapReplaceAddress(sp, (t + 8) as usize as *mut c_void) },
+        invalid
+    );
+    assert_eq!(scratch.0, before);
+    assert_eq!(
+        unsafe { cuTensorMapReplaceAddress(sp, (t + 256) as usize as *mut c_void) },
+        CUresult::CUDA_SUCCESS
+    );
+    assert_ne!(scratch.0, before);
+    let mut garbage = MapBytes([7; 128]);
+    let gp = (&mut garbage as *mut MapBytes).cast::<c_void>();
+    assert_eq!(
+        unsafe { cuTensorMapReplaceAddress(gp, t as usize as *mut c_void) },
+        invalid
+    );
 
     // Load the nvrtc fixture and copy the box at (20, 15), over the right
     // and bottom edges.

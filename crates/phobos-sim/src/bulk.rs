@@ -26,6 +26,18 @@
 //! to those bytes with no `fence.proxy.async` by the writer between them is
 //! a racecheck error ([`async_proxy_read`], which wgmma's shared operands
 //! use too).
+//!
+//! **Plain bulk copies** (`cp.async.bulk.shared::cluster.global...` and
+//! `cp.async.bulk.global.shared::cta.bulk_group`, `size` bytes, 16-byte
+//! aligned) move bytes without a map, with the same landing and checks.
+//! Prefetches (`cp.async.bulk.prefetch...`, `prefetch...`) are cache hints:
+//! no-ops whose operands are still decoded.
+//!
+//! **Stage reuse.** A copy into bytes that an earlier copy delivered and
+//! other threads read in this barrier interval must follow each reader's
+//! release: an mbarrier arrive after its read whose phase the issuing
+//! thread has waited for (a ring's `empty` barrier), or a `bar.sync`
+//! ([`check_release`]).
 
 use crate::checks::{misaligned, shared_out_of_bounds, Fault};
 use crate::decode::{has, unsupported, Addr, Decoder, MemSpace, Op, Slot, Ty};
@@ -76,6 +88,53 @@ pub(crate) enum BulkInst {
     },
 }
 
+impl BulkInst {
+    /// Calls `f(slot, written)` for every register the instruction reads
+    /// (`TmaInst::slots`).
+    pub(crate) fn slots(&self, f: &mut dyn FnMut(Slot, bool)) {
+        let base = |a: &Addr, f: &mut dyn FnMut(Slot, bool)| {
+            if let Some(b) = a.base {
+                f(b, false);
+            }
+        };
+        match self {
+            BulkInst::Load {
+                dst,
+                map,
+                coords,
+                bar,
+            } => {
+                base(dst, f);
+                base(&bar.addr, f);
+                f(*map, false);
+                coords.iter().for_each(|&s| f(s, false));
+            }
+            BulkInst::Store { map, coords, src } => {
+                base(src, f);
+                f(*map, false);
+                coords.iter().for_each(|&s| f(s, false));
+            }
+            BulkInst::LinearLoad {
+                dst,
+                src,
+                size,
+                bar,
+            } => {
+                base(dst, f);
+                base(src, f);
+                base(&bar.addr, f);
+                f(*size, false);
+            }
+            BulkInst::LinearStore { dst, src, size } => {
+                base(dst, f);
+                base(src, f);
+                f(*size, false);
+            }
+            BulkInst::Commit | BulkInst::Wait { .. } => {}
+        }
+    }
+}
+
 /// One bulk copy in flight.
 #[derive(Clone, Debug)]
 pub(crate) struct BulkCopy {
@@ -112,6 +171,37 @@ pub(crate) struct StoreRead {
 }
 
 impl Decoder {
+    /// `prefetch{.space}.{L1,L2}`, `prefetchu.L1` and `prefetch{.space}.tensormap`
+    /// `[a]`: cache hints, so no-ops in the simulator (the address operand is
+    /// still decoded).
+    pub(crate) fn prefetch(&mut self, i: &RawInst, mods: &[&str]) -> Result<Op, SimError> {
+        let ok = mods.iter().all(|m| {
+            matches!(
+                *m,
+                "global"
+                    | "local"
+                    | "const"
+                    | "param"
+                    | "L1"
+                    | "L2"
+                    | "tensormap"
+                    | "L2::evict_last"
+                    | "L2::evict_normal"
+            )
+        }) && mods.iter().any(|m| {
+            matches!(
+                *m,
+                "L1" | "L2" | "tensormap" | "L2::evict_last" | "L2::evict_normal"
+            )
+        });
+        if !ok {
+            return Err(unsupported(&i.opcode, i.line));
+        }
+        self.want(&i.operands, 1, i)?;
+        self.addr(&i.operands[0], i.line)?;
+        Ok(Op::Nop)
+    }
+
     /// `cp.async.bulk.tensor` loads and stores, `cp.async.bulk.commit_group`
     /// and `cp.async.bulk.wait_group{.read}`.
     pub(crate) fn bulk(&mut self, i: &RawInst, mods: &[&str]) -> Result<Op, SimError> {
@@ -136,6 +226,53 @@ impl Decoder {
                     SimError::parse(line, "cp.async.bulk.wait_group needs an integer constant")
                 })?;
                 BulkInst::Wait { keep }
+            }
+            // Prefetches into L2: the simulator has no caches; the operands
+            // are still decoded, so a malformed one is an error.
+            ["async", "bulk", "prefetch", "tensor", dim, "L2", "global", rest @ ..]
+                if rest.iter().all(|m| matches!(*m, "tile" | "L2::cache_hint"))
+                    && dim
+                        .strip_suffix('d')
+                        .and_then(|d| d.parse::<usize>().ok())
+                        .is_some_and(|d| (1..=5).contains(&d)) =>
+            {
+                let hint = has(rest, "L2::cache_hint");
+                self.want(ops, 1 + usize::from(hint), i)?;
+                let RawOperand::TensorAddr { base, coords } = &ops[0] else {
+                    return Err(SimError::parse(
+                        line,
+                        "expected a tensor operand `[tensorMap, {c0, ...}]`",
+                    ));
+                };
+                let rank = dim
+                    .strip_suffix('d')
+                    .and_then(|d| d.parse::<usize>().ok())
+                    .unwrap_or(0);
+                if coords.len() != rank {
+                    return Err(SimError::parse(
+                        line,
+                        format!(
+                            "a {rank}d tensor prefetch takes {rank} coordinates, found {}",
+                            coords.len()
+                        ),
+                    ));
+                }
+                if !self.params.contains_key(base) {
+                    self.src_name(base, false, Ty::U64, line)?;
+                }
+                for c in coords {
+                    self.src_name(c, false, Ty::S32, line)?;
+                }
+                return Ok(Op::Nop);
+            }
+            ["async", "bulk", "prefetch", "L2", "global", rest @ ..]
+                if rest.iter().all(|m| *m == "L2::cache_hint") =>
+            {
+                let hint = !rest.is_empty();
+                self.want(ops, 2 + usize::from(hint), i)?;
+                self.addr(&ops[0], line)?;
+                self.src(&ops[1], Ty::U32, line)?;
+                return Ok(Op::Nop);
             }
             ["async", "bulk", "tensor", dim, rest @ ..] => {
                 let rank: usize = dim
@@ -242,9 +379,11 @@ impl Decoder {
             }
             _ => return Err(bad()),
         };
+        let copy = !matches!(t, BulkInst::Commit | BulkInst::Wait { .. });
         self.tma.push(TmaInst::Bulk(t));
         Ok(Op::Tma {
             idx: (self.tma.len() - 1) as u32,
+            copy,
         })
     }
 }
@@ -313,7 +452,7 @@ fn racecheck(l: usize, off: u32, msg: String, cx: &Ctx) -> Fault {
 pub(crate) fn generic_guard(
     w: &Warp,
     (l, off, len, store): (usize, u32, u32, bool),
-    _pc: u32,
+    pc: u32,
     cx: &Ctx,
     cta: &mut CtaState,
 ) -> Result<(), Fault> {
@@ -383,18 +522,121 @@ pub(crate) fn generic_guard(
         ));
         return Err(f);
     }
+    let what = if store { "write" } else { "read" };
+    unwaited_landing(cx, cta, (l, tid), range.clone(), what)?;
+    if !store {
+        note_readers(cta, tid, pc, range.clone());
+    }
+    if store {
+        let fences = cta.tma.fences.get(tid as usize).copied().unwrap_or(0);
+        for b in range {
+            cta.tma.landed[b] = 0;
+            cta.tma.generic[b] = (tid + 1, fences, pc);
+            cta.tma.generic_epoch[b] = cta.epoch;
+        }
+    }
+    Ok(())
+}
+
+/// Remembers that thread `tid` read the delivered stages in `range` (at
+/// `pc`), and how far its arrivals had got, for the check of the next copy
+/// into them ([`check_release`]).
+fn note_readers(cta: &mut CtaState, tid: u32, pc: u32, range: std::ops::Range<usize>) {
+    let arrivals = cta.tma.arrive_log.get(tid as usize).map_or(0, Vec::len);
+    let mut last = 0;
+    for b in range {
+        let tag = cta.tma.landed[b];
+        if tag != 0 && tag != last {
+            last = tag;
+            let rs = cta.tma.readers.entry(tag).or_default();
+            rs.insert(tid, (arrivals, pc, cta.epoch));
+        }
+    }
+}
+
+/// The racecheck of a bulk copy by lane `l`, thread `issuer`, into bytes
+/// (`chunks`) that an earlier copy delivered and other threads read in
+/// this barrier interval: each reader must have released the stage since
+/// its read, by an mbarrier arrive, and the issuer must have waited for
+/// the phase that arrive completes. (A `bar.sync` since the read orders it
+/// too; ordering through a chain of other barriers is not followed.)
+fn check_release(
+    cx: &Ctx,
+    cta: &CtaState,
+    (l, issuer): (usize, u32),
+    chunks: &[(u32, [u8; 16])],
+) -> Result<(), Fault> {
+    let t = &cta.tma;
+    let mut last = 0;
+    for &(o, _) in chunks {
+        let tag = t.landed[o as usize];
+        if tag == 0 || tag == last {
+            continue;
+        }
+        last = tag;
+        let Some(rs) = t.readers.get(&tag) else {
+            continue;
+        };
+        let mut rs: Vec<_> = rs.iter().collect();
+        rs.sort();
+        for (&reader, &(arrivals, pc, epoch)) in rs {
+            if reader == issuer || epoch != cta.epoch {
+                continue;
+            }
+            // Any of its arrivals since the read whose phase this thread
+            // has waited for orders the read before the copy.
+            let after = t.arrive_log[reader as usize].get(arrivals..).unwrap_or(&[]);
+            let waited = |&(b, k): &(u32, i64)| t.seen.get(&(issuer, b)).is_some_and(|s| s.0 >= k);
+            if after.iter().any(waited) {
+                continue;
+            }
+            let [x, y, z] = cx.thread_xyz(reader);
+            let why = match after.first() {
+                None => "has not released it since: no mbarrier arrive (and no bar.sync) after the read".to_string(),
+                Some((bar, phase)) => format!(
+                    "released it by arriving in phase {phase} of the mbarrier at shared offset {bar:#x}, but this thread has not waited for that phase"
+                ),
+            };
+            let mut f = racecheck(
+                l,
+                o,
+                "a bulk copy overwrites a stage that another thread read and may still be reading"
+                    .into(),
+                cx,
+            );
+            f.notes.push(format!(
+                "thread ({x}, {y}, {z}) read it at {} and {why}",
+                cx.where_is(pc)
+            ));
+            return Err(f);
+        }
+    }
+    Ok(())
+}
+
+/// The racecheck of `what` (an access of shared bytes `range` by lane `l`,
+/// thread `tid`) on bytes a bulk copy delivered in an mbarrier phase that
+/// this thread has not waited for, with no `bar.sync` since.
+fn unwaited_landing(
+    cx: &Ctx,
+    cta: &CtaState,
+    (l, tid): (usize, u32),
+    range: std::ops::Range<usize>,
+    what: &str,
+) -> Result<(), Fault> {
+    let t = &cta.tma;
     let mut checked = 0u32;
-    for b in range.clone() {
+    for b in range {
         let tag = t.landed[b];
         if tag == 0 || tag == checked {
             continue;
         }
+        checked = tag;
         let land = t.landings[tag as usize - 1];
         if land.bar == u32::MAX {
             // Its mbarrier has been invalidated since: a later init
             // starts phases anew, and the barrier that ended the old
             // object's use is what orders these bytes.
-            checked = tag;
             continue;
         }
         let seen = t.seen.get(&(tid, land.bar)).map_or(-2, |s| s.0);
@@ -404,8 +646,7 @@ pub(crate) fn generic_guard(
                 l,
                 b as u32,
                 format!(
-                    "{} of shared memory that a cp.async.bulk.tensor wrote, before this thread waited for the mbarrier phase that delivers it",
-                    if store { "write" } else { "read" }
+                    "{what} of shared memory that a bulk copy wrote, before this thread waited for the mbarrier phase that delivers it"
                 ),
                 cx,
             );
@@ -417,36 +658,32 @@ pub(crate) fn generic_guard(
             ));
             return Err(f);
         }
-        checked = tag;
-    }
-    if store {
-        let fences = cta.tma.fences.get(tid as usize).copied().unwrap_or(0);
-        for b in range {
-            cta.tma.landed[b] = 0;
-            cta.tma.generic[b] = (tid + 1, fences, _pc);
-            cta.tma.generic_epoch[b] = cta.epoch;
-        }
     }
     Ok(())
 }
 
-/// The check of an async-proxy read of shared `[off, off + len)` by thread
-/// `reader` (its `lane`; a bulk store's source, wgmma's shared operands):
-/// a generic-proxy write to those bytes must be followed by a
+/// The check of an async-proxy read of shared `[off, off + len)` by lane
+/// `lane`, thread `tid` (a bulk store's source; wgmma's shared operands):
+/// a generic-proxy write to those bytes must be followed by
 /// `fence.proxy.async` before the read, in its writer, or in the reader
-/// after a barrier that followed the write; and no bulk copy may still be
-/// writing them.
+/// after a barrier that followed the write; no bulk copy may still be writing
+/// them; and bytes a bulk copy delivered need this thread's wait on the
+/// phase that delivered them (or a `bar.sync` since). The read counts as a
+/// read of the stage for the next copy into it ([`check_release`]).
 pub(crate) fn async_proxy_read(
     cx: &Ctx,
-    cta: &CtaState,
-    (reader, lane, off, len): (u32, usize, u32, u32),
+    cta: &mut CtaState,
+    (lane, tid, pc): (usize, u32, u32),
+    (off, len): (u32, u32),
     what: &str,
 ) -> Result<(), Fault> {
-    let t = &cta.tma;
-    if !cx.checks || !t.on {
+    if !cx.checks || !cta.tma.on {
         return Ok(());
     }
-    let range = off as usize..((off + len) as usize).min(t.generic.len());
+    let range = off as usize..((off + len) as usize).min(cta.tma.generic.len());
+    note_readers(cta, tid, pc, range.clone());
+    let t = &cta.tma;
+    unwaited_landing(cx, cta, (lane, tid), range.clone(), &format!("{what} read"))?;
     for b in range {
         if t.inflight[b] != 0 {
             return Err(racecheck(
@@ -459,9 +696,11 @@ pub(crate) fn async_proxy_read(
             ));
         }
         let (w, fences, pc) = t.generic[b];
+        // The reader's own fence after a barrier that followed the write
+        // orders it too (Triton's pattern: wait, bar.sync, fence, wgmma).
         let reader_fenced = t
             .fence_epochs
-            .get(reader as usize)
+            .get(tid as usize)
             .is_some_and(|&e| e > t.generic_epoch[b] + 1);
         if w != 0 && t.fences.get(w as usize - 1) == Some(&fences) && !reader_fenced {
             let [x, y, z] = cx.thread_xyz(w - 1);
@@ -653,12 +892,30 @@ impl Warp {
                         cx,
                         cta,
                     )?;
+                    let tid = self.first_tid + l as u32;
                     async_proxy_read(
                         cx,
                         cta,
-                        (self.first_tid + l as u32, l, off, bytes as u32),
+                        (l, tid, pc),
+                        (off, bytes as u32),
                         "cp.async.bulk.tensor",
                     )?;
+                    let limit = cta.shared.len() as u64;
+                    let past = (0..bytes / 16)
+                        .map(|k| swizzle(m.swizzle, off + 16 * k as u32))
+                        .find(|&o| u64::from(o) + 16 > limit);
+                    if let Some(o) = past {
+                        return Err(cx.memcheck_at(
+                            shared_out_of_bounds(
+                                "bulk copy shared read (a swizzled 16-byte chunk)",
+                                16,
+                                limit,
+                            ),
+                            l,
+                            u64::from(o),
+                            Space::Shared,
+                        ));
+                    }
                     let start = self.coords(coords, l);
                     let es = m.data_type.size();
                     let mut fault = None;
@@ -739,12 +996,8 @@ impl Warp {
                     let n = self.bulk_size(*size, l)?;
                     let off =
                         self.bulk_shared(l, *src, (n, 16), "cp.async.bulk shared read", cx, cta)?;
-                    async_proxy_read(
-                        cx,
-                        cta,
-                        (self.first_tid + l as u32, l, off, n as u32),
-                        "cp.async.bulk",
-                    )?;
+                    let tid = self.first_tid + l as u32;
+                    async_proxy_read(cx, cta, (l, tid, pc), (off, n as u32), "cp.async.bulk")?;
                     let g = address(&self.regs, *dst, l);
                     if !g.is_multiple_of(16) {
                         return Err(cx.memcheck_at(
@@ -828,11 +1081,30 @@ impl Warp {
             )
             .at(l, u64::from(boff), Space::Shared));
         }
+        // The swizzle moves a chunk within its 128-byte row, which may
+        // reach past a box that ends inside a row.
+        let limit = cta.shared.len() as u64;
+        if let Some((o, _)) = chunks.iter().find(|(o, _)| u64::from(*o) + 16 > limit) {
+            return Err(cx.memcheck_at(
+                shared_out_of_bounds(
+                    "bulk copy shared write (a swizzled 16-byte chunk)",
+                    16,
+                    limit,
+                ),
+                l,
+                u64::from(*o),
+                Space::Shared,
+            ));
+        }
         if cx.checks {
             for (o, _) in &chunks {
                 // A wgmma still reading these bytes (before its
                 // wait_group) must not see them change.
                 crate::wgmma::in_flight_write(l, *o, 16, cx, cta)?;
+            }
+        }
+        if cx.checks {
+            for (o, _) in &chunks {
                 let r = *o as usize..*o as usize + 16;
                 if let Some(b) = r.clone().find(|&b| cta.tma.inflight[b] != 0) {
                     return Err(racecheck(
@@ -841,6 +1113,18 @@ impl Warp {
                         "a bulk copy writes shared memory that another bulk copy in flight also writes".into(),
                         cx,
                     ));
+                }
+            }
+        }
+        if cx.checks {
+            check_release(cx, cta, (l, self.first_tid + l as u32), &chunks)?;
+            // The stage's readers are checked; the next copy into it
+            // answers to this copy's readers (keeps the records per CTA
+            // to the stages in use).
+            for (o, _) in &chunks {
+                let tag = cta.tma.landed[*o as usize];
+                if tag != 0 {
+                    cta.tma.readers.remove(&tag);
                 }
             }
         }

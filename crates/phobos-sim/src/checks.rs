@@ -717,7 +717,8 @@ impl Ctx<'_> {
             | Some(crate::decode::Op::Vote { mask, .. })
             | Some(crate::decode::Op::WarpSync { mask })
             | Some(crate::decode::Op::Ldmatrix { mask, .. })
-            | Some(crate::decode::Op::Mma { mask, .. }) => w.regs[mask as usize * 32 + l] as u32,
+            | Some(crate::decode::Op::Mma { mask, .. })
+            | Some(crate::decode::Op::Elect { mask, .. }) => w.regs[mask as usize * 32 + l] as u32,
             _ => u32::MAX,
         };
         let missing = mask & !here;

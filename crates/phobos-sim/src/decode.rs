@@ -504,6 +504,15 @@ pub(crate) enum Op {
     /// operands in `Entry::tma[idx]` (see `mbarrier` and `bulk`).
     Tma {
         idx: u32,
+        /// A bulk copy (the observer's `OpKind::AsyncCopy`).
+        copy: bool,
+    },
+    /// `elect.sync d|p, membermask`: warp-synchronous; the leader is the
+    /// lowest active lane of the mask (see `mbarrier`).
+    Elect {
+        d: Slot,
+        p: PredId,
+        mask: Slot,
     },
     Nop,
 }
@@ -907,7 +916,7 @@ const KNOWN_OPCODES: &[&str] = &[
     "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "and", "or", "xor", "not", "cnot",
     "shl", "shr", "popc", "clz", "brev", "bfe", "bfi", "prmt", "dp4a", "dp2a", "setp", "selp",
     "cvt", "ld", "st", "atom", "red", "bra", "ret", "exit", "bar", "barrier", "shfl", "vote",
-    "membar", "fence", "ldmatrix", "mma", "cp", "wgmma", "mbarrier", "elect",
+    "membar", "fence", "ldmatrix", "mma", "cp", "wgmma", "mbarrier", "elect", "prefetch",
 ];
 
 /// Special registers that exist in PTX but that the simulator does not model.
@@ -1361,6 +1370,7 @@ impl Decoder {
             "mbarrier" => self.mbarrier(i, mods),
             "elect" => self.elect(i, mods),
             "cp" if mods.get(1) == Some(&"bulk") => self.bulk(i, mods),
+            "prefetch" => self.prefetch(i, mods),
             "ldmatrix" => self.ldmatrix(i, mods),
             "mma" => self.mma(i, mods),
             "cp" => self.cp_async(i, mods),

@@ -358,7 +358,8 @@ impl Warp {
             Op::WgmmaCommit { .. } => return self.wgmma_commit(active, pc, cx, cta),
             Op::WgmmaWait { keep, .. } => return self.wgmma_wait(keep, active, pc, cx, cta),
             Op::Wgmma { idx, .. } => return self.wgmma_issue(idx, active, pc, cx, cta),
-            Op::Tma { idx } => return self.tma(idx, active, pc, cx, cta),
+            Op::Tma { idx, .. } => return self.tma(idx, active, pc, cx, cta),
+            Op::Elect { d, p, mask } => self.elect(d, p, mask, active),
             Op::WarpSync { .. } | Op::Nop | Op::Bra { .. } | Op::Exit | Op::Bar => {}
         }
         Ok(())

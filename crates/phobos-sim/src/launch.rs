@@ -653,12 +653,11 @@ impl Worker {
                 return crate::wgmma::cta_end(cx, cta, &self.warps);
             }
             if self.warps.iter().any(|w| w.yielded != 0) {
-                // Lanes that failed an mbarrier wait try again if some
-                // mbarrier changed since they last tried; else nothing can.
-                if cta.tma.events == cta.tma.woken {
+                // Lanes that failed an mbarrier wait try again if anything
+                // changed since they last tried; else nothing can.
+                if !crate::mbarrier::progressed(&mut cta.tma, &self.warps) {
                     return Err(crate::mbarrier::deadlock(cx, cta, &self.warps));
                 }
-                cta.tma.woken = cta.tma.events;
                 for w in &mut self.warps {
                     w.yielded = 0;
                 }

@@ -69,9 +69,13 @@
 //! their member mask. CTAs (`launch`) run their warps to each barrier and
 //! release it when every thread has arrived, or report the deadlock. CTAs
 //! run in parallel on host threads. Shared-memory checks live in `checks`,
-//! numeric semantics (cvt rounding, prmt, dp4a, ...) in `numeric`,
-//! `mma.sync`/`ldmatrix`/`cp.async` in `tensor`, and sm_90a warpgroup MMA
-//! (descriptors, swizzles, groups in flight) in `wgmma`.
+//! numeric semantics (cvt rounding, prmt, dp4a, ...) in `numeric`;
+//! `mma.sync`/`ldmatrix`/`cp.async` in `tensor`; sm_90a warpgroup MMA
+//! (descriptors, swizzles, groups in flight) in `wgmma`;
+//! mbarriers in `mbarrier` (a failed wait yields its lanes, and a CTA whose
+//! threads all wait on what nothing can complete is a deadlock report),
+//! TMA copies and the async proxy's checks in `bulk`, tensor maps in
+//! [`tensor_map`].
 
 mod bulk;
 mod checks;

@@ -20,9 +20,9 @@
 //! writes false and *yields* its lanes: they stop until some mbarrier
 //! changes state, so a spin loop does not spin one warp forever while the
 //! warp that would complete the phase never runs. When every live thread is
-//! blocked (yielded at a wait, at `bar.sync`, at a warp sync) and no
-//! mbarrier changed since the yielded lanes last tried, the launch fails
-//! with a deadlock report that names each wait, its phase, and the
+//! blocked (yielded at a wait, at `bar.sync`, at a warp sync), no mbarrier
+//! changed since the yielded lanes last ran and each yielded at the same
+//! instruction as then, the launch fails with a deadlock report that names each wait, its phase, and the
 //! barrier's arrivals and tx-count.
 //!
 //! **Checks** (synccheck): an mbarrier instruction on bytes where no
@@ -67,14 +67,16 @@ pub(crate) enum TmaInst {
     Inval {
         bar: BarAddr,
     },
-    /// `arrive{.expect_tx}` and `arrive_drop{.expect_tx}`: `d` gets the
-    /// state; `tx` is the expect-tx count.
+    /// `arrive{.expect_tx}{.noComplete}` and `arrive_drop{...}`: `d` gets
+    /// the state; `tx` is the expect-tx count; `no_complete` arrivals must
+    /// not complete the phase.
     Arrive {
         d: Slot,
         bar: BarAddr,
         count: Option<Slot>,
         tx: Option<Slot>,
         drop: bool,
+        no_complete: bool,
     },
     /// `expect_tx` (`sign` 1) or `complete_tx` (`sign` -1).
     Tx {
@@ -98,13 +100,6 @@ pub(crate) enum TmaInst {
     Bulk(crate::bulk::BulkInst),
     /// `fence.proxy.async{.space}`.
     FenceProxyAsync,
-    /// `elect.sync d|p, membermask` (how Hopper code picks the one thread
-    /// that issues a copy).
-    Elect {
-        d: Slot,
-        p: PredId,
-        mask: Slot,
-    },
 }
 
 impl TmaInst {
@@ -112,7 +107,6 @@ impl TmaInst {
     /// or writes (addresses' base registers included), for the wgmma
     /// checks of registers in flight.
     pub(crate) fn slots(&self, f: &mut dyn FnMut(Slot, bool)) {
-        use crate::bulk::BulkInst as B;
         let base = |a: &Addr, f: &mut dyn FnMut(Slot, bool)| {
             if let Some(b) = a.base {
                 f(b, false);
@@ -143,43 +137,8 @@ impl TmaInst {
                 f(*state, false);
                 f(*d, true);
             }
-            TmaInst::Elect { d, mask, .. } => {
-                f(*mask, false);
-                f(*d, true);
-            }
-            TmaInst::Bulk(B::Load {
-                dst,
-                map,
-                coords,
-                bar,
-            }) => {
-                base(dst, f);
-                base(&bar.addr, f);
-                f(*map, false);
-                coords.iter().for_each(|&s| f(s, false));
-            }
-            TmaInst::Bulk(B::Store { map, coords, src }) => {
-                base(src, f);
-                f(*map, false);
-                coords.iter().for_each(|&s| f(s, false));
-            }
-            TmaInst::Bulk(B::LinearLoad {
-                dst,
-                src,
-                size,
-                bar,
-            }) => {
-                base(dst, f);
-                base(src, f);
-                base(&bar.addr, f);
-                f(*size, false);
-            }
-            TmaInst::Bulk(B::LinearStore { dst, src, size }) => {
-                base(dst, f);
-                base(src, f);
-                f(*size, false);
-            }
-            TmaInst::Bulk(B::Commit | B::Wait { .. }) | TmaInst::FenceProxyAsync => {}
+            TmaInst::Bulk(b) => b.slots(&mut |s, w| f(s, w)),
+            TmaInst::FenceProxyAsync => {}
         }
     }
 }
@@ -221,9 +180,11 @@ pub(crate) struct TmaState {
     /// Per thread: its failed wait, while it waits.
     pub waits: HashMap<u32, Waiting>,
     /// Counts mbarrier state changes; `woken` is its value when yielded
-    /// lanes were last woken.
+    /// lanes were last woken, and `woken_at` where each yielded lane
+    /// (thread, PC) stood then.
     pub events: u64,
     pub woken: u64,
+    pub woken_at: Vec<(u32, u32)>,
     /// Bulk copies in flight and what has landed (see `bulk`).
     pub copies: Vec<crate::bulk::BulkCopy>,
     /// Copies in flight per shared byte.
@@ -249,6 +210,12 @@ pub(crate) struct TmaState {
     /// committed bulk groups.
     pub store_reads: Vec<crate::bulk::StoreRead>,
     pub bulk_groups: HashMap<u32, u32>,
+    /// Per thread: its arrivals in order, (mbarrier, phase arrived in).
+    pub arrive_log: Vec<Vec<(u32, i64)>>,
+    /// Per landing (its tag in `landed`): the threads that read its bytes,
+    /// each with how many arrivals it had made then, the read's
+    /// instruction and barrier epoch (see `bulk::check_release`).
+    pub readers: HashMap<u32, HashMap<u32, (usize, u32, u32)>>,
 }
 
 impl TmaState {
@@ -259,6 +226,7 @@ impl TmaState {
         self.waits.clear();
         self.events = 0;
         self.woken = 0;
+        self.woken_at.clear();
         self.copies.clear();
         self.landings.clear();
         self.inflight.clear();
@@ -269,6 +237,8 @@ impl TmaState {
         self.generic_epoch.clear();
         self.store_reads.clear();
         self.bulk_groups.clear();
+        self.arrive_log.iter_mut().for_each(Vec::clear);
+        self.readers.clear();
         if on {
             self.inflight.resize(shared, 0);
             self.landed.resize(shared, 0);
@@ -276,6 +246,7 @@ impl TmaState {
             self.fences.resize(threads as usize, 0);
             self.fence_epochs.resize(threads as usize, 0);
             self.generic_epoch.resize(shared, 0);
+            self.arrive_log.resize(threads as usize, Vec::new());
         }
     }
 }
@@ -307,6 +278,7 @@ impl Decoder {
         self.tma.push(t);
         Op::Tma {
             idx: (self.tma.len() - 1) as u32,
+            copy: false,
         }
     }
 
@@ -333,12 +305,11 @@ impl Decoder {
         let RawOperand::Pair(d, p) = &i.operands[0] else {
             return Err(SimError::parse(i.line, "elect.sync writes `d|p`"));
         };
-        let t = TmaInst::Elect {
+        Ok(Op::Elect {
             d: self.dst_name(d, i.line)?,
             p: self.pred(p, i.line)?,
             mask: self.src(&i.operands[1], Ty::B32, i.line)?,
-        };
-        Ok(self.push_tma(t))
+        })
     }
 
     /// Every `mbarrier` form of the PTX ISA 8.x that a CTA uses on its own
@@ -354,6 +325,7 @@ impl Decoder {
         // simulator's orders are already sequentially consistent.
         let mut parity = false;
         let mut expect_tx = false;
+        let mut no_complete = false;
         let mut b64 = false;
         for m in rest {
             match *m {
@@ -362,13 +334,17 @@ impl Decoder {
                 | "cluster" => {}
                 "parity" if matches!(verb, "test_wait" | "try_wait") => parity = true,
                 "expect_tx" if matches!(verb, "arrive" | "arrive_drop") => expect_tx = true,
+                "noComplete" if matches!(verb, "arrive" | "arrive_drop") => no_complete = true,
                 _ => return Err(bad()),
             }
         }
         if !b64 {
             return Err(bad());
         }
-        if has(rest, "shared::cluster") && verb != "arrive" && verb != "arrive_drop" {
+        // `.shared::cluster` names the CTA's own shared memory in a launch
+        // without clusters; the ISA allows it on the arrive and tx forms.
+        let cluster_ok = matches!(verb, "arrive" | "arrive_drop" | "expect_tx" | "complete_tx");
+        if has(rest, "shared::cluster") && !cluster_ok {
             return Err(bad());
         }
         let t = match verb {
@@ -404,12 +380,19 @@ impl Decoder {
                 } else {
                     (extra, None)
                 };
+                if no_complete && (expect_tx || count.is_none()) {
+                    return Err(SimError::parse(
+                        line,
+                        "mbarrier.arrive.noComplete takes a count (and no expect_tx)",
+                    ));
+                }
                 TmaInst::Arrive {
                     d: self.dst(&ops[0], line)?,
                     bar: self.bar_addr(&ops[1], rest, line)?,
                     count,
                     tx,
                     drop: verb == "arrive_drop",
+                    no_complete,
                 }
             }
             "expect_tx" | "complete_tx" => {
@@ -609,6 +592,7 @@ impl Warp {
                 count,
                 tx,
                 drop,
+                no_complete,
             } => {
                 let what = if *drop {
                     "mbarrier.arrive_drop"
@@ -642,12 +626,27 @@ impl Warp {
                             Fault::new(CheckKind::Synccheck, m).at(l, u64::from(off), Space::Shared)
                         })?;
                     }
+                    if *no_complete && u64::from(b.pending) == n && b.tx == 0 {
+                        return Err(Fault::new(
+                            CheckKind::Synccheck,
+                            format!(
+                                "{what}.noComplete makes the last {n} arrivals of phase {}, completing it (the ISA leaves that undefined)",
+                                b.phase
+                            ),
+                        )
+                        .at(l, u64::from(off), Space::Shared));
+                    }
                     let state = state_of(b.phase, b.pending - n as u32);
+                    let phase = i64::from(b.phase);
                     b.pending -= n as u32;
                     if *drop {
                         b.expected -= n as u32;
                     }
                     self.regs[*d as usize * 32 + l] = state;
+                    let tid = (self.first_tid + l as u32) as usize;
+                    if let Some(log) = cta.tma.arrive_log.get_mut(tid) {
+                        log.push((off, phase));
+                    }
                     cta.tma.events += 1;
                     complete_if_done(cta, off);
                 }
@@ -748,32 +747,6 @@ impl Warp {
                 }
             }
             TmaInst::Bulk(b) => return self.bulk_tensor(b, active, pc, cx, cta),
-            TmaInst::Elect { d, p, mask } => {
-                // The lanes of the member mask execute it together (a
-                // converged warp); the simulator elects the lowest.
-                let l0 = active.trailing_zeros() as usize;
-                let m = self.regs[*mask as usize * 32 + l0] as u32;
-                let missing = m & !active;
-                if missing != 0
-                    || lanes(active).any(|l| self.regs[*mask as usize * 32 + l] as u32 != m)
-                {
-                    let mut f = Fault::new(
-                        CheckKind::Synccheck,
-                        format!(
-                            "elect.sync with member mask {m:#010x} executed by lanes {} only: every lane of the mask must execute it together, with the same mask",
-                            crate::warp::lane_list(active)
-                        ),
-                    );
-                    f.lane = Some(l0 as u32);
-                    return Err(f);
-                }
-                let leader = m.trailing_zeros();
-                for l in lanes(active) {
-                    self.regs[*d as usize * 32 + l] = u64::from(leader);
-                }
-                let lead = if leader < 32 { 1u32 << leader } else { 0 };
-                self.set_wait_pred(*p, active, lead);
-            }
             TmaInst::FenceProxyAsync => {
                 if cta.tma.on {
                     for l in lanes(active) {
@@ -789,6 +762,18 @@ impl Warp {
             }
         }
         Ok(())
+    }
+
+    /// `elect.sync d|p, membermask` once every lane of the mask arrived
+    /// (the warp-sync machinery waits for them, and reports lanes that
+    /// never come): the ISA leaves the choice to the hardware, only
+    /// deterministic; the simulator elects the lowest active lane.
+    pub(crate) fn elect(&mut self, d: Slot, p: PredId, _mask: Slot, active: u32) {
+        let leader = active.trailing_zeros();
+        for l in lanes(active) {
+            self.regs[d as usize * 32 + l] = u64::from(leader);
+        }
+        self.set_wait_pred(p, active, active & active.wrapping_neg());
     }
 
     fn set_wait_pred(&mut self, p: PredId, active: u32, value: u32) {
@@ -847,6 +832,24 @@ pub(crate) fn complete_if_done(cta: &mut CtaState, off: u32) {
     }
 }
 
+/// Whether the lanes that yielded at failed waits may get further by
+/// running again: some mbarrier changed since they were last woken, or
+/// some of them now wait somewhere else (a thread that fails two waits in
+/// a row and then arrives itself is no deadlock). Records the state for
+/// the next time.
+pub(crate) fn progressed(t: &mut TmaState, warps: &[Warp]) -> bool {
+    let mut at: Vec<(u32, u32)> = Vec::new();
+    for w in warps {
+        for l in lanes(w.yielded) {
+            at.push((w.first_tid + l as u32, w.pc_of(l)));
+        }
+    }
+    let moved = t.events != t.woken || at != t.woken_at;
+    t.woken = t.events;
+    t.woken_at = at;
+    moved
+}
+
 /// The report when every live thread is blocked and some wait on an
 /// mbarrier that nothing can complete any more.
 pub(crate) fn deadlock(cx: &Ctx, cta: &CtaState, warps: &[Warp]) -> SimError {
@@ -890,8 +893,14 @@ pub(crate) fn deadlock(cx: &Ctx, cta: &CtaState, warps: &[Warp]) -> SimError {
                 if flying > 0 {
                     s += &format!(", {flying} bytes of bulk copies in flight");
                 }
-                if b.tx < 0 || i64::try_from(flying).is_ok_and(|f| b.tx - f < 0) {
+                let flying = i64::try_from(flying).unwrap_or(i64::MAX);
+                if b.tx - flying < 0 {
                     s += " (the copies complete more bytes than expect_tx announced)";
+                } else if b.pending == 0 && b.tx > flying {
+                    s += &format!(
+                        " (expect_tx announced {} bytes more than the copies in flight deliver)",
+                        b.tx - flying
+                    );
                 }
                 s
             }

@@ -35,7 +35,8 @@ pub enum OpKind {
     MatrixLoad,
     /// `mma.sync`: a warp-wide matrix multiply-accumulate on tensor cores.
     Mma,
-    /// `cp.async`: a global-to-shared copy that completes later.
+    /// `cp.async` or a bulk copy (`cp.async.bulk{.tensor}`): a copy that
+    /// completes later.
     AsyncCopy,
     /// `bra`.
     Branch,

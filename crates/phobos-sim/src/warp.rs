@@ -9,7 +9,8 @@
 //! target until the others arrive, and then run together again. Lanes at a
 //! warp-sync instruction (`shfl.sync`, `vote.sync`, `bar.warp.sync`) wait
 //! until every lane named in their member mask is at the same instruction;
-//! lanes at `bar.sync` wait for the CTA (see `launch`).
+//! lanes at `bar.sync` wait for the CTA (see `launch`); lanes whose mbarrier
+//! wait failed yield until an mbarrier changes (see `mbarrier`).
 
 use crate::checks::Fault;
 use crate::decode::{FloatOp, IntOp, Op, PredSrc, Special};
@@ -265,6 +266,7 @@ impl Warp {
                     | Op::WgmmaCommit { .. }
                     | Op::WgmmaWait { .. }
                     | Op::Wgmma { .. }
+                    | Op::Elect { .. }
             );
             if !syncs {
                 self.warp_instructions += 1;
@@ -309,7 +311,8 @@ impl Warp {
                 | Op::WgmmaFence { mask }
                 | Op::WgmmaCommit { mask }
                 | Op::WgmmaWait { mask, .. }
-                | Op::Wgmma { mask, .. } => match self.warp_sync(cx, cta, pc, mask, inst.guard)? {
+                | Op::Wgmma { mask, .. }
+                | Op::Elect { mask, .. } => match self.warp_sync(cx, cta, pc, mask, inst.guard)? {
                     Some(a) => {
                         observed_active = a;
                         observed_lanes = a;
@@ -453,6 +456,7 @@ fn op_kind(op: &Op) -> OpKind {
         Op::Shfl { .. } => OpKind::Shuffle,
         Op::Vote { .. }
         | Op::WarpSync { .. }
+        | Op::Elect { .. }
         | Op::WgmmaFence { .. }
         | Op::WgmmaCommit { .. }
         | Op::WgmmaWait { .. } => OpKind::WarpSync,
@@ -461,7 +465,7 @@ fn op_kind(op: &Op) -> OpKind {
         Op::Atom { .. } => OpKind::Atomic,
         Op::Ldmatrix { .. } => OpKind::MatrixLoad,
         Op::Mma { .. } | Op::Wgmma { .. } => OpKind::Mma,
-        Op::CpAsync { .. } => OpKind::AsyncCopy,
+        Op::CpAsync { .. } | Op::Tma { copy: true, .. } => OpKind::AsyncCopy,
         Op::Bra { .. } => OpKind::Branch,
         Op::Exit => OpKind::Exit,
         Op::Float { op, f64, .. } => {

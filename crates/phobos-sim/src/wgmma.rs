@@ -499,11 +499,17 @@ impl Desc {
 /// (`bulk::async_proxy_read`, the one owner of that state).
 pub(crate) fn async_proxy_read(
     warp: &Warp,
-    off: u32,
+    (off, pc): (u32, u32),
     cx: &Ctx,
-    cta: &CtaState,
+    cta: &mut CtaState,
 ) -> Result<(), Fault> {
-    crate::bulk::async_proxy_read(cx, cta, (warp.first_tid, 0, off, 16), "wgmma.mma_async")
+    crate::bulk::async_proxy_read(
+        cx,
+        cta,
+        (0, warp.first_tid, pc),
+        (off, 16),
+        "wgmma.mma_async",
+    )
 }
 
 /// One `wgmma.mma_async` issued by a warp and not yet retired.
@@ -724,7 +730,11 @@ fn op_slots(op: &Op, cx: &Ctx, f: &mut impl FnMut(Slot, bool)) {
             base(&addr, f);
             ds.iter().take(num as usize).for_each(|&s| f(s, true));
         }
-        Op::Tma { idx } => {
+        Op::Elect { d, mask, .. } => {
+            f(mask, false);
+            f(d, true);
+        }
+        Op::Tma { idx, .. } => {
             if let Some(t) = cx.entry.tma.get(idx as usize) {
                 t.slots(&mut |s, w| f(s, w));
             }
@@ -1256,7 +1266,7 @@ impl Warp {
                 }
             }
             for &c in &chunks {
-                async_proxy_read(self, c, cx, cta)?;
+                async_proxy_read(self, (c, pc), cx, cta)?;
             }
             // The operands are read from here on: racecheck and initcheck
             // as a read by lane 0 of the warp.

@@ -171,6 +171,38 @@ fn a_three_stage_ring_flips_its_parities_and_zero_fills_the_last_tile() {
 }
 
 #[test]
+fn a_warp_specialized_ring_hands_stages_over_through_mbarriers_alone() {
+    // Warp 0 produces, the others consume; only mbarriers order them.
+    let m = Map {
+        rows: 8,
+        cols: 1000,
+        stride: 4016,
+        box_dims: (32, 8),
+        swizzle: Swizzle::B128,
+    };
+    let tiles = 32usize;
+    for threads in [64, 160] {
+        let out = run(
+            "tma_ring_ws",
+            &m,
+            tiles * 256,
+            &[KernelArg::I32(tiles as i32)],
+            threads,
+        )
+        .unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        for k in 0..tiles {
+            for j in 0..8 {
+                for i in 0..32 {
+                    let got = out[k * 256 + j * 32 + i];
+                    let w = want(m.rows, m.cols, (k * 32 + i) as i64, j as i64);
+                    assert_eq!(got, w, "{threads} threads: tile {k} ({i}, {j})");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn the_ring_with_its_parity_never_flipped_is_caught() {
     // The same PTX with the consumers' parity pinned to 0: the wait for
     // tile 3 succeeds on the phase that tile 0 completed.
@@ -226,7 +258,8 @@ fn triton_value(name: &str, key: &str) -> String {
 
 /// Runs Triton fixture `name` over an `m` x `n` f32 output with one
 /// row-major f32 input tensor per descriptor (element (r, c) of input `d`
-/// = (d + 1) * 100000 + r * 100 + c), on a grid of 32 x 32 tiles.
+/// = (d + 1) * 100000 + r * 100 + c), on a grid of the first
+/// descriptor's blocks.
 fn run_triton(
     name: &str,
     ptx: &str,
@@ -241,6 +274,7 @@ fn run_triton(
     let mut dev = Device::new();
     let mut args = Vec::new();
     let mut inputs = Vec::new();
+    let mut grid = [0u32; 3];
     for (d, meta) in descs.iter().enumerate() {
         let field = |k: &str| {
             meta.split(',')
@@ -254,6 +288,9 @@ fn run_triton(
             .map(|b| b.parse().unwrap())
             .collect();
         let swizzle = Swizzle::from_code(field("swizzle").parse().unwrap()).expect("a swizzle");
+        if d == 0 {
+            grid = [m.div_ceil(block[0]), n.div_ceil(block[1]), 1];
+        }
         let data: Vec<f32> = (0..m * n)
             .map(|i| ((d as u32 + 1) * 100000 + (i / n) * 100 + i % n) as f32)
             .collect();
@@ -296,12 +333,7 @@ fn run_triton(
         ..LaunchOptions::default()
     };
     dev.launch(
-        Launch::new(
-            &module,
-            &triton_value(name, "entry"),
-            [m.div_ceil(32), n.div_ceil(32), 1],
-            [threads, 1, 1],
-        ),
+        Launch::new(&module, &triton_value(name, "entry"), grid, [threads, 1, 1]),
         &args,
         &opts,
         None,
@@ -315,18 +347,38 @@ fn run_triton(
 }
 
 #[test]
-fn tritons_tma_load_reads_the_swizzled_tile_back_with_ragged_edges() {
+fn tritons_tma_loads_read_the_swizzled_tiles_back_with_ragged_edges() {
+    // Triton picks the 128B, 64B and 32B swizzles for tiles 32, 16 and 8
+    // f32 wide (their TRITON_MANIFEST lines say so).
     let (m, n) = (50, 44);
-    let ptx = include_str!("ptx/hopper/triton_tma_scale.ptx");
-    let (out, inputs) = run_triton("tma_scale", ptx, m, n).unwrap_or_else(|e| panic!("{e}"));
-    for i in 0..(m * n) as usize {
-        assert_eq!(
-            out[i],
-            2.0 * inputs[0][i],
-            "element ({}, {})",
-            i / n as usize,
-            i % n as usize
-        );
+    for (name, ptx, swizzle) in [
+        (
+            "tma_scale",
+            include_str!("ptx/hopper/triton_tma_scale.ptx"),
+            "3",
+        ),
+        (
+            "tma_scale_n16",
+            include_str!("ptx/hopper/triton_tma_scale_n16.ptx"),
+            "2",
+        ),
+        (
+            "tma_scale_n8",
+            include_str!("ptx/hopper/triton_tma_scale_n8.ptx"),
+            "1",
+        ),
+    ] {
+        assert!(triton_value(name, "descs").starts_with(&format!("swizzle={swizzle},")));
+        let (out, inputs) = run_triton(name, ptx, m, n).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for i in 0..(m * n) as usize {
+            assert_eq!(
+                out[i],
+                2.0 * inputs[0][i],
+                "{name}: element ({}, {})",
+                i / n as usize,
+                i % n as usize
+            );
+        }
     }
 }
 

@@ -167,14 +167,12 @@ fn swizzled(sw: Swizzle, o: u32) -> u32 {
 
 /// Checks every element of the box at `(x0, y0)` in the raw tile bytes.
 fn check_tile(raw: &[u8], box_x: u32, box_y: u32, sw: Swizzle, (x0, y0): (i32, i32)) {
-    let mut zeros = 0;
     for j in 0..box_y {
         for i in 0..box_x {
             let (x, y) = (x0 + i as i32, y0 + j as i32);
             let want = if (0..W as i32).contains(&x) && (0..H as i32).contains(&y) {
                 (y * 1000 + x + 1) as u16
             } else {
-                zeros += 1;
                 0
             };
             let o = swizzled(sw, 2 * (j * box_x + i)) as usize;
@@ -182,7 +180,6 @@ fn check_tile(raw: &[u8], box_x: u32, box_y: u32, sw: Swizzle, (x0, y0): (i32, i
             assert_eq!(got, want, "{sw:?} element ({i}, {j}) = tensor ({x}, {y})");
         }
     }
-    let _ = zeros;
 }
 
 #[test]
@@ -317,6 +314,19 @@ fn a_copy_of_more_bytes_than_expect_tx_announced_deadlocks_with_the_reason() {
     let text = rep.to_string();
     assert!(
         text.contains("tx-count 1024, 2048 bytes of bulk copies in flight (the copies complete more bytes than expect_tx announced)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_expect_tx_larger_than_the_copy_deadlocks_with_the_reason() {
+    let ptx = tile_kernel(2048, 0, "", WAIT).replace("_, [bar], 2048;", "_, [bar], 4096;");
+    let r = setup(&ptx, 64, 16, Swizzle::B128, (0, 0));
+    let rep = caught(&r, 32);
+    assert!(rep.message.contains("deadlock"), "{rep}");
+    let text = rep.to_string();
+    assert!(
+        text.contains("tx-count 4096, 2048 bytes of bulk copies in flight (expect_tx announced 2048 bytes more than the copies in flight deliver)"),
         "{text}"
     );
 }
@@ -594,9 +604,24 @@ fn nested_scopes_own_their_registers_and_labels() {
 }
 
 #[test]
-fn elect_sync_elects_the_lowest_lane_and_needs_the_whole_mask() {
+fn elect_sync_waits_for_its_mask_and_elects_the_lowest_lane() {
     let body = "
   elect.sync %r3|%p1, -1;
+  selp.u32 %r4, 1000, 0, %p1;
+  add.u32 %r2, %r3, %r4;";
+    let out = run_plain(body, 64).unwrap();
+    for (t, &v) in out.iter().enumerate() {
+        assert_eq!(v, if t % 32 == 0 { 1000 } else { 0 }, "thread {t}");
+    }
+    // Divergent lanes meet at it: odd lanes take a detour first, and the
+    // leader is still lane 0 of each warp.
+    let body = "
+  and.b32 %r5, %r1, 1;
+  setp.eq.u32 %p2, %r5, 1;
+  @!%p2 bra $meet;
+  add.u32 %r6, %r1, 1;
+$meet:
+  elect.sync %r3|%p1, 0xffffffff;
   selp.u32 %r4, 1000, 0, %p1;
   add.u32 %r2, %r3, %r4;";
     let out = run_plain(body, 64).unwrap();
@@ -612,7 +637,8 @@ $skip:
   mov.u32 %r2, 0;";
     let r = check_report(&run_plain(body, 32).unwrap_err()).clone();
     assert_eq!(r.kind, CheckKind::Synccheck, "{r}");
-    assert!(r.message.contains("executed by lanes 0-15 only"), "{r}");
+    assert!(r.message.contains("can never complete"), "{r}");
+    assert!(r.instruction.starts_with("elect.sync"), "{r}");
 }
 
 /// Arrive states, pending counts, test_wait on a state, expect_tx and
@@ -647,7 +673,7 @@ $w1:
   mbarrier.test_wait.parity.shared::cta.b64 %p1, [b2], 0;
   selp.u32 %r5, 1000, 0, %p1;
   add.u32 %r2, %r2, %r5;
-  mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [b2], 25;
+  mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [b2], 25;
   mbarrier.arrive.shared::cta.b64 _, [b2];
 $w2:
   mbarrier.try_wait.parity.shared::cta.b64 %p1, [b2], 0;
@@ -784,4 +810,314 @@ fn plain_bulk_copies_load_and_store_with_the_same_checks() {
     let r = check_report(&run_linear(&linear_kernel(200, fence)).unwrap_err()).clone();
     assert_eq!(r.kind, CheckKind::Memcheck, "{r}");
     assert!(r.message.contains("positive multiple of 16"), "{r}");
+}
+
+#[test]
+fn a_thread_that_fails_two_waits_and_then_arrives_itself_is_no_deadlock() {
+    // One thread: two failed test_waits (each yields), then its own
+    // arrival completes the phase and its third wait succeeds.
+    let body = "
+  .shared .align 8 .b64 b;
+  mbarrier.init.shared::cta.b64 [b], 1;
+  mbarrier.test_wait.parity.shared::cta.b64 %p1, [b], 0;
+  mbarrier.test_wait.parity.shared::cta.b64 %p2, [b], 0;
+  mbarrier.arrive.shared::cta.b64 _, [b];
+  mbarrier.test_wait.parity.shared::cta.b64 %p3, [b], 0;
+  selp.u32 %r2, 1, 0, %p1;
+  selp.u32 %r3, 10, 0, %p2;
+  add.u32 %r2, %r2, %r3;
+  selp.u32 %r3, 100, 0, %p3;
+  add.u32 %r2, %r2, %r3;";
+    assert_eq!(run_plain(body, 1).unwrap(), vec![100]);
+}
+
+#[test]
+fn an_async_read_of_a_stage_its_thread_never_waited_for_is_caught() {
+    // Thread 1 waits (the copy lands); thread 0, which issued it, stores
+    // the stage back with a bulk store without waiting itself.
+    let ptx = r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 p_in, .param .u64 p_out)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<10>;
+  .shared .align 16 .b8 buf[256];
+  .shared .align 8 .b64 bar;
+  ld.param.u64 %rd1, [p_in];
+  ld.param.u64 %rd2, [p_out];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $sync;
+  mbarrier.init.shared::cta.b64 [bar], 1;
+$sync:
+  bar.sync 0;
+  @%p1 bra $w;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], 256;
+  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [buf], [%rd1], 256, [bar];
+  bra.uni $store;
+$w:
+  setp.ne.u32 %p3, %r1, 1;
+  @%p3 bra $end;
+$spin:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+  @!%p2 bra $spin;
+  bra.uni $end;
+$store:
+  cp.async.bulk.global.shared::cta.bulk_group [%rd2], [buf], 256;
+$end:
+  ret;
+}
+"#;
+    let r = check_report(&run_linear(ptx).unwrap_err()).clone();
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+    assert!(
+        r.message.contains(
+            "cp.async.bulk read of shared memory that a bulk copy wrote, before this thread waited"
+        ),
+        "{r}"
+    );
+    assert_eq!(r.thread, Some([0, 0, 0]));
+}
+
+#[test]
+fn a_swizzled_chunk_past_the_end_of_shared_memory_is_memcheck_not_a_panic() {
+    // A box of 9 rows of 64 bytes ends mid-row; the 128B swizzle moves the
+    // last row's chunks into bytes 576..640 of the tile, past the end of
+    // shared memory (the tile is the last array).
+    let ptx = tile_kernel(576, 0, "", WAIT).replace(
+        "  .shared .align 1024 .b8 tile[576];\n  .shared .align 8 .b64 bar;",
+        "  .shared .align 8 .b64 bar;\n  .shared .align 1024 .b8 tile[576];",
+    );
+    assert!(
+        ptx.contains(".b64 bar;\n  .shared .align 1024"),
+        "the arrays swapped"
+    );
+    let r = setup(&ptx, 32, 9, Swizzle::B128, (0, 0));
+    let rep = caught(&r, 32);
+    assert_eq!(rep.kind, CheckKind::Memcheck, "{rep}");
+    assert!(rep.message.contains("a swizzled 16-byte chunk"), "{rep}");
+}
+
+#[test]
+fn copies_and_waits_run_the_same_with_the_checks_off() {
+    let r = setup(
+        &tile_kernel(2048, 32, "", WAIT),
+        64,
+        16,
+        Swizzle::B128,
+        (70, 60),
+    );
+    let opts = LaunchOptions {
+        checks: false,
+        ..LaunchOptions::default()
+    };
+    r.dev
+        .launch(
+            Launch::new(&r.module, "k", [1, 1, 1], [64, 1, 1]),
+            &r.args,
+            &opts,
+            None,
+        )
+        .unwrap();
+    check_tile(
+        &r.dev.to_vec(r.out).unwrap(),
+        64,
+        16,
+        Swizzle::B128,
+        (70, 60),
+    );
+    // The planted read-before-wait runs without a report, as on a GPU.
+    let r = setup(&tile_kernel(2048, 0, "", ""), 64, 16, Swizzle::B128, (0, 0));
+    r.dev
+        .launch(
+            Launch::new(&r.module, "k", [1, 1, 1], [32, 1, 1]),
+            &r.args,
+            &opts,
+            None,
+        )
+        .unwrap();
+}
+
+/// Warp 0's lane 0 copies a 256-byte stage twice (on `full`, phases 0 and 1),
+/// waiting on `wait_bar` in between; warp 1 consumes each copy: waits,
+/// then `consume` (reads its word, arrives on `empty`, lane 0 also on
+/// `other`, in some order).
+fn release_kernel(wait_bar: &str, consume: &str) -> String {
+    format!(
+        r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 p_in, .param .u64 p_out)
+{{
+  .reg .pred %p<8>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<10>;
+  .shared .align 128 .b8 buf[256];
+  .shared .align 8 .b64 full;
+  .shared .align 8 .b64 empty;
+  .shared .align 8 .b64 other;
+  ld.param.u64 %rd1, [p_in];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $sync;
+  mbarrier.init.shared::cta.b64 [full], 1;
+  mbarrier.init.shared::cta.b64 [empty], 32;
+  mbarrier.init.shared::cta.b64 [other], 1;
+$sync:
+  bar.sync 0;
+  setp.ge.u32 %p2, %r1, 32;
+  @%p2 bra $consumer;
+  @%p1 bra $end;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [full], 256;
+  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [buf], [%rd1], 256, [full];
+$pw:
+  mbarrier.try_wait.parity.shared::cta.b64 %p3, [{wait_bar}], 0;
+  @!%p3 bra $pw;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [full], 256;
+  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [buf], [%rd1], 256, [full];
+  bra.uni $end;
+$consumer:
+  sub.u32 %r2, %r1, 32;
+  setp.ne.u32 %p4, %r2, 0;
+  shl.b32 %r3, %r2, 2;
+  mov.u32 %r4, buf;
+  add.u32 %r4, %r4, %r3;
+  mov.u32 %r9, 0;
+$iter:
+$cw:
+  mbarrier.try_wait.parity.shared::cta.b64 %p3, [full], %r9;
+  @!%p3 bra $cw;
+{consume}
+  add.u32 %r9, %r9, 1;
+  setp.lt.u32 %p5, %r9, 2;
+  @%p5 bra $iter;
+$end:
+  ret;
+}}
+"#
+    )
+}
+
+const READ: &str = "  ld.shared.u32 %r5, [%r4];";
+const RELEASE: &str = "  mbarrier.arrive.shared::cta.b64 _, [empty];
+  @!%p4 mbarrier.arrive.shared::cta.b64 _, [other];";
+
+#[test]
+fn a_copy_over_a_stage_its_readers_have_not_released_is_caught() {
+    // Correct: read, release on `empty`; the producer waits on `empty`.
+    let ok = release_kernel("empty", &format!("{READ}\n{RELEASE}"));
+    run_linear(&ok).unwrap();
+    // Released before the read: the next copy may land under the read.
+    let early = release_kernel("empty", &format!("{RELEASE}\n{READ}"));
+    let r = check_report(&run_linear(&early).unwrap_err()).clone();
+    assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
+    assert!(
+        r.message
+            .contains("overwrites a stage that another thread read"),
+        "{r}"
+    );
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("has not released it since")),
+        "{r}"
+    );
+    assert!(r.instruction.starts_with("cp.async.bulk.shared"), "{r}");
+    // The producer waits on `other`, which only lane 0 releases through:
+    // the other readers' `empty` arrivals order nothing for it.
+    let wrong = release_kernel("other", &format!("{READ}\n{RELEASE}"));
+    let r = check_report(&run_linear(&wrong).unwrap_err()).clone();
+    assert!(r.message.contains("overwrites a stage"), "{r}");
+    assert!(
+        r.notes.iter().any(|n| n.contains("(33, 0, 0) read it")
+            && n.contains("this thread has not waited for that phase")),
+        "{r}"
+    );
+}
+
+#[test]
+fn arrive_no_complete_counts_but_must_not_complete_the_phase() {
+    // 4 expected: noComplete with 3, then a plain arrive completes.
+    let body = "
+  .shared .align 8 .b64 b;
+  mbarrier.init.shared::cta.b64 [b], 4;
+  mbarrier.arrive.noComplete.release.cta.shared::cta.b64 %rd4, [b], 3;
+  mbarrier.pending_count.b64 %r2, %rd4;
+  mbarrier.arrive.shared::cta.b64 %rd4, [b];
+  mbarrier.test_wait.parity.shared::cta.b64 %p1, [b], 0;
+  selp.u32 %r3, 100, 0, %p1;
+  add.u32 %r2, %r2, %r3;";
+    assert_eq!(run_plain(body, 1).unwrap(), vec![101]);
+    let r = check_report(&run_plain(&body.replace("[b], 3;", "[b], 4;"), 1).unwrap_err()).clone();
+    assert_eq!(r.kind, CheckKind::Synccheck, "{r}");
+    assert!(
+        r.message
+            .contains("noComplete makes the last 4 arrivals of phase 0"),
+        "{r}"
+    );
+}
+
+#[test]
+fn prefetches_of_maps_boxes_and_lines_are_accepted_and_change_nothing() {
+    let pre = "
+  mov.b64 %rd6, p_map;
+  cvta.param.u64 %rd7, %rd6;
+  prefetch.tensormap [%rd7];
+  prefetch.param.tensormap [p_map];
+  cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%rd7, {%r1, %r1}];
+  prefetch.global.L2 [%rd5];
+  cp.async.bulk.prefetch.L2.global [%rd5], 64;";
+    let r = setup(
+        &tile_kernel(2048, 0, pre, WAIT),
+        64,
+        16,
+        Swizzle::B128,
+        (3, 5),
+    );
+    check_tile(&launch(&r, 32).unwrap(), 64, 16, Swizzle::B128, (3, 5));
+    // A malformed one is still an error.
+    let bad = tile_kernel(
+        2048,
+        0,
+        "  cp.async.bulk.prefetch.tensor.2d.L2.global [%rd7, {%r1}];",
+        WAIT,
+    );
+    let err = Module::parse(&bad).unwrap_err().to_string();
+    assert!(
+        err.contains("a 2d tensor prefetch takes 2 coordinates, found 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn malformed_mbarrier_and_bulk_instructions_are_clear_errors() {
+    for (line, says) in [
+        ("mbarrier.init.shared::cta.b64 [bar];", "takes 2 operands"),
+        ("mbarrier.init.shared::cta.b32 [bar], 1;", "unsupported"),
+        ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar];", "needs a txCount"),
+        ("mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0, 1, 2;", "operands, found 5"),
+        ("mbarrier.test_wait.parity.shared::cluster.b64 %p2, [bar], 0;", "unsupported"),
+        ("mbarrier.try_wait.parity.shared::cta.b64 %r2, [bar], 0;", "not a predicate"),
+        ("mbarrier.frobnicate.shared::cta.b64 [bar];", "unsupported"),
+        ("mbarrier.arrive.noComplete.shared::cta.b64 _, [bar];", "takes a count"),
+        ("cp.async.bulk.tensor.6d.shared::cluster.global.mbarrier::complete_tx::bytes [tile], [%rd2, {%r1}], [bar];", "unsupported"),
+        ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [tile], [%rd2, {%r1}], [bar];", "takes 2 coordinates, found 1"),
+        ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [tile], [%rd2], [bar];", "expected a tensor operand"),
+        ("cp.async.bulk.tensor.2d.shared::cluster.global.multicast::cluster.mbarrier::complete_tx::bytes [tile], [%rd2, {%r1, %r1}], [bar], %rs1;", "unsupported"),
+        ("cp.async.bulk.wait_group %r1;", "integer constant"),
+        ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [tile], [%rd2], 64;", "takes 4 operands"),
+        ("fence.proxy.tensormap::generic.release.gpu;", "unsupported"),
+        ("elect.sync %r1, -1;", "d|p"),
+    ] {
+        let ptx = tile_kernel(2048, 0, &format!("  {line}"), WAIT);
+        let err = Module::parse(&ptx)
+            .map(|_| ())
+            .expect_err(line)
+            .to_string();
+        assert!(err.contains(says), "{line}: {err}");
+    }
 }

@@ -123,3 +123,44 @@ extern "C" __global__ void tma_ring(const __grid_constant__ CUtensorMap map, flo
         }
     }
 }
+
+// The ring warp-specialized, as Hopper GEMMs arrange it: warp 0 is the
+// producer (lane 0 issues every copy, waiting on `empty` with the
+// producer's parity, which starts at 1 so the first pass through the
+// stages does not wait), the other warps consume and release a stage by
+// arriving on its `empty` barrier; no __syncthreads after the start.
+extern "C" __global__ void tma_ring_ws(const __grid_constant__ CUtensorMap map, float* out, int tiles) {
+    constexpr int S = 3, BX = 32, BY = 8, BYTES = BX * BY * 4;
+    __shared__ alignas(1024) float stage[S][BX * BY];
+    __shared__ alignas(8) unsigned long long full[S], empty[S];
+    const int consumers = blockDim.x - 32;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; ++s) {
+            bar_init(&full[s], 1);
+            bar_init(&empty[s], consumers);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        if (threadIdx.x == 0) {
+            for (int k = 0; k < tiles; ++k) {
+                int s = k % S;
+                bar_wait(&empty[s], ((k / S) & 1) ^ 1);
+                bar_expect(&full[s], BYTES);
+                tma_load_2d(stage[s], &map, k * BX, 0, &full[s]);
+            }
+        }
+        return;
+    }
+    const int c = threadIdx.x - 32;
+    for (int k = 0; k < tiles; ++k) {
+        int s = k % S;
+        bar_wait(&full[s], (k / S) & 1);
+        const char* base = reinterpret_cast<const char*>(stage[s]);
+        for (int e = c; e < BX * BY; e += consumers) {
+            out[k * BX * BY + e] = *reinterpret_cast<const float*>(base + swz(4 * e, 3));
+        }
+        bar_arrive(&empty[s]);
+    }
+}

@@ -51,6 +51,16 @@ FIXTURES = {
                   {"in_desc": _DESC, "out_ptr": "*fp32", "M": "i32", "N": "i32",
                    "BM": "constexpr", "BN": "constexpr"},
                   {"BM": 32, "BN": 32}, {"num_warps": 4}),
+    # Narrower tiles: Triton picks the 64B and 32B swizzles for them, so its
+    # reads check those modes too.
+    "tma_scale_n16": (tma_scale_kernel,
+                      {"in_desc": "tensordesc<fp32[32, 16]>", "out_ptr": "*fp32", "M": "i32",
+                       "N": "i32", "BM": "constexpr", "BN": "constexpr"},
+                      {"BM": 32, "BN": 16}, {"num_warps": 4}),
+    "tma_scale_n8": (tma_scale_kernel,
+                     {"in_desc": "tensordesc<fp32[32, 8]>", "out_ptr": "*fp32", "M": "i32",
+                      "N": "i32", "BM": "constexpr", "BN": "constexpr"},
+                     {"BM": 32, "BN": 8}, {"num_warps": 4}),
     "tma_sum": (tma_sum_kernel,
                 {"a_desc": _DESC, "b_desc": _DESC, "out_ptr": "*fp32", "M": "i32", "N": "i32",
                  "BM": "constexpr", "BN": "constexpr"},
