@@ -363,7 +363,7 @@ fn stand_in_a_misaligned_foreign_tensor_is_refused_and_an_aligned_one_runs() {
             let theirs = ctx.new_stream().unwrap();
             let s = dev.wrap_stream(std::sync::Arc::clone(&theirs)).unwrap();
             let (m, n) = (20, 64);
-            let host: Vec<f32> = (0..=m * n).map(|i| i as f32).collect();
+            let host: Vec<f32> = (0..m * n + 4).map(|i| i as f32).collect();
             let x: CudaSlice<f32> = theirs.clone_htod(&host).unwrap();
             let mut y: CudaSlice<f32> = theirs.alloc_zeros(2 * BM * 64).unwrap();
             let k = kernel(ScalarTy::F32, 32, 128);
@@ -398,6 +398,34 @@ fn stand_in_a_misaligned_foreign_tensor_is_refused_and_an_aligned_one_runs() {
                     assert_eq!(got[r * 64 + c], want, "({r}, {c})");
                 }
             }
+        },
+    );
+}
+
+/// A driver that refuses `cuTensorMapEncodeTiled` (injected): the launch
+/// fails with the driver's error, naming the kernel and the tensor, and
+/// nothing is launched. (This is also what shows the CUDA backend asks the
+/// driver for its maps: the simulator's encoding would not fail here.)
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_a_driver_refusing_the_map_fails_the_launch_naming_the_tensor() {
+    in_fake_gpu_child(
+        "stand_in_a_driver_refusing_the_map_fails_the_launch_naming_the_tensor",
+        &[
+            ("PHOBOS_FAKE_GPU_CC", "9.0"),
+            ("PHOBOS_FAKE_GPU_FAIL", "cuTensorMapEncodeTiled"),
+        ],
+        || {
+            let dev = fake_gpu();
+            let a = dev.zeros::<f32>(&[16, 32]).unwrap();
+            let e = refusal(&dev, &a);
+            assert!(matches!(e, LaunchError::Backend { .. }), "{e:?}");
+            let text = e.to_string();
+            assert!(text.contains("kernel `tma_copy`"), "{text}");
+            assert!(
+                text.contains("the tensor map of `A`: cuTensorMapEncodeTiled failed"),
+                "{text}"
+            );
         },
     );
 }
