@@ -780,6 +780,14 @@ impl CudaBackend {
                 K::U64(v) => *v,
                 K::I64(v) => *v as u64,
                 K::F64(v) => v.to_bits(),
+                // Up to 8 bytes in the slot, without `le_bytes`'s copy (a
+                // longer one, a tensor map, is passed from its own bytes).
+                K::Bytes(b) => {
+                    let mut raw = [0u8; 8];
+                    let n = b.len().min(8);
+                    raw[..n].copy_from_slice(&b[..n]);
+                    u64::from_le_bytes(raw)
+                }
                 other => {
                     let mut raw = [0u8; 8];
                     let bytes = other.le_bytes().unwrap_or_default();
