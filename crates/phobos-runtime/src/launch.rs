@@ -691,7 +691,7 @@ impl<'m> Checker<'_, 'm> {
             // `CUtensorMap`, or the simulator's encoding of the same map.
             |tensor, spec, layout| match self.device.cuda_backend() {
                 Some(_) => crate::cuda::CudaBackend::encode_tensor_map(spec, layout)
-                    .map(|bytes| KernelArg::Bytes(bytes.to_vec()))
+                    .map(KernelArg::TensorMap)
                     .map_err(|message| LaunchError::Backend {
                         site: Box::new(self.site.clone()),
                         message: format!(
