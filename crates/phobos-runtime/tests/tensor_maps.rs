@@ -249,3 +249,55 @@ fn stand_in_a_driver_refusing_the_map_fails_the_launch_naming_the_tensor() {
         },
     );
 }
+
+/// A TMA launch captured into a graph keeps its tensor map (made at
+/// capture, from the tensor's address) and replays exactly.
+fn captured(dev: &Device) {
+    let (m, n, bn) = (21, 40, 16);
+    let k = kernel(ScalarTy::F32, bn, 64);
+    let a_host: Vec<f32> = (0..m * n).map(|i| i as f32).collect();
+    let a = dev.upload(&a_host, &[m, n]).unwrap();
+    let (pm, pn) = (2 * BM, 3 * bn);
+    let mut b = dev.upload(&vec![7.0f32; pm * pn], &[pm, pn]).unwrap();
+    let s = dev.new_stream().unwrap();
+    s.begin_capture().unwrap();
+    k.launch_on(
+        &s,
+        Some(Grid::from((3, 2))),
+        &[Arg::from(&a), Arg::from(&mut b)],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let graph = s.end_capture().unwrap();
+    assert_eq!(
+        s.download(&b).unwrap(),
+        vec![7.0; pm * pn],
+        "captured, not run"
+    );
+    graph.launch_on(&s).unwrap();
+    let got = s.download(&b).unwrap();
+    for r in 0..pm {
+        for c in 0..pn {
+            let want = if r < m && c < n {
+                a_host[r * n + c]
+            } else {
+                0.0
+            };
+            assert_eq!(got[r * pn + c], want, "({r}, {c})");
+        }
+    }
+}
+
+#[test]
+fn the_simulator_backend_replays_a_captured_tma_launch() {
+    captured(&Device::sim());
+}
+
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_a_captured_tma_launch_replays() {
+    in_fake_gpu_child(
+        "stand_in_a_captured_tma_launch_replays",
+        &[("PHOBOS_FAKE_GPU_CC", "9.0")],
+        || captured(&fake_gpu()),
+    );
+}
