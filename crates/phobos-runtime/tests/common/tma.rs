@@ -4,11 +4,12 @@
 //! (`cp.async.bulk.tensor`, completed on an mbarrier) and written back
 //! out, swizzle undone, into a tensor padded to whole boxes.
 
+use half::{bf16, f16};
 use phobos_meta::ScalarTy;
 use phobos_runtime::meta::{
     DimMeta, DimRefMeta, KernelMeta, ParamKindMeta, ParamMeta, PtxParam, VariantMeta,
 };
-use phobos_runtime::{Kernel, KernelSource};
+use phobos_runtime::{Arg, Device, Elem, Grid, Kernel, KernelSource};
 
 /// Rows of the box each CTA copies.
 pub const BM: usize = 16;
@@ -186,4 +187,71 @@ pub fn kernel(elem: ScalarTy, bn: usize, swizzle: u32) -> Kernel {
         ptx: Box::leak(vec![(90, text)].into_boxed_slice()),
         cubins: &[],
     })
+}
+
+/// An element type the test fills exactly: small integers, exact in
+/// f16, bf16 and f32.
+pub trait Exact: Elem + Copy + PartialEq + std::fmt::Debug {
+    fn of(v: i32) -> Self;
+}
+impl Exact for f32 {
+    fn of(v: i32) -> f32 {
+        v as f32
+    }
+}
+impl Exact for f16 {
+    fn of(v: i32) -> f16 {
+        f16::from_f32(v as f32)
+    }
+}
+impl Exact for bf16 {
+    fn of(v: i32) -> bf16 {
+        bf16::from_f32(v as f32)
+    }
+}
+
+/// Copies an `m` x `n` tensor box by box (`bn` elements wide) into a
+/// tensor padded to whole boxes, and checks every element: the tensor's
+/// where it has one, zero past its edges.
+pub fn copy_exact<T: Exact>(dev: &Device, m: usize, n: usize, bn: usize, swizzle: u32) {
+    let k = kernel(T::TY, bn, swizzle);
+    let a_host: Vec<T> = (0..m * n).map(|i| T::of((i % 251) as i32 - 125)).collect();
+    let a = dev.upload(&a_host, &[m, n]).unwrap();
+    let (gy, gx) = (m.div_ceil(BM), n.div_ceil(bn));
+    let (pm, pn) = (gy * BM, gx * bn);
+    let mut b = dev.upload(&vec![T::of(7); pm * pn], &[pm, pn]).unwrap();
+    k.launch(
+        dev,
+        Some(Grid::from((gx as u32, gy as u32))),
+        &[Arg::from(&a), Arg::from(&mut b)],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let got = b.to_vec().unwrap();
+    for r in 0..pm {
+        for c in 0..pn {
+            let want = if r < m && c < n {
+                a_host[r * n + c]
+            } else {
+                T::of(0)
+            };
+            assert_eq!(
+                got[r * pn + c],
+                want,
+                "{:?} {m}x{n}, box {BM}x{bn}, {swizzle}B swizzle: element ({r}, {c})",
+                T::TY
+            );
+        }
+    }
+}
+
+/// The launches each backend must run exactly: 128B and 64B swizzles (and
+/// none), f32, f16 and bf16, ragged along both axes (rows stay multiples
+/// of 16 bytes, as TMA needs).
+pub fn all_copies(dev: &Device) {
+    copy_exact::<f32>(dev, 37, 68, 32, 128);
+    copy_exact::<f32>(dev, 20, 44, 16, 64);
+    copy_exact::<f32>(dev, 17, 36, 8, 0);
+    copy_exact::<f16>(dev, 33, 104, 64, 128);
+    copy_exact::<bf16>(dev, 19, 72, 32, 64);
+    copy_exact::<bf16>(dev, 40, 136, 64, 128);
 }
