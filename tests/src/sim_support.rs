@@ -15,7 +15,9 @@
 //!   (`phobos_runtime::sim_launch`): the binding picks the variant, the
 //!   grid and block are checked against the target's limits, parameters
 //!   are passed in the variant's `ptx_params` order (tensor pointers and
-//!   scalars in declaration order, then the runtime dims as `.s32`), and a
+//!   scalars in declaration order, then the runtime dims as `.s32`, then
+//!   an sm_90a entry's tensor maps, which the road encodes from the
+//!   tensor's buffer and bound shape: `sim_launch::sim_tensor_map`), and a
 //!   plan above 48 KB goes as dynamic shared memory.
 //! - Comparison ([`Outcome::check`]): integers and bools exactly; `f32` and
 //!   `f64` within relative error `1e-5` of the reference (computed in

@@ -1,7 +1,9 @@
 //! Launch binding: from a kernel's metadata and the shapes of a launch's
 //! arguments to everything a backend needs — the dims' values, the
 //! `@autotune` variants that fit, each variant's grid and the entry's
-//! `.param` values in order — or the reason the launch cannot happen.
+//! `.param` values in order (for an sm_90a entry, each tensor map's spec,
+//! and [`TensorMapSpec::layout`] for the tensor it describes) — or the
+//! reason the launch cannot happen.
 //!
 //! This is the one owner of that computation. Every launch reaches it
 //! through the runtime: `phobos_runtime::Kernel::launch` (either backend)

@@ -833,6 +833,16 @@ impl CudaBackend {
                 K::U64(v) => *v,
                 K::I64(v) => *v as u64,
                 K::F64(v) => v.to_bits(),
+                // Passed from its own bytes (`pointer` below).
+                K::TensorMap(_) => 0,
+                // Up to 8 bytes in the slot, without `le_bytes`'s copy (a
+                // longer one, a tensor map, is passed from its own bytes).
+                K::Bytes(b) => {
+                    let mut raw = [0u8; 8];
+                    let n = b.len().min(8);
+                    raw[..n].copy_from_slice(&b[..n]);
+                    u64::from_le_bytes(raw)
+                }
                 other => {
                     let mut raw = [0u8; 8];
                     let bytes = other.le_bytes().unwrap_or_default();
@@ -853,13 +863,15 @@ impl CudaBackend {
             heap_slots = call.args.iter().map(slot).collect::<Vec<u64>>();
             &mut heap_slots[..]
         };
-        // A parameter wider than a slot (a 128-byte tensor map) is passed
-        // from its own bytes, which `call.args` holds for the launch; the
-        // driver copies them into the entry's 64-byte aligned `.param`.
+        // A parameter wider than a slot (a 128-byte tensor map, inline in
+        // its `KernelArg`) is passed from its own bytes, which `call.args`
+        // holds for the launch; the driver copies them into the entry's
+        // 64-byte aligned `.param`.
         let pointer = |(s, a): (&mut u64, &phobos_sim::KernelArg)| match a {
             phobos_sim::KernelArg::Bytes(b) if b.len() > 8 => {
                 b.as_ptr().cast_mut().cast::<c_void>()
             }
+            phobos_sim::KernelArg::TensorMap(b) => b.as_ptr().cast_mut().cast::<c_void>(),
             _ => (s as *mut u64).cast::<c_void>(),
         };
         let (mut stack_params, mut heap_params);

@@ -44,7 +44,9 @@ pub enum LaunchError {
     /// The launch binding refused the arguments (`phobos_meta::binding`):
     /// shapes against the metadata, dims that must agree, buffer lengths,
     /// `@aligned` facts, vector base alignment, the autotune variant, grid,
-    /// block and shared memory against the device's limits. The binding's
+    /// block and shared memory against the device's limits, and a tensor a
+    /// TMA kernel's tensor map cannot describe (base or row stride not a
+    /// multiple of 16 bytes). The binding's
     /// message is the one wording of each refusal; this adds the call site.
     Bind { site: Box<Site>, error: BindError },
     /// The module could not be loaded (for PTX, `log` holds the JIT log).

@@ -717,12 +717,15 @@ impl<'m> Checker<'_, 'm> {
             },
             // Each backend encodes its own tensor maps: the driver's opaque
             // `CUtensorMap`, or the simulator's encoding of the same map.
-            |_, spec, layout| match self.device.cuda_backend() {
+            |tensor, spec, layout| match self.device.cuda_backend() {
                 Some(_) => crate::cuda::CudaBackend::encode_tensor_map(spec, layout)
-                    .map(|bytes| KernelArg::Bytes(bytes.to_vec()))
+                    .map(KernelArg::TensorMap)
                     .map_err(|message| LaunchError::Backend {
                         site: Box::new(self.site.clone()),
-                        message,
+                        message: format!(
+                            "the tensor map of `{}`: {message}",
+                            self.meta.params[tensor].name
+                        ),
                     }),
                 None => {
                     crate::sim_launch::sim_tensor_map(spec, layout).map_err(|e| self.refused(e))

@@ -190,7 +190,8 @@ impl<'m> Plan<'m> {
 
 /// A tensor map as the simulator reads it: `spec` and `layout` as a
 /// [`phobos_sim::tensor_map::TensorMap`] (element strides 1, the spec's
-/// swizzle and L2 promotion), encoded into the 128 bytes of its `.param`.
+/// swizzle and L2 promotion), encoded into the 128 bytes of its `.param`
+/// (inline: [`KernelArg::TensorMap`]).
 /// The spec and the layout were checked against the driver's rules; a map
 /// the simulator still refuses is inconsistent metadata.
 pub fn sim_tensor_map(
@@ -215,7 +216,7 @@ pub fn sim_tensor_map(
     let bytes = map
         .encode()
         .map_err(|e| inconsistent(&format!("is refused: {e}")))?;
-    Ok(KernelArg::Bytes(bytes.to_vec()))
+    Ok(KernelArg::TensorMap(bytes))
 }
 
 /// The grid of `variant` (the caller's, or its `@grid` over the dims)

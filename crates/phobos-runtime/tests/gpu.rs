@@ -219,3 +219,25 @@ fn gpu_overlapping_read_only_and_written_tensors_are_refused() {
     assert!(matches!(e, LaunchError::Aliasing { .. }), "{e:?}");
     assert!(e.to_string().contains(&dev.arch_label()), "{e}");
 }
+
+/// TMA kernels on Hopper: the driver's `cuTensorMapEncodeTiled` makes the
+/// maps, the hardware's copy engine fills and swizzles the boxes, and every
+/// element must come out exactly (`common::tma::all_copies`: f32, f16,
+/// bf16; 128B, 64B and no swizzle; ragged edges read as zeros). The
+/// kernel is sm_90a, so only a 9.0 device runs it; on any other (the
+/// stand-in's default 8.6 included) the test says so and checks nothing —
+/// the stand-in runs the same copies at 9.0 in `tests/tensor_maps.rs`.
+#[test]
+#[ignore = "needs an NVIDIA GPU; run by the GPU bundle (scripts/gpu-bundle.sh)"]
+fn gpu_tma_copies_through_driver_made_tensor_maps_are_exact() {
+    let dev = gpu();
+    if dev.arch() != Some(90) {
+        eprintln!(
+            "gpu_tma_copies_through_driver_made_tensor_maps_are_exact: {} is not a 9.0 device; \
+             sm_90a TMA kernels run on H100/H200 only",
+            dev.name()
+        );
+        return;
+    }
+    common::tma::all_copies(&dev);
+}

@@ -210,6 +210,49 @@ fn stand_in_tuned_launches_allocate_nothing_once_decided() {
     );
 }
 
+/// A launch of a kernel that reads a tensor through a tensor map
+/// (`common::tma`) allocates nothing either: the map's spec and layout,
+/// the driver's `cuTensorMapEncodeTiled` and the 128 bytes it writes
+/// (inline in `KernelArg::TensorMap`) all stay on the stack.
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_a_tma_launch_allocates_nothing() {
+    in_fake_gpu_child(
+        "stand_in_a_tma_launch_allocates_nothing",
+        &[
+            ("PHOBOS_FAKE_GPU_SKIP_RUN", "1"),
+            ("PHOBOS_FAKE_GPU_CC", "9.0"),
+        ],
+        || {
+            let dev = fake_gpu();
+            let kernel = common::tma::kernel(phobos_meta::ScalarTy::F32, 32, 128);
+            let (m, n) = (40, 64);
+            let a = dev.zeros::<f32>(&[m, n]).unwrap();
+            let mut b = dev.zeros::<f32>(&[48, 64]).unwrap();
+            let mut launch = || {
+                kernel
+                    .launch(
+                        &dev,
+                        Some(Grid::from((2, 3))),
+                        &[Arg::from(&a), Arg::from(&mut b)],
+                    )
+                    .unwrap();
+            };
+            launch();
+            let made = allocations(|| {
+                for _ in 0..LAUNCHES {
+                    launch();
+                }
+            });
+            assert_eq!(
+                made, 0,
+                "{LAUNCHES} launches with one tensor map each made {made} allocations"
+            );
+            dev.synchronize().unwrap();
+        },
+    );
+}
+
 /// The entry of the stand-in's last `cuLaunchKernel`.
 fn last_entry() -> String {
     let trace = std::env::var_os("PHOBOS_FAKE_GPU_TRACE").expect("the child has a trace");

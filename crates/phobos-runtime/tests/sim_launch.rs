@@ -223,3 +223,63 @@ fn the_sim_launch_road_binds_against_the_targets_shared_memory_and_passes_it_dyn
     let want: Vec<f32> = (0..256).map(|t| a[3 * 256 + t] + b[5 * 256 + t]).collect();
     assert_eq!(y, bytes(&want));
 }
+
+/// The one simulated launch road with a tensor map: the callers of
+/// `Plan::kernel_args` (`phobos sim`, explain, profile, the conformance
+/// harness, the fuzzer) pass simulator buffers, and the road encodes the
+/// map from the buffer's address and the bound shape; a box past the
+/// tensor's edge reads zeros.
+#[test]
+fn the_simulated_launch_road_encodes_tensor_maps_from_buffers() {
+    use phobos_runtime::sim_launch::{self, Plan};
+    use phobos_sim::{KernelArg, LaunchOptions, Module};
+    let meta = common::tma::meta(phobos_meta::ScalarTy::F32, 32, 128);
+    let ptx = common::tma::ptx(4, 32, 128);
+    let bm = common::tma::BM;
+    let (m, n, pm, pn) = (20u64, 36u64, 2 * bm as u64, 64u64);
+    let (a_shape, b_shape) = ([m, n], [pm, pn]);
+    let args = [
+        phobos_meta::binding::ArgShape::of_param(
+            &meta.params[0].kind,
+            Some((phobos_meta::ScalarTy::F32, &a_shape[..])),
+        ),
+        phobos_meta::binding::ArgShape::of_param(
+            &meta.params[1].kind,
+            Some((phobos_meta::ScalarTy::F32, &b_shape[..])),
+        ),
+    ];
+    let request = phobos_meta::binding::LaunchRequest {
+        args: &args,
+        grid: Some([2, 2, 1]),
+        picked: &[],
+        limits: sim_launch::limits(90),
+    };
+    let plan = Plan::bind(&meta, &request).unwrap();
+    let mut dev = phobos_sim::Device::new();
+    let a: Vec<f32> = (0..m * n).map(|i| i as f32).collect();
+    let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let ids = [
+        dev.alloc_from("A", &bytes(&a)).unwrap(),
+        dev.alloc_from("B", &vec![0xff; (pm * pn * 4) as usize])
+            .unwrap(),
+    ];
+    let kernel_args = plan
+        .kernel_args(|i| Some(KernelArg::Buffer(ids[i])))
+        .unwrap();
+    assert!(matches!(&kernel_args[3], KernelArg::TensorMap(_)));
+    let module = Module::parse(&ptx).unwrap();
+    plan.run(&dev, &module, &kernel_args, &LaunchOptions::default(), None)
+        .expect("runs");
+    let got = dev.to_vec(ids[1]).unwrap();
+    let want: Vec<f32> = (0..pm * pn)
+        .map(|i| {
+            let (r, c) = (i / pn, i % pn);
+            if r < m && c < n {
+                a[(r * n + c) as usize]
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    assert_eq!(got, bytes(&want));
+}

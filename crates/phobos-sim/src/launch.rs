@@ -85,6 +85,10 @@ pub enum KernelArg {
     F64(f64),
     /// Raw bytes for any parameter of exactly that size.
     Bytes(Vec<u8>),
+    /// A tensor map (`CUtensorMap`) for a `.param .align 64 .b8 p[128]`,
+    /// held inline so that a launch passing one allocates nothing (the
+    /// runtime's launches stay allocation-free with TMA kernels).
+    TensorMap([u8; crate::tensor_map::TENSOR_MAP_BYTES]),
 }
 
 /// The default budget of [`check_work`]: 2^22 simulated threads, about a
@@ -261,6 +265,7 @@ fn arg_fits(arg: &KernelArg, p: &ParamInfo) -> bool {
         KernelArg::F32(_) => matches!(p.ty, Ty::F32 | Ty::B32),
         KernelArg::F64(_) => matches!(p.ty, Ty::F64 | Ty::B64),
         KernelArg::Bytes(b) => b.len() == p.size as usize,
+        KernelArg::TensorMap(b) => b.len() == p.size as usize,
     }
 }
 
@@ -283,6 +288,7 @@ impl KernelArg {
             KernelArg::F32(v) => v.to_le_bytes().to_vec(),
             KernelArg::F64(v) => v.to_le_bytes().to_vec(),
             KernelArg::Bytes(b) => b.clone(),
+            KernelArg::TensorMap(b) => b.to_vec(),
         })
     }
 }

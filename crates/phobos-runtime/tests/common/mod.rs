@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod tma;
+
 use phobos_runtime::{
     cdiv, Arg, Device, DeviceError, Grid, Kernel, KernelSource, LaunchError, Tensor,
 };
