@@ -811,3 +811,73 @@ fn stand_in_a_capture_refuses_autotune_timing_and_phobos_sync() {
         },
     );
 }
+
+/// Issue 32: the GPU bundle's bf16 GEMM on a 9.0 stand-in device runs its
+/// sm_90a image: `wgmma` from swizzled tiles that TMA fills, through tensor
+/// maps the CUDA backend encodes at launch (`cuTensorMapEncodeTiled`, the
+/// stand-in's), with the sm_90a variant's own `.param` list (per-target
+/// metadata: the sm_80 variant has no tensor maps). Ragged M and N (tiles
+/// past both edges, zero-filled by TMA), against an f64 product.
+#[test]
+#[ignore = "needs the CUDA driver stand-in; run under scripts/with-fake-gpu.sh"]
+fn stand_in_a_9_0_device_runs_the_bundle_gemm_on_wgmma_and_tma() {
+    in_fake_gpu_child(
+        "stand_in_a_9_0_device_runs_the_bundle_gemm_on_wgmma_and_tma",
+        &[("PHOBOS_FAKE_GPU_CC", "9.0")],
+        || {
+            use half::bf16;
+            const GEMM: &str = include_str!("../../phobos-gpucheck/kernels/bf16_gemm.pho");
+            let dev = fake_gpu();
+            let sm_90a = phobos_meta::arch::SM_90A;
+            let kernel = compile(GEMM, &[80, sm_90a], vec![]);
+            let (m, n, k) = (200usize, 136usize, 96usize);
+            let a: Vec<bf16> = values(m * k, 7)
+                .iter()
+                .map(|&v| bf16::from_f32(v))
+                .collect();
+            let b: Vec<bf16> = values(k * n, 8)
+                .iter()
+                .map(|&v| bf16::from_f32(v))
+                .collect();
+            let ta = dev.upload(&a, &[m, k]).unwrap();
+            let tb = dev.upload(&b, &[k, n]).unwrap();
+            let mut tc = dev.zeros::<f32>(&[m, n]).unwrap();
+            kernel
+                .launch(
+                    &dev,
+                    None,
+                    &[Arg::from(&ta), Arg::from(&tb), Arg::from(&mut tc)],
+                )
+                .unwrap();
+            let images = dev.loaded_images();
+            assert_eq!(images.len(), 1, "{images:?}");
+            assert_eq!(
+                (images[0].kind, images[0].arch),
+                ("ptx", sm_90a),
+                "{images:?}"
+            );
+            let got = tc.to_vec().unwrap();
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f64 = (0..k)
+                        .map(|l| {
+                            f64::from(a[i * k + l].to_f32()) * f64::from(b[l * n + j].to_f32())
+                        })
+                        .sum();
+                    let mag: f64 = (0..k)
+                        .map(|l| {
+                            (f64::from(a[i * k + l].to_f32()) * f64::from(b[l * n + j].to_f32()))
+                                .abs()
+                        })
+                        .sum();
+                    let err = (f64::from(got[i * n + j]) - want).abs();
+                    assert!(
+                        err <= mag * k as f64 * f64::from(f32::EPSILON) + 1e-30,
+                        "C[{i}, {j}] = {}, want {want}",
+                        got[i * n + j]
+                    );
+                }
+            }
+        },
+    );
+}

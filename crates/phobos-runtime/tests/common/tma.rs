@@ -151,6 +151,7 @@ pub fn meta(elem: ScalarTy, bn: usize, swizzle: u32) -> KernelMeta {
         threads: 128,
         grid: None,
         autotune: vec![],
+        arch_variants: vec![],
         variants: vec![VariantMeta {
             entry: "tma_copy".into(),
             values: vec![],
