@@ -96,7 +96,8 @@ fn ptx_per_arch(src: &str, name: &str) -> Vec<String> {
             let (kernels, diags) = compile(src, name, &CompileOptions::for_arch(arch));
             assert!(
                 !diags.iter().any(|d| d.is_error()) && !kernels.is_empty(),
-                "{name} does not compile for sm_{arch}"
+                "{name} does not compile for {}",
+                phobos_core::arch::name(arch)
             );
             kernels
                 .iter()
@@ -118,7 +119,8 @@ fn formatting_keeps_the_ptx_of_every_kernel() {
         let before = ptx_per_arch(&src, &name);
         let after = ptx_per_arch(&formatted, &name);
         for (arch, (b, a)) in ARCHES.iter().zip(before.iter().zip(&after)) {
-            assert!(b == a, "{name}: formatting changed the PTX for sm_{arch}");
+            let sm = phobos_core::arch::name(*arch);
+            assert!(b == a, "{name}: formatting changed the PTX for {sm}");
         }
     }
 }

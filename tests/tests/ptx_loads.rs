@@ -17,6 +17,7 @@ fn count(ptx: &str, op: &str) -> usize {
 #[test]
 fn the_int4_gemv_has_at_most_twice_the_ideal_global_loads() {
     for arch in phobos_core::ARCHES {
+        let sm = phobos_core::arch::name(arch);
         let ptx: String = compile(&corpus_file("int4_gemv"), arch)
             .iter()
             .map(|k| k.ptx.clone())
@@ -27,12 +28,12 @@ fn the_int4_gemv_has_at_most_twice_the_ideal_global_loads() {
         assert!(copies >= 1, "no scale load:\n{ptx}");
         let ideal = copies * 4;
         let loads = count(&ptx, "ld.global");
-        eprintln!("sm_{arch}: {loads} global loads, ideal {ideal} ({copies} body copies)");
+        eprintln!("{sm}: {loads} global loads, ideal {ideal} ({copies} body copies)");
         assert!(
             loads <= 2 * ideal,
-            "sm_{arch}: {loads} global loads, more than twice the ideal {ideal}"
+            "{sm}: {loads} global loads, more than twice the ideal {ideal}"
         );
         // The run of x is loaded whole, 16 bytes at a time.
-        assert_eq!(count(&ptx, "ld.global.nc.v4.f32"), 2 * copies, "sm_{arch}");
+        assert_eq!(count(&ptx, "ld.global.nc.v4.f32"), 2 * copies, "{sm}");
     }
 }

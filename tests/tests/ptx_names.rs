@@ -97,7 +97,8 @@ fn compile(src: &str, arch: u32) -> Vec<phobos_core::CompiledKernel> {
     let (kernels, diags) = phobos_core::compile(src, "names.pho", &CompileOptions::for_arch(arch));
     assert!(
         kernels.len() == 1 && !diags.iter().any(|d| d.is_error()),
-        "sm_{arch}:\n{}\n{src}",
+        "{}:\n{}\n{src}",
+        phobos_core::arch::name(arch),
         phobos_core::render::render(&diags, "names.pho", src, false)
     );
     kernels
@@ -184,7 +185,8 @@ fn ptxas_assembles_every_awkward_name_for_every_target() {
         for arch in ARCHES {
             for k in compile(&src, arch) {
                 if let Err(e) = assemble(&ptxas, &k.meta.name, arch, &k.ptx) {
-                    failures.push(format!("`{kernel}` sm_{arch}: {e}"));
+                    let sm = phobos_core::arch::name(arch);
+                    failures.push(format!("`{kernel}` {sm}: {e}"));
                 }
             }
         }

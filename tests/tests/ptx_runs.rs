@@ -31,30 +31,27 @@ fn corpus_ptx(name: &str, arch: u32) -> String {
 #[test]
 fn gelu_and_softmax_store_their_runs_with_st_global_v4() {
     for arch in phobos_core::ARCHES {
+        let sm = phobos_core::arch::name(arch);
         // One 16-byte load and one 16-byte store per thread: `gelu` takes
         // the run and returns the run.
         let gelu = corpus_ptx("run_gelu", arch);
-        assert_eq!(count(&gelu, "st.global.v4.f32"), 1, "sm_{arch}:\n{gelu}");
-        assert_eq!(count(&gelu, "st.global"), 1, "sm_{arch}: a scalar store");
-        assert_eq!(count(&gelu, "ld.global.nc.v4.f32"), 1, "sm_{arch}");
-        assert_eq!(count(&gelu, "ld.global"), 1, "sm_{arch}");
+        assert_eq!(count(&gelu, "st.global.v4.f32"), 1, "{sm}:\n{gelu}");
+        assert_eq!(count(&gelu, "st.global"), 1, "{sm}: a scalar store");
+        assert_eq!(count(&gelu, "ld.global.nc.v4.f32"), 1, "{sm}");
+        assert_eq!(count(&gelu, "ld.global"), 1, "{sm}");
         // Softmax: every store of the normalized rows is a whole run (the
         // backend unrolls the row loop, so there is one per copy), and
         // every load of X is a 16-byte one.
         let softmax = corpus_ptx("run_softmax", arch);
         let v4 = count(&softmax, "st.global.v4.f32");
-        assert!(v4 >= 1, "sm_{arch}: no st.global.v4.f32:\n{softmax}");
-        assert_eq!(
-            count(&softmax, "st.global"),
-            v4,
-            "sm_{arch}: a scalar store"
-        );
+        assert!(v4 >= 1, "{sm}: no st.global.v4.f32:\n{softmax}");
+        assert_eq!(count(&softmax, "st.global"), v4, "{sm}: a scalar store");
         assert_eq!(
             count(&softmax, "ld.global"),
             count(&softmax, "ld.global.nc.v4.f32"),
-            "sm_{arch}"
+            "{sm}"
         );
-        eprintln!("sm_{arch}: run_softmax has {v4} st.global.v4.f32");
+        eprintln!("{sm}: run_softmax has {v4} st.global.v4.f32");
     }
 }
 

@@ -8,10 +8,11 @@ use phobos_conformance::{assemble, ptxas_or_skip};
 #[test]
 fn the_compiler_and_the_simulator_agree_on_every_targets_limit() {
     for arch in phobos_core::ARCHES {
+        let sm = phobos_core::arch::name(arch);
         assert_eq!(
             phobos_core::max_shared_bytes(arch),
             phobos_sim::max_shared_bytes(Some(arch)),
-            "sm_{arch}"
+            "{sm}"
         );
     }
     assert_eq!(

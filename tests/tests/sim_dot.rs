@@ -130,7 +130,7 @@ fn half_stores_assemble_with_ptxas() {
         );
         assert!(diags.is_empty(), "{diags:?}");
         if let Err(e) = phobos_conformance::assemble(&ptxas, name, arch, &kernels[0].ptx) {
-            panic!("{name} sm_{arch}: {e}");
+            panic!("{name} {}: {e}", phobos_core::arch::name(arch));
         }
     }
 }

@@ -172,6 +172,7 @@ const TILES_128K: &str = include_str!("../../../tests/fixtures/tiles_128k.pho");
 #[test]
 fn tiles_above_48_kilobytes_are_dynamic_shared_memory_within_each_targets_limit() {
     for arch in phobos_core::ARCHES {
+        let sm = phobos_core::arch::name(arch);
         let (kernels, diags) = phobos_core::compile(
             TILES_128K,
             "big.pho",
@@ -179,7 +180,7 @@ fn tiles_above_48_kilobytes_are_dynamic_shared_memory_within_each_targets_limit(
         );
         let fits = phobos_core::max_shared_bytes(arch) >= 131072;
         let sm_90a = phobos_core::arch::SM_90A;
-        assert_eq!(fits, [80, 90, sm_90a, 100].contains(&arch), "sm_{arch}");
+        assert_eq!(fits, [80, 90, sm_90a, 100].contains(&arch), "{sm}");
         if !fits {
             let d = diags.iter().find(|d| d.code == "P0801").expect("P0801");
             let limit = phobos_core::max_shared_bytes(arch);
@@ -193,7 +194,7 @@ fn tiles_above_48_kilobytes_are_dynamic_shared_memory_within_each_targets_limit(
             );
             continue;
         }
-        assert!(diags.iter().all(|d| !d.is_error()), "sm_{arch}: {diags:?}");
+        assert!(diags.iter().all(|d| !d.is_error()), "{sm}: {diags:?}");
         let k = &kernels[0];
         let v = &k.meta.variants[0];
         assert_eq!(v.shared_bytes, 131072);

@@ -102,9 +102,10 @@ fn verifier_reports_a_shared_expression_and_a_misplaced_barrier() {
 fn every_snippet_of_the_page_compiles_for_every_target() {
     let src = include_str!("seed/snippets.pho");
     for arch in phobos_core::ARCHES {
+        let sm = phobos_core::arch::name(arch);
         let opts = phobos_core::CompileOptions::for_arch(arch);
         let (kernels, diags) = phobos_core::compile(src, "snippets.pho", &opts);
-        assert!(diags.iter().all(|d| !d.is_error()), "sm_{arch}: {diags:?}");
+        assert!(diags.iter().all(|d| !d.is_error()), "{sm}: {diags:?}");
         assert!(kernels.len() >= 4);
         for k in &kernels {
             let target = format!(".target {}\n", phobos_core::arch::name(arch));

@@ -224,7 +224,7 @@ fn registers_limit(l: &ArchLimits, regs: u32, warps_per_cta: u32) -> u32 {
     warps_per_partition * l.sub_partitions / warps_per_cta
 }
 
-/// The occupancy of CTAs needing `r` on `sm_{arch}`.
+/// The occupancy of CTAs needing `r` on target `arch`.
 pub fn occupancy(arch: u32, r: CtaResources) -> Result<Occupancy, OccupancyError> {
     let l = limits(arch).ok_or(OccupancyError::UnknownArch(arch))?;
     if r.threads == 0 || r.threads > l.max_threads_per_cta {
@@ -490,18 +490,19 @@ mod tests {
         };
         for l in &ARCH_LIMITS {
             let arch = l.arch;
+            let sm = arch_name(arch);
             let o = occupancy(arch, r(48 * 1024)).expect("48 KB fits");
-            assert!(o.ctas_per_sm >= 1, "sm_{arch}");
+            assert!(o.ctas_per_sm >= 1, "{sm}");
             let optin = l.max_shared_per_cta_optin;
             let o = occupancy(arch, r(optin)).expect("the opt-in limit fits");
-            assert_eq!(o.ctas_per_sm, 1, "sm_{arch}");
+            assert_eq!(o.ctas_per_sm, 1, "{sm}");
             assert_eq!(
                 occupancy(arch, r(optin + 1)),
                 Err(OccupancyError::TooMuchShared {
                     bytes: optin + 1,
                     max: optin
                 }),
-                "sm_{arch}"
+                "{sm}"
             );
         }
         // 100 KB on sm_90: 101 KB allocated with the reserve, two per SM.
@@ -518,11 +519,12 @@ mod tests {
         // One table of per-target shared limits: the compiler's P0801
         // check and this one must agree, and every build target needs a row.
         for arch in phobos_core::ARCHES {
-            let l = limits(arch).unwrap_or_else(|| panic!("no row for sm_{arch}"));
+            let sm = arch_name(arch);
+            let l = limits(arch).unwrap_or_else(|| panic!("no row for {sm}"));
             assert_eq!(
                 l.max_shared_per_cta_optin,
                 phobos_core::max_shared_bytes(arch),
-                "sm_{arch}"
+                "{sm}"
             );
             assert_eq!(
                 l.shared_per_sm,

@@ -47,7 +47,7 @@ fn gpu_the_cubin_for_the_device_is_loaded() {
     let cubin_path = dir.join("k.cubin");
     std::fs::write(&ptx_path, &kernels[0].ptx).unwrap();
     let status = Command::new(ptxas)
-        .arg(format!("-arch=sm_{arch}"))
+        .arg(format!("-arch={}", phobos_meta::arch::name(arch)))
         .arg(&ptx_path)
         .arg("-o")
         .arg(&cubin_path)
@@ -148,7 +148,7 @@ fn gpu_launch_checks_use_the_device_limits() {
     }
     assert!(
         e.to_string()
-            .contains(&format!("sm_{}", dev.arch().unwrap())),
+            .contains(&phobos_meta::arch::name(dev.arch().unwrap())),
         "{e}"
     );
 }
