@@ -1425,10 +1425,21 @@ pub fn mma_gemm_bias_relu() {
     // The epilogue rounds as written: the f32 product of the sum and
     // alpha, then the f32 sum with the bias (the reference rounds the
     // same way from the exact dot product).
-    for arch in [75, 80, SM_90A] {
-        for (m, n, k) in [(77usize, 90usize, 53usize), (64, 70, 16)] {
+    // The last run: on wgmma (sm_90a with K a multiple of 8).
+    for (arch, on_wgmma) in [(75, false), (80, false), (SM_90A, false), (SM_90A, true)] {
+        let sizes = if on_wgmma {
+            [(77usize, 90usize, 56usize), (64, 70, 16)]
+        } else {
+            [(77usize, 90usize, 53usize), (64, 70, 16)]
+        };
+        for (m, n, k) in sizes {
             let alpha = 0.75f32;
-            let o = Case::corpus_for("mma_gemm_bias_relu", arch)
+            let case = if on_wgmma {
+                hopper("mma_gemm_bias_relu", "K = 8")
+            } else {
+                Case::corpus_for("mma_gemm_bias_relu", arch)
+            };
+            let o = case
                 .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
                 .scalar("alpha", Scalar::F32(alpha))
                 .run([cdiv(m, 64), cdiv(n, 64), 1]);
@@ -1468,6 +1479,18 @@ fn tf32_reference(o: &Outcome, m: usize, n: usize, k: usize) -> Tensor {
     c
 }
 
+/// Corpus kernel `name` for sm_90a with `@aligned(FACT)` added: its
+/// `dot`s on `wgmma` (asserted), which wants operand rows of 8 bytes or
+/// more; without the fact, the ragged-K kernels keep `mma.sync` there.
+fn hopper(name: &str, fact: &str) -> Case {
+    let case = Case::corpus_aligned_for(name, SM_90A, fact);
+    assert!(
+        case.kernel.ptx.contains("wgmma.mma_async"),
+        "{name} with @aligned({fact}) is not on wgmma"
+    );
+    case
+}
+
 /// Runs a GEMM of the corpus (64 rows of C per CTA, `cols` columns) at
 /// each `(M, N, K)` for each target, and checks C against `reference`.
 fn float_gemm(
@@ -1505,6 +1528,13 @@ pub fn mma_gemm_f16() {
         &sizes,
         |o, m, n, k| gemm_reference(o, m, n, k, true),
     );
+    // On wgmma: K a multiple of 8, ragged against the copies' 32.
+    for (m, n, k) in [(77usize, 90usize, 56usize), (5, 3, 8), (130, 64, 96)] {
+        let o = hopper("mma_gemm_f16", "K = 8")
+            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+            .run([cdiv(m, 64), cdiv(n, 64), 1]);
+        o.check("C", &gemm_reference(&o, m, n, k, true));
+    }
 }
 
 pub fn mma_gemm_f16acc() {
@@ -1513,9 +1543,21 @@ pub fn mma_gemm_f16acc() {
     // sum by at most one f16 rounding (2^-11 relative, 2^-25 absolute for
     // subnormals) per instruction of the sum of |a w| over K: K padded to
     // the copies' 32, over 16 per instruction on sm_80 and 8 on sm_75.
-    for arch in [75, 80, SM_90A] {
-        for (m, n, k) in [(77usize, 90usize, 53usize), (5, 3, 7), (130, 64, 96)] {
-            let o = Case::corpus_for("mma_gemm_f16acc", arch)
+    // The last run: on wgmma (sm_90a with K a multiple of 8), whose
+    // m64nNk16 rounds once per 16 of K as m16n8k16 does.
+    for (arch, on_wgmma) in [(75, false), (80, false), (SM_90A, false), (SM_90A, true)] {
+        let sizes = if on_wgmma {
+            [(77usize, 90usize, 56usize), (5, 3, 8), (130, 64, 96)]
+        } else {
+            [(77usize, 90usize, 53usize), (5, 3, 7), (130, 64, 96)]
+        };
+        for (m, n, k) in sizes {
+            let case = if on_wgmma {
+                hopper("mma_gemm_f16acc", "K = 8")
+            } else {
+                Case::corpus_for("mma_gemm_f16acc", arch)
+            };
+            let o = case
                 .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
                 .run([cdiv(m, 64), cdiv(n, 64), 1]);
             let (a, w) = (o.input("A"), o.input("W"));
@@ -1600,6 +1642,13 @@ pub fn mma_gemm_bf16() {
     float_gemm("mma_gemm_bf16", &[80, SM_90A], 32, &sizes, |o, m, n, k| {
         gemm_reference(o, m, n, k, false)
     });
+    // On wgmma, B [K, N] MN-major: K and N multiples of 8.
+    for (m, n, k) in [(70usize, 48usize, 40usize), (64, 32, 16), (3, 72, 8)] {
+        let o = hopper("mma_gemm_bf16", "K = 8, N = 8")
+            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+            .run([cdiv(m, 64), cdiv(n, 32), 1]);
+        o.check("C", &gemm_reference(&o, m, n, k, false));
+    }
 }
 
 pub fn mma_attention_scores() {
@@ -1609,15 +1658,31 @@ pub fn mma_attention_scores() {
     // copy of 32). Then one row and key block smaller than a fragment,
     // a single key, and sizes that fill the blocks exactly. sm_75 runs
     // two m16n8k8 per step, sm_80 one m16n8k16.
-    for arch in [75, 80, SM_90A] {
-        for (m, n, d) in [
-            (77usize, 150usize, 40usize),
-            (5, 3, 7),
-            (3, 1, 16),
-            (64, 128, 64),
-        ] {
+    // The last run: on wgmma (sm_90a with D a multiple of 8).
+    for (arch, on_wgmma) in [(75, false), (80, false), (SM_90A, false), (SM_90A, true)] {
+        let sizes = if on_wgmma {
+            [
+                (77usize, 150usize, 40usize),
+                (5, 3, 8),
+                (3, 1, 16),
+                (64, 128, 64),
+            ]
+        } else {
+            [
+                (77usize, 150usize, 40usize),
+                (5, 3, 7),
+                (3, 1, 16),
+                (64, 128, 64),
+            ]
+        };
+        for (m, n, d) in sizes {
             let scale = 0.35f32;
-            let o = Case::corpus_for("mma_attention_scores", arch)
+            let case = if on_wgmma {
+                hopper("mma_attention_scores", "D = 8")
+            } else {
+                Case::corpus_for("mma_attention_scores", arch)
+            };
+            let o = case
                 .dims(&[("M", m as i64), ("N", n as i64), ("D", d as i64)])
                 .scalar("scale", Scalar::F32(scale))
                 // P is below 1; the floor makes the comparison relative

@@ -375,6 +375,20 @@ impl Case {
         Case::of(kernels, name, arch)
     }
 
+    /// Like [`Case::corpus_for`], with `@aligned(FACT)` added after the
+    /// kernel's `@launch` (the Hopper path wants operand rows of 8 bytes
+    /// or more: `hopper` in `corpus_cases`).
+    pub fn corpus_aligned_for(name: &str, arch: u32, fact: &str) -> Case {
+        let f = crate::corpus_file(name);
+        let at = f
+            .src
+            .find("@launch")
+            .unwrap_or_else(|| panic!("{name} has no @launch"));
+        let end = at + f.src[at..].find('\n').expect("a line after @launch");
+        let src = format!("{}\n@aligned({fact}){}", &f.src[..end], &f.src[end..]);
+        Case::source_for(&src, &format!("{name}.pho"), name, arch)
+    }
+
     /// The kernel named `kernel` from `src`, compiled for `sm_<arch>`.
     pub fn source_for(src: &str, file_name: &str, kernel: &str, arch: u32) -> Case {
         let (kernels, diags) =

@@ -4,9 +4,10 @@
 //! tensor-map parameters, an mbarrier per stage), which ptxas turns into
 //! `HGMMA` and `UTMALDG` with no `HMMA`, no `LDGSTS`, no local memory and
 //! at most 128 registers (two CTAs of 256 per SM); the same kernel for
-//! plain sm_90 keeps `mma.sync`. A kernel whose
-//! `dot` cannot take a warpgroup layout, or whose operand tile is read
-//! element by element, keeps `mma.sync` on sm_90a.
+//! plain sm_90 keeps `mma.sync`. A kernel whose `dot` cannot take a
+//! warpgroup layout, whose operand tile is read element by element, or
+//! whose operand rows are not known to be a multiple of 8 bytes keeps
+//! `mma.sync` on sm_90a.
 //!
 //! Without ptxas or nvdisasm the SASS half is skipped with a message,
 //! except under `CI=true`, where a missing tool fails it.
@@ -60,7 +61,8 @@ fn the_bundle_gemm_issues_wgmma_on_sm_90a_and_mma_sync_on_sm_90() {
 }
 
 /// Rows per warpgroup other than 64 (a 128-row accumulator over 4 warps),
-/// or an operand tile read element by element, keep `mma.sync`.
+/// an operand tile read element by element, or operand rows not known to
+/// be a multiple of 8 bytes, keep `mma.sync`.
 #[test]
 fn dots_wgmma_cannot_take_keep_mma_sync_on_sm_90a() {
     let tall = "@launch(128)\n@grid(cdiv(M, 128), cdiv(N, 64))\n\
@@ -77,7 +79,7 @@ kernel g(A: tensor<f16>[M, K], B: tensor<f16>[K, N], C: tensor<f32>[M, N]) {\n\
     assert!(ptx.contains("mma.sync") && !ptx.contains("wgmma"), "{ptx}");
     let gemm = |extra: &str| {
         format!(
-            "@launch(128)\n@grid(cdiv(M, 64), cdiv(N, 64))\n\
+            "@launch(128)\n@grid(cdiv(M, 64), cdiv(N, 64))\n@aligned(K = 8, N = 8)\n\
 kernel g(A: tensor<f16>[M, K], B: tensor<f16>[K, N], C: tensor<f32>[M, N], D: tensor<f16>[M]) {{\n\
   var acc = zeros<f32>[64, 64]\n\
   for k in range(0, K, 16) {{\n\
@@ -97,6 +99,11 @@ kernel g(A: tensor<f16>[M, K], B: tensor<f16>[K, N], C: tensor<f32>[M, N], D: te
     assert!(ptx.contains("mma.sync") && !ptx.contains("wgmma"), "{ptx}");
     let plain = gemm("");
     assert!(ptx_of(&plain, SM_90A).contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"));
+    // Without `@aligned`, rows of any length copy element by element,
+    // which costs more into the swizzle than `mma.sync` saves.
+    let ragged = plain.replace("@aligned(K = 8, N = 8)\n", "");
+    let ptx = ptx_of(&ragged, SM_90A);
+    assert!(ptx.contains("mma.sync") && !ptx.contains("wgmma"), "{ptx}");
 }
 
 #[test]

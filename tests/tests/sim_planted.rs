@@ -565,13 +565,13 @@ kernel nested(X: tensor<f32>[R, L], y: tensor<f32>[1, R]) {
     assert_eq!(r.kind, CheckKind::Racecheck, "{r}");
 }
 
-/// `mma_gemm_f16` for sm_90a: `wgmma` reads tiles the threads copied with
-/// plain loads and stores (no `stages`), so each thread fences its writes
-/// (`fence.proxy.async`) before the barrier that hands them to the other
-/// warps.
+/// `mma_gemm_f16` with `@aligned(K = 8)` for sm_90a: `wgmma` reads tiles
+/// the threads copied with vector loads and stores (no `stages`), so each
+/// thread fences its writes (`fence.proxy.async`) before the barrier that
+/// hands them to the other warps.
 fn wgmma_plain_gemm() -> Case {
     one_thread(
-        Case::corpus_for("mma_gemm_f16", phobos_core::arch::SM_90A).dims(&[
+        Case::corpus_aligned_for("mma_gemm_f16", phobos_core::arch::SM_90A, "K = 8").dims(&[
             ("M", 64),
             ("N", 64),
             ("K", 64),

@@ -39,7 +39,7 @@ use crate::backend::ir::{
     BarrierRole, ExprId, ExprKind, ForLoop, PtxSlot, Ring, StmtId, StmtKind, TensorMapSpec,
     TmaRing, Var, VarId,
 };
-use crate::hir::{self, ConstVal, LocalId, LocalKind, ParamId, Ty};
+use crate::hir::{self, ConstVal, LocalId, LocalKind, Ty};
 
 /// One tile copy of a staged loop's body.
 struct Staged<'h> {
@@ -274,24 +274,12 @@ impl Lower<'_> {
             let LocalKind::Tile { elem, shape } = &self.k.locals[c.dst.0 as usize].kind else {
                 return false;
             };
-            let hir::ParamKind::Tensor { dims, .. } = &self.k.params[c.src.0 as usize].kind else {
-                return false;
-            };
-            let size = u64::from(elem.size());
-            let row_ok = match dims.as_slice() {
-                [_, hir::DimRef::Const(n)] => (n * size).is_multiple_of(16),
-                [_, hir::DimRef::Named(d)] => self
-                    .k
-                    .aligned
-                    .iter()
-                    .any(|(x, a)| x == d && (a * size).is_multiple_of(16)),
-                _ => false,
-            };
+            let row_ok = super::mma::row_alignment(self.k, c.src) == Some(16);
             if !row_ok || shape.len() != 2 || shape[0] > 256 {
                 return false;
             }
             specs.push(TensorMapSpec {
-                param: ParamId(c.src.0),
+                param: c.src,
                 box_dims: [span / elem.size(), shape[0]],
                 swizzle: span,
             });
