@@ -96,12 +96,21 @@ pub fn dot_kind(op: ScalarTy, acc: ScalarTy) -> Option<DotKind> {
             min_arch: 80,
             b_trans_only: true,
         }),
+        // m16n8k32 .e4m3/.e5m2 -> f32: sm_89 (Ada) and newer, PTX ISA 8.4;
+        // the fragments are the 8-bit integer ones.
+        (ScalarTy::F8E4M3 | ScalarTy::F8E5M2, ScalarTy::F32) => Some(DotKind {
+            op,
+            acc,
+            k: 32,
+            min_arch: 89,
+            b_trans_only: true,
+        }),
         _ => None,
     }
 }
 
 /// The pairs [`dot_kind`] accepts, as the diagnostics list them.
-pub const SUPPORTED_PAIRS: &str = "f16 x f16 -> f32 or f16 (sm_75 and newer), bf16 x bf16 -> f32 (sm_80 and newer), f32 x f32 as tf32 -> f32, i8 x i8 and u8 x u8 -> i32 (sm_80 and newer, as `dot(a, trans(w))`)";
+pub const SUPPORTED_PAIRS: &str = "f16 x f16 -> f32 or f16 (sm_75 and newer), bf16 x bf16 -> f32 (sm_80 and newer), f32 x f32 as tf32 -> f32, i8 x i8 and u8 x u8 -> i32 (sm_80 and newer, as `dot(a, trans(w))`), f8e4m3 x f8e4m3 and f8e5m2 x f8e5m2 -> f32 (sm_89 and newer, as `dot(a, trans(w))`)";
 
 /// The PTX type name of an operand or accumulator element in `mma.sync`.
 pub fn ptx_name(t: ScalarTy) -> &'static str {
@@ -110,6 +119,8 @@ pub fn ptx_name(t: ScalarTy) -> &'static str {
         ScalarTy::BF16 => "bf16",
         ScalarTy::I8 => "s8",
         ScalarTy::U8 => "u8",
+        ScalarTy::F8E4M3 => "e4m3",
+        ScalarTy::F8E5M2 => "e5m2",
         ScalarTy::I32 => "s32",
         ScalarTy::F32 => "tf32",
         _ => "f32",

@@ -20,7 +20,8 @@
 //! `m16n8k8` (f16 only) on sm_75. 8-bit operands are the same with 16
 //! elements per 16-byte row: K steps by 32 (`m16n8k32.s32.s8.s8.s32`), and
 //! only the `trans(w)` form exists (`ldmatrix .trans` moves 16-bit
-//! elements).
+//! elements). The 8-bit floats take the same path
+//! (`m16n8k32.f32.e4m3.e4m3.f32`, sm_89 and PTX ISA 8.4).
 
 use super::{reg_list, Emitter, Reg, RegClass, V};
 use crate::ast::ScalarTy;
@@ -233,6 +234,11 @@ impl Emitter<'_> {
         if sm75 {
             // ldmatrix and mma.m16n8k8 are PTX ISA 6.5.
             self.need_version(65);
+        }
+        if op.is_f8() {
+            // ptxas 12.9: "mma with FP8 floating point type requires PTX
+            // ISA .version 8.4".
+            self.need_version(84);
         }
         let ty = crate::mma::ptx_name(op);
         // The accumulator's name: `f32` (`ptx_name` gives the operand's
