@@ -13,10 +13,13 @@ its PTX written beside it. CI does not run this: the PTX is checked in.
           compute_90; no headers), the hand-written reference GEMM of issue 30:
           run by crates/phobos-sim/tests/nvrtc_gemm.rs and the reference row of
           scripts/sass-loop-report.py
+  fp8     crates/phobos-sim/tests/ptx/fp8/fp8_fixtures.cu -> fp8_fixtures.ptx
+          (compute_89; no headers: inline PTX), the 8-bit float cvt forms and
+          mma.sync m16n8k32 .e4m3/.e5m2, run by crates/phobos-sim/tests/nvrtc_fp8.rs
 
     python3 -m pip install --no-deps --target ~/.cache/phobos/nvrtc-12.9.86 nvidia-cuda-nvrtc-cu12==12.9.86
     python3 -m pip install --no-deps --target ~/.cache/phobos/cudart-12.9 nvidia-cuda-runtime-cu12==12.9.79
-    scripts/nvrtc-fixtures.py [tensor|gemm ...]     (default: all)
+    scripts/nvrtc-fixtures.py [tensor|gemm|fp8 ...]     (default: all)
 """
 import ctypes, pathlib, sys
 
@@ -39,6 +42,11 @@ FIXTURES = {
             ("compute_80", "gemm_bf16_128x128x32.sm_80.ptx"),
             ("compute_90", "gemm_bf16_128x128x32.sm_90.ptx"),
         ],
+        False,
+    ),
+    "fp8": (
+        PTX_DIR / "fp8/fp8_fixtures.cu",
+        [("compute_89", "fp8_fixtures.ptx")],
         False,
     ),
 }

@@ -379,7 +379,8 @@ impl F8 {
         } else {
             round_float(v, fmt, Round::Rn).clamp(-fmt.max, fmt.max)
         };
-        let r = if relu && r < 0.0 { 0.0 } else { r };
+        // `.relu` clamps negative results to +0 (-0 included).
+        let r = if relu && r.is_sign_negative() { 0.0 } else { r };
         let sign = if r.is_sign_negative() { 0x80u8 } else { 0 };
         let a = r.abs();
         let sub = 2f64.powi(fmt.min_exp);
@@ -401,7 +402,7 @@ impl F8 {
         if v.is_nan() {
             return 0x7FFF;
         }
-        let v = if relu && v < 0.0 { 0.0 } else { v };
+        let v = if relu && v.is_sign_negative() { 0.0 } else { v };
         half::f16::from_f64(v).to_bits()
     }
 }
