@@ -24,12 +24,15 @@ pub fn acc_elem_ok(t: ScalarTy) -> bool {
 }
 
 /// Whether an accumulator of `acc` may be stored converted to `to`
-/// (`C[...] = f16(acc)`): an f32 accumulator as f16 or bf16, an f16 one as
-/// f32.
+/// (`C[...] = f16(acc)`): an f32 accumulator as f16, bf16 or an 8-bit
+/// float (sm_89 and newer: P0812), an f16 one as f32.
 pub fn acc_converts(acc: ScalarTy, to: ScalarTy) -> bool {
     matches!(
         (acc, to),
-        (ScalarTy::F32, ScalarTy::F16 | ScalarTy::BF16) | (ScalarTy::F16, ScalarTy::F32)
+        (
+            ScalarTy::F32,
+            ScalarTy::F16 | ScalarTy::BF16 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2
+        ) | (ScalarTy::F16, ScalarTy::F32)
     )
 }
 

@@ -83,6 +83,25 @@ fn f8_conversions(f: &Func, arch: u32) -> Result<(), BackendError> {
         Ty::Scalar(t) | Ty::Run { elem: t, .. } => Some(t),
         Ty::Unit => None,
     };
+    // An accumulator stored as an 8-bit float (`C[...] = f8e4m3(acc)`, or
+    // into a tile of them) converts each element.
+    for (s, stmt) in f.stmts.iter() {
+        let elem = match &stmt.kind {
+            StmtKind::AccStore { access, .. } => f.accesses[*access].elem,
+            StmtKind::AccToTile { buffer, .. } => match &f.buffers[*buffer].kind {
+                BufferKind::Tile { elem, .. } => *elem,
+                _ => continue,
+            },
+            _ => continue,
+        };
+        if elem.is_f8() {
+            return Err(BackendError::F8NeedsNewerTarget {
+                elem,
+                arch,
+                span: f.stmt_span(s),
+            });
+        }
+    }
     for (e, x) in f.exprs.iter() {
         let ExprKind::Convert(inner) = x.kind else {
             continue;

@@ -146,6 +146,10 @@ impl Emitter<'_> {
         let v = self.acc_read(reg, half);
         match (elem, out) {
             (ScalarTy::F32, ScalarTy::F16 | ScalarTy::BF16) => (self.f32_to_half(v, out), ".b16"),
+            // The byte, zero-extended in a 32-bit register.
+            (ScalarTy::F32, ScalarTy::F8E4M3 | ScalarTy::F8E5M2) => {
+                (self.f32_to_half(v, out), ".u8")
+            }
             (ScalarTy::F16, ScalarTy::F32) => {
                 let f = self.reg(RegClass::F32);
                 self.ins(&format!("cvt.f32.f16 {f}, {v};"));
