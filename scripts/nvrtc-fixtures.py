@@ -19,10 +19,13 @@ its PTX written beside it. CI does not run this: the PTX is checked in.
   tma     crates/phobos-sim/tests/ptx/hopper/tma_fixtures.cu -> tma_fixtures.ptx
           (compute_90a; no headers): TMA copies, mbarrier rings and swizzles, run by
           crates/phobos-sim/tests/nvrtc_tma.rs
+  fp8     crates/phobos-sim/tests/ptx/fp8/fp8_fixtures.cu -> fp8_fixtures.ptx
+          (compute_89; no headers: inline PTX), the 8-bit float cvt forms and
+          mma.sync m16n8k32 .e4m3/.e5m2, run by crates/phobos-sim/tests/nvrtc_fp8.rs
 
     python3 -m pip install --no-deps --target ~/.cache/phobos/nvrtc-12.9.86 nvidia-cuda-nvrtc-cu12==12.9.86
     python3 -m pip install --no-deps --target ~/.cache/phobos/cudart-12.9 nvidia-cuda-runtime-cu12==12.9.79
-    scripts/nvrtc-fixtures.py [tensor|gemm ...]     (default: all)
+    scripts/nvrtc-fixtures.py [tensor|gemm|fp8 ...]     (default: all)
 """
 import ctypes, pathlib, sys
 
@@ -55,6 +58,11 @@ FIXTURES = {
     "tma": (
         PTX_DIR / "hopper/tma_fixtures.cu",
         [("compute_90a", "tma_fixtures.ptx")],
+        False,
+    ),
+    "fp8": (
+        PTX_DIR / "fp8/fp8_fixtures.cu",
+        [("compute_89", "fp8_fixtures.ptx")],
         False,
     ),
 }

@@ -1270,6 +1270,33 @@ pub fn types_bf16() {
     o.check_f("F", n, |i| bf16::from_f64(a.f(i) + b.f(i)).to_f64());
 }
 
+pub fn types_f8() {
+    // A over f32 beyond e4m3's 448 and H beyond e5m2's 57344 (both
+    // saturate), P and Q every 8-bit pattern but the NaNs in turn (the
+    // generator's range covers subnormals and both signs).
+    let n = 300;
+    let mut p = Tensor::zeros(ScalarTy::F8E4M3, &[n]);
+    let mut q = Tensor::zeros(ScalarTy::F8E5M2, &[n]);
+    for i in 0..n {
+        p.bytes[i] = i as u8;
+        q.bytes[i] = (i as u8).wrapping_mul(7);
+    }
+    let o = with_n("types_f8", n)
+        .gen("A", Gen::Float(-600.0, 600.0))
+        .gen("H", Gen::Float(-65000.0, 65000.0))
+        .init("P", p)
+        .init("Q", q)
+        .run(g1(cdiv(n, 128)));
+    let (a, h, p, q) = (o.input("A"), o.input("H"), o.input("P"), o.input("Q"));
+    // `set_f` encodes with phobos_meta::f8 (round to nearest even,
+    // saturating): an implementation apart from the simulator's `cvt`.
+    o.check_f("E", n, |i| a.f(i));
+    o.check_f("F", n, |i| h.f(i));
+    o.check_f("X", n, |i| f64::from(p.f(i) as f32 * 2.0 + q.f(i) as f32));
+    o.check_f("Y", n, |i| q.f(i));
+    o.check_f("Z", n, |i| p.f(i));
+}
+
 pub fn types_bool() {
     let n = 90;
     let o = with_n("types_bool", n).run(g1(cdiv(n, 32)));
@@ -1732,6 +1759,50 @@ pub fn mma_gemm_i8() {
     integer_gemm("mma_gemm_i8");
 }
 
+/// An 8-bit float GEMM case against the f64 sum of the (exact) products of
+/// the f8 operands; the simulator rounds each mma's sum to f32.
+fn f8_gemm(name: &str) {
+    // sm_89's mma.sync, sm_90a's (K ragged: mma.sync there too, which
+    // ptxas emulates on Hopper), and sm_90a's wgmma (`m64nNk32`) with K a
+    // multiple of 16.
+    let sizes = [(70, 83, 75), (64, 64, 64), (1, 9, 33), (77, 5, 130)];
+    let aligned = [(70, 83, 80), (64, 64, 64), (1, 9, 16), (77, 5, 144)];
+    let runs = [
+        (89, false, sizes),
+        (SM_90A, false, sizes),
+        (SM_90A, true, aligned),
+    ];
+    for (arch, on_wgmma, sizes) in runs {
+        for &(m, n, k) in &sizes {
+            f8_gemm_at(name, arch, on_wgmma, (m, n, k));
+        }
+    }
+}
+
+fn f8_gemm_at(name: &str, arch: u32, on_wgmma: bool, (m, n, k): (usize, usize, usize)) {
+    {
+        let case = if on_wgmma {
+            hopper(name, "K = 16")
+        } else {
+            Case::corpus_for(name, arch)
+        };
+        let o = case
+            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+            .gen("A", Gen::Float(-8.0, 8.0))
+            .gen("W", Gen::Float(-8.0, 8.0))
+            .run([cdiv(m, 64), cdiv(n, 64), 1]);
+        o.check("C", &gemm_reference(&o, m, n, k, true));
+    }
+}
+
+pub fn mma_gemm_f8e4m3() {
+    f8_gemm("mma_gemm_f8e4m3");
+}
+
+pub fn mma_gemm_f8e5m2() {
+    f8_gemm("mma_gemm_f8e5m2");
+}
+
 pub fn mma_gemm_u8() {
     // Over the whole u8 range: sums up to 75 * 255 * 255.
     integer_gemm("mma_gemm_u8");
@@ -1768,10 +1839,10 @@ macro_rules! corpus_cases {
             int4_gemv, int_ops,
             lane_any_all, lane_argmax, lane_f16_sum, lane_max, lane_min_max_int,
             lane_reduce, lane_sum_width, lanes_matvec, loops, math_f32, rank3,
-            mma_attention_scores, mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_f16acc, mma_gemm_i8, mma_gemm_staged, mma_gemm_staged_bf16, mma_gemm_staged_tf32, mma_gemm_tf32, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
+            mma_attention_scores, mma_gemm_bf16, mma_gemm_bias_relu, mma_gemm_f16, mma_gemm_f16acc, mma_gemm_f8e4m3, mma_gemm_f8e5m2, mma_gemm_i8, mma_gemm_staged, mma_gemm_staged_bf16, mma_gemm_staged_tf32, mma_gemm_tf32, mma_gemm_u8, reg_gemm, reg_local, row_sum, run_column, run_f16, run_fn, run_gelu, run_long, run_math, run_softmax, run_store, run_unaligned, saxpy,
             scalars, scratch_fill, scratch_halo, scratch_scan, scratch_transpose, shfl_down_up, shfl_from, shfl_types, shfl_xor, short_circuit,
             staged_matvec, staged_row_sum, tile_f16_halo, tile_i8, tile_lut, tile_ragged, tile_reuse,
-            tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64,
+            tile_transpose, tile_write, types_bf16, types_bool, types_f16, types_f64, types_f8,
             types_i16_u16, types_i64_u64, types_i8_u8, vec_add,
         }
     };

@@ -125,6 +125,8 @@ fn upload(dev: &Device, t: &Tensor) -> Box<dyn DeviceTensor> {
         ScalarTy::U64 => upload_as::<u64>(dev, t),
         ScalarTy::F16 => upload_as::<f16>(dev, t),
         ScalarTy::BF16 => upload_as::<bf16>(dev, t),
+        ScalarTy::F8E4M3 => upload_as::<phobos_runtime::float8::F8E4M3>(dev, t),
+        ScalarTy::F8E5M2 => upload_as::<phobos_runtime::float8::F8E5M2>(dev, t),
         ScalarTy::F32 => upload_as::<f32>(dev, t),
         ScalarTy::F64 => upload_as::<f64>(dev, t),
     }

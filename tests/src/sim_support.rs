@@ -44,7 +44,7 @@ use std::collections::BTreeMap;
 /// Bytes per element of a scalar type in a tensor.
 pub fn elem_bytes(ty: ScalarTy) -> usize {
     match ty {
-        ScalarTy::Bool | ScalarTy::I8 | ScalarTy::U8 => 1,
+        ScalarTy::Bool | ScalarTy::I8 | ScalarTy::U8 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => 1,
         ScalarTy::I16 | ScalarTy::U16 | ScalarTy::F16 | ScalarTy::BF16 => 2,
         ScalarTy::I32 | ScalarTy::U32 | ScalarTy::F32 => 4,
         ScalarTy::I64 | ScalarTy::U64 | ScalarTy::F64 => 8,
@@ -53,10 +53,7 @@ pub fn elem_bytes(ty: ScalarTy) -> usize {
 
 /// Whether the type is a floating-point type.
 pub fn is_float(ty: ScalarTy) -> bool {
-    matches!(
-        ty,
-        ScalarTy::F16 | ScalarTy::BF16 | ScalarTy::F32 | ScalarTy::F64
-    )
+    ty.is_float()
 }
 
 /// A host tensor: element type, shape and little-endian bytes.
@@ -156,6 +153,7 @@ impl Tensor {
         match self.elem {
             ScalarTy::F16 => f16::from_bits(r as u16).to_f64(),
             ScalarTy::BF16 => bf16::from_bits(r as u16).to_f64(),
+            ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => phobos_core::f8::decode(r as u8, self.elem),
             ScalarTy::F32 => f64::from(f32::from_bits(r as u32)),
             ScalarTy::F64 => f64::from_bits(r),
             ScalarTy::U64 => r as f64,
@@ -183,6 +181,7 @@ impl Tensor {
         let r = match self.elem {
             ScalarTy::F16 => u64::from(f16::from_f64(v).to_bits()),
             ScalarTy::BF16 => u64::from(bf16::from_f64(v).to_bits()),
+            ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => u64::from(phobos_core::f8::encode(v, self.elem)),
             ScalarTy::F32 => u64::from((v as f32).to_bits()),
             ScalarTy::F64 => v.to_bits(),
             _ => return self.set_i(i, v as i64),
@@ -807,7 +806,7 @@ impl Outcome {
                 let (g, w) = (got.f(i), want.f(i));
                 if w.is_nan() {
                     g.is_nan()
-                } else if matches!(got.elem, ScalarTy::F16 | ScalarTy::BF16) {
+                } else if matches!(got.elem, ScalarTy::F16 | ScalarTy::BF16) || got.elem.is_f8() {
                     g == w
                 } else {
                     (g - w).abs() <= self.rel * w.abs().max(self.floor)

@@ -194,6 +194,51 @@ fn tensor_core_gemms_use_hmma_and_ldsm_without_local_memory() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The FP8 GEMMs: `mma.sync` m16n8k32 `.e4m3`/`.e5m2` is a native `QMMA`
+/// on sm_89 and sm_120; sm_90 and sm_100 have no FP8 `mma.sync` in
+/// hardware (Hopper's FP8 is wgmma's), so ptxas unpacks each operand
+/// register to f16 pairs (`F2FP.F16.E4M3.UNPACK`, exact) and issues two
+/// `HMMA.16816.F32` per mma: correct, and a reason for the sm_90a wgmma
+/// path. Either way the `ldmatrix` reads are the i8 GEMM's `LDSM`s and
+/// nothing goes to local memory.
+#[test]
+fn fp8_gemms_use_qmma_on_sm_89_and_unpacked_hmma_on_sm_90() {
+    let Some(tools) = tools() else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for (name, fmt) in [("mma_gemm_f8e4m3", "E4M3"), ("mma_gemm_f8e5m2", "E5M2")] {
+        let qmma = format!("QMMA.16832.F32.{fmt}.{fmt}");
+        let unpack = format!("F2FP.F16.{fmt}.UNPACK");
+        for (arch, want) in [
+            (89, [(qmma.as_str(), 16), ("HMMA", 0), ("LDSM", 8)]),
+            (120, [(qmma.as_str(), 16), ("HMMA", 0), ("LDSM", 8)]),
+            (
+                90,
+                [("HMMA.16816.F32", 32), (unpack.as_str(), 64), ("LDSM", 8)],
+            ),
+            (
+                100,
+                [("HMMA.16816.F32", 32), (unpack.as_str(), 64), ("LDSM", 8)],
+            ),
+        ] {
+            let sass = tools.sass_of(name, arch);
+            let local = analyze(&sass).local;
+            let got: Vec<(&str, usize)> = want
+                .iter()
+                .map(|&(op, _)| (op, count_ops(&sass, op)))
+                .collect();
+            eprintln!("{name} sm_{arch}: {got:?}, {local} local-memory instructions");
+            if got.iter().zip(&want).any(|(g, w)| g.1 != w.1) || local > 0 {
+                failures.push(format!(
+                    "{name} sm_{arch}: {got:?} (want {want:?}), {local} LDL/STL"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// The `stages S` rings: on every sm_80+ target ptxas makes each
 /// `cp.async` an `LDGSTS`, each commit an `LDGDEPBAR` and each wait a
 /// `DEPBAR`, the GEMMs keep their `HMMA` and `LDSM`, and nothing goes to

@@ -6,7 +6,7 @@
 //! an f32 accumulator stored as f16 or bf16, on sm_75 (where bf16 is
 //! rounded by hand) and sm_80.
 
-use phobos_conformance::sim_support::{Case, Outcome};
+use phobos_conformance::sim_support::{Case, Gen, Outcome};
 
 /// Runs `kernel` of `src` (`A: [M, 16]`, `W: [N, 16]`) with `M = m` and
 /// `N = n`, one CTA per 64 rows.
@@ -267,4 +267,90 @@ fn accumulator_pairs_are_stored_together_where_aligned() {
     }
     o.check("C", &c);
     o.check("H", &h);
+}
+
+const TO_F8: &str = r#"// needs: sm_89
+@launch(128)
+kernel to_f8(A: tensor<f16>[M, 16], W: tensor<f16>[N, 16], E: tensor<f8e4m3>[M, N], F: tensor<f8e5m2>[M, N]) {
+  var a = A[ctx.block.x * 64 :+ 64, 0 :+ 16]
+  var w = W[0 :+ 32, 0 :+ 16]
+  var acc = zeros<f32>[64, 32]
+  acc += dot(a, trans(w))
+  E[ctx.block.x * 64 :+ 64, 0 :+ 32] = f8e4m3(acc)
+  F[ctx.block.x * 64 :+ 64, 0 :+ 32] = f8e5m2(acc)
+}
+"#;
+
+/// `C[...] = f8e4m3(acc)` and `f8e5m2(acc)` (sm_89 and newer): each f32
+/// element rounded to nearest even and saturated (the inputs reach past
+/// e4m3's 448), masked at ragged bounds; P0812 below sm_89; ptxas
+/// assembles it for every target from sm_89.
+#[test]
+fn an_f32_accumulator_is_stored_as_8_bit_floats() {
+    let (m, n) = (70usize, 27usize);
+    let o = Case::source(TO_F8, "to_f8.pho", "to_f8")
+        .dims(&[("M", m as i64), ("N", n as i64)])
+        .gen("A", Gen::Float(-20.0, 20.0))
+        .gen("W", Gen::Float(-20.0, 20.0))
+        .run([m.div_ceil(64) as u32, 1, 1]);
+    let (mut e, mut f) = (o.expect("E"), o.expect("F"));
+    let mut saturated = 0;
+    for i in 0..m {
+        for j in 0..n {
+            let s = f64::from(dot16(&o, i, j) as f32);
+            saturated += usize::from(s.abs() > 448.0);
+            e.set_f(i * n + j, s);
+            f.set_f(i * n + j, s);
+        }
+    }
+    assert!(
+        saturated > 0,
+        "no sum beyond 448: the saturation is untested"
+    );
+    o.check("E", &e);
+    o.check("F", &f);
+    // With N = 32 a lane's two adjacent bytes go out as one `v2.u8`.
+    let pairs = TO_F8
+        .replace("[N, 16]", "[32, 16]")
+        .replace("[M, N]", "[M, 32]");
+    let (k, _) = phobos_core::compile(
+        &pairs,
+        "to_f8_pairs.pho",
+        &phobos_core::CompileOptions::for_arch(89),
+    );
+    assert!(k[0].ptx.contains("st.global.v2.u8"), "{}", k[0].ptx);
+    let o = Case::source(&pairs, "to_f8_pairs.pho", "to_f8")
+        .dims(&[("M", m as i64)])
+        .gen("A", Gen::Float(-20.0, 20.0))
+        .gen("W", Gen::Float(-20.0, 20.0))
+        .run([m.div_ceil(64) as u32, 1, 1]);
+    let mut e = o.expect("E");
+    for i in 0..m {
+        for j in 0..32 {
+            e.set_f(i * 32 + j, f64::from(dot16(&o, i, j) as f32));
+        }
+    }
+    o.check("E", &e);
+    let Some(ptxas) = phobos_conformance::ptxas_or_skip() else {
+        return;
+    };
+    for (src, arch) in [TO_F8, pairs.as_str()]
+        .into_iter()
+        .flat_map(|s| phobos_core::ARCHES.into_iter().map(move |a| (s, a)))
+    {
+        let (kernels, diags) = phobos_core::compile(
+            src,
+            "to_f8.pho",
+            &phobos_core::CompileOptions::for_arch(arch),
+        );
+        if arch < 89 {
+            let codes: Vec<_> = diags.iter().map(|d| d.code.as_str()).collect();
+            assert_eq!(codes, ["P0812"], "sm_{arch}");
+            continue;
+        }
+        assert!(diags.is_empty(), "{diags:?}");
+        if let Err(e) = phobos_conformance::assemble(&ptxas, "to_f8", arch, &kernels[0].ptx) {
+            panic!("to_f8 sm_{arch}: {e}");
+        }
+    }
 }

@@ -80,6 +80,8 @@ pub fn rust_type(ty: ScalarTy) -> &'static str {
     match ty {
         ScalarTy::F16 => "phobos_rt::half::f16",
         ScalarTy::BF16 => "phobos_rt::half::bf16",
+        ScalarTy::F8E4M3 => "phobos_rt::float8::F8E4M3",
+        ScalarTy::F8E5M2 => "phobos_rt::float8::F8E5M2",
         t => t.name(),
     }
 }

@@ -59,6 +59,28 @@ fn docs_carry_the_kernel_signature() {
 }
 
 #[test]
+fn eight_bit_float_tensors_and_scalars_are_the_float8_crates_types() {
+    let src = include_str!("../../../tests/in/mma_gemm_f8e4m3.pho");
+    let (kernels, diags) =
+        phobos_core::compile(src, "f8.pho", &phobos_core::CompileOptions::for_arch(89));
+    assert!(!diags.iter().any(|d| d.is_error()), "{diags:?}");
+    let mut meta = kernels.into_iter().next().expect("one kernel").meta;
+    meta.params.push(ParamMeta {
+        name: "s".into(),
+        kind: ParamKindMeta::Scalar(ScalarTy::F8E5M2),
+    });
+    let code = generate_kernel(&assets(meta), &AssetRoot::Path("/tmp/x/".into()));
+    assert!(
+        code.contains("    A: &phobos_rt::Tensor<phobos_rt::float8::F8E4M3>,\n    W: &phobos_rt::Tensor<phobos_rt::float8::F8E4M3>,\n"),
+        "{code}"
+    );
+    assert!(
+        code.contains("    s: phobos_rt::float8::F8E5M2,\n"),
+        "{code}"
+    );
+}
+
+#[test]
 fn a_kernel_with_grid_takes_no_grid_and_scalars_go_by_value() {
     let mut meta = lanes_matvec();
     meta.name = "type".into();

@@ -190,10 +190,12 @@ const NUMPY: [(ScalarTy, &str, &str); 12] = [
 
 /// The numpy dtype code (without byte order) that holds `elem`.
 pub fn npy_code(elem: ScalarTy) -> &'static str {
-    let elem = if elem == ScalarTy::BF16 {
-        ScalarTy::U16
-    } else {
-        elem
+    // NumPy has no bf16 or 8-bit float dtype: those tensors travel as
+    // their bits (uint16, uint8; ml_dtypes' types view as them).
+    let elem = match elem {
+        ScalarTy::BF16 => ScalarTy::U16,
+        ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => ScalarTy::U8,
+        e => e,
     };
     NUMPY
         .iter()
@@ -329,6 +331,8 @@ mod tests {
         }
         // bf16 travels as uint16 bits, so uint16 reads back as u16.
         assert_eq!(npy_code(ScalarTy::BF16), "u2");
+        assert_eq!(npy_code(ScalarTy::F8E4M3), "u1");
+        assert_eq!(npy_code(ScalarTy::F8E5M2), "u1");
         assert_eq!(npy_elem("u2"), Some(ScalarTy::U16));
         assert_eq!(npy_elem("c8"), None);
         assert_eq!(numpy_name("c8"), "another type");

@@ -364,10 +364,11 @@ fn tensor_npy(
     let descr = npy.descr.to_string();
     let (order, code) = descr.split_at(1.min(descr.len()));
     let want = crate::args::npy_code(elem);
-    let bf16_note = if elem == ScalarTy::BF16 {
-        " (bf16 tensors are given as uint16 bits)"
-    } else {
-        ""
+    let bf16_note = match elem {
+        ScalarTy::BF16 => " (bf16 tensors are given as uint16 bits)",
+        ScalarTy::F8E4M3 => " (f8e4m3 tensors are given as uint8 bits)",
+        ScalarTy::F8E5M2 => " (f8e5m2 tensors are given as uint8 bits)",
+        _ => "",
     };
     if code != want {
         return Err(Failure::usage(format!(
@@ -419,7 +420,9 @@ fn write_npy(path: &Path, shape: &[u64], elem: ScalarTy, bytes: &[u8]) -> std::i
     match elem {
         ScalarTy::Bool => write_typed(path, shape, bytes.iter().map(|&b| b != 0)),
         ScalarTy::I8 => write_typed(path, shape, chunks!(i8, 1)),
-        ScalarTy::U8 => write_typed(path, shape, bytes.iter().copied()),
+        ScalarTy::U8 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => {
+            write_typed(path, shape, bytes.iter().copied())
+        }
         ScalarTy::I16 => write_typed(path, shape, chunks!(i16, 2)),
         ScalarTy::U16 | ScalarTy::BF16 => write_typed(path, shape, chunks!(u16, 2)),
         ScalarTy::I32 => write_typed(path, shape, chunks!(i32, 4)),

@@ -446,3 +446,50 @@ fn shared_memory_above_48_kilobytes_runs_up_to_the_targets_limit() {
     let out = c.sim(&["--arch", "sm_75", "--grid", "1"], &["A", "B", "y"]);
     assert_fails(&out, 1, "sm_75 allows at most 65536 bytes per CTA");
 }
+
+/// 8-bit floats in, through a conversion, and out.
+const F8_SCALE: &str = "@launch(32)
+kernel f8_scale(P: tensor<f8e4m3>[N], Q: tensor<f8e5m2>[N], X: tensor<f32>[N]) {
+  let i = ctx.thread
+  if i < N {
+    X[i] = f32(P[i])
+    Q[i] = f8e5m2(f32(P[i]) * 2.0)
+  }
+}
+";
+
+#[test]
+fn f8_tensors_travel_as_uint8_bits_and_are_refused_as_floats() {
+    let n = 20usize;
+    let c = Case::new("f8.pho", F8_SCALE);
+    // e4m3 bits: 0x38 is 1.0, 0x3c 1.5, 0x7e 448 (2 * 448 = 896 rounds to
+    // e5m2's 896), 0xb8 -1.0, 0x01 2^-9.
+    let p: Vec<u8> = (0..n as u8)
+        .map(|i| [0x38, 0x3c, 0x7e, 0xb8, 0x01][usize::from(i) % 5])
+        .collect();
+    write_npy(&c.path("P.npy"), &[n as u64], &p);
+    write_npy(&c.path("Q.npy"), &[n as u64], &vec![0u8; n]);
+    write_npy(&c.path("X.npy"), &[n as u64], &vec![f32::NAN; n]);
+    let out = c.sim(&["--arch", "sm_89", "--grid", "1"], &["P", "Q", "X"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, x) = read_npy::<f32>(&c.path("out/X.npy"));
+    let (shape, q) = read_npy::<u8>(&c.path("out/Q.npy"));
+    assert_eq!(shape, [n as u64]);
+    let vals = [1.0f32, 1.5, 448.0, -1.0, 2f32.powi(-9)];
+    // e5m2 bits of twice each: 2 = 0x40, 3 = 0x42, 896 = 0x63, -2 = 0xc0,
+    // 2^-8 = 0x1c.
+    let twice = [0x40u8, 0x42, 0x63, 0xc0, 0x1c];
+    for i in 0..n {
+        assert_eq!(x[i], vals[i % 5], "X[{i}]");
+        assert_eq!(q[i], twice[i % 5], "Q[{i}]");
+    }
+    // A float32 array for an f8 tensor is refused, saying how f8 travels.
+    write_npy(&c.path("P.npy"), &[n as u64], &vec![1.0f32; n]);
+    let out = c.sim(&["--arch", "sm_89", "--grid", "1"], &["P", "Q", "X"]);
+    assert_fails(&out, 2, "(f8e4m3 tensors are given as uint8 bits)");
+    // Below sm_89 the conversion has no instruction: P0812.
+    write_npy(&c.path("P.npy"), &[n as u64], &p);
+    let out = c.sim(&["--grid", "1"], &["P", "Q", "X"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("P0812"), "{}", stderr(&out));
+}

@@ -22,7 +22,7 @@ pub mod source;
 
 // The contract with the runtime lives in phobos-meta; its modules stay
 // reachable at their old paths (`phobos_core::meta::KernelMeta`).
-pub use phobos_meta::{arch, binding, consteval, meta};
+pub use phobos_meta::{arch, binding, consteval, f8, meta};
 // The front end's modules, at their old paths too.
 pub use front::{ast, format, lexer, parse_error, parser};
 

@@ -24,12 +24,15 @@ pub fn acc_elem_ok(t: ScalarTy) -> bool {
 }
 
 /// Whether an accumulator of `acc` may be stored converted to `to`
-/// (`C[...] = f16(acc)`): an f32 accumulator as f16 or bf16, an f16 one as
-/// f32.
+/// (`C[...] = f16(acc)`): an f32 accumulator as f16, bf16 or an 8-bit
+/// float (sm_89 and newer: P0812), an f16 one as f32.
 pub fn acc_converts(acc: ScalarTy, to: ScalarTy) -> bool {
     matches!(
         (acc, to),
-        (ScalarTy::F32, ScalarTy::F16 | ScalarTy::BF16) | (ScalarTy::F16, ScalarTy::F32)
+        (
+            ScalarTy::F32,
+            ScalarTy::F16 | ScalarTy::BF16 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2
+        ) | (ScalarTy::F16, ScalarTy::F32)
     )
 }
 
@@ -96,12 +99,21 @@ pub fn dot_kind(op: ScalarTy, acc: ScalarTy) -> Option<DotKind> {
             min_arch: 80,
             b_trans_only: true,
         }),
+        // m16n8k32 .e4m3/.e5m2 -> f32: sm_89 (Ada) and newer, PTX ISA 8.4;
+        // the fragments are the 8-bit integer ones.
+        (ScalarTy::F8E4M3 | ScalarTy::F8E5M2, ScalarTy::F32) => Some(DotKind {
+            op,
+            acc,
+            k: 32,
+            min_arch: 89,
+            b_trans_only: true,
+        }),
         _ => None,
     }
 }
 
 /// The pairs [`dot_kind`] accepts, as the diagnostics list them.
-pub const SUPPORTED_PAIRS: &str = "f16 x f16 -> f32 or f16 (sm_75 and newer), bf16 x bf16 -> f32 (sm_80 and newer), f32 x f32 as tf32 -> f32, i8 x i8 and u8 x u8 -> i32 (sm_80 and newer, as `dot(a, trans(w))`)";
+pub const SUPPORTED_PAIRS: &str = "f16 x f16 -> f32 or f16 (sm_75 and newer), bf16 x bf16 -> f32 (sm_80 and newer), f32 x f32 as tf32 -> f32, i8 x i8 and u8 x u8 -> i32 (sm_80 and newer, as `dot(a, trans(w))`), f8e4m3 x f8e4m3 and f8e5m2 x f8e5m2 -> f32 (sm_89 and newer, as `dot(a, trans(w))`)";
 
 /// The PTX type name of an operand or accumulator element in `mma.sync`.
 pub fn ptx_name(t: ScalarTy) -> &'static str {
@@ -110,6 +122,8 @@ pub fn ptx_name(t: ScalarTy) -> &'static str {
         ScalarTy::BF16 => "bf16",
         ScalarTy::I8 => "s8",
         ScalarTy::U8 => "u8",
+        ScalarTy::F8E4M3 => "e4m3",
+        ScalarTy::F8E5M2 => "e5m2",
         ScalarTy::I32 => "s32",
         ScalarTy::F32 => "tf32",
         _ => "f32",
@@ -125,9 +139,11 @@ pub fn ptx_name(t: ScalarTy) -> &'static str {
 /// `w` then holds rows `16 w ..` in the `m16n8` fragment layout repeated
 /// along N, which is exactly the [`WarpLayout`] with one warp column and
 /// one fragment row per warp, so the epilogue and store code serve both
-/// paths. f16 and bf16 operands only: tf32 `wgmma` reads f32 bits
-/// truncated where `mma.sync` rounds them (`cvt.rna`), so f32 operands keep
-/// `mma.sync` and its rounding (docs/tensor-cores.md).
+/// paths. f16, bf16 and 8-bit float operands (`m64nNk32 .e4m3/.e5m2`,
+/// both K-major: `dot(a, trans(w))`, as for `mma.sync`); tf32 `wgmma`
+/// reads f32 bits truncated where `mma.sync` rounds them (`cvt.rna`), so
+/// f32 operands keep `mma.sync` and its rounding, and integers keep it too
+/// (docs/tensor-cores.md).
 pub fn wgmma_layout(
     m: u32,
     n: u32,
@@ -136,7 +152,10 @@ pub fn wgmma_layout(
     acc: ScalarTy,
 ) -> Option<WarpLayout> {
     let kind = dot_kind(op, acc)?;
-    if !matches!(kind.op, ScalarTy::F16 | ScalarTy::BF16) {
+    if !matches!(
+        kind.op,
+        ScalarTy::F16 | ScalarTy::BF16 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2
+    ) {
         return None;
     }
     warpgroup_layout(m, n, threads)

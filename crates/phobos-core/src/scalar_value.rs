@@ -44,10 +44,18 @@ impl ScalarValue {
                 "false" | "0" => 0,
                 _ => return Err(bad()),
             },
-            ScalarTy::F16 | ScalarTy::BF16 | ScalarTy::F32 | ScalarTy::F64 => {
+            ScalarTy::F16
+            | ScalarTy::BF16
+            | ScalarTy::F32
+            | ScalarTy::F64
+            | ScalarTy::F8E4M3
+            | ScalarTy::F8E5M2 => {
                 let v: f64 = t.parse().map_err(|_| bad())?;
                 let spelled = t.to_ascii_lowercase();
                 let bits = match ty {
+                    ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => {
+                        u64::from(phobos_meta::f8::encode(v, ty))
+                    }
                     ScalarTy::F16 => u64::from(half::f16::from_f64(v).to_bits()),
                     ScalarTy::BF16 => u64::from(half::bf16::from_f64(v).to_bits()),
                     ScalarTy::F32 => u64::from((v as f32).to_bits()),
@@ -60,6 +68,17 @@ impl ScalarValue {
                         "{text} is out of range for scalar `{name}` of type {} (it would become infinity)",
                         ty.name()
                     ));
+                }
+                // The 8-bit floats saturate rather than overflow (PTX's
+                // `satfinite`): a number beyond the largest finite value
+                // would silently become it, so it is refused here too.
+                if let Some(max) = phobos_meta::f8::max(ty) {
+                    if v.is_finite() && v.abs() > max {
+                        return Err(format!(
+                            "{text} is out of range for scalar `{name}` of type {} (largest finite value {max})",
+                            ty.name()
+                        ));
+                    }
                 }
                 bits
             }
@@ -122,6 +141,7 @@ impl ScalarValue {
             ScalarTy::BF16 => half::bf16::from_bits(b as u16).to_f64(),
             ScalarTy::F32 => f64::from(f32::from_bits(b as u32)),
             ScalarTy::F64 => f64::from_bits(b),
+            ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => phobos_meta::f8::decode(b as u8, self.ty),
         }
     }
 }
@@ -166,6 +186,20 @@ mod tests {
             let e = parse(ScalarTy::I32, text).unwrap_err();
             assert!(e.contains("of type i32"), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn eight_bit_floats_round_to_nearest_even_and_refuse_what_would_saturate() {
+        assert_eq!(
+            parse(ScalarTy::F8E4M3, "1.5").unwrap().to_le_bytes(),
+            [0x3c]
+        );
+        assert_eq!(parse(ScalarTy::F8E4M3, "1.0625").unwrap().to_f64(), 1.0);
+        assert_eq!(parse(ScalarTy::F8E5M2, "-2").unwrap().to_le_bytes(), [0xc0]);
+        let e = parse(ScalarTy::F8E4M3, "449").unwrap_err();
+        assert!(e.contains("type f8e4m3") && e.contains("448"), "{e}");
+        assert!(parse(ScalarTy::F8E5M2, "57344").is_ok());
+        assert!(parse(ScalarTy::F8E5M2, "60000").is_err());
     }
 
     #[test]

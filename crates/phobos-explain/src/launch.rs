@@ -671,6 +671,9 @@ fn random_bytes(elem: ScalarTy, len: usize, rng: &mut XorShift) -> Vec<u8> {
             ScalarTy::BF16 => out.extend(half::bf16::from_f64(rng.unit()).to_le_bytes()),
             ScalarTy::F32 => out.extend((rng.unit() as f32).to_le_bytes()),
             ScalarTy::F64 => out.extend(rng.unit().to_le_bytes()),
+            ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => {
+                out.push(phobos_core::f8::encode(rng.unit(), elem))
+            }
         }
     }
     out.resize(len, 0);

@@ -66,6 +66,25 @@ fn bits(t: ScalarTy) -> u32 {
     crate::value::bits(t)
 }
 
+/// The types the generator writes: every scalar type but the 8-bit floats,
+/// which have no arithmetic (P0473) and convert only on sm_89 and newer
+/// (P0812), in `ScalarTy::ALL`'s order (so a seed makes the program it
+/// made before they existed).
+const TYPES: [ScalarTy; 13] = {
+    let mut out = [ScalarTy::Bool; 13];
+    let mut i = 0;
+    let mut j = 0;
+    while i < ScalarTy::ALL.len() {
+        let t = ScalarTy::ALL[i];
+        if !matches!(t, ScalarTy::F8E4M3 | ScalarTy::F8E5M2) {
+            out[j] = t;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
 /// What the generator may use; lets tests switch features off.
 #[derive(Clone, Debug)]
 pub struct Features {
@@ -185,7 +204,7 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
     let grid = rng.gen_range(1..=3u32);
     let mut in_tys = vec![ScalarTy::F32, ScalarTy::I32, ScalarTy::I8];
     for _ in 0..rng.gen_range(0..3) {
-        in_tys.push(*ScalarTy::ALL.choose(&mut rng).expect("nonempty"));
+        in_tys.push(*TYPES.choose(&mut rng).expect("nonempty"));
     }
     in_tys.dedup();
     let inputs: Vec<(String, ScalarTy)> = in_tys
@@ -195,12 +214,12 @@ pub fn generate(seed: u64, feat: &Features) -> Program {
         .collect();
     let mut scalars = Vec::new();
     for i in 0..rng.gen_range(0..3) {
-        let t = *ScalarTy::ALL.choose(&mut rng).expect("nonempty");
+        let t = *TYPES.choose(&mut rng).expect("nonempty");
         scalars.push((names.name(format!("s{i}")), t));
     }
     let mut outs = vec![];
     for i in 0..rng.gen_range(1..4) {
-        let t = *ScalarTy::ALL.choose(&mut rng).expect("nonempty");
+        let t = *TYPES.choose(&mut rng).expect("nonempty");
         outs.push((names.name(format!("O{i}")), t));
     }
     let autotune = rng.gen_bool(0.3);
@@ -434,7 +453,7 @@ impl Gen {
             self.feat.tiles && (top || (self.feat.tiles_in_branches && self.ctrl == Lvl::Uniform));
         match r {
             0..=29 => {
-                let ty = self.pick(&ScalarTy::ALL);
+                let ty = self.pick(&TYPES);
                 let x = self.expr(ty, 3);
                 let mutable = self.rng.gen_bool(0.4);
                 let mut lvl = x.lvl.max(self.ctrl);
@@ -725,7 +744,7 @@ impl Gen {
         let len = self.pick(&[32u32, 64, 128, 256]);
         let name = self.name("t");
         if top && !self.tiles.iter().any(|t| t.two_d) && self.rng.gen_bool(0.5) {
-            let elem = self.pick(&ScalarTy::ALL);
+            let elem = self.pick(&TYPES);
             let (a, b) = self.tile_start();
             out.push(St::Other(E::leaf(
                 elem,
@@ -1161,7 +1180,7 @@ impl Gen {
         let b = ScalarTy::Bool;
         Some(match r {
             0..=39 => {
-                let t = self.pick(&ScalarTy::ALL);
+                let t = self.pick(&TYPES);
                 let (x, y) = (self.expr(t, d), self.expr(t, d));
                 if !(x.exact && y.exact) {
                     return None;
@@ -1272,7 +1291,7 @@ impl Gen {
             }
             48..=52 => {
                 // A conversion from another type.
-                let from = self.pick(&ScalarTy::ALL);
+                let from = self.pick(&TYPES);
                 let x = self.expr(from, d);
                 if !x.exact {
                     return None;
@@ -1284,9 +1303,8 @@ impl Gen {
                 self.bin(t, &["cdiv((", " & 63), ((", " & 7) + 1))"], x, y)
             }
             56..=58 if t == ScalarTy::I32 => {
-                // The integer types in `ScalarTy::ALL`'s order, I8 to U64.
-                let ints: Vec<ScalarTy> =
-                    ScalarTy::ALL.into_iter().filter(|t| t.is_int()).collect();
+                // The integer types in `TYPES`' order, I8 to U64.
+                let ints: Vec<ScalarTy> = TYPES.into_iter().filter(|t| t.is_int()).collect();
                 let from = self.pick(&ints);
                 let x = self.expr(from, d);
                 Self::un(t, &["popcount(", ")"], x)
@@ -1313,7 +1331,7 @@ impl Gen {
                     if t != ScalarTy::I32 {
                         return None;
                     }
-                    let from = self.pick(&ScalarTy::ALL);
+                    let from = self.pick(&TYPES);
                     if from == ScalarTy::Bool {
                         return None;
                     }
@@ -1392,7 +1410,7 @@ impl Gen {
                 Self::node3(t, &["select(", ", ", ", ", ")"], [c, x, y], exact)
             }
             62..=69 => {
-                let from = self.pick(&ScalarTy::ALL);
+                let from = self.pick(&TYPES);
                 let x = self.expr(from, d);
                 // A large integer or value converted to a narrow float
                 // type is fine: both sides round the same way.

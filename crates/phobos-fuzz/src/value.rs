@@ -16,8 +16,8 @@
 
 use half::{bf16, f16};
 use phobos_core::ast::{BinOp, ScalarTy, UnOp};
-use phobos_core::consteval;
 use phobos_core::hir::Builtin;
+use phobos_core::{consteval, f8};
 use std::fmt;
 
 /// One scalar. `Int` holds the value already wrapped to its type's range;
@@ -62,7 +62,7 @@ pub fn undefined<T>(why: impl Into<String>) -> R<T> {
 pub fn bits(t: ScalarTy) -> u32 {
     match t {
         ScalarTy::Bool => 1,
-        ScalarTy::I8 | ScalarTy::U8 => 8,
+        ScalarTy::I8 | ScalarTy::U8 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => 8,
         ScalarTy::I16 | ScalarTy::U16 | ScalarTy::F16 | ScalarTy::BF16 => 16,
         ScalarTy::I32 | ScalarTy::U32 | ScalarTy::F32 => 32,
         ScalarTy::I64 | ScalarTy::U64 | ScalarTy::F64 => 64,
@@ -70,10 +70,7 @@ pub fn bits(t: ScalarTy) -> u32 {
 }
 
 pub fn is_float(t: ScalarTy) -> bool {
-    matches!(
-        t,
-        ScalarTy::F16 | ScalarTy::BF16 | ScalarTy::F32 | ScalarTy::F64
-    )
+    t.is_float()
 }
 
 pub fn is_signed(t: ScalarTy) -> bool {
@@ -95,6 +92,7 @@ pub fn round(t: ScalarTy, v: f64) -> f64 {
         ScalarTy::F64 => v,
         ScalarTy::F32 => f64::from(v as f32),
         ScalarTy::F16 => f16::from_f32(v as f32).to_f64(),
+        ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => f8::decode(f8::encode(f64::from(v as f32), t), t),
         _ => bf16::from_f32(v as f32).to_f64(),
     }
 }
@@ -138,6 +136,7 @@ pub fn to_bits(t: ScalarTy, v: S) -> u64 {
         ScalarTy::Bool => u64::from(as_b(v)),
         ScalarTy::F16 => u64::from(f16::from_f64(as_f(v)).to_bits()),
         ScalarTy::BF16 => u64::from(bf16::from_f64(as_f(v)).to_bits()),
+        ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => u64::from(f8::encode(as_f(v), t)),
         ScalarTy::F32 => u64::from((as_f(v) as f32).to_bits()),
         ScalarTy::F64 => as_f(v).to_bits(),
         _ => (as_i(v) as u64) & mask(t),
@@ -157,6 +156,7 @@ pub fn from_bits(t: ScalarTy, b: u64) -> S {
         ScalarTy::Bool => S::B(b & 1 != 0),
         ScalarTy::F16 => S::F(f16::from_bits(b as u16).to_f64()),
         ScalarTy::BF16 => S::F(bf16::from_bits(b as u16).to_f64()),
+        ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => S::F(f8::decode(b as u8, t)),
         ScalarTy::F32 => S::F(f64::from(f32::from_bits(b as u32))),
         ScalarTy::F64 => S::F(f64::from_bits(b)),
         _ => S::I(wrap(t, i128::from(b & mask(t)))),
@@ -402,6 +402,9 @@ pub fn close_within(t: ScalarTy, got: f64, want: f64, slack: f64) -> bool {
     let tol = match t {
         ScalarTy::F16 => 8.0 * f64::from(f16::EPSILON.to_f32()),
         ScalarTy::BF16 => 8.0 * f64::from(bf16::EPSILON.to_f32()),
+        // Machine epsilon 2^-3 (e4m3) and 2^-2 (e5m2).
+        ScalarTy::F8E4M3 => 8.0 * 0.125,
+        ScalarTy::F8E5M2 => 8.0 * 0.25,
         _ => 256.0 * f64::from(f32::EPSILON),
     };
     (got - want).abs() <= tol * (1.0 + want.abs() + slack)

@@ -267,11 +267,11 @@ impl TensorMapSpec {
     }
 
     /// `CUtensorMapDataType` of the element type (the driver's enum
-    /// value). TMA copies bytes: `bool`, `i8` move as `UINT8`, `i16` as
-    /// `UINT16`.
+    /// value). TMA copies bytes: `bool`, `i8` and the 8-bit floats move as
+    /// `UINT8`, `i16` as `UINT16`.
     pub fn data_type(&self) -> u32 {
         match self.elem {
-            ScalarTy::Bool | ScalarTy::I8 | ScalarTy::U8 => 0,
+            ScalarTy::Bool | ScalarTy::I8 | ScalarTy::U8 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => 0,
             ScalarTy::I16 | ScalarTy::U16 => 1,
             ScalarTy::U32 => 2,
             ScalarTy::I32 => 3,

@@ -14,6 +14,8 @@
 //!   variant, grid and block, and the `.param` values, with its refusals
 //!   (`BindError`);
 //! - `scalar`: the scalar types and operators metadata names;
+//! - `f8`: the values of the 8-bit float types (`f8e4m3`, `f8e5m2`),
+//!   encoded with PTX's saturating conversion;
 //! - `consteval`: exact integer constant evaluation, the one definition of
 //!   what an integer operator computes (`@grid` expressions at launch, the
 //!   checker's and backend's folding);
@@ -24,6 +26,7 @@
 pub mod arch;
 pub mod binding;
 pub mod consteval;
+pub mod f8;
 pub mod meta;
 pub mod scalar;
 

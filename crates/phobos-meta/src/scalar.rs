@@ -19,10 +19,16 @@ pub enum ScalarTy {
     BF16,
     F32,
     F64,
+    /// 8-bit float, 4 exponent bits (bias 7), 3 mantissa bits, no
+    /// infinities, NaN `0x7f`/`0xff`, max finite 448 (OCP FP8 E4M3; PTX `.e4m3`).
+    F8E4M3,
+    /// 8-bit float, 5 exponent bits (bias 15), 2 mantissa bits, IEEE-like
+    /// infinities and NaNs, max finite 57344 (OCP FP8 E5M2; PTX `.e5m2`).
+    F8E5M2,
 }
 
 impl ScalarTy {
-    pub const ALL: [ScalarTy; 13] = [
+    pub const ALL: [ScalarTy; 15] = [
         ScalarTy::Bool,
         ScalarTy::I8,
         ScalarTy::U8,
@@ -36,6 +42,8 @@ impl ScalarTy {
         ScalarTy::BF16,
         ScalarTy::F32,
         ScalarTy::F64,
+        ScalarTy::F8E4M3,
+        ScalarTy::F8E5M2,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -52,6 +60,8 @@ impl ScalarTy {
             ScalarTy::BF16 => "bf16",
             ScalarTy::F32 => "f32",
             ScalarTy::F64 => "f64",
+            ScalarTy::F8E4M3 => "f8e4m3",
+            ScalarTy::F8E5M2 => "f8e5m2",
         }
     }
     pub fn from_name(s: &str) -> Option<ScalarTy> {
@@ -60,7 +70,7 @@ impl ScalarTy {
     /// Size in bytes of one element in memory (`bool` is one byte).
     pub fn size(self) -> u32 {
         match self {
-            ScalarTy::Bool | ScalarTy::I8 | ScalarTy::U8 => 1,
+            ScalarTy::Bool | ScalarTy::I8 | ScalarTy::U8 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => 1,
             ScalarTy::I16 | ScalarTy::U16 | ScalarTy::F16 | ScalarTy::BF16 => 2,
             ScalarTy::I32 | ScalarTy::U32 | ScalarTy::F32 => 4,
             ScalarTy::I64 | ScalarTy::U64 | ScalarTy::F64 => 8,
@@ -69,8 +79,18 @@ impl ScalarTy {
     pub fn is_float(self) -> bool {
         matches!(
             self,
-            ScalarTy::F16 | ScalarTy::BF16 | ScalarTy::F32 | ScalarTy::F64
+            ScalarTy::F16
+                | ScalarTy::BF16
+                | ScalarTy::F32
+                | ScalarTy::F64
+                | ScalarTy::F8E4M3
+                | ScalarTy::F8E5M2
         )
+    }
+    /// The 8-bit floats: storage and conversion types with no arithmetic
+    /// of their own (values are converted to `f16`/`f32` to compute).
+    pub fn is_f8(self) -> bool {
+        matches!(self, ScalarTy::F8E4M3 | ScalarTy::F8E5M2)
     }
     pub fn is_int(self) -> bool {
         !self.is_float() && self != ScalarTy::Bool

@@ -51,6 +51,29 @@ numeric_elem!(
     half::f16 => F16, half::bf16 => BF16,
 );
 
+/// The 8-bit floats are their bits (the `float8` crate's types, which
+/// candle uses; their `from_f32` rounds and saturates as the device's
+/// `cvt.rn.satfinite` does).
+macro_rules! f8_elem {
+    ($($t:ty => $ty:ident),* $(,)?) => {$(
+        impl sealed::Sealed for $t {}
+        impl Elem for $t {
+            const TY: ScalarTy = ScalarTy::$ty;
+            fn write_bytes(self, out: &mut Vec<u8>) {
+                out.push(self.to_bits());
+            }
+            fn write_le(self, out: &mut [u8; 8]) {
+                out[0] = self.to_bits();
+            }
+            fn read_bytes(bytes: &[u8]) -> Self {
+                <$t>::from_bits(bytes[0])
+            }
+        }
+    )*};
+}
+
+f8_elem!(float8::F8E4M3 => F8E4M3, float8::F8E5M2 => F8E5M2);
+
 impl sealed::Sealed for bool {}
 impl Elem for bool {
     const TY: ScalarTy = ScalarTy::Bool;
@@ -115,7 +138,7 @@ impl ScalarArg {
         let u32_ = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         let u64_ = u64::from_le_bytes(b);
         match self.ty {
-            ScalarTy::Bool | ScalarTy::U8 => K::U8(b[0]),
+            ScalarTy::Bool | ScalarTy::U8 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => K::U8(b[0]),
             ScalarTy::I8 => K::I8(b[0] as i8),
             ScalarTy::U16 => K::U16(u16_),
             ScalarTy::I16 => K::I16(u16_ as i16),
@@ -144,6 +167,16 @@ mod tests {
         assert_eq!(
             from_bytes::<bool>(&to_bytes(&[true, false])),
             vec![true, false]
+        );
+        let e = float8::F8E4M3::from_f32(1.5);
+        assert_eq!(to_bytes(&[e]), vec![0x3c]);
+        assert_eq!(
+            from_bytes::<float8::F8E5M2>(&[0xc0]),
+            vec![float8::F8E5M2::from_f32(-2.0)]
+        );
+        assert_eq!(
+            ScalarArg::new(e).kernel_arg(),
+            phobos_sim::KernelArg::U8(0x3c)
         );
         let h = half::f16::from_f32(0.5);
         assert_eq!(from_bytes::<half::f16>(&to_bytes(&[h])), vec![h]);

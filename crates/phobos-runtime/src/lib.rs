@@ -52,6 +52,10 @@ pub use sim_launch::name_shared_buffer;
 pub use stream::{Event, Stream};
 pub use tensor::Tensor;
 
+/// The 8-bit float element types (`float8::F8E4M3` is `f8e4m3`,
+/// `float8::F8E5M2` is `f8e5m2`), re-exported so generated code and users
+/// name the one version the runtime uses.
+pub use float8;
 /// Half-precision element types (`f16`, `bf16`), as tensors of them are typed.
 pub use half;
 

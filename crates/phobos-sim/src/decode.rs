@@ -478,6 +478,25 @@ pub(crate) enum Op {
         dst: Ty,
         rnd: Round,
     },
+    /// `cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f32 d, a, b` (`a` into
+    /// the upper byte of `d`, `b` into the lower one) and, with `f16x2`,
+    /// `cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f16x2 d, a` (`b` unused).
+    CvtF8Pack {
+        d: Slot,
+        a: Slot,
+        b: Slot,
+        f8: crate::numeric::F8,
+        f16x2: bool,
+        relu: bool,
+    },
+    /// `cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a`: the two bytes of `a`
+    /// widened (exactly) to the two halves of `d`, low byte to low half.
+    CvtF8Unpack {
+        d: Slot,
+        a: Slot,
+        f8: crate::numeric::F8,
+        relu: bool,
+    },
     /// `wait_group keep` (`Some`) or `wait_all` (`None`).
     CpAsyncWait {
         keep: Option<u32>,
@@ -1750,6 +1769,9 @@ impl Decoder {
 
     fn cvt(&mut self, i: &RawInst, mods: &[&str]) -> Result<Op, SimError> {
         let line = i.line;
+        if let Some(f8) = mods.iter().find_map(|m| crate::numeric::F8::parse(m)) {
+            return self.cvt_f8(i, mods, f8);
+        }
         if let Some(&pair) = mods.iter().find(|m| matches!(**m, "f16x2" | "bf16x2")) {
             // `cvt.frnd2{.relu}{.satfinite}.{f16x2,bf16x2}.f32 d, a, b` with
             // frnd2 `.rn` or `.rz`; the simulator runs the plain form.
@@ -1802,6 +1824,56 @@ impl Decoder {
             sat: has(mods, "sat"),
             ftz: has(mods, "ftz"),
         })
+    }
+
+    /// The 8-bit float conversions (PTX ISA 9.7.9.21 `cvt`, sm_89 and
+    /// newer): to them only `.rn.satfinite`, from them only `.rn`, each
+    /// with an optional `.relu`.
+    fn cvt_f8(
+        &mut self,
+        i: &RawInst,
+        mods: &[&str],
+        f8: crate::numeric::F8,
+    ) -> Result<Op, SimError> {
+        let line = i.line;
+        let relu = mods.contains(&"relu");
+        let plain: Vec<&str> = mods.iter().copied().filter(|m| *m != "relu").collect();
+        let x2 = f8.pair_name();
+        match plain.as_slice() {
+            ["rn", "satfinite", t, "f32"] if *t == x2 => {
+                self.want(&i.operands, 3, i)?;
+                Ok(Op::CvtF8Pack {
+                    d: self.dst(&i.operands[0], line)?,
+                    a: self.src(&i.operands[1], Ty::F32, line)?,
+                    b: self.src(&i.operands[2], Ty::F32, line)?,
+                    f8,
+                    f16x2: false,
+                    relu,
+                })
+            }
+            ["rn", "satfinite", t, "f16x2"] if *t == x2 => {
+                self.want(&i.operands, 2, i)?;
+                let a = self.src(&i.operands[1], Ty::B32, line)?;
+                Ok(Op::CvtF8Pack {
+                    d: self.dst(&i.operands[0], line)?,
+                    a,
+                    b: a,
+                    f8,
+                    f16x2: true,
+                    relu,
+                })
+            }
+            ["rn", "f16x2", t] if *t == x2 => {
+                self.want(&i.operands, 2, i)?;
+                Ok(Op::CvtF8Unpack {
+                    d: self.dst(&i.operands[0], line)?,
+                    a: self.src(&i.operands[1], Ty::B16, line)?,
+                    f8,
+                    relu,
+                })
+            }
+            _ => Err(unsupported(&i.opcode, line)),
+        }
     }
 
     pub(crate) fn space(mods: &[&str]) -> MemSpace {

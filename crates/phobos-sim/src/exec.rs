@@ -230,6 +230,32 @@ impl Warp {
                 let half = |v| cvt(v, dst, Ty::F32, rnd, false, false) & 0xFFFF;
                 (half(x) << 16) | half(y)
             }),
+            Op::CvtF8Pack {
+                d,
+                a,
+                b,
+                f8,
+                f16x2,
+                relu,
+            } => self.map2(active, d, a, b, |x, y| {
+                let (hi, lo) = if f16x2 {
+                    (
+                        crate::numeric::read_float(x >> 16, Ty::F16, false),
+                        crate::numeric::read_float(x & 0xFFFF, Ty::F16, false),
+                    )
+                } else {
+                    (
+                        crate::numeric::read_float(x, Ty::F32, false),
+                        crate::numeric::read_float(y, Ty::F32, false),
+                    )
+                };
+                let enc = |v: f64| u64::from(f8.encode_satfinite(v, relu));
+                (enc(hi) << 8) | enc(lo)
+            }),
+            Op::CvtF8Unpack { d, a, f8, relu } => self.map1(active, d, a, |x| {
+                let half = |b: u64| u64::from(f8.to_f16_bits(b as u8, relu));
+                (half(x >> 8) << 16) | half(x & 0xFF)
+            }),
             Op::CvtTf32 { d, a } => self.map1(active, d, a, |x| {
                 u64::from(crate::tensor::tf32_rna(x as u32))
             }),

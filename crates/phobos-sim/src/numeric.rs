@@ -294,6 +294,119 @@ const F64: Format = Format {
     max: f64::MAX,
 };
 
+/// The 8-bit float formats (PTX ISA 5.2.5.1 "Alternate Floating Point
+/// Data Formats"): `.e4m3` has bias 7, 3 mantissa bits, no infinities,
+/// NaN `0x7f`/`0xff` and largest finite 448; `.e5m2` has bias 15, 2
+/// mantissa bits, IEEE infinities and NaNs and largest finite 57344.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum F8 {
+    E4m3,
+    E5m2,
+}
+
+const E4M3: Format = Format {
+    man: 3,
+    min_exp: -6,
+    max: 448.0,
+};
+const E5M2: Format = Format {
+    man: 2,
+    min_exp: -14,
+    max: 57344.0,
+};
+
+impl F8 {
+    /// The type of a `cvt` pair modifier (`e4m3x2`) or an `mma` operand
+    /// type (`e4m3`).
+    pub(crate) fn parse(s: &str) -> Option<F8> {
+        match s {
+            "e4m3x2" | "e4m3" => Some(F8::E4m3),
+            "e5m2x2" | "e5m2" => Some(F8::E5m2),
+            _ => None,
+        }
+    }
+
+    /// The `cvt` pair modifier.
+    pub(crate) fn pair_name(self) -> &'static str {
+        match self {
+            F8::E4m3 => "e4m3x2",
+            F8::E5m2 => "e5m2x2",
+        }
+    }
+
+    fn format(self) -> Format {
+        match self {
+            F8::E4m3 => E4M3,
+            F8::E5m2 => E5M2,
+        }
+    }
+
+    /// The exact value of the bits `b` (NaN for NaNs, infinities for
+    /// `.e5m2`'s).
+    pub(crate) fn value(self, b: u8) -> f64 {
+        let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+        let (exp, man, bias) = match self {
+            F8::E4m3 => ((b >> 3) & 0xF, b & 0x7, 7),
+            F8::E5m2 => ((b >> 2) & 0x1F, b & 0x3, 15),
+        };
+        let fmt = self.format();
+        match self {
+            F8::E4m3 if b & 0x7F == 0x7F => return f64::NAN,
+            F8::E5m2 if exp == 0x1F && man != 0 => return f64::NAN,
+            F8::E5m2 if exp == 0x1F => return sign * f64::INFINITY,
+            _ => {}
+        }
+        let frac = f64::from(man) / f64::from(1u32 << fmt.man);
+        if exp == 0 {
+            sign * frac * 2f64.powi(fmt.min_exp)
+        } else {
+            sign * (1.0 + frac) * 2f64.powi(i32::from(exp) - bias)
+        }
+    }
+
+    /// `cvt.rn.satfinite{.relu}` of one value: round to nearest even;
+    /// beyond the largest finite value (infinities included) the largest
+    /// finite value of the same sign; NaN the canonical NaN `0x7f`
+    /// (CUDA's `__nv_cvt_float_to_fp8` gives it for every NaN); `.relu`
+    /// makes negative results +0 (NaN stays NaN).
+    pub(crate) fn encode_satfinite(self, v: f64, relu: bool) -> u8 {
+        if v.is_nan() {
+            return 0x7F;
+        }
+        let fmt = self.format();
+        let r = if v.is_infinite() {
+            v.signum() * fmt.max
+        } else {
+            round_float(v, fmt, Round::Rn).clamp(-fmt.max, fmt.max)
+        };
+        // `.relu` clamps negative results to +0 (-0 included).
+        let r = if relu && r.is_sign_negative() { 0.0 } else { r };
+        let sign = if r.is_sign_negative() { 0x80u8 } else { 0 };
+        let a = r.abs();
+        let sub = 2f64.powi(fmt.min_exp);
+        let bits = if a < sub {
+            (a / 2f64.powi(fmt.min_exp - fmt.man as i32)) as u8
+        } else {
+            let e = a.log2().floor() as i32;
+            let m = (a / 2f64.powi(e - fmt.man as i32)) as u32 - (1 << fmt.man);
+            let bias = 1 - fmt.min_exp;
+            (((e + bias) as u32) << fmt.man | m) as u8
+        };
+        sign | bits
+    }
+
+    /// `cvt.rn{.relu}.f16x2` of one byte: the value as f16 bits (exact),
+    /// NaN the canonical f16 NaN `0x7fff`; `.relu` makes negatives +0.
+    pub(crate) fn to_f16_bits(self, b: u8, relu: bool) -> u16 {
+        let v = self.value(b);
+        if v.is_nan() {
+            return 0x7FFF;
+        }
+        let v = if relu && v.is_sign_negative() { 0.0 } else { v };
+        half::f16::from_f64(v).to_bits()
+    }
+}
+
 fn format_of(ty: Ty) -> Format {
     match ty {
         Ty::F16 => F16,
@@ -508,6 +621,45 @@ pub(crate) fn cvt(x: u64, dst: Ty, src: Ty, rnd: Round, sat: bool, ftz: bool) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn eight_bit_floats_decode_round_and_saturate_as_the_ptx_isa_says() {
+        for f in [F8::E4m3, F8::E5m2] {
+            for b in 0..=255u8 {
+                let v = f.value(b);
+                let back = f.encode_satfinite(v, false);
+                if v.is_nan() {
+                    assert_eq!(back, 0x7F);
+                } else if v.is_finite() {
+                    assert_eq!(back, b, "{f:?} {b:#04x} = {v}");
+                    // Every 8-bit float value is an f16 value.
+                    let h = f.to_f16_bits(b, false);
+                    assert_eq!(half::f16::from_bits(h).to_f64(), v);
+                }
+            }
+        }
+        let e4 = F8::E4m3;
+        assert_eq!(e4.value(0x7E), 448.0);
+        assert_eq!(e4.value(0x01), 2f64.powi(-9));
+        assert_eq!(e4.value(0x38), 1.0);
+        assert!(e4.value(0xFF).is_nan());
+        assert_eq!(e4.encode_satfinite(1.0625, false), 0x38); // tie to even
+        assert_eq!(e4.encode_satfinite(1.1875, false), 0x3A); // tie to even (1.25)
+        assert_eq!(e4.encode_satfinite(1e6, false), 0x7E);
+        assert_eq!(e4.encode_satfinite(f64::NEG_INFINITY, false), 0xFE);
+        assert_eq!(e4.encode_satfinite(-3.0, true), 0x00);
+        assert_eq!(e4.encode_satfinite(f64::NAN, true), 0x7F);
+        let e5 = F8::E5m2;
+        assert_eq!(e5.value(0x7B), 57344.0);
+        assert_eq!(e5.value(0x7C), f64::INFINITY);
+        assert!(e5.value(0x7D).is_nan());
+        assert_eq!(e5.value(0x3C), 1.0);
+        assert_eq!(e5.encode_satfinite(f64::INFINITY, false), 0x7B);
+        assert_eq!(e5.encode_satfinite(2f64.powi(-17), false), 0x00); // half the smallest subnormal: even
+        assert_eq!(e5.encode_satfinite(2f64.powi(-17) * 1.5, false), 0x01);
+        assert_eq!(e5.to_f16_bits(0x7D, false), 0x7FFF);
+        assert_eq!(e5.to_f16_bits(0xBC, true), 0x0000);
+    }
 
     #[test]
     fn prmt_selects_and_replicates_sign() {

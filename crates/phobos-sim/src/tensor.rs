@@ -51,6 +51,8 @@ pub(crate) enum MmaElem {
     Tf32,
     S8,
     U8,
+    /// The 8-bit floats (sm_89 and newer).
+    F8(crate::numeric::F8),
 }
 
 impl MmaElem {
@@ -61,6 +63,7 @@ impl MmaElem {
             "tf32" => MmaElem::Tf32,
             "s8" => MmaElem::S8,
             "u8" => MmaElem::U8,
+            "e4m3" | "e5m2" => MmaElem::F8(crate::numeric::F8::parse(s)?),
             _ => return None,
         })
     }
@@ -70,7 +73,7 @@ impl MmaElem {
         match self {
             MmaElem::F16 | MmaElem::Bf16 => 2,
             MmaElem::Tf32 => 1,
-            MmaElem::S8 | MmaElem::U8 => 4,
+            MmaElem::S8 | MmaElem::U8 | MmaElem::F8(_) => 4,
         }
     }
 
@@ -86,6 +89,7 @@ impl MmaElem {
             MmaElem::Tf32 => f64::from(f32::from_bits(w & 0xFFFF_E000)),
             MmaElem::S8 => f64::from((w >> (8 * j)) as u8 as i8),
             MmaElem::U8 => f64::from((w >> (8 * j)) as u8),
+            MmaElem::F8(f) => f.value((w >> (8 * j)) as u8),
         }
     }
 }
@@ -150,6 +154,13 @@ impl MmaInst {
             (8, E::Tf32) => self.b_ty == E::Tf32 && self.c_ty == A::F32 && self.d_ty == A::F32,
             (16 | 32, E::S8 | E::U8) => {
                 self.b_ty.is_int() && self.c_ty == A::S32 && self.d_ty == A::S32
+            }
+            // `.e4m3`/`.e5m2` in any pairing, into f32 (PTX 8.4) or f16
+            // (PTX 8.7, with the `m16n8k16` shape); the fragments are the
+            // 8-bit integer ones.
+            (16 | 32, E::F8(_)) => {
+                matches!(self.b_ty, E::F8(_))
+                    && matches!((self.c_ty, self.d_ty), (A::F32, A::F32) | (A::F16, A::F16))
             }
             _ => false,
         };

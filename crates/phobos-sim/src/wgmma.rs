@@ -655,6 +655,15 @@ fn op_slots(op: &Op, cx: &Ctx, f: &mut impl FnMut(Slot, bool)) {
             f(a, false);
             f(d, true);
         }
+        Op::CvtF8Pack { d, a, b, .. } => {
+            f(a, false);
+            f(b, false);
+            f(d, true);
+        }
+        Op::CvtF8Unpack { d, a, .. } => {
+            f(a, false);
+            f(d, true);
+        }
         Op::Pack { d, srcs, n, .. } => {
             srcs.iter().take(n as usize).for_each(|&s| f(s, false));
             f(d, true);

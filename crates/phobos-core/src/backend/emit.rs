@@ -24,6 +24,8 @@ mod tma;
 mod values;
 mod wgmma;
 
+pub(crate) use values::f8x2_name;
+
 use super::barriers::BarrierDecision;
 use super::divisibility::Divisibility;
 use super::ir::{ExprId, ExprKind, Func, PtxSlot, StmtId, StmtKind};
@@ -385,11 +387,9 @@ impl<'a> Emitter<'a> {
         let _ = writeln!(self.body, "\t// {s}");
     }
 
-    /// Note that an instruction needs at least PTX ISA `v` (major*10+minor).
-    /// No instruction emitted today needs more than its target's floor
-    /// (`tanh` no longer uses `tanh.approx`, PTX 7.0), but the `.version`
-    /// line is computed through here.
-    #[allow(dead_code)]
+    /// Note that an instruction needs at least PTX ISA `v` (major*10+minor):
+    /// the 8-bit float conversions (8.1 on sm_89) and `mma`s (8.4); the
+    /// `.version` line is computed through here.
     pub fn need_version(&mut self, v: u32) {
         self.min_version = self.min_version.max(v);
     }
@@ -942,7 +942,7 @@ impl<'a> Emitter<'a> {
 /// The `.param` / `ld.param` type of a scalar parameter.
 fn param_ty(t: ScalarTy) -> &'static str {
     match t {
-        ScalarTy::Bool | ScalarTy::U8 => ".u8",
+        ScalarTy::Bool | ScalarTy::U8 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => ".u8",
         ScalarTy::I8 => ".s8",
         ScalarTy::I16 => ".s16",
         ScalarTy::U16 => ".u16",

@@ -93,6 +93,13 @@ pub enum BackendError {
         arch: u32,
         span: Span,
     },
+    /// P0812: a conversion to or from the 8-bit float `elem` (PTX's
+    /// `cvt` with `.e4m3x2`/`.e5m2x2`, sm_89 and newer).
+    F8NeedsNewerTarget {
+        elem: crate::ast::ScalarTy,
+        arch: u32,
+        span: Span,
+    },
     /// P0901: the barrier pass found a hazard between events that are not
     /// both accesses.
     HazardWithoutAccesses,
@@ -117,6 +124,7 @@ impl BackendError {
             BackendError::UnrolledTooLarge { .. } => Code::P0803,
             BackendError::AtomicNeedsNewerTarget { .. } => Code::P0810,
             BackendError::DotNeedsNewerTarget { .. } => Code::P0811,
+            BackendError::F8NeedsNewerTarget { .. } => Code::P0812,
             BackendError::HazardWithoutAccesses
             | BackendError::MalformedIr { .. }
             | BackendError::NoVariant { .. } => Code::P0901,
@@ -259,11 +267,30 @@ impl BackendError {
                         elem.name()
                     ),
                 )
-                .note(format!(
-                    "the m16n8 shape Phobos uses for {} products, mma.sync m16n8k{k}, is {}'s; sm_75 has m16n8k8 for f16 only: build for newer targets only{}",
+                .note(if elem.is_f8() {
+                    format!(
+                        "8-bit float tensor cores (mma.sync m16n8k{k} .e4m3/.e5m2) are {}'s (Ada) and newer: build for {} or newer only, or convert the operands to f16 (`f16(x)`) for an f16 `dot`",
+                        arch::name(need),
+                        arch::name(need)
+                    )
+                } else {
+                    format!(
+                        "the m16n8 shape Phobos uses for {} products, mma.sync m16n8k{k}, is {}'s; sm_75 has m16n8k8 for f16 only: build for newer targets only{}",
+                        elem.name(),
+                        arch::name(need),
+                        if elem == crate::ast::ScalarTy::BF16 { ", or copy the operands as f16" } else { "" }
+                    )
+                }),
+            BackendError::F8NeedsNewerTarget { elem, arch, span } => code
+                .error(format!(
+                    "{} needs sm_89 or newer, and this kernel is compiled for {}",
                     elem.name(),
-                    arch::name(need),
-                    if elem == crate::ast::ScalarTy::BF16 { ", or copy the operands as f16" } else { "" }
+                    arch::name(arch)
+                ))
+                .primary(span, format!("a conversion to or from {}", elem.name()))
+                .note(format!(
+                    "PTX converts 8-bit floats (`cvt` with `.{}`) from sm_89 (Ada) on; build for sm_89 or newer only (`--arch sm_89`, or `PHOBOS_ARCHES`)",
+                    crate::backend::emit::f8x2_name(elem)
                 )),
             BackendError::AtomicNeedsNewerTarget {
                 op,
@@ -358,6 +385,11 @@ impl BackendError {
                 space: "global",
                 need: 90,
                 arch: 75,
+                span,
+            },
+            BackendError::F8NeedsNewerTarget {
+                elem: crate::ast::ScalarTy::F8E4M3,
+                arch: 80,
                 span,
             },
             BackendError::HazardWithoutAccesses,

@@ -5,7 +5,7 @@
 
 use super::consts::const_int;
 use super::cx::{elem_of, mk, Binding, Cx, Ex, MAX_INLINE_DEPTH};
-use super::error::{CallError, FnError, SubscriptError};
+use super::error::{CallError, FnError, SubscriptError, TypeError};
 use super::types::{has_float_literal, is_untyped};
 use crate::ast::{self, FnItem, Ident, ScalarTy, Span};
 use crate::hir::{self, Builtin, LocalKind, Ty};
@@ -179,6 +179,10 @@ impl Cx<'_> {
             self.report(CallError::ConvertToBool { from, span });
             return None;
         }
+        if t.is_f8() && from == ScalarTy::F64 {
+            self.report(TypeError::F8FromF64 { to: t, span });
+            return None;
+        }
         let ty = match x.ty {
             Ty::Run { len, .. } => Ty::Run { elem: t, len },
             _ => Ty::Scalar(t),
@@ -273,6 +277,14 @@ impl Cx<'_> {
         };
         let xs = self.same_type_args(args, want, true)?;
         let t = elem_of(xs[0].ty)?;
+        if t.is_f8() {
+            self.report(TypeError::F8Operation {
+                what: format!("`{}`", callee.name),
+                ty: t,
+                span,
+            });
+            return None;
+        }
         let ok = match sig {
             Sig::Numeric(_) => t.is_int() || t.is_float(),
             Sig::Float(_) => t.is_float(),
@@ -410,6 +422,14 @@ impl Cx<'_> {
         }
         let run = self.expr(&args[0], None)?;
         match run.ty {
+            Ty::Run { elem, .. } if elem.is_f8() => {
+                self.report(TypeError::F8Operation {
+                    what: "`sum`".to_string(),
+                    ty: elem,
+                    span,
+                });
+                None
+            }
             Ty::Run { elem, .. } if elem != ScalarTy::Bool => Some(mk(
                 hir::ExprKind::RunSum(Box::new(run)),
                 Ty::Scalar(elem),

@@ -174,6 +174,14 @@ impl Cx<'_> {
                 });
                 None
             }
+            CollOp::Sum | CollOp::Max | CollOp::Min | CollOp::Argmax if t.is_f8() => {
+                self.report(super::error::TypeError::F8Operation {
+                    what: format!("`{}`", callee.name),
+                    ty: t,
+                    span: args[0].span,
+                });
+                None
+            }
             CollOp::Reduce => {
                 let combine = self.combine(&args[1], t)?;
                 Some((arg, Some(combine)))

@@ -26,6 +26,14 @@ pub(crate) fn is_untyped(e: &ast::Expr) -> bool {
 /// When `v` rounds to infinity in the float type `t`: that type's largest
 /// finite value, as text for the note.
 fn float_overflows(v: f64, t: ScalarTy) -> Option<&'static str> {
+    // The 8-bit floats saturate (PTX's `satfinite`) rather than round to
+    // infinity: a literal beyond the largest finite value would silently
+    // become it, so it does not fit either.
+    match t {
+        ScalarTy::F8E4M3 => return (v.abs() > 448.0).then_some("448"),
+        ScalarTy::F8E5M2 => return (v.abs() > 57344.0).then_some("57344"),
+        _ => {}
+    }
     // The smallest magnitude that rounds to infinity is the largest finite
     // value plus half an ulp (round to nearest even goes up from there).
     let (limit, largest) = match t {
@@ -288,6 +296,21 @@ impl Cx<'_> {
         }
         let inner = self.expr(x, want)?;
         let elem = elem_of(inner.ty)?;
+        // A negated literal is a constant (`-448.0` is an f8e4m3).
+        if let (UnOp::Neg, hir::ExprKind::Const(ConstVal::Float(v))) = (op, &inner.kind) {
+            if elem.is_f8() {
+                return Some(constant(ConstVal::Float(-v), inner.ty, span));
+            }
+        }
+        if elem.is_f8() {
+            let sym = if op == UnOp::Neg { "`-`" } else { "`!`" };
+            self.report(TypeError::F8Operation {
+                what: sym.to_string(),
+                ty: elem,
+                span,
+            });
+            return None;
+        }
         let ok = match op {
             UnOp::Neg => elem.is_float() || elem.is_int(),
             UnOp::Not => elem == ScalarTy::Bool || elem.is_int(),
@@ -403,6 +426,14 @@ impl Cx<'_> {
                 span,
                 left_span: x.span,
                 right_span: y.span,
+            });
+            return None;
+        }
+        if ex.is_f8() {
+            self.report(TypeError::F8Operation {
+                what: format!("`{}`", op.symbol()),
+                ty: ex,
+                span,
             });
             return None;
         }

@@ -25,7 +25,8 @@ pub(crate) enum RunData {
 /// The `ld`/`st` type of an element.
 fn mem_ty(t: ScalarTy) -> &'static str {
     match t {
-        ScalarTy::Bool | ScalarTy::U8 => ".u8",
+        // An 8-bit float is its bits, kept zero-extended like a u8.
+        ScalarTy::Bool | ScalarTy::U8 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2 => ".u8",
         ScalarTy::I8 => ".s8",
         ScalarTy::I16 => ".s16",
         ScalarTy::U16 => ".u16",

@@ -20,7 +20,8 @@
 //! `m16n8k8` (f16 only) on sm_75. 8-bit operands are the same with 16
 //! elements per 16-byte row: K steps by 32 (`m16n8k32.s32.s8.s8.s32`), and
 //! only the `trans(w)` form exists (`ldmatrix .trans` moves 16-bit
-//! elements).
+//! elements). The 8-bit floats take the same path
+//! (`m16n8k32.f32.e4m3.e4m3.f32`, sm_89 and PTX ISA 8.4).
 
 use super::{reg_list, Emitter, Reg, RegClass, V};
 use crate::ast::ScalarTy;
@@ -145,6 +146,10 @@ impl Emitter<'_> {
         let v = self.acc_read(reg, half);
         match (elem, out) {
             (ScalarTy::F32, ScalarTy::F16 | ScalarTy::BF16) => (self.f32_to_half(v, out), ".b16"),
+            // The byte, zero-extended in a 32-bit register.
+            (ScalarTy::F32, ScalarTy::F8E4M3 | ScalarTy::F8E5M2) => {
+                (self.f32_to_half(v, out), ".u8")
+            }
             (ScalarTy::F16, ScalarTy::F32) => {
                 let f = self.reg(RegClass::F32);
                 self.ins(&format!("cvt.f32.f16 {f}, {v};"));
@@ -236,6 +241,11 @@ impl Emitter<'_> {
         if sm75 {
             // ldmatrix and mma.m16n8k8 are PTX ISA 6.5.
             self.need_version(65);
+        }
+        if op.is_f8() {
+            // ptxas 12.9: "mma with FP8 floating point type requires PTX
+            // ISA .version 8.4".
+            self.need_version(84);
         }
         let ty = crate::mma::ptx_name(op);
         // The accumulator's name: `f32` (`ptx_name` gives the operand's

@@ -36,6 +36,32 @@ fn is_half(t: ScalarTy) -> bool {
     matches!(t, ScalarTy::F16 | ScalarTy::BF16)
 }
 
+/// The floats computed in f32: the 16-bit ones, and the 8-bit ones (which
+/// are only converted: the checker refuses arithmetic on them, P0473).
+fn is_narrow(t: ScalarTy) -> bool {
+    is_half(t) || t.is_f8()
+}
+
+/// The PTX name of an 8-bit float pair (`cvt`'s `e4m3x2`/`e5m2x2`).
+pub(crate) fn f8x2_name(t: ScalarTy) -> &'static str {
+    if t == ScalarTy::F8E4M3 {
+        "e4m3x2"
+    } else {
+        "e5m2x2"
+    }
+}
+
+/// The lowest PTX ISA version with the 8-bit float conversions on
+/// `sm_<arch>`: 7.8 introduced them for sm_90, 8.1 for sm_89 (ptxas 12.9:
+/// "cvt with .e4m3x2/.e5m2x2 on sm_89 requires PTX ISA .version 8.1").
+pub(crate) fn f8_cvt_version(arch: u32) -> u32 {
+    if arch >= 90 {
+        78
+    } else {
+        81
+    }
+}
+
 /// f32 → IEEE half bits, round to nearest even.
 pub(crate) fn f16_bits(x: f32) -> u16 {
     let b = x.to_bits();
@@ -118,6 +144,15 @@ impl Emitter<'_> {
                 self.ins(&format!("mov{} {r}, {imm};", bits_suffix(t)));
                 r
             }
+            V::F(x, _) if t.is_f8() => {
+                // The constant's bits, rounded as `cvt.rn.satfinite` would
+                // (the checker refused literals beyond the largest finite
+                // value, P0403).
+                let bits = phobos_meta::f8::encode(x, t);
+                let r = self.reg(RegClass::of(t));
+                self.ins(&format!("mov.b32 {r}, {bits};"));
+                r
+            }
             V::F(x, t2) if is_half(t) || is_half(t2) => {
                 let bits = if t == ScalarTy::BF16 {
                     bf16_bits(x as f32)
@@ -141,7 +176,7 @@ impl Emitter<'_> {
     pub(crate) fn mov_to(&mut self, dst: Reg, v: V, t: ScalarTy) {
         let src = match v {
             V::R(r) => r,
-            _ if t == ScalarTy::Bool || is_half(t) => self.in_reg(v, t),
+            _ if t == ScalarTy::Bool || is_narrow(t) => self.in_reg(v, t),
             _ => {
                 let imm = self.operand(match v {
                     V::I(i, _) if t.is_float() => V::F(i as f64, t),
@@ -174,10 +209,25 @@ impl Emitter<'_> {
         d
     }
 
-    /// f16/bf16 bits → f32.
+    /// f16/bf16 bits (or 8-bit float bits, zero-extended in a 32-bit
+    /// register) → f32, exactly.
     pub(crate) fn half_to_f32(&mut self, r: Reg, t: ScalarTy) -> Reg {
         let f = self.reg(RegClass::F32);
-        if t == ScalarTy::F16 {
+        if t.is_f8() {
+            // PTX widens 8-bit floats only in pairs, to f16x2; the value is
+            // the low byte, so its f16 is the low half.
+            self.need_version(f8_cvt_version(self.arch));
+            let (b, pair, lo, hi) = (
+                self.reg(RegClass::B16),
+                self.reg(RegClass::B32),
+                self.reg(RegClass::B16),
+                self.reg(RegClass::B16),
+            );
+            self.ins(&format!("cvt.u16.u32 {b}, {r};"));
+            self.ins(&format!("cvt.rn.f16x2.{} {pair}, {b};", f8x2_name(t)));
+            self.ins(&format!("mov.b32 {{{lo}, {hi}}}, {pair};"));
+            self.ins(&format!("cvt.f32.f16 {f}, {lo};"));
+        } else if t == ScalarTy::F16 {
             self.ins(&format!("cvt.f32.f16 {f}, {r};"));
         } else {
             let w = self.reg(RegClass::B32);
@@ -188,8 +238,26 @@ impl Emitter<'_> {
         f
     }
 
-    /// f32 → f16/bf16 bits, round to nearest even.
+    /// f32 → f16/bf16 bits, round to nearest even; to 8-bit float bits
+    /// (zero-extended in a 32-bit register) with PTX's saturation.
     pub(crate) fn f32_to_half(&mut self, f: Reg, t: ScalarTy) -> Reg {
+        if t.is_f8() {
+            // `cvt ... d, a, b` puts `a` in the high byte and `b` in the
+            // low one; the value goes in both and the high byte is dropped.
+            self.need_version(f8_cvt_version(self.arch));
+            let (pair, w, d) = (
+                self.reg(RegClass::B16),
+                self.reg(RegClass::B32),
+                self.reg(RegClass::B32),
+            );
+            self.ins(&format!(
+                "cvt.rn.satfinite.{}.f32 {pair}, {f}, {f};",
+                f8x2_name(t)
+            ));
+            self.ins(&format!("cvt.u32.u16 {w}, {pair};"));
+            self.ins(&format!("and.b32 {d}, {w}, 255;"));
+            return d;
+        }
         let h = self.reg(RegClass::B16);
         if t == ScalarTy::F16 {
             self.ins(&format!("cvt.rn.f16.f32 {h}, {f};"));
@@ -219,7 +287,7 @@ impl Emitter<'_> {
     /// A float value as f32 (or f64) for computing; half types go to f32.
     fn float_in(&mut self, v: V, t: ScalarTy) -> (Reg, ScalarTy) {
         let r = self.in_reg(v, t);
-        if is_half(t) {
+        if is_narrow(t) {
             (self.half_to_f32(r, t), ScalarTy::F32)
         } else {
             (r, t)
@@ -228,8 +296,8 @@ impl Emitter<'_> {
 
     fn float_in_operand(&mut self, v: V, t: ScalarTy) -> (String, ScalarTy) {
         match v {
-            V::F(x, _) if !is_half(t) => (self.operand(V::F(x, t)), t),
-            V::I(i, _) if !is_half(t) => (self.operand(V::F(i as f64, t)), t),
+            V::F(x, _) if !is_narrow(t) => (self.operand(V::F(x, t)), t),
+            V::I(i, _) if !is_narrow(t) => (self.operand(V::F(i as f64, t)), t),
             _ => {
                 let (r, ct) = self.float_in(v, t);
                 (r.to_string(), ct)
@@ -238,7 +306,7 @@ impl Emitter<'_> {
     }
 
     fn float_out(&mut self, r: Reg, t: ScalarTy) -> V {
-        if is_half(t) {
+        if is_narrow(t) {
             V::R(self.f32_to_half(r, t))
         } else {
             V::R(r)

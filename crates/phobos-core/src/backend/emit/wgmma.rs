@@ -1,5 +1,6 @@
 //! `dot` on Hopper's warpgroup MMA (sm_90a): each warpgroup (four
-//! consecutive warps) issues `wgmma.mma_async.m64nNk16` over its 64 rows
+//! consecutive warps) issues `wgmma.mma_async.m64nNk16` (`k32` for 8-bit
+//! floats) over its 64 rows
 //! of the accumulator and all N columns, its operands read straight from
 //! the swizzled shared tiles through matrix descriptors (PTX ISA,
 //! "Asynchronous Warpgroup Level Matrix Multiply-Accumulate").
@@ -118,9 +119,15 @@ impl Emitter<'_> {
             };
             let da = self.desc_at(desc_a, a_off);
             let db = self.desc_at(desc_b, b_off);
-            let trans_b = u32::from(!b_trans);
+            // 16-bit operands take the transpose flags (a `[K, N]` `b` is
+            // MN-major); 8-bit ones are K-major only and have none.
+            let trans = if size == 2 {
+                format!(", 0, {}", u32::from(!b_trans))
+            } else {
+                String::new()
+            };
             self.ins(&format!(
-                "wgmma.mma_async.sync.aligned.m64n{n}k16.{dty}.{ty}.{ty} {{{d}}}, {da}, {db}, {scale_d}, 1, 1, 0, {trans_b};"
+                "wgmma.mma_async.sync.aligned.m64n{n}k{kstep}.{dty}.{ty}.{ty} {{{d}}}, {da}, {db}, {scale_d}, 1, 1{trans};"
             ));
         }
         self.ins("wgmma.commit_group.sync.aligned;");

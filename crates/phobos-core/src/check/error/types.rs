@@ -77,6 +77,16 @@ pass_error! {
             ty: ScalarTy,
             span: Span,
         } => P0402,
+        /// An operator or built-in (`what`, as written: `` `+` ``,
+        /// `` `sqrt` ``) on the 8-bit float `ty`, which has none.
+        F8Operation {
+            what: String,
+            ty: ScalarTy,
+            span: Span,
+        } => P0473,
+        /// `to(x)` with `x` an f64: PTX converts to 8-bit floats only from
+        /// f32 and f16/bf16.
+        F8FromF64 { to: ScalarTy, span: Span } => P0473,
     }
 }
 
@@ -128,8 +138,13 @@ impl TypeError {
                 span,
             } => code
                 .error(format!(
-                    "the literal {text} does not fit in {} (it would become infinity)",
-                    ty.name()
+                    "the literal {text} does not fit in {} ({})",
+                    ty.name(),
+                    if ty.is_f8() {
+                        "8-bit floats saturate to their largest finite value"
+                    } else {
+                        "it would become infinity"
+                    }
                 ))
                 .primary(span, format!("out of range for {}", ty.name()))
                 .note(format!("the largest finite {} is {largest}", ty.name())),
@@ -193,6 +208,24 @@ impl TypeError {
             BinaryType { op, ty, span } => code
                 .error(format!("`{op}` does not apply to {}", ty.name()))
                 .primary(span, format!("operands of type {}", ty.name())),
+            F8Operation { what, ty, span } => code
+                .error(format!(
+                    "{what} does not apply to {}: 8-bit floats are stored, converted and multiplied by `dot`, not computed with",
+                    ty.name()
+                ))
+                .primary(span, format!("operands of type {}", ty.name()))
+                .note(format!(
+                    "convert first, compute in f32 (or f16), and convert back: as in `{t}(f32(a) * s)`",
+                    t = ty.name()
+                )),
+            F8FromF64 { to, span } => code
+                .error(format!("f64 does not convert to {} directly", to.name()))
+                .primary(span, "an f64")
+                .note(format!(
+                    "PTX converts to 8-bit floats only from f32 and f16; write `{}(f32(x))` (it rounds twice: to f32, then to {})",
+                    to.name(),
+                    to.name()
+                )),
         }
     }
 
@@ -267,6 +300,15 @@ impl TypeError {
             BinaryType {
                 op: "&",
                 ty: ScalarTy::F32,
+                span,
+            },
+            F8Operation {
+                what: "`+`".into(),
+                ty: ScalarTy::F8E4M3,
+                span,
+            },
+            F8FromF64 {
+                to: ScalarTy::F8E5M2,
                 span,
             },
         ]
