@@ -53,6 +53,7 @@ fn meta(elem: ScalarTy, axes: &[&str], map: PtxParam) -> KernelMeta {
         threads: 128,
         grid: None,
         autotune: vec![],
+        arch_variants: vec![],
         variants: vec![VariantMeta {
             entry: "k".into(),
             values: vec![],
