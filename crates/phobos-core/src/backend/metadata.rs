@@ -170,48 +170,69 @@ fn variant(k: &hir::Kernel, v: &CompiledVariant, lines: &LineIndex) -> VariantMe
             _ => None,
         })
         .collect();
-    let all = v.func.accesses.iter().map(|(id, a)| {
-        let (line, col) = lines.line_col(a.span.start as usize);
-        let info = &v.div.access[id.0 as usize];
-        // Widths and lines come from the instructions `emit` wrote.
-        let emitted = v.entry.accesses[id.0 as usize];
-        let line = if emitted.instructions > 0 {
-            emitted.line
-        } else {
-            line
-        };
-        let reason = if emitted.instructions == 0 {
-            "no memory instruction was emitted for it".to_string()
-        } else if emitted.max_bytes < info.width {
-            if one_element_store(&v.func, id) {
-                "`store(run, i, v)` writes one element".to_string()
+    // A TMA copy (`emit/tma.rs`) is no thread's memory instruction: one
+    // thread hands the box to the copy engine. The report lists none.
+    let tma_copies: std::collections::HashSet<AccessId> = v
+        .func
+        .stmts
+        .iter()
+        .filter_map(|(_, s)| match s.kind {
+            StmtKind::AsyncCopy { access, buffer, .. } => v
+                .func
+                .rings
+                .get(&buffer)
+                .filter(|r| v.func.tma_rings.contains_key(&r.looped))
+                .map(|_| access),
+            _ => None,
+        })
+        .collect();
+    let all = v
+        .func
+        .accesses
+        .iter()
+        .filter(|(id, _)| !tma_copies.contains(id))
+        .map(|(id, a)| {
+            let (line, col) = lines.line_col(a.span.start as usize);
+            let info = &v.div.access[id.0 as usize];
+            // Widths and lines come from the instructions `emit` wrote.
+            let emitted = v.entry.accesses[id.0 as usize];
+            let line = if emitted.instructions > 0 {
+                emitted.line
             } else {
-                format!(
-                    "emitted {} bytes per instruction where {} were allowed",
-                    emitted.max_bytes, info.width
-                )
+                line
+            };
+            let reason = if emitted.instructions == 0 {
+                "no memory instruction was emitted for it".to_string()
+            } else if emitted.max_bytes < info.width {
+                if one_element_store(&v.func, id) {
+                    "`store(run, i, v)` writes one element".to_string()
+                } else {
+                    format!(
+                        "emitted {} bytes per instruction where {} were allowed",
+                        emitted.max_bytes, info.width
+                    )
+                }
+            } else {
+                info.reason.clone()
+            };
+            let target = match a.mem {
+                Mem::Tensor(p) => k.params[p.0 as usize].name.clone(),
+                Mem::Buffer(b) => v.func.buffers[b].name.clone(),
+                Mem::Local(a) => v.func.arrays[a].name.clone(),
+            };
+            let elems = a.shape.elems();
+            AccessMeta {
+                line,
+                col,
+                target,
+                store: a.store,
+                atomic: atomics.contains(&id),
+                elems,
+                width_bytes: emitted.max_bytes,
+                align_bytes: info.align,
+                reason,
             }
-        } else {
-            info.reason.clone()
-        };
-        let target = match a.mem {
-            Mem::Tensor(p) => k.params[p.0 as usize].name.clone(),
-            Mem::Buffer(b) => v.func.buffers[b].name.clone(),
-            Mem::Local(a) => v.func.arrays[a].name.clone(),
-        };
-        let elems = a.shape.elems();
-        AccessMeta {
-            line,
-            col,
-            target,
-            store: a.store,
-            atomic: atomics.contains(&id),
-            elems,
-            width_bytes: emitted.max_bytes,
-            align_bytes: info.align,
-            reason,
-        }
-    });
+        });
     // A set, not `loads.contains`: a kernel has as many accesses as its
     // source has subscripts, and a scan per access was quadratic.
     let mut seen = std::collections::HashSet::new();
