@@ -70,7 +70,7 @@ def benchmarks(bench, torch, triton):
             "ms_max": r.get("ms_max"),
             "gbs": r.get("gbs"),
             "pct_copy": r.get("pct_copy"),
-            "check": "ok" if r.get("ok") else ("MISMATCH" if "ms" in r else "failed: " + str(r.get("error"))),
+            "check": ("skipped: " + r["skipped"]) if r.get("skipped") else "ok" if r.get("ok") else ("MISMATCH" if "ms" in r else "failed: " + str(r.get("error"))),
             "torch_op": t.get(k, {}).get("op"),
             "torch_ms": t.get(k, {}).get("ms"),
             "torch_spread": spread(t.get(k, {})),
