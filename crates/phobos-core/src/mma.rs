@@ -139,11 +139,13 @@ pub fn ptx_name(t: ScalarTy) -> &'static str {
 /// `w` then holds rows `16 w ..` in the `m16n8` fragment layout repeated
 /// along N, which is exactly the [`WarpLayout`] with one warp column and
 /// one fragment row per warp, so the epilogue and store code serve both
-/// paths. f16, bf16 and 8-bit float operands (`m64nNk32 .e4m3/.e5m2`,
-/// both K-major: `dot(a, trans(w))`, as for `mma.sync`); tf32 `wgmma`
-/// reads f32 bits truncated where `mma.sync` rounds them (`cvt.rna`), so
-/// f32 operands keep `mma.sync` and its rounding, and integers keep it too
-/// (docs/tensor-cores.md).
+/// paths. f16, bf16, f32 as tf32 (`m64nNk8`) and 8-bit float operands
+/// (`m64nNk32 .e4m3/.e5m2`); tf32 and 8-bit ones K-major only
+/// (`dot(a, trans(w))`, as for `mma.sync`). Integers keep `mma.sync`. tf32
+/// `wgmma` reads the f32 bits in shared memory as they are, so the copies
+/// round them (`cvt.rna`, as `mma.sync` rounds its fragments), which a TMA
+/// copy cannot: `lower/mma.rs::wgmma_plan` keeps staged f32 operands on
+/// `mma.sync` (docs/tensor-cores.md).
 pub fn wgmma_layout(
     m: u32,
     n: u32,
@@ -154,7 +156,7 @@ pub fn wgmma_layout(
     let kind = dot_kind(op, acc)?;
     if !matches!(
         kind.op,
-        ScalarTy::F16 | ScalarTy::BF16 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2
+        ScalarTy::F16 | ScalarTy::BF16 | ScalarTy::F32 | ScalarTy::F8E4M3 | ScalarTy::F8E5M2
     ) {
         return None;
     }

@@ -100,11 +100,16 @@ fn the_bundle_builds_and_its_run_passes_on_the_stand_in() {
     assert_eq!(step(&r, "gpu-test-gpu"), "ok", "{log}");
     assert_eq!(step(&r, "torch"), "skipped", "{log}");
     assert_eq!(r["ok"], true, "{log}");
-    // Every corpus kernel was compared, on the stand-in, bit for bit or
-    // within its causes' tolerance.
+    // Every corpus kernel the stand-in (an sm_86) can run was compared,
+    // bit for bit or within its causes' tolerance; those that need a newer
+    // target (`// needs: sm_89`, the FP8 ones) have nothing to compare.
     let kernels = r["differential"]["kernels"].as_array().expect("kernels");
     let corpus = std::fs::read_dir(root.join("tests/in"))
         .expect("tests/in")
+        .filter(|e| {
+            let src = std::fs::read_to_string(e.as_ref().expect("entry").path()).expect("read");
+            phobos_conformance::min_arch_of(&src) <= 86
+        })
         .count();
     let cases: std::collections::BTreeSet<&str> =
         kernels.iter().filter_map(|k| k["case"].as_str()).collect();

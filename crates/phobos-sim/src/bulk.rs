@@ -965,19 +965,7 @@ impl Warp {
                     let off =
                         self.bulk_shared(l, *dst, (n, 16), "cp.async.bulk shared write", cx, cta)?;
                     let boff = self.bar_offset(l, *bar, "cp.async.bulk", cx, cta)?;
-                    let g = address(&self.regs, *src, l);
-                    if !g.is_multiple_of(16) {
-                        return Err(cx.memcheck_at(
-                            misaligned("cp.async.bulk global read", 16),
-                            l,
-                            g,
-                            Space::Global,
-                        ));
-                    }
-                    let (bi, bo) = cx.dev.locate(g, n as u32).map_err(|e| {
-                        cx.global_fault(e, g, n as u32, false)
-                            .at(l, g, Space::Global)
-                    })?;
+                    let (g, bi, bo) = self.bulk_global(l, *src, n, false, cx)?;
                     let buf = &cx.dev.buffers[bi];
                     let chunks = (0..n / 16)
                         .map(|k| {
@@ -998,19 +986,7 @@ impl Warp {
                         self.bulk_shared(l, *src, (n, 16), "cp.async.bulk shared read", cx, cta)?;
                     let tid = self.first_tid + l as u32;
                     async_proxy_read(cx, cta, (l, tid, pc), (off, n as u32), "cp.async.bulk")?;
-                    let g = address(&self.regs, *dst, l);
-                    if !g.is_multiple_of(16) {
-                        return Err(cx.memcheck_at(
-                            misaligned("cp.async.bulk global write", 16),
-                            l,
-                            g,
-                            Space::Global,
-                        ));
-                    }
-                    let (bi, bo) = cx.dev.locate(g, n as u32).map_err(|e| {
-                        cx.global_fault(e, g, n as u32, true)
-                            .at(l, g, Space::Global)
-                    })?;
+                    let (_, bi, bo) = self.bulk_global(l, *dst, n, true, cx)?;
                     let buf = &cx.dev.buffers[bi];
                     for i in 0..n {
                         buf.store(
@@ -1058,6 +1034,33 @@ impl Warp {
             }
         }
         Ok(())
+    }
+
+    /// The global side of a plain bulk copy by lane `l`: the address in
+    /// `addr`, 16-byte aligned, and the buffer and offset its `n` bytes
+    /// lie in (`store`: written).
+    fn bulk_global(
+        &self,
+        l: usize,
+        addr: Addr,
+        n: u64,
+        store: bool,
+        cx: &Ctx,
+    ) -> Result<(u64, usize, u64), Fault> {
+        let g = address(&self.regs, addr, l);
+        if !g.is_multiple_of(16) {
+            let what = if store {
+                "cp.async.bulk global write"
+            } else {
+                "cp.async.bulk global read"
+            };
+            return Err(cx.memcheck_at(misaligned(what, 16), l, g, Space::Global));
+        }
+        let (bi, bo) = cx.dev.locate(g, n as u32).map_err(|e| {
+            cx.global_fault(e, g, n as u32, store)
+                .at(l, g, Space::Global)
+        })?;
+        Ok((g, bi, bo))
     }
 
     /// Puts a load of `chunks` (16-byte pieces at their shared offsets) in

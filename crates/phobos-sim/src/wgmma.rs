@@ -125,39 +125,11 @@ impl WgElem {
             WgElem::Bf16 => half::bf16::from_bits(bits as u16).to_f64(),
             // The tensor cores ignore a tf32 operand's low 13 bits.
             WgElem::Tf32 => f64::from(f32::from_bits(bits & 0xFFFF_E000)),
-            WgElem::E4m3 => fp8_value(bits as u8, 3, 7, false),
-            WgElem::E5m2 => fp8_value(bits as u8, 2, 15, true),
+            WgElem::E4m3 => crate::numeric::F8::E4m3.value(bits as u8),
+            WgElem::E5m2 => crate::numeric::F8::E5m2.value(bits as u8),
             WgElem::S8 => f64::from(bits as u8 as i8),
             WgElem::U8 => f64::from(bits as u8),
         }
-    }
-}
-
-/// An FP8 value: `man` mantissa bits, exponent `bias`. e5m2 (`ieee`) has
-/// infinities and NaNs like IEEE 754; e4m3 has no infinity and one NaN per
-/// sign (all exponent and mantissa bits set), as the PTX ISA's "Alternate
-/// Floating-Point Data Formats" define them.
-pub(crate) fn fp8_value(b: u8, man: u32, bias: i32, ieee: bool) -> f64 {
-    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
-    let exp_bits = 7 - man;
-    let e = i32::from((b >> man) & ((1 << exp_bits) - 1) as u8);
-    let m = u32::from(b) & ((1 << man) - 1);
-    let max_e = (1 << exp_bits) - 1;
-    if ieee && e == max_e {
-        return if m == 0 {
-            sign * f64::INFINITY
-        } else {
-            f64::NAN
-        };
-    }
-    if !ieee && e == max_e && m == (1 << man) - 1 {
-        return f64::NAN;
-    }
-    let frac = f64::from(m) / f64::from(1u32 << man);
-    if e == 0 {
-        sign * frac * 2f64.powi(1 - bias)
-    } else {
-        sign * (1.0 + frac) * 2f64.powi(e - bias)
     }
 }
 

@@ -982,6 +982,7 @@ impl Emitter<'_> {
             stage_off,
             async_copy: stage.is_some() && matches!(v * size, 4 | 8 | 16),
             swizzle: self.f.swizzle.get(&buffer).copied(),
+            tf32: t == ScalarTy::F32 && self.f.swizzle.contains_key(&buffer),
         };
         // Interior tiles (every element inside the tensor) take a path with
         // no masks: one vector instruction (or `cp.async` without a
@@ -1448,6 +1449,7 @@ impl Emitter<'_> {
                 self.ins(&format!("mov{b} {r}, 0;"));
             }
             self.ins(&format!("{guard}ld{}{raw} {r}, {};", gl.space, gl.at(goff)));
+            let r = if x.tf32 { self.round_tf32(r) } else { r };
             self.ins(&format!("st.shared{raw} {}, {r};", sh.at(soff)));
         }
     }
@@ -1768,11 +1770,33 @@ impl Emitter<'_> {
             src.space,
             src.at(soff)
         ));
+        let regs_text = if x.tf32 && !x.to_global {
+            let rounded: Vec<Reg> = regs.iter().map(|&r| self.round_tf32(r)).collect();
+            let list = reg_list(&rounded);
+            if n == 1 {
+                list
+            } else {
+                format!("{{{list}}}")
+            }
+        } else {
+            regs_text
+        };
         self.ins(&format!(
             "st{}{vec}{ty} {}, {regs_text};",
             dst.store_space,
             dst.at(doff)
         ));
+    }
+
+    /// The f32 bits in `r` rounded to tf32 (`cvt.rna.tf32.f32`), as the
+    /// `mma.sync` path rounds its operands: for a `wgmma` tf32 operand,
+    /// whose instruction reads the f32 bits as they are in shared memory.
+    fn round_tf32(&mut self, r: Reg) -> Reg {
+        let f = self.reg(RegClass::F32);
+        self.ins(&format!("mov.b32 {f}, {r};"));
+        let d = self.reg(RegClass::B32);
+        self.ins(&format!("cvt.rna.tf32.f32 {d}, {f};"));
+        d
     }
 }
 
@@ -1800,6 +1824,10 @@ struct TileCtx {
     async_copy: bool,
     /// The buffer's swizzle span, for a `wgmma` operand (`Func::swizzle`).
     swizzle: Option<u32>,
+    /// f32 elements copied into a `wgmma` operand: rounded to tf32 on the
+    /// way (the plain copies only; `wgmma_plan` keeps staged f32 operands
+    /// on `mma.sync`).
+    tf32: bool,
 }
 
 /// A thread's chunk 0 of a tile shape, hoisted to the kernel's entry

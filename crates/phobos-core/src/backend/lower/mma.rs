@@ -94,6 +94,17 @@ pub(super) fn wgmma_plan(k: &hir::Kernel) -> Option<WgmmaPlan> {
         }
         plan.accs.insert(acc);
     }
+    // f32 operands are rounded to tf32 by the threads' copies; a staged
+    // (`cp.async` or TMA) copy cannot round, so they stay on `mma.sync`.
+    let mut staged = HashSet::new();
+    staged_tiles(&k.body, false, &mut staged);
+    let f32_staged = plan.spans.keys().any(|l| {
+        staged.contains(l)
+            && matches!(&k.locals[l.0 as usize].kind, LocalKind::Tile { elem, .. } if *elem == ScalarTy::F32)
+    });
+    if f32_staged {
+        return None;
+    }
     let mut touched = HashSet::new();
     other_tile_uses(&k.body, &mut touched);
     if plan.spans.keys().any(|l| touched.contains(l)) {
@@ -136,6 +147,22 @@ pub(super) fn row_alignment(k: &hir::Kernel, p: hir::ParamId) -> Option<u64> {
     };
     let bytes = elems.saturating_mul(size);
     Some(1u64 << bytes.trailing_zeros().min(4))
+}
+
+/// The tile locals copied in the body of a `stages` loop.
+fn staged_tiles(b: &hir::Block, in_stages: bool, out: &mut HashSet<LocalId>) {
+    for s in &b.stmts {
+        match &s.kind {
+            hir::StmtKind::TileCopy { dst, .. } if in_stages => {
+                out.insert(*dst);
+            }
+            hir::StmtKind::For(l) => staged_tiles(&l.body, in_stages || l.stages.is_some(), out),
+            _ => s
+                .blocks()
+                .into_iter()
+                .for_each(|b| staged_tiles(b, in_stages, out)),
+        }
+    }
 }
 
 /// The tensor each tile local is declared from (`var t = A[...]`).
