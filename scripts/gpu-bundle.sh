@@ -15,7 +15,8 @@
 #   bin/phobos-diff             the differential check (crates/phobos-gpucheck)
 #   bin/phobos-bench            the benchmarks (crates/phobos-gpucheck)
 #   tests/NAME                  every test executable with a `gpu_*` test
-#   kernels/                    cubins for sm_80 and sm_90, their PTX and metadata
+#   kernels/                    cubins for sm_80, sm_90 and sm_90a, their PTX and metadata
+#                               (a copy to read: the binaries embed their own)
 #   corpus/                     tests/in/*.pho, which phobos-diff compiles at run time
 #   python/                     the report and the torch/Triton comparisons
 #   run.sh, MANIFEST.txt
@@ -75,7 +76,7 @@ done
 
 printf '%s\n' "$MSGS" >"$OUT/.cargo-messages.json"
 python3 - "$OUT" "$OUT/.cargo-messages.json" <<'PY'
-import json, os, shutil, sys
+import glob, json, os, shutil, sys
 out = sys.argv[1]
 wanted_bins = {"phobos-example-matvec", "phobos-example-interop", "launch_overhead",
                "phobos-diff", "phobos-bench"}
@@ -96,12 +97,17 @@ for line in open(sys.argv[2]):
         "phobos-example-matvec" in m["package_id"] or "phobos-gpucheck" in m["package_id"]
     ):
         kernel_dirs.add(os.path.join(m["out_dir"], "phobos"))
+        # Kernels that need a newer target than the bundle's sm_80 floor
+        # (the FP8 GEMM: sm_89) are built in a folder of their own
+        # (crates/phobos-gpucheck/build.rs).
+        for sub in glob.glob(os.path.join(m["out_dir"], "needs-sm_*", "phobos")):
+            kernel_dirs.add(sub)
 missing = wanted_bins - set(os.listdir(os.path.join(out, "bin")))
 if missing:
     sys.exit(f"gpu-bundle: cargo built no {sorted(missing)}")
 for d in sorted(kernel_dirs):
     for f in sorted(os.listdir(d)):
-        if (".sm_80." in f or ".sm_90." in f or f.endswith(".meta.ron")) and not f.startswith("."):
+        if (".sm_80." in f or ".sm_90." in f or ".sm_90a." in f or f.endswith(".meta.ron")) and not f.startswith("."):
             shutil.copy2(os.path.join(d, f), os.path.join(out, "kernels", f))
 PY
 rm -f "$OUT/.cargo-messages.json"

@@ -372,6 +372,20 @@ impl Case {
     /// the runtime's outcome, which the case's reference then checks.
     /// Panics (after recording) when either side fails or they disagree.
     pub(crate) fn run_differential(mut self, grid: [u32; 3]) -> Outcome {
+        // A run compiled for a target the device cannot load (a corpus
+        // case's sm_90a or sm_89 run on an sm_86 GPU or stand-in) has no
+        // device side to compare: it runs on the simulator alone, for the
+        // case's reference, and leaves no record.
+        let device = crate::executor::device().arch();
+        if device.is_some_and(|d| !phobos_core::arch::runs_on(self.arch, d, false)) {
+            return match self.launch(grid) {
+                Ok(o) => o,
+                Err(b) => {
+                    let (o, e) = *b;
+                    panic!("{} ({}) failed in the simulator:\n{e}", o.name, o.entry)
+                }
+            };
+        }
         self.prepare();
         let magnitudes = self.magnitudes(grid, &causes(&self.kernel.ptx));
         let seed = current_seed();

@@ -49,6 +49,12 @@ def spread(r):
     return f" ({r['ms_min']:.4f}–{r['ms_max']:.4f})"
 
 
+def is_gemm(r):
+    """A matrix-product row (`bf16_gemm_4096`, `f8_gemm_8192`): reported by
+    its rate, in the GEMM table, even when skipped or failed."""
+    return r.get("tflops") is not None or re.search(r"_gemm_\d+$", r["kernel"]) is not None
+
+
 def benchmarks(bench, torch, triton):
     """One row per kernel that any system measured: a row of torch or
     Triton stands even when Phobos's step died before reaching it."""
@@ -70,7 +76,7 @@ def benchmarks(bench, torch, triton):
             "ms_max": r.get("ms_max"),
             "gbs": r.get("gbs"),
             "pct_copy": r.get("pct_copy"),
-            "check": "ok" if r.get("ok") else ("MISMATCH" if "ms" in r else "failed: " + str(r.get("error"))),
+            "check": ("skipped: " + r["skipped"]) if r.get("skipped") else "ok" if r.get("ok") else ("MISMATCH" if "ms" in r else "failed: " + str(r.get("error"))),
             "torch_op": t.get(k, {}).get("op"),
             "torch_ms": t.get(k, {}).get("ms"),
             "torch_spread": spread(t.get(k, {})),
@@ -192,23 +198,27 @@ def markdown(res):
     out += ["| kernel | shape | Phobos ms | GB/s | % copy | torch GB/s | % torch | Triton GB/s | % Triton | check |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in b:
-        if r.get("tflops") is not None:
+        if is_gemm(r):
             continue
         out.append(
             f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')}{spread(r)} | {fmt(r['gbs'])} | {fmt(r['pct_copy'])} | "
             f"{fmt(r['torch_gbs'])} | {fmt(r['pct_torch'])} | {fmt(r['triton_gbs'])} | {fmt(r['pct_triton'])} | {r['check']} |")
-    gemms = [r for r in b if r.get("tflops") is not None]
+    gemms = [r for r in b if is_gemm(r)]
     if gemms:
-        out += ["", "Matrix products on tensor cores (compute-bound: TFLOP/s = 2·M·N·K / time). "
-                "Both accumulate in f32; Phobos writes C as f32 (4 bytes per element), torch.matmul "
-                "(cuBLAS) as bf16 (2 bytes), so cuBLAS stores half the bytes of C:", "",
-                "| kernel | shape | Phobos ms | TFLOP/s | C (Phobos / cuBLAS) | torch.matmul ms | torch TFLOP/s | "
+        out += ["", "Matrix products on tensor cores (compute-bound: TFLOP/s = 2·M·N·K / time), all "
+                "accumulating in f32. bf16_gemm against torch.matmul (cuBLAS), which writes C as bf16 "
+                "(2 bytes per element) where Phobos writes f32 (4), so cuBLAS stores half the bytes of C; "
+                "f8_gemm (f8e4m3 operands, A · Wᵀ) against torch._scaled_mm (cuBLASLt's FP8 GEMM, unit "
+                "scales, f32 output, no fast accumulation), both writing f32. The FP8 rows need "
+                "compute capability 8.9 or newer:", "",
+                "| kernel | shape | Phobos ms | TFLOP/s | C (Phobos / torch) | torch ms | torch TFLOP/s | "
                 "% torch | check |",
                 "|---|---|---|---|---|---|---|---|---|"]
         for r in gemms:
+            c = "f32 / f32" if r["kernel"].startswith("f8_") else "f32 / bf16"
             out.append(
-                f"| {r['kernel']} | {r['shape']} | {fmt(r['ms'], '.4f')}{spread(r)} | {fmt(r['tflops'])} | "
-                f"f32 / bf16 | {fmt(r['torch_ms'], '.4f')}{r['torch_spread']} | {fmt(r['torch_tflops'])} | "
+                f"| {r['kernel']} | {r['shape'] or '–'} | {fmt(r['ms'], '.4f')}{spread(r)} | {fmt(r['tflops'])} | "
+                f"{c} | {fmt(r['torch_ms'], '.4f')}{r['torch_spread']} | {fmt(r['torch_tflops'])} | "
                 f"{fmt(r['pct_torch'])} | {r['check']} |")
     notes = [f"- {r['kernel']}: torch: {r['torch_note']}" for r in b if r.get("torch_note")]
     notes += [f"- {r['kernel']}: the Triton kernel missed torch's result" for r in b if r.get("triton_ok") is False]

@@ -11,6 +11,7 @@ FULL = {
     "rows": (16384, 8192),
     "sum": 1 << 28,
     "gemm": [(4096, 4096, 4096), (8192, 8192, 8192)],
+    "f8_gemm": [(4096, 4096, 4096), (8192, 8192, 8192)],
 }
 
 SMALL = {
@@ -22,6 +23,8 @@ SMALL = {
     "rows": (8, 512),
     "sum": 1 << 14,
     "gemm": [(130, 96, 72), (70, 200, 40)],
+    # K a multiple of 16 (the FP8 kernel's @aligned), not of 32.
+    "f8_gemm": [(130, 96, 80), (70, 200, 48)],
 }
 
 
@@ -51,16 +54,20 @@ def setup(seed):
 
 
 GEMMS = ("bf16_gemm_4096", "bf16_gemm_8192")
+# The FP8 GEMM's rows: C = A · Wᵀ, f8e4m3 operands, W stored [N, K].
+F8_GEMMS = ("f8_gemm_4096", "f8_gemm_8192")
 
 
 def gemm_shape(name, s):
-    """M, N, K of one of the two GEMM rows."""
+    """M, N, K of one of the GEMM rows (bf16 or FP8)."""
+    if name in F8_GEMMS:
+        return s["f8_gemm"][F8_GEMMS.index(name)]
     return s["gemm"][GEMMS.index(name)]
 
 
 def flops(name, s):
     """2·M·N·K for the GEMM rows, None for the memory-bound ones."""
-    if name not in GEMMS:
+    if name not in GEMMS + F8_GEMMS:
         return None
     m, n, k = gemm_shape(name, s)
     return 2 * m * n * k
@@ -93,6 +100,9 @@ def bytes_moved(name, s):
     if name in GEMMS:
         m, n, k = gemm_shape(name, s)
         return (m * k + k * n) * 2 + m * n * 4
+    if name in F8_GEMMS:
+        m, n, k = gemm_shape(name, s)
+        return m * k + n * k + m * n * 4
     raise KeyError(name)
 
 

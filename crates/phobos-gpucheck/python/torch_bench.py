@@ -11,9 +11,29 @@ import sys
 
 import torch
 
-from shapes import GEMMS, bytes_moved, flops, gemm_shape, setup, time_ms
+from shapes import F8_GEMMS, GEMMS, bytes_moved, flops, gemm_shape, setup, time_ms
 
 
+def scaled_mm_unavailable():
+    """Why torch cannot run its FP8 GEMM here (None when it can):
+    `torch._scaled_mm` needs float8_e4m3fn (torch 2.1+) and a GPU of
+    compute capability 8.9 or newer."""
+    if not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
+        return f"torch {torch.__version__} has no torch.float8_e4m3fn / torch._scaled_mm (2.1 or newer has)"
+    cc = torch.cuda.get_device_capability(0)
+    if cc < (8, 9):
+        return f"torch._scaled_mm needs compute capability 8.9 or newer; this GPU is {cc[0]}.{cc[1]}"
+    return None
+
+
+def scaled_mm(a, w_t, one):
+    """torch's FP8 GEMM, A · Wᵀ in f32: `_scaled_mm(a, b, scale_a, scale_b,
+    bias=None, scale_result=None, out_dtype=None, use_fast_accum=False)`
+    (torch 2.4+; 2.1–2.3 return a pair (out, amax)), with unit scales and
+    `b` = Wᵀ, the column-major [K, N] view of the row-major W [N, K] that
+    cuBLASLt asks for. No fast accumulation: f32 sums, as Phobos's."""
+    out = torch._scaled_mm(a, w_t, scale_a=one, scale_b=one, out_dtype=torch.float32)
+    return out[0] if isinstance(out, tuple) else out
 
 
 def main():
@@ -55,7 +75,27 @@ def main():
             "bf16 output (f32 accumulation), Phobos writes f32",
         ))
 
-    rows = [{
+    note_f8 = scaled_mm_unavailable()
+    skipped = []
+    for name in F8_GEMMS:
+        if note_f8 is not None:
+            skipped.append({"kernel": name, "op": "torch._scaled_mm (FP8)", "ms": None, "gbs": None,
+                            "note": "unavailable: " + note_f8})
+            continue
+        m, n, k = gemm_shape(name, s)
+        fa = rnd(m, k).to(torch.float8_e4m3fn)
+        # W is [N, K] row-major as Phobos's is; its transpose is the
+        # column-major B that _scaled_mm takes.
+        fw = rnd(n, k).to(torch.float8_e4m3fn)
+        one = torch.tensor(1.0, device=dev)
+        cases.append((
+            name,
+            "torch._scaled_mm (FP8 e4m3, cuBLASLt)",
+            lambda fa=fa, fw=fw, one=one: scaled_mm(fa, fw.t(), one),
+            "f32 output, unit scales, no fast accumulation",
+        ))
+
+    rows = skipped + [{
         "kernel": "i8_matvec",
         "op": None,
         "ms": None,

@@ -66,6 +66,54 @@ fn bench_json_and_results_md_name_the_loaded_image_and_occupancy() {
     assert!(gemm.contains("| 256 |"), "{gemm}");
 }
 
+/// On a 9.0 device the bf16 GEMM and the FP8 GEMM load their sm_90a images
+/// (wgmma + TMA; the stand-in runs the sm_90a PTX, after refusing the
+/// sm_90a and sm_90 cubins) and match their references; on an 8.6 device
+/// the FP8 GEMM, built for sm_89 and newer only, is skipped and says why.
+#[test]
+fn the_gemms_run_their_sm_90a_images_on_a_9_0_device() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-sm90a");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let bench = |cc: &str, file: &str| -> serde_json::Value {
+        let run = Command::new(root.join("scripts/with-fake-gpu.sh"))
+            .arg(env!("CARGO_BIN_EXE_phobos-bench"))
+            .args(["--small", "--only", "bf16_gemm_4096,f8_gemm_4096", "--out"])
+            .arg(out.join(file))
+            .env("PHOBOS_FAKE_GPU_CC", cc)
+            .output()
+            .expect("phobos-bench runs under the stand-in");
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(run.status.success(), "{stdout}");
+        serde_json::from_str(&std::fs::read_to_string(out.join(file)).unwrap()).unwrap()
+    };
+    let hopper = bench("9.0", "sm90.json");
+    let rows = hopper["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{hopper}");
+    for row in rows {
+        assert_eq!(row["ok"], true, "{row}");
+        assert!(row["max_error"].as_f64().unwrap() <= row["tolerance"].as_f64().unwrap());
+        assert!(row["tflops"].as_f64().is_some_and(|t| t > 0.0), "{row}");
+        let images = row["images"].as_array().unwrap();
+        assert_eq!(images.len(), 1, "{row}");
+        assert_eq!(images[0]["image"], "ptx sm_90a", "{row}");
+    }
+    assert!(rows[1]["shape"].as_str().unwrap().ends_with("f8e4m3"));
+
+    let ampere = bench("8.6", "sm86.json");
+    let rows = ampere["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["images"][0]["image"], "ptx sm_86", "{ampere}");
+    assert_eq!(rows[1]["kernel"], "f8_gemm_4096");
+    assert_eq!(
+        rows[1]["skipped"], "needs sm_89 (FP8 tensor cores); this GPU is sm_86",
+        "{ampere}"
+    );
+}
+
 /// A benchmark that hangs costs its own row only: phobos-bench rewrites
 /// bench.json after every row, so when a later kernel hangs (the stand-in's
 /// `PHOBOS_FAKE_GPU_HANG_ENTRY`) and the process is killed, as run.sh's

@@ -50,10 +50,17 @@ mod images;
 #[allow(dead_code)]
 mod kernels {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+    /// The kernels that need sm_89 (the FP8 GEMM), built for sm_89 and
+    /// newer only (build.rs).
+    mod sm_89 {
+        include!(concat!(env!("OUT_DIR"), "/kernels_sm_89.rs"));
+    }
+    pub use sm_89::*;
 }
 
 use cudarc::driver::{result, sys};
 use half::{bf16, f16};
+use phobos_runtime::float8::F8E4M3;
 use phobos_runtime::{cdiv, BackendKind, Device, Tensor};
 use serde_json::json;
 use std::process::ExitCode;
@@ -198,6 +205,11 @@ const GEMM_CHECKED_WHOLE: usize = 1 << 19;
 /// multiples of 8, as the kernel's `@aligned` asks).
 const RAGGED_GEMM: (usize, usize, usize) = (520, 776, 296);
 
+/// The FP8 GEMM's ragged size: its `@aligned(K = 16)` (16-byte operand
+/// rows for TMA and wgmma) rules out 296, so K is 304 (not a multiple of
+/// K's step of 32).
+const RAGGED_F8_GEMM: (usize, usize, usize) = (520, 776, 304);
+
 /// The GEMM's tile of C per CTA (kernels/bf16_gemm.pho) and an mma
 /// fragment's (m16n8).
 const TILE: usize = 128;
@@ -234,6 +246,21 @@ fn gemm_samples(m: usize, n: usize, at_most: usize, per_cta: usize) -> Vec<(usiz
         }
     }
     out
+}
+
+/// The largest error of an `m` × `n` × `k` product `c` on its
+/// [`gemm_samples`] (8 a CTA; all of C when small) against f64 sums of
+/// `product(i, p, j)`, the f64 value of A[i, p] · B[p, j].
+fn gemm_error(
+    c: &[f32],
+    (m, n, k): (usize, usize, usize),
+    product: impl Fn(usize, usize, usize) -> f64,
+) -> f64 {
+    let (got, want): (Vec<f32>, Vec<f64>) = gemm_samples(m, n, GEMM_CHECKED_WHOLE, 8)
+        .into_iter()
+        .map(|(i, j)| (c[i * n + j], (0..k).map(|p| product(i, p, j)).sum::<f64>()))
+        .unzip();
+    max_error(&got, &want)
 }
 
 fn max_error(got: &[f32], want: &[f64]) -> f64 {
@@ -447,14 +474,18 @@ impl Bench<'_> {
         })
     }
 
-    /// `C = A · B` in bf16 on tensor cores, `a` × `k` by `k` × `b`; the
-    /// reference is f64 over the bf16 values, on `checked` elements of C.
-    fn bf16_gemm(&self, name: &'static str, (m, n, k): (usize, usize, usize)) -> Res<Row> {
-        // A big product is sampled; so first one at a ragged smaller size
-        // (no dimension a multiple of the tile) is checked whole.
-        let (rm, rn, rk) = RAGGED_GEMM;
+    /// A big product's kernel is first checked whole at `ragged` (no
+    /// dimension a multiple of the tile), since at its own size it is only
+    /// sampled; `gemm` runs the kernel at a size and checks it.
+    fn ragged_first(
+        &self,
+        (m, n, _): (usize, usize, usize),
+        ragged: (usize, usize, usize),
+        gemm: impl Fn((usize, usize, usize)) -> Res<Row>,
+    ) -> Res<()> {
+        let (rm, rn, rk) = ragged;
         if m * n > GEMM_CHECKED_WHOLE && rm * rn <= GEMM_CHECKED_WHOLE {
-            let row = self.bf16_gemm(name, RAGGED_GEMM)?;
+            let row = gemm(ragged)?;
             if row.max_error > row.tolerance {
                 return Err(format!(
                     "the whole-product check at {rm}x{rn}x{rk} missed: max error {:.2e} > {:.2e}",
@@ -462,6 +493,13 @@ impl Bench<'_> {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// `C = A · B` in bf16 on tensor cores, `a` × `k` by `k` × `b`; the
+    /// reference is f64 over the bf16 values, on `checked` elements of C.
+    fn bf16_gemm(&self, name: &'static str, (m, n, k): (usize, usize, usize)) -> Res<Row> {
+        self.ragged_first((m, n, k), RAGGED_GEMM, |s| self.bf16_gemm(name, s))?;
         let a: Vec<bf16> = inputs(m * k, 16).into_iter().map(bf16::from_f32).collect();
         let b: Vec<bf16> = inputs(k * n, 17).into_iter().map(bf16::from_f32).collect();
         let (at, bt) = (self.up(&a, &[m, k])?, self.up(&b, &[k, n])?);
@@ -469,15 +507,9 @@ impl Bench<'_> {
         let dev = self.dev;
         kernels::bf16_gemm(dev, &at, &bt, &mut ct).map_err(err)?;
         let c = ct.to_vec().map_err(err)?;
-        let (got, want): (Vec<f32>, Vec<f64>) = gemm_samples(m, n, GEMM_CHECKED_WHOLE, 8)
-            .into_iter()
-            .map(|(i, j)| {
-                let w: f64 = (0..k)
-                    .map(|p| f64::from(a[i * k + p].to_f32()) * f64::from(b[p * n + j].to_f32()))
-                    .sum();
-                (c[i * n + j], w)
-            })
-            .unzip();
+        let max_error = gemm_error(&c, (m, n, k), |i, p, j| {
+            f64::from(a[i * k + p].to_f32()) * f64::from(b[p * n + j].to_f32())
+        });
         Ok(Row {
             name,
             shape: format!("{m}x{n}x{k} bf16"),
@@ -486,9 +518,48 @@ impl Bench<'_> {
             time: self.clock.median(dev, self.runs, &mut || {
                 kernels::bf16_gemm(dev, &at, &bt, &mut ct).map_err(err)
             })?,
-            max_error: max_error(&got, &want),
+            max_error,
             // Products of bf16 values are exact in f32; the sum of K of
             // them, each at most 1, is rounded at each of K steps.
+            tolerance: k as f64 * k as f64 * 2f64.powi(-24),
+        })
+    }
+
+    /// `C = A · Wᵀ` with f8e4m3 operands (both K-major, `W` is [N, K]) on
+    /// tensor cores (kernels/f8_gemm.pho), checked as [`Bench::bf16_gemm`]
+    /// is: an f64 reference over the f8 values on the same samples.
+    fn f8_gemm(&self, name: &'static str, (m, n, k): (usize, usize, usize)) -> Res<Row> {
+        self.ragged_first((m, n, k), RAGGED_F8_GEMM, |s| self.f8_gemm(name, s))?;
+        // Values in [-1, 1) rounded to E4M3 (3 mantissa bits; subnormals
+        // below 2^-6 included), so the products stay below 1.
+        let a: Vec<F8E4M3> = inputs(m * k, 18)
+            .into_iter()
+            .map(F8E4M3::from_f32)
+            .collect();
+        let w: Vec<F8E4M3> = inputs(n * k, 19)
+            .into_iter()
+            .map(F8E4M3::from_f32)
+            .collect();
+        let (at, wt) = (self.up(&a, &[m, k])?, self.up(&w, &[n, k])?);
+        let mut ct = self.zeros(&[m, n])?;
+        let dev = self.dev;
+        kernels::f8_gemm(dev, &at, &wt, &mut ct).map_err(err)?;
+        let c = ct.to_vec().map_err(err)?;
+        let max_error = gemm_error(&c, (m, n, k), |i, p, j| {
+            a[i * k + p].to_f64() * w[j * k + p].to_f64()
+        });
+        Ok(Row {
+            name,
+            shape: format!("{m}x{n}x{k} f8e4m3"),
+            bytes: ((m * k + n * k) + m * n * 4) as f64,
+            flops: 2.0 * (m * n * k) as f64,
+            time: self.clock.median(dev, self.runs, &mut || {
+                kernels::f8_gemm(dev, &at, &wt, &mut ct).map_err(err)
+            })?,
+            max_error,
+            // Products of two E4M3 values (4 significant bits each) are
+            // exact in f32; the sum of K of them, each at most 1, is
+            // rounded at each of K steps: the bf16 GEMM's bound.
             tolerance: k as f64 * k as f64 * 2f64.powi(-24),
         })
     }
@@ -532,6 +603,9 @@ struct Sizes {
     copy_bytes: usize,
     /// The two GEMMs, M × N × K.
     gemm: [(usize, usize, usize); 2],
+    /// The FP8 GEMM's two: the bf16 ones at full size; at small size K
+    /// a multiple of 16 (its `@aligned`) but not of 32.
+    f8_gemm: [(usize, usize, usize); 2],
 }
 
 const FULL: Sizes = Sizes {
@@ -543,6 +617,7 @@ const FULL: Sizes = Sizes {
     sum: (1 << 28, 1056),
     copy_bytes: 1 << 30,
     gemm: [(4096, 4096, 4096), (8192, 8192, 8192)],
+    f8_gemm: [(4096, 4096, 4096), (8192, 8192, 8192)],
 };
 
 const SMALL: Sizes = Sizes {
@@ -555,6 +630,7 @@ const SMALL: Sizes = Sizes {
     copy_bytes: 1 << 20,
     // Ragged: neither is a multiple of the 128 × 128 tile or of K's 32.
     gemm: [(130, 96, 72), (70, 200, 40)],
+    f8_gemm: [(130, 96, 80), (70, 200, 48)],
 };
 
 /// Writes `value` to `path` through a temporary file and a rename, so a
@@ -679,6 +755,14 @@ fn main() -> ExitCode {
             "bf16_gemm_8192",
             Box::new(|| b.bf16_gemm("bf16_gemm_8192", s.gemm[1])),
         ),
+        (
+            "f8_gemm_4096",
+            Box::new(|| b.f8_gemm("f8_gemm_4096", s.f8_gemm[0])),
+        ),
+        (
+            "f8_gemm_8192",
+            Box::new(|| b.f8_gemm("f8_gemm_8192", s.f8_gemm[1])),
+        ),
     ];
     if let Some(names) = &only {
         if let Some(bad) = names.iter().find(|n| !all.iter().any(|(a, _)| a == n)) {
@@ -714,6 +798,20 @@ fn main() -> ExitCode {
         .filter(|(name, _)| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name)));
     for (name, f) in picked {
         let name = *name;
+        // The FP8 GEMM has no image below sm_89 (build.rs builds it for
+        // sm_89 and newer): on such a GPU its rows say so and pass.
+        if let Some(a) = dev
+            .arch()
+            .filter(|&a| name.starts_with("f8_gemm") && a < 89)
+        {
+            let why = format!(
+                "needs sm_89 (FP8 tensor cores); this GPU is {}",
+                phobos_core::arch::name(a)
+            );
+            println!("{name:<14} skipped: {why}");
+            rows.push(json!({"kernel": name, "ok": true, "skipped": why}));
+            continue;
+        }
         match f() {
             Ok(r) => {
                 let ms = r.time.ms;

@@ -103,6 +103,32 @@ fn bundle_gemm_case() {
     }
 }
 
+/// The bundle's FP8 GEMM (`kernels/f8_gemm.pho`: A · Wᵀ, f8e4m3 operands
+/// K-major): on devices of sm_89 and newer (FP8 `mma`; wgmma + TMA on
+/// sm_90a), at phobos-bench's two ragged small sizes, checked against an
+/// f64 product of the f8 values within K²·2⁻²⁴ as the benchmark checks it.
+const BUNDLE_F8_GEMM: &str = include_str!("../../kernels/f8_gemm.pho");
+
+fn bundle_f8_gemm_case() {
+    if device().arch().is_some_and(|a| a < 89) {
+        return;
+    }
+    for (m, n, k) in [(130usize, 96usize, 80usize), (70, 200, 48)] {
+        let o = Case::source(BUNDLE_F8_GEMM, "kernels/f8_gemm.pho", "f8_gemm")
+            .dims(&[("M", m as i64), ("N", n as i64), ("K", k as i64)])
+            .run([cdiv(m, 128), cdiv(n, 128), 1]);
+        let (a, w) = (o.input("A"), o.input("W"));
+        let mut want = Tensor::zeros(ScalarTy::F64, &[m, n]);
+        for r in 0..m {
+            for c in 0..n {
+                let s: f64 = (0..k).map(|x| a.f(r * k + x) * w.f(c * k + x)).sum();
+                want.set_f(r * n + c, s);
+            }
+        }
+        o.check_within("C", &want, |_| (k * k) as f64 * 2f64.powi(-24));
+    }
+}
+
 fn example_case(name: &str, src: &str) {
     let file = format!("examples/matvec/kernels/{name}.pho");
     let case = Case::source(src, &file, name);
@@ -568,6 +594,14 @@ fn main() -> ExitCode {
             label.to_string(),
             SEEDS[0],
             Box::new(move || run_one(label, SEEDS[0], bundle_gemm_case)),
+        ));
+    }
+    let label = "bundle/f8_gemm";
+    if args.only.as_deref().is_none_or(|o| o == label) {
+        jobs.push((
+            label.to_string(),
+            SEEDS[0],
+            Box::new(move || run_one(label, SEEDS[0], bundle_f8_gemm_case)),
         ));
     }
     if let Some(from) = args.child {
