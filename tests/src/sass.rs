@@ -157,6 +157,61 @@ pub fn find_nvdisasm() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// `cubin`'s SASS as `nvdisasm -c` prints it (`what` names it in a failure).
+pub fn disassemble(nvdisasm: &Path, cubin: &[u8], what: &str) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("k.cubin");
+    std::fs::write(&path, cubin).expect("write cubin");
+    let out = std::process::Command::new(nvdisasm)
+        .arg("-c")
+        .arg(&path)
+        .output()
+        .expect("run nvdisasm");
+    assert!(
+        out.status.success(),
+        "nvdisasm failed on {what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// How many SASS instructions start with `op` (`HMMA`, `LDSM`, ...).
+pub fn count_ops(sass: &str, op: &str) -> usize {
+    sass.lines()
+        .filter(|l| l.split_whitespace().any(|w| w.starts_with(op)))
+        .count()
+}
+
+/// `ptxas -v`'s registers per thread and spilled bytes (stores plus loads,
+/// and the stack frame) of `ptx` for `arch`.
+pub fn registers_and_spills(ptxas: &Path, ptx: &str, arch: u32) -> (u32, u32) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("k.ptx");
+    std::fs::write(&path, ptx).expect("write ptx");
+    let out = std::process::Command::new(ptxas)
+        .arg(format!("-arch={}", phobos_core::arch::name(arch)))
+        .arg("-v")
+        .arg(&path)
+        .arg("-o")
+        .arg(dir.path().join("k.cubin"))
+        .output()
+        .expect("run ptxas");
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "ptxas failed:\n{text}");
+    let number_before = |word: &str| -> u32 {
+        text.split(word)
+            .next()
+            .and_then(|head| head.split_whitespace().last())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no `{word}` in ptxas -v's output:\n{text}"))
+    };
+    let regs = number_before(" registers");
+    let spills = number_before(" bytes stack frame")
+        + number_before(" bytes spill stores")
+        + number_before(" bytes spill loads");
+    (regs, spills)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

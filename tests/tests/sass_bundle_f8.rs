@@ -11,9 +11,9 @@
 //! Without ptxas or nvdisasm the SASS half is skipped with a message,
 //! except under `CI=true`, where a missing tool fails it.
 
+use phobos_conformance::sass::{count_ops, disassemble};
 use phobos_conformance::{assemble, find_ptxas, in_ci, min_arch_of};
 use phobos_core::arch::SM_90A;
-use std::process::Command;
 
 fn f8_gemm() -> String {
     let path = phobos_conformance::root().join("../crates/phobos-gpucheck/kernels/f8_gemm.pho");
@@ -78,31 +78,18 @@ fn the_bundle_f8_gemm_on_sm_90a_has_qgmma_no_ldgsts_and_no_local_memory() {
         eprintln!("skipping: ptxas or nvdisasm not found");
         return;
     };
-    let dir = tempfile::tempdir().expect("temp dir");
     for (arch, mma, copies) in [
         (SM_90A, "QGMMA.64x128x32.F32.E4M3.E4M3", "UTMALDG.2D"),
         (89, "QMMA.16832.F32.E4M3.E4M3", "LDGSTS"),
     ] {
         let (ptx, _) = compile(&f8_gemm(), arch);
         let cubin = assemble(&ptxas, "f8_gemm", arch, &ptx).expect("ptxas assembles");
-        let path = dir.path().join("g.cubin");
-        std::fs::write(&path, cubin).expect("write cubin");
-        let out = Command::new(&nvdisasm)
-            .arg("-c")
-            .arg(&path)
-            .output()
-            .expect("run nvdisasm");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let sass = disassemble(
+            &nvdisasm,
+            &cubin,
+            &format!("f8_gemm {}", phobos_core::arch::name(arch)),
         );
-        let sass = String::from_utf8_lossy(&out.stdout);
-        let count = |op: &str| {
-            sass.lines()
-                .filter(|l| l.split_whitespace().any(|w| w.starts_with(op)))
-                .count()
-        };
+        let count = |op: &str| count_ops(&sass, op);
         assert!(count(mma) >= 1, "no {mma}:\n{sass}");
         assert!(count(copies) >= 3, "no {copies}:\n{sass}");
         assert_eq!(count("LDL") + count("STL"), 0, "local memory");

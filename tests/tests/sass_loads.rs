@@ -13,10 +13,11 @@
 //! Without ptxas or nvdisasm the tests are skipped with a message, except
 //! under `CI=true`, where a missing tool fails them.
 
-use phobos_conformance::sass::{analyze, find_nvdisasm};
+use phobos_conformance::sass::{
+    analyze, count_ops, disassemble, find_nvdisasm, registers_and_spills,
+};
 use phobos_conformance::{assemble, compile, corpus_file, find_ptxas, in_ci};
 use std::path::PathBuf;
-use std::process::Command;
 
 /// The floor this test holds the seed kernels to.
 const MIN_IN_FLIGHT: usize = 6;
@@ -25,7 +26,6 @@ const MIN_IN_FLIGHT: usize = 6;
 struct Tools {
     ptxas: PathBuf,
     nvdisasm: PathBuf,
-    dir: tempfile::TempDir,
 }
 
 /// The tools, or None (with a message) when either is missing; under
@@ -39,19 +39,7 @@ fn tools() -> Option<Tools> {
         eprintln!("skipping: ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM)");
         return None;
     };
-    let dir = tempfile::tempdir().expect("temp dir");
-    Some(Tools {
-        ptxas,
-        nvdisasm,
-        dir,
-    })
-}
-
-/// How many SASS instructions start with `op` (`HMMA`, `LDSM`, ...).
-fn count_ops(sass: &str, op: &str) -> usize {
-    sass.lines()
-        .filter(|l| l.split_whitespace().any(|w| w.starts_with(op)))
-        .count()
+    Some(Tools { ptxas, nvdisasm })
 }
 
 #[test]
@@ -91,22 +79,11 @@ impl Tools {
             .collect();
         let bytes = assemble(&self.ptxas, name, arch, &ptx)
             .unwrap_or_else(|e| panic!("ptxas failed on {name} sm_{arch}: {e}"));
-        let cubin = self
-            .dir
-            .path()
-            .join(format!("{name}.{}.cubin", phobos_core::arch::name(arch)));
-        std::fs::write(&cubin, bytes).expect("write cubin");
-        let out = Command::new(&self.nvdisasm)
-            .arg("-c")
-            .arg(&cubin)
-            .output()
-            .expect("run nvdisasm");
-        assert!(
-            out.status.success(),
-            "nvdisasm failed on {name} sm_{arch}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        disassemble(
+            &self.nvdisasm,
+            &bytes,
+            &format!("{name} {}", phobos_core::arch::name(arch)),
+        )
     }
 }
 
@@ -270,36 +247,6 @@ fn staged_loops_use_ldgsts_without_local_memory() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-/// `ptxas -v`'s registers per thread and spilled bytes (stores plus loads,
-/// and the stack frame) of `ptx` for `sm_{arch}`.
-fn registers_and_spills(ptxas: &std::path::Path, ptx: &str, arch: u32) -> (u32, u32) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("k.ptx");
-    std::fs::write(&path, ptx).expect("write ptx");
-    let out = Command::new(ptxas)
-        .arg(format!("-arch={}", phobos_core::arch::name(arch)))
-        .arg("-v")
-        .arg(&path)
-        .arg("-o")
-        .arg(dir.path().join("k.cubin"))
-        .output()
-        .expect("run ptxas");
-    let text = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(out.status.success(), "ptxas failed:\n{text}");
-    let number_before = |word: &str| -> u32 {
-        text.split(word)
-            .next()
-            .and_then(|head| head.split_whitespace().last())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no `{word}` in ptxas -v's output:\n{text}"))
-    };
-    let regs = number_before(" registers");
-    let spills = number_before(" bytes stack frame")
-        + number_before(" bytes spill stores")
-        + number_before(" bytes spill loads");
-    (regs, spills)
 }
 
 /// Issue 30 item 5: `@launch(256, min_ctas = 2)` on the GPU bundle's

@@ -12,9 +12,9 @@
 //! Without ptxas or nvdisasm the SASS half is skipped with a message,
 //! except under `CI=true`, where a missing tool fails it.
 
+use phobos_conformance::sass::{count_ops, disassemble, find_nvdisasm, registers_and_spills};
 use phobos_conformance::{assemble, find_ptxas, in_ci};
 use phobos_core::arch::SM_90A;
-use std::process::Command;
 
 fn bundle_gemm() -> String {
     let path = phobos_conformance::root().join("../crates/phobos-gpucheck/kernels/bf16_gemm.pho");
@@ -108,8 +108,7 @@ kernel g(A: tensor<f16>[M, K], B: tensor<f16>[K, N], C: tensor<f32>[M, N], D: te
 
 #[test]
 fn the_bundle_gemm_on_sm_90a_has_hgmma_no_hmma_and_no_local_memory() {
-    let (Some(ptxas), Some(nvdisasm)) = (find_ptxas(), phobos_conformance::sass::find_nvdisasm())
-    else {
+    let (Some(ptxas), Some(nvdisasm)) = (find_ptxas(), find_nvdisasm()) else {
         assert!(
             !in_ci(),
             "ptxas or nvdisasm not found (set PHOBOS_PTXAS and PHOBOS_NVDISASM); CI=true requires both"
@@ -119,47 +118,17 @@ fn the_bundle_gemm_on_sm_90a_has_hgmma_no_hmma_and_no_local_memory() {
     };
     let ptx = ptx_of(&bundle_gemm(), SM_90A);
     let cubin = assemble(&ptxas, "bf16_gemm", SM_90A, &ptx).expect("ptxas assembles sm_90a");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("g.cubin");
-    std::fs::write(&path, cubin).expect("write cubin");
-    let out = Command::new(&nvdisasm)
-        .arg("-c")
-        .arg(&path)
-        .output()
-        .expect("run nvdisasm");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sass = String::from_utf8_lossy(&out.stdout);
-    let count = |op: &str| {
-        sass.lines()
-            .filter(|l| l.split_whitespace().any(|w| w.starts_with(op)))
-            .count()
-    };
+    let sass = disassemble(&nvdisasm, &cubin, "bf16_gemm sm_90a");
+    let count = |op: &str| count_ops(&sass, op);
     assert!(count("HGMMA.64x128x16.F32.BF16") >= 2, "no HGMMA:\n{sass}");
     assert!(count("UTMALDG.2D") >= 3, "no UTMALDG:\n{sass}");
     assert_eq!(count("LDGSTS"), 0, "cp.async left on sm_90a");
     assert_eq!(count("HMMA"), 0, "HMMA on sm_90a");
     assert_eq!(count("LDL") + count("STL"), 0, "local memory");
-    std::fs::write(dir.path().join("g.ptx"), &ptx).expect("write ptx");
-    let v = Command::new(&ptxas)
-        .args(["-arch=sm_90a", "-v", "-o"])
-        .arg(dir.path().join("v.cubin"))
-        .arg(dir.path().join("g.ptx"))
-        .output()
-        .expect("run ptxas");
-    let text = String::from_utf8_lossy(&v.stderr);
-    let regs: u32 = text
-        .split(" registers")
-        .next()
-        .and_then(|h| h.split_whitespace().last())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{text}"));
+    let (regs, spills) = registers_and_spills(&ptxas, &ptx, SM_90A);
     assert!(
         regs <= 128,
         "{regs} registers: fewer than two CTAs of 256 per SM"
     );
-    assert!(text.contains("0 bytes spill stores"), "{text}");
+    assert_eq!(spills, 0, "{spills} bytes of stack or spills");
 }
